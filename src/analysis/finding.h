@@ -1,0 +1,77 @@
+// Findings: the product of the analysis stage. Every detector reports what it
+// found as entries of one catalogue (code, default severity, title, what to do
+// next), with an entity, measured numbers and evidence pointing at the input.
+// The verdict stage ranks findings; the report stage prints them.
+//
+// Serialized names are part of the JSON schema: append, never rename.
+
+#ifndef LAGGARD_ANALYSIS_FINDING_H_
+#define LAGGARD_ANALYSIS_FINDING_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/run.h"
+
+namespace laggard {
+
+enum class Severity : uint8_t { kInfo, kWarning, kCritical };
+std::string_view SeverityName(Severity s);
+
+enum class FindingCode : uint16_t {
+  kStepStraggler,       // one rank's steps are slower than its peers'
+  kStepsSynchronised,   // step times are equal on all ranks: cannot name a culprit
+  kJobSlowdown,         // the whole job slowed for a stretch of steps
+  kPeriodicSlowdown,    // slowdowns recur with a period
+  kJitter,              // rare slow steps on random ranks
+  kNoPeers,             // nothing to compare with (one series, or no rank known)
+  kCount,
+};
+
+struct FindingInfo {
+  std::string_view name;  // "step.straggler"
+  Severity severity;
+  std::string_view title;
+};
+const FindingInfo& Describe(FindingCode code);
+
+// What a finding is about. Unknown parts are nullopt.
+struct Entity {
+  std::optional<int32_t> rank;
+  std::optional<std::string> host;
+  std::optional<int32_t> gpu;
+  bool job = false;  // the job as a whole
+};
+
+// One piece of support for a finding, located in the input when possible.
+struct Evidence {
+  std::string text;
+  std::optional<SourceRef> source;
+};
+
+struct Finding {
+  FindingCode code = FindingCode::kCount;
+  Severity severity = Severity::kInfo;
+  Entity entity;
+  std::string message;     // one line with the measured numbers
+  double confidence = 0;   // 0..1 that the finding is right
+  std::vector<Evidence> evidence;
+  std::vector<std::string> next_steps;
+
+  // Numbers the verdict and reports use; nullopt when not applicable.
+  std::optional<double> slowdown;        // relative excess over peers (0.21 = +21%)
+  std::optional<int64_t> onset_step;
+  std::optional<TimeNs> onset_time;
+  std::optional<int64_t> end_step;       // last slow step when it recovered / episode end
+  std::optional<std::string> pattern;    // persistent | periodic | intermittent | job_wide | jitter
+  std::optional<double> period_steps;
+  std::optional<double> period_s;
+  std::optional<std::string> band;       // normal | suspect | straggler (article's bands)
+};
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_FINDING_H_

@@ -1,0 +1,212 @@
+#include "cli/app.h"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "analysis/step_time_detector.h"
+#include "ingest/ingest.h"
+#include "ingest/readers.h"
+#include "report/report.h"
+#include "simulator/step_logs.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+struct DiagnoseOptions {
+  std::vector<std::string> paths;
+  std::string json_out;  // "" none, "-" stdout
+  bool strict = false;
+  bool quiet = false;
+  std::string color = "auto";
+  std::optional<std::string> rank_from;
+  std::optional<std::string> step_pattern;
+  int threads = 0;
+  StepDetectorOptions detector;
+};
+
+// Prints "reading files 12/40, 1.2 GB" on a tty once work takes over 1.5 s.
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled) : err_(err), enabled_(enabled), start_(Clock::now()) {}
+  ~Progress() {
+    if (shown_) err_ << "\r\x1b[K" << std::flush;
+  }
+  void Update(size_t done, size_t total, uint64_t bytes) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = Clock::now();
+    if (now - start_ < std::chrono::milliseconds(1500) || now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    err_ << fmt::format("\rreading files {}/{}, {:.1f} MB", done, total, static_cast<double>(bytes) / 1e6)
+         << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  bool enabled_;
+  Clock::time_point start_, last_;
+  bool shown_ = false;
+  std::mutex mu_;
+};
+
+int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, bool out_tty,
+             bool err_tty) {
+  std::vector<std::unique_ptr<LineMatcher>> matchers;
+  if (o.step_pattern) {
+    auto m = MakeRegexLineMatcher(*o.step_pattern);
+    if (!m.ok()) {
+      err << "laggard: " << m.status().message() << "\n";
+      return kExitNoInput;
+    }
+    matchers.push_back(std::move(m.value()));
+  }
+  matchers.push_back(MakeArticleLineMatcher());
+  matchers.push_back(MakeMegatronLineMatcher());
+  std::vector<std::unique_ptr<StepReader>> owned;
+  owned.push_back(MakeJsonlStepReader());
+  owned.push_back(MakeCsvStepReader());
+  owned.push_back(MakeTextLogReader(std::move(matchers)));
+  std::vector<const StepReader*> readers;
+  for (const auto& r : owned) readers.push_back(r.get());
+
+  IngestOptions ingest;
+  ingest.rank_from = o.rank_from;
+  ingest.threads = o.threads;
+  Progress progress(err, err_tty);
+  ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
+  auto run = Ingest(o.paths, readers, ingest);
+  if (!run.ok()) {
+    err << "laggard: " << run.status().message() << "\n";
+    return kExitNoInput;
+  }
+  StepAnalysis steps = AnalyzeStepTimes(*run, o.detector);
+  Verdict verdict = DecideVerdict(*run, steps);
+  ReportInput in{*run, steps, verdict};
+
+  if (!o.json_out.empty()) {
+    std::string json = RenderJson(in);
+    if (o.json_out == "-") {
+      out << json;
+    } else {
+      std::ofstream f(o.json_out);
+      f << json;
+      if (!f) {
+        err << "laggard: cannot write " << o.json_out << "\n";
+        return kExitNoInput;
+      }
+    }
+  }
+  if (o.json_out != "-") {
+    TextOptions text;
+    text.quiet = o.quiet;
+    text.color = o.color == "always" || (o.color == "auto" && out_tty);
+    RenderText(in, text, out);
+  }
+  if (run->total_steps() == 0) {
+    err << fmt::format(
+        "laggard: no usable step-time records in {} file{} ({} skipped); see data quality above\n",
+        run->files.size(), run->files.size() == 1 ? "" : "s",
+        std::count_if(run->files.begin(), run->files.end(),
+                      [](const InputFileInfo& f) { return f.format.empty(); }));
+    return kExitNoInput;
+  }
+  if (o.strict && run->diagnostics.TotalOfKind(DiagKind::kBadRecord) > 0) {
+    err << fmt::format("laggard: --strict: {} bad records\n",
+                       run->diagnostics.TotalOfKind(DiagKind::kBadRecord));
+    return kExitStrictFailure;
+  }
+  return kExitOk;
+}
+
+void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
+  cmd->add_option("--json", o.json_out, "write the JSON report to FILE ('-' for stdout)");
+  cmd->add_flag("--strict", o.strict, "exit 1 when any bad record was found");
+  cmd->add_flag("-q,--quiet", o.quiet, "print only the verdict line");
+  cmd->add_option("--color", o.color, "colour output: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_option("--rank-from", o.rank_from,
+                  "regex on a file's path whose group 'rank' (or group 1) is the file's rank");
+  cmd->add_option("--step-pattern", o.step_pattern,
+                  "regex for step lines with named groups step, time (or time_ms, ...), "
+                  "optionally rank, unit, start, host, gpu");
+  cmd->add_option("--threads", o.threads, "ingest threads (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", o.detector.warmup_steps,
+                  "steps at the start of each rank to ignore")
+      ->capture_default_str();
+  cmd->add_option("--threshold", o.detector.flag_threshold,
+                  "flag a rank this much slower than its peers (0.05 = 5%)")
+      ->check(CLI::Range(0.001, 10.0))
+      ->capture_default_str();
+}
+
+int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_tty, bool err_tty) {
+  // Until the full cluster simulator lands: 8 nodes x 8 GPUs of step logs, one
+  // GPU 21% slower from step 120 on.
+  sim::StepLogScenario sc;
+  sc.ranks = 64;
+  sc.gpus_per_node = 8;
+  sc.steps = 400;
+  sc.base_step_s = 0.8;
+  sc.jitter = 0.015;
+  sc.seed = 7;
+  sc.rank_slowdowns.push_back(sim::RankSlowdown{13, 0.21, 120});
+  std::string logs = dir + "/step_logs";
+  std::error_code ec;
+  std::filesystem::remove_all(logs, ec);
+  Status st = sim::WriteStepLogs(sc, sim::StepLogFormat::kCsv, logs);
+  if (!st.ok()) {
+    err << "laggard demo: " << st.message() << "\n";
+    return kExitNoInput;
+  }
+  out << fmt::format("laggard demo: simulated {} ranks ({} nodes x {} GPUs), {} steps, one GPU "
+                     "slowed by 21% from step 120\n  step logs: {}\n\n",
+                     sc.ranks, sc.ranks / sc.gpus_per_node, sc.gpus_per_node, sc.steps, logs);
+  DiagnoseOptions o;
+  o.paths = {logs};
+  o.json_out = dir + "/report.json";
+  int rc = Diagnose(o, out, err, out_tty, err_tty);
+  out << fmt::format("\nJSON report: {}/report.json\n", dir);
+  return rc;
+}
+
+}  // namespace
+
+int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+               bool stdout_is_tty, bool stderr_is_tty) {
+  CLI::App app{"laggard: find the rank, GPU or node that holds back a training job, and say why"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(kLaggardVersion));
+
+  DiagnoseOptions diag;
+  CLI::App* diagnose = app.add_subcommand("diagnose", "diagnose a run from its files");
+  diagnose->add_option("paths", diag.paths, "files or directories (walked recursively)")
+      ->required();
+  AddDiagnoseFlags(diagnose, diag);
+
+  std::string demo_dir = "laggard-demo";
+  CLI::App* demo = app.add_subcommand("demo", "simulate a cluster with a fault and diagnose it");
+  demo->add_option("-o,--out", demo_dir, "where to write the simulated run and the reports")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e, out, err);
+    return rc == 0 ? kExitOk : kExitNoInput;
+  }
+  if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
+  if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
+  return kExitNoInput;
+}
+
+}  // namespace laggard

@@ -1,0 +1,233 @@
+#include "ingest/ingest.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+#include "ingest/input_file.h"
+
+namespace laggard {
+namespace fs = std::filesystem;
+namespace {
+
+struct CodeDeleter {
+  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
+};
+using Regex = std::unique_ptr<pcre2_code, CodeDeleter>;
+
+StatusOr<Regex> CompileRegex(const std::string& pattern, uint32_t flags) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   flags, &err, &off, nullptr);
+  if (code == nullptr) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    return Status::Error(fmt::format("pattern '{}' does not compile at offset {}: {}", pattern,
+                                     off, reinterpret_cast<char*>(msg)));
+  }
+  return Regex(code);
+}
+
+// The `rank` group (else group 1) of the first match of `re` in `text`.
+std::optional<int32_t> MatchRank(const pcre2_code* re, std::string_view text) {
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+  std::optional<int32_t> result;
+  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md,
+                       nullptr);
+  if (rc > 1) {
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    int n = pcre2_substring_number_from_name(re, reinterpret_cast<PCRE2_SPTR>("rank"));
+    if (n <= 0) n = 1;
+    if (n < rc && ov[2 * n] != PCRE2_UNSET) {
+      auto v = ParseInt<int32_t>(text.substr(ov[2 * n], ov[2 * n + 1] - ov[2 * n]));
+      if (v && *v >= 0 && *v <= kMaxRank) result = v;
+    }
+  }
+  pcre2_match_data_free(md);
+  return result;
+}
+
+const pcre2_code* BuiltinRankRegex() {
+  // rank3, rank-3, rank_3, rank.3, worker3, proc3 as a word of the name.
+  static const Regex re = std::move(
+      CompileRegex(R"((?:^|[^a-z])(?:rank|worker|proc)[-_.]?(\d+)(?![\d]))", PCRE2_CASELESS)
+          .value());
+  return re.get();
+}
+
+struct FileResult {
+  RunBuilder builder;
+  std::string format;
+  uint64_t bytes = 0;
+  uint64_t records = 0;
+};
+
+void ReadOneFile(const std::string& path, uint32_t index,
+                 const std::vector<const StepReader*>& readers, const pcre2_code* rank_from,
+                 FileResult& result) {
+  Diagnostics& diag = result.builder.diagnostics();
+  auto head = ReadHead(path, kSniffBytes);
+  if (!head.ok()) {
+    diag.Add(DiagCode::kFileUnreadable, path, 0, head.status().message());
+    return;
+  }
+  if (head->empty()) {
+    diag.Add(DiagCode::kFileEmpty, path, 0, "empty file");
+    return;
+  }
+  if (LooksBinary(*head)) {
+    diag.Add(DiagCode::kFileBinary, path, 0, "binary data (NUL or control bytes)");
+    return;
+  }
+  const StepReader* best = nullptr;
+  int best_score = 0;
+  for (const StepReader* r : readers) {
+    int score = r->Sniff(*head);
+    if (score > best_score) best = r, best_score = score;
+  }
+  if (best == nullptr) {
+    diag.Add(DiagCode::kFileUnrecognised, path, 0, "no step-time reader recognised the content");
+    return;
+  }
+  auto source = OpenByteSource(path);
+  if (!source.ok()) {
+    diag.Add(DiagCode::kFileUnreadable, path, 0, source.status().message());
+    return;
+  }
+  ReaderContext ctx;
+  ctx.file_index = index;
+  ctx.path = path;
+  ctx.rank_from_path = rank_from != nullptr ? MatchRank(rank_from, path) : BuiltinRankFromPath(path);
+  ctx.out = &result.builder;
+  LineReader lines(**source);
+  result.records = best->Read(lines, ctx);
+  result.bytes = lines.bytes();
+  result.format = std::string(best->name());
+  if (lines.long_lines() > 0) {
+    for (size_t i = 0; i < lines.long_line_numbers().size(); ++i) {
+      diag.Add(DiagCode::kLineTooLong, path, lines.long_line_numbers()[i],
+               "line over 1 MiB skipped",
+               i + 1 == lines.long_line_numbers().size()
+                   ? lines.long_lines() - lines.long_line_numbers().size() + 1
+                   : 1);
+    }
+  }
+  if (const auto& damage = (*source)->damage()) {
+    diag.AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
+                                                               : DiagCode::kGzipCorrupt,
+                     path, damage->compressed_offset, damage->message);
+  }
+  if (result.records == 0 && result.format == "text-log" &&
+      diag.TotalOfKind(DiagKind::kBadRecord) == 0) {
+    // Text with no step line at all is some other file, not a damaged log.
+    diag = Diagnostics();
+    diag.Add(DiagCode::kFileUnrecognised, path, 0, "text file without step-time records");
+    result.format.clear();
+  }
+}
+
+}  // namespace
+
+std::optional<int32_t> BuiltinRankFromPath(std::string_view path) {
+  // The file name first, then each directory from the nearest.
+  fs::path p{std::string(path)};
+  for (fs::path cur = p; !cur.empty() && cur.has_filename(); cur = cur.parent_path()) {
+    std::string name = cur.filename().string();
+    if (auto r = MatchRank(BuiltinRankRegex(), name)) return r;
+    if (cur.parent_path() == cur) break;
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& given : paths) {
+    std::error_code ec;
+    fs::file_status st = fs::status(given, ec);
+    if (ec || !fs::exists(st)) return Status::Error(fmt::format("{}: no such file or directory", given));
+    if (!fs::is_directory(st)) {
+      files.push_back(given);
+      continue;
+    }
+    std::vector<std::string> found;
+    fs::recursive_directory_iterator it(given, fs::directory_options::skip_permission_denied, ec);
+    if (ec) return Status::Error(fmt::format("{}: cannot list: {}", given, ec.message()));
+    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      const fs::path& p = it->path();
+      std::string name = p.filename().string();
+      if (!name.empty() && name[0] == '.') {
+        if (it->is_directory(ec)) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec)) found.push_back(p.string());
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+StatusOr<Run> Ingest(const std::vector<std::string>& paths,
+                     const std::vector<const StepReader*>& readers, const IngestOptions& options) {
+  Regex rank_from;
+  if (options.rank_from) {
+    auto re = CompileRegex(*options.rank_from, 0);
+    if (!re.ok()) return Status::Error("--rank-from: " + re.status().message());
+    rank_from = std::move(re.value());
+  }
+  auto listed = ListInputFiles(paths);
+  if (!listed.ok()) return listed.status();
+  const std::vector<std::string>& files = *listed;
+
+  std::vector<FileResult> results(files.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<uint64_t> bytes{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      ReadOneFile(files[i], static_cast<uint32_t>(i), readers, rank_from.get(), results[i]);
+      bytes += results[i].bytes;
+      size_t d = ++done;
+      if (options.progress) options.progress(d, files.size(), bytes.load());
+    }
+  };
+  unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
+                                         : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  Run run;
+  RunBuilder merged;
+  for (size_t i = 0; i < files.size(); ++i) {
+    InputFileInfo info;
+    info.path = files[i];
+    info.format = results[i].format;
+    info.bytes = results[i].bytes;
+    info.records = results[i].records;
+    info.used = results[i].records > 0;
+    run.files.push_back(std::move(info));
+    merged.MergeFrom(std::move(results[i].builder));
+  }
+  merged.Finalize(run);
+  for (const StepSeries& s : run.unattributed) {
+    const std::string& path = run.files[*s.file].path;
+    run.diagnostics.Add(DiagCode::kRankUnknown, path, 0,
+                        fmt::format("{} step records without a rank (use --rank-from to name it)",
+                                    s.steps.size()));
+  }
+  return run;
+}
+
+}  // namespace laggard

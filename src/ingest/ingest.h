@@ -1,0 +1,51 @@
+// Ingest: turns the paths a user gives into a Run.
+//
+// Directories are walked recursively (sorted, hidden entries skipped, no
+// directory symlinks followed). Each file is sniffed by content (its first
+// kSniffBytes, decompressed) and read by the most confident reader; files no
+// reader takes are listed as skipped, never fatal. Files are read in
+// parallel, one file per thread at a time, and merged in path order so the
+// result does not depend on scheduling.
+
+#ifndef LAGGARD_INGEST_INGEST_H_
+#define LAGGARD_INGEST_INGEST_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ingest/step_reader.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct IngestOptions {
+  // PCRE2 pattern applied to a file's full path to find its rank: the group
+  // named `rank`, else group 1. When unset, the built-in patterns
+  // (rank3, rank-3, rank_3, worker3, ... in the file name, then in its
+  // directories) are used.
+  std::optional<std::string> rank_from;
+  int threads = 0;  // 0: one per core
+  // Called from the ingest threads after each file: (files done, files total,
+  // bytes done). Must be thread-safe.
+  std::function<void(size_t, size_t, uint64_t)> progress;
+};
+
+inline constexpr size_t kSniffBytes = 64 * 1024;
+
+// Fails as a whole only when a given path does not exist or an option is
+// invalid; unreadable or unknown files are counted in run.diagnostics.
+StatusOr<Run> Ingest(const std::vector<std::string>& paths,
+                     const std::vector<const StepReader*>& readers, const IngestOptions& options);
+
+// The files Ingest() would read for `paths`, in order.
+StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths);
+
+// Rank named by a path per the built-in patterns, if any (exposed for tests).
+std::optional<int32_t> BuiltinRankFromPath(std::string_view path);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_INGEST_INGEST_H_

@@ -1,0 +1,30 @@
+// Factories for the step-time readers. The CLI builds the list it wants and
+// hands it to Ingest(); nothing registers itself.
+
+#ifndef LAGGARD_INGEST_READERS_H_
+#define LAGGARD_INGEST_READERS_H_
+
+#include <memory>
+#include <vector>
+
+#include "ingest/line_matcher.h"
+#include "ingest/step_reader.h"
+
+namespace laggard {
+
+// Free-text logs, scanned line by line with `matchers` (tried in order; the
+// first that matches wins). Claims any text file, with low confidence unless
+// a matcher recognises a line of the head, so a log whose first step line is
+// far down still gets read.
+std::unique_ptr<StepReader> MakeTextLogReader(std::vector<std::unique_ptr<LineMatcher>> matchers);
+
+// CSV (or TSV / semicolon-separated) with a header naming the columns
+// (field_names.h).
+std::unique_ptr<StepReader> MakeCsvStepReader();
+
+// JSON Lines: one object per line with the same field names as CSV.
+std::unique_ptr<StepReader> MakeJsonlStepReader();
+
+}  // namespace laggard
+
+#endif  // LAGGARD_INGEST_READERS_H_

@@ -1,0 +1,57 @@
+// The interface every step-time reader implements, and what it is handed.
+//
+// A reader knows one format and nothing about diagnosis. Ingest (ingest.h)
+// asks each registered reader to Sniff() the head of a file and gives the
+// file to the most confident one. Readers are stateless and shared by all
+// ingest threads: all per-file state lives in Read()'s locals.
+
+#ifndef LAGGARD_INGEST_STEP_READER_H_
+#define LAGGARD_INGEST_STEP_READER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ingest/input_file.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct ReaderContext {
+  uint32_t file_index = 0;
+  std::string path;
+  // Rank implied by the file's path (rank-3.log, worker3/, --rank-from), used
+  // when a record carries no rank of its own.
+  std::optional<int32_t> rank_from_path;
+  RunBuilder* out = nullptr;
+
+  Diagnostics& diag() { return out->diagnostics(); }
+  SourceRef Ref(uint64_t line) const {
+    return SourceRef{file_index, line > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(line)};
+  }
+};
+
+class StepReader {
+ public:
+  virtual ~StepReader() = default;
+  virtual std::string_view name() const = 0;
+  // How sure the reader is that a file starting with `head` is its format:
+  // 0 = not mine, 100 = certain. `head` holds the first bytes (decompressed).
+  virtual int Sniff(std::string_view head) const = 0;
+  // Reads every line, adding records to ctx.out and counting bad ones in
+  // ctx.diag(). Returns the number of step records taken.
+  virtual uint64_t Read(LineReader& lines, ReaderContext& ctx) const = 0;
+};
+
+// Checks a parsed record and adds it, counting what cannot be used:
+// negative step -> step.bad_rank_or_step, duration <= 0 ->
+// step.nonpositive_duration. Without a rank (neither in the record nor in
+// the path) the record goes to the file's unattributed series. Returns true
+// when the record was taken.
+bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
+                   std::optional<DurationNs> duration, std::optional<TimeNs> start);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_INGEST_STEP_READER_H_

@@ -1,0 +1,86 @@
+#include "model/diagnostics.h"
+
+namespace laggard {
+namespace {
+
+constexpr DiagInfo kCatalogue[] = {
+    {"file.unreadable", DiagKind::kSkippedFile, "file could not be opened or read"},
+    {"file.empty", DiagKind::kSkippedFile, "file is empty"},
+    {"file.binary", DiagKind::kSkippedFile, "file holds binary data, not text"},
+    {"file.unrecognised", DiagKind::kSkippedFile,
+     "no reader recognised the file's content; it was skipped"},
+    {"gzip.corrupt", DiagKind::kBadRecord,
+     "gzip data is corrupt; everything before the damage was used"},
+    {"gzip.truncated", DiagKind::kBadRecord,
+     "gzip stream ends early; everything before the cut was used"},
+    {"line.too_long", DiagKind::kBadRecord, "line longer than the 1 MiB limit; skipped"},
+    {"step.garbled", DiagKind::kBadRecord,
+     "line looks like a step record but could not be parsed; skipped"},
+    {"step.nonpositive_duration", DiagKind::kBadRecord,
+     "step duration is zero or negative; record not used"},
+    {"step.duplicate", DiagKind::kBadRecord,
+     "the same rank reported the same step again; the first record was kept"},
+    {"step.bad_rank_or_step", DiagKind::kBadRecord,
+     "rank or step number is negative or out of range; record not used"},
+    {"csv.bad_row", DiagKind::kBadRecord, "CSV row with missing or unparsable fields; skipped"},
+    {"csv.no_header", DiagKind::kSkippedFile,
+     "CSV file without a recognisable header (needs rank, step and a duration column)"},
+    {"jsonl.bad_line", DiagKind::kBadRecord,
+     "JSON Lines record that is not valid JSON or lacks rank/step/duration; skipped"},
+    {"step.mixed_units", DiagKind::kNote,
+     "one file uses several time units; each value was converted by its own unit"},
+    {"rank.unknown", DiagKind::kNote,
+     "records without a rank (none in the line, none in the file name); kept as a job-level "
+     "series that is not compared with peers"},
+    {"rank.missing", DiagKind::kNote, "rank numbers have gaps: these ranks sent no step records"},
+    {"rank.step_count_mismatch", DiagKind::kNote,
+     "ranks reported different numbers of steps; comparisons use the steps each rank has"},
+    {"rank.conflicting_info", DiagKind::kNote,
+     "the same rank was given different hosts or GPUs; the first one was kept"},
+    {"rank.too_few_steps", DiagKind::kNote,
+     "rank has too few steps after warm-up to be compared with its peers"},
+};
+static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
+              "every DiagCode needs a catalogue entry");
+
+}  // namespace
+
+const DiagInfo& Describe(DiagCode code) { return kCatalogue[static_cast<size_t>(code)]; }
+
+void Diagnostics::Add(DiagCode code, std::string_view file, uint64_t line, std::string message,
+                      uint64_t count) {
+  size_t i = static_cast<size_t>(code);
+  counts_[i] += count;
+  if (examples_[i].size() < kMaxExamplesPerCode) {
+    examples_[i].push_back(DiagExample{std::string(file), line, 0, std::move(message)});
+  }
+}
+
+void Diagnostics::AddAtOffset(DiagCode code, std::string_view file, uint64_t offset,
+                              std::string message) {
+  size_t i = static_cast<size_t>(code);
+  counts_[i] += 1;
+  if (examples_[i].size() < kMaxExamplesPerCode) {
+    examples_[i].push_back(DiagExample{std::string(file), 0, offset, std::move(message)});
+  }
+}
+
+uint64_t Diagnostics::TotalOfKind(DiagKind kind) const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < kCodes; ++i) {
+    if (kCatalogue[i].kind == kind) total += counts_[i];
+  }
+  return total;
+}
+
+void Diagnostics::MergeFrom(const Diagnostics& other) {
+  for (size_t i = 0; i < kCodes; ++i) {
+    counts_[i] += other.counts_[i];
+    for (const DiagExample& e : other.examples_[i]) {
+      if (examples_[i].size() >= kMaxExamplesPerCode) break;
+      examples_[i].push_back(e);
+    }
+  }
+}
+
+}  // namespace laggard

@@ -1,0 +1,179 @@
+#include "model/run.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace laggard {
+
+uint64_t Run::total_steps() const {
+  uint64_t n = 0;
+  for (const StepSeries& s : ranks) n += s.steps.size();
+  for (const StepSeries& s : unattributed) n += s.steps.size();
+  return n;
+}
+
+const StepSeries* Run::FindRank(int32_t rank) const {
+  auto it = std::lower_bound(ranks.begin(), ranks.end(), rank,
+                             [](const StepSeries& s, int32_t r) { return s.info.rank < r; });
+  return (it != ranks.end() && it->info.rank == rank) ? &*it : nullptr;
+}
+
+void RunBuilder::MarkPresent(int32_t rank) {
+  if (static_cast<size_t>(rank) >= present_.size()) present_.resize(static_cast<size_t>(rank) + 1);
+  present_[static_cast<size_t>(rank)] = true;
+  by_rank_[static_cast<size_t>(rank)].info.rank = rank;
+}
+
+void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
+                                     std::optional<TimeNs> start, SourceRef src) {
+  if (unattributed_.empty() || unattributed_.back().file != file) {
+    auto it = std::find_if(unattributed_.begin(), unattributed_.end(),
+                           [&](const StepSeries& s) { return s.file == file; });
+    if (it == unattributed_.end()) {
+      unattributed_.emplace_back();
+      unattributed_.back().file = file;
+      unattributed_.back().info.rank = -1;
+    } else {
+      std::rotate(it, it + 1, unattributed_.end());  // keep the active one last
+    }
+  }
+  unattributed_.back().steps.push_back(StepRecord{step, duration, start, src});
+}
+
+void RunBuilder::SetHost(int32_t rank, std::string_view host, std::string_view file,
+                         uint64_t line) {
+  StepSeries& s = SeriesFor(rank);
+  if (!s.info.host) {
+    s.info.host = std::string(host);
+  } else if (*s.info.host != host) {
+    diagnostics_.Add(DiagCode::kRankConflictingInfo, file, line,
+                     fmt::format("rank {} given host '{}' after '{}'", rank, host, *s.info.host));
+  }
+}
+
+void RunBuilder::SetLocalGpu(int32_t rank, int32_t gpu, std::string_view file, uint64_t line) {
+  StepSeries& s = SeriesFor(rank);
+  if (!s.info.local_gpu) {
+    s.info.local_gpu = gpu;
+  } else if (*s.info.local_gpu != gpu) {
+    diagnostics_.Add(DiagCode::kRankConflictingInfo, file, line,
+                     fmt::format("rank {} given GPU {} after {}", rank, gpu, *s.info.local_gpu));
+  }
+}
+
+void RunBuilder::MergeFrom(RunBuilder&& other) {
+  for (size_t r = 0; r < other.present_.size(); ++r) {
+    if (!other.present_[r]) continue;
+    int32_t rank = static_cast<int32_t>(r);
+    StepSeries& src = other.by_rank_[r];
+    if (!present(rank)) {
+      SeriesFor(rank) = std::move(src);
+      continue;
+    }
+    StepSeries& dst = SeriesFor(rank);
+    if (src.info.host) {
+      if (!dst.info.host) dst.info.host = src.info.host;
+      else if (*dst.info.host != *src.info.host)
+        diagnostics_.Add(DiagCode::kRankConflictingInfo, "", 0,
+                         fmt::format("rank {} given host '{}' and '{}' in different files", rank,
+                                     *dst.info.host, *src.info.host));
+    }
+    if (src.info.local_gpu) {
+      if (!dst.info.local_gpu) dst.info.local_gpu = src.info.local_gpu;
+      else if (*dst.info.local_gpu != *src.info.local_gpu)
+        diagnostics_.Add(DiagCode::kRankConflictingInfo, "", 0,
+                         fmt::format("rank {} given GPU {} and {} in different files", rank,
+                                     *dst.info.local_gpu, *src.info.local_gpu));
+    }
+    dst.steps.insert(dst.steps.end(), src.steps.begin(), src.steps.end());
+    std::vector<StepRecord>().swap(src.steps);
+  }
+  for (StepSeries& s : other.unattributed_) unattributed_.push_back(std::move(s));
+  diagnostics_.MergeFrom(other.diagnostics_);
+  other = RunBuilder();
+}
+
+namespace {
+
+// Sorts by step (stable: the first record of a step stays first) and drops
+// later duplicates, counting each as step.duplicate.
+void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
+  auto& steps = series.steps;
+  auto by_step = [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; };
+  if (!std::is_sorted(steps.begin(), steps.end(), by_step)) {
+    std::stable_sort(steps.begin(), steps.end(), by_step);
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (out > 0 && steps[out - 1].step == steps[i].step) {
+      const StepRecord& kept = steps[out - 1];
+      const StepRecord& dup = steps[i];
+      const std::string& file = dup.src.file < run.files.size() ? run.files[dup.src.file].path : "";
+      std::string who = series.info.rank >= 0 ? fmt::format("rank {}", series.info.rank)
+                                              : std::string("job-level series");
+      diag.Add(DiagCode::kStepDuplicate, file, dup.src.line,
+               fmt::format("{} step {} repeated (first at line {})", who, dup.step, kept.src.line));
+      continue;
+    }
+    steps[out++] = steps[i];
+  }
+  steps.resize(out);
+  if (steps.capacity() > steps.size() + steps.size() / 4) steps.shrink_to_fit();
+}
+
+}  // namespace
+
+void RunBuilder::Finalize(Run& run) {
+  run.ranks.clear();
+  for (size_t r = 0; r < present_.size(); ++r) {
+    if (!present_[r] || by_rank_[r].steps.empty()) continue;
+    run.ranks.push_back(std::move(by_rank_[r]));
+  }
+  by_rank_.clear();
+  present_.clear();
+  for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
+  run.unattributed = std::move(unattributed_);
+  for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
+
+  // Gaps in the rank numbering.
+  if (!run.ranks.empty()) {
+    int32_t max_rank = run.ranks.back().info.rank;
+    uint64_t missing = static_cast<uint64_t>(max_rank) + 1 - run.ranks.size();
+    if (missing > 0) {
+      std::string list;
+      int listed = 0;
+      int32_t expect = 0;
+      for (const StepSeries& s : run.ranks) {
+        for (; expect < s.info.rank && listed < 10; ++expect, ++listed) {
+          list += (list.empty() ? "" : ", ") + std::to_string(expect);
+        }
+        expect = s.info.rank + 1;
+      }
+      if (missing > static_cast<uint64_t>(listed)) list += ", ...";
+      diagnostics_.Add(DiagCode::kRankMissing, "", 0,
+                       fmt::format("{} of ranks 0..{} have no step records: {}", missing, max_rank,
+                                   list),
+                       missing);
+    }
+    // Uneven step counts: compare with the most common count.
+    std::map<size_t, size_t> count_freq;
+    for (const StepSeries& s : run.ranks) ++count_freq[s.steps.size()];
+    size_t mode = 0, mode_freq = 0;
+    for (auto [count, freq] : count_freq) {
+      if (freq > mode_freq) mode = count, mode_freq = freq;
+    }
+    for (const StepSeries& s : run.ranks) {
+      if (s.steps.size() == mode) continue;
+      diagnostics_.Add(DiagCode::kRankStepCountMismatch, "", 0,
+                       fmt::format("rank {} has {} steps, most ranks have {}", s.info.rank,
+                                   s.steps.size(), mode));
+    }
+  }
+  run.diagnostics.MergeFrom(diagnostics_);
+  diagnostics_ = Diagnostics();
+}
+
+}  // namespace laggard

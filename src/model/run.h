@@ -1,0 +1,134 @@
+// The run model: the one normalized, in-memory picture of a training run that
+// every parser feeds and every detector reads.
+//
+//   Run
+//   ├── files[]          every input file, with the reader that took it
+//   ├── ranks[]          one StepSeries per global rank, sorted by rank
+//   │     ├── info       rank, host, local GPU, pipeline stage, DP index
+//   │     └── steps[]    StepRecord{step, duration_ns, start_ns?, src}
+//   ├── unattributed[]   step series whose rank is unknown (one per file)
+//   └── diagnostics      counted bad records (data quality)
+//
+// Parsers never build a Run directly: they call RunBuilder, which indexes
+// ranks densely and keeps provenance; Finalize() sorts steps, drops
+// duplicates (counted) and checks ranks for gaps and uneven step counts.
+// Unknown facts are std::nullopt, never 0 or -1.
+//
+// Thread-safety: a RunBuilder belongs to one thread. Builders of different
+// files are combined with RunBuilder::MergeFrom() in file order, which keeps
+// the result independent of scheduling.
+
+#ifndef LAGGARD_MODEL_RUN_H_
+#define LAGGARD_MODEL_RUN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/diagnostics.h"
+#include "model/time.h"
+
+namespace laggard {
+
+// Where a datum came from: an index into Run::files and a 1-based line.
+struct SourceRef {
+  uint32_t file = 0;
+  uint32_t line = 0;  // 0 when the datum has no line (binary formats)
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  DurationNs duration_ns = 0;
+  std::optional<TimeNs> start_ns;  // wall clock at the start of the step, when logged
+  SourceRef src;
+};
+
+struct RankInfo {
+  int32_t rank = 0;
+  std::optional<std::string> host;
+  std::optional<int32_t> local_gpu;
+  std::optional<int32_t> pipeline_stage;
+  std::optional<int32_t> data_parallel_index;
+};
+
+struct StepSeries {
+  RankInfo info;
+  std::vector<StepRecord> steps;  // ascending, unique steps after Finalize()
+  // For an unattributed series: the file it came from.
+  std::optional<uint32_t> file;
+};
+
+struct InputFileInfo {
+  std::string path;     // as given by the user (or found under a given directory)
+  std::string format;   // reader name, or "" when skipped
+  uint64_t bytes = 0;   // decompressed bytes read
+  uint64_t records = 0; // step records taken from the file
+  bool used = false;
+};
+
+struct Run {
+  std::vector<InputFileInfo> files;
+  std::vector<StepSeries> ranks;         // sorted by rank, unique
+  std::vector<StepSeries> unattributed;  // rank unknown
+  Diagnostics diagnostics;
+
+  uint64_t total_steps() const;
+  const StepSeries* FindRank(int32_t rank) const;
+};
+
+// Largest accepted rank number. Ranks index a dense table, so a garbled line
+// claiming rank 2^31 must not allocate gigabytes.
+inline constexpr int32_t kMaxRank = 4 * 1024 * 1024;
+
+class RunBuilder {
+ public:
+  RunBuilder() = default;
+
+  // Adds one step of `rank`. The caller has validated duration > 0 and
+  // step >= 0; rank must be in [0, kMaxRank].
+  void AddStep(int32_t rank, int64_t step, DurationNs duration, std::optional<TimeNs> start,
+               SourceRef src) {
+    StepSeries& s = SeriesFor(rank);
+    s.steps.push_back(StepRecord{step, duration, start, src});
+  }
+  // Adds one step to the unattributed series of file `file`.
+  void AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
+                           std::optional<TimeNs> start, SourceRef src);
+
+  // Attaches facts about a rank; a later, different value is counted as
+  // rank.conflicting_info and ignored.
+  void SetHost(int32_t rank, std::string_view host, std::string_view file, uint64_t line);
+  void SetLocalGpu(int32_t rank, int32_t gpu, std::string_view file, uint64_t line);
+
+  Diagnostics& diagnostics() { return diagnostics_; }
+
+  // Appends everything of `other` (ranks, records, diagnostics).
+  void MergeFrom(RunBuilder&& other);
+
+  // Sorts, de-duplicates and checks the series; moves them into `run`, whose
+  // `files` table must already be filled (it names the duplicates' files).
+  void Finalize(Run& run);
+
+ private:
+  StepSeries& SeriesFor(int32_t rank) {
+    if (static_cast<size_t>(rank) >= by_rank_.size()) by_rank_.resize(static_cast<size_t>(rank) + 1);
+    StepSeries& s = by_rank_[static_cast<size_t>(rank)];
+    if (!present(rank)) MarkPresent(rank);
+    return s;
+  }
+  bool present(int32_t rank) const {
+    return static_cast<size_t>(rank) < present_.size() && present_[static_cast<size_t>(rank)];
+  }
+  void MarkPresent(int32_t rank);
+
+  std::vector<StepSeries> by_rank_;
+  std::vector<bool> present_;
+  std::vector<StepSeries> unattributed_;
+  Diagnostics diagnostics_;
+};
+
+}  // namespace laggard
+
+#endif  // LAGGARD_MODEL_RUN_H_

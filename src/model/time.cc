@@ -1,0 +1,167 @@
+#include "model/time.h"
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "base/text.h"
+
+namespace laggard {
+
+std::string_view UnitSuffix(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSeconds: return "s";
+    case TimeUnit::kMilliseconds: return "ms";
+    case TimeUnit::kMicroseconds: return "us";
+    case TimeUnit::kNanoseconds: return "ns";
+  }
+  return "s";
+}
+
+std::optional<TimeUnit> ParseTimeUnit(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return std::nullopt;
+  static constexpr struct {
+    std::string_view name;
+    TimeUnit unit;
+  } kNames[] = {
+      {"s", TimeUnit::kSeconds},        {"sec", TimeUnit::kSeconds},
+      {"secs", TimeUnit::kSeconds},     {"second", TimeUnit::kSeconds},
+      {"seconds", TimeUnit::kSeconds},  {"ms", TimeUnit::kMilliseconds},
+      {"msec", TimeUnit::kMilliseconds}, {"msecs", TimeUnit::kMilliseconds},
+      {"millisecond", TimeUnit::kMilliseconds},
+      {"milliseconds", TimeUnit::kMilliseconds},
+      {"us", TimeUnit::kMicroseconds},  {"\xc2\xb5s", TimeUnit::kMicroseconds},
+      {"usec", TimeUnit::kMicroseconds}, {"usecs", TimeUnit::kMicroseconds},
+      {"microsecond", TimeUnit::kMicroseconds},
+      {"microseconds", TimeUnit::kMicroseconds},
+      {"ns", TimeUnit::kNanoseconds},   {"nsec", TimeUnit::kNanoseconds},
+      {"nanosecond", TimeUnit::kNanoseconds},
+      {"nanoseconds", TimeUnit::kNanoseconds},
+  };
+  for (const auto& n : kNames) {
+    if (EqualsIgnoreCase(text, n.name)) return n.unit;
+  }
+  return std::nullopt;
+}
+
+std::optional<DurationNs> ToDurationNs(double value, TimeUnit unit) {
+  if (!std::isfinite(value)) return std::nullopt;
+  double ns = value * static_cast<double>(NsPerUnit(unit));
+  if (ns >= 9.2e18 || ns <= -9.2e18) return std::nullopt;
+  return static_cast<DurationNs>(std::llround(ns));
+}
+
+double ToSeconds(DurationNs d) { return static_cast<double>(d) / 1e9; }
+
+namespace {
+
+// Reads exactly `digits` decimal digits from text[pos...].
+bool ReadFixed(std::string_view text, size_t& pos, int digits, int& out) {
+  if (pos + static_cast<size_t>(digits) > text.size()) return false;
+  int v = 0;
+  for (int i = 0; i < digits; ++i) {
+    char c = text[pos + static_cast<size_t>(i)];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  pos += static_cast<size_t>(digits);
+  out = v;
+  return true;
+}
+
+std::optional<TimeNs> ParseIso8601(std::string_view text) {
+  // YYYY-MM-DD[T| ]HH:MM[:SS[.frac]][Z|+HH:MM|-HH:MM|+HHMM]
+  size_t pos = 0;
+  int year, month, day, hour, minute, second = 0;
+  if (!ReadFixed(text, pos, 4, year) || pos >= text.size() || text[pos++] != '-') return std::nullopt;
+  if (!ReadFixed(text, pos, 2, month) || pos >= text.size() || text[pos++] != '-') return std::nullopt;
+  if (!ReadFixed(text, pos, 2, day)) return std::nullopt;
+  if (pos >= text.size() || (text[pos] != 'T' && text[pos] != ' ' && text[pos] != 't')) return std::nullopt;
+  ++pos;
+  if (!ReadFixed(text, pos, 2, hour) || pos >= text.size() || text[pos++] != ':') return std::nullopt;
+  if (!ReadFixed(text, pos, 2, minute)) return std::nullopt;
+  int64_t frac_ns = 0;
+  if (pos < text.size() && text[pos] == ':') {
+    ++pos;
+    if (!ReadFixed(text, pos, 2, second)) return std::nullopt;
+    if (pos < text.size() && (text[pos] == '.' || text[pos] == ',')) {
+      ++pos;
+      int64_t scale = 100'000'000;
+      size_t start = pos;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+        frac_ns += (text[pos] - '0') * scale;
+        scale /= 10;
+        ++pos;
+      }
+      if (pos == start) return std::nullopt;
+    }
+  }
+  int64_t offset_s = 0;
+  if (pos < text.size()) {
+    char c = text[pos];
+    if (c == 'Z' || c == 'z') {
+      ++pos;
+    } else if (c == '+' || c == '-') {
+      ++pos;
+      int oh, om = 0;
+      if (!ReadFixed(text, pos, 2, oh)) return std::nullopt;
+      if (pos < text.size() && text[pos] == ':') ++pos;
+      if (pos < text.size()) {
+        if (!ReadFixed(text, pos, 2, om)) return std::nullopt;
+      }
+      offset_s = (oh * 3600 + om * 60) * (c == '+' ? 1 : -1);
+    }
+  }
+  if (pos != text.size()) return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  using namespace std::chrono;
+  year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                     std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  int64_t days = sys_days{ymd}.time_since_epoch().count();
+  int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+  return secs * 1'000'000'000 + frac_ns;
+}
+
+}  // namespace
+
+std::optional<TimeNs> ParseTimestamp(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return std::nullopt;
+  if (text.size() >= 10 && text[4] == '-') return ParseIso8601(text);
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+    return std::nullopt;
+  }
+  TimeUnit unit = TimeUnit::kSeconds;
+  if (v > 1e18) {
+    unit = TimeUnit::kNanoseconds;
+  } else if (v > 1e15) {
+    unit = TimeUnit::kMicroseconds;
+  } else if (v > 1e12) {
+    unit = TimeUnit::kMilliseconds;
+  }
+  return ToDurationNs(v, unit);
+}
+
+std::string FormatTimestamp(TimeNs t) {
+  using namespace std::chrono;
+  int64_t secs = t >= 0 ? t / 1'000'000'000 : (t - 999'999'999) / 1'000'000'000;
+  int64_t ms = (t - secs * 1'000'000'000) / 1'000'000;
+  int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+  int64_t rem = secs - days * 86400;
+  year_month_day ymd{sys_days{std::chrono::days{days}}};
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(rem / 3600), static_cast<int>((rem / 60) % 60),
+                static_cast<int>(rem % 60), static_cast<int>(ms));
+  return buf;
+}
+
+}  // namespace laggard

@@ -1,0 +1,62 @@
+// Time in the laggard model: one representation, one place for conversions.
+//
+// Every instant is a TimeNs (nanoseconds since the Unix epoch, UTC) and every
+// length of time is a DurationNs (nanoseconds). Parsers convert whatever unit
+// their input uses through the functions below and nowhere else; reports
+// convert back to seconds through ToSeconds(). int64 nanoseconds cover
+// +-292 years, far more than any training run.
+//
+// Thread-safety: all functions are pure.
+
+#ifndef LAGGARD_MODEL_TIME_H_
+#define LAGGARD_MODEL_TIME_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace laggard {
+
+using TimeNs = int64_t;      // instant: ns since 1970-01-01T00:00:00Z
+using DurationNs = int64_t;  // length of time in ns
+
+enum class TimeUnit : uint8_t { kSeconds, kMilliseconds, kMicroseconds, kNanoseconds };
+
+// Nanoseconds per unit.
+constexpr int64_t NsPerUnit(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSeconds: return 1'000'000'000;
+    case TimeUnit::kMilliseconds: return 1'000'000;
+    case TimeUnit::kMicroseconds: return 1'000;
+    case TimeUnit::kNanoseconds: return 1;
+  }
+  return 1;
+}
+
+std::string_view UnitSuffix(TimeUnit unit);  // "s", "ms", "us", "ns"
+
+// Parses a unit suffix as written after a number: "s", "sec", "secs",
+// "seconds", "ms", "msec", "milliseconds", "us", "µs", "usec", "ns", ...
+// Case-insensitive. Returns nullopt for anything else (including "").
+std::optional<TimeUnit> ParseTimeUnit(std::string_view text);
+
+// value * unit, rounded to the nearest nanosecond. nullopt when the result
+// does not fit in int64 or value is not finite.
+std::optional<DurationNs> ToDurationNs(double value, TimeUnit unit);
+
+double ToSeconds(DurationNs d);
+
+// Parses a wall-clock timestamp: ISO 8601 / RFC 3339 ("2024-02-02T15:50:01Z",
+// "2024-02-02 15:50:01.123", "+01:00" offsets; no offset means UTC) or Unix
+// epoch seconds with an optional fraction ("1706860208.35"). Epoch values
+// larger than 1e12 are taken as milliseconds, larger than 1e15 as
+// microseconds, larger than 1e18 as nanoseconds.
+std::optional<TimeNs> ParseTimestamp(std::string_view text);
+
+// Formats an instant as "2024-02-02T15:50:01.350Z" (millisecond precision).
+std::string FormatTimestamp(TimeNs t);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_MODEL_TIME_H_

@@ -1,0 +1,199 @@
+// The JSON report (schema laggard.report/1, docs/json-report.md). Field
+// names are stable; numbers are rounded to 6 significant digits so reports
+// compare byte for byte across machines.
+
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+
+namespace laggard {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Num(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return std::strtod(fmt::format("{:.6g}", v).c_str(), nullptr);
+}
+template <typename T>
+Json Opt(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  if constexpr (std::is_floating_point_v<T>) return Num(*v);
+  else return *v;
+}
+
+Json EntityJson(const Entity& e) {
+  Json j;
+  j["rank"] = Opt(e.rank);
+  j["host"] = Opt(e.host);
+  j["gpu"] = Opt(e.gpu);
+  if (e.job) j["job"] = true;
+  return j;
+}
+
+Json SourceJson(const Run& run, const SourceRef& src) {
+  Json j;
+  j["file"] = src.file < run.files.size() ? Json(run.files[src.file].path) : Json(nullptr);
+  j["line"] = src.line > 0 ? Json(src.line) : Json(nullptr);
+  return j;
+}
+
+Json TimeJson(const std::optional<TimeNs>& t) {
+  return t ? Json(FormatTimestamp(*t)) : Json(nullptr);
+}
+
+}  // namespace
+
+std::string RenderJson(const ReportInput& in) {
+  Json root;
+  root["schema"] = kReportSchema;
+  root["tool"] = {{"name", "laggard"}, {"version", kLaggardVersion}};
+
+  const Verdict& v = in.verdict;
+  Json verdict;
+  verdict["status"] = VerdictStatusName(v.status);
+  verdict["summary"] = v.summary;
+  Json culprits = Json::array();
+  for (const Culprit& c : v.culprits) {
+    Json j;
+    j["rank"] = Opt(c.entity.rank);
+    j["host"] = Opt(c.entity.host);
+    j["gpu"] = Opt(c.entity.gpu);
+    j["cause_class"] = c.cause_class;
+    j["cause"] = Opt(c.cause);
+    j["confidence"] = Num(c.confidence);
+    j["slowdown"] = Opt(c.slowdown);
+    j["onset_step"] = Opt(c.onset_step);
+    j["pattern"] = Opt(c.pattern);
+    culprits.push_back(std::move(j));
+  }
+  verdict["culprits"] = std::move(culprits);
+  verdict["impact"] = {{"throughput_lost", Opt(v.throughput_lost)},
+                       {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
+  verdict["next_steps"] = v.next_steps;
+  root["verdict"] = std::move(verdict);
+
+  Json findings = Json::array();
+  for (const Finding& f : in.steps.findings) {
+    Json j;
+    j["code"] = Describe(f.code).name;
+    j["severity"] = SeverityName(f.severity);
+    j["entity"] = EntityJson(f.entity);
+    j["message"] = f.message;
+    j["confidence"] = Num(f.confidence);
+    j["slowdown"] = Opt(f.slowdown);
+    j["band"] = Opt(f.band);
+    j["pattern"] = Opt(f.pattern);
+    j["onset_step"] = Opt(f.onset_step);
+    j["onset_time"] = TimeJson(f.onset_time);
+    j["end_step"] = Opt(f.end_step);
+    j["period_steps"] = Opt(f.period_steps);
+    j["period_s"] = Opt(f.period_s);
+    Json ev = Json::array();
+    for (const Evidence& e : f.evidence) {
+      Json ej;
+      ej["text"] = e.text;
+      ej["source"] = e.source ? SourceJson(in.run, *e.source) : Json(nullptr);
+      ev.push_back(std::move(ej));
+    }
+    j["evidence"] = std::move(ev);
+    j["next_steps"] = f.next_steps;
+    findings.push_back(std::move(j));
+  }
+  root["findings"] = std::move(findings);
+
+  Json ranks = Json::array();
+  for (const RankStepStats& r : in.steps.ranks) {
+    if (r.info.rank < 0) continue;
+    Json j;
+    j["rank"] = r.info.rank;
+    j["host"] = Opt(r.info.host);
+    j["gpu"] = Opt(r.info.local_gpu);
+    j["pipeline_stage"] = Opt(r.info.pipeline_stage);
+    j["steps"] = r.steps_total;
+    j["steps_used"] = r.steps_used;
+    j["median_step_s"] = r.seconds ? Num(r.seconds->median) : Json(nullptr);
+    j["mean_step_s"] = r.seconds ? Num(r.seconds->mean) : Json(nullptr);
+    j["p90_step_s"] = r.seconds ? Num(r.seconds->p90) : Json(nullptr);
+    j["mad_step_s"] = r.seconds ? Num(r.seconds->mad) : Json(nullptr);
+    j["min_step_s"] = r.seconds ? Num(r.seconds->min) : Json(nullptr);
+    j["max_step_s"] = r.seconds ? Num(r.seconds->max) : Json(nullptr);
+    j["excess"] = Opt(r.excess);
+    j["z"] = Opt(r.z);
+    j["slowest_share"] = Num(r.slowest_share);
+    j["flagged"] = r.flagged;
+    ranks.push_back(std::move(j));
+  }
+  root["ranks"] = std::move(ranks);
+
+  const JobStepStats& job = in.steps.job;
+  Json jj;
+  jj["ranks"] = job.ranks;
+  jj["steps"] = job.steps;
+  jj["median_step_s"] = Opt(job.median_step_s);
+  jj["baseline_step_s"] = Opt(job.baseline_step_s);
+  jj["sync_spread"] = Opt(job.sync_spread);
+  jj["synchronised"] = job.synchronised;
+  jj["noise_sigma"] = Opt(job.noise_sigma);
+  jj["throughput_lost"] = Opt(job.throughput_lost);
+  Json eps = Json::array();
+  for (const Episode& e : job.episodes) {
+    eps.push_back({{"start_step", e.start_step},
+                   {"end_step", e.end_step},
+                   {"steps", e.steps},
+                   {"start_time", TimeJson(e.start_time)},
+                   {"median_step_s", Num(e.median_step_s)},
+                   {"baseline_step_s", Num(e.baseline_step_s)},
+                   {"slowest_rank", Opt(e.slowest_rank)},
+                   {"slowest_share", Num(e.slowest_share)}});
+  }
+  jj["episodes"] = std::move(eps);
+  root["job"] = std::move(jj);
+
+  const Diagnostics& d = in.run.diagnostics;
+  Json dq;
+  size_t read = 0, skipped = 0;
+  Json files = Json::array();
+  for (const InputFileInfo& f : in.run.files) {
+    (f.format.empty() ? skipped : read) += 1;
+    files.push_back({{"path", f.path},
+                     {"format", f.format.empty() ? Json(nullptr) : Json(f.format)},
+                     {"bytes", f.bytes},
+                     {"records", f.records}});
+  }
+  dq["files_read"] = read;
+  dq["files_skipped"] = skipped;
+  dq["records"] = in.run.total_steps();
+  Json bad = Json::object(), notes = Json::object(), skipped_files = Json::object(),
+       examples = Json::array();
+  for (size_t i = 0; i < static_cast<size_t>(DiagCode::kCount); ++i) {
+    auto code = static_cast<DiagCode>(i);
+    uint64_t n = d.count(code);
+    if (n == 0) continue;
+    const DiagInfo& info = Describe(code);
+    Json& bucket = info.kind == DiagKind::kBadRecord     ? bad
+                   : info.kind == DiagKind::kSkippedFile ? skipped_files
+                                                         : notes;
+    bucket[std::string(info.name)] = n;
+    for (const DiagExample& e : d.examples(code)) {
+      examples.push_back({{"code", info.name},
+                          {"file", e.file.empty() ? Json(nullptr) : Json(e.file)},
+                          {"line", e.line > 0 ? Json(e.line) : Json(nullptr)},
+                          {"offset", e.line == 0 && e.offset > 0 ? Json(e.offset) : Json(nullptr)},
+                          {"message", e.message}});
+    }
+  }
+  dq["bad_records"] = std::move(bad);
+  dq["skipped_files"] = std::move(skipped_files);
+  dq["notes"] = std::move(notes);
+  dq["examples"] = std::move(examples);
+  dq["files"] = std::move(files);
+  root["data_quality"] = std::move(dq);
+  return root.dump(2) + "\n";
+}
+
+}  // namespace laggard

@@ -1,0 +1,38 @@
+// Reports: the terminal text and the versioned JSON document, both rendered
+// from the same ReportInput. Schema documented in docs/json-report.md.
+//
+// Reports only format; they decide nothing.
+
+#ifndef LAGGARD_REPORT_REPORT_H_
+#define LAGGARD_REPORT_REPORT_H_
+
+#include <ostream>
+#include <string>
+
+#include "analysis/step_time_detector.h"
+#include "model/run.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+
+inline constexpr std::string_view kReportSchema = "laggard.report/1";
+inline constexpr std::string_view kLaggardVersion = "0.1.0";
+
+struct ReportInput {
+  const Run& run;
+  const StepAnalysis& steps;
+  const Verdict& verdict;
+};
+
+struct TextOptions {
+  bool color = false;
+  bool quiet = false;        // only the verdict line
+  size_t max_findings = 20;  // then "... and N more"
+};
+
+void RenderText(const ReportInput& in, const TextOptions& options, std::ostream& out);
+std::string RenderJson(const ReportInput& in);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_REPORT_REPORT_H_
