@@ -46,7 +46,7 @@ std::vector<Segment> Segmentize(const std::vector<double>& x, const ChangePointO
   std::vector<double> w = x;
   double med = *Median(x);
   double mad = *Mad(x);
-  double lim = std::max(5 * kMadToSigma * mad, options.min_shift);
+  double lim = std::max(5 * kMadToSigma * mad, 4 * options.min_shift);
   for (double& v : w) v = std::clamp(v, med - lim, med + lim);
   std::vector<double> s1(w.size() + 1, 0), s2(w.size() + 1, 0);
   for (size_t i = 0; i < w.size(); ++i) {

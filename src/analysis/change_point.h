@@ -2,8 +2,8 @@
 // become slow, and did it recover?
 //
 // Method: binary segmentation with a least-squares mean-shift cost. The
-// series is first winsorised at median +- 5 MAD so single spikes cannot
-// create a segment. A split is accepted when both sides have at least
+// series is first winsorised at median +- max(5 sigma, 4 min_shift) so
+// single spikes cannot create a segment. A split is accepted when both sides have at least
 // `min_segment` points and their means differ by at least `min_shift`
 // (absolute, in the series' units). Segments are then described by their
 // median. O(n log n) with prefix sums.

@@ -62,7 +62,9 @@ struct Finding {
   std::vector<std::string> next_steps;
 
   // Numbers the verdict and reports use; nullopt when not applicable.
-  std::optional<double> slowdown;        // relative excess over peers (0.21 = +21%)
+  std::optional<double> slowdown;        // mean relative excess over peers (0.21 = +21%)
+  std::optional<double> spike;           // excess on the slow steps of a periodic /
+                                         // intermittent pattern
   std::optional<int64_t> onset_step;
   std::optional<TimeNs> onset_time;
   std::optional<int64_t> end_step;       // last slow step when it recovered / episode end

@@ -15,6 +15,7 @@ namespace {
 
 constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 constexpr size_t kMaxEpisodeFindings = 10;
+constexpr size_t kMinStepsForEpisodes = 10;
 
 // The analysed window of every series, as a rank x step matrix of seconds.
 struct StepMatrix {
@@ -92,12 +93,15 @@ std::optional<double> DetectPeriod(const std::vector<int64_t>& slow_steps,
     if (i == 0 || slow_steps[i] > slow_steps[i - 1] + 1) starts.push_back(slow_steps[i]);
   }
   if (burst_starts_out) *burst_starts_out = starts;
-  if (starts.size() < 3) return std::nullopt;
+  if (starts.size() < 4) return std::nullopt;
   std::vector<double> gaps;
   for (size_t i = 1; i < starts.size(); ++i) gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]));
   double period = *Median(gaps);
-  double mad = *Mad(gaps);
-  if (period < 2 || mad > std::max(1.0, 0.1 * period)) return std::nullopt;
+  double tolerance = std::max(1.0, 0.1 * period);
+  if (period < 2) return std::nullopt;
+  for (double g : gaps) {
+    if (std::fabs(g - period) > tolerance) return std::nullopt;
+  }
   return period;
 }
 
@@ -366,6 +370,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       double spike = *Median(ex);
       double share = static_cast<double>(slow_steps[r].size()) / static_cast<double>(st.steps_used);
       excess = spike * share;  // what it costs on average
+      f.spike = spike;
       f.onset_step = slow_steps[r].front();
       f.onset_time = StartOf(s, *f.onset_step);
       if (periodic) {
@@ -458,7 +463,9 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   }
 
   // Whole-job slowdowns: stretches where the per-step median itself rose.
-  if (out.job.baseline_step_s && *out.job.baseline_step_s > 0) {
+  // Needs enough steps for a baseline: with a handful, warm-up looks like a
+  // slowdown.
+  if (out.job.baseline_step_s && *out.job.baseline_step_s > 0 && C >= kMinStepsForEpisodes) {
     double base = *out.job.baseline_step_s;
     std::vector<int64_t> slow_cols_steps;
     for (size_t c = 0; c < C; ++c) {

@@ -19,8 +19,8 @@
 //   straggler   excess >= 5% and z >= 3, or a change-point segment of x with
 //               median >= 5%  (article: < 5% is normal variation; >= 15% is
 //               almost surely a straggler: reported as the band)
-//   periodic    >= 3 bursts of slow steps (x >= max(10%, 6 sigma_noise)) at
-//               regular spacing (MAD of gaps <= max(1, 10% of the period))
+//   periodic    >= 4 bursts of slow steps (x >= max(10%, 6 sigma_noise)),
+//               every gap within max(1, 10%) of the median gap
 //   jitter      slow steps spread over >= 3 ranks, none holding half of them
 //   synchronised sync spread < 0.5% (timer placement differs by a few ms on
 //               a ~1 s step; independent per-rank jitter of 1% gives >= 1%)

@@ -60,30 +60,17 @@ class Progress {
 
 int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, bool out_tty,
              bool err_tty) {
-  std::vector<std::unique_ptr<LineMatcher>> matchers;
-  if (o.step_pattern) {
-    auto m = MakeRegexLineMatcher(*o.step_pattern);
-    if (!m.ok()) {
-      err << "laggard: " << m.status().message() << "\n";
-      return kExitNoInput;
-    }
-    matchers.push_back(std::move(m.value()));
+  auto readers = MakeDefaultStepReaders(o.step_pattern);
+  if (!readers.ok()) {
+    err << "laggard: " << readers.status().message() << "\n";
+    return kExitNoInput;
   }
-  matchers.push_back(MakeArticleLineMatcher());
-  matchers.push_back(MakeMegatronLineMatcher());
-  std::vector<std::unique_ptr<StepReader>> owned;
-  owned.push_back(MakeJsonlStepReader());
-  owned.push_back(MakeCsvStepReader());
-  owned.push_back(MakeTextLogReader(std::move(matchers)));
-  std::vector<const StepReader*> readers;
-  for (const auto& r : owned) readers.push_back(r.get());
-
   IngestOptions ingest;
   ingest.rank_from = o.rank_from;
   ingest.threads = o.threads;
   Progress progress(err, err_tty);
   ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
-  auto run = Ingest(o.paths, readers, ingest);
+  auto run = Ingest(o.paths, readers->readers, ingest);
   if (!run.ok()) {
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;

@@ -5,6 +5,8 @@
 #define LAGGARD_INGEST_READERS_H_
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ingest/line_matcher.h"
@@ -24,6 +26,14 @@ std::unique_ptr<StepReader> MakeCsvStepReader();
 
 // JSON Lines: one object per line with the same field names as CSV.
 std::unique_ptr<StepReader> MakeJsonlStepReader();
+
+// The standard reader set in sniffing order: JSONL, CSV, then text logs with
+// the user pattern (if any), the article's line and Megatron lines.
+struct StepReaderSet {
+  std::vector<std::unique_ptr<StepReader>> owned;
+  std::vector<const StepReader*> readers;  // views of `owned`, for Ingest()
+};
+StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>& step_pattern);
 
 }  // namespace laggard
 

@@ -133,20 +133,33 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text) {
   text = Trim(text);
   if (text.empty()) return std::nullopt;
   if (text.size() >= 10 && text[4] == '-') return ParseIso8601(text);
-  double v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+  // Epoch number, parsed exactly (a double cannot hold ns since 1970).
+  size_t dot = text.find('.');
+  std::string_view int_part = text.substr(0, dot);
+  std::string_view frac_part = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  int64_t whole = 0;
+  auto [end, ec] = std::from_chars(int_part.data(), int_part.data() + int_part.size(), whole);
+  if (int_part.empty() || ec != std::errc() || end != int_part.data() + int_part.size() || whole < 0) {
     return std::nullopt;
   }
-  TimeUnit unit = TimeUnit::kSeconds;
-  if (v > 1e18) {
-    unit = TimeUnit::kNanoseconds;
-  } else if (v > 1e15) {
-    unit = TimeUnit::kMicroseconds;
-  } else if (v > 1e12) {
-    unit = TimeUnit::kMilliseconds;
+  for (char c : frac_part) {
+    if (!IsDigit(c)) return std::nullopt;
   }
-  return ToDurationNs(v, unit);
+  // Larger numbers are finer units: ms, us, ns since the epoch.
+  constexpr int64_t k1e12 = 1'000'000'000'000;
+  int64_t unit_ns = whole > k1e12 * 1'000'000 ? 1
+                    : whole > k1e12 * 1'000   ? 1'000
+                    : whole > k1e12           ? 1'000'000
+                                              : 1'000'000'000;
+  if (whole > INT64_MAX / unit_ns) return std::nullopt;
+  int64_t ns = whole * unit_ns;
+  int64_t scale = unit_ns / 10;
+  for (char c : frac_part) {
+    if (scale == 0) break;
+    ns += (c - '0') * scale;
+    scale /= 10;
+  }
+  return ns;
 }
 
 std::string FormatTimestamp(TimeNs t) {

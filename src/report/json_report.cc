@@ -86,6 +86,7 @@ std::string RenderJson(const ReportInput& in) {
     j["message"] = f.message;
     j["confidence"] = Num(f.confidence);
     j["slowdown"] = Opt(f.slowdown);
+    j["spike"] = Opt(f.spike);
     j["band"] = Opt(f.band);
     j["pattern"] = Opt(f.pattern);
     j["onset_step"] = Opt(f.onset_step);

@@ -15,6 +15,18 @@ std::string EntityName(const Entity& e) {
   return s;
 }
 
+// "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
+std::string PatternText(const Finding* f) {
+  if (!f->pattern) return "";
+  if (f->pattern == "periodic" && f->period_steps && f->spike) {
+    return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike, *f->period_steps);
+  }
+  if (f->pattern == "intermittent" && f->spike) {
+    return fmt::format(" (intermittent: {:+.0f}% on some steps)", 100 * *f->spike);
+  }
+  return fmt::format(" ({}, {:+.0f}%)", *f->pattern, 100 * f->slowdown.value_or(0));
+}
+
 const Finding* FirstOf(const StepAnalysis& a, FindingCode code) {
   for (const Finding& f : a.findings) {
     if (f.code == code) return &f;
@@ -72,7 +84,7 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
     if (v.culprits.size() > 1) who += fmt::format(" (and {} more)", v.culprits.size() - 1);
     v.summary = fmt::format(
         "verdict: {} is the straggler — cause unknown from step times alone{}, confidence {}",
-        who, top.pattern ? fmt::format(" ({}, {:+.0f}%)", *top.pattern, 100 * top.slowdown.value_or(0)) : "",
+        who, PatternText(stragglers.front()),
         ConfidenceWord(top.confidence));
     if (v.throughput_lost) {
       v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);

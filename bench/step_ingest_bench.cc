@@ -1,0 +1,450 @@
+// step_ingest_bench: how fast laggard reads the article's step lines
+// (`rank R, step S, time Ts`) and diagnoses them, at the scale of the
+// foundation issue: 4,096 ranks x 2,500 steps, ~10M lines.
+//
+// The data is generated with the simulator (two injected stragglers, so the
+// detector has work) into a temporary directory that is deleted at the end
+// (--dir keeps it where you say, --keep keeps it). Each measurement runs in
+// its own forked child, whose peak-RSS mark is reset at the start, so every
+// peak is that measurement's own:
+//   (a) baseline   read the file and split it into lines (LineReader): the
+//                  ceiling any line parser can reach
+//   (b) ingest     Ingest() of the one file, threads=1: single-core parse
+//   (c) ingest     the same lines split into 8 files (one per node group),
+//                  threads=1 and threads=2: scaling across files
+//   (d) diagnose   AnalyzeStepTimes + DecideVerdict on the Run of (b)
+//   (e) total      (b) + (d) in one process, as `laggard diagnose` does
+//   (f) peak RSS   of every child (getrusage ru_maxrss)
+// and the gzip variant of (a) and (b). MB are 10^6 bytes (of decompressed
+// text for the rates). The files sit in the page cache after generation, so the numbers
+// are parse speed, not disk speed. Times are the median of --repeat runs.
+//
+// Usage: step_ingest_bench [--ranks N] [--steps N] [--repeat N]
+//                          [--dir PATH] [--keep] [--gzip-level 1-9]
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <malloc.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/step_time_detector.h"
+#include "ingest/ingest.h"
+#include "ingest/input_file.h"
+#include "ingest/readers.h"
+#include "simulator/step_logs.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNodeGroups = 8;
+
+struct BenchOptions {
+  int ranks = 4096;
+  int steps = 2500;
+  int repeat = 3;
+  int gzip_level = 6;
+  std::string dir;  // "" -> a fresh temporary directory
+  bool keep = false;
+};
+
+// What a child sends back through its pipe (plain data, fixed size).
+struct Sample {
+  bool ok = false;
+  double wall_s = 0;
+  double cpu_s = 0;
+  uint64_t bytes = 0;    // decompressed bytes read
+  uint64_t lines = 0;    // lines split (baseline) or step records taken (ingest)
+  double ingest_s = 0;   // total: the parts
+  double analyze_s = 0;
+  double verdict_s = 0;
+  long peak_rss_kb = 0;
+  char note[256] = {};
+};
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+// A forked child inherits its parent's resident pages and high-water mark;
+// resetting the mark (Linux >= 4.0) makes the child's peak its own. The
+// parent keeps itself small (malloc_trim) before forking.
+bool ResetPeakRss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+long PeakRssKb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;  // kB on Linux
+}
+
+bool rss_reset_works = true;
+
+// Runs `body` in a forked child and returns what it measured.
+Sample InChild(const std::function<Sample()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    Sample s;
+    std::snprintf(s.note, sizeof s.note, "pipe: %s", std::strerror(errno));
+    return s;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    bool reset = ResetPeakRss();
+    Sample s = body();
+    s.peak_rss_kb = PeakRssKb();
+    if (!reset) s.peak_rss_kb = -s.peak_rss_kb;  // inherited mark: flag it
+    ssize_t w = write(fds[1], &s, sizeof s);
+    _exit(w == static_cast<ssize_t>(sizeof s) ? 0 : 1);
+  }
+  close(fds[1]);
+  Sample s;
+  size_t got = 0;
+  while (pid > 0 && got < sizeof s) {
+    ssize_t r = read(fds[0], reinterpret_cast<char*>(&s) + got, sizeof s - got);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (pid < 0 || got != sizeof s || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    s = Sample();
+    std::snprintf(s.note, sizeof s.note, "child failed (status %d)", status);
+  }
+  if (s.peak_rss_kb < 0) {
+    rss_reset_works = false;
+    s.peak_rss_kb = -s.peak_rss_kb;
+  }
+  return s;
+}
+
+// The median run by wall time; the highest peak RSS of all runs.
+Sample Repeat(int n, const std::function<Sample()>& body) {
+  std::vector<Sample> runs;
+  for (int i = 0; i < n; ++i) {
+    runs.push_back(InChild(body));
+    if (!runs.back().ok) return runs.back();
+  }
+  long peak = 0;
+  for (const Sample& s : runs) peak = std::max(peak, s.peak_rss_kb);
+  std::sort(runs.begin(), runs.end(),
+            [](const Sample& a, const Sample& b) { return a.wall_s < b.wall_s; });
+  Sample median = runs[runs.size() / 2];
+  median.peak_rss_kb = peak;
+  return median;
+}
+
+// (a): the floor of any line-oriented ingest.
+Sample SplitLines(const std::string& path) {
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  auto source = OpenByteSource(path);
+  if (!source.ok()) {
+    std::snprintf(s.note, sizeof s.note, "%s", source.status().message().c_str());
+    return s;
+  }
+  LineReader lines(**source);
+  std::string_view line;
+  uint64_t n = 0, chars = 0;
+  while (lines.Next(line)) {
+    ++n;
+    chars += line.size();  // touch the result so the loop is not elided
+  }
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  s.bytes = lines.bytes();
+  s.lines = n;
+  s.ok = chars > 0;
+  return s;
+}
+
+// The reader set of `laggard diagnose` without --step-pattern.
+struct Readers {
+  std::vector<std::unique_ptr<StepReader>> owned;
+  std::vector<const StepReader*> list;
+  Readers() {
+    std::vector<std::unique_ptr<LineMatcher>> matchers;
+    matchers.push_back(MakeArticleLineMatcher());
+    matchers.push_back(MakeMegatronLineMatcher());
+    owned.push_back(MakeJsonlStepReader());
+    owned.push_back(MakeCsvStepReader());
+    owned.push_back(MakeTextLogReader(std::move(matchers)));
+    for (const auto& r : owned) list.push_back(r.get());
+  }
+};
+
+// (b), (c), (d), (e): Ingest(), then optionally the diagnosis.
+Sample IngestAndMaybeDiagnose(const std::string& path, int threads, bool diagnose) {
+  Sample s;
+  Readers readers;
+  IngestOptions options;
+  options.threads = threads;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  auto run = Ingest({path}, readers.list, options);
+  auto t1 = Clock::now();
+  if (!run.ok()) {
+    std::snprintf(s.note, sizeof s.note, "%s", run.status().message().c_str());
+    return s;
+  }
+  for (const InputFileInfo& f : run->files) s.bytes += f.bytes;
+  s.lines = run->total_steps();
+  s.ingest_s = Seconds(t0, t1);
+  s.wall_s = s.ingest_s;
+  if (diagnose) {
+    StepAnalysis steps = AnalyzeStepTimes(*run, StepDetectorOptions());
+    auto t2 = Clock::now();
+    Verdict verdict = DecideVerdict(*run, steps);
+    auto t3 = Clock::now();
+    s.analyze_s = Seconds(t1, t2);
+    s.verdict_s = Seconds(t2, t3);
+    s.wall_s = Seconds(t0, t3);
+    std::snprintf(s.note, sizeof s.note, "%s", verdict.summary.c_str());
+  }
+  s.cpu_s = CpuSeconds() - cpu0;
+  s.ok = true;
+  return s;
+}
+
+// Splits `path` into kNodeGroups files by rank (ranks / kNodeGroups each),
+// keeping every line as it is.
+bool SplitByNodeGroup(const std::string& path, int ranks, const std::string& dir) {
+  fs::create_directories(dir);
+  std::vector<std::ofstream> outs;
+  for (int g = 0; g < kNodeGroups; ++g) {
+    outs.emplace_back(fmt::format("{}/nodes-{}.log", dir, g), std::ios::binary);
+  }
+  auto source = OpenByteSource(path);
+  if (!source.ok()) return false;
+  LineReader lines(**source);
+  std::string_view line;
+  int per_group = std::max(1, (ranks + kNodeGroups - 1) / kNodeGroups);
+  while (lines.Next(line)) {
+    // "rank R, step S, time Ts"
+    int rank = std::atoi(line.data() + 5);
+    int g = std::min(kNodeGroups - 1, rank / per_group);
+    outs[static_cast<size_t>(g)].write(line.data(), static_cast<std::streamsize>(line.size()));
+    outs[static_cast<size_t>(g)].put('\n');
+  }
+  for (auto& o : outs) {
+    o.close();
+    if (!o) return false;
+  }
+  return true;
+}
+
+bool GzipFile(const std::string& from, const std::string& to, int level) {
+  std::ifstream in(from, std::ios::binary);
+  gzFile out = gzopen(to.c_str(), fmt::format("wb{}", level).c_str());
+  if (!in || out == nullptr) return false;
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = static_cast<unsigned>(in.gcount());
+    if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
+  }
+  return gzclose(out) == Z_OK && ok;
+}
+
+std::string Rate(double count, double seconds, double unit) {
+  return seconds > 0 ? fmt::format("{:.1f}", count / seconds / unit) : "-";
+}
+
+struct Row {
+  std::string name;
+  Sample s;
+  bool throughput = true;  // lines/s and MB/s make sense for this row
+};
+
+void PrintTable(const std::vector<Row>& rows) {
+  fmt::print("{:<44} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "measurement", "seconds", "Mlines/s",
+             "MB/s", "CPU s", "peak RSS");
+  fmt::print("{:-<96}\n", "");
+  for (const Row& r : rows) {
+    if (!r.s.ok) {
+      fmt::print("{:<44} failed: {}\n", r.name, r.s.note);
+      continue;
+    }
+    fmt::print("{:<44} {:>9.3f} {:>9} {:>9} {:>9.2f} {:>7.0f} MB\n", r.name, r.s.wall_s,
+               r.throughput ? Rate(static_cast<double>(r.s.lines), r.s.wall_s, 1e6) : "-",
+               r.throughput ? Rate(static_cast<double>(r.s.bytes), r.s.wall_s, 1e6) : "-",
+               r.s.cpu_s, static_cast<double>(r.s.peak_rss_kb) * 1024 / 1e6);
+  }
+}
+
+bool ParseArgs(int argc, char** argv, BenchOptions& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (a == "--keep") {
+      o.keep = true;
+    } else if ((a == "--ranks" || a == "--steps" || a == "--repeat" || a == "--gzip-level") &&
+               (v = value()) != nullptr) {
+      int n = std::atoi(v);
+      if (n <= 0) return false;
+      (a == "--ranks" ? o.ranks : a == "--steps" ? o.steps : a == "--repeat" ? o.repeat
+                                                                             : o.gzip_level) = n;
+    } else if (a == "--dir" && (v = value()) != nullptr) {
+      o.dir = v;
+      o.keep = true;
+    } else {
+      return false;
+    }
+  }
+  return o.gzip_level <= 9;
+}
+
+int Main(int argc, char** argv) {
+  BenchOptions o;
+  if (!ParseArgs(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "usage: step_ingest_bench [--ranks N] [--steps N] [--repeat N] [--dir PATH] "
+                 "[--keep] [--gzip-level 1-9]\n");
+    return 2;
+  }
+  if (o.dir.empty()) {
+    std::string templ = (fs::temp_directory_path() / "laggard-bench-XXXXXX").string();
+    if (mkdtemp(templ.data()) == nullptr) {
+      std::fprintf(stderr, "step_ingest_bench: mkdtemp: %s\n", std::strerror(errno));
+      return 1;
+    }
+    o.dir = templ;
+  }
+  fs::create_directories(o.dir);
+  const std::string log = o.dir + "/steps.log";
+  const std::string gz = o.dir + "/steps.log.gz";
+  const std::string split_dir = o.dir + "/nodes";
+
+  sim::StepLogScenario sc;
+  sc.ranks = o.ranks;
+  sc.gpus_per_node = 8;
+  sc.steps = o.steps;
+  sc.base_step_s = 0.8;
+  sc.jitter = 0.02;
+  sc.seed = 42;
+  sc.rank_slowdowns.push_back(sim::RankSlowdown{o.ranks * 3 / 10, 0.20, o.steps / 5});
+  sc.rank_slowdowns.push_back(sim::RankSlowdown{o.ranks * 7 / 10, 0.10, 0});
+
+  fmt::print("step_ingest_bench: {} ranks x {} steps; stragglers: rank {} +20% from step {}, "
+             "rank {} +10% throughout\n",
+             sc.ranks, sc.steps, sc.rank_slowdowns[0].rank, sc.rank_slowdowns[0].onset_step,
+             sc.rank_slowdowns[1].rank);
+  auto g0 = Clock::now();
+  {
+    std::ofstream out(log, std::ios::binary);
+    sim::WriteArticleLines(sc, out);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "step_ingest_bench: cannot write %s\n", log.c_str());
+      return 1;
+    }
+  }
+  if (!SplitByNodeGroup(log, sc.ranks, split_dir) || !GzipFile(log, gz, o.gzip_level)) {
+    std::fprintf(stderr, "step_ingest_bench: cannot write the split or gzip files in %s\n",
+                 o.dir.c_str());
+    return 1;
+  }
+  malloc_trim(0);
+  fmt::print("data in {} ({:.1f} MB text, {:.1f} MB gzip -{}), generated in {:.1f} s; "
+             "median of {} runs\n\n",
+             o.dir, static_cast<double>(fs::file_size(log)) / 1e6,
+             static_cast<double>(fs::file_size(gz)) / 1e6, o.gzip_level,
+             Seconds(g0, Clock::now()), o.repeat);
+
+  int r = o.repeat;
+  std::vector<Row> rows;
+  rows.push_back({"(a) baseline: read + split lines", Repeat(r, [&] { return SplitLines(log); })});
+  rows.push_back({"(b) Ingest, 1 file, threads=1",
+                  Repeat(r, [&] { return IngestAndMaybeDiagnose(log, 1, false); })});
+  rows.push_back({"(c) Ingest, 8 files, threads=1",
+                  Repeat(r, [&] { return IngestAndMaybeDiagnose(split_dir, 1, false); })});
+  rows.push_back({"(c) Ingest, 8 files, threads=2",
+                  Repeat(r, [&] { return IngestAndMaybeDiagnose(split_dir, 2, false); })});
+  Sample total = Repeat(r, [&] { return IngestAndMaybeDiagnose(log, 1, true); });
+  Sample diagnose = total;
+  diagnose.wall_s = total.analyze_s + total.verdict_s;
+  diagnose.cpu_s = 0;
+  rows.push_back({fmt::format("(d) AnalyzeStepTimes + DecideVerdict"), diagnose, false});
+  rows.push_back({"(e) total: Ingest(1 file, threads=1) + (d)", total});
+  rows.push_back({"gz (a) baseline: inflate + split lines", Repeat(r, [&] { return SplitLines(gz); })});
+  rows.push_back({"gz (b) Ingest, 1 .gz file, threads=1",
+                  Repeat(r, [&] { return IngestAndMaybeDiagnose(gz, 1, false); })});
+  PrintTable(rows);
+
+  const Sample& a = rows[0].s;
+  const Sample& b = rows[1].s;
+  const Sample& c1 = rows[2].s;
+  const Sample& c2 = rows[3].s;
+  fmt::print("\n(d) split: AnalyzeStepTimes {:.3f} s, DecideVerdict {:.3f} s "
+             "(its peak RSS is (e)'s: it needs the Run in memory)\n",
+             total.analyze_s, total.verdict_s);
+  fmt::print("(e) {}\n", total.note);
+  if (a.ok && b.ok) {
+    fmt::print("full ingest / bare baseline: {:.2f}x the time ({:.0f}% of the baseline's MB/s)\n",
+               b.wall_s / a.wall_s, 100.0 * a.wall_s / b.wall_s);
+  }
+  if (c1.ok && c2.ok) fmt::print("threads=2 / threads=1 on 8 files: {:.2f}x speed-up\n", c1.wall_s / c2.wall_s);
+  if (b.ok && a.ok && b.lines != a.lines) {
+    fmt::print("WARNING: Ingest took {} records from {} lines\n", b.lines, a.lines);
+  }
+  if (!rss_reset_works) {
+    fmt::print("WARNING: /proc/self/clear_refs not writable: peak RSS includes the parent's\n");
+  }
+
+  double mbps = b.ok ? static_cast<double>(b.bytes) / b.wall_s / 1e6 : 0;
+  double peak_mb = static_cast<double>(total.peak_rss_kb) * 1024 / 1e6;
+  auto verdict = [](bool met) { return met ? "met" : "MISSED"; };
+  fmt::print("\ntargets: single-core parse >= 200 MB/s: {:.0f} MB/s, {}; "
+             "parse + diagnose < 10 s: {:.2f} s, {}; peak RSS < 1 GB: {:.0f} MB, {}\n",
+             mbps, verdict(mbps >= 200), total.wall_s, verdict(total.ok && total.wall_s < 10),
+             peak_mb, verdict(total.ok && peak_mb < 1000));
+
+  if (!o.keep) {
+    std::error_code ec;
+    fs::remove_all(o.dir, ec);
+  }
+  for (const Row& row : rows) {
+    if (!row.s.ok) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace laggard
+
+int main(int argc, char** argv) { return laggard::Main(argc, argv); }

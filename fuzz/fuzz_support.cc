@@ -1,0 +1,254 @@
+#include "fuzz_support.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "ingest/readers.h"
+
+namespace laggard::fuzz {
+
+void Fail(const char* file, int line, const char* cond, const std::string& message) {
+  std::fprintf(stderr, "\nfuzz invariant broken at %s:%d\n  check: %s\n  %s\n", file, line, cond,
+               message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+uint64_t Hash(std::string_view data, uint64_t salt) {
+  uint64_t h = 14695981039346656037ull ^ (salt * 0x9e3779b97f4a7c15ull);
+  for (char c : data) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+size_t MemorySource::Read(char* buf, size_t n) {
+  size_t chunk = 1 + static_cast<size_t>((calls_++ * 7919) % max_chunk_);
+  size_t take = std::min({n, chunk, data_.size() - pos_});
+  std::memcpy(buf, data_.data() + pos_, take);
+  pos_ += take;
+  return take;
+}
+
+std::vector<RefLine> ReferenceLines(std::string_view data) {
+  std::vector<RefLine> lines;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    size_t end = nl == std::string_view::npos ? data.size() : nl;
+    std::string_view raw = data.substr(pos, end - pos);
+    std::string_view text = raw;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    lines.push_back(RefLine{text, raw.size()});
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+ExactBuffer::ExactBuffer(std::string_view data)
+    : buf_(new char[data.empty() ? 1 : data.size()]), size_(data.size()) {
+  if (!data.empty()) std::memcpy(buf_.get(), data.data(), data.size());
+}
+
+namespace {
+
+std::string MakeScratchDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "laggard-fuzz-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    std::abort();
+  }
+  return tmpl;
+}
+
+std::string* scratch_dir = nullptr;
+
+void RemoveScratchDir() {
+  if (scratch_dir == nullptr) return;
+  std::error_code ec;
+  std::filesystem::remove_all(*scratch_dir, ec);
+}
+
+}  // namespace
+
+const std::string& ScratchDir() {
+  if (scratch_dir == nullptr) {
+    scratch_dir = new std::string(MakeScratchDir());
+    std::atexit(RemoveScratchDir);
+  }
+  return *scratch_dir;
+}
+
+void WriteFileOrDie(const std::string& path, std::string_view content) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(content.data(), 1, content.size(), f) != content.size() ||
+      std::fclose(f) != 0) {
+    std::perror(path.c_str());
+    std::abort();
+  }
+}
+
+namespace {
+
+void DeflateMember(std::string_view data, std::string& out) {
+  z_stream zs;
+  std::memset(&zs, 0, sizeof zs);
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    std::abort();
+  }
+  size_t start = out.size();
+  out.resize(start + deflateBound(&zs, static_cast<uLong>(data.size())) + 32);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data() + start);
+  zs.avail_out = static_cast<uInt>(out.size() - start);
+  if (deflate(&zs, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(start + zs.total_out);
+  deflateEnd(&zs);
+}
+
+}  // namespace
+
+std::string Gzip(std::string_view data, size_t split) {
+  std::string out;
+  if (split < data.size()) {
+    DeflateMember(data.substr(0, split), out);
+    DeflateMember(data.substr(split), out);
+  } else {
+    DeflateMember(data, out);
+  }
+  return out;
+}
+
+ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,
+                           std::optional<int32_t> rank_from_path, size_t max_chunk) {
+  ReaderOutcome outcome;
+  RunBuilder builder;
+  ReaderContext ctx;
+  ctx.file_index = 0;
+  ctx.path = "fuzz-input";
+  ctx.rank_from_path = rank_from_path;
+  ctx.out = &builder;
+  MemorySource source(data, max_chunk);
+  LineReader lines(source);
+  outcome.taken = reader.Read(lines, ctx);
+  FUZZ_CHECK(lines.bytes() == data.size(), "reader stopped after {} of {} bytes", lines.bytes(),
+             data.size());
+  InputFileInfo info;
+  info.path = ctx.path;
+  info.format = std::string(reader.name());
+  info.bytes = lines.bytes();
+  info.records = outcome.taken;
+  info.used = outcome.taken > 0;
+  outcome.run.files.push_back(std::move(info));
+  builder.Finalize(outcome.run);
+  return outcome;
+}
+
+namespace {
+
+void CheckSeries(const Run& run, const StepSeries& s, const char* what) {
+  FUZZ_CHECK(!s.steps.empty(), "{} rank {} kept with no steps", what, s.info.rank);
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const StepRecord& r = s.steps[i];
+    FUZZ_CHECK(r.step >= 0, "{} rank {} holds step {}", what, s.info.rank, r.step);
+    FUZZ_CHECK(r.duration_ns > 0, "{} rank {} step {} has duration {} ns", what, s.info.rank,
+               r.step, r.duration_ns);
+    FUZZ_CHECK(r.src.file < run.files.size(), "record names file {} of {}", r.src.file,
+               run.files.size());
+    FUZZ_CHECK(r.src.line >= 1, "rank {} step {} has no source line", s.info.rank, r.step);
+    if (i > 0) {
+      FUZZ_CHECK(s.steps[i - 1].step < r.step, "{} rank {} steps not ascending/unique: {} then {}",
+                 what, s.info.rank, s.steps[i - 1].step, r.step);
+    }
+  }
+}
+
+}  // namespace
+
+void CheckRunInvariants(const Run& run) {
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    const StepSeries& s = run.ranks[i];
+    FUZZ_CHECK(s.info.rank >= 0 && s.info.rank <= kMaxRank, "rank {} out of range", s.info.rank);
+    if (i > 0) {
+      FUZZ_CHECK(run.ranks[i - 1].info.rank < s.info.rank, "ranks not sorted/unique: {} then {}",
+                 run.ranks[i - 1].info.rank, s.info.rank);
+    }
+    FUZZ_CHECK(run.FindRank(s.info.rank) == &s, "FindRank({}) does not find its series",
+               s.info.rank);
+    CheckSeries(run, s, "ranked");
+  }
+  for (const StepSeries& s : run.unattributed) {
+    FUZZ_CHECK(s.file.has_value() && *s.file < run.files.size(),
+               "unattributed series without a valid file");
+    CheckSeries(run, s, "unattributed");
+    for (const StepRecord& r : s.steps) {
+      FUZZ_CHECK(r.src.file == *s.file, "unattributed record from file {} in series of file {}",
+                 r.src.file, *s.file);
+    }
+  }
+  uint64_t claimed = 0;
+  for (const InputFileInfo& f : run.files) {
+    claimed += f.records;
+    FUZZ_CHECK(f.used == (f.records > 0), "file {} used={} with {} records", f.path, f.used,
+               f.records);
+  }
+  uint64_t kept = run.total_steps();
+  uint64_t dups = run.diagnostics.count(DiagCode::kStepDuplicate);
+  FUZZ_CHECK(claimed == kept + dups,
+             "records lost: readers took {}, run keeps {} and counts {} duplicates", claimed, kept,
+             dups);
+  for (size_t c = 0; c < static_cast<size_t>(DiagCode::kCount); ++c) {
+    auto code = static_cast<DiagCode>(c);
+    uint64_t n = run.diagnostics.count(code);
+    size_t examples = run.diagnostics.examples(code).size();
+    FUZZ_CHECK(examples <= n && examples <= Diagnostics::kMaxExamplesPerCode &&
+                   (n == 0 || examples > 0),
+               "{}: count {} with {} examples", Describe(code).name, n, examples);
+  }
+}
+
+void CheckExampleLines(const Run& run, uint64_t line_count) {
+  for (DiagCode code : {DiagCode::kStepGarbled, DiagCode::kStepNonPositiveDuration,
+                        DiagCode::kStepBadRankOrStep, DiagCode::kStepDuplicate, DiagCode::kCsvBadRow,
+                        DiagCode::kJsonlBadLine}) {
+    for (const DiagExample& e : run.diagnostics.examples(code)) {
+      FUZZ_CHECK(e.line >= 1 && e.line <= line_count, "{} example at line {} of {}: {}",
+                 Describe(code).name, e.line, line_count, e.message);
+    }
+  }
+}
+
+std::vector<std::unique_ptr<LineMatcher>> StandardMatchers() {
+  std::vector<std::unique_ptr<LineMatcher>> matchers;
+  auto regex = MakeRegexLineMatcher(kFixedStepPattern);
+  if (!regex.ok()) {
+    std::fprintf(stderr, "fixed pattern rejected: %s\n", regex.status().message().c_str());
+    std::abort();
+  }
+  matchers.push_back(std::move(regex.value()));
+  matchers.push_back(MakeArticleLineMatcher());
+  matchers.push_back(MakeMegatronLineMatcher());
+  return matchers;
+}
+
+ReaderSet StandardReaders() {
+  ReaderSet set;
+  set.owned.push_back(MakeJsonlStepReader());
+  set.owned.push_back(MakeCsvStepReader());
+  set.owned.push_back(MakeTextLogReader(StandardMatchers()));
+  for (const auto& r : set.owned) set.readers.push_back(r.get());
+  return set;
+}
+
+}  // namespace laggard::fuzz

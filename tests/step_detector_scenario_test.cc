@@ -1,0 +1,173 @@
+// Scenario tests: step logs generated with injected faults (src/simulator),
+// written in a real format, read back through ingest, diagnosed. Each checks
+// what a user would read in the verdict.
+
+#include <gtest/gtest.h>
+
+#include "analysis/step_time_detector.h"
+#include "simulator/step_logs.h"
+#include "test_util.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+using testing_util::IngestPaths;
+using testing_util::TempDir;
+
+struct Diagnosis {
+  laggard::Run run;
+  StepAnalysis steps;
+  Verdict verdict;
+};
+
+Diagnosis Diagnose(const sim::StepLogScenario& sc, sim::StepLogFormat format) {
+  TempDir dir;
+  EXPECT_TRUE(sim::WriteStepLogs(sc, format, dir.path()).ok());
+  Diagnosis d;
+  d.run = IngestPaths({dir.path()});
+  d.steps = AnalyzeStepTimes(d.run, StepDetectorOptions());
+  d.verdict = DecideVerdict(d.run, d.steps);
+  return d;
+}
+
+std::vector<const Finding*> FindingsOf(const Diagnosis& d, FindingCode code) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : d.steps.findings) {
+    if (f.code == code) out.push_back(&f);
+  }
+  return out;
+}
+
+sim::StepLogScenario Base(uint64_t seed) {
+  sim::StepLogScenario sc;
+  sc.ranks = 32;
+  sc.gpus_per_node = 8;
+  sc.steps = 400;
+  sc.jitter = 0.02;
+  sc.seed = seed;
+  return sc;
+}
+
+TEST(StepScenarioTest, PersistentStragglerAt20PercentIsNamed) {
+  auto sc = Base(11);
+  sc.rank_slowdowns.push_back({13, 0.20, 0});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  ASSERT_EQ(d.verdict.status, VerdictStatus::kStraggler);
+  ASSERT_EQ(d.verdict.culprits.size(), 1u);
+  EXPECT_EQ(d.verdict.culprits[0].entity.rank, 13);
+  EXPECT_NEAR(*d.verdict.culprits[0].slowdown, 0.20, 0.02);
+  EXPECT_EQ(d.verdict.culprits[0].pattern, "persistent");
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, "unknown");
+  EXPECT_LE(d.verdict.culprits[0].confidence, kSingleSourceCap);
+  auto f = FindingsOf(d, FindingCode::kStepStraggler);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->band, "straggler");
+  EXPECT_NE(f[0]->message.find("rank 13"), std::string::npos);
+  EXPECT_TRUE(d.verdict.throughput_lost && *d.verdict.throughput_lost > 0.1);
+  EXPECT_EQ(d.verdict.summary.rfind("verdict: rank 13", 0), 0u) << d.verdict.summary;
+}
+
+TEST(StepScenarioTest, StragglerAt8PercentIsFoundAsSuspect) {
+  auto sc = Base(12);
+  sc.rank_slowdowns.push_back({5, 0.08, 0});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kCsv);
+  ASSERT_EQ(d.verdict.status, VerdictStatus::kStraggler);
+  ASSERT_EQ(d.verdict.culprits.size(), 1u);
+  EXPECT_EQ(d.verdict.culprits[0].entity.rank, 5);
+  EXPECT_EQ(d.verdict.culprits[0].entity.host, "node-00");
+  EXPECT_EQ(d.verdict.culprits[0].entity.gpu, 5);
+  EXPECT_EQ(FindingsOf(d, FindingCode::kStepStraggler)[0]->band, "suspect");
+}
+
+TEST(StepScenarioTest, OnsetAndRecoveryAreDated) {
+  auto sc = Base(13);
+  sc.rank_slowdowns.push_back({3, 0.30, 150, 249});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kJsonl);
+  auto f = FindingsOf(d, FindingCode::kStepStraggler);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->entity.rank, 3);
+  ASSERT_TRUE(f[0]->onset_step);
+  EXPECT_NEAR(static_cast<double>(*f[0]->onset_step), 150, 2);
+  ASSERT_TRUE(f[0]->end_step);
+  EXPECT_NEAR(static_cast<double>(*f[0]->end_step), 249, 2);
+  EXPECT_TRUE(f[0]->onset_time);  // JSONL carries wall-clock starts
+}
+
+TEST(StepScenarioTest, PeriodicRankIsNamedWithItsPeriod) {
+  auto sc = Base(14);
+  sc.rank_slowdowns.push_back({21, 0.6, 37, std::nullopt, 100, 2});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  ASSERT_EQ(d.verdict.status, VerdictStatus::kStraggler);
+  EXPECT_EQ(d.verdict.culprits[0].entity.rank, 21);
+  auto f = FindingsOf(d, FindingCode::kStepStraggler);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->pattern, "periodic");
+  EXPECT_DOUBLE_EQ(*f[0]->period_steps, 100);
+}
+
+TEST(StepScenarioTest, PeriodicWholeJobSlowdownIsJobWide) {
+  auto sc = Base(15);
+  sc.job_slowdowns.push_back({20, 22, 3.0, 50});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kJobWide) << d.verdict.summary;
+  EXPECT_TRUE(d.verdict.culprits.empty());
+  auto f = FindingsOf(d, FindingCode::kPeriodicSlowdown);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(*f[0]->period_steps, 50);
+}
+
+TEST(StepScenarioTest, WholeJobSlowdownNamesTheStepsAndNoRank) {
+  auto sc = Base(16);
+  sc.job_slowdowns.push_back({200, 299, 10.0});
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kCsv);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kJobWide) << d.verdict.summary;
+  EXPECT_TRUE(d.verdict.culprits.empty());
+  ASSERT_EQ(d.steps.job.episodes.size(), 1u);
+  EXPECT_EQ(d.steps.job.episodes[0].start_step, 200);
+  EXPECT_EQ(d.steps.job.episodes[0].end_step, 299);
+  EXPECT_NEAR(d.steps.job.episodes[0].median_step_s, 8.0, 0.3);
+}
+
+TEST(StepScenarioTest, SynchronisedStepTimesNeverBlameARank) {
+  auto sc = Base(17);
+  sc.synchronised = true;
+  sc.rank_slowdowns.push_back({9, 0.25, 0});  // real, but invisible end to end
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kInconclusive);
+  EXPECT_TRUE(d.verdict.culprits.empty());
+  EXPECT_TRUE(FindingsOf(d, FindingCode::kStepStraggler).empty());
+  EXPECT_EQ(FindingsOf(d, FindingCode::kStepsSynchronised).size(), 1u);
+  EXPECT_TRUE(d.steps.job.synchronised);
+  EXPECT_NE(d.verdict.summary.find("synchronised"), std::string::npos);
+  EXPECT_NE(d.verdict.summary.find("traces"), std::string::npos);
+}
+
+TEST(StepScenarioTest, HealthyJobHasNoCulprit) {
+  for (uint64_t seed = 20; seed < 26; ++seed) {
+    auto sc = Base(seed);
+    Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+    EXPECT_EQ(d.verdict.status, VerdictStatus::kNoStraggler) << "seed " << seed << ": " << d.verdict.summary;
+    EXPECT_TRUE(d.verdict.culprits.empty());
+  }
+}
+
+TEST(StepScenarioTest, RareRandomSpikesAreJitterNotACulprit) {
+  auto sc = Base(27);
+  sc.spike_probability = 0.002;
+  sc.spike_size = 0.5;
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  EXPECT_TRUE(d.verdict.culprits.empty()) << d.verdict.summary;
+  EXPECT_EQ(FindingsOf(d, FindingCode::kJitter).size(), 1u);
+}
+
+TEST(StepScenarioTest, OneRankOnlyIsInconclusive) {
+  auto sc = Base(28);
+  sc.ranks = 1;
+  Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kInconclusive);
+  EXPECT_EQ(FindingsOf(d, FindingCode::kNoPeers).size(), 1u);
+}
+
+}  // namespace
+}  // namespace laggard
