@@ -214,7 +214,7 @@ bool LineReader::Refill() {
   if (begin_ > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + begin_, keep);
   begin_ = 0;
   end_ = keep;
-  size_t room = std::min(buf_.size() - end_, size_t{64 * 1024});
+  size_t room = buf_.size() - end_;
   size_t got = source_.Read(buf_.data() + end_, room);
   if (got == 0) {
     eof_ = true;
