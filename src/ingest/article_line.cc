@@ -1,6 +1,7 @@
 // The article's step line: `print(f"rank {rank}, step {i}, time {dt:.4f}s")`.
 // This is the hot path of step ingest (10M lines in the benchmark), so it is
-// a hand-written scanner over the line rather than a regex.
+// a hand-written scanner over the line rather than a regex, with inline fast
+// paths for the plain numbers such lines hold (bench/step_ingest_bench.cc).
 //
 // Worked example: "[rank3]: 2024-05-01 12:00:01 rank 3, step 17, time 0.8123s"
 //   - the first "rank" (in "[rank3]") is followed by "3]" and not by "step",
@@ -16,20 +17,22 @@
 namespace laggard {
 namespace {
 
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-void SkipBlanks(std::string_view s, size_t& p) {
+inline void SkipBlanks(std::string_view s, size_t& p) {
   while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
 }
 
-// Skips blanks, one optional separator char out of `seps`, blanks.
-void SkipSep(std::string_view s, size_t& p, std::string_view seps) {
+// Skips blanks, one optional separator out of `Seps`, blanks.
+template <char... Seps>
+inline void SkipSep(std::string_view s, size_t& p) {
   SkipBlanks(s, p);
-  if (p < s.size() && seps.find(s[p]) != std::string_view::npos) ++p;
+  if (p < s.size() && ((s[p] == Seps) || ...)) ++p;
   SkipBlanks(s, p);
 }
 
-bool Keyword(std::string_view s, size_t& p, std::string_view kw) {
+// `kw` (lower case) in any case, not followed by a letter.
+inline bool Keyword(std::string_view s, size_t& p, std::string_view kw) {
   if (p + kw.size() > s.size()) return false;
   for (size_t i = 0; i < kw.size(); ++i) {
     if (ToLowerAscii(s[p + i]) != kw[i]) return false;
@@ -39,7 +42,53 @@ bool Keyword(std::string_view s, size_t& p, std::string_view kw) {
   return true;
 }
 
-bool ReadInt(std::string_view s, size_t& p, int64_t& v) {
+// std::from_chars for int64. Fast path: up to 18 digits without a sign (what
+// every step line holds), which cannot overflow; anything else is left to
+// from_chars, so the accepted text and the value are the same.
+inline bool ReadInt(std::string_view s, size_t& p, int64_t& v) {
+  size_t q = p;
+  uint64_t x = 0;
+  while (q < s.size() && q - p < 18 && IsDigit(s[q])) x = x * 10 + static_cast<uint64_t>(s[q++] - '0');
+  if (q > p && (q == s.size() || !IsDigit(s[q]))) {
+    v = static_cast<int64_t>(x);
+    p = q;
+    return true;
+  }
+  auto [end, ec] = std::from_chars(s.data() + p, s.data() + s.size(), v);
+  if (ec != std::errc()) return false;
+  p = static_cast<size_t>(end - s.data());
+  return true;
+}
+
+// std::from_chars for double (general format). Fast path: `digits[.digits]`
+// with at most 19 digits, not followed by an exponent, whose digits form an
+// integer m <= 2^53 with k <= 22 of them after the point: m and 10^k are
+// exact doubles, so m / 10^k is the correctly rounded value, which is what
+// from_chars returns. Anything else (sign, exponent, inf, nan, ".5", long
+// mantissas) goes to from_chars itself.
+inline bool ReadDouble(std::string_view s, size_t& p, double& v) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  size_t q = p;
+  uint64_t m = 0;
+  size_t digits = 0, frac = 0;
+  while (q < s.size() && IsDigit(s[q]) && digits < 20) m = m * 10 + static_cast<uint64_t>(s[q++] - '0'), ++digits;
+  if (digits > 0 && q < s.size() && s[q] == '.') {
+    ++q;
+    while (q < s.size() && IsDigit(s[q]) && digits < 20) {
+      m = m * 10 + static_cast<uint64_t>(s[q++] - '0');
+      ++digits;
+      ++frac;
+    }
+  }
+  bool simple = digits > 0 && digits <= 19 && m <= (uint64_t{1} << 53) &&
+                (q == s.size() || (!IsDigit(s[q]) && s[q] != 'e' && s[q] != 'E'));
+  if (simple) {
+    v = static_cast<double>(m) / kPow10[frac];
+    p = q;
+    return true;
+  }
   auto [end, ec] = std::from_chars(s.data() + p, s.data() + s.size(), v);
   if (ec != std::errc()) return false;
   p = static_cast<size_t>(end - s.data());
@@ -62,31 +111,29 @@ class ArticleLineMatcher final : public LineMatcher {
       if (p > 0 && IsAlpha(line[p - 1])) continue;  // "frank", "cranks"
       p += 4;
       if (p < line.size() && IsAlpha(line[p])) continue;  // "ranking"
-      SkipSep(line, p, "=:");
+      SkipSep<'=', ':'>(line, p);
       int64_t rank;
       if (!ReadInt(line, p, rank)) continue;
-      SkipSep(line, p, ",;|");
+      SkipSep<',', ';', '|'>(line, p);
       if (!Keyword(line, p, "step")) continue;
       candidate = true;
-      SkipSep(line, p, "=:");
+      SkipSep<'=', ':'>(line, p);
       int64_t step;
       if (!ReadInt(line, p, step)) {
         why = "no step number after 'step'";
         continue;
       }
-      SkipSep(line, p, ",;|");
+      SkipSep<',', ';', '|'>(line, p);
       if (!Keyword(line, p, "time")) {
         why = "no 'time' field after the step number";
         continue;
       }
-      SkipSep(line, p, "=:");
+      SkipSep<'=', ':'>(line, p);
       double value;
-      auto [end, ec] = std::from_chars(line.data() + p, line.data() + line.size(), value);
-      if (ec != std::errc()) {
+      if (!ReadDouble(line, p, value)) {
         why = "no number after 'time'";
         continue;
       }
-      p = static_cast<size_t>(end - line.data());
       SkipBlanks(line, p);
       size_t unit_start = p;
       while (p < line.size() && (IsAlpha(line[p]) || static_cast<unsigned char>(line[p]) >= 0x80)) ++p;

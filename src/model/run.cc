@@ -102,6 +102,12 @@ namespace {
 // later duplicates, counting each as step.duplicate.
 void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
   auto& steps = series.steps;
+  // Usually the steps are already strictly increasing: one read pass, no writes.
+  auto not_increasing = [](const StepRecord& a, const StepRecord& b) { return a.step >= b.step; };
+  if (std::adjacent_find(steps.begin(), steps.end(), not_increasing) == steps.end()) {
+    if (steps.capacity() > steps.size() + steps.size() / 4) steps.shrink_to_fit();
+    return;
+  }
   auto by_step = [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; };
   if (!std::is_sorted(steps.begin(), steps.end(), by_step)) {
     std::stable_sort(steps.begin(), steps.end(), by_step);
