@@ -72,7 +72,8 @@ struct FileResult {
 };
 
 void ReadOneFile(const std::string& path, uint32_t index,
-                 const std::vector<const StepReader*>& readers, const pcre2_code* rank_from,
+                 const std::vector<const StepReader*>& readers,
+                 const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  FileResult& result) {
   Diagnostics& diag = result.builder.diagnostics();
   auto head = ReadHead(path, kSniffBytes);
@@ -84,15 +85,39 @@ void ReadOneFile(const std::string& path, uint32_t index,
     diag.Add(DiagCode::kFileEmpty, path, 0, "empty file");
     return;
   }
-  if (LooksBinary(*head)) {
-    diag.Add(DiagCode::kFileBinary, path, 0, "binary data (NUL or control bytes)");
-    return;
+  auto rank_of_path = [&] {
+    return rank_from != nullptr ? MatchRank(rank_from, path) : BuiltinRankFromPath(path);
+  };
+  // Trace readers first: they also take binary files (SQLite).
+  const TraceReader* best_trace = nullptr;
+  int best_trace_score = 0;
+  for (const TraceReader* r : trace_readers) {
+    int score = r->Sniff(*head);
+    if (score > best_trace_score) best_trace = r, best_trace_score = score;
   }
   const StepReader* best = nullptr;
   int best_score = 0;
-  for (const StepReader* r : readers) {
-    int score = r->Sniff(*head);
-    if (score > best_score) best = r, best_score = score;
+  if (!LooksBinary(*head)) {
+    for (const StepReader* r : readers) {
+      int score = r->Sniff(*head);
+      if (score > best_score) best = r, best_score = score;
+    }
+  }
+  if (best_trace != nullptr && best_trace_score >= best_score) {
+    ReaderContext ctx;
+    ctx.file_index = index;
+    ctx.path = path;
+    ctx.rank_from_path = rank_of_path();
+    ctx.out = &result.builder;
+    result.records = best_trace->Read(path, ctx);
+    result.format = std::string(best_trace->name());
+    std::error_code ec;
+    result.bytes = std::filesystem::file_size(path, ec);
+    return;
+  }
+  if (LooksBinary(*head)) {
+    diag.Add(DiagCode::kFileBinary, path, 0, "binary data (NUL or control bytes)");
+    return;
   }
   if (best == nullptr) {
     diag.Add(DiagCode::kFileUnrecognised, path, 0, "no step-time reader recognised the content");
@@ -106,7 +131,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   ReaderContext ctx;
   ctx.file_index = index;
   ctx.path = path;
-  ctx.rank_from_path = rank_from != nullptr ? MatchRank(rank_from, path) : BuiltinRankFromPath(path);
+  ctx.rank_from_path = rank_of_path();
   ctx.out = &result.builder;
   LineReader lines(**source);
   result.records = best->Read(lines, ctx);
@@ -178,7 +203,8 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
 }
 
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
-                     const std::vector<const StepReader*>& readers, const IngestOptions& options) {
+                     const std::vector<const StepReader*>& readers, const IngestOptions& options,
+                     const std::vector<const TraceReader*>& trace_readers) {
   Regex rank_from;
   if (options.rank_from) {
     auto re = CompileRegex(*options.rank_from, 0);
@@ -194,7 +220,8 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
-      ReadOneFile(files[i], static_cast<uint32_t>(i), readers, rank_from.get(), results[i]);
+      ReadOneFile(files[i], static_cast<uint32_t>(i), readers, trace_readers, rank_from.get(),
+                  results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());

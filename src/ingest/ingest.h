@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "ingest/step_reader.h"
+#include "ingest/trace_reader.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -38,7 +39,8 @@ inline constexpr size_t kSniffBytes = 64 * 1024;
 // Fails as a whole only when a given path does not exist or an option is
 // invalid; unreadable or unknown files are counted in run.diagnostics.
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
-                     const std::vector<const StepReader*>& readers, const IngestOptions& options);
+                     const std::vector<const StepReader*>& readers, const IngestOptions& options,
+                     const std::vector<const TraceReader*>& trace_readers = {});
 
 // The files Ingest() would read for `paths`, in order.
 StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths);

@@ -39,6 +39,22 @@ constexpr DiagInfo kCatalogue[] = {
      "the same rank was given different hosts or GPUs; the first one was kept"},
     {"rank.too_few_steps", DiagKind::kNote,
      "rank has too few steps after warm-up to be compared with its peers"},
+    {"trace.truncated", DiagKind::kBadRecord,
+     "trace ends early (a job killed while writing it?); every complete event before the cut "
+     "was used"},
+    {"trace.bad_event", DiagKind::kBadRecord,
+     "trace event with missing or wrong-type fields (e.g. \"ts\": \"abc\", negative dur); "
+     "skipped"},
+    {"trace.no_rank", DiagKind::kNote,
+     "trace without a rank (no distributedInfo.rank, none in the file name); not matched with "
+     "other ranks"},
+    {"trace.duplicate_rank", DiagKind::kNote,
+     "several traces claim the same rank; the first is used for cross-rank matching"},
+    {"trace.mixed_jobs", DiagKind::kNote,
+     "traces disagree on the world size: they may come from different jobs"},
+    {"trace.unsupported", DiagKind::kSkippedFile,
+     "a trace or database this version cannot read (e.g. SQLite that is not an nsys export)"},
+    {"trace.no_events", DiagKind::kNote, "trace holds no kernel, memcpy or CPU op events"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -48,6 +48,13 @@ enum class DiagCode : uint16_t {
   kRankStepCountMismatch,
   kRankConflictingInfo,
   kRankTooFewSteps,
+  kTraceTruncated,
+  kTraceBadEvent,
+  kTraceNoRank,
+  kTraceDuplicateRank,
+  kTraceMixedJobs,
+  kTraceUnsupported,
+  kTraceNoEvents,
   kCount,
 };
 

@@ -92,6 +92,18 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
     std::vector<StepRecord>().swap(src.steps);
   }
   for (StepSeries& s : other.unattributed_) unattributed_.push_back(std::move(s));
+  // Traces: re-map the other builder's name ids into ours.
+  std::vector<uint32_t> remap(other.names_.size());
+  for (uint32_t i = 0; i < remap.size(); ++i) remap[i] = names_.Intern(other.names_.Get(i));
+  for (RankTrace& t : other.traces_) {
+    for (TraceOp& op : t.ops) op.name = remap[op.name];
+    for (CollectiveCall& c : t.collectives) {
+      c.kernel = remap[c.kernel];
+      c.collective = remap[c.collective];
+      if (c.group) c.group = remap[*c.group];
+    }
+    traces_.push_back(std::move(t));
+  }
   diagnostics_.MergeFrom(other.diagnostics_);
   other = RunBuilder();
 }
@@ -142,6 +154,8 @@ void RunBuilder::Finalize(Run& run) {
   present_.clear();
   for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
   run.unattributed = std::move(unattributed_);
+  run.traces = std::move(traces_);
+  run.names = std::move(names_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
 
   // Gaps in the rank numbering.

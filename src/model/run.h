@@ -7,6 +7,8 @@
 //   │     ├── info       rank, host, local GPU, pipeline stage, DP index
 //   │     └── steps[]    StepRecord{step, duration_ns, start_ns?, src}
 //   ├── unattributed[]   step series whose rank is unknown (one per file)
+//   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
+//   ├── names            interned kernel / collective names of the traces
 //   └── diagnostics      counted bad records (data quality)
 //
 // Parsers never build a Run directly: they call RunBuilder, which indexes
@@ -29,6 +31,7 @@
 
 #include "model/diagnostics.h"
 #include "model/time.h"
+#include "model/trace.h"
 
 namespace laggard {
 
@@ -72,6 +75,8 @@ struct Run {
   std::vector<InputFileInfo> files;
   std::vector<StepSeries> ranks;         // sorted by rank, unique
   std::vector<StepSeries> unattributed;  // rank unknown
+  std::vector<RankTrace> traces;         // in file order
+  NameTable names;
   Diagnostics diagnostics;
 
   uint64_t total_steps() const;
@@ -104,6 +109,11 @@ class RunBuilder {
 
   Diagnostics& diagnostics() { return diagnostics_; }
 
+  // A parsed profiler trace. Its name ids refer to `names`, the builder's
+  // own table, which MergeFrom() re-maps into the merged one.
+  void AddTrace(RankTrace trace) { traces_.push_back(std::move(trace)); }
+  NameTable& names() { return names_; }
+
   // Appends everything of `other` (ranks, records, diagnostics).
   void MergeFrom(RunBuilder&& other);
 
@@ -126,6 +136,8 @@ class RunBuilder {
   std::vector<StepSeries> by_rank_;
   std::vector<bool> present_;
   std::vector<StepSeries> unattributed_;
+  std::vector<RankTrace> traces_;
+  NameTable names_;
   Diagnostics diagnostics_;
 };
 
