@@ -28,6 +28,12 @@ enum class FindingCode : uint16_t {
   kPeriodicSlowdown,    // slowdowns recur with a period
   kJitter,              // rare slow steps on random ranks
   kNoPeers,             // nothing to compare with (one series, or no rank known)
+  kTraceLateArrival,    // a rank arrives last at the collectives: the culprit
+  kTraceComputeSlow,    // its kernels run slower than a healthy peer's
+  kTraceHostStall,      // kernels normal, but it idles before launching them
+  kTraceCommBound,      // no late rank; transfers take much of every step
+  kTraceClockOffsets,   // rank clocks disagree; offsets were removed
+  kTraceNoMatch,        // traces present, but no collective could be matched
   kCount,
 };
 

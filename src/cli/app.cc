@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analysis/step_time_detector.h"
+#include "analysis/trace_detector.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "report/report.h"
@@ -76,8 +77,9 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
     return kExitNoInput;
   }
   StepAnalysis steps = AnalyzeStepTimes(*run, o.detector);
-  Verdict verdict = DecideVerdict(*run, steps);
-  ReportInput in{*run, steps, verdict};
+  TraceAnalysis traces = AnalyzeTraces(*run);
+  Verdict verdict = DecideVerdict(*run, steps, traces);
+  ReportInput in{*run, steps, traces, verdict};
 
   if (!o.json_out.empty()) {
     std::string json = RenderJson(in);
@@ -98,9 +100,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
     text.color = o.color == "always" || (o.color == "auto" && out_tty);
     RenderText(in, text, out);
   }
-  if (run->total_steps() == 0) {
+  if (run->total_steps() == 0 && run->traces.empty()) {
     err << fmt::format(
-        "laggard: no usable step-time records in {} file{} ({} skipped); see data quality above\n",
+        "laggard: no usable step-time records or traces in {} file{} ({} skipped); see data "
+        "quality above\n",
         run->files.size(), run->files.size() == 1 ? "" : "s",
         std::count_if(run->files.begin(), run->files.end(),
                       [](const InputFileInfo& f) { return f.format.empty(); }));

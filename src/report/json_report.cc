@@ -78,7 +78,8 @@ std::string RenderJson(const ReportInput& in) {
   root["verdict"] = std::move(verdict);
 
   Json findings = Json::array();
-  for (const Finding& f : in.steps.findings) {
+  for (const Finding* fp : in.AllFindings()) {
+    const Finding& f = *fp;
     Json j;
     j["code"] = Describe(f.code).name;
     j["severity"] = SeverityName(f.severity);
@@ -154,6 +155,42 @@ std::string RenderJson(const ReportInput& in) {
   }
   jj["episodes"] = std::move(eps);
   root["job"] = std::move(jj);
+
+  Json traces = Json::array();
+  for (const RankTraceStats& t : in.traces.ranks) {
+    Json j;
+    j["rank"] = t.rank;
+    j["host"] = Opt(t.host);
+    j["file"] = t.file < in.run.files.size() ? Json(in.run.files[t.file].path) : Json(nullptr);
+    j["cpu_only"] = t.cpu_only;
+    j["steps"] = t.steps;
+    j["window_s"] = Num(ToSeconds(t.window_ns));
+    j["busy_s"] = Num(ToSeconds(t.busy_ns));
+    j["compute_busy_s"] = Num(ToSeconds(t.compute_busy_ns));
+    j["idle_s"] = Num(ToSeconds(t.idle_ns));
+    Json by_class = Json::object();
+    for (size_t c = 0; c < t.busy_by_class_ns.size(); ++c) {
+      by_class[std::string(OpClassName(static_cast<OpClass>(c)))] = Num(ToSeconds(t.busy_by_class_ns[c]));
+    }
+    j["busy_by_class_s"] = std::move(by_class);
+    j["gaps"] = t.gaps;
+    j["largest_gap_s"] = Num(ToSeconds(t.largest_gap_ns));
+    j["collectives"] = t.collectives;
+    j["collective_s"] = Num(ToSeconds(t.collective_ns));
+    j["clock_offset_ms"] = t.clock_offset_ns ? Num(static_cast<double>(*t.clock_offset_ns) / 1e6) : Json(nullptr);
+    j["instances"] = t.instances;
+    j["share_last"] = Num(t.share_last);
+    j["median_lateness_ms"] = t.median_lateness_ns ? Num(static_cast<double>(*t.median_lateness_ns) / 1e6) : Json(nullptr);
+    j["median_wait_ms"] = t.median_wait_ns ? Num(static_cast<double>(*t.median_wait_ns) / 1e6) : Json(nullptr);
+    traces.push_back(std::move(j));
+  }
+  root["traces"] = {{"ranks", std::move(traces)},
+                    {"instances", in.traces.instances},
+                    {"median_transfer_ms", in.traces.median_transfer_ns
+                                               ? Num(static_cast<double>(*in.traces.median_transfer_ns) / 1e6)
+                                               : Json(nullptr)},
+                    {"culprit", Opt(in.traces.culprit)},
+                    {"throughput_lost", Opt(in.traces.throughput_lost)}};
 
   const Diagnostics& d = in.run.diagnostics;
   Json dq;

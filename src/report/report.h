@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/step_time_detector.h"
+#include "analysis/trace_detector.h"
 #include "model/run.h"
 #include "verdict/verdict.h"
 
@@ -21,7 +22,16 @@ inline constexpr std::string_view kLaggardVersion = "0.1.0";
 struct ReportInput {
   const Run& run;
   const StepAnalysis& steps;
+  const TraceAnalysis& traces;
   const Verdict& verdict;
+
+  // Findings of every detector, in report order.
+  std::vector<const Finding*> AllFindings() const {
+    std::vector<const Finding*> all;
+    for (const Finding& f : traces.findings) all.push_back(&f);
+    for (const Finding& f : steps.findings) all.push_back(&f);
+    return all;
+  }
 };
 
 struct TextOptions {

@@ -44,19 +44,31 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   if (options.quiet) return;
 
   const JobStepStats& job = in.steps.job;
+  out << "\n";
   if (job.median_step_s) {
-    out << fmt::format("\njob: {} ranks, {} steps analysed, median step {:.4g} s", job.ranks,
+    out << fmt::format("job: {} ranks, {} steps analysed, median step {:.4g} s", job.ranks,
                        job.steps, *job.median_step_s);
     if (job.sync_spread) out << fmt::format(", per-step spread across ranks {:.2f}%", 100 * *job.sync_spread);
     out << "\n";
   }
 
-  if (!in.steps.findings.empty()) {
+  if (!in.traces.ranks.empty()) {
+    out << fmt::format("traces: {} ranks, {} collective instances matched", in.traces.ranks.size(),
+                       in.traces.instances);
+    if (in.traces.median_transfer_ns) {
+      out << fmt::format(", median transfer {:.3g} ms", static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
+    }
+    out << "\n";
+  }
+
+  std::vector<const Finding*> findings = in.AllFindings();
+  if (!findings.empty()) {
     out << "\n" << style("findings", "1") << "\n";
     size_t shown = 0;
-    for (const Finding& f : in.steps.findings) {
+    for (const Finding* fp : findings) {
+      const Finding& f = *fp;
       if (shown++ >= options.max_findings) {
-        out << fmt::format("  ... and {} more (see --json)\n", in.steps.findings.size() - options.max_findings);
+        out << fmt::format("  ... and {} more (see --json)\n", findings.size() - options.max_findings);
         break;
       }
       out << fmt::format("  [{}] {} ({}, confidence {:.2f})\n",

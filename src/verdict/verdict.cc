@@ -27,11 +27,91 @@ std::string PatternText(const Finding* f) {
   return fmt::format(" ({}, {:+.0f}%)", *f->pattern, 100 * f->slowdown.value_or(0));
 }
 
-const Finding* FirstOf(const StepAnalysis& a, FindingCode code) {
-  for (const Finding& f : a.findings) {
+const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code) {
+  for (const Finding& f : findings) {
     if (f.code == code) return &f;
   }
   return nullptr;
+}
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code) { return FirstOf(a.findings, code); }
+
+void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  for (const std::string& s : from) {
+    if (std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
+  }
+}
+
+// The trace detector named a culprit: build the verdict around it.
+Verdict TraceVerdict(const StepAnalysis& steps, const TraceAnalysis& traces) {
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  const Finding* late = FirstOf(traces.findings, FindingCode::kTraceLateArrival);
+  const Finding* slow = FirstOf(traces.findings, FindingCode::kTraceComputeSlow);
+  const Finding* stall = FirstOf(traces.findings, FindingCode::kTraceHostStall);
+  Culprit c;
+  c.entity = late->entity;
+  c.confidence = std::min(late->confidence, kSingleSourceCap);
+  std::string why = "arrives last at the collectives; why is not known from the traces";
+  c.cause_class = "unknown";
+  if (slow) {
+    c.cause_class = "compute_slow";
+    c.confidence = std::max(c.confidence, slow->confidence);
+    why = fmt::format("compute-slow: its kernels run {:.2f}x as long as a healthy peer's",
+                      1 + slow->slowdown.value_or(0));
+    c.slowdown = slow->slowdown;
+  } else if (stall) {
+    c.cause_class = "host_stall";
+    c.cause = "data_loader";
+    c.confidence = std::max(c.confidence, stall->confidence);
+    why = "host stall: kernels are normal, the GPU idles waiting for the host";
+  }
+  // Step times: agreement raises confidence, a different rank lowers it.
+  std::vector<int32_t> step_ranks;
+  for (const Finding& f : steps.findings) {
+    if (f.code == FindingCode::kStepStraggler && f.entity.rank) step_ranks.push_back(*f.entity.rank);
+  }
+  bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
+  if (agrees) {
+    c.confidence = std::min(0.95, c.confidence + 0.1);
+    for (const Finding& f : steps.findings) {
+      if (f.code == FindingCode::kStepStraggler && f.entity.rank == c.entity.rank) {
+        c.onset_step = f.onset_step;
+        c.pattern = f.pattern;
+        if (!c.slowdown) c.slowdown = f.slowdown;
+      }
+    }
+  } else if (!step_ranks.empty()) {
+    c.confidence = std::min(c.confidence, 0.5);
+    why += fmt::format(" (but step times point at rank {})", step_ranks.front());
+  }
+  v.culprits.push_back(c);
+  for (const Finding& f : steps.findings) {
+    if (f.code != FindingCode::kStepStraggler || f.entity.rank == c.entity.rank) continue;
+    Culprit other;
+    other.entity = f.entity;
+    other.cause_class = "unknown";
+    other.confidence = std::min(f.confidence, 0.5);
+    other.slowdown = f.slowdown;
+    other.onset_step = f.onset_step;
+    other.pattern = f.pattern;
+    v.culprits.push_back(std::move(other));
+  }
+  v.throughput_lost = steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
+  size_t world = std::max(steps.job.ranks, traces.ranks.size());
+  if (v.throughput_lost && world > 0) v.gpu_hours_per_day = *v.throughput_lost * static_cast<double>(world) * 24.0;
+  v.summary = fmt::format("verdict: {} is the straggler — {}, confidence {}", EntityName(c.entity), why,
+                          ConfidenceWord(c.confidence));
+  if (v.throughput_lost) v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  if (slow) AddSteps(v.next_steps, slow->next_steps);
+  if (stall) AddSteps(v.next_steps, stall->next_steps);
+  AddSteps(v.next_steps, late->next_steps);
+  if (!slow && !stall) {
+    v.next_steps.push_back(fmt::format(
+        "compare rank {}'s trace with a healthy rank's around the late collectives: longer kernels "
+        "mean the GPU is slow, idle gaps mean it waits for the host",
+        *c.entity.rank));
+  }
+  return v;
 }
 
 }  // namespace
@@ -52,9 +132,12 @@ std::string_view ConfidenceWord(double c) {
   return "low";
 }
 
-Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
-  Verdict v;
+Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   (void)run;
+  if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
+    return TraceVerdict(steps, traces);
+  }
+  Verdict v;
   std::vector<const Finding*> stragglers;
   for (const Finding& f : steps.findings) {
     if (f.code == FindingCode::kStepStraggler) stragglers.push_back(&f);
@@ -97,6 +180,12 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
     }
     return v;
   }
+  if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
+    v.status = VerdictStatus::kJobWide;
+    v.summary = "verdict: job-wide slowdown — " + comm->message + "; no single rank is to blame";
+    v.next_steps = comm->next_steps;
+    return v;
+  }
   if (const Finding* sync = FirstOf(steps, FindingCode::kStepsSynchronised)) {
     v.status = VerdictStatus::kInconclusive;
     v.summary = fmt::format(
@@ -129,6 +218,26 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
     v.summary = fmt::format("verdict: job-wide slowdown — {}; no single rank is to blame",
                             slowdown->message);
     v.next_steps = slowdown->next_steps;
+    return v;
+  }
+  if (steps.ranks.empty() && !traces.ranks.empty()) {
+    if (const Finding* nomatch = FirstOf(traces.findings, FindingCode::kTraceNoMatch)) {
+      v.status = VerdictStatus::kInconclusive;
+      v.summary = "verdict: inconclusive — " + nomatch->message;
+      v.next_steps = nomatch->next_steps;
+    } else if (traces.ranks.size() < 2) {
+      v.status = VerdictStatus::kInconclusive;
+      v.summary = fmt::format(
+          "verdict: inconclusive — one rank's trace (rank {}) cannot show who arrives last; add "
+          "the trace of a healthy rank for the same steps",
+          traces.ranks.front().rank);
+    } else {
+      v.status = VerdictStatus::kNoStraggler;
+      v.summary = fmt::format(
+          "verdict: no straggler found — no rank arrives last consistently across {} collectives "
+          "on {} ranks",
+          traces.instances, traces.ranks.size());
+    }
     return v;
   }
   v.status = VerdictStatus::kNoStraggler;

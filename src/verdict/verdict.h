@@ -1,11 +1,12 @@
 // The verdict: one answer from all findings — culprit(s), cause, confidence,
 // what it costs, what to do first.
 //
-// Today the only evidence source is the step-time detector, so the cause
-// class of a straggler is "unknown" and its confidence is capped at
-// kSingleSourceCap: a single metric never reaches high confidence (DESIGN:
-// single signals lie). Trace, hardware and network detectors will raise it
-// by corroboration.
+// Evidence sources so far: the step-time detector and the trace detector.
+// A culprit named by one signal alone is capped at kSingleSourceCap (DESIGN:
+// single signals lie); corroboration raises confidence (trace late arrival
+// + the reason it is late, + the step-time detector naming the same rank),
+// contradiction (the two detectors name different ranks) lowers it.
+// Hardware and network detectors will plug in the same way.
 
 #ifndef LAGGARD_VERDICT_VERDICT_H_
 #define LAGGARD_VERDICT_VERDICT_H_
@@ -16,6 +17,7 @@
 
 #include "analysis/finding.h"
 #include "analysis/step_time_detector.h"
+#include "analysis/trace_detector.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -47,7 +49,11 @@ struct Verdict {
 // "high" (>= 0.8), "medium" (>= 0.5) or "low".
 std::string_view ConfidenceWord(double confidence);
 
-Verdict DecideVerdict(const Run& run, const StepAnalysis& steps);
+Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces);
+// Step times only (tests, benchmarks).
+inline Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
+  return DecideVerdict(run, steps, TraceAnalysis());
+}
 
 }  // namespace laggard
 
