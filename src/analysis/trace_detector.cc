@@ -344,7 +344,9 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
     double kernel_ratio = weight_sum > 0 ? std::exp(log_sum / weight_sum) : 1.0;
     const RankTraceStats& ps = out.ranks[peer];
-    DurationNs extra_idle = (cand.window_ns - cand.compute_busy_ns) - (ps.window_ns - ps.compute_busy_ns);
+    // Idle = neither computing nor communicating: a victim's extra time is
+    // inside its NCCL kernels, a stalled rank's is outside any kernel.
+    DurationNs extra_idle = cand.idle_ns - ps.idle_ns;
     // The delay the culprit adds over the profile, summed over instances.
     double total_lateness = 0;
     for (double l : lateness[best]) total_lateness += std::max(0.0, l);
@@ -377,7 +379,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       h.confidence = 0.75;
       h.message = fmt::format(
           "rank {}'s kernels run at the healthy speed ({:.2f}x of rank {}) but its GPU idles {} "
-          "more outside collectives: it waits for the host (data loader, CPU, Python) before "
+          "more with no kernel running: it waits for the host (data loader, CPU, Python) before "
           "launching work",
           cand.rank, kernel_ratio, ps.rank, Ms(extra_idle));
       h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",

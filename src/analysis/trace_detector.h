@@ -27,8 +27,8 @@
 //               lateness >= max(100 us, 3 x the peers' median |lateness|)
 //   compute-slow kernel ratio >= 1.05 (5%: the article's normal variation
 //               between same-model GPUs) -> the GPU executes slowly
-//   host stall  kernels within 5% but the culprit's non-communication idle
-//               time exceeds the peer's by >= half its summed lateness -> it
+//   host stall  kernels within 5% but the culprit's idle time (no kernel at
+//               all) exceeds the peer's by >= half its summed lateness -> it
 //               waited for the host (data loader, CPU, Python)
 //   comm-bound  no late rank, and transfer >= 40% of the step time on
 //               every rank -> the network is slow for everyone

@@ -1,0 +1,201 @@
+// Trace detector on traces built directly in the model (no parser): the
+// physics of synchronous collectives, with one fault at a time.
+
+#include <gtest/gtest.h>
+
+#include "analysis/trace_detector.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+struct Fault {
+  int compute_slow_rank = -1;
+  double compute_factor = 1.0;
+  int stall_rank = -1;
+  DurationNs stall_ns = 0;
+  double transfer_factor = 1.0;
+  std::vector<DurationNs> clock_offset;  // per rank
+  bool with_seq = true;
+};
+
+// Each step: gemm (4 ms), elementwise (1 ms), allreduce, gemm (4 ms),
+// allreduce. A collective ends for everyone at the last arrival + transfer.
+laggard::Run Simulate(int ranks, int steps, const Fault& fault) {
+  laggard::Run run;
+  uint32_t gemm = run.names.Intern("sm90_xmma_gemm_f16f16_f32");
+  uint32_t elem = run.names.Intern("vectorized_elementwise_kernel");
+  uint32_t nccl = run.names.Intern("ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+  uint32_t allreduce = run.names.Intern("allreduce");
+  uint32_t group = run.names.Intern("0");
+  std::vector<RankTrace> traces(static_cast<size_t>(ranks));
+  std::vector<TimeNs> now(static_cast<size_t>(ranks), 1'000'000'000);
+  int64_t seq = 0;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<TimeNs> step_start = now;
+    for (int phase = 0; phase < 2; ++phase) {
+      std::vector<TimeNs> arrival(static_cast<size_t>(ranks));
+      for (int r = 0; r < ranks; ++r) {
+        auto& t = traces[static_cast<size_t>(r)];
+        TimeNs& clock = now[static_cast<size_t>(r)];
+        double f = r == fault.compute_slow_rank ? fault.compute_factor : 1.0;
+        if (phase == 0 && r == fault.stall_rank) clock += fault.stall_ns;
+        auto kernel = [&](uint32_t name, DurationNs d, OpClass cls) {
+          DurationNs dd = static_cast<DurationNs>(static_cast<double>(d) * f) + (r * 7919 + s * 104729) % 20'000;
+          t.ops.push_back(TraceOp{clock, dd, name, 7, cls, 0});
+          clock += dd + 5'000;
+        };
+        kernel(gemm, 4'000'000, OpClass::kGemm);
+        if (phase == 0) kernel(elem, 1'000'000, OpClass::kOtherCompute);
+        arrival[static_cast<size_t>(r)] = clock;
+      }
+      TimeNs last = *std::max_element(arrival.begin(), arrival.end());
+      DurationNs transfer = static_cast<DurationNs>(2'000'000 * fault.transfer_factor);
+      for (int r = 0; r < ranks; ++r) {
+        auto& t = traces[static_cast<size_t>(r)];
+        TimeNs a = arrival[static_cast<size_t>(r)];
+        TimeNs end = last + transfer;
+        t.ops.push_back(TraceOp{a, end - a, nccl, 20, OpClass::kCommunication, 0});
+        CollectiveCall c;
+        c.start_ns = a;
+        c.dur_ns = end - a;
+        c.kernel = nccl;
+        c.collective = allreduce;
+        c.group = group;
+        if (fault.with_seq) c.seq = seq;
+        c.nelems = 1 << 20;
+        t.collectives.push_back(c);
+        now[static_cast<size_t>(r)] = end + 10'000;
+      }
+      ++seq;
+    }
+    for (int r = 0; r < ranks; ++r) {
+      traces[static_cast<size_t>(r)].steps.push_back(
+          TraceStep{s, step_start[static_cast<size_t>(r)], now[static_cast<size_t>(r)]});
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    RankTrace& t = traces[static_cast<size_t>(r)];
+    t.rank = r;
+    t.file = static_cast<uint32_t>(r);
+    t.device = 0;
+    DurationNs off = r < static_cast<int>(fault.clock_offset.size()) ? fault.clock_offset[static_cast<size_t>(r)] : 0;
+    for (auto& op : t.ops) op.start_ns += off;
+    for (auto& c : t.collectives) c.start_ns += off;
+    for (auto& st : t.steps) st.start_ns += off, st.end_ns += off;
+    std::sort(t.ops.begin(), t.ops.end(), [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; });
+    run.traces.push_back(std::move(t));
+    run.files.push_back(InputFileInfo{"rank" + std::to_string(r) + ".json", "kineto", 0, 0, true});
+  }
+  return run;
+}
+
+const Finding* Find(const TraceAnalysis& a, FindingCode code) {
+  for (const Finding& f : a.findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+TEST(TraceDetectorTest, ComputeSlowRankIsTheCulpritNotTheVictim) {
+  Fault fault;
+  fault.compute_slow_rank = 5;
+  fault.compute_factor = 1.2;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  ASSERT_EQ(a.culprit, 5);
+  EXPECT_EQ(a.instances, 8u);
+  ASSERT_NE(Find(a, FindingCode::kTraceComputeSlow), nullptr);
+  EXPECT_NEAR(*Find(a, FindingCode::kTraceComputeSlow)->slowdown, 0.2, 0.02);
+  // The culprit waits least; every other rank waits ~its lateness.
+  const RankTraceStats& c = a.ranks[5];
+  for (const RankTraceStats& st : a.ranks) {
+    if (st.rank != 5) EXPECT_GT(*st.median_wait_ns, *c.median_wait_ns);
+  }
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  EXPECT_EQ(v.status, VerdictStatus::kStraggler);
+  EXPECT_EQ(v.culprits[0].entity.rank, 5);
+  EXPECT_EQ(v.culprits[0].cause_class, "compute_slow");
+  EXPECT_EQ(v.summary.rfind("verdict: rank 5 is the straggler — compute-slow", 0), 0u) << v.summary;
+  ASSERT_TRUE(v.throughput_lost);
+  EXPECT_GT(*v.throughput_lost, 0.05);
+}
+
+TEST(TraceDetectorTest, ClockOffsetsOfSeveralMsAreRemoved) {
+  Fault fault;
+  fault.compute_slow_rank = 2;
+  fault.compute_factor = 1.15;
+  fault.clock_offset = {0, 7'000'000, -4'000'000, 3'000'000, -9'000'000, 0};
+  laggard::Run run = Simulate(6, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_EQ(a.culprit, 2);
+  ASSERT_TRUE(a.ranks[4].clock_offset_ns);
+  // Offsets are relative to the median rank, so compare differences.
+  EXPECT_NEAR(static_cast<double>(*a.ranks[1].clock_offset_ns - *a.ranks[4].clock_offset_ns), 16e6, 0.2e6);
+  EXPECT_NE(Find(a, FindingCode::kTraceClockOffsets), nullptr);
+}
+
+TEST(TraceDetectorTest, DataStallIsAHostStallNotSlowKernels) {
+  Fault fault;
+  fault.stall_rank = 3;
+  fault.stall_ns = 3'000'000;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  ASSERT_EQ(a.culprit, 3);
+  EXPECT_EQ(Find(a, FindingCode::kTraceComputeSlow), nullptr);
+  ASSERT_NE(Find(a, FindingCode::kTraceHostStall), nullptr);
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+}
+
+TEST(TraceDetectorTest, SlowNetworkForEveryoneIsJobWide) {
+  Fault fault;
+  fault.transfer_factor = 6;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_FALSE(a.culprit);
+  ASSERT_NE(Find(a, FindingCode::kTraceCommBound), nullptr);
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  EXPECT_EQ(v.status, VerdictStatus::kJobWide);
+  EXPECT_TRUE(v.culprits.empty());
+}
+
+TEST(TraceDetectorTest, HealthyRanksHaveNoCulprit) {
+  laggard::Run run = Simulate(8, 4, Fault());
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_FALSE(a.culprit);
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+}
+
+TEST(TraceDetectorTest, WithoutSequenceNumbersCallsMatchByOrder) {
+  Fault fault;
+  fault.compute_slow_rank = 1;
+  fault.compute_factor = 1.3;
+  fault.with_seq = false;
+  laggard::Run run = Simulate(4, 3, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_EQ(a.instances, 6u);
+  EXPECT_EQ(a.culprit, 1);
+}
+
+TEST(TraceDetectorTest, StepTimesNamingAnotherRankLowerConfidence) {
+  Fault fault;
+  fault.compute_slow_rank = 5;
+  fault.compute_factor = 1.2;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  StepAnalysis steps;
+  Finding other;
+  other.code = FindingCode::kStepStraggler;
+  other.entity.rank = 2;
+  other.confidence = 0.9;
+  steps.findings.push_back(other);
+  Verdict v = DecideVerdict(run, steps, a);
+  EXPECT_EQ(v.culprits[0].entity.rank, 5);
+  EXPECT_LE(v.culprits[0].confidence, 0.5);
+  EXPECT_NE(v.summary.find("step times point at rank 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace laggard
