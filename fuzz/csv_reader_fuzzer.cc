@@ -47,6 +47,8 @@ void ReadAndCheck(const StepReader& reader, std::string_view input,
                "rows read ({}) or counted after a rejected header", o.taken);
     return;
   }
+  FUZZ_CHECK(o.bytes_read == input.size(), "reader stopped after {} of {} bytes", o.bytes_read,
+             input.size());
   uint64_t accounted = o.taken + Count(run, DiagCode::kCsvBadRow) +
                        Count(run, DiagCode::kStepBadRankOrStep) +
                        Count(run, DiagCode::kStepNonPositiveDuration);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -89,6 +90,9 @@ const std::string& ScratchDir() {
 void WriteFileOrDie(const std::string& path, std::string_view content) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // A new file rather than a truncated one: ext4 flushes files that are
+  // truncated and rewritten (auto_da_alloc), which costs milliseconds.
+  ::unlink(path.c_str());
   FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr || std::fwrite(content.data(), 1, content.size(), f) != content.size() ||
       std::fclose(f) != 0) {
@@ -142,8 +146,7 @@ ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,
   MemorySource source(data, max_chunk);
   LineReader lines(source);
   outcome.taken = reader.Read(lines, ctx);
-  FUZZ_CHECK(lines.bytes() == data.size(), "reader stopped after {} of {} bytes", lines.bytes(),
-             data.size());
+  outcome.bytes_read = lines.bytes();
   InputFileInfo info;
   info.path = ctx.path;
   info.format = std::string(reader.name());

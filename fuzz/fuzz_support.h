@@ -104,6 +104,7 @@ std::string Gzip(std::string_view data, size_t split = std::string_view::npos);
 // and finalizes the result into `run` (one entry in run.files).
 struct ReaderOutcome {
   uint64_t taken = 0;
+  uint64_t bytes_read = 0;  // by the LineReader when the reader returned
   Run run;
 };
 ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,

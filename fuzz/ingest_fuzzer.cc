@@ -102,7 +102,8 @@ LAGGARD_FUZZ_TARGET(ingest) {
   {
     size_t cut = 2 + (h >> 13) % (gz.size() - 2);
     Run truncated = IngestOne("cut", name, std::string_view(gz).substr(0, cut));
-    if (!truncated.files[0].format.empty() &&
+    // A cut right between two members cannot be told from a whole file.
+    if (cut != first_member && !truncated.files[0].format.empty() &&
         truncated.files[0].format == plain.files[0].format) {
       std::set<RecordKey> all = Records(plain);
       for (const RecordKey& k : Records(truncated)) {

@@ -18,6 +18,8 @@ void ReadAndCheck(const StepReader& reader, std::string_view input,
                   std::optional<int32_t> rank_from_path, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, rank_from_path, max_chunk);
   CheckRunInvariants(o.run);
+  FUZZ_CHECK(o.bytes_read == input.size(), "reader stopped after {} of {} bytes", o.bytes_read,
+             input.size());
   if (input.size() >= LineReader::kMaxLine) return;
   std::vector<RefLine> lines = ReferenceLines(input);
   CheckExampleLines(o.run, lines.size());

@@ -9,8 +9,8 @@
 //
 // Invariants:
 //   - LineReader returns exactly the lines of an independent split, in order
-//     and with their numbers; a line is missing only when it is at least
-//     kMaxLine bytes long, and then it is counted in long_lines();
+//     and with their numbers, except that lines of kMaxLine bytes or more
+//     are skipped, always, and counted in long_lines();
 //   - a plain file reads back unchanged, without damage;
 //   - gzip of the bytes reads back unchanged, without damage, and splits
 //     into the same lines;
@@ -60,6 +60,9 @@ void CheckLines(ByteSource& source, std::string_view data) {
     }
     FUZZ_CHECK(line == ref[n - 1].text, "line {} read as {} bytes, is {} bytes", n, line.size(),
                ref[n - 1].text.size());
+    FUZZ_CHECK(ref[n - 1].raw_length < LineReader::kMaxLine,
+               "line {} of {} bytes returned, over the {} byte limit", n, ref[n - 1].raw_length,
+               LineReader::kMaxLine);
     next = n + 1;
   }
   for (; next <= ref.size(); ++next) {

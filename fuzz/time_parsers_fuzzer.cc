@@ -10,6 +10,7 @@
 //     back exactly integer * unit, with that unit reported.
 
 #include <cmath>
+#include <cstdint>
 
 #include "base/text.h"
 #include "fuzz_support.h"
@@ -77,6 +78,10 @@ LAGGARD_FUZZ_TARGET(time_parsers) {
   int64_t want = FloorDiv(instant, 1'000'000) * 1'000'000;
   FUZZ_CHECK(back == want, "FormatTimestamp({}) = \"{}\" parses as {}, want {}", instant,
              formatted, back.value_or(-1), want);
+
+  // Any instant can be formatted, the extremes included.
+  FormatTimestamp(INT64_MIN + static_cast<int64_t>(h % 10'000'000'000));
+  FormatTimestamp(INT64_MAX - static_cast<int64_t>(h % 10'000'000'000));
 
   int64_t value = static_cast<int64_t>((h >> 11) % 1'000'000'000);
   TimeUnit u = kUnits[(h >> 3) % 4];

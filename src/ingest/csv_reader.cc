@@ -8,6 +8,8 @@
 // blank lines are skipped. A row whose rank, step or duration cannot be read
 // is counted as csv.bad_row.
 
+#include <deque>
+
 #include <fmt/format.h>
 
 #include "base/text.h"
@@ -30,9 +32,10 @@ char GuessDelimiter(std::string_view header) {
 }
 
 // Splits one CSV record (RFC 4180 quoting, no embedded newlines). Fields are
-// views into `line` or into `scratch` for quoted fields with escaped quotes.
+// views into `line` or into `scratch` for quoted fields with escaped quotes
+// (a deque: growing it must not move the strings earlier fields point into).
 void SplitCsv(std::string_view line, char delim, std::vector<std::string_view>& fields,
-              std::vector<std::string>& scratch) {
+              std::deque<std::string>& scratch) {
   fields.clear();
   scratch.clear();
   size_t p = 0;
@@ -94,7 +97,7 @@ class CsvStepReader final : public StepReader {
     char delim = GuessDelimiter(header);
     if (header.find(delim) == std::string_view::npos) return 0;
     std::vector<std::string_view> names;
-    std::vector<std::string> scratch;
+    std::deque<std::string> scratch;
     SplitCsv(header, delim, names, scratch);
     FieldLayout layout = LayoutFromNames(names);
     // Rank may come from the file name, so step + duration is enough here.
@@ -104,7 +107,7 @@ class CsvStepReader final : public StepReader {
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
     std::string_view line;
     std::vector<std::string_view> fields;
-    std::vector<std::string> scratch;
+    std::deque<std::string> scratch;
     std::vector<std::string> header_copy;
     FieldLayout layout;
     char delim = ',';

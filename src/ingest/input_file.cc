@@ -117,9 +117,11 @@ class GzipSource final : public ByteSource {
           break;
         }
         if (zs_.next_in[0] != 0x1f) {  // trailing garbage after the last member
+          // Every member before was complete: nothing was cut.
           damage_ = StreamDamage{StreamDamage::kCorrupt, consumed_,
                                  fmt::format("non-gzip bytes after the gzip data at byte {}",
-                                             consumed_)};
+                                             consumed_),
+                                 /*output_cut=*/false};
           done_ = true;
           break;
         }
@@ -237,6 +239,11 @@ bool LineReader::Next(std::string_view& line) {
         skipping_ = false;
         continue;
       }
+      if (len >= kMaxLine) {  // over-long, but it arrived whole in one read
+        ++long_lines_;
+        if (long_line_numbers_.size() < 5) long_line_numbers_.push_back(line_number_);
+        continue;
+      }
       if (len > 0 && start[len - 1] == '\r') --len;
       line = std::string_view(start, len);
       return true;
@@ -250,6 +257,14 @@ bool LineReader::Next(std::string_view& line) {
       begin_ = end_;
     }
     if (!Refill()) {
+      if (end_ > begin_ && source_.damage() && source_.damage()->output_cut) {
+        // The stream broke inside this line: it was cut, not finished
+        // ("time 812.0ms" would read as "time 812"). Drop it; the damage
+        // itself is what gets reported.
+        begin_ = end_;
+        skipping_ = false;
+        return false;
+      }
       if (end_ > begin_) {  // last line without a newline
         size_t len = end_ - begin_;
         start = buf_.data() + begin_;

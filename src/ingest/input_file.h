@@ -28,6 +28,9 @@ struct StreamDamage {
   enum Kind { kCorrupt, kTruncated } kind;
   uint64_t compressed_offset;  // where in the file the damage was found
   std::string message;
+  // True when the data read so far may stop inside a line; false when all
+  // of it was complete (garbage after the last gzip member).
+  bool output_cut = true;
 };
 
 class ByteSource {
@@ -50,8 +53,10 @@ StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes);
 bool LooksBinary(std::string_view head);
 
 // Splits a ByteSource into lines ('\n' or "\r\n"; the terminator is not part
-// of the line). The last line need not end with '\n'. A line longer than
-// kMaxLine is skipped and counted in long_lines().
+// of the line). The last line need not end with '\n', unless the source
+// reports damage that cut the data (StreamDamage::output_cut): then that
+// unterminated tail is a cut line, and it is dropped.
+// A line longer than kMaxLine is skipped and counted in long_lines().
 class LineReader {
  public:
   static constexpr size_t kChunk = 1 << 20;

@@ -9,6 +9,8 @@
 
 #include <simdjson.h>
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "base/text.h"
@@ -39,7 +41,8 @@ std::optional<int64_t> IntValue(od::value v) {
     int64_t i;
     if (!v.get_int64().get(i)) return i;
     double d;
-    if (!v.get_double().get(d) && d == static_cast<double>(static_cast<int64_t>(d))) {
+    // 3.0 or 1e3 is an integer; 1e19 is out of range (and casting it is UB).
+    if (!v.get_double().get(d) && d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) {
       return static_cast<int64_t>(d);
     }
     return std::nullopt;
@@ -121,10 +124,12 @@ class JsonlStepReader final : public StepReader {
   int Sniff(std::string_view head) const override {
     size_t pos = 0;
     while (pos < head.size()) {
+      // Without a newline the line may be cut by the head's end, or it may
+      // be a whole file's only line: judged below only if it parses whole.
       size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) return 0;
-      std::string_view line = Trim(head.substr(pos, nl - pos));
-      pos = nl + 1;
+      std::string_view line =
+          Trim(head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+      pos = nl == std::string_view::npos ? head.size() : nl + 1;
       if (line.empty()) continue;
       if (line.front() != '{' || line.back() != '}') return 0;
       od::parser parser;

@@ -64,7 +64,10 @@ class MegatronLineMatcher final : public LineMatcher {
       size_t r = q;
       while (r < line.size() && (IsDigit(line[r]) || line[r] == '.')) ++r;
       auto end_time = ParseTimestamp(line.substr(q, r - q));
-      if (end_time) out.start = *end_time - *out.duration;
+      TimeNs start;  // a garbage (negative) duration must not overflow this
+      if (end_time && !__builtin_sub_overflow(*end_time, *out.duration, &start)) {
+        out.start = start;
+      }
     }
     return MatchResult::kMatched;
   }

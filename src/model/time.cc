@@ -124,7 +124,13 @@ std::optional<TimeNs> ParseIso8601(std::string_view text) {
   if (!ymd.ok()) return std::nullopt;
   int64_t days = sys_days{ymd}.time_since_epoch().count();
   int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return secs * 1'000'000'000 + frac_ns;
+  // Years outside ~1678..2261 do not fit in int64 nanoseconds.
+  int64_t ns;
+  if (__builtin_mul_overflow(secs, int64_t{1'000'000'000}, &ns) ||
+      __builtin_add_overflow(ns, frac_ns, &ns)) {
+    return std::nullopt;
+  }
+  return ns;
 }
 
 }  // namespace
@@ -156,7 +162,7 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text) {
   int64_t scale = unit_ns / 10;
   for (char c : frac_part) {
     if (scale == 0) break;
-    ns += (c - '0') * scale;
+    if (__builtin_add_overflow(ns, (c - '0') * scale, &ns)) return std::nullopt;
     scale /= 10;
   }
   return ns;
@@ -164,8 +170,11 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text) {
 
 std::string FormatTimestamp(TimeNs t) {
   using namespace std::chrono;
-  int64_t secs = t >= 0 ? t / 1'000'000'000 : (t - 999'999'999) / 1'000'000'000;
-  int64_t ms = (t - secs * 1'000'000'000) / 1'000'000;
+  // Floor division that cannot overflow, even at INT64_MIN.
+  int64_t secs = t / 1'000'000'000;
+  int64_t sub_ns = t % 1'000'000'000;
+  if (sub_ns < 0) sub_ns += 1'000'000'000, --secs;
+  int64_t ms = sub_ns / 1'000'000;
   int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
   int64_t rem = secs - days * 86400;
   year_month_day ymd{sys_days{std::chrono::days{days}}};
