@@ -110,7 +110,9 @@ TEST(TraceDetectorTest, ComputeSlowRankIsTheCulpritNotTheVictim) {
   // The culprit waits least; every other rank waits ~its lateness.
   const RankTraceStats& c = a.ranks[5];
   for (const RankTraceStats& st : a.ranks) {
-    if (st.rank != 5) EXPECT_GT(*st.median_wait_ns, *c.median_wait_ns);
+    if (st.rank != 5) {
+      EXPECT_GT(*st.median_wait_ns, *c.median_wait_ns);
+    }
   }
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   EXPECT_EQ(v.status, VerdictStatus::kStraggler);

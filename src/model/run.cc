@@ -21,12 +21,6 @@ const StepSeries* Run::FindRank(int32_t rank) const {
   return (it != ranks.end() && it->info.rank == rank) ? &*it : nullptr;
 }
 
-void RunBuilder::MarkPresent(int32_t rank) {
-  if (static_cast<size_t>(rank) >= present_.size()) present_.resize(static_cast<size_t>(rank) + 1);
-  present_[static_cast<size_t>(rank)] = true;
-  by_rank_[static_cast<size_t>(rank)].info.rank = rank;
-}
-
 void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
                                      std::optional<TimeNs> start, SourceRef src) {
   if (unattributed_.empty() || unattributed_.back().file != file) {
@@ -65,10 +59,8 @@ void RunBuilder::SetLocalGpu(int32_t rank, int32_t gpu, std::string_view file, u
 }
 
 void RunBuilder::MergeFrom(RunBuilder&& other) {
-  for (size_t r = 0; r < other.present_.size(); ++r) {
-    if (!other.present_[r]) continue;
-    int32_t rank = static_cast<int32_t>(r);
-    StepSeries& src = other.by_rank_[r];
+  for (StepSeries& src : other.series_) {
+    int32_t rank = src.info.rank;
     if (!present(rank)) {
       SeriesFor(rank) = std::move(src);
       continue;
@@ -146,12 +138,13 @@ void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
 
 void RunBuilder::Finalize(Run& run) {
   run.ranks.clear();
-  for (size_t r = 0; r < present_.size(); ++r) {
-    if (!present_[r] || by_rank_[r].steps.empty()) continue;
-    run.ranks.push_back(std::move(by_rank_[r]));
+  for (StepSeries& series : series_) {
+    if (!series.steps.empty()) run.ranks.push_back(std::move(series));
   }
-  by_rank_.clear();
-  present_.clear();
+  std::sort(run.ranks.begin(), run.ranks.end(),
+            [](const StepSeries& x, const StepSeries& y) { return x.info.rank < y.info.rank; });
+  series_.clear();
+  slot_.clear();
   for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);

@@ -122,19 +122,24 @@ class RunBuilder {
   void Finalize(Run& run);
 
  private:
+  // Ranks are looked up through a dense table of 4-byte slots (16 MiB at
+  // kMaxRank), the series themselves are stored only for ranks that exist.
   StepSeries& SeriesFor(int32_t rank) {
-    if (static_cast<size_t>(rank) >= by_rank_.size()) by_rank_.resize(static_cast<size_t>(rank) + 1);
-    StepSeries& s = by_rank_[static_cast<size_t>(rank)];
-    if (!present(rank)) MarkPresent(rank);
-    return s;
+    size_t r = static_cast<size_t>(rank);
+    if (r >= slot_.size()) slot_.resize(r + 1, 0);
+    if (slot_[r] == 0) {
+      series_.emplace_back();
+      series_.back().info.rank = rank;
+      slot_[r] = static_cast<uint32_t>(series_.size());
+    }
+    return series_[slot_[r] - 1];
   }
   bool present(int32_t rank) const {
-    return static_cast<size_t>(rank) < present_.size() && present_[static_cast<size_t>(rank)];
+    return static_cast<size_t>(rank) < slot_.size() && slot_[static_cast<size_t>(rank)] != 0;
   }
-  void MarkPresent(int32_t rank);
 
-  std::vector<StepSeries> by_rank_;
-  std::vector<bool> present_;
+  std::vector<uint32_t> slot_;      // rank -> 1 + index into series_, 0 when absent
+  std::vector<StepSeries> series_;  // in order of first appearance
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
   NameTable names_;
