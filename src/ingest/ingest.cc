@@ -76,9 +76,16 @@ void ReadOneFile(const std::string& path, uint32_t index,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  FileResult& result) {
   Diagnostics& diag = result.builder.diagnostics();
-  auto head = ReadHead(path, kSniffBytes);
+  std::optional<StreamDamage> head_damage;
+  auto head = ReadHead(path, kSniffBytes, &head_damage);
   if (!head.ok()) {
     diag.Add(DiagCode::kFileUnreadable, path, 0, head.status().message());
+    return;
+  }
+  if (head->empty() && head_damage) {
+    diag.AddAtOffset(head_damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
+                                                                     : DiagCode::kGzipCorrupt,
+                     path, head_damage->compressed_offset, head_damage->message);
     return;
   }
   if (head->empty()) {

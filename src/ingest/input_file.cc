@@ -183,7 +183,8 @@ StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   return std::unique_ptr<ByteSource>(new PlainSource(std::move(fd), std::move(prefix)));
 }
 
-StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes) {
+StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes,
+                               std::optional<StreamDamage>* damage) {
   auto source = OpenByteSource(path);
   if (!source.ok()) return source.status();
   std::string head(max_bytes, '\0');
@@ -194,6 +195,7 @@ StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes) {
     got += r;
   }
   head.resize(got);
+  if (damage != nullptr) *damage = (*source)->damage();
   return head;
 }
 

@@ -47,7 +47,10 @@ class ByteSource {
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 
 // Up to `max_bytes` decompressed bytes from the start of `path`, for sniffing.
-StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes);
+// `damage`, when given, receives damage met within those bytes (a gzip file
+// cut inside its header yields no bytes and a truncation).
+StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes,
+                               std::optional<StreamDamage>* damage = nullptr);
 
 // True when `head` holds NUL bytes or more than 5% control characters.
 bool LooksBinary(std::string_view head);
