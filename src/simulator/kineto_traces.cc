@@ -1,0 +1,918 @@
+#include "simulator/kineto_traces.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string_view>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "simulator/step_logs.h"
+
+namespace laggard::sim {
+namespace {
+
+// splitmix64 + Box-Muller, as in step_logs.cc: reproducible on every
+// platform. Each purpose/rank/step gets its own stream (StreamSeed), so a
+// fault changes only what it touches and threads cannot reorder draws.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  double Normal() {
+    double u1 = std::max(Uniform(), 1e-300), u2 = Uniform();
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+enum StreamTag : uint64_t { kPlanTag = 1, kNetTag = 2, kClockTag = 3, kStartTag = 4 };
+
+uint64_t StreamSeed(uint64_t seed, StreamTag tag, uint64_t a, uint64_t b) {
+  Rng r(seed ^ (tag * 0xd1b54a32d192ed03ull));
+  uint64_t h = r.Next() ^ (a * 0x9e3779b97f4a7c15ull);
+  h = Rng(h).Next() ^ (b * 0xc2b2ae3d27d4eb4full);
+  return Rng(h).Next();
+}
+
+constexpr int64_t kUs = 1'000;
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSec = 1'000'000'000;
+
+constexpr int kComputeStream = 7;
+constexpr int kNcclStream = 24;
+constexpr int kNumSms = 132;                     // H100 SXM
+constexpr int64_t kLaunchLatencyNs = 4 * kUs;    // cudaLaunchKernel to kernel start, idle GPU
+constexpr int64_t kNcclLatencyNs = 20 * kUs;     // per all-reduce, on top of bytes / bus bw
+constexpr int64_t kInputBytes = 8LL << 20;       // one batch copied host to device
+constexpr double kPcieGbps = 24;
+constexpr size_t kFlushBytes = 1 << 20;
+
+// One kind of compute kernel: the name CUPTI reports, the aten op that
+// launches it, its nominal duration and launch configuration.
+struct KernelKind {
+  const char* name;
+  const char* op;
+  double dur_us;
+  int regs, smem, grid, block;
+};
+
+// Forward and backward of a transformer layer in bf16 on H100 (cuBLAS sm90
+// and CUTLASS GEMMs, flash-attention 2, ATen elementwise), and the fused
+// AdamW step.
+constexpr KernelKind kKinds[] = {
+    {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
+     "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+     "aten::native_layer_norm", 45, 30, 0, 16384, 256},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_"
+     "kernel__5x_cublas",
+     "aten::addmm", 520, 168, 213248, 132, 384},
+    {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+     "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, "
+     "false, false>(Flash_fwd_params)",
+     "aten::_flash_attention_forward", 410, 255, 49152, 1024, 128},
+    {"void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>"
+     "(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8::Params)",
+     "aten::addmm", 180, 126, 12288, 512, 128},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)",
+     "aten::add", 35, 28, 0, 8192, 128},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_"
+     "kernel__5x_cublas",
+     "aten::addmm", 700, 168, 213248, 132, 384},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+     "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::"
+     "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl("
+     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
+     "operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+     "aten::gelu", 60, 32, 0, 16384, 128},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_"
+     "kernel__5x_cublas",
+     "aten::mm", 700, 168, 213248, 132, 384},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+     "kernel__5x_cublas",
+     "aten::mm", 690, 154, 147456, 132, 256},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl("
+     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
+     "operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3> >(int, "
+     "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
+     "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, "
+     "at::detail::Array<char*, 3>)",
+     "aten::gelu_backward", 90, 32, 0, 16384, 128},
+    {"void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, "
+     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, true, false, "
+     "false, false, false, false, false>(Flash_bwd_params)",
+     "aten::_flash_attention_backward", 1050, 255, 147456, 1024, 256},
+    {"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>("
+     "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, "
+     "c10::BFloat16*, int)",
+     "aten::native_layer_norm_backward", 80, 40, 0, 8192, 256},
+    {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+     "TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+     "(at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, bool, float*, "
+     "float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
+     "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, "
+     "double, bool, bool, float*, float*)",
+     "aten::_fused_adamw_", 350, 72, 0, 320, 512},
+};
+constexpr uint16_t kForwardPattern[] = {0, 1, 2, 3, 4, 0, 5, 6, 7, 4};
+constexpr uint16_t kBackwardPattern[] = {7, 8, 9, 7, 8, 7, 8, 10, 7, 8, 11};
+constexpr uint16_t kOptimizerKind = 12;
+
+// The work of one step, the same on every rank and step.
+struct StepLayout {
+  std::vector<uint16_t> kinds;      // compute kernels in launch order
+  int forward_end = 0;              // kernels [0, forward_end) are forward (main thread)
+  int optimizer_begin = 0;          // kernels [optimizer_begin, end) are the optimizer
+  std::vector<int> collective_after;  // collective k follows kernel collective_after[k] - 1
+  std::vector<int64_t> nelems;      // per collective
+};
+
+StepLayout MakeLayout(const TraceScenario& sc) {
+  StepLayout l;
+  int k_total = sc.kernels_per_step, c = sc.collectives_per_step;
+  int opt = std::max(1, k_total / 16);
+  int rest = k_total - opt;
+  int bwd = std::min(rest, std::max(c, rest * 3 / 5));
+  int fwd = rest - bwd;
+  for (int i = 0; i < fwd; ++i) l.kinds.push_back(kForwardPattern[i % std::size(kForwardPattern)]);
+  for (int i = 0; i < bwd; ++i) l.kinds.push_back(kBackwardPattern[i % std::size(kBackwardPattern)]);
+  for (int i = 0; i < opt; ++i) l.kinds.push_back(kOptimizerKind);
+  l.forward_end = fwd;
+  l.optimizer_begin = fwd + bwd;
+  int elem = sc.legacy_nccl ? 4 : 2;
+  for (int k = 0; k < c; ++k) {
+    // Bucket k holds an equal share of the backward kernels; DDP's first
+    // bucket is 1 MiB.
+    l.collective_after.push_back(fwd + static_cast<int>(static_cast<int64_t>(bwd) * (k + 1) / c));
+    int64_t bytes = (k == 0 && c > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes;
+    l.nelems.push_back(std::max<int64_t>(1, bytes / elem));
+  }
+  return l;
+}
+
+// Everything random about one rank's step, drawn before it is simulated.
+struct PlannedKernel {
+  int64_t dur_ns;
+  int64_t op_ns;      // host time of the aten op around the launch
+  int64_t launch_ns;  // host time of cudaLaunchKernel
+  int64_t gap_ns;     // GPU idle before it when the GPU is the bottleneck
+};
+
+struct StepPlan {
+  int64_t dataloader_ns = 0;
+  int64_t h2d_ns = 0;
+  int64_t d2h_ns = 0;
+  std::vector<PlannedKernel> kernels;
+  std::vector<int64_t> comm_host_ns;  // record_param_comms on the host, per collective
+  std::vector<int64_t> end_skew_ns;   // this rank's end of each collective after the last arrival
+};
+
+// Scenario-wide constants and preformatted strings, shared by all ranks.
+struct Shared {
+  const TraceScenario& sc;
+  StepLayout layout;
+  int nodes = 0;
+  int collectives = 0;
+  std::vector<int64_t> clock_offsets_ns;  // per node
+  std::vector<std::string> kind_args;     // per kernel kind: launch configuration args
+  std::string nccl_kernel;
+  std::string nccl_kernel_args;
+  std::string dtype;
+  std::string nccl_version;
+  std::string group_ranks;     // "Process Group Ranks" as PyTorch writes it
+  std::string device_properties;
+
+  explicit Shared(const TraceScenario& s) : sc(s) {}
+};
+
+double Jitter(Rng& rng, double jitter) { return std::max(0.5, 1 + jitter * rng.Normal()); }
+int64_t Scaled(double ns, double factor) { return std::max<int64_t>(1, std::llround(ns * factor)); }
+
+std::string LaunchArgs(int regs, int smem, int grid, int block) {
+  double blocks_per_sm = static_cast<double>(grid) / kNumSms;
+  double warps_per_sm = blocks_per_sm * block / 32;
+  int occupancy = std::min(100, static_cast<int>(warps_per_sm / 64 * 100));
+  return fmt::format(
+      "\"registers per thread\": {}, \"shared memory\": {}, \"blocks per SM\": {:.6f}, \"warps per SM\": {:.6f}, "
+      "\"grid\": [{}, 1, 1], \"block\": [{}, 1, 1], \"est. achieved occupancy %\": {}",
+      regs, smem, blocks_per_sm, warps_per_sm, grid, block, occupancy);
+}
+
+// torch/csrc/profiler/util.cpp format_list: at most 30 ranks, then "...".
+std::string GroupRanks(int n) {
+  std::string s = "[";
+  for (int i = 0; i < std::min(n, 30); ++i) s += fmt::format("{}{}", i ? ", " : "", i);
+  s += n > 30 ? ", ...]" : "]";
+  return s;
+}
+
+std::unique_ptr<Shared> MakeShared(const TraceScenario& sc) {
+  auto sh = std::make_unique<Shared>(sc);
+  sh->layout = MakeLayout(sc);
+  sh->nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
+  sh->collectives = sc.collectives_per_step;
+  sh->clock_offsets_ns = HostClockOffsetsNs(sc);
+  for (const KernelKind& k : kKinds) sh->kind_args.push_back(LaunchArgs(k.regs, k.smem, k.grid, k.block));
+  if (sc.legacy_nccl) {
+    sh->nccl_kernel = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+    sh->dtype = "Float";
+    sh->nccl_version = "2.17.1";
+  } else {
+    sh->nccl_kernel = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    sh->dtype = "BFloat16";
+    sh->nccl_version = "2.21.5";
+  }
+  sh->nccl_kernel_args = LaunchArgs(96, 87568, 24, 576);
+  sh->group_ranks = GroupRanks(sc.ranks);
+  std::string props;
+  for (int g = 0; g < sc.gpus_per_node; ++g) {
+    props += fmt::format(
+        "{}    {{\"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85029158912, "
+        "\"computeMajor\": 9, \"computeMinor\": 0, \"maxThreadsPerBlock\": 1024, "
+        "\"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": 32, "
+        "\"sharedMemPerBlock\": 49152, \"numSms\": {}, \"regsPerMultiprocessor\": 65536, "
+        "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}}",
+        g ? ",\n" : "", g, kNumSms);
+  }
+  sh->device_properties = std::move(props);
+  return sh;
+}
+
+StepPlan MakePlan(const Shared& sh, int rank, int timeline_step) {
+  const TraceScenario& sc = sh.sc;
+  Rng rng(StreamSeed(sc.seed, kPlanTag, static_cast<uint64_t>(rank), static_cast<uint64_t>(timeline_step)));
+  double j = sc.jitter;
+  double slow = sc.compute_slow && sc.compute_slow->rank == rank ? sc.compute_slow->factor : 1;
+  StepPlan p;
+  // The number of draws never depends on the faults: a faulty scenario and
+  // its healthy control share every other random number.
+  p.dataloader_ns = Scaled(300 * kUs, Jitter(rng, j));
+  if (sc.data_stall && sc.data_stall->rank == rank) {
+    p.dataloader_ns += std::llround(sc.data_stall->seconds * kSec);
+  }
+  p.h2d_ns = Scaled(kInputBytes / kPcieGbps, Jitter(rng, j));
+  p.d2h_ns = Scaled(1800, Jitter(rng, j));
+  p.kernels.reserve(sh.layout.kinds.size());
+  for (uint16_t kind : sh.layout.kinds) {
+    PlannedKernel k;
+    k.dur_ns = Scaled(kKinds[kind].dur_us * kUs, Jitter(rng, j) * slow);
+    k.op_ns = Scaled(14 * kUs, Jitter(rng, 10 * j));
+    k.launch_ns = Scaled(5 * kUs, Jitter(rng, 10 * j));
+    k.gap_ns = static_cast<int64_t>(1500 + 2500 * rng.Uniform());
+    p.kernels.push_back(k);
+  }
+  for (int k = 0; k < sh.collectives; ++k) {
+    p.comm_host_ns.push_back(std::max<int64_t>(40 * kUs, Scaled(60 * kUs, Jitter(rng, 10 * j))));
+    p.end_skew_ns.push_back(static_cast<int64_t>(2000 * rng.Uniform()));
+  }
+  return p;
+}
+
+// Transfer time of collective k of a timeline step: the same for every rank.
+int64_t TransferNs(const Shared& sh, int timeline_step, int k) {
+  const TraceScenario& sc = sh.sc;
+  Rng rng(StreamSeed(sc.seed, kNetTag, static_cast<uint64_t>(timeline_step), static_cast<uint64_t>(k)));
+  int n = sc.ranks;
+  double bytes = static_cast<double>(sh.layout.nelems[static_cast<size_t>(k)]) * (sc.legacy_nccl ? 4 : 2);
+  double wire_ns = 2.0 * (n - 1) / n * bytes / sc.bus_bw_gbps;  // GB/s == bytes/ns
+  double factor = sc.network_slow ? sc.network_slow->factor : 1;
+  return Scaled((kNcclLatencyNs + wire_ns * factor) * Jitter(rng, sc.jitter), 1);
+}
+
+int64_t FirstStepStartNs(const TraceScenario& sc, int rank) {
+  Rng rng(StreamSeed(sc.seed, kStartTag, static_cast<uint64_t>(rank), 0));
+  return sc.start_time_s * kSec + static_cast<int64_t>(50 * kUs * rng.Uniform());
+}
+
+// Output file: plain or gzip, closed on destruction.
+class Sink {
+ public:
+  Sink() = default;
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+  ~Sink() { (void)Close(); }
+
+  Status Open(const std::string& path, bool gzip) {
+    path_ = path;
+    if (gzip) {
+      gz_ = gzopen(path.c_str(), "wb1");
+      if (!gz_) return Status::Error(fmt::format("{}: cannot write", path));
+    } else {
+      file_ = std::fopen(path.c_str(), "wb");
+      if (!file_) return Status::Error(fmt::format("{}: cannot write", path));
+    }
+    return Status::Ok();
+  }
+
+  bool Write(std::string_view data) {
+    if (data.empty()) return true;
+    if (gz_) return gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) == static_cast<int>(data.size());
+    return file_ && std::fwrite(data.data(), 1, data.size(), file_) == data.size();
+  }
+
+  Status Close() {
+    bool ok = true;
+    if (gz_) ok = gzclose(gz_) == Z_OK;
+    if (file_) ok = std::fclose(file_) == 0;
+    gz_ = nullptr;
+    file_ = nullptr;
+    return ok ? Status::Ok() : Status::Error(fmt::format("{}: write failed", path_));
+  }
+
+ private:
+  std::string path_;
+  gzFile gz_ = nullptr;
+  std::FILE* file_ = nullptr;
+};
+
+// What one rank's trace says about itself.
+struct RankInfo {
+  int rank = 0;
+  int node = 0;
+  int gpu = 0;
+  int pid = 0;
+  int main_tid = 0;
+  int autograd_tid = 0;
+  int64_t clock_offset_ns = 0;
+  int64_t base_ns = 0;  // baseTimeNanoseconds of this process (true clock of its host)
+};
+
+RankInfo MakeRankInfo(const Shared& sh, int rank) {
+  RankInfo ri;
+  ri.rank = rank;
+  ri.node = rank / sh.sc.gpus_per_node;
+  ri.gpu = rank % sh.sc.gpus_per_node;
+  ri.pid = 1'200'000 + 31 * rank;
+  ri.main_tid = ri.pid;
+  ri.autograd_tid = ri.pid + 9;
+  ri.clock_offset_ns = sh.clock_offsets_ns[static_cast<size_t>(ri.node)];
+  // Kineto's base time is the process start rounded to the second; processes
+  // start a few seconds apart, an hour before the profiled steps.
+  ri.base_ns = (sh.sc.start_time_s - 3600 - (rank * 7) % 5) * kSec;
+  return ri;
+}
+
+// Formats Kineto events of one rank into a buffer that is flushed to `sink`
+// (or only counted, without a sink). Takes true times; writes them on the
+// host's clock relative to the rank's base time.
+class TraceWriter {
+ public:
+  TraceWriter(const RankInfo& ri, Sink* sink) : ri_(ri), sink_(sink) {}
+
+  int64_t NewExternalId() { return ++external_id_; }
+  int64_t NewCorrelation() { return ++correlation_; }
+  uint64_t bytes() const { return flushed_ + buf_.size(); }
+  bool failed() const { return failed_; }
+
+  void Raw(std::string_view s) { buf_.append(s.data(), s.data() + s.size()); }
+
+  // "ts": host-clock us relative to the base time, three decimals (Kineto's fmtTs).
+  void Time(int64_t true_ns) {
+    int64_t ns = std::max<int64_t>(0, true_ns + ri_.clock_offset_ns - ri_.base_ns);
+    fmt::format_to(fmt::appender(buf_), "{}.{:03}", ns / 1000, ns % 1000);
+  }
+  void Duration(int64_t ns) {
+    ns = std::max<int64_t>(0, ns);
+    fmt::format_to(fmt::appender(buf_), "{}.{:03}", ns / 1000, ns % 1000);
+  }
+
+  // cpu_op or user_annotation on a host thread; `extra` continues args.
+  void HostEvent(std::string_view cat, std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext,
+                 std::string_view extra = {}) {
+    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ",
+                   cat, name, ri_.pid, tid);
+    Time(ts);
+    Raw(", \"dur\": ");
+    Duration(dur);
+    fmt::format_to(fmt::appender(buf_), ", \"args\": {{\"External id\": {}, \"Record function id\": {}, \"Ev Idx\": {}{}}}}},\n",
+                   ext, ext, ev_idx_++, extra);
+    MaybeFlush();
+  }
+
+  // cuda_runtime call; with a flow start when it launches GPU work.
+  void Runtime(std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext, int cbid, int64_t corr,
+               bool flow) {
+    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ",
+                   name, ri_.pid, tid);
+    Time(ts);
+    Raw(", \"dur\": ");
+    Duration(dur);
+    fmt::format_to(fmt::appender(buf_), ", \"args\": {{\"External id\": {}, \"cbid\": {}, \"correlation\": {}}}}},\n", ext,
+                   cbid, corr);
+    if (flow) {
+      fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ", corr, ri_.pid, tid);
+      Time(ts);
+      Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"},\n");
+    }
+    MaybeFlush();
+  }
+
+  // GPU kernel or memcpy on `stream`, with the flow end of its launch.
+  void Device(std::string_view cat, std::string_view name, int stream, int64_t ts, int64_t dur, int64_t ext,
+              int64_t corr, std::string_view args) {
+    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ", cat,
+                   name, ri_.gpu, stream);
+    Time(ts);
+    Raw(", \"dur\": ");
+    Duration(dur);
+    fmt::format_to(fmt::appender(buf_),
+                   ", \"args\": {{\"External id\": {}, \"queued\": 0, \"device\": {}, \"context\": 1, \"stream\": {}, "
+                   "\"correlation\": {}, {}}}}},\n",
+                   ext, ri_.gpu, stream, corr, args);
+    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ", corr, ri_.gpu, stream);
+    Time(ts);
+    Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},\n");
+    MaybeFlush();
+  }
+
+  void Flush() {
+    if (sink_ && !failed_ && !sink_->Write(std::string_view(buf_.data(), buf_.size()))) failed_ = true;
+    flushed_ += buf_.size();
+    buf_.clear();
+  }
+
+ private:
+  void MaybeFlush() {
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+
+  const RankInfo& ri_;
+  Sink* sink_;
+  fmt::memory_buffer buf_;
+  uint64_t flushed_ = 0;
+  bool failed_ = false;
+  int64_t external_id_ = 0;
+  int64_t correlation_ = 0;
+  int64_t ev_idx_ = 0;
+};
+
+// One rank's step, simulated in the order the collectives force:
+//   RunToCollective(0), EndCollective(0, end0), ..., Finish().
+// The physics pass drives all ranks' sims collective by collective to find
+// each collective's end; the writing pass replays one rank with the ends
+// known and a writer attached. Both run this same code.
+class RankStepSim {
+ public:
+  RankStepSim(const Shared& sh, const RankInfo& ri, const StepPlan& plan, int step_index, int64_t start_ns,
+              TraceWriter* out)
+      : sh_(sh), ri_(ri), plan_(plan), step_index_(step_index), start_ns_(start_ns), out_(out) {
+    cpu_ = start_ns;
+    gpu_free_ = start_ns;  // the previous step's loss.item() waited for the GPU
+    step_ext_ = out_ ? out_->NewExternalId() : 0;
+    // Data loader: a data stall is host time spent here.
+    int64_t dl_start = cpu_ + 6 * kUs;
+    if (out_) {
+      out_->HostEvent("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                      ri_.main_tid, dl_start, plan_.dataloader_ns, out_->NewExternalId());
+    }
+    cpu_ = dl_start + plan_.dataloader_ns + 3 * kUs;
+    Memcpy("aten::copy_", "Memcpy HtoD (Pinned -> Device)", kInputBytes, plan_.h2d_ns, /*blocking=*/false);
+  }
+
+  // Launches the compute before collective k and the collective itself;
+  // returns the collective's arrival: when this rank's NCCL kernel starts.
+  int64_t RunToCollective(int k) {
+    RunKernelsUntil(sh_.layout.collective_after[static_cast<size_t>(k)]);
+    int64_t host_ns = plan_.comm_host_ns[static_cast<size_t>(k)];
+    int64_t c0 = cpu_;
+    int tid = ri_.autograd_tid;
+    int64_t launch = c0 + 14 * kUs;
+    comm_ext_ = out_ ? out_->NewExternalId() : 0;
+    comm_corr_ = 0;
+    if (out_) {
+      int64_t nelems = sh_.layout.nelems[static_cast<size_t>(k)];
+      comm_args_ = fmt::format(
+          "\"Collective name\": \"allreduce\", \"In msg nelems\": {0}, \"Out msg nelems\": {0}, \"Group size\": {1}, "
+          "\"dtype\": \"{2}\", \"In split size\": \"[]\", \"Out split size\": \"[]\", \"Process Group Name\": \"0\", "
+          "\"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"{3}\", \"Seq\": {4}",
+          nelems, sh_.sc.ranks, sh_.dtype, sh_.group_ranks, Seq(k));
+      out_->HostEvent("cpu_op", "record_param_comms", tid, c0, host_ns, comm_ext_,
+                      fmt::format(", \"Rank\": {}, \"Global rank start\": 0, \"Global rank stride\": 1, {}", ri_.rank,
+                                  comm_args_));
+      out_->HostEvent("user_annotation", "nccl:all_reduce", tid, c0 + 3 * kUs, host_ns - 10 * kUs,
+                      out_->NewExternalId());
+      out_->Runtime("cudaEventRecord", tid, c0 + 8 * kUs, 1500, comm_ext_, 135, out_->NewCorrelation(), false);
+      out_->Runtime("cudaStreamWaitEvent", tid, c0 + 11 * kUs, 1000, comm_ext_, 147, out_->NewCorrelation(), false);
+      comm_corr_ = out_->NewCorrelation();
+      out_->Runtime("cudaLaunchKernelExC", tid, launch, 10 * kUs, comm_ext_, 430, comm_corr_, true);
+      out_->Runtime("cudaEventRecord", tid, c0 + 26 * kUs, 1000, comm_ext_, 135, out_->NewCorrelation(), false);
+    }
+    cpu_ = c0 + host_ns + 1 * kUs;
+    // The NCCL stream waits for the compute stream (the bucket's gradients).
+    arrival_ = std::max(launch + kLaunchLatencyNs, gpu_free_ + 2 * kUs);
+    return arrival_;
+  }
+
+  // Collective k ended (its last rank arrived and the transfer finished) at
+  // `end_ns`; this rank sees it end a little later by its skew.
+  void EndCollective(int k, int64_t end_ns) {
+    int64_t end = end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
+    if (out_) {
+      out_->Device("kernel", sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_, comm_ext_, comm_corr_,
+                   fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
+    }
+    gpu_free_ = end;  // compute waits for the all-reduce (synchronous training)
+  }
+
+  // Optimizer and loss.item(); returns when the host starts the next step.
+  int64_t Finish() {
+    RunKernelsUntil(sh_.layout.optimizer_begin);
+    int64_t opt_start = cpu_;
+    int64_t opt_ext = out_ ? out_->NewExternalId() : 0;
+    cpu_ += 5 * kUs;
+    RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()));
+    if (out_) {
+      out_->HostEvent("user_annotation", "Optimizer.step#AdamW.step", ri_.main_tid, opt_start, cpu_ - opt_start,
+                      opt_ext);
+    }
+    cpu_ += 3 * kUs;
+    Memcpy("aten::item", "Memcpy DtoH (Device -> Pageable)", 4, plan_.d2h_ns, /*blocking=*/true);
+    int64_t next = cpu_ + 12 * kUs;
+    if (out_) {
+      out_->HostEvent("user_annotation", fmt::format("ProfilerStep#{}", sh_.sc.first_step + step_index_),
+                      ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
+    }
+    return next;
+  }
+
+ private:
+  int64_t Seq(int k) const {
+    // ProcessGroupNCCL's sequence number: collectives since the group was
+    // created (one broadcast at init, then collectives_per_step per step).
+    return 1 + static_cast<int64_t>(sh_.sc.first_step + step_index_) * sh_.collectives + k;
+  }
+
+  void RunKernelsUntil(int end) {
+    for (; next_kernel_ < end; ++next_kernel_) Launch(next_kernel_);
+  }
+
+  void Launch(int i) {
+    const PlannedKernel& pk = plan_.kernels[static_cast<size_t>(i)];
+    const KernelKind& kind = kKinds[sh_.layout.kinds[static_cast<size_t>(i)]];
+    int tid = (i >= sh_.layout.forward_end && i < sh_.layout.optimizer_begin) ? ri_.autograd_tid : ri_.main_tid;
+    int64_t op_start = cpu_;
+    int64_t rt_start = op_start + (pk.op_ns - pk.launch_ns) * 3 / 5;
+    int64_t start = std::max(rt_start + kLaunchLatencyNs, gpu_free_ + pk.gap_ns);
+    if (out_) {
+      int64_t ext = out_->NewExternalId();
+      int64_t corr = out_->NewCorrelation();
+      out_->HostEvent("cpu_op", kind.op, tid, op_start, pk.op_ns, ext);
+      out_->Runtime("cudaLaunchKernel", tid, rt_start, pk.launch_ns, ext, 211, corr, true);
+      out_->Device("kernel", kind.name, kComputeStream, start, pk.dur_ns, ext, corr,
+                   sh_.kind_args[sh_.layout.kinds[static_cast<size_t>(i)]]);
+    }
+    gpu_free_ = start + pk.dur_ns;
+    cpu_ = op_start + pk.op_ns + 1 * kUs;
+  }
+
+  // A copy on the compute stream; a blocking one (loss.item() to pageable
+  // memory) holds the host until the GPU has done everything before it.
+  void Memcpy(std::string_view op, std::string_view name, int64_t bytes, int64_t dur, bool blocking) {
+    int64_t op_start = cpu_;
+    int64_t rt_start = op_start + 8 * kUs;
+    int64_t start = std::max(rt_start + kLaunchLatencyNs, gpu_free_ + 2 * kUs);
+    int64_t rt_end = blocking ? start + dur + 4 * kUs : rt_start + 6 * kUs;
+    int64_t op_end = rt_end + 3 * kUs;
+    if (out_) {
+      int64_t ext = out_->NewExternalId();
+      int64_t corr = out_->NewCorrelation();
+      out_->HostEvent("cpu_op", op, ri_.main_tid, op_start, op_end - op_start, ext);
+      out_->Runtime("cudaMemcpyAsync", ri_.main_tid, rt_start, rt_end - rt_start, ext, 41, corr, true);
+      out_->Device("gpu_memcpy", name, kComputeStream, start, dur, ext, corr,
+                   fmt::format("\"bytes\": {}, \"memory bandwidth (GB/s)\": {:.6f}", bytes,
+                               static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, dur))));
+    }
+    gpu_free_ = start + dur;
+    cpu_ = op_end + 1 * kUs;
+  }
+
+  const Shared& sh_;
+  const RankInfo& ri_;
+  const StepPlan& plan_;
+  int step_index_;
+  int64_t start_ns_;
+  TraceWriter* out_;
+  int64_t cpu_ = 0;
+  int64_t gpu_free_ = 0;
+  int next_kernel_ = 0;
+  int64_t step_ext_ = 0;
+  int64_t arrival_ = 0;
+  int64_t comm_ext_ = 0;
+  int64_t comm_corr_ = 0;
+  std::string comm_args_;
+};
+
+// The job's timing, decided by all ranks together: when each rank starts
+// each step and when each collective ends (true clock). Timeline step 0 is
+// an unwritten warm-up step (torch.profiler's schedule has one too): it lines
+// the ranks up the way a previous collective would, so the first profiled
+// step already has equal end-to-end times. Timeline step i is profiled step
+// i - 1, ProfilerStep#(first_step + i - 1).
+struct Timeline {
+  int ranks = 0;
+  int collectives = 0;
+  std::vector<int64_t> step_start;      // [(timeline steps + 1) * ranks]
+  std::vector<int64_t> collective_end;  // [timeline steps * collectives]
+  int64_t start(int s, int r) const { return step_start[static_cast<size_t>(s) * ranks + r]; }
+  int64_t end(int s, int k) const { return collective_end[static_cast<size_t>(s) * collectives + k]; }
+};
+
+// Simulates the warm-up step and `steps` profiled steps.
+Timeline SimulateTimeline(const Shared& sh, int profiled_steps) {
+  const TraceScenario& sc = sh.sc;
+  int steps = profiled_steps + 1;
+  Timeline t;
+  t.ranks = sc.ranks;
+  t.collectives = sh.collectives;
+  t.step_start.resize(static_cast<size_t>(steps + 1) * sc.ranks);
+  t.collective_end.resize(static_cast<size_t>(steps) * sh.collectives);
+  for (int r = 0; r < sc.ranks; ++r) t.step_start[static_cast<size_t>(r)] = FirstStepStartNs(sc, r);
+  std::vector<RankInfo> infos;
+  for (int r = 0; r < sc.ranks; ++r) infos.push_back(MakeRankInfo(sh, r));
+  std::vector<StepPlan> plans(static_cast<size_t>(sc.ranks));
+  for (int s = 0; s < steps; ++s) {
+    std::vector<RankStepSim> sims;
+    sims.reserve(static_cast<size_t>(sc.ranks));
+    for (int r = 0; r < sc.ranks; ++r) {
+      plans[static_cast<size_t>(r)] = MakePlan(sh, r, s);
+      sims.emplace_back(sh, infos[static_cast<size_t>(r)], plans[static_cast<size_t>(r)], s - 1, t.start(s, r),
+                        nullptr);
+    }
+    for (int k = 0; k < sh.collectives; ++k) {
+      int64_t last_arrival = 0;
+      for (auto& sim : sims) last_arrival = std::max(last_arrival, sim.RunToCollective(k));
+      int64_t end = last_arrival + TransferNs(sh, s, k);
+      t.collective_end[static_cast<size_t>(s) * sh.collectives + k] = end;
+      for (auto& sim : sims) sim.EndCollective(k, end);
+    }
+    for (int r = 0; r < sc.ranks; ++r) {
+      t.step_start[static_cast<size_t>(s + 1) * sc.ranks + r] = sims[static_cast<size_t>(r)].Finish();
+    }
+  }
+  return t;
+}
+
+void WriteHeader(const Shared& sh, const RankInfo& ri, TraceWriter& w) {
+  const TraceScenario& sc = sh.sc;
+  std::string ranks_list;
+  for (int r = 0; r < sc.ranks; ++r) ranks_list += fmt::format("{}{}", r ? ", " : "", r);
+  std::string head = fmt::format(
+      "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n{}\n  ],\n"
+      "  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, "
+      "\"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
+      "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"{}\"}},\n",
+      sh.device_properties, ri.rank, sc.ranks, sc.ranks, ranks_list, sh.nccl_version);
+  w.Raw(head);
+  if (sc.base_time_in_header) {
+    w.Raw(fmt::format("  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n", ri.base_ns));
+  }
+  w.Raw("  \"traceEvents\": [\n");
+}
+
+void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_name, int64_t span_start,
+                 int64_t span_end, TraceWriter& w) {
+  auto meta = [&](std::string_view name, std::string_view pid, int64_t tid, std::string_view args) {
+    w.Raw(fmt::format("  {{\"name\": \"{}\", \"ph\": \"M\", \"ts\": ", name));
+    w.Time(span_start);
+    w.Raw(fmt::format(", \"pid\": {}, \"tid\": {}, \"args\": {{{}}}}},\n", pid, tid, args));
+  };
+  std::string pid = std::to_string(ri.pid);
+  std::string gpu = std::to_string(ri.gpu);
+  meta("process_name", pid, 0, "\"name\": \"python3\"");
+  meta("process_labels", pid, 0, "\"labels\": \"CPU\"");
+  meta("process_sort_index", pid, 0, fmt::format("\"sort_index\": {}", ri.pid));
+  meta("process_name", gpu, 0, "\"name\": \"python3\"");
+  meta("process_labels", gpu, 0, fmt::format("\"labels\": \"GPU {}\"", ri.gpu));
+  meta("process_sort_index", gpu, 0, fmt::format("\"sort_index\": {}", 0x1000000 + ri.gpu));
+  for (int stream : {kComputeStream, kNcclStream}) {
+    meta("thread_name", gpu, stream, fmt::format("\"name\": \"stream {} \"", stream));
+    meta("thread_sort_index", gpu, stream, fmt::format("\"sort_index\": {}", stream));
+  }
+  meta("thread_name", pid, ri.main_tid, fmt::format("\"name\": \"thread {} (python3)\"", ri.main_tid));
+  meta("thread_sort_index", pid, ri.main_tid, fmt::format("\"sort_index\": {}", ri.main_tid));
+  meta("thread_name", pid, ri.autograd_tid, fmt::format("\"name\": \"thread {} (pt_autograd_0)\"", ri.autograd_tid));
+  meta("thread_sort_index", pid, ri.autograd_tid, fmt::format("\"sort_index\": {}", ri.autograd_tid));
+  w.Raw("  {\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
+  w.Time(span_start);
+  w.Raw(", \"dur\": ");
+  w.Duration(span_end - span_start);
+  w.Raw(", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"name\": \"PyTorch Profiler (0)\", \"args\": {\"Op count\": 0}},\n");
+  w.Raw("  {\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": ");
+  w.Time(span_start);
+  w.Raw(", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": 536870912}},\n");
+  w.Raw("  {\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": ");
+  w.Time(span_start);
+  w.Raw("},\n  {\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ");
+  w.Time(span_end + 40 * kUs);
+  w.Raw("}\n  ],\n");
+  w.Raw(fmt::format("  \"traceName\": \"{}\"", trace_name));
+  if (!sh.sc.base_time_in_header) {
+    w.Raw(fmt::format(",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {}", ri.base_ns));
+  }
+  w.Raw("\n}\n");
+}
+
+Status WriteRank(const Shared& sh, const Timeline& t, int rank, const std::string& dir, bool gzip) {
+  const TraceScenario& sc = sh.sc;
+  RankInfo ri = MakeRankInfo(sh, rank);
+  std::string rel = KinetoTracePath(sc, rank, gzip);
+  std::string path = dir + "/" + rel;
+  Sink sink;
+  if (Status st = sink.Open(path, gzip); !st.ok()) return st;
+  TraceWriter w(ri, &sink);
+  WriteHeader(sh, ri, w);
+  for (int s = 1; s <= sc.steps; ++s) {
+    StepPlan plan = MakePlan(sh, rank, s);
+    RankStepSim sim(sh, ri, plan, s - 1, t.start(s, rank), &w);
+    for (int k = 0; k < sh.collectives; ++k) {
+      sim.RunToCollective(k);
+      sim.EndCollective(k, t.end(s, k));
+    }
+    sim.Finish();
+  }
+  WriteFooter(sh, ri, rel, t.start(1, rank) - 2 * kMs, t.start(sc.steps + 1, rank), w);
+  w.Flush();
+  if (w.failed()) return Status::Error(fmt::format("{}: write failed", path));
+  return sink.Close();
+}
+
+Status Validate(const TraceScenario& sc) {
+  if (sc.ranks < 1 || sc.gpus_per_node < 1 || sc.steps < 1) {
+    return Status::Error("trace scenario: ranks, gpus_per_node and steps must be at least 1");
+  }
+  if (sc.first_step < 0) return Status::Error("trace scenario: first_step must not be negative");
+  if (sc.collectives_per_step < 0 || sc.kernels_per_step < sc.collectives_per_step + 2) {
+    return Status::Error(fmt::format("trace scenario: kernels_per_step ({}) must be at least collectives_per_step ({}) + 2",
+                                     sc.kernels_per_step, sc.collectives_per_step));
+  }
+  if (sc.bucket_bytes < 1 || !(sc.bus_bw_gbps > 0) || !(sc.jitter >= 0 && sc.jitter < 1)) {
+    return Status::Error("trace scenario: bucket_bytes and bus_bw_gbps must be positive, jitter in [0, 1)");
+  }
+  auto bad_rank = [&](int r) { return r < 0 || r >= sc.ranks; };
+  if (sc.compute_slow && (bad_rank(sc.compute_slow->rank) || !(sc.compute_slow->factor > 0))) {
+    return Status::Error("trace scenario: compute_slow needs a rank in range and a positive factor");
+  }
+  if (sc.data_stall && (bad_rank(sc.data_stall->rank) || !(sc.data_stall->seconds >= 0))) {
+    return Status::Error("trace scenario: data_stall needs a rank in range and seconds >= 0");
+  }
+  if (sc.network_slow && !(sc.network_slow->factor > 0)) {
+    return Status::Error("trace scenario: network_slow needs a positive factor");
+  }
+  int nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
+  if (!sc.clock_offsets_ns.empty() && static_cast<int>(sc.clock_offsets_ns.size()) != nodes) {
+    return Status::Error(
+        fmt::format("trace scenario: {} clock offsets for {} nodes", sc.clock_offsets_ns.size(), nodes));
+  }
+  for (int64_t o : HostClockOffsetsNs(sc)) {
+    if (std::abs(o) > 1000 * kSec) return Status::Error("trace scenario: clock offsets must stay within 1000 s");
+  }
+  return Status::Ok();
+}
+
+std::string JsonOrNull(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : "null"; }
+
+Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
+  std::string kind = "none";
+  std::optional<int> culprit;
+  std::optional<double> factor, stall_s;
+  std::vector<std::string> faults;
+  if (sc.compute_slow) {
+    faults.push_back(fmt::format("{{\"kind\": \"compute_slow\", \"rank\": {}, \"factor\": {}}}", sc.compute_slow->rank,
+                                 sc.compute_slow->factor));
+  }
+  if (sc.data_stall) {
+    faults.push_back(fmt::format("{{\"kind\": \"data_stall\", \"rank\": {}, \"seconds\": {}}}", sc.data_stall->rank,
+                                 sc.data_stall->seconds));
+  }
+  if (sc.network_slow) {
+    faults.push_back(fmt::format("{{\"kind\": \"network_slow\", \"rank\": null, \"factor\": {}}}", sc.network_slow->factor));
+  }
+  // The headline fault: a rank fault names the culprit; a slow network is
+  // job-wide and names none.
+  if (sc.compute_slow) {
+    kind = "compute_slow";
+    culprit = sc.compute_slow->rank;
+    factor = sc.compute_slow->factor;
+  } else if (sc.data_stall) {
+    kind = "data_stall";
+    culprit = sc.data_stall->rank;
+    stall_s = sc.data_stall->seconds;
+  } else if (sc.network_slow) {
+    kind = "network_slow";
+    factor = sc.network_slow->factor;
+  }
+  std::vector<int64_t> offsets = HostClockOffsetsNs(sc);
+  int nodes = static_cast<int>(offsets.size());
+  std::string out = fmt::format(
+      "{{\n  \"schema\": \"laggard.sim.kineto_traces/1\",\n  \"seed\": {},\n  \"ranks\": {},\n  \"gpus_per_node\": {},\n"
+      "  \"nodes\": {},\n  \"first_step\": {},\n  \"steps\": {},\n  \"kernels_per_step\": {},\n"
+      "  \"collectives_per_step\": {},\n  \"bus_bw_gbps\": {},\n  \"fault\": \"{}\",\n",
+      sc.seed, sc.ranks, sc.gpus_per_node, nodes, sc.first_step, sc.steps, sc.kernels_per_step,
+      sc.collectives_per_step, sc.bus_bw_gbps, kind);
+  out += fmt::format("  \"culprit_rank\": {},\n", culprit ? std::to_string(*culprit) : "null");
+  out += fmt::format("  \"culprit_host\": {},\n",
+                     culprit ? fmt::format("\"{}\"", HostName(*culprit / sc.gpus_per_node)) : "null");
+  out += fmt::format("  \"culprit_gpu\": {},\n", culprit ? std::to_string(*culprit % sc.gpus_per_node) : "null");
+  out += fmt::format("  \"factor\": {},\n  \"stall_s\": {},\n", JsonOrNull(factor), JsonOrNull(stall_s));
+  out += fmt::format("  \"faults\": [{}],\n", fmt::join(faults, ", "));
+  out += "  \"clock_offset_convention\": \"host_time = true_time + offset\",\n  \"clock_offsets_ns\": {";
+  for (int n = 0; n < nodes; ++n) {
+    out += fmt::format("{}\"{}\": {}", n ? ", " : "", HostName(n), offsets[static_cast<size_t>(n)]);
+  }
+  out += "},\n  \"files\": [\n";
+  for (int r = 0; r < sc.ranks; ++r) {
+    out += fmt::format("    {{\"rank\": {}, \"host\": \"{}\", \"gpu\": {}, \"path\": \"{}\"}}{}\n", r,
+                       HostName(r / sc.gpus_per_node), r % sc.gpus_per_node, KinetoTracePath(sc, r, gzip),
+                       r + 1 < sc.ranks ? "," : "");
+  }
+  out += "  ]\n}\n";
+  std::string path = dir + "/truth.json";
+  Sink sink;
+  if (Status st = sink.Open(path, false); !st.ok()) return st;
+  if (!sink.Write(out)) return Status::Error(fmt::format("{}: write failed", path));
+  return sink.Close();
+}
+
+}  // namespace
+
+std::vector<int64_t> HostClockOffsetsNs(const TraceScenario& sc) {
+  int nodes = (std::max(sc.ranks, 0) + std::max(sc.gpus_per_node, 1) - 1) / std::max(sc.gpus_per_node, 1);
+  std::vector<int64_t> offsets(static_cast<size_t>(nodes), 0);
+  if (!sc.clock_offsets_ns.empty()) {
+    for (size_t n = 0; n < offsets.size() && n < sc.clock_offsets_ns.size(); ++n) offsets[n] = sc.clock_offsets_ns[n];
+    return offsets;
+  }
+  if (sc.max_clock_offset_ms <= 0) return offsets;
+  Rng rng(StreamSeed(sc.seed, kClockTag, 0, 0));
+  for (int64_t& o : offsets) o = std::llround((2 * rng.Uniform() - 1) * sc.max_clock_offset_ms * kMs);
+  return offsets;
+}
+
+std::string KinetoTracePath(const TraceScenario& sc, int rank, bool gzip) {
+  // torch.profiler.tensorboard_trace_handler names files <worker>.<time>.pt.trace.json.
+  int64_t ms = sc.start_time_s * 1000 + (rank * 7) % 1000;
+  return fmt::format("{}/rank-{}.{}.pt.trace.json{}", HostName(rank / std::max(sc.gpus_per_node, 1)), rank, ms,
+                     gzip ? ".gz" : "");
+}
+
+StatusOr<uint64_t> KinetoBytesPerStep(const TraceScenario& scenario) {
+  if (Status st = Validate(scenario); !st.ok()) return st;
+  auto sh = MakeShared(scenario);
+  Timeline t = SimulateTimeline(*sh, 1);
+  RankInfo ri = MakeRankInfo(*sh, 0);
+  TraceWriter w(ri, nullptr);
+  StepPlan plan = MakePlan(*sh, 0, 1);
+  RankStepSim sim(*sh, ri, plan, 0, t.start(1, 0), &w);
+  for (int k = 0; k < sh->collectives; ++k) {
+    sim.RunToCollective(k);
+    sim.EndCollective(k, t.end(1, k));
+  }
+  sim.Finish();
+  return w.bytes();
+}
+
+Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, bool gzip) {
+  if (Status st = Validate(scenario); !st.ok()) return st;
+  auto sh = MakeShared(scenario);
+  std::error_code ec;
+  for (int n = 0; n < sh->nodes; ++n) {
+    std::filesystem::create_directories(dir + "/" + HostName(n), ec);
+    if (ec) return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
+  }
+  Timeline t = SimulateTimeline(*sh, scenario.steps);
+
+  // Ranks are independent once the timeline is known: write them in parallel.
+  int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, scenario.ranks);
+  std::vector<Status> results(static_cast<size_t>(scenario.ranks));
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int r = next++; r < scenario.ranks; r = next++) {
+      results[static_cast<size_t>(r)] = WriteRank(*sh, t, r, dir, gzip);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < workers; ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& th : threads) th.join();
+  for (const Status& st : results) {
+    if (!st.ok()) return st;
+  }
+  return WriteTruth(scenario, dir, gzip);
+}
+
+}  // namespace laggard::sim
