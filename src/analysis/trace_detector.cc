@@ -252,24 +252,29 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     out.findings.push_back(std::move(f));
   }
 
-  // The culprit: last at most instances, and clearly late.
-  size_t best = 0;
-  for (size_t ri = 1; ri < R; ++ri) {
-    if (out.ranks[ri].share_last > out.ranks[best].share_last) best = ri;
-  }
-  double need_share = std::max(0.5, std::min(0.75, 3.0 / static_cast<double>(R)));
-  std::vector<double> peer_abs_lateness;
+  // The culprit: the rank whose late arrivals hold the others up. Each
+  // instance's delay is its last arrival minus the second-to-last: what the
+  // job would have gained without that one rank. A stalled rank may be last
+  // at only one collective per step (the later ones start in sync), so the
+  // decision weighs delay, not the share of instances.
+  double total_delay = 0;
+  size_t best = 0, second = R > 1 ? 1 : 0;
   for (size_t ri = 0; ri < R; ++ri) {
-    if (ri != best && out.ranks[ri].median_lateness_ns) {
-      peer_abs_lateness.push_back(std::fabs(static_cast<double>(*out.ranks[ri].median_lateness_ns)));
-    }
+    total_delay += delay_by_rank[ri];
+    out.ranks[ri].delay_caused_ns = static_cast<DurationNs>(delay_by_rank[ri]);
   }
-  double peer_noise = MedianNs(peer_abs_lateness);
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (delay_by_rank[ri] > delay_by_rank[best]) best = ri;
+  }
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != best && (second == best || delay_by_rank[ri] > delay_by_rank[second])) second = ri;
+  }
   const RankTraceStats& cand = out.ranks[best];
-  bool late = R >= 2 && cand.instances >= kMinInstances && cand.share_last >= need_share &&
-              cand.median_lateness_ns &&
-              static_cast<double>(*cand.median_lateness_ns) >=
-                  std::max(static_cast<double>(kMinLatenessNs), 3 * peer_noise);
+  double delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
+  double mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+  bool late = R >= 2 && last_count[best] >= kMinInstances && delay_share >= 0.5 &&
+              delay_by_rank[best] >= 3 * delay_by_rank[second] &&
+              mean_delay >= static_cast<double>(kMinLatenessNs);
 
   // A healthy peer: the rank with the smallest |lateness|.
   size_t peer = best == 0 ? 1 : 0;
@@ -299,12 +304,14 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     f.entity.rank = cand.rank;
     f.entity.host = cand.host;
     f.entity.gpu = ct.device;
-    f.confidence = cand.share_last >= 0.8 ? 0.75 : 0.6;
+    f.confidence = delay_share >= 0.8 ? 0.75 : 0.6;
     f.message = fmt::format(
-        "rank {} arrives last at {:.0f}% of {} collectives, {} after the median rank, and waits "
-        "least ({} median wait vs {} on rank {})",
-        cand.rank, 100 * cand.share_last, cand.instances, Ms(*cand.median_lateness_ns),
-        Ms(*cand.median_wait_ns), Ms(out.ranks[peer].median_wait_ns.value_or(0)), out.ranks[peer].rank);
+        "rank {} arrives last at {} of {} collectives, {} after the next rank on average: it holds "
+        "the job up by {} in total ({:.0f}% of all waiting); median wait {} vs {} on healthy rank {}",
+        cand.rank, last_count[best], cand.instances, Ms(static_cast<DurationNs>(mean_delay)),
+        Ms(static_cast<DurationNs>(delay_by_rank[best])), 100 * delay_share,
+        Ms(cand.median_wait_ns.value_or(0)), Ms(out.ranks[peer].median_wait_ns.value_or(0)),
+        out.ranks[peer].rank);
     for (auto [off, ri] : last_offsets) {
       if (ri != best) continue;
       f.evidence.push_back(Evidence{fmt::format("late collective on rank {} (byte offset {})", cand.rank, off),
@@ -407,9 +414,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       f.confidence = 0.7;
       f.slowdown = share;
       f.message = fmt::format(
-          "no rank arrives late (most often last: rank {} at {:.0f}%), but collective transfers take "
-          "{:.0f}% of each {} step on every rank: the job is communication-bound",
-          cand.rank, 100 * cand.share_last, 100 * share, Ms(*out.median_step_ns));
+          "no rank holds the others up (the largest share of waiting, {:.0f}%, is rank {}'s), but "
+          "collective transfers take {:.0f}% of each {} step on every rank: the job is "
+          "communication-bound",
+          100 * delay_share, cand.rank, 100 * share, Ms(*out.median_step_ns));
       f.next_steps.push_back(
           "measure the network: nccl-tests all_reduce_perf between nodes, ibstat / ethtool on "
           "every NIC; compare busbw with the fabric's rating");

@@ -22,9 +22,12 @@
 //               median duration on the suspect / on a healthy peer,
 //               aggregated weighted by the peer's time in that kernel
 // Decisions (defaults, origin):
-//   late arrival share_last >= max(0.5, min(0.75, 3 / ranks)) (3x chance,
-//               at least a majority) over >= 3 instances, and median
-//               lateness >= max(100 us, 3 x the peers' median |lateness|)
+//   delay       per instance, last arrival - second-to-last arrival, charged
+//               to the last rank: what the job would gain without it
+//   late arrival the rank with the most delay holds >= 50% of all delay and
+//               >= 3x the next rank's, was last at >= 3 instances, and its
+//               mean delay is >= 100 us (a stalled rank is late only at the
+//               first collective of a step, so share of instances is not used)
 //   compute-slow kernel ratio >= 1.05 (5%: the article's normal variation
 //               between same-model GPUs) -> the GPU executes slowly
 //   host stall  kernels within 5% but the culprit's idle time (no kernel at
@@ -69,6 +72,7 @@ struct RankTraceStats {
   double share_last = 0;
   std::optional<DurationNs> median_lateness_ns;
   std::optional<DurationNs> median_wait_ns;
+  DurationNs delay_caused_ns = 0;  // sum over instances it was last of (its arrival - next)
 };
 
 struct TraceAnalysis {

@@ -116,6 +116,7 @@ std::string RenderJson(const ReportInput& in) {
     j["host"] = Opt(r.info.host);
     j["gpu"] = Opt(r.info.local_gpu);
     j["pipeline_stage"] = Opt(r.info.pipeline_stage);
+    j["data_parallel_index"] = Opt(r.info.data_parallel_index);
     j["steps"] = r.steps_total;
     j["steps_used"] = r.steps_used;
     j["median_step_s"] = r.seconds ? Num(r.seconds->median) : Json(nullptr);
@@ -181,6 +182,7 @@ std::string RenderJson(const ReportInput& in) {
     j["instances"] = t.instances;
     j["share_last"] = Num(t.share_last);
     j["median_lateness_ms"] = t.median_lateness_ns ? Num(static_cast<double>(*t.median_lateness_ns) / 1e6) : Json(nullptr);
+    j["delay_caused_ms"] = Num(static_cast<double>(t.delay_caused_ns) / 1e6);
     j["median_wait_ms"] = t.median_wait_ns ? Num(static_cast<double>(*t.median_wait_ns) / 1e6) : Json(nullptr);
     traces.push_back(std::move(j));
   }
