@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "analysis/step_time_detector.h"
 #include "simulator/step_logs.h"
 #include "test_util.h"
@@ -159,6 +161,29 @@ TEST(StepScenarioTest, RareRandomSpikesAreJitterNotACulprit) {
   Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
   EXPECT_TRUE(d.verdict.culprits.empty()) << d.verdict.summary;
   EXPECT_EQ(FindingsOf(d, FindingCode::kJitter).size(), 1u);
+}
+
+TEST(StepScenarioTest, RanksAreComparedWithinTheirPipelineStage) {
+  // 4 stages x 4 ranks; the last stage is uniformly 15% slower (its work),
+  // and rank 5 (stage 1) is 20% slower than its stage peers.
+  TempDir dir;
+  std::string csv = "rank,pipeline_stage,dp_rank,step,step_time_ms\n";
+  for (int s = 0; s < 60; ++s) {
+    for (int r = 0; r < 16; ++r) {
+      int stage = r / 4;
+      double t = 800 * (1 + 0.01 * ((s * 7 + r * 3) % 5 - 2) / 2.0) * (stage == 3 ? 1.15 : 1) * (r == 5 ? 1.2 : 1);
+      csv += fmt::format("{},{},{},{},{:.2f}\n", r, stage, r % 4, s, t);
+    }
+  }
+  testing_util::WriteFile(dir.File("steps.csv"), csv);
+  Diagnosis d;
+  d.run = IngestPaths({dir.path()});
+  ASSERT_EQ(d.run.ranks[13].info.pipeline_stage, 3);
+  ASSERT_EQ(d.run.ranks[13].info.data_parallel_index, 1);
+  d.steps = AnalyzeStepTimes(d.run, StepDetectorOptions());
+  d.verdict = DecideVerdict(d.run, d.steps);
+  ASSERT_EQ(d.verdict.culprits.size(), 1u) << d.verdict.summary;
+  EXPECT_EQ(d.verdict.culprits[0].entity.rank, 5);
 }
 
 TEST(StepScenarioTest, OneRankOnlyIsInconclusive) {

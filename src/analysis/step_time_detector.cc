@@ -150,6 +150,52 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   out.job.ranks = attributed ? R : 0;
   out.job.steps = C;
 
+  // Peer groups: pipeline stages when every rank has one and every stage has
+  // at least 3 ranks (ranks of one stage do the same work), else all ranks.
+  std::vector<size_t> group_of(R, 0);
+  size_t groups = 1;
+  {
+    std::map<int32_t, size_t> stage_index;
+    std::map<int32_t, size_t> stage_size;
+    bool staged = std::all_of(series.begin(), series.end(),
+                              [](const StepSeries* s) { return s->info.pipeline_stage.has_value(); });
+    for (const StepSeries* s : series) {
+      if (staged) ++stage_size[*s->info.pipeline_stage];
+    }
+    staged = staged && stage_size.size() > 1 &&
+             std::all_of(stage_size.begin(), stage_size.end(), [](const auto& kv) { return kv.second >= 3; });
+    if (staged) {
+      for (auto& [stage, n] : stage_size) stage_index.emplace(stage, stage_index.size());
+      for (size_t r = 0; r < R; ++r) group_of[r] = stage_index[*series[r]->info.pipeline_stage];
+      groups = stage_index.size();
+    }
+  }
+  // Per step, the median of each rank's group: what "its peers" did then.
+  std::vector<double> group_median(groups * C, 0);
+  std::vector<size_t> group_present(groups * C, 0);
+  {
+    std::vector<std::vector<double>> by_group(groups);
+    for (size_t c = 0; c < C; ++c) {
+      for (auto& g : by_group) g.clear();
+      for (size_t r = 0; r < R; ++r) {
+        float v = m.at(r, c);
+        if (!std::isnan(v)) by_group[group_of[r]].push_back(v);
+      }
+      for (size_t g = 0; g < groups; ++g) {
+        group_present[g * C + c] = by_group[g].size();
+        if (!by_group[g].empty()) group_median[g * C + c] = *Median(by_group[g]);
+      }
+    }
+  }
+  // Relative excess of rank r at column c over its group's median; nullopt
+  // when the rank has no value there or fewer than 2 peers reported.
+  auto excess_at = [&](size_t r, size_t c) -> std::optional<double> {
+    float v = m.at(r, c);
+    size_t gi = group_of[r] * C + c;
+    if (std::isnan(v) || group_present[gi] < 2 || group_median[gi] <= 0) return std::nullopt;
+    return v / group_median[gi] - 1;
+  };
+
   // Per-step median across ranks, spread and slowest rank.
   std::vector<double> step_median(C, 0), spread;
   std::vector<int32_t> slowest(C, -1);
@@ -173,7 +219,6 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   }
 
   // Per-rank statistics.
-  std::vector<double> rank_medians;
   for (size_t r = 0; r < R; ++r) {
     RankStepStats st;
     st.info = series[r]->info;
@@ -185,7 +230,6 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     }
     st.steps_used = secs.size();
     st.seconds = Summarize(secs);
-    if (st.seconds) rank_medians.push_back(st.seconds->median);
     out.ranks.push_back(std::move(st));
   }
   size_t slowest_count_total = 0;
@@ -216,9 +260,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   std::vector<double> residuals;
   size_t stride = std::max<size_t>(1, (R * C) / 1'000'000);
   for (size_t i = 0; i < R * C; i += stride) {
-    size_t c = i % C;
-    float v = m.values[i];
-    if (!std::isnan(v) && present[c] >= 2 && step_median[c] > 0) residuals.push_back(v / step_median[c] - 1);
+    if (auto x = excess_at(i / C, i % C)) residuals.push_back(*x);
   }
   double noise = residuals.empty() ? 0 : kMadToSigma * *Mad(residuals);
   out.job.noise_sigma = residuals.empty() ? std::nullopt : std::optional<double>(noise);
@@ -249,22 +291,13 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   // Peer comparison (by pipeline stage when every rank has one).
   std::vector<double> baseline(R, 0);
   if (comparable) {
-    bool staged = std::all_of(series.begin(), series.end(),
-                              [](const StepSeries* s) { return s->info.pipeline_stage.has_value(); });
-    std::map<int32_t, std::vector<double>> by_stage;
-    if (staged) {
-      for (size_t r = 0; r < R; ++r) {
-        if (out.ranks[r].seconds) by_stage[*series[r]->info.pipeline_stage].push_back(out.ranks[r].seconds->median);
-      }
+    std::vector<std::vector<double>> group_medians(groups);
+    for (size_t r = 0; r < R; ++r) {
+      if (out.ranks[r].seconds) group_medians[group_of[r]].push_back(out.ranks[r].seconds->median);
     }
-    double global = Median(rank_medians).value_or(0);
     std::vector<double> excesses;
     for (size_t r = 0; r < R; ++r) {
-      baseline[r] = global;
-      if (staged) {
-        auto& group = by_stage[*series[r]->info.pipeline_stage];
-        if (group.size() >= 3) baseline[r] = *Median(group);
-      }
+      baseline[r] = Median(group_medians[group_of[r]]).value_or(0);
       if (out.ranks[r].seconds && baseline[r] > 0) {
         out.ranks[r].excess = out.ranks[r].seconds->median / baseline[r] - 1;
         excesses.push_back(*out.ranks[r].excess);
@@ -284,9 +317,8 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   if (comparable) {
     for (size_t r = 0; r < R; ++r) {
       for (size_t c = 0; c < C; ++c) {
-        float v = m.at(r, c);
-        if (std::isnan(v) || present[c] < 2 || step_median[c] <= 0) continue;
-        if (v / step_median[c] - 1 >= per_step_threshold) {
+        auto x = excess_at(r, c);
+        if (x && *x >= per_step_threshold) {
           slow_steps[r].push_back(m.step_numbers[c]);
           ++slow_events;
         }
@@ -301,9 +333,9 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     std::vector<double> x;
     std::vector<int64_t> x_steps;
     for (size_t c = 0; c < C; ++c) {
-      float v = m.at(r, c);
-      if (std::isnan(v) || present[c] < 2 || step_median[c] <= 0) continue;
-      x.push_back(v / step_median[c] - 1);
+      auto xc = excess_at(r, c);
+      if (!xc) continue;
+      x.push_back(*xc);
       x_steps.push_back(m.step_numbers[c]);
     }
     ChangePointOptions cp;
@@ -365,7 +397,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       for (int64_t step : slow_steps[r]) {
         auto it = std::lower_bound(m.step_numbers.begin(), m.step_numbers.end(), step);
         size_t c = static_cast<size_t>(it - m.step_numbers.begin());
-        ex.push_back(m.at(r, c) / step_median[c] - 1);
+        ex.push_back(excess_at(r, c).value_or(0));
       }
       double spike = *Median(ex);
       double share = static_cast<double>(slow_steps[r].size()) / static_cast<double>(st.steps_used);

@@ -175,6 +175,14 @@ class CsvStepReader final : public StepReader {
       int64_t r = rank ? *rank : ctx.rank_from_path.value_or(-1);
       if (r < 0) continue;
       if (auto h = field(layout.host)) ctx.out->SetHost(static_cast<int32_t>(r), *h, ctx.path, n);
+      auto role = [&](int column) -> std::optional<int32_t> {
+        auto v = field(column);
+        auto i = v ? ParseInt<int32_t>(*v) : std::nullopt;
+        return i && *i >= 0 ? i : std::nullopt;
+      };
+      if (layout.stage >= 0 || layout.dp_rank >= 0) {
+        ctx.out->SetRole(static_cast<int32_t>(r), role(layout.stage), role(layout.dp_rank));
+      }
       if (auto g = field(layout.gpu)) {
         auto gpu = ParseInt<int32_t>(*g);
         if (gpu && *gpu >= 0 && *gpu < 1024) ctx.out->SetLocalGpu(static_cast<int32_t>(r), *gpu, ctx.path, n);

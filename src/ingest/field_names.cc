@@ -67,6 +67,12 @@ FieldName ClassifyFieldName(std::string_view raw) {
                    "cuda_device"})) {
     return {StepField::kGpu, std::nullopt};
   }
+  if (OneOf(name, {"pipeline_stage", "pp_rank", "stage", "pp_stage", "pipeline_rank"})) {
+    return {StepField::kStage, std::nullopt};
+  }
+  if (OneOf(name, {"dp_rank", "data_parallel_rank", "dp_index", "data_parallel_index"})) {
+    return {StepField::kDpRank, std::nullopt};
+  }
   if (OneOf(base, {"duration", "step_time", "steptime", "elapsed", "elapsed_time",
                    "iteration_time", "iter_time", "step_duration", "latency", "dt",
                    "time_per_step", "step_seconds"})) {
@@ -92,6 +98,8 @@ FieldLayout LayoutFromNames(const std::vector<std::string_view>& names) {
       case StepField::kStart: take(layout.start); break;
       case StepField::kHost: take(layout.host); break;
       case StepField::kGpu: take(layout.gpu); break;
+      case StepField::kStage: take(layout.stage); break;
+      case StepField::kDpRank: take(layout.dp_rank); break;
       case StepField::kDuration:
         if (layout.duration < 0) {
           layout.duration = idx;

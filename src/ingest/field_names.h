@@ -10,6 +10,8 @@
 //   start     start, start_time, start_ts, timestamp, ts, wall_time, datetime, begin
 //   host      host, hostname, node, node_name, nodename
 //   gpu       gpu, gpu_index, gpu_id, local_rank, local_gpu, device, cuda_device
+//   stage     pipeline_stage, pp_rank, stage, pp_stage (optional role)
+//   dp_rank   dp_rank, data_parallel_rank, dp_index (optional role)
 //
 // Matching ignores case, surrounding blanks and quotes.
 
@@ -24,7 +26,7 @@
 
 namespace laggard {
 
-enum class StepField { kNone, kRank, kStep, kDuration, kAmbiguousTime, kStart, kHost, kGpu };
+enum class StepField { kNone, kRank, kStep, kDuration, kAmbiguousTime, kStart, kHost, kGpu, kStage, kDpRank };
 
 struct FieldName {
   StepField field = StepField::kNone;
@@ -36,7 +38,7 @@ FieldName ClassifyFieldName(std::string_view name);
 // Maps a header / key list to column indexes; -1 when absent. A plain "time"
 // becomes the duration when no other duration column exists.
 struct FieldLayout {
-  int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1;
+  int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1, dp_rank = -1;
   std::optional<TimeUnit> duration_unit;
   bool usable(bool rank_known_elsewhere) const {
     return step >= 0 && duration >= 0 && (rank >= 0 || rank_known_elsewhere);

@@ -32,6 +32,8 @@ struct LineFields {
   std::optional<TimeNs> start;
   std::optional<std::string> host;
   std::optional<int64_t> gpu;
+  std::optional<int64_t> stage;
+  std::optional<int64_t> dp_rank;
 };
 
 std::optional<int64_t> IntValue(od::value v) {
@@ -91,6 +93,8 @@ bool ReadObject(od::document& doc, LineFields& out, std::string& why) {
       case StepField::kRank: out.rank = IntValue(value); break;
       case StepField::kStep: out.step = IntValue(value); break;
       case StepField::kGpu: out.gpu = IntValue(value); break;
+      case StepField::kStage: out.stage = IntValue(value); break;
+      case StepField::kDpRank: out.dp_rank = IntValue(value); break;
       case StepField::kHost:
         if (auto s = ScalarText(value)) out.host = std::string(*s);
         break;
@@ -176,6 +180,11 @@ class JsonlStepReader final : public StepReader {
       int64_t r = f.rank ? *f.rank : ctx.rank_from_path.value_or(-1);
       if (r < 0 || r > kMaxRank) continue;
       if (f.host) ctx.out->SetHost(static_cast<int32_t>(r), *f.host, ctx.path, n);
+      auto role = [](std::optional<int64_t> v) -> std::optional<int32_t> {
+        if (!v || *v < 0 || *v > kMaxRank) return std::nullopt;
+        return static_cast<int32_t>(*v);
+      };
+      if (f.stage || f.dp_rank) ctx.out->SetRole(static_cast<int32_t>(r), role(f.stage), role(f.dp_rank));
       if (f.gpu && *f.gpu >= 0 && *f.gpu < 1024)
         ctx.out->SetLocalGpu(static_cast<int32_t>(r), static_cast<int32_t>(*f.gpu), ctx.path, n);
     }

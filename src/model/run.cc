@@ -58,6 +58,13 @@ void RunBuilder::SetLocalGpu(int32_t rank, int32_t gpu, std::string_view file, u
   }
 }
 
+void RunBuilder::SetRole(int32_t rank, std::optional<int32_t> pipeline_stage,
+                         std::optional<int32_t> data_parallel_index) {
+  StepSeries& s = SeriesFor(rank);
+  if (pipeline_stage && !s.info.pipeline_stage) s.info.pipeline_stage = pipeline_stage;
+  if (data_parallel_index && !s.info.data_parallel_index) s.info.data_parallel_index = data_parallel_index;
+}
+
 void RunBuilder::MergeFrom(RunBuilder&& other) {
   for (StepSeries& src : other.series_) {
     int32_t rank = src.info.rank;
@@ -80,6 +87,8 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
                          fmt::format("rank {} given GPU {} and {} in different files", rank,
                                      *dst.info.local_gpu, *src.info.local_gpu));
     }
+    if (!dst.info.pipeline_stage) dst.info.pipeline_stage = src.info.pipeline_stage;
+    if (!dst.info.data_parallel_index) dst.info.data_parallel_index = src.info.data_parallel_index;
     dst.steps.insert(dst.steps.end(), src.steps.begin(), src.steps.end());
     std::vector<StepRecord>().swap(src.steps);
   }

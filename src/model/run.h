@@ -106,6 +106,9 @@ class RunBuilder {
   // rank.conflicting_info and ignored.
   void SetHost(int32_t rank, std::string_view host, std::string_view file, uint64_t line);
   void SetLocalGpu(int32_t rank, int32_t gpu, std::string_view file, uint64_t line);
+  // Role of a rank when the input names it: pipeline stage, data-parallel index.
+  void SetRole(int32_t rank, std::optional<int32_t> pipeline_stage,
+               std::optional<int32_t> data_parallel_index);
 
   Diagnostics& diagnostics() { return diagnostics_; }
 
