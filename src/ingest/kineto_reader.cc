@@ -1,0 +1,1768 @@
+#include "ingest/kineto_reader.h"
+
+#include <simdjson.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LAGGARD_KINETO_X86 1
+#endif
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+#include "ingest/input_file.h"
+
+namespace laggard {
+namespace {
+namespace od = simdjson::ondemand;
+
+// Raw keys and values of Kineto traces, in one place.
+namespace kineto {
+constexpr std::string_view kTraceEvents = "traceEvents";
+constexpr std::string_view kDistributedInfo = "distributedInfo";
+constexpr std::string_view kDeviceProperties = "deviceProperties";
+constexpr std::string_view kBaseTime = "baseTimeNanoseconds";
+constexpr std::string_view kHostName = "host_name";  // top level (Meta job metadata)
+constexpr std::string_view kHostname = "hostname";
+constexpr std::string_view kHost = "host";
+// distributedInfo
+constexpr std::string_view kRank = "rank";
+constexpr std::string_view kWorldSize = "world_size";
+constexpr std::string_view kBackend = "backend";
+// event
+constexpr std::string_view kPh = "ph";
+constexpr std::string_view kCat = "cat";
+constexpr std::string_view kName = "name";
+constexpr std::string_view kTs = "ts";
+constexpr std::string_view kDur = "dur";
+constexpr std::string_view kPid = "pid";
+constexpr std::string_view kTid = "tid";
+constexpr std::string_view kArgs = "args";
+constexpr std::string_view kPhComplete = "\"X\"";
+// event args
+constexpr std::string_view kDevice = "device";
+constexpr std::string_view kStream = "stream";
+constexpr std::string_view kCollectiveName = "Collective name";
+constexpr std::string_view kInMsgNelems = "In msg nelems";
+constexpr std::string_view kGroupSize = "Group size";
+constexpr std::string_view kProcessGroupName = "Process Group Name";
+constexpr std::string_view kProcessGroupId = "Process Group ID";
+constexpr std::string_view kSeq = "Seq";
+constexpr std::string_view kExternalId = "External id";
+constexpr std::string_view kExternalIdLegacy = "external id";
+constexpr std::string_view kInputDims = "Input Dims";
+// names
+constexpr std::string_view kProfilerStep = "ProfilerStep#";
+constexpr std::string_view kRecordParamComms = "record_param_comms";
+}  // namespace kineto
+
+constexpr size_t kChunkBytes = 512 << 10;      // read at a time (stays in L2 while used)
+constexpr size_t kSliceBlocks = 1024;          // 64-byte blocks indexed at a time
+constexpr size_t kMaxEventBytes = 8 << 20;     // larger events are skipped
+constexpr size_t kMaxCaptureBytes = 64 << 20;  // top-level members kept (distributedInfo)
+constexpr size_t kMaxGapBytes = 1 << 20;       // garbage between events checked at once
+constexpr size_t kPad = 64;
+static_assert(kPad >= simdjson::SIMDJSON_PADDING, "the buffer must carry simdjson's padding");
+// |ts| bound (us): keeps base + ts in int64 ns (4e15 us is the year 2096).
+constexpr int64_t kMaxAbsTimeUs = 4'000'000'000'000'000;
+constexpr int64_t kMaxBaseNs = 4'000'000'000'000'000'000;
+
+// ---------------------------------------------------------------------------
+// Bracket indexer: the offsets of every { [ } ] outside strings, 64 bytes a
+// step, with strings and escapes tracked like simdjson's stage 1.
+
+struct ScanState {
+  uint64_t in_string = 0;     // all ones when the previous block ended inside a string
+  uint64_t prev_escaped = 0;  // 1 when the next byte is escaped
+};
+
+// Characters escaped by a backslash (simdjson's odd-length-run trick): in
+// `\\\"` the quote is escaped, in `\\"` it is not.
+inline uint64_t FindEscaped(uint64_t backslash, uint64_t& prev_escaped) {
+  if (backslash == 0) {
+    uint64_t escaped = prev_escaped;
+    prev_escaped = 0;
+    return escaped;
+  }
+  backslash &= ~prev_escaped;
+  uint64_t follows_escape = backslash << 1 | prev_escaped;
+  constexpr uint64_t kEvenBits = 0x5555555555555555ULL;
+  uint64_t odd_sequence_starts = backslash & ~kEvenBits & ~follows_escape;
+  uint64_t sequences_starting_on_even_bits;
+  prev_escaped =
+      __builtin_add_overflow(odd_sequence_starts, backslash, &sequences_starting_on_even_bits);
+  uint64_t invert_mask = sequences_starting_on_even_bits << 1;
+  return (kEvenBits ^ invert_mask) & follows_escape;
+}
+
+// Bit i set when an odd number of bits at or below i are set in x: with x
+// the unescaped quotes, the bytes inside strings (opening quote included).
+inline uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+// Appends the offsets (base + bit) of the brackets outside strings.
+inline uint32_t* EmitBrackets(uint64_t quote, uint64_t backslash, uint64_t brackets, ScanState& st,
+                              uint32_t base, uint32_t* out) {
+  uint64_t escaped = FindEscaped(backslash, st.prev_escaped);
+  uint64_t in_string = PrefixXor(quote & ~escaped) ^ st.in_string;
+  st.in_string = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);
+  brackets &= ~in_string;
+  while (brackets != 0) {
+    *out++ = base + static_cast<uint32_t>(__builtin_ctzll(brackets));
+    brackets &= brackets - 1;
+  }
+  return out;
+}
+
+// Each indexer reads `nblocks` whole blocks at p and writes at most 64
+// offsets per block.
+using BracketIndexer = uint32_t* (*)(const char* p, size_t nblocks, ScanState& st, uint32_t* out);
+
+uint32_t* IndexBracketsScalar(const char* p, size_t nblocks, ScanState& st, uint32_t* out) {
+  for (size_t b = 0; b < nblocks; ++b, p += 64) {
+    uint64_t quote = 0, backslash = 0, brackets = 0;
+    for (int i = 0; i < 64; ++i) {
+      uint64_t bit = uint64_t{1} << i;
+      char c = p[i];
+      if (c == '"')
+        quote |= bit;
+      else if (c == '\\')
+        backslash |= bit;
+      else if (c == '{' || c == '[' || c == '}' || c == ']')
+        brackets |= bit;
+    }
+    out = EmitBrackets(quote, backslash, brackets, st, static_cast<uint32_t>(64 * b), out);
+  }
+  return out;
+}
+
+#if defined(LAGGARD_KINETO_X86)
+// Masks of one 16-byte lane, shifted to its place in the 64-bit block masks.
+inline void Sse2Lane(const char* p, int lane, uint64_t& q, uint64_t& bs, uint64_t& br) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * lane));
+  const __m128i f = _mm_or_si128(v, _mm_set1_epi8(0x20));
+  const __m128i brk =
+      _mm_or_si128(_mm_cmpeq_epi8(f, _mm_set1_epi8('{')), _mm_cmpeq_epi8(f, _mm_set1_epi8('}')));
+  auto mask = [](__m128i m) {
+    return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(m)));
+  };
+  q |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << (16 * lane);
+  bs |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << (16 * lane);
+  br |= mask(brk) << (16 * lane);
+}
+
+// '[' | 0x20 == '{' and ']' | 0x20 == '}': one compare finds both kinds.
+uint32_t* IndexBracketsSse2(const char* p, size_t nblocks, ScanState& st, uint32_t* out) {
+  for (size_t b = 0; b < nblocks; ++b, p += 64) {
+    uint64_t q = 0, bs = 0, br = 0;
+    Sse2Lane(p, 0, q, bs, br);
+    Sse2Lane(p, 1, q, bs, br);
+    Sse2Lane(p, 2, q, bs, br);
+    Sse2Lane(p, 3, q, bs, br);
+    out = EmitBrackets(q, bs, br, st, static_cast<uint32_t>(64 * b), out);
+  }
+  return out;
+}
+
+__attribute__((target("avx2"))) uint32_t* IndexBracketsAvx2(const char* p, size_t nblocks,
+                                                            ScanState& st, uint32_t* out) {
+  const __m256i quote = _mm256_set1_epi8('"');
+  const __m256i backslash = _mm256_set1_epi8('\\');
+  const __m256i open = _mm256_set1_epi8('{');
+  const __m256i close = _mm256_set1_epi8('}');
+  const __m256i fold = _mm256_set1_epi8(0x20);
+  for (size_t b = 0; b < nblocks; ++b, p += 64) {
+    __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    __m256i flo = _mm256_or_si256(lo, fold);
+    __m256i fhi = _mm256_or_si256(hi, fold);
+    uint64_t q = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, quote))) |
+                 static_cast<uint64_t>(
+                     static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, quote))))
+                     << 32;
+    uint64_t bs = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, backslash))) |
+                  static_cast<uint64_t>(
+                      static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, backslash))))
+                      << 32;
+    __m256i blo = _mm256_or_si256(_mm256_cmpeq_epi8(flo, open), _mm256_cmpeq_epi8(flo, close));
+    __m256i bhi = _mm256_or_si256(_mm256_cmpeq_epi8(fhi, open), _mm256_cmpeq_epi8(fhi, close));
+    uint64_t br = static_cast<uint32_t>(_mm256_movemask_epi8(blo)) |
+                  static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(bhi))) << 32;
+    out = EmitBrackets(q, bs, br, st, static_cast<uint32_t>(64 * b), out);
+  }
+  return out;
+}
+#endif
+
+// The first '"' or '\\' in [c, end), or nullptr. Reads up to 15 bytes past
+// `end` (the read buffer is padded).
+inline const char* FindQuoteOrBackslash(const char* c, const char* end) {
+#if defined(LAGGARD_KINETO_X86)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; c < end; c += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    unsigned mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+    if (mask != 0) {
+      const char* hit = c + __builtin_ctz(mask);
+      return hit < end ? hit : nullptr;
+    }
+  }
+  return nullptr;
+#else
+  for (; c < end; ++c) {
+    if (*c == '"' || *c == '\\') return c;
+  }
+  return nullptr;
+#endif
+}
+
+struct Indexer {
+  BracketIndexer fn;
+  const char* name;
+};
+
+// The best indexer the CPU runs; LAGGARD_KINETO_SCAN=sse2|scalar forces a
+// slower one (to test each path on one machine).
+const Indexer& ActiveIndexer() {
+  static const Indexer indexer = [] {
+    const char* forced = std::getenv("LAGGARD_KINETO_SCAN");
+    std::string_view want = forced != nullptr ? forced : "";
+    if (want == "scalar") return Indexer{IndexBracketsScalar, "scalar"};
+#if defined(LAGGARD_KINETO_X86)
+    __builtin_cpu_init();
+    if (want != "sse2" && __builtin_cpu_supports("avx2")) return Indexer{IndexBracketsAvx2, "avx2"};
+    return Indexer{IndexBracketsSse2, "sse2"};
+#else
+    return Indexer{IndexBracketsScalar, "scalar"};
+#endif
+  }();
+  return indexer;
+}
+
+// Whether [c, end) starts with the literal `lit` (length known at compile
+// time, so the compare is inlined).
+template <size_t N>
+inline bool At(const char* c, const char* end, const char (&lit)[N]) {
+  return end - c >= static_cast<ptrdiff_t>(N - 1) && std::memcmp(c, lit, N - 1) == 0;
+}
+
+// JSON whitespace: space, \t, \n, \r (one compare for printable bytes).
+inline bool IsBlank(char c) {
+  constexpr uint64_t kBlanks =
+      (uint64_t{1} << ' ') | (uint64_t{1} << '\t') | (uint64_t{1} << '\n') | (uint64_t{1} << '\r');
+  auto u = static_cast<unsigned char>(c);
+  return u <= ' ' && ((kBlanks >> u) & 1) != 0;
+}
+
+// ---------------------------------------------------------------------------
+// Small parsers of raw JSON tokens (as simdjson's raw_json_token returns them:
+// trailing blanks included).
+
+std::string_view TrimToken(std::string_view t) {
+  while (!t.empty() && IsBlank(t.back())) t.remove_suffix(1);
+  return t;
+}
+
+bool IsJsonString(std::string_view t) {
+  return t.size() >= 2 && t.front() == '"' && t.back() == '"';
+}
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::optional<uint32_t> Hex4(std::string_view s, size_t i) {
+  if (i + 4 > s.size()) return std::nullopt;
+  uint32_t v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = s[k];
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= static_cast<uint32_t>(c - 'A' + 10);
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
+// The content of a JSON string token ("..." with its quotes), unescaped into
+// `scratch` only when it holds a backslash. nullopt when not a string.
+std::optional<std::string_view> DecodeString(std::string_view tok, std::string& scratch) {
+  tok = TrimToken(tok);
+  if (!IsJsonString(tok)) return std::nullopt;
+  std::string_view s = tok.substr(1, tok.size() - 2);
+  if (s.find('\\') == std::string_view::npos) return s;
+  scratch.clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c != '\\') {
+      scratch += c;
+      continue;
+    }
+    if (++i >= s.size()) return std::nullopt;
+    switch (s[i]) {
+      case '"':
+        scratch += '"';
+        break;
+      case '\\':
+        scratch += '\\';
+        break;
+      case '/':
+        scratch += '/';
+        break;
+      case 'b':
+        scratch += '\b';
+        break;
+      case 'f':
+        scratch += '\f';
+        break;
+      case 'n':
+        scratch += '\n';
+        break;
+      case 'r':
+        scratch += '\r';
+        break;
+      case 't':
+        scratch += '\t';
+        break;
+      case 'u': {
+        auto cp = Hex4(s, i + 1);
+        if (!cp) return std::nullopt;
+        i += 4;
+        uint32_t code = *cp;
+        if (code >= 0xD800 && code <= 0xDBFF && i + 6 < s.size() && s[i + 1] == '\\' &&
+            s[i + 2] == 'u') {
+          auto lo = Hex4(s, i + 3);
+          if (lo && *lo >= 0xDC00 && *lo <= 0xDFFF) {
+            code = 0x10000 + ((code - 0xD800) << 10) + (*lo - 0xDC00);
+            i += 6;
+          }
+        }
+        if (code >= 0xD800 && code <= 0xDFFF) code = 0xFFFD;  // lone surrogate
+        AppendUtf8(code, scratch);
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::string_view(scratch);
+}
+
+// Microseconds as JSON decimal text (or a string holding one) -> ns, exactly:
+// "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
+// (rounded half up on the fourth decimal). Exponents go through strtod.
+std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
+  tok = TrimToken(tok);
+  if (IsJsonString(tok)) tok = tok.substr(1, tok.size() - 2);
+  if (tok.empty()) return std::nullopt;
+  size_t i = 0;
+  bool neg = false;
+  if (tok[0] == '-') neg = true, ++i;
+  size_t int_begin = i;
+  int64_t whole = 0;
+  while (i < tok.size() && IsDigit(tok[i])) {
+    whole = whole * 10 + (tok[i] - '0');
+    if (whole > kMaxAbsTimeUs) return std::nullopt;
+    ++i;
+  }
+  if (i == int_begin) return std::nullopt;
+  int64_t frac_ns = 0;
+  int frac_digits = 0;
+  bool round_up = false;
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    size_t frac_begin = i;
+    while (i < tok.size() && IsDigit(tok[i])) {
+      if (frac_digits < 3) {
+        frac_ns = frac_ns * 10 + (tok[i] - '0');
+        ++frac_digits;
+      } else if (frac_digits == 3) {
+        round_up = tok[i] >= '5';
+        ++frac_digits;
+      }
+      ++i;
+    }
+    if (i == frac_begin) return std::nullopt;
+  }
+  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
+    char buf[64];
+    if (tok.size() >= sizeof buf) return std::nullopt;
+    std::memcpy(buf, tok.data(), tok.size());
+    buf[tok.size()] = '\0';
+    char* end = nullptr;
+    double v = std::strtod(buf, &end);
+    if (end != buf + tok.size() || !std::isfinite(v) ||
+        std::fabs(v) > static_cast<double>(kMaxAbsTimeUs)) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(std::llround(v * 1000.0));
+  }
+  if (i != tok.size()) return std::nullopt;
+  while (frac_digits < 3) frac_ns *= 10, ++frac_digits;
+  int64_t ns = whole * 1000 + frac_ns + (round_up ? 1 : 0);
+  return neg ? -ns : ns;
+}
+
+// An integer token (or a string holding one); "3.0" is accepted, "3.5" not.
+std::optional<int64_t> ParseIntToken(std::string_view tok) {
+  tok = TrimToken(tok);
+  if (IsJsonString(tok)) tok = tok.substr(1, tok.size() - 2);
+  if (tok.empty()) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (ec != std::errc()) return std::nullopt;
+  std::string_view rest(end, static_cast<size_t>(tok.data() + tok.size() - end));
+  if (rest.empty()) return v;
+  if (rest[0] != '.') return std::nullopt;
+  for (char c : rest.substr(1)) {
+    if (c != '0') return std::nullopt;
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Classification.
+
+bool ContainsAny(std::string_view lowered, std::initializer_list<std::string_view> needles) {
+  for (std::string_view n : needles) {
+    if (lowered.find(n) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+OpClass ClassifyKernelName(std::string_view name) {
+  std::string lower = ToLower(name);
+  if (ContainsAny(lower, {"nccl", "rccl", "c10d::"})) return OpClass::kCommunication;
+  if (ContainsAny(lower, {"flash", "fmha", "attention", "sdpa", "mem_eff"})) {
+    return OpClass::kAttention;
+  }
+  if (ContainsAny(lower, {"gemm", "gemv", "xmma", "cutlass", "cublas", "wgmma", "nvjet"})) {
+    return OpClass::kGemm;
+  }
+  if (StartsWith(name, "Cijk_")) return OpClass::kGemm;  // ROCm Tensile / hipBLASLt
+  // cuBLAS / cuDNN engines are named after their architecture: sm80_..., sm90_...
+  if (lower.size() > 3 && StartsWith(lower, "sm") && IsDigit(lower[2])) {
+    size_t i = 2;
+    while (i < lower.size() && IsDigit(lower[i])) ++i;
+    if (i < lower.size() && lower[i] == '_') return OpClass::kGemm;
+  }
+  if (StartsWith(lower, "triton_tem_") && lower.find("mm") != std::string::npos) {
+    return OpClass::kGemm;  // Inductor matmul templates (triton_tem_fused_mm_0)
+  }
+  return OpClass::kOtherCompute;
+}
+
+// Backend execution ranges of c10d collectives ("gloo:all_reduce").
+bool IsBackendCommAnnotation(std::string_view name) {
+  return StartsWith(name, "gloo:") || StartsWith(name, "nccl:") || StartsWith(name, "mpi:") ||
+         StartsWith(name, "ucc:") || StartsWith(name, "xccl:");
+}
+
+bool IsCpuCommName(std::string_view name) {
+  return IsBackendCommAnnotation(name) || StartsWith(name, "c10d::") ||
+         name == kineto::kRecordParamComms || name.find("gloo") != std::string_view::npos;
+}
+
+// "all_reduce", "AllReduce", "nccl:_all_gather_base", "c10d::allreduce_" ->
+// allreduce / allgather / ...; an unknown name comes back lowercased without
+// '_' ("" stays ""), or "" when `known_only`.
+std::string CanonicalCollective(std::string_view raw, bool known_only) {
+  for (std::string_view prefix : {"c10d::", "nccl:", "gloo:", "mpi:", "ucc:", "xccl:"}) {
+    if (StartsWith(raw, prefix)) {
+      raw.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  std::string s;
+  s.reserve(raw.size());
+  for (char c : raw) {
+    if (c != '_' && c != ' ' && c != '-') s += ToLowerAscii(c);
+  }
+  static constexpr std::pair<std::string_view, std::string_view> kKnown[] = {
+      {"allreduce", "allreduce"}, {"allgather", "allgather"}, {"reducescatter", "reducescatter"},
+      {"alltoall", "alltoall"},   {"broadcast", "broadcast"}, {"bcast", "broadcast"},
+      {"sendrecv", "sendrecv"},   {"send", "send"},           {"recv", "recv"},
+      {"reduce", "reduce"},       {"gather", "gather"},       {"scatter", "scatter"},
+      {"barrier", "barrier"},
+  };
+  for (const auto& [prefix, canonical] : kKnown) {
+    if (StartsWith(s, prefix)) {
+      // "send"/"recv" only whole ("sendrecv" is matched before), "reduce*"
+      // and "gather*" keep their suffix meaning (coalesced, base).
+      if ((prefix == "send" || prefix == "recv") && s.size() != prefix.size()) continue;
+      return std::string(canonical);
+    }
+  }
+  return known_only ? std::string() : s;
+}
+
+// ncclDevKernel_AllReduce_Sum_f32_RING_LL -> "allreduce";
+// ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(...) -> "sendrecv";
+// ncclDevKernel_Generic_4(...) -> "".
+std::string CollectiveFromKernel(std::string_view name) {
+  for (std::string_view prefix :
+       {"ncclDevKernel_", "ncclKernel_", "rcclKernel_", "rcclDevKernel_"}) {
+    size_t at = name.find(prefix);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = name.substr(at + prefix.size());
+    size_t end = rest.find_first_of("_(<");
+    return CanonicalCollective(rest.substr(0, end), /*known_only=*/true);
+  }
+  return std::string();
+}
+
+// kRuntime (CUDA / HIP runtime and driver calls) is not taken either, but it
+// shows that the trace had a GPU: without device ops such a trace was cut
+// (or lost its GPU buffers), it is not a CPU-only trace.
+enum class Cat : uint8_t {
+  kUnseen,
+  kIgnored,
+  kRuntime,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kCpuOp,
+  kAnnotation
+};
+
+Cat ClassifyCat(std::string_view tok) {
+  tok = TrimToken(tok);
+  if (!IsJsonString(tok)) return Cat::kIgnored;
+  std::string_view c = tok.substr(1, tok.size() - 2);
+  switch (c.size()) {
+    case 6:
+      if (c == "kernel" || c == "Kernel") return Cat::kKernel;
+      if (c == "cpu_op" || c == "Memcpy" || c == "Memset") {
+        return c[0] == 'c' ? Cat::kCpuOp : c[4] == 'c' ? Cat::kMemcpy : Cat::kMemset;
+      }
+      break;
+    case 7:
+      if (c == "Runtime") return Cat::kRuntime;
+      break;
+    case 8:
+      if (c == "Operator") return Cat::kCpuOp;
+      break;
+    case 10:
+      if (c == "gpu_memcpy") return Cat::kMemcpy;
+      if (c == "gpu_memset") return Cat::kMemset;
+      break;
+    case 11:
+      if (c == "cuda_driver") return Cat::kRuntime;
+      break;
+    case 12:
+      if (c == "cuda_runtime") return Cat::kRuntime;
+      break;
+    case 15:
+      if (c == "user_annotation") return Cat::kAnnotation;
+      break;
+    default:
+      break;
+  }
+  return Cat::kIgnored;
+}
+
+bool IsDeviceCat(Cat c) { return c == Cat::kKernel || c == Cat::kMemcpy || c == Cat::kMemset; }
+
+// Compares a raw key (simdjson's pointer just past the opening quote, inside
+// a padded buffer) with `k`.
+inline bool KeyIs(const char* raw, std::string_view k) {
+  return std::memcmp(raw, k.data(), k.size()) == 0 && raw[k.size()] == '"';
+}
+
+// ---------------------------------------------------------------------------
+// One event's fields, as raw tokens pointing into the read buffer.
+
+struct EventFields {
+  std::string_view ph, cat, name, ts, dur, pid, tid;
+  std::string_view device, stream, coll_name, nelems, group_size, pg_name, pg_id, seq, ext_id;
+  std::optional<int64_t> dims_product;
+  Cat cat_kind = Cat::kUnseen;
+  bool skip = false;  // ph, cat or name say the event is not needed
+};
+
+enum class Extract { kOk, kMalformed };
+
+struct CommMeta {  // what a record_param_comms CPU op says about its collective
+  std::optional<int64_t> seq;
+  std::string collective;  // canonical
+  std::optional<uint32_t> group;
+  std::optional<int64_t> nelems;
+  std::optional<int32_t> group_size;
+};
+
+// Kernel names run to kilobytes, and one is looked up per device op: hash
+// the length and three 32-byte windows (head, middle, tail), compare fully.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const {
+    if (s.size() <= 96) return std::hash<std::string_view>{}(s);
+    uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+    for (size_t at : {size_t{0}, s.size() / 2 - 16, s.size() - 32}) {
+      for (size_t i = 0; i < 32; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s.data() + at + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+      }
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+struct NameInfo {
+  uint32_t id = 0;
+  std::optional<OpClass> kernel_class;
+  std::optional<uint32_t> kernel_collective;  // derived from the kernel name
+};
+
+std::optional<int32_t> ToInt32(std::optional<int64_t> v) {
+  if (!v || *v < INT32_MIN || *v > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(*v);
+}
+
+// Growable bytes without the zero fill of std::vector::resize.
+class RawBuffer {
+ public:
+  char* data() { return data_.get(); }
+  // Makes room for `size` bytes, keeping the first `keep`.
+  void Reserve(size_t size, size_t keep) {
+    if (size <= capacity_) return;
+    std::unique_ptr<char[]> bigger(new char[size]);
+    if (keep > 0) std::memcpy(bigger.get(), data_.get(), keep);
+    data_ = std::move(bigger);
+    capacity_ = size;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Reads one file in one of two modes. kDevice takes the device ops and the
+// CPU-side facts they need (steps, record_param_comms); kCpu, run only when
+// a kDevice pass found CPU events but no device op, takes the CPU ops. Most
+// traces have GPUs, and their many CPU ops are then never decoded.
+
+enum class Mode { kDevice, kCpu };
+
+class KinetoFile {
+ public:
+  KinetoFile(std::unique_ptr<ByteSource> source, ReaderContext& ctx, Mode mode)
+      : src_(std::move(source)), ctx_(ctx), mode_(mode), collecting_cpu_(mode == Mode::kCpu) {}
+
+  void Run() {
+    buf_.Reserve(kChunkBytes + kPad, 0);
+    brackets_.reset(new uint32_t[kSliceBlocks * 64]);
+    Refill(0);
+    if (len_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+    if (!SkipWs()) {
+      diag_.Add(DiagCode::kTraceUnsupported, ctx_.path, 0, "no JSON in the file");
+      ReportDamage();
+      return;
+    }
+    char c = *Ptr(pos_);
+    if (c == '[') {
+      ++pos_;
+      array_format_ = true;
+      saw_events_ = true;
+      ParseEvents();
+    } else if (c == '{') {
+      ++pos_;
+      ParseRootObject();
+    } else {
+      diag_.AddAtOffset(DiagCode::kTraceUnsupported, ctx_.path, pos_,
+                        "not a Chrome trace: the file is not a JSON object or array");
+      ReportDamage();
+      return;
+    }
+    ReportDamage();
+    if (!saw_events_ && !truncated_) {
+      diag_.Add(DiagCode::kTraceUnsupported, ctx_.path, 0,
+                "JSON object without a traceEvents array");
+      return;
+    }
+    has_trace_ = true;
+  }
+
+  // A trace read to its end with CPU events but no device op and no runtime
+  // call is CPU-only. One that ends early may have lost its GPU events (Kineto
+  // writes CPU ops first), so it is CPU-only only when its header shows no
+  // GPU: no deviceProperties entry and no NCCL / RCCL backend.
+  bool NeedsCpuPass() const {
+    if (mode_ != Mode::kDevice || !has_trace_ || !ops_.empty() || !saw_cpu_events_ ||
+        saw_runtime_) {
+      return false;
+    }
+    return (!truncated_ && !stopped_early_) || !gpu_job_;
+  }
+
+  // Adds the trace (if the file is one) and the diagnostics to ctx.out.
+  // Returns the number of ops and steps taken.
+  uint64_t Commit() {
+    uint64_t taken = has_trace_ ? Finish() : 0;
+    ctx_.diag().MergeFrom(diag_);
+    return taken;
+  }
+
+ private:
+  // -- Buffer: bytes [buf_off_, buf_off_ + len_) of the decompressed stream,
+  // followed by kPad blanks.
+
+  char* Ptr(uint64_t abs) { return buf_.data() + (abs - buf_off_); }
+  uint64_t End() const { return buf_off_ + len_; }
+
+  // Drops the bytes before `keep_from` and appends up to a chunk. Returns
+  // false at the end of data.
+  bool Refill(uint64_t keep_from) {
+    if (eof_) return false;
+    size_t drop = static_cast<size_t>(keep_from - buf_off_);
+    if (drop > 0) {
+      std::memmove(buf_.data(), buf_.data() + drop, len_ - drop);
+      len_ -= drop;
+      buf_off_ = keep_from;
+    }
+    buf_.Reserve(len_ + kChunkBytes + kPad, len_);
+    size_t got = 0;
+    while (got < kChunkBytes) {
+      size_t n = src_->Read(buf_.data() + len_, kChunkBytes - got);
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      len_ += n;
+      got += n;
+    }
+    std::memset(buf_.data() + len_, ' ', kPad);
+    return got > 0;
+  }
+
+  // Calls on_bracket(offset) for each bracket outside strings in
+  // [scan, End()): whole blocks, and the tail too when at_eof. Returns false
+  // when on_bracket stopped it; `scan` ends after the last block indexed.
+  template <typename F>
+  bool ScanBrackets(uint64_t& scan, ScanState& st, bool at_eof, F&& on_bracket) {
+    const BracketIndexer index = ActiveIndexer().fn;
+    for (;;) {
+      size_t avail = static_cast<size_t>(End() - scan);
+      size_t nblocks = std::min(avail / 64, kSliceBlocks);
+      uint64_t base = scan;
+      uint32_t* last = nullptr;
+      if (nblocks > 0) {
+        last = index(Ptr(scan), nblocks, st, brackets_.get());
+        scan += 64 * nblocks;
+      } else if (at_eof && avail > 0) {
+        char tail[64];
+        std::memset(tail, ' ', sizeof tail);
+        std::memcpy(tail, Ptr(scan), avail);
+        last = index(tail, 1, st, brackets_.get());
+        scan = End();
+      } else {
+        return true;
+      }
+      for (const uint32_t* q = brackets_.get(); q < last; ++q) {
+        if (!on_bracket(base + *q)) return false;
+      }
+    }
+  }
+
+  bool IsOpen(uint64_t at) { return (*Ptr(at) | 0x20) == '{'; }
+
+  // -- Top level (scalar: a few small members around traceEvents).
+
+  bool SkipWs() {
+    for (;;) {
+      while (pos_ < End() && IsBlank(*Ptr(pos_))) ++pos_;
+      if (pos_ < End()) return true;
+      if (!Refill(pos_)) return false;
+    }
+  }
+
+  static void Capture(std::string*& cap, const char* p, size_t n) {
+    if (cap == nullptr) return;
+    if (cap->size() + n > kMaxCaptureBytes) {
+      cap->clear();
+      cap = nullptr;
+      return;
+    }
+    cap->append(p, n);
+  }
+
+  // Skips the JSON value at pos_, appending its text to *cap (when given and
+  // under kMaxCaptureBytes). False at the end of data.
+  bool SkipValue(std::string* cap) {
+    char c = *Ptr(pos_);
+    if (c == '"') return SkipString(cap);
+    if (c == '{' || c == '[') return SkipNested(cap);
+    for (;;) {  // number, literal or garbage: up to a delimiter
+      uint64_t p = pos_;
+      while (p < End()) {
+        char ch = *Ptr(p);
+        if (ch == ',' || ch == '}' || ch == ']' || IsSpace(ch)) {
+          Capture(cap, Ptr(pos_), p - pos_);
+          pos_ = p;
+          return true;
+        }
+        ++p;
+      }
+      Capture(cap, Ptr(pos_), p - pos_);
+      pos_ = p;
+      if (!Refill(pos_)) return false;
+    }
+  }
+
+  bool SkipString(std::string* cap) {
+    uint64_t p = pos_ + 1;
+    bool escaped = false;
+    for (;;) {
+      while (p < End()) {
+        char ch = *Ptr(p++);
+        if (escaped) {
+          escaped = false;
+        } else if (ch == '\\') {
+          escaped = true;
+        } else if (ch == '"') {
+          Capture(cap, Ptr(pos_), p - pos_);
+          pos_ = p;
+          return true;
+        }
+      }
+      Capture(cap, Ptr(pos_), p - pos_);
+      pos_ = p;
+      if (!Refill(pos_)) return false;
+    }
+  }
+
+  bool SkipNested(std::string* cap) {
+    ScanState st;
+    int64_t depth = 0;
+    uint64_t scan = pos_;
+    std::optional<uint64_t> end;
+    auto on_bracket = [&](uint64_t at) {
+      if (IsOpen(at)) {
+        ++depth;
+      } else if (--depth <= 0) {
+        end = at + 1;
+        return false;
+      }
+      return true;
+    };
+    for (;;) {
+      bool at_eof = eof_;
+      ScanBrackets(scan, st, at_eof, on_bracket);
+      if (end) {
+        Capture(cap, Ptr(pos_), *end - pos_);
+        pos_ = *end;
+        return true;
+      }
+      Capture(cap, Ptr(pos_), scan - pos_);
+      pos_ = scan;
+      if (at_eof) return false;
+      Refill(pos_);
+    }
+  }
+
+  void ParseRootObject() {
+    std::string key_text, scratch;
+    for (bool first = true;; first = false) {
+      if (!SkipWs()) return Cut("in the top-level object");
+      char c = *Ptr(pos_);
+      if (c == '}') {
+        ++pos_;
+        root_closed_ = true;
+        return;
+      }
+      if (!first) {
+        if (c != ',') return Malformed("expected ',' or '}' between top-level members");
+        ++pos_;
+        if (!SkipWs()) return Cut("in the top-level object");
+        c = *Ptr(pos_);
+      }
+      if (c != '"') return Malformed("expected a member name");
+      key_text.clear();
+      if (!SkipString(&key_text)) return Cut("in a top-level member name");
+      auto key = DecodeString(key_text, scratch);
+      if (!key) return Malformed("bad member name");
+      std::string k(*key);
+      if (!SkipWs()) return Cut("in the top-level object");
+      if (*Ptr(pos_) != ':') return Malformed("expected ':' after a member name");
+      ++pos_;
+      if (!SkipWs()) return Cut("in the top-level object");
+      if (k == kineto::kTraceEvents && *Ptr(pos_) == '[') {
+        ++pos_;
+        saw_events_ = true;
+        if (!ParseEvents()) return;  // the cut is counted
+        continue;
+      }
+      bool wanted = k == kineto::kDistributedInfo || k == kineto::kBaseTime ||
+                    k == kineto::kHostName || k == kineto::kHostname ||
+                    k == kineto::kDeviceProperties;
+      std::string value;
+      if (!SkipValue(wanted ? &value : nullptr)) return Cut("in top-level member \"" + k + "\"");
+      if (wanted && !value.empty()) TakeMember(k, value);
+    }
+  }
+
+  void TakeMember(const std::string& k, const std::string& text) {
+    std::string scratch;
+    if (k == kineto::kDeviceProperties) {
+      if (text.find('{') != std::string::npos) gpu_job_ = true;  // one object per GPU
+    } else if (k == kineto::kBaseTime) {
+      auto v = ParseIntToken(text);
+      if (v && *v >= 0 && *v <= kMaxBaseNs) base_ns_ = *v;
+    } else if (k == kineto::kHostName || k == kineto::kHostname) {
+      auto s = DecodeString(text, scratch);
+      if (s && !s->empty()) top_host_ = std::string(*s);
+    } else if (k == kineto::kDistributedInfo) {
+      simdjson::padded_string padded(text);
+      od::parser parser;
+      od::document doc;
+      od::object obj;
+      if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return;
+      for (auto field_result : obj) {
+        od::field field;
+        if (std::move(field_result).get(field)) return;
+        std::string_view key;
+        if (field.unescaped_key().get(key)) return;
+        std::string_view tok = field.value().raw_json_token();
+        if (key == kineto::kRank) {
+          auto r = ParseIntToken(tok);
+          if (r && *r >= 0 && *r <= kMaxRank) dist_rank_ = static_cast<int32_t>(*r);
+        } else if (key == kineto::kWorldSize) {
+          auto w = ParseIntToken(tok);
+          if (w && *w > 0 && *w <= int64_t{kMaxRank} + 1) world_size_ = static_cast<int32_t>(*w);
+        } else if (key == kineto::kBackend) {
+          auto b = DecodeString(tok, scratch);
+          if (b && (b->find("nccl") != std::string_view::npos ||
+                    b->find("rccl") != std::string_view::npos ||
+                    b->find("xccl") != std::string_view::npos)) {
+            gpu_job_ = true;
+          }
+        } else if (key == kineto::kHostname || key == kineto::kHostName || key == kineto::kHost) {
+          auto s = DecodeString(tok, scratch);
+          if (s && !s->empty()) dist_host_ = std::string(*s);
+        }
+      }
+    }
+  }
+
+  void Cut(const std::string& where) {
+    truncated_ = true;
+    diag_.AddAtOffset(DiagCode::kTraceTruncated, ctx_.path, End(),
+                      fmt::format("file ends at byte {} {}; {} complete events kept", End(), where,
+                                  events_total_));
+  }
+
+  void Malformed(const std::string& what) {
+    stopped_early_ = true;
+    diag_.AddAtOffset(DiagCode::kTraceBadEvent, ctx_.path, pos_,
+                      what + " (top-level JSON); the rest of the file is ignored");
+  }
+
+  void ReportDamage() {
+    if (const auto& damage = src_->damage()) {
+      diag_.AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
+                                                                 : DiagCode::kGzipCorrupt,
+                        ctx_.path, damage->compressed_offset, damage->message);
+    }
+  }
+
+  // -- traceEvents: pos_ is just after '['. Returns true at the closing ']'
+  // (pos_ after it), false at the end of data (a cut is counted).
+
+  bool ParseEvents() {
+    ScanState st;
+    int64_t depth = 0;
+    uint64_t scan = pos_;
+    uint64_t gap_from = pos_;  // end of the previous event
+    bool in_event = false;
+    uint64_t event_start = 0;
+    bool oversized = false;
+    bool array_closed = false;
+
+    auto on_bracket = [&](uint64_t at) {
+      if (IsOpen(at)) {
+        if (depth++ == 0) {
+          CheckGap(gap_from, at);
+          in_event = true;
+          event_start = at;
+          oversized = false;
+        }
+        return true;
+      }
+      if (depth == 0) {
+        CheckGap(gap_from, at);
+        array_closed = true;
+        pos_ = at + 1;
+        return false;
+      }
+      if (--depth == 0) {
+        TakeSpan(event_start, at + 1, oversized);
+        in_event = false;
+        gap_from = at + 1;
+      }
+      return true;
+    };
+
+    for (;;) {
+      bool at_eof = eof_;
+      ScanBrackets(scan, st, at_eof, on_bracket);
+      if (array_closed) return true;
+      if (at_eof) {
+        if (in_event) {
+          truncated_ = true;
+          events_lost_ = 1;
+          diag_.AddAtOffset(DiagCode::kTraceTruncated, ctx_.path, End(),
+                            fmt::format("file ends at byte {} inside the event that starts at byte "
+                                        "{}; {} complete events kept, the rest of the trace is "
+                                        "missing",
+                                        End(), event_start, events_total_));
+        } else if (!array_format_) {
+          // The Array Format may end without its ']'; the Object Format may not.
+          truncated_ = true;
+          diag_.AddAtOffset(DiagCode::kTraceTruncated, ctx_.path, End(),
+                            fmt::format("file ends at byte {} between events of traceEvents; {} "
+                                        "complete events kept, the rest of the trace is missing",
+                                        End(), events_total_));
+        }
+        pos_ = End();
+        return false;
+      }
+      if (in_event && !oversized && scan - event_start > kMaxEventBytes) oversized = true;
+      if (!in_event && scan - gap_from > kMaxGapBytes) {
+        CheckGap(gap_from, scan);
+        gap_from = scan;
+      }
+      uint64_t keep = scan;
+      if (in_event && !oversized) keep = std::min(keep, event_start);
+      if (!in_event) keep = std::min(keep, gap_from);
+      Refill(keep);
+    }
+  }
+
+  // Bytes between events must be blanks and a comma.
+  void CheckGap(uint64_t from, uint64_t to) {
+    if (from < buf_off_ || to <= from) return;
+    const char* p = Ptr(from);
+    for (uint64_t i = 0; i < to - from; ++i) {
+      char c = p[i];
+      if (c != ',' && !IsBlank(c)) {
+        ++events_total_;
+        BadEvent(from + i, "unexpected data between events (not an object)");
+        return;
+      }
+    }
+  }
+
+  // One complete top-level element of traceEvents: [start, end).
+  void TakeSpan(uint64_t start, uint64_t end, bool oversized) {
+    ++events_total_;
+    if (oversized) {
+      return BadEvent(start, fmt::format("event over {} MiB skipped", kMaxEventBytes >> 20));
+    }
+    const char* p = Ptr(start);
+    if (*p != '{') return BadEvent(start, "event is an array, not an object");
+    size_t n = static_cast<size_t>(end - start);
+    if (!Wanted(p, n)) return;
+    od::document doc;
+    od::object obj;
+    EventFields e;
+    if (parser_.iterate(p, n, n + kPad).get(doc) || doc.get_object().get(obj) ||
+        ExtractEvent(obj, e) == Extract::kMalformed) {
+      return BadEvent(start, "event is not valid JSON");
+    }
+    if (e.skip) return;
+    TakeEvent(e, start);
+  }
+
+  // Whether a CPU-side event (cat cpu_op / user_annotation) named `name`
+  // (the JSON token, quotes included) is needed.
+  bool WantCpuEvent(Cat cat, std::string_view name_tok) const {
+    std::string_view n = TrimToken(name_tok);
+    if (n.size() >= 2) n = n.substr(1, n.size() - 2);
+    if (StartsWith(n, kineto::kProfilerStep) || n == kineto::kRecordParamComms) return true;
+    if (!collecting_cpu_) return false;
+    return cat == Cat::kCpuOp || IsCpuCommName(n);
+  }
+
+  // What ph, cat and name (as far as seen) say: the event is needed (true),
+  // not needed (false) or not known yet (nullopt). Also notes CPU and
+  // runtime events for the CPU-only decision.
+  std::optional<bool> Decide(std::string_view ph, Cat cat, std::string_view name) {
+    if (!ph.empty() && ph != kineto::kPhComplete) return false;
+    if (cat == Cat::kRuntime) saw_runtime_ = true;
+    if (cat == Cat::kIgnored || cat == Cat::kRuntime) return false;
+    if (ph.empty() || cat == Cat::kUnseen) return std::nullopt;
+    if (IsDeviceCat(cat)) return mode_ == Mode::kDevice;
+    saw_cpu_events_ = true;
+    if (name.empty()) return std::nullopt;
+    return WantCpuEvent(cat, name);
+  }
+
+  // The prefilter's fast path, for the exact layout Kineto and json.dumps
+  // write: "ph": "?", "cat": "...", "name": "..." (q is at the first key).
+  // nullopt when the event is laid out otherwise.
+  std::optional<bool> WantedKinetoLayout(const char* q, const char* end) {
+    if (!At(q, end, "\"ph\": \"") || end - q < 9 || q[8] != '"' || q[7] == '\\')
+      return std::nullopt;
+    if (q[7] != 'X') return false;  // a flow, instant or metadata event
+    q += 9;
+    if (!At(q, end, ", \"cat\": \"")) return std::nullopt;
+    q += 9;  // the opening quote of the category
+    const char* close = FindQuoteOrBackslash(q + 1, end);
+    if (close == nullptr || *close != '"') return std::nullopt;
+    Cat cat = ClassifyCat(std::string_view(q, static_cast<size_t>(close + 1 - q)));
+    if (cat == Cat::kRuntime) saw_runtime_ = true;
+    if (cat == Cat::kIgnored || cat == Cat::kRuntime) return false;
+    if (IsDeviceCat(cat)) return mode_ == Mode::kDevice;
+    saw_cpu_events_ = true;
+    if (mode_ != Mode::kDevice) return true;
+    q = close + 1;
+    if (!At(q, end, ", \"name\": \"")) return std::nullopt;
+    q += 10;  // the opening quote of the name
+    return At(q, end, "\"ProfilerStep#") || At(q, end, "\"record_param_comms\"") ||
+           At(q, end, "\"\\");
+  }
+
+  // Prefilter: walks the leading plain members of the event at p (p[0] is
+  // '{') with an exact JSON tokenizer and returns false only when ph, cat or
+  // name show the event is not needed; anything unusual (escapes in them, a
+  // nested value before them) leaves the decision to the full parse.
+  // Kineto writes ph, cat, name first, so ~80% of a GPU trace's events (CPU
+  // ops, runtime calls, flows) never reach simdjson. Example: for
+  //   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, ...}
+  // in kDevice mode it reads ph (X: maybe), cat (cpu_op: depends on the
+  // name), then only the name's first bytes (not ProfilerStep#, not
+  // record_param_comms: skip).
+  bool Wanted(const char* p, size_t n) {
+    const char* const end = p + n;
+    const char* q = p + 1;
+    while (q < end && IsBlank(*q)) ++q;
+    if (std::optional<bool> fast = WantedKinetoLayout(q, end)) return *fast;
+    std::string_view ph, name;
+    Cat cat = Cat::kUnseen;
+    auto blanks = [&] {
+      while (q < end && IsBlank(*q)) ++q;
+    };
+    // The end of the string starting at q (a quote); nullptr if unclosed.
+    auto string_end = [&](bool& escapes) -> const char* {
+      const char* c = FindQuoteOrBackslash(q + 1, end);
+      escapes = c != nullptr && *c == '\\';
+      if (!escapes) return c == nullptr ? nullptr : c + 1;
+      for (; c < end; ++c) {  // rare: walk the escapes
+        if (*c == '\\')
+          ++c;
+        else if (*c == '"')
+          return c + 1;
+      }
+      return nullptr;
+    };
+    for (int member = 0; member < 8; ++member) {
+      blanks();
+      if (q >= end || *q != '"') return true;
+      bool escapes = false;
+      const char* key_end = string_end(escapes);
+      if (key_end == nullptr || escapes) return true;
+      std::string_view key(q + 1, static_cast<size_t>(key_end - q - 2));
+      q = key_end;
+      blanks();
+      if (q >= end || *q != ':') return true;
+      ++q;
+      blanks();
+      if (q >= end) return true;
+      bool decisive = key == kineto::kPh || key == kineto::kCat || key == kineto::kName;
+      const char* value_begin = q;
+      if (*q == '"') {
+        if (key == kineto::kName && cat != Cat::kUnseen && !ph.empty() && mode_ == Mode::kDevice &&
+            !IsDeviceCat(cat)) {
+          // Only ProfilerStep#N and record_param_comms matter here: their
+          // first bytes decide, whatever the rest of the name.
+          size_t left = static_cast<size_t>(end - q);
+          auto starts = [&](std::string_view lit) {
+            return left >= lit.size() && std::memcmp(q, lit.data(), lit.size()) == 0;
+          };
+          saw_cpu_events_ = true;
+          return starts("\"ProfilerStep#") || starts("\"record_param_comms\"") || starts("\"\\");
+        }
+        const char* value_end = string_end(escapes);
+        if (value_end == nullptr || (escapes && decisive)) return true;
+        q = value_end;
+      } else if (*q == '{' || *q == '[') {
+        return true;
+      } else {
+        while (q < end && *q != ',' && *q != '}' && !IsBlank(*q)) ++q;
+      }
+      if (decisive) {
+        std::string_view value(value_begin, static_cast<size_t>(q - value_begin));
+        if (key == kineto::kPh)
+          ph = value;
+        else if (key == kineto::kCat)
+          cat = ClassifyCat(value);
+        else
+          name = value;
+        if (auto decided = Decide(ph, cat, name)) return *decided;
+      }
+      blanks();
+      if (q >= end || *q != ',') return true;
+      ++q;
+    }
+    return true;
+  }
+
+  Extract ExtractEvent(od::object& obj, EventFields& e) {
+    od::object_iterator it, end;
+    if (obj.begin().get(it) || obj.end().get(end)) return Extract::kMalformed;
+    for (; it != end; ++it) {
+      od::field field;
+      if ((*it).get(field)) return Extract::kMalformed;
+      const char* k = field.key().raw();
+      od::value& v = field.value();
+      bool decisive = false;
+      switch (k[0]) {
+        case 'p':
+          if (KeyIs(k, kineto::kPh))
+            e.ph = TrimToken(v.raw_json_token()), decisive = true;
+          else if (KeyIs(k, kineto::kPid))
+            e.pid = TrimToken(v.raw_json_token());
+          break;
+        case 'c':
+          if (KeyIs(k, kineto::kCat)) {
+            e.cat = TrimToken(v.raw_json_token());
+            e.cat_kind = ClassifyCat(e.cat);
+            decisive = true;
+          }
+          break;
+        case 'n':
+          if (KeyIs(k, kineto::kName)) e.name = TrimToken(v.raw_json_token()), decisive = true;
+          break;
+        case 't':
+          if (KeyIs(k, kineto::kTs))
+            e.ts = TrimToken(v.raw_json_token());
+          else if (KeyIs(k, kineto::kTid))
+            e.tid = TrimToken(v.raw_json_token());
+          break;
+        case 'd':
+          if (KeyIs(k, kineto::kDur)) e.dur = TrimToken(v.raw_json_token());
+          break;
+        case 'a':
+          if (KeyIs(k, kineto::kArgs)) {
+            od::object args;
+            if (v.get_object().get(args)) break;  // not an object: no args
+            if (ExtractArgs(args, e) == Extract::kMalformed) return Extract::kMalformed;
+            // Kineto writes args last: the rest need not be walked.
+            if (!e.ph.empty() && !e.cat.empty() && !e.name.empty() && !e.ts.empty() &&
+                !e.dur.empty()) {
+              return Extract::kOk;
+            }
+          }
+          break;
+        default:
+          break;
+      }
+      if (decisive) {
+        auto decided = Decide(e.ph, e.cat_kind, e.name);
+        if (decided && !*decided) {
+          e.skip = true;
+          return Extract::kOk;
+        }
+      }
+    }
+    return Extract::kOk;
+  }
+
+  Extract ExtractArgs(od::object& args, EventFields& e) {
+    std::string_view name = TrimToken(e.name);
+    if (name.size() >= 2) name = name.substr(1, name.size() - 2);
+    bool want_dims = collecting_cpu_ && IsCpuCommName(name) && name != kineto::kRecordParamComms;
+    od::object_iterator it, end;
+    if (args.begin().get(it) || args.end().get(end)) return Extract::kMalformed;
+    for (; it != end; ++it) {
+      od::field field;
+      if ((*it).get(field)) return Extract::kMalformed;
+      const char* k = field.key().raw();
+      od::value& v = field.value();
+      std::string_view* out = nullptr;
+      switch (k[0]) {
+        case 'd':
+          if (KeyIs(k, kineto::kDevice)) out = &e.device;
+          break;
+        case 's':
+          if (KeyIs(k, kineto::kStream)) out = &e.stream;
+          break;
+        case 'C':
+          if (KeyIs(k, kineto::kCollectiveName)) out = &e.coll_name;
+          break;
+        case 'I':
+          if (KeyIs(k, kineto::kInMsgNelems)) {
+            out = &e.nelems;
+          } else if (want_dims && KeyIs(k, kineto::kInputDims)) {
+            e.dims_product = FirstDimsProduct(v);
+          }
+          break;
+        case 'G':
+          if (KeyIs(k, kineto::kGroupSize)) out = &e.group_size;
+          break;
+        case 'P':
+          if (KeyIs(k, kineto::kProcessGroupName))
+            out = &e.pg_name;
+          else if (KeyIs(k, kineto::kProcessGroupId))
+            out = &e.pg_id;
+          break;
+        case 'S':
+          if (KeyIs(k, kineto::kSeq)) out = &e.seq;
+          break;
+        case 'E':
+          if (KeyIs(k, kineto::kExternalId)) out = &e.ext_id;
+          break;
+        case 'e':
+          if (KeyIs(k, kineto::kExternalIdLegacy)) out = &e.ext_id;
+          break;
+        default:
+          break;
+      }
+      if (out != nullptr) *out = TrimToken(v.raw_json_token());
+    }
+    return Extract::kOk;
+  }
+
+  // "Input Dims": [[8, 1024, 8816], [], ...] -> 8 * 1024 * 8816.
+  static std::optional<int64_t> FirstDimsProduct(od::value& v) {
+    od::array dims;
+    if (v.get_array().get(dims)) return std::nullopt;
+    for (auto first_result : dims) {
+      od::array first;
+      if (first_result.get_array().get(first)) return std::nullopt;
+      int64_t product = 1;
+      bool any = false;
+      for (auto d : first) {
+        int64_t x = 0;
+        if (d.get_int64().get(x) || x < 0) return std::nullopt;
+        if (__builtin_mul_overflow(product, x, &product)) return std::nullopt;
+        any = true;
+      }
+      return any ? std::optional<int64_t>(product) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  void BadEvent(uint64_t offset, std::string message) {
+    if (++bad_events_ <= Diagnostics::kMaxExamplesPerCode) {
+      diag_.AddAtOffset(DiagCode::kTraceBadEvent, ctx_.path, offset, std::move(message));
+    }
+  }
+
+  NameInfo& Name(std::string_view s) {
+    auto it = names_.find(s);
+    if (it != names_.end()) return it->second;
+    NameInfo info;
+    info.id = ctx_.out->names().Intern(s);
+    return names_.emplace(std::string(s), info).first->second;
+  }
+
+  uint32_t Intern(std::string_view s) { return Name(s).id; }
+
+  std::optional<uint32_t> GroupOf(const EventFields& e) {
+    if (!e.pg_name.empty()) {
+      if (auto g = DecodeString(e.pg_name, scratch_)) return Intern(*g);
+      return Intern(e.pg_name);  // a number written without quotes
+    }
+    if (!e.pg_id.empty()) {
+      if (auto id = ParseIntToken(e.pg_id)) return Intern(std::to_string(*id));
+    }
+    return std::nullopt;
+  }
+
+  std::string CollectiveOf(const EventFields& e) {
+    if (e.coll_name.empty()) return std::string();
+    auto s = DecodeString(e.coll_name, scratch_);
+    return s ? CanonicalCollective(*s, /*known_only=*/false) : std::string();
+  }
+
+  void TakeEvent(const EventFields& e, uint64_t offset) {
+    if (e.ph != kineto::kPhComplete || e.cat_kind == Cat::kUnseen || e.cat_kind == Cat::kIgnored ||
+        e.cat_kind == Cat::kRuntime) {
+      return;
+    }
+    if (IsDeviceCat(e.cat_kind) && mode_ != Mode::kDevice) return;
+    std::optional<std::string_view> name;
+    if (!e.name.empty()) name = DecodeString(e.name, name_scratch_);
+    if (!name) return BadEvent(offset, "event without a string \"name\"");
+    std::optional<int64_t> ts = ParseMicrosToNs(e.ts);
+    if (!ts) {
+      return BadEvent(offset, e.ts.empty() ? std::string("event without \"ts\"")
+                                           : fmt::format("\"ts\": {} is not a number", Clip(e.ts)));
+    }
+    std::optional<int64_t> dur = ParseMicrosToNs(e.dur);
+    if (!dur) {
+      return BadEvent(offset, e.dur.empty()
+                                  ? std::string("complete event (ph X) without \"dur\"")
+                                  : fmt::format("\"dur\": {} is not a number", Clip(e.dur)));
+    }
+    if (*dur < 0) return BadEvent(offset, fmt::format("negative \"dur\": {}", Clip(e.dur)));
+
+    if (IsDeviceCat(e.cat_kind)) return TakeDeviceOp(e, *name, *ts, *dur, offset);
+
+    if (StartsWith(*name, kineto::kProfilerStep)) {
+      if (auto n = ParseInt<int64_t>(name->substr(kineto::kProfilerStep.size()))) {
+        AddStep(*n, *ts, *ts + *dur);
+      }
+      return;
+    }
+    bool is_rpc = *name == kineto::kRecordParamComms;
+    if (is_rpc && mode_ == Mode::kDevice) {
+      if (auto ext = ParseIntToken(e.ext_id)) RememberCommMeta(*ext, e);
+    }
+    if (!collecting_cpu_) return;
+    bool comm = IsCpuCommName(*name);
+    if (e.cat_kind == Cat::kAnnotation && !comm) return;
+    NameInfo& info = Name(*name);
+    TraceOp op;
+    op.start_ns = *ts;
+    op.dur_ns = *dur;
+    op.name = info.id;
+    op.stream = ToInt32(ParseIntToken(e.tid)).value_or(-1);
+    op.cls = comm ? OpClass::kCommunication : OpClass::kOtherCompute;
+    op.device = -1;
+    cpu_ops_.push_back(op);
+    if (!comm) return;
+    int level = IsBackendCommAnnotation(*name) ? 0
+                : is_rpc                       ? 1
+                : StartsWith(*name, "c10d::")  ? 2
+                                               : -1;
+    if (level < 0) return;
+    CollectiveCall c;
+    c.start_ns = *ts;
+    c.dur_ns = *dur;
+    c.kernel = info.id;
+    std::string coll = CollectiveOf(e);
+    if (coll.empty() && !is_rpc) coll = CanonicalCollective(*name, /*known_only=*/false);
+    c.collective = Intern(coll);
+    c.group = GroupOf(e);
+    c.seq = ParseIntToken(e.seq);
+    c.nelems = ParseIntToken(e.nelems);
+    if (!c.nelems) c.nelems = e.dims_product;
+    c.group_size = ToInt32(ParseIntToken(e.group_size));
+    c.offset = offset;
+    cpu_collectives_[level].push_back(c);
+  }
+
+  void TakeDeviceOp(const EventFields& e, std::string_view name, int64_t ts, int64_t dur,
+                    uint64_t offset) {
+    NameInfo& info = Name(name);
+    OpClass cls = OpClass::kOtherCompute;
+    if (e.cat_kind == Cat::kMemcpy) {
+      cls = OpClass::kMemcpy;
+    } else if (e.cat_kind == Cat::kMemset) {
+      cls = OpClass::kMemset;
+    } else {
+      if (!info.kernel_class) info.kernel_class = ClassifyKernelName(name);
+      cls = e.coll_name.empty() ? *info.kernel_class : OpClass::kCommunication;
+    }
+    TraceOp op;
+    op.start_ns = ts;
+    op.dur_ns = dur;
+    op.name = info.id;
+    std::optional<int64_t> device = ParseIntToken(e.device);
+    if (!device) device = ParseIntToken(e.pid);  // Kineto's GPU pid is the device
+    op.device = device && *device >= 0 && *device <= INT16_MAX ? static_cast<int16_t>(*device) : -1;
+    std::optional<int64_t> stream = ParseIntToken(e.stream);
+    if (!stream) stream = ParseIntToken(e.tid);
+    op.stream = ToInt32(stream).value_or(-1);
+    op.cls = cls;
+    ops_.push_back(op);
+    if (cls != OpClass::kCommunication) return;
+
+    CollectiveCall c;
+    c.start_ns = ts;
+    c.dur_ns = dur;
+    c.kernel = info.id;
+    std::string coll = CollectiveOf(e);
+    if (coll.empty()) {
+      if (!info.kernel_collective) info.kernel_collective = Intern(CollectiveFromKernel(name));
+      c.collective = *info.kernel_collective;
+    } else {
+      c.collective = Intern(coll);
+    }
+    c.group = GroupOf(e);
+    c.seq = ParseIntToken(e.seq);
+    c.nelems = ParseIntToken(e.nelems);
+    c.group_size = ToInt32(ParseIntToken(e.group_size));
+    c.offset = offset;
+    collectives_.push_back(c);
+    collective_ext_.push_back(ParseIntToken(e.ext_id));
+  }
+
+  void RememberCommMeta(int64_t ext, const EventFields& e) {
+    CommMeta m;
+    m.seq = ParseIntToken(e.seq);
+    m.group = GroupOf(e);
+    m.nelems = ParseIntToken(e.nelems);
+    m.group_size = ToInt32(ParseIntToken(e.group_size));
+    m.collective = CollectiveOf(e);
+    if (!m.seq && !m.group && !m.nelems && !m.group_size && m.collective.empty()) return;
+    comm_meta_[ext] = std::move(m);
+  }
+
+  void AddStep(int64_t step, TimeNs start, TimeNs end) {
+    auto [it, inserted] = step_index_.emplace(step, steps_.size());
+    if (inserted) {
+      steps_.push_back(TraceStep{step, start, end});
+    } else {
+      TraceStep& s = steps_[it->second];
+      s.start_ns = std::min(s.start_ns, start);
+      s.end_ns = std::max(s.end_ns, end);
+    }
+  }
+
+  static std::string Clip(std::string_view s) {
+    return std::string(s.substr(0, 40)) + (s.size() > 40 ? "..." : "");
+  }
+
+  uint64_t Finish() {
+    RankTrace t;
+    t.file = ctx_.file_index;
+    t.producer = "kineto";
+    if (mode_ == Mode::kCpu) {
+      t.cpu_only = !cpu_ops_.empty();
+      t.ops = std::move(cpu_ops_);
+      for (auto& level : cpu_collectives_) {
+        if (!level.empty()) {
+          t.collectives = std::move(level);
+          break;
+        }
+      }
+    } else {
+      t.ops = std::move(ops_);
+      // What a kernel lacks (often "Seq"), its record_param_comms has: same External id.
+      for (size_t i = 0; i < collectives_.size(); ++i) {
+        if (!collective_ext_[i]) continue;
+        auto it = comm_meta_.find(*collective_ext_[i]);
+        if (it == comm_meta_.end()) continue;
+        CollectiveCall& c = collectives_[i];
+        const CommMeta& m = it->second;
+        if (!c.seq) c.seq = m.seq;
+        if (!c.group) c.group = m.group;
+        if (!c.nelems) c.nelems = m.nelems;
+        if (!c.group_size) c.group_size = m.group_size;
+        if (ctx_.out->names().Get(c.collective).empty() && !m.collective.empty()) {
+          c.collective = Intern(m.collective);
+        }
+      }
+      t.collectives = std::move(collectives_);
+    }
+    t.steps = std::move(steps_);
+    for (TraceOp& op : t.ops) op.start_ns += base_ns_;
+    for (CollectiveCall& c : t.collectives) c.start_ns += base_ns_;
+    for (TraceStep& s : t.steps) s.start_ns += base_ns_, s.end_ns += base_ns_;
+    std::stable_sort(t.ops.begin(), t.ops.end(),
+                     [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(
+        t.collectives.begin(), t.collectives.end(),
+        [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
+    std::sort(t.steps.begin(), t.steps.end(),
+              [](const TraceStep& a, const TraceStep& b) { return a.step < b.step; });
+
+    if (dist_rank_)
+      t.rank = dist_rank_;
+    else if (ctx_.rank_from_path)
+      t.rank = ctx_.rank_from_path;
+    t.world_size = world_size_;
+    if (dist_host_)
+      t.host = dist_host_;
+    else if (top_host_)
+      t.host = top_host_;
+    std::unordered_map<int16_t, uint64_t> per_device;
+    for (const TraceOp& op : t.ops) {
+      if (op.device >= 0) ++per_device[op.device];
+    }
+    uint64_t best = 0;
+    for (const auto& [device, count] : per_device) {
+      if (count > best || (count == best && t.device && device < *t.device)) {
+        best = count;
+        t.device = device;
+      }
+    }
+    t.events_total = events_total_;
+    t.events_lost = events_lost_;
+    t.truncated = truncated_;
+
+    if (bad_events_ > Diagnostics::kMaxExamplesPerCode) {
+      uint64_t more = bad_events_ - Diagnostics::kMaxExamplesPerCode;
+      diag_.Add(DiagCode::kTraceBadEvent, ctx_.path, 0, fmt::format("{} more bad events", more),
+                more);
+    }
+    if (!t.rank) {
+      diag_.Add(DiagCode::kTraceNoRank, ctx_.path, 0,
+                "no distributedInfo.rank and no rank in the file name");
+    }
+    if (t.ops.empty() && t.steps.empty()) {
+      diag_.Add(
+          DiagCode::kTraceNoEvents, ctx_.path, 0,
+          fmt::format("{} events, none of them a kernel, memcpy, memset or CPU op", events_total_));
+    }
+    uint64_t taken = t.ops.size() + t.steps.size();
+    ctx_.out->AddTrace(std::move(t));
+    return taken;
+  }
+
+  std::unique_ptr<ByteSource> src_;
+  ReaderContext& ctx_;
+  const Mode mode_;
+  Diagnostics diag_;
+
+  RawBuffer buf_;
+  uint64_t buf_off_ = 0;
+  size_t len_ = 0;
+  bool eof_ = false;
+  uint64_t pos_ = 0;
+  std::unique_ptr<uint32_t[]> brackets_;
+  od::parser parser_;
+
+  bool has_trace_ = false;
+  bool array_format_ = false;
+  bool saw_events_ = false;
+  bool root_closed_ = false;
+  bool truncated_ = false;
+  bool stopped_early_ = false;  // malformed JSON outside traceEvents
+  bool gpu_job_ = false;        // deviceProperties lists a GPU, or the backend is NCCL-like
+  uint64_t events_total_ = 0;
+  uint64_t events_lost_ = 0;
+  uint64_t bad_events_ = 0;
+  bool saw_cpu_events_ = false;  // ph X events of cat cpu_op / user_annotation
+  bool saw_runtime_ = false;     // ph X events of cat cuda_runtime / cuda_driver / Runtime
+
+  int64_t base_ns_ = 0;
+  std::optional<int32_t> dist_rank_;
+  std::optional<int32_t> world_size_;
+  std::optional<std::string> dist_host_, top_host_;
+
+  const bool collecting_cpu_;
+  std::vector<TraceOp> ops_;
+  std::vector<TraceOp> cpu_ops_;
+  std::vector<CollectiveCall> collectives_;
+  std::vector<std::optional<int64_t>> collective_ext_;  // parallel to collectives_
+  std::vector<CollectiveCall> cpu_collectives_[3];   // backend ranges, record_param_comms, c10d::
+  std::unordered_map<int64_t, CommMeta> comm_meta_;  // record_param_comms by External id
+  std::vector<TraceStep> steps_;
+  std::unordered_map<int64_t, size_t> step_index_;
+  std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
+  std::string scratch_, name_scratch_;
+};
+
+// "key" followed by blanks and ':' somewhere in `head`.
+bool HasKey(std::string_view head, std::string_view quoted_key) {
+  for (size_t at = head.find(quoted_key); at != std::string_view::npos;
+       at = head.find(quoted_key, at + 1)) {
+    size_t i = at + quoted_key.size();
+    while (i < head.size() && IsSpace(head[i])) ++i;
+    if (i < head.size() && head[i] == ':') return true;
+  }
+  return false;
+}
+
+class KinetoTraceReader : public TraceReader {
+ public:
+  std::string_view name() const override { return "kineto"; }
+
+  int Sniff(std::string_view head) const override {
+    size_t i = 0;
+    if (StartsWith(head, "\xEF\xBB\xBF")) i = 3;
+    while (i < head.size() && IsSpace(head[i])) ++i;
+    if (i >= head.size()) return 0;
+    if (head[i] == '{') {
+      if (HasKey(head, "\"traceEvents\"")) return 100;
+      if (HasKey(head, "\"schemaVersion\"") || HasKey(head, "\"deviceProperties\"") ||
+          HasKey(head, "\"distributedInfo\"")) {
+        return 97;
+      }
+      return 0;
+    }
+    if (head[i] == '[') {
+      size_t j = i + 1;
+      while (j < head.size() && IsSpace(head[j])) ++j;
+      if (j >= head.size() || head[j] != '{') return 0;
+      // The first event: up to its first closing brace (args may nest; the
+      // keys we look for come before or after, so look a little further).
+      std::string_view first = head.substr(j, 4096);
+      if (HasKey(first, "\"ph\"") && HasKey(first, "\"ts\"")) return 98;
+      return 0;
+    }
+    return 0;
+  }
+
+  uint64_t Read(const std::string& path, ReaderContext& ctx) const override {
+    std::unique_ptr<KinetoFile> file = ReadPass(path, ctx, Mode::kDevice);
+    if (file == nullptr) return 0;
+    if (file->NeedsCpuPass()) {
+      if (std::unique_ptr<KinetoFile> cpu = ReadPass(path, ctx, Mode::kCpu)) return cpu->Commit();
+    }
+    return file->Commit();
+  }
+
+ private:
+  static std::unique_ptr<KinetoFile> ReadPass(const std::string& path, ReaderContext& ctx,
+                                              Mode mode) {
+    auto source = OpenByteSource(path);
+    if (!source.ok()) {
+      ctx.diag().Add(DiagCode::kFileUnreadable, path, 0, source.status().message());
+      return nullptr;
+    }
+    auto file = std::make_unique<KinetoFile>(std::move(source.value()), ctx, mode);
+    file->Run();
+    return file;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TraceReader> MakeKinetoTraceReader() {
+  return std::make_unique<KinetoTraceReader>();
+}
+
+std::string KinetoJsonImplementation() {
+  return fmt::format("event boundaries: {}, simdjson stage 1: {}, simdjson on-demand: {}",
+                     ActiveIndexer().name, simdjson::get_active_implementation()->name(),
+                     simdjson::builtin_implementation()->name());
+}
+
+}  // namespace laggard
