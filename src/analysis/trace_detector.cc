@@ -81,12 +81,28 @@ struct Arrival {
 
 TraceAnalysis AnalyzeTraces(const Run& run) {
   TraceAnalysis out;
-  // One trace per rank: the first in file order.
-  std::map<int32_t, const RankTrace*> by_rank;
+  // Traces of one job: the world size with the most ranked traces (traces
+  // without a world size join any job), then one trace per rank, the first
+  // in file order.
+  std::map<int32_t, size_t> per_world;
   for (const RankTrace& t : run.traces) {
-    if (t.rank && !by_rank.count(*t.rank)) by_rank[*t.rank] = &t;
+    if (t.rank && t.world_size) ++per_world[*t.world_size];
+  }
+  std::optional<int32_t> world;
+  size_t most = 0;
+  for (auto [w, n] : per_world) {
+    if (n > most) most = n, world = w;
+  }
+  std::map<int32_t, const RankTrace*> by_rank;
+  for (bool known_world : {true, false}) {  // the job's own traces first
+    for (const RankTrace& t : run.traces) {
+      if (!t.rank || t.world_size.has_value() != known_world) continue;
+      if (world && t.world_size && *t.world_size != *world) continue;
+      if (!by_rank.count(*t.rank)) by_rank[*t.rank] = &t;
+    }
   }
   if (by_rank.empty()) return out;
+  out.world_size = world;
   std::vector<const RankTrace*> traces;
   for (auto& [r, t] : by_rank) traces.push_back(t);
   const size_t R = traces.size();

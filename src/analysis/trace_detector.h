@@ -77,6 +77,7 @@ struct RankTraceStats {
 
 struct TraceAnalysis {
   std::vector<RankTraceStats> ranks;  // traces with a rank, by rank
+  std::optional<int32_t> world_size;  // of the job analysed, when traced
   size_t instances = 0;               // matched collective instances
   std::optional<DurationNs> median_transfer_ns;
   std::optional<DurationNs> median_step_ns;

@@ -71,7 +71,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
   ingest.threads = o.threads;
   Progress progress(err, err_tty);
   ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
-  auto run = Ingest(o.paths, readers->readers, ingest);
+  TraceReaderSet trace_readers = MakeDefaultTraceReaders();
+  auto run = Ingest(o.paths, readers->readers, ingest, trace_readers.readers);
   if (!run.ok()) {
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;

@@ -1,5 +1,8 @@
 #include "ingest/readers.h"
 
+#include "ingest/kineto_reader.h"
+#include "ingest/nsys_reader.h"
+
 namespace laggard {
 
 StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>& step_pattern) {
@@ -15,6 +18,14 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
+  for (const auto& r : set.owned) set.readers.push_back(r.get());
+  return set;
+}
+
+TraceReaderSet MakeDefaultTraceReaders() {
+  TraceReaderSet set;
+  set.owned.push_back(MakeKinetoTraceReader());
+  set.owned.push_back(MakeNsysTraceReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

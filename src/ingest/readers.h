@@ -11,6 +11,7 @@
 
 #include "ingest/line_matcher.h"
 #include "ingest/step_reader.h"
+#include "ingest/trace_reader.h"
 
 namespace laggard {
 
@@ -34,6 +35,13 @@ struct StepReaderSet {
   std::vector<const StepReader*> readers;  // views of `owned`, for Ingest()
 };
 StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>& step_pattern);
+
+// The standard trace readers: Kineto / Chrome trace JSON, Nsight Systems SQLite.
+struct TraceReaderSet {
+  std::vector<std::unique_ptr<TraceReader>> owned;
+  std::vector<const TraceReader*> readers;
+};
+TraceReaderSet MakeDefaultTraceReaders();
 
 }  // namespace laggard
 

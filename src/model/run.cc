@@ -160,6 +160,28 @@ void RunBuilder::Finalize(Run& run) {
   run.names = std::move(names_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
 
+  // Traces of one job: the same rank twice, or several world sizes.
+  {
+    std::map<std::pair<int32_t, int32_t>, uint32_t> seen;  // (world size, rank) -> file
+    std::map<int32_t, size_t> world_sizes;
+    for (const RankTrace& t : run.traces) {
+      if (t.world_size) ++world_sizes[*t.world_size];
+      if (!t.rank) continue;
+      auto [it, fresh] = seen.emplace(std::make_pair(t.world_size.value_or(-1), *t.rank), t.file);
+      if (!fresh) {
+        diagnostics_.Add(DiagCode::kTraceDuplicateRank, run.files[t.file].path, 0,
+                         fmt::format("rank {} already traced in {}; this trace is not matched", *t.rank,
+                                     run.files[it->second].path));
+      }
+    }
+    if (world_sizes.size() > 1) {
+      std::string list;
+      for (auto [w, n] : world_sizes) list += fmt::format("{}{} trace{} of world size {}", list.empty() ? "" : ", ", n, n == 1 ? "" : "s", w);
+      diagnostics_.Add(DiagCode::kTraceMixedJobs, "", 0,
+                       list + "; ranks are matched only within the job with the most traces");
+    }
+  }
+
   // Gaps in the rank numbering.
   if (!run.ranks.empty()) {
     int32_t max_rank = run.ranks.back().info.rank;

@@ -11,7 +11,7 @@
 //                      Kineto says about it (name, size, group, sequence)
 //
 // Times are TimeNs on the trace's own clock (Kineto: baseTimeNanoseconds +
-// ts in us; nsys: the session's ns). Clocks of different ranks may disagree
+// ts in us; nsys: the session's utcEpochNs + its relative ns). Clocks of different ranks may disagree
 // by milliseconds; the trace detector estimates the offsets, readers never
 // adjust them.
 //

@@ -187,6 +187,7 @@ std::string RenderJson(const ReportInput& in) {
     traces.push_back(std::move(j));
   }
   root["traces"] = {{"ranks", std::move(traces)},
+                    {"world_size", Opt(in.traces.world_size)},
                     {"instances", in.traces.instances},
                     {"median_transfer_ms", in.traces.median_transfer_ns
                                                ? Num(static_cast<double>(*in.traces.median_transfer_ns) / 1e6)

@@ -133,7 +133,6 @@ std::string_view ConfidenceWord(double c) {
 }
 
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
-  (void)run;
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
     return TraceVerdict(steps, traces);
   }
@@ -220,6 +219,17 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
     v.next_steps = slowdown->next_steps;
     return v;
   }
+  if (steps.ranks.empty() && traces.ranks.empty()) {
+    v.status = VerdictStatus::kInconclusive;
+    v.summary = run.traces.empty()
+                    ? "verdict: inconclusive — no step times and no profiler traces were found"
+                    : fmt::format(
+                          "verdict: inconclusive — {} trace{} without a rank and no step times: "
+                          "name each trace's rank (file name rank-N, or --rank-from) and add "
+                          "per-rank step times",
+                          run.traces.size(), run.traces.size() == 1 ? "" : "s");
+    return v;
+  }
   if (steps.ranks.empty() && !traces.ranks.empty()) {
     if (const Finding* nomatch = FirstOf(traces.findings, FindingCode::kTraceNoMatch)) {
       v.status = VerdictStatus::kInconclusive;
@@ -237,6 +247,10 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
           "verdict: no straggler found — no rank arrives last consistently across {} collectives "
           "on {} ranks",
           traces.instances, traces.ranks.size());
+      if (traces.world_size && static_cast<size_t>(*traces.world_size) > traces.ranks.size()) {
+        v.summary += fmt::format(" (only {} of the job's {} ranks are traced)", traces.ranks.size(),
+                                 *traces.world_size);
+      }
     }
     return v;
   }
