@@ -1,4 +1,5 @@
 #include "ingest/nsys_reader.h"
+#include "ingest/kernel_names.h"
 
 #include <sqlite3.h>
 
@@ -281,59 +282,6 @@ class StringIds {
  private:
   Stmt lookup_;
 };
-
-// Kernel classification, by name (lower-cased; the demangled name, then the
-// short one). The same rules as the Kineto reader's, so that classes mean
-// the same whichever profiler wrote a trace. Communication first (NCCL
-// names say nothing of gemm); attention before GEMM ("fmha_cutlassF_..." is
-// attention).
-bool ContainsAny(std::string_view lower, std::initializer_list<std::string_view> needles) {
-  return std::any_of(needles.begin(), needles.end(),
-                     [&](std::string_view n) { return lower.find(n) != std::string_view::npos; });
-}
-
-OpClass ClassifyKernel(std::string_view lower) {
-  if (ContainsAny(lower, {"nccl", "rccl"})) return OpClass::kCommunication;
-  if (ContainsAny(lower, {"flash", "fmha", "attention", "sdpa", "mem_eff"})) {
-    return OpClass::kAttention;
-  }
-  if (ContainsAny(lower, {"gemm", "gemv", "xmma", "cutlass", "cublas", "nvjet"})) {  // wgmma: gemm
-    return OpClass::kGemm;
-  }
-  if (StartsWith(lower, "cijk_")) return OpClass::kGemm;  // ROCm Tensile / hipBLASLt
-  // cuBLAS / cuDNN engines named after their architecture: sm80_..., sm90_...
-  if (lower.size() > 3 && StartsWith(lower, "sm") && IsDigit(lower[2])) {
-    size_t i = 2;
-    while (i < lower.size() && IsDigit(lower[i])) ++i;
-    if (i < lower.size() && lower[i] == '_') return OpClass::kGemm;
-  }
-  if (StartsWith(lower, "triton_tem_") && lower.find("mm") != std::string_view::npos) {
-    return OpClass::kGemm;  // Inductor matmul templates (triton_tem_fused_mm_0)
-  }
-  return OpClass::kOtherCompute;
-}
-
-// The collective of an NCCL kernel name ("ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-// "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"); "" when none is named. The
-// argument list is ignored ("(ncclDevKernelArgsStorage<4096ul>)").
-std::string_view CollectiveOfKernel(std::string_view lower) {
-  lower = lower.substr(0, lower.find('('));
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kNames{{
-      {"allreduce", "allreduce"},
-      {"reducescatter", "reducescatter"},
-      {"allgather", "allgather"},
-      {"alltoall", "alltoall"},
-      {"broadcast", "broadcast"},
-      {"sendrecv", "sendrecv"},
-      {"send", "sendrecv"},
-      {"recv", "sendrecv"},
-      {"reduce", "reduce"},
-  }};
-  for (const auto& [needle, name] : kNames) {
-    if (lower.find(needle) != std::string_view::npos) return name;
-  }
-  return "";
-}
 
 // CUPTI_ACTIVITY_MEMCPY_KIND (ENUM_CUDA_MEMCPY_OPER in the export).
 std::string_view MemcpyName(std::optional<int64_t> kind) {
@@ -822,17 +770,16 @@ class TraceBuilder {
     }
     std::string name = by_id ? strings_.Get(id).value_or(fmt::format("<StringIds {}>", id))
                              : (text.empty() ? std::string("<unnamed kernel>") : text);
-    std::string lower = ToLower(name);
     KernelKind kind;
     kind.name = ctx_.out->names().Intern(name);
-    kind.cls = ClassifyKernel(lower);
+    kind.cls = ClassifyKernelName(name);
     if (kind.cls == OpClass::kOtherCompute) {
       // The short name is what nsys itself shows; give it a say when the
       // demangled one matched nothing.
-      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernel(ToLower(*alt));
+      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernelName(*alt);
     }
     if (kind.cls == OpClass::kCommunication) {
-      kind.collective = ctx_.out->names().Intern(CollectiveOfKernel(lower));
+      kind.collective = ctx_.out->names().Intern(CollectiveFromKernel(name));
     }
     if (by_id) return by_id_.emplace(id, kind).first->second;
     return by_text_.emplace(std::move(text), kind).first->second;
