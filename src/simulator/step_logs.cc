@@ -7,28 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "simulator/rng.h"
+
 namespace laggard::sim {
 namespace {
 
-// splitmix64 + Box-Muller: reproducible on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  double Normal() {
-    double u1 = std::max(Uniform(), 1e-300), u2 = Uniform();
-    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-  }
-
- private:
-  uint64_t state_;
-};
 
 bool Active(int step, int onset, std::optional<int> end, std::optional<int> period, int burst) {
   if (step < onset || (end && step > *end)) return false;
