@@ -9,6 +9,7 @@
 //   - the second "rank" reads rank=3, then "step" 17, then "time" 0.8123, unit
 //     "s" -> kMatched with duration 812'300'000 ns.
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/text.h"
@@ -47,8 +48,9 @@ inline bool Keyword(std::string_view s, size_t& p, std::string_view kw) {
 // from_chars, so the accepted text and the value are the same.
 inline bool ReadInt(std::string_view s, size_t& p, int64_t& v) {
   size_t q = p;
+  const size_t fast_end = std::min(s.size(), p + 18);
   uint64_t x = 0;
-  while (q < s.size() && q - p < 18 && IsDigit(s[q])) x = x * 10 + static_cast<uint64_t>(s[q++] - '0');
+  while (q < fast_end && IsDigit(s[q])) x = x * 10 + static_cast<uint64_t>(s[q++] - '0');
   if (q > p && (q == s.size() || !IsDigit(s[q]))) {
     v = static_cast<int64_t>(x);
     p = q;
@@ -138,7 +140,9 @@ class ArticleLineMatcher final : public LineMatcher {
       size_t unit_start = p;
       while (p < line.size() && (IsAlpha(line[p]) || static_cast<unsigned char>(line[p]) >= 0x80)) ++p;
       TimeUnit unit = TimeUnit::kSeconds;
-      if (p > unit_start) {
+      if (p == unit_start + 1 && ToLowerAscii(line[unit_start]) == 's') {
+        // "s", what ParseTimeUnit() would say, without the table walk.
+      } else if (p > unit_start) {
         auto u = ParseTimeUnit(line.substr(unit_start, p - unit_start));
         if (!u) {
           why = "unknown time unit '" + std::string(line.substr(unit_start, p - unit_start)) + "'";

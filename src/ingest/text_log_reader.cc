@@ -58,7 +58,7 @@ class TextLogReader final : public StepReader {
     std::string_view line;
     // Each matcher starts from a copy of `empty`: g++ 12 builds `ParsedStep()`
     // byte by byte and reads it back in wide loads, a store-forwarding stall
-    // that cost ~40% of the benchmark's ingest time.
+    // that cost a third of the benchmark's ingest time.
     const ParsedStep empty;
     ParsedStep parsed;
     std::string why;
