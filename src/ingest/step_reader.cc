@@ -4,9 +4,9 @@
 
 namespace laggard {
 
-bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                   std::optional<DurationNs> duration, std::optional<TimeNs> start) {
-  if (!rank && ctx.rank_from_path) rank = *ctx.rank_from_path;
+bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
+                       int64_t step, std::optional<DurationNs> duration,
+                       std::optional<TimeNs> start) {
   if ((rank && (*rank < 0 || *rank > kMaxRank)) || step < 0) {
     ctx.diag().Add(DiagCode::kStepBadRankOrStep, ctx.path, line,
                    fmt::format("rank {} step {} out of range", rank ? *rank : -1, step));

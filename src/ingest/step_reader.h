@@ -49,8 +49,21 @@ class StepReader {
 // step.nonpositive_duration. Without a rank (neither in the record nor in
 // the path) the record goes to the file's unattributed series. Returns true
 // when the record was taken.
-bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                   std::optional<DurationNs> duration, std::optional<TimeNs> start);
+// The common case is inline (it runs once per record); anything to count
+// goes to AddParsedStepSlow().
+bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
+                       int64_t step, std::optional<DurationNs> duration,
+                       std::optional<TimeNs> start);
+inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
+                          int64_t step, std::optional<DurationNs> duration,
+                          std::optional<TimeNs> start) {
+  if (!rank && ctx.rank_from_path) rank = *ctx.rank_from_path;
+  if (rank && *rank >= 0 && *rank <= kMaxRank && step >= 0 && duration && *duration > 0) {
+    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line));
+    return true;
+  }
+  return AddParsedStepSlow(ctx, line, rank, step, duration, start);
+}
 
 }  // namespace laggard
 

@@ -46,13 +46,6 @@ std::optional<TimeUnit> ParseTimeUnit(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<DurationNs> ToDurationNs(double value, TimeUnit unit) {
-  if (!std::isfinite(value)) return std::nullopt;
-  double ns = value * static_cast<double>(NsPerUnit(unit));
-  if (ns >= 9.2e18 || ns <= -9.2e18) return std::nullopt;
-  return static_cast<DurationNs>(std::llround(ns));
-}
-
 double ToSeconds(DurationNs d) { return static_cast<double>(d) / 1e9; }
 
 namespace {

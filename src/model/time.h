@@ -11,6 +11,7 @@
 #ifndef LAGGARD_MODEL_TIME_H_
 #define LAGGARD_MODEL_TIME_H_
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,8 +43,13 @@ std::string_view UnitSuffix(TimeUnit unit);  // "s", "ms", "us", "ns"
 std::optional<TimeUnit> ParseTimeUnit(std::string_view text);
 
 // value * unit, rounded to the nearest nanosecond. nullopt when the result
-// does not fit in int64 or value is not finite.
-std::optional<DurationNs> ToDurationNs(double value, TimeUnit unit);
+// does not fit in int64 or value is not finite. Inline: it runs once per
+// step record on the ingest hot path.
+inline std::optional<DurationNs> ToDurationNs(double value, TimeUnit unit) {
+  double ns = value * static_cast<double>(NsPerUnit(unit));
+  if (!(ns < 9.2e18 && ns > -9.2e18)) return std::nullopt;  // also NaN and inf
+  return static_cast<DurationNs>(std::llround(ns));
+}
 
 double ToSeconds(DurationNs d);
 
