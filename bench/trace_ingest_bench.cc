@@ -1,0 +1,796 @@
+// trace_ingest_bench: how fast laggard reads Kineto / torch.profiler traces,
+// per core, against the bare JSON parser over the same bytes (issue 3).
+//
+// The data is two ranks' traces of >= --size-gb GB each (1.05 by default),
+// generated with the simulator (kernels, cpu_op and cuda_runtime events,
+// ac2g flows, NCCL kernels with their args, record_param_comms), plain and
+// gzipped (the simulator's zlib level 1), into a temporary directory that is
+// deleted at the end (--dir keeps it where you say, --keep keeps it). Each
+// measurement runs in its own forked child, whose peak-RSS mark is reset at
+// the start, so every peak is that measurement's own:
+//   read        read(2) of the file in 512 KiB chunks into one buffer: the
+//               I/O floor (page cache to user space)
+//   (a) ceiling the bare parser: simdjson over every event of traceEvents,
+//               read in the reader's 512 KiB chunks, events found by line
+//               (the simulator writes one per line), every member visited
+//               and every string unescaped; On-Demand is the front end and
+//               kernel laggard's reader links, DOM the runtime-dispatched
+//               best kernel of this CPU
+//   (b) ingest  Ingest() of one plain trace, threads=1
+//   (c) ingest  Ingest() of the same trace gzipped, threads=1 (rates in
+//               decompressed JSON); with "inflate only" (laggard's gzip
+//               stream read to the end, nothing parsed) and, when built with
+//               libdeflate, libdeflate's whole-buffer decode of the same
+//               file into a pre-faulted buffer (a decoder ceiling)
+//   (d) scaling the two plain traces, threads=1 and threads=2
+// GB are 10^9 bytes. The files sit in the page cache after generation, so
+// the numbers are parse speed, not disk speed. Times are the best of
+// --repeat rounds (5; other work on the machine only ever slows a run down),
+// each round running every row once; peak RSS is the highest of them. "CPU s" is user + system time of the
+// child; GB/s per core = bytes / CPU s, which other jobs on the machine
+// disturb less than wall time.
+//
+// --gzip-level N measures rank 0's trace recompressed with zlib at level N
+// instead (torch.profiler's export_chrome_trace writes .gz at level 9).
+//
+// Usage: trace_ingest_bench [--size-gb X] [--repeat N] [--dir PATH] [--keep]
+//                           [--skip-gz] [--gzip-level 1-9]
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#ifdef LAGGARD_BENCH_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+#include <simdjson.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ingest/ingest.h"
+#include "ingest/input_file.h"
+#include "ingest/kineto_reader.h"
+#include "ingest/readers.h"
+#include "simulator/kineto_traces.h"
+
+namespace laggard {
+namespace {
+
+namespace fs = std::filesystem;
+namespace od = simdjson::ondemand;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kChunkBytes = 512 << 10;  // the Kineto reader's read size
+
+struct BenchOptions {
+  double size_gb = 1.05;
+  int repeat = 5;
+  std::string dir;  // "" -> a fresh temporary directory
+  bool keep = false;
+  bool skip_gz = false;
+  int gzip_level = 0;  // 0: the simulator's .gz (zlib -1); else rank 0 recompressed
+};
+
+// What a child sends back through its pipe (plain data, fixed size).
+struct Sample {
+  bool ok = false;
+  double wall_s = 0;
+  double cpu_s = 0;
+  uint64_t bytes = 0;   // decompressed JSON bytes
+  uint64_t events = 0;  // events parsed (ceiling) or ops + steps taken (ingest)
+  long peak_rss_kb = 0;
+  char note[256] = {};
+};
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+// A forked child inherits its parent's resident pages and high-water mark;
+// resetting the mark (Linux >= 4.0) makes the child's peak its own. The
+// parent keeps itself small (malloc_trim) before forking.
+bool ResetPeakRss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+long PeakRssKb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;  // kB on Linux
+}
+
+bool rss_reset_works = true;
+
+std::string LoadAverage();
+
+// Runs `body` in a forked child and returns what it measured.
+Sample InChild(const std::function<Sample()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    Sample s;
+    std::snprintf(s.note, sizeof s.note, "pipe: %s", std::strerror(errno));
+    return s;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    bool reset = ResetPeakRss();
+    Sample s = body();
+    s.peak_rss_kb = PeakRssKb();
+    if (!reset) s.peak_rss_kb = -s.peak_rss_kb;  // inherited mark: flag it
+    ssize_t w = write(fds[1], &s, sizeof s);
+    _exit(w == static_cast<ssize_t>(sizeof s) ? 0 : 1);
+  }
+  close(fds[1]);
+  Sample s;
+  size_t got = 0;
+  while (pid > 0 && got < sizeof s) {
+    ssize_t r = read(fds[0], reinterpret_cast<char*>(&s) + got, sizeof s - got);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (pid < 0 || got != sizeof s || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    s = Sample();
+    std::snprintf(s.note, sizeof s.note, "child failed (status %d)", status);
+  }
+  if (s.peak_rss_kb < 0) {
+    rss_reset_works = false;
+    s.peak_rss_kb = -s.peak_rss_kb;
+  }
+  return s;
+}
+
+// One row of the table: what to run in a child, and the trace size its
+// peak RSS is compared with (0: not compared).
+struct Measurement {
+  std::string name;
+  std::function<Sample()> body;
+  uint64_t file_bytes = 0;
+};
+
+struct Row {
+  std::string name;
+  Sample s;
+  uint64_t file_bytes = 0;
+};
+
+// Runs every measurement once per round, `rounds` times, so that a burst of
+// other work on the machine hits all rows alike, and keeps for each the
+// lowest CPU time and the lowest wall time (of any round) and the highest
+// peak RSS.
+std::vector<Row> RunRounds(const std::vector<Measurement>& ms, int rounds) {
+  std::vector<Row> rows;
+  for (const Measurement& m : ms) rows.push_back({m.name, Sample(), m.file_bytes});
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < ms.size(); ++i) {
+      Row& row = rows[i];
+      if (round > 0 && !row.s.ok) continue;  // failed: keep the first failure
+      Sample s = InChild(ms[i].body);
+      if (!s.ok || round == 0) {
+        row.s = s;
+        continue;
+      }
+      long peak = std::max(row.s.peak_rss_kb, s.peak_rss_kb);
+      double wall = std::min(row.s.wall_s, s.wall_s);
+      if (s.cpu_s < row.s.cpu_s) row.s = s;
+      row.s.peak_rss_kb = peak;
+      row.s.wall_s = wall;
+    }
+    fmt::print("round {} of {} done, load average {}\n", round + 1, rounds, LoadAverage());
+  }
+  return rows;
+}
+
+Sample Failed(const std::string& why) {
+  Sample s;
+  std::snprintf(s.note, sizeof s.note, "%s", why.c_str());
+  return s;
+}
+
+// A malloc'd buffer (not value-initialized, so pages are touched only when
+// written), with simdjson's padding after `size` bytes.
+struct ChunkBuffer {
+  explicit ChunkBuffer(size_t size)
+      : data(static_cast<char*>(std::malloc(size + simdjson::SIMDJSON_PADDING))) {}
+  ~ChunkBuffer() { std::free(data); }
+  ChunkBuffer(const ChunkBuffer&) = delete;
+  ChunkBuffer& operator=(const ChunkBuffer&) = delete;
+  char* data;
+};
+
+// read: the file in kChunkBytes reads into one buffer.
+Sample ReadOnly(const std::string& path) {
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
+  ChunkBuffer buf(kChunkBytes);
+  uint64_t sum = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf.data, kChunkBytes);
+    if (n <= 0) break;
+    s.bytes += static_cast<uint64_t>(n);
+    sum += static_cast<unsigned char>(buf.data[n - 1]);
+  }
+  close(fd);
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  s.events = sum;
+  s.ok = s.bytes > 0;
+  return s;
+}
+
+// Inflate only: laggard's own byte source (zlib) read to the end.
+Sample InflateOnly(const std::string& path) {
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  auto source = OpenByteSource(path);
+  if (!source.ok()) return Failed(source.status().message());
+  ChunkBuffer buf(kChunkBytes);
+  for (;;) {
+    size_t n = (*source)->Read(buf.data, kChunkBytes);
+    if (n == 0) break;
+    s.bytes += n;
+  }
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  s.ok = s.bytes > 0 && !(*source)->damage();
+  return s;
+}
+
+#ifdef LAGGARD_BENCH_LIBDEFLATE
+// libdeflate's whole-buffer gzip decode of the file, read into memory first
+// and decoded into a buffer whose pages are touched before the clock starts:
+// the decode work alone, for a streaming decoder would reuse one small buffer.
+Sample LibdeflateDecode(const std::string& path, uint64_t json_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (gz.empty()) return Failed("cannot read " + path);
+  std::vector<char> out(json_bytes + (1 << 20));  // value-initialized: every page touched
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == nullptr) return Failed("libdeflate_alloc_decompressor failed");
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  size_t in_used = 0, out_len = 0;
+  libdeflate_result r = libdeflate_gzip_decompress_ex(d, gz.data(), gz.size(), out.data(),
+                                                     out.size(), &in_used, &out_len);
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  libdeflate_free_decompressor(d);
+  if (r != LIBDEFLATE_SUCCESS) return Failed(fmt::format("libdeflate error {}", static_cast<int>(r)));
+  s.bytes = out_len;
+  s.ok = out_len == json_bytes && in_used == gz.size();
+  if (!s.ok) std::snprintf(s.note, sizeof s.note, "decoded %zu of %llu bytes", out_len,
+                           static_cast<unsigned long long>(json_bytes));
+  return s;
+}
+#endif
+
+// Visits every member of an On-Demand value: keys, strings unescaped,
+// numbers and literals as raw tokens. Adds sizes to `sum` so nothing is
+// optimized away.
+simdjson::error_code VisitOnDemand(od::value v, uint64_t& sum) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  switch (type) {
+    case od::json_type::object: {
+      od::object obj;
+      if (auto e = v.get_object().get(obj)) return e;
+      for (auto field_result : obj) {
+        od::field field;
+        if (auto e = std::move(field_result).get(field)) return e;
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        sum += key.size();
+        if (auto e = VisitOnDemand(field.value(), sum)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (auto e = v.get_array().get(arr)) return e;
+      for (auto element : arr) {
+        od::value el;
+        if (auto e = element.get(el)) return e;
+        if (auto e = VisitOnDemand(el, sum)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::string: {
+      std::string_view str;
+      if (auto e = v.get_string().get(str)) return e;
+      sum += str.size();
+      return simdjson::SUCCESS;
+    }
+    default:
+      sum += v.raw_json_token().size();
+      return simdjson::SUCCESS;
+  }
+}
+
+void VisitDom(simdjson::dom::element el, uint64_t& sum) {
+  switch (el.type()) {
+    case simdjson::dom::element_type::OBJECT:
+      for (auto field : simdjson::dom::object(el)) {
+        sum += field.key.size();
+        VisitDom(field.value, sum);
+      }
+      break;
+    case simdjson::dom::element_type::ARRAY:
+      for (auto child : simdjson::dom::array(el)) VisitDom(child, sum);
+      break;
+    case simdjson::dom::element_type::STRING:
+      sum += std::string_view(el).size();
+      break;
+    default:
+      sum += 1;
+      break;
+  }
+}
+
+// kOnDemand visits every member; kIndex only iterates each piece and counts
+// its events (simdjson's stage 1 plus a skip over the structure: the least
+// any On-Demand parse does); kDom builds the tape (every number converted)
+// with the runtime-dispatched kernel.
+enum class Front { kOnDemand, kIndex, kDom };
+
+// (a): simdjson over every event of traceEvents, fed as large documents the
+// way simdjson is meant to be used: the file is read in kChunkBytes pieces
+// like the reader does, and each piece's complete events (up to its last
+// line break: the simulator writes one event per line) are parsed as one
+// JSON array, '[' and ']' written over the bytes around them. Every member
+// of every event is visited and every string unescaped.
+Sample BareParser(const std::string& path, Front front) {
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
+  // data[0] is room for the '[' before the first event of a piece; the
+  // unparsed tail of a piece moves to data + 1 before the next read.
+  size_t cap = 1 + 2 * kChunkBytes;
+  ChunkBuffer buf(cap);
+  od::parser od_parser;
+  simdjson::dom::parser dom_parser;
+  uint64_t sum = 0, errors = 0;
+  size_t len = 0;  // bytes at data + 1
+  bool in_events = false, done = false, eof = false;
+  while (!done && !eof) {
+    if (1 + len + kChunkBytes > cap) {  // an event longer than a chunk
+      cap = 1 + len + kChunkBytes;
+      ChunkBuffer bigger(cap);
+      std::memcpy(bigger.data, buf.data, 1 + len);
+      std::swap(buf.data, bigger.data);
+    }
+    ssize_t n = read(fd, buf.data + 1 + len, kChunkBytes);
+    if (n <= 0) {
+      eof = true;
+      n = 0;
+    }
+    s.bytes += static_cast<uint64_t>(n);
+    len += static_cast<size_t>(n);
+    std::memset(buf.data + 1 + len, ' ', simdjson::SIMDJSON_PADDING);
+    char* p = buf.data + 1;
+    char* end = p + len;
+    if (!in_events) {  // the header: up to the '[' of traceEvents
+      std::string_view text(p, len);
+      size_t key = text.find("\"traceEvents\"");
+      size_t open_at = key == std::string_view::npos ? key : text.find('[', key);
+      if (open_at == std::string_view::npos) continue;
+      p += open_at + 1;
+      in_events = true;
+    }
+    // The piece: whole lines, up to the line that closes traceEvents.
+    char* last = static_cast<char*>(memrchr(p, '\n', static_cast<size_t>(end - p)));
+    char* piece_end = eof ? end : last != nullptr ? last + 1 : p;
+    std::string_view piece(p, static_cast<size_t>(piece_end - p));
+    size_t close_at = piece.find("\n  ]");
+    if (close_at != std::string_view::npos) {
+      piece_end = p + close_at + 1;
+      done = true;
+    }
+    char* e = piece_end;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == ',')) --e;
+    if (e > p) {
+      char* doc = p - 1;
+      doc[0] = '[';
+      *e = ']';  // over the ',' (or blank) after the last event
+      size_t doc_len = static_cast<size_t>(e + 1 - doc);
+      if (front == Front::kIndex) {
+        od::document d;
+        od::array events;
+        size_t count = 0;
+        if (od_parser.iterate(doc, doc_len, doc_len + simdjson::SIMDJSON_PADDING).get(d) ||
+            d.get_array().get(events) || events.count_elements().get(count)) {
+          ++errors;
+        }
+        s.events += count;
+        sum += count;
+      } else if (front == Front::kOnDemand) {
+        od::document d;
+        od::array events;
+        if (od_parser.iterate(doc, doc_len, doc_len + simdjson::SIMDJSON_PADDING).get(d) ||
+            d.get_array().get(events)) {
+          ++errors;
+        } else {
+          for (auto element : events) {
+            od::value v;
+            ++s.events;
+            if (element.get(v) || VisitOnDemand(v, sum) != simdjson::SUCCESS) {
+              ++errors;
+              break;
+            }
+          }
+        }
+      } else {
+        simdjson::dom::element root;
+        simdjson::dom::array events;
+        if (dom_parser.parse(doc, doc_len, false).get(root) || root.get_array().get(events)) {
+          ++errors;
+        } else {
+          for (simdjson::dom::element ev : events) {
+            ++s.events;
+            VisitDom(ev, sum);
+          }
+        }
+      }
+    }
+    size_t rest = static_cast<size_t>(end - piece_end);
+    std::memmove(buf.data + 1, piece_end, rest);
+    len = rest;
+  }
+  while (!eof) {  // the footer: read, not parsed
+    ssize_t n = read(fd, buf.data, kChunkBytes);
+    if (n <= 0) break;
+    s.bytes += static_cast<uint64_t>(n);
+  }
+  close(fd);
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  s.ok = errors == 0 && s.events > 0 && sum > 0;
+  if (errors > 0) {
+    std::snprintf(s.note, sizeof s.note, "%llu pieces failed to parse",
+                  static_cast<unsigned long long>(errors));
+  }
+  return s;
+}
+
+// The decompressed size of a one-member gzip file: the trailer's ISIZE is
+// that size mod 2^32; of the sizes it allows, the one nearest `estimate`.
+uint64_t GzipJsonBytes(const std::string& path, uint64_t estimate) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() < 4) return 0;
+  in.seekg(-4, std::ios::end);
+  unsigned char t[4] = {};
+  in.read(reinterpret_cast<char*>(t), 4);
+  uint64_t isize = t[0] | uint64_t{t[1]} << 8 | uint64_t{t[2]} << 16 | uint64_t{t[3]} << 24;
+  uint64_t base = (estimate & ~uint64_t{0xFFFFFFFF}) | isize;
+  uint64_t best = base;
+  for (uint64_t c : {base - (uint64_t{1} << 32), base + (uint64_t{1} << 32)}) {
+    auto dist = [&](uint64_t x) { return x > estimate ? x - estimate : estimate - x; };
+    if (c <= (uint64_t{1} << 62) && dist(c) < dist(best)) best = c;
+  }
+  return best;
+}
+
+// (b), (c), (d): Ingest() with the reader set of `laggard diagnose`. Ingest
+// reports a trace file's size on disk, so `json_bytes` (when not 0) gives
+// the decompressed size of a .gz input.
+Sample IngestFiles(const std::vector<std::string>& paths, int threads, uint64_t json_bytes = 0) {
+  auto steps = MakeDefaultStepReaders(std::nullopt);
+  if (!steps.ok()) return Failed(steps.status().message());
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.threads = threads;
+  Sample s;
+  double cpu0 = CpuSeconds();
+  auto t0 = Clock::now();
+  auto run = Ingest(paths, steps->readers, options, traces.readers);
+  s.wall_s = Seconds(t0, Clock::now());
+  s.cpu_s = CpuSeconds() - cpu0;
+  if (!run.ok()) return Failed(run.status().message());
+  for (const InputFileInfo& f : run->files) s.bytes += f.bytes;
+  if (json_bytes != 0) s.bytes = json_bytes;
+  for (const RankTrace& t : run->traces) s.events += t.ops.size() + t.steps.size();
+  s.ok = run->traces.size() == paths.size() && s.events > 0;
+  if (!s.ok) {
+    std::snprintf(s.note, sizeof s.note, "%zu traces from %zu files", run->traces.size(),
+                  paths.size());
+  }
+  return s;
+}
+
+bool GzipFile(const std::string& from, const std::string& to, int level) {
+  std::ifstream in(from, std::ios::binary);
+  gzFile out = gzopen(to.c_str(), fmt::format("wb{}", level).c_str());
+  if (!in || out == nullptr) return false;
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = static_cast<unsigned>(in.gcount());
+    if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
+  }
+  return gzclose(out) == Z_OK && ok;
+}
+
+// "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "";
+}
+
+// The 1-minute load average: other work on the machine skews the numbers.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "?" : one;
+}
+
+double Gbps(const Sample& s, double seconds) {
+  return seconds > 0 ? static_cast<double>(s.bytes) / seconds / 1e9 : 0;
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  fmt::print("{:<48} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}\n", "measurement", "GB/s", "GB/s",
+             "CPU s", "wall s", "peak RSS", "RSS/size");
+  fmt::print("{:<48} {:>8} {:>8}\n", "", "per CPU", "wall");
+  fmt::print("{:-<105}\n", "");
+  for (const Row& r : rows) {
+    if (!r.s.ok) {
+      fmt::print("{:<48} failed: {}\n", r.name, r.s.note);
+      continue;
+    }
+    double rss_bytes = static_cast<double>(r.s.peak_rss_kb) * 1024;
+    fmt::print("{:<48} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.0f} MB {:>9}\n", r.name,
+               Gbps(r.s, r.s.cpu_s), Gbps(r.s, r.s.wall_s), r.s.cpu_s, r.s.wall_s, rss_bytes / 1e6,
+               r.file_bytes > 0 ? fmt::format("{:.3f}", rss_bytes / static_cast<double>(r.file_bytes))
+                                : "-");
+  }
+}
+
+bool ParseArgs(int argc, char** argv, BenchOptions& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (a == "--keep") {
+      o.keep = true;
+    } else if (a == "--skip-gz") {
+      o.skip_gz = true;
+    } else if (a == "--size-gb" && (v = value()) != nullptr) {
+      o.size_gb = std::atof(v);
+      if (!(o.size_gb > 0)) return false;
+    } else if (a == "--gzip-level" && (v = value()) != nullptr) {
+      o.gzip_level = std::atoi(v);
+      if (o.gzip_level < 1 || o.gzip_level > 9) return false;
+    } else if (a == "--repeat" && (v = value()) != nullptr) {
+      o.repeat = std::atoi(v);
+      if (o.repeat <= 0) return false;
+    } else if (a == "--dir" && (v = value()) != nullptr) {
+      o.dir = v;
+      o.keep = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  BenchOptions o;
+  if (!ParseArgs(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "usage: trace_ingest_bench [--size-gb X] [--repeat N] [--dir PATH] [--keep] "
+                 "[--skip-gz] [--gzip-level 1-9]\n");
+    return 2;
+  }
+  if (o.dir.empty()) {
+    std::string templ = (fs::temp_directory_path() / "laggard-trace-bench-XXXXXX").string();
+    if (mkdtemp(templ.data()) == nullptr) {
+      std::fprintf(stderr, "trace_ingest_bench: mkdtemp: %s\n", std::strerror(errno));
+      return 1;
+    }
+    o.dir = templ;
+  }
+  fs::create_directories(o.dir);
+  const std::string plain_dir = o.dir + "/plain";
+  const std::string gz_dir = o.dir + "/gz";
+
+  // Two ranks of one node; a step of a mid-size model: 1,200 compute
+  // kernels (each with its cpu_op, cudaLaunchKernel and ac2g flow) and 16
+  // gradient buckets (NCCL kernel with its args, record_param_comms,
+  // nccl:all_reduce). The compute_slow fault gives the trace a culprit.
+  sim::TraceScenario sc;
+  sc.ranks = 2;
+  sc.gpus_per_node = 8;
+  sc.kernels_per_step = 1200;
+  sc.collectives_per_step = 16;
+  sc.seed = 3;
+  sc.compute_slow = sim::ComputeSlowFault{1, 1.15};
+  auto per_step = sim::KinetoBytesPerStep(sc);
+  if (!per_step.ok()) {
+    std::fprintf(stderr, "trace_ingest_bench: %s\n", per_step.status().message().c_str());
+    return 1;
+  }
+  sc.steps = static_cast<int>(std::ceil(o.size_gb * 1e9 / static_cast<double>(*per_step))) + 1;
+
+  fmt::print("trace_ingest_bench: 2 ranks x {} steps x {} kernels ({} NCCL) per step, "
+             "{:.2f} MB per step per rank\n",
+             sc.steps, sc.kernels_per_step, sc.collectives_per_step,
+             static_cast<double>(*per_step) / 1e6);
+  fmt::print("machine: {} CPUs, {}; load average {} at start\n",
+             std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
+  fmt::print("kernels: {}\n", KinetoJsonImplementation());
+#ifdef LAGGARD_BENCH_LIBDEFLATE
+  fmt::print("libdeflate {} (decoder ceiling)\n", LIBDEFLATE_VERSION_STRING);
+#endif
+  auto g0 = Clock::now();
+  if (Status st = sim::WriteKinetoTraces(sc, plain_dir); !st.ok()) {
+    std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
+    return 1;
+  }
+  const std::string trace0 = plain_dir + "/" + sim::KinetoTracePath(sc, 0);
+  const std::string trace1 = plain_dir + "/" + sim::KinetoTracePath(sc, 1);
+  std::string gz0 = gz_dir + "/" + sim::KinetoTracePath(sc, 0, true);
+  if (!o.skip_gz && o.gzip_level == 0) {
+    if (Status st = sim::WriteKinetoTraces(sc, gz_dir, /*gzip=*/true); !st.ok()) {
+      std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
+      return 1;
+    }
+  } else if (!o.skip_gz) {
+    gz0 = fmt::format("{}/rank-0.pt.trace.json.gz", o.dir);
+    if (!GzipFile(trace0, gz0, o.gzip_level)) {
+      std::fprintf(stderr, "trace_ingest_bench: cannot write %s\n", gz0.c_str());
+      return 1;
+    }
+  }
+  const uint64_t size0 = fs::file_size(trace0);
+  const uint64_t gz_json0 = o.skip_gz ? 0 : GzipJsonBytes(gz0, size0);
+  malloc_trim(0);
+  fmt::print("data in {}: {:.3f} + {:.3f} GB plain", o.dir, static_cast<double>(size0) / 1e9,
+             static_cast<double>(fs::file_size(trace1)) / 1e9);
+  if (!o.skip_gz) {
+    fmt::print(", rank 0 gzipped {:.3f} GB (zlib -{}, {:.1f}x)",
+               static_cast<double>(fs::file_size(gz0)) / 1e9, std::max(1, o.gzip_level),
+               static_cast<double>(size0) / static_cast<double>(fs::file_size(gz0)));
+  }
+  fmt::print("; generated in {:.1f} s; best of {} rounds\n\n", Seconds(g0, Clock::now()), o.repeat);
+
+  const uint64_t both = size0 + fs::file_size(trace1);
+  std::vector<Measurement> ms;
+  ms.push_back({"read: read(2) in 512 KiB chunks", [&] { return ReadOnly(trace0); }});
+  ms.push_back({"(a) ceiling: simdjson On-Demand, every event",
+                [&] { return BareParser(trace0, Front::kOnDemand); }, size0});
+  ms.push_back({"(a) simdjson On-Demand, index + count only",
+                [&] { return BareParser(trace0, Front::kIndex); }, size0});
+  ms.push_back({"(a) ceiling: simdjson DOM, every event",
+                [&] { return BareParser(trace0, Front::kDom); }, size0});
+  ms.push_back({"(b) Ingest, 1 plain trace, threads=1", [&] { return IngestFiles({trace0}, 1); },
+                size0});
+  if (!o.skip_gz) {
+    ms.push_back({"(c) inflate only (laggard's zlib stream)", [&] { return InflateOnly(gz0); }});
+#ifdef LAGGARD_BENCH_LIBDEFLATE
+    ms.push_back({"(c) decoder ceiling: libdeflate, whole buffer",
+                  [&] { return LibdeflateDecode(gz0, gz_json0); }});
+#endif
+    ms.push_back({"(c) Ingest, 1 .gz trace, threads=1",
+                  [&] { return IngestFiles({gz0}, 1, gz_json0); }, gz_json0});
+  }
+  ms.push_back({"(d) Ingest, 2 plain traces, threads=1",
+                [&] { return IngestFiles({trace0, trace1}, 1); }, both});
+  ms.push_back({"(d) Ingest, 2 plain traces, threads=2",
+                [&] { return IngestFiles({trace0, trace1}, 2); }, both});
+  std::vector<Row> rows = RunRounds(ms, o.repeat);
+  fmt::print("\n");
+  PrintTable(rows);
+  fmt::print("load average {} at the end\n", LoadAverage());
+  if (!rss_reset_works) {
+    fmt::print("WARNING: /proc/self/clear_refs not writable: peak RSS includes the parent's\n");
+  }
+
+  auto find = [&](std::string_view prefix) -> const Sample* {
+    for (const Row& row : rows) {
+      if (row.name.rfind(prefix, 0) == 0 && row.s.ok) return &row.s;
+    }
+    return nullptr;
+  };
+  const Sample* ceil_od = find("(a) ceiling: simdjson On-Demand");
+  const Sample* ceil_dom = find("(a) ceiling: simdjson DOM");
+  const Sample* plain = find("(b) Ingest");
+  const Sample* gz = find("(c) Ingest");
+  const Sample* two1 = find("(d) Ingest, 2 plain traces, threads=1");
+  const Sample* two2 = find("(d) Ingest, 2 plain traces, threads=2");
+  auto verdict = [](bool met) { return met ? "met" : "NOT MET"; };
+
+  fmt::print("\ntargets (GB/s per core = bytes / CPU s):\n");
+  if (plain != nullptr && ceil_od != nullptr && ceil_dom != nullptr) {
+    const Sample* ceiling = Gbps(*ceil_od, ceil_od->cpu_s) >= Gbps(*ceil_dom, ceil_dom->cpu_s)
+                                ? ceil_od
+                                : ceil_dom;
+    double ratio = Gbps(*plain, plain->cpu_s) / Gbps(*ceiling, ceiling->cpu_s);
+    fmt::print("  full ingest >= 60% of the bare parser (the faster (a)): {:.0f}% ({:.2f} / {:.2f} "
+               "GB/s), {}; vs On-Demand {:.0f}%, vs DOM {:.0f}%\n",
+               100 * ratio, Gbps(*plain, plain->cpu_s), Gbps(*ceiling, ceiling->cpu_s),
+               verdict(ratio >= 0.6),
+               100 * Gbps(*plain, plain->cpu_s) / Gbps(*ceil_od, ceil_od->cpu_s),
+               100 * Gbps(*plain, plain->cpu_s) / Gbps(*ceil_dom, ceil_dom->cpu_s));
+  }
+  if (plain != nullptr) {
+    double g = Gbps(*plain, plain->cpu_s);
+    fmt::print("  plain JSON >= 1 GB/s per core: {:.2f} GB/s ({:.2f} by wall), {}\n", g,
+               Gbps(*plain, plain->wall_s), verdict(g >= 1));
+    double rss = static_cast<double>(plain->peak_rss_kb) * 1024 / static_cast<double>(size0);
+    fmt::print("  peak RSS <= 0.25x the trace size: {:.3f}x ({:.0f} MB for {:.2f} GB), {}\n", rss,
+               static_cast<double>(plain->peak_rss_kb) * 1024 / 1e6,
+               static_cast<double>(size0) / 1e9, verdict(rss <= 0.25));
+  }
+  if (gz != nullptr) {
+    double g = Gbps(*gz, gz->cpu_s);
+    fmt::print("  .gz >= 1 GB/s of JSON per core: {:.2f} GB/s ({:.2f} by wall), {}\n", g,
+               Gbps(*gz, gz->wall_s), verdict(g >= 1));
+  }
+  if (two1 != nullptr && two2 != nullptr) {
+    double speedup = two1->wall_s / two2->wall_s;
+    fmt::print("  2 files on 2 cores >= 1.8x one core: {:.2f}x by wall time, {} "
+               "(CPU s {:.2f} vs {:.2f})\n",
+               speedup, verdict(speedup >= 1.8), two2->cpu_s, two1->cpu_s);
+  }
+
+  if (!o.keep) {
+    std::error_code ec;
+    fs::remove_all(o.dir, ec);
+  }
+  for (const Row& row : rows) {
+    if (!row.s.ok) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace laggard
+
+int main(int argc, char** argv) { return laggard::Main(argc, argv); }
