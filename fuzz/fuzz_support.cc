@@ -211,6 +211,10 @@ void CheckRunInvariants(const Run& run) {
   FUZZ_CHECK(claimed == kept + dups,
              "records lost: readers took {}, run keeps {} and counts {} duplicates", claimed, kept,
              dups);
+  CheckDiagnostics(run);
+}
+
+void CheckDiagnostics(const Run& run) {
   for (size_t c = 0; c < static_cast<size_t>(DiagCode::kCount); ++c) {
     auto code = static_cast<DiagCode>(c);
     uint64_t n = run.diagnostics.count(code);
@@ -219,6 +223,109 @@ void CheckRunInvariants(const Run& run) {
                    (n == 0 || examples > 0),
                "{}: count {} with {} examples", Describe(code).name, n, examples);
   }
+}
+
+TraceOutcome ReadTraceFile(const TraceReader& reader, const std::string& path,
+                           std::optional<int32_t> rank_from_path) {
+  TraceOutcome outcome;
+  RunBuilder builder;
+  ReaderContext ctx;
+  ctx.file_index = 0;
+  ctx.path = path;
+  ctx.rank_from_path = rank_from_path;
+  ctx.out = &builder;
+  outcome.taken = reader.Read(path, ctx);
+  InputFileInfo info;
+  info.path = path;
+  info.format = std::string(reader.name());
+  info.records = outcome.taken;
+  info.used = outcome.taken > 0;
+  outcome.run.files.push_back(std::move(info));
+  builder.Finalize(outcome.run);
+  return outcome;
+}
+
+namespace {
+
+bool EndFits(TimeNs start, DurationNs dur) {
+  TimeNs end;
+  return !__builtin_add_overflow(start, dur, &end);
+}
+
+}  // namespace
+
+void CheckTraceInvariants(const TraceOutcome& o) {
+  const Run& run = o.run;
+  CheckDiagnostics(run);
+  FUZZ_CHECK(run.traces.size() <= 1, "{} traces from one file", run.traces.size());
+  uint64_t taken = 0;
+  const size_t names = run.names.size();
+  for (const RankTrace& t : run.traces) {
+    taken += t.ops.size() + t.steps.size();
+    FUZZ_CHECK(t.file == 0, "trace names file {}", t.file);
+    FUZZ_CHECK(!t.rank || (*t.rank >= 0 && *t.rank <= kMaxRank), "rank {}", *t.rank);
+    FUZZ_CHECK(!t.world_size || (*t.world_size >= 1 && *t.world_size <= kMaxRank + 1),
+               "world size {}", *t.world_size);
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      const TraceOp& op = t.ops[i];
+      FUZZ_CHECK(op.dur_ns >= 0, "op {} has dur {} ns", i, op.dur_ns);
+      FUZZ_CHECK(EndFits(op.start_ns, op.dur_ns), "op {} ends past int64: start {} + dur {}", i,
+                 op.start_ns, op.dur_ns);
+      FUZZ_CHECK(op.name < names, "op {} names id {} of {}", i, op.name, names);
+      FUZZ_CHECK(op.cls < OpClass::kCount, "op {} has class {}", i, static_cast<int>(op.cls));
+      // Streams are not checked: a CPU op's is its thread id, any int32.
+      FUZZ_CHECK(op.device >= -1, "op {} on device {}", i, op.device);
+      if (i > 0) {
+        FUZZ_CHECK(t.ops[i - 1].start_ns <= op.start_ns, "ops not sorted: {} then {} at op {}",
+                   t.ops[i - 1].start_ns, op.start_ns, i);
+      }
+    }
+    for (size_t i = 0; i < t.collectives.size(); ++i) {
+      const CollectiveCall& c = t.collectives[i];
+      FUZZ_CHECK(c.dur_ns >= 0, "collective {} has dur {} ns", i, c.dur_ns);
+      FUZZ_CHECK(EndFits(c.start_ns, c.dur_ns), "collective {} ends past int64: {} + {}", i,
+                 c.start_ns, c.dur_ns);
+      FUZZ_CHECK(c.kernel < names && c.collective < names && (!c.group || *c.group < names),
+                 "collective {} names ids {} / {} / {} of {}", i, c.kernel, c.collective,
+                 c.group.value_or(0), names);
+      if (i > 0) {
+        FUZZ_CHECK(t.collectives[i - 1].start_ns <= c.start_ns,
+                   "collectives not sorted: {} then {} at {}", t.collectives[i - 1].start_ns,
+                   c.start_ns, i);
+      }
+    }
+    for (size_t i = 0; i < t.steps.size(); ++i) {
+      const TraceStep& s = t.steps[i];
+      FUZZ_CHECK(s.end_ns >= s.start_ns, "step {} ends at {} before its start {}", s.step,
+                 s.end_ns, s.start_ns);
+      if (i > 0) {
+        FUZZ_CHECK(t.steps[i - 1].step < s.step, "steps not ascending/unique: {} then {}",
+                   t.steps[i - 1].step, s.step);
+      }
+    }
+  }
+  FUZZ_CHECK(o.taken == taken, "reader says it took {}, the trace holds {} ops + steps", o.taken,
+             taken);
+  FUZZ_CHECK(!run.traces.empty() || Count(run, DiagCode::kTraceUnsupported) +
+                                            Count(run, DiagCode::kFileUnreadable) >
+                                        0,
+             "no trace and no trace.unsupported / file.unreadable to say why");
+}
+
+std::vector<OpKey> SortedOpKeys(const Run& run) {
+  std::vector<OpKey> keys;
+  for (const RankTrace& t : run.traces) {
+    for (const TraceOp& op : t.ops) {
+      keys.emplace_back(op.dur_ns, std::string(run.names.Get(op.name)), static_cast<int>(op.cls),
+                        op.device, op.stream);
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+bool IsSubMultiset(const std::vector<OpKey>& sub, const std::vector<OpKey>& all) {
+  return std::includes(all.begin(), all.end(), sub.begin(), sub.end());
 }
 
 void CheckExampleLines(const Run& run, uint64_t line_count) {

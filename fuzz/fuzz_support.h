@@ -1,7 +1,9 @@
 // Shared by the fuzz targets in fuzz/*_fuzzer.cc: the entry-point macro,
 // invariant checks that abort (so libFuzzer and the smoke driver both see a
 // crash), an in-memory ByteSource, a reference line splitter, temp files and
-// gzip helpers, and the checks every Run must pass whatever the input.
+// gzip helpers, the checks every Run must pass whatever the input, and a
+// profiler-trace reader run on a file with the checks every RankTrace must
+// pass.
 //
 // Each target is written once and built two ways:
 //   - with -DLAGGARD_LIBFUZZER (clang, LAGGARD_FUZZ=ON): the entry point is
@@ -21,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,6 +31,7 @@
 #include "ingest/input_file.h"
 #include "ingest/line_matcher.h"
 #include "ingest/step_reader.h"
+#include "ingest/trace_reader.h"
 #include "model/run.h"
 
 #if defined(LAGGARD_LIBFUZZER)
@@ -116,6 +120,40 @@ ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,
 // the records the readers claimed equal the records kept plus the counted
 // duplicates.
 void CheckRunInvariants(const Run& run);
+
+// Counts and examples of every diagnostic agree: no more examples than the
+// count or than Diagnostics::kMaxExamplesPerCode, and a counted code has one.
+// Part of CheckRunInvariants; trace runs call it alone.
+void CheckDiagnostics(const Run& run);
+
+// Runs one TraceReader on the file at `path` (as Ingest would, minus the
+// sniffing) and finalizes the result into `run` (one entry in run.files).
+struct TraceOutcome {
+  uint64_t taken = 0;
+  Run run;
+  const RankTrace* trace() const { return run.traces.empty() ? nullptr : &run.traces[0]; }
+};
+TraceOutcome ReadTraceFile(const TraceReader& reader, const std::string& path,
+                           std::optional<int32_t> rank_from_path);
+
+// Invariants of any trace read from one file, whatever its bytes: at most
+// one RankTrace, naming file 0; the reader's count of what it took equals
+// ops + steps; ops and collectives sorted by start, with dur >= 0, an end
+// (start + dur) that int64 holds (detectors compute it), name ids inside
+// run.names and a device of -1 (none) or more; steps ascending and unique
+// with end >= start; rank and world size in range; the diagnostics
+// consistent (CheckDiagnostics); a file without a trace counts why
+// (trace.unsupported or file.unreadable).
+void CheckTraceInvariants(const TraceOutcome& o);
+
+// An op as the multiset comparisons of the trace fuzzers see it: (dur,
+// name as text, class, device, stream), its start left out (a cut may lose
+// the clock base).
+using OpKey = std::tuple<DurationNs, std::string, int, int, int>;
+std::vector<OpKey> SortedOpKeys(const Run& run);
+
+// Whether every element of sorted `sub` occurs in sorted `all` (multiset).
+bool IsSubMultiset(const std::vector<OpKey>& sub, const std::vector<OpKey>& all);
 
 // Every located example of a per-line diagnostic (step.*, csv.bad_row,
 // jsonl.bad_line) names a line in [1, line_count].

@@ -37,6 +37,8 @@ int LaggardFuzz_text_log_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_line_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_ingest(const uint8_t* data, size_t size);
 int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
+int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
+int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -56,6 +58,8 @@ constexpr Target kTargets[] = {
     {"line_reader", LaggardFuzz_line_reader, 40},
     {"ingest", LaggardFuzz_ingest, 40},
     {"time_parsers", LaggardFuzz_time_parsers, 400},
+    {"kineto_reader", LaggardFuzz_kineto_reader, 300},
+    {"nsys_reader", LaggardFuzz_nsys_reader, 200},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -76,7 +76,8 @@ constexpr size_t kMaxCaptureBytes = 64 << 20;  // top-level members kept (distri
 constexpr size_t kMaxGapBytes = 1 << 20;       // garbage between events checked at once
 constexpr size_t kPad = 64;
 static_assert(kPad >= simdjson::SIMDJSON_PADDING, "the buffer must carry simdjson's padding");
-// |ts| bound (us): keeps base + ts in int64 ns (4e15 us is the year 2096).
+// |ts| and ts + dur bound (us): keeps base + ts + dur in int64 ns (4e15 us is
+// the year 2096).
 constexpr int64_t kMaxAbsTimeUs = 4'000'000'000'000'000;
 constexpr int64_t kMaxBaseNs = 4'000'000'000'000'000'000;
 
@@ -1363,6 +1364,10 @@ class KinetoFile {
                                   : fmt::format("\"dur\": {} is not a number", Clip(e.dur)));
     }
     if (*dur < 0) return BadEvent(offset, fmt::format("negative \"dur\": {}", Clip(e.dur)));
+    if (*ts + *dur > kMaxAbsTimeUs * 1000) {  // end + base would overflow int64 ns
+      return BadEvent(offset, fmt::format("event ends past 4e15 us: \"ts\": {}, \"dur\": {}",
+                                          Clip(e.ts), Clip(e.dur)));
+    }
 
     if (IsDeviceCat(e.cat_kind)) return TakeDeviceOp(e, *name, *ts, *dur, offset);
 

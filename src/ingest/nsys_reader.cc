@@ -683,7 +683,8 @@ class TraceBuilder {
     }
     for (const auto& [table, bad] : bad_) {
       ctx_.diag().Add(DiagCode::kTraceBadEvent, ctx_.path, 0,
-                      fmt::format("{} {} row(s) with missing or reversed start/end, e.g. {}",
+                      fmt::format("{} {} row(s) with missing, reversed or out-of-range "
+                                  "start/end, e.g. {}",
                                   bad.count, table, bad.example),
                       bad.count);
     }
@@ -719,7 +720,9 @@ class TraceBuilder {
       ++rows_;
       auto start = Shift(IntAt(s, 0));
       auto end = Shift(IntAt(s, 1));
-      if (!start || !end || *end < *start) {
+      // A span over 292 years (start -9e18, end 9e18) has no int64 duration.
+      DurationNs dur = 0;
+      if (!start || !end || *end < *start || __builtin_sub_overflow(*end, *start, &dur)) {
         BadRows& bad = bad_[std::string(table)];
         if (bad.count++ == 0) {
           bad.example = fmt::format("rowid {}", IntAt(s, 6).value_or(0));
@@ -728,7 +731,7 @@ class TraceBuilder {
       }
       TraceOp op;
       op.start_ns = *start;
-      op.dur_ns = *end - *start;
+      op.dur_ns = dur;
       if (auto dev = IntAt(s, 2); dev && *dev >= 0 && *dev <= INT16_MAX) {
         op.device = static_cast<int16_t>(*dev);
       }
