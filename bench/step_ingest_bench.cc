@@ -44,6 +44,8 @@
 
 #include <fmt/format.h>
 
+#include "bench_child.h"
+
 #include "analysis/step_time_detector.h"
 #include "ingest/ingest.h"
 #include "ingest/input_file.h"
@@ -56,6 +58,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::CpuSeconds;
+using bench::g_rss_reset_works;
+using bench::LoadAverage;
+using bench::RunInChild;
+using bench::Seconds;
 
 constexpr int kNodeGroups = 8;
 
@@ -82,81 +89,12 @@ struct Sample {
   char note[256] = {};
 };
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(ru.ru_utime) + s(ru.ru_stime);
-}
-
-// A forked child inherits its parent's resident pages and high-water mark;
-// resetting the mark (Linux >= 4.0) makes the child's peak its own. The
-// parent keeps itself small (malloc_trim) before forking.
-bool ResetPeakRss() {
-  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
-  if (f == nullptr) return false;
-  bool ok = std::fputs("5", f) >= 0;
-  return std::fclose(f) == 0 && ok;
-}
-
-long PeakRssKb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;  // kB on Linux
-}
-
-bool rss_reset_works = true;
-
-// Runs `body` in a forked child and returns what it measured.
-Sample InChild(const std::function<Sample()>& body) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    Sample s;
-    std::snprintf(s.note, sizeof s.note, "pipe: %s", std::strerror(errno));
-    return s;
-  }
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    bool reset = ResetPeakRss();
-    Sample s = body();
-    s.peak_rss_kb = PeakRssKb();
-    if (!reset) s.peak_rss_kb = -s.peak_rss_kb;  // inherited mark: flag it
-    ssize_t w = write(fds[1], &s, sizeof s);
-    _exit(w == static_cast<ssize_t>(sizeof s) ? 0 : 1);
-  }
-  close(fds[1]);
-  Sample s;
-  size_t got = 0;
-  while (pid > 0 && got < sizeof s) {
-    ssize_t r = read(fds[0], reinterpret_cast<char*>(&s) + got, sizeof s - got);
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  close(fds[0]);
-  int status = 0;
-  if (pid > 0) waitpid(pid, &status, 0);
-  if (pid < 0 || got != sizeof s || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    s = Sample();
-    std::snprintf(s.note, sizeof s.note, "child failed (status %d)", status);
-  }
-  if (s.peak_rss_kb < 0) {
-    rss_reset_works = false;
-    s.peak_rss_kb = -s.peak_rss_kb;
-  }
-  return s;
-}
 
 // The fastest run; the highest peak RSS of all runs.
 Sample Repeat(int n, const std::function<Sample()>& body) {
   std::vector<Sample> runs;
   for (int i = 0; i < n; ++i) {
-    runs.push_back(InChild(body));
+    runs.push_back(RunInChild<Sample>(body));
     if (!runs.back().ok) return runs.back();
   }
   long peak = 0;
@@ -286,12 +224,6 @@ std::string CpuModel() {
 }
 
 // The 1-minute load average: other work on the machine skews the numbers.
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one.empty() ? "?" : one;
-}
 
 std::string Rate(double count, double seconds, double unit) {
   return seconds > 0 ? fmt::format("{:.1f}", count / seconds / unit) : "-";
@@ -438,7 +370,7 @@ int Main(int argc, char** argv) {
   if (b.ok && a.ok && b.lines != a.lines) {
     fmt::print("WARNING: Ingest took {} records from {} lines\n", b.lines, a.lines);
   }
-  if (!rss_reset_works) {
+  if (!g_rss_reset_works) {
     fmt::print("WARNING: /proc/self/clear_refs not writable: peak RSS includes the parent's\n");
   }
 

@@ -1,0 +1,107 @@
+// Measurement helpers shared by the bench/ programs: wall and CPU time, and
+// running one measurement in a forked child so its peak RSS is its own.
+//
+// A forked child inherits its parent's resident pages and high-water mark;
+// resetting the mark (/proc/self/clear_refs, Linux >= 4.0) makes the child's
+// peak its own. Sample is the program's own plain-data result type with
+// `long peak_rss_kb` and `char note[]`; it travels back through a pipe.
+
+#ifndef LAGGARD_BENCH_BENCH_CHILD_H_
+#define LAGGARD_BENCH_BENCH_CHILD_H_
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace laggard::bench {
+
+inline double Seconds(std::chrono::steady_clock::time_point a,
+                      std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+inline double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+inline bool ResetPeakRss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+inline long PeakRssKb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;  // kB on Linux
+}
+
+// The 1-minute load average, to show how noisy a run was.
+inline std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "?" : one;
+}
+
+// False once a child could not reset its peak-RSS mark (then the peaks
+// include the parent's pages).
+inline bool g_rss_reset_works = true;
+
+// Runs `body` in a forked child and returns what it measured.
+template <typename Sample>
+Sample RunInChild(const std::function<Sample()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    Sample s;
+    std::snprintf(s.note, sizeof s.note, "pipe: %s", std::strerror(errno));
+    return s;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    bool reset = ResetPeakRss();
+    Sample s = body();
+    s.peak_rss_kb = PeakRssKb();
+    if (!reset) s.peak_rss_kb = -s.peak_rss_kb;  // inherited mark: flag it
+    ssize_t w = write(fds[1], &s, sizeof s);
+    _exit(w == static_cast<ssize_t>(sizeof s) ? 0 : 1);
+  }
+  close(fds[1]);
+  Sample s;
+  size_t got = 0;
+  while (pid > 0 && got < sizeof s) {
+    ssize_t r = read(fds[0], reinterpret_cast<char*>(&s) + got, sizeof s - got);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (pid < 0 || got != sizeof s || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    s = Sample();
+    std::snprintf(s.note, sizeof s.note, "child failed (status %d)", status);
+  }
+  if (s.peak_rss_kb < 0) {
+    g_rss_reset_works = false;
+    s.peak_rss_kb = -s.peak_rss_kb;
+  }
+  return s;
+}
+
+}  // namespace laggard::bench
+
+#endif  // LAGGARD_BENCH_BENCH_CHILD_H_
