@@ -255,12 +255,19 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     f.severity = Severity::kInfo;
     f.entity.job = true;
     f.confidence = 0.9;
+    // The largest offsets first.
+    std::vector<size_t> order(R);
+    for (size_t ri = 0; ri < R; ++ri) order[ri] = ri;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return std::abs(offset[a]) > std::abs(offset[b]); });
     std::string list;
-    for (size_t ri = 0; ri < R && ri < 8; ++ri) {
-      list += fmt::format("{}rank {} {:+.2f} ms", list.empty() ? "" : ", ", out.ranks[ri].rank,
+    for (size_t i = 0; i < R && i < 6; ++i) {
+      size_t ri = order[i];
+      list += fmt::format("{}rank {}{} {:+.2f} ms", list.empty() ? "" : ", ", out.ranks[ri].rank,
+                          out.ranks[ri].host ? " (" + *out.ranks[ri].host + ")" : std::string(),
                           static_cast<double>(offset[ri]) / 1e6);
     }
-    if (R > 8) list += ", ...";
+    if (R > 6) list += ", ...";
     f.message = fmt::format(
         "rank clocks disagree by up to {}; offsets estimated from {} collective ends were removed "
         "({})",

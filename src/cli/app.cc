@@ -14,6 +14,7 @@
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "report/report.h"
+#include "simulator/kineto_traces.h"
 #include "simulator/step_logs.h"
 #include "verdict/verdict.h"
 
@@ -141,8 +142,9 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
 }
 
 int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_tty, bool err_tty) {
-  // Until the full cluster simulator lands: 8 nodes x 8 GPUs of step logs, one
-  // GPU 21% slower from step 120 on.
+  // Until the full cluster simulator lands: 8 nodes x 8 GPUs, one GPU whose
+  // kernels run 21% slower from step 120 on: per-rank step logs (compute-only
+  // timings) and torch.profiler traces of 3 steps on every rank.
   sim::StepLogScenario sc;
   sc.ranks = 64;
   sc.gpus_per_node = 8;
@@ -159,11 +161,30 @@ int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_
     err << "laggard demo: " << st.message() << "\n";
     return kExitNoInput;
   }
+  sim::TraceScenario traces_sc;
+  traces_sc.ranks = sc.ranks;
+  traces_sc.gpus_per_node = sc.gpus_per_node;
+  traces_sc.steps = 3;
+  traces_sc.first_step = 300;
+  traces_sc.kernels_per_step = 48;
+  traces_sc.seed = sc.seed;
+  traces_sc.compute_slow = sim::ComputeSlowFault{13, 1.21};
+  traces_sc.max_clock_offset_ms = 4;
+  std::string traces = dir + "/traces";
+  std::filesystem::remove_all(traces, ec);
+  st = sim::WriteKinetoTraces(traces_sc, traces, /*gzip=*/true);
+  if (!st.ok()) {
+    err << "laggard demo: " << st.message() << "\n";
+    return kExitNoInput;
+  }
   out << fmt::format("laggard demo: simulated {} ranks ({} nodes x {} GPUs), {} steps, one GPU "
-                     "slowed by 21% from step 120\n  step logs: {}\n\n",
-                     sc.ranks, sc.ranks / sc.gpus_per_node, sc.gpus_per_node, sc.steps, logs);
+                     "computing 21% slower from step 120\n  step logs: {}\n  traces:    {} "
+                     "(steps {}-{}, host clocks up to {} ms apart)\n\n",
+                     sc.ranks, sc.ranks / sc.gpus_per_node, sc.gpus_per_node, sc.steps, logs,
+                     traces, traces_sc.first_step, traces_sc.first_step + traces_sc.steps - 1,
+                     traces_sc.max_clock_offset_ms);
   DiagnoseOptions o;
-  o.paths = {logs};
+  o.paths = {logs, traces};
   o.json_out = dir + "/report.json";
   int rc = Diagnose(o, out, err, out_tty, err_tty);
   out << fmt::format("\nJSON report: {}/report.json\n", dir);

@@ -42,7 +42,7 @@ void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from
 }
 
 // The trace detector named a culprit: build the verdict around it.
-Verdict TraceVerdict(const StepAnalysis& steps, const TraceAnalysis& traces) {
+Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   Verdict v;
   v.status = VerdictStatus::kStraggler;
   const Finding* late = FirstOf(traces.findings, FindingCode::kTraceLateArrival);
@@ -50,6 +50,11 @@ Verdict TraceVerdict(const StepAnalysis& steps, const TraceAnalysis& traces) {
   const Finding* stall = FirstOf(traces.findings, FindingCode::kTraceHostStall);
   Culprit c;
   c.entity = late->entity;
+  // Join what the step logs know of the same rank (host, GPU).
+  if (const StepSeries* s = run.FindRank(*c.entity.rank)) {
+    if (!c.entity.host) c.entity.host = s->info.host;
+    if (!c.entity.gpu) c.entity.gpu = s->info.local_gpu;
+  }
   c.confidence = std::min(late->confidence, kSingleSourceCap);
   std::string why = "arrives last at the collectives; why is not known from the traces";
   c.cause_class = "unknown";
@@ -134,7 +139,7 @@ std::string_view ConfidenceWord(double c) {
 
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
-    return TraceVerdict(steps, traces);
+    return TraceVerdict(run, steps, traces);
   }
   Verdict v;
   std::vector<const Finding*> stragglers;
