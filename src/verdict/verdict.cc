@@ -66,7 +66,6 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
     c.slowdown = slow->slowdown;
   } else if (stall) {
     c.cause_class = "host_stall";
-    c.cause = "data_loader";
     c.confidence = std::max(c.confidence, stall->confidence);
     why = "host stall: kernels are normal, the GPU idles waiting for the host";
   }
