@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace laggard::bench {
 
@@ -54,6 +56,35 @@ inline std::string LoadAverage() {
   std::string one;
   in >> one;
   return one.empty() ? "?" : one;
+}
+
+// "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".
+inline std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "";
+}
+
+// Compresses `from` into the gzip file `to` at `level` (1-9).
+inline bool GzipFile(const std::string& from, const std::string& to, int level) {
+  std::ifstream in(from, std::ios::binary);
+  std::string mode = "wb" + std::to_string(level);
+  gzFile out = gzopen(to.c_str(), mode.c_str());
+  if (!in || out == nullptr) return false;
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = static_cast<unsigned>(in.gcount());
+    if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
+  }
+  return gzclose(out) == Z_OK && ok;
 }
 
 // False once a child could not reset its peak-RSS mark (then the peaks

@@ -58,7 +58,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::CpuModel;
 using bench::CpuSeconds;
+using bench::GzipFile;
 using bench::g_rss_reset_works;
 using bench::LoadAverage;
 using bench::RunInChild;
@@ -88,7 +90,6 @@ struct Sample {
   long peak_rss_kb = 0;
   char note[256] = {};
 };
-
 
 // The fastest run; the highest peak RSS of all runs.
 Sample Repeat(int n, const std::function<Sample()>& body) {
@@ -195,35 +196,6 @@ bool SplitByNodeGroup(const std::string& path, int ranks, const std::string& dir
   }
   return true;
 }
-
-bool GzipFile(const std::string& from, const std::string& to, int level) {
-  std::ifstream in(from, std::ios::binary);
-  gzFile out = gzopen(to.c_str(), fmt::format("wb{}", level).c_str());
-  if (!in || out == nullptr) return false;
-  std::vector<char> buf(1 << 20);
-  bool ok = true;
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    auto n = static_cast<unsigned>(in.gcount());
-    if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
-  }
-  return gzclose(out) == Z_OK && ok;
-}
-
-// "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  }
-  return "";
-}
-
-// The 1-minute load average: other work on the machine skews the numbers.
 
 std::string Rate(double count, double seconds, double unit) {
   return seconds > 0 ? fmt::format("{:.1f}", count / seconds / unit) : "-";

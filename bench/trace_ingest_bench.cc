@@ -79,7 +79,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace od = simdjson::ondemand;
 using Clock = std::chrono::steady_clock;
+using bench::CpuModel;
 using bench::CpuSeconds;
+using bench::GzipFile;
 using bench::g_rss_reset_works;
 using bench::LoadAverage;
 using bench::RunInChild;
@@ -106,7 +108,6 @@ struct Sample {
   long peak_rss_kb = 0;
   char note[256] = {};
 };
-
 
 // One row of the table: what to run in a child, and the trace size its
 // peak RSS is compared with (0: not compared).
@@ -470,35 +471,6 @@ Sample IngestFiles(const std::vector<std::string>& paths, int threads, uint64_t 
   }
   return s;
 }
-
-bool GzipFile(const std::string& from, const std::string& to, int level) {
-  std::ifstream in(from, std::ios::binary);
-  gzFile out = gzopen(to.c_str(), fmt::format("wb{}", level).c_str());
-  if (!in || out == nullptr) return false;
-  std::vector<char> buf(1 << 20);
-  bool ok = true;
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    auto n = static_cast<unsigned>(in.gcount());
-    if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
-  }
-  return gzclose(out) == Z_OK && ok;
-}
-
-// "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  }
-  return "";
-}
-
-// The 1-minute load average: other work on the machine skews the numbers.
 
 double Gbps(const Sample& s, double seconds) {
   return seconds > 0 ? static_cast<double>(s.bytes) / seconds / 1e9 : 0;
