@@ -11,6 +11,7 @@
 
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -85,6 +87,12 @@ inline bool GzipFile(const std::string& from, const std::string& to, int level) 
     if (n > 0 && gzwrite(out, buf.data(), n) != static_cast<int>(n)) ok = false;
   }
   return gzclose(out) == Z_OK && ok;
+}
+
+// A fresh directory under the system's temp dir, or "" (with errno set).
+inline std::string MakeTempDir(const std::string& prefix) {
+  std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  return mkdtemp(templ.data()) == nullptr ? std::string() : templ;
 }
 
 // False once a child could not reset its peak-RSS mark (then the peaks

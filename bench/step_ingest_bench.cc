@@ -255,12 +255,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (o.dir.empty()) {
-    std::string templ = (fs::temp_directory_path() / "laggard-bench-XXXXXX").string();
-    if (mkdtemp(templ.data()) == nullptr) {
+    o.dir = bench::MakeTempDir("laggard-bench");
+    if (o.dir.empty()) {
       std::fprintf(stderr, "step_ingest_bench: mkdtemp: %s\n", std::strerror(errno));
       return 1;
     }
-    o.dir = templ;
   }
   fs::create_directories(o.dir);
   const std::string log = o.dir + "/steps.log";

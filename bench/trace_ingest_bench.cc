@@ -531,12 +531,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (o.dir.empty()) {
-    std::string templ = (fs::temp_directory_path() / "laggard-trace-bench-XXXXXX").string();
-    if (mkdtemp(templ.data()) == nullptr) {
+    o.dir = bench::MakeTempDir("laggard-trace-bench");
+    if (o.dir.empty()) {
       std::fprintf(stderr, "trace_ingest_bench: mkdtemp: %s\n", std::strerror(errno));
       return 1;
     }
-    o.dir = templ;
   }
   fs::create_directories(o.dir);
   const std::string plain_dir = o.dir + "/plain";
