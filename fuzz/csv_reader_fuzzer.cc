@@ -49,15 +49,7 @@ void ReadAndCheck(const StepReader& reader, std::string_view input,
   }
   FUZZ_CHECK(o.bytes_read == input.size(), "reader stopped after {} of {} bytes", o.bytes_read,
              input.size());
-  uint64_t accounted = o.taken + Count(run, DiagCode::kCsvBadRow) +
-                       Count(run, DiagCode::kStepBadRankOrStep) +
-                       Count(run, DiagCode::kStepNonPositiveDuration);
-  FUZZ_CHECK(accounted == content,
-             "{} content rows after the header, but {} taken + {} bad rows + {} bad rank/step + "
-             "{} non-positive",
-             content, o.taken, Count(run, DiagCode::kCsvBadRow),
-             Count(run, DiagCode::kStepBadRankOrStep),
-             Count(run, DiagCode::kStepNonPositiveDuration));
+  CheckRecordsAccounted(run, o.taken, DiagCode::kCsvBadRow, content);
 }
 
 }  // namespace

@@ -162,6 +162,18 @@ void CheckExampleLines(const Run& run, uint64_t line_count);
 // Count of one diagnostic, for short expressions.
 inline uint64_t Count(const Run& run, DiagCode code) { return run.diagnostics.count(code); }
 
+// Nothing lost: each of `content` records a tabular reader saw was taken,
+// counted under `bad` (csv.bad_row, jsonl.bad_line), or rejected for its
+// rank/step or duration.
+inline void CheckRecordsAccounted(const Run& run, uint64_t taken, DiagCode bad, uint64_t content) {
+  uint64_t accounted = taken + Count(run, bad) + Count(run, DiagCode::kStepBadRankOrStep) +
+                       Count(run, DiagCode::kStepNonPositiveDuration);
+  FUZZ_CHECK(accounted == content,
+             "{} records, but {} taken + {} {} + {} bad rank/step + {} non-positive", content, taken,
+             Count(run, bad), Describe(bad).name, Count(run, DiagCode::kStepBadRankOrStep),
+             Count(run, DiagCode::kStepNonPositiveDuration));
+}
+
 // The matchers the CLI uses, plus one user regex with a fixed pattern, in
 // the CLI's order (regex first).
 inline constexpr const char* kFixedStepPattern =

@@ -26,15 +26,7 @@ void ReadAndCheck(const StepReader& reader, std::string_view input,
   uint64_t content = 0;
   for (const RefLine& l : lines) content += !Trim(l.text).empty();
   const Run& run = o.run;
-  uint64_t accounted = o.taken + Count(run, DiagCode::kJsonlBadLine) +
-                       Count(run, DiagCode::kStepBadRankOrStep) +
-                       Count(run, DiagCode::kStepNonPositiveDuration);
-  FUZZ_CHECK(accounted == content,
-             "{} non-blank lines, but {} taken + {} bad lines + {} bad rank/step + {} "
-             "non-positive",
-             content, o.taken, Count(run, DiagCode::kJsonlBadLine),
-             Count(run, DiagCode::kStepBadRankOrStep),
-             Count(run, DiagCode::kStepNonPositiveDuration));
+  CheckRecordsAccounted(run, o.taken, DiagCode::kJsonlBadLine, content);
 }
 
 }  // namespace
