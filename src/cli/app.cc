@@ -28,6 +28,7 @@ struct DiagnoseOptions {
   bool quiet = false;
   std::string color = "auto";
   std::optional<std::string> rank_from;
+  std::optional<std::string> host_from;
   std::optional<std::string> step_pattern;
   int threads = 0;
   StepDetectorOptions detector;
@@ -69,6 +70,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
   }
   IngestOptions ingest;
   ingest.rank_from = o.rank_from;
+  ingest.host_from = o.host_from;
   ingest.threads = o.threads;
   Progress progress(err, err_tty);
   ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
@@ -127,6 +129,9 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--rank-from", o.rank_from,
                   "regex on a file's path whose group 'rank' (or group 1) is the file's rank");
+  cmd->add_option("--host-from", o.host_from,
+                  "regex on a file's path whose group 'host' (or group 1) is the host of the GPU, "
+                  "network or trace data in it (default: the directory, e.g. run/node-01/...)");
   cmd->add_option("--step-pattern", o.step_pattern,
                   "regex for step lines with named groups step, time (or time_ms, ...), "
                   "optionally rank, unit, start, host, gpu");

@@ -56,6 +56,24 @@ std::optional<int32_t> MatchRank(const pcre2_code* re, std::string_view text) {
   return result;
 }
 
+// The `host` group (else group 1, else the whole match) of `re` in `text`.
+std::optional<std::string> MatchHost(const pcre2_code* re, std::string_view text) {
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+  std::optional<std::string> result;
+  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md,
+                       nullptr);
+  if (rc > 0) {
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    int n = pcre2_substring_number_from_name(re, reinterpret_cast<PCRE2_SPTR>("host"));
+    if (n <= 0) n = rc > 1 ? 1 : 0;
+    if (n < rc && ov[2 * n] != PCRE2_UNSET && ov[2 * n + 1] > ov[2 * n]) {
+      result = std::string(text.substr(ov[2 * n], ov[2 * n + 1] - ov[2 * n]));
+    }
+  }
+  pcre2_match_data_free(md);
+  return result;
+}
+
 const pcre2_code* BuiltinRankRegex() {
   // rank3, rank-3, rank_3, rank.3, worker3, proc3 as a word of the name.
   static const Regex re = std::move(
@@ -72,6 +90,7 @@ struct FileResult {
 };
 
 void ReadOneFile(const std::string& path, uint32_t index,
+                 const std::optional<std::string>& host_of_path,
                  const std::vector<const StepReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  FileResult& result) {
@@ -115,6 +134,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
     ctx.file_index = index;
     ctx.path = path;
     ctx.rank_from_path = rank_of_path();
+    ctx.host_from_path = host_of_path;
     ctx.out = &result.builder;
     result.records = best_trace->Read(path, ctx);
     result.format = std::string(best_trace->name());
@@ -139,6 +159,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   ctx.file_index = index;
   ctx.path = path;
   ctx.rank_from_path = rank_of_path();
+  ctx.host_from_path = host_of_path;
   ctx.out = &result.builder;
   LineReader lines(**source);
   result.records = best->Read(lines, ctx);
@@ -180,14 +201,46 @@ std::optional<int32_t> BuiltinRankFromPath(std::string_view path) {
   return std::nullopt;
 }
 
-StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
+std::optional<std::string> BuiltinHostFromPath(std::string_view path, std::string_view root) {
+  // Folder names that sort data by kind, not by host.
+  static constexpr std::string_view kNotHosts[] = {
+      "logs", "log", "traces", "trace", "profiler", "profiles", "metrics", "gpu", "gpus",
+      "hardware", "hw", "network", "net", "nvidia_smi", "nvidia-smi", "nvsmi", "dcgm", "ib",
+      "ib_eth", "ethtool", "ibstat", "nccl", "nccl_tests", "nccl-tests", "nccl_debug", "topo",
+      "steps", "step_logs", "tb", "tensorboard", "data", "out", "output", "outputs", "results",
+      "run", "runs", "tmp", "nodes", "hosts"};
+  if (root.empty() || path.size() <= root.size() || path.substr(0, root.size()) != root) {
+    return std::nullopt;
+  }
+  fs::path rel = fs::path(std::string(path.substr(root.size()))).relative_path().parent_path();
+  std::vector<std::string> dirs;
+  for (const fs::path& part : rel) dirs.push_back(part.string());
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    std::string lower = ToLower(*it);
+    bool kind_folder = std::find(std::begin(kNotHosts), std::end(kNotHosts), lower) !=
+                       std::end(kNotHosts);
+    // rank3/ and worker3/ name ranks, not hosts.
+    if (kind_folder || MatchRank(BuiltinRankRegex(), *it) || it->empty() || *it == ".") continue;
+    return *it;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+struct ListedFile {
+  std::string path;
+  std::string root;  // the directory given by the user it was found under, else ""
+};
+
+StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& paths) {
+  std::vector<ListedFile> files;
   for (const std::string& given : paths) {
     std::error_code ec;
     fs::file_status st = fs::status(given, ec);
     if (ec || !fs::exists(st)) return Status::Error(fmt::format("{}: no such file or directory", given));
     if (!fs::is_directory(st)) {
-      files.push_back(given);
+      files.push_back({given, ""});
       continue;
     }
     std::vector<std::string> found;
@@ -204,8 +257,18 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
       if (it->is_regular_file(ec)) found.push_back(p.string());
     }
     std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
+    for (std::string& f : found) files.push_back({std::move(f), given});
   }
+  return files;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths) {
+  auto listed = ListWithRoots(paths);
+  if (!listed.ok()) return listed.status();
+  std::vector<std::string> files;
+  for (ListedFile& f : *listed) files.push_back(std::move(f.path));
   return files;
 }
 
@@ -218,17 +281,29 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     if (!re.ok()) return Status::Error("--rank-from: " + re.status().message());
     rank_from = std::move(re.value());
   }
-  auto listed = ListInputFiles(paths);
+  Regex host_from;
+  if (options.host_from) {
+    auto re = CompileRegex(*options.host_from, 0);
+    if (!re.ok()) return Status::Error("--host-from: " + re.status().message());
+    host_from = std::move(re.value());
+  }
+  auto listed = ListWithRoots(paths);
   if (!listed.ok()) return listed.status();
-  const std::vector<std::string>& files = *listed;
+  std::vector<std::string> files;
+  std::vector<std::optional<std::string>> hosts;
+  for (const ListedFile& f : *listed) {
+    files.push_back(f.path);
+    hosts.push_back(host_from ? MatchHost(host_from.get(), f.path)
+                              : BuiltinHostFromPath(f.path, f.root));
+  }
 
   std::vector<FileResult> results(files.size());
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
-      ReadOneFile(files[i], static_cast<uint32_t>(i), readers, trace_readers, rank_from.get(),
-                  results[i]);
+      ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], readers, trace_readers,
+                  rank_from.get(), results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());

@@ -28,6 +28,12 @@ struct IngestOptions {
   // (rank3, rank-3, rank_3, worker3, ... in the file name, then in its
   // directories) are used.
   std::optional<std::string> rank_from;
+  // PCRE2 pattern applied to a file's full path to find its host (GPU,
+  // network and trace data that do not name one): the group named `host`,
+  // else group 1, else the whole match. When unset, the nearest directory
+  // below a given input directory that is not a data-kind folder (logs/,
+  // nvidia_smi/, ...) or a rank folder names the host: run/node-01/dmon.txt.
+  std::optional<std::string> host_from;
   int threads = 0;  // 0: one per core
   // Called from the ingest threads after each file: (files done, files total,
   // bytes done). Must be thread-safe.
@@ -47,6 +53,9 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
 
 // Rank named by a path per the built-in patterns, if any (exposed for tests).
 std::optional<int32_t> BuiltinRankFromPath(std::string_view path);
+// Host named by the directories between `root` (a directory the user gave)
+// and the file `path`, per IngestOptions::host_from's default rule.
+std::optional<std::string> BuiltinHostFromPath(std::string_view path, std::string_view root);
 
 }  // namespace laggard
 

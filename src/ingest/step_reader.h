@@ -1,4 +1,7 @@
-// The interface every step-time reader implements, and what it is handed.
+// The interface every line-based reader implements, and what it is handed:
+// step-time readers (CSV, JSONL, text logs) and the GPU-metrics and network
+// readers (nvidia-smi, DCGM, ibstat, ethtool, nccl-tests, NCCL logs, topo),
+// which add to ctx.out->AddGpu() / network() instead of steps.
 //
 // A reader knows one format and nothing about diagnosis. Ingest (ingest.h)
 // asks each registered reader to Sniff() the head of a file and gives the
@@ -24,6 +27,9 @@ struct ReaderContext {
   // Rank implied by the file's path (rank-3.log, worker3/, --rank-from), used
   // when a record carries no rank of its own.
   std::optional<int32_t> rank_from_path;
+  // Host implied by the file's path (run/node-01/dmon.txt, --host-from), for
+  // hardware, network and trace data that do not name their host.
+  std::optional<std::string> host_from_path;
   RunBuilder* out = nullptr;
 
   Diagnostics& diag() { return out->diagnostics(); }
@@ -40,7 +46,8 @@ class StepReader {
   // 0 = not mine, 100 = certain. `head` holds the first bytes (decompressed).
   virtual int Sniff(std::string_view head) const = 0;
   // Reads every line, adding records to ctx.out and counting bad ones in
-  // ctx.diag(). Returns the number of step records taken.
+  // ctx.diag(). Returns the number of records taken (steps, GPU samples and
+  // facts, ports, table rows ...); 0 leaves the file marked unused.
   virtual uint64_t Read(LineReader& lines, ReaderContext& ctx) const = 0;
 };
 

@@ -55,6 +55,22 @@ constexpr DiagInfo kCatalogue[] = {
     {"trace.unsupported", DiagKind::kSkippedFile,
      "a trace or database this version cannot read (e.g. SQLite that is not an nsys export)"},
     {"trace.no_events", DiagKind::kNote, "trace holds no kernel, memcpy or CPU op events"},
+    {"hardware.bad_record", DiagKind::kBadRecord,
+     "line of a GPU metrics output (nvidia-smi, DCGM) that could not be parsed; skipped"},
+    {"hardware.unknown_field", DiagKind::kNote,
+     "column or field that laggard does not use; its values were ignored"},
+    {"hardware.approximate_time", DiagKind::kNote,
+     "GPU samples without timestamps; times are row index x interval from the file's start"},
+    {"hardware.no_host", DiagKind::kNote,
+     "GPU data whose host is unknown (not in the content, directory or file name); matched to "
+     "ranks only when the run has a single host"},
+    {"hardware.conflicting_facts", DiagKind::kNote,
+     "inputs disagree on a static fact of the same GPU; the first value was kept"},
+    {"network.bad_record", DiagKind::kBadRecord,
+     "line of a network output (ibstat, ethtool, nccl-tests, NCCL log, topo) that could not be "
+     "parsed; skipped"},
+    {"network.no_host", DiagKind::kNote,
+     "network data whose host is unknown (not in the content, directory or file name)"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -55,6 +55,13 @@ enum class DiagCode : uint16_t {
   kTraceMixedJobs,
   kTraceUnsupported,
   kTraceNoEvents,
+  kHwBadRecord,
+  kHwUnknownField,
+  kHwApproximateTime,
+  kHwNoHost,
+  kHwConflictingFacts,
+  kNetBadRecord,
+  kNetNoHost,
   kCount,
 };
 

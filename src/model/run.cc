@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -105,6 +106,20 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
     }
     traces_.push_back(std::move(t));
   }
+  for (GpuRecord& g : other.gpus_) gpus_.push_back(std::move(g));
+  auto append = [](auto& dst, auto& src) {
+    for (auto& x : src) dst.push_back(std::move(x));
+  };
+  append(network_.ib_ports, other.network_.ib_ports);
+  append(network_.eth_links, other.network_.eth_links);
+  append(network_.nccl_tests, other.network_.nccl_tests);
+  append(network_.nccl_ranks, other.network_.nccl_ranks);
+  append(network_.topologies, other.network_.topologies);
+  for (auto& [host, sw] : other.network_.switch_of) {
+    if (network_.switch_of.emplace(host, sw).second) {
+      network_.switch_src[host] = other.network_.switch_src[host];
+    }
+  }
   diagnostics_.MergeFrom(other.diagnostics_);
   other = RunBuilder();
 }
@@ -143,6 +158,91 @@ void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
   if (steps.capacity() > steps.size() + steps.size() / 4) steps.shrink_to_fit();
 }
 
+// Fills the unknown facts of `dst` from `src`; returns the names of facts on
+// which they disagree.
+std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
+  std::vector<std::string_view> conflicts;
+  auto fill = [&](auto& d, const auto& s, std::string_view name) {
+    if (!s) return;
+    if (!d) d = s;
+    else if (*d != *s) conflicts.push_back(name);
+  };
+  fill(dst.name, src.name, "name");
+  fill(dst.serial, src.serial, "serial");
+  fill(dst.driver_version, src.driver_version, "driver version");
+  fill(dst.max_sm_clock_mhz, src.max_sm_clock_mhz, "max SM clock");
+  fill(dst.max_mem_clock_mhz, src.max_mem_clock_mhz, "max memory clock");
+  fill(dst.app_sm_clock_mhz, src.app_sm_clock_mhz, "applications SM clock");
+  fill(dst.default_power_limit_w, src.default_power_limit_w, "default power limit");
+  fill(dst.enforced_power_limit_w, src.enforced_power_limit_w, "enforced power limit");
+  fill(dst.min_power_limit_w, src.min_power_limit_w, "min power limit");
+  fill(dst.max_power_limit_w, src.max_power_limit_w, "max power limit");
+  fill(dst.slowdown_temp_c, src.slowdown_temp_c, "slowdown temperature");
+  fill(dst.shutdown_temp_c, src.shutdown_temp_c, "shutdown temperature");
+  fill(dst.max_operating_temp_c, src.max_operating_temp_c, "max operating temperature");
+  // Current link state changes with load: the first value is kept quietly.
+  if (!dst.pcie_gen_current) dst.pcie_gen_current = src.pcie_gen_current;
+  if (!dst.pcie_width_current) dst.pcie_width_current = src.pcie_width_current;
+  fill(dst.pcie_gen_max, src.pcie_gen_max, "max PCIe generation");
+  fill(dst.pcie_gen_host_max, src.pcie_gen_host_max, "host max PCIe generation");
+  fill(dst.pcie_width_max, src.pcie_width_max, "max PCIe width");
+  fill(dst.nvlink_up, src.nvlink_up, "active NVLinks");
+  fill(dst.nvlink_total, src.nvlink_total, "NVLinks");
+  fill(dst.nvlink_speed_gb_s, src.nvlink_speed_gb_s, "NVLink speed");
+  auto take_max = [](auto& d, const auto& s) {
+    if (s && (!d || *s > *d)) d = s;
+  };
+  take_max(dst.ecc_uncorrected_volatile, src.ecc_uncorrected_volatile);
+  take_max(dst.ecc_uncorrected_aggregate, src.ecc_uncorrected_aggregate);
+  take_max(dst.retired_pages_dbe, src.retired_pages_dbe);
+  take_max(dst.remapped_rows_uncorrectable, src.remapped_rows_uncorrectable);
+  if (src.retired_pages_pending && !dst.retired_pages_pending.value_or(false))
+    dst.retired_pages_pending = src.retired_pages_pending;
+  if (src.remapping_failure && !dst.remapping_failure.value_or(false))
+    dst.remapping_failure = src.remapping_failure;
+  if (src.diag_failed && !dst.diag_failed.value_or(false)) dst.diag_failed = src.diag_failed;
+  dst.xids.insert(dst.xids.end(), src.xids.begin(), src.xids.end());
+  dst.diag_messages.insert(dst.diag_messages.end(), src.diag_messages.begin(),
+                           src.diag_messages.end());
+  if (!dst.src) dst.src = src.src;
+  return conflicts;
+}
+
+// One record per (host, index, MIG instance, time base); facts merged,
+// samples sorted by time.
+void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) {
+  auto key = [](const GpuRecord& g) {
+    return std::make_tuple(g.host.value_or(""), g.index, g.mig_instance.value_or(""),
+                           g.time_is_approximate);
+  };
+  std::stable_sort(gpus.begin(), gpus.end(),
+                   [&](const GpuRecord& a, const GpuRecord& b) { return key(a) < key(b); });
+  std::vector<GpuRecord> out;
+  for (GpuRecord& g : gpus) {
+    if (out.empty() || key(out.back()) != key(g)) {
+      out.push_back(std::move(g));
+      continue;
+    }
+    GpuRecord& dst = out.back();
+    for (std::string_view what : MergeFacts(dst.facts, g.facts)) {
+      uint32_t file = g.files.empty() ? 0 : g.files.front();
+      diag.Add(DiagCode::kHwConflictingFacts, file < run.files.size() ? run.files[file].path : "",
+               0,
+               fmt::format("GPU {} of host '{}': {} differs between inputs", g.index,
+                           g.host.value_or("?"), what));
+    }
+    if (!dst.uuid) dst.uuid = g.uuid;
+    if (!dst.bus_id) dst.bus_id = g.bus_id;
+    dst.samples.insert(dst.samples.end(), g.samples.begin(), g.samples.end());
+    dst.files.insert(dst.files.end(), g.files.begin(), g.files.end());
+  }
+  for (GpuRecord& g : out) {
+    std::stable_sort(g.samples.begin(), g.samples.end(),
+                     [](const GpuSample& a, const GpuSample& b) { return a.time_ns < b.time_ns; });
+  }
+  gpus = std::move(out);
+}
+
 }  // namespace
 
 void RunBuilder::Finalize(Run& run) {
@@ -158,6 +258,9 @@ void RunBuilder::Finalize(Run& run) {
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);
   run.names = std::move(names_);
+  MergeGpus(gpus_, run, diagnostics_);
+  run.hardware.gpus = std::move(gpus_);
+  run.network = std::move(network_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
 
   // Traces of one job: the same rank twice, or several world sizes.

@@ -9,6 +9,9 @@
 //   ├── unattributed[]   step series whose rank is unknown (one per file)
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
 //   ├── names            interned kernel / collective names of the traces
+//   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
+//   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
+//   │                    topology, switch map (model/network.h)
 //   └── diagnostics      counted bad records (data quality)
 //
 // Parsers never build a Run directly: they call RunBuilder, which indexes
@@ -30,16 +33,13 @@
 #include <vector>
 
 #include "model/diagnostics.h"
+#include "model/hardware.h"
+#include "model/network.h"
+#include "model/source.h"
 #include "model/time.h"
 #include "model/trace.h"
 
 namespace laggard {
-
-// Where a datum came from: an index into Run::files and a 1-based line.
-struct SourceRef {
-  uint32_t file = 0;
-  uint32_t line = 0;  // 0 when the datum has no line (binary formats)
-};
 
 struct StepRecord {
   int64_t step = 0;
@@ -77,6 +77,8 @@ struct Run {
   std::vector<StepSeries> unattributed;  // rank unknown
   std::vector<RankTrace> traces;         // in file order
   NameTable names;
+  HardwareData hardware;
+  NetworkData network;
   Diagnostics diagnostics;
 
   uint64_t total_steps() const;
@@ -117,6 +119,11 @@ class RunBuilder {
   void AddTrace(RankTrace trace) { traces_.push_back(std::move(trace)); }
   NameTable& names() { return names_; }
 
+  // GPU data of one file (hardware readers): one record per GPU per file.
+  void AddGpu(GpuRecord gpu) { gpus_.push_back(std::move(gpu)); }
+  // Network data (network readers append to the vectors).
+  NetworkData& network() { return network_; }
+
   // Appends everything of `other` (ranks, records, diagnostics).
   void MergeFrom(RunBuilder&& other);
 
@@ -146,6 +153,8 @@ class RunBuilder {
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
   NameTable names_;
+  std::vector<GpuRecord> gpus_;
+  NetworkData network_;
   Diagnostics diagnostics_;
 };
 

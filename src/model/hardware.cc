@@ -1,0 +1,36 @@
+#include "model/hardware.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace laggard {
+
+std::string ClockEventNames(uint64_t reasons) {
+  static constexpr std::pair<uint64_t, std::string_view> kNames[] = {
+      {clock_event::kGpuIdle, "gpu_idle"},
+      {clock_event::kApplicationsClocksSetting, "applications_clocks_setting"},
+      {clock_event::kSwPowerCap, "sw_power_cap"},
+      {clock_event::kHwSlowdown, "hw_slowdown"},
+      {clock_event::kSyncBoost, "sync_boost"},
+      {clock_event::kSwThermalSlowdown, "sw_thermal_slowdown"},
+      {clock_event::kHwThermalSlowdown, "hw_thermal_slowdown"},
+      {clock_event::kHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+      {clock_event::kDisplayClockSetting, "display_clock_setting"},
+  };
+  std::string out;
+  for (auto [bit, name] : kNames) {
+    if ((reasons & bit) == 0) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
+const GpuRecord* HardwareData::Find(std::string_view host, int32_t index) const {
+  for (const GpuRecord& g : gpus) {
+    if (g.index == index && g.host && *g.host == host) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace laggard

@@ -1,0 +1,154 @@
+// Network and topology part of the run model: what the ibstat / ethtool /
+// nccl-tests / NCCL_DEBUG / `nvidia-smi topo -m` readers produce and the
+// network detector reads.
+//
+//   NetworkData
+//   ├── ib_ports[]      one per (host, CA, port): state, physical state, rate
+//   ├── eth_links[]     one per (host, interface): speed, duplex, link detected
+//   ├── nccl_tests[]    one per nccl-tests run (a *_perf output): ranks with
+//   │                   host/device, the size table, average bus bandwidth
+//   ├── nccl_ranks[]    one per (host, pid, device) seen in an NCCL_DEBUG=INFO
+//   │                   log: version, network plugin, NICs, GDR, transports
+//   ├── topologies[]    one `nvidia-smi topo -m` matrix per host
+//   └── switch_of       host -> switch, from a user's CSV map
+//
+// Host names are as the tools print them; a file without one gets its host
+// from the directory layout (ReaderContext::host_from_path) or stays unknown.
+// Unknown values are std::nullopt.
+
+#ifndef LAGGARD_MODEL_NETWORK_H_
+#define LAGGARD_MODEL_NETWORK_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/source.h"
+
+namespace laggard {
+
+// One InfiniBand (or RoCE) port, from ibstat, ibstatus or ibv_devinfo.
+struct IbPort {
+  std::optional<std::string> host;
+  std::string ca;                       // "mlx5_0"
+  int32_t port = 1;
+  std::optional<std::string> state;     // "Active", "Down", "Init", "Polling", "Armed"
+  std::optional<std::string> phys_state;  // "LinkUp", "Disabled", "Polling", ...
+  std::optional<double> rate_gbps;      // 400, 200, 100 ...
+  std::optional<int32_t> width;         // lanes: 4 for "4X", 1 for "1X"
+  std::optional<std::string> link_layer;  // "InfiniBand", "Ethernet"
+  std::optional<int64_t> base_lid;
+  std::optional<std::string> port_guid;
+  std::optional<std::string> ca_type;   // "MT4129"
+  std::optional<std::string> firmware;
+  SourceRef src;
+};
+
+// One Ethernet interface, from `ethtool IFACE` (and `ethtool -S IFACE`).
+struct EthLink {
+  std::optional<std::string> host;
+  std::string iface;                     // "eth0", "bond0"
+  std::optional<int64_t> speed_mbps;     // nullopt for "Unknown!"
+  std::optional<std::string> duplex;     // "Full", "Half"
+  std::optional<bool> link_detected;
+  std::optional<std::string> port;       // "FIBRE", "Direct Attach Copper", "Twisted Pair"
+  std::map<std::string, int64_t> counters;  // ethtool -S, by name
+  SourceRef src;
+};
+
+// A rank of an nccl-tests run: "#  Rank  3 Group  0 Pid 78 on host device 1 [0xc7] NVIDIA A800".
+struct NcclTestRank {
+  int32_t rank = 0;
+  std::optional<int32_t> group;
+  std::optional<int64_t> pid;
+  std::string host;
+  std::optional<int32_t> device;
+  std::optional<std::string> bus_id;    // "0xc7" as printed
+  std::optional<std::string> gpu_name;
+};
+
+// One row of the size table. Out-of-place and in-place columns.
+struct NcclTestRow {
+  int64_t size_bytes = 0;
+  std::optional<int64_t> count;
+  std::optional<std::string> type;      // "float"
+  std::optional<std::string> redop;     // "sum", "none"
+  std::optional<int64_t> root;
+  std::optional<double> oop_time_us, oop_algbw_gbps, oop_busbw_gbps;
+  std::optional<int64_t> oop_wrong;     // nullopt for "N/A" (validation off)
+  std::optional<double> ip_time_us, ip_algbw_gbps, ip_busbw_gbps;
+  std::optional<int64_t> ip_wrong;
+  SourceRef src;
+};
+
+struct NcclTestRun {
+  std::string collective;               // "all_reduce", from the binary or the table
+  std::optional<int32_t> threads, gpus_per_thread, iters, warmup_iters;
+  std::vector<NcclTestRank> ranks;
+  std::vector<NcclTestRow> rows;
+  std::optional<double> avg_busbw_gbps;  // "# Avg bus bandwidth : 41.6967"
+  std::optional<int64_t> out_of_bounds;  // "# Out of bounds values : 0 OK"
+  std::vector<std::string> errors;       // error lines the run printed
+  std::optional<std::string> host_from_path;  // when the output names no host
+  SourceRef src;                         // the header line
+};
+
+// One rank's connection to a peer over a channel, from NCCL_DEBUG=INFO:
+// "Channel 00/0 : 3[3] -> 4[0] [send] via NET/IB/0/GDRDMA".
+struct NcclConnection {
+  std::optional<int32_t> channel;
+  int32_t from_rank = 0;
+  int32_t to_rank = 0;
+  std::string via;                      // "P2P/IPC", "SHM", "NET/IB/0/GDRDMA", "NET/Socket/1"
+  std::optional<std::string> kind;      // "ring", "tree", "send", "recv" when printed
+};
+
+// What NCCL said about one process (host, pid, CUDA device).
+struct NcclRankInfo {
+  std::string host;
+  std::optional<int64_t> pid;
+  std::optional<int32_t> cuda_device;    // the "[3]" of the line prefix
+  std::optional<int32_t> rank;           // from "Init COMPLETE" / "comm ... rank N"
+  std::optional<int32_t> nranks;
+  std::optional<std::string> bus_id;
+  std::optional<std::string> nccl_version;  // "2.19.3"
+  std::optional<std::string> net;        // "IB", "Socket" (the NET/… chosen)
+  std::vector<std::string> nics;         // "mlx5_0:1/IB", "eth0:10.0.0.1<0>"
+  std::optional<bool> gdr;               // GPU Direct RDMA in use for some connection
+  std::vector<NcclConnection> connections;
+  std::vector<std::string> warnings;     // "NCCL WARN ..." lines
+  SourceRef src;                         // first line of this process
+};
+
+// `nvidia-smi topo -m`: the matrix as printed, rows and columns by device
+// name ("GPU0", "NIC1", "mlx5_0" after the NIC legend is applied).
+struct TopologyMatrix {
+  std::optional<std::string> host;
+  std::vector<std::string> devices;                     // column order
+  std::vector<std::vector<std::string>> link;          // link[i][j]: "X", "NV12", "PIX", "SYS", ...
+  std::map<std::string, std::string> cpu_affinity;      // GPU -> "0-127"
+  std::map<std::string, std::string> numa_affinity;     // GPU -> "0"
+  std::map<std::string, std::string> nic_names;        // "NIC0" -> "mlx5_0"
+  SourceRef src;
+};
+
+struct NetworkData {
+  std::vector<IbPort> ib_ports;
+  std::vector<EthLink> eth_links;
+  std::vector<NcclTestRun> nccl_tests;
+  std::vector<NcclRankInfo> nccl_ranks;
+  std::vector<TopologyMatrix> topologies;
+  std::map<std::string, std::string> switch_of;  // host -> switch
+  std::map<std::string, SourceRef> switch_src;   // host -> where the map said so
+
+  bool empty() const {
+    return ib_ports.empty() && eth_links.empty() && nccl_tests.empty() && nccl_ranks.empty() &&
+           topologies.empty() && switch_of.empty();
+  }
+};
+
+}  // namespace laggard
+
+#endif  // LAGGARD_MODEL_NETWORK_H_
