@@ -34,6 +34,21 @@ enum class FindingCode : uint16_t {
   kTraceCommBound,      // no late rank; transfers take much of every step
   kTraceClockOffsets,   // rank clocks disagree; offsets were removed
   kTraceNoMatch,        // traces present, but no collective could be matched
+  kGpuThermal,          // hot GPU with its SM clock pulled down
+  kGpuPowerCap,         // power limit lowered, or draw pinned at the cap with low clocks
+  kGpuClocksLow,        // SM clock under load below same-model peers, no thermal/power reason
+  kGpuPcieDowngrade,    // PCIe link below its capability or its peers (under load)
+  kGpuNvlinkDown,       // fewer active NVLinks than same-model peers
+  kGpuErrors,           // XID / ECC / retired pages / row remapping / dcgmi diag failure
+  kGpuIdleWaiting,      // GPUs look idle because they wait: not evidence by itself
+  kNetPortDown,         // IB port not Active, or Ethernet link not detected
+  kNetLinkDegraded,     // IB rate/width or Ethernet speed below peers / capability
+  kNetBandwidthLow,     // nccl-tests bus bandwidth of a host (pair) <= 0.7x comparable runs
+  kNetTestErrors,       // nccl-tests #wrong > 0 or failures
+  kNetSocketFallback,   // NCCL uses NET/Socket where peers use IB
+  kNetNoGdr,            // NCCL without GPU Direct RDMA where peers have it
+  kNetPoorPath,         // a GPU's nearest NIC is across the CPU interconnect (SYS/NODE)
+  kNetSharedSwitch,     // slow hosts share a switch: interference from outside the job
   kCount,
 };
 
@@ -49,6 +64,8 @@ struct Entity {
   std::optional<int32_t> rank;
   std::optional<std::string> host;
   std::optional<int32_t> gpu;
+  std::optional<std::string> nic;          // "mlx5_1 port 1", "eth0"
+  std::optional<std::string> switch_name;  // from the host -> switch map
   bool job = false;  // the job as a whole
 };
 
@@ -78,6 +95,14 @@ struct Finding {
   std::optional<double> period_steps;
   std::optional<double> period_s;
   std::optional<std::string> band;       // normal | suspect | straggler (article's bands)
+  // Hardware / network findings: the specific cause (thermal, power_cap,
+  // clocks, pcie_downgrade, nvlink_down, gpu_errors, nic_degraded,
+  // port_down, socket_fallback, no_gdr, poor_path, shared_switch) and
+  // whether the anomaly overlaps the slow steps of its rank in time
+  // (nullopt: times could not be compared).
+  std::optional<std::string> cause;
+  std::optional<bool> overlaps_slow_steps;
+  std::vector<int32_t> ranks;  // ranks behind a host / NIC finding
 };
 
 }  // namespace laggard

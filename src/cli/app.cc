@@ -29,6 +29,7 @@ struct DiagnoseOptions {
   std::string color = "auto";
   std::optional<std::string> rank_from;
   std::optional<std::string> host_from;
+  std::optional<int32_t> gpus_per_node;
   std::optional<std::string> step_pattern;
   int threads = 0;
   StepDetectorOptions detector;
@@ -80,10 +81,12 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;
   }
-  StepAnalysis steps = AnalyzeStepTimes(*run, o.detector);
-  TraceAnalysis traces = AnalyzeTraces(*run);
-  Verdict verdict = DecideVerdict(*run, steps, traces);
-  ReportInput in{*run, steps, traces, verdict};
+  AnalysisOptions analysis;
+  analysis.steps = o.detector;
+  analysis.gpus_per_node = o.gpus_per_node;
+  Analyses a = AnalyzeRun(*run, analysis);
+  Verdict verdict = DecideVerdict(*run, a);
+  ReportInput in{*run, a.steps, a.traces, verdict, &a.hardware, &a.network};
 
   if (!o.json_out.empty()) {
     std::string json = RenderJson(in);
@@ -104,10 +107,11 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
     text.color = o.color == "always" || (o.color == "auto" && out_tty);
     RenderText(in, text, out);
   }
-  if (run->total_steps() == 0 && run->traces.empty()) {
+  if (run->total_steps() == 0 && run->traces.empty() && run->hardware.gpus.empty() &&
+      run->network.empty()) {
     err << fmt::format(
-        "laggard: no usable step-time records or traces in {} file{} ({} skipped); see data "
-        "quality above\n",
+        "laggard: no usable step times, traces, GPU metrics or network data in {} file{} ({} "
+        "skipped); see data quality above\n",
         run->files.size(), run->files.size() == 1 ? "" : "s",
         std::count_if(run->files.begin(), run->files.end(),
                       [](const InputFileInfo& f) { return f.format.empty(); }));
@@ -132,6 +136,10 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
   cmd->add_option("--host-from", o.host_from,
                   "regex on a file's path whose group 'host' (or group 1) is the host of the GPU, "
                   "network or trace data in it (default: the directory, e.g. run/node-01/...)");
+  cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                  "place ranks as node_index x G + local_rank (hosts in natural name order) to join "
+                  "GPU metrics with ranks that name no host/GPU")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--step-pattern", o.step_pattern,
                   "regex for step lines with named groups step, time (or time_ms, ...), "
                   "optionally rank, unit, start, host, gpu");

@@ -8,29 +8,19 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/json_util.h"
 #include "report/report.h"
 
 namespace laggard {
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-Json Num(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  return std::strtod(fmt::format("{:.6g}", v).c_str(), nullptr);
-}
-template <typename T>
-Json Opt(const std::optional<T>& v) {
-  if (!v) return nullptr;
-  if constexpr (std::is_floating_point_v<T>) return Num(*v);
-  else return *v;
-}
 
 Json EntityJson(const Entity& e) {
   Json j;
   j["rank"] = Opt(e.rank);
   j["host"] = Opt(e.host);
   j["gpu"] = Opt(e.gpu);
+  if (e.nic) j["nic"] = *e.nic;
+  if (e.switch_name) j["switch"] = *e.switch_name;
   if (e.job) j["job"] = true;
   return j;
 }
@@ -69,6 +59,9 @@ std::string RenderJson(const ReportInput& in) {
     j["slowdown"] = Opt(c.slowdown);
     j["onset_step"] = Opt(c.onset_step);
     j["pattern"] = Opt(c.pattern);
+    if (c.entity.nic) j["nic"] = *c.entity.nic;
+    if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
+    j["evidence"] = c.evidence;
     culprits.push_back(std::move(j));
   }
   verdict["culprits"] = std::move(culprits);
@@ -95,6 +88,9 @@ std::string RenderJson(const ReportInput& in) {
     j["end_step"] = Opt(f.end_step);
     j["period_steps"] = Opt(f.period_steps);
     j["period_s"] = Opt(f.period_s);
+    if (f.cause) j["cause"] = *f.cause;
+    if (f.overlaps_slow_steps) j["overlaps_slow_steps"] = *f.overlaps_slow_steps;
+    if (!f.ranks.empty()) j["ranks"] = f.ranks;
     Json ev = Json::array();
     for (const Evidence& e : f.evidence) {
       Json ej;
@@ -194,6 +190,9 @@ std::string RenderJson(const ReportInput& in) {
                                                : Json(nullptr)},
                     {"culprit", Opt(in.traces.culprit)},
                     {"throughput_lost", Opt(in.traces.throughput_lost)}};
+
+  if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
+  if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
 
   const Diagnostics& d = in.run.diagnostics;
   Json dq;

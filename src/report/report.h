@@ -9,6 +9,8 @@
 #include <ostream>
 #include <string>
 
+#include "analysis/hardware_detector.h"
+#include "analysis/network_detector.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -24,12 +26,21 @@ struct ReportInput {
   const StepAnalysis& steps;
   const TraceAnalysis& traces;
   const Verdict& verdict;
+  // Hardware and network detectors (nullptr: not run).
+  const HardwareAnalysis* hardware = nullptr;
+  const NetworkAnalysis* network = nullptr;
 
   // Findings of every detector, in report order.
   std::vector<const Finding*> AllFindings() const {
     std::vector<const Finding*> all;
     for (const Finding& f : traces.findings) all.push_back(&f);
     for (const Finding& f : steps.findings) all.push_back(&f);
+    if (hardware != nullptr) {
+      for (const Finding& f : hardware->findings) all.push_back(&f);
+    }
+    if (network != nullptr) {
+      for (const Finding& f : network->findings) all.push_back(&f);
+    }
     return all;
   }
 };

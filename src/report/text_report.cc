@@ -43,6 +43,25 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   out << style(v.summary, verdict_colour) << "\n";
   if (options.quiet) return;
 
+  bool chain = false;
+  for (const Culprit& c : v.culprits) chain |= !c.evidence.empty();
+  if (chain) {
+    out << "\n" << style("evidence", "1") << "\n";
+    for (const Culprit& c : v.culprits) {
+      std::string who = c.entity.rank ? fmt::format("rank {}", *c.entity.rank)
+                                      : c.entity.host.value_or("job");
+      if (c.entity.rank && c.entity.host) {
+        who += fmt::format(" ({}{})", *c.entity.host,
+                           c.entity.gpu ? fmt::format(" GPU {}", *c.entity.gpu) : "");
+      } else if (c.entity.nic) {
+        who += fmt::format(" ({})", *c.entity.nic);
+      }
+      out << fmt::format("  {}: {}{}{}, confidence {:.2f}\n", who, c.cause_class,
+                         c.cause ? " / " : "", c.cause.value_or(""), c.confidence);
+      for (const std::string& e : c.evidence) out << "      - " << e << "\n";
+    }
+  }
+
   const JobStepStats& job = in.steps.job;
   out << "\n";
   if (job.median_step_s) {

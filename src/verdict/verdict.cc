@@ -136,7 +136,9 @@ std::string_view ConfidenceWord(double c) {
   return "low";
 }
 
-Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
+namespace {
+
+Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
     return TraceVerdict(run, steps, traces);
   }
@@ -266,6 +268,254 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
   v.summary = fmt::format(
       "verdict: no straggler found — {} ranks within {:.1f}% of each other over {} steps",
       steps.job.ranks, 100 * spread, steps.job.steps);
+  return v;
+}
+
+bool IsGpuCause(FindingCode c) {
+  return c == FindingCode::kGpuThermal || c == FindingCode::kGpuPowerCap ||
+         c == FindingCode::kGpuClocksLow || c == FindingCode::kGpuPcieDowngrade ||
+         c == FindingCode::kGpuNvlinkDown;
+}
+
+bool IsNetCause(FindingCode c) {
+  return c == FindingCode::kNetPortDown || c == FindingCode::kNetLinkDegraded ||
+         c == FindingCode::kNetBandwidthLow || c == FindingCode::kNetSocketFallback ||
+         c == FindingCode::kNetNoGdr || c == FindingCode::kNetPoorPath;
+}
+
+bool OnGpu(const Finding& f, const Entity& e) {
+  if (f.entity.rank && e.rank && *f.entity.rank == *e.rank) return true;
+  return f.entity.host && e.host && f.entity.gpu && e.gpu && *f.entity.host == *e.host &&
+         *f.entity.gpu == *e.gpu;
+}
+
+bool OnHost(const Finding& f, const std::optional<std::string>& host) {
+  return host && f.entity.host && *f.entity.host == *host;
+}
+
+std::string CauseWords(const Culprit& c) {
+  std::string s = c.cause_class == "compute_slow"   ? "compute-slow"
+                  : c.cause_class == "communication" ? "communication"
+                  : c.cause_class == "host_stall"    ? "host stall"
+                  : c.cause_class == "external"      ? "external interference"
+                                                     : "cause unknown";
+  if (c.cause) s += ": " + *c.cause;
+  return s;
+}
+
+std::string CulpritName(const Culprit& c) {
+  if (c.entity.rank) return EntityName(c.entity);
+  std::string s = c.entity.host.value_or("unknown host");
+  if (c.entity.nic) s += fmt::format(" ({})", *c.entity.nic);
+  return s;
+}
+
+// Adds the hardware and network evidence of the culprit's GPU and host.
+// Returns true when it changed the culprit's cause or confidence.
+bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (!c.entity.rank) return false;
+  if (auto g = a.ranks.GpuOf(*c.entity.rank)) {
+    if (!c.entity.host) c.entity.host = g->first;
+    if (!c.entity.gpu && c.entity.host == g->first) c.entity.gpu = g->second;
+  }
+  bool changed = false;
+  const Finding* hw = nullptr;
+  for (const Finding& f : a.hardware.findings) {
+    if (!IsGpuCause(f.code) || !OnGpu(f, c.entity)) continue;
+    auto score = [](const Finding* x) {
+      return (x->overlaps_slow_steps == true ? 1.0 : 0.0) + x->confidence;
+    };
+    if (hw == nullptr || score(&f) > score(hw)) hw = &f;
+  }
+  if (hw != nullptr) {
+    changed = true;
+    c.evidence.push_back("GPU: " + hw->message);
+    if (hw->overlaps_slow_steps == false) {
+      c.confidence = std::min(c.confidence, 0.5);
+    } else if (c.cause_class == "host_stall") {
+      c.evidence.push_back("contradiction: the trace shows a host stall, not slow kernels");
+      c.confidence = std::min(c.confidence, 0.5);
+    } else {
+      c.cause_class = "compute_slow";
+      c.cause = hw->cause;
+      c.confidence = std::min(0.95, std::max(c.confidence, hw->confidence) + 0.15);
+      std::vector<std::string> first = hw->next_steps;
+      AddSteps(first, next_steps);
+      next_steps = std::move(first);
+    }
+  }
+  for (const Finding& f : a.hardware.findings) {
+    if (f.code != FindingCode::kGpuErrors || !OnGpu(f, c.entity)) continue;
+    c.evidence.push_back("GPU errors: " + f.message);
+    c.confidence = std::min(0.95, c.confidence + 0.05);
+    AddSteps(next_steps, f.next_steps);
+    changed = true;
+  }
+  const Finding* net = nullptr;
+  for (const Finding& f : a.network.findings) {
+    if (!IsNetCause(f.code)) continue;
+    bool mine = f.code == FindingCode::kNetPoorPath ? OnGpu(f, c.entity) : OnHost(f, c.entity.host);
+    if (mine && (net == nullptr || f.confidence > net->confidence)) net = &f;
+  }
+  if (net != nullptr) {
+    changed = true;
+    c.evidence.push_back("network: " + net->message);
+    if (c.cause_class == "unknown") {
+      c.cause_class = "communication";
+      c.cause = net->cause;
+      c.confidence = std::min(0.95, std::max(c.confidence, net->confidence) + 0.1);
+      std::vector<std::string> first = net->next_steps;
+      AddSteps(first, next_steps);
+      next_steps = std::move(first);
+    }
+  }
+  for (const Finding& f : a.network.findings) {
+    if (f.code == FindingCode::kNetSharedSwitch &&
+        std::find(f.ranks.begin(), f.ranks.end(), *c.entity.rank) != f.ranks.end()) {
+      c.evidence.push_back("switch: " + f.message);
+      if (c.cause_class == "unknown" || c.cause_class == "communication") {
+        c.cause_class = "external";
+        c.cause = "shared_switch";
+      }
+      AddSteps(next_steps, f.next_steps);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// Hosts whose network evidence is strong enough to blame on its own.
+std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
+                                     std::vector<std::string>& next_steps) {
+  std::vector<Culprit> out;
+  for (const Finding& f : a.network.findings) {
+    if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath || f.code == FindingCode::kNetNoGdr ||
+        !f.entity.host || f.severity != Severity::kCritical || f.confidence < 0.65) {
+      continue;
+    }
+    bool covered = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+      return c.entity.host == f.entity.host && c.cause_class == "communication";
+    });
+    if (covered) continue;
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const Culprit& c) { return c.entity.host == f.entity.host; });
+    if (it == out.end()) {
+      Culprit c;
+      c.entity.host = f.entity.host;
+      c.entity.nic = f.entity.nic;
+      c.entity.switch_name = f.entity.switch_name;
+      c.cause_class = "communication";
+      c.cause = f.cause;
+      c.confidence = std::min(f.confidence, kSingleSourceCap);
+      c.slowdown = f.slowdown;
+      c.evidence.push_back("network: " + f.message);
+      out.push_back(std::move(c));
+    } else {
+      // A second independent network signal on the same host.
+      if (!it->entity.nic) it->entity.nic = f.entity.nic;
+      if (!it->slowdown) it->slowdown = f.slowdown;
+      it->evidence.push_back("network: " + f.message);
+      it->confidence = std::min(0.95, it->confidence + 0.15);
+    }
+    AddSteps(next_steps, f.next_steps);
+  }
+  for (const Finding& f : a.network.findings) {
+    if (f.code != FindingCode::kNetSharedSwitch) continue;
+    for (Culprit& c : out) {
+      if (c.entity.switch_name == f.entity.switch_name) {
+        c.cause_class = "external";
+        c.cause = "shared_switch";
+        c.evidence.push_back("switch: " + f.message);
+      }
+    }
+    AddSteps(next_steps, f.next_steps);
+  }
+  return out;
+}
+
+// What is missing to decide, as next steps.
+void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& next_steps) {
+  for (const Culprit& c : v.culprits) {
+    if (!c.entity.rank || c.cause_class != "unknown") continue;
+    auto mentions = [&](std::string_view what) {
+      return std::any_of(next_steps.begin(), next_steps.end(),
+                         [&](const std::string& s) { return s.find(what) != std::string::npos; });
+    };
+    if (c.entity.host && run.hardware.Find(*c.entity.host, c.entity.gpu.value_or(-1)) == nullptr &&
+        !mentions("nvidia-smi dmon")) {
+      AddSteps(next_steps,
+               {fmt::format("no GPU metrics for {}: run `nvidia-smi dmon -s pucvmt -o DT -d 1` there and on a "
+                            "healthy host at the same time, and `nvidia-smi -q` once",
+                            *c.entity.host)});
+    }
+    if (run.traces.empty() && !mentions("trace")) {
+      AddSteps(next_steps, {fmt::format("add profiler traces of 2 steps from rank {} and a healthy rank to "
+                                        "tell compute-slow from waiting",
+                                        *c.entity.rank)});
+    }
+    break;
+  }
+}
+
+std::string StragglerSummary(const Verdict& v) {
+  const Culprit& top = v.culprits.front();
+  std::string s = fmt::format("verdict: {} is the straggler — {}", CulpritName(top), CauseWords(top));
+  if (top.slowdown && top.entity.rank) s += fmt::format(" ({:+.0f}%)", 100 * *top.slowdown);
+  s += fmt::format(", confidence {}", ConfidenceWord(top.confidence));
+  if (v.throughput_lost) s += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  for (size_t i = 1; i < v.culprits.size() && i < 3; ++i) {
+    const Culprit& c = v.culprits[i];
+    s += fmt::format("; also {} — {} (confidence {})", CulpritName(c), CauseWords(c),
+                     ConfidenceWord(c.confidence));
+  }
+  if (v.culprits.size() > 3) s += fmt::format("; and {} more", v.culprits.size() - 3);
+  return s;
+}
+
+}  // namespace
+
+Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
+  Analyses a;
+  a.steps = AnalyzeStepTimes(run, options.steps);
+  a.traces = AnalyzeTraces(run);
+  a.ranks = RankMap::Build(run, options.gpus_per_node);
+  std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
+  a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);
+  a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
+  return a;
+}
+
+Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
+  return BaseVerdict(run, steps, traces);
+}
+
+Verdict DecideVerdict(const Run& run, const Analyses& a) {
+  Verdict v = BaseVerdict(run, a.steps, a.traces);
+  bool changed = false;
+  std::vector<std::string> next = v.next_steps;
+  if (v.status == VerdictStatus::kStraggler) {
+    for (Culprit& c : v.culprits) changed |= EnrichRankCulprit(c, a, next);
+  }
+  std::vector<Culprit> net = NetworkCulprits(v, a, next);
+  if (!net.empty()) {
+    changed = true;
+    if (v.status != VerdictStatus::kStraggler) {
+      // Synchronised or job-wide step times are what a slow link looks like
+      // from the ranks: the slow transfer holds everyone back equally.
+      v.culprits.clear();
+      v.throughput_lost.reset();
+      v.gpu_hours_per_day.reset();
+      v.status = VerdictStatus::kStraggler;
+    }
+    for (Culprit& c : net) v.culprits.push_back(std::move(c));
+  }
+  if (changed) {
+    std::stable_sort(v.culprits.begin(), v.culprits.end(),
+                     [](const Culprit& x, const Culprit& y) { return x.confidence > y.confidence; });
+  }
+  AskForMissing(run, v, next);
+  v.next_steps = std::move(next);
+  if (changed) v.summary = StragglerSummary(v);
   return v;
 }
 

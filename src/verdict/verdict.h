@@ -1,12 +1,22 @@
 // The verdict: one answer from all findings — culprit(s), cause, confidence,
 // what it costs, what to do first.
 //
-// Evidence sources so far: the step-time detector and the trace detector.
+// Evidence sources: the step-time, trace, hardware and network detectors.
+// Findings are grouped by entity (rank -> GPU -> host -> NIC -> switch):
+//   1. a rank culprit comes from the traces (late arrival) or step times;
+//   2. hardware findings on its GPU name the cause (compute_slow: thermal,
+//      power_cap, clocks, pcie_downgrade, nvlink_down) when they overlap its
+//      slow steps; network findings on its host name a communication cause
+//      when nothing says it computes slowly;
+//   3. a host with strong network findings (port down, degraded link, low
+//      nccl-tests bandwidth, socket fallback) is a culprit of its own, with
+//      cause class communication (external when slow hosts share a switch).
 // A culprit named by one signal alone is capped at kSingleSourceCap (DESIGN:
-// single signals lie); corroboration raises confidence (trace late arrival
-// + the reason it is late, + the step-time detector naming the same rank),
-// contradiction (the two detectors name different ranks) lowers it.
-// Hardware and network detectors will plug in the same way.
+// single signals lie); each independent agreeing signal raises confidence
+// (+0.1 to +0.15, at most 0.95); contradiction (detectors name different
+// ranks, a hot GPU on a rank whose trace shows a host stall, an anomaly
+// outside the slow steps) lowers it to at most 0.5. When the evidence cannot
+// decide, next steps say what to collect.
 
 #ifndef LAGGARD_VERDICT_VERDICT_H_
 #define LAGGARD_VERDICT_VERDICT_H_
@@ -16,6 +26,9 @@
 #include <vector>
 
 #include "analysis/finding.h"
+#include "analysis/hardware_detector.h"
+#include "analysis/network_detector.h"
+#include "analysis/rank_map.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -35,6 +48,10 @@ struct Culprit {
   std::optional<double> slowdown;
   std::optional<int64_t> onset_step;
   std::optional<std::string> pattern;
+  // The evidence chain: one line per independent signal that supports (or
+  // contradicts) this culprit, e.g. "GPU: 93 °C, SM clock -28% during the
+  // slow steps".
+  std::vector<std::string> evidence;
 };
 
 struct Verdict {
@@ -49,8 +66,29 @@ struct Verdict {
 // "high" (>= 0.8), "medium" (>= 0.5) or "low".
 std::string_view ConfidenceWord(double confidence);
 
+// Every detector's output for one run.
+struct Analyses {
+  StepAnalysis steps;
+  TraceAnalysis traces;
+  HardwareAnalysis hardware;
+  NetworkAnalysis network;
+  RankMap ranks;
+};
+
+struct AnalysisOptions {
+  StepDetectorOptions steps;
+  HardwareDetectorOptions hardware;
+  NetworkDetectorOptions network;
+  std::optional<int32_t> gpus_per_node;  // placement rule for the rank <-> GPU join
+};
+
+// Runs every detector; hardware and network detectors get the ranks the
+// step and trace detectors suspect, to relate anomalies to slow steps.
+Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options);
+
+Verdict DecideVerdict(const Run& run, const Analyses& analyses);
+// Step times and traces only (tests, benchmarks).
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces);
-// Step times only (tests, benchmarks).
 inline Verdict DecideVerdict(const Run& run, const StepAnalysis& steps) {
   return DecideVerdict(run, steps, TraceAnalysis());
 }

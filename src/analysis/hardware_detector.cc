@@ -1,0 +1,448 @@
+#include "analysis/hardware_detector.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analysis/robust_stats.h"
+
+namespace laggard {
+namespace {
+
+// Two hosts' clocks (and a 1 s sampling interval) can be a few seconds apart.
+constexpr DurationNs kTimeSlackNs = 5'000'000'000;
+
+std::string GpuName(const GpuStats& g) {
+  std::string s = fmt::format("GPU {} of {}", g.gpu, g.host.value_or("unknown host"));
+  if (g.rank) s += fmt::format(" (rank {})", *g.rank);
+  return s;
+}
+
+Entity EntityOf(const GpuStats& g) {
+  Entity e;
+  e.rank = g.rank;
+  e.host = g.host;
+  e.gpu = g.gpu;
+  return e;
+}
+
+bool Loaded(const GpuSample& s, const HardwareDetectorOptions& o) {
+  return !s.util_pct || *s.util_pct >= o.load_util_pct;
+}
+
+GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
+  GpuStats st;
+  st.host = g.host;
+  st.gpu = g.index;
+  if (g.host) st.rank = ranks.RankOf(*g.host, g.index);
+  st.model = g.facts.name;
+  st.samples = g.samples.size();
+  st.time_is_approximate = g.time_is_approximate;
+  std::vector<double> clocks, temps, power, util;
+  size_t hot = 0, thermal = 0, power_reason = 0, pinned = 0;
+  std::optional<double> slowdown = g.facts.slowdown_temp_c;
+  for (const GpuSample& s : g.samples) {
+    bool loaded = Loaded(s, o);
+    if (loaded) ++st.loaded_samples;
+    if (loaded && s.sm_clock_mhz) clocks.push_back(*s.sm_clock_mhz);
+    if (s.temp_c) {
+      temps.push_back(*s.temp_c);
+      if (*s.temp_c >= o.hot_temp_c || (slowdown && *s.temp_c >= *slowdown)) ++hot;
+    }
+    if (s.power_w) power.push_back(*s.power_w);
+    if (s.util_pct) util.push_back(*s.util_pct);
+    if (s.clock_events) {
+      if (*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown))
+        ++thermal;
+      if (loaded && (*s.clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)))
+        ++power_reason;
+    }
+    std::optional<double> limit = s.power_limit_w ? s.power_limit_w : g.facts.enforced_power_limit_w;
+    if (loaded && s.power_w && limit && *limit > 0 && *s.power_w >= o.power_pinned * *limit) ++pinned;
+  }
+  st.sm_clock_mhz = Median(clocks);
+  if (!temps.empty()) {
+    st.temp_c_max = *std::max_element(temps.begin(), temps.end());
+    st.temp_c_median = Median(temps);
+  }
+  st.power_w_median = Median(power);
+  st.util_pct_median = Median(util);
+  st.power_limit_w = g.facts.enforced_power_limit_w;
+  if (!st.power_limit_w) {
+    std::vector<double> limits;
+    for (const GpuSample& s : g.samples) {
+      if (s.power_limit_w) limits.push_back(*s.power_limit_w);
+    }
+    st.power_limit_w = Median(limits);
+  }
+  double n = static_cast<double>(std::max<size_t>(1, g.samples.size()));
+  double nl = static_cast<double>(std::max<size_t>(1, st.loaded_samples));
+  st.hot_share = static_cast<double>(hot) / n;
+  st.thermal_reason_share = static_cast<double>(thermal) / n;
+  st.power_reason_share = static_cast<double>(power_reason) / nl;
+  st.pinned_share = static_cast<double>(pinned) / nl;
+  return st;
+}
+
+// Median of `get` over the other GPUs of the same model; nullopt with < 2.
+template <typename Get>
+std::optional<double> PeerMedian(const std::vector<GpuStats>& all, size_t self, Get get) {
+  std::vector<double> v;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i == self || all[i].model != all[self].model) continue;
+    if (auto x = get(all[i])) v.push_back(*x);
+  }
+  if (v.size() < 2) return std::nullopt;
+  return Median(v);
+}
+
+// Does any anomalous sample of `g` fall into the slow steps of its rank?
+std::optional<bool> Overlap(const GpuRecord& g, const GpuStats& st,
+                            const std::vector<SuspectRank>& suspects,
+                            const std::function<bool(const GpuSample&)>& anomalous) {
+  if (!st.rank || g.time_is_approximate) return std::nullopt;
+  for (const SuspectRank& s : suspects) {
+    if (s.rank != *st.rank) continue;
+    if (!s.slow_from_ns) return std::nullopt;
+    TimeNs to = s.slow_to_ns.value_or(INT64_MAX - kTimeSlackNs);
+    for (const GpuSample& x : g.samples) {
+      if (x.time_ns >= *s.slow_from_ns - kTimeSlackNs && x.time_ns <= to + kTimeSlackNs &&
+          anomalous(x)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  return std::nullopt;
+}
+
+bool IsSuspect(const std::vector<SuspectRank>& suspects, std::optional<int32_t> rank) {
+  if (!rank) return false;
+  return std::any_of(suspects.begin(), suspects.end(),
+                     [&](const SuspectRank& s) { return s.rank == *rank; });
+}
+
+Evidence SourceOf(const GpuRecord& g, std::string text) {
+  Evidence e{std::move(text), std::nullopt};
+  if (g.facts.src) e.source = g.facts.src;
+  else if (!g.samples.empty()) e.source = g.samples.front().src;
+  return e;
+}
+
+// Fills severity, confidence and wording from the rank / time relation.
+void Relate(Finding& f, const GpuStats& st, const std::vector<SuspectRank>& suspects,
+            double confidence) {
+  f.confidence = confidence;
+  f.severity = Describe(f.code).severity;
+  if (!IsSuspect(suspects, st.rank)) {
+    if (!suspects.empty()) {
+      f.severity = Severity::kWarning;
+      f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
+                           : "; no rank is known to run on it, so it is not blamed";
+    }
+    return;
+  }
+  if (f.overlaps_slow_steps == true) {
+    f.message += fmt::format("; during rank {}'s slow steps", *st.rank);
+  } else if (f.overlaps_slow_steps == false) {
+    f.message += fmt::format("; but not during rank {}'s slow steps", *st.rank);
+    f.confidence = std::min(f.confidence, 0.4);
+  }
+}
+
+}  // namespace
+
+std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
+                                      const TraceAnalysis& traces) {
+  std::vector<SuspectRank> out;
+  auto add = [&](int32_t rank) -> SuspectRank& {
+    for (SuspectRank& s : out) {
+      if (s.rank == rank) return s;
+    }
+    out.push_back(SuspectRank{rank, std::nullopt, std::nullopt});
+    return out.back();
+  };
+  for (const Finding& f : steps.findings) {
+    if (f.code != FindingCode::kStepStraggler || !f.entity.rank) continue;
+    SuspectRank& s = add(*f.entity.rank);
+    s.slow_from_ns = f.onset_time;
+    const StepSeries* series = run.FindRank(*f.entity.rank);
+    if (series == nullptr || series->steps.empty()) continue;
+    if (!s.slow_from_ns && series->steps.front().start_ns) s.slow_from_ns = series->steps.front().start_ns;
+    const StepRecord* last = &series->steps.back();
+    if (f.end_step) {
+      for (const StepRecord& r : series->steps) {
+        if (r.step == *f.end_step) last = &r;
+      }
+    }
+    if (last->start_ns) s.slow_to_ns = *last->start_ns + last->duration_ns;
+  }
+  if (traces.culprit) add(*traces.culprit);
+  return out;
+}
+
+HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
+                                 const std::vector<SuspectRank>& suspects,
+                                 const HardwareDetectorOptions& o) {
+  HardwareAnalysis a;
+  const std::vector<GpuRecord>& gpus = run.hardware.gpus;
+  for (const GpuRecord& g : gpus) a.gpus.push_back(Measure(g, ranks, o));
+
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuRecord& g = gpus[i];
+    GpuStats& st = a.gpus[i];
+    std::optional<double> peer_clock =
+        PeerMedian(a.gpus, i, [](const GpuStats& x) { return x.sm_clock_mhz; });
+    bool vs_max = false;
+    if (!peer_clock && g.facts.max_sm_clock_mhz) peer_clock = g.facts.max_sm_clock_mhz, vs_max = true;
+    st.peer_sm_clock_mhz = peer_clock;
+    std::optional<double> gap;
+    if (st.sm_clock_mhz && peer_clock && *peer_clock > 0) gap = 1 - *st.sm_clock_mhz / *peer_clock;
+    double gap_threshold = vs_max ? o.clock_gap_vs_max : o.clock_gap;
+    bool clock_low = gap && *gap >= gap_threshold;
+    std::string clock_text =
+        gap ? fmt::format("SM clock {:.0f} MHz under load vs {:.0f} MHz on its {} ({:+.0f}%)",
+                          *st.sm_clock_mhz, *peer_clock, vs_max ? "max" : "same-model peers",
+                          -100 * *gap)
+            : std::string("SM clock not recorded");
+    bool thermal = false, power = false;
+
+    // Thermal.
+    if ((st.hot_share >= o.min_share || st.thermal_reason_share >= o.min_share) &&
+        (clock_low || st.thermal_reason_share >= o.min_share)) {
+      thermal = true;
+      Finding f;
+      f.code = FindingCode::kGpuThermal;
+      f.entity = EntityOf(st);
+      f.cause = "thermal";
+      f.message = fmt::format("{} reached {:.0f} °C (median {:.0f} °C); {}", GpuName(st),
+                              st.temp_c_max.value_or(0), st.temp_c_median.value_or(0), clock_text);
+      if (st.thermal_reason_share > 0) {
+        f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
+                                 100 * st.thermal_reason_share);
+      }
+      f.evidence.push_back(SourceOf(g, fmt::format("{:.0f}% of samples at >= {:.0f} °C",
+                                                   100 * st.hot_share, o.hot_temp_c)));
+      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
+        return (x.temp_c && *x.temp_c >= o.hot_temp_c) ||
+               (x.clock_events && (*x.clock_events & (clock_event::kHwThermalSlowdown |
+                                                      clock_event::kSwThermalSlowdown)));
+      });
+      double conf = 0.6 + (clock_low ? 0.15 : 0) + (st.thermal_reason_share >= o.min_share ? 0.1 : 0);
+      Relate(f, st, suspects, conf);
+      f.next_steps.push_back(fmt::format(
+          "improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
+          "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
+          st.host.value_or("the host"), st.gpu, st.gpu));
+      a.findings.push_back(std::move(f));
+    }
+
+    // Power.
+    std::optional<double> peer_limit =
+        PeerMedian(a.gpus, i, [](const GpuStats& x) { return x.power_limit_w; });
+    std::optional<double> default_limit = g.facts.default_power_limit_w;
+    bool limit_lowered = false;
+    std::string limit_text;
+    if (st.power_limit_w && default_limit && *st.power_limit_w < (1 - o.limit_gap) * *default_limit) {
+      limit_lowered = true;
+      limit_text = fmt::format("enforced power limit {:.0f} W, below its default {:.0f} W",
+                               *st.power_limit_w, *default_limit);
+    } else if (st.power_limit_w && peer_limit && *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
+      limit_lowered = true;
+      limit_text = fmt::format("enforced power limit {:.0f} W, below its peers' {:.0f} W",
+                               *st.power_limit_w, *peer_limit);
+    }
+    bool pinned = (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
+                  clock_low;
+    if (!thermal && (limit_lowered || pinned)) {
+      power = true;
+      Finding f;
+      f.code = FindingCode::kGpuPowerCap;
+      f.entity = EntityOf(st);
+      f.cause = "power_cap";
+      f.message = GpuName(st) + ": ";
+      if (limit_lowered) f.message += limit_text;
+      if (pinned) {
+        f.message += fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}",
+                                 limit_lowered ? "; " : "",
+                                 100 * std::max(st.pinned_share, st.power_reason_share), clock_text);
+      } else if (gap) {
+        f.message += "; " + clock_text;
+      }
+      f.evidence.push_back(SourceOf(g, limit_lowered ? limit_text : clock_text));
+      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
+        if (limit_lowered) return true;
+        std::optional<double> lim = x.power_limit_w ? x.power_limit_w : st.power_limit_w;
+        return (x.power_w && lim && *x.power_w >= o.power_pinned * *lim) ||
+               (x.clock_events && (*x.clock_events & clock_event::kSwPowerCap));
+      });
+      double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (clock_low ? 0.15 : 0);
+      Relate(f, st, suspects, conf);
+      f.next_steps.push_back(fmt::format(
+          "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
+          "POWER`), and check the node's power supply if the limit is already at its default",
+          st.host.value_or("the host"), st.gpu, st.gpu,
+          default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
+      a.findings.push_back(std::move(f));
+    }
+
+    // Clocks without a thermal or power reason.
+    bool locked = g.facts.app_sm_clock_mhz && g.facts.max_sm_clock_mhz &&
+                  *g.facts.app_sm_clock_mhz < 0.9 * *g.facts.max_sm_clock_mhz;
+    if (!thermal && !power && (clock_low || locked)) {
+      Finding f;
+      f.code = FindingCode::kGpuClocksLow;
+      f.entity = EntityOf(st);
+      f.cause = "clocks";
+      f.message = GpuName(st) + ": " + clock_text;
+      if (locked) {
+        f.message += fmt::format("; applications clocks locked at {:.0f} of {:.0f} MHz",
+                                 *g.facts.app_sm_clock_mhz, *g.facts.max_sm_clock_mhz);
+      }
+      f.evidence.push_back(SourceOf(g, clock_text));
+      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
+        return x.sm_clock_mhz && peer_clock && Loaded(x, o) &&
+               *x.sm_clock_mhz < (1 - gap_threshold) * *peer_clock;
+      });
+      Relate(f, st, suspects, 0.5 + (clock_low ? 0.15 : 0) + (locked ? 0.1 : 0));
+      f.next_steps.push_back(fmt::format(
+          "reset the clocks of {} GPU {}: `nvidia-smi -i {} -rac` and `nvidia-smi -i {} -rgc`; "
+          "then run `dcgmi diag -r 2` on it",
+          st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
+      a.findings.push_back(std::move(f));
+    }
+
+    // PCIe link.
+    {
+      std::optional<int32_t> max_gen = g.facts.pcie_gen_max;
+      if (max_gen && g.facts.pcie_gen_host_max) max_gen = std::min(*max_gen, *g.facts.pcie_gen_host_max);
+      std::optional<int32_t> width_max = g.facts.pcie_width_max;
+      // Under load: the lowest generation / width seen in a loaded sample.
+      std::optional<int32_t> gen_loaded, width_seen;
+      for (const GpuSample& x : g.samples) {
+        if (x.pcie_gen && Loaded(x, o) && x.util_pct) {
+          gen_loaded = gen_loaded ? std::min(*gen_loaded, *x.pcie_gen) : *x.pcie_gen;
+        }
+        if (x.pcie_width) width_seen = width_seen ? std::min(*width_seen, *x.pcie_width) : *x.pcie_width;
+      }
+      if (!width_seen) width_seen = g.facts.pcie_width_current;
+      bool busy_static = st.util_pct_median && *st.util_pct_median >= o.load_util_pct;
+      if (!gen_loaded && busy_static) gen_loaded = g.facts.pcie_gen_current;
+      std::string what;
+      if (width_seen && width_max && *width_seen < *width_max) {
+        what = fmt::format("PCIe link width x{} of x{}", *width_seen, *width_max);
+      }
+      if (gen_loaded && max_gen && *gen_loaded < *max_gen) {
+        what += fmt::format("{}PCIe Gen{} of Gen{} under load", what.empty() ? "" : ", ", *gen_loaded,
+                            *max_gen);
+      }
+      if (!what.empty()) {
+        Finding f;
+        f.code = FindingCode::kGpuPcieDowngrade;
+        f.entity = EntityOf(st);
+        f.cause = "pcie_downgrade";
+        f.message = GpuName(st) + ": " + what + " (judged against the link's capability)";
+        f.evidence.push_back(SourceOf(g, what));
+        f.overlaps_slow_steps = IsSuspect(suspects, st.rank) ? std::optional<bool>(true) : std::nullopt;
+        Relate(f, st, suspects, 0.75);
+        f.next_steps.push_back(fmt::format(
+            "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with "
+            "`nvidia-smi -i {} -q -d PCIE` under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
+            st.host.value_or("the host"), st.gpu, g.bus_id.value_or("?"), st.gpu,
+            g.bus_id.value_or("BUS")));
+        a.findings.push_back(std::move(f));
+      }
+    }
+
+    // NVLink.
+    if (g.facts.nvlink_up) {
+      std::optional<double> peer_up = PeerMedian(a.gpus, i, [&](const GpuStats& x) -> std::optional<double> {
+        const GpuRecord* r = nullptr;
+        for (const GpuRecord& c : gpus) {
+          if (c.host == x.host && c.index == x.gpu) r = &c;
+        }
+        if (r == nullptr || !r->facts.nvlink_up) return std::nullopt;
+        return static_cast<double>(*r->facts.nvlink_up);
+      });
+      std::optional<double> expected = peer_up;
+      if (!expected && g.facts.nvlink_total) expected = static_cast<double>(*g.facts.nvlink_total);
+      if (expected && *g.facts.nvlink_up < *expected) {
+        Finding f;
+        f.code = FindingCode::kGpuNvlinkDown;
+        f.entity = EntityOf(st);
+        f.cause = "nvlink_down";
+        f.message = fmt::format("{}: {} NVLinks active, its peers have {:.0f}", GpuName(st),
+                                *g.facts.nvlink_up, *expected);
+        f.evidence.push_back(SourceOf(g, f.message));
+        Relate(f, st, suspects, 0.75);
+        f.next_steps.push_back(fmt::format(
+            "check NVLink of {} GPU {}: `nvidia-smi nvlink --status -i {}` and `nvidia-smi nvlink "
+            "-e -i {}`; run `dcgmi diag -r 2`",
+            st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
+        a.findings.push_back(std::move(f));
+      }
+    }
+
+    // Errors: supporting evidence.
+    {
+      std::vector<std::string> errs;
+      const GpuFacts& fx = g.facts;
+      if (fx.ecc_uncorrected_volatile.value_or(0) > 0)
+        errs.push_back(fmt::format("{} uncorrectable ECC errors (volatile)", *fx.ecc_uncorrected_volatile));
+      if (fx.retired_pages_pending.value_or(false)) errs.push_back("page retirement pending");
+      if (fx.remapping_failure.value_or(false)) errs.push_back("row remapping failure");
+      if (!fx.xids.empty()) {
+        std::string list;
+        for (size_t k = 0; k < fx.xids.size() && k < 5; ++k) list += (k ? "," : "") + std::to_string(fx.xids[k]);
+        errs.push_back(fmt::format("XID {}", list));
+      }
+      if (fx.diag_failed.value_or(false)) {
+        errs.push_back("dcgmi diag failed" +
+                       (fx.diag_messages.empty() ? std::string() : ": " + fx.diag_messages.front()));
+      }
+      if (!errs.empty()) {
+        Finding f;
+        f.code = FindingCode::kGpuErrors;
+        f.entity = EntityOf(st);
+        f.cause = "gpu_errors";
+        f.message = GpuName(st) + ": ";
+        for (size_t k = 0; k < errs.size(); ++k) f.message += (k ? "; " : "") + errs[k];
+        f.evidence.push_back(SourceOf(g, f.message));
+        Relate(f, st, suspects, 0.6);
+        f.next_steps.push_back(fmt::format(
+            "run `dcgmi diag -r 2` (or -r 3) on {} and check `dmesg | grep -i xid`; drain the node "
+            "if errors persist",
+            st.host.value_or("the host")));
+        a.findings.push_back(std::move(f));
+      }
+    }
+  }
+
+  // Victims that look idle.
+  if (!suspects.empty()) {
+    size_t idle = 0;
+    std::string example;
+    for (const GpuStats& st : a.gpus) {
+      if (IsSuspect(suspects, st.rank) || !st.util_pct_median || *st.util_pct_median >= 80) continue;
+      if (!st.rank) continue;
+      if (idle++ == 0) example = fmt::format("{} at {:.0f}%", GpuName(st), *st.util_pct_median);
+    }
+    if (idle > 0) {
+      Finding f;
+      f.code = FindingCode::kGpuIdleWaiting;
+      f.severity = Severity::kInfo;
+      f.entity.job = true;
+      f.confidence = 0.6;
+      f.message = fmt::format(
+          "{} GPU{} of healthy ranks show low utilisation (e.g. {}): they wait for the slow rank; "
+          "low utilisation is not evidence by itself",
+          idle, idle == 1 ? "" : "s", example);
+      a.findings.push_back(std::move(f));
+    }
+  }
+  return a;
+}
+
+}  // namespace laggard

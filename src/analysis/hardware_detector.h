@@ -1,0 +1,108 @@
+// Hardware detector: *why* is a GPU slow — thermal throttling, a power cap,
+// low clocks, a downgraded PCIe link, missing NVLinks, hardware errors.
+//
+// Assumption (the article's warning): no single metric can be trusted alone
+// and utilisation lies (a victim looks idle because it waits). So every rule
+// compares a GPU with its same-model peers and with time, and a hardware
+// anomaly is tied to the culprit only through the rank that runs on the GPU
+// (rank_map.h) and the time of its slow steps.
+//
+// Metrics (per GPU, over its samples; "under load" = utilisation >= 50%, or
+// every sample when utilisation was not recorded):
+//   sm_clock    median SM clock under load; peers' value = median over the
+//               other GPUs of the same model (>= 2 of them), else the GPU's max
+//   clock_gap   1 - sm_clock / peers' sm_clock
+//   hot         share of samples at >= 90 C or at/above the GPU's slowdown
+//               temperature
+//   pinned      share of loaded samples drawing >= 97% of the power limit
+//   reasons     share of samples with thermal / power clock-event reasons
+// Decisions (defaults, origin):
+//   thermal     hot or thermal reasons in >= 10% of samples, and clock_gap
+//               >= 5% or thermal reasons active (article: >= 90 C with the SM
+//               clock pulled down)
+//   power_cap   enforced limit >= 5% below the default or below peers'; or
+//               pinned/SW power cap in >= 20% of loaded samples with
+//               clock_gap >= 5% (article: nvidia-smi -pl, weak supply)
+//   clocks      clock_gap >= 5% (10% against max clock) with no thermal or
+//               power reason; or applications clocks locked >= 10% below max
+//   pcie        width below max (always: lanes are not power-managed) or
+//               generation below max under load, or below same-model peers on
+//               the host; a lower generation while idle is normal power saving
+//   nvlink      fewer active links than the peers' median
+//   errors      uncorrectable ECC, pending retirement, remapping failure,
+//               XIDs, dcgmi diag failure (supporting evidence only)
+// Time correlation: an anomaly whose samples overlap the slow steps of the
+// GPU's rank sets Finding::overlaps_slow_steps; a hot GPU whose rank is not
+// slow is a warning ("not blamed"), never the culprit.
+//
+// Thread-safety: AnalyzeHardware() is a pure function of its inputs.
+
+#ifndef LAGGARD_ANALYSIS_HARDWARE_DETECTOR_H_
+#define LAGGARD_ANALYSIS_HARDWARE_DETECTOR_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/rank_map.h"
+#include "analysis/step_time_detector.h"
+#include "analysis/trace_detector.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct HardwareDetectorOptions {
+  double hot_temp_c = 90;
+  double load_util_pct = 50;
+  double clock_gap = 0.05;
+  double clock_gap_vs_max = 0.10;
+  double power_pinned = 0.97;
+  double limit_gap = 0.05;
+  double min_share = 0.10;        // of samples, for thermal reasons / hot
+  double min_power_share = 0.20;  // of loaded samples, for pinned / power reasons
+};
+
+struct GpuStats {
+  std::optional<std::string> host;
+  int32_t gpu = 0;
+  std::optional<int32_t> rank;
+  std::optional<std::string> model;
+  size_t samples = 0;
+  size_t loaded_samples = 0;
+  std::optional<double> sm_clock_mhz;       // median under load
+  std::optional<double> peer_sm_clock_mhz;  // what it is compared with
+  std::optional<double> temp_c_max;
+  std::optional<double> temp_c_median;
+  std::optional<double> power_w_median;
+  std::optional<double> power_limit_w;      // enforced
+  std::optional<double> util_pct_median;
+  double hot_share = 0;
+  double thermal_reason_share = 0;
+  double power_reason_share = 0;
+  double pinned_share = 0;
+  bool time_is_approximate = false;
+};
+
+struct HardwareAnalysis {
+  std::vector<GpuStats> gpus;
+  std::vector<Finding> findings;
+};
+
+// Ranks the step and trace detectors suspect, with the time of their slow
+// steps when step start times are known.
+struct SuspectRank {
+  int32_t rank = 0;
+  std::optional<TimeNs> slow_from_ns;
+  std::optional<TimeNs> slow_to_ns;
+};
+std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
+                                      const TraceAnalysis& traces);
+
+HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
+                                 const std::vector<SuspectRank>& suspects,
+                                 const HardwareDetectorOptions& options);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_HARDWARE_DETECTOR_H_

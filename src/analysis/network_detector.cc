@@ -1,0 +1,434 @@
+#include "analysis/network_detector.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analysis/robust_stats.h"
+
+namespace laggard {
+namespace {
+
+std::string HostList(const std::vector<std::string>& hosts) {
+  std::string s;
+  for (size_t i = 0; i < hosts.size(); ++i) s += (i ? ", " : "") + hosts[i];
+  return s;
+}
+
+Finding HostFinding(FindingCode code, const std::optional<std::string>& host, const RankMap& ranks,
+                    const std::map<std::string, std::string>& switch_of) {
+  Finding f;
+  f.code = code;
+  f.severity = Describe(code).severity;
+  f.entity.host = host;
+  if (host) {
+    f.ranks = ranks.RanksOnHost(*host);
+    auto sw = switch_of.find(*host);
+    if (sw != switch_of.end()) f.entity.switch_name = sw->second;
+  }
+  return f;
+}
+
+std::string RanksText(const std::vector<int32_t>& ranks) {
+  if (ranks.empty()) return "";
+  std::string s = " (ranks ";
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) s += ",...";
+  return s + ")";
+}
+
+// A healthy host to compare with: the first host, in natural order, without
+// findings of its own.
+std::string HealthyHost(const RankMap& ranks, const std::set<std::string>& bad) {
+  for (const std::string& h : ranks.hosts()) {
+    if (!bad.count(h)) return h;
+  }
+  return "HEALTHY_HOST";
+}
+
+std::string PairTestCommand(const std::string& suspect, const std::string& healthy) {
+  return fmt::format(
+      "run nccl-tests between {} and healthy {}: `mpirun -np 16 -H {}:8,{}:8 -x NCCL_DEBUG=INFO "
+      "./build/all_reduce_perf -b 1G -e 8G -f 2 -g 1` (or `srun -N2 -w {},{} --ntasks-per-node=8 "
+      "--gpus-per-node=8 ./build/all_reduce_perf -b 1G -e 8G -f 2 -g 1`)",
+      suspect, healthy, suspect, healthy, suspect, healthy);
+}
+
+int LinkRank(std::string_view link) {
+  // Nearest first; NV# links are GPU-GPU only.
+  if (link == "PIX") return 0;
+  if (link == "PXB") return 1;
+  if (link == "PHB") return 2;
+  if (link == "NODE") return 3;
+  if (link == "SYS") return 4;
+  return -1;
+}
+
+}  // namespace
+
+NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
+                               const std::vector<SuspectRank>& suspects,
+                               const NetworkDetectorOptions& o) {
+  NetworkAnalysis a;
+  const NetworkData& net = run.network;
+  std::set<std::string> bad_hosts;
+
+  // InfiniBand ports.
+  {
+    std::map<std::pair<std::string, std::string>, std::vector<double>> rates;  // (layer, type)
+    std::map<std::pair<std::string, std::string>, std::vector<double>> widths;
+    std::map<std::pair<std::string, int32_t>, size_t> active_elsewhere;  // (ca, port) -> hosts
+    for (const IbPort& p : net.ib_ports) {
+      if (p.state != "Active") continue;
+      auto key = std::make_pair(p.link_layer.value_or(""), p.ca_type.value_or(""));
+      if (p.rate_gbps) rates[key].push_back(*p.rate_gbps);
+      if (p.width) widths[key].push_back(*p.width);
+      ++active_elsewhere[{p.ca, p.port}];
+    }
+    for (const IbPort& p : net.ib_ports) {
+      std::string nic = fmt::format("{} port {}", p.ca, p.port);
+      if (p.state && *p.state != "Active") {
+        Finding f = HostFinding(FindingCode::kNetPortDown, p.host, ranks, net.switch_of);
+        f.entity.nic = nic;
+        f.cause = "port_down";
+        size_t peers = active_elsewhere[{p.ca, p.port}];
+        f.message = fmt::format("{} on {}: state {}, physical state {}{}", nic,
+                                p.host.value_or("unknown host"), *p.state,
+                                p.phys_state.value_or("?"), RanksText(f.ranks));
+        if (peers > 0) f.message += fmt::format("; the same port is Active on {} other host{}", peers, peers == 1 ? "" : "s");
+        f.confidence = peers > 0 ? 0.85 : 0.5;
+        if (peers == 0) f.severity = Severity::kWarning;
+        f.evidence.push_back({f.message, p.src});
+        f.next_steps.push_back(fmt::format(
+            "check the cable and switch port of {} on {}: `ibstat {} {}`, `ibportstate` / "
+            "`mlxlink -d {} -m`; reseat or replace the cable",
+            nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
+        if (p.host) bad_hosts.insert(*p.host);
+        a.findings.push_back(std::move(f));
+        continue;
+      }
+      if (p.state != "Active") continue;
+      auto key = std::make_pair(p.link_layer.value_or(""), p.ca_type.value_or(""));
+      std::optional<double> med_rate = Median(rates[key]);
+      std::optional<double> med_width = Median(widths[key]);
+      std::string what;
+      if (p.rate_gbps && med_rate && rates[key].size() >= 3 && *p.rate_gbps < o.rate_ratio * *med_rate) {
+        what = fmt::format("rate {:.0f} Gb/s vs {:.0f} Gb/s on its peers", *p.rate_gbps, *med_rate);
+      }
+      if (p.width && med_width && widths[key].size() >= 3 && *p.width < *med_width) {
+        what += fmt::format("{}width {}X vs {:.0f}X", what.empty() ? "" : ", ", *p.width, *med_width);
+      }
+      if (what.empty()) continue;
+      Finding f = HostFinding(FindingCode::kNetLinkDegraded, p.host, ranks, net.switch_of);
+      f.entity.nic = nic;
+      f.cause = "nic_degraded";
+      f.message = fmt::format("{} on {}: {}{}", nic, p.host.value_or("unknown host"), what, RanksText(f.ranks));
+      f.confidence = 0.8;
+      f.evidence.push_back({f.message, p.src});
+      f.next_steps.push_back(fmt::format(
+          "check {} on {}: `ibstat {} {}` (Rate), `mlxlink -d {} -m` for the negotiated speed and "
+          "errors; reseat or replace the cable / transceiver",
+          nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
+      if (p.host) bad_hosts.insert(*p.host);
+      a.findings.push_back(std::move(f));
+    }
+  }
+
+  // Ethernet links.
+  {
+    std::map<std::string, std::vector<double>> speeds;  // iface -> speeds
+    for (const EthLink& l : net.eth_links) {
+      if (l.speed_mbps && l.link_detected != false) speeds[l.iface].push_back(static_cast<double>(*l.speed_mbps));
+    }
+    for (const EthLink& l : net.eth_links) {
+      if (l.link_detected == false) {
+        Finding f = HostFinding(FindingCode::kNetPortDown, l.host, ranks, net.switch_of);
+        f.entity.nic = l.iface;
+        f.cause = "port_down";
+        f.message = fmt::format("{} on {}: link not detected{}", l.iface, l.host.value_or("unknown host"),
+                                RanksText(f.ranks));
+        f.confidence = speeds[l.iface].empty() ? 0.5 : 0.8;
+        f.evidence.push_back({f.message, l.src});
+        f.next_steps.push_back(fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
+                                           "`ip link show {}`",
+                                           l.iface, l.host.value_or("the host"), l.iface, l.iface));
+        if (l.host) bad_hosts.insert(*l.host);
+        a.findings.push_back(std::move(f));
+        continue;
+      }
+      std::optional<double> med = Median(speeds[l.iface]);
+      if (!l.speed_mbps || !med || speeds[l.iface].size() < 3 ||
+          static_cast<double>(*l.speed_mbps) >= o.rate_ratio * *med) {
+        continue;
+      }
+      Finding f = HostFinding(FindingCode::kNetLinkDegraded, l.host, ranks, net.switch_of);
+      f.entity.nic = l.iface;
+      f.cause = "nic_degraded";
+      f.message = fmt::format("{} on {}: {} Mb/s vs {:.0f} Mb/s on its peers{}", l.iface,
+                              l.host.value_or("unknown host"), *l.speed_mbps, *med, RanksText(f.ranks));
+      f.confidence = 0.8;
+      f.evidence.push_back({f.message, l.src});
+      f.next_steps.push_back(fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
+                                         "reseat or replace the cable / transceiver",
+                                         l.iface, l.host.value_or("the host"), l.iface));
+      if (l.host) bad_hosts.insert(*l.host);
+      a.findings.push_back(std::move(f));
+    }
+  }
+
+  // nccl-tests.
+  {
+    for (size_t i = 0; i < net.nccl_tests.size(); ++i) {
+      const NcclTestRun& r = net.nccl_tests[i];
+      NcclTestStats st;
+      st.run = i;
+      st.collective = r.collective;
+      std::set<std::string> hosts;
+      for (const NcclTestRank& k : r.ranks) hosts.insert(k.host);
+      if (hosts.empty() && r.host_from_path) hosts.insert(*r.host_from_path);
+      st.hosts.assign(hosts.begin(), hosts.end());
+      std::sort(st.hosts.begin(), st.hosts.end(), NaturalLess);
+      int64_t largest = 0;
+      for (const NcclTestRow& row : r.rows) largest = std::max(largest, row.size_bytes);
+      std::vector<double> bw;
+      for (const NcclTestRow& row : r.rows) {
+        if (row.size_bytes * 4 >= largest && row.oop_busbw_gbps) bw.push_back(*row.oop_busbw_gbps);
+      }
+      st.large_busbw_gbps = Median(bw);
+      a.nccl_tests.push_back(std::move(st));
+    }
+    // Compare like with like: same collective and rank count.
+    std::map<std::pair<std::string, size_t>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < a.nccl_tests.size(); ++i) {
+      groups[{a.nccl_tests[i].collective, net.nccl_tests[i].ranks.size()}].push_back(i);
+    }
+    std::map<std::string, std::pair<size_t, size_t>> host_low;  // host -> (low runs, runs)
+    std::vector<size_t> low_runs;
+    for (auto& [key, members] : groups) {
+      if (members.size() < 2) continue;
+      for (size_t i : members) {
+        std::vector<double> others;
+        for (size_t j : members) {
+          if (j != i && a.nccl_tests[j].large_busbw_gbps) others.push_back(*a.nccl_tests[j].large_busbw_gbps);
+        }
+        a.nccl_tests[i].peer_busbw_gbps = Median(others);
+        bool low = a.nccl_tests[i].large_busbw_gbps && a.nccl_tests[i].peer_busbw_gbps &&
+                   *a.nccl_tests[i].large_busbw_gbps <= o.bandwidth_ratio * *a.nccl_tests[i].peer_busbw_gbps;
+        for (const std::string& h : a.nccl_tests[i].hosts) {
+          auto& c = host_low[h];
+          c.second++;
+          if (low) c.first++;
+        }
+        if (low) low_runs.push_back(i);
+      }
+    }
+    std::vector<std::string> culprits;
+    for (auto& [h, c] : host_low) {
+      if (c.first >= 2 && c.first == c.second) culprits.push_back(h);
+    }
+    std::sort(culprits.begin(), culprits.end(), NaturalLess);
+    auto run_text = [&](size_t i) {
+      const NcclTestStats& s = a.nccl_tests[i];
+      return fmt::format("{} on {}: {:.1f} GB/s bus bandwidth at large sizes vs {:.1f} GB/s median of "
+                         "comparable runs ({:.2f}x)",
+                         s.collective, HostList(s.hosts), *s.large_busbw_gbps, *s.peer_busbw_gbps,
+                         *s.large_busbw_gbps / *s.peer_busbw_gbps);
+    };
+    if (!culprits.empty()) {
+      for (const std::string& h : culprits) {
+        Finding f = HostFinding(FindingCode::kNetBandwidthLow, h, ranks, net.switch_of);
+        f.cause = "nic_degraded";
+        size_t n = 0;
+        std::vector<double> ratios;
+        for (size_t i : low_runs) {
+          const NcclTestStats& s = a.nccl_tests[i];
+          if (std::find(s.hosts.begin(), s.hosts.end(), h) == s.hosts.end()) continue;
+          ++n;
+          ratios.push_back(*s.large_busbw_gbps / *s.peer_busbw_gbps);
+          f.evidence.push_back({run_text(i), net.nccl_tests[i].src});
+        }
+        f.message = fmt::format("every nccl-tests run with {} is slow: {} runs at {:.2f}x the bus "
+                                "bandwidth of comparable runs{}",
+                                h, n, Median(ratios).value_or(0), RanksText(f.ranks));
+        f.slowdown = 1 - Median(ratios).value_or(1);
+        f.confidence = 0.8;
+        f.next_steps.push_back(fmt::format("check {}'s NICs: `ibstat` and `ethtool` on it", h));
+        f.next_steps.push_back(PairTestCommand(h, HealthyHost(ranks, std::set<std::string>(culprits.begin(), culprits.end()))));
+        bad_hosts.insert(h);
+        a.findings.push_back(std::move(f));
+      }
+    } else {
+      for (size_t i : low_runs) {
+        const NcclTestStats& s = a.nccl_tests[i];
+        Finding f = HostFinding(FindingCode::kNetBandwidthLow,
+                                s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
+                                ranks, net.switch_of);
+        f.cause = "nic_degraded";
+        f.message = run_text(i);
+        f.slowdown = 1 - *s.large_busbw_gbps / *s.peer_busbw_gbps;
+        f.confidence = 0.65;
+        f.evidence.push_back({run_text(i), net.nccl_tests[i].src});
+        if (!s.hosts.empty()) {
+          f.next_steps.push_back(fmt::format("check the NICs of {}: `ibstat` and `ethtool` on each", HostList(s.hosts)));
+          f.next_steps.push_back(PairTestCommand(s.hosts.front(), HealthyHost(ranks, std::set<std::string>(s.hosts.begin(), s.hosts.end()))));
+        }
+        for (const std::string& h : s.hosts) bad_hosts.insert(h);
+        a.findings.push_back(std::move(f));
+      }
+    }
+    for (size_t i = 0; i < net.nccl_tests.size(); ++i) {
+      const NcclTestRun& r = net.nccl_tests[i];
+      int64_t wrong = 0;
+      for (const NcclTestRow& row : r.rows) wrong += row.oop_wrong.value_or(0) + row.ip_wrong.value_or(0);
+      if (wrong == 0 && r.errors.empty()) continue;
+      const NcclTestStats& s = a.nccl_tests[i];
+      Finding f = HostFinding(FindingCode::kNetTestErrors,
+                              s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
+                              ranks, net.switch_of);
+      f.message = fmt::format("{} on {}: {} wrong results{}", s.collective, HostList(s.hosts), wrong,
+                              r.errors.empty() ? "" : "; " + r.errors.front());
+      f.confidence = 0.7;
+      f.evidence.push_back({f.message, r.src});
+      f.next_steps.push_back("rerun the test with NCCL_DEBUG=INFO and check the hosts' GPUs with `dcgmi diag -r 2`");
+      a.findings.push_back(std::move(f));
+    }
+  }
+
+  // NCCL transports.
+  {
+    std::map<std::string, std::set<std::string>> nets;  // host -> nets
+    std::map<std::string, bool> gdr;                     // host -> any GDR
+    std::map<std::string, SourceRef> where;
+    for (const NcclRankInfo& r : net.nccl_ranks) {
+      if (r.net) nets[r.host].insert(*r.net);
+      if (r.gdr) gdr[r.host] = gdr[r.host] || *r.gdr;
+      where.emplace(r.host, r.src);
+    }
+    size_t ib_hosts = 0;
+    for (auto& [h, s] : nets) ib_hosts += s.count("IB");
+    for (auto& [h, s] : nets) {
+      if (!s.count("Socket") || s.count("IB") || ib_hosts * 2 < nets.size()) continue;
+      Finding f = HostFinding(FindingCode::kNetSocketFallback, h, ranks, net.switch_of);
+      f.cause = "socket_fallback";
+      f.message = fmt::format("NCCL on {} uses NET/Socket while {} of {} hosts use NET/IB{}", h, ib_hosts,
+                              nets.size(), RanksText(f.ranks));
+      f.confidence = 0.85;
+      f.evidence.push_back({f.message, where[h]});
+      f.next_steps.push_back(fmt::format(
+          "on {}: check `ibstat` (ports Active?), that the IB verbs libraries are installed, and "
+          "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
+          h));
+      bad_hosts.insert(h);
+      a.findings.push_back(std::move(f));
+    }
+    size_t gdr_hosts = 0;
+    for (auto& [h, g] : gdr) gdr_hosts += g ? 1 : 0;
+    for (auto& [h, g] : gdr) {
+      if (g || gdr_hosts * 2 < gdr.size() || gdr_hosts == 0) continue;
+      Finding f = HostFinding(FindingCode::kNetNoGdr, h, ranks, net.switch_of);
+      f.cause = "no_gdr";
+      f.message = fmt::format("NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}",
+                              h, gdr_hosts, gdr.size(), RanksText(f.ranks));
+      f.confidence = 0.7;
+      f.evidence.push_back({f.message, where[h]});
+      f.next_steps.push_back(fmt::format(
+          "on {}: check that the nvidia-peermem (nv_peer_mem) module is loaded (`lsmod | grep peermem`) "
+          "and the PCIe ACS settings",
+          h));
+      a.findings.push_back(std::move(f));
+    }
+  }
+
+  // Topology: GPU to nearest NIC.
+  {
+    struct Near { std::string host; std::string gpu; int rank; SourceRef src; };
+    std::vector<Near> near;
+    for (const TopologyMatrix& t : net.topologies) {
+      for (size_t i = 0; i < t.devices.size(); ++i) {
+        if (t.devices[i].rfind("GPU", 0) != 0 || i >= t.link.size()) continue;
+        int best = -1;
+        for (size_t j = 0; j < t.devices.size() && j < t.link[i].size(); ++j) {
+          const std::string& d = t.devices[j];
+          bool nic = d.rfind("NIC", 0) == 0 || d.rfind("mlx", 0) == 0;
+          if (!nic) continue;
+          int r = LinkRank(t.link[i][j]);
+          if (r >= 0 && (best < 0 || r < best)) best = r;
+        }
+        if (best >= 0) near.push_back({t.host.value_or(""), t.devices[i], best, t.src});
+      }
+    }
+    size_t close = 0;
+    for (const Near& n : near) close += n.rank <= 1 ? 1 : 0;
+    if (close * 2 > near.size()) {
+      for (const Near& n : near) {
+        if (n.rank < 3) continue;
+        std::optional<std::string> host = n.host.empty() ? std::nullopt : std::optional<std::string>(n.host);
+        Finding f = HostFinding(FindingCode::kNetPoorPath, host, ranks, net.switch_of);
+        f.cause = "poor_path";
+        int32_t gpu = std::atoi(n.gpu.c_str() + 3);
+        f.entity.gpu = gpu;
+        if (host) {
+          f.entity.rank = ranks.RankOf(*host, gpu);
+          f.ranks.clear();
+          if (f.entity.rank) f.ranks.push_back(*f.entity.rank);
+        }
+        f.message = fmt::format("{} of {}: nearest NIC is {} away (across the CPU interconnect) while "
+                                "{} of {} GPUs have one on their PCIe switch",
+                                n.gpu, n.host.empty() ? "unknown host" : n.host,
+                                n.rank == 3 ? "NODE" : "SYS", close, near.size());
+        f.severity = Severity::kWarning;
+        f.confidence = 0.6;
+        f.evidence.push_back({f.message, n.src});
+        f.next_steps.push_back("check `nvidia-smi topo -m` and NCCL's NIC choice (NCCL_DEBUG=INFO, "
+                               "NCCL_IB_HCA); pin the rank to the GPU next to its NIC");
+        a.findings.push_back(std::move(f));
+      }
+    }
+  }
+
+  // Shared switch.
+  if (!net.switch_of.empty()) {
+    std::set<std::string> slow = bad_hosts;
+    for (const SuspectRank& s : suspects) {
+      if (auto g = ranks.GpuOf(s.rank)) slow.insert(g->first);
+    }
+    std::map<std::string, std::vector<std::string>> by_switch;
+    for (const std::string& h : slow) {
+      auto it = net.switch_of.find(h);
+      if (it != net.switch_of.end()) by_switch[it->second].push_back(h);
+    }
+    std::set<std::string> switches;
+    for (auto& [h, sw] : net.switch_of) switches.insert(sw);
+    if (by_switch.size() == 1 && by_switch.begin()->second.size() >= 2 && switches.size() >= 2) {
+      const auto& [sw, hosts] = *by_switch.begin();
+      Finding f;
+      f.code = FindingCode::kNetSharedSwitch;
+      f.severity = Describe(f.code).severity;
+      f.entity.switch_name = sw;
+      f.cause = "shared_switch";
+      std::vector<std::string> sorted = hosts;
+      std::sort(sorted.begin(), sorted.end(), NaturalLess);
+      for (const std::string& h : sorted) {
+        auto r = ranks.RanksOnHost(h);
+        f.ranks.insert(f.ranks.end(), r.begin(), r.end());
+      }
+      f.message = fmt::format("the slow hosts {} all hang off switch {}, hosts on the other {} "
+                              "switch{} are fine: likely traffic from outside the job",
+                              HostList(sorted), sw, switches.size() - 1, switches.size() == 2 ? "" : "es");
+      f.confidence = 0.6;
+      auto src = net.switch_src.find(sorted.front());
+      f.evidence.push_back({f.message, src != net.switch_src.end() ? std::optional<SourceRef>(src->second)
+                                                                   : std::nullopt});
+      f.next_steps.push_back(fmt::format(
+          "check switch {}'s other tenants and its port counters (congestion, pause frames); ask "
+          "the network team whether another job shares it",
+          sw));
+      a.findings.push_back(std::move(f));
+    }
+  }
+  return a;
+}
+
+}  // namespace laggard

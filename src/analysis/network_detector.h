@@ -1,0 +1,70 @@
+// Network detector: for ranks that *wait*, is it the network, and where?
+//
+// Assumption: hosts of one job are built alike (same NICs, same switches,
+// same NCCL setup), so a host whose link, bandwidth or transport differs from
+// its peers' is the suspect; an identical host that is slow together with its
+// switch neighbours points outside the job (the article's shared switch).
+//
+// Metrics and decisions (defaults, origin):
+//   IB port      state not Active -> port_down (confidence higher when the
+//                same CA/port is Active on the other hosts); Active port
+//                whose rate is < 90% of the median rate of Active ports of
+//                the same link layer and CA type on all hosts, or whose
+//                width is below theirs -> link_degraded (4X -> 1X, 400 -> 200)
+//   Ethernet     "Link detected: no" -> port_down; speed < 90% of the median
+//                speed of the same interface name on other hosts ->
+//                link_degraded
+//   nccl-tests   per run: bus bandwidth at large sizes = median out-of-place
+//                busbw of the rows >= 1/4 of the run's largest size; runs are
+//                compared with runs of the same collective and rank count;
+//                <= 0.7x their median -> bandwidth_low (article: same-model
+//                nodes at half the bandwidth). The host common to every low
+//                run (each in >= 2) is named; else each low run's hosts.
+//                #wrong > 0 or failure lines -> test_errors
+//   NCCL log     a host using NET/Socket while most use IB -> socket_fallback;
+//                no GDRDMA connection on a host while others have them -> no_gdr
+//   topology     a GPU whose nearest NIC is NODE/SYS away while most GPUs
+//                have one at PIX/PXB -> poor_path
+//   switch       >= 2 suspect hosts (from step/trace/network findings), all
+//                on one switch of the host->switch map, with other switches'
+//                hosts fine -> shared_switch
+//
+// Thread-safety: AnalyzeNetwork() is a pure function of its inputs.
+
+#ifndef LAGGARD_ANALYSIS_NETWORK_DETECTOR_H_
+#define LAGGARD_ANALYSIS_NETWORK_DETECTOR_H_
+
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/hardware_detector.h"
+#include "analysis/rank_map.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct NetworkDetectorOptions {
+  double rate_ratio = 0.9;
+  double bandwidth_ratio = 0.7;
+};
+
+struct NcclTestStats {
+  size_t run = 0;  // index into run.network.nccl_tests
+  std::string collective;
+  std::vector<std::string> hosts;
+  std::optional<double> large_busbw_gbps;
+  std::optional<double> peer_busbw_gbps;  // median of comparable runs
+};
+
+struct NetworkAnalysis {
+  std::vector<NcclTestStats> nccl_tests;
+  std::vector<Finding> findings;
+};
+
+NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
+                               const std::vector<SuspectRank>& suspects,
+                               const NetworkDetectorOptions& options);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_NETWORK_DETECTOR_H_

@@ -1,0 +1,418 @@
+// Rule tests of the hardware and network detectors and of how the verdict
+// combines them with step times: generated runs (2 hosts x 4 GPUs, one rank
+// per GPU) with one cause injected at a time, two causes on two GPUs, and
+// the negative controls the issues ask for (a hot GPU on a healthy rank, an
+// idle GPU with a low PCIe generation, a healthy cluster).
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+constexpr int kHosts = 2;
+constexpr int kGpus = 4;
+constexpr TimeNs kStart = 1'700'000'000'000'000'000;
+constexpr int kSteps = 60;
+
+struct Cluster {
+  // Per rank: step time factor (1 = healthy) from step `slow_from` on.
+  std::vector<double> slow = std::vector<double>(kHosts * kGpus, 1.0);
+  int slow_from = 20;
+  // Per GPU sample values over time.
+  std::function<void(int rank, int t, GpuSample&)> shape = [](int, int, GpuSample&) {};
+  std::function<void(int rank, GpuFacts&)> facts = [](int, GpuFacts&) {};
+  bool gpu_data = true;
+  std::function<void(NetworkData&)> network = [](NetworkData&) {};
+};
+
+std::string Host(int h) { return fmt::format("node-{:02d}", h); }
+
+laggard::Run Build(const Cluster& c) {
+  RunBuilder b;
+  for (int r = 0; r < kHosts * kGpus; ++r) {
+    b.SetHost(r, Host(r / kGpus), "", 0);
+    b.SetLocalGpu(r, r % kGpus, "", 0);
+    TimeNs t = kStart;
+    for (int s = 0; s < kSteps; ++s) {
+      double factor = s >= c.slow_from ? c.slow[static_cast<size_t>(r)] : 1.0;
+      // Deterministic +-0.5% noise.
+      double noise = 1 + 0.005 * (((r * 31 + s * 17) % 11) - 5) / 5.0;
+      DurationNs d = static_cast<DurationNs>(1e9 * factor * noise);
+      b.AddStep(r, s, d, t, SourceRef{0, static_cast<uint32_t>(s + 1)});
+      t += 1'000'000'000;
+    }
+    if (!c.gpu_data) continue;
+    GpuRecord g;
+    g.host = Host(r / kGpus);
+    g.index = r % kGpus;
+    g.facts.name = "NVIDIA H100 80GB HBM3";
+    g.facts.max_sm_clock_mhz = 1980;
+    g.facts.default_power_limit_w = 700;
+    g.facts.enforced_power_limit_w = 700;
+    g.facts.slowdown_temp_c = 92;
+    g.facts.pcie_gen_max = 5;
+    g.facts.pcie_gen_current = 5;
+    g.facts.pcie_width_max = 16;
+    g.facts.pcie_width_current = 16;
+    c.facts(r, g.facts);
+    g.files = {1};
+    for (int t2 = 0; t2 < kSteps; ++t2) {
+      GpuSample x;
+      x.time_ns = kStart + int64_t{t2} * 1'000'000'000;
+      x.temp_c = 70 + (r % 3);
+      x.sm_clock_mhz = 1950 + 5 * (r % 3);
+      x.power_w = 560 + 10 * (r % 3);
+      x.util_pct = 95;
+      x.clock_events = 0;
+      x.src = SourceRef{1, static_cast<uint32_t>(t2 + 2)};
+      c.shape(r, t2, x);
+      g.samples.push_back(x);
+    }
+    b.AddGpu(std::move(g));
+  }
+  c.network(b.network());
+  laggard::Run run;
+  run.files = {InputFileInfo{"steps.csv", "csv", 0, 0, true},
+               InputFileInfo{"node/nvidia-smi-dmon.txt", "nvidia-smi-dmon", 0, 0, true}};
+  b.Finalize(run);
+  return run;
+}
+
+struct Result {
+  laggard::Run run;
+  Analyses a;
+  Verdict v;
+};
+
+Result Diagnose(const Cluster& c) {
+  Result r;
+  r.run = Build(c);
+  r.a = AnalyzeRun(r.run, AnalysisOptions());
+  r.v = DecideVerdict(r.run, r.a);
+  return r;
+}
+
+std::vector<const Finding*> Codes(const Result& r, FindingCode code) {
+  std::vector<const Finding*> out;
+  for (const auto* list : {&r.a.hardware.findings, &r.a.network.findings}) {
+    for (const Finding& f : *list) {
+      if (f.code == code) out.push_back(&f);
+    }
+  }
+  return out;
+}
+
+size_t EvidenceFindings(const Result& r) {
+  return r.a.hardware.findings.size() + r.a.network.findings.size();
+}
+
+TEST(HardwareDetectorTest, HealthyClusterHasNoFindingAndNoCulprit) {
+  Result r = Diagnose(Cluster());
+  EXPECT_EQ(EvidenceFindings(r), 0u);
+  EXPECT_EQ(r.v.status, VerdictStatus::kNoStraggler) << r.v.summary;
+}
+
+TEST(HardwareDetectorTest, ThermalThrottlingOnTheSlowRankIsTheCause) {
+  Cluster c;
+  c.slow[5] = 1.2;
+  c.shape = [](int r, int t, GpuSample& x) {
+    if (r == 5 && t >= 18) {
+      x.temp_c = 93;
+      x.sm_clock_mhz = 1500;
+      x.clock_events = clock_event::kHwThermalSlowdown;
+    }
+  };
+  Result r = Diagnose(c);
+  auto thermal = Codes(r, FindingCode::kGpuThermal);
+  ASSERT_EQ(thermal.size(), 1u);
+  EXPECT_EQ(thermal[0]->entity.rank, 5);
+  EXPECT_EQ(thermal[0]->overlaps_slow_steps, true);
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler);
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.entity.rank, 5);
+  EXPECT_EQ(top.cause_class, "compute_slow");
+  EXPECT_EQ(top.cause, "thermal");
+  EXPECT_GE(top.confidence, 0.8) << "step times + GPU metrics agree";
+  EXPECT_NE(r.v.summary.find("thermal"), std::string::npos) << r.v.summary;
+  EXPECT_NE(r.v.next_steps.front().find("cooling"), std::string::npos);
+}
+
+TEST(HardwareDetectorTest, HotGpuOnAHealthyRankIsAWarningNotTheCulprit) {
+  Cluster c;
+  c.slow[2] = 1.2;  // rank 2 is slow for another reason
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 6) {
+      x.temp_c = 94;
+      x.sm_clock_mhz = 1600;
+    }
+  };
+  Result r = Diagnose(c);
+  auto thermal = Codes(r, FindingCode::kGpuThermal);
+  ASSERT_EQ(thermal.size(), 1u);
+  EXPECT_EQ(thermal[0]->severity, Severity::kWarning);
+  EXPECT_NE(thermal[0]->message.find("not blamed"), std::string::npos);
+  ASSERT_FALSE(r.v.culprits.empty());
+  EXPECT_EQ(r.v.culprits.front().entity.rank, 2);
+  EXPECT_NE(r.v.culprits.front().cause, "thermal");
+  for (const Culprit& cu : r.v.culprits) EXPECT_NE(cu.entity.rank, 6);
+}
+
+TEST(HardwareDetectorTest, LoweredPowerLimitIsAPowerCap) {
+  Cluster c;
+  c.slow[1] = 1.15;
+  c.facts = [](int r, GpuFacts& f) {
+    if (r == 1) f.enforced_power_limit_w = 450;
+  };
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 1) {
+      x.power_w = 448;
+      x.sm_clock_mhz = 1600;
+      x.clock_events = clock_event::kSwPowerCap;
+    }
+  };
+  Result r = Diagnose(c);
+  auto power = Codes(r, FindingCode::kGpuPowerCap);
+  ASSERT_EQ(power.size(), 1u);
+  EXPECT_NE(power[0]->message.find("450 W"), std::string::npos) << power[0]->message;
+  EXPECT_EQ(r.v.culprits.front().cause, "power_cap");
+  EXPECT_NE(r.v.next_steps.front().find("-pl 700"), std::string::npos) << r.v.next_steps.front();
+}
+
+TEST(HardwareDetectorTest, LowClocksWithoutReasonAreClocks) {
+  Cluster c;
+  c.slow[7] = 1.12;
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 7) x.sm_clock_mhz = 1700;
+  };
+  Result r = Diagnose(c);
+  ASSERT_EQ(Codes(r, FindingCode::kGpuClocksLow).size(), 1u);
+  EXPECT_TRUE(Codes(r, FindingCode::kGpuThermal).empty());
+  EXPECT_EQ(r.v.culprits.front().cause, "clocks");
+}
+
+TEST(HardwareDetectorTest, NarrowPcieLinkIsADowngrade) {
+  Cluster c;
+  c.slow[3] = 1.1;
+  c.facts = [](int r, GpuFacts& f) {
+    if (r == 3) f.pcie_width_current = 8;
+  };
+  Result r = Diagnose(c);
+  auto pcie = Codes(r, FindingCode::kGpuPcieDowngrade);
+  ASSERT_EQ(pcie.size(), 1u);
+  EXPECT_NE(pcie[0]->message.find("x8 of x16"), std::string::npos);
+  EXPECT_EQ(r.v.culprits.front().cause, "pcie_downgrade");
+}
+
+TEST(HardwareDetectorTest, IdleGpuWithLowPcieGenerationIsNotADowngrade) {
+  Cluster c;
+  c.facts = [](int r, GpuFacts& f) {
+    if (r == 4) f.pcie_gen_current = 1;  // power saving at idle
+  };
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 4) x.util_pct = 0;
+  };
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kGpuPcieDowngrade).empty());
+}
+
+TEST(HardwareDetectorTest, TwoCausesOnTwoGpusAreBothNamed) {
+  Cluster c;
+  c.slow[1] = 1.2;
+  c.slow[6] = 1.15;
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 1) {
+      x.temp_c = 95;
+      x.sm_clock_mhz = 1450;
+    }
+  };
+  c.facts = [](int r, GpuFacts& f) {
+    if (r == 6) f.enforced_power_limit_w = 400;
+  };
+  Result r = Diagnose(c);
+  ASSERT_GE(r.v.culprits.size(), 2u);
+  std::map<int32_t, std::string> cause;
+  for (const Culprit& cu : r.v.culprits) {
+    if (cu.entity.rank) cause[*cu.entity.rank] = cu.cause.value_or("");
+  }
+  EXPECT_EQ(cause[1], "thermal");
+  EXPECT_EQ(cause[6], "power_cap");
+}
+
+TEST(HardwareDetectorTest, AnomalyOutsideTheSlowStepsLowersConfidence) {
+  Cluster c;
+  c.slow[5] = 1.2;
+  c.slow_from = 40;
+  c.shape = [](int r, int t, GpuSample& x) {
+    if (r == 5 && t < 10) {  // hot early on, long before the slowdown
+      x.temp_c = 93;
+      x.sm_clock_mhz = 1500;
+      x.clock_events = clock_event::kHwThermalSlowdown;
+    }
+  };
+  Result r = Diagnose(c);
+  auto thermal = Codes(r, FindingCode::kGpuThermal);
+  ASSERT_EQ(thermal.size(), 1u);
+  EXPECT_EQ(thermal[0]->overlaps_slow_steps, false);
+  ASSERT_FALSE(r.v.culprits.empty());
+  EXPECT_EQ(r.v.culprits.front().entity.rank, 5);
+  EXPECT_LE(r.v.culprits.front().confidence, 0.5);
+}
+
+TEST(HardwareDetectorTest, LowUtilisationOfVictimsIsNotEvidence) {
+  Cluster c;
+  c.slow[5] = 1.2;
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r != 5) x.util_pct = 40;  // victims wait
+  };
+  Result r = Diagnose(c);
+  ASSERT_EQ(Codes(r, FindingCode::kGpuIdleWaiting).size(), 1u);
+  EXPECT_EQ(r.v.culprits.front().entity.rank, 5);
+}
+
+// Network.
+
+void HealthyPorts(NetworkData& n, int hosts) {
+  for (int h = 0; h < hosts; ++h) {
+    for (int p = 0; p < 4; ++p) {
+      IbPort port;
+      port.host = Host(h);
+      port.ca = fmt::format("mlx5_{}", p);
+      port.state = "Active";
+      port.phys_state = "LinkUp";
+      port.rate_gbps = 400;
+      port.width = 4;
+      port.link_layer = "InfiniBand";
+      port.ca_type = "MT4129";
+      n.ib_ports.push_back(port);
+    }
+  }
+}
+
+TEST(NetworkDetectorTest, HealthyNetworkHasNoFinding) {
+  Cluster c;
+  c.network = [](NetworkData& n) { HealthyPorts(n, kHosts); };
+  Result r = Diagnose(c);
+  EXPECT_TRUE(r.a.network.findings.empty());
+}
+
+TEST(NetworkDetectorTest, OneDegradedPortAmongEightIsNamedWithItsRanks) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    HealthyPorts(n, kHosts);
+    n.ib_ports[6].rate_gbps = 200;  // node-01 mlx5_2
+  };
+  Result r = Diagnose(c);
+  auto degraded = Codes(r, FindingCode::kNetLinkDegraded);
+  ASSERT_EQ(degraded.size(), 1u);
+  EXPECT_EQ(degraded[0]->entity.host, "node-01");
+  EXPECT_EQ(degraded[0]->entity.nic, "mlx5_2 port 1");
+  EXPECT_EQ(degraded[0]->ranks, (std::vector<int32_t>{4, 5, 6, 7}));
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler);
+  EXPECT_EQ(r.v.culprits.front().cause_class, "communication");
+  EXPECT_EQ(r.v.culprits.front().entity.host, "node-01");
+}
+
+TEST(NetworkDetectorTest, DownPortIsPortDown) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    HealthyPorts(n, kHosts);
+    n.ib_ports[1].state = "Down";
+    n.ib_ports[1].phys_state = "Polling";
+  };
+  Result r = Diagnose(c);
+  auto down = Codes(r, FindingCode::kNetPortDown);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0]->entity.host, "node-00");
+  EXPECT_GE(down[0]->confidence, 0.8);
+}
+
+NcclTestRun PairRun(const std::string& a, const std::string& b, double busbw) {
+  NcclTestRun run;
+  run.collective = "all_reduce";
+  for (int i = 0; i < 16; ++i) {
+    NcclTestRank k;
+    k.rank = i;
+    k.host = i < 8 ? a : b;
+    run.ranks.push_back(k);
+  }
+  for (int64_t size : {int64_t{1} << 28, int64_t{1} << 30, int64_t{1} << 32}) {
+    NcclTestRow row;
+    row.size_bytes = size;
+    row.oop_busbw_gbps = busbw;
+    row.oop_wrong = 0;
+    run.rows.push_back(row);
+  }
+  return run;
+}
+
+TEST(NetworkDetectorTest, HostAtHalfBandwidthInEveryPairIsNamed) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    // 4 hosts in a ring of pair tests; node-02 is in the two slow ones.
+    n.nccl_tests.push_back(PairRun("node-00", "node-01", 180));
+    n.nccl_tests.push_back(PairRun("node-01", "node-02", 90));
+    n.nccl_tests.push_back(PairRun("node-02", "node-03", 92));
+    n.nccl_tests.push_back(PairRun("node-03", "node-00", 181));
+  };
+  Result r = Diagnose(c);
+  auto low = Codes(r, FindingCode::kNetBandwidthLow);
+  ASSERT_EQ(low.size(), 1u);
+  EXPECT_EQ(low[0]->entity.host, "node-02");
+  EXPECT_NE(low[0]->next_steps.back().find("all_reduce_perf"), std::string::npos);
+}
+
+TEST(NetworkDetectorTest, SocketFallbackOnOneHost) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    for (int h = 0; h < 4; ++h) {
+      NcclRankInfo r;
+      r.host = Host(h);
+      r.net = h == 3 ? "Socket" : "IB";
+      r.gdr = h != 3;
+      n.nccl_ranks.push_back(r);
+    }
+  };
+  Result r = Diagnose(c);
+  auto fallback = Codes(r, FindingCode::kNetSocketFallback);
+  ASSERT_EQ(fallback.size(), 1u);
+  EXPECT_EQ(fallback[0]->entity.host, "node-03");
+}
+
+TEST(NetworkDetectorTest, SlowHostsOnOneSwitchPointOutsideTheJob) {
+  Cluster c;
+  c.slow[1] = 1.2;
+  c.slow[5] = 1.2;
+  c.network = [](NetworkData& n) {
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"}};
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+}
+
+TEST(VerdictEvidenceTest, OnlyGpuMetricsWithoutStepTimesBlameNoOne) {
+  Cluster c;
+  c.shape = [](int r, int, GpuSample& x) {
+    if (r == 3) {
+      x.temp_c = 95;
+      x.sm_clock_mhz = 1400;
+    }
+  };
+  laggard::Run run = Build(c);
+  run.ranks.clear();
+  Analyses a = AnalyzeRun(run, AnalysisOptions());
+  Verdict v = DecideVerdict(run, a);
+  EXPECT_NE(v.status, VerdictStatus::kStraggler) << v.summary;
+  ASSERT_EQ(a.hardware.findings.size(), 1u);
+}
+
+}  // namespace
+}  // namespace laggard
