@@ -184,6 +184,48 @@ TEST(StepScenarioTest, RanksAreComparedWithinTheirPipelineStage) {
   d.verdict = DecideVerdict(d.run, d.steps);
   ASSERT_EQ(d.verdict.culprits.size(), 1u) << d.verdict.summary;
   EXPECT_EQ(d.verdict.culprits[0].entity.rank, 5);
+  EXPECT_EQ(FindingsOf(d, FindingCode::kStepStageImbalance).size(), 1u);
+}
+
+TEST(StepScenarioTest, UniformlySlowLastStageIsWorkloadImbalance) {
+  TempDir dir;
+  std::string csv = "rank,pipeline_stage,step,step_time_ms\n";
+  for (int s = 0; s < 60; ++s) {
+    for (int r = 0; r < 16; ++r) {
+      int stage = r / 4;
+      double t = 800 * (1 + 0.01 * ((s * 7 + r * 3) % 5 - 2) / 2.0) * (stage == 3 ? 1.12 : 1);
+      csv += fmt::format("{},{},{},{:.2f}\n", r, stage, s, t);
+    }
+  }
+  testing_util::WriteFile(dir.File("steps.csv"), csv);
+  Diagnosis d;
+  d.run = IngestPaths({dir.path()});
+  d.steps = AnalyzeStepTimes(d.run, StepDetectorOptions());
+  d.verdict = DecideVerdict(d.run, d.steps);
+  auto imb = FindingsOf(d, FindingCode::kStepStageImbalance);
+  ASSERT_EQ(imb.size(), 1u);
+  EXPECT_EQ(imb[0]->ranks, (std::vector<int32_t>{12, 13, 14, 15}));
+  EXPECT_NEAR(*imb[0]->slowdown, 0.12, 0.02);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kJobWide);
+  ASSERT_EQ(d.verdict.culprits.size(), 1u);
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, "imbalance");
+  EXPECT_NE(d.verdict.summary.find("stage 3"), std::string::npos) << d.verdict.summary;
+}
+
+TEST(StepScenarioTest, BalancedStagesHaveNoImbalance) {
+  TempDir dir;
+  std::string csv = "rank,pipeline_stage,step,step_time_ms\n";
+  for (int s = 0; s < 60; ++s) {
+    for (int r = 0; r < 16; ++r) {
+      double t = 800 * (1 + 0.01 * ((s * 7 + r * 3) % 5 - 2) / 2.0);
+      csv += fmt::format("{},{},{},{:.2f}\n", r, r / 4, s, t);
+    }
+  }
+  testing_util::WriteFile(dir.File("steps.csv"), csv);
+  Diagnosis d;
+  d.run = IngestPaths({dir.path()});
+  d.steps = AnalyzeStepTimes(d.run, StepDetectorOptions());
+  EXPECT_TRUE(FindingsOf(d, FindingCode::kStepStageImbalance).empty());
 }
 
 TEST(StepScenarioTest, OneRankOnlyIsInconclusive) {

@@ -45,6 +45,8 @@ constexpr FindingInfo kCatalogue[] = {
      "GPU's nearest NIC is across the CPU interconnect while peers' are on their PCIe switch"},
     {"net.shared_switch", Severity::kWarning,
      "slow hosts share a switch: likely interference from outside the job"},
+    {"step.stage_imbalance", Severity::kWarning,
+     "one pipeline stage is uniformly slower than the others: workload imbalance"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

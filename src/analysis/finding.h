@@ -49,6 +49,7 @@ enum class FindingCode : uint16_t {
   kNetNoGdr,            // NCCL without GPU Direct RDMA where peers have it
   kNetPoorPath,         // a GPU's nearest NIC is across the CPU interconnect (SYS/NODE)
   kNetSharedSwitch,     // slow hosts share a switch: interference from outside the job
+  kStepStageImbalance,  // one pipeline stage uniformly slower: workload imbalance
   kCount,
 };
 

@@ -154,6 +154,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   // at least 3 ranks (ranks of one stage do the same work), else all ranks.
   std::vector<size_t> group_of(R, 0);
   size_t groups = 1;
+  std::vector<int32_t> group_stage;  // stage number of each group when staged
   {
     std::map<int32_t, size_t> stage_index;
     std::map<int32_t, size_t> stage_size;
@@ -165,7 +166,10 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     staged = staged && stage_size.size() > 1 &&
              std::all_of(stage_size.begin(), stage_size.end(), [](const auto& kv) { return kv.second >= 3; });
     if (staged) {
-      for (auto& [stage, n] : stage_size) stage_index.emplace(stage, stage_index.size());
+      for (auto& [stage, n] : stage_size) {
+        stage_index.emplace(stage, stage_index.size());
+        group_stage.push_back(stage);
+      }
       for (size_t r = 0; r < R; ++r) group_of[r] = stage_index[*series[r]->info.pipeline_stage];
       groups = stage_index.size();
     }
@@ -307,6 +311,42 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     double sigma = std::max(0.005, kMadToSigma * Mad(excesses).value_or(0));
     for (auto& st : out.ranks) {
       if (st.excess) st.z = (*st.excess - center) / sigma;
+    }
+    // Workload imbalance: one pipeline stage uniformly slower than the others
+    // (its ranks agree with each other, so no rank stands out within it).
+    if (!group_stage.empty() && !out.job.synchronised) {
+      std::vector<double> stage_median(groups, 0);
+      for (size_t g = 0; g < groups; ++g) stage_median[g] = Median(group_medians[g]).value_or(0);
+      size_t worst = static_cast<size_t>(
+          std::max_element(stage_median.begin(), stage_median.end()) - stage_median.begin());
+      std::vector<double> others;
+      for (size_t g = 0; g < groups; ++g) {
+        if (g != worst) others.push_back(stage_median[g]);
+      }
+      double rest = Median(others).value_or(0);
+      double stage_mad = Mad(group_medians[worst]).value_or(0);
+      if (rest > 0 && stage_median[worst] >= (1 + opt.flag_threshold) * rest &&
+          kMadToSigma * stage_mad < (stage_median[worst] - rest) / 3) {
+        Finding f;
+        f.code = FindingCode::kStepStageImbalance;
+        f.severity = Describe(f.code).severity;
+        f.entity.job = true;
+        f.slowdown = stage_median[worst] / rest - 1;
+        f.cause = "pipeline_stage_imbalance";
+        for (size_t r = 0; r < R; ++r) {
+          if (group_of[r] == worst) f.ranks.push_back(series[r]->info.rank);
+        }
+        f.confidence = 0.7;
+        f.message = fmt::format(
+            "pipeline stage {} is uniformly {:+.0f}% slower than the other stages ({:.4g} s vs "
+            "{:.4g} s per step, {} ranks): workload imbalance, not a faulty GPU",
+            group_stage[worst], 100 * *f.slowdown, stage_median[worst], rest, f.ranks.size());
+        f.next_steps.push_back(fmt::format(
+            "rebalance the pipeline: move layers off stage {} (e.g. the output layer / loss of the "
+            "last stage), or use uneven layer splits",
+            group_stage[worst]));
+        out.findings.push_back(std::move(f));
+      }
     }
   }
 

@@ -185,6 +185,20 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
     }
     return v;
   }
+  if (const Finding* imb = FirstOf(steps, FindingCode::kStepStageImbalance)) {
+    v.status = VerdictStatus::kJobWide;
+    Culprit c;
+    c.entity.job = true;
+    c.cause_class = "imbalance";
+    c.cause = imb->cause;
+    c.confidence = imb->confidence;
+    c.slowdown = imb->slowdown;
+    c.evidence.push_back("step times: " + imb->message);
+    v.culprits.push_back(std::move(c));
+    v.summary = "verdict: workload imbalance — " + imb->message;
+    v.next_steps = imb->next_steps;
+    return v;
+  }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
     v.status = VerdictStatus::kJobWide;
     v.summary = "verdict: job-wide slowdown — " + comm->message + "; no single rank is to blame";
