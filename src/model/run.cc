@@ -200,6 +200,8 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
     dst.retired_pages_pending = src.retired_pages_pending;
   if (src.remapping_failure && !dst.remapping_failure.value_or(false))
     dst.remapping_failure = src.remapping_failure;
+  if (src.remapped_rows_pending && !dst.remapped_rows_pending.value_or(false))
+    dst.remapped_rows_pending = src.remapped_rows_pending;
   if (src.diag_failed && !dst.diag_failed.value_or(false)) dst.diag_failed = src.diag_failed;
   dst.xids.insert(dst.xids.end(), src.xids.begin(), src.xids.end());
   dst.diag_messages.insert(dst.diag_messages.end(), src.diag_messages.begin(),
