@@ -724,6 +724,7 @@ Driver Version                  : 270.41.19
 Attached GPUs                   : 1
 
 GPU 0:2:0
+    Product Name                : Tesla M2070
     Temperature
         Gpu                     : 61 C
     Power Readings
@@ -745,6 +746,8 @@ GPU 0:2:0
   EXPECT_EQ(s.power_w, 31.57);
   EXPECT_EQ(s.sm_clock_mhz, 100.0);
   EXPECT_EQ(g.facts.enforced_power_limit_w, 225.0);
+  EXPECT_EQ(g.facts.name, "Tesla M2070");
+  // R270 printed no Processes entry: the full block is not taken for cut.
   EXPECT_EQ(r.run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 }
 

@@ -41,8 +41,9 @@
 // Damage: a known key whose value is neither a value nor an "unavailable"
 // marker, a line that is neither "Key : Value" nor a section heading, and a
 // full block (one with "Product Name") that stops before its "Processes"
-// entry (every full -q block has one: the output was cut) count as
-// hardware.bad_record with their line; everything read up to there is kept.
+// entry (every full -q block of driver R300 or later has one: the output
+// was cut) count as hardware.bad_record with their line; everything read up
+// to there is kept.
 // An unknown clock-event reason counts as hardware.unknown_field.
 
 #include <cmath>
@@ -117,6 +118,15 @@ std::optional<uint64_t> ClockEventBit(std::string_view key) {
     if (EqualsIgnoreCase(key, name)) return bit;
   }
   return std::nullopt;
+}
+
+// Whether a full -q block of this driver ends with a "Processes" entry:
+// R270 (2011) printed none; every driver from R300 on does.
+bool PrintsProcesses(const std::optional<std::string>& driver) {
+  if (!driver) return false;
+  size_t dot = driver->find('.');
+  auto major = ParseInt<int>(std::string_view(*driver).substr(0, dot));
+  return major && *major >= 300;
 }
 
 bool HasAnyValue(const GpuSample& s) {
@@ -442,7 +452,7 @@ class QParser {
     if (b.content_lines == 0) {
       Bad(b.line, fmt::format("GPU {} block is empty: output cut?", b.bus_id));
       snapshot_.cut = true;
-    } else if (b.full && !b.has_processes) {
+    } else if (b.full && !b.has_processes && PrintsProcesses(snapshot_.driver)) {
       snapshot_.cut = true;
       Bad(b.last_line, fmt::format("GPU {} block stops at line {} before its Processes entry: "
                                    "output cut?",
