@@ -1128,7 +1128,8 @@ TEST(NvidiaSmiTableCorruption, TruncatedTableKeepsCompleteRows) {
   EXPECT_EQ(r.gpu(1).bus_id, "00000000:2A:00.0");  // its first row was complete
   EXPECT_TRUE(r.gpu(1).samples.empty());
   EXPECT_EQ(r.count(DiagCode::kHwBadRecord), 1u);
-  EXPECT_EQ(r.lines(DiagCode::kHwBadRecord), std::vector<uint64_t>{LineOf(kTable, "|   1  NVIDIA")});
+  EXPECT_EQ(r.lines(DiagCode::kHwBadRecord),
+            std::vector<uint64_t>{LineOf(kTable, "|   1  NVIDIA")});
 }
 
 TEST(NvidiaSmiTableCorruption, RowCutMidLineIsCounted) {
