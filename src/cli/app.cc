@@ -11,6 +11,7 @@
 
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
+#include "cli/watch.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "report/report.h"
@@ -223,6 +224,11 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   demo->add_option("-o,--out", demo_dir, "where to write the simulated run and the reports")
       ->capture_default_str();
 
+  WatchOptions watch_opts;
+  CLI::App* watch = app.add_subcommand(
+      "watch", "diagnose live from Prometheus (laggard agents, dcgm-exporter), window by window");
+  AddWatchFlags(watch, watch_opts);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -231,6 +237,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
   if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
+  if (*watch) return Watch(watch_opts, out, err);
   return kExitNoInput;
 }
 

@@ -17,6 +17,8 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   StepReaderSet set;
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
+  set.owned.push_back(MakeNvidiaSmiQReader());
+  set.owned.push_back(MakeNvidiaSmiTableReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

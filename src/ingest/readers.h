@@ -28,8 +28,17 @@ std::unique_ptr<StepReader> MakeCsvStepReader();
 // JSON Lines: one object per line with the same field names as CSV.
 std::unique_ptr<StepReader> MakeJsonlStepReader();
 
-// The standard reader set in sniffing order: JSONL, CSV, then text logs with
-// the user pattern (if any), the article's line and Megatron lines.
+// `nvidia-smi -q` / `nvidia-smi -a` text: one GpuRecord per GPU block
+// (nvidia_smi_q.cc).
+std::unique_ptr<StepReader> MakeNvidiaSmiQReader();
+
+// The default `nvidia-smi` table: one GpuRecord per GPU row group
+// (nvidia_smi_table.cc).
+std::unique_ptr<StepReader> MakeNvidiaSmiTableReader();
+
+// The standard reader set in sniffing order: JSONL, CSV, nvidia-smi -q, the
+// nvidia-smi table, then text logs with the user pattern (if any), the
+// article's line and Megatron lines.
 struct StepReaderSet {
   std::vector<std::unique_ptr<StepReader>> owned;
   std::vector<const StepReader*> readers;  // views of `owned`, for Ingest()

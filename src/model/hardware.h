@@ -72,6 +72,7 @@ struct GpuSample {
   std::optional<int32_t> pcie_gen;      // current link generation at this time
   std::optional<int32_t> pcie_width;    // current link width (lanes) at this time
   std::optional<uint64_t> clock_events;  // clock_event:: bitmask of active reasons
+  std::optional<int32_t> perf_state;     // performance state: 0 for P0 (fastest) .. 15 for P15
   SourceRef src;
 };
 
@@ -103,6 +104,7 @@ struct GpuFacts {
   std::optional<bool> retired_pages_pending;
   std::optional<bool> remapping_failure;     // "Remapping Failure Occurred: Yes"
   std::optional<int64_t> remapped_rows_uncorrectable;
+  std::optional<bool> remapped_rows_pending;  // a row remap waits for a GPU reset
   std::vector<int64_t> xids;                  // XID codes seen
   std::optional<bool> diag_failed;            // dcgmi diag reported a failure
   std::vector<std::string> diag_messages;     // what dcgmi diag said, one line each

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -200,6 +201,8 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
     dst.retired_pages_pending = src.retired_pages_pending;
   if (src.remapping_failure && !dst.remapping_failure.value_or(false))
     dst.remapping_failure = src.remapping_failure;
+  if (src.remapped_rows_pending && !dst.remapped_rows_pending.value_or(false))
+    dst.remapped_rows_pending = src.remapped_rows_pending;
   if (src.diag_failed && !dst.diag_failed.value_or(false)) dst.diag_failed = src.diag_failed;
   dst.xids.insert(dst.xids.end(), src.xids.begin(), src.xids.end());
   dst.diag_messages.insert(dst.diag_messages.end(), src.diag_messages.begin(),
@@ -208,22 +211,18 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
   return conflicts;
 }
 
-// One record per (host, index, MIG instance, time base); facts merged,
-// samples sorted by time.
+// One record per (host, index, MIG instance): facts merged, samples sorted
+// by time. Samples of the two time bases are never mixed: when a GPU has
+// both absolute and approximate samples, the approximate ones stay in a
+// second record that carries the same facts. Facts-only records (nvlink,
+// dcgmi diag) join whichever record there is.
 void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) {
   auto key = [](const GpuRecord& g) {
-    return std::make_tuple(g.host.value_or(""), g.index, g.mig_instance.value_or(""),
-                           g.time_is_approximate);
+    return std::make_tuple(g.host.value_or(""), g.index, g.mig_instance.value_or(""));
   };
   std::stable_sort(gpus.begin(), gpus.end(),
                    [&](const GpuRecord& a, const GpuRecord& b) { return key(a) < key(b); });
-  std::vector<GpuRecord> out;
-  for (GpuRecord& g : gpus) {
-    if (out.empty() || key(out.back()) != key(g)) {
-      out.push_back(std::move(g));
-      continue;
-    }
-    GpuRecord& dst = out.back();
+  auto absorb = [&](GpuRecord& dst, GpuRecord& g) {
     for (std::string_view what : MergeFacts(dst.facts, g.facts)) {
       uint32_t file = g.files.empty() ? 0 : g.files.front();
       diag.Add(DiagCode::kHwConflictingFacts, file < run.files.size() ? run.files[file].path : "",
@@ -234,7 +233,54 @@ void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) 
     if (!dst.uuid) dst.uuid = g.uuid;
     if (!dst.bus_id) dst.bus_id = g.bus_id;
     dst.samples.insert(dst.samples.end(), g.samples.begin(), g.samples.end());
-    dst.files.insert(dst.files.end(), g.files.begin(), g.files.end());
+    for (uint32_t f : g.files) {
+      if (std::find(dst.files.begin(), dst.files.end(), f) == dst.files.end()) dst.files.push_back(f);
+    }
+  };
+  std::vector<GpuRecord> out;
+  for (size_t i = 0; i < gpus.size();) {
+    size_t j = i;
+    while (j < gpus.size() && key(gpus[j]) == key(gpus[i])) ++j;
+    // The primary record: absolute samples if any record has them.
+    std::optional<GpuRecord> absolute, approximate;
+    std::vector<GpuRecord*> facts_only;
+    for (size_t k = i; k < j; ++k) {
+      GpuRecord& g = gpus[k];
+      if (g.samples.empty()) {
+        facts_only.push_back(&g);
+        continue;
+      }
+      std::optional<GpuRecord>& slot = g.time_is_approximate ? approximate : absolute;
+      if (!slot) {
+        GpuRecord fresh = g;
+        fresh.samples.clear();
+        fresh.files.clear();
+        fresh.facts = GpuFacts();
+        slot = std::move(fresh);
+      }
+      absorb(*slot, g);
+    }
+    GpuRecord* primary = absolute ? &*absolute : approximate ? &*approximate : nullptr;
+    if (primary == nullptr) {
+      GpuRecord fresh = *facts_only.front();
+      fresh.facts = GpuFacts();
+      fresh.files.clear();
+      fresh.time_is_approximate = false;
+      out.push_back(std::move(fresh));
+      primary = &out.back();
+    }
+    for (GpuRecord* g : facts_only) absorb(*primary, *g);
+    if (absolute && approximate) {
+      // Both: the approximate record gets the same facts without counting
+      // conflicts twice.
+      GpuFacts facts = absolute->facts;
+      MergeFacts(facts, approximate->facts);
+      absolute->facts = facts;
+      approximate->facts = facts;
+    }
+    if (absolute) out.push_back(std::move(*absolute));
+    if (approximate) out.push_back(std::move(*approximate));
+    i = j;
   }
   for (GpuRecord& g : out) {
     std::stable_sort(g.samples.begin(), g.samples.end(),

@@ -1,0 +1,207 @@
+#include "cli/watch.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/app.h"
+#include "ingest/prometheus_source.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int) { g_stop = true; }
+
+TimeNs NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Escape(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// The verdict as Prometheus text exposition.
+std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t errors, TimeNs at) {
+  std::string s;
+  s += "# HELP laggard_straggler A culprit of the current verdict (value: confidence 0..1).\n";
+  s += "# TYPE laggard_straggler gauge\n";
+  for (const Culprit& c : v.culprits) {
+    s += fmt::format(
+        "laggard_straggler{{rank=\"{}\",host=\"{}\",gpu=\"{}\",cause_class=\"{}\",cause=\"{}\"}} {}\n",
+        c.entity.rank ? std::to_string(*c.entity.rank) : "", Escape(c.entity.host.value_or("")),
+        c.entity.gpu ? std::to_string(*c.entity.gpu) : "", Escape(c.cause_class),
+        Escape(c.cause.value_or("")), c.confidence);
+  }
+  s += "# HELP laggard_verdict_status The current verdict's status (1 for the active one).\n";
+  s += "# TYPE laggard_verdict_status gauge\n";
+  for (VerdictStatus st : {VerdictStatus::kStraggler, VerdictStatus::kNoStraggler,
+                           VerdictStatus::kInconclusive, VerdictStatus::kJobWide}) {
+    s += fmt::format("laggard_verdict_status{{status=\"{}\"}} {}\n", VerdictStatusName(st),
+                     st == v.status ? 1 : 0);
+  }
+  s += "# HELP laggard_throughput_lost Estimated share of job throughput the culprits cost.\n";
+  s += "# TYPE laggard_throughput_lost gauge\n";
+  s += fmt::format("laggard_throughput_lost {}\n", v.throughput_lost.value_or(0));
+  s += "# HELP laggard_watch_evaluations_total Windows evaluated.\n";
+  s += "# TYPE laggard_watch_evaluations_total counter\n";
+  s += fmt::format("laggard_watch_evaluations_total {}\n", evaluations);
+  s += "# HELP laggard_watch_errors_total Evaluations that failed (Prometheus unreachable...).\n";
+  s += "# TYPE laggard_watch_errors_total counter\n";
+  s += fmt::format("laggard_watch_errors_total {}\n", errors);
+  s += "# HELP laggard_watch_last_evaluation_timestamp_seconds Unix time of the last evaluation.\n";
+  s += "# TYPE laggard_watch_last_evaluation_timestamp_seconds gauge\n";
+  s += fmt::format("laggard_watch_last_evaluation_timestamp_seconds {:.3f}\n", ToSeconds(at));
+  return s;
+}
+
+std::string JsonLine(const Verdict& v, const Run& run, TimeNs at) {
+  nlohmann::ordered_json j;
+  j["time"] = FormatTimestamp(at);
+  j["status"] = VerdictStatusName(v.status);
+  j["summary"] = v.summary;
+  nlohmann::ordered_json culprits = nlohmann::ordered_json::array();
+  for (const Culprit& c : v.culprits) {
+    nlohmann::ordered_json x;
+    x["rank"] = c.entity.rank ? nlohmann::ordered_json(*c.entity.rank) : nullptr;
+    x["host"] = c.entity.host ? nlohmann::ordered_json(*c.entity.host) : nullptr;
+    x["gpu"] = c.entity.gpu ? nlohmann::ordered_json(*c.entity.gpu) : nullptr;
+    x["cause_class"] = c.cause_class;
+    x["cause"] = c.cause ? nlohmann::ordered_json(*c.cause) : nullptr;
+    x["confidence"] = c.confidence;
+    culprits.push_back(std::move(x));
+  }
+  j["culprits"] = std::move(culprits);
+  j["ranks"] = run.ranks.size();
+  j["gpus"] = run.hardware.gpus.size();
+  j["next_steps"] = v.next_steps;
+  return j.dump();
+}
+
+}  // namespace
+
+void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
+  cmd->add_option("--prometheus", o.prometheus, "Prometheus server, http://HOST:PORT")
+      ->capture_default_str();
+  cmd->add_option("--window", o.window_s, "seconds of history each evaluation reads")
+      ->check(CLI::Range(10.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--interval", o.interval_s, "seconds between evaluations")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--resolution", o.resolution_s, "query step in seconds (the scrape interval)")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+  cmd->add_option("--selector", o.selector, "extra label matchers, e.g. job=\"train\"");
+  cmd->add_flag("--once", o.once, "evaluate one window and exit");
+  cmd->add_flag("--json", o.json, "one JSON line per evaluation instead of text");
+  cmd->add_option("--listen", o.listen,
+                  "serve the verdict as Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9402)");
+  cmd->add_option("--duration", o.duration_s, "stop after this many seconds (0: until interrupted)");
+  cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                  "place ranks as node_index x G + local_rank when steps name no GPU");
+}
+
+int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
+  g_stop = false;
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+
+  std::mutex mu;
+  std::string metrics = VerdictMetrics(Verdict(), 0, 0, NowNs());
+  httplib::Server server;
+  std::thread server_thread;
+  if (!o.listen.empty()) {
+    size_t colon = o.listen.rfind(':');
+    int port = colon == std::string::npos ? 0 : std::atoi(o.listen.c_str() + colon + 1);
+    std::string host = colon == std::string::npos ? o.listen : o.listen.substr(0, colon);
+    if (port <= 0 || port > 65535) {
+      err << "laggard watch: --listen needs HOST:PORT\n";
+      return kExitNoInput;
+    }
+    server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu);
+      res.set_content(metrics, "text/plain; version=0.0.4");
+    });
+    server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain");
+    });
+    if (!server.bind_to_port(host.c_str(), port)) {
+      err << fmt::format("laggard watch: cannot listen on {}\n", o.listen);
+      return kExitNoInput;
+    }
+    server_thread = std::thread([&] { server.listen_after_bind(); });
+  }
+
+  PrometheusQuery q;
+  q.url = o.prometheus;
+  q.selector = o.selector;
+  q.step_ns = static_cast<DurationNs>(o.resolution_s * 1e9);
+  AnalysisOptions analysis;
+  analysis.gpus_per_node = o.gpus_per_node;
+  uint64_t evaluations = 0, errors = 0;
+  std::string last_summary;
+  int rc = kExitOk;
+  TimeNs started = NowNs();
+  while (!g_stop) {
+    TimeNs now = NowNs();
+    q.end_ns = now;
+    q.start_ns = now - static_cast<DurationNs>(o.window_s * 1e9);
+    auto run = LoadFromPrometheus(q);
+    ++evaluations;
+    if (!run.ok()) {
+      ++errors;
+      err << fmt::format("laggard watch: {}\n", run.status().message());
+      if (o.once) {
+        rc = kExitNoInput;
+        break;
+      }
+    } else {
+      Analyses a = AnalyzeRun(*run, analysis);
+      Verdict v = DecideVerdict(*run, a);
+      if (o.json) {
+        out << JsonLine(v, *run, now) << "\n";
+      } else if (v.summary != last_summary || o.once) {
+        out << fmt::format("[{}] {}\n", FormatTimestamp(now), v.summary);
+        if (o.once) {
+          for (const std::string& s : v.next_steps) out << "  next: " << s << "\n";
+        }
+      }
+      out.flush();
+      last_summary = v.summary;
+      std::lock_guard<std::mutex> lock(mu);
+      metrics = VerdictMetrics(v, evaluations, errors, now);
+    }
+    if (o.once) break;
+    TimeNs wake = now + static_cast<DurationNs>(o.interval_s * 1e9);
+    while (!g_stop && NowNs() < wake) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (o.duration_s > 0 && NowNs() - started >= static_cast<DurationNs>(o.duration_s * 1e9)) break;
+  }
+  if (server_thread.joinable()) {
+    server.stop();
+    server_thread.join();
+  }
+  return rc;
+}
+
+}  // namespace laggard

@@ -1,0 +1,41 @@
+// `laggard watch`: the live diagnosis. Every --interval it reads the last
+// --window of laggard agent (and dcgm-exporter) series from Prometheus
+// (ingest/prometheus_source.h), runs the same detectors and verdict as
+// `laggard diagnose`, and prints the verdict when it changes (--json: one
+// JSON line per evaluation, for alerting). --once evaluates one window and
+// exits (cron / CI). --listen serves the verdict as Prometheus metrics
+// (laggard_straggler{rank,host,gpu,cause_class,cause}) for alert rules and
+// Grafana; docs/watch.md.
+
+#ifndef LAGGARD_CLI_WATCH_H_
+#define LAGGARD_CLI_WATCH_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace laggard {
+
+struct WatchOptions {
+  std::string prometheus = "http://127.0.0.1:9090";
+  double window_s = 300;
+  double interval_s = 5;
+  double resolution_s = 1;
+  std::string selector;  // extra label matchers, e.g. job="train"
+  bool once = false;
+  bool json = false;
+  std::string listen;     // host:port for the verdict metrics, "" = off
+  double duration_s = 0;  // stop after this long (0 = until SIGINT/SIGTERM)
+  std::optional<int32_t> gpus_per_node;
+};
+
+void AddWatchFlags(CLI::App* cmd, WatchOptions& options);
+int Watch(const WatchOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_CLI_WATCH_H_
