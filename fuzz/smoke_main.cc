@@ -40,6 +40,7 @@ int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
 int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi_q(const uint8_t* data, size_t size);
+int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -62,6 +63,7 @@ constexpr Target kTargets[] = {
     {"kineto_reader", LaggardFuzz_kineto_reader, 300},
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
     {"nvidia_smi_q", LaggardFuzz_nvidia_smi_q, 400},
+    {"nvidia_smi", LaggardFuzz_nvidia_smi, 150},
 };
 
 // splitmix64: small, fast, and the same on every platform.

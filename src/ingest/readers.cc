@@ -19,6 +19,9 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeCsvStepReader());
   set.owned.push_back(MakeNvidiaSmiQReader());
   set.owned.push_back(MakeNvidiaSmiTableReader());
+  set.owned.push_back(MakeNvidiaSmiDmonReader());
+  set.owned.push_back(MakeNvidiaSmiQueryCsvReader());
+  set.owned.push_back(MakeNvlinkStatusReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

@@ -39,6 +39,15 @@ std::unique_ptr<StepReader> MakeNvidiaSmiTableReader();
 // The standard reader set in sniffing order: JSONL, CSV, nvidia-smi -q, the
 // nvidia-smi table, then text logs with the user pattern (if any), the
 // article's line and Megatron lines.
+// GPU metrics from nvidia-smi (one GpuRecord per GPU per file):
+// `nvidia-smi dmon` (any -s, any -o), `nvidia-smi --query-gpu=...
+// --format=csv` and `nvidia-smi nvlink --status`.
+std::unique_ptr<StepReader> MakeNvidiaSmiDmonReader();
+std::unique_ptr<StepReader> MakeNvidiaSmiQueryCsvReader();
+std::unique_ptr<StepReader> MakeNvlinkStatusReader();
+// The standard reader set in sniffing order: JSONL, CSV, the nvidia-smi
+// readers (dmon, --query-gpu CSV, nvlink --status), then text logs with
+// the user pattern (if any), the article's line and Megatron lines.
 struct StepReaderSet {
   std::vector<std::unique_ptr<StepReader>> owned;
   std::vector<const StepReader*> readers;  // views of `owned`, for Ingest()

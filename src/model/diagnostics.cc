@@ -24,7 +24,8 @@ constexpr DiagInfo kCatalogue[] = {
      "rank or step number is negative or out of range; record not used"},
     {"csv.bad_row", DiagKind::kBadRecord, "CSV row with missing or unparsable fields; skipped"},
     {"csv.no_header", DiagKind::kSkippedFile,
-     "CSV file without a recognisable header (needs rank, step and a duration column)"},
+     "CSV file without a recognisable header (step CSV: rank, step and a duration column; "
+     "nvidia-smi --query-gpu: its field names)"},
     {"jsonl.bad_line", DiagKind::kBadRecord,
      "JSON Lines record that is not valid JSON or lacks rank/step/duration; skipped"},
     {"step.mixed_units", DiagKind::kNote,
@@ -71,6 +72,8 @@ constexpr DiagInfo kCatalogue[] = {
      "parsed; skipped"},
     {"network.no_host", DiagKind::kNote,
      "network data whose host is unknown (not in the content, directory or file name)"},
+    {"hardware.no_gpu_id", DiagKind::kNote,
+     "GPU metrics rows that name no GPU (no index, uuid or bus id); all were taken as GPU 0"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

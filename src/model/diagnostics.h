@@ -62,6 +62,7 @@ enum class DiagCode : uint16_t {
   kHwConflictingFacts,
   kNetBadRecord,
   kNetNoHost,
+  kHwNoGpuId,
   kCount,
 };
 
