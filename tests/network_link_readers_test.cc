@@ -235,6 +235,17 @@ TEST(NetworkCorpusTest, NetworkReadersClaimNoOtherCorpusFile) {
   EXPECT_GT(files, 20);
 }
 
+TEST(NetworkSniffTest, AStepLogThatLooksLikeAHeaderStaysAStepLog) {
+  TempDir dir;
+  laggard::Run run = IngestText(dir, "train.log",
+                                "Settings for run:\n  epochs: 3\n  lr: 0.1\n"
+                                "CA 'fine-tune'\n"
+                                "rank 0, step 1, time 0.8s\nrank 0, step 2, time 0.9s\n");
+  EXPECT_EQ(run.files[0].format, "text-log");
+  EXPECT_EQ(run.total_steps(), 2u);
+  EXPECT_TRUE(run.network.empty());
+}
+
 // ---------------------------------------------------------------- ibstat
 
 constexpr const char* kIbstatTwoPorts =

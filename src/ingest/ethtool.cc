@@ -35,6 +35,7 @@
 // without any field and without an ethtool message saying why (output cut),
 // unprintable bytes.
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -136,21 +137,28 @@ class EthtoolReader final : public StepReader {
   int Sniff(std::string_view head) const override {
     HostLines hosts(IsHeader);
     int score = 0, lines = 0;
+    Block block = Block::kNone;
     ForEachHeadLine(head, [&](std::string_view raw) {
       HostLine l;
       if (!hosts.Split(raw, l)) return true;
-      if (score == 0 && IsHeader(l.text)) {
-        score = 90;
-        return true;
-      }
-      if (score > 0) {
+      // A header alone is weak evidence ("Settings for run:" in a training
+      // log): it beats only the text-log reader's guess for logs without
+      // step lines. The fields under it confirm it.
+      if (SettingsHeader(l.text)) {
+        block = Block::kSettings;
+        score = std::max(score, 30);
+      } else if (IsStatisticsHeader(l.text)) {
+        block = Block::kStatistics;
+        score = std::max(score, 30);
+      } else if (block != Block::kNone && IsIndented(l.text)) {
         std::string_view key, value;
-        if (IsIndented(l.text) && SplitKeyValue(l.text, key, value)) {
-          if (key == "Speed" || key == "Supported ports" || key == "Link detected" ||
-              key == "Duplex" || key == "Supported link modes" || ParseInt<int64_t>(value)) {
-            score = 95;
-            return false;
-          }
+        if (SplitKeyValue(l.text, key, value) &&
+            (block == Block::kSettings
+                 ? key == "Speed" || key == "Supported ports" || key == "Link detected" ||
+                       key == "Duplex" || key == "Supported link modes"
+                 : ParseInt<int64_t>(value).has_value())) {
+          score = 95;
+          return false;
         }
       }
       return ++lines < 200;

@@ -142,7 +142,7 @@ class IbstatReader final : public StepReader {
       return lines < 200;
     });
     if (confirmed) return 95;
-    if (header) return 70;
+    if (header) return 30;  // a header alone: weak evidence
     // ibstat -p: nothing but port GUIDs. Claimed so that it is not taken
     // for an unknown text file; it holds nothing to read.
     if (lines > 0 && guid_lines == lines) return 40;

@@ -89,7 +89,7 @@ class IbvDevinfoReader final : public StepReader {
       if (!SplitKeyValue(l.text, key, value)) return ++lines < 200;
       if (key == "hca_id" && !value.empty()) {
         header = true;
-        score = 70;
+        score = 30;  // a header alone: weak evidence
       } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
         score = 95;
         return false;
