@@ -41,6 +41,7 @@ int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi_q(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
+int LaggardFuzz_network_links(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -64,6 +65,7 @@ constexpr Target kTargets[] = {
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
     {"nvidia_smi_q", LaggardFuzz_nvidia_smi_q, 400},
     {"nvidia_smi", LaggardFuzz_nvidia_smi, 150},
+    {"network_links", LaggardFuzz_network_links, 80},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -22,6 +22,11 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeNvidiaSmiDmonReader());
   set.owned.push_back(MakeNvidiaSmiQueryCsvReader());
   set.owned.push_back(MakeNvlinkStatusReader());
+  set.owned.push_back(MakeIbstatReader());
+  set.owned.push_back(MakeIbstatusReader());
+  set.owned.push_back(MakeIbvDevinfoReader());
+  set.owned.push_back(MakeEthtoolReader());
+  set.owned.push_back(MakeSwitchMapReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

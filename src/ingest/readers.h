@@ -47,6 +47,17 @@ std::unique_ptr<StepReader> MakeNvidiaSmiQueryCsvReader();
 std::unique_ptr<StepReader> MakeNvlinkStatusReader();
 // The standard reader set in sniffing order: JSONL, CSV, the nvidia-smi
 // readers (dmon, --query-gpu CSV, nvlink --status), then text logs with
+// Network link state, appended to RunBuilder::network(): `ibstat`,
+// `ibstatus`, `ibv_devinfo` (IbPort per port), `ethtool IFACE` / `ethtool -S
+// IFACE` (EthLink per interface), each also as many hosts' outputs in one
+// file (pdsh / dshbak / ansible, host_lines.h); and a user's host -> switch
+// CSV map (NetworkData::switch_of).
+std::unique_ptr<StepReader> MakeIbstatReader();
+std::unique_ptr<StepReader> MakeIbstatusReader();
+std::unique_ptr<StepReader> MakeIbvDevinfoReader();
+std::unique_ptr<StepReader> MakeEthtoolReader();
+std::unique_ptr<StepReader> MakeSwitchMapReader();
+// The standard reader set in sniffing order: JSONL, CSV, then text logs with
 // the user pattern (if any), the article's line and Megatron lines.
 struct StepReaderSet {
   std::vector<std::unique_ptr<StepReader>> owned;

@@ -44,9 +44,16 @@ struct IbPort {
   std::optional<std::string> ca_type;   // "MT4129"
   std::optional<std::string> firmware;
   SourceRef src;
+  // Appended for the ibstat / ibstatus / ibv_devinfo readers.
+  std::optional<int64_t> sm_lid;        // 0 on a port that sees no subnet manager
+  std::optional<std::string> node_guid;  // "0x946dae0300cde72c" (GUIDs normalised to this form)
+  std::optional<int32_t> active_mtu_bytes;  // ibv_devinfo: 1024 on a RoCE port with max 4096 ...
+  std::optional<int32_t> max_mtu_bytes;
 };
 
 // One Ethernet interface, from `ethtool IFACE` (and `ethtool -S IFACE`).
+// RunBuilder::Finalize() folds a statistics-only record into the settings
+// record of the same host (or directory, without host) and interface.
 struct EthLink {
   std::optional<std::string> host;
   std::string iface;                     // "eth0", "bond0"
@@ -56,6 +63,12 @@ struct EthLink {
   std::optional<std::string> port;       // "FIBRE", "Direct Attach Copper", "Twisted Pair"
   std::map<std::string, int64_t> counters;  // ethtool -S, by name
   SourceRef src;
+  // Appended for the ethtool reader: link modes as printed ("100000baseCR4/Full"),
+  // empty when ethtool says "Not reported"; a link slower than its fastest
+  // supported mode has negotiated down.
+  std::vector<std::string> supported_link_modes;
+  std::vector<std::string> advertised_link_modes;
+  std::optional<bool> auto_negotiation;  // "Auto-negotiation: on/off"
 };
 
 // A rank of an nccl-tests run: "#  Rank  3 Group  0 Pid 78 on host device 1 [0xc7] NVIDIA A800".

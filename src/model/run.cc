@@ -1,6 +1,7 @@
 #include "model/run.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -289,6 +290,45 @@ void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) 
   gpus = std::move(out);
 }
 
+// `ethtool -S IFACE` read from another file than `ethtool IFACE` of the same
+// interface: the statistics-only record joins the settings record of the
+// same host (or, without a host, the same directory) and interface that has
+// no counters yet. Records are otherwise kept as read.
+void MergeEthCounters(std::vector<EthLink>& links, const Run& run) {
+  auto scope = [&](const EthLink& e) {
+    if (e.host) return "host:" + *e.host;
+    std::string path = e.src.file < run.files.size() ? run.files[e.src.file].path : "";
+    return "dir:" + std::filesystem::path(path).parent_path().string();
+  };
+  auto counters_only = [](const EthLink& e) {
+    return !e.speed_mbps && !e.duplex && !e.link_detected && !e.port && !e.auto_negotiation &&
+           e.supported_link_modes.empty() && e.advertised_link_modes.empty();
+  };
+  std::map<std::pair<std::string, std::string>, size_t> settings;
+  for (size_t i = 0; i < links.size(); ++i) {
+    if (!counters_only(links[i]) && links[i].counters.empty()) {
+      settings.emplace(std::make_pair(scope(links[i]), links[i].iface), i);
+    }
+  }
+  if (settings.empty()) return;
+  std::vector<bool> merged(links.size(), false);
+  for (size_t i = 0; i < links.size(); ++i) {
+    EthLink& e = links[i];
+    if (e.iface.empty() || e.counters.empty() || !counters_only(e)) continue;
+    auto it = settings.find(std::make_pair(scope(e), e.iface));
+    if (it == settings.end() || !links[it->second].counters.empty()) continue;
+    links[it->second].counters = std::move(e.counters);
+    merged[i] = true;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < links.size(); ++i) {
+    if (merged[i]) continue;
+    if (out != i) links[out] = std::move(links[i]);
+    ++out;
+  }
+  links.resize(out);
+}
+
 }  // namespace
 
 void RunBuilder::Finalize(Run& run) {
@@ -306,6 +346,7 @@ void RunBuilder::Finalize(Run& run) {
   run.names = std::move(names_);
   MergeGpus(gpus_, run, diagnostics_);
   run.hardware.gpus = std::move(gpus_);
+  MergeEthCounters(network_.eth_links, run);
   run.network = std::move(network_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
 
