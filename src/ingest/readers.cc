@@ -18,6 +18,7 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
+  set.owned.push_back(MakeAgentLogReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

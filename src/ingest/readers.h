@@ -28,6 +28,10 @@ std::unique_ptr<StepReader> MakeCsvStepReader();
 // JSON Lines: one object per line with the same field names as CSV.
 std::unique_ptr<StepReader> MakeJsonlStepReader();
 
+// The hardware log of `laggard agent` (hardware.jsonl): GPU samples and facts,
+// XIDs, lost GPUs, InfiniBand ports and network links.
+std::unique_ptr<StepReader> MakeAgentLogReader();
+
 // The standard reader set in sniffing order: JSONL, CSV, then text logs with
 // the user pattern (if any), the article's line and Megatron lines.
 struct StepReaderSet {
