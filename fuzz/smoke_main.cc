@@ -39,6 +39,8 @@ int LaggardFuzz_ingest(const uint8_t* data, size_t size);
 int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
 int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
+int LaggardFuzz_agent_log(const uint8_t* data, size_t size);
+int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -60,6 +62,8 @@ constexpr Target kTargets[] = {
     {"time_parsers", LaggardFuzz_time_parsers, 400},
     {"kineto_reader", LaggardFuzz_kineto_reader, 300},
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
+    {"agent_log", LaggardFuzz_agent_log, 200},
+    {"step_datagram", LaggardFuzz_step_datagram, 400},
 };
 
 // splitmix64: small, fast, and the same on every platform.
