@@ -65,11 +65,14 @@ inline int ConnectLoopback(int port, bool nonblocking) {
   return fd;
 }
 
-inline std::string Request(const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+// `extra` is added to the headers, e.g. "Accept-Encoding: gzip\r\n" as
+// Prometheus sends it.
+inline std::string Request(const std::string& path, const std::string& extra = "") {
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra + "\r\n";
 }
 
-inline HttpResult Get(int port, const std::string& path, int timeout_ms = 5000) {
+inline HttpResult Get(int port, const std::string& path, int timeout_ms = 5000,
+                      const std::string& extra_headers = "") {
   HttpResult r;
   int fd = ConnectLoopback(port, false);
   if (fd < 0) {
@@ -78,7 +81,7 @@ inline HttpResult Get(int port, const std::string& path, int timeout_ms = 5000) 
   }
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req = Request(path);
+  std::string req = Request(path, extra_headers);
   if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     close(fd);
     r.error = "send failed";
