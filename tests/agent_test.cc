@@ -971,6 +971,28 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
   rig.agent->Stop();
 }
 
+TEST(AgentHttpTest, ClientsThatHangUpMidResponseDoNotHurtTheAgent) {
+  std::vector<FakeGpu> gpus;
+  for (int i = 0; i < 8; ++i) gpus.push_back(H100(i));
+  Rig rig(std::move(gpus));
+  rig.agent->Start();
+  int port = rig.agent->http_port();
+  ASSERT_TRUE(WaitFor([&] { return probe::Get(port, "/healthz").status == 200; }));
+  for (int i = 0; i < 50; ++i) {  // a scraper timing out: request, then reset
+    int fd = probe::ConnectLoopback(port, false);
+    ASSERT_GE(fd, 0);
+    std::string req = probe::Request("/metrics");
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    linger hard{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    close(fd);
+  }
+  probe::HttpResult r = probe::Get(port, "/metrics");
+  EXPECT_EQ(r.status, 200) << r.error;
+  EXPECT_NE(r.body.find("laggard_gpu_temp_celsius"), std::string::npos);
+  rig.agent->Stop();
+}
+
 // The real binary, as systemd or kubelet runs it.
 class AgentProcess {
  public:

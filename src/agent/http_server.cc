@@ -1,6 +1,7 @@
 #include "agent/http_server.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -33,7 +34,13 @@ HttpServer::HttpServer(int threads) : impl_(std::make_unique<Impl>()) {
   });
 }
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  if (thread_.joinable()) {
+    Stop();
+  } else if (int fd = impl_->listen_fd.load(); fd >= 0 && port_ > 0) {
+    ::close(fd);  // bound by Listen() but never served
+  }
+}
 
 void HttpServer::Get(const std::string& path, Handler handler) {
   impl_->server.Get(path, [h = std::move(handler)](const httplib::Request&, httplib::Response& res) {

@@ -304,6 +304,8 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
     }
   }
 
+  // A scraper that hangs up mid-response must not kill the agent.
+  signal(SIGPIPE, SIG_IGN);
   // Block the stop signals before any thread starts, so they all inherit it.
   sigset_t stop_signals, old_mask;
   sigemptyset(&stop_signals);
