@@ -37,6 +37,8 @@ void CheckReport(const agent::StepReport& r) {
     }
   }
   if (r.gpu) FUZZ_CHECK(*r.gpu >= 0 && *r.gpu <= 1023, "gpu {}", *r.gpu);
+  // The agent logs end - duration as the step's start: it must not overflow.
+  if (r.end_ns) FUZZ_CHECK(*r.end_ns >= 0, "end {}", *r.end_ns);
 }
 
 class CountingSink final : public agent::StepSink {

@@ -225,7 +225,7 @@ std::string RenderMetrics(const MetricsInput& in) {
              "1 when the clock-event (throttle) reason is active, 0 when not; one series per reason.",
              [&](const GpuSnapshot& g) {
                auto v = g[GpuField::kClockEvents];
-               if (!v) return;
+               if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
                uint64_t bits = static_cast<uint64_t>(*v);
                for (auto [bit, name] : kClockEventBits) {
                  w.Sample("laggard_gpu_clock_event_active", gpu_labels(g, {{"reason", std::string(name)}}),

@@ -171,7 +171,7 @@ LineKind ParseKeyValue(std::string_view rest, StepReport& out, BadLine& bad, std
       out.host = std::string(value);
     } else if (key == "ts") {
       auto t = ParseTimestamp(value);
-      if (!t) return bad_value();
+      if (!t || *t < 0) return bad_value();  // before 1970: not a clock reading
       out.end_ns = *t;
     } else {
       std::string_view name;
