@@ -42,6 +42,8 @@ int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi_q(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
 int LaggardFuzz_network_links(const uint8_t* data, size_t size);
+int LaggardFuzz_agent_log(const uint8_t* data, size_t size);
+int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -66,6 +68,8 @@ constexpr Target kTargets[] = {
     {"nvidia_smi_q", LaggardFuzz_nvidia_smi_q, 400},
     {"nvidia_smi", LaggardFuzz_nvidia_smi, 150},
     {"network_links", LaggardFuzz_network_links, 80},
+    {"agent_log", LaggardFuzz_agent_log, 200},
+    {"step_datagram", LaggardFuzz_step_datagram, 400},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -17,6 +17,7 @@ PACKAGES=(
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev
 )
 
 install_missing() {

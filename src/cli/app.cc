@@ -1,5 +1,8 @@
 #include "cli/app.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -9,6 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "agent/agent.h"
+#include "agent/fake_gpu.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "cli/watch.h"
@@ -205,6 +210,144 @@ int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_
   return rc;
 }
 
+struct AgentFlags {
+  std::string listen = "127.0.0.1:9400";
+  std::string interval = "1s";
+  std::string udp = "127.0.0.1:9401";
+  std::optional<std::string> unix_path;
+  std::vector<std::string> tail;
+  std::optional<std::string> log_dir;
+  uint64_t log_max_mb = 64;
+  int log_files = 5;
+  std::string sysfs_root = "/";
+  std::optional<std::string> fake_gpus;
+  std::string nvml_lib = agent::kNvmlLibrary;
+  std::optional<std::string> host;
+  std::optional<std::string> job;
+  std::string rank_ttl = "10m";
+  int http_threads = 8;
+};
+
+void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
+  cmd->add_option("--listen", f.listen, "HOST:PORT for /metrics and /healthz (port 0: any)")
+      ->capture_default_str();
+  cmd->add_option("--interval", f.interval, "sampling interval, 100ms (10 Hz) to 1h")
+      ->capture_default_str();
+  cmd->add_option("--udp", f.udp, "HOST:PORT for step datagrams, or 'off'")->capture_default_str();
+  cmd->add_option("--unix", f.unix_path, "path of a Unix datagram socket for step reports");
+  cmd->add_option("--tail", f.tail, "log file to follow for step lines (repeatable)");
+  cmd->add_option("--log-dir", f.log_dir,
+                  "write rolling JSONL logs (steps.jsonl, hardware.jsonl) here for `laggard diagnose`");
+  cmd->add_option("--log-max-mb", f.log_max_mb, "size of one log file before rotation, MB")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--log-files", f.log_files, "files kept per log, the current one included")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--sysfs-root", f.sysfs_root,
+                  "directory holding sys/ (e.g. /host in a container), or 'off'")
+      ->capture_default_str();
+  cmd->add_option("--fake-gpus", f.fake_gpus, "scripted GPUs from SCRIPT.json instead of NVML");
+  cmd->add_option("--nvml-lib", f.nvml_lib, "NVML library to load")->capture_default_str();
+  cmd->add_option("--host", f.host, "host label (default: the host name)");
+  cmd->add_option("--job", f.job, "job label on every series");
+  cmd->add_option("--rank-ttl", f.rank_ttl, "forget a rank silent this long")->capture_default_str();
+  cmd->add_option("--http-threads", f.http_threads, "HTTP worker threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+}
+
+// Runs the agent until SIGTERM or SIGINT. The signals are blocked in every
+// thread and taken by sigtimedwait() here, so no handler runs inside a lock.
+int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
+  agent::AgentOptions o;
+  o.listen = f.listen;
+  auto interval = agent::ParseDurationFlag(f.interval);
+  if (!interval || *interval < 100'000'000 || *interval > 3'600'000'000'000) {
+    err << "laggard agent: --interval must be between 100ms and 1h, got '" << f.interval << "'\n";
+    return kExitNoInput;
+  }
+  o.interval_ns = *interval;
+  auto ttl = agent::ParseDurationFlag(f.rank_ttl);
+  if (!ttl || *ttl <= 0) {
+    err << "laggard agent: --rank-ttl: not a duration: '" << f.rank_ttl << "'\n";
+    return kExitNoInput;
+  }
+  o.rank_ttl_ns = *ttl;
+  if (f.udp != "off") o.intake.udp = f.udp;
+  o.intake.unix_path = f.unix_path;
+  o.intake.tail_files = f.tail;
+  o.log_dir = f.log_dir;
+  o.log_max_bytes = f.log_max_mb << 20;
+  o.log_files = f.log_files;
+  if (f.sysfs_root != "off") o.sysfs_root = f.sysfs_root;
+  else o.sysfs_root.reset();
+  o.job = f.job;
+  o.http_threads = f.http_threads;
+  o.version = std::string(kLaggardVersion);
+  if (f.host) {
+    o.host = *f.host;
+  } else {
+    char name[256] = {};
+    o.host = gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+  }
+
+  agent::SystemClock clock;
+  std::unique_ptr<agent::GpuBackend> backend;
+  std::string note;
+  if (f.fake_gpus) {
+    auto gpus = agent::LoadFakeGpuScript(*f.fake_gpus);
+    if (!gpus.ok()) {
+      err << "laggard agent: " << gpus.status().message() << "\n";
+      return kExitNoInput;
+    }
+    backend = std::make_unique<agent::FakeGpuBackend>(std::move(gpus.value()), clock);
+    note = "scripted by " + *f.fake_gpus;
+  } else {
+    auto nvml = agent::OpenNvml(f.nvml_lib);
+    if (nvml.ok()) {
+      backend = std::move(nvml.value());
+    } else {
+      note = nvml.status().message();
+      err << "laggard agent: no GPU metrics: " << note << "\n";
+    }
+  }
+
+  // A scraper that hangs up mid-response must not kill the agent.
+  signal(SIGPIPE, SIG_IGN);
+  // Block the stop signals before any thread starts, so they all inherit it.
+  sigset_t stop_signals, old_mask;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+  int rc = kExitOk;
+  {
+    agent::Agent a(o, std::move(backend), note, clock);
+    if (Status st = a.Open(); !st.ok()) {
+      err << "laggard agent: " << st.message() << "\n";
+      rc = kExitNoInput;
+    } else {
+      a.Start();
+      std::string listen_host = f.listen.substr(0, f.listen.rfind(':'));
+      out << fmt::format("laggard agent: serving http://{}:{}/metrics", listen_host, a.http_port());
+      if (o.intake.udp) out << fmt::format("; steps on udp {}:{}", o.intake.udp->substr(0, o.intake.udp->rfind(':')), a.udp_port());
+      if (o.intake.unix_path) out << "; steps on unix " << *o.intake.unix_path;
+      if (o.log_dir) out << "; logging to " << *o.log_dir;
+      out << "\n" << std::flush;
+      while (true) {
+        timespec wait{1, 0};
+        int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+        if (sig == SIGTERM || sig == SIGINT) break;
+      }
+      a.Stop();
+      out << "laggard agent: stopped, logs flushed\n" << std::flush;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  return rc;
+}
+
 }  // namespace
 
 int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
@@ -228,6 +371,10 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   CLI::App* watch = app.add_subcommand(
       "watch", "diagnose live from Prometheus (laggard agents, dcgm-exporter), window by window");
   AddWatchFlags(watch, watch_opts);
+  AgentFlags agent_flags;
+  CLI::App* agent_cmd = app.add_subcommand(
+      "agent", "per-node agent: GPU (NVML), link (sysfs) and step metrics on /metrics, rolling logs");
+  AddAgentFlags(agent_cmd, agent_flags);
 
   try {
     app.parse(argc, argv);
@@ -238,6 +385,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
   if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
   if (*watch) return Watch(watch_opts, out, err);
+  if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
   return kExitNoInput;
 }
 

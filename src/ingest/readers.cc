@@ -28,6 +28,7 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeEthtoolReader());
   set.owned.push_back(MakeSwitchMapReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
+  set.owned.push_back(MakeAgentLogReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

@@ -57,6 +57,9 @@ std::unique_ptr<StepReader> MakeIbstatusReader();
 std::unique_ptr<StepReader> MakeIbvDevinfoReader();
 std::unique_ptr<StepReader> MakeEthtoolReader();
 std::unique_ptr<StepReader> MakeSwitchMapReader();
+// The hardware log of `laggard agent` (hardware.jsonl): GPU samples and facts,
+// XIDs, lost GPUs, InfiniBand ports and network links.
+std::unique_ptr<StepReader> MakeAgentLogReader();
 // The standard reader set in sniffing order: JSONL, CSV, then text logs with
 // the user pattern (if any), the article's line and Megatron lines.
 struct StepReaderSet {

@@ -109,6 +109,9 @@ struct GpuFacts {
   std::optional<bool> diag_failed;            // dcgmi diag reported a failure
   std::vector<std::string> diag_messages;     // what dcgmi diag said, one line each
   std::optional<SourceRef> src;               // where most of the facts came from
+  // When the GPU was first seen lost (NVML GPU_IS_LOST: fallen off the bus),
+  // from agent logs; the earliest time wins when inputs are merged.
+  std::optional<TimeNs> lost_at_ns;
 };
 
 struct GpuRecord {

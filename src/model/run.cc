@@ -209,6 +209,9 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
   dst.diag_messages.insert(dst.diag_messages.end(), src.diag_messages.begin(),
                            src.diag_messages.end());
   if (!dst.src) dst.src = src.src;
+  if (src.lost_at_ns && (!dst.lost_at_ns || *src.lost_at_ns < *dst.lost_at_ns)) {
+    dst.lost_at_ns = src.lost_at_ns;
+  }
   return conflicts;
 }
 

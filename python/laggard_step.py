@@ -1,0 +1,215 @@
+"""Report training steps to the local `laggard agent` -- two lines in a loop.
+
+    import laggard_step
+    reporter = laggard_step.Reporter(rank=rank)          # once
+    for step, batch in enumerate(loader):
+        t0 = time.perf_counter()
+        ...                                               # forward, backward, optimizer
+        reporter.step(step, time.perf_counter() - t0)    # each step
+
+Each call sends one datagram in the agent's key=value line format
+(docs/agent.md):
+
+    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 host=node-1 gpu=3
+
+to UDP 127.0.0.1:9401 (the agent's default) or to a Unix datagram socket.
+Sending never blocks the training loop and never raises: when no agent
+listens the report is dropped and counted in `reporter.dropped`.
+
+Compute-only time (without waiting in collectives) is what finds a straggler
+(the slow rank computes longest and waits least). With torch and CUDA
+present, wrap the compute part of the step:
+
+    with reporter.compute():
+        loss = model(batch).loss
+        loss.backward()
+    reporter.step(step, seconds)
+
+The CUDA events are read without synchronising: a step's report waits until
+its end event has completed and goes out with a later step() call (or
+flush()), so the loop is never stalled. Without CUDA, compute() times with
+the host clock. torch is imported only when compute() is first used.
+
+Configuration (arguments win over the environment):
+    LAGGARD_STEP_ADDR   "127.0.0.1:9401" (UDP) or "unix:/run/laggard/steps.sock"
+    RANK, LOCAL_RANK    default rank and local GPU index (torchrun sets them)
+
+Dependency-free: standard library only.
+"""
+
+import os
+import socket
+import time
+
+__all__ = ["Reporter", "format_line"]
+
+DEFAULT_ADDR = "127.0.0.1:9401"
+
+
+def _num(seconds):
+    return "%.6f" % float(seconds)
+
+
+def format_line(rank, step, seconds, host=None, gpu=None, ts=None, **phases):
+    """The key=value line for one step. Phase keyword arguments end in _s
+    (seconds), e.g. compute_s=0.62, data_s=0.01."""
+    parts = ["laggard-step", "rank=%d" % int(rank), "step=%d" % int(step),
+             "time_s=" + _num(seconds)]
+    for key in sorted(phases):
+        value = phases[key]
+        if value is None:
+            continue
+        if not key.endswith("_s"):
+            raise ValueError("phase %r must end in _s (seconds)" % key)
+        parts.append("%s=%s" % (key, _num(value)))
+    if host:
+        parts.append("host=%s" % host)
+    if gpu is not None:
+        parts.append("gpu=%d" % int(gpu))
+    if ts is not None:
+        parts.append("ts=%.6f" % float(ts))
+    return " ".join(parts)
+
+
+class _Compute(object):
+    """Context manager timing the compute part of one step."""
+
+    def __init__(self, reporter):
+        self._r = reporter
+
+    def __enter__(self):
+        self._r._compute_begin()
+        return self
+
+    def __exit__(self, *exc):
+        self._r._compute_end()
+        return False
+
+
+class Reporter(object):
+    def __init__(self, rank=None, addr=None, host=None, gpu=None, use_cuda=True):
+        if rank is None:
+            rank = int(os.environ.get("RANK", "0"))
+        if gpu is None and os.environ.get("LOCAL_RANK", "").isdigit():
+            gpu = int(os.environ["LOCAL_RANK"])
+        self.rank = int(rank)
+        self.host = host
+        self.gpu = gpu
+        self.sent = 0
+        self.dropped = 0
+        self._use_cuda = use_cuda
+        self._torch = None      # imported lazily by compute()
+        self._cuda = None       # None: not decided yet
+        self._start = None      # open compute interval: event or perf_counter
+        self._compute = None    # (start, end) of the current step
+        self._pending = []      # (line args, start event, end event) waiting on CUDA
+        addr = addr or os.environ.get("LAGGARD_STEP_ADDR", DEFAULT_ADDR)
+        self._sock = None
+        self._dest = None
+        try:
+            if addr.startswith("unix:"):
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self._dest = addr[len("unix:"):]
+            else:
+                host_part, _, port = addr.rpartition(":")
+                host_part = host_part.strip("[]") or "127.0.0.1"
+                family = socket.AF_INET6 if ":" in host_part else socket.AF_INET
+                self._sock = socket.socket(family, socket.SOCK_DGRAM)
+                self._dest = (host_part, int(port))
+            self._sock.setblocking(False)
+        except (OSError, ValueError):
+            self._sock = None
+
+    def compute(self):
+        """`with reporter.compute(): ...` times the step's compute."""
+        return _Compute(self)
+
+    def _cuda_ready(self):
+        if self._cuda is None:
+            self._cuda = False
+            if self._use_cuda:
+                try:
+                    import torch  # noqa: imported only when asked for
+                    if torch.cuda.is_available():
+                        self._torch = torch
+                        self._cuda = True
+                except Exception:
+                    self._cuda = False
+        return self._cuda
+
+    def _compute_begin(self):
+        if self._cuda_ready():
+            ev = self._torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._start = ev
+        else:
+            self._start = time.perf_counter()
+
+    def _compute_end(self):
+        if self._start is None:
+            return
+        if self._cuda:
+            ev = self._torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._compute = (self._start, ev)
+        else:
+            self._compute = (self._start, time.perf_counter())
+        self._start = None
+
+    def step(self, step, seconds, **phases):
+        """Reports one step that took `seconds` (wall clock). Extra phase
+        times in seconds: reporter.step(i, dt, data_s=0.02)."""
+        try:
+            args = dict(rank=self.rank, step=step, seconds=seconds, host=self.host,
+                        gpu=self.gpu, ts=time.time(), **phases)
+            compute, self._compute = self._compute, None
+            if compute is not None and self._cuda:
+                self._pending.append((args, compute[0], compute[1]))
+            else:
+                if compute is not None:
+                    args["compute_s"] = compute[1] - compute[0]
+                self._send(format_line(**args))
+            self._flush_ready(block=False)
+        except Exception:
+            self.dropped += 1
+
+    def flush(self):
+        """Sends reports still waiting on CUDA events (synchronising them)."""
+        try:
+            self._flush_ready(block=True)
+        except Exception:
+            self.dropped += len(self._pending)
+            self._pending = []
+
+    def _flush_ready(self, block):
+        while self._pending:
+            args, start, end = self._pending[0]
+            if not block and not end.query():
+                return
+            end.synchronize()
+            args["compute_s"] = start.elapsed_time(end) / 1000.0
+            self._pending.pop(0)
+            self._send(format_line(**args))
+
+    def _send(self, line):
+        if self._sock is None:
+            self.dropped += 1
+            return
+        try:
+            self._sock.sendto(line.encode("ascii", "replace"), self._dest)
+            self.sent += 1
+        except OSError:
+            self.dropped += 1
+
+    def close(self):
+        self.flush()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
