@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Live integration test of `laggard watch` with real components on loopback.
+
+Starts 4 `laggard agent`s (scripted GPUs: 4 hosts x 2 GPUs; GPU 1 of node-2
+starts throttling -- 93 C, SM clock 1500 MHz, HW thermal slowdown -- at a
+known time), the Python step helper reporting steps for 8 ranks (rank r on
+node-(r//2) GPU r%2; rank 5 runs 30% slower once its GPU throttles), and a
+real Prometheus scraping the agents every second. Then runs
+`laggard watch --once` every second from the fault's onset until the verdict
+names rank 5 / node-2 GPU 1 with cause thermal, and reports how long that
+took. Finally checks `laggard watch --listen`'s own metrics. Everything it
+starts is stopped; nothing listens outside 127.0.0.0/8.
+
+usage: watch_integration_test.py LAGGARD_BINARY PYTHON_HELPER_DIR
+Exit 77 (ctest: skipped) when Prometheus is not installed.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+FAULT_AT_S = 25.0     # seconds after the agents start
+STEP_S = 0.5
+SLOW = 1.3
+HOSTS = 4
+GPUS = 2
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gpu_script(host_index):
+    gpus = []
+    for g in range(GPUS):
+        base_temp = 62 + host_index + g
+        fields = {
+            "temp_c": base_temp, "sm_clock_mhz": 1965 - 5 * g, "sm_clock_max_mhz": 1980,
+            "power_w": 610 + 5 * host_index, "power_limit_w": 700, "power_limit_default_w": 700,
+            "util_pct": 97, "clock_events": 0, "pcie_gen": 5, "pcie_gen_max": 5,
+            "pcie_width": 16, "pcie_width_max": 16,
+        }
+        if host_index == 2 and g == 1:
+            fields["temp_c"] = [{"from_s": 0, "value": base_temp}, {"from_s": FAULT_AT_S, "value": 93}]
+            fields["sm_clock_mhz"] = [{"from_s": 0, "value": 1960}, {"from_s": FAULT_AT_S, "value": 1500}]
+            fields["clock_events"] = [{"from_s": 0, "value": 0}, {"from_s": FAULT_AT_S, "value": 64}]
+        gpus.append({"name": "NVIDIA H100 80GB HBM3",
+                     "uuid": "GPU-%08d-0000-0000-0000-%012d" % (host_index, g),
+                     "bus_id": "00000000:%02X:00.0" % (0x18 + g), "fields": fields})
+    return {"gpus": gpus}
+
+
+def main():
+    laggard, helper_dir = sys.argv[1], sys.argv[2]
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        print("SKIPPED: prometheus is not installed (scripts/dev.sh test installs Debian's "
+              "prometheus when run as root)")
+        return 77
+    sys.path.insert(0, helper_dir)
+    import laggard_step  # noqa: E402
+
+    work = tempfile.mkdtemp(prefix="laggard-watch-it-")
+    procs = []
+    stop = threading.Event()
+    try:
+        agents = []
+        t_start = time.time()
+        for h in range(HOSTS):
+            script = os.path.join(work, "gpus-%d.json" % h)
+            with open(script, "w") as f:
+                json.dump(gpu_script(h), f)
+            http_port, udp_port = free_port(), free_port()
+            p = subprocess.Popen(
+                [laggard, "agent", "--listen", "127.0.0.1:%d" % http_port,
+                 "--udp", "127.0.0.1:%d" % udp_port, "--fake-gpus", script,
+                 "--host", "node-%d" % h, "--sysfs-root", "off", "--interval", "0.5"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            procs.append(p)
+            agents.append((http_port, udp_port))
+        # Wait until every agent serves /metrics.
+        for http_port, _ in agents:
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen("http://127.0.0.1:%d/metrics" % http_port, timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                raise RuntimeError("agent on port %d did not come up" % http_port)
+
+        # Steps: one thread per rank, through the real helper.
+        def rank_loop(rank):
+            host, gpu = rank // GPUS, rank % GPUS
+            rep = laggard_step.Reporter(rank=rank, addr="127.0.0.1:%d" % agents[host][1],
+                                        gpu=gpu, use_cuda=False)
+            step = 0
+            while not stop.is_set():
+                slow = rank == 5 and time.time() - t_start >= FAULT_AT_S
+                seconds = STEP_S * (1 + 0.01 * ((step * 7 + rank * 3) % 5 - 2)) * (SLOW if slow else 1)
+                rep.step(step, seconds)
+                step += 1
+                stop.wait(STEP_S)
+
+        threads = [threading.Thread(target=rank_loop, args=(r,), daemon=True) for r in range(HOSTS * GPUS)]
+        for t in threads:
+            t.start()
+
+        prom_port = free_port()
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: laggard-agent\n    static_configs:\n"
+                    "      - targets: [%s]\n" % ", ".join("'127.0.0.1:%d'" % a[0] for a in agents))
+        prom = subprocess.Popen(
+            [prometheus, "--config.file=" + config, "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
+             "--web.listen-address=127.0.0.1:%d" % prom_port, "--log.level=warn"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(prom)
+        url = "http://127.0.0.1:%d" % prom_port
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(url + "/-/ready", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("prometheus did not become ready")
+
+        # Before the fault: no culprit.
+        time.sleep(max(0.0, FAULT_AT_S - 5 - (time.time() - t_start)))
+        before = subprocess.run([laggard, "watch", "--once", "--json", "--window", "20",
+                                 "--prometheus", url], capture_output=True, text=True, timeout=60)
+        print("before the fault:", before.stdout.strip())
+        assert before.returncode == 0, before.stderr
+        verdict = json.loads(before.stdout.strip().splitlines()[-1])
+        assert verdict["ranks"] == 8, verdict
+        assert verdict["gpus"] == 8, verdict
+        assert not any(c.get("cause") == "thermal" for c in verdict["culprits"]), verdict
+
+        # After: poll until the verdict names the throttled GPU.
+        time.sleep(max(0.0, FAULT_AT_S - (time.time() - t_start)))
+        found = None
+        while time.time() - t_start < FAULT_AT_S + 60:
+            r = subprocess.run([laggard, "watch", "--once", "--json", "--window", "20",
+                                "--prometheus", url], capture_output=True, text=True, timeout=60)
+            if r.returncode == 0 and r.stdout.strip():
+                v = json.loads(r.stdout.strip().splitlines()[-1])
+                top = v["culprits"][0] if v["culprits"] else {}
+                if (top.get("rank") == 5 and top.get("host") == "node-2" and top.get("gpu") == 1
+                        and top.get("cause") == "thermal"):
+                    found = (time.time() - t_start - FAULT_AT_S, v)
+                    break
+            time.sleep(1)
+        assert found is not None, "watch never named rank 5 / node-2 GPU 1 thermal"
+        print("time from fault onset to verdict: %.1f s (target < 10 s at a 1 s scrape interval)" % found[0])
+        print("verdict:", found[1]["summary"])
+        assert found[1]["status"] == "straggler"
+
+        # The watcher's own metrics.
+        listen = free_port()
+        w = subprocess.Popen([laggard, "watch", "--window", "20", "--interval", "1", "--duration", "6",
+                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(w)
+        metrics = ""
+        for _ in range(50):
+            time.sleep(0.2)
+            try:
+                metrics = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % listen, timeout=1).read().decode()
+                if 'laggard_straggler{rank="5"' in metrics:
+                    break
+            except OSError:
+                pass
+        assert re.search(r'laggard_straggler\{rank="5",host="node-2",gpu="1",cause_class="compute_slow",'
+                         r'cause="thermal"\} 0\.\d+', metrics), metrics
+        assert 'laggard_verdict_status{status="straggler"} 1' in metrics, metrics
+        w.wait(timeout=30)
+        print("PASSED")
+        return 0
+    finally:
+        stop.set()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
