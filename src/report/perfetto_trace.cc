@@ -34,6 +34,7 @@ using report_json::Json;
 // Step slices written per track at most; the rest is counted in otherData.
 constexpr size_t kMaxStepEventsTotal = 2'000'000;
 constexpr size_t kMinStepEventsPerTrack = 2'000;
+constexpr int kFirstTid = 1'000'000;
 
 std::string Str(std::string_view s) {
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -100,7 +101,12 @@ void TrimRoundingOverlaps(std::vector<Slice>& slices) {
 
 class TraceWriter {
  public:
-  explicit TraceWriter(std::ostream& out) : out_(out) { out_ << "{\"traceEvents\":[\n"; }
+  // Perfetto reads the top-level keys in order and stops at one it does not
+  // know: displayTimeUnit first (it counts one found after the first chunk
+  // as "too late"), then traceEvents, then otherData.
+  explicit TraceWriter(std::ostream& out) : out_(out) {
+    out_ << "{\"displayTimeUnit\":\"ms\",\n\"traceEvents\":[\n";
+  }
 
   void Event(const std::string& body) {
     out_ << (first_ ? "" : ",\n") << "{" << body << "}";
@@ -108,9 +114,9 @@ class TraceWriter {
     ++events_;
   }
   void ProcessName(int pid, std::string_view name, int sort) {
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":{}}}",
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":{0},\"args\":{{\"name\":{1}}}",
                       pid, Str(name)));
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"tid\":0,\"args\":{{\"sort_index\":{}}}",
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":{0},\"args\":{{\"sort_index\":{1}}}",
                       pid, sort));
   }
   void ThreadName(int pid, int tid, std::string_view name, int sort) {
@@ -120,7 +126,7 @@ class TraceWriter {
                       pid, tid, sort));
   }
   void Finish(const Json& other) {
-    out_ << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":"
+    out_ << "\n],\n\"otherData\":"
          << other.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n}\n";
   }
   size_t events() const { return events_; }
@@ -176,7 +182,8 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
   // Host clock offsets: the median of its traced ranks' offsets.
   std::map<std::string, std::vector<int64_t>> host_offsets;
   for (const RankTraceStats& st : in.traces.ranks) {
-    if (st.host && st.clock_offset_ns) host_offsets[*st.host].push_back(*st.clock_offset_ns);
+    const std::optional<std::string>& host = host_of_rank[st.rank];
+    if (host && st.clock_offset_ns) host_offsets[*host].push_back(*st.clock_offset_ns);
   }
   std::map<std::string, int64_t> host_offset;
   Json offsets_ms = Json::object();
@@ -208,12 +215,24 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
     if (!all_logged(s)) continue;
     for (const StepRecord& r : s.steps) see(*r.start_ns);
   }
+  // Where each rank's profiled window starts on the aligned clock: trace
+  // findings have no onset of their own and are placed there.
+  std::map<int32_t, TimeNs> trace_start;
+  std::optional<TimeNs> first_trace_start;
   for (const RankTraceStats& st : in.traces.ranks) {
     if (st.trace >= run.traces.size()) continue;
     const RankTrace& t = run.traces[st.trace];
     int64_t off = st.clock_offset_ns.value_or(0);
-    if (!t.steps.empty()) see(t.steps.front().start_ns - off);
-    if (!t.collectives.empty()) see(t.collectives.front().start_ns - off);
+    std::optional<TimeNs> start;
+    if (!t.steps.empty()) start = t.steps.front().start_ns - off;
+    if (!t.collectives.empty()) {
+      TimeNs c = t.collectives.front().start_ns - off;
+      start = start ? std::min(*start, c) : c;
+    }
+    if (!start) continue;
+    see(*start);
+    trace_start[st.rank] = *start;
+    first_trace_start = first_trace_start ? std::min(*first_trace_start, *start) : *start;
   }
   for (const GpuRecord& g : run.hardware.gpus) {
     if (g.time_is_approximate) continue;
@@ -227,7 +246,10 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
 
   TraceWriter w(os);
   w.ProcessName(1, "job", 0);
-  int next_tid = 1;
+  // Perfetto keeps tids global (a tid seen in another pid is a new thread)
+  // and gives process-level events tid = pid: rank tracks get tids far above
+  // any pid.
+  int next_tid = kFirstTid;
   w.ThreadName(1, next_tid, "findings", 0);
   const int job_tid = next_tid++;
 
@@ -370,13 +392,15 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
     };
     for (Metric m : {Metric{"temp_c", &GpuSample::temp_c}, Metric{"sm_clock_mhz", &GpuSample::sm_clock_mhz},
                      Metric{"power_w", &GpuSample::power_w}}) {
+      // Perfetto names a counter track "<name> <arg>", chrome://tracing
+      // "<name>" with one series per arg: one arg, "value".
       std::string name = Str(fmt::format("GPU {} {}{}", g.index, m.key, suffix));
       for (const GpuSample* s : samples) {
         const std::optional<double>& v = s->*m.field;
         if (!v) continue;
         int64_t ts = g.time_is_approximate ? s->time_ns : s->time_ns - shift - t0;
-        w.Event(fmt::format("\"ph\":\"C\",\"name\":{},\"cat\":\"gpu\",\"pid\":{},\"ts\":{},\"args\":{{\"{}\":{}}}",
-                            name, pid, Micros(ts), m.key, report_json::Num(*v).dump()));
+        w.Event(fmt::format("\"ph\":\"C\",\"name\":{},\"cat\":\"gpu\",\"pid\":{},\"ts\":{},\"args\":{{\"value\":{}}}",
+                            name, pid, Micros(ts), report_json::Num(*v).dump()));
         ++counters;
       }
     }
@@ -384,10 +408,17 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
 
   // Findings at their onset.
   Json untimed = Json::array();
+  std::set<const Finding*> from_traces;
+  for (const Finding& f : in.traces.findings) from_traces.insert(&f);
   for (const Finding* fp : findings) {
     const Finding& f = *fp;
     std::optional<int64_t> ts;
     if (f.onset_time) ts = *f.onset_time - host_shift(f.entity.host) - t0;
+    if (!ts && from_traces.count(fp)) {
+      auto it = f.entity.rank ? trace_start.find(*f.entity.rank) : trace_start.end();
+      if (it != trace_start.end()) ts = it->second - t0;
+      else if (first_trace_start) ts = *first_trace_start - t0;
+    }
     const RankTrack* track = nullptr;
     if (f.entity.rank) {
       auto it = rank_tracks.find(*f.entity.rank);
@@ -420,7 +451,7 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
     if (track != nullptr) {
       where = fmt::format("\"s\":\"t\",\"pid\":{},\"tid\":{}", track->pid, track->tid);
     } else if (f.entity.host && pid_of.count(*f.entity.host)) {
-      where = fmt::format("\"s\":\"p\",\"pid\":{},\"tid\":0", pid_of[*f.entity.host]);
+      where = fmt::format("\"s\":\"p\",\"pid\":{0},\"tid\":{0}", pid_of[*f.entity.host]);
     } else {
       where = fmt::format("\"s\":\"t\",\"pid\":1,\"tid\":{}", job_tid);
     }
