@@ -242,6 +242,11 @@ TEST(HtmlReportBrowserTest, TracesOnlyReportRenders) {
   CheckPageRenders(PageCase{"traces_only", FixtureOptions{.step_logs = false, .hardware = false}, false, 2});
 }
 
+TEST(HtmlReportBrowserTest, ManyRanksRender) {
+  // 512 ranks: thin heatmap rows, 512 bars, GPU series of 512 GPUs.
+  CheckPageRenders(PageCase{"many_ranks", FixtureOptions{.traces = false, .ranks = 512}, false, 6});
+}
+
 TEST(HtmlReportBrowserTest, EmptyRunRendersTheVerdictAndDataQuality) {
   CheckPageRenders(PageCase{"empty", FixtureOptions{.step_logs = false, .traces = false, .hardware = false}, false, 0});
 }

@@ -1,5 +1,5 @@
 // A diagnosed, simulated run for the report tests (HTML page, merged trace):
-// 16 ranks on 2 nodes, 200 steps of 0.8 s, rank 5 (node-00 GPU 5) computing
+// 16 ranks (or FixtureOptions::ranks) on 8-GPU nodes, 200 steps of 0.8 s, rank 5 (node-00 GPU 5) computing
 // 21% slower from step 60; optionally torch.profiler traces of steps
 // 150-152 with host clocks up to 4 ms apart, and GPU samples every second
 // in which rank 5's GPU runs hot and slow from its onset.
@@ -36,6 +36,7 @@ struct FixtureOptions {
   sim::StepLogFormat format = sim::StepLogFormat::kCsv;  // kArticle: no timestamps
   bool traces = true;
   bool hardware = true;
+  int ranks = 16;  // 8 per node
 };
 
 inline constexpr int kFixtureCulprit = 5;
@@ -49,8 +50,8 @@ inline void Diagnose(Diagnosed& d) {
 }
 
 // GPU samples of every GPU of the fixture, one per second over the run.
-inline void AddGpuSamples(Run& run) {
-  for (int node = 0; node < 2; ++node) {
+inline void AddGpuSamples(Run& run, int ranks) {
+  for (int node = 0; node < ranks / 8; ++node) {
     for (int gpu = 0; gpu < 8; ++gpu) {
       GpuRecord g;
       g.host = sim::HostName(node);
@@ -78,7 +79,7 @@ inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir, const Fix
   std::vector<std::string> paths;
   if (o.step_logs) {
     sim::StepLogScenario sc;
-    sc.ranks = 16;
+    sc.ranks = o.ranks;
     sc.gpus_per_node = 8;
     sc.steps = 200;
     sc.base_step_s = 0.8;
@@ -92,7 +93,7 @@ inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir, const Fix
   }
   if (o.traces) {
     sim::TraceScenario tc;
-    tc.ranks = 16;
+    tc.ranks = o.ranks;
     tc.gpus_per_node = 8;
     tc.steps = 3;
     tc.first_step = 150;
@@ -117,7 +118,7 @@ inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir, const Fix
     EXPECT_TRUE(run.ok()) << run.status().message();
     if (run.ok()) d->run = std::move(run.value());
   }
-  if (o.hardware) AddGpuSamples(d->run);
+  if (o.hardware) AddGpuSamples(d->run, o.ranks);
   Diagnose(*d);
   return d;
 }

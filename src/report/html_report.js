@@ -146,7 +146,7 @@
     var v = R.verdict || {};
     var s = el('section', {class: 'card verdict ' + (v.status || '')});
     s.appendChild(el('div', {class: 'summary'},
-      el('span', {class: 'badge ' + (v.status || ''), text: (v.status || 'unknown').replace('_', ' ')}),
+      el('span', {class: 'badge ' + (v.status || ''), text: (v.status || 'unknown').replace(/_/g, ' ')}),
       ' ', (v.summary || '').replace(/^verdict:\s*/, '')));
     var c = (v.culprits || [])[0];
     var impact = v.impact || {};
@@ -157,7 +157,8 @@
     }
     if (c) {
       kpi('culprit', entityName(c), c.pattern ? c.pattern + (isNum(c.onset_step) ? ' from step ' + c.onset_step : '') : null, true);
-      kpi('cause', c.cause || c.cause_class.replace('_', ' '), c.cause ? c.cause_class.replace('_', ' ') : null);
+      var cls = (c.cause_class || 'unknown').replace(/_/g, ' ');
+      kpi('cause', c.cause ? c.cause.replace(/_/g, ' ') : cls, c.cause ? cls : null);
       kpi('confidence', isNum(c.confidence) ? c.confidence.toFixed(2) : '–', isNum(c.confidence) ? confWord(c.confidence) : null);
       kpi('slowdown', signedPct(c.slowdown), 'vs its peers');
     }
@@ -169,7 +170,7 @@
     if ((v.culprits || []).length > 1) {
       s.appendChild(table([
         {title: 'culprit', get: function (x) { return entityName(x); }},
-        {title: 'cause class', get: function (x) { return x.cause_class; }},
+        {title: 'cause class', get: function (x) { return (x.cause_class || '').replace(/_/g, ' '); }},
         {title: 'cause', get: function (x) { return x.cause; }},
         {title: 'confidence', get: function (x) { return confidence(x.confidence); }},
         {title: 'slowdown', num: true, get: function (x) { return signedPct(x.slowdown); }},
@@ -220,7 +221,10 @@
     parent.appendChild(wrap);
 
     var left = 62, top = 8, bottom = 34, right = 10;
-    var rowH = Math.max(2, Math.min(16, Math.floor(560 / rows.length)));
+    // 16 px rows while they fit in 560 px; then the grid grows to at most
+    // 1200 px and rows get thinner (a fraction of a pixel for thousands of
+    // ranks: culprit rows keep their red outline).
+    var rowH = rows.length * 16 <= 560 ? 16 : Math.max(560, Math.min(rows.length * 2, 1200)) / rows.length;
     var width = Math.max(400, wrap.clientWidth || 1200);
     var plotW = width - left - right, plotH = rowH * rows.length;
     var height = top + plotH + bottom;
@@ -239,7 +243,7 @@
         var v = r.step_s[c], m = S.median_s[c];
         var color = isNum(v) && isNum(m) && m > 0 ? excessColor(v / m - 1) : '#eceef2';
         ctx.fillStyle = color;
-        ctx.fillRect(left + c * colW, top + y * rowH, Math.ceil(colW), rowH);
+        ctx.fillRect(left + c * colW, top + y * rowH, Math.ceil(colW), Math.max(rowH, 1));
         drawn++;
       }
     });
