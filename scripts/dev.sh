@@ -17,11 +17,14 @@ PACKAGES=(
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
+  libjs-chart.js
 )
+# Only for `test`: the HTML report's browser test (skipped when absent).
+TEST_PACKAGES=(chromium)
 
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -51,7 +54,7 @@ case "$cmd" in
     ;;
   test)
     preset=${1:-release}
-    install_missing
+    install_missing "${TEST_PACKAGES[@]}"
     build "$preset"
     ctest --preset "$preset"
     ;;

@@ -102,6 +102,10 @@ TEST(CliTest, DemoDiagnosesItsSimulatedRun) {
   EXPECT_EQ(r.rc, kExitOk) << r.err;
   EXPECT_NE(r.out.find("verdict: rank 13 (node-01 GPU 5) is the straggler"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(dir.File("report.json")));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("report.html")));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("trace.json")));
+  EXPECT_NE(r.out.find("HTML report:  " + dir.File("report.html")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged trace: " + dir.File("trace.json")), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -75,6 +75,7 @@ struct Arrival {
   TimeNs start;
   TimeNs end;
   uint64_t offset;
+  size_t call;  // index into the rank's RankTrace::collectives
 };
 
 }  // namespace
@@ -113,6 +114,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     st.rank = *t->rank;
     st.host = t->host;
     st.file = t->file;
+    st.trace = static_cast<uint32_t>(t - run.traces.data());
     st.cpu_only = t->cpu_only;
     st.steps = t->steps.size();
     if (!t->ops.empty()) {
@@ -148,7 +150,9 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::map<InstanceKey, std::vector<Arrival>> instances;
   for (size_t ri = 0; ri < R; ++ri) {
     std::map<std::tuple<uint32_t, uint32_t, int64_t>, int64_t> ordinal;
-    for (const CollectiveCall& c : traces[ri]->collectives) {
+    const std::vector<CollectiveCall>& calls = traces[ri]->collectives;
+    for (size_t ci = 0; ci < calls.size(); ++ci) {
+      const CollectiveCall& c = calls[ci];
       uint32_t group = c.group.value_or(UINT32_MAX);
       int64_t nel = c.nelems.value_or(-1);
       InstanceKey key;
@@ -158,7 +162,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
         int64_t n = ordinal[{group, c.collective, nel}]++;
         key = {group, n, c.collective, nel, false};
       }
-      instances[key].push_back(Arrival{ri, c.start_ns, c.start_ns + c.dur_ns, c.offset});
+      instances[key].push_back(Arrival{ri, c.start_ns, c.start_ns + c.dur_ns, c.offset, ci});
     }
   }
   // Keep instances seen once per rank on at least two ranks.
@@ -214,6 +218,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<double> transfers;
   std::vector<double> delay_by_rank(R, 0);  // last minus second-to-last arrival
   std::vector<std::pair<uint64_t, size_t>> last_offsets;  // evidence: (file offset, rank index)
+  for (size_t ri = 0; ri < R; ++ri) out.ranks[ri].call_lateness_ns.resize(traces[ri]->collectives.size());
   for (const auto& inst : matched) {
     std::vector<double> arr, ends;
     for (const Arrival& a : inst) {
@@ -228,6 +233,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     for (size_t i = 0; i < inst.size(); ++i) {
       size_t ri = inst[i].rank_index;
       lateness[ri].push_back(arr[i] - med_arrival);
+      out.ranks[ri].call_lateness_ns[inst[i].call] = static_cast<DurationNs>(std::llround(arr[i] - med_arrival));
       wait[ri].push_back(last - arr[i]);
       ++seen[ri];
     }

@@ -55,6 +55,7 @@ struct RankTraceStats {
   int32_t rank = 0;
   std::optional<std::string> host;
   uint32_t file = 0;
+  uint32_t trace = 0;  // index into Run::traces of the trace analysed
   bool cpu_only = false;
   size_t steps = 0;
   DurationNs window_ns = 0;  // first op start .. last op end
@@ -73,6 +74,10 @@ struct RankTraceStats {
   std::optional<DurationNs> median_lateness_ns;
   std::optional<DurationNs> median_wait_ns;
   DurationNs delay_caused_ns = 0;  // sum over instances it was last of (its arrival - next)
+  // Per collective call, in RankTrace::collectives order: aligned arrival
+  // minus the median arrival of its instance (> 0: late); nullopt when the
+  // call matched no instance. Reports draw it on the merged timeline.
+  std::vector<std::optional<DurationNs>> call_lateness_ns;
 };
 
 struct TraceAnalysis {

@@ -30,6 +30,8 @@ namespace {
 struct DiagnoseOptions {
   std::vector<std::string> paths;
   std::string json_out;  // "" none, "-" stdout
+  std::string html_out;   // "" none
+  std::string trace_out;  // "" none
   bool strict = false;
   bool quiet = false;
   std::string color = "auto";
@@ -107,6 +109,22 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
       }
     }
   }
+  auto write_file = [&](const std::string& path, auto&& render) {
+    std::ofstream f(path, std::ios::binary);
+    if (f) render(f);
+    f.close();
+    if (!f) {
+      err << "laggard: cannot write " << path << "\n";
+      return false;
+    }
+    return true;
+  };
+  if (!o.html_out.empty() && !write_file(o.html_out, [&](std::ostream& f) { f << RenderHtml(in); })) {
+    return kExitNoInput;
+  }
+  if (!o.trace_out.empty() && !write_file(o.trace_out, [&](std::ostream& f) { WriteMergedTrace(in, f); })) {
+    return kExitNoInput;
+  }
   if (o.json_out != "-") {
     TextOptions text;
     text.quiet = o.quiet;
@@ -133,6 +151,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
 
 void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
   cmd->add_option("--json", o.json_out, "write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("--html", o.html_out, "write a self-contained HTML report with charts to FILE");
+  cmd->add_option("--trace", o.trace_out,
+                  "write a merged Chrome/Perfetto trace (steps, collectives, GPU metrics, findings "
+                  "of every rank on one timeline) to FILE");
   cmd->add_flag("--strict", o.strict, "exit 1 when any bad record was found");
   cmd->add_flag("-q,--quiet", o.quiet, "print only the verdict line");
   cmd->add_option("--color", o.color, "colour output: auto, always, never")
@@ -189,6 +211,9 @@ int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_
   traces_sc.seed = sc.seed;
   traces_sc.compute_slow = sim::ComputeSlowFault{13, 1.21};
   traces_sc.max_clock_offset_ms = 4;
+  // The profiled steps at their place on the step logs' clock, so the merged
+  // timeline shows them where they happened.
+  traces_sc.start_time_s = sc.start_time_s + static_cast<int64_t>((traces_sc.first_step - 1) * sc.base_step_s);
   std::string traces = dir + "/traces";
   std::filesystem::remove_all(traces, ec);
   st = sim::WriteKinetoTraces(traces_sc, traces, /*gzip=*/true);
@@ -205,8 +230,13 @@ int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_
   DiagnoseOptions o;
   o.paths = {logs, traces};
   o.json_out = dir + "/report.json";
+  o.html_out = dir + "/report.html";
+  o.trace_out = dir + "/trace.json";
   int rc = Diagnose(o, out, err, out_tty, err_tty);
-  out << fmt::format("\nJSON report: {}/report.json\n", dir);
+  out << fmt::format(
+      "\nJSON report:  {}\nHTML report:  {} (open in a browser, works offline)\nmerged trace: {} "
+      "(open in ui.perfetto.dev or chrome://tracing)\n",
+      o.json_out, o.html_out, o.trace_out);
   return rc;
 }
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "report/json_util.h"
+#include "report/json_document.h"
 
-namespace laggard {
+namespace laggard::report_json {
 namespace {
 
 constexpr size_t kMaxSeriesPoints = 120;
@@ -151,4 +151,4 @@ Json NetworkJson(const Run& run, const NetworkAnalysis& na) {
           {"topologies", std::move(topo)},  {"switch_of", std::move(sw)}};
 }
 
-}  // namespace laggard
+}  // namespace laggard::report_json

@@ -2,16 +2,13 @@
 // names are stable; numbers are rounded to 6 significant digits so reports
 // compare byte for byte across machines.
 
-#include <cmath>
-#include <cstdlib>
+#include <algorithm>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "report/json_util.h"
+#include "report/json_document.h"
 #include "report/report.h"
 
 namespace laggard {
+namespace report_json {
 namespace {
 
 Json EntityJson(const Entity& e) {
@@ -38,7 +35,7 @@ Json TimeJson(const std::optional<TimeNs>& t) {
 
 }  // namespace
 
-std::string RenderJson(const ReportInput& in) {
+Json BuildReport(const ReportInput& in) {
   Json root;
   root["schema"] = kReportSchema;
   root["tool"] = {{"name", "laggard"}, {"version", kLaggardVersion}};
@@ -233,7 +230,58 @@ std::string RenderJson(const ReportInput& in) {
   dq["examples"] = std::move(examples);
   dq["files"] = std::move(files);
   root["data_quality"] = std::move(dq);
-  return root.dump(2) + "\n";
+  root["series"] = BuildSeries(in);
+  return root;
+}
+
+namespace {
+
+// nlohmann's dump(2), except that an array of numbers (and nulls) stays on
+// one line: the series section holds thousands of them.
+void Pretty(const Json& j, int indent, std::string& out) {
+  auto scalar = [&](const Json& v) { out += v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  auto pad = [&](int n) { out.append(static_cast<size_t>(n), ' '); };
+  if (j.is_object()) {
+    if (j.empty()) return out += "{}", void();
+    out += "{\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      pad(indent + 2);
+      scalar(Json(it.key()));
+      out += ": ";
+      Pretty(it.value(), indent + 2, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    pad(indent);
+    out += "}";
+  } else if (j.is_array()) {
+    if (j.empty()) return out += "[]", void();
+    bool flat = std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number() || v.is_null(); });
+    out += flat ? "[" : "[\n";
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (flat) {
+        if (i > 0) out += ", ";
+        scalar(j[i]);
+        continue;
+      }
+      pad(indent + 2);
+      Pretty(j[i], indent + 2, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    if (!flat) pad(indent);
+    out += "]";
+  } else {
+    scalar(j);
+  }
+}
+
+}  // namespace
+}  // namespace report_json
+
+std::string RenderJson(const ReportInput& in) {
+  std::string out;
+  report_json::Pretty(report_json::BuildReport(in), 0, out);
+  return out + "\n";
 }
 
 }  // namespace laggard

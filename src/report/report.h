@@ -1,5 +1,7 @@
-// Reports: the terminal text and the versioned JSON document, both rendered
-// from the same ReportInput. Schema documented in docs/json-report.md.
+// Reports: the terminal text, the versioned JSON document, the self-contained
+// HTML page and the merged Chrome/Perfetto trace, all rendered from the same
+// ReportInput. Documented in docs/json-report.md, docs/html-report.md and
+// docs/merged-trace.md.
 //
 // Reports only format; they decide nothing.
 
@@ -53,6 +55,12 @@ struct TextOptions {
 
 void RenderText(const ReportInput& in, const TextOptions& options, std::ostream& out);
 std::string RenderJson(const ReportInput& in);
+// One HTML file that opens offline: the JSON report plus Chart.js, both
+// embedded (Chart.js at build time).
+std::string RenderHtml(const ReportInput& in);
+// Chrome trace JSON (object format) with steps, collectives, GPU counters and
+// findings of every rank on one timeline.
+void WriteMergedTrace(const ReportInput& in, std::ostream& out);
 
 }  // namespace laggard
 

@@ -1,0 +1,741 @@
+// The HTML report's page script (html_report.cc embeds it at build time,
+// after Chart.js and the report document). It renders the JSON report
+// (docs/json-report.md) found in <script id="laggard-report">; every chart
+// uses the fields that are present and skips what is absent, so sections
+// added to the report later (hardware, network) show up without changes.
+//
+// When everything is drawn it sets #laggard-status data-state="ok" (and the
+// number of charts); the browser test reads that marker from the DOM.
+(function () {
+  'use strict';
+
+  var R = JSON.parse(document.getElementById('laggard-report').textContent);
+  var app = document.getElementById('app');
+  var charts = [];   // Chart.js instances
+  var canvases = 0;  // hand-drawn canvases (heatmap)
+
+  var COLORS = {
+    culprit: '#d1372b',
+    peer: '#2f6fdb',
+    median: '#8a93a3',
+    compute: '#3b7dd8',
+    comm: '#f0a73a',
+    idle: '#c9ced8',
+    other: '#9aa5b8',
+    flagged: '#f0a73a'
+  };
+  var KNOWN_SECTIONS = ['schema', 'tool', 'verdict', 'findings', 'ranks', 'job', 'traces',
+                        'data_quality', 'series'];
+
+  // ---- small helpers -------------------------------------------------------
+
+  function el(tag, attrs) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === 'text') e.textContent = v;
+        else if (k === 'class') e.className = v;
+        else e.setAttribute(k, v === true ? '' : v);
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === null || c === undefined) continue;
+      if (Array.isArray(c)) c.forEach(function (x) { if (x) e.appendChild(x); });
+      else e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    }
+    return e;
+  }
+  function isNum(x) { return typeof x === 'number' && isFinite(x); }
+  function pct(x, digits) { return isNum(x) ? (100 * x).toFixed(digits === undefined ? 1 : digits) + '%' : '–'; }
+  function signedPct(x) { return isNum(x) ? (x >= 0 ? '+' : '') + (100 * x).toFixed(1) + '%' : '–'; }
+  function secs(s) {
+    if (!isNum(s)) return '–';
+    if (Math.abs(s) < 1) return (s * 1000).toPrecision(3) + ' ms';
+    return s.toPrecision(4) + ' s';
+  }
+  function num(x, d) { return isNum(x) ? x.toFixed(d === undefined ? 2 : d) : '–'; }
+  function text(x) { return x === null || x === undefined ? '–' : String(x); }
+  function confWord(c) { return c >= 0.8 ? 'high' : c >= 0.5 ? 'medium' : 'low'; }
+  function median(values) {
+    var v = values.filter(isNum).slice().sort(function (a, b) { return a - b; });
+    if (!v.length) return null;
+    var m = Math.floor(v.length / 2);
+    return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  }
+  function entityName(e) {
+    if (!e) return '';
+    if (e.job) return 'job';
+    var parts = [];
+    if (e.rank !== null && e.rank !== undefined) parts.push('rank ' + e.rank);
+    if (e.host) parts.push(e.host);
+    if (e.gpu !== null && e.gpu !== undefined) parts.push('GPU ' + e.gpu);
+    return parts.join(' · ');
+  }
+  function card(title, sub) {
+    var s = el('section', {class: 'card', id: title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}, el('h2', {text: title}));
+    if (sub) s.appendChild(el('p', {class: 'sub', text: sub}));
+    app.appendChild(s);
+    return s;
+  }
+  function confidence(c) {
+    if (!isNum(c)) return el('span', {text: '–'});
+    var bar = el('span', {class: 'bar'}, el('span', {style: 'width:' + Math.round(100 * c) + '%'}));
+    return el('span', {class: 'conf'}, bar, el('span', {text: c.toFixed(2) + ' (' + confWord(c) + ')'}));
+  }
+  function table(columns, rows, rowClass) {
+    var head = el('tr', null, columns.map(function (c) {
+      return el('th', {class: c.num ? 'num' : null, text: c.title});
+    }));
+    var body = rows.map(function (r) {
+      return el('tr', {class: rowClass ? rowClass(r) : null}, columns.map(function (c) {
+        var v = c.get(r);
+        var td = el('td', {class: c.num ? 'num' : null});
+        if (v instanceof Node) td.appendChild(v); else td.textContent = text(v);
+        return td;
+      }));
+    });
+    return el('table', null, el('thead', null, head), el('tbody', null, body));
+  }
+  function rankInfo(rank) {
+    return (R.ranks || []).find(function (r) { return r.rank === rank; }) || null;
+  }
+
+  // ---- who is compared: the culprit and a median healthy peer --------------
+
+  var culpritRanks = ((R.verdict && R.verdict.culprits) || [])
+    .map(function (c) { return c.rank; }).filter(isNum);
+  var focus = null;  // {rank, label}
+  if (culpritRanks.length) {
+    focus = {rank: culpritRanks[0], label: 'culprit rank ' + culpritRanks[0]};
+  } else if (R.traces && isNum(R.traces.culprit)) {
+    focus = {rank: R.traces.culprit, label: 'late rank ' + R.traces.culprit};
+  } else if ((R.ranks || []).length > 1) {
+    var slowest = R.ranks.filter(function (r) { return isNum(r.median_step_s); })
+      .sort(function (a, b) { return b.median_step_s - a.median_step_s; })[0];
+    if (slowest) focus = {rank: slowest.rank, label: 'slowest rank ' + slowest.rank};
+  }
+  // The median healthy peer: among ranks neither culprit nor flagged, the one
+  // whose median step time is the median of theirs.
+  var peer = null;
+  (function () {
+    var healthy = (R.ranks || []).filter(function (r) {
+      return isNum(r.median_step_s) && !r.flagged && culpritRanks.indexOf(r.rank) < 0 &&
+             (!focus || r.rank !== focus.rank);
+    });
+    if (healthy.length) {
+      var m = median(healthy.map(function (r) { return r.median_step_s; }));
+      healthy.sort(function (a, b) {
+        return Math.abs(a.median_step_s - m) - Math.abs(b.median_step_s - m) || a.rank - b.rank;
+      });
+      peer = {rank: healthy[0].rank, label: 'median healthy peer rank ' + healthy[0].rank};
+      return;
+    }
+    // Traces only: the rank with the smallest lateness.
+    var tr = ((R.traces && R.traces.ranks) || []).filter(function (t) {
+      return isNum(t.median_lateness_ms) && (!focus || t.rank !== focus.rank);
+    }).sort(function (a, b) { return Math.abs(a.median_lateness_ms) - Math.abs(b.median_lateness_ms); });
+    if (tr.length) peer = {rank: tr[0].rank, label: 'healthy peer rank ' + tr[0].rank};
+  })();
+
+  // ---- verdict -------------------------------------------------------------
+
+  function renderVerdict() {
+    var v = R.verdict || {};
+    var s = el('section', {class: 'card verdict ' + (v.status || '')});
+    s.appendChild(el('div', {class: 'summary'},
+      el('span', {class: 'badge ' + (v.status || ''), text: (v.status || 'unknown').replace(/_/g, ' ')}),
+      ' ', (v.summary || '').replace(/^verdict:\s*/, '')));
+    var c = (v.culprits || [])[0];
+    var impact = v.impact || {};
+    var kpis = el('div', {class: 'kpis'});
+    function kpi(label, value, note, wide) {
+      kpis.appendChild(el('div', {class: wide ? 'kpi wide' : 'kpi'}, el('div', {class: 'label', text: label}),
+        el('div', {class: 'value', text: value}), note ? el('div', {class: 'note', text: note}) : null));
+    }
+    if (c) {
+      kpi('culprit', entityName(c), c.pattern ? c.pattern + (isNum(c.onset_step) ? ' from step ' + c.onset_step : '') : null, true);
+      var cls = (c.cause_class || 'unknown').replace(/_/g, ' ');
+      kpi('cause', c.cause ? c.cause.replace(/_/g, ' ') : cls, c.cause ? cls : null);
+      kpi('confidence', isNum(c.confidence) ? c.confidence.toFixed(2) : '–', isNum(c.confidence) ? confWord(c.confidence) : null);
+      kpi('slowdown', signedPct(c.slowdown), 'vs its peers');
+    }
+    if (c || isNum(impact.throughput_lost) || isNum(impact.gpu_hours_per_day)) {
+      kpi('throughput lost', pct(impact.throughput_lost), 'whole job');
+      kpi('GPU-hours / day', isNum(impact.gpu_hours_per_day) ? impact.gpu_hours_per_day.toFixed(1) : '–', 'at the job\'s size');
+    }
+    if (kpis.childNodes.length) s.appendChild(kpis);
+    if ((v.culprits || []).length > 1) {
+      s.appendChild(table([
+        {title: 'culprit', get: function (x) { return entityName(x); }},
+        {title: 'cause class', get: function (x) { return (x.cause_class || '').replace(/_/g, ' '); }},
+        {title: 'cause', get: function (x) { return x.cause; }},
+        {title: 'confidence', get: function (x) { return confidence(x.confidence); }},
+        {title: 'slowdown', num: true, get: function (x) { return signedPct(x.slowdown); }},
+        {title: 'onset step', num: true, get: function (x) { return x.onset_step; }},
+        {title: 'pattern', get: function (x) { return x.pattern; }}
+      ], v.culprits));
+    }
+    var job = R.job || {};
+    var facts = [];
+    if (isNum(job.ranks) && job.ranks) facts.push(job.ranks + ' ranks');
+    if (isNum(job.steps) && job.steps) facts.push(job.steps + ' steps analysed');
+    if (isNum(job.median_step_s)) facts.push('median step ' + secs(job.median_step_s));
+    if (isNum(job.sync_spread)) facts.push('per-step spread ' + pct(job.sync_spread, 2));
+    if (R.traces && (R.traces.ranks || []).length) facts.push(R.traces.ranks.length + ' rank traces, ' + R.traces.instances + ' collectives matched');
+    if (facts.length) s.appendChild(el('p', {class: 'sub', text: facts.join(' · ')}));
+    app.appendChild(s);
+
+    if ((v.next_steps || []).length) {
+      var n = card('Next steps');
+      n.appendChild(el('ol', {class: 'steps'}, v.next_steps.map(function (t) { return el('li', {text: t}); })));
+    }
+  }
+
+  // ---- heatmap: rank x step, excess over the per-step median ---------------
+
+  function excessColor(x) {
+    // Faster than the median: blue; at it: near white; slower: amber to dark red.
+    if (!isNum(x)) return null;
+    if (x < 0) {
+      var t = Math.min(1, -x / 0.10);
+      return 'rgb(' + Math.round(247 - 120 * t) + ',' + Math.round(248 - 70 * t) + ',' + Math.round(250 - 20 * t) + ')';
+    }
+    var u = Math.min(1, x / 0.25);
+    // white -> amber (at ~5-10%) -> red -> dark red
+    var stops = [[247, 248, 250], [252, 205, 120], [232, 100, 55], [150, 20, 30]];
+    var p = u * (stops.length - 1), i = Math.min(stops.length - 2, Math.floor(p)), f = p - i;
+    var a = stops[i], b = stops[i + 1];
+    return 'rgb(' + Math.round(a[0] + (b[0] - a[0]) * f) + ',' + Math.round(a[1] + (b[1] - a[1]) * f) + ',' + Math.round(a[2] + (b[2] - a[2]) * f) + ')';
+  }
+
+  function renderHeatmap(parent, S) {
+    var rows = S.ranks, cols = S.steps.length;
+    var wrap = el('div', {class: 'heatmap-wrap'});
+    var canvas = el('canvas', {class: 'heatmap', id: 'heatmap'});
+    var tip = el('div', {class: 'tooltip'});
+    wrap.appendChild(canvas);
+    wrap.appendChild(tip);
+    parent.appendChild(wrap);
+
+    var left = 62, top = 8, bottom = 34, right = 10;
+    // 16 px rows while they fit in 560 px; then the grid grows to at most
+    // 1200 px and rows get thinner (a fraction of a pixel for thousands of
+    // ranks: culprit rows keep their red outline).
+    var rowH = rows.length * 16 <= 560 ? 16 : Math.max(560, Math.min(rows.length * 2, 1200)) / rows.length;
+    var width = Math.max(400, wrap.clientWidth || 1200);
+    var plotW = width - left - right, plotH = rowH * rows.length;
+    var height = top + plotH + bottom;
+    var dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.height = height + 'px';
+    var ctx = canvas.getContext('2d');
+    ctx.scale(dpr, dpr);
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(0, 0, width, height);
+    var colW = plotW / cols;
+    var drawn = 0;
+    rows.forEach(function (r, y) {
+      for (var c = 0; c < cols; c++) {
+        var v = r.step_s[c], m = S.median_s[c];
+        var color = isNum(v) && isNum(m) && m > 0 ? excessColor(v / m - 1) : '#eceef2';
+        ctx.fillStyle = color;
+        ctx.fillRect(left + c * colW, top + y * rowH, Math.ceil(colW), Math.max(rowH, 1));
+        drawn++;
+      }
+    });
+    // Axes: rank labels (every k-th row) and culprit markers, step ticks.
+    ctx.fillStyle = '#5d6677';
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    var every = Math.max(1, Math.ceil(14 / rowH));
+    var culpritRows = [];
+    rows.forEach(function (r, y) { if (culpritRanks.indexOf(r.rank) >= 0) culpritRows.push(y); });
+    function nearCulprit(y) {
+      return culpritRows.some(function (c) { return c !== y && Math.abs(c - y) * rowH < 13; });
+    }
+    rows.forEach(function (r, y) {
+      var isCulprit = culpritRows.indexOf(y) >= 0;
+      if (isCulprit) {
+        ctx.fillStyle = COLORS.culprit;
+        ctx.fillRect(left - 6, top + y * rowH, 4, Math.max(rowH, 2));
+        ctx.strokeStyle = COLORS.culprit;
+        ctx.lineWidth = 1;
+        ctx.strokeRect(left + 0.5, top + y * rowH + 0.5, plotW - 1, Math.max(rowH - 1, 1));
+      }
+      if (isCulprit || (y % every === 0 && !nearCulprit(y))) {
+        ctx.fillStyle = isCulprit ? COLORS.culprit : '#5d6677';
+        ctx.fillText('rank ' + r.rank, left - 9, top + y * rowH + rowH / 2);
+      }
+    });
+    ctx.fillStyle = '#5d6677';
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'top';
+    var ticks = Math.min(cols, 10);
+    for (var t = 0; t < ticks; t++) {
+      var c = Math.round(t * (cols - 1) / Math.max(1, ticks - 1));
+      var x = left + (c + 0.5) * colW;
+      ctx.fillRect(x, top + plotH, 1, 4);
+      ctx.fillText(String(S.steps[c]), x, top + plotH + 6);
+    }
+    ctx.fillText('step', left + plotW / 2, top + plotH + 20);
+    canvases++;
+
+    canvas.addEventListener('mousemove', function (ev) {
+      var rect = canvas.getBoundingClientRect();
+      var x = ev.clientX - rect.left, y = ev.clientY - rect.top;
+      var c = Math.floor((x - left) / colW), r = Math.floor((y - top) / rowH);
+      if (c < 0 || c >= cols || r < 0 || r >= rows.length) { tip.style.display = 'none'; return; }
+      var v = rows[r].step_s[c], m = S.median_s[c];
+      var last = c + 1 < cols ? S.steps[c + 1] - 1 : null;
+      var steps = S.bucket_steps > 1 ? 'steps ' + S.steps[c] + (last !== null ? '–' + last : '+') : 'step ' + S.steps[c];
+      tip.textContent = 'rank ' + rows[r].rank + ', ' + steps + ': ' +
+        (isNum(v) ? secs(v) + (isNum(m) && m > 0 ? ' (' + signedPct(v / m - 1) + ' vs median ' + secs(m) + ')' : '') : 'no data');
+      tip.style.display = 'block';
+      tip.style.left = Math.min(x + 14, width - 260) + 'px';
+      tip.style.top = (y + 12) + 'px';
+    });
+    canvas.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
+
+    // Legend.
+    var lg = el('canvas', {width: 260, height: 12});
+    var lctx = lg.getContext('2d');
+    for (var i = 0; i < 260; i++) {
+      lctx.fillStyle = excessColor(-0.10 + 0.35 * i / 259);
+      lctx.fillRect(i, 0, 1, 12);
+    }
+    parent.appendChild(el('div', {class: 'legend'},
+      el('span', {text: '−10%'}), lg, el('span', {text: '+25% or more over the step\'s median across ranks'}),
+      el('span', null, el('span', {class: 'swatch', style: 'background:#eceef2'}), 'no data'),
+      culpritRanks.length ? el('span', null, el('span', {class: 'swatch', style: 'background:' + COLORS.culprit}), 'culprit') : null));
+    return drawn > 0;
+  }
+
+  // ---- Chart.js charts -----------------------------------------------------
+
+  Chart.defaults.animation = false;
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.color = '#5d6677';
+  Chart.defaults.maintainAspectRatio = false;
+
+  function chartBox(parent, cls) {
+    var box = el('div', {class: 'chart' + (cls ? ' ' + cls : '')});
+    var canvas = el('canvas');
+    box.appendChild(canvas);
+    parent.appendChild(box);
+    return canvas;
+  }
+  function addChart(canvas, config) {
+    var ch = new Chart(canvas.getContext('2d'), config);
+    charts.push(ch);
+    return ch;
+  }
+
+  function renderRankBars(parent) {
+    var ranks = (R.ranks || []).filter(function (r) { return isNum(r.median_step_s); });
+    if (!ranks.length) return false;
+    var colors = ranks.map(function (r) {
+      return culpritRanks.indexOf(r.rank) >= 0 ? COLORS.culprit : r.flagged ? COLORS.flagged : COLORS.other;
+    });
+    addChart(chartBox(parent), {
+      type: 'bar',
+      data: {
+        labels: ranks.map(function (r) { return String(r.rank); }),
+        datasets: [{label: 'median step time (s)', data: ranks.map(function (r) { return r.median_step_s; }),
+                    backgroundColor: colors, borderWidth: 0}]
+      },
+      options: {
+        plugins: {legend: {display: false},
+                  tooltip: {callbacks: {title: function (it) { return 'rank ' + it[0].label; },
+                                        label: function (it) {
+                                          var r = ranks[it.dataIndex];
+                                          return secs(r.median_step_s) + ' (' + signedPct(r.excess) + ' vs peers)';
+                                        }}}},
+        scales: {x: {title: {display: true, text: 'rank'}, grid: {display: false}},
+                 y: {title: {display: true, text: 'median step time (s)'}, beginAtZero: false,
+                     suggestedMin: Math.min.apply(null, ranks.map(function (r) { return r.median_step_s; })) * 0.9}}
+      }
+    });
+    return true;
+  }
+
+  function renderComputeWait(parent) {
+    var tr = ((R.traces && R.traces.ranks) || []).filter(function (t) { return isNum(t.window_s) && t.window_s > 0; });
+    if (!tr.length) return false;
+    function perStep(t, v) { return isNum(v) ? 1000 * v / Math.max(1, t.steps || 1) : null; }
+    addChart(chartBox(parent), {
+      type: 'bar',
+      data: {
+        labels: tr.map(function (t) { return String(t.rank); }),
+        datasets: [
+          {label: 'compute', backgroundColor: COLORS.compute,
+           data: tr.map(function (t) { return perStep(t, t.compute_busy_s); })},
+          {label: 'communication / waiting', backgroundColor: COLORS.comm,
+           data: tr.map(function (t) { return perStep(t, t.busy_s - t.compute_busy_s); })},
+          {label: 'idle (no kernel)', backgroundColor: COLORS.idle,
+           data: tr.map(function (t) { return perStep(t, t.idle_s); })}
+        ]
+      },
+      options: {
+        plugins: {tooltip: {callbacks: {title: function (it) { return 'rank ' + it[0].label; },
+                                        label: function (it) { return it.dataset.label + ': ' + num(it.raw, 2) + ' ms/step'; }}}},
+        scales: {x: {stacked: true, title: {display: true, text: 'rank'}, grid: {display: false}},
+                 y: {stacked: true, title: {display: true, text: 'ms per profiled step'}}}
+      }
+    });
+    return true;
+  }
+
+  function seriesOf(rank) {
+    var S = R.series;
+    if (!S || rank === null) return null;
+    return (S.ranks || []).find(function (r) { return r.rank === rank; }) || null;
+  }
+
+  function gpuOf(rank) {
+    var S = R.series;
+    if (!S || !S.gpus) return null;
+    var g = S.gpus.find(function (x) { return x.rank === rank; });
+    if (g) return g;
+    var info = rankInfo(rank);
+    if (info && info.host && isNum(info.gpu)) {
+      return S.gpus.find(function (x) { return x.host === info.host && x.gpu === info.gpu; }) || null;
+    }
+    return null;
+  }
+
+  // Time-axis charts stacked in the timeline get one y-axis width, so their
+  // plot areas start at the same x and the signals line up.
+  var Y_AXIS_WIDTH = 64;
+  function fixedWidth(scale) { scale.width = Y_AXIS_WIDTH; }
+
+  function lineDataset(label, color, points, dashed) {
+    return {label: label, data: points, borderColor: color, backgroundColor: color, borderWidth: 1.6,
+            pointRadius: points.length > 80 ? 0 : 2, borderDash: dashed ? [5, 4] : undefined,
+            spanGaps: false, tension: 0};
+  }
+
+  function renderTimeline(parent) {
+    var S = R.series;
+    if (!S || !focus) return 0;
+    var who = [{rank: focus.rank, label: focus.label, color: COLORS.culprit}];
+    if (peer) who.push({rank: peer.rank, label: peer.label, color: COLORS.peer});
+    var timed = (S.start_s || []).some(isNum);
+    var made = 0;
+    var timeCharts = [];  // charts on the time axis, aligned after creation
+
+    // Step time.
+    var stepSets = [];
+    who.forEach(function (w) {
+      var s = seriesOf(w.rank);
+      if (!s) return;
+      var pts = [];
+      s.step_s.forEach(function (v, c) {
+        var x = timed ? S.start_s[c] : S.steps[c];
+        if (isNum(x) && isNum(v)) pts.push({x: x, y: v});
+      });
+      if (pts.length) stepSets.push(lineDataset(w.label, w.color, pts));
+    });
+    if (stepSets.length) {
+      var med = [];
+      S.median_s.forEach(function (v, c) {
+        var x = timed ? S.start_s[c] : S.steps[c];
+        if (isNum(x) && isNum(v)) med.push({x: x, y: v});
+      });
+      stepSets.push(lineDataset('median of all ranks', COLORS.median, med, true));
+      var stepNote = el('span', {class: 'zoom'});
+      parent.appendChild(el('h3', {text: 'step time '}, stepNote));
+      timeCharts.push({timed: timed, note: stepNote, chart: addChart(chartBox(parent, 'small'), {
+        type: 'line', data: {datasets: stepSets},
+        options: {parsing: false, normalized: true, interaction: {mode: 'nearest', intersect: false},
+                  plugins: {legend: {position: 'top', align: 'end', labels: {boxWidth: 14}}},
+                  scales: {x: {type: 'linear', title: {display: true, text: timed ? 'seconds since ' + S.origin : 'step'}},
+                           y: {title: {display: true, text: 's'}, afterFit: fixedWidth}}}
+      })});
+      made++;
+    }
+
+    // Time-based signals: collective lateness and GPU metrics.
+    var signals = [
+      {key: 'lateness_ms', title: 'collective lateness', unit: 'ms', from: function (w) {
+        var c = (S.collectives || []).find(function (x) { return x.rank === w.rank; });
+        return c ? {t: c.t_s, v: c.lateness_ms} : null;
+      }},
+      {key: 'temp_c', title: 'GPU temperature', unit: '°C'},
+      {key: 'sm_clock_mhz', title: 'SM clock', unit: 'MHz'},
+      {key: 'power_w', title: 'power', unit: 'W'}
+    ];
+    var approximate = false;
+    signals.forEach(function (sig) {
+      var sets = [];
+      who.forEach(function (w) {
+        var d;
+        if (sig.from) {
+          d = sig.from(w);
+        } else {
+          var g = gpuOf(w.rank);
+          if (g && g[sig.key]) {
+            d = {t: g.t_s, v: g[sig.key]};
+            if (g.time_approximate) approximate = true;
+          }
+        }
+        if (!d) return;
+        var pts = [];
+        for (var i = 0; i < d.t.length; i++) if (isNum(d.t[i]) && isNum(d.v[i])) pts.push({x: d.t[i], y: d.v[i]});
+        if (pts.length) sets.push(lineDataset(w.label, w.color, pts));
+      });
+      if (!sets.length) return;
+      var note = el('span', {class: 'zoom'});
+      parent.appendChild(el('h3', {text: sig.title + ' (' + sig.unit + ') '}, note));
+      timeCharts.push({timed: true, note: note, chart: addChart(chartBox(parent, 'small'), {
+        type: sig.from ? 'scatter' : 'line', data: {datasets: sets},
+        options: {parsing: false, normalized: true, interaction: {mode: 'nearest', intersect: false},
+                  plugins: {legend: {position: 'top', align: 'end', labels: {boxWidth: 14}}},
+                  scales: {x: {type: 'linear', title: {display: true, text: 'seconds since ' + (S.origin || 'the first sample')}},
+                           y: {title: {display: true, text: sig.unit}, afterFit: fixedWidth}}}
+      })});
+      made++;
+    });
+    // One time range for the time-axis charts, so the signals line up. A
+    // signal that covers a small part of it (a profiled window of a few
+    // steps) keeps its own range, or it would shrink to a line.
+    function span(tc) {
+      var lo = Infinity, hi = -Infinity;
+      tc.chart.data.datasets.forEach(function (ds) {
+        ds.data.forEach(function (p) { lo = Math.min(lo, p.x); hi = Math.max(hi, p.x); });
+      });
+      return {lo: lo, hi: hi};
+    }
+    var all = {lo: Infinity, hi: -Infinity};
+    timeCharts.forEach(function (tc) {
+      if (!tc.timed) return;
+      tc.span = span(tc);
+      all.lo = Math.min(all.lo, tc.span.lo);
+      all.hi = Math.max(all.hi, tc.span.hi);
+    });
+    if (isFinite(all.lo) && all.hi > all.lo) {
+      timeCharts.forEach(function (tc) {
+        if (!tc.timed) return;
+        if (tc.span.hi - tc.span.lo < 0.2 * (all.hi - all.lo)) {
+          tc.note.textContent = 'zoomed to ' + num(tc.span.lo, 1) + '–' + num(tc.span.hi, 1) + ' s (the rest of the run has no data)';
+          return;
+        }
+        tc.chart.options.scales.x.min = all.lo;
+        tc.chart.options.scales.x.max = all.hi;
+        tc.chart.update();
+      });
+    }
+    if (!timed && made > 1) {
+      parent.appendChild(el('p', {class: 'sub', text: 'The step logs carry no timestamps: step time is drawn by step number, the other signals by time.'}));
+    }
+    if (approximate) {
+      parent.appendChild(el('p', {class: 'sub', text: 'Some GPU samples have no absolute time (the tool printed none): they are drawn from their first sample.'}));
+    }
+    return made;
+  }
+
+  function renderCharts() {
+    var S = R.series;
+    if (S && (S.ranks || []).length && (S.steps || []).length) {
+      var h = card('Step time by rank and step',
+        'Each cell is a rank\'s step time relative to the median of all ranks at that step' +
+        (S.bucket_steps > 1 ? ' (' + S.bucket_steps + ' steps per column, averaged)' : '') + '.');
+      renderHeatmap(h, S);
+    }
+    // Sections go into the page before their charts are made: Chart.js
+    // sizes a chart from its container, which a detached node does not have.
+    var grid = el('div', {class: 'grid2'});
+    app.appendChild(grid);
+    var a = el('section', {class: 'card'}, el('h2', {text: 'Median step time per rank'}));
+    var b = el('section', {class: 'card'}, el('h2', {text: 'Compute vs communication per rank'}),
+      el('p', {class: 'sub', text: 'From the profiler traces: time per profiled step.'}));
+    grid.appendChild(a);
+    grid.appendChild(b);
+    if (!renderRankBars(a)) grid.removeChild(a);
+    if (!renderComputeWait(b)) grid.removeChild(b);
+    if (grid.childNodes.length === 1) {
+      grid.style.gridTemplateColumns = '1fr';
+      charts.forEach(function (c) { c.resize(); });
+    }
+    if (!grid.childNodes.length) app.removeChild(grid);
+    if (focus) {
+      var t = el('section', {class: 'card timeline'}, el('h2', {text: 'Timeline: ' + focus.label + (peer ? ' vs ' + peer.label : '')}));
+      app.appendChild(t);
+      if (!renderTimeline(t)) app.removeChild(t);
+    }
+  }
+
+  // ---- findings, ranks, generic sections, data quality ---------------------
+
+  function renderFindings() {
+    var f = R.findings || [];
+    var s = card('Evidence', f.length ? f.length + ' finding' + (f.length === 1 ? '' : 's') + ' from the detectors, most important first.' : null);
+    if (!f.length) { s.appendChild(el('p', {class: 'empty', text: 'No findings.'})); return; }
+    f.forEach(function (x) {
+      var d = el('div', {class: 'finding'});
+      d.appendChild(el('div', {class: 'head'},
+        el('span', {class: 'badge ' + x.severity, text: x.severity}),
+        el('strong', {text: entityName(x.entity)}),
+        el('span', {class: 'code mono', text: x.code}),
+        el('span', {class: 'code', text: 'confidence ' + num(x.confidence)})));
+      d.appendChild(el('div', {text: x.message}));
+      if ((x.evidence || []).length) {
+        d.appendChild(el('ul', null, x.evidence.map(function (e) {
+          var where = e.source && e.source.file ? e.source.file + (e.source.line ? ':' + e.source.line : '') : null;
+          return el('li', null, e.text, where ? el('span', {class: 'code mono', text: '  [' + where + ']'}) : null);
+        })));
+      }
+      (x.next_steps || []).forEach(function (n) { d.appendChild(el('div', {class: 'next', text: '→ ' + n})); });
+      s.appendChild(d);
+    });
+  }
+
+  function renderRanks() {
+    var ranks = R.ranks || [];
+    var traces = (R.traces && R.traces.ranks) || [];
+    if (!ranks.length && !traces.length) return;
+    var s = card('Per-rank tables');
+    if (ranks.length) {
+      var det = el('details', {open: ranks.length <= 32}, el('summary', {text: 'Step times of ' + ranks.length + ' ranks'}));
+      det.appendChild(el('div', {class: 'scroll'}, table([
+        {title: 'rank', num: true, get: function (r) { return r.rank; }},
+        {title: 'host', get: function (r) { return r.host; }},
+        {title: 'GPU', num: true, get: function (r) { return r.gpu; }},
+        {title: 'steps', num: true, get: function (r) { return r.steps; }},
+        {title: 'median', num: true, get: function (r) { return secs(r.median_step_s); }},
+        {title: 'p90', num: true, get: function (r) { return secs(r.p90_step_s); }},
+        {title: 'max', num: true, get: function (r) { return secs(r.max_step_s); }},
+        {title: 'excess', num: true, get: function (r) { return signedPct(r.excess); }},
+        {title: 'z', num: true, get: function (r) { return num(r.z, 1); }},
+        {title: 'slowest share', num: true, get: function (r) { return pct(r.slowest_share, 0); }},
+        {title: 'flagged', get: function (r) { return r.flagged ? 'yes' : ''; }}
+      ], ranks, function (r) { return culpritRanks.indexOf(r.rank) >= 0 ? 'culprit' : r.flagged ? 'flagged' : null; })));
+      s.appendChild(det);
+    }
+    if (traces.length) {
+      var dt = el('details', {open: traces.length <= 16}, el('summary', {text: 'Profiler traces of ' + traces.length + ' ranks'}));
+      dt.appendChild(el('div', {class: 'scroll'}, table([
+        {title: 'rank', num: true, get: function (t) { return t.rank; }},
+        {title: 'host', get: function (t) { return t.host; }},
+        {title: 'steps', num: true, get: function (t) { return t.steps; }},
+        {title: 'compute busy', num: true, get: function (t) { return secs(t.compute_busy_s); }},
+        {title: 'in collectives', num: true, get: function (t) { return secs(t.collective_s); }},
+        {title: 'idle', num: true, get: function (t) { return secs(t.idle_s); }},
+        {title: 'clock offset', num: true, get: function (t) { return isNum(t.clock_offset_ms) ? num(t.clock_offset_ms) + ' ms' : '–'; }},
+        {title: 'last at', num: true, get: function (t) { return pct(t.share_last, 0); }},
+        {title: 'median lateness', num: true, get: function (t) { return isNum(t.median_lateness_ms) ? num(t.median_lateness_ms) + ' ms' : '–'; }},
+        {title: 'delay caused', num: true, get: function (t) { return num(t.delay_caused_ms) + ' ms'; }}
+      ], traces, function (t) { return culpritRanks.indexOf(t.rank) >= 0 ? 'culprit' : null; })));
+      s.appendChild(dt);
+    }
+  }
+
+  // Any value as table(s): arrays of objects become tables with the union of
+  // their keys as columns; objects of scalars become key/value tables.
+  var MAX_ROWS = 500;
+  function cell(v) {
+    if (v === null || v === undefined) return '–';
+    if (typeof v === 'object') {
+      var s = JSON.stringify(v);
+      return s.length > 160 ? s.slice(0, 157) + '…' : s;
+    }
+    if (typeof v === 'number') return String(Math.round(v * 1e6) / 1e6);
+    return String(v);
+  }
+  function genericTable(parent, title, value, depth) {
+    if (depth > 0) parent.appendChild(el('h3', {text: title}));
+    if (Array.isArray(value)) {
+      if (!value.length) { parent.appendChild(el('p', {class: 'empty', text: 'none'})); return; }
+      if (value.every(function (x) { return x && typeof x === 'object' && !Array.isArray(x); })) {
+        var keys = [];
+        value.forEach(function (x) { Object.keys(x).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
+        var rows = value.slice(0, MAX_ROWS);
+        parent.appendChild(el('div', {class: 'scroll'}, table(keys.map(function (k) {
+          return {title: k, num: rows.every(function (r) { return r[k] === null || r[k] === undefined || typeof r[k] === 'number'; }),
+                  get: function (r) { return cell(r[k]); }};
+        }), rows)));
+        if (value.length > MAX_ROWS) parent.appendChild(el('p', {class: 'sub', text: (value.length - MAX_ROWS) + ' more rows in the JSON report'}));
+      } else {
+        parent.appendChild(el('p', {class: 'mono', text: value.map(cell).join(', ')}));
+      }
+      return;
+    }
+    if (value && typeof value === 'object') {
+      var scalars = [], nested = [];
+      Object.keys(value).forEach(function (k) {
+        (value[k] !== null && typeof value[k] === 'object' ? nested : scalars).push(k);
+      });
+      if (scalars.length) {
+        parent.appendChild(table([{title: 'field', get: function (k) { return k; }},
+                                  {title: 'value', get: function (k) { return cell(value[k]); }}], scalars));
+      }
+      nested.forEach(function (k) { genericTable(parent, (depth > 0 ? title + ' · ' : '') + k.replace(/_/g, ' '), value[k], depth + 1); });
+      return;
+    }
+    parent.appendChild(el('p', {text: cell(value)}));
+  }
+
+  function renderOtherSections() {
+    Object.keys(R).forEach(function (k) {
+      if (KNOWN_SECTIONS.indexOf(k) >= 0) return;
+      var title = k.charAt(0).toUpperCase() + k.slice(1).replace(/_/g, ' ');
+      var s = card(title);
+      s.id = 'section-' + k;
+      genericTable(s, title, R[k], 0);
+    });
+  }
+
+  function renderDataQuality() {
+    var dq = R.data_quality;
+    if (!dq) return;
+    var s = card('Data quality', dq.files_read + ' file' + (dq.files_read === 1 ? '' : 's') + ' read, ' +
+      dq.files_skipped + ' skipped, ' + dq.records + ' step records.');
+    var counts = [];
+    [['bad_records', 'bad record'], ['skipped_files', 'skipped file'], ['notes', 'note']].forEach(function (p) {
+      Object.keys(dq[p[0]] || {}).forEach(function (code) { counts.push({kind: p[1], code: code, n: dq[p[0]][code]}); });
+    });
+    if (counts.length) {
+      s.appendChild(table([{title: 'kind', get: function (c) { return c.kind; }},
+                           {title: 'code', get: function (c) { return el('span', {class: 'mono', text: c.code}); }},
+                           {title: 'count', num: true, get: function (c) { return c.n; }}], counts));
+    } else {
+      s.appendChild(el('p', {class: 'empty', text: 'No bad records.'}));
+    }
+    if ((dq.examples || []).length) {
+      s.appendChild(el('h3', {text: 'examples'}));
+      s.appendChild(el('div', {class: 'scroll'}, table([
+        {title: 'code', get: function (e) { return el('span', {class: 'mono', text: e.code}); }},
+        {title: 'where', get: function (e) { return (e.file || '') + (e.line ? ':' + e.line : e.offset ? ' @' + e.offset : ''); }},
+        {title: 'message', get: function (e) { return e.message; }}], dq.examples)));
+    }
+    if ((dq.files || []).length) {
+      var det = el('details', null, el('summary', {text: 'Input files (' + dq.files.length + ')'}));
+      det.appendChild(el('div', {class: 'scroll'}, table([
+        {title: 'path', get: function (f) { return el('span', {class: 'mono', text: f.path}); }},
+        {title: 'format', get: function (f) { return f.format || 'skipped'; }},
+        {title: 'bytes', num: true, get: function (f) { return f.bytes; }},
+        {title: 'records', num: true, get: function (f) { return f.records; }}], dq.files.slice(0, MAX_ROWS))));
+      s.appendChild(det);
+    }
+  }
+
+  renderVerdict();
+  renderCharts();
+  renderFindings();
+  renderRanks();
+  renderOtherSections();
+  renderDataQuality();
+
+  var drawn = charts.filter(function (c) { return c.width > 0 && c.height > 0; }).length;
+  var status = document.getElementById('laggard-status');
+  status.setAttribute('data-charts', String(drawn + canvases));
+  if (drawn === charts.length && status.getAttribute('data-state') !== 'error') {
+    status.setAttribute('data-state', 'ok');
+  } else if (drawn !== charts.length) {
+    window.laggardReportError('only ' + drawn + ' of ' + charts.length + ' charts have a size');
+  }
+})();

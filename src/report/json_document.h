@@ -1,0 +1,56 @@
+// The JSON report as a document (nlohmann::ordered_json), for the renderers
+// inside src/report/ that need it as data rather than text: RenderJson()
+// prints it, the HTML report embeds it. Not part of the public report API
+// (report.h), so nlohmann stays a private dependency of laggard_report.
+//
+// Numbers go through Num(): rounded to 6 significant digits, non-finite
+// values become null, so documents compare byte for byte across machines.
+
+#ifndef LAGGARD_REPORT_JSON_DOCUMENT_H_
+#define LAGGARD_REPORT_JSON_DOCUMENT_H_
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <type_traits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+
+namespace laggard::report_json {
+
+using Json = nlohmann::ordered_json;
+
+inline Json Num(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return std::strtod(fmt::format("{:.6g}", v).c_str(), nullptr);
+}
+
+template <typename T>
+Json Opt(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  if constexpr (std::is_floating_point_v<T>) return Num(*v);
+  else return *v;
+}
+
+// The whole report (schema laggard.report/1, docs/json-report.md).
+Json BuildReport(const ReportInput& in);
+
+// The `series` section: per-rank step times on a shared (downsampled) step
+// axis, and when present collective lateness per rank and GPU metric series,
+// all on one time origin. Layout in docs/json-report.md.
+Json BuildSeries(const ReportInput& in);
+
+// The `hardware` and `network` sections (json_evidence.cc).
+Json HardwareJson(const Run& run, const HardwareAnalysis& hardware);
+Json NetworkJson(const Run& run, const NetworkAnalysis& network);
+
+// The HTML page for a report document (html_report.cc). Takes the document
+// so tests can add sections (e.g. `network`) the run does not have yet.
+std::string RenderHtmlDocument(const Json& report);
+
+}  // namespace laggard::report_json
+
+#endif  // LAGGARD_REPORT_JSON_DOCUMENT_H_

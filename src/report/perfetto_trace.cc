@@ -1,0 +1,483 @@
+// The merged trace: every signal of the run on one timeline, as Chrome trace
+// JSON (object format) for Perfetto UI and chrome://tracing.
+// Layout and conventions in docs/merged-trace.md.
+//
+//   pid 1            "job": job-level findings
+//   pid 2..          one process per host (sorted by name), then "unknown host"
+//     tid            per rank: "rank N" (steps), "rank N collectives"
+//                    (ProfilerStep ranges and collective calls of its trace);
+//                    a slice that would overlap its track's previous one
+//                    without nesting goes to an extra "(overlap k)" track
+//     counters       per GPU: "GPU i temp_c", "GPU i sm_clock_mhz", "GPU i power_w"
+//   instants         findings at their onset, on the rank's track, the
+//                    host's process or the job process
+//
+// Clocks: a trace's times have its rank's clock offset (as the trace detector
+// estimated it) removed; step starts and GPU samples of a host have the
+// median offset of that host's traced ranks removed (the same host clock).
+// ts is microseconds since the earliest instant written (`otherData.origin`).
+// Steps whose start was not logged are laid end to end from 0, and GPU
+// samples without a date from 0; otherData says which.
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "report/json_document.h"
+#include "report/report.h"
+
+namespace laggard {
+namespace {
+
+using report_json::Json;
+
+// Step slices written per track at most; the rest is counted in otherData.
+constexpr size_t kMaxStepEventsTotal = 2'000'000;
+constexpr size_t kMinStepEventsPerTrack = 2'000;
+constexpr int kFirstTid = 1'000'000;
+
+std::string Str(std::string_view s) {
+  return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// Microseconds with nanosecond precision: 1234567 ns -> "1234.567".
+std::string Micros(int64_t ns) {
+  bool neg = ns < 0;
+  uint64_t a = neg ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
+  return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
+}
+
+std::optional<int64_t> MedianOf(std::vector<int64_t> v) {
+  if (v.empty()) return std::nullopt;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+struct Slice {
+  TimeNs start = 0;  // absolute, or relative to the origin when !anchored
+  DurationNs dur = 0;
+  std::string name;
+  std::string cat;
+  std::string args;  // JSON object text, "" for none
+};
+
+// Assigns each slice (sorted by start, longer first on ties) the first lane
+// where it nests properly: it starts after every open slice ended, or lies
+// inside the innermost open one. Perfetto rejects partial overlaps on one
+// track, so overlapping slices get their own lanes.
+std::vector<size_t> AssignLanes(const std::vector<Slice>& slices) {
+  std::vector<std::vector<TimeNs>> open;  // per lane: ends of open slices, innermost last
+  std::vector<size_t> lane(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    TimeNs s = slices[i].start, e = slices[i].start + slices[i].dur;
+    size_t l = 0;
+    for (; l < open.size(); ++l) {
+      std::vector<TimeNs>& stack = open[l];
+      while (!stack.empty() && stack.back() <= s) stack.pop_back();
+      if (stack.empty() || e <= stack.back()) break;
+    }
+    if (l == open.size()) open.emplace_back();
+    open[l].push_back(e);
+    lane[i] = l;
+  }
+  return lane;
+}
+
+// Logged times are rounded (a CSV with millisecond timestamps and
+// durations), so step N often "ends" a fraction of a millisecond after step
+// N+1 starts. Such a slice is cut at the next one's start, when the overlap
+// is at most 1 ms + 1% of its duration, rather than moved to an overlap
+// track; its args keep the logged duration.
+void TrimRoundingOverlaps(std::vector<Slice>& slices) {
+  for (size_t i = 0; i + 1 < slices.size(); ++i) {
+    Slice& a = slices[i];
+    const Slice& b = slices[i + 1];
+    TimeNs a_end = a.start + a.dur, b_end = b.start + b.dur;
+    if (b.start >= a_end || b_end <= a_end) continue;  // disjoint, or nested
+    if (a_end - b.start <= 1'000'000 + a.dur / 100) a.dur = b.start - a.start;
+  }
+}
+
+class TraceWriter {
+ public:
+  // Perfetto reads the top-level keys in order and stops at one it does not
+  // know: displayTimeUnit first (it counts one found after the first chunk
+  // as "too late"), then traceEvents, then otherData.
+  explicit TraceWriter(std::ostream& out) : out_(out) {
+    out_ << "{\"displayTimeUnit\":\"ms\",\n\"traceEvents\":[\n";
+  }
+
+  void Event(const std::string& body) {
+    out_ << (first_ ? "" : ",\n") << "{" << body << "}";
+    first_ = false;
+    ++events_;
+  }
+  void ProcessName(int pid, std::string_view name, int sort) {
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":{0},\"args\":{{\"name\":{1}}}",
+                      pid, Str(name)));
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":{0},\"args\":{{\"sort_index\":{1}}}",
+                      pid, sort));
+  }
+  void ThreadName(int pid, int tid, std::string_view name, int sort) {
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}",
+                      pid, tid, Str(name)));
+    Event(fmt::format("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}",
+                      pid, tid, sort));
+  }
+  void Finish(const Json& other) {
+    out_ << "\n],\n\"otherData\":"
+         << other.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n}\n";
+  }
+  size_t events() const { return events_; }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+  size_t events_ = 0;
+};
+
+// Where a rank's step slices were put: the track, and the ts of each step.
+struct RankTrack {
+  int pid = 0;
+  int tid = 0;
+  std::map<int64_t, int64_t> step_ts;  // step -> ts in ns since the origin
+};
+
+}  // namespace
+
+void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
+  const Run& run = in.run;
+  Json notes = Json::array();
+
+  // Hosts -> pids. pid 1 is the job.
+  std::set<std::string> host_set;
+  std::map<int32_t, std::optional<std::string>> host_of_rank;
+  for (const StepSeries& s : run.ranks) {
+    host_of_rank[s.info.rank] = s.info.host;
+    if (s.info.host) host_set.insert(*s.info.host);
+  }
+  for (const RankTraceStats& st : in.traces.ranks) {
+    auto& h = host_of_rank[st.rank];
+    if (!h) h = st.host;
+    if (st.host) host_set.insert(*st.host);
+  }
+  for (const GpuRecord& g : run.hardware.gpus) {
+    if (g.host) host_set.insert(*g.host);
+  }
+  std::map<std::string, int> pid_of;
+  int next_pid = 2;
+  for (const std::string& h : host_set) pid_of[h] = next_pid++;
+  const int unknown_pid = next_pid;
+  bool unknown_used = false;
+  auto pid_for = [&](const std::optional<std::string>& host) {
+    if (host) {
+      auto it = pid_of.find(*host);
+      if (it != pid_of.end()) return it->second;
+    }
+    unknown_used = true;
+    return unknown_pid;
+  };
+
+  // Host clock offsets: the median of its traced ranks' offsets.
+  std::map<std::string, std::vector<int64_t>> host_offsets;
+  for (const RankTraceStats& st : in.traces.ranks) {
+    const std::optional<std::string>& host = host_of_rank[st.rank];
+    if (host && st.clock_offset_ns) host_offsets[*host].push_back(*st.clock_offset_ns);
+  }
+  std::map<std::string, int64_t> host_offset;
+  Json offsets_ms = Json::object();
+  for (auto& [h, v] : host_offsets) {
+    host_offset[h] = *MedianOf(v);
+    offsets_ms[h] = report_json::Num(static_cast<double>(host_offset[h]) / 1e6);
+  }
+  auto host_shift = [&](const std::optional<std::string>& host) -> int64_t {
+    if (!host) return 0;
+    auto it = host_offset.find(*host);
+    return it == host_offset.end() ? 0 : it->second;
+  };
+
+  // The origin: the earliest absolute instant that will be written.
+  std::optional<TimeNs> origin;
+  auto see = [&](TimeNs t) { origin = origin ? std::min(*origin, t) : t; };
+  auto all_logged = [](const StepSeries& s) {
+    return !s.steps.empty() &&
+           std::all_of(s.steps.begin(), s.steps.end(), [](const StepRecord& r) { return r.start_ns.has_value(); });
+  };
+  std::vector<bool> rank_logged(run.ranks.size(), false);
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    const StepSeries& s = run.ranks[i];
+    rank_logged[i] = all_logged(s);
+    if (!rank_logged[i]) continue;
+    for (const StepRecord& r : s.steps) see(*r.start_ns - host_shift(s.info.host));
+  }
+  for (const StepSeries& s : run.unattributed) {
+    if (!all_logged(s)) continue;
+    for (const StepRecord& r : s.steps) see(*r.start_ns);
+  }
+  // Where each rank's profiled window starts on the aligned clock: trace
+  // findings have no onset of their own and are placed there.
+  std::map<int32_t, TimeNs> trace_start;
+  std::optional<TimeNs> first_trace_start;
+  for (const RankTraceStats& st : in.traces.ranks) {
+    if (st.trace >= run.traces.size()) continue;
+    const RankTrace& t = run.traces[st.trace];
+    int64_t off = st.clock_offset_ns.value_or(0);
+    std::optional<TimeNs> start;
+    if (!t.steps.empty()) start = t.steps.front().start_ns - off;
+    if (!t.collectives.empty()) {
+      TimeNs c = t.collectives.front().start_ns - off;
+      start = start ? std::min(*start, c) : c;
+    }
+    if (!start) continue;
+    see(*start);
+    trace_start[st.rank] = *start;
+    first_trace_start = first_trace_start ? std::min(*first_trace_start, *start) : *start;
+  }
+  for (const GpuRecord& g : run.hardware.gpus) {
+    if (g.time_is_approximate) continue;
+    for (const GpuSample& x : g.samples) see(x.time_ns - host_shift(g.host));
+  }
+  std::vector<const Finding*> findings = in.AllFindings();
+  for (const Finding* f : findings) {
+    if (f->onset_time) see(*f->onset_time - host_shift(f->entity.host));
+  }
+  const TimeNs t0 = origin.value_or(0);
+
+  TraceWriter w(os);
+  w.ProcessName(1, "job", 0);
+  // Perfetto keeps tids global (a tid seen in another pid is a new thread)
+  // and gives process-level events tid = pid: rank tracks get tids far above
+  // any pid.
+  int next_tid = kFirstTid;
+  w.ThreadName(1, next_tid, "findings", 0);
+  const int job_tid = next_tid++;
+
+  // Writes `slices` (absolute times when anchored) on the track of rank
+  // `label`, lanes as needed; returns the first lane's tid.
+  auto write_slices = [&](int pid, const std::string& label, int sort, std::vector<Slice> slices,
+                          bool anchored) {
+    std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      return a.start != b.start ? a.start < b.start : a.dur > b.dur;
+    });
+    TrimRoundingOverlaps(slices);
+    std::vector<size_t> lane = AssignLanes(slices);
+    size_t lanes = slices.empty() ? 1 : *std::max_element(lane.begin(), lane.end()) + 1;
+    int first_tid = next_tid;
+    for (size_t l = 0; l < lanes; ++l) {
+      w.ThreadName(pid, next_tid + static_cast<int>(l),
+                   l == 0 ? label : fmt::format("{} (overlap {})", label, l + 1),
+                   sort + static_cast<int>(l));
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
+      int64_t ts = anchored ? s.start - t0 : s.start;
+      std::string body = fmt::format(
+          "\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}", Str(s.name),
+          s.cat, pid, first_tid + static_cast<int>(lane[i]), Micros(ts), Micros(std::max<int64_t>(0, s.dur)));
+      if (!s.args.empty()) body += ",\"args\":" + s.args;
+      w.Event(body);
+    }
+    next_tid += static_cast<int>(lanes);
+    return first_tid;
+  };
+
+  // Steps of every rank.
+  size_t track_count = run.ranks.size() + run.unattributed.size();
+  size_t per_track = std::max(kMinStepEventsPerTrack, kMaxStepEventsTotal / std::max<size_t>(1, track_count));
+  size_t omitted = 0;
+  Json laid_out = Json::array();
+  size_t ranks_with_steps = 0;
+  std::map<int32_t, RankTrack> rank_tracks;
+  auto step_slices = [&](const StepSeries& s, bool logged, std::map<int64_t, int64_t>& step_ts) {
+    std::vector<Slice> slices;
+    int64_t shift = host_shift(s.info.host);
+    int64_t cursor = 0;
+    size_t n = std::min(s.steps.size(), per_track);
+    omitted += s.steps.size() - n;
+    for (size_t i = 0; i < n; ++i) {
+      const StepRecord& r = s.steps[i];
+      Slice sl;
+      sl.start = logged ? *r.start_ns - shift : cursor;
+      sl.dur = r.duration_ns;
+      cursor += r.duration_ns;
+      sl.name = fmt::format("step {}", r.step);
+      sl.cat = "step";
+      sl.args = fmt::format("{{\"step\":{},\"duration_ms\":{}}}", r.step,
+                            report_json::Num(static_cast<double>(r.duration_ns) / 1e6).dump());
+      step_ts[r.step] = logged ? sl.start - t0 : sl.start;
+      slices.push_back(std::move(sl));
+    }
+    return slices;
+  };
+
+  // Per host, ranks in order: steps track, then collectives track.
+  std::map<int, std::vector<int32_t>> ranks_of_pid;
+  for (auto& [rank, host] : host_of_rank) ranks_of_pid[pid_for(host)].push_back(rank);
+  std::map<int32_t, const RankTraceStats*> trace_of_rank;
+  for (const RankTraceStats& st : in.traces.ranks) trace_of_rank[st.rank] = &st;
+
+  for (auto& [pid, ranks] : ranks_of_pid) {
+    for (int32_t rank : ranks) {
+      RankTrack track;
+      track.pid = pid;
+      const StepSeries* series = run.FindRank(rank);
+      std::vector<Slice> steps;
+      bool logged = false;
+      if (series != nullptr && !series->steps.empty()) {
+        ++ranks_with_steps;
+        logged = rank_logged[static_cast<size_t>(series - run.ranks.data())];
+        if (!logged) laid_out.push_back(rank);
+        steps = step_slices(*series, logged, track.step_ts);
+      }
+      track.tid = write_slices(pid, fmt::format("rank {}", rank), rank * 8, std::move(steps), logged);
+
+      auto it = trace_of_rank.find(rank);
+      if (it != trace_of_rank.end() && it->second->trace < run.traces.size()) {
+        const RankTraceStats& st = *it->second;
+        const RankTrace& t = run.traces[st.trace];
+        int64_t off = st.clock_offset_ns.value_or(0);
+        std::vector<Slice> slices;
+        for (const TraceStep& s : t.steps) {
+          slices.push_back(Slice{s.start_ns - off, s.end_ns - s.start_ns, fmt::format("ProfilerStep#{}", s.step),
+                                 "profiler_step", fmt::format("{{\"step\":{}}}", s.step)});
+        }
+        for (size_t i = 0; i < t.collectives.size(); ++i) {
+          const CollectiveCall& c = t.collectives[i];
+          std::string_view coll = run.names.Get(c.collective);
+          std::string_view kernel = run.names.Get(c.kernel);
+          Json args = Json::object();
+          if (i < st.call_lateness_ns.size() && st.call_lateness_ns[i]) {
+            args["lateness_ms"] = report_json::Num(static_cast<double>(*st.call_lateness_ns[i]) / 1e6);
+          }
+          args["seq"] = report_json::Opt(c.seq);
+          if (c.group) args["group"] = std::string(run.names.Get(*c.group));
+          args["nelems"] = report_json::Opt(c.nelems);
+          args["kernel"] = std::string(kernel);
+          slices.push_back(Slice{c.start_ns - off, c.dur_ns, std::string(coll.empty() ? kernel : coll), "collective",
+                                 args.dump(-1, ' ', false, Json::error_handler_t::replace)});
+        }
+        write_slices(pid, fmt::format("rank {} collectives", rank), rank * 8 + 4, std::move(slices), true);
+      }
+      rank_tracks[rank] = std::move(track);
+    }
+  }
+  // Step series without a rank: one track each on the unknown host.
+  for (const StepSeries& s : run.unattributed) {
+    if (s.steps.empty()) continue;
+    bool logged = all_logged(s);
+    std::string file = s.file && *s.file < run.files.size() ? run.files[*s.file].path : "?";
+    std::map<int64_t, int64_t> ignored;
+    if (!logged) notes.push_back(fmt::format("steps of {} (rank unknown) laid end to end from 0", file));
+    write_slices(pid_for(std::nullopt), fmt::format("rank unknown: {}", file), 1 << 28,
+                 step_slices(s, logged, ignored), logged);
+  }
+
+  // GPU metrics as counters on the host's process.
+  size_t counters = 0;
+  Json approximate = Json::array();
+  for (const GpuRecord& g : run.hardware.gpus) {
+    if (g.samples.empty()) continue;
+    int pid = pid_for(g.host);
+    int64_t shift = host_shift(g.host);
+    std::vector<const GpuSample*> samples;
+    for (const GpuSample& s : g.samples) samples.push_back(&s);
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const GpuSample* a, const GpuSample* b) { return a->time_ns < b->time_ns; });
+    std::string suffix = g.time_is_approximate ? " (time approximate)" : "";
+    if (g.time_is_approximate) approximate.push_back(fmt::format("{} GPU {}", g.host.value_or("unknown host"), g.index));
+    struct Metric {
+      const char* key;
+      std::optional<double> GpuSample::*field;
+    };
+    for (Metric m : {Metric{"temp_c", &GpuSample::temp_c}, Metric{"sm_clock_mhz", &GpuSample::sm_clock_mhz},
+                     Metric{"power_w", &GpuSample::power_w}}) {
+      // Perfetto names a counter track "<name> <arg>", chrome://tracing
+      // "<name>" with one series per arg: one arg, "value".
+      std::string name = Str(fmt::format("GPU {} {}{}", g.index, m.key, suffix));
+      for (const GpuSample* s : samples) {
+        const std::optional<double>& v = s->*m.field;
+        if (!v) continue;
+        int64_t ts = g.time_is_approximate ? s->time_ns : s->time_ns - shift - t0;
+        w.Event(fmt::format("\"ph\":\"C\",\"name\":{},\"cat\":\"gpu\",\"pid\":{},\"ts\":{},\"args\":{{\"value\":{}}}",
+                            name, pid, Micros(ts), report_json::Num(*v).dump()));
+        ++counters;
+      }
+    }
+  }
+
+  // Findings at their onset.
+  Json untimed = Json::array();
+  std::set<const Finding*> from_traces;
+  for (const Finding& f : in.traces.findings) from_traces.insert(&f);
+  for (const Finding* fp : findings) {
+    const Finding& f = *fp;
+    std::optional<int64_t> ts;
+    if (f.onset_time) ts = *f.onset_time - host_shift(f.entity.host) - t0;
+    if (!ts && from_traces.count(fp)) {
+      auto it = f.entity.rank ? trace_start.find(*f.entity.rank) : trace_start.end();
+      if (it != trace_start.end()) ts = it->second - t0;
+      else if (first_trace_start) ts = *first_trace_start - t0;
+    }
+    const RankTrack* track = nullptr;
+    if (f.entity.rank) {
+      auto it = rank_tracks.find(*f.entity.rank);
+      if (it != rank_tracks.end()) track = &it->second;
+    }
+    if (!ts && f.onset_step) {
+      if (track != nullptr) {
+        auto s = track->step_ts.find(*f.onset_step);
+        if (s != track->step_ts.end()) ts = s->second;
+      } else {
+        // A job-level finding: where the step starts on the tracks that have it.
+        std::vector<int64_t> at;
+        for (auto& [r, tr] : rank_tracks) {
+          auto s = tr.step_ts.find(*f.onset_step);
+          if (s != tr.step_ts.end()) at.push_back(s->second);
+        }
+        ts = MedianOf(at);
+      }
+    }
+    std::string code(Describe(f.code).name);
+    if (!ts) {
+      untimed.push_back(code);
+      continue;
+    }
+    Json args = {{"severity", SeverityName(f.severity)},
+                 {"message", f.message},
+                 {"confidence", report_json::Num(f.confidence)}};
+    if (f.onset_step) args["onset_step"] = *f.onset_step;
+    std::string where;
+    if (track != nullptr) {
+      where = fmt::format("\"s\":\"t\",\"pid\":{},\"tid\":{}", track->pid, track->tid);
+    } else if (f.entity.host && pid_of.count(*f.entity.host)) {
+      where = fmt::format("\"s\":\"p\",\"pid\":{0},\"tid\":{0}", pid_of[*f.entity.host]);
+    } else {
+      where = fmt::format("\"s\":\"t\",\"pid\":1,\"tid\":{}", job_tid);
+    }
+    w.Event(fmt::format("\"ph\":\"i\",\"name\":{},\"cat\":\"finding\",{},\"ts\":{},\"args\":{}", Str(code), where,
+                        Micros(std::max<int64_t>(0, *ts)),
+                        args.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  }
+
+  for (auto& [host, pid] : pid_of) w.ProcessName(pid, host, pid);
+  if (unknown_used) w.ProcessName(unknown_pid, "unknown host", unknown_pid);
+
+  Json other;
+  other["producer"] = fmt::format("laggard {}", kLaggardVersion);
+  other["schema"] = "laggard.trace/1";
+  other["origin"] = origin ? Json(FormatTimestamp(*origin)) : Json(nullptr);
+  other["origin_ns"] = origin ? Json(*origin) : Json(nullptr);
+  other["verdict"] = in.verdict.summary;
+  other["steps_timing"] = laid_out.empty() ? "logged" : laid_out.size() == ranks_with_steps ? "laid_end_to_end" : "mixed";
+  other["ranks_laid_end_to_end"] = std::move(laid_out);
+  other["steps_omitted"] = omitted;
+  other["clock_offsets_ms"] = std::move(offsets_ms);
+  other["gpus_time_approximate"] = std::move(approximate);
+  other["counter_events"] = counters;
+  other["findings_without_time"] = std::move(untimed);
+  other["notes"] = std::move(notes);
+  w.Finish(other);
+}
+
+}  // namespace laggard
