@@ -2,45 +2,16 @@
 // (docs/json-report.md): what was read and measured per GPU, port, link and
 // nccl-tests run, so a user can check each finding's numbers.
 
-#include <algorithm>
-
 #include "report/json_document.h"
 
 namespace laggard::report_json {
 namespace {
-
-constexpr size_t kMaxSeriesPoints = 120;
 
 Json Files(const Run& run, const std::vector<uint32_t>& files) {
   Json j = Json::array();
   for (uint32_t f : files) {
     if (f < run.files.size()) j.push_back(run.files[f].path);
   }
-  return j;
-}
-
-// Downsampled time series of one GPU (every k-th sample), for charts.
-Json Series(const GpuRecord& g) {
-  Json j;
-  if (g.samples.empty()) return nullptr;
-  size_t step = std::max<size_t>(1, (g.samples.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints);
-  TimeNs t0 = g.samples.front().time_ns;
-  j["start_time"] = g.time_is_approximate ? Json(nullptr) : Json(FormatTimestamp(t0));
-  Json t = Json::array(), temp = Json::array(), clock = Json::array(), power = Json::array(),
-       util = Json::array();
-  for (size_t i = 0; i < g.samples.size(); i += step) {
-    const GpuSample& s = g.samples[i];
-    t.push_back(Num(ToSeconds(s.time_ns - t0)));
-    temp.push_back(Opt(s.temp_c));
-    clock.push_back(Opt(s.sm_clock_mhz));
-    power.push_back(Opt(s.power_w));
-    util.push_back(Opt(s.util_pct));
-  }
-  j["t_s"] = std::move(t);
-  j["temp_c"] = std::move(temp);
-  j["sm_clock_mhz"] = std::move(clock);
-  j["power_w"] = std::move(power);
-  j["util_pct"] = std::move(util);
   return j;
 }
 
@@ -86,7 +57,6 @@ Json HardwareJson(const Run& run, const HardwareAnalysis& hw) {
     j["nvlink_total"] = Opt(f.nvlink_total);
     j["xids"] = f.xids;
     j["diag_failed"] = Opt(f.diag_failed);
-    j["series"] = Series(g);
     j["files"] = Files(run, g.files);
     gpus.push_back(std::move(j));
   }
