@@ -39,6 +39,7 @@ int LaggardFuzz_ingest(const uint8_t* data, size_t size);
 int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
 int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
+int LaggardFuzz_nccl(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -60,6 +61,7 @@ constexpr Target kTargets[] = {
     {"time_parsers", LaggardFuzz_time_parsers, 400},
     {"kineto_reader", LaggardFuzz_kineto_reader, 300},
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
+    {"nccl", LaggardFuzz_nccl, 80},
 };
 
 // splitmix64: small, fast, and the same on every platform.
