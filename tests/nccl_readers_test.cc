@@ -706,8 +706,10 @@ TEST(NcclDebugReaderTest, SniffRanksHeadsDominatedByNcclLinesAboveStepLogs) {
   std::string step = "rank 0, step 1, time 0.8s\n";
   EXPECT_EQ(sniff(nccl + nccl + step), 65);  // above text-log's 60
   EXPECT_EQ(sniff(nccl + step), 65);
-  EXPECT_EQ(sniff(nccl + step + step), 40);  // below text-log's 60, above its 5
+  EXPECT_EQ(sniff(nccl + nccl + nccl + step + step + step + step), 40);  // below 60, above 5
   EXPECT_EQ(sniff(step + step), 0);
+  EXPECT_EQ(sniff(nccl + step + step + step), 0);  // one line in passing
+  EXPECT_EQ(sniff("NCCL version 2.19.3+cuda12.2\n"), 0);  // no line with a level
   EXPECT_EQ(sniff("# nThread 1 nGpus 1\n"), 0);
   EXPECT_EQ(sniff("\tGPU0\tGPU1\nGPU0\t X \tNV4\n"), 0);
 }
@@ -736,7 +738,9 @@ TEST(NcclDebugReaderTest, TrainingLogDominatedByNcclLinesKeepsItsSteps) {
 }
 
 TEST(NcclDebugReaderTest, LogWithAFewNcclLinesAndStepsBeyondTheHeadKeepsBoth) {
-  std::string text = "node-a:100:100 [0] NCCL INFO Using network IB\n";
+  std::string text = "node-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                     "node-a:100:100 [0] NCCL INFO NET/Plugin : No plugin found\n"
+                     "node-a:100:100 [0] NCCL INFO Using network IB\n";
   for (int i = 0; i < 3000; ++i) text += fmt::format("loading shard {} of 3000\n", i);
   for (int s = 1; s <= 5; ++s) text += fmt::format("rank 0, step {}, time 0.8s\n", s);
   TempDir dir;

@@ -465,13 +465,14 @@ class NcclDebugReader final : public StepReader {
   // 65 when NCCL lines are at least half of the head's non-blank lines:
   // above the text-log reader's 60 for a head with a step line, because
   // this reader hands the file to `step_lines_` as well (see Read()). 40
-  // when the head holds fewer NCCL lines: above the text-log reader's 5 for
-  // text without step lines (an NCCL benchmark's output), below its 60, so
-  // a training log with a few NCCL lines and step lines in its head stays
-  // the text-log reader's. 0 without NCCL lines.
+  // when the head holds fewer, but at least three lines with a level: above
+  // the text-log reader's 5 for text without step lines (an NCCL
+  // benchmark's output), below its 60, so a training log with a few NCCL
+  // lines and step lines in its head stays the text-log reader's. 0 without
+  // a line with a level (a README quoting the "NCCL version" banner).
   int Sniff(std::string_view head) const override {
     if (head.empty() || LooksBinary(head)) return 0;
-    size_t pos = 0, lines = 0, nccl = 0;
+    size_t pos = 0, lines = 0, nccl = 0, levelled = 0;
     while (pos < head.size()) {
       size_t nl = head.find('\n', pos);
       if (nl == std::string_view::npos) break;  // the last line may be cut
@@ -479,10 +480,14 @@ class NcclDebugReader final : public StepReader {
       pos = nl + 1;
       if (Trim(line).empty()) continue;
       ++lines;
-      nccl += IsNcclLogLine(line);
+      size_t len = 0;
+      bool level = FindLevel(line, len) != std::string_view::npos;
+      levelled += level;
+      nccl += level || line.find("NCCL version ") != std::string_view::npos;
     }
-    if (nccl == 0) return 0;
-    return nccl * 2 >= lines ? 65 : 40;
+    if (levelled == 0) return 0;
+    if (nccl * 2 >= lines) return 65;
+    return levelled >= 3 ? 40 : 0;
   }
 
   // NCCL lines go to the collector; when other lines were seen too (a
