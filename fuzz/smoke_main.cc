@@ -44,6 +44,7 @@ int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
 int LaggardFuzz_network_links(const uint8_t* data, size_t size);
 int LaggardFuzz_agent_log(const uint8_t* data, size_t size);
 int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
+int LaggardFuzz_nccl(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -70,6 +71,7 @@ constexpr Target kTargets[] = {
     {"network_links", LaggardFuzz_network_links, 80},
     {"agent_log", LaggardFuzz_agent_log, 200},
     {"step_datagram", LaggardFuzz_step_datagram, 400},
+    {"nccl", LaggardFuzz_nccl, 80},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -302,9 +302,10 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     std::map<std::string, bool> gdr;                     // host -> any GDR
     std::map<std::string, SourceRef> where;
     for (const NcclRankInfo& r : net.nccl_ranks) {
-      if (r.net) nets[r.host].insert(*r.net);
-      if (r.gdr) gdr[r.host] = gdr[r.host] || *r.gdr;
-      where.emplace(r.host, r.src);
+      if (!r.host) continue;  // NCCL < 2.4 prints no host: nothing to compare
+      if (r.net) nets[*r.host].insert(*r.net);
+      if (r.gdr) gdr[*r.host] = gdr[*r.host] || *r.gdr;
+      where.emplace(*r.host, r.src);
     }
     size_t ib_hosts = 0;
     for (auto& [h, s] : nets) ib_hosts += s.count("IB");

@@ -29,6 +29,17 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeSwitchMapReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   set.owned.push_back(MakeAgentLogReader());
+  // The NCCL_DEBUG reader reads the step lines of the files it claims with a
+  // text-log reader of its own (the pattern compiled above, so it compiles).
+  std::vector<std::unique_ptr<LineMatcher>> nccl_log_matchers;
+  if (step_pattern) {
+    nccl_log_matchers.push_back(std::move(MakeRegexLineMatcher(*step_pattern).value()));
+  }
+  nccl_log_matchers.push_back(MakeArticleLineMatcher());
+  nccl_log_matchers.push_back(MakeMegatronLineMatcher());
+  set.owned.push_back(MakeNcclTestsReader());
+  set.owned.push_back(MakeNcclDebugReader(MakeTextLogReader(std::move(nccl_log_matchers))));
+  set.owned.push_back(MakeNvidiaSmiTopoReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

@@ -60,8 +60,22 @@ std::unique_ptr<StepReader> MakeSwitchMapReader();
 // The hardware log of `laggard agent` (hardware.jsonl): GPU samples and facts,
 // XIDs, lost GPUs, InfiniBand ports and network links.
 std::unique_ptr<StepReader> MakeAgentLogReader();
+// nccl-tests output of any *_perf binary (nccl_tests.cc): one NcclTestRun
+// per run, appended to RunBuilder::network(); NCCL INFO lines inside the
+// output give NcclRankInfo entries too.
+std::unique_ptr<StepReader> MakeNcclTestsReader();
+// NCCL_DEBUG=INFO logs (nccl_debug.cc): one NcclRankInfo per (host, pid,
+// CUDA device). Claims files whose head is at least half NCCL lines; when
+// such a file also holds other lines (a training log run with
+// NCCL_DEBUG=INFO), `step_lines` (a text-log reader) reads it again for step
+// records. Without `step_lines` only NCCL lines are read.
+std::unique_ptr<StepReader> MakeNcclDebugReader(std::unique_ptr<StepReader> step_lines = nullptr);
+// `nvidia-smi topo -m` (nvidia_smi_topo.cc): one TopologyMatrix per matrix.
+std::unique_ptr<StepReader> MakeNvidiaSmiTopoReader();
 // The standard reader set in sniffing order: JSONL, CSV, then text logs with
-// the user pattern (if any), the article's line and Megatron lines.
+// the user pattern (if any), the article's line and Megatron lines, then the
+// nccl-tests, NCCL_DEBUG (with its own text-log reader for step lines) and
+// `nvidia-smi topo -m` readers.
 struct StepReaderSet {
   std::vector<std::unique_ptr<StepReader>> owned;
   std::vector<const StepReader*> readers;  // views of `owned`, for Ingest()

@@ -106,6 +106,9 @@ struct NcclTestRun {
   std::vector<std::string> errors;       // error lines the run printed
   std::optional<std::string> host_from_path;  // when the output names no host
   SourceRef src;                         // the header line
+  // "2.19.3": from an "NCCL version 2.19.3+cuda12.2" line inside the output,
+  // else from "# nccl-tests version ... nccl-library=21903".
+  std::optional<std::string> nccl_version;
 };
 
 // One rank's connection to a peer over a channel, from NCCL_DEBUG=INFO:
@@ -120,7 +123,7 @@ struct NcclConnection {
 
 // What NCCL said about one process (host, pid, CUDA device).
 struct NcclRankInfo {
-  std::string host;
+  std::optional<std::string> host;       // nullopt: no "host:pid:tid" prefix, none from the path
   std::optional<int64_t> pid;
   std::optional<int32_t> cuda_device;    // the "[3]" of the line prefix
   std::optional<int32_t> rank;           // from "Init COMPLETE" / "comm ... rank N"

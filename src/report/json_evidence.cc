@@ -99,7 +99,7 @@ Json NetworkJson(const Run& run, const NetworkAnalysis& na) {
   }
   Json nccl = Json::array();
   for (const NcclRankInfo& r : net.nccl_ranks) {
-    nccl.push_back({{"host", r.host},
+    nccl.push_back({{"host", Opt(r.host)},
                     {"pid", Opt(r.pid)},
                     {"cuda_device", Opt(r.cuda_device)},
                     {"rank", Opt(r.rank)},
