@@ -17,6 +17,9 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   StepReaderSet set;
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
+  set.owned.push_back(MakeDcgmiDmonReader());
+  set.owned.push_back(MakeDcgmiDiagReader());
+  set.owned.push_back(MakeDcgmExporterReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

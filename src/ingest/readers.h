@@ -28,6 +28,13 @@ std::unique_ptr<StepReader> MakeCsvStepReader();
 // JSON Lines: one object per line with the same field names as CSV.
 std::unique_ptr<StepReader> MakeJsonlStepReader();
 
+// DCGM outputs (GPU metrics and health, into RunBuilder::AddGpu):
+// `dcgmi dmon` tables, `dcgmi diag` results (table or -j JSON), and
+// dcgm-exporter's Prometheus text (/metrics, one or more scrapes).
+std::unique_ptr<StepReader> MakeDcgmiDmonReader();
+std::unique_ptr<StepReader> MakeDcgmiDiagReader();
+std::unique_ptr<StepReader> MakeDcgmExporterReader();
+
 // The standard reader set in sniffing order: JSONL, CSV, then text logs with
 // the user pattern (if any), the article's line and Megatron lines.
 struct StepReaderSet {
