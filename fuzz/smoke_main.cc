@@ -39,6 +39,8 @@ int LaggardFuzz_ingest(const uint8_t* data, size_t size);
 int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
 int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
+int LaggardFuzz_dcgm(const uint8_t* data, size_t size);
+int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -60,6 +62,8 @@ constexpr Target kTargets[] = {
     {"time_parsers", LaggardFuzz_time_parsers, 400},
     {"kineto_reader", LaggardFuzz_kineto_reader, 300},
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
+    {"dcgm", LaggardFuzz_dcgm, 60},
+    {"prometheus_text", LaggardFuzz_prometheus_text, 300},
 };
 
 // splitmix64: small, fast, and the same on every platform.
