@@ -135,6 +135,7 @@ TEST(PrometheusTextTest, ReadsHelpTypeCommentsAndEof) {
   EXPECT_EQ(type.text, "gauge");
   EXPECT_EQ(Parse("# just a comment").kind, prom::LineKind::kComment);
   EXPECT_EQ(Parse("# HELP").kind, prom::LineKind::kComment);
+  EXPECT_EQ(Parse("# HELP m    padded").text, "padded");
   EXPECT_EQ(Parse("# EOF").kind, prom::LineKind::kEof);
   EXPECT_EQ(Parse("   ").kind, prom::LineKind::kBlank);
 }
@@ -737,6 +738,23 @@ TEST(DcgmiDiagTest, Dcgm4JsonEntitiesGiveGpusAndSerials) {
             std::vector<std::string>{"memory: Fail: row remapping failed"});
   EXPECT_EQ(FindGpu(run, "node-a", 0)->facts.diag_failed, false);
   EXPECT_EQ(g3->facts.driver_version, "570.86.15");
+}
+
+TEST(DcgmiDiagTest, RepeatedRunsAccumulate) {
+  // dcgmi diag --iterations prints one table per run.
+  std::string pass = kDcgm4;
+  std::string text = "Running iteration 1 of 2...\n";
+  std::string first = pass;
+  first.replace(first.find("GPU1: Fail"), 10, "GPU1: Pass");
+  first.replace(first.find("| Warning: GPU1"), 79, "");
+  text += first + "\nRunning iteration 2 of 2...\n" + pass;
+  TempDir dir;
+  laggard::Run run = IngestText(dir, "diag.txt", text);
+  ASSERT_EQ(run.hardware.gpus.size(), 2u);
+  EXPECT_EQ(FindGpu(run, "node-a", 1)->facts.diag_failed, true);
+  EXPECT_EQ(FindGpu(run, "node-a", 1)->facts.diag_messages.size(), 1u);
+  EXPECT_EQ(FindGpu(run, "node-a", 0)->facts.diag_failed, false);
+  EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 }
 
 TEST(DcgmiDiagTest, DamagedTableRowsAndTruncatedJsonAreCounted) {

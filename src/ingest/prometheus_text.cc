@@ -142,7 +142,7 @@ bool ParseComment(std::string_view line, Line& out) {
   }
   out.kind = help ? LineKind::kHelp : LineKind::kType;
   out.metric.assign(name);
-  if (!c.done()) c.skip();  // the one blank before the text
+  c.SkipBlanks();
   std::string_view text = c.rest();
   out.text.clear();
   if (help) {
