@@ -45,6 +45,8 @@ int LaggardFuzz_network_links(const uint8_t* data, size_t size);
 int LaggardFuzz_agent_log(const uint8_t* data, size_t size);
 int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
 int LaggardFuzz_nccl(const uint8_t* data, size_t size);
+int LaggardFuzz_dcgm(const uint8_t* data, size_t size);
+int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -72,6 +74,8 @@ constexpr Target kTargets[] = {
     {"agent_log", LaggardFuzz_agent_log, 200},
     {"step_datagram", LaggardFuzz_step_datagram, 400},
     {"nccl", LaggardFuzz_nccl, 80},
+    {"dcgm", LaggardFuzz_dcgm, 60},
+    {"prometheus_text", LaggardFuzz_prometheus_text, 300},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -27,6 +27,9 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeIbvDevinfoReader());
   set.owned.push_back(MakeEthtoolReader());
   set.owned.push_back(MakeSwitchMapReader());
+  set.owned.push_back(MakeDcgmiDmonReader());
+  set.owned.push_back(MakeDcgmiDiagReader());
+  set.owned.push_back(MakeDcgmExporterReader());
   set.owned.push_back(MakeTextLogReader(std::move(matchers)));
   set.owned.push_back(MakeAgentLogReader());
   // The NCCL_DEBUG reader reads the step lines of the files it claims with a

@@ -72,6 +72,12 @@ std::unique_ptr<StepReader> MakeNcclTestsReader();
 std::unique_ptr<StepReader> MakeNcclDebugReader(std::unique_ptr<StepReader> step_lines = nullptr);
 // `nvidia-smi topo -m` (nvidia_smi_topo.cc): one TopologyMatrix per matrix.
 std::unique_ptr<StepReader> MakeNvidiaSmiTopoReader();
+// DCGM outputs (GPU metrics and health, into RunBuilder::AddGpu):
+// `dcgmi dmon` tables, `dcgmi diag` results (table or -j JSON), and
+// dcgm-exporter's Prometheus text (/metrics, one or more scrapes).
+std::unique_ptr<StepReader> MakeDcgmiDmonReader();
+std::unique_ptr<StepReader> MakeDcgmiDiagReader();
+std::unique_ptr<StepReader> MakeDcgmExporterReader();
 // The standard reader set in sniffing order: JSONL, CSV, then text logs with
 // the user pattern (if any), the article's line and Megatron lines, then the
 // nccl-tests, NCCL_DEBUG (with its own text-log reader for step lines) and

@@ -74,6 +74,32 @@ struct GpuSample {
   std::optional<uint64_t> clock_events;  // clock_event:: bitmask of active reasons
   std::optional<int32_t> perf_state;     // performance state: 0 for P0 (fastest) .. 15 for P15
   SourceRef src;
+
+  // DCGM profiling metrics (DCGM_FI_PROF_*, dcgmi dmon GRACT/SMACT/...):
+  // DCGM prints fractions 0..1 averaged over its sample interval; stored
+  // here x100. SM activity is the better "is the GPU busy" signal than
+  // util_pct (which is 100% as soon as one kernel runs).
+  std::optional<double> gr_engine_active_pct;
+  std::optional<double> sm_active_pct;
+  std::optional<double> sm_occupancy_pct;
+  std::optional<double> tensor_active_pct;
+  std::optional<double> dram_active_pct;
+  // NVLink throughput: tx / rx payload rates (DCGM_FI_PROF_NVLINK_TX/RX_BYTES)
+  // and the total over all links and both directions
+  // (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, which DCGM reports in MB/s).
+  std::optional<double> nvlink_tx_mb_s;
+  std::optional<double> nvlink_rx_mb_s;
+  std::optional<double> nvlink_total_mb_s;
+  // Cumulative time the clocks were held down by each policy since the
+  // driver loaded (DCGM_FI_DEV_*_VIOLATION, NVML's perf-policy counters).
+  // Counters: the throttled fraction of an interval is the difference of
+  // two samples divided by the time between them.
+  std::optional<int64_t> power_violation_ns;
+  std::optional<int64_t> thermal_violation_ns;
+  std::optional<int64_t> sync_boost_violation_ns;
+  std::optional<int64_t> board_limit_violation_ns;
+  std::optional<int64_t> low_util_violation_ns;
+  std::optional<int64_t> reliability_violation_ns;
 };
 
 struct GpuFacts {
