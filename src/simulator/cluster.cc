@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -460,8 +462,7 @@ class Simulator {
   };
 
   struct Pass {
-    bool faults = true;
-    std::vector<char> enabled;  // per faults_ slot; empty: all
+    std::vector<char> enabled;  // per faults_ slot: whether the fault acts in this pass
     bool record = false;
     std::vector<double> step_s;        // rank 0 step time per step
     std::vector<double> transfer_ns;   // sum of transfer times per step
@@ -469,18 +470,17 @@ class Simulator {
     std::vector<std::vector<double>> culprit_host;     // per fault: host ns of its first rank
   };
 
-  // Whether fault `a` acts at `step` in the current pass.
-  bool Active(const ActiveFault& a, int step) const {
-    return (!enabled_ || (*enabled_)[a.slot]) && FaultActive(*a.f, step);
-  }
+  using Mask = std::vector<char>;  // per faults_ slot
+  // Whether fault `a` acts at `step` in a pass with mask `on`.
+  static bool Active(const ActiveFault& a, int step, const Mask& on) { return on[a.slot] && FaultActive(*a.f, step); }
   void Prepare();
   void SimulatePass(Pass& pass);
   // Network: bandwidths of each node given the faults active at `step`.
-  void NodeBandwidths(int step, bool faults, std::vector<double>& intra, std::vector<double>& inter,
+  void NodeBandwidths(int step, const Mask& on, std::vector<double>& intra, std::vector<double>& inter,
                       std::vector<NodeState>* states) const;
-  double JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step, bool faults) const;
-  double CongestionFactor(int node, int step, bool faults) const;
-  int PcieWidth(int node, int gpu, int step, bool faults) const;
+  double JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step, const Mask& on) const;
+  double CongestionFactor(int node, int step, const Mask& on) const;
+  int PcieWidth(int node, int gpu, int step, const Mask& on) const;
   void FillNodeStates();
   // `alone[i]`: a pass with only fault slot i (empty when there is one fault).
   void MeasureEffects(const Pass& faulty, const Pass& healthy, const std::vector<Pass>& alone);
@@ -496,7 +496,6 @@ class Simulator {
   std::vector<int64_t> bytes_;
   std::vector<int> tracked_;     // ranks whose GPU clock and temperature are simulated
   std::vector<int> track_slot_;  // rank -> index in tracked_, or -1
-  const std::vector<char>* enabled_ = nullptr;  // the current pass's faults; null: all
 };
 
 void Simulator::Prepare() {
@@ -586,11 +585,10 @@ void Simulator::Prepare() {
   run_.switches_ = switches;
 }
 
-int Simulator::PcieWidth(int node, int gpu, int step, bool faults) const {
+int Simulator::PcieWidth(int node, int gpu, int step, const Mask& on) const {
   int width = 16;
-  if (!faults) return width;
   for (const ActiveFault& a : faults_) {
-    if (a.f->kind != FaultKind::kPcieDowngrade || !Active(a, step)) continue;
+    if (a.f->kind != FaultKind::kPcieDowngrade || !Active(a, step, on)) continue;
     for (auto [n, i] : a.ent.gpus) {
       if (n == node && i == gpu) width = std::min(width, DowngradedWidth(a.severity));
     }
@@ -598,28 +596,27 @@ int Simulator::PcieWidth(int node, int gpu, int step, bool faults) const {
   return width;
 }
 
-double Simulator::CongestionFactor(int node, int step, bool faults) const {
+double Simulator::CongestionFactor(int node, int step, const Mask& on) const {
   double f = 1;
-  if (!faults) return f;
   for (const ActiveFault& a : faults_) {
-    if (a.f->kind != FaultKind::kSharedSwitchCongestion || !Active(a, step)) continue;
+    if (a.f->kind != FaultKind::kSharedSwitchCongestion || !Active(a, step, on)) continue;
     if (std::find(a.ent.nodes.begin(), a.ent.nodes.end(), node) != a.ent.nodes.end()) f *= 1 - a.severity;
   }
   return f;
 }
 
-void Simulator::NodeBandwidths(int step, bool faults, std::vector<double>& intra, std::vector<double>& inter,
+void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& intra, std::vector<double>& inter,
                                std::vector<NodeState>* states) const {
   int nodes = sc_.nodes;
   intra.assign(static_cast<size_t>(nodes), std::numeric_limits<double>::infinity());
   inter.assign(static_cast<size_t>(nodes), std::numeric_limits<double>::infinity());
   // Only nodes with a network fault differ from the healthy value.
   std::vector<char> touched(static_cast<size_t>(nodes), 0);
-  if (faults) {
+  {
     for (const ActiveFault& a : faults_) {
       FaultKind k = a.f->kind;
       if ((k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown || k == FaultKind::kNicDegraded ||
-           k == FaultKind::kIbPortDown || k == FaultKind::kSocketFallback) && Active(a, step)) {
+           k == FaultKind::kIbPortDown || k == FaultKind::kSocketFallback) && Active(a, step, on)) {
         for (int n : a.ent.nodes) touched[static_cast<size_t>(n)] = 1;
       }
     }
@@ -630,9 +627,9 @@ void Simulator::NodeBandwidths(int step, bool faults, std::vector<double>& intra
     std::vector<int> links(static_cast<size_t>(g_), kNvlinksPerGpu);
     std::vector<int> width(static_cast<size_t>(g_), 16);
     bool socket = false;
-    if (faults && touched[static_cast<size_t>(n)]) {
+    if (touched[static_cast<size_t>(n)]) {
       for (const ActiveFault& a : faults_) {
-        if (!Active(a, step)) continue;
+        if (!Active(a, step, on)) continue;
         switch (a.f->kind) {
           case FaultKind::kNicDegraded:
             for (auto [nn, i] : a.ent.nics) {
@@ -734,11 +731,11 @@ void Simulator::NodeBandwidths(int step, bool faults, std::vector<double>& intra
 }
 
 double Simulator::JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step,
-                           bool faults) const {
+                           const Mask& on) const {
   double bw = std::numeric_limits<double>::infinity();
   for (int n = 0; n < sc_.nodes; ++n) {
     double b = intra[static_cast<size_t>(n)];
-    if (sc_.nodes > 1) b = std::min(b, inter[static_cast<size_t>(n)] * CongestionFactor(n, step, faults));
+    if (sc_.nodes > 1) b = std::min(b, inter[static_cast<size_t>(n)] * CongestionFactor(n, step, on));
     bw = std::min(bw, b);
   }
   return bw;
@@ -767,8 +764,8 @@ void Simulator::SimulatePass(Pass& pass) {
   const int steps = sc_.steps;
   const int K = sc_.collectives_per_step;
   const bool record = pass.record;
-  const bool faults = pass.faults;
-  enabled_ = pass.enabled.empty() ? nullptr : &pass.enabled;
+  const Mask& on = pass.enabled;
+  const bool faults = std::any_of(on.begin(), on.end(), [](char c) { return c != 0; });
   const size_t R = static_cast<size_t>(ranks_);
   if (record && opt_.record_steps) {
     run_.starts_.assign(static_cast<size_t>(steps + 1) * R, 0);
@@ -822,11 +819,11 @@ void Simulator::SimulatePass(Pass& pass) {
       FaultKind k = a.f->kind;
       bool net = k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown || k == FaultKind::kNicDegraded ||
                  k == FaultKind::kIbPortDown || k == FaultKind::kSocketFallback || k == FaultKind::kSharedSwitchCongestion;
-      if (net) net_active.push_back(faults && Active(a, s));
+      if (net) net_active.push_back(Active(a, s, on));
     }
     if (s == 0 || net_active != last_net_active) {
-      NodeBandwidths(s, faults, intra, inter, nullptr);
-      busbw = JobBusBw(intra, inter, s, faults);
+      NodeBandwidths(s, on, intra, inter, nullptr);
+      busbw = JobBusBw(intra, inter, s, on);
       last_net_active = net_active;
     }
     std::vector<int64_t> transfer(static_cast<size_t>(K));
@@ -845,7 +842,7 @@ void Simulator::SimulatePass(Pass& pass) {
     std::fill(gap_extra.begin(), gap_extra.end(), 0.0);
     if (faults) {
       for (const ActiveFault& a : faults_) {
-        if (!Active(a, s)) continue;
+        if (!Active(a, s, on)) continue;
         double sev = a.severity;
         switch (a.f->kind) {
           case FaultKind::kSlowKernel:
@@ -890,7 +887,7 @@ void Simulator::SimulatePass(Pass& pass) {
       if (faults) {
         for (const ActiveFault& a : faults_) {
           FaultKind k = a.f->kind;
-          if ((k != FaultKind::kPowerCap && k != FaultKind::kClocksLocked) || !Active(a, s) ||
+          if ((k != FaultKind::kPowerCap && k != FaultKind::kClocksLocked) || !Active(a, s, on) ||
               std::find(a.ranks.begin(), a.ranks.end(), r) == a.ranks.end()) {
             continue;
           }
@@ -914,7 +911,7 @@ void Simulator::SimulatePass(Pass& pass) {
         if (temp[i] > kMaxOperatingTempC) reasons |= kReasonSwThermal;
         if (temp[i] > kHwSlowdownTempC) reasons |= kReasonHwThermal | kReasonHwSlowdown;
         gs.reasons = reasons;
-        gs.pcie_width = static_cast<uint8_t>(PcieWidth(r / g_, r % g_, s, faults));
+        gs.pcie_width = static_cast<uint8_t>(PcieWidth(r / g_, r % g_, s, on));
       }
     }
 
@@ -926,7 +923,7 @@ void Simulator::SimulatePass(Pass& pass) {
       double c = compute_ns * gpus_[r].silicon / clock_ratio[r] * work[r] * jitter;
       compute[r] = c;
       int node = static_cast<int>(r) / g_, gpu = static_cast<int>(r) % g_;
-      double pcie = kPcieGen5x16GBps * PcieWidth(node, gpu, s, faults) / 16.0;
+      double pcie = kPcieGen5x16GBps * PcieWidth(node, gpu, s, on) / 16.0;
       int64_t dl = std::llround(300 * kUs * (1 + 1.7 * sc_.jitter * (2 * u_dl - 1)) + host_extra[r]);
       if (s == 0) dl += std::llround(sc_.warmup_s * kSec);
       int64_t gap = std::llround(gap_extra[r]);
@@ -992,7 +989,7 @@ void Simulator::SimulatePass(Pass& pass) {
         double r_th = gc.r_th;
         if (faults) {
           for (const ActiveFault& a : faults_) {
-            if (a.f->kind == FaultKind::kThermal && Active(a, s) &&
+            if (a.f->kind == FaultKind::kThermal && Active(a, s, on) &&
                 std::find(a.ranks.begin(), a.ranks.end(), static_cast<int>(r)) != a.ranks.end()) {
               r_th = std::max(r_th, FaultyThermalResistance(a.severity, gc.p_dyn));
             }
@@ -1031,18 +1028,18 @@ void Simulator::SimulatePass(Pass& pass) {
 }
 
 void Simulator::FillNodeStates() {
-  enabled_ = nullptr;
+  Mask all(faults_.size(), 1);
   run_.node_states_.assign(static_cast<size_t>(sc_.nodes), NodeState());
   std::vector<double> intra, inter;
   int last = sc_.steps - 1;
-  NodeBandwidths(last, true, intra, inter, &run_.node_states_);
+  NodeBandwidths(last, all, intra, inter, &run_.node_states_);
   for (int n = 0; n < sc_.nodes; ++n) {
     NodeState& st = run_.node_states_[static_cast<size_t>(n)];
     st.power_limit_w.assign(static_cast<size_t>(g_), kDefaultPowerLimitW);
     st.locked_clock_mhz.assign(static_cast<size_t>(g_), std::nullopt);
   }
   for (const ActiveFault& a : faults_) {
-    if (!Active(a, last)) continue;
+    if (!Active(a, last, all)) continue;
     for (auto [n, i] : a.ent.gpus) {
       NodeState& st = run_.node_states_[static_cast<size_t>(n)];
       if (a.f->kind == FaultKind::kPowerCap) st.power_limit_w[static_cast<size_t>(i)] = PowerCapFor(a.severity);
@@ -1143,28 +1140,41 @@ StatusOr<ClusterRun> Simulator::Run() {
                                        *opt_.trace_first_step, opt_.trace_steps, sc_.steps - 1));
     }
   }
+  // The recorded run with every fault, its healthy control and, with
+  // several faults, one run per fault alone: independent, so they run on
+  // threads of their own.
   Pass faulty;
   faulty.record = true;
-  SimulatePass(faulty);
-  FillNodeStates();
-  std::vector<Pass> alone;
+  faulty.enabled.assign(faults_.size(), 1);
+  std::vector<Pass> extra;
   if (opt_.measure_effects) {
-    Pass healthy;
-    healthy.faults = false;
-    SimulatePass(healthy);
+    extra.emplace_back();
+    extra.back().enabled.assign(faults_.size(), 0);
     if (faults_.size() > 1) {
-      alone.resize(faults_.size());
       for (size_t i = 0; i < faults_.size(); ++i) {
-        alone[i].enabled.assign(faults_.size(), 0);
-        alone[i].enabled[i] = 1;
-        SimulatePass(alone[i]);
+        extra.emplace_back();
+        extra.back().enabled.assign(faults_.size(), 0);
+        extra.back().enabled[i] = 1;
       }
     }
-    MeasureEffects(faulty, healthy, alone);
-  } else {
-    MeasureEffects(faulty, faulty, alone);
   }
-  enabled_ = nullptr;
+  int threads = std::max(1, std::min<int>(opt_.threads, static_cast<int>(extra.size()) + 1));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < extra.size(); i = next++) SimulatePass(extra[i]);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  SimulatePass(faulty);
+  work();
+  for (std::thread& t : pool) t.join();
+  FillNodeStates();
+  if (opt_.measure_effects) {
+    std::vector<Pass> alone(std::make_move_iterator(extra.begin() + 1), std::make_move_iterator(extra.end()));
+    MeasureEffects(faulty, extra.front(), alone);
+  } else {
+    MeasureEffects(faulty, faulty, {});
+  }
   return std::move(run_);
 }
 

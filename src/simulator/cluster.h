@@ -243,6 +243,7 @@ struct SimulateOptions {
   std::optional<int> trace_first_step;  // record ScheduledSteps for this window
   int trace_steps = 0;
   bool measure_effects = true;   // simulate the healthy control too
+  int threads = 1;               // the control runs go on threads of their own
 };
 
 class ClusterRun {
