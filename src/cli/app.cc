@@ -21,6 +21,7 @@
 #include "ingest/readers.h"
 #include "report/report.h"
 #include "simulator/kineto_traces.h"
+#include "simulator/run_writer.h"
 #include "simulator/step_logs.h"
 #include "verdict/verdict.h"
 
@@ -183,52 +184,44 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
 }
 
 int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_tty, bool err_tty) {
-  // Until the full cluster simulator lands: 8 nodes x 8 GPUs, one GPU whose
-  // kernels run 21% slower from step 120 on: per-rank step logs (compute-only
-  // timings) and torch.profiler traces of 3 steps on every rank.
-  sim::StepLogScenario sc;
-  sc.ranks = 64;
+  // 8 nodes x 8 GPUs (docs/simulator.md): GPU 5 of node-01 overheats and
+  // throttles from step 60, and node-05's first InfiniBand port trained at
+  // half its rate. Every input format is written: end-to-end step logs (equal
+  // on all ranks, as synchronous training prints them), torch.profiler
+  // traces, nvidia-smi, ibstat / ethtool, nccl-tests, NCCL_DEBUG, topology.
+  sim::ClusterScenario sc;
+  sc.nodes = 8;
   sc.gpus_per_node = 8;
-  sc.steps = 400;
-  sc.base_step_s = 0.8;
-  sc.jitter = 0.015;
+  sc.steps = 200;
   sc.seed = 7;
-  sc.rank_slowdowns.push_back(sim::RankSlowdown{13, 0.21, 120});
-  std::string logs = dir + "/step_logs";
+  for (const char* spec : {"thermal@node-01:5:0.2,onset=60", "nic_degraded@node-05:mlx5_0"}) {
+    auto fault = sim::ParseFaultSpec(spec);
+    if (!fault.ok()) {
+      err << "laggard demo: " << fault.status().message() << "\n";
+      return kExitNoInput;
+    }
+    sc.faults.push_back(*fault);
+  }
+  Status st = sim::ResolveScenario(&sc);
+  if (!st.ok()) {
+    err << "laggard demo: " << st.message() << "\n";
+    return kExitNoInput;
+  }
+  std::string run_dir = dir + "/run";
   std::error_code ec;
-  std::filesystem::remove_all(logs, ec);
-  Status st = sim::WriteStepLogs(sc, sim::StepLogFormat::kCsv, logs);
-  if (!st.ok()) {
-    err << "laggard demo: " << st.message() << "\n";
+  std::filesystem::remove_all(run_dir, ec);
+  sim::RunOutputOptions outputs;
+  outputs.trace_steps = 3;
+  outputs.gzip_traces = true;
+  auto summary = sim::WriteClusterRun(sc, outputs, run_dir);
+  if (!summary.ok()) {
+    err << "laggard demo: " << summary.status().message() << "\n";
     return kExitNoInput;
   }
-  sim::TraceScenario traces_sc;
-  traces_sc.ranks = sc.ranks;
-  traces_sc.gpus_per_node = sc.gpus_per_node;
-  traces_sc.steps = 3;
-  traces_sc.first_step = 300;
-  traces_sc.kernels_per_step = 48;
-  traces_sc.seed = sc.seed;
-  traces_sc.compute_slow = sim::ComputeSlowFault{13, 1.21};
-  traces_sc.max_clock_offset_ms = 4;
-  // The profiled steps at their place on the step logs' clock, so the merged
-  // timeline shows them where they happened.
-  traces_sc.start_time_s = sc.start_time_s + static_cast<int64_t>((traces_sc.first_step - 1) * sc.base_step_s);
-  std::string traces = dir + "/traces";
-  std::filesystem::remove_all(traces, ec);
-  st = sim::WriteKinetoTraces(traces_sc, traces, /*gzip=*/true);
-  if (!st.ok()) {
-    err << "laggard demo: " << st.message() << "\n";
-    return kExitNoInput;
-  }
-  out << fmt::format("laggard demo: simulated {} ranks ({} nodes x {} GPUs), {} steps, one GPU "
-                     "computing 21% slower from step 120\n  step logs: {}\n  traces:    {} "
-                     "(steps {}-{}, host clocks up to {} ms apart)\n\n",
-                     sc.ranks, sc.ranks / sc.gpus_per_node, sc.gpus_per_node, sc.steps, logs,
-                     traces, traces_sc.first_step, traces_sc.first_step + traces_sc.steps - 1,
-                     traces_sc.max_clock_offset_ms);
+  out << fmt::format("laggard demo: {}\n  {} files ({:.1f} MB) in {}, truth in {}/truth.json\n\n",
+                     summary->headline, summary->files, summary->bytes / 1e6, run_dir, run_dir);
   DiagnoseOptions o;
-  o.paths = {logs, traces};
+  o.paths = {run_dir};
   o.json_out = dir + "/report.json";
   o.html_out = dir + "/report.html";
   o.trace_out = dir + "/trace.json";
@@ -378,6 +371,141 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
   return rc;
 }
 
+struct SimulateArgs {
+  std::string out_dir;
+  std::string scenario_file;
+  std::vector<std::string> faults;
+  int nodes = 8, gpus_per_node = 8, steps = 200;
+  uint64_t seed = 1;
+  double compute_ms = 0, jitter = 0, bucket_mib = 0, warmup_s = 0, clock_offset_ms = 0;
+  int collectives = 0, nodes_per_switch = 0, pipeline_stages = 0;
+  int64_t start_time_s = 0;
+  std::string step_format = "article", step_timing = "end-to-end";
+  bool no_traces = false, gzip_traces = false, no_hardware = false, no_network = false, no_nccl_tests = false,
+       no_nccl_debug = false, step_logs_only = false, no_effects = false, quiet = false;
+  int trace_steps = 5, trace_first_step = -1, threads = 0;
+};
+
+// Applies the options the user gave over the scenario file's values.
+int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostream& err) {
+  sim::ClusterScenario sc;
+  sim::RunOutputOptions oo;
+  if (!a.scenario_file.empty()) {
+    std::ifstream in(a.scenario_file, std::ios::binary);
+    if (!in) {
+      err << "laggard simulate: " << a.scenario_file << ": cannot read\n";
+      return kExitNoInput;
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (Status st = sim::ParseScenarioJson(text, &sc, &oo); !st.ok()) {
+      err << "laggard simulate: " << a.scenario_file << ": " << st.message() << "\n";
+      return kExitNoInput;
+    }
+  }
+  auto given = [&](const char* name) { return cmd->count(name) > 0; };
+  if (given("--nodes") || a.scenario_file.empty()) sc.nodes = a.nodes;
+  if (given("--gpus-per-node") || a.scenario_file.empty()) sc.gpus_per_node = a.gpus_per_node;
+  if (given("--steps") || a.scenario_file.empty()) sc.steps = a.steps;
+  if (given("--seed") || a.scenario_file.empty()) sc.seed = a.seed;
+  if (given("--compute-ms")) sc.compute_ms = a.compute_ms;
+  if (given("--jitter")) sc.jitter = a.jitter;
+  if (given("--collectives")) sc.collectives_per_step = a.collectives;
+  if (given("--bucket-mib")) sc.bucket_bytes = static_cast<int64_t>(a.bucket_mib * (1 << 20));
+  if (given("--warmup-s")) sc.warmup_s = a.warmup_s;
+  if (given("--clock-offset-ms")) sc.max_clock_offset_ms = a.clock_offset_ms;
+  if (given("--start-time")) sc.start_time_s = a.start_time_s;
+  if (given("--nodes-per-switch")) sc.nodes_per_switch = a.nodes_per_switch;
+  if (given("--pipeline-stages")) sc.pipeline_stages = a.pipeline_stages;
+  for (const std::string& spec : a.faults) {
+    auto f = sim::ParseFaultSpec(spec);
+    if (!f.ok()) {
+      err << "laggard simulate: " << f.status().message() << "\n";
+      return kExitNoInput;
+    }
+    sc.faults.push_back(std::move(f.value()));
+  }
+  if (given("--step-format") || a.scenario_file.empty()) {
+    if (a.step_format == "article") oo.step_format = sim::StepLogFormat::kArticle;
+    else if (a.step_format == "csv") oo.step_format = sim::StepLogFormat::kCsv;
+    else if (a.step_format == "jsonl") oo.step_format = sim::StepLogFormat::kJsonl;
+    else oo.step_format.reset();
+  }
+  if (given("--step-timing") || a.scenario_file.empty()) {
+    oo.step_timing = a.step_timing == "compute" ? sim::StepTiming::kCompute : sim::StepTiming::kEndToEnd;
+  }
+  if (a.no_traces || a.step_logs_only) oo.traces = false;
+  if (given("--trace-steps")) oo.trace_steps = a.trace_steps;
+  if (given("--trace-first-step")) oo.trace_first_step = a.trace_first_step;
+  if (a.gzip_traces) oo.gzip_traces = true;
+  if (a.no_hardware || a.step_logs_only) oo.hardware = false;
+  if (a.no_network || a.step_logs_only) oo.network = false;
+  if (a.no_nccl_tests || a.step_logs_only) oo.nccl_tests = false;
+  if (a.no_nccl_debug || a.step_logs_only) oo.nccl_debug = false;
+  if (a.no_effects) oo.measure_effects = false;
+  oo.threads = a.threads;
+
+  auto summary = sim::WriteClusterRun(sc, oo, a.out_dir);
+  if (!summary.ok()) {
+    err << "laggard simulate: " << summary.status().message() << "\n";
+    return kExitNoInput;
+  }
+  if (!a.quiet) {
+    double increase = summary->healthy_mean_step_s > 0 ? summary->mean_step_s / summary->healthy_mean_step_s - 1 : 0;
+    out << fmt::format(
+        "laggard simulate: {} ranks ({} nodes x {} GPUs), {} steps, seed {}\n"
+        "  faults:    {}\n"
+        "  mean step: {:.4f} s (healthy {:.4f} s, {:+.1f}%)\n"
+        "  wrote {} files, {:.1f} MB to {} in {:.2f} s (physics {:.2f} s)\n"
+        "  truth:     {}/truth.json\n",
+        sc.nodes * sc.gpus_per_node, sc.nodes, sc.gpus_per_node, sc.steps, sc.seed, summary->headline,
+        summary->mean_step_s, summary->healthy_mean_step_s, 100 * increase, summary->files,
+        static_cast<double>(summary->bytes) / 1e6, a.out_dir, summary->simulate_s + summary->write_s,
+        summary->simulate_s, a.out_dir);
+  }
+  return kExitOk;
+}
+
+void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
+  cmd->add_option("-o,--out", a.out_dir, "directory to write the run into")->required();
+  cmd->add_option("--scenario", a.scenario_file, "scenario file (JSON); options given here override it");
+  cmd->add_option("--fault", a.faults,
+                  "KIND[@TARGET][:SEVERITY][,onset=S][,end=S][,period=N][,duration=N][,cause=gc|checkpoint], "
+                  "e.g. thermal@node-01:5:0.2, nic_degraded@node-03:mlx5_2, "
+                  "shared_switch_congestion@node-04..node-07:0.5,period=40 (repeatable)");
+  cmd->add_option("--nodes", a.nodes, "nodes")->capture_default_str();
+  cmd->add_option("--gpus-per-node", a.gpus_per_node, "GPUs (ranks) per node")->capture_default_str();
+  cmd->add_option("--steps", a.steps, "training steps")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "random seed")->capture_default_str();
+  cmd->add_option("--compute-ms", a.compute_ms, "GPU compute per step at full clock (default 750)");
+  cmd->add_option("--jitter", a.jitter, "relative standard deviation of compute per step (default 0.015)");
+  cmd->add_option("--collectives", a.collectives, "all-reduces (gradient buckets) per step (default 4)");
+  cmd->add_option("--bucket-mib", a.bucket_mib, "bytes of one gradient bucket, MiB (default 4096)");
+  cmd->add_option("--warmup-s", a.warmup_s, "extra time of the first step (default 2)");
+  cmd->add_option("--clock-offset-ms", a.clock_offset_ms, "largest host clock offset (default 5)");
+  cmd->add_option("--start-time", a.start_time_s, "job start, Unix seconds (default 1764000000)");
+  cmd->add_option("--nodes-per-switch", a.nodes_per_switch, "nodes per leaf switch (default 4)");
+  cmd->add_option("--pipeline-stages", a.pipeline_stages, "pipeline stages for pipeline_stage_imbalance (default 4)");
+  cmd->add_option("--step-format", a.step_format, "step logs: article, csv, jsonl or none")
+      ->check(CLI::IsMember({"article", "csv", "jsonl", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--step-timing", a.step_timing,
+                  "end-to-end (equal on all ranks, as real loops print) or compute (without collective time)")
+      ->check(CLI::IsMember({"end-to-end", "compute"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-traces", a.no_traces, "no profiler traces");
+  cmd->add_option("--trace-steps", a.trace_steps, "profiled steps per rank")->capture_default_str();
+  cmd->add_option("--trace-first-step", a.trace_first_step, "first profiled step (default: the last ones but one)");
+  cmd->add_flag("--gzip-traces", a.gzip_traces, "write traces as .json.gz");
+  cmd->add_flag("--no-hardware", a.no_hardware, "no nvidia-smi files");
+  cmd->add_flag("--no-network", a.no_network, "no ibstat, ethtool or switch map");
+  cmd->add_flag("--no-nccl-tests", a.no_nccl_tests, "no nccl-tests output");
+  cmd->add_flag("--no-nccl-debug", a.no_nccl_debug, "no NCCL_DEBUG log");
+  cmd->add_flag("--step-logs-only", a.step_logs_only, "only step logs and truth.json (for scale runs)");
+  cmd->add_flag("--no-effects", a.no_effects, "skip the healthy control run (truth.json has no measured effects)");
+  cmd->add_option("--threads", a.threads, "writer threads (default: one per core)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-q,--quiet", a.quiet, "print nothing on success");
+}
+
 }  // namespace
 
 int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
@@ -405,6 +533,10 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   CLI::App* agent_cmd = app.add_subcommand(
       "agent", "per-node agent: GPU (NVML), link (sysfs) and step metrics on /metrics, rolling logs");
   AddAgentFlags(agent_cmd, agent_flags);
+  SimulateArgs sim_args;
+  CLI::App* simulate = app.add_subcommand(
+      "simulate", "write a simulated run directory (real tool formats, injected faults, truth.json)");
+  AddSimulateFlags(simulate, sim_args);
 
   try {
     app.parse(argc, argv);
@@ -416,6 +548,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
+  if (*simulate) return Simulate(simulate, sim_args, out, err);
   return kExitNoInput;
 }
 

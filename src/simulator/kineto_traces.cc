@@ -340,7 +340,7 @@ RankInfo MakeRankInfo(const Shared& sh, int rank) {
   ri.rank = rank;
   ri.node = rank / sh.sc.gpus_per_node;
   ri.gpu = rank % sh.sc.gpus_per_node;
-  ri.pid = 1'200'000 + 31 * rank;
+  ri.pid = TraceProcessId(rank);
   ri.main_tid = ri.pid;
   ri.autograd_tid = ri.pid + 9;
   ri.clock_offset_ns = sh.clock_offsets_ns[static_cast<size_t>(ri.node)];
@@ -451,10 +451,12 @@ class TraceWriter {
 // known and a writer attached. Both run this same code.
 class RankStepSim {
  public:
+  // With `fixed`, the step's times come from it (ScheduledStep) and kernels
+  // are scaled to fit them.
   RankStepSim(const Shared& sh, const RankInfo& ri, const StepPlan& plan, int step_index, int64_t start_ns,
-              TraceWriter* out)
-      : sh_(sh), ri_(ri), plan_(plan), step_index_(step_index), start_ns_(start_ns), out_(out) {
-    cpu_ = start_ns;
+              TraceWriter* out, const ScheduledStep* fixed = nullptr)
+      : sh_(sh), ri_(ri), plan_(plan), step_index_(step_index), start_ns_(start_ns), out_(out), fixed_(fixed) {
+    cpu_ = start_ns + (fixed_ ? fixed_->host_gap_ns : 0);
     gpu_free_ = start_ns;  // the previous step's loss.item() waited for the GPU
     step_ext_ = out_ ? out_->NewExternalId() : 0;
     // Data loader: a data stall is host time spent here.
@@ -470,7 +472,8 @@ class RankStepSim {
   // Launches the compute before collective k and the collective itself;
   // returns the collective's arrival: when this rank's NCCL kernel starts.
   int64_t RunToCollective(int k) {
-    RunKernelsUntil(sh_.layout.collective_after[static_cast<size_t>(k)]);
+    RunKernelsUntil(sh_.layout.collective_after[static_cast<size_t>(k)],
+                    fixed_ ? fixed_->arrival_ns[static_cast<size_t>(k)] - kComputeToNcclNs : -1);
     int64_t host_ns = plan_.comm_host_ns[static_cast<size_t>(k)];
     int64_t c0 = cpu_;
     int tid = ri_.autograd_tid;
@@ -497,14 +500,15 @@ class RankStepSim {
     }
     cpu_ = c0 + host_ns + 1 * kUs;
     // The NCCL stream waits for the compute stream (the bucket's gradients).
-    arrival_ = std::max(launch + kLaunchLatencyNs, gpu_free_ + 2 * kUs);
+    arrival_ = fixed_ ? fixed_->arrival_ns[static_cast<size_t>(k)]
+                      : std::max(launch + kLaunchLatencyNs, gpu_free_ + kComputeToNcclNs);
     return arrival_;
   }
 
   // Collective k ended (its last rank arrived and the transfer finished) at
   // `end_ns`; this rank sees it end a little later by its skew.
   void EndCollective(int k, int64_t end_ns) {
-    int64_t end = end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
+    int64_t end = fixed_ ? fixed_->end_ns[static_cast<size_t>(k)] : end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
     if (out_) {
       out_->Device("kernel", sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_, comm_ext_, comm_corr_,
                    fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
@@ -514,18 +518,18 @@ class RankStepSim {
 
   // Optimizer and loss.item(); returns when the host starts the next step.
   int64_t Finish() {
-    RunKernelsUntil(sh_.layout.optimizer_begin);
+    RunKernelsUntil(sh_.layout.optimizer_begin, -1);
     int64_t opt_start = cpu_;
     int64_t opt_ext = out_ ? out_->NewExternalId() : 0;
     cpu_ += 5 * kUs;
-    RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()));
+    RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()), fixed_ ? fixed_->optimizer_end_ns : -1);
     if (out_) {
       out_->HostEvent("user_annotation", "Optimizer.step#AdamW.step", ri_.main_tid, opt_start, cpu_ - opt_start,
                       opt_ext);
     }
     cpu_ += 3 * kUs;
     Memcpy("aten::item", "Memcpy DtoH (Device -> Pageable)", 4, plan_.d2h_ns, /*blocking=*/true);
-    int64_t next = cpu_ + 12 * kUs;
+    int64_t next = fixed_ ? fixed_->next_start_ns : cpu_ + 12 * kUs;
     if (out_) {
       out_->HostEvent("user_annotation", fmt::format("ProfilerStep#{}", sh_.sc.first_step + step_index_),
                       ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
@@ -540,26 +544,56 @@ class RankStepSim {
     return 1 + static_cast<int64_t>(sh_.sc.first_step + step_index_) * sh_.collectives + k;
   }
 
-  void RunKernelsUntil(int end) {
-    for (; next_kernel_ < end; ++next_kernel_) Launch(next_kernel_);
+  // Launches kernels [next_kernel_, end). With fit_end_ns >= 0 their
+  // durations are scaled so that the last one ends at fit_end_ns: each
+  // kernel takes its planned share of what is left after its start, which
+  // absorbs a late start (the host launching behind the GPU) exactly.
+  void RunKernelsUntil(int end, int64_t fit_end_ns) {
+    if (fit_end_ns < 0) {
+      for (; next_kernel_ < end; ++next_kernel_) {
+        Launch(next_kernel_, [&](int64_t) { return plan_.kernels[static_cast<size_t>(next_kernel_)].dur_ns; });
+      }
+      return;
+    }
+    double rest_w = 0;
+    int64_t rest_gaps = 0;
+    for (int i = next_kernel_; i < end; ++i) {
+      rest_w += static_cast<double>(plan_.kernels[static_cast<size_t>(i)].dur_ns);
+      if (i > next_kernel_) rest_gaps += plan_.kernels[static_cast<size_t>(i)].gap_ns;
+    }
+    for (int first = next_kernel_; next_kernel_ < end; ++next_kernel_) {
+      const PlannedKernel& pk = plan_.kernels[static_cast<size_t>(next_kernel_)];
+      if (next_kernel_ > first) rest_gaps -= pk.gap_ns;
+      double w = static_cast<double>(pk.dur_ns);
+      bool last = next_kernel_ + 1 == end;
+      Launch(next_kernel_, [&](int64_t start) {
+        double room = static_cast<double>(fit_end_ns - start - rest_gaps);
+        int64_t dur = last ? fit_end_ns - start : std::llround(room * w / std::max(rest_w, 1.0));
+        return std::max<int64_t>(1 * kUs, dur);
+      });
+      rest_w -= w;
+    }
   }
 
-  void Launch(int i) {
+  // Launches kernel i; duration_at(start) gives its duration.
+  template <typename DurationFn>
+  void Launch(int i, DurationFn duration_at) {
     const PlannedKernel& pk = plan_.kernels[static_cast<size_t>(i)];
     const KernelKind& kind = kKinds[sh_.layout.kinds[static_cast<size_t>(i)]];
     int tid = (i >= sh_.layout.forward_end && i < sh_.layout.optimizer_begin) ? ri_.autograd_tid : ri_.main_tid;
     int64_t op_start = cpu_;
     int64_t rt_start = op_start + (pk.op_ns - pk.launch_ns) * 3 / 5;
     int64_t start = std::max(rt_start + kLaunchLatencyNs, gpu_free_ + pk.gap_ns);
+    int64_t dur = duration_at(start);
     if (out_) {
       int64_t ext = out_->NewExternalId();
       int64_t corr = out_->NewCorrelation();
       out_->HostEvent("cpu_op", kind.op, tid, op_start, pk.op_ns, ext);
       out_->Runtime("cudaLaunchKernel", tid, rt_start, pk.launch_ns, ext, 211, corr, true);
-      out_->Device("kernel", kind.name, kComputeStream, start, pk.dur_ns, ext, corr,
+      out_->Device("kernel", kind.name, kComputeStream, start, dur, ext, corr,
                    sh_.kind_args[sh_.layout.kinds[static_cast<size_t>(i)]]);
     }
-    gpu_free_ = start + pk.dur_ns;
+    gpu_free_ = start + dur;
     cpu_ = op_start + pk.op_ns + 1 * kUs;
   }
 
@@ -590,6 +624,7 @@ class RankStepSim {
   int step_index_;
   int64_t start_ns_;
   TraceWriter* out_;
+  const ScheduledStep* fixed_;
   int64_t cpu_ = 0;
   int64_t gpu_free_ = 0;
   int next_kernel_ = 0;
@@ -710,7 +745,8 @@ void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_
   w.Raw("\n}\n");
 }
 
-Status WriteRank(const Shared& sh, const Timeline& t, int rank, const std::string& dir, bool gzip) {
+// `t` is null when the scenario has a schedule.
+Status WriteRank(const Shared& sh, const Timeline* t, int rank, const std::string& dir, bool gzip) {
   const TraceScenario& sc = sh.sc;
   RankInfo ri = MakeRankInfo(sh, rank);
   std::string rel = KinetoTracePath(sc, rank, gzip);
@@ -719,16 +755,26 @@ Status WriteRank(const Shared& sh, const Timeline& t, int rank, const std::strin
   if (Status st = sink.Open(path, gzip); !st.ok()) return st;
   TraceWriter w(ri, &sink);
   WriteHeader(sh, ri, w);
+  int64_t span_start = 0, span_end = 0;
   for (int s = 1; s <= sc.steps; ++s) {
     StepPlan plan = MakePlan(sh, rank, s);
-    RankStepSim sim(sh, ri, plan, s - 1, t.start(s, rank), &w);
+    const ScheduledStep* fixed = nullptr;
+    if (!t) {
+      fixed = &sc.schedule(rank, s - 1);
+      plan.dataloader_ns = fixed->dataloader_ns;
+      plan.h2d_ns = fixed->h2d_ns;
+      plan.d2h_ns = fixed->d2h_ns;
+    }
+    int64_t start = t ? t->start(s, rank) : fixed->start_ns;
+    if (s == 1) span_start = start - 2 * kMs;
+    RankStepSim sim(sh, ri, plan, s - 1, start, &w, fixed);
     for (int k = 0; k < sh.collectives; ++k) {
       sim.RunToCollective(k);
-      sim.EndCollective(k, t.end(s, k));
+      sim.EndCollective(k, t ? t->end(s, k) : 0);
     }
-    sim.Finish();
+    span_end = sim.Finish();
   }
-  WriteFooter(sh, ri, rel, t.start(1, rank) - 2 * kMs, t.start(sc.steps + 1, rank), w);
+  WriteFooter(sh, ri, rel, span_start, span_end, w);
   w.Flush();
   if (w.failed()) return Status::Error(fmt::format("{}: write failed", path));
   return sink.Close();
@@ -755,6 +801,9 @@ Status Validate(const TraceScenario& sc) {
   }
   if (sc.network_slow && !(sc.network_slow->factor > 0)) {
     return Status::Error("trace scenario: network_slow needs a positive factor");
+  }
+  if (sc.schedule && (sc.compute_slow || sc.data_stall || sc.network_slow)) {
+    return Status::Error("trace scenario: a scheduled trace takes its faults from the schedule");
   }
   int nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
   if (!sc.clock_offsets_ns.empty() && static_cast<int>(sc.clock_offsets_ns.size()) != nodes) {
@@ -877,7 +926,8 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
     std::filesystem::create_directories(dir + "/" + HostName(n), ec);
     if (ec) return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
   }
-  Timeline t = SimulateTimeline(*sh, scenario.steps);
+  Timeline t;
+  if (!scenario.schedule) t = SimulateTimeline(*sh, scenario.steps);
 
   // Ranks are independent once the timeline is known: write them in parallel.
   int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, scenario.ranks);
@@ -885,7 +935,7 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
   std::atomic<int> next{0};
   auto work = [&] {
     for (int r = next++; r < scenario.ranks; r = next++) {
-      results[static_cast<size_t>(r)] = WriteRank(*sh, t, r, dir, gzip);
+      results[static_cast<size_t>(r)] = WriteRank(*sh, scenario.schedule ? nullptr : &t, r, dir, gzip);
     }
   };
   std::vector<std::thread> threads;
@@ -895,7 +945,30 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
   for (const Status& st : results) {
     if (!st.ok()) return st;
   }
-  return WriteTruth(scenario, dir, gzip);
+  return scenario.write_truth ? WriteTruth(scenario, dir, gzip) : Status::Ok();
 }
+
+int64_t CollectiveBytes(const TraceScenario& sc, int k) {
+  int elem = sc.legacy_nccl ? 4 : 2;
+  int64_t bytes = (k == 0 && sc.collectives_per_step > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes;
+  return std::max<int64_t>(1, bytes / elem) * elem;
+}
+
+std::vector<double> ComputeSegmentShares(const TraceScenario& sc) {
+  StepLayout l = MakeLayout(sc);
+  std::vector<double> shares(static_cast<size_t>(sc.collectives_per_step) + 1, 0);
+  double total = 0;
+  size_t seg = 0;
+  for (size_t i = 0; i < l.kinds.size(); ++i) {
+    while (seg < l.collective_after.size() && static_cast<int>(i) >= l.collective_after[seg]) ++seg;
+    double d = kKinds[l.kinds[i]].dur_us;
+    shares[seg] += d;
+    total += d;
+  }
+  for (double& v : shares) v /= total;
+  return shares;
+}
+
+int TraceProcessId(int rank) { return 1'200'000 + 31 * rank; }
 
 }  // namespace laggard::sim

@@ -56,6 +56,7 @@
 #define LAGGARD_SIMULATOR_KINETO_TRACES_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +78,33 @@ struct DataStallFault {
 struct NetworkSlowFault {
   double factor = 4;  // transfer time of every collective, every rank
 };
+
+// One rank's profiled step whose timing was decided elsewhere (the cluster
+// simulator, cluster.h), true clock. The writer lays the step's events out to
+// fit these times: the host gap and the data loader, the H2D copy, compute
+// kernels scaled to end where each NCCL kernel starts, NCCL kernels from
+// arrival to end, the optimizer, loss.item()'s copy, and the next step's
+// start. Kernel gaps and launch latencies are the writer's own.
+struct ScheduledStep {
+  int64_t start_ns = 0;
+  int64_t host_gap_ns = 0;          // host time with no events before the data loader
+  int64_t dataloader_ns = 0;
+  int64_t h2d_ns = 0;
+  std::vector<int64_t> arrival_ns;  // per collective: this rank's NCCL kernel starts
+  std::vector<int64_t> end_ns;      // per collective: this rank's NCCL kernel ends
+  int64_t optimizer_end_ns = 0;     // the last optimizer kernel ends
+  int64_t d2h_ns = 0;
+  int64_t next_start_ns = 0;        // ProfilerStep#N ends, #N+1 starts
+};
+
+// The host and GPU time between events that ScheduledStep times rely on: the
+// H2D copy starts kHostToCopyNs after the data loader ends, the NCCL kernel
+// kComputeToNcclNs after the compute before it, loss.item()'s copy
+// kComputeToNcclNs after the optimizer, and the next step kCopyToNextStepNs
+// after that copy.
+inline constexpr int64_t kHostToCopyNs = 21'000;
+inline constexpr int64_t kComputeToNcclNs = 2'000;
+inline constexpr int64_t kCopyToNextStepNs = 20'000;
 
 struct TraceScenario {
   int ranks = 8;
@@ -109,6 +137,13 @@ struct TraceScenario {
   int64_t start_time_s = 1'764'000'000;  // 2025-11-24T16:00:00Z: the step before the
                                          // first profiled one starts (true clock)
   bool base_time_in_header = false;      // newest Kineto: baseTimeNanoseconds before traceEvents
+
+  // With a schedule, the job's timing comes from it, one ScheduledStep per
+  // rank and profiled step (0 .. steps-1), instead of this writer's own
+  // model; compute_slow, data_stall and network_slow must then be unset.
+  // Called from the writer threads: must be thread-safe.
+  std::function<const ScheduledStep&(int rank, int step_index)> schedule;
+  bool write_truth = true;  // truth.json (the cluster simulator writes its own)
 };
 
 // Writes one trace per rank and truth.json into `dir` (created). With gzip,
@@ -123,6 +158,16 @@ StatusOr<uint64_t> KinetoBytesPerStep(const TraceScenario& scenario);
 // The trace file of `rank`, relative to the output directory:
 // "node-01/rank-9.1764000000063.pt.trace.json" (+ ".gz").
 std::string KinetoTracePath(const TraceScenario& scenario, int rank, bool gzip = false);
+
+// Bytes of all-reduce k of a step (the first DDP bucket is 1 MiB).
+int64_t CollectiveBytes(const TraceScenario& scenario, int k);
+
+// The share of a step's nominal compute before each collective (k <
+// collectives_per_step) and after the last one (the optimizer), summing to 1.
+std::vector<double> ComputeSegmentShares(const TraceScenario& scenario);
+
+// The profiled process id of `rank`, also used for its other logs.
+int TraceProcessId(int rank);
 
 // Each node's clock offset in ns (host time = true time + offset), as
 // written to truth.json.
