@@ -1,0 +1,208 @@
+// Accuracy benchmark: random simulated runs (src/simulator) with one fault
+// each (or none), diagnosed end to end exactly as `laggard diagnose` does,
+// scored against the simulator's truth.json.
+//
+//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--keep DIR]
+//
+// Scenarios: every fault kind in turn plus healthy controls (one in
+// kinds+1), severity drawn log-uniformly from 3% to 50%, 1 to --max-nodes
+// nodes of 8 GPUs (8 to 8 x N ranks), seed-dependent targets and jitter.
+// Scores:
+//   culprit top-1   the verdict's first culprit is a truth culprit (same
+//                   rank; or same host, and NIC when the truth names one)
+//   cause class     ... and its cause class is the truth's
+//   false culprit   a healthy control whose verdict names a culprit
+// printed overall and by severity band; results go in docs/accuracy.md.
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_child.h"
+#include "ingest/ingest.h"
+#include "ingest/readers.h"
+#include "simulator/run_writer.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  std::string kind;
+  double severity = 0;
+  int ranks = 0;
+  bool healthy = false;
+  bool culprit_ok = false;
+  bool cause_ok = false;
+  bool false_culprit = false;
+  std::string got;
+  std::string want;
+};
+
+bool Matches(const Culprit& c, const nlohmann::json& t) {
+  if (t.contains("rank") && t["rank"].is_number()) {
+    return c.entity.rank && *c.entity.rank == t["rank"].get<int>();
+  }
+  if (!t.contains("host") || !t["host"].is_string() || !c.entity.host) return false;
+  if (*c.entity.host != t["host"].get<std::string>()) return false;
+  if (t.contains("nic") && t["nic"].is_string() && c.entity.nic) {
+    return c.entity.nic->rfind(t["nic"].get<std::string>(), 0) == 0;
+  }
+  return true;
+}
+
+std::string Describe(const Culprit& c) {
+  std::string who = c.entity.rank ? fmt::format("rank {}", *c.entity.rank)
+                                  : c.entity.host.value_or(c.entity.job ? "job" : "?");
+  return fmt::format("{} {}/{}", who, c.cause_class, c.cause.value_or("-"));
+}
+
+Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
+  Outcome o;
+  sim::RunOutputOptions out;
+  out.trace_steps = 3;
+  out.measure_effects = false;
+  fs::remove_all(dir);
+  auto written = sim::WriteClusterRun(sc, out, dir);
+  if (!written.ok()) {
+    o.got = "simulate failed: " + written.status().message();
+    return o;
+  }
+  std::ifstream tf(dir + "/truth.json");
+  nlohmann::json truth = nlohmann::json::parse(tf, nullptr, false);
+  const nlohmann::json& expected = truth["expected"];
+  o.healthy = expected.value("cause_class", "") == "none";
+
+  auto readers = MakeDefaultStepReaders(std::nullopt);
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions ingest;
+  auto run = Ingest({dir}, readers->readers, ingest, traces.readers);
+  if (!run.ok()) {
+    o.got = "ingest failed: " + run.status().message();
+    return o;
+  }
+  Analyses a = AnalyzeRun(*run, AnalysisOptions());
+  Verdict v = DecideVerdict(*run, a);
+  bool blamed = v.status == VerdictStatus::kStraggler && !v.culprits.empty();
+  o.got = blamed ? Describe(v.culprits.front()) : std::string(VerdictStatusName(v.status));
+  o.want = fmt::format("{} {}/{}", expected["culprits"].dump(), expected.value("cause_class", ""),
+                       expected.value("cause", ""));
+  if (o.healthy) {
+    o.false_culprit = blamed;
+    o.culprit_ok = o.cause_ok = !blamed;
+    return o;
+  }
+  std::string want_class = expected.value("cause_class", "");
+  if (expected.value("status", "") == "job_wide" || expected["culprits"].empty()) {
+    // Whole-job causes (imbalance, job-wide interference): the class decides.
+    o.culprit_ok = !blamed || v.culprits.front().entity.job;
+    for (const Culprit& c : v.culprits) o.cause_ok |= c.cause_class == want_class;
+    o.culprit_ok = o.culprit_ok || o.cause_ok;
+    return o;
+  }
+  if (!blamed) return o;
+  for (const nlohmann::json& t : expected["culprits"]) o.culprit_ok |= Matches(v.culprits.front(), t);
+  o.cause_ok = o.culprit_ok && v.culprits.front().cause_class == want_class;
+  return o;
+}
+
+std::string Band(double s) {
+  if (s < 0.05) return "3-5%";
+  if (s < 0.10) return "5-10%";
+  if (s < 0.20) return "10-20%";
+  return "20-50%";
+}
+
+}  // namespace
+}  // namespace laggard
+
+int main(int argc, char** argv) {
+  using namespace laggard;
+  int scenarios = 60;
+  uint64_t seed = 1;
+  int max_nodes = 16;
+  std::string keep;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--scenarios") scenarios = std::atoi(argv[i + 1]);
+    else if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--max-nodes") max_nodes = std::atoi(argv[i + 1]);
+    else if (a == "--keep") keep = argv[i + 1];
+  }
+  std::mt19937_64 rng(seed);
+  auto kinds = sim::AllFaultKinds();
+  std::string base = keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
+  std::map<std::string, std::array<int, 4>> by_kind, by_band;  // n, culprit, cause, false
+  int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
+      ge5_cause = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < scenarios; ++i) {
+    sim::ClusterScenario sc;
+    sc.seed = rng();
+    std::uniform_int_distribution<int> nodes(1, std::max(1, max_nodes));
+    sc.nodes = std::max(2, nodes(rng));
+    sc.gpus_per_node = 8;
+    sc.steps = 120;
+    size_t k = static_cast<size_t>(i) % (kinds.size() + 1);
+    double severity = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
+    std::string kind = "none";
+    if (k < kinds.size()) {
+      sim::Fault f;
+      f.kind = kinds[k];
+      f.severity = severity;
+      f.onset_step = 30;
+      kind = std::string(sim::FaultKindName(f.kind));
+      sc.faults.push_back(f);
+    }
+    if (!sim::ResolveScenario(&sc).ok()) continue;
+    Outcome o = RunOne(sc, base + "/" + std::to_string(i));
+    o.kind = kind;
+    o.severity = severity;
+    o.ranks = sc.ranks();
+    ++n;
+    auto& kk = by_kind[kind];
+    kk[0]++, kk[1] += o.culprit_ok, kk[2] += o.cause_ok, kk[3] += o.false_culprit;
+    if (o.healthy) {
+      ++healthy;
+      false_culprits += o.false_culprit;
+    } else {
+      culprit += o.culprit_ok;
+      cause += o.cause_ok;
+      auto& bb = by_band[Band(severity)];
+      bb[0]++, bb[1] += o.culprit_ok, bb[2] += o.cause_ok;
+      if (severity >= 0.05) ++ge5, ge5_culprit += o.culprit_ok, ge5_cause += o.cause_ok;
+    }
+    std::cout << fmt::format("{:3} {:26} sev {:5.1f}% {:5} ranks  {}  got: {}  want: {}\n", i, kind,
+                             100 * severity, o.ranks,
+                             o.healthy ? (o.false_culprit ? "FALSE " : "ok    ")
+                                       : (o.cause_ok ? "ok    " : o.culprit_ok ? "CLASS " : "MISS  "),
+                             o.got, o.want);
+    if (keep.empty()) fs::remove_all(base + "/" + std::to_string(i));
+  }
+  double secs = bench::Seconds(t0, std::chrono::steady_clock::now());
+  int faulty = n - healthy;
+  auto pct = [](int a, int b) { return b == 0 ? std::string("-") : fmt::format("{:.1f}%", 100.0 * a / b); };
+  std::cout << fmt::format("\n{} scenarios in {:.1f} s ({} with a fault, {} healthy), peak RSS {} MB\n", n,
+                           secs, faulty, healthy, bench::PeakRssKb() / 1024);
+  std::cout << fmt::format("culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
+                           pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5),
+                           pct(ge5_cause, ge5));
+  std::cout << fmt::format("healthy runs with a false culprit: {}\n\n", pct(false_culprits, healthy));
+  std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
+  for (auto& [band, c] : by_band) {
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", band, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+  }
+  std::cout << "\n| fault | runs | culprit | cause |\n|---|---|---|---|\n";
+  for (auto& [kind, c] : by_kind) {
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kind, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+  }
+  return 0;
+}
