@@ -213,7 +213,6 @@ Status ResolveScenario(ClusterScenario* scp) {
     return Status::Error("nodes per switch must be >= 1 and pipeline stages between 1 and the number of ranks");
   }
   sc.pipeline_stages = std::min(sc.pipeline_stages, sc.ranks());
-  int used_switch_nodes = 0;
   for (size_t i = 0; i < sc.faults.size(); ++i) {
     Fault& f = sc.faults[i];
     FaultTarget& t = f.target;
@@ -318,7 +317,6 @@ Status ResolveScenario(ClusterScenario* scp) {
       std::sort(t.nodes.begin(), t.nodes.end());
       t.nodes.erase(std::unique(t.nodes.begin(), t.nodes.end()), t.nodes.end());
       if (t.nodes.empty()) return fail("needs at least one node");
-      used_switch_nodes += static_cast<int>(t.nodes.size());
     }
     // Severity.
     double s = f.severity.value_or(DefaultSeverity(f.kind));
@@ -384,7 +382,6 @@ Status ResolveScenario(ClusterScenario* scp) {
       g = static_cast<int>(i);
     }
   }
-  (void)used_switch_nodes;
   return Status::Ok();
 }
 
