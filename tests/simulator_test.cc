@@ -650,6 +650,12 @@ TEST(SimulatorTest, SeveralFaultsCombineAndTheLargestLeads) {
   EXPECT_EQ(s.truth["expected"]["fault_index"], 1);
   EXPECT_EQ(s.truth["faults"][2]["culprits"]["ranks"], json({0, 1}));
   EXPECT_EQ(s.truth["faults"][2]["cause_class"], "host_stall");
+  // CPU contention on node-00: both its ranks wait in the data loader.
+  for (int r : {0, 1}) EXPECT_GT(Mean(Trace(s, r, 2).dataloader_us), 20'000) << r;
+  EXPECT_LT(Mean(Trace(s, 2, 2).dataloader_us), 1'000);
+  // Each fault's effect is its own: the small kernel slowdown stays small.
+  EXPECT_LT(s.truth["faults"][0]["effect"]["step_time_increase"].get<double>(), 0.06);
+  EXPECT_GT(s.truth["faults"][1]["effect"]["step_time_increase"].get<double>(), 0.5);
 }
 
 TEST(SimulatorTest, DefaultTargetsAreDrawnFromTheSeed) {

@@ -190,27 +190,29 @@ std::string DescribeTarget(const ClusterScenario& sc, const FaultTarget& t) {
 Status ResolveScenario(ClusterScenario* scp) {
   ClusterScenario& sc = *scp;
   if (sc.nodes < 1 || sc.gpus_per_node < 1 || sc.gpus_per_node > kMaxGpusPerNode || sc.steps < 1) {
-    return Status::Error(fmt::format("simulate: need nodes >= 1, 1 <= gpus per node <= {}, steps >= 1",
+    return Status::Error(fmt::format("need nodes >= 1, 1 <= gpus per node <= {}, steps >= 1",
                                      kMaxGpusPerNode));
   }
   if (static_cast<int64_t>(sc.nodes) * sc.gpus_per_node > kMaxRanks) {
-    return Status::Error(fmt::format("simulate: at most {} ranks", kMaxRanks));
+    return Status::Error(fmt::format("at most {} ranks", kMaxRanks));
   }
   if (static_cast<int64_t>(sc.ranks()) * (sc.steps + 1) > (int64_t{1} << 31)) {
-    return Status::Error("simulate: ranks x steps must stay below 2^31");
+    return Status::Error("ranks x steps must stay below 2^31");
   }
   if (!(sc.compute_ms > 0 && sc.compute_ms < 1e6) || !(sc.jitter >= 0 && sc.jitter < 0.5) ||
       !(sc.warmup_s >= 0 && sc.warmup_s < 1e4) || !(sc.max_clock_offset_ms >= 0 && sc.max_clock_offset_ms < 1e6)) {
-    return Status::Error("simulate: compute_ms in (0, 1e6), jitter in [0, 0.5), warmup_s and clock offsets non-negative");
+    return Status::Error("compute_ms in (0, 1e6), jitter in [0, 0.5), warmup_s and clock offsets non-negative");
   }
   if (sc.collectives_per_step < 1 || sc.collectives_per_step > 64 || sc.bucket_bytes < 1 ||
       sc.kernels_per_step < sc.collectives_per_step + 2) {
-    return Status::Error("simulate: 1..64 collectives per step, positive bucket bytes, kernels per step >= collectives + 2");
+    return Status::Error("1..64 collectives per step, positive bucket bytes, kernels per step >= collectives + 2");
   }
-  if (sc.nodes_per_switch < 1 || sc.pipeline_stages < 1 || sc.pipeline_stages > sc.ranks()) {
-    return Status::Error("simulate: nodes per switch >= 1 and 1 <= pipeline stages <= ranks");
+  bool pipeline_fault = std::any_of(sc.faults.begin(), sc.faults.end(),
+                                    [](const Fault& f) { return f.kind == FaultKind::kPipelineStageImbalance; });
+  if (sc.nodes_per_switch < 1 || sc.pipeline_stages < 1 || (pipeline_fault && sc.pipeline_stages > sc.ranks())) {
+    return Status::Error("nodes per switch must be >= 1 and pipeline stages between 1 and the number of ranks");
   }
-  int used_switch_nodes = 0;
+  sc.pipeline_stages = std::min(sc.pipeline_stages, sc.ranks());
   for (size_t i = 0; i < sc.faults.size(); ++i) {
     Fault& f = sc.faults[i];
     FaultTarget& t = f.target;
@@ -315,7 +317,6 @@ Status ResolveScenario(ClusterScenario* scp) {
       std::sort(t.nodes.begin(), t.nodes.end());
       t.nodes.erase(std::unique(t.nodes.begin(), t.nodes.end()), t.nodes.end());
       if (t.nodes.empty()) return fail("needs at least one node");
-      used_switch_nodes += static_cast<int>(t.nodes.size());
     }
     // Severity.
     double s = f.severity.value_or(DefaultSeverity(f.kind));
@@ -350,6 +351,9 @@ Status ResolveScenario(ClusterScenario* scp) {
       f.period_steps.reset();
     }
     if (f.onset_step < 0 || (f.end_step && *f.end_step < f.onset_step)) return fail("onset must be >= 0 and <= end");
+    if (f.onset_step >= sc.steps) {
+      return fail(fmt::format("onset step {} is after the last step ({})", f.onset_step, sc.steps - 1));
+    }
     if (f.kind == FaultKind::kPeriodicInterference && !f.period_steps) f.period_steps = 50;
     if (f.kind == FaultKind::kSharedSwitchCongestion && !f.period_steps) {
       f.period_steps = 40;
@@ -378,7 +382,6 @@ Status ResolveScenario(ClusterScenario* scp) {
       g = static_cast<int>(i);
     }
   }
-  (void)used_switch_nodes;
   return Status::Ok();
 }
 
@@ -1136,7 +1139,7 @@ StatusOr<ClusterRun> Simulator::Run() {
   Prepare();
   if (opt_.trace_first_step) {
     if (opt_.trace_steps < 1 || *opt_.trace_first_step < 0 || *opt_.trace_first_step + opt_.trace_steps > sc_.steps) {
-      return Status::Error(fmt::format("simulate: trace window {}+{} is outside steps 0..{}",
+      return Status::Error(fmt::format("trace window {}+{} is outside steps 0..{}",
                                        *opt_.trace_first_step, opt_.trace_steps, sc_.steps - 1));
     }
   }

@@ -1,7 +1,8 @@
 // Synthetic multi-rank profiler traces with a known culprit, written as real
 // torch.profiler / Kineto Chrome-trace JSON (one file per rank), plus a
 // truth.json. Used by the trace reader and trace detector tests, the ingest
-// benchmark and `laggard simulate`.
+// benchmark and `laggard simulate`, which decides the timing itself
+// (cluster.h) and has this writer render it (TraceScenario::schedule).
 //
 // The simulator never includes analysis code: what it injects is the truth
 // the detectors are tested against.

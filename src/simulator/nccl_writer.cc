@@ -162,7 +162,7 @@ Status WriteNcclDebug(const RunContext& ctx, uint64_t* bytes, int* files) {
             gpu);
     if (r == 0) {
       for (int c = 0; c < nch; ++c) {
-        f.Print("{}Channel {:02d}/{:02d} :", p1, c, nch);
+        f.Print("{}Channel {:02d}/{:02d} : ", p1, c, nch);
         int e = c % g;
         for (int nd = 0; nd < nodes; ++nd) {
           for (int k = 0; k < g; ++k) f.Print("{:>4}", rank_of(nd, (e + k) % g));

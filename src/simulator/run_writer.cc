@@ -187,7 +187,7 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const R
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   so.threads = threads;
   if (opt.traces) {
-    if (opt.trace_steps < 1) return Status::Error("simulate: trace steps must be at least 1");
+    if (opt.trace_steps < 1) return Status::Error("trace steps must be at least 1");
     int steps = std::min(opt.trace_steps, scenario.steps);
     so.trace_steps = steps;
     so.trace_first_step = opt.trace_first_step.value_or(DefaultTraceFirstStep(scenario.steps, steps));
