@@ -204,7 +204,8 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     for (size_t i = 0; i < a.nccl_tests.size(); ++i) {
       groups[{a.nccl_tests[i].collective, net.nccl_tests[i].ranks.size()}].push_back(i);
     }
-    std::map<std::string, std::pair<size_t, size_t>> host_low;  // host -> (low runs, runs)
+    // (group, host) -> (low runs, runs): a host is judged within each group.
+    std::map<std::pair<std::pair<std::string, size_t>, std::string>, std::pair<size_t, size_t>> host_low;
     std::vector<size_t> low_runs;
     for (auto& [key, members] : groups) {
       if (members.size() < 2) continue;
@@ -217,7 +218,7 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
         bool low = a.nccl_tests[i].large_busbw_gbps && a.nccl_tests[i].peer_busbw_gbps &&
                    *a.nccl_tests[i].large_busbw_gbps <= o.bandwidth_ratio * *a.nccl_tests[i].peer_busbw_gbps;
         for (const std::string& h : a.nccl_tests[i].hosts) {
-          auto& c = host_low[h];
+          auto& c = host_low[{key, h}];
           c.second++;
           if (low) c.first++;
         }
@@ -225,8 +226,11 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
       }
     }
     std::vector<std::string> culprits;
-    for (auto& [h, c] : host_low) {
-      if (c.first >= 2 && c.first == c.second) culprits.push_back(h);
+    for (auto& [gh, c] : host_low) {
+      if (c.first >= 2 && c.first == c.second &&
+          std::find(culprits.begin(), culprits.end(), gh.second) == culprits.end()) {
+        culprits.push_back(gh.second);
+      }
     }
     std::sort(culprits.begin(), culprits.end(), NaturalLess);
     auto run_text = [&](size_t i) {

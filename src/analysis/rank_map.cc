@@ -55,6 +55,31 @@ RankMap RankMap::Build(const Run& run, std::optional<int32_t> gpus_per_node) {
   }
   m.hosts_.assign(hosts.begin(), hosts.end());
   std::sort(m.hosts_.begin(), m.hosts_.end(), NaturalLess);
+  // A host whose ranks are known but not their GPUs: when its ranks are n
+  // consecutive numbers and the inputs describe n GPUs of it, rank k of the
+  // host runs on GPU k (the launchers' default placement, local rank = GPU).
+  {
+    std::map<std::string, std::vector<int32_t>> unplaced;
+    for (const StepSeries& s : run.ranks) {
+      if (s.info.host && !m.gpu_of_.count(s.info.rank)) unplaced[*s.info.host].push_back(s.info.rank);
+    }
+    for (auto& [host, ranks] : unplaced) {
+      std::set<int32_t> gpus;
+      for (const GpuRecord& g : run.hardware.gpus) {
+        if (g.host == host && !g.mig_instance) gpus.insert(g.index);
+      }
+      std::vector<int32_t> all = ranks;
+      for (const auto& [r, where] : m.gpu_of_) {
+        if (where.first == host) all.push_back(r);
+      }
+      std::sort(all.begin(), all.end());
+      bool consecutive = !all.empty() && all.back() - all.front() + 1 == static_cast<int32_t>(all.size());
+      bool gpus_match = gpus.size() == all.size() && !gpus.empty() && *gpus.begin() == 0 &&
+                        *gpus.rbegin() == static_cast<int32_t>(gpus.size()) - 1;
+      if (!consecutive || !gpus_match) continue;
+      for (int32_t r : ranks) m.Add(r, host, r - all.front());
+    }
+  }
   if (gpus_per_node && *gpus_per_node > 0) {
     int32_t g = *gpus_per_node;
     // Ranks known from step logs or traces, placed by the rule.

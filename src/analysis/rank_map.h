@@ -3,8 +3,10 @@
 // DCGM, ibstat, nccl-tests).
 //
 // Sources, first wins: the run's rank info (step logs or CSV naming host and
-// GPU / local rank), the traces (distributedInfo rank + host + device), then
-// the usual placement rule when the user gives --gpus-per-node G:
+// GPU / local rank), the traces (distributedInfo rank + host + device); for a
+// host whose ranks are n consecutive numbers and whose GPU metrics describe
+// GPUs 0..n-1, rank k of the host on GPU k (local rank = GPU, the launchers'
+// default); then the usual placement rule when the user gives --gpus-per-node G:
 //   global rank = node_index x G + local_rank,
 // with node_index the position of the host in natural order of the host
 // names the inputs mention (node-2 before node-10).

@@ -138,6 +138,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
     ctx.out = &result.builder;
     result.records = best_trace->Read(path, ctx);
     result.format = std::string(best_trace->name());
+    if (host_of_path) result.builder.SetHostWhereUnknown(*host_of_path);
     std::error_code ec;
     result.bytes = std::filesystem::file_size(path, ec);
     return;
@@ -164,6 +165,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   LineReader lines(**source);
   result.records = best->Read(lines, ctx);
   result.bytes = lines.bytes();
+  if (host_of_path) result.builder.SetHostWhereUnknown(*host_of_path);
   result.format = std::string(best->name());
   if (lines.long_lines() > 0) {
     for (size_t i = 0; i < lines.long_line_numbers().size(); ++i) {

@@ -68,6 +68,15 @@ void RunBuilder::SetRole(int32_t rank, std::optional<int32_t> pipeline_stage,
   if (data_parallel_index && !s.info.data_parallel_index) s.info.data_parallel_index = data_parallel_index;
 }
 
+void RunBuilder::SetHostWhereUnknown(const std::string& host) {
+  for (StepSeries& s : series_) {
+    if (!s.info.host) s.info.host = host;
+  }
+  for (RankTrace& t : traces_) {
+    if (!t.host) t.host = host;
+  }
+}
+
 void RunBuilder::MergeFrom(RunBuilder&& other) {
   for (StepSeries& src : other.series_) {
     int32_t rank = src.info.rank;

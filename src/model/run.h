@@ -114,6 +114,10 @@ class RunBuilder {
 
   Diagnostics& diagnostics() { return diagnostics_; }
 
+  // Gives `host` to every rank and trace of this builder that has none (the
+  // host implied by a file's directory, applied after reading the file).
+  void SetHostWhereUnknown(const std::string& host);
+
   // A parsed profiler trace. Its name ids refer to `names`, the builder's
   // own table, which MergeFrom() re-maps into the merged one.
   void AddTrace(RankTrace trace) { traces_.push_back(std::move(trace)); }
