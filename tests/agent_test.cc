@@ -977,7 +977,10 @@ TEST(AgentHttpTest, ClientsThatHangUpMidResponseDoNotHurtTheAgent) {
   Rig rig(std::move(gpus));
   rig.agent->Start();
   int port = rig.agent->http_port();
-  ASSERT_TRUE(WaitFor([&] { return probe::Get(port, "/healthz").status == 200; }));
+  // The first sampling round done (healthz answers before it is).
+  ASSERT_TRUE(WaitFor([&] {
+    return probe::Get(port, "/metrics").body.find("laggard_gpu_temp_celsius") != std::string::npos;
+  }));
   for (int i = 0; i < 50; ++i) {  // a scraper timing out: request, then reset
     int fd = probe::ConnectLoopback(port, false);
     ASSERT_GE(fd, 0);

@@ -29,6 +29,7 @@ struct Cluster {
   std::function<void(int rank, int t, GpuSample&)> shape = [](int, int, GpuSample&) {};
   std::function<void(int rank, GpuFacts&)> facts = [](int, GpuFacts&) {};
   bool gpu_data = true;
+  bool synchronised = false;  // end-to-end step times: equal on every rank
   std::function<void(NetworkData&)> network = [](NetworkData&) {};
 };
 
@@ -43,7 +44,8 @@ laggard::Run Build(const Cluster& c) {
     for (int s = 0; s < kSteps; ++s) {
       double factor = s >= c.slow_from ? c.slow[static_cast<size_t>(r)] : 1.0;
       // Deterministic +-0.5% noise.
-      double noise = 1 + 0.005 * (((r * 31 + s * 17) % 11) - 5) / 5.0;
+      int seed = c.synchronised ? s * 17 : r * 31 + s * 17;
+      double noise = 1 + 0.005 * ((seed % 11) - 5) / 5.0;
       DurationNs d = static_cast<DurationNs>(1e9 * factor * noise);
       b.AddStep(r, s, d, t, SourceRef{0, static_cast<uint32_t>(s + 1)});
       t += 1'000'000'000;
@@ -396,6 +398,31 @@ TEST(NetworkDetectorTest, SlowHostsOnOneSwitchPointOutsideTheJob) {
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+}
+
+TEST(VerdictEvidenceTest, SynchronisedStepsAndADownNvlinkNameTheGpuWithLowConfidence) {
+  Cluster c;
+  c.synchronised = true;
+  c.facts = [](int r, GpuFacts& f) {
+    f.nvlink_total = 18;
+    f.nvlink_up = r == 6 ? 12 : 18;
+  };
+  Result r = Diagnose(c);
+  ASSERT_TRUE(r.a.steps.job.synchronised);
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.entity.host, "node-01");
+  EXPECT_EQ(top.entity.gpu, 2);
+  EXPECT_EQ(top.cause_class, "communication");
+  EXPECT_EQ(top.cause, "nvlink_down");
+  EXPECT_LE(top.confidence, 0.5);
+}
+
+TEST(VerdictEvidenceTest, SynchronisedStepsOnAHealthyClusterBlameNoOne) {
+  Cluster c;
+  c.synchronised = true;
+  Result r = Diagnose(c);
+  EXPECT_NE(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
 }
 
 TEST(VerdictEvidenceTest, OnlyGpuMetricsWithoutStepTimesBlameNoOne) {

@@ -217,6 +217,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<size_t> last_count(R, 0), seen(R, 0);
   std::vector<double> transfers;
   std::vector<double> delay_by_rank(R, 0);  // last minus second-to-last arrival
+  std::vector<std::pair<size_t, double>> instance_delays;  // (last rank, its delay) per instance
   std::vector<std::pair<uint64_t, size_t>> last_offsets;  // evidence: (file offset, rank index)
   for (size_t ri = 0; ri < R; ++ri) out.ranks[ri].call_lateness_ns.resize(traces[ri]->collectives.size());
   for (const auto& inst : matched) {
@@ -242,6 +243,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       std::vector<double> sorted = arr;
       std::sort(sorted.begin(), sorted.end());
       delay_by_rank[inst[last_i].rank_index] += sorted.back() - sorted[sorted.size() - 2];
+      instance_delays.push_back({inst[last_i].rank_index, sorted.back() - sorted[sorted.size() - 2]});
     }
     if (last_offsets.size() < 3) last_offsets.push_back({inst[last_i].offset, inst[last_i].rank_index});
   }
@@ -301,9 +303,17 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   const RankTraceStats& cand = out.ranks[best];
   double delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
   double mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+  // Noise: the delays of the instances where another rank came last. With
+  // jitter alone some rank is always last, by a margin of the same size as
+  // everyone else's; a culprit's margin stands out (>= 3x) from them.
+  std::vector<double> noise;
+  for (auto [ri, d] : instance_delays) {
+    if (ri != best) noise.push_back(d);
+  }
+  bool stands_out = noise.size() < kMinInstances || mean_delay >= 3 * MedianNs(noise);
   bool late = R >= 2 && last_count[best] >= kMinInstances && delay_share >= 0.5 &&
               delay_by_rank[best] >= 3 * delay_by_rank[second] &&
-              mean_delay >= static_cast<double>(kMinLatenessNs);
+              mean_delay >= static_cast<double>(kMinLatenessNs) && stands_out;
 
   // A healthy peer: the rank with the smallest |lateness|.
   size_t peer = best == 0 ? 1 : 0;

@@ -425,7 +425,9 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
       c.evidence.push_back("network: " + f.message);
       out.push_back(std::move(c));
     } else {
-      // A second independent network signal on the same host.
+      // A second independent network signal on the same host; a direct
+      // observation of the link names the cause better than a bandwidth test.
+      if (f.code != FindingCode::kNetBandwidthLow) it->cause = f.cause;
       if (!it->entity.nic) it->entity.nic = f.entity.nic;
       if (!it->slowdown) it->slowdown = f.slowdown;
       it->evidence.push_back("network: " + f.message);
@@ -445,6 +447,41 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     AddSteps(next_steps, f.next_steps);
   }
   return out;
+}
+
+// When neither step times nor traces can tell which rank is slow (step
+// times synchronised, no late arrival), a hardware anomaly on one GPU is the
+// best remaining hypothesis: a degraded NVLink / PCIe link slows the
+// collectives for everyone without making its rank late, and a throttled GPU
+// shows in the GPU metrics even where no trace was taken. Confidence stays
+// low (<= 0.5, one signal, unconfirmed by the ranks' timing).
+std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
+  // Without step times nothing says the job is slow at all: GPU findings
+  // stay findings.
+  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
+  std::vector<const Finding*> cands;
+  for (const Finding& f : a.hardware.findings) {
+    if (!IsGpuCause(f.code) || !f.entity.host || !f.entity.gpu) continue;
+    bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
+    // A late-arrival analysis that found nobody late speaks against a
+    // compute cause: the GPU would make its rank late.
+    if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0) continue;
+    cands.push_back(&f);
+  }
+  if (cands.size() != 1) return std::nullopt;
+  const Finding& f = *cands.front();
+  Culprit c;
+  c.entity = f.entity;
+  bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
+  c.cause_class = comm ? "communication" : "compute_slow";
+  c.cause = f.cause;
+  c.confidence = std::min(0.5, f.confidence);
+  c.evidence.push_back("GPU: " + f.message);
+  c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
+                              "slows every collective, not one rank"
+                            : "step times are synchronised and no traces name a late rank: "
+                              "unconfirmed by timing");
+  return c;
 }
 
 // What is missing to decide, as next steps.
@@ -511,6 +548,17 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     for (Culprit& c : v.culprits) changed |= EnrichRankCulprit(c, a, next);
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
+  if (v.status != VerdictStatus::kStraggler) {
+    if (auto hw = HardwareOnlyCulprit(a)) {
+      for (const Finding& f : a.hardware.findings) {
+        if (OnGpu(f, hw->entity)) AddSteps(next, f.next_steps);
+      }
+      // A GPU link fault shows in nccl-tests / NET findings of its host too:
+      // the GPU is the more specific culprit.
+      std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw->entity.host; });
+      net.insert(net.begin(), *hw);
+    }
+  }
   if (!net.empty()) {
     changed = true;
     if (v.status != VerdictStatus::kStraggler) {
