@@ -225,5 +225,20 @@ TEST(TextLogReaderTest, UserPatternComesFirst) {
   EXPECT_EQ(run.ranks[0].steps[0].duration_ns, 750'000'000);
 }
 
+TEST(CsvReaderTest, RankMapPlacesRanksOnHostsAndGpus) {
+  TempDir dir;
+  WriteFile(dir.File("ranks.csv"), "rank,host,gpu\n0,node-a,0\n1,node-a,1\n2,node-b,x\n");
+  WriteFile(dir.File("logs/train.log"),
+            "rank 0, step 0, time 0.8s\nrank 1, step 0, time 0.8s\nrank 2, step 0, time 0.8s\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 3u);
+  EXPECT_EQ(run.ranks[1].info.host, "node-a");
+  EXPECT_EQ(run.ranks[1].info.local_gpu, 1);
+  EXPECT_FALSE(run.ranks[2].info.host.has_value()) << "a bad row places nothing";
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kCsvBadRow), 1u);
+  ASSERT_EQ(run.diagnostics.examples(DiagCode::kCsvBadRow).size(), 1u);
+  EXPECT_EQ(run.diagnostics.examples(DiagCode::kCsvBadRow)[0].line, 4u);
+}
+
 }  // namespace
 }  // namespace laggard

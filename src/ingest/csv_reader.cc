@@ -87,6 +87,49 @@ std::string_view FirstContentLine(std::string_view head) {
   return {};
 }
 
+// A table with a rank column and a host or GPU column but no steps: the
+// placement of ranks (`rank,host,gpu`), which joins GPU metrics to ranks
+// when the step logs do not say where each rank ran.
+bool IsRankMap(const FieldLayout& l) {
+  return l.step < 0 && l.duration < 0 && l.rank >= 0 && (l.host >= 0 || l.gpu >= 0);
+}
+
+// Reads a rank map's rows into rank info; returns the rows taken.
+uint64_t ReadRankMap(LineReader& lines, ReaderContext& ctx, const FieldLayout& layout, char delim) {
+  std::string_view line;
+  std::vector<std::string_view> fields;
+  std::deque<std::string> scratch;
+  uint64_t taken = 0;
+  while (lines.Next(line)) {
+    std::string_view t = Trim(line);
+    if (t.empty() || t.front() == '#') continue;
+    uint64_t n = lines.line_number();
+    SplitCsv(line, delim, fields, scratch);
+    auto field = [&](int i) -> std::optional<std::string_view> {
+      if (i < 0 || static_cast<size_t>(i) >= fields.size()) return std::nullopt;
+      std::string_view v = Trim(fields[static_cast<size_t>(i)]);
+      if (v.empty()) return std::nullopt;
+      return v;
+    };
+    auto rank_text = field(layout.rank);
+    int32_t rank = rank_text ? ParseInt<int32_t>(*rank_text).value_or(-1) : -1;
+    auto host = field(layout.host);
+    auto gpu_text = field(layout.gpu);
+    int32_t gpu = gpu_text ? ParseInt<int32_t>(*gpu_text).value_or(-1) : -1;
+    if (rank < 0 || rank > kMaxRank || (gpu_text && (gpu < 0 || gpu >= 1024)) ||
+        (!host && gpu < 0)) {
+      ctx.diag().Add(DiagCode::kCsvBadRow, ctx.path, n,
+                     fmt::format("rank map row needs a rank and a host or GPU: \"{}\"",
+                                 Printable(line, 100)));
+      continue;
+    }
+    if (host) ctx.out->SetHost(rank, *host, ctx.path, n);
+    if (gpu >= 0) ctx.out->SetLocalGpu(rank, gpu, ctx.path, n);
+    ++taken;
+  }
+  return taken;
+}
+
 class CsvStepReader final : public StepReader {
  public:
   std::string_view name() const override { return "csv"; }
@@ -101,7 +144,9 @@ class CsvStepReader final : public StepReader {
     SplitCsv(header, delim, names, scratch);
     FieldLayout layout = LayoutFromNames(names);
     // Rank may come from the file name, so step + duration is enough here.
-    return layout.step >= 0 && layout.duration >= 0 ? 90 : 0;
+    if (layout.step >= 0 && layout.duration >= 0) return 90;
+    // A rank map: rank,host,gpu (a user's placement of ranks on GPUs).
+    return IsRankMap(layout) ? 88 : 0;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
@@ -122,6 +167,7 @@ class CsvStepReader final : public StepReader {
         delim = GuessDelimiter(line);
         SplitCsv(line, delim, fields, scratch);
         layout = LayoutFromNames(fields);
+        if (IsRankMap(layout)) return ReadRankMap(lines, ctx, layout, delim);
         if (!layout.usable(ctx.rank_from_path.has_value())) {
           ctx.diag().Add(DiagCode::kCsvNoHeader, ctx.path, n,
                          fmt::format("header \"{}\" lacks {}", Printable(line, 100),
