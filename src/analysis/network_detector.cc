@@ -300,49 +300,56 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     }
   }
 
-  // NCCL transports.
+  // NCCL transports, compared among the processes of one job (same number
+  // of ranks): logs of unrelated jobs in one directory are not peers.
   {
-    std::map<std::string, std::set<std::string>> nets;  // host -> nets
-    std::map<std::string, bool> gdr;                     // host -> any GDR
-    std::map<std::string, SourceRef> where;
+    std::map<int32_t, std::vector<const NcclRankInfo*>> jobs;
     for (const NcclRankInfo& r : net.nccl_ranks) {
-      if (!r.host) continue;  // NCCL < 2.4 prints no host: nothing to compare
-      if (r.net) nets[*r.host].insert(*r.net);
-      if (r.gdr) gdr[*r.host] = gdr[*r.host] || *r.gdr;
-      where.emplace(*r.host, r.src);
+      if (r.host) jobs[r.nranks.value_or(-1)].push_back(&r);  // NCCL < 2.4: no host
     }
-    size_t ib_hosts = 0;
-    for (auto& [h, s] : nets) ib_hosts += s.count("IB");
-    for (auto& [h, s] : nets) {
-      if (!s.count("Socket") || s.count("IB") || ib_hosts * 2 < nets.size()) continue;
-      Finding f = HostFinding(FindingCode::kNetSocketFallback, h, ranks, net.switch_of);
-      f.cause = "socket_fallback";
-      f.message = fmt::format("NCCL on {} uses NET/Socket while {} of {} hosts use NET/IB{}", h, ib_hosts,
-                              nets.size(), RanksText(f.ranks));
-      f.confidence = 0.85;
-      f.evidence.push_back({f.message, where[h]});
-      f.next_steps.push_back(fmt::format(
-          "on {}: check `ibstat` (ports Active?), that the IB verbs libraries are installed, and "
-          "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
-          h));
-      bad_hosts.insert(h);
-      a.findings.push_back(std::move(f));
-    }
-    size_t gdr_hosts = 0;
-    for (auto& [h, g] : gdr) gdr_hosts += g ? 1 : 0;
-    for (auto& [h, g] : gdr) {
-      if (g || gdr_hosts * 2 < gdr.size() || gdr_hosts == 0) continue;
-      Finding f = HostFinding(FindingCode::kNetNoGdr, h, ranks, net.switch_of);
-      f.cause = "no_gdr";
-      f.message = fmt::format("NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}",
-                              h, gdr_hosts, gdr.size(), RanksText(f.ranks));
-      f.confidence = 0.7;
-      f.evidence.push_back({f.message, where[h]});
-      f.next_steps.push_back(fmt::format(
-          "on {}: check that the nvidia-peermem (nv_peer_mem) module is loaded (`lsmod | grep peermem`) "
-          "and the PCIe ACS settings",
-          h));
-      a.findings.push_back(std::move(f));
+    for (const auto& [nranks, members] : jobs) {
+      std::map<std::string, std::set<std::string>> nets;  // host -> nets
+      std::map<std::string, bool> gdr;                     // host -> any GDR
+      std::map<std::string, SourceRef> where;
+      for (const NcclRankInfo* r : members) {
+        if (r->net) nets[*r->host].insert(*r->net);
+        if (r->gdr) gdr[*r->host] = gdr[*r->host] || *r->gdr;
+        where.emplace(*r->host, r->src);
+      }
+      size_t ib_hosts = 0;
+      for (auto& [h, s] : nets) ib_hosts += s.count("IB");
+      for (auto& [h, s] : nets) {
+        if (!s.count("Socket") || s.count("IB") || ib_hosts * 2 < nets.size()) continue;
+        Finding f = HostFinding(FindingCode::kNetSocketFallback, h, ranks, net.switch_of);
+        f.cause = "socket_fallback";
+        f.message = fmt::format("NCCL on {} uses NET/Socket while {} of {} hosts use NET/IB{}", h,
+                                ib_hosts, nets.size(), RanksText(f.ranks));
+        f.confidence = 0.85;
+        f.evidence.push_back({f.message, where[h]});
+        f.next_steps.push_back(fmt::format(
+            "on {}: check `ibstat` (ports Active?), that the IB verbs libraries are installed, and "
+            "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
+            h));
+        bad_hosts.insert(h);
+        a.findings.push_back(std::move(f));
+      }
+      size_t gdr_hosts = 0;
+      for (auto& [h, g] : gdr) gdr_hosts += g ? 1 : 0;
+      for (auto& [h, g] : gdr) {
+        if (g || gdr_hosts * 2 < gdr.size() || gdr_hosts == 0) continue;
+        Finding f = HostFinding(FindingCode::kNetNoGdr, h, ranks, net.switch_of);
+        f.cause = "no_gdr";
+        f.message = fmt::format(
+            "NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}", h,
+            gdr_hosts, gdr.size(), RanksText(f.ranks));
+        f.confidence = 0.7;
+        f.evidence.push_back({f.message, where[h]});
+        f.next_steps.push_back(fmt::format(
+            "on {}: check that the nvidia-peermem (nv_peer_mem) module is loaded (`lsmod | grep "
+            "peermem`) and the PCIe ACS settings",
+            h));
+        a.findings.push_back(std::move(f));
+      }
     }
   }
 

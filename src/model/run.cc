@@ -230,8 +230,12 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
 // second record that carries the same facts. Facts-only records (nvlink,
 // dcgmi diag) join whichever record there is.
 void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) {
+  // GPUs of unknown host are the same GPU only within one file: GPU 0 of
+  // two anonymous nvidia-smi dumps may be two machines.
   auto key = [](const GpuRecord& g) {
-    return std::make_tuple(g.host.value_or(""), g.index, g.mig_instance.value_or(""));
+    std::string host = g.host ? "h:" + *g.host
+                              : "f:" + std::to_string(g.files.empty() ? 0 : g.files.front());
+    return std::make_tuple(host, g.index, g.mig_instance.value_or(""));
   };
   std::stable_sort(gpus.begin(), gpus.end(),
                    [&](const GpuRecord& a, const GpuRecord& b) { return key(a) < key(b); });

@@ -576,6 +576,18 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
                      [](const Culprit& x, const Culprit& y) { return x.confidence > y.confidence; });
   }
   AskForMissing(run, v, next);
+  if (v.status == VerdictStatus::kInconclusive && run.ranks.empty() && run.traces.empty()) {
+    size_t warnings = 0;
+    for (const auto* list : {&a.hardware.findings, &a.network.findings}) {
+      for (const Finding& f : *list) warnings += f.severity != Severity::kInfo ? 1 : 0;
+    }
+    if (warnings > 0) {
+      v.summary += fmt::format(
+          "; the GPU / network data show {} finding{} (below) — add per-rank step times to know "
+          "whether they slow the job",
+          warnings, warnings == 1 ? "" : "s");
+    }
+  }
   v.next_steps = std::move(next);
   if (changed) v.summary = StragglerSummary(v);
   return v;
