@@ -14,6 +14,7 @@
 
 #include "cli/app.h"
 #include "ingest/prometheus_source.h"
+#include "ingest/prometheus_text.h"
 #include "verdict/verdict.h"
 
 namespace laggard {
@@ -28,30 +29,19 @@ TimeNs NowNs() {
       .count();
 }
 
-std::string Escape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 // The verdict as Prometheus text exposition.
 std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t errors, TimeNs at) {
   std::string s;
   s += "# HELP laggard_straggler A culprit of the current verdict (value: confidence 0..1).\n";
   s += "# TYPE laggard_straggler gauge\n";
   for (const Culprit& c : v.culprits) {
-    s += fmt::format(
-        "laggard_straggler{{rank=\"{}\",host=\"{}\",gpu=\"{}\",cause_class=\"{}\",cause=\"{}\"}} {}\n",
-        c.entity.rank ? std::to_string(*c.entity.rank) : "", Escape(c.entity.host.value_or("")),
-        c.entity.gpu ? std::to_string(*c.entity.gpu) : "", Escape(c.cause_class),
-        Escape(c.cause.value_or("")), c.confidence);
+    std::vector<prom::Label> labels = {
+        {"rank", c.entity.rank ? std::to_string(*c.entity.rank) : ""},
+        {"host", c.entity.host.value_or("")},
+        {"gpu", c.entity.gpu ? std::to_string(*c.entity.gpu) : ""},
+        {"cause_class", c.cause_class},
+        {"cause", c.cause.value_or("")}};
+    s += prom::FormatSample("laggard_straggler", labels, c.confidence) + "\n";
   }
   s += "# HELP laggard_verdict_status The current verdict's status (1 for the active one).\n";
   s += "# TYPE laggard_verdict_status gauge\n";
