@@ -387,6 +387,34 @@ TEST(NetworkDetectorTest, SocketFallbackOnOneHost) {
   EXPECT_EQ(fallback[0]->entity.host, "node-03");
 }
 
+TopologyMatrix Topo(const std::string& host, const std::vector<std::vector<std::string>>& gpu_to_nic) {
+  // 4 GPUs x 2 NICs; GPU-GPU links NV18.
+  TopologyMatrix t;
+  t.host = host;
+  t.devices = {"GPU0", "GPU1", "GPU2", "GPU3", "NIC0", "NIC1"};
+  t.link.assign(6, std::vector<std::string>(6, "NV18"));
+  for (size_t i = 0; i < 6; ++i) t.link[i][i] = "X";
+  for (size_t g = 0; g < 4; ++g) {
+    for (size_t n = 0; n < 2; ++n) t.link[g][4 + n] = t.link[4 + n][g] = gpu_to_nic[g][n];
+  }
+  t.link[4][5] = t.link[5][4] = "SYS";
+  return t;
+}
+
+TEST(NetworkDetectorTest, ThreeGpusBehindOneOfTwoNicsShareIt) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    n.topologies.push_back(Topo("node-00", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"PXB", "SYS"}, {"SYS", "PIX"}}));
+    n.topologies.push_back(Topo("node-01", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"SYS", "PIX"}, {"SYS", "PIX"}}));
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetNicShared);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.host, "node-00");
+  EXPECT_EQ(shared[0]->entity.nic, "NIC0");
+  EXPECT_NE(shared[0]->message.find("3 GPUs (GPU0, GPU1, GPU2)"), std::string::npos) << shared[0]->message;
+}
+
 TEST(NetworkDetectorTest, SlowHostsOnOneSwitchPointOutsideTheJob) {
   Cluster c;
   c.slow[1] = 1.2;

@@ -47,6 +47,8 @@ constexpr FindingInfo kCatalogue[] = {
      "slow hosts share a switch: likely interference from outside the job"},
     {"step.stage_imbalance", Severity::kWarning,
      "one pipeline stage is uniformly slower than the others: workload imbalance"},
+    {"net.nic_shared", Severity::kWarning,
+     "several GPUs reach the network through one NIC while the host has NICs to spare"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

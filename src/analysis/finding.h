@@ -50,6 +50,7 @@ enum class FindingCode : uint16_t {
   kNetPoorPath,         // a GPU's nearest NIC is across the CPU interconnect (SYS/NODE)
   kNetSharedSwitch,     // slow hosts share a switch: interference from outside the job
   kStepStageImbalance,  // one pipeline stage uniformly slower: workload imbalance
+  kNetNicShared,        // more GPUs behind one NIC than the host's NICs share out evenly
   kCount,
 };
 

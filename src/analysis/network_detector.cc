@@ -400,6 +400,51 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     }
   }
 
+  // GPUs sharing one NIC: per host, each GPU's nearest NIC at PIX/PXB (a
+  // NIC on its own PCIe switch); more GPUs behind one NIC than the host's
+  // NICs share out evenly (ceil(GPUs / NICs)) means their traffic queues on
+  // it while another NIC idles.
+  for (const TopologyMatrix& t : net.topologies) {
+    std::vector<size_t> gpu_idx, nic_idx;
+    for (size_t i = 0; i < t.devices.size(); ++i) {
+      const std::string& d = t.devices[i];
+      if (d.rfind("GPU", 0) == 0) gpu_idx.push_back(i);
+      else if (d.rfind("NIC", 0) == 0 || d.rfind("mlx", 0) == 0) nic_idx.push_back(i);
+    }
+    if (gpu_idx.empty() || nic_idx.size() < 2) continue;
+    std::map<size_t, std::vector<std::string>> behind;  // NIC -> GPUs nearest to it
+    for (size_t gi : gpu_idx) {
+      if (gi >= t.link.size()) continue;
+      int best = 2;
+      std::optional<size_t> nic;
+      for (size_t ni : nic_idx) {
+        if (ni >= t.link[gi].size()) continue;
+        int r = LinkRank(t.link[gi][ni]);
+        if (r >= 0 && r < best) best = r, nic = ni;
+      }
+      if (nic) behind[*nic].push_back(t.devices[gi]);
+    }
+    size_t fair = (gpu_idx.size() + nic_idx.size() - 1) / nic_idx.size();
+    for (const auto& [ni, gpus] : behind) {
+      if (gpus.size() <= fair) continue;
+      Finding f = HostFinding(FindingCode::kNetNicShared, t.host, ranks, net.switch_of);
+      f.cause = "nic_shared";
+      f.entity.nic = t.devices[ni];
+      std::string list;
+      for (const std::string& g : gpus) list += (list.empty() ? "" : ", ") + g;
+      f.message = fmt::format("{} of {}: {} GPUs ({}) are nearest to it while {} NICs could serve {} "
+                              "each",
+                              t.devices[ni], t.host.value_or("unknown host"), gpus.size(), list,
+                              nic_idx.size(), fair);
+      f.confidence = 0.6;
+      f.evidence.push_back({f.message, t.src});
+      f.next_steps.push_back("check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO "
+                             "\"NET/IB : Using\"); set NCCL_IB_HCA or fix the PCIe placement so each "
+                             "GPU has its own rail");
+      a.findings.push_back(std::move(f));
+    }
+  }
+
   // Shared switch.
   if (!net.switch_of.empty()) {
     std::set<std::string> slow = bad_hosts;
