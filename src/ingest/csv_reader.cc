@@ -144,9 +144,7 @@ class CsvStepReader final : public StepReader {
     SplitCsv(header, delim, names, scratch);
     FieldLayout layout = LayoutFromNames(names);
     // Rank may come from the file name, so step + duration is enough here.
-    if (layout.step >= 0 && layout.duration >= 0) return 90;
-    // A rank map: rank,host,gpu (a user's placement of ranks on GPUs).
-    return IsRankMap(layout) ? 88 : 0;
+    return layout.step >= 0 && layout.duration >= 0 ? 90 : 0;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
@@ -167,7 +165,6 @@ class CsvStepReader final : public StepReader {
         delim = GuessDelimiter(line);
         SplitCsv(line, delim, fields, scratch);
         layout = LayoutFromNames(fields);
-        if (IsRankMap(layout)) return ReadRankMap(lines, ctx, layout, delim);
         if (!layout.usable(ctx.rank_from_path.has_value())) {
           ctx.diag().Add(DiagCode::kCsvNoHeader, ctx.path, n,
                          fmt::format("header \"{}\" lacks {}", Printable(line, 100),
@@ -242,7 +239,48 @@ class CsvStepReader final : public StepReader {
   }
 };
 
+// The rank map (`rank,host,gpu`): its own reader so that its rows, which
+// are placements and not steps, are never counted as step records.
+class RankMapReader final : public StepReader {
+ public:
+  std::string_view name() const override { return "rank-map"; }
+
+  int Sniff(std::string_view head) const override {
+    std::string_view header = Trim(FirstContentLine(head));
+    if (header.empty() || header.front() == '{' || header.front() == '[') return 0;
+    char delim = GuessDelimiter(header);
+    if (header.find(delim) == std::string_view::npos) return 0;
+    std::vector<std::string_view> names;
+    std::deque<std::string> scratch;
+    SplitCsv(header, delim, names, scratch);
+    return IsRankMap(LayoutFromNames(names)) ? 88 : 0;
+  }
+
+  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
+    std::string_view line;
+    std::vector<std::string_view> fields;
+    std::deque<std::string> scratch;
+    while (lines.Next(line)) {
+      std::string_view t = Trim(line);
+      if (t.empty() || t.front() == '#') continue;
+      char delim = GuessDelimiter(line);
+      SplitCsv(line, delim, fields, scratch);
+      FieldLayout layout = LayoutFromNames(fields);
+      if (!IsRankMap(layout)) {
+        ctx.diag().Add(DiagCode::kCsvNoHeader, ctx.path, lines.line_number(),
+                       fmt::format("header \"{}\" is not a rank map (rank and host/gpu columns)",
+                                   Printable(line, 100)));
+        return 0;
+      }
+      return ReadRankMap(lines, ctx, layout, delim);
+    }
+    return 0;
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<StepReader> MakeRankMapReader() { return std::make_unique<RankMapReader>(); }
 
 std::unique_ptr<StepReader> MakeCsvStepReader() { return std::make_unique<CsvStepReader>(); }
 

@@ -17,6 +17,7 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   StepReaderSet set;
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
+  set.owned.push_back(MakeRankMapReader());
   set.owned.push_back(MakeNvidiaSmiQReader());
   set.owned.push_back(MakeNvidiaSmiTableReader());
   set.owned.push_back(MakeNvidiaSmiDmonReader());

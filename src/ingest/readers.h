@@ -25,6 +25,11 @@ std::unique_ptr<StepReader> MakeTextLogReader(std::vector<std::unique_ptr<LineMa
 // (field_names.h).
 std::unique_ptr<StepReader> MakeCsvStepReader();
 
+// A `rank,host,gpu` table (no step or duration column): places ranks on hosts
+// and GPUs, so GPU metrics join ranks whose step logs do not say where they
+// ran. Sits in csv_reader.cc, sharing its CSV splitting.
+std::unique_ptr<StepReader> MakeRankMapReader();
+
 // JSON Lines: one object per line with the same field names as CSV.
 std::unique_ptr<StepReader> MakeJsonlStepReader();
 
