@@ -45,20 +45,6 @@ constexpr GpuMetric kGpuMetrics[] = {
      "Uncorrected ECC errors since the driver was loaded."},
 };
 
-constexpr std::pair<uint64_t, std::string_view> kClockEventBits[] = {
-    {clock_event::kGpuIdle, "gpu_idle"},
-    {clock_event::kApplicationsClocksSetting, "applications_clocks_setting"},
-    {clock_event::kSwPowerCap, "sw_power_cap"},
-    {clock_event::kHwSlowdown, "hw_slowdown"},
-    {clock_event::kSyncBoost, "sync_boost"},
-    {clock_event::kSwThermalSlowdown, "sw_thermal_slowdown"},
-    {clock_event::kHwThermalSlowdown, "hw_thermal_slowdown"},
-    {clock_event::kHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-    {clock_event::kDisplayClockSetting, "display_clock_setting"},
-};
-
-double Seconds(TimeNs t) { return static_cast<double>(t) / 1e9; }
-
 }  // namespace
 
 std::string EscapeLabelValue(std::string_view v) {
@@ -159,10 +145,10 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.Sample("laggard_agent_samples_total", base, static_cast<double>(c.samples));
   if (c.samples > 0) {
     w.Family("laggard_agent_sample_duration_seconds", "gauge", "Duration of the last sampling round.");
-    w.Sample("laggard_agent_sample_duration_seconds", base, Seconds(c.last_sample_duration_ns));
+    w.Sample("laggard_agent_sample_duration_seconds", base, ToSeconds(c.last_sample_duration_ns));
     w.Family("laggard_agent_last_sample_timestamp_seconds", "gauge",
              "Unix time of the last sampling round.");
-    w.Sample("laggard_agent_last_sample_timestamp_seconds", base, Seconds(c.last_sample_ns));
+    w.Sample("laggard_agent_last_sample_timestamp_seconds", base, ToSeconds(c.last_sample_ns));
   }
   w.Family("laggard_agent_step_datagrams_total", "counter", "Step datagrams received, by transport.");
   for (size_t s = 0; s < c.datagrams.size(); ++s) {
@@ -227,7 +213,7 @@ std::string RenderMetrics(const MetricsInput& in) {
                auto v = g[GpuField::kClockEvents];
                if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
                uint64_t bits = static_cast<uint64_t>(*v);
-               for (auto [bit, name] : kClockEventBits) {
+               for (auto [bit, name] : ClockEventBits()) {
                  w.Sample("laggard_gpu_clock_event_active", gpu_labels(g, {{"reason", std::string(name)}}),
                           (bits & bit) != 0 ? 1 : 0);
                }
@@ -281,7 +267,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   };
   if (!ranks.empty()) {
     w.Family("laggard_step_duration_seconds", "gauge", "Duration of the rank's last reported step.");
-    for (const RankSteps& r : ranks) w.Sample("laggard_step_duration_seconds", rank_labels(r), Seconds(r.last_duration_ns));
+    for (const RankSteps& r : ranks) w.Sample("laggard_step_duration_seconds", rank_labels(r), ToSeconds(r.last_duration_ns));
     w.Family("laggard_step_last", "gauge", "Number of the rank's last reported step.");
     for (const RankSteps& r : ranks) w.Sample("laggard_step_last", rank_labels(r), static_cast<double>(r.last_step));
     w.Family("laggard_steps_total", "counter", "Steps the rank reported since the agent started.");
@@ -291,13 +277,13 @@ std::string RenderMetrics(const MetricsInput& in) {
     for (const RankSteps& r : ranks) w.Sample("laggard_step_seconds_total", rank_labels(r), r.seconds_total);
     w.Family("laggard_step_last_report_timestamp_seconds", "gauge", "Unix time of the rank's last report.");
     for (const RankSteps& r : ranks)
-      w.Sample("laggard_step_last_report_timestamp_seconds", rank_labels(r), Seconds(r.last_report_ns));
+      w.Sample("laggard_step_last_report_timestamp_seconds", rank_labels(r), ToSeconds(r.last_report_ns));
     size_t mark = w.text().size();
     w.Family("laggard_step_phase_seconds", "gauge", "A phase's time in the rank's last step that reported it.");
     size_t header_end = w.text().size();
     for (const RankSteps& r : ranks) {
       for (const auto& [phase, d] : r.last_phase_ns) {
-        w.Sample("laggard_step_phase_seconds", rank_labels(r, {{"phase", phase}}), Seconds(d));
+        w.Sample("laggard_step_phase_seconds", rank_labels(r, {{"phase", phase}}), ToSeconds(d));
       }
     }
     if (w.text().size() == header_end) {

@@ -5,8 +5,8 @@
 
 namespace laggard {
 
-std::string ClockEventNames(uint64_t reasons) {
-  static constexpr std::pair<uint64_t, std::string_view> kNames[] = {
+std::span<const ClockEventBit> ClockEventBits() {
+  static constexpr ClockEventBit kNames[] = {
       {clock_event::kGpuIdle, "gpu_idle"},
       {clock_event::kApplicationsClocksSetting, "applications_clocks_setting"},
       {clock_event::kSwPowerCap, "sw_power_cap"},
@@ -17,8 +17,12 @@ std::string ClockEventNames(uint64_t reasons) {
       {clock_event::kHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
       {clock_event::kDisplayClockSetting, "display_clock_setting"},
   };
+  return kNames;
+}
+
+std::string ClockEventNames(uint64_t reasons) {
   std::string out;
-  for (auto [bit, name] : kNames) {
+  for (auto [bit, name] : ClockEventBits()) {
     if ((reasons & bit) == 0) continue;
     if (!out.empty()) out += ',';
     out += name;

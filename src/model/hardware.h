@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,13 @@ inline constexpr uint64_t kHwThermalSlowdown = 0x40;
 inline constexpr uint64_t kHwPowerBrakeSlowdown = 0x80;
 inline constexpr uint64_t kDisplayClockSetting = 0x100;
 }  // namespace clock_event
+
+// Every reason bit with its name ("sw_power_cap"), in bit order.
+struct ClockEventBit {
+  uint64_t bit;
+  std::string_view name;
+};
+std::span<const ClockEventBit> ClockEventBits();
 
 // Names of the set bits, e.g. "sw_power_cap,hw_thermal_slowdown".
 std::string ClockEventNames(uint64_t reasons);
