@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analysis/step_time_detector.h"
@@ -113,10 +115,21 @@ TEST(StepScenarioTest, PeriodicWholeJobSlowdownIsJobWide) {
   sc.job_slowdowns.push_back({20, 22, 3.0, 50});
   Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
   EXPECT_EQ(d.verdict.status, VerdictStatus::kJobWide) << d.verdict.summary;
-  EXPECT_TRUE(d.verdict.culprits.empty());
+  // No rank is blamed: the job as a whole, periodic interference.
+  ASSERT_EQ(d.verdict.culprits.size(), 1u);
+  EXPECT_TRUE(d.verdict.culprits[0].entity.job);
+  EXPECT_FALSE(d.verdict.culprits[0].entity.rank.has_value());
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, "external");
+  EXPECT_EQ(d.verdict.culprits[0].cause, "periodic_interference");
   auto f = FindingsOf(d, FindingCode::kPeriodicSlowdown);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_DOUBLE_EQ(*f[0]->period_steps, 50);
+  // The next slow step to profile: one period after the last episode.
+  int64_t next = d.steps.job.episodes.back().start_step + 50;
+  bool asks = std::any_of(d.verdict.next_steps.begin(), d.verdict.next_steps.end(), [&](const std::string& s) {
+    return s.find(fmt::format("step {} ", next)) != std::string::npos;
+  });
+  EXPECT_TRUE(asks) << d.verdict.next_steps.back();
 }
 
 TEST(StepScenarioTest, WholeJobSlowdownNamesTheStepsAndNoRank) {

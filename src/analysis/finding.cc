@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include <fmt/format.h>
+
 namespace laggard {
 namespace {
 
@@ -49,6 +51,10 @@ constexpr FindingInfo kCatalogue[] = {
      "one pipeline stage is uniformly slower than the others: workload imbalance"},
     {"net.nic_shared", Severity::kWarning,
      "several GPUs reach the network through one NIC while the host has NICs to spare"},
+    {"trace.late_group", Severity::kCritical,
+     "several ranks arrive late together: one host's ranks, or a block of ranks"},
+    {"trace.variable_work", Severity::kWarning,
+     "per-step work differs between ranks: a different rank is slowest each step"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 
@@ -64,5 +70,15 @@ std::string_view SeverityName(Severity s) {
 }
 
 const FindingInfo& Describe(FindingCode code) { return kCatalogue[static_cast<size_t>(code)]; }
+
+std::string RankListText(const std::vector<int32_t>& ranks) {
+  bool consecutive = ranks.size() >= 3;
+  for (size_t i = 1; i < ranks.size() && consecutive; ++i) consecutive = ranks[i] == ranks[i - 1] + 1;
+  if (consecutive) return fmt::format("{}-{}", ranks.front(), ranks.back());
+  std::string s;
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", ranks[i]);
+  if (ranks.size() > 8) s += fmt::format(", ... ({} ranks)", ranks.size());
+  return s;
+}
 
 }  // namespace laggard

@@ -51,6 +51,8 @@ enum class FindingCode : uint16_t {
   kNetSharedSwitch,     // slow hosts share a switch: interference from outside the job
   kStepStageImbalance,  // one pipeline stage uniformly slower: workload imbalance
   kNetNicShared,        // more GPUs behind one NIC than the host's NICs share out evenly
+  kTraceLateGroup,      // several ranks (one host's, or a block) arrive late together
+  kTraceVariableWork,   // per-step work differs between ranks, a different rank slowest each step
   kCount,
 };
 
@@ -60,6 +62,10 @@ struct FindingInfo {
   std::string_view title;
 };
 const FindingInfo& Describe(FindingCode code);
+
+// "16-23" for three or more consecutive ranks, else "3, 7, 12" (at most 8
+// listed, then the count).
+std::string RankListText(const std::vector<int32_t>& ranks);
 
 // What a finding is about. Unknown parts are nullopt.
 struct Entity {

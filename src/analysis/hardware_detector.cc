@@ -180,6 +180,10 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
     if (last->start_ns) s.slow_to_ns = *last->start_ns + last->duration_ns;
   }
   if (traces.culprit) add(*traces.culprit);
+  for (const Finding& f : traces.findings) {
+    if (f.code != FindingCode::kTraceLateGroup) continue;
+    for (int32_t r : f.ranks) add(r);
+  }
   return out;
 }
 

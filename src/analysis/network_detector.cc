@@ -66,6 +66,82 @@ int LinkRank(std::string_view link) {
   return -1;
 }
 
+// Slowdowns that come and go together on the hosts of one switch point
+// outside the job (issue 5, the article's shared-switch pitfall). Per host,
+// its best nccl-tests run against comparable runs (a healthy host paired
+// with a congested one looks slow in that run, not in all of them); one
+// switch whose every host (>= 2) is at or below switch_group_ratio while
+// every host on the other switches (>= 2) is at or above
+// switch_peer_ratio.
+std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const NetworkData& net,
+                                          const RankMap& ranks, const NetworkDetectorOptions& o) {
+  if (net.switch_of.empty()) return std::nullopt;
+  std::map<std::string, double> best;  // host -> best ratio
+  for (const NcclTestStats& s : a.nccl_tests) {
+    if (!s.large_busbw_gbps || !s.peer_busbw_gbps || *s.peer_busbw_gbps <= 0 || s.hosts.size() < 2) continue;
+    double r = *s.large_busbw_gbps / *s.peer_busbw_gbps;
+    for (const std::string& h : s.hosts) {
+      auto [it, fresh] = best.emplace(h, r);
+      if (!fresh) it->second = std::max(it->second, r);
+    }
+  }
+  std::map<std::string, std::vector<std::string>> by_switch;
+  for (auto& [h, r] : best) {
+    auto sw = net.switch_of.find(h);
+    if (sw == net.switch_of.end()) return std::nullopt;  // cannot say the others are fine
+    by_switch[sw->second].push_back(h);
+  }
+  for (auto& [sw, hosts] : by_switch) {
+    if (hosts.size() < 2) continue;
+    size_t on_switch = 0;
+    for (auto& [h, s2] : net.switch_of) on_switch += s2 == sw;
+    if (hosts.size() < on_switch) continue;  // some of its hosts were not measured
+    bool all_slow = std::all_of(hosts.begin(), hosts.end(),
+                                [&](const std::string& h) { return best[h] <= o.switch_group_ratio; });
+    size_t others = 0;
+    bool others_fine = true;
+    for (auto& [h, r] : best) {
+      if (net.switch_of.at(h) == sw) continue;
+      ++others;
+      others_fine = others_fine && r >= o.switch_peer_ratio;
+    }
+    if (!all_slow || !others_fine || others < 2) continue;
+    std::vector<std::string> sorted = hosts;
+    std::sort(sorted.begin(), sorted.end(), NaturalLess);
+    std::vector<double> ratios;
+    for (const std::string& h : sorted) ratios.push_back(best[h]);
+    double ratio = Median(ratios).value_or(1);
+    Finding f;
+    f.code = FindingCode::kNetSharedSwitch;
+    f.severity = Describe(f.code).severity;
+    f.entity.switch_name = sw;
+    f.entity.host = sorted.front();
+    f.cause = "shared_switch";
+    f.pattern = "switch_group";
+    for (const std::string& h : sorted) {
+      auto r = ranks.RanksOnHost(h);
+      f.ranks.insert(f.ranks.end(), r.begin(), r.end());
+    }
+    f.slowdown = 1 - ratio;
+    f.confidence = 0.5;
+    f.message = fmt::format(
+        "every host on switch {} ({}) is slow in nccl-tests, its best run at {:.2f}x the bus "
+        "bandwidth of comparable runs, while the {} hosts on other switches reach >= {:.2f}x: "
+        "the hosts of one switch slow down together, likely traffic from outside the job",
+        sw, HostList(sorted), ratio, others, o.switch_peer_ratio);
+    auto src = net.switch_src.find(sorted.front());
+    f.evidence.push_back({f.message, src != net.switch_src.end() ? std::optional<SourceRef>(src->second)
+                                                                 : std::nullopt});
+    f.next_steps.push_back(fmt::format(
+        "check switch {}'s other tenants and its port counters (congestion, pause frames, "
+        "PortXmitWait with `perfquery` on the hosts' ports); ask the network team whether another "
+        "job shares it; rerun nccl-tests between {} and a host on another switch while the job is slow",
+        sw, sorted.front()));
+    return f;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
@@ -446,6 +522,7 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
   }
 
   // Shared switch.
+  bool shared_switch_named = false;
   if (!net.switch_of.empty()) {
     std::set<std::string> slow = bad_hosts;
     for (const SuspectRank& s : suspects) {
@@ -483,7 +560,11 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
           "the network team whether another job shares it",
           sw));
       a.findings.push_back(std::move(f));
+      shared_switch_named = true;
     }
+  }
+  if (!shared_switch_named) {
+    if (auto f = SwitchGroupFinding(a, net, ranks, o)) a.findings.push_back(std::move(*f));
   }
   return a;
 }

@@ -46,6 +46,11 @@ namespace laggard {
 struct NetworkDetectorOptions {
   double rate_ratio = 0.9;
   double bandwidth_ratio = 0.7;
+  // Hosts of one switch slow together: each at or below this share of
+  // comparable runs' bandwidth while every host elsewhere is at or above
+  // switch_peer_ratio (nccl-tests repeat within ~1-3% on a quiet fabric).
+  double switch_group_ratio = 0.93;
+  double switch_peer_ratio = 0.97;
 };
 
 struct NcclTestStats {

@@ -20,6 +20,10 @@ constexpr double kKernelRatioThreshold = 1.05;    // article: < 5% is normal var
 constexpr double kCommBoundShare = 0.4;
 constexpr size_t kMinInstances = 3;
 constexpr size_t kMinLaunches = 3;
+// A late rank (or group) must cost the job >= 1% of the profiled time: less
+// is the normal spread between same-model GPUs (the article's < 5% per GPU,
+// seen once per collective) and not worth a verdict.
+constexpr double kMinCostShare = 0.01;
 
 std::string Ms(DurationNs ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
@@ -66,6 +70,82 @@ Coverage Cover(const std::vector<TraceOp>& ops, Pred keep) {
 
 double MedianNs(std::vector<double> v) { return Median(std::move(v)).value_or(0); }
 
+// Time-weighted geometric mean over compute kernel names (>= kMinLaunches
+// launches on both) of median duration on `t` / on `peer`; 1 when nothing
+// compares.
+double KernelRatio(const RankTrace& t, const RankTrace& peer) {
+  std::unordered_map<uint32_t, std::vector<double>> a, b;
+  for (const TraceOp& op : t.ops) {
+    if (op.cls != OpClass::kCommunication) a[op.name].push_back(static_cast<double>(op.dur_ns));
+  }
+  for (const TraceOp& op : peer.ops) {
+    if (op.cls != OpClass::kCommunication) b[op.name].push_back(static_cast<double>(op.dur_ns));
+  }
+  double log_sum = 0, weight_sum = 0;
+  for (auto& [name, ad] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || ad.size() < kMinLaunches || it->second.size() < kMinLaunches) continue;
+    double pm = MedianNs(it->second), am = MedianNs(ad);
+    if (pm <= 0 || am <= 0) continue;
+    double w = pm * static_cast<double>(it->second.size());
+    log_sum += w * std::log(am / pm);
+    weight_sum += w;
+  }
+  return weight_sum > 0 ? std::exp(log_sum / weight_sum) : 1.0;
+}
+
+// Ranks late together. Per rank, the mean aligned lateness over its
+// instances; sorted, the late group is the upper cluster above the first
+// break (scanning from the middle up) of at least kGroupSigmas x the
+// normal ranks' spread and kMinLatenessNs. The group is at most half the
+// ranks: with exactly half, the later half is the one the others wait for.
+// The spread comes from the lower half's quantiles (0.125..0.375), which
+// hold only normal ranks: (Q.375 - Q.125) / 0.831 is the normal sigma
+// when the group is small and overestimates it (x1.6) when it is half.
+constexpr double kGroupSigmas = 6;
+
+std::vector<size_t> FindLateGroup(const std::vector<std::vector<double>>& lateness, double* excess_out) {
+  std::vector<std::pair<double, size_t>> mean;
+  for (size_t ri = 0; ri < lateness.size(); ++ri) {
+    if (lateness[ri].size() < kMinInstances) continue;
+    double sum = 0;
+    for (double l : lateness[ri]) sum += l;
+    mean.push_back({sum / static_cast<double>(lateness[ri].size()), ri});
+  }
+  const size_t n = mean.size();
+  if (n < 3) return {};
+  std::sort(mean.begin(), mean.end());
+  std::vector<double> v;
+  for (auto& m : mean) v.push_back(m.first);
+  double sigma = (*Quantile(v, 0.375) - *Quantile(v, 0.125)) / 0.831;
+  double need = std::max(kGroupSigmas * sigma, static_cast<double>(kMinLatenessNs));
+  for (size_t i = (n + 1) / 2; i < n; ++i) {
+    if (v[i] - v[i - 1] < need) continue;
+    std::vector<size_t> group;
+    for (size_t j = i; j < n; ++j) group.push_back(mean[j].second);
+    std::sort(group.begin(), group.end());
+    double low = MedianNs(std::vector<double>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i)));
+    *excess_out = v[i] - low;  // the least late member's lateness over a normal rank's
+    return group;
+  }
+  return {};
+}
+
+// Compute time (union of non-communication ops) per profiled step.
+std::vector<double> ComputePerStep(const RankTrace& t) {
+  std::vector<double> out;
+  for (const TraceStep& s : t.steps) {
+    std::vector<TraceOp> in;
+    auto it = std::lower_bound(t.ops.begin(), t.ops.end(), s.start_ns,
+                               [](const TraceOp& op, TimeNs ts) { return op.start_ns < ts; });
+    for (; it != t.ops.end() && it->start_ns < s.end_ns; ++it) {
+      if (it->cls != OpClass::kCommunication) in.push_back(*it);
+    }
+    out.push_back(static_cast<double>(Cover(in, [](const TraceOp&) { return true; }).busy));
+  }
+  return out;
+}
+
 // Key that identifies one collective instance across ranks.
 using InstanceKey = std::tuple<uint32_t /*group*/, int64_t /*seq or ordinal*/, uint32_t /*coll*/,
                                int64_t /*nelems*/, bool /*has_seq*/>;
@@ -77,6 +157,245 @@ struct Arrival {
   uint64_t offset;
   size_t call;  // index into the rank's RankTrace::collectives
 };
+
+// A culprit is late in more than one profiled step: one unlucky step (a
+// rank's jitter that step is several sigma out among hundreds of ranks)
+// makes a rank last at every collective of that step, and nothing more.
+bool LateInSeveralSteps(const RankTrace& t, const std::vector<TimeNs>& late_starts) {
+  if (t.steps.size() < 2) return true;
+  std::vector<size_t> steps;
+  for (TimeNs ts : late_starts) {
+    for (size_t i = 0; i < t.steps.size(); ++i) {
+      if (ts >= t.steps[i].start_ns && ts < t.steps[i].end_ns) steps.push_back(i);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return std::unique(steps.begin(), steps.end()) - steps.begin() >= 2;
+}
+
+// One rank whose compute time (union of compute ops) per step exceeds the
+// step's median rank in every profiled step (>= 2): mean excess >=
+// max(2%, 5 sigma / sqrt(steps)), sigma the robust spread of every rank's
+// per-step excess, and >= 2x the next rank's. A 3-5% slower GPU makes its
+// rank late by less than the arrival jitter of hundreds of ranks; its
+// kernel time shows it directly. 2% of compute is ~1.7% of a step: above
+// the 1% cost floor of a late rank.
+constexpr double kComputeOutlierMin = 0.02;
+constexpr double kComputeOutlierSigmas = 5;
+
+std::optional<std::pair<size_t, double>> FindComputeOutlier(const std::vector<const RankTrace*>& traces) {
+  const size_t R = traces.size();
+  if (R < 4) return std::nullopt;
+  std::vector<std::vector<double>> per(R);
+  size_t steps = SIZE_MAX;
+  for (size_t ri = 0; ri < R; ++ri) {
+    per[ri] = ComputePerStep(*traces[ri]);
+    steps = std::min(steps, per[ri].size());
+  }
+  if (steps < 2 || steps == SIZE_MAX) return std::nullopt;
+  std::vector<double> all, mean(R, 0);
+  std::vector<char> always(R, 1);
+  for (size_t s = 0; s < steps; ++s) {
+    std::vector<double> v;
+    for (size_t ri = 0; ri < R; ++ri) v.push_back(per[ri][s]);
+    double med = MedianNs(v);
+    if (med <= 0) return std::nullopt;
+    for (size_t ri = 0; ri < R; ++ri) {
+      double x = per[ri][s] / med - 1;
+      all.push_back(x);
+      mean[ri] += x / static_cast<double>(steps);
+      if (x <= 0) always[ri] = 0;
+    }
+  }
+  double sigma = kMadToSigma * Mad(all).value_or(0);
+  size_t best = 0;
+  for (size_t ri = 1; ri < R; ++ri) {
+    if (mean[ri] > mean[best]) best = ri;
+  }
+  double second = -1;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != best) second = std::max(second, mean[ri]);
+  }
+  double need = std::max(kComputeOutlierMin, kComputeOutlierSigmas * sigma / std::sqrt(static_cast<double>(steps)));
+  if (!always[best] || mean[best] < need || mean[best] < 2 * std::max(0.0, second)) return std::nullopt;
+  return std::make_pair(best, mean[best]);
+}
+
+// What a set of ranks costs the job: per instance, the set's last arrival
+// minus everyone else's last arrival, summed.
+double GroupDelay(const std::vector<char>& in,
+                  const std::vector<std::vector<std::pair<size_t, double>>>& inst_arrivals) {
+  double delay = 0;
+  for (const auto& inst : inst_arrivals) {
+    double g = -1e300, o = -1e300;
+    for (auto [ri, a] : inst) {
+      double& m = in[ri] ? g : o;
+      m = std::max(m, a);
+    }
+    if (g > -1e300 && o > -1e300) delay += std::max(0.0, g - o);
+  }
+  return delay;
+}
+
+// Ranks late together: one host's ranks (host contention, a host-wide
+// fault) or a block of ranks (a pipeline stage with more work). Why: their
+// kernels against a healthy peer's (slow kernels), or idle GPUs (host).
+Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis& out,
+                     const std::vector<std::vector<double>>& lateness, const std::vector<size_t>& group,
+                     double excess, const std::vector<std::vector<std::pair<size_t, double>>>& inst_arrivals) {
+  const size_t R = traces.size();
+  std::vector<char> in(R, 0);
+  for (size_t gi : group) in[gi] = 1;
+  size_t peer = R;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (in[ri] || !out.ranks[ri].median_lateness_ns) continue;
+    if (peer == R || std::abs(*out.ranks[ri].median_lateness_ns) < std::abs(*out.ranks[peer].median_lateness_ns)) {
+      peer = ri;
+    }
+  }
+  std::vector<double> ratios;
+  double extra_idle = 0, late_sum = 0;
+  std::vector<int32_t> ranks;
+  for (size_t gi : group) {
+    ranks.push_back(out.ranks[gi].rank);
+    if (peer < R) {
+      ratios.push_back(KernelRatio(*traces[gi], *traces[peer]));
+      extra_idle += static_cast<double>(out.ranks[gi].idle_ns - out.ranks[peer].idle_ns);
+    }
+    for (double l : lateness[gi]) late_sum += std::max(0.0, l);
+  }
+  double ratio = ratios.empty() ? 1.0 : MedianNs(ratios);
+  // One host: every group member there, and the group is (nearly) all of
+  // that host's traced ranks.
+  std::optional<std::string> host = out.ranks[group.front()].host;
+  for (size_t gi : group) {
+    if (out.ranks[gi].host != host) host.reset();
+  }
+  size_t host_ranks = 0;
+  for (const RankTraceStats& st : out.ranks) host_ranks += host && st.host == host;
+  bool whole_host = host && group.size() >= 2 && 4 * group.size() >= 3 * host_ranks;
+  bool block = true;
+  for (size_t i = 1; i < ranks.size(); ++i) block = block && ranks[i] == ranks[i - 1] + 1;
+
+  double delay = GroupDelay(in, inst_arrivals);
+  DurationNs window = 0;
+  for (const RankTraceStats& st : out.ranks) window = std::max(window, st.window_ns);
+  if (window > 0) out.throughput_lost = std::min(1.0, delay / static_cast<double>(window));
+
+  Finding f;
+  f.code = FindingCode::kTraceLateGroup;
+  f.severity = Severity::kCritical;
+  f.ranks = ranks;
+  f.confidence = 0.7;
+  f.pattern = whole_host ? "host" : block ? "block" : "scattered";
+  std::string who;
+  if (whole_host) {
+    f.entity.host = host;
+    who = fmt::format("the {} traced ranks of {} ({})", ranks.size(), *host, RankListText(ranks));
+  } else {
+    f.entity.rank = ranks.front();
+    f.entity.host = out.ranks[group.front()].host;
+    who = fmt::format("ranks {}", RankListText(ranks));
+  }
+  std::string why;
+  if (ratio >= kKernelRatioThreshold) {
+    f.cause = "slow_kernels";
+    f.slowdown = ratio - 1;
+    why = fmt::format("their compute kernels run {:.2f}x as long as healthy rank {}'s", ratio,
+                      out.ranks[peer].rank);
+  } else if (peer < R && extra_idle >= 0.5 * late_sum) {
+    f.cause = "host_stall";
+    why = fmt::format(
+        "their kernels run at the healthy speed ({:.2f}x of rank {}) but their GPUs idle {} more per "
+        "rank with no kernel running: they wait for the host",
+        ratio, out.ranks[peer].rank, Ms(static_cast<DurationNs>(extra_idle / static_cast<double>(group.size()))));
+  } else {
+    why = "why is not known from the traces";
+  }
+  f.message = fmt::format(
+      "{} arrive late together: at least {} later than the other ranks on average at each of {} "
+      "collectives, each of them standing out {:.0f}x beyond the other ranks' spread; {}",
+      who, Ms(static_cast<DurationNs>(excess)), out.instances, kGroupSigmas, why);
+  if (window > 0) {
+    f.evidence.push_back(Evidence{fmt::format("the group holds the job up by {} of a {} profile",
+                                              Ms(static_cast<DurationNs>(delay)), Ms(window)),
+                                  SourceRef{traces[group.front()]->file, 0}});
+  }
+  std::string where = host.value_or("their hosts");
+  if (f.cause == "host_stall") {
+    f.next_steps.push_back(fmt::format(
+        "look at {}: CPU contention from other processes (top, pidstat -u 1), data loader workers "
+        "and I/O, the ranks' CPU / NUMA affinity; compare with a healthy host",
+        where));
+  } else if (f.cause == "slow_kernels") {
+    f.next_steps.push_back(fmt::format(
+        "ranks {} compute more (or more slowly) than the others: check their GPUs' clocks, "
+        "temperature and power against a healthy GPU (nvidia-smi dmon -s pucvmt -d 1 on {}); "
+        "with healthy GPUs it is the work itself: the pipeline-stage partition (layers per stage, "
+        "embedding / loss stage) or the data each rank gets",
+        RankListText(ranks), where));
+  } else {
+    f.next_steps.push_back(fmt::format(
+        "compare the trace of rank {} with a healthy rank's around the late collectives", ranks.front()));
+  }
+  return f;
+}
+
+// No one late, no late group: does the work per rank change from step to
+// step? Per profiled step, the robust spread (1.4826 MAD / median) of the
+// ranks' compute time; fixed-shape training varies 1-3% (the simulator's
+// and the article's jitter); >= kVariableWorkCv with a different slowest
+// rank across steps means the data differs (sequence lengths, batches).
+constexpr double kVariableWorkCv = 0.04;
+
+std::optional<Finding> VariableWorkFinding(const std::vector<const RankTrace*>& traces) {
+  const size_t R = traces.size();
+  if (R < 4) return std::nullopt;
+  std::vector<std::vector<double>> per(R);
+  size_t steps = SIZE_MAX;
+  for (size_t ri = 0; ri < R; ++ri) {
+    per[ri] = ComputePerStep(*traces[ri]);
+    steps = std::min(steps, per[ri].size());
+  }
+  if (steps == 0 || steps == SIZE_MAX) return std::nullopt;
+  std::vector<double> cvs, spikes;
+  std::vector<size_t> slowest;
+  for (size_t s = 0; s < steps; ++s) {
+    std::vector<double> v;
+    size_t arg = 0;
+    for (size_t ri = 0; ri < R; ++ri) {
+      v.push_back(per[ri][s]);
+      if (per[ri][s] > per[arg][s]) arg = ri;
+    }
+    double med = MedianNs(v);
+    if (med <= 0) return std::nullopt;
+    cvs.push_back(kMadToSigma * Mad(v).value_or(0) / med);
+    spikes.push_back(per[arg][s] / med - 1);
+    slowest.push_back(arg);
+  }
+  double cv = MedianNs(cvs);
+  std::vector<size_t> distinct = slowest;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (cv < kVariableWorkCv || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kTraceVariableWork;
+  f.severity = Severity::kWarning;
+  f.entity.job = true;
+  f.confidence = steps >= 2 ? 0.7 : 0.5;
+  f.cause = "variable_work";
+  f.slowdown = MedianNs(spikes);
+  f.message = fmt::format(
+      "compute per step differs between ranks by {:.1f}% (robust spread over {} ranks, median of {} "
+      "profiled steps; fixed-shape training varies 1-3%), the slowest rank {:+.0f}% over the median, "
+      "and {} different ranks are slowest in {} steps: the work per rank varies from step to step, "
+      "no GPU is slow",
+      100 * cv, R, steps, 100 * *f.slowdown, distinct.size(), steps);
+  f.next_steps.push_back(
+      "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use a "
+      "token-count-balanced sampler; log tokens per rank per step to confirm");
+  return f;
+}
 
 }  // namespace
 
@@ -219,6 +538,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<double> delay_by_rank(R, 0);  // last minus second-to-last arrival
   std::vector<std::pair<size_t, double>> instance_delays;  // (last rank, its delay) per instance
   std::vector<std::pair<uint64_t, size_t>> last_offsets;  // evidence: (file offset, rank index)
+  std::vector<std::vector<std::pair<size_t, double>>> inst_arrivals;  // (rank index, aligned arrival)
+  std::vector<std::vector<TimeNs>> last_starts(R);  // own-clock starts of the calls a rank was last at
   for (size_t ri = 0; ri < R; ++ri) out.ranks[ri].call_lateness_ns.resize(traces[ri]->collectives.size());
   for (const auto& inst : matched) {
     std::vector<double> arr, ends;
@@ -238,7 +559,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       wait[ri].push_back(last - arr[i]);
       ++seen[ri];
     }
+    std::vector<std::pair<size_t, double>>& ia = inst_arrivals.emplace_back();
+    for (size_t i = 0; i < inst.size(); ++i) ia.push_back({inst[i].rank_index, arr[i]});
     ++last_count[inst[last_i].rank_index];
+    last_starts[inst[last_i].rank_index].push_back(inst[last_i].start);
     if (arr.size() >= 2) {
       std::vector<double> sorted = arr;
       std::sort(sorted.begin(), sorted.end());
@@ -300,7 +624,6 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   for (size_t ri = 0; ri < R; ++ri) {
     if (ri != best && (second == best || delay_by_rank[ri] > delay_by_rank[second])) second = ri;
   }
-  const RankTraceStats& cand = out.ranks[best];
   double delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
   double mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
   // Noise: the delays of the instances where another rank came last. With
@@ -314,6 +637,48 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   bool late = R >= 2 && last_count[best] >= kMinInstances && delay_share >= 0.5 &&
               delay_by_rank[best] >= 3 * delay_by_rank[second] &&
               mean_delay >= static_cast<double>(kMinLatenessNs) && stands_out;
+  // No one rank holds the job up by its delay: are ranks late together
+  // (one host's, a block of ranks)? A group of one is a late rank whose
+  // margin over the second-to-last arrival is too small to stand out per
+  // instance but whose mean lateness does over all of them.
+  DurationNs window = 0;
+  for (const RankTraceStats& st : out.ranks) window = std::max(window, st.window_ns);
+  const double min_cost = kMinCostShare * static_cast<double>(window);
+  late = late && delay_by_rank[best] >= min_cost && LateInSeveralSteps(*traces[best], last_starts[best]);
+  std::vector<size_t> group;
+  double group_excess = 0;
+  bool from_group = false;
+  if (!late && R >= 3) {
+    group = FindLateGroup(lateness, &group_excess);
+    if (group.size() == 1 && (delay_by_rank[group.front()] < min_cost ||
+                              !LateInSeveralSteps(*traces[group.front()], last_starts[group.front()]))) {
+      group.clear();
+    }
+    if (group.size() > 1) {
+      std::vector<char> in(R, 0);
+      for (size_t gi : group) in[gi] = 1;
+      if (GroupDelay(in, inst_arrivals) < min_cost) group.clear();
+    }
+    if (group.size() == 1) {
+      best = group.front();
+      late = from_group = true;
+      group.clear();
+      delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
+      mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+    }
+  }
+  // Neither: one rank whose compute per step stands out in every step.
+  std::optional<double> compute_excess;
+  if (!late && group.empty()) {
+    if (auto co = FindComputeOutlier(traces)) {
+      best = co->first;
+      compute_excess = co->second;
+      late = from_group = true;
+      delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
+      mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+    }
+  }
+  const RankTraceStats& cand = out.ranks[best];
 
   // A healthy peer: the rank with the smallest |lateness|.
   size_t peer = best == 0 ? 1 : 0;
@@ -332,8 +697,6 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
 
   if (late) {
     out.culprit = cand.rank;
-    DurationNs window = 0;
-    for (const RankTraceStats& st : out.ranks) window = std::max(window, st.window_ns);
     if (window > 0) out.throughput_lost = std::min(1.0, delay_by_rank[best] / static_cast<double>(window));
     const RankTrace& ct = *traces[best];
     const RankTrace& pt = *traces[peer];
@@ -343,7 +706,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     f.entity.rank = cand.rank;
     f.entity.host = cand.host;
     f.entity.gpu = ct.device;
-    f.confidence = delay_share >= 0.8 ? 0.75 : 0.6;
+    f.confidence = from_group ? 0.55 : delay_share >= 0.8 ? 0.75 : 0.6;
     f.message = fmt::format(
         "rank {} arrives last at {} of {} collectives, {} after the next rank on average: it holds "
         "the job up by {} in total ({:.0f}% of all waiting); median wait {} vs {} on healthy rank {}",
@@ -351,6 +714,14 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
         Ms(static_cast<DurationNs>(delay_by_rank[best])), 100 * delay_share,
         Ms(cand.median_wait_ns.value_or(0)), Ms(out.ranks[peer].median_wait_ns.value_or(0)),
         out.ranks[peer].rank);
+    if (compute_excess) {
+      f.message += fmt::format("; its compute per step stands out: {:.1f}% above the median rank's in every profiled step",
+                               100 * *compute_excess);
+    } else if (from_group) {
+      f.message += fmt::format(
+          "; its mean lateness over all collectives is {} above the other ranks', {:.0f}x their spread",
+          Ms(static_cast<DurationNs>(group_excess)), kGroupSigmas);
+    }
     for (auto [off, ri] : last_offsets) {
       if (ri != best) continue;
       f.evidence.push_back(Evidence{fmt::format("late collective on rank {} (byte offset {})", cand.rank, off),
@@ -396,17 +767,21 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     // The delay the culprit adds over the profile, summed over instances.
     double total_lateness = 0;
     for (double l : lateness[best]) total_lateness += std::max(0.0, l);
-    if (weight_sum > 0 && kernel_ratio >= kKernelRatioThreshold) {
+    if ((weight_sum > 0 && kernel_ratio >= kKernelRatioThreshold) || compute_excess) {
       Finding k;
       k.code = FindingCode::kTraceComputeSlow;
       k.severity = Severity::kCritical;
       k.entity = out.findings.back().entity;
-      k.slowdown = kernel_ratio - 1;
-      k.confidence = 0.8;
+      k.slowdown = compute_excess ? *compute_excess : kernel_ratio - 1;
+      k.confidence = compute_excess ? 0.6 : 0.8;
       k.message = fmt::format(
           "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted); "
           "top: {} {:.2f}x slower across {} launches",
           cand.rank, kernel_ratio, ps.rank, Printable(run.names.Get(top_name)), top_ratio, top_launches);
+      if (compute_excess) {
+        k.message += fmt::format("; its compute time is {:.1f}% above the median rank's in every profiled step",
+                                 100 * *compute_excess);
+      }
       k.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}",
                                                 Ms(cand.compute_busy_ns), cand.rank,
                                                 Ms(ps.compute_busy_ns), ps.rank),
@@ -437,6 +812,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
           cand.rank, cand.host.value_or("its node"), ps.rank));
       out.findings.push_back(std::move(h));
     }
+  } else if (!group.empty()) {
+    out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals));
+  } else if (auto vw = VariableWorkFinding(traces)) {
+    out.findings.push_back(std::move(*vw));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
     // Nobody is late: is the network slow for everyone?
     double steps_profiled = 0;

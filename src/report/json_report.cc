@@ -58,6 +58,7 @@ Json BuildReport(const ReportInput& in) {
     j["pattern"] = Opt(c.pattern);
     if (c.entity.nic) j["nic"] = *c.entity.nic;
     if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
+    if (!c.ranks.empty()) j["ranks"] = c.ranks;
     j["evidence"] = c.evidence;
     culprits.push_back(std::move(j));
   }

@@ -1,6 +1,7 @@
 #include "verdict/verdict.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -138,9 +139,50 @@ std::string_view ConfidenceWord(double c) {
 
 namespace {
 
+std::string StragglerSummary(const Verdict& v);
+
+// Several ranks late together (trace.late_group): one host's ranks, or a
+// block of ranks. Slow kernels on several GPUs with no hardware finding
+// are taken for more work (imbalance) until GPU metrics say otherwise
+// (DecideVerdict joins them); idle GPUs mean the host.
+Verdict GroupVerdict(const StepAnalysis& steps, const TraceAnalysis& traces, const Finding& g) {
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity = g.entity;
+  c.ranks = g.ranks;
+  c.slowdown = g.slowdown;
+  c.pattern = g.pattern;
+  c.confidence = std::min(g.confidence, kSingleSourceCap);
+  c.evidence.push_back("traces: " + g.message);
+  if (g.cause == "host_stall") {
+    c.cause_class = "host_stall";
+    if (g.pattern == "host") c.cause = "host_contention";
+  } else if (g.cause == "slow_kernels") {
+    c.cause_class = "imbalance";
+    c.cause = "uneven_work";
+    c.confidence = std::min(c.confidence, 0.6);
+    c.evidence.push_back(
+        "no GPU metric shows a hardware cause on these GPUs: the ranks do more work per step "
+        "(pipeline stage / partition), not slower work");
+  } else {
+    c.cause_class = "unknown";
+  }
+  v.culprits.push_back(std::move(c));
+  v.throughput_lost = traces.throughput_lost;
+  size_t world = std::max(steps.job.ranks, traces.ranks.size());
+  if (v.throughput_lost && world > 0) v.gpu_hours_per_day = *v.throughput_lost * static_cast<double>(world) * 24.0;
+  v.next_steps = g.next_steps;
+  v.summary = StragglerSummary(v);
+  return v;
+}
+
 Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
     return TraceVerdict(run, steps, traces);
+  }
+  if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup)) {
+    return GroupVerdict(steps, traces, *g);
   }
   Verdict v;
   std::vector<const Finding*> stragglers;
@@ -199,10 +241,50 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
     v.next_steps = imb->next_steps;
     return v;
   }
+  if (const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork)) {
+    v.status = VerdictStatus::kJobWide;
+    Culprit c;
+    c.entity.job = true;
+    c.cause_class = "imbalance";
+    c.cause = vw->cause;
+    c.confidence = vw->confidence;
+    c.slowdown = vw->slowdown;
+    c.evidence.push_back("traces: " + vw->message);
+    v.culprits.push_back(std::move(c));
+    v.summary = "verdict: workload imbalance — " + vw->message;
+    v.next_steps = vw->next_steps;
+    return v;
+  }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
     v.status = VerdictStatus::kJobWide;
     v.summary = "verdict: job-wide slowdown — " + comm->message + "; no single rank is to blame";
     v.next_steps = comm->next_steps;
+    return v;
+  }
+  // The whole job slows on a fixed period and no rank stands out: periodic
+  // interference (checkpoint, evaluation, GC, a scheduled job on a shared
+  // switch) — a cause class of its own, whichever rank or host it hits.
+  if (const Finding* per = FirstOf(steps, FindingCode::kPeriodicSlowdown);
+      per && per->period_steps && !steps.job.episodes.empty()) {
+    v.status = VerdictStatus::kJobWide;
+    Culprit c;
+    c.entity.job = true;
+    c.cause_class = "external";
+    c.cause = "periodic_interference";
+    c.confidence = std::min(per->confidence, kSingleSourceCap);
+    c.slowdown = per->slowdown;
+    c.onset_step = per->onset_step;
+    c.pattern = "periodic";
+    c.evidence.push_back("step times: " + per->message);
+    v.culprits.push_back(std::move(c));
+    const Episode& last = steps.job.episodes.back();
+    auto next = static_cast<int64_t>(std::llround(static_cast<double>(last.start_step) + *per->period_steps));
+    v.summary = fmt::format("verdict: periodic interference — {}; no single rank stands out", per->message);
+    v.next_steps = per->next_steps;
+    v.next_steps.push_back(fmt::format(
+        "profile the next expected slow step on every rank: step {} (torch.profiler schedule "
+        "covering steps {}-{}) to see which rank or host stalls",
+        next, next - 1, next + 1));
     return v;
   }
   if (const Finding* sync = FirstOf(steps, FindingCode::kStepsSynchronised)) {
@@ -291,6 +373,15 @@ bool IsGpuCause(FindingCode c) {
          c == FindingCode::kGpuNvlinkDown;
 }
 
+// PCIe / NVLink link faults slow the GPU's transfers (input copies, its
+// share of every collective), not its kernels: communication, as the
+// HardwareOnlyCulprit rule and the simulator's truth class them; the other
+// GPU causes slow the kernels.
+std::string GpuCauseClass(FindingCode c) {
+  return c == FindingCode::kGpuPcieDowngrade || c == FindingCode::kGpuNvlinkDown ? "communication"
+                                                                                   : "compute_slow";
+}
+
 bool IsNetCause(FindingCode c) {
   return c == FindingCode::kNetPortDown || c == FindingCode::kNetLinkDegraded ||
          c == FindingCode::kNetBandwidthLow || c == FindingCode::kNetSocketFallback ||
@@ -312,12 +403,20 @@ std::string CauseWords(const Culprit& c) {
                   : c.cause_class == "communication" ? "communication"
                   : c.cause_class == "host_stall"    ? "host stall"
                   : c.cause_class == "external"      ? "external interference"
+                  : c.cause_class == "imbalance"     ? "workload imbalance"
                                                      : "cause unknown";
   if (c.cause) s += ": " + *c.cause;
   return s;
 }
 
 std::string CulpritName(const Culprit& c) {
+  if (c.ranks.size() > 1) {
+    if (c.cause == "shared_switch" && c.entity.switch_name) {
+      return fmt::format("the hosts of switch {} (ranks {})", *c.entity.switch_name, RankListText(c.ranks));
+    }
+    if (!c.entity.rank && c.entity.host) return fmt::format("{} (ranks {})", *c.entity.host, RankListText(c.ranks));
+    return fmt::format("ranks {}", RankListText(c.ranks));
+  }
   if (c.entity.rank) return EntityName(c.entity);
   std::string s = c.entity.host.value_or("unknown host");
   if (c.entity.nic) s += fmt::format(" ({})", *c.entity.nic);
@@ -350,7 +449,7 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
       c.evidence.push_back("contradiction: the trace shows a host stall, not slow kernels");
       c.confidence = std::min(c.confidence, 0.5);
     } else {
-      c.cause_class = "compute_slow";
+      c.cause_class = GpuCauseClass(hw->code);
       c.cause = hw->cause;
       c.confidence = std::min(0.95, std::max(c.confidence, hw->confidence) + 0.15);
       std::vector<std::string> first = hw->next_steps;
@@ -398,6 +497,37 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
   return changed;
 }
 
+// A group culprit whose GPUs show a hardware cause during the slow steps
+// is compute-slow (a host-wide thermal / power problem), not imbalance;
+// the GPU with the strongest finding becomes the named entity.
+bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (c.ranks.size() < 2 || c.cause_class == "host_stall") return false;
+  const Finding* hw = nullptr;
+  Entity at;
+  for (int32_t r : c.ranks) {
+    Entity e;
+    e.rank = r;
+    if (auto g = a.ranks.GpuOf(r)) e.host = g->first, e.gpu = g->second;
+    for (const Finding& f : a.hardware.findings) {
+      if (!IsGpuCause(f.code) || !OnGpu(f, e) || f.overlaps_slow_steps == false) continue;
+      if (hw == nullptr || f.confidence > hw->confidence) hw = &f, at = e;
+    }
+  }
+  if (hw == nullptr) return false;
+  c.entity.rank = at.rank;
+  c.entity.host = at.host;
+  c.entity.gpu = at.gpu;
+  c.cause_class = GpuCauseClass(hw->code);
+  c.cause = hw->cause;
+  std::erase_if(c.evidence, [](const std::string& e) { return e.rfind("no GPU metric", 0) == 0; });
+  c.evidence.push_back("GPU: " + hw->message);
+  c.confidence = std::min(0.95, std::max(c.confidence, hw->confidence) + 0.15);
+  std::vector<std::string> first = hw->next_steps;
+  AddSteps(first, next_steps);
+  next_steps = std::move(first);
+  return true;
+}
+
 // Hosts whose network evidence is strong enough to blame on its own.
 std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
                                      std::vector<std::string>& next_steps) {
@@ -435,10 +565,67 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     }
     AddSteps(next_steps, f.next_steps);
   }
+  // A host named by nccl-tests bandwidth alone, one of whose GPUs runs its
+  // PCIe link downgraded: that link is the slow rail (the GPU's share of
+  // every ring, GPUDirect RDMA), so the GPU is the culprit, not the NIC.
+  for (Culprit& c : out) {
+    bool bandwidth_only = std::all_of(a.network.findings.begin(), a.network.findings.end(), [&](const Finding& f) {
+      return !IsNetCause(f.code) || f.code == FindingCode::kNetBandwidthLow || !OnHost(f, c.entity.host);
+    });
+    if (!bandwidth_only || c.entity.rank) continue;
+    const Finding* pcie = nullptr;
+    size_t n = 0;
+    for (const Finding& f : a.hardware.findings) {
+      if (f.code == FindingCode::kGpuPcieDowngrade && OnHost(f, c.entity.host) && f.entity.gpu) pcie = &f, ++n;
+    }
+    if (n != 1) continue;
+    c.entity.rank = pcie->entity.rank;
+    c.entity.gpu = pcie->entity.gpu;
+    c.entity.nic.reset();
+    c.cause = "pcie_downgrade";
+    c.evidence.push_back("GPU: " + pcie->message);
+    c.confidence = std::min(0.95, c.confidence + 0.15);
+    std::vector<std::string> first = pcie->next_steps;
+    AddSteps(first, next_steps);
+    next_steps = std::move(first);
+  }
+  // Hosts of one switch slow together in nccl-tests, no host of it blamed
+  // otherwise: while the job's step times show slowdowns of the whole job
+  // (episodes, or synchronised steps with a communication-bound trace) —
+  // what a congested switch does to a ring — or synchronised step times
+  // (what any slow link looks like from the ranks), the switch's hosts are
+  // the culprit, outside the job.
+  for (const Finding& f : a.network.findings) {
+    if (f.code != FindingCode::kNetSharedSwitch || f.pattern != "switch_group") continue;
+    bool covered = std::any_of(out.begin(), out.end(), [&](const Culprit& c) {
+      return c.entity.switch_name == f.entity.switch_name;
+    }) || std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+      return c.entity.host && std::find(f.ranks.begin(), f.ranks.end(), c.entity.rank.value_or(-1)) != f.ranks.end();
+    });
+    if (covered || v.status == VerdictStatus::kStraggler) continue;
+    const Finding* episodes = FirstOf(a.steps, FindingCode::kPeriodicSlowdown);
+    if (!episodes) episodes = FirstOf(a.steps, FindingCode::kJobSlowdown);
+    const Finding* comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound);
+    const Finding* sync = FirstOf(a.steps, FindingCode::kStepsSynchronised);
+    if (!episodes && !comm && !sync) continue;
+    Culprit c;
+    c.entity.host = f.entity.host;
+    c.entity.switch_name = f.entity.switch_name;
+    c.ranks = f.ranks;
+    c.cause_class = "external";
+    c.cause = "shared_switch";
+    c.slowdown = f.slowdown;
+    c.confidence = std::min(0.7, f.confidence + (episodes && comm ? 0.15 : 0.1));
+    c.evidence.push_back("switch: " + f.message);
+    if (episodes) c.evidence.push_back("step times: " + episodes->message);
+    if (comm) c.evidence.push_back("traces: " + comm->message);
+    AddSteps(next_steps, f.next_steps);
+    out.push_back(std::move(c));
+  }
   for (const Finding& f : a.network.findings) {
     if (f.code != FindingCode::kNetSharedSwitch) continue;
     for (Culprit& c : out) {
-      if (c.entity.switch_name == f.entity.switch_name) {
+      if (c.entity.switch_name == f.entity.switch_name && c.cause != "shared_switch") {
         c.cause_class = "external";
         c.cause = "shared_switch";
         c.evidence.push_back("switch: " + f.message);
@@ -510,7 +697,8 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
 
 std::string StragglerSummary(const Verdict& v) {
   const Culprit& top = v.culprits.front();
-  std::string s = fmt::format("verdict: {} is the straggler — {}", CulpritName(top), CauseWords(top));
+  std::string s = fmt::format("verdict: {} {} — {}", CulpritName(top),
+                              top.ranks.size() > 1 ? "are the stragglers" : "is the straggler", CauseWords(top));
   if (top.slowdown && top.entity.rank) s += fmt::format(" ({:+.0f}%)", 100 * *top.slowdown);
   s += fmt::format(", confidence {}", ConfidenceWord(top.confidence));
   if (v.throughput_lost) s += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
@@ -545,7 +733,9 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   bool changed = false;
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {
-    for (Culprit& c : v.culprits) changed |= EnrichRankCulprit(c, a, next);
+    for (Culprit& c : v.culprits) {
+      changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
+    }
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   if (v.status != VerdictStatus::kStraggler) {

@@ -48,6 +48,9 @@ struct Culprit {
   std::optional<double> slowdown;
   std::optional<int64_t> onset_step;
   std::optional<std::string> pattern;
+  // A group culprit (one host's ranks, a block of ranks late together):
+  // every rank of it; empty for a single rank / host / NIC.
+  std::vector<int32_t> ranks;
   // The evidence chain: one line per independent signal that supports (or
   // contradicts) this culprit, e.g. "GPU: 93 °C, SM clock -28% during the
   // slow steps".

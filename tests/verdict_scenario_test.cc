@@ -1,0 +1,131 @@
+// End-to-end verdicts on simulated runs (src/simulator) for the faults that
+// no single rank shows: a host whose CPUs are contended (all its ranks late
+// together), a pipeline stage with more work (a block of ranks late
+// together), per-step variable work (sequence lengths), and healthy
+// controls that must blame no one. Each run is written in the real formats
+// (end-to-end step logs, traces of 3 steps, nvidia-smi, network outputs)
+// and diagnosed as `laggard diagnose` does.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ingest/ingest.h"
+#include "ingest/readers.h"
+#include "simulator/cluster.h"
+#include "simulator/run_writer.h"
+#include "test_util.h"
+#include "verdict/verdict.h"
+
+namespace laggard {
+namespace {
+
+using testing_util::TempDir;
+
+struct Diagnosis {
+  laggard::Run run;
+  Analyses a;
+  Verdict v;
+};
+
+Diagnosis Simulate(const sim::ClusterScenario& in, const TempDir& dir) {
+  sim::ClusterScenario sc = in;
+  EXPECT_TRUE(sim::ResolveScenario(&sc).ok());
+  sim::RunOutputOptions out;
+  out.trace_steps = 3;
+  out.measure_effects = false;
+  auto written = sim::WriteClusterRun(sc, out, dir.path());
+  EXPECT_TRUE(written.ok()) << written.status().message();
+  auto readers = MakeDefaultStepReaders(std::nullopt);
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  auto run = Ingest({dir.path()}, readers->readers, IngestOptions(), traces.readers);
+  EXPECT_TRUE(run.ok());
+  Diagnosis d;
+  d.run = std::move(run).value();
+  d.a = AnalyzeRun(d.run, AnalysisOptions());
+  d.v = DecideVerdict(d.run, d.a);
+  return d;
+}
+
+sim::ClusterScenario Scenario(uint64_t seed, int nodes, sim::FaultKind kind, double severity) {
+  sim::ClusterScenario sc;
+  sc.seed = seed;
+  sc.nodes = nodes;
+  sc.gpus_per_node = 8;
+  sc.steps = 60;
+  if (kind != sim::FaultKind::kNone) {
+    sim::Fault f;
+    f.kind = kind;
+    f.severity = severity;
+    f.onset_step = 10;
+    sc.faults.push_back(f);
+  }
+  return sc;
+}
+
+const Finding* Find(const std::vector<Finding>& fs, FindingCode code) {
+  for (const Finding& f : fs) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+TEST(VerdictScenarioTest, ContendedHostIsNamedWithAllItsRanksAsAHostStall) {
+  sim::ClusterScenario sc = Scenario(7, 4, sim::FaultKind::kHostCpuContention, 0.15);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kHost;
+  sc.faults[0].target.node = 2;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->entity.host, "node-02");
+  EXPECT_EQ(g->pattern, "host");
+  EXPECT_EQ(g->cause, "host_stall");
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  const Culprit& c = d.v.culprits.front();
+  EXPECT_EQ(c.cause_class, "host_stall") << d.v.summary;
+  EXPECT_EQ(c.entity.host, "node-02");
+  EXPECT_EQ(c.ranks, (std::vector<int32_t>{16, 17, 18, 19, 20, 21, 22, 23}));
+  EXPECT_NE(d.v.summary.find("node-02 (ranks 16-23) are the stragglers"), std::string::npos) << d.v.summary;
+}
+
+TEST(VerdictScenarioTest, SlowerPipelineStageIsABlockWithImbalance) {
+  // 2 nodes x 8 GPUs in 4 stages: stage 1 is ranks 4-7, half of node-00.
+  sim::ClusterScenario sc = Scenario(11, 2, sim::FaultKind::kPipelineStageImbalance, 0.2);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kStage;
+  sc.faults[0].target.stage = 1;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr) << d.v.summary;
+  EXPECT_EQ(g->ranks, (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(g->pattern, "block");
+  EXPECT_EQ(g->cause, "slow_kernels");
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+  EXPECT_LE(d.v.culprits.front().confidence, 0.6);
+}
+
+TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
+  TempDir dir;
+  Diagnosis d = Simulate(Scenario(5, 4, sim::FaultKind::kSequenceLengthImbalance, 0.2), dir);
+  const Finding* vw = Find(d.a.traces.findings, FindingCode::kTraceVariableWork);
+  ASSERT_NE(vw, nullptr) << d.v.summary;
+  EXPECT_EQ(d.v.status, VerdictStatus::kJobWide) << d.v.summary;
+  ASSERT_FALSE(d.v.culprits.empty());
+  EXPECT_TRUE(d.v.culprits.front().entity.job);
+  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance");
+}
+
+TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
+  for (uint64_t seed : {1u, 2u, 3u, 4u}) {
+    TempDir dir;
+    Diagnosis d = Simulate(Scenario(seed, 2 + static_cast<int>(seed % 3), sim::FaultKind::kNone, 0), dir);
+    EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceLateGroup), nullptr) << "seed " << seed;
+    EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr) << "seed " << seed;
+    EXPECT_NE(d.v.status, VerdictStatus::kStraggler) << "seed " << seed << ": " << d.v.summary;
+  }
+}
+
+}  // namespace
+}  // namespace laggard
