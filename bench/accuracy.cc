@@ -9,15 +9,18 @@
 // nodes of 8 GPUs (8 to 8 x N ranks), seed-dependent targets and jitter.
 // Scores:
 //   culprit top-1   the verdict's first culprit is a truth culprit (same
-//                   rank; or same host, and NIC when the truth names one)
+//                   rank, or a group culprit holding it; or same host, and
+//                   NIC when the truth names one)
 //   cause class     ... and its cause class is the truth's
 //   false culprit   a healthy control whose verdict names a culprit
 // printed overall and by severity band; results go in docs/accuracy.md.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -45,11 +48,18 @@ struct Outcome {
   bool false_culprit = false;
   std::string got;
   std::string want;
+  // What the fault cost the job while active (truth.json effect, simulated
+  // against a healthy control): job step time / healthy - 1.
+  std::optional<double> job_slowdown;
 };
 
 bool Matches(const Culprit& c, const nlohmann::json& t) {
   if (t.contains("rank") && t["rank"].is_number()) {
-    return c.entity.rank && *c.entity.rank == t["rank"].get<int>();
+    int want = t["rank"].get<int>();
+    // A group culprit (one host's ranks, a block) matches when the rank is
+    // one of its ranks.
+    return (c.entity.rank && *c.entity.rank == want) ||
+           std::find(c.ranks.begin(), c.ranks.end(), want) != c.ranks.end();
   }
   if (!t.contains("host") || !t["host"].is_string() || !c.entity.host) return false;
   if (*c.entity.host != t["host"].get<std::string>()) return false;
@@ -69,7 +79,7 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   Outcome o;
   sim::RunOutputOptions out;
   out.trace_steps = 3;
-  out.measure_effects = false;
+  out.measure_effects = true;  // truth.json gets the fault's measured effect on the job
   fs::remove_all(dir);
   auto written = sim::WriteClusterRun(sc, out, dir);
   if (!written.ok()) {
@@ -80,6 +90,12 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   nlohmann::json truth = nlohmann::json::parse(tf, nullptr, false);
   const nlohmann::json& expected = truth["expected"];
   o.healthy = expected.value("cause_class", "") == "none";
+  if (expected.contains("fault_index") && truth.contains("faults")) {
+    const nlohmann::json& eff = truth["faults"][expected["fault_index"].get<size_t>()]["effect"];
+    if (eff.contains("step_time_increase") && eff["step_time_increase"].is_number()) {
+      o.job_slowdown = eff["step_time_increase"].get<double>();
+    }
+  }
 
   auto readers = MakeDefaultStepReaders(std::nullopt);
   TraceReaderSet traces = MakeDefaultTraceReaders();
@@ -115,6 +131,7 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
 }
 
 std::string Band(double s) {
+  if (s < 0.03) return "0-3%";
   if (s < 0.05) return "3-5%";
   if (s < 0.10) return "5-10%";
   if (s < 0.20) return "10-20%";
@@ -140,9 +157,9 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   auto kinds = sim::AllFaultKinds();
   std::string base = keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
-  std::map<std::string, std::array<int, 4>> by_kind, by_band;  // n, culprit, cause, false
+  std::map<std::string, std::array<int, 4>> by_kind, by_band, by_effect;  // n, culprit, cause, false
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
-      ge5_cause = 0;
+      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios; ++i) {
     sim::ClusterScenario sc;
@@ -179,9 +196,15 @@ int main(int argc, char** argv) {
       auto& bb = by_band[Band(severity)];
       bb[0]++, bb[1] += o.culprit_ok, bb[2] += o.cause_ok;
       if (severity >= 0.05) ++ge5, ge5_culprit += o.culprit_ok, ge5_cause += o.cause_ok;
+      if (o.job_slowdown) {
+        auto& eb = by_effect[Band(*o.job_slowdown)];
+        eb[0]++, eb[1] += o.culprit_ok, eb[2] += o.cause_ok;
+        if (*o.job_slowdown >= 0.05) ++eff5, eff5_culprit += o.culprit_ok, eff5_cause += o.cause_ok;
+      }
     }
-    std::cout << fmt::format("{:3} {:26} sev {:5.1f}% {:5} ranks  {}  got: {}  want: {}\n", i, kind,
-                             100 * severity, o.ranks,
+    std::cout << fmt::format("{:3} {:26} sev {:5.1f}% job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i, kind,
+                             100 * severity,
+                             o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
                              o.healthy ? (o.false_culprit ? "FALSE " : "ok    ")
                                        : (o.cause_ok ? "ok    " : o.culprit_ok ? "CLASS " : "MISS  "),
                              o.got, o.want);
@@ -195,9 +218,16 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
                            pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5),
                            pct(ge5_cause, ge5));
+  std::cout << fmt::format("by the job slowdown the fault caused (measured against a healthy control): "
+                           ">= 5%: culprit {}, cause {} ({} runs)\n",
+                           pct(eff5_culprit, eff5), pct(eff5_cause, eff5), eff5);
   std::cout << fmt::format("healthy runs with a false culprit: {}\n\n", pct(false_culprits, healthy));
   std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_band) {
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", band, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+  }
+  std::cout << "\n| job slowdown caused | runs | culprit | cause |\n|---|---|---|---|\n";
+  for (auto& [band, c] : by_effect) {
     std::cout << fmt::format("| {} | {} | {} | {} |\n", band, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
   }
   std::cout << "\n| fault | runs | culprit | cause |\n|---|---|---|---|\n";

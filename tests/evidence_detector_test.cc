@@ -446,6 +446,72 @@ TEST(VerdictEvidenceTest, SynchronisedStepsAndADownNvlinkNameTheGpuWithLowConfid
   EXPECT_LE(top.confidence, 0.5);
 }
 
+// Six hosts on three switches in a ring of pair tests; the two hosts of
+// leaf-1 are slow in every run they are in (0.83x), the others have a fast
+// run each.
+void SwitchRing(NetworkData& n, double slow_busbw) {
+  n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
+                 {"node-03", "leaf-2"}, {"node-04", "leaf-3"}, {"node-05", "leaf-3"}};
+  n.nccl_tests.push_back(PairRun("node-00", "node-01", slow_busbw));
+  n.nccl_tests.push_back(PairRun("node-01", "node-02", slow_busbw));
+  n.nccl_tests.push_back(PairRun("node-02", "node-03", 180));
+  n.nccl_tests.push_back(PairRun("node-03", "node-04", 181));
+  n.nccl_tests.push_back(PairRun("node-04", "node-05", 179));
+  n.nccl_tests.push_back(PairRun("node-05", "node-00", slow_busbw));
+}
+
+TEST(NetworkDetectorTest, HostsOfOneSwitchSlowTogetherPointOutsideTheJob) {
+  Cluster c;
+  c.synchronised = true;
+  c.network = [](NetworkData& n) { SwitchRing(n, 150); };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+  EXPECT_EQ(shared[0]->pattern, "switch_group");
+  EXPECT_TRUE(Codes(r, FindingCode::kNetBandwidthLow).empty()) << "0.83x is above the 0.7x of one slow host";
+  // Synchronised step times: the switch's hosts are the culprit, outside the job.
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause, "shared_switch");
+  EXPECT_EQ(top.entity.switch_name, "leaf-1");
+  EXPECT_LE(top.confidence, 0.7);
+  EXPECT_NE(r.v.summary.find("the hosts of switch leaf-1"), std::string::npos) << r.v.summary;
+}
+
+TEST(NetworkDetectorTest, HostsOfOneSwitchWithinRunToRunNoiseAreNotASwitchGroup) {
+  Cluster c;
+  c.synchronised = true;
+  c.network = [](NetworkData& n) { SwitchRing(n, 176); };  // 2% below the others
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+  EXPECT_NE(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+}
+
+TEST(VerdictEvidenceTest, SlowNcclTestsHostWithADowngradedPcieGpuNamesTheGpu) {
+  Cluster c;
+  c.synchronised = true;
+  c.facts = [](int r, GpuFacts& f) {
+    if (r == 5) f.pcie_width_current = 8;
+  };
+  c.network = [](NetworkData& n) {
+    n.nccl_tests.push_back(PairRun("node-00", "node-01", 95));
+    n.nccl_tests.push_back(PairRun("node-01", "node-02", 96));
+    n.nccl_tests.push_back(PairRun("node-02", "node-03", 180));
+    n.nccl_tests.push_back(PairRun("node-03", "node-00", 181));
+  };
+  Result r = Diagnose(c);
+  ASSERT_EQ(Codes(r, FindingCode::kNetBandwidthLow).size(), 1u);
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.entity.rank, 5);
+  EXPECT_EQ(top.entity.host, "node-01");
+  EXPECT_EQ(top.entity.gpu, 1);
+  EXPECT_EQ(top.cause_class, "communication");
+  EXPECT_EQ(top.cause, "pcie_downgrade");
+}
+
 TEST(VerdictEvidenceTest, SynchronisedStepsOnAHealthyClusterBlameNoOne) {
   Cluster c;
   c.synchronised = true;

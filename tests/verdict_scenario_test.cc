@@ -117,6 +117,23 @@ TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
   EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance");
 }
 
+TEST(VerdictScenarioTest, SmallComputeSlowdownAmongManyRanksIsFoundByComputeTime) {
+  // +6% work on one GPU of 64: late by less than the arrival jitter of 64
+  // ranks, but its compute per step stands out in every profiled step.
+  sim::ClusterScenario sc = Scenario(3, 8, sim::FaultKind::kSlowKernel, 0.06);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kGpu;
+  sc.faults[0].target.node = 5;
+  sc.faults[0].target.index = 2;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().entity.rank, 42) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, "compute_slow") << d.v.summary;
+  const Finding* slow = Find(d.a.traces.findings, FindingCode::kTraceComputeSlow);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_NEAR(*slow->slowdown, 0.06, 0.02);
+}
+
 TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
   for (uint64_t seed : {1u, 2u, 3u, 4u}) {
     TempDir dir;
