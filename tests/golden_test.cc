@@ -4,13 +4,25 @@
 //              with the case directory as the working directory
 //   cwd        optional: "corpus" runs in ../shared instead, so paths read
 //              corpus/...; the case is skipped when that folder is absent
+//   simulate   optional: the arguments of `laggard simulate` without -o (split
+//              on blanks). The test first simulates that run in-process into
+//              a fresh temporary directory, as `sim/` under it, and runs `cmd`
+//              there with the token $SIM replaced by `sim`, so the report's
+//              paths read sim/node-00/... whatever the temporary directory.
+//              Not combined with `cwd`.
 //   expected   the expected stdout (usually the JSON report)
 //   exit_code  optional expected exit status (default 0)
+//
+// A golden records what laggard says today, not the truth: a simulated case
+// whose verdict is wrong still passes as long as nothing changed. Accuracy
+// against the simulator's truth.json is bench/accuracy's job
+// (docs/accuracy.md); see tests/golden/README.md.
 //
 // Rebaseline after an intended change: scripts/rebaseline.sh (sets
 // LAGGARD_REBASELINE=1 and runs these tests), then read the diff.
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,26 +52,68 @@ std::vector<std::string> Cases() {
   return out;
 }
 
+// Splits a case file on blanks, as a shell would without quotes.
+std::vector<std::string> Words(const fs::path& p) {
+  std::vector<std::string> out;
+  std::istringstream in(Slurp(p));
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+int RunArgs(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<const char*> argv = {"laggard"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err);
+}
+
+// A fresh directory under the system temp dir, removed with the object.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "laggard-golden-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, OutputMatchesExpected) {
   fs::path dir = fs::path(LAGGARD_SOURCE_DIR) / "tests" / "golden" / GetParam();
   fs::path cwd = dir;
+  bool simulated = fs::exists(dir / "simulate");
   if (fs::exists(dir / "cwd") && Trim(Slurp(dir / "cwd")) == "corpus") {
+    ASSERT_FALSE(simulated) << dir << ": `simulate` and `cwd` do not combine";
     fs::path corpus = LAGGARD_CORPUS_DIR;
     if (!fs::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus << "; skipping";
     cwd = corpus.parent_path();
   }
-  std::vector<std::string> args = {"laggard"};
-  std::istringstream cmd(Slurp(dir / "cmd"));
-  for (std::string a; cmd >> a;) args.push_back(a);
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
+  ScratchDir scratch;
+  std::vector<std::string> args = Words(dir / "cmd");
+  if (simulated) {
+    ASSERT_FALSE(scratch.path().empty()) << "cannot create a temporary directory";
+    std::vector<std::string> sim_args = {"simulate"};
+    for (const auto& a : Words(dir / "simulate")) sim_args.push_back(a);
+    sim_args.insert(sim_args.end(), {"--quiet", "-o", (scratch.path() / "sim").string()});
+    std::ostringstream sim_out, sim_err;
+    ASSERT_EQ(RunArgs(sim_args, sim_out, sim_err), 0) << "laggard simulate failed: " << sim_err.str();
+    cwd = scratch.path();
+    for (std::string& a : args) {
+      for (size_t at = a.find("$SIM"); at != std::string::npos; at = a.find("$SIM", at + 3)) a.replace(at, 4, "sim");
+    }
+  }
 
   fs::path old = fs::current_path();
   fs::current_path(cwd);
   std::ostringstream out, err;
-  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err);
+  int rc = RunArgs(args, out, err);
   fs::current_path(old);
 
   int want_rc = fs::exists(dir / "exit_code") ? std::stoi(Slurp(dir / "exit_code")) : 0;

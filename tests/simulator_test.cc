@@ -245,6 +245,37 @@ TEST(SimulatorTest, SameSeedWritesIdenticalFiles) {
   EXPECT_NE(c.File("node-00/rank-0.log"), a.File("node-00/rank-0.log"));
 }
 
+// The golden cases (tests/golden/sim_*) rely on this: every fault kind at
+// once, so each kind's draws and its own healthy-control run (several faults
+// run one control per fault, on threads) are covered, written with one
+// thread and with four.
+TEST(SimulatorTest, SameSeedWritesIdenticalFilesWithEveryFaultKindAndAnyThreadCount) {
+  sim::ClusterScenario sc = Small(4, 4, 60);
+  sc.nodes_per_switch = 2;
+  for (const char* spec :
+       {"thermal@node-00:0:25%", "power_cap@node-00:1:25%", "clocks_locked@node-00:2:25%",
+        "pcie_downgrade@node-00:3:50%", "nvlink_down@node-01:0", "slow_kernel@rank5:25%",
+        "nic_degraded@node-01:mlx5_1:50%", "ib_port_down@node-02:mlx5_2", "socket_fallback@node-03",
+        "shared_switch_congestion@node-02..node-03:50%,period=20,duration=5", "host_cpu_contention@node-02:25%",
+        "data_loader_stall@rank9:25%", "periodic_interference@rank10:100%,period=20",
+        "pipeline_stage_imbalance@stage3:25%", "sequence_length_imbalance@all:25%"}) {
+    sc.faults.push_back(F(spec));
+  }
+  sim::RunOutputOptions one = Outputs(), four = Outputs();
+  one.threads = 1;
+  four.threads = 4;
+  Sim a, b;
+  Write(a, sc, one);
+  Write(b, sc, four);
+  auto ta = ReadTree(a.dir.path()), tb = ReadTree(b.dir.path());
+  ASSERT_EQ(ta.size(), tb.size());
+  EXPECT_EQ(a.truth["faults"].size(), 15u);
+  for (const auto& [name, content] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(tb[name] == content) << name << " differs between 1 and 4 writer threads with the same seed";
+  }
+}
+
 TEST(SimulatorTest, RunDirectoryHasEveryFileOfTheLayout) {
   Sim s;
   Write(s, Small(3, 2, 30));
