@@ -313,9 +313,9 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
     why = "why is not known from the traces";
   }
   f.message = fmt::format(
-      "{} arrive late together: at least {} later than the other ranks on average at each of {} "
-      "collectives, each of them standing out {:.0f}x beyond the other ranks' spread; {}",
-      who, Ms(static_cast<DurationNs>(excess)), out.instances, kGroupSigmas, why);
+      "{} arrive late together: on average over {} collectives the least late of them arrives {} "
+      "after a typical rank, a gap of more than {:.0f}x the other ranks' spread; {}",
+      who, out.instances, Ms(static_cast<DurationNs>(excess)), kGroupSigmas, why);
   if (window > 0) {
     f.evidence.push_back(Evidence{fmt::format("the group holds the job up by {} of a {} profile",
                                               Ms(static_cast<DurationNs>(delay)), Ms(window)),
