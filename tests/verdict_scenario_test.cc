@@ -134,6 +134,25 @@ TEST(VerdictScenarioTest, SmallComputeSlowdownAmongManyRanksIsFoundByComputeTime
   EXPECT_NEAR(*slow->slowdown, 0.06, 0.02);
 }
 
+TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisationDips) {
+  // A GC-like pause on rank 13 every 20 steps; the traces (the last 3
+  // steps) miss every pause and step times are synchronised. Its GPU alone
+  // drops in utilisation at the pauses while the others spin in NCCL.
+  sim::ClusterScenario sc = Scenario(9, 4, sim::FaultKind::kPeriodicInterference, 0.3);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kRank;
+  sc.faults[0].target.rank = 13;
+  sc.faults[0].period_steps = 20;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  const Culprit& c = d.v.culprits.front();
+  EXPECT_EQ(c.entity.rank, 13) << d.v.summary;
+  EXPECT_EQ(c.cause_class, "host_stall");
+  EXPECT_LE(c.confidence, 0.5);
+  ASSERT_EQ(c.evidence.size(), 2u);
+  EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos) << c.evidence[1];
+}
+
 TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
   for (uint64_t seed : {1u, 2u, 3u, 4u}) {
     TempDir dir;

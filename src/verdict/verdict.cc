@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
+
+#include "analysis/robust_stats.h"
 
 namespace laggard {
 namespace {
@@ -671,6 +674,113 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   return c;
 }
 
+// Synchronised end-to-end step times with isolated whole-job slow steps
+// (spikes) that no trace covers, and one GPU whose utilisation dips in a
+// sample where every other GPU stays busy: in synchronous training the
+// waiting GPUs spin in NCCL at ~100%, so a lone dip is the rank everyone
+// waits for — a host-side pause (GC, a checkpoint write, a stalled data
+// loader) at the moments the job slows. Spikes: per-step median over up to
+// 64 ranks >= max(5%, 6 sigma) over the median step, after the warm-up.
+constexpr double kBusyUtilPct = 98;
+constexpr double kDipUtilPct = 95;
+
+std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
+  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
+  std::map<int64_t, std::vector<double>> per_step;
+  size_t used = 0;
+  for (const StepSeries& s : run.ranks) {
+    if (s.steps.empty() || ++used > 64) continue;
+    for (const StepRecord& r : s.steps) per_step[r.step].push_back(ToSeconds(r.duration_ns));
+  }
+  std::vector<double> med;
+  std::vector<int64_t> ids;
+  size_t skip = StepDetectorOptions().warmup_steps;
+  for (auto& [step, v] : per_step) {
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    ids.push_back(step);
+    med.push_back(*Median(v));
+  }
+  if (med.size() < 10) return std::nullopt;
+  double base = *Median(med);
+  double sigma = kMadToSigma * Mad(med).value_or(0);
+  double need = base * (1 + std::max(0.05, base > 0 ? 6 * sigma / base : 0.0));
+  std::vector<int64_t> spikes;
+  std::vector<double> spike_excess;
+  for (size_t i = 0; i < med.size(); ++i) {
+    if (med[i] >= need) spikes.push_back(ids[i]), spike_excess.push_back(med[i] / base - 1);
+  }
+  if (spikes.empty()) return std::nullopt;
+
+  // Per sample time: GPUs busy and GPUs dipping, over saturated GPUs.
+  const std::vector<GpuRecord>& gpus = run.hardware.gpus;
+  std::vector<char> saturated(gpus.size(), 0);
+  std::map<TimeNs, std::pair<int, int>> at;  // busy, dipping
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuRecord& g = gpus[i];
+    if (g.time_is_approximate || !g.host) continue;
+    std::vector<double> u;
+    for (const GpuSample& x : g.samples) {
+      if (x.util_pct) u.push_back(*x.util_pct);
+    }
+    if (u.size() < 10 || *Median(u) < kBusyUtilPct) continue;
+    saturated[i] = 1;
+    for (const GpuSample& x : g.samples) {
+      if (!x.util_pct) continue;
+      if (*x.util_pct >= kBusyUtilPct) ++at[x.time_ns].first;
+      else if (*x.util_pct <= kDipUtilPct) ++at[x.time_ns].second;
+    }
+  }
+  size_t best = gpus.size(), best_n = 0, second_n = 0;
+  std::vector<std::pair<TimeNs, double>> best_dips;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (!saturated[i]) continue;
+    std::vector<std::pair<TimeNs, double>> dips;
+    for (const GpuSample& x : gpus[i].samples) {
+      if (!x.util_pct || *x.util_pct > kDipUtilPct) continue;
+      auto [busy, dipping] = at[x.time_ns];
+      if (dipping == 1 && busy >= 2) dips.push_back({x.time_ns, *x.util_pct});
+    }
+    if (dips.size() > best_n) {
+      second_n = best_n;
+      best_n = dips.size(), best = i, best_dips = std::move(dips);
+    } else {
+      second_n = std::max(second_n, dips.size());
+    }
+  }
+  // One GPU, dipping about as often as the job spikes (a pause across a
+  // sample boundary dips twice).
+  if (best == gpus.size() || best_n < std::min<size_t>(2, spikes.size()) || best_n > 2 * spikes.size() ||
+      second_n * 2 > best_n) {
+    return std::nullopt;
+  }
+  const GpuRecord& g = gpus[best];
+  Culprit c;
+  c.entity.host = g.host;
+  c.entity.gpu = g.index;
+  c.entity.rank = a.ranks.RankOf(*g.host, g.index);
+  c.cause_class = "host_stall";
+  c.cause = "pause";
+  c.confidence = 0.5;
+  c.slowdown = *Median(spike_excess);
+  std::string steps_text;
+  for (size_t i = 0; i < spikes.size() && i < 6; ++i) steps_text += fmt::format("{}{}", i ? ", " : "", spikes[i]);
+  if (spikes.size() > 6) steps_text += ", ...";
+  double low = 100;
+  for (auto& d : best_dips) low = std::min(low, d.second);
+  c.evidence.push_back(fmt::format(
+      "GPU: GPU {} of {} drops to {:.0f}% utilisation {} time{} while every other GPU stays busy "
+      "(the waiting GPUs spin in NCCL at ~100%): its rank idles while the others wait",
+      g.index, *g.host, low, best_n, best_n == 1 ? "" : "s"));
+  c.evidence.push_back(fmt::format(
+      "step times: the whole job slows at {} isolated step{} ({}), {:+.0f}% each (median), with "
+      "synchronised step times: one rank pauses, everyone waits",
+      spikes.size(), spikes.size() == 1 ? "" : "s", steps_text, 100 * *c.slowdown));
+  return c;
+}
+
 // What is missing to decide, as next steps.
 void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& next_steps) {
   for (const Culprit& c : v.culprits) {
@@ -739,7 +849,24 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   if (v.status != VerdictStatus::kStraggler) {
-    if (auto hw = HardwareOnlyCulprit(a)) {
+    if (auto pause = PauseCulprit(run, a)) {
+      std::string who = pause->entity.rank ? fmt::format("rank {}", *pause->entity.rank)
+                                           : fmt::format("GPU {} of {}", *pause->entity.gpu, *pause->entity.host);
+      std::vector<std::string> first = {fmt::format(
+          "find what pauses {}'s process at the slow steps: Python GC (gc.freeze() after start-up, or "
+          "gc.disable() with gc.collect() between steps), checkpoint writes on the training thread, "
+          "data loader workers restarting; `py-spy dump --pid PID` on {} during a slow step, or profile "
+          "a window of steps that includes one",
+          who, *pause->entity.host)};
+      AddSteps(first, next);
+      next = std::move(first);
+      v.culprits.clear();
+      v.culprits.push_back(std::move(*pause));
+      v.status = VerdictStatus::kStraggler;
+      v.throughput_lost.reset();
+      v.gpu_hours_per_day.reset();
+      changed = true;
+    } else if (auto hw = HardwareOnlyCulprit(a)) {
       for (const Finding& f : a.hardware.findings) {
         if (OnGpu(f, hw->entity)) AddSteps(next, f.next_steps);
       }
