@@ -174,6 +174,8 @@ TEST(StepScenarioTest, RareRandomSpikesAreJitterNotACulprit) {
   Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
   EXPECT_TRUE(d.verdict.culprits.empty()) << d.verdict.summary;
   EXPECT_EQ(FindingsOf(d, FindingCode::kJitter).size(), 1u);
+  EXPECT_EQ(d.verdict.status, VerdictStatus::kNoStraggler);
+  EXPECT_NE(d.verdict.summary.find("benign jitter"), std::string::npos) << d.verdict.summary;
 }
 
 TEST(StepScenarioTest, RanksAreComparedWithinTheirPipelineStage) {

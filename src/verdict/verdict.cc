@@ -367,6 +367,10 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   v.summary = fmt::format(
       "verdict: no straggler found — {} ranks within {:.1f}% of each other over {} steps",
       steps.job.ranks, 100 * spread, steps.job.steps);
+  // Rare slow steps on random ranks: benign jitter, named so nobody chases it.
+  if (const Finding* jitter = FirstOf(steps, FindingCode::kJitter)) {
+    v.summary += "; benign jitter: " + jitter->message;
+  }
   return v;
 }
 
