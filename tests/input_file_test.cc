@@ -207,6 +207,48 @@ TEST(InputFileTest, GzipWithBadDeflateDataKeepsTheLinesBefore) {
   EXPECT_EQ(lines, SplitLines(before));
 }
 
+TEST(InputFileTest, GzipDecodedAheadGivesTheSameLinesAndDamage) {
+  TempDir dir;
+  const std::string text = NumberedLines(0, 60000);  // several decoder blocks
+  const std::string gz = GzipMemberWithName(text, "a.log");
+  const std::string whole = WriteFile(dir.File("whole.gz"), gz);
+  const std::string cut = WriteFile(dir.File("cut.gz"), gz.substr(0, gz.size() * 2 / 3));
+  for (const std::string& path : {whole, cut}) {
+    SCOPED_TRACE(path);
+    auto inline_source = OpenByteSource(path, Decode::kInline);
+    auto ahead_source = OpenByteSource(path, Decode::kAhead);
+    ASSERT_TRUE(inline_source.ok() && ahead_source.ok());
+    LineReader inline_lines(**inline_source), ahead_lines(**ahead_source);
+    std::string_view a, b;
+    uint64_t n = 0;
+    while (inline_lines.Next(a)) {
+      ASSERT_TRUE(ahead_lines.Next(b)) << "line " << n + 1;
+      ASSERT_EQ(a, b);
+      ++n;
+    }
+    EXPECT_FALSE(ahead_lines.Next(b));
+    EXPECT_EQ(ahead_lines.bytes(), inline_lines.bytes());
+    const auto& d1 = (*inline_source)->damage();
+    const auto& d2 = (*ahead_source)->damage();
+    ASSERT_EQ(d1.has_value(), d2.has_value());
+    if (path == whole) {
+      EXPECT_EQ(n, 60000u);
+      EXPECT_FALSE(d2);
+    } else {
+      EXPECT_GT(n, 1000u);
+      ASSERT_TRUE(d2);
+      EXPECT_EQ(d2->kind, StreamDamage::kTruncated);
+      EXPECT_EQ(d2->compressed_offset, d1->compressed_offset);
+    }
+  }
+  // A reader that stops early ends the worker without reading the rest.
+  auto abandoned = OpenByteSource(whole, Decode::kAhead);
+  ASSERT_TRUE(abandoned.ok());
+  char buf[100];
+  EXPECT_EQ((*abandoned)->Read(buf, sizeof buf), sizeof buf);
+  EXPECT_EQ(std::string(buf, 13), "rank 0, step ");
+}
+
 TEST(InputFileTest, OverLongLineIsSkippedAndCounted) {
   TempDir dir;
   std::string text = "first\n" + std::string(LineReader::kMaxLine + 10, 'x') + "\nlast\n";
