@@ -18,7 +18,10 @@
 //     (unless cut exactly between two members);
 //   - gzip followed by garbage reads back all the bytes and reports
 //     corruption; a flipped byte either reports damage or reads back
-//     the bytes unchanged.
+//     the bytes unchanged;
+//   - a gzip source decoded ahead on a worker thread (Decode::kAhead)
+//     reads back the same lines and damage as one decoded inline (of a cut
+//     or corrupt stream, see Agree).
 
 #include <algorithm>
 
@@ -96,17 +99,63 @@ std::string Drain(ByteSource& source, uint64_t h) {
   return out;
 }
 
-std::unique_ptr<ByteSource> Open(const std::string& name, std::string_view content) {
+const char* DamageName(const std::optional<StreamDamage>& d) {
+  if (!d) return "none";
+  return d->kind == StreamDamage::kCorrupt ? "corrupt" : "truncated";
+}
+
+// Opens the file Open() last wrote under `name`.
+std::unique_ptr<ByteSource> Reopen(const std::string& name, Decode decode) {
   std::string path = ScratchDir() + "/line_reader/" + name;
-  WriteFileOrDie(path, content);
-  auto source = OpenByteSource(path);
+  auto source = OpenByteSource(path, decode);
   FUZZ_CHECK(source.ok(), "cannot open {}: {}", path, source.status().message());
   return std::move(source.value());
 }
 
-const char* DamageName(const std::optional<StreamDamage>& d) {
-  if (!d) return "none";
-  return d->kind == StreamDamage::kCorrupt ? "corrupt" : "truncated";
+std::unique_ptr<ByteSource> Open(const std::string& name, std::string_view content) {
+  WriteFileOrDie(ScratchDir() + "/line_reader/" + name, content);
+  return Reopen(name, Decode::kInline);
+}
+
+// How decoding ahead must agree with decoding inline.
+enum class Agree {
+  kExactly,  // the same bytes and damage
+  // A cut stream: the same damage, and a prefix of the data (how much isa-l
+  // emits before a cut depends on the output buffer sizes).
+  kPrefixOfData,
+  // A stream with a flipped byte: when it is corrupt inline, it is corrupt
+  // ahead too (what isa-l emits before it reports the error depends on the
+  // output buffer sizes); otherwise exactly.
+  kCorruptOrExactly,
+};
+
+// The file under `name` decoded ahead on a worker thread, against
+// `inline_out` and the damage of `inline_source`; `data` is what was
+// compressed.
+void CheckDecodedAhead(const std::string& name, std::string_view data,
+                       const std::string& inline_out, const ByteSource& inline_source,
+                       uint64_t h, Agree agree) {
+  auto ahead = Reopen(name, Decode::kAhead);
+  std::string out = Drain(*ahead, h + 1);
+  const auto& a = ahead->damage();
+  const auto& b = inline_source.damage();
+  if (agree == Agree::kCorruptOrExactly && b && b->kind == StreamDamage::kCorrupt) {
+    FUZZ_CHECK(a && a->kind == StreamDamage::kCorrupt, "{}: corrupt inline, {} decoded ahead",
+               name, DamageName(a));
+    return;
+  }
+  if (agree == Agree::kPrefixOfData) {
+    FUZZ_CHECK(data.substr(0, out.size()) == out, "{}: decoded ahead, {} bytes not a prefix",
+               name, out.size());
+  } else {
+    FUZZ_CHECK(out == inline_out, "{}: decoded ahead, {} bytes; inline, {} bytes", name,
+               out.size(), inline_out.size());
+  }
+  FUZZ_CHECK(a.has_value() == b.has_value() &&
+                 (!a || (a->kind == b->kind && a->compressed_offset == b->compressed_offset &&
+                         a->output_cut == b->output_cut)),
+             "{}: damage decoded ahead {} at {}, inline {} at {}", name, DamageName(a),
+             a ? a->compressed_offset : 0, DamageName(b), b ? b->compressed_offset : 0);
 }
 
 }  // namespace
@@ -152,6 +201,8 @@ LAGGARD_FUZZ_TARGET(line_reader) {
                DamageName(source->damage()));
     auto again = Open("gz", gz);
     CheckLines(*again, input);
+    auto ahead = Reopen("gz", Decode::kAhead);
+    CheckLines(*ahead, input);
   }
   {
     size_t cut = 2 + (h >> 13) % (gz.size() - 2);
@@ -161,6 +212,7 @@ LAGGARD_FUZZ_TARGET(line_reader) {
                out.size());
     FUZZ_CHECK(source->damage().has_value() || (cut == first_member && out.size() == split),
                "gzip cut at {} of {} bytes reports no damage", cut, gz.size());
+    CheckDecodedAhead("cut", input, out, *source, h, Agree::kPrefixOfData);
   }
   {
     auto source = Open("tail", gz + "trailing garbage\n");
@@ -177,6 +229,7 @@ LAGGARD_FUZZ_TARGET(line_reader) {
     std::string out = Drain(*source, h);
     FUZZ_CHECK(source->damage() || out == input,
                "gzip with byte {} flipped read back {} bytes without damage", at, out.size());
+    CheckDecodedAhead("flip", input, out, *source, h, Agree::kCorruptOrExactly);
   }
   return 0;
 }

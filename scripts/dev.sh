@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
-  zlib1g-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
+  zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   libjs-chart.js
 )

@@ -93,7 +93,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
                  const std::optional<std::string>& host_of_path,
                  const std::vector<const StepReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
-                 FileResult& result) {
+                 Decode gzip_decode, FileResult& result) {
   Diagnostics& diag = result.builder.diagnostics();
   std::optional<StreamDamage> head_damage;
   auto head = ReadHead(path, kSniffBytes, &head_damage);
@@ -136,6 +136,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
     ctx.rank_from_path = rank_of_path();
     ctx.host_from_path = host_of_path;
     ctx.out = &result.builder;
+    ctx.gzip_decode = gzip_decode;
     result.records = best_trace->Read(path, ctx);
     result.format = std::string(best_trace->name());
     if (host_of_path) result.builder.SetHostWhereUnknown(*host_of_path);
@@ -151,7 +152,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
     diag.Add(DiagCode::kFileUnrecognised, path, 0, "no step-time reader recognised the content");
     return;
   }
-  auto source = OpenByteSource(path);
+  auto source = OpenByteSource(path, gzip_decode);
   if (!source.ok()) {
     diag.Add(DiagCode::kFileUnreadable, path, 0, source.status().message());
     return;
@@ -162,6 +163,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   ctx.rank_from_path = rank_of_path();
   ctx.host_from_path = host_of_path;
   ctx.out = &result.builder;
+  ctx.gzip_decode = gzip_decode;
   LineReader lines(**source);
   result.records = best->Read(lines, ctx);
   result.bytes = lines.bytes();
@@ -302,18 +304,21 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   std::vector<FileResult> results(files.size());
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
+  unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
+                                         : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  const Decode gzip_decode =
+      options.gzip_decode_ahead && threads < std::thread::hardware_concurrency() ? Decode::kAhead
+                                                                                 : Decode::kInline;
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], readers, trace_readers,
-                  rank_from.get(), results[i]);
+                  rank_from.get(), gzip_decode, results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());
     }
   };
-  unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
-                                         : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();

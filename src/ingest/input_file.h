@@ -7,7 +7,8 @@
 // error() so the caller can count it (gzip.corrupt / gzip.truncated) and
 // keep what came before.
 //
-// Thread-safety: one object per thread.
+// Thread-safety: one object per thread (a Decode::kAhead source runs its
+// own worker thread behind that).
 
 #ifndef LAGGARD_INGEST_INPUT_FILE_H_
 #define LAGGARD_INGEST_INPUT_FILE_H_
@@ -42,9 +43,18 @@ class ByteSource {
   virtual bool compressed() const = 0;
 };
 
+// Where gzip is decoded: in Read() on the caller's thread, or on a worker
+// thread up to three 512 KiB blocks ahead of the caller (for large files
+// read while a core is spare: the parser and the decoder then run side by
+// side; Read() copies the decoded blocks out). Plain files are always read
+// in Read().
+enum class Decode { kInline, kAhead };
+
 // Opens `path`; gzip is recognised by its magic bytes (1f 8b) and decoded
-// on the fly, concatenated members included.
-StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
+// on the fly with isa-l's igzip, concatenated members (cat a.gz b.gz, pigz)
+// included.
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
+                                                     Decode decode = Decode::kInline);
 
 // Up to `max_bytes` decompressed bytes from the start of `path`, for sniffing.
 // `damage`, when given, receives damage met within those bytes (a gzip file

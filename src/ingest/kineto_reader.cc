@@ -1671,7 +1671,7 @@ class KinetoTraceReader : public TraceReader {
  private:
   static std::unique_ptr<KinetoFile> ReadPass(const std::string& path, ReaderContext& ctx,
                                               Mode mode) {
-    auto source = OpenByteSource(path);
+    auto source = OpenByteSource(path, ctx.gzip_decode);
     if (!source.ok()) {
       ctx.diag().Add(DiagCode::kFileUnreadable, path, 0, source.status().message());
       return nullptr;

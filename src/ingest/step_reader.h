@@ -31,6 +31,9 @@ struct ReaderContext {
   // hardware, network and trace data that do not name their host.
   std::optional<std::string> host_from_path;
   RunBuilder* out = nullptr;
+  // How a reader that opens the file itself decodes gzip: Decode::kAhead
+  // when Ingest has a core to spare for a decoder thread.
+  Decode gzip_decode = Decode::kInline;
 
   Diagnostics& diag() { return out->diagnostics(); }
   SourceRef Ref(uint64_t line) const {
