@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/host_gaps.h"
+#include "analysis/kernel_compare.h"
 #include "analysis/robust_stats.h"
 #include "base/text.h"
 
@@ -77,6 +79,39 @@ struct Arrival {
   uint64_t offset;
   size_t call;  // index into the rank's RankTrace::collectives
 };
+
+// Up to kMaxKernelPeers ranks to compare the suspect with: `peer` (the
+// least late) first, then the ranks least late in absolute terms.
+constexpr size_t kMaxKernelPeers = 4;
+std::vector<const RankTrace*> HealthyPeers(const std::vector<const RankTrace*>& traces,
+                                           const std::vector<RankTraceStats>& ranks, size_t suspect,
+                                           size_t peer) {
+  std::vector<size_t> order;
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    if (ri != suspect && ri != peer) order.push_back(ri);
+  }
+  auto lateness = [&](size_t ri) {
+    return ranks[ri].median_lateness_ns ? std::abs(*ranks[ri].median_lateness_ns) : INT64_MAX;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lateness(a) < lateness(b); });
+  std::vector<const RankTrace*> out;
+  if (peer != suspect) out.push_back(traces[peer]);
+  for (size_t ri : order) {
+    if (out.size() >= kMaxKernelPeers) break;
+    out.push_back(traces[ri]);
+  }
+  return out;
+}
+
+void AddHostGapEvidence(Finding& h, const HostGapComparison& hg, int32_t rank, uint32_t file) {
+  h.message += fmt::format("; rank {}: {}", rank, DescribeHostGaps(hg));
+  h.evidence.push_back(Evidence{
+      fmt::format("GPU idle with an empty launch queue {} on rank {} vs {} (median of {} peers); idle "
+                  "with launches queued {} vs {}",
+                  Ms(hg.unlaunched_ns), rank, Ms(hg.peer_unlaunched_ns), hg.peers, Ms(hg.queued_ns),
+                  Ms(hg.peer_queued_ns)),
+      SourceRef{file, 0}});
+}
 
 }  // namespace
 
@@ -336,7 +371,6 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     for (const RankTraceStats& st : out.ranks) window = std::max(window, st.window_ns);
     if (window > 0) out.throughput_lost = std::min(1.0, delay_by_rank[best] / static_cast<double>(window));
     const RankTrace& ct = *traces[best];
-    const RankTrace& pt = *traces[peer];
     Finding f;
     f.code = FindingCode::kTraceLateArrival;
     f.severity = Severity::kCritical;
@@ -364,31 +398,12 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
     out.findings.push_back(std::move(f));
 
-    // Why late: slower kernels, or gaps?
-    std::unordered_map<uint32_t, std::vector<double>> c_dur, p_dur;
-    for (const TraceOp& op : ct.ops) {
-      if (op.cls != OpClass::kCommunication) c_dur[op.name].push_back(static_cast<double>(op.dur_ns));
-    }
-    for (const TraceOp& op : pt.ops) {
-      if (op.cls != OpClass::kCommunication) p_dur[op.name].push_back(static_cast<double>(op.dur_ns));
-    }
-    double log_sum = 0, weight_sum = 0;
-    double top_ratio = 0, top_weight = 0;
-    uint32_t top_name = 0;
-    size_t top_launches = 0;
-    for (auto& [name, cd] : c_dur) {
-      auto it = p_dur.find(name);
-      if (it == p_dur.end() || cd.size() < kMinLaunches || it->second.size() < kMinLaunches) continue;
-      double pm = MedianNs(it->second);
-      double cm = MedianNs(cd);
-      if (pm <= 0 || cm <= 0) continue;
-      double weight = pm * static_cast<double>(it->second.size());
-      double ratio = cm / pm;
-      log_sum += weight * std::log(ratio);
-      weight_sum += weight;
-      if (weight > top_weight) top_weight = weight, top_ratio = ratio, top_name = name, top_launches = cd.size();
-    }
-    double kernel_ratio = weight_sum > 0 ? std::exp(log_sum / weight_sum) : 1.0;
+    // Why late: slower kernels (by name and shape), or gaps?
+    std::vector<const RankTrace*> peers = HealthyPeers(traces, out.ranks, best, peer);
+    KernelComparison kc = CompareKernels(ct, peers, kMinLaunches);
+    double kernel_ratio = kc.ratio;
+    double weight_sum = kc.weight_ns;
+    HostGapComparison hg = CompareHostGaps(ct, peers);
     const RankTraceStats& ps = out.ranks[peer];
     // Idle = neither computing nor communicating: a victim's extra time is
     // inside its NCCL kernels, a stalled rank's is outside any kernel.
@@ -404,9 +419,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       k.slowdown = kernel_ratio - 1;
       k.confidence = 0.8;
       k.message = fmt::format(
-          "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted); "
-          "top: {} {:.2f}x slower across {} launches",
-          cand.rank, kernel_ratio, ps.rank, Printable(run.names.Get(top_name)), top_ratio, top_launches);
+          "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted, {} "
+          "kernels compared by name{}); top: {}",
+          cand.rank, kernel_ratio, ps.rank, kc.keys, kc.keys_with_shape > 0 ? " and launch shape" : "",
+          DescribeTopKernel(kc, run.names, cand.rank, peers.size()));
       k.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}",
                                                 Ms(cand.compute_busy_ns), cand.rank,
                                                 Ms(ps.compute_busy_ns), ps.rank),
@@ -417,7 +433,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
           "PCIe link)",
           cand.rank, ct.device ? fmt::format(" -i {}", *ct.device) : ""));
       out.findings.push_back(std::move(k));
-    } else if (static_cast<double>(extra_idle) >= 0.5 * total_lateness) {
+    } else if (hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >= 0.5 * total_lateness
+                        : static_cast<double>(extra_idle) >= 0.5 * total_lateness) {
       Finding h;
       h.code = FindingCode::kTraceHostStall;
       h.severity = Severity::kCritical;
@@ -431,6 +448,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",
                                                 Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
                                     SourceRef{ct.file, 0}});
+      if (hg.known) AddHostGapEvidence(h, hg, cand.rank, ct.file);
       h.next_steps.push_back(fmt::format(
           "look at rank {}'s host: data loader workers and I/O, CPU contention (top / pidstat on {}), "
           "Python GC; compare its CPU trace with rank {}'s around the gaps",
