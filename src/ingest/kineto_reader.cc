@@ -1473,13 +1473,13 @@ class KinetoFile {
   // correlation launches nothing this trace can link (not an error).
   void TakeLaunchCall(const EventFields& e, uint64_t offset) {
     std::optional<int64_t> corr = ParseIntToken(e.correlation);
-    if (!corr || *corr < 0) return;
+    if (!corr || *corr < 0 || *corr >= kNoCorrelation) return;
     std::optional<int64_t> ts = ParseMicrosToNs(e.ts);
     if (!ts || *ts > kMaxAbsTimeUs * 1000) {
       return BadEvent(offset, e.ts.empty() ? std::string("launch call without \"ts\"")
                                            : fmt::format("\"ts\": {} is not a number", Clip(e.ts)));
     }
-    launches_.push_back(LaunchCall{*corr, *ts});
+    launches_.push_back(LaunchCall{static_cast<uint32_t>(*corr), *ts});
   }
 
   // "grid 132x1x1 block 128x1x1", interned; kNoShape without both or past
@@ -1525,7 +1525,8 @@ class KinetoFile {
     op.shape = ShapeOf(e);
     ops_.push_back(op);
     std::optional<int64_t> corr = ParseIntToken(e.correlation);
-    op_correlation_.push_back(corr && *corr >= 0 ? *corr : -1);
+    op_correlation_.push_back(corr && *corr >= 0 && *corr < kNoCorrelation ? static_cast<uint32_t>(*corr)
+                                                                            : kNoCorrelation);
     if (cls != OpClass::kCommunication) return;
 
     CollectiveCall c;
@@ -1580,39 +1581,15 @@ class KinetoFile {
               [](const LaunchCall& a, const LaunchCall& b) { return a.correlation < b.correlation; });
     out.resize(n_ops);
     for (size_t i = 0; i < n_ops; ++i) {
-      if (op_correlation_[i] < 0) continue;
+      if (op_correlation_[i] == kNoCorrelation) continue;
       auto it = std::lower_bound(
           launches_.begin(), launches_.end(), op_correlation_[i],
-          [](const LaunchCall& l, int64_t c) { return l.correlation < c; });
+          [](const LaunchCall& l, uint32_t c) { return l.correlation < c; });
       if (it != launches_.end() && it->correlation == op_correlation_[i]) out[i] = it->start_ns + base_ns_;
     }
     std::vector<LaunchCall>().swap(launches_);
-    std::vector<int64_t>().swap(op_correlation_);
+    std::vector<uint32_t>().swap(op_correlation_);
     return out;
-  }
-
-  // Sorts ops by start (stable), `launch_ns` (empty, or parallel) with them.
-  static void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns) {
-    auto by_start = [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; };
-    if (std::is_sorted(ops.begin(), ops.end(), by_start)) return;
-    if (launch_ns.empty()) {
-      std::stable_sort(ops.begin(), ops.end(), by_start);
-      return;
-    }
-    std::vector<uint32_t> order(ops.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return ops[a].start_ns < ops[b].start_ns; });
-    std::vector<TraceOp> sorted_ops;
-    sorted_ops.reserve(ops.size());
-    std::vector<std::optional<TimeNs>> sorted_launch;
-    sorted_launch.reserve(ops.size());
-    for (uint32_t i : order) {
-      sorted_ops.push_back(ops[i]);
-      sorted_launch.push_back(launch_ns[i]);
-    }
-    ops = std::move(sorted_ops);
-    launch_ns = std::move(sorted_launch);
   }
 
   static std::string Clip(std::string_view s) {
@@ -1740,9 +1717,11 @@ class KinetoFile {
 
   const bool collecting_cpu_;
   std::vector<TraceOp> ops_;
-  std::vector<int64_t> op_correlation_;  // parallel to ops_: args.correlation, -1 when none
+  // CUPTI / roctracer correlation ids are 32-bit.
+  static constexpr uint32_t kNoCorrelation = UINT32_MAX;
+  std::vector<uint32_t> op_correlation_;  // parallel to ops_: args.correlation or kNoCorrelation
   struct LaunchCall {
-    int64_t correlation = 0;
+    uint32_t correlation = 0;
     TimeNs start_ns = 0;  // base-relative, like every time while reading
   };
   std::vector<LaunchCall> launches_;

@@ -697,24 +697,10 @@ class TraceBuilder {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     auto at = [&](size_t i) { return trace_.ops.begin() + static_cast<ptrdiff_t>(i); };
     if (!any_launch_) launch_ns_.clear();
-    if (!launch_ns_.empty() && !std::is_sorted(trace_.ops.begin(), trace_.ops.end(), by_start)) {
-      // With launch times to carry along: one stable sort of the indices (the
-      // same order as sorting each run, then merging them stably).
-      std::vector<uint32_t> order(trace_.ops.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        return trace_.ops[a].start_ns < trace_.ops[b].start_ns;
-      });
-      std::vector<TraceOp> ops;
-      ops.reserve(order.size());
-      std::vector<std::optional<TimeNs>> launch;
-      launch.reserve(order.size());
-      for (uint32_t i : order) {
-        ops.push_back(trace_.ops[i]);
-        launch.push_back(launch_ns_[i]);
-      }
-      trace_.ops = std::move(ops);
-      launch_ns_ = std::move(launch);
+    if (!launch_ns_.empty()) {
+      // Launch times to carry along: one stable sort of all rows (the same
+      // order as sorting each run, then merging them stably).
+      SortOpsByStart(trace_.ops, launch_ns_);
       run_ends_.clear();
     }
     for (size_t i = 0; i + 1 < run_ends_.size(); ++i) {

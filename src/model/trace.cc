@@ -112,4 +112,37 @@ void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeN
   }
 }
 
+void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns) {
+  auto by_start = [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; };
+  if (std::is_sorted(ops.begin(), ops.end(), by_start)) return;
+  if (launch_ns.size() != ops.size()) {
+    std::stable_sort(ops.begin(), ops.end(), by_start);
+    return;
+  }
+  std::vector<uint32_t> order(ops.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return ops[a].start_ns < ops[b].start_ns; });
+  // Position j takes the element at order[j]: follow each cycle once,
+  // marking a position done by order[j] = j.
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == i) continue;
+    TraceOp op = ops[i];
+    std::optional<TimeNs> launch = launch_ns[i];
+    size_t j = i;
+    for (;;) {
+      size_t k = order[j];
+      order[j] = static_cast<uint32_t>(j);
+      if (k == i) {
+        ops[j] = op;
+        launch_ns[j] = launch;
+        break;
+      }
+      ops[j] = ops[k];
+      launch_ns[j] = launch_ns[k];
+      j = k;
+    }
+  }
+}
+
 }  // namespace laggard

@@ -142,6 +142,11 @@ struct RankTrace {
 // (before the gap): 0 unlaunched, 20 queued.
 void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeNs>>& launch_ns);
 
+// Sorts `ops` by start_ns (stable) and permutes `launch_ns` (empty, or
+// parallel to ops) alongside, in place: 4 bytes per op of extra memory (and
+// stable_sort's buffer of indices), not a second copy of the ops.
+void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_MODEL_TRACE_H_
