@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/host_gaps.h"
+#include "analysis/kernel_compare.h"
 #include "analysis/robust_stats.h"
 #include "base/text.h"
 
@@ -69,30 +71,6 @@ Coverage Cover(const std::vector<TraceOp>& ops, Pred keep) {
 }
 
 double MedianNs(std::vector<double> v) { return Median(std::move(v)).value_or(0); }
-
-// Time-weighted geometric mean over compute kernel names (>= kMinLaunches
-// launches on both) of median duration on `t` / on `peer`; 1 when nothing
-// compares.
-double KernelRatio(const RankTrace& t, const RankTrace& peer) {
-  std::unordered_map<uint32_t, std::vector<double>> a, b;
-  for (const TraceOp& op : t.ops) {
-    if (op.cls != OpClass::kCommunication) a[op.name].push_back(static_cast<double>(op.dur_ns));
-  }
-  for (const TraceOp& op : peer.ops) {
-    if (op.cls != OpClass::kCommunication) b[op.name].push_back(static_cast<double>(op.dur_ns));
-  }
-  double log_sum = 0, weight_sum = 0;
-  for (auto& [name, ad] : a) {
-    auto it = b.find(name);
-    if (it == b.end() || ad.size() < kMinLaunches || it->second.size() < kMinLaunches) continue;
-    double pm = MedianNs(it->second), am = MedianNs(ad);
-    if (pm <= 0 || am <= 0) continue;
-    double w = pm * static_cast<double>(it->second.size());
-    log_sum += w * std::log(am / pm);
-    weight_sum += w;
-  }
-  return weight_sum > 0 ? std::exp(log_sum / weight_sum) : 1.0;
-}
 
 // Ranks late together. Per rank, the mean aligned lateness over its
 // instances; sorted, the late group is the upper cluster above the first
@@ -259,7 +237,7 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
   for (size_t gi : group) {
     ranks.push_back(out.ranks[gi].rank);
     if (peer < R) {
-      ratios.push_back(KernelRatio(*traces[gi], *traces[peer]));
+      ratios.push_back(CompareKernels(*traces[gi], {traces[peer]}, kMinLaunches).ratio);
       extra_idle += static_cast<double>(out.ranks[gi].idle_ns - out.ranks[peer].idle_ns);
     }
     for (double l : lateness[gi]) late_sum += std::max(0.0, l);
@@ -395,6 +373,39 @@ std::optional<Finding> VariableWorkFinding(const std::vector<const RankTrace*>& 
       "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use a "
       "token-count-balanced sampler; log tokens per rank per step to confirm");
   return f;
+}
+
+// Up to kMaxKernelPeers ranks to compare the suspect with: `peer` (the
+// least late) first, then the ranks least late in absolute terms.
+constexpr size_t kMaxKernelPeers = 4;
+std::vector<const RankTrace*> HealthyPeers(const std::vector<const RankTrace*>& traces,
+                                           const std::vector<RankTraceStats>& ranks, size_t suspect,
+                                           size_t peer) {
+  std::vector<size_t> order;
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    if (ri != suspect && ri != peer) order.push_back(ri);
+  }
+  auto lateness = [&](size_t ri) {
+    return ranks[ri].median_lateness_ns ? std::abs(*ranks[ri].median_lateness_ns) : INT64_MAX;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lateness(a) < lateness(b); });
+  std::vector<const RankTrace*> out;
+  if (peer != suspect) out.push_back(traces[peer]);
+  for (size_t ri : order) {
+    if (out.size() >= kMaxKernelPeers) break;
+    out.push_back(traces[ri]);
+  }
+  return out;
+}
+
+void AddHostGapEvidence(Finding& h, const HostGapComparison& hg, int32_t rank, uint32_t file) {
+  h.message += fmt::format("; rank {}: {}", rank, DescribeHostGaps(hg));
+  h.evidence.push_back(Evidence{
+      fmt::format("GPU idle with an empty launch queue {} on rank {} vs {} (median of {} peers); idle "
+                  "with launches queued {} vs {}",
+                  Ms(hg.unlaunched_ns), rank, Ms(hg.peer_unlaunched_ns), hg.peers, Ms(hg.queued_ns),
+                  Ms(hg.peer_queued_ns)),
+      SourceRef{file, 0}});
 }
 
 }  // namespace
@@ -699,7 +710,6 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     out.culprit = cand.rank;
     if (window > 0) out.throughput_lost = std::min(1.0, delay_by_rank[best] / static_cast<double>(window));
     const RankTrace& ct = *traces[best];
-    const RankTrace& pt = *traces[peer];
     Finding f;
     f.code = FindingCode::kTraceLateArrival;
     f.severity = Severity::kCritical;
@@ -735,31 +745,12 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
     out.findings.push_back(std::move(f));
 
-    // Why late: slower kernels, or gaps?
-    std::unordered_map<uint32_t, std::vector<double>> c_dur, p_dur;
-    for (const TraceOp& op : ct.ops) {
-      if (op.cls != OpClass::kCommunication) c_dur[op.name].push_back(static_cast<double>(op.dur_ns));
-    }
-    for (const TraceOp& op : pt.ops) {
-      if (op.cls != OpClass::kCommunication) p_dur[op.name].push_back(static_cast<double>(op.dur_ns));
-    }
-    double log_sum = 0, weight_sum = 0;
-    double top_ratio = 0, top_weight = 0;
-    uint32_t top_name = 0;
-    size_t top_launches = 0;
-    for (auto& [name, cd] : c_dur) {
-      auto it = p_dur.find(name);
-      if (it == p_dur.end() || cd.size() < kMinLaunches || it->second.size() < kMinLaunches) continue;
-      double pm = MedianNs(it->second);
-      double cm = MedianNs(cd);
-      if (pm <= 0 || cm <= 0) continue;
-      double weight = pm * static_cast<double>(it->second.size());
-      double ratio = cm / pm;
-      log_sum += weight * std::log(ratio);
-      weight_sum += weight;
-      if (weight > top_weight) top_weight = weight, top_ratio = ratio, top_name = name, top_launches = cd.size();
-    }
-    double kernel_ratio = weight_sum > 0 ? std::exp(log_sum / weight_sum) : 1.0;
+    // Why late: slower kernels (by name and shape), or gaps?
+    std::vector<const RankTrace*> peers = HealthyPeers(traces, out.ranks, best, peer);
+    KernelComparison kc = CompareKernels(ct, peers, kMinLaunches);
+    double kernel_ratio = kc.ratio;
+    double weight_sum = kc.weight_ns;
+    HostGapComparison hg = CompareHostGaps(ct, peers);
     const RankTraceStats& ps = out.ranks[peer];
     // Idle = neither computing nor communicating: a victim's extra time is
     // inside its NCCL kernels, a stalled rank's is outside any kernel.
@@ -775,9 +766,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       k.slowdown = compute_excess ? *compute_excess : kernel_ratio - 1;
       k.confidence = compute_excess ? 0.6 : 0.8;
       k.message = fmt::format(
-          "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted); "
-          "top: {} {:.2f}x slower across {} launches",
-          cand.rank, kernel_ratio, ps.rank, Printable(run.names.Get(top_name)), top_ratio, top_launches);
+          "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted, {} "
+          "kernels compared by name{}); top: {}",
+          cand.rank, kernel_ratio, ps.rank, kc.keys, kc.keys_with_shape > 0 ? " and launch shape" : "",
+          DescribeTopKernel(kc, run.names, cand.rank, peers.size()));
       if (compute_excess) {
         k.message += fmt::format("; its compute time is {:.1f}% above the median rank's in every profiled step",
                                  100 * *compute_excess);
@@ -792,7 +784,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
           "PCIe link)",
           cand.rank, ct.device ? fmt::format(" -i {}", *ct.device) : ""));
       out.findings.push_back(std::move(k));
-    } else if (static_cast<double>(extra_idle) >= 0.5 * total_lateness) {
+    } else if (hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >= 0.5 * total_lateness
+                        : static_cast<double>(extra_idle) >= 0.5 * total_lateness) {
       Finding h;
       h.code = FindingCode::kTraceHostStall;
       h.severity = Severity::kCritical;
@@ -806,6 +799,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",
                                                 Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
                                     SourceRef{ct.file, 0}});
+      if (hg.known) AddHostGapEvidence(h, hg, cand.rank, ct.file);
       h.next_steps.push_back(fmt::format(
           "look at rank {}'s host: data loader workers and I/O, CPU contention (top / pidstat on {}), "
           "Python GC; compare its CPU trace with rank {}'s around the gaps",

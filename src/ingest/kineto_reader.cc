@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -64,6 +65,9 @@ constexpr std::string_view kSeq = "Seq";
 constexpr std::string_view kExternalId = "External id";
 constexpr std::string_view kExternalIdLegacy = "external id";
 constexpr std::string_view kInputDims = "Input Dims";
+constexpr std::string_view kCorrelation = "correlation";  // kernel <-> its runtime launch call
+constexpr std::string_view kGrid = "grid";                // [x, y, z] of a kernel
+constexpr std::string_view kBlock = "block";
 // names
 constexpr std::string_view kProfilerStep = "ProfilerStep#";
 constexpr std::string_view kRecordParamComms = "record_param_comms";
@@ -75,6 +79,7 @@ constexpr size_t kMaxEventBytes = 8 << 20;     // larger events are skipped
 constexpr size_t kMaxCaptureBytes = 64 << 20;  // top-level members kept (distributedInfo)
 constexpr size_t kMaxGapBytes = 1 << 20;       // garbage between events checked at once
 constexpr size_t kPad = 64;
+constexpr size_t kMaxShapes = 4096;            // distinct launch shapes per file, then kNoShape
 static_assert(kPad >= simdjson::SIMDJSON_PADDING, "the buffer must carry simdjson's padding");
 // |ts| and ts + dur bound (us): keeps base + ts + dur in int64 ns (4e15 us is
 // the year 2096).
@@ -471,6 +476,16 @@ bool IsBackendCommAnnotation(std::string_view name) {
          StartsWith(name, "ucc:") || StartsWith(name, "xccl:");
 }
 
+// Runtime / driver calls that put work on a GPU queue (cudaLaunchKernel,
+// cudaLaunchKernelExC, cuLaunchKernel, cudaGraphLaunch, hipExtModuleLaunchKernel,
+// cudaMemcpyAsync, hipMemcpyWithStream, cudaMemsetAsync, ...): the only
+// runtime events read, for the host time each device op was launched.
+bool IsLaunchCallName(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos ||
+         name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
+}
+
 bool IsCpuCommName(std::string_view name) {
   return IsBackendCommAnnotation(name) || StartsWith(name, "c10d::") ||
          name == kineto::kRecordParamComms || name.find("gloo") != std::string_view::npos;
@@ -540,6 +555,8 @@ inline bool KeyIs(const char* raw, std::string_view k) {
 struct EventFields {
   std::string_view ph, cat, name, ts, dur, pid, tid;
   std::string_view device, stream, coll_name, nelems, group_size, pg_name, pg_id, seq, ext_id;
+  std::string_view correlation;
+  std::optional<std::array<int64_t, 3>> grid, block;
   std::optional<int64_t> dims_product;
   Cat cat_kind = Cat::kUnseen;
   bool skip = false;  // ph, cat or name say the event is not needed
@@ -1055,8 +1072,13 @@ class KinetoFile {
   // runtime events for the CPU-only decision.
   std::optional<bool> Decide(std::string_view ph, Cat cat, std::string_view name) {
     if (!ph.empty() && ph != kineto::kPhComplete) return false;
-    if (cat == Cat::kRuntime) saw_runtime_ = true;
-    if (cat == Cat::kIgnored || cat == Cat::kRuntime) return false;
+    if (cat == Cat::kRuntime) {
+      saw_runtime_ = true;
+      if (mode_ != Mode::kDevice) return false;
+      if (ph.empty() || name.empty()) return std::nullopt;
+      return IsLaunchCallName(name);
+    }
+    if (cat == Cat::kIgnored) return false;
     if (ph.empty() || cat == Cat::kUnseen) return std::nullopt;
     if (IsDeviceCat(cat)) return mode_ == Mode::kDevice;
     saw_cpu_events_ = true;
@@ -1078,13 +1100,18 @@ class KinetoFile {
     if (close == nullptr || *close != '"') return std::nullopt;
     Cat cat = ClassifyCat(std::string_view(q, static_cast<size_t>(close + 1 - q)));
     if (cat == Cat::kRuntime) saw_runtime_ = true;
-    if (cat == Cat::kIgnored || cat == Cat::kRuntime) return false;
+    if (cat == Cat::kIgnored || (cat == Cat::kRuntime && mode_ != Mode::kDevice)) return false;
     if (IsDeviceCat(cat)) return mode_ == Mode::kDevice;
-    saw_cpu_events_ = true;
+    if (cat != Cat::kRuntime) saw_cpu_events_ = true;
     if (mode_ != Mode::kDevice) return true;
     q = close + 1;
     if (!At(q, end, ", \"name\": \"")) return std::nullopt;
     q += 10;  // the opening quote of the name
+    if (cat == Cat::kRuntime) {  // a launch call, by its (unescaped) name
+      const char* name_end = FindQuoteOrBackslash(q + 1, end);
+      if (name_end == nullptr || *name_end != '"') return std::nullopt;
+      return IsLaunchCallName(std::string_view(q + 1, static_cast<size_t>(name_end - q - 1)));
+    }
     return At(q, end, "\"ProfilerStep#") || At(q, end, "\"record_param_comms\"") ||
            At(q, end, "\"\\");
   }
@@ -1139,7 +1166,7 @@ class KinetoFile {
       const char* value_begin = q;
       if (*q == '"') {
         if (key == kineto::kName && cat != Cat::kUnseen && !ph.empty() && mode_ == Mode::kDevice &&
-            !IsDeviceCat(cat)) {
+            !IsDeviceCat(cat) && cat != Cat::kRuntime) {
           // Only ProfilerStep#N and record_param_comms matter here: their
           // first bytes decide, whatever the rest of the name.
           size_t left = static_cast<size_t>(end - q);
@@ -1239,6 +1266,7 @@ class KinetoFile {
     std::string_view name = TrimToken(e.name);
     if (name.size() >= 2) name = name.substr(1, name.size() - 2);
     bool want_dims = collecting_cpu_ && IsCpuCommName(name) && name != kineto::kRecordParamComms;
+    bool want_shape = IsDeviceCat(e.cat_kind);
     od::object_iterator it, end;
     if (args.begin().get(it) || args.end().get(end)) return Extract::kMalformed;
     for (; it != end; ++it) {
@@ -1250,6 +1278,15 @@ class KinetoFile {
       switch (k[0]) {
         case 'd':
           if (KeyIs(k, kineto::kDevice)) out = &e.device;
+          break;
+        case 'c':
+          if (KeyIs(k, kineto::kCorrelation)) out = &e.correlation;
+          break;
+        case 'g':
+          if (want_shape && KeyIs(k, kineto::kGrid)) e.grid = Dims3(v);
+          break;
+        case 'b':
+          if (want_shape && KeyIs(k, kineto::kBlock)) e.block = Dims3(v);
           break;
         case 's':
           if (KeyIs(k, kineto::kStream)) out = &e.stream;
@@ -1288,6 +1325,22 @@ class KinetoFile {
       if (out != nullptr) *out = TrimToken(v.raw_json_token());
     }
     return Extract::kOk;
+  }
+
+  // "grid": [132, 1, 1] -> {132, 1, 1}; anything else (not 3 non-negative
+  // integers) -> nullopt.
+  static std::optional<std::array<int64_t, 3>> Dims3(od::value& v) {
+    od::array a;
+    if (v.get_array().get(a)) return std::nullopt;
+    std::array<int64_t, 3> out{};
+    size_t n = 0;
+    for (auto d : a) {
+      int64_t x = 0;
+      if (n >= 3 || d.get_int64().get(x) || x < 0) return std::nullopt;
+      out[n++] = x;
+    }
+    if (n != 3) return std::nullopt;
+    return out;
   }
 
   // "Input Dims": [[8, 1024, 8816], [], ...] -> 8 * 1024 * 8816.
@@ -1344,11 +1397,11 @@ class KinetoFile {
   }
 
   void TakeEvent(const EventFields& e, uint64_t offset) {
-    if (e.ph != kineto::kPhComplete || e.cat_kind == Cat::kUnseen || e.cat_kind == Cat::kIgnored ||
-        e.cat_kind == Cat::kRuntime) {
+    if (e.ph != kineto::kPhComplete || e.cat_kind == Cat::kUnseen || e.cat_kind == Cat::kIgnored) {
       return;
     }
-    if (IsDeviceCat(e.cat_kind) && mode_ != Mode::kDevice) return;
+    if ((IsDeviceCat(e.cat_kind) || e.cat_kind == Cat::kRuntime) && mode_ != Mode::kDevice) return;
+    if (e.cat_kind == Cat::kRuntime) return TakeLaunchCall(e, offset);
     std::optional<std::string_view> name;
     if (!e.name.empty()) name = DecodeString(e.name, name_scratch_);
     if (!name) return BadEvent(offset, "event without a string \"name\"");
@@ -1415,6 +1468,37 @@ class KinetoFile {
     cpu_collectives_[level].push_back(c);
   }
 
+  // A launch call (cat cuda_runtime / cuda_driver / Runtime): its start and
+  // correlation, matched to its device op in Finish(). A call without a
+  // correlation launches nothing this trace can link (not an error).
+  void TakeLaunchCall(const EventFields& e, uint64_t offset) {
+    std::optional<int64_t> corr = ParseIntToken(e.correlation);
+    if (!corr || *corr < 0 || *corr >= kNoCorrelation) return;
+    std::optional<int64_t> ts = ParseMicrosToNs(e.ts);
+    if (!ts || *ts > kMaxAbsTimeUs * 1000) {
+      return BadEvent(offset, e.ts.empty() ? std::string("launch call without \"ts\"")
+                                           : fmt::format("\"ts\": {} is not a number", Clip(e.ts)));
+    }
+    launches_.push_back(LaunchCall{static_cast<uint32_t>(*corr), *ts});
+  }
+
+  // "grid 132x1x1 block 128x1x1", interned; kNoShape without both or past
+  // kMaxShapes distinct shapes in this file.
+  uint32_t ShapeOf(const EventFields& e) {
+    if (!e.grid || !e.block) return kNoShape;
+    const auto& g = *e.grid;
+    const auto& b = *e.block;
+    shape_text_.clear();
+    fmt::format_to(std::back_inserter(shape_text_), "grid {}x{}x{} block {}x{}x{}", g[0], g[1], g[2],
+                   b[0], b[1], b[2]);
+    auto it = shapes_.find(shape_text_);
+    if (it != shapes_.end()) return it->second;
+    if (shapes_.size() >= kMaxShapes) return kNoShape;
+    uint32_t id = ctx_.out->names().Intern(shape_text_);
+    shapes_.emplace(shape_text_, id);
+    return id;
+  }
+
   void TakeDeviceOp(const EventFields& e, std::string_view name, int64_t ts, int64_t dur,
                     uint64_t offset) {
     NameInfo& info = Name(name);
@@ -1438,7 +1522,11 @@ class KinetoFile {
     if (!stream) stream = ParseIntToken(e.tid);
     op.stream = ToInt32(stream).value_or(-1);
     op.cls = cls;
+    op.shape = ShapeOf(e);
     ops_.push_back(op);
+    std::optional<int64_t> corr = ParseIntToken(e.correlation);
+    op_correlation_.push_back(corr && *corr >= 0 && *corr < kNoCorrelation ? static_cast<uint32_t>(*corr)
+                                                                            : kNoCorrelation);
     if (cls != OpClass::kCommunication) return;
 
     CollectiveCall c;
@@ -1483,6 +1571,27 @@ class KinetoFile {
     }
   }
 
+  // The start of each device op's launch call (parallel to ops_, before
+  // sorting), by correlation; the ops of a kCpu pass have none. Frees the
+  // launch lists.
+  std::vector<std::optional<TimeNs>> LinkLaunches(size_t n_ops) {
+    std::vector<std::optional<TimeNs>> out;
+    if (launches_.empty() || op_correlation_.size() != n_ops) return out;
+    std::sort(launches_.begin(), launches_.end(),
+              [](const LaunchCall& a, const LaunchCall& b) { return a.correlation < b.correlation; });
+    out.resize(n_ops);
+    for (size_t i = 0; i < n_ops; ++i) {
+      if (op_correlation_[i] == kNoCorrelation) continue;
+      auto it = std::lower_bound(
+          launches_.begin(), launches_.end(), op_correlation_[i],
+          [](const LaunchCall& l, uint32_t c) { return l.correlation < c; });
+      if (it != launches_.end() && it->correlation == op_correlation_[i]) out[i] = it->start_ns + base_ns_;
+    }
+    std::vector<LaunchCall>().swap(launches_);
+    std::vector<uint32_t>().swap(op_correlation_);
+    return out;
+  }
+
   static std::string Clip(std::string_view s) {
     return std::string(s.substr(0, 40)) + (s.size() > 40 ? "..." : "");
   }
@@ -1523,8 +1632,8 @@ class KinetoFile {
     for (TraceOp& op : t.ops) op.start_ns += base_ns_;
     for (CollectiveCall& c : t.collectives) c.start_ns += base_ns_;
     for (TraceStep& s : t.steps) s.start_ns += base_ns_, s.end_ns += base_ns_;
-    std::stable_sort(t.ops.begin(), t.ops.end(),
-                     [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; });
+    std::vector<std::optional<TimeNs>> launch_ns = LinkLaunches(t.ops.size());
+    SortOpsByStart(t.ops, launch_ns);
     std::stable_sort(
         t.collectives.begin(), t.collectives.end(),
         [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
@@ -1554,6 +1663,7 @@ class KinetoFile {
     t.events_total = events_total_;
     t.events_lost = events_lost_;
     t.truncated = truncated_;
+    AttributeLaunchGaps(t, launch_ns);
 
     if (bad_events_ > Diagnostics::kMaxExamplesPerCode) {
       uint64_t more = bad_events_ - Diagnostics::kMaxExamplesPerCode;
@@ -1607,6 +1717,16 @@ class KinetoFile {
 
   const bool collecting_cpu_;
   std::vector<TraceOp> ops_;
+  // CUPTI / roctracer correlation ids are 32-bit.
+  static constexpr uint32_t kNoCorrelation = UINT32_MAX;
+  std::vector<uint32_t> op_correlation_;  // parallel to ops_: args.correlation or kNoCorrelation
+  struct LaunchCall {
+    uint32_t correlation = 0;
+    TimeNs start_ns = 0;  // base-relative, like every time while reading
+  };
+  std::vector<LaunchCall> launches_;
+  std::unordered_map<std::string, uint32_t> shapes_;  // launch shape text -> NameTable id
+  std::string shape_text_;
   std::vector<TraceOp> cpu_ops_;
   std::vector<CollectiveCall> collectives_;
   std::vector<std::optional<int64_t>> collective_ext_;  // parallel to collectives_

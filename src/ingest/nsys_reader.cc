@@ -33,6 +33,8 @@ constexpr std::string_view kKernelTable = "CUPTI_ACTIVITY_KIND_KERNEL";
 constexpr std::string_view kMemcpyTable = "CUPTI_ACTIVITY_KIND_MEMCPY";
 constexpr std::string_view kMemsetTable = "CUPTI_ACTIVITY_KIND_MEMSET";
 constexpr std::string_view kNvtxTable = "NVTX_EVENTS";
+constexpr std::string_view kRuntimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
+constexpr size_t kMaxShapes = 4096;  // distinct launch shapes per file, then kNoShape
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -243,6 +245,11 @@ bool Has(const std::vector<std::string>& cols, std::string_view name) {
 // positions do not depend on the nsys version.
 std::string ColumnOrNull(const std::vector<std::string>& cols, std::string_view name) {
   return Has(cols, name) ? Quote(name) : std::string("NULL");
+}
+
+// The same, qualified by the alias `t` of the activity table in a join.
+std::string TColumnOrNull(const std::vector<std::string>& cols, std::string_view name) {
+  return Has(cols, name) ? "t." + Quote(name) : std::string("NULL");
 }
 
 // StringIds lookups by primary key (a rowid search, no scan).
@@ -579,13 +586,22 @@ class TraceBuilder {
       }
     }
     if (Has(cols, "demangledName") && Has(cols, "shortName")) alt_col = Quote("shortName");
-    std::string sql = fmt::format("SELECT \"start\", \"end\", {}, {}, {}, {}, rowid FROM {}",
-                                  ColumnOrNull(cols, "deviceId"), ColumnOrNull(cols, "streamId"),
-                                  name_col, alt_col, Quote(kKernelTable));
+    if (name_col != "NULL") name_col = "t." + name_col;
+    if (alt_col != "NULL") alt_col = "t." + alt_col;
+    std::string shape_cols;
+    for (std::string_view c : {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"}) {
+      shape_cols += ", " + TColumnOrNull(cols, c);
+    }
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, {}, {}, t.rowid, {}{} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), name_col, alt_col,
+        launch_col, shape_cols, Quote(kKernelTable), launch_join);
     ReadTable(kKernelTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
       const KernelKind& kind = KernelKindOf(s, 4, 5);
       op.name = kind.name;
       op.cls = kind.cls;
+      op.shape = ShapeOf(s, 8);
       if (op.cls == OpClass::kCommunication) {
         CollectiveCall call;
         call.start_ns = op.start_ns;
@@ -601,9 +617,11 @@ class TraceBuilder {
   void ReadMemcpy() {
     if (!Has(facts_.info.tables, kMemcpyTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemcpyTable);
-    std::string sql = fmt::format("SELECT \"start\", \"end\", {}, {}, {}, NULL, rowid FROM {}",
-                                  ColumnOrNull(cols, "deviceId"), ColumnOrNull(cols, "streamId"),
-                                  ColumnOrNull(cols, "copyKind"), Quote(kMemcpyTable));
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
+        TColumnOrNull(cols, "copyKind"), launch_col, Quote(kMemcpyTable), launch_join);
     std::array<std::optional<uint32_t>, 16> ids;
     ReadTable(kMemcpyTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
       std::optional<int64_t> kind = IntAt(s, 4);
@@ -617,9 +635,11 @@ class TraceBuilder {
   void ReadMemset() {
     if (!Has(facts_.info.tables, kMemsetTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemsetTable);
-    std::string sql = fmt::format("SELECT \"start\", \"end\", {}, {}, NULL, NULL, rowid FROM {}",
-                                  ColumnOrNull(cols, "deviceId"), ColumnOrNull(cols, "streamId"),
-                                  Quote(kMemsetTable));
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), launch_col,
+        Quote(kMemsetTable), launch_join);
     uint32_t name = ctx_.out->names().Intern("Memset");
     ReadTable(kMemsetTable, sql, [&](sqlite3_stmt*, TraceOp& op) {
       op.name = name;
@@ -667,11 +687,22 @@ class TraceBuilder {
     trace_.steps = std::move(steps);
   }
 
+  // The launch start of each op (parallel to the trace's ops, sorted with
+  // them by Finish); empty when no op was linked to its launch call.
+  std::vector<std::optional<TimeNs>>& launch_ns() { return launch_ns_; }
+
   RankTrace Finish() {
     // Each table is (nearly always) in start order already: sort a run only
     // when it is not, then merge the runs of the tables.
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     auto at = [&](size_t i) { return trace_.ops.begin() + static_cast<ptrdiff_t>(i); };
+    if (!any_launch_) launch_ns_.clear();
+    if (!launch_ns_.empty()) {
+      // Launch times to carry along: one stable sort of all rows (the same
+      // order as sorting each run, then merging them stably).
+      SortOpsByStart(trace_.ops, launch_ns_);
+      run_ends_.clear();
+    }
     for (size_t i = 0; i + 1 < run_ends_.size(); ++i) {
       if (!std::is_sorted(at(run_ends_[i]), at(run_ends_[i + 1]), by_start)) {
         std::stable_sort(at(run_ends_[i]), at(run_ends_[i + 1]), by_start);
@@ -710,8 +741,47 @@ class TraceBuilder {
     return out;
   }
 
+  // The launch start of each row of an activity table (with columns `cols`,
+  // aliased t): a select expression and a join with the runtime API calls
+  // by correlationId, within the same process when both tables say which
+  // (RUNTIME.globalTid and the op's globalPid carry the pid in bits 24-55).
+  // nsys exports have no index on correlationId; SQLite builds one for the
+  // join. ("NULL", "") without a RUNTIME table or correlation columns.
+  std::pair<std::string, std::string> LaunchJoin(const std::vector<std::string>& cols) {
+    if (!Has(facts_.info.tables, kRuntimeTable) || !Has(cols, "correlationId")) return {"NULL", ""};
+    if (!runtime_cols_) runtime_cols_ = ColumnsOf(db_, kRuntimeTable);
+    const std::vector<std::string>& rc = *runtime_cols_;
+    if (!Has(rc, "correlationId") || !Has(rc, "start")) return {"NULL", ""};
+    bool by_pid = Has(rc, "globalTid") && Has(cols, "globalPid");
+    std::string join = fmt::format(
+        " LEFT JOIN (SELECT \"correlationId\" AS c, {} AS p, min(\"start\") AS s FROM {} WHERE "
+        "\"correlationId\" IS NOT NULL GROUP BY 1, 2) AS l ON l.c = t.\"correlationId\"{}",
+        by_pid ? "\"globalTid\" >> 24" : "0", Quote(kRuntimeTable),
+        by_pid ? " AND l.p = (t.\"globalPid\" >> 24)" : "");
+    return {"l.s", join};
+  }
+
+  // "grid 132x1x1 block 128x1x1" from the six columns from `col`, interned;
+  // kNoShape when one is missing or past kMaxShapes distinct shapes.
+  uint32_t ShapeOf(sqlite3_stmt* s, int col) {
+    std::array<int64_t, 6> d{};
+    for (int i = 0; i < 6; ++i) {
+      std::optional<int64_t> v = IntAt(s, col + i);
+      if (!v || *v < 0) return kNoShape;
+      d[static_cast<size_t>(i)] = *v;
+    }
+    auto it = shapes_.find(d);
+    if (it != shapes_.end()) return it->second;
+    if (shapes_.size() >= kMaxShapes) return kNoShape;
+    uint32_t id = ctx_.out->names().Intern(
+        fmt::format("grid {}x{}x{} block {}x{}x{}", d[0], d[1], d[2], d[3], d[4], d[5]));
+    shapes_.emplace(d, id);
+    return id;
+  }
+
   // Columns of `sql`: 0 start, 1 end, 2 deviceId, 3 streamId, then the
-  // table's own (4, 5), 6 rowid. `fill` sets name and class.
+  // table's own (4, 5), 6 rowid, 7 the launch call's start (or NULL), then
+  // the table's own again. `fill` sets name and class.
   template <typename Fill>
   void ReadTable(std::string_view table, const std::string& sql, Fill&& fill) {
     Reserve(table);
@@ -740,6 +810,9 @@ class TraceBuilder {
       }
       fill(s, op);
       trace_.ops.push_back(op);
+      std::optional<TimeNs> launch = Shift(IntAt(s, 7));
+      any_launch_ |= launch.has_value();
+      launch_ns_.push_back(launch);
     });
     if (r.error) failures_.push_back(fmt::format("{}: {}", table, *r.error));
     run_ends_.push_back(trace_.ops.size());
@@ -799,6 +872,10 @@ class TraceBuilder {
   std::vector<size_t> run_ends_;  // ops index where each table's rows end, after a leading 0
   std::vector<std::string> failures_;
   std::unordered_map<int64_t, KernelKind> by_id_;
+  std::vector<std::optional<TimeNs>> launch_ns_;  // parallel to trace_.ops
+  bool any_launch_ = false;
+  std::optional<std::vector<std::string>> runtime_cols_;
+  std::map<std::array<int64_t, 6>, uint32_t> shapes_;
   std::unordered_map<std::string, KernelKind> by_text_;
 };
 
@@ -858,6 +935,7 @@ class NsysTraceReader : public TraceReader {
     trace.producer = "nsys";
     trace.host = facts->info.host;
     trace.device = DominantDevice(trace, facts->info);
+    AttributeLaunchGaps(trace, builder.launch_ns());
     if (!failures.empty()) {
       trace.truncated = true;
       ctx.diag().Add(DiagCode::kTraceTruncated, path, 0,

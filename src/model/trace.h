@@ -56,6 +56,10 @@ class NameTable {
   std::unordered_map<std::string, uint32_t> index_;
 };
 
+// TraceOp::shape when the launch configuration is unknown (CPU ops, memcpy,
+// traces without grid / block, or past a reader's cap on distinct shapes).
+inline constexpr uint32_t kNoShape = UINT32_MAX;
+
 struct TraceOp {
   TimeNs start_ns = 0;
   DurationNs dur_ns = 0;
@@ -63,7 +67,12 @@ struct TraceOp {
   int32_t stream = -1;     // CUDA stream / HIP queue, or CPU thread id
   OpClass cls = OpClass::kOtherCompute;
   int16_t device = -1;     // GPU index, -1 for CPU ops
+  // NameTable id of the kernel's launch configuration, "grid 132x1x1 block
+  // 128x1x1" (Kineto args grid / block, nsys gridX..blockZ), or kNoShape. It
+  // sits in what was padding: TraceOp stays 32 bytes.
+  uint32_t shape = kNoShape;
 };
+static_assert(sizeof(TraceOp) == 32, "TraceOp is held per device op: keep it at 32 bytes");
 
 struct CollectiveCall {
   TimeNs start_ns = 0;
@@ -81,6 +90,17 @@ struct TraceStep {
   int64_t step = 0;
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
+  // Host-side gaps (filled by AttributeLaunchGaps), inside [start_ns, end_ns):
+  // time the trace's GPU ran no op at all, between its first and last op.
+  DurationNs gpu_idle_ns = 0;
+  // The part of gpu_idle_ns before the host began the launch call (runtime
+  // API, e.g. cudaLaunchKernel) of the op that ended the gap: nothing was
+  // queued, the GPU waited for the host. nullopt when the trace links no
+  // op to its launch.
+  std::optional<DurationNs> idle_unlaunched_ns;
+  // The part after that launch call began: the op was queued but did not
+  // start (stream / event dependency, synchronisation, launch latency).
+  std::optional<DurationNs> idle_queued_ns;
 };
 
 struct RankTrace {
@@ -97,7 +117,35 @@ struct RankTrace {
   uint64_t events_total = 0;     // events seen in the file
   uint64_t events_lost = 0;      // events after a truncation point (estimate)
   bool truncated = false;
+  // Host-side gaps over the whole trace (first to last op on `device`), as
+  // in TraceStep: idle, and its split by whether the next op's launch call
+  // had begun. launches_linked: ops of the trace matched to their launch
+  // call (Kineto args.correlation, nsys correlationId); the splits are
+  // nullopt when it is 0.
+  DurationNs gpu_idle_ns = 0;
+  std::optional<DurationNs> idle_unlaunched_ns;
+  std::optional<DurationNs> idle_queued_ns;
+  uint64_t launches_linked = 0;
 };
+
+// Fills the host-side gap fields of `trace` (RankTrace and each TraceStep)
+// from its ops (sorted by start_ns) and `launch_ns`, parallel to trace.ops:
+// the host time the launch call of each op began, nullopt when unknown.
+// Only the ops of trace.device (every device op when unset) count; CPU ops
+// never do. Readers call it once, after sorting, with a vector they then
+// free: launch times are not kept per op.
+//
+// Each idle gap [a, b) between the union of ops, followed by op k launched
+// at L, splits into [a, min(max(L, a), b)) unlaunched and the rest queued.
+// Example: ops [0, 10) and [30, 40) us, the second launched at 25 us: idle
+// 20 us, unlaunched 15 us (10..25), queued 5 us (25..30). Launched at 5 us
+// (before the gap): 0 unlaunched, 20 queued.
+void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeNs>>& launch_ns);
+
+// Sorts `ops` by start_ns (stable) and permutes `launch_ns` (empty, or
+// parallel to ops) alongside, in place: 4 bytes per op of extra memory (and
+// stable_sort's buffer of indices), not a second copy of the ops.
+void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns);
 
 }  // namespace laggard
 
