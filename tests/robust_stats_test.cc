@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "analysis/robust_stats.h"
 
 namespace laggard {
@@ -32,6 +36,27 @@ TEST(RobustStatsTest, SummarizeAgreesWithTheSingleFunctions) {
   EXPECT_DOUBLE_EQ(s->p90, *Quantile(v, 0.9));
   EXPECT_DOUBLE_EQ(s->max, 0.98);
   EXPECT_NEAR(s->mean, 0.8333333, 1e-6);
+}
+
+TEST(RobustStatsTest, QuantilesInPlaceMatchTheSortedDefinitionExactly) {
+  std::mt19937_64 rng(7);
+  const double qs[] = {0.0, 0.1, 0.1, 0.25, 0.5, 0.9, 0.99, 1.0};
+  for (size_t n : {1u, 2u, 3u, 8u, 16u, 101u, 4096u}) {
+    std::vector<double> v(n);
+    // Few distinct values, so ties are common.
+    for (double& x : v) x = static_cast<double>(rng() % 17) / 8.0;
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    double got[std::size(qs)];
+    QuantilesInPlace(v, qs, got);
+    for (size_t i = 0; i < std::size(qs); ++i) {
+      double pos = qs[i] * static_cast<double>(n - 1);
+      size_t lo = static_cast<size_t>(std::floor(pos));
+      size_t hi = std::min(lo + 1, n - 1);
+      double want = sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+      EXPECT_DOUBLE_EQ(got[i], want) << "n " << n << " q " << qs[i];
+    }
+  }
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -17,15 +20,23 @@ constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 constexpr size_t kMaxEpisodeFindings = 10;
 constexpr size_t kMinStepsForEpisodes = 10;
 
-// The analysed window of every series, as a rank x step matrix of seconds.
+// The analysed window of every series, as a rank x step matrix of seconds,
+// stored twice: row-major for per-rank passes and column-major for per-step
+// passes (a column walk of the row-major copy touches one cache line and one
+// page per rank: at 4,096 ranks that was most of the detector's time).
 struct StepMatrix {
   std::vector<const StepSeries*> series;
   std::vector<size_t> first_used;  // index of the first record after warm-up
   std::vector<int64_t> step_numbers;  // column -> step number
   std::vector<float> values;          // row-major, NaN where missing
+  std::vector<float> by_step;         // the same, column-major
   size_t cols = 0;
 
   float at(size_t r, size_t c) const { return values[r * cols + c]; }
+  // The values of column c, one per rank (NaN where missing).
+  std::span<const float> column(size_t c) const {
+    return std::span<const float>(by_step).subspan(c * series.size(), series.size());
+  }
 };
 
 StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warmup) {
@@ -35,11 +46,41 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
     // Keep at least 3 steps: warm-up is skipped only when enough remain.
     size_t skip = s->steps.size() >= warmup + 3 ? warmup : 0;
     m.first_used.push_back(skip);
-    for (size_t i = skip; i < s->steps.size(); ++i) m.step_numbers.push_back(s->steps[i].step);
   }
-  std::sort(m.step_numbers.begin(), m.step_numbers.end());
-  m.step_numbers.erase(std::unique(m.step_numbers.begin(), m.step_numbers.end()),
-                       m.step_numbers.end());
+  // The union of the series' step numbers (each ascending and unique after
+  // Finalize). Usually every rank logged the same steps: one linear check
+  // per series against the union so far; a series with new steps is merged
+  // in. Past a few merges (ranks with disjoint steps) sorting everything
+  // once is cheaper than merging again and again.
+  constexpr size_t kMaxMerges = 16;
+  size_t merges = 0;
+  std::vector<int64_t> own, merged;
+  auto step_of = [](const StepRecord& rec) { return rec.step; };
+  for (size_t r = 0; r < series.size() && merges <= kMaxMerges; ++r) {
+    const auto& steps = series[r]->steps;
+    own.clear();
+    for (size_t i = m.first_used[r]; i < steps.size(); ++i) own.push_back(step_of(steps[i]));
+    if (std::adjacent_find(own.begin(), own.end(), std::greater_equal<int64_t>()) != own.end()) {
+      merges = kMaxMerges + 1;  // not ascending (a Run not from Finalize): sort instead
+      break;
+    }
+    if (std::includes(m.step_numbers.begin(), m.step_numbers.end(), own.begin(), own.end())) continue;
+    merged.clear();
+    std::set_union(m.step_numbers.begin(), m.step_numbers.end(), own.begin(), own.end(),
+                   std::back_inserter(merged));
+    m.step_numbers.swap(merged);
+    ++merges;
+  }
+  if (merges > kMaxMerges) {
+    m.step_numbers.clear();
+    for (size_t r = 0; r < series.size(); ++r) {
+      const auto& steps = series[r]->steps;
+      for (size_t i = m.first_used[r]; i < steps.size(); ++i) m.step_numbers.push_back(steps[i].step);
+    }
+    std::sort(m.step_numbers.begin(), m.step_numbers.end());
+    m.step_numbers.erase(std::unique(m.step_numbers.begin(), m.step_numbers.end()),
+                         m.step_numbers.end());
+  }
   m.cols = m.step_numbers.size();
   m.values.assign(series.size() * m.cols, kMissing);
   for (size_t r = 0; r < series.size(); ++r) {
@@ -48,6 +89,17 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
     for (size_t i = m.first_used[r]; i < steps.size(); ++i) {
       while (m.step_numbers[c] < steps[i].step) ++c;  // both ascending
       m.values[r * m.cols + c] = static_cast<float>(ToSeconds(steps[i].duration_ns));
+    }
+  }
+  // Blocked transpose: both sides stay within a few cache lines per block.
+  const size_t R = series.size(), C = m.cols;
+  constexpr size_t kBlock = 64;
+  m.by_step.resize(R * C);
+  for (size_t r0 = 0; r0 < R; r0 += kBlock) {
+    for (size_t c0 = 0; c0 < C; c0 += kBlock) {
+      for (size_t r = r0; r < std::min(R, r0 + kBlock); ++r) {
+        for (size_t c = c0; c < std::min(C, c0 + kBlock); ++c) m.by_step[c * R + r] = m.values[r * C + c];
+      }
     }
   }
   return m;
@@ -174,15 +226,47 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       groups = stage_index.size();
     }
   }
-  // Per step, the median of each rank's group: what "its peers" did then.
+  // Per step across all ranks: median, spread (p90 - p10, which unlike
+  // max - min does not widen with the rank count) and slowest rank.
+  std::vector<double> step_median(C, 0), spread;
+  std::vector<int32_t> slowest(C, -1);
+  std::vector<size_t> present(C, 0);
+  std::vector<double> col;
+  for (size_t c = 0; c < C; ++c) {
+    col.clear();
+    float best = -1;
+    std::span<const float> column = m.column(c);
+    for (size_t r = 0; r < R; ++r) {
+      float v = column[r];
+      if (std::isnan(v)) continue;
+      col.push_back(v);
+      if (v > best) best = v, slowest[c] = static_cast<int32_t>(r);
+    }
+    present[c] = col.size();
+    if (col.empty()) continue;
+    step_median[c] = *Median(col);
+    if (col.size() >= 2 && step_median[c] > 0) {
+      static constexpr double kSpreadQ[] = {0.1, 0.9};
+      double q[2];
+      QuantilesInPlace(col, kSpreadQ, q);
+      spread.push_back((q[1] - q[0]) / step_median[c]);
+    }
+  }
+
+  // Per step, the median of each rank's group: what "its peers" did then
+  // (with one group, the step's median above).
   std::vector<double> group_median(groups * C, 0);
   std::vector<size_t> group_present(groups * C, 0);
-  {
+  if (groups == 1) {
+    group_median = step_median;
+    group_present = present;
+  } else {
     std::vector<std::vector<double>> by_group(groups);
     for (size_t c = 0; c < C; ++c) {
       for (auto& g : by_group) g.clear();
+      std::span<const float> column = m.column(c);
       for (size_t r = 0; r < R; ++r) {
-        float v = m.at(r, c);
+        float v = column[r];
         if (!std::isnan(v)) by_group[group_of[r]].push_back(v);
       }
       for (size_t g = 0; g < groups; ++g) {
@@ -200,28 +284,6 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     return v / group_median[gi] - 1;
   };
 
-  // Per-step median across ranks, spread and slowest rank.
-  std::vector<double> step_median(C, 0), spread;
-  std::vector<int32_t> slowest(C, -1);
-  std::vector<size_t> present(C, 0);
-  std::vector<double> col;
-  for (size_t c = 0; c < C; ++c) {
-    col.clear();
-    float best = -1;
-    for (size_t r = 0; r < R; ++r) {
-      float v = m.at(r, c);
-      if (std::isnan(v)) continue;
-      col.push_back(v);
-      if (v > best) best = v, slowest[c] = static_cast<int32_t>(r);
-    }
-    present[c] = col.size();
-    if (col.empty()) continue;
-    auto [mn, mx] = std::minmax_element(col.begin(), col.end());
-    double lo = *mn, hi = *mx;
-    step_median[c] = *Median(col);
-    if (col.size() >= 2 && step_median[c] > 0) spread.push_back((hi - lo) / step_median[c]);
-  }
-
   // Per-rank statistics.
   for (size_t r = 0; r < R; ++r) {
     RankStepStats st;
@@ -235,6 +297,22 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     st.steps_used = secs.size();
     st.seconds = Summarize(secs);
     out.ranks.push_back(std::move(st));
+  }
+  // How far each rank's own median sits from the steps' medians: ~0 on
+  // every rank when step times are synchronised end to end.
+  if (R >= 2) {
+    std::vector<double> offsets;
+    double worst = -1;
+    for (size_t r = 0; r < R; ++r) {
+      offsets.clear();
+      for (size_t c = 0; c < C; ++c) {
+        float v = m.at(r, c);
+        if (std::isnan(v) || present[c] < 2 || step_median[c] <= 0) continue;
+        offsets.push_back(v / step_median[c] - 1);
+      }
+      if (auto med = Median(offsets)) worst = std::max(worst, std::fabs(*med));
+    }
+    if (worst >= 0) out.job.sync_rank_offset = worst;
   }
   size_t slowest_count_total = 0;
   {
@@ -271,7 +349,8 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   const double per_step_threshold = std::max(0.10, 6 * noise);
 
   const bool comparable = attributed && R >= 2;
-  out.job.synchronised = comparable && out.job.sync_spread && *out.job.sync_spread < opt.sync_spread;
+  out.job.synchronised = comparable && out.job.sync_spread && *out.job.sync_spread < opt.sync_spread &&
+                         out.job.sync_rank_offset && *out.job.sync_rank_offset < opt.sync_rank_offset;
 
   if (!comparable) {
     Finding f;
@@ -666,9 +745,10 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     f.entity.job = true;
     f.confidence = 0.95;
     f.message = fmt::format(
-        "step times are synchronised across {} ranks (median spread {:.2f}% per step): each step "
-        "waits for the slowest rank in the collective, so step times cannot name the culprit",
-        R, 100 * *out.job.sync_spread);
+        "step times are synchronised across {} ranks (per-step p90-p10 spread {:.2f}%, every "
+        "rank's median within {:.2f}% of the steps' medians): each step waits for the slowest "
+        "rank in the collective, so step times cannot name the culprit",
+        R, 100 * *out.job.sync_spread, 100 * *out.job.sync_rank_offset);
     f.next_steps.push_back(
         "add profiler traces of 2 steps from every rank (or at least a suspect and a healthy "
         "rank): the culprit arrives last at each collective and waits least");
@@ -682,8 +762,9 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     double actual = 0, whatif = 0;
     for (size_t c = 0; c < C; ++c) {
       float all = -1, rest = -1;
+      std::span<const float> column = m.column(c);
       for (size_t r = 0; r < R; ++r) {
-        float v = m.at(r, c);
+        float v = column[r];
         if (std::isnan(v)) continue;
         all = std::max(all, v);
         if (!flagged[r]) rest = std::max(rest, v);

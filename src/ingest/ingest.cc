@@ -166,6 +166,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   ctx.gzip_decode = gzip_decode;
   LineReader lines(**source);
   result.records = best->Read(lines, ctx);
+  result.builder.FlushSteps();  // on the reading thread: files scatter in parallel
   result.bytes = lines.bytes();
   if (host_of_path) result.builder.SetHostWhereUnknown(*host_of_path);
   result.format = std::string(best->name());

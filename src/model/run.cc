@@ -24,6 +24,41 @@ const StepSeries* Run::FindRank(int32_t rank) const {
   return (it != ranks.end() && it->info.rank == rank) ? &*it : nullptr;
 }
 
+void RunBuilder::AddSeries(int32_t rank) {
+  series_.emplace_back();
+  series_.back().info.rank = rank;
+  pending_count_.push_back(0);
+  slot_[static_cast<size_t>(rank)] = static_cast<uint32_t>(series_.size());
+}
+
+void RunBuilder::NewPendingBlock() {
+  // Blocks double from 1,024 records (48 KiB) up to 1 Mi records (48 MiB,
+  // above glibc's largest mmap threshold, so each is returned to the system
+  // as soon as FlushSteps() has scattered it).
+  constexpr size_t kFirst = 1024, kMax = size_t{1} << 20;
+  size_t next = pending_.capacity() == 0 ? kFirst : std::min(kMax, 2 * pending_.capacity());
+  if (!pending_.empty()) pending_blocks_.push_back(std::move(pending_));
+  pending_ = std::vector<PendingStep>();
+  pending_.reserve(next);
+}
+
+void RunBuilder::FlushSteps() {
+  if (pending_.empty() && pending_blocks_.empty()) return;
+  pending_blocks_.push_back(std::move(pending_));
+  pending_ = std::vector<PendingStep>();
+  for (size_t i = 0; i < series_.size(); ++i) {
+    if (pending_count_[i] > 0) {
+      series_[i].steps.reserve(series_[i].steps.size() + pending_count_[i]);
+      pending_count_[i] = 0;
+    }
+  }
+  for (std::vector<PendingStep>& block : pending_blocks_) {
+    for (const PendingStep& p : block) series_[p.series].steps.push_back(p.record);
+    std::vector<PendingStep>().swap(block);
+  }
+  pending_blocks_.clear();
+}
+
 void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
                                      std::optional<TimeNs> start, SourceRef src) {
   if (unattributed_.empty() || unattributed_.back().file != file) {
@@ -78,6 +113,8 @@ void RunBuilder::SetHostWhereUnknown(const std::string& host) {
 }
 
 void RunBuilder::MergeFrom(RunBuilder&& other) {
+  FlushSteps();
+  other.FlushSteps();
   for (StepSeries& src : other.series_) {
     int32_t rank = src.info.rank;
     if (!present(rank)) {
@@ -348,6 +385,7 @@ void MergeEthCounters(std::vector<EthLink>& links, const Run& run) {
 }  // namespace
 
 void RunBuilder::Finalize(Run& run) {
+  FlushSteps();
   run.ranks.clear();
   for (StepSeries& series : series_) {
     if (!series.steps.empty()) run.ranks.push_back(std::move(series));
@@ -356,6 +394,7 @@ void RunBuilder::Finalize(Run& run) {
             [](const StepSeries& x, const StepSeries& y) { return x.info.rank < y.info.rank; });
   series_.clear();
   slot_.clear();
+  pending_count_.clear();
   for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);

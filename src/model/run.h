@@ -95,11 +95,25 @@ class RunBuilder {
 
   // Adds one step of `rank`. The caller has validated duration > 0 and
   // step >= 0; rank must be in [0, kMaxRank].
+  //
+  // Records are buffered flat, in the order added, and moved to their
+  // series by FlushSteps() (which MergeFrom() and Finalize() call): with
+  // thousands of ranks interleaved line by line, appending straight to each
+  // rank's vector missed the cache and TLB on every record and stalled the
+  // parser behind that store; the flat buffer is written sequentially and
+  // the scatter, in a tight loop, overlaps its misses and sizes every
+  // series exactly (no growth copies, no shrink in Finalize()).
   void AddStep(int32_t rank, int64_t step, DurationNs duration, std::optional<TimeNs> start,
                SourceRef src) {
-    StepSeries& s = SeriesFor(rank);
-    s.steps.push_back(StepRecord{step, duration, start, src});
+    uint32_t index = SeriesIndex(rank);
+    if (pending_.size() == pending_.capacity()) [[unlikely]] NewPendingBlock();
+    pending_.push_back(PendingStep{StepRecord{step, duration, start, src}, index});
+    ++pending_count_[index];
   }
+  // Moves the buffered steps into their series, keeping their order, and
+  // frees the buffer. Ingest calls it at the end of each file, on the
+  // reading thread.
+  void FlushSteps();
   // Adds one step to the unattributed series of file `file`.
   void AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
                            std::optional<TimeNs> start, SourceRef src);
@@ -138,22 +152,32 @@ class RunBuilder {
  private:
   // Ranks are looked up through a dense table of 4-byte slots (16 MiB at
   // kMaxRank), the series themselves are stored only for ranks that exist.
-  StepSeries& SeriesFor(int32_t rank) {
+  uint32_t SeriesIndex(int32_t rank) {
     size_t r = static_cast<size_t>(rank);
     if (r >= slot_.size()) slot_.resize(r + 1, 0);
-    if (slot_[r] == 0) {
-      series_.emplace_back();
-      series_.back().info.rank = rank;
-      slot_[r] = static_cast<uint32_t>(series_.size());
-    }
-    return series_[slot_[r] - 1];
+    if (slot_[r] == 0) [[unlikely]] AddSeries(rank);
+    return slot_[r] - 1;
   }
+  StepSeries& SeriesFor(int32_t rank) { return series_[SeriesIndex(rank)]; }
+  void AddSeries(int32_t rank);
+  void NewPendingBlock();
   bool present(int32_t rank) const {
     return static_cast<size_t>(rank) < slot_.size() && slot_[static_cast<size_t>(rank)] != 0;
   }
 
+  struct PendingStep {
+    StepRecord record;
+    uint32_t series = 0;  // index into series_
+  };
+
   std::vector<uint32_t> slot_;      // rank -> 1 + index into series_, 0 when absent
   std::vector<StepSeries> series_;  // in order of first appearance
+  // Steps not yet in series_: full earlier blocks, then the one being
+  // filled (blocks never move, so filling never copies), and how many of
+  // them each series has.
+  std::vector<std::vector<PendingStep>> pending_blocks_;
+  std::vector<PendingStep> pending_;
+  std::vector<uint32_t> pending_count_;  // parallel to series_
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
   NameTable names_;

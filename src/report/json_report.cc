@@ -134,6 +134,7 @@ Json BuildReport(const ReportInput& in) {
   jj["median_step_s"] = Opt(job.median_step_s);
   jj["baseline_step_s"] = Opt(job.baseline_step_s);
   jj["sync_spread"] = Opt(job.sync_spread);
+  jj["sync_rank_offset"] = Opt(job.sync_rank_offset);
   jj["synchronised"] = job.synchronised;
   jj["noise_sigma"] = Opt(job.noise_sigma);
   jj["throughput_lost"] = Opt(job.throughput_lost);

@@ -67,7 +67,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   if (job.median_step_s) {
     out << fmt::format("job: {} ranks, {} steps analysed, median step {:.4g} s", job.ranks,
                        job.steps, *job.median_step_s);
-    if (job.sync_spread) out << fmt::format(", per-step spread across ranks {:.2f}%", 100 * *job.sync_spread);
+    if (job.sync_spread) out << fmt::format(", per-step spread across ranks (p90-p10) {:.2f}%", 100 * *job.sync_spread);
     out << "\n";
   }
 

@@ -27,6 +27,8 @@ std::vector<std::vector<double>> SimulateStepTimes(const StepLogScenario& sc) {
   Rng rng(sc.seed);
   std::vector<std::vector<double>> t(static_cast<size_t>(sc.ranks),
                                      std::vector<double>(static_cast<size_t>(sc.steps)));
+  // When each rank last read its clock (timer_noise_s model).
+  std::vector<double> last_read(static_cast<size_t>(sc.ranks), 0);
   for (int s = 0; s < sc.steps; ++s) {
     double job = 1;
     for (const JobSlowdown& j : sc.job_slowdowns) {
@@ -46,7 +48,14 @@ std::vector<std::vector<double>> SimulateStepTimes(const StepLogScenario& sc) {
       t[static_cast<size_t>(r)][static_cast<size_t>(s)] = v;
       step_max = std::max(step_max, v);
     }
-    if (sc.synchronised) {
+    if (sc.synchronised && sc.timer_noise_s > 0) {
+      for (int r = 0; r < sc.ranks; ++r) {
+        double read = sc.timer_noise_s * rng.Normal();
+        double& prev = last_read[static_cast<size_t>(r)];
+        t[static_cast<size_t>(r)][static_cast<size_t>(s)] = std::max(0.5 * step_max, step_max + read - prev);
+        prev = read;
+      }
+    } else if (sc.synchronised) {
       for (int r = 0; r < sc.ranks; ++r) {
         t[static_cast<size_t>(r)][static_cast<size_t>(s)] = step_max + 0.0002 * rng.Uniform();
       }

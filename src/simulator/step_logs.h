@@ -50,6 +50,11 @@ struct StepLogScenario {
   double jitter = 0.02;  // relative standard deviation per step
   uint64_t seed = 1;
   bool synchronised = false;
+  // With `synchronised`: each rank reads its clock at the end of every step
+  // with this much normal noise (seconds, standard deviation), so its step
+  // s reports step_max + e[r][s] - e[r][s-1] (timer placement, host jitter).
+  // 0 keeps the plain model: step_max plus uniform noise under 0.2 ms.
+  double timer_noise_s = 0;
   int64_t start_time_s = 1'764'000'000;  // 2025-11-24T16:00:00Z
   std::vector<RankSlowdown> rank_slowdowns;
   std::vector<JobSlowdown> job_slowdowns;
