@@ -935,8 +935,13 @@ TEST(AgentHttpTest, ServesMetricsAndHealthOverHttp) {
   int port = rig.agent->http_port();
   ASSERT_GT(port, 0);
   ASSERT_TRUE(WaitFor([&] { return rig.agent->Health().status == 200 && probe::Get(port, "/healthz").status == 200; }));
-  probe::HttpResult m = probe::Get(port, "/metrics");
-  ASSERT_EQ(m.status, 200) << m.error;
+  // Healthy as soon as the sampler runs; the first GPU sample may land a
+  // moment later (seen under load), so wait for it on the page itself.
+  probe::HttpResult m;
+  ASSERT_TRUE(WaitFor([&] {
+    m = probe::Get(port, "/metrics");
+    return m.status == 200 && Parse(m.body).Get("laggard_gpu_temp_celsius", G(0, "GPU-00000000")).has_value();
+  })) << m.status << " " << m.error;
   EXPECT_NE(m.headers.find("text/plain; version=0.0.4"), std::string::npos) << m.headers;
   Exposition e = Parse(m.body);
   EXPECT_TRUE(e.errors.empty());
