@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
