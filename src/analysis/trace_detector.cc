@@ -123,6 +123,24 @@ std::vector<double> ComputePerStep(const RankTrace& t) {
   return out;
 }
 
+// ComputePerStep of every rank, cut to the steps all of them profiled.
+struct StepCompute {
+  std::vector<std::vector<double>> per;  // [rank index][step]
+  size_t steps = 0;
+};
+
+StepCompute ComputeMatrix(const std::vector<const RankTrace*>& traces) {
+  StepCompute m;
+  m.per.resize(traces.size());
+  size_t steps = SIZE_MAX;
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    m.per[ri] = ComputePerStep(*traces[ri]);
+    steps = std::min(steps, m.per[ri].size());
+  }
+  m.steps = steps == SIZE_MAX ? 0 : steps;
+  return m;
+}
+
 // Key that identifies one collective instance across ranks.
 using InstanceKey = std::tuple<uint32_t /*group*/, int64_t /*seq or ordinal*/, uint32_t /*coll*/,
                                int64_t /*nelems*/, bool /*has_seq*/>;
@@ -160,16 +178,11 @@ bool LateInSeveralSteps(const RankTrace& t, const std::vector<TimeNs>& late_star
 constexpr double kComputeOutlierMin = 0.02;
 constexpr double kComputeOutlierSigmas = 5;
 
-std::optional<std::pair<size_t, double>> FindComputeOutlier(const std::vector<const RankTrace*>& traces) {
-  const size_t R = traces.size();
-  if (R < 4) return std::nullopt;
-  std::vector<std::vector<double>> per(R);
-  size_t steps = SIZE_MAX;
-  for (size_t ri = 0; ri < R; ++ri) {
-    per[ri] = ComputePerStep(*traces[ri]);
-    steps = std::min(steps, per[ri].size());
-  }
-  if (steps < 2 || steps == SIZE_MAX) return std::nullopt;
+std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m) {
+  const size_t R = m.per.size();
+  const size_t steps = m.steps;
+  const auto& per = m.per;
+  if (R < 4 || steps < 2) return std::nullopt;
   std::vector<double> all, mean(R, 0);
   std::vector<char> always(R, 1);
   for (size_t s = 0; s < steps; ++s) {
@@ -325,16 +338,11 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
 // rank across steps means the data differs (sequence lengths, batches).
 constexpr double kVariableWorkCv = 0.04;
 
-std::optional<Finding> VariableWorkFinding(const std::vector<const RankTrace*>& traces) {
-  const size_t R = traces.size();
-  if (R < 4) return std::nullopt;
-  std::vector<std::vector<double>> per(R);
-  size_t steps = SIZE_MAX;
-  for (size_t ri = 0; ri < R; ++ri) {
-    per[ri] = ComputePerStep(*traces[ri]);
-    steps = std::min(steps, per[ri].size());
-  }
-  if (steps == 0 || steps == SIZE_MAX) return std::nullopt;
+std::optional<Finding> VariableWorkFinding(const StepCompute& m) {
+  const size_t R = m.per.size();
+  const size_t steps = m.steps;
+  const auto& per = m.per;
+  if (R < 4 || steps == 0) return std::nullopt;
   std::vector<double> cvs, spikes;
   std::vector<size_t> slowest;
   for (size_t s = 0; s < steps; ++s) {
@@ -679,8 +687,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   }
   // Neither: one rank whose compute per step stands out in every step.
   std::optional<double> compute_excess;
+  StepCompute step_compute;  // filled only when no late rank or group was found
   if (!late && group.empty()) {
-    if (auto co = FindComputeOutlier(traces)) {
+    step_compute = ComputeMatrix(traces);
+    if (auto co = FindComputeOutlier(step_compute)) {
       best = co->first;
       compute_excess = co->second;
       late = from_group = true;
@@ -807,7 +817,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
   } else if (!group.empty()) {
     out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals));
-  } else if (auto vw = VariableWorkFinding(traces)) {
+  } else if (auto vw = VariableWorkFinding(step_compute)) {
     out.findings.push_back(std::move(*vw));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
     // Nobody is late: is the network slow for everyone?
