@@ -148,7 +148,7 @@ std::string StragglerSummary(const Verdict& v);
 // block of ranks. Slow kernels on several GPUs with no hardware finding
 // are taken for more work (imbalance) until GPU metrics say otherwise
 // (DecideVerdict joins them); idle GPUs mean the host.
-Verdict GroupVerdict(const StepAnalysis& steps, const TraceAnalysis& traces, const Finding& g) {
+Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces, const Finding& g) {
   Verdict v;
   v.status = VerdictStatus::kStraggler;
   Culprit c;
@@ -164,10 +164,19 @@ Verdict GroupVerdict(const StepAnalysis& steps, const TraceAnalysis& traces, con
   } else if (g.cause == "slow_kernels") {
     c.cause_class = "imbalance";
     c.cause = "uneven_work";
-    c.confidence = std::min(c.confidence, 0.6);
-    c.evidence.push_back(
-        "no GPU metric shows a hardware cause on these GPUs: the ranks do more work per step "
-        "(pipeline stage / partition), not slower work");
+    // Whether GPU metrics could have shown a hardware cause at all.
+    bool metrics = std::any_of(g.ranks.begin(), g.ranks.end(), [&](int32_t r) {
+      const StepSeries* s = run.FindRank(r);
+      std::optional<std::string> host = s ? s->info.host : std::nullopt;
+      if (!host) host = g.entity.host;
+      return host && std::any_of(run.hardware.gpus.begin(), run.hardware.gpus.end(),
+                                 [&](const GpuRecord& gpu) { return gpu.host == host; });
+    });
+    c.confidence = std::min(c.confidence, metrics ? 0.6 : 0.5);
+    c.evidence.push_back(metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
+                                   "per step (pipeline stage / partition), not slower work"
+                                 : "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / "
+                                   "partition) is assumed; GPU metrics would rule out a hardware cause");
   } else {
     c.cause_class = "unknown";
   }
@@ -185,7 +194,7 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
     return TraceVerdict(run, steps, traces);
   }
   if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup)) {
-    return GroupVerdict(steps, traces, *g);
+    return GroupVerdict(run, steps, traces, *g);
   }
   Verdict v;
   std::vector<const Finding*> stragglers;
