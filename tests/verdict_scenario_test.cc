@@ -144,6 +144,7 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   sc.faults[0].period_steps = 20;
   TempDir dir;
   Diagnosis d = Simulate(sc, dir);
+  EXPECT_EQ(d.a.steps.job.spike_steps, (std::vector<int64_t>{10, 30, 50}));
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   const Culprit& c = d.v.culprits.front();
   EXPECT_EQ(c.entity.rank, 13) << d.v.summary;

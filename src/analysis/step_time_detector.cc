@@ -19,6 +19,7 @@ namespace {
 constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 constexpr size_t kMaxEpisodeFindings = 10;
 constexpr size_t kMinStepsForEpisodes = 10;
+constexpr double kSpikeMin = 0.05;  // a spike is >= 5% over the median step (article: < 5% is noise)
 
 // The analysed window of every series, as a rank x step matrix of seconds,
 // stored twice: row-major for per-rank passes and column-major for per-step
@@ -337,6 +338,19 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   out.job.median_step_s = Median(medians_present);
   out.job.baseline_step_s = Quantile(medians_present, 0.25);
   out.job.sync_spread = Median(spread);
+  // Spikes: a pause of one rank (GC, a checkpoint write) makes the whole
+  // job's step slower once, by less than an episode's 1.3x; needs enough
+  // steps for the spread of the per-step medians to mean something.
+  if (out.job.median_step_s && *out.job.median_step_s > 0 && medians_present.size() >= 10) {
+    double base = *out.job.median_step_s;
+    double sigma = kMadToSigma * Mad(medians_present).value_or(0);
+    double need = base * (1 + std::max(kSpikeMin, 6 * sigma / base));
+    for (size_t c = 0; c < C; ++c) {
+      if (present[c] == 0 || step_median[c] < need) continue;
+      out.job.spike_steps.push_back(m.step_numbers[c]);
+      out.job.spike_excess.push_back(step_median[c] / base - 1);
+    }
+  }
 
   // Relative excess of every value over its step's median: the noise level.
   std::vector<double> residuals;

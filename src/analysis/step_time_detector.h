@@ -94,6 +94,11 @@ struct JobStepStats {
   bool synchronised = false;
   std::optional<double> noise_sigma;  // per-step relative noise, robust
   std::vector<Episode> episodes;
+  // Isolated whole-job slow steps (too short or too small for an episode):
+  // steps whose median over ranks is >= max(5%, 6 sigma of the per-step
+  // medians) above the median step; with their excess (0.2 = +20%).
+  std::vector<int64_t> spike_steps;
+  std::vector<double> spike_excess;
   std::optional<double> throughput_lost;  // what-if without the flagged ranks
 };
 

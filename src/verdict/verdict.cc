@@ -189,6 +189,25 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   return v;
 }
 
+// The job as a whole is the one culprit, from one finding (imbalance,
+// periodic interference): its cause, confidence, slowdown and next steps.
+Verdict JobCulpritVerdict(const Finding& f, std::string cause_class, std::string_view source,
+                          std::string summary) {
+  Verdict v;
+  v.status = VerdictStatus::kJobWide;
+  Culprit c;
+  c.entity.job = true;
+  c.cause_class = std::move(cause_class);
+  c.cause = f.cause;
+  c.confidence = f.confidence;
+  c.slowdown = f.slowdown;
+  c.evidence.push_back(fmt::format("{}: {}", source, f.message));
+  v.culprits.push_back(std::move(c));
+  v.summary = std::move(summary);
+  v.next_steps = f.next_steps;
+  return v;
+}
+
 Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
     return TraceVerdict(run, steps, traces);
@@ -240,32 +259,10 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
     return v;
   }
   if (const Finding* imb = FirstOf(steps, FindingCode::kStepStageImbalance)) {
-    v.status = VerdictStatus::kJobWide;
-    Culprit c;
-    c.entity.job = true;
-    c.cause_class = "imbalance";
-    c.cause = imb->cause;
-    c.confidence = imb->confidence;
-    c.slowdown = imb->slowdown;
-    c.evidence.push_back("step times: " + imb->message);
-    v.culprits.push_back(std::move(c));
-    v.summary = "verdict: workload imbalance — " + imb->message;
-    v.next_steps = imb->next_steps;
-    return v;
+    return JobCulpritVerdict(*imb, "imbalance", "step times", "verdict: workload imbalance — " + imb->message);
   }
   if (const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork)) {
-    v.status = VerdictStatus::kJobWide;
-    Culprit c;
-    c.entity.job = true;
-    c.cause_class = "imbalance";
-    c.cause = vw->cause;
-    c.confidence = vw->confidence;
-    c.slowdown = vw->slowdown;
-    c.evidence.push_back("traces: " + vw->message);
-    v.culprits.push_back(std::move(c));
-    v.summary = "verdict: workload imbalance — " + vw->message;
-    v.next_steps = vw->next_steps;
-    return v;
+    return JobCulpritVerdict(*vw, "imbalance", "traces", "verdict: workload imbalance — " + vw->message);
   }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
     v.status = VerdictStatus::kJobWide;
@@ -278,21 +275,15 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   // switch) — a cause class of its own, whichever rank or host it hits.
   if (const Finding* per = FirstOf(steps, FindingCode::kPeriodicSlowdown);
       per && per->period_steps && !steps.job.episodes.empty()) {
-    v.status = VerdictStatus::kJobWide;
-    Culprit c;
-    c.entity.job = true;
-    c.cause_class = "external";
+    v = JobCulpritVerdict(*per, "external", "step times",
+                          fmt::format("verdict: periodic interference — {}; no single rank stands out", per->message));
+    Culprit& c = v.culprits.front();
     c.cause = "periodic_interference";
     c.confidence = std::min(per->confidence, kSingleSourceCap);
-    c.slowdown = per->slowdown;
     c.onset_step = per->onset_step;
     c.pattern = "periodic";
-    c.evidence.push_back("step times: " + per->message);
-    v.culprits.push_back(std::move(c));
     const Episode& last = steps.job.episodes.back();
     auto next = static_cast<int64_t>(std::llround(static_cast<double>(last.start_step) + *per->period_steps));
-    v.summary = fmt::format("verdict: periodic interference — {}; no single rank stands out", per->message);
-    v.next_steps = per->next_steps;
     v.next_steps.push_back(fmt::format(
         "profile the next expected slow step on every rank: step {} (torch.profiler schedule "
         "covering steps {}-{}) to see which rank or host stalls",
@@ -688,43 +679,17 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
 }
 
 // Synchronised end-to-end step times with isolated whole-job slow steps
-// (spikes) that no trace covers, and one GPU whose utilisation dips in a
-// sample where every other GPU stays busy: in synchronous training the
-// waiting GPUs spin in NCCL at ~100%, so a lone dip is the rank everyone
-// waits for — a host-side pause (GC, a checkpoint write, a stalled data
-// loader) at the moments the job slows. Spikes: per-step median over up to
-// 64 ranks >= max(5%, 6 sigma) over the median step, after the warm-up.
+// (spikes, JobStepStats::spike_steps) that no trace covers, and one GPU
+// whose utilisation dips in a sample where every other GPU stays busy: in
+// synchronous training the waiting GPUs spin in NCCL at ~100%, so a lone
+// dip is the rank everyone waits for — a host-side pause (GC, a checkpoint
+// write, a stalled data loader) at the moments the job slows.
 constexpr double kBusyUtilPct = 98;
 constexpr double kDipUtilPct = 95;
 
 std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
   if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
-  std::map<int64_t, std::vector<double>> per_step;
-  size_t used = 0;
-  for (const StepSeries& s : run.ranks) {
-    if (s.steps.empty() || ++used > 64) continue;
-    for (const StepRecord& r : s.steps) per_step[r.step].push_back(ToSeconds(r.duration_ns));
-  }
-  std::vector<double> med;
-  std::vector<int64_t> ids;
-  size_t skip = StepDetectorOptions().warmup_steps;
-  for (auto& [step, v] : per_step) {
-    if (skip > 0) {
-      --skip;
-      continue;
-    }
-    ids.push_back(step);
-    med.push_back(*Median(v));
-  }
-  if (med.size() < 10) return std::nullopt;
-  double base = *Median(med);
-  double sigma = kMadToSigma * Mad(med).value_or(0);
-  double need = base * (1 + std::max(0.05, base > 0 ? 6 * sigma / base : 0.0));
-  std::vector<int64_t> spikes;
-  std::vector<double> spike_excess;
-  for (size_t i = 0; i < med.size(); ++i) {
-    if (med[i] >= need) spikes.push_back(ids[i]), spike_excess.push_back(med[i] / base - 1);
-  }
+  const std::vector<int64_t>& spikes = a.steps.job.spike_steps;
   if (spikes.empty()) return std::nullopt;
 
   // Per sample time: GPUs busy and GPUs dipping, over saturated GPUs.
@@ -777,7 +742,7 @@ std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
   c.cause_class = "host_stall";
   c.cause = "pause";
   c.confidence = 0.5;
-  c.slowdown = *Median(spike_excess);
+  c.slowdown = Median(a.steps.job.spike_excess);
   std::string steps_text;
   for (size_t i = 0; i < spikes.size() && i < 6; ++i) steps_text += fmt::format("{}{}", i ? ", " : "", spikes[i]);
   if (spikes.size() > 6) steps_text += ", ...";
