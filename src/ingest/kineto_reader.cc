@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -1488,14 +1489,15 @@ class KinetoFile {
     if (!e.grid || !e.block) return kNoShape;
     const auto& g = *e.grid;
     const auto& b = *e.block;
-    shape_text_.clear();
-    fmt::format_to(std::back_inserter(shape_text_), "grid {}x{}x{} block {}x{}x{}", g[0], g[1], g[2],
-                   b[0], b[1], b[2]);
-    auto it = shapes_.find(shape_text_);
+    // Looked up by the numbers (once per kernel: the hot path); the text is
+    // formatted once per distinct shape.
+    ShapeKey key{g[0], g[1], g[2], b[0], b[1], b[2]};
+    auto it = shapes_.find(key);
     if (it != shapes_.end()) return it->second;
     if (shapes_.size() >= kMaxShapes) return kNoShape;
-    uint32_t id = ctx_.out->names().Intern(shape_text_);
-    shapes_.emplace(shape_text_, id);
+    uint32_t id = ctx_.out->names().Intern(
+        fmt::format("grid {}x{}x{} block {}x{}x{}", g[0], g[1], g[2], b[0], b[1], b[2]));
+    shapes_.emplace(key, id);
     return id;
   }
 
@@ -1577,9 +1579,28 @@ class KinetoFile {
   std::vector<std::optional<TimeNs>> LinkLaunches(size_t n_ops) {
     std::vector<std::optional<TimeNs>> out;
     if (launches_.empty() || op_correlation_.size() != n_ops) return out;
+    out.resize(n_ops);
+    // CUPTI numbers correlations densely from 1: a table indexed by them
+    // links in one pass (a sort plus a search per op took a tenth of the
+    // ingest). Sparse ids fall back to sort + binary search.
+    uint32_t max_corr = 0;
+    for (const LaunchCall& l : launches_) max_corr = std::max(max_corr, l.correlation);
+    if (max_corr <= 4 * launches_.size() + 65536) {
+      constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
+      std::vector<TimeNs> by_corr(static_cast<size_t>(max_corr) + 1, kUnset);
+      for (const LaunchCall& l : launches_) {
+        if (by_corr[l.correlation] == kUnset) by_corr[l.correlation] = l.start_ns;
+      }
+      for (size_t i = 0; i < n_ops; ++i) {
+        uint32_t c = op_correlation_[i];
+        if (c != kNoCorrelation && c <= max_corr && by_corr[c] != kUnset) out[i] = by_corr[c] + base_ns_;
+      }
+      std::vector<LaunchCall>().swap(launches_);
+      std::vector<uint32_t>().swap(op_correlation_);
+      return out;
+    }
     std::sort(launches_.begin(), launches_.end(),
               [](const LaunchCall& a, const LaunchCall& b) { return a.correlation < b.correlation; });
-    out.resize(n_ops);
     for (size_t i = 0; i < n_ops; ++i) {
       if (op_correlation_[i] == kNoCorrelation) continue;
       auto it = std::lower_bound(
@@ -1725,8 +1746,15 @@ class KinetoFile {
     TimeNs start_ns = 0;  // base-relative, like every time while reading
   };
   std::vector<LaunchCall> launches_;
-  std::unordered_map<std::string, uint32_t> shapes_;  // launch shape text -> NameTable id
-  std::string shape_text_;
+  using ShapeKey = std::array<int64_t, 6>;  // grid x, y, z, block x, y, z
+  struct ShapeKeyHash {
+    size_t operator()(const ShapeKey& k) const {
+      uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the six values
+      for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<ShapeKey, uint32_t, ShapeKeyHash> shapes_;  // launch shape -> NameTable id of its text
   std::vector<TraceOp> cpu_ops_;
   std::vector<CollectiveCall> collectives_;
   std::vector<std::optional<int64_t>> collective_ext_;  // parallel to collectives_
