@@ -6,6 +6,7 @@
 // (end-to-end step logs, traces of 3 steps, nvidia-smi, network outputs)
 // and diagnosed as `laggard diagnose` does.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -152,6 +153,35 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   EXPECT_LE(c.confidence, 0.5);
   ASSERT_EQ(c.evidence.size(), 2u);
   EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos) << c.evidence[1];
+}
+
+TEST(VerdictScenarioTest, ShortPauseIsNamedOncePerPauseAcrossDmonAndQueryLogs) {
+  // A pause of 7% of a step: the job's step grows ~5%, within the article's
+  // noise band, and its GPU's 1 s sample reads ~94% instead of 100%. dmon
+  // and --query-gpu both see the same moment: one pause, not two.
+  sim::ClusterScenario sc = Scenario(11, 6, sim::FaultKind::kPeriodicInterference, 0.07);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kRank;
+  sc.faults[0].target.rank = 21;
+  sc.faults[0].period_steps = 20;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  const Culprit& c = d.v.culprits.front();
+  EXPECT_EQ(c.entity.rank, 21) << d.v.summary;
+  EXPECT_EQ(c.cause_class, "host_stall");
+  ASSERT_EQ(c.evidence.size(), 2u);
+  size_t spikes = d.a.steps.job.spike_steps.size();
+  EXPECT_GE(spikes, 2u);
+  EXPECT_NE(c.evidence[0].find(fmt::format("utilisation {} times", spikes)), std::string::npos) << c.evidence[0];
+}
+
+TEST(VerdictScenarioTest, SmallPerStepVariableWorkIsStillImbalance) {
+  // Sequence lengths varying by a few percent: above fixed-shape jitter.
+  TempDir dir;
+  Diagnosis d = Simulate(Scenario(6, 8, sim::FaultKind::kSequenceLengthImbalance, 0.04), dir);
+  const Finding* vw = Find(d.a.traces.findings, FindingCode::kTraceVariableWork);
+  ASSERT_NE(vw, nullptr) << d.v.summary;
+  EXPECT_EQ(d.v.status, VerdictStatus::kJobWide) << d.v.summary;
 }
 
 TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {

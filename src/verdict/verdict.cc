@@ -685,7 +685,10 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
 // dip is the rank everyone waits for — a host-side pause (GC, a checkpoint
 // write, a stalled data loader) at the moments the job slows.
 constexpr double kBusyUtilPct = 98;
-constexpr double kDipUtilPct = 95;
+constexpr double kDipUtilPct = 97;
+// Dips of one GPU closer than this are one pause (a pause across a sample
+// boundary, or the same moment seen by dmon and a --query-gpu log).
+constexpr TimeNs kSamePauseNs = 2'000'000'000;
 
 std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
   if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
@@ -715,11 +718,20 @@ std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
   std::vector<std::pair<TimeNs, double>> best_dips;
   for (size_t i = 0; i < gpus.size(); ++i) {
     if (!saturated[i]) continue;
-    std::vector<std::pair<TimeNs, double>> dips;
+    std::vector<std::pair<TimeNs, double>> lone;
     for (const GpuSample& x : gpus[i].samples) {
       if (!x.util_pct || *x.util_pct > kDipUtilPct) continue;
       auto [busy, dipping] = at[x.time_ns];
-      if (dipping == 1 && busy >= 2) dips.push_back({x.time_ns, *x.util_pct});
+      if (dipping == 1 && busy >= 2) lone.push_back({x.time_ns, *x.util_pct});
+    }
+    std::sort(lone.begin(), lone.end());
+    std::vector<std::pair<TimeNs, double>> dips;  // one per pause
+    for (const auto& d : lone) {
+      if (!dips.empty() && d.first - dips.back().first < kSamePauseNs) {
+        dips.back().second = std::min(dips.back().second, d.second);
+      } else {
+        dips.push_back(d);
+      }
     }
     if (dips.size() > best_n) {
       second_n = best_n;
@@ -728,8 +740,7 @@ std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
       second_n = std::max(second_n, dips.size());
     }
   }
-  // One GPU, dipping about as often as the job spikes (a pause across a
-  // sample boundary dips twice).
+  // One GPU, dipping about as often as the job spikes.
   if (best == gpus.size() || best_n < std::min<size_t>(2, spikes.size()) || best_n > 2 * spikes.size() ||
       second_n * 2 > best_n) {
     return std::nullopt;
