@@ -2,11 +2,17 @@
 // each (or none), diagnosed end to end exactly as `laggard diagnose` does,
 // scored against the simulator's truth.json.
 //
-//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--keep DIR]
+//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--combined F] [--keep DIR] [--only I]
 //
 // Scenarios: every fault kind in turn plus healthy controls (one in
 // kinds+1), severity drawn log-uniformly from 3% to 50%, 1 to --max-nodes
-// nodes of 8 GPUs (8 to 8 x N ranks), seed-dependent targets and jitter.
+// (default 128) nodes of 8 GPUs (8 to 1,024 ranks), seed-dependent targets
+// and jitter; a share F (default 0.25) of the faulty runs get a second
+// fault of another kind. The truth's primary fault (the one that costs the
+// job most) is the one to name first; whether the other is named too is
+// counted apart. A fault that never acted (the simulator measured no effect
+// at all: a GPU that never heated to its slowdown temperature) has nothing
+// to find; it is counted in its own row, not in the severity bands.
 // Scores:
 //   culprit top-1   the verdict's first culprit is a truth culprit (same
 //                   rank, or a group culprit holding it; or same host, and
@@ -51,6 +57,9 @@ struct Outcome {
   // What the fault cost the job while active (truth.json effect, simulated
   // against a healthy control): job step time / healthy - 1.
   std::optional<double> job_slowdown;
+  bool never_acted = false;
+  bool combined = false;
+  bool second_named = false;  // combined runs: the other fault is a culprit too
 };
 
 bool Matches(const Culprit& c, const nlohmann::json& t) {
@@ -90,11 +99,15 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   nlohmann::json truth = nlohmann::json::parse(tf, nullptr, false);
   const nlohmann::json& expected = truth["expected"];
   o.healthy = expected.value("cause_class", "") == "none";
+  o.combined = truth.contains("faults") && truth["faults"].size() > 1;
   if (expected.contains("fault_index") && truth.contains("faults")) {
     const nlohmann::json& eff = truth["faults"][expected["fault_index"].get<size_t>()]["effect"];
     if (eff.contains("step_time_increase") && eff["step_time_increase"].is_number()) {
       o.job_slowdown = eff["step_time_increase"].get<double>();
     }
+    auto zero = [&](const char* key) { return !eff.contains(key) || !eff[key].is_number() || eff[key] == 0.0; };
+    o.never_acted = zero("compute_slowdown") && zero("comm_slowdown") && zero("host_stall_s") &&
+                    o.job_slowdown.value_or(0) < 0.001;
   }
 
   auto readers = MakeDefaultStepReaders(std::nullopt);
@@ -127,6 +140,24 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   if (!blamed) return o;
   for (const nlohmann::json& t : expected["culprits"]) o.culprit_ok |= Matches(v.culprits.front(), t);
   o.cause_ok = o.culprit_ok && v.culprits.front().cause_class == want_class;
+  // The other fault of a combined run: any culprit naming one of its
+  // entities, or a job culprit of its class for whole-job kinds.
+  const nlohmann::json& faults = truth["faults"];
+  for (size_t i = 0; o.combined && i < faults.size(); ++i) {
+    if (i == expected["fault_index"].get<size_t>()) continue;
+    const nlohmann::json& f = faults[i];
+    const nlohmann::json& cs = f["culprits"];
+    for (const Culprit& c : v.culprits) {
+      if (cs.value("job_wide", false)) {
+        o.second_named |= c.entity.job && c.cause_class == f.value("cause_class", "");
+        continue;
+      }
+      for (const nlohmann::json& r : cs["ranks"]) o.second_named |= Matches(c, {{"rank", r}});
+      for (const nlohmann::json& h : cs["hosts"]) {
+        if (cs["ranks"].empty()) o.second_named |= Matches(c, {{"host", h}});
+      }
+    }
+  }
   return o;
 }
 
@@ -145,7 +176,9 @@ int main(int argc, char** argv) {
   using namespace laggard;
   int scenarios = 60;
   uint64_t seed = 1;
-  int max_nodes = 16;
+  int max_nodes = 128;
+  double combined_share = 0.25;
+  int only = -1;  // run scenario I of the draw only (debugging)
   std::string keep;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -153,23 +186,29 @@ int main(int argc, char** argv) {
     else if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--max-nodes") max_nodes = std::atoi(argv[i + 1]);
     else if (a == "--keep") keep = argv[i + 1];
+    else if (a == "--combined") combined_share = std::atof(argv[i + 1]);
+    else if (a == "--only") only = std::atoi(argv[i + 1]);
   }
   std::mt19937_64 rng(seed);
   auto kinds = sim::AllFaultKinds();
   std::string base = keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
   std::map<std::string, std::array<int, 4>> by_kind, by_band, by_effect;  // n, culprit, cause, false
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
-      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0;
+      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0,
+      combined = 0, combined_second = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios; ++i) {
     sim::ClusterScenario sc;
     sc.seed = rng();
     std::uniform_int_distribution<int> nodes(1, std::max(1, max_nodes));
-    sc.nodes = std::max(2, nodes(rng));
+    sc.nodes = nodes(rng);
     sc.gpus_per_node = 8;
     sc.steps = 120;
     size_t k = static_cast<size_t>(i) % (kinds.size() + 1);
     double severity = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
+    bool second = std::uniform_real_distribution<double>(0, 1)(rng) < combined_share;
+    size_t k2 = static_cast<size_t>(std::uniform_int_distribution<size_t>(0, kinds.size() - 2)(rng));
+    double severity2 = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
     std::string kind = "none";
     if (k < kinds.size()) {
       sim::Fault f;
@@ -178,19 +217,36 @@ int main(int argc, char** argv) {
       f.onset_step = 30;
       kind = std::string(sim::FaultKindName(f.kind));
       sc.faults.push_back(f);
+      if (second) {
+        f.kind = kinds[k2 >= k ? k2 + 1 : k2];  // another kind
+        f.severity = severity2;
+        f.onset_step = 50;
+        kind += "+" + std::string(sim::FaultKindName(f.kind));
+        sc.faults.push_back(f);
+      }
     }
-    if (!sim::ResolveScenario(&sc).ok()) continue;
+    // Faults between hosts need two; two faults may need more targets.
+    sim::ClusterScenario resolved = sc;
+    while (!sim::ResolveScenario(&resolved).ok() && sc.nodes < max_nodes + 2) {
+      ++sc.nodes;
+      resolved = sc;
+    }
+    if (!sim::ResolveScenario(&sc).ok() || (only >= 0 && i != only)) continue;
     Outcome o = RunOne(sc, base + "/" + std::to_string(i));
     o.kind = kind;
     o.severity = severity;
     o.ranks = sc.ranks();
     ++n;
-    auto& kk = by_kind[kind];
+    auto& kk = by_kind[o.never_acted ? "(fault never acted)" : o.combined ? "(two faults)" : kind];
     kk[0]++, kk[1] += o.culprit_ok, kk[2] += o.cause_ok, kk[3] += o.false_culprit;
     if (o.healthy) {
       ++healthy;
       false_culprits += o.false_culprit;
+    } else if (o.never_acted) {
+      ++never_acted;
+      never_acted_named += o.culprit_ok;
     } else {
+      if (o.combined) ++combined, combined_second += o.second_named;
       culprit += o.culprit_ok;
       cause += o.cause_ok;
       auto& bb = by_band[Band(severity)];
@@ -205,22 +261,26 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("{:3} {:26} sev {:5.1f}% job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i, kind,
                              100 * severity,
                              o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
-                             o.healthy ? (o.false_culprit ? "FALSE " : "ok    ")
+                             o.healthy       ? (o.false_culprit ? "FALSE " : "ok    ")
+                             : o.never_acted ? "NOEFF "
                                        : (o.cause_ok ? "ok    " : o.culprit_ok ? "CLASS " : "MISS  "),
                              o.got, o.want);
     if (keep.empty()) fs::remove_all(base + "/" + std::to_string(i));
   }
   double secs = bench::Seconds(t0, std::chrono::steady_clock::now());
-  int faulty = n - healthy;
+  int faulty = n - healthy - never_acted;
   auto pct = [](int a, int b) { return b == 0 ? std::string("-") : fmt::format("{:.1f}%", 100.0 * a / b); };
-  std::cout << fmt::format("\n{} scenarios in {:.1f} s ({} with a fault, {} healthy), peak RSS {} MB\n", n,
-                           secs, faulty, healthy, bench::PeakRssKb() / 1024);
+  std::cout << fmt::format(
+      "\n{} scenarios in {:.1f} s ({} with a fault that acted, {} of them with a second fault; {} healthy; "
+      "{} with a fault that never acted, {} of those named anyway), peak RSS {} MB\n",
+      n, secs, faulty, combined, healthy, never_acted, never_acted_named, bench::PeakRssKb() / 1024);
   std::cout << fmt::format("culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
                            pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5),
                            pct(ge5_cause, ge5));
   std::cout << fmt::format("by the job slowdown the fault caused (measured against a healthy control): "
                            ">= 5%: culprit {}, cause {} ({} runs)\n",
                            pct(eff5_culprit, eff5), pct(eff5_cause, eff5), eff5);
+  std::cout << fmt::format("combined runs whose other fault is named too: {}\n", pct(combined_second, combined));
   std::cout << fmt::format("healthy runs with a false culprit: {}\n\n", pct(false_culprits, healthy));
   std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_band) {

@@ -90,6 +90,25 @@ TEST(VerdictScenarioTest, ContendedHostIsNamedWithAllItsRanksAsAHostStall) {
   EXPECT_NE(d.v.summary.find("node-02 (ranks 16-23) are the stragglers"), std::string::npos) << d.v.summary;
 }
 
+TEST(VerdictScenarioTest, ContendedHostAmongManyIsNamedByItsIdleGpusEvenWhenOneRankIsLast) {
+  // 23 hosts: a 9.5% contention makes node-22's ranks idle ~50 ms per step
+  // each, but they catch up at different collectives, so by lateness one of
+  // them looks like a lone late rank. Every rank of that host idles, no
+  // other host's does: the host is the culprit.
+  sim::ClusterScenario sc = Scenario(21, 23, sim::FaultKind::kHostCpuContention, 0.095);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kHost;
+  sc.faults[0].target.node = 22;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr) << d.v.summary;
+  EXPECT_EQ(g->entity.host, "node-22");
+  EXPECT_EQ(g->cause, "host_stall");
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().entity.host, "node-22") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, "host_stall") << d.v.summary;
+}
+
 TEST(VerdictScenarioTest, SlowerPipelineStageIsABlockWithImbalance) {
   // 2 nodes x 8 GPUs in 4 stages: stage 1 is ranks 4-7, half of node-00.
   sim::ClusterScenario sc = Scenario(11, 2, sim::FaultKind::kPipelineStageImbalance, 0.2);

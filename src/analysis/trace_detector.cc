@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -106,6 +108,43 @@ std::vector<size_t> FindLateGroup(const std::vector<std::vector<double>>& latene
     return group;
   }
   return {};
+}
+
+// One host whose every traced rank idles its GPU far more than any rank of
+// any other host: the host starves its GPUs (CPU contention, a host-wide
+// stall). Its ranks need not come last together: each catches up at a
+// different collective, so lateness alone shows one of them, or none.
+// Needs >= 2 hosts, the host with >= 2 traced ranks; its least idle rank must
+// idle >= kIdleHostRatio x the most idle rank elsewhere and more by >= 1%
+// of the profile (kMinCostShare).
+constexpr double kIdleHostRatio = 3;
+
+std::vector<size_t> FindIdleHost(const TraceAnalysis& out, DurationNs window) {
+  std::map<std::string, std::vector<size_t>> by_host;
+  for (size_t ri = 0; ri < out.ranks.size(); ++ri) {
+    if (out.ranks[ri].host) by_host[*out.ranks[ri].host].push_back(ri);
+  }
+  if (by_host.size() < 2) return {};
+  const std::vector<size_t>* top = nullptr;
+  DurationNs top_min = 0;
+  for (const auto& [host, ranks] : by_host) {
+    if (ranks.size() < 2) continue;
+    DurationNs least = std::numeric_limits<DurationNs>::max();
+    for (size_t ri : ranks) least = std::min(least, out.ranks[ri].idle_ns);
+    if (!top || least > top_min) top = &ranks, top_min = least;
+  }
+  if (!top) return {};
+  DurationNs others_max = 0;
+  for (size_t ri = 0; ri < out.ranks.size(); ++ri) {
+    if (std::find(top->begin(), top->end(), ri) == top->end()) {
+      others_max = std::max(others_max, out.ranks[ri].idle_ns);
+    }
+  }
+  if (static_cast<double>(top_min) < kIdleHostRatio * static_cast<double>(others_max) ||
+      static_cast<double>(top_min - others_max) < kMinCostShare * static_cast<double>(window)) {
+    return {};
+  }
+  return *top;
 }
 
 // Compute time (union of non-communication ops) per profiled step.
@@ -232,7 +271,8 @@ double GroupDelay(const std::vector<char>& in,
 // kernels against a healthy peer's (slow kernels), or idle GPUs (host).
 Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis& out,
                      const std::vector<std::vector<double>>& lateness, const std::vector<size_t>& group,
-                     double excess, const std::vector<std::vector<std::pair<size_t, double>>>& inst_arrivals) {
+                     double excess, const std::vector<std::vector<std::pair<size_t, double>>>& inst_arrivals,
+                     bool by_idle) {
   const size_t R = traces.size();
   std::vector<char> in(R, 0);
   for (size_t gi : group) in[gi] = 1;
@@ -302,10 +342,22 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
   } else {
     why = "why is not known from the traces";
   }
-  f.message = fmt::format(
-      "{} arrive late together: on average over {} collectives the least late of them arrives {} "
-      "after a typical rank, a gap of more than {:.0f}x the other ranks' spread; {}",
-      who, out.instances, Ms(static_cast<DurationNs>(excess)), kGroupSigmas, why);
+  if (by_idle) {
+    DurationNs least = std::numeric_limits<DurationNs>::max(), others = 0;
+    for (size_t ri = 0; ri < R; ++ri) {
+      if (in[ri]) least = std::min(least, out.ranks[ri].idle_ns);
+      else others = std::max(others, out.ranks[ri].idle_ns);
+    }
+    f.message = fmt::format(
+        "{} all leave their GPUs idle: each at least {} of the {} profile with no kernel running, "
+        "against at most {} on any rank of another host; {}",
+        who, Ms(least), Ms(window), Ms(others), why);
+  } else {
+    f.message = fmt::format(
+        "{} arrive late together: on average over {} collectives the least late of them arrives {} "
+        "after a typical rank, a gap of more than {:.0f}x the other ranks' spread; {}",
+        who, out.instances, Ms(static_cast<DurationNs>(excess)), kGroupSigmas, why);
+  }
   if (window > 0) {
     f.evidence.push_back(Evidence{fmt::format("the group holds the job up by {} of a {} profile",
                                               Ms(static_cast<DurationNs>(delay)), Ms(window)),
@@ -667,6 +719,11 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<size_t> group;
   double group_excess = 0;
   bool from_group = false;
+  // A host starving all its GPUs is the culprit even when one of its ranks
+  // is the late one.
+  std::vector<size_t> idle_host = FindIdleHost(out, window);
+  auto in_idle_host = [&](size_t ri) { return std::find(idle_host.begin(), idle_host.end(), ri) != idle_host.end(); };
+  if (late && in_idle_host(best)) late = false;
   if (!late && R >= 3) {
     group = FindLateGroup(lateness, &group_excess);
     if (group.size() == 1 && (delay_by_rank[group.front()] < min_cost ||
@@ -685,6 +742,12 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
       mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
     }
+  }
+  bool by_idle = false;
+  if (!idle_host.empty() && (!late || in_idle_host(best)) && group != idle_host) {
+    group = idle_host;  // the late-together message when they are also that
+    late = from_group = false;
+    by_idle = true;
   }
   // Neither: one rank whose compute per step stands out in every step.
   std::optional<double> compute_excess;
@@ -817,7 +880,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       out.findings.push_back(std::move(h));
     }
   } else if (!group.empty()) {
-    out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals));
+    out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals, by_idle));
   } else if (auto vw = VariableWorkFinding(step_compute)) {
     out.findings.push_back(std::move(*vw));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
