@@ -6,7 +6,7 @@
 //
 // Scenarios: every fault kind in turn plus healthy controls (one in
 // kinds+1), severity drawn log-uniformly from 3% to 50%, 1 to --max-nodes
-// (default 128) nodes of 8 GPUs (8 to 1,024 ranks), seed-dependent targets
+// (default 128) nodes of 8 GPUs (8 to 1,024 ranks, log-uniform), seed-dependent targets
 // and jitter; a share F (default 0.25) of the faulty runs get a second
 // fault of another kind. The truth's primary fault (the one that costs the
 // job most) is the one to name first; whether the other is named too is
@@ -200,8 +200,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < scenarios; ++i) {
     sim::ClusterScenario sc;
     sc.seed = rng();
-    std::uniform_int_distribution<int> nodes(1, std::max(1, max_nodes));
-    sc.nodes = nodes(rng);
+    // Log-uniform: as many runs of 8-64 ranks as of 128-1,024.
+    std::uniform_real_distribution<double> log_nodes(0, std::log(static_cast<double>(std::max(1, max_nodes)) + 1));
+    sc.nodes = std::clamp(static_cast<int>(std::exp(log_nodes(rng))), 1, std::max(1, max_nodes));
     sc.gpus_per_node = 8;
     sc.steps = 120;
     size_t k = static_cast<size_t>(i) % (kinds.size() + 1);
@@ -264,7 +265,8 @@ int main(int argc, char** argv) {
                              o.healthy       ? (o.false_culprit ? "FALSE " : "ok    ")
                              : o.never_acted ? "NOEFF "
                                        : (o.cause_ok ? "ok    " : o.culprit_ok ? "CLASS " : "MISS  "),
-                             o.got, o.want);
+                             o.got, o.want)
+              << std::flush;
     if (keep.empty()) fs::remove_all(base + "/" + std::to_string(i));
   }
   double secs = bench::Seconds(t0, std::chrono::steady_clock::now());

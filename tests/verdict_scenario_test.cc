@@ -126,6 +126,27 @@ TEST(VerdictScenarioTest, SlowerPipelineStageIsABlockWithImbalance) {
   EXPECT_LE(d.v.culprits.front().confidence, 0.6);
 }
 
+TEST(VerdictScenarioTest, SlightlyHeavierStageAmongHundredsOfRanksIsFoundByItsCompute) {
+  // 25 nodes x 8 GPUs in 4 stages of 50 ranks: stage 1 (ranks 50-99) does
+  // ~6% more work. Its ranks arrive ~9 ms late, inside the +-4 ms jitter of
+  // 200 ranks' arrivals, but their compute per step splits from the rest.
+  sim::ClusterScenario sc = Scenario(13, 25, sim::FaultKind::kPipelineStageImbalance, 0.063);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kStage;
+  sc.faults[0].target.stage = 1;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr) << d.v.summary;
+  ASSERT_FALSE(g->ranks.empty());
+  EXPECT_GE(g->ranks.front(), 48);
+  EXPECT_LE(g->ranks.front(), 52);
+  EXPECT_GE(g->ranks.back(), 97);
+  EXPECT_LE(g->ranks.back(), 101);
+  EXPECT_EQ(g->pattern, "block");
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+}
+
 TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
   TempDir dir;
   Diagnosis d = Simulate(Scenario(5, 4, sim::FaultKind::kSequenceLengthImbalance, 0.2), dir);

@@ -250,6 +250,61 @@ std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m
   return std::make_pair(best, mean[best]);
 }
 
+// A block of consecutive ranks that computes more than the rest (a
+// pipeline stage with more layers), when its lateness is lost in the
+// arrival jitter of hundreds of ranks. Per rank its mean compute excess
+// over the steps' medians; sorted, the split into a low and a high part
+// (the high part 2 ranks to half the ranks) with the largest separation
+// d = (mean high - mean low) / pooled standard deviation. A block needs
+// d >= kBlockSeparation, the high part >= kComputeOutlierMin above the low
+// one, and the high part's ranks >= 90% of the rank range they span (the
+// few at the boundary that jitter across the split aside): the top ranks
+// of a healthy job are neither this far apart nor consecutive.
+constexpr double kBlockSeparation = 4;
+constexpr double kBlockFill = 0.9;
+
+std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out) {
+  const size_t R = m.per.size();
+  const size_t steps = m.steps;
+  if (R < 8 || steps < 2) return {};
+  std::vector<double> mean(R, 0);
+  for (size_t s = 0; s < steps; ++s) {
+    std::vector<double> v;
+    for (size_t ri = 0; ri < R; ++ri) v.push_back(m.per[ri][s]);
+    double med = MedianNs(v);
+    if (med <= 0) return {};
+    for (size_t ri = 0; ri < R; ++ri) mean[ri] += (m.per[ri][s] / med - 1) / static_cast<double>(steps);
+  }
+  std::vector<std::pair<double, size_t>> sorted;
+  for (size_t ri = 0; ri < R; ++ri) sorted.push_back({mean[ri], ri});
+  std::sort(sorted.begin(), sorted.end());
+  // Prefix sums for the mean and variance of both parts at every split.
+  std::vector<double> sum(R + 1, 0), sq(R + 1, 0);
+  for (size_t i = 0; i < R; ++i) {
+    sum[i + 1] = sum[i] + sorted[i].first;
+    sq[i + 1] = sq[i] + sorted[i].first * sorted[i].first;
+  }
+  double best_d = 0, best_diff = 0;
+  size_t best_k = 0;
+  for (size_t k = (R + 1) / 2; k + 2 <= R; ++k) {
+    double nl = static_cast<double>(k), nh = static_cast<double>(R - k);
+    double ml = sum[k] / nl, mh = (sum[R] - sum[k]) / nh;
+    double ssl = sq[k] - nl * ml * ml, ssh = (sq[R] - sq[k]) - nh * mh * mh;
+    double sd = std::sqrt(std::max(0.0, (ssl + ssh) / static_cast<double>(R - 2)));
+    if (sd <= 0) continue;
+    double d = (mh - ml) / sd;
+    if (d > best_d) best_d = d, best_k = k, best_diff = mh - ml;
+  }
+  if (best_k == 0 || best_d < kBlockSeparation || best_diff < kComputeOutlierMin) return {};
+  std::vector<size_t> high;
+  for (size_t i = best_k; i < R; ++i) high.push_back(sorted[i].second);
+  std::sort(high.begin(), high.end());
+  double span = static_cast<double>(high.back() - high.front() + 1);
+  if (static_cast<double>(high.size()) < kBlockFill * span) return {};
+  *excess_out = best_diff;
+  return high;
+}
+
 // What a set of ranks costs the job: per instance, the set's last arrival
 // minus everyone else's last arrival, summed.
 double GroupDelay(const std::vector<char>& in,
@@ -266,13 +321,16 @@ double GroupDelay(const std::vector<char>& in,
   return delay;
 }
 
+// How a group was found: late together, idle host, or a compute block.
+enum class GroupBasis { kLateness, kIdle, kCompute };
+
 // Ranks late together: one host's ranks (host contention, a host-wide
 // fault) or a block of ranks (a pipeline stage with more work). Why: their
 // kernels against a healthy peer's (slow kernels), or idle GPUs (host).
 Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis& out,
                      const std::vector<std::vector<double>>& lateness, const std::vector<size_t>& group,
                      double excess, const std::vector<std::vector<std::pair<size_t, double>>>& inst_arrivals,
-                     bool by_idle) {
+                     GroupBasis basis) {
   const size_t R = traces.size();
   std::vector<char> in(R, 0);
   for (size_t gi : group) in[gi] = 1;
@@ -342,7 +400,7 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
   } else {
     why = "why is not known from the traces";
   }
-  if (by_idle) {
+  if (basis == GroupBasis::kIdle) {
     DurationNs least = std::numeric_limits<DurationNs>::max(), others = 0;
     for (size_t ri = 0; ri < R; ++ri) {
       if (in[ri]) least = std::min(least, out.ranks[ri].idle_ns);
@@ -352,6 +410,12 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
         "{} all leave their GPUs idle: each at least {} of the {} profile with no kernel running, "
         "against at most {} on any rank of another host; {}",
         who, Ms(least), Ms(window), Ms(others), why);
+  } else if (basis == GroupBasis::kCompute) {
+    f.message = fmt::format(
+        "{} compute more than the other ranks: {:.1f}% more per profiled step on average, a split "
+        "of more than {:.0f} standard deviations; their late arrivals are lost in the jitter of {} "
+        "ranks; {}",
+        who, 100 * excess, kBlockSeparation, R, why);
   } else {
     f.message = fmt::format(
         "{} arrive late together: on average over {} collectives the least late of them arrives {} "
@@ -749,17 +813,32 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     late = from_group = false;
     by_idle = true;
   }
-  // Neither: one rank whose compute per step stands out in every step.
+  // Neither: one rank whose compute per step stands out in every step, or
+  // a block of ranks that computes more.
   std::optional<double> compute_excess;
   StepCompute step_compute;  // filled only when no late rank or group was found
+  bool by_compute = false;
   if (!late && group.empty()) {
     step_compute = ComputeMatrix(traces);
-    if (auto co = FindComputeOutlier(step_compute)) {
+    double block_excess = 0;
+    std::vector<size_t> block = FindComputeBlock(step_compute, &block_excess);
+    if (!block.empty()) {
+      std::vector<char> in(R, 0);
+      for (size_t gi : block) in[gi] = 1;
+      if (GroupDelay(in, inst_arrivals) >= min_cost) {
+        group = std::move(block);
+        group_excess = block_excess;
+        by_compute = true;
+      }
+    }
+    if (!by_compute) {
+      if (auto co = FindComputeOutlier(step_compute)) {
       best = co->first;
       compute_excess = co->second;
       late = from_group = true;
       delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
       mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+      }
     }
   }
   const RankTraceStats& cand = out.ranks[best];
@@ -880,7 +959,10 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       out.findings.push_back(std::move(h));
     }
   } else if (!group.empty()) {
-    out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals, by_idle));
+    out.findings.push_back(GroupFinding(traces, out, lateness, group, group_excess, inst_arrivals,
+                                        by_idle ? GroupBasis::kIdle
+                                        : by_compute ? GroupBasis::kCompute
+                                                     : GroupBasis::kLateness));
   } else if (auto vw = VariableWorkFinding(step_compute)) {
     out.findings.push_back(std::move(*vw));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
