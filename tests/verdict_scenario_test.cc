@@ -158,6 +158,31 @@ TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
   EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance");
 }
 
+TEST(VerdictScenarioTest, DegradedNicAndVariableWorkAreBothNamed) {
+  // Two problems at once: sequence lengths varying 20% and a NIC at a
+  // quarter of its rate. The NIC is a host culprit; the variable work stays
+  // as a job-wide imbalance culprit instead of being dropped.
+  sim::ClusterScenario sc = Scenario(8, 6, sim::FaultKind::kSequenceLengthImbalance, 0.2);
+  sim::Fault nic;
+  nic.kind = sim::FaultKind::kNicDegraded;
+  nic.severity = 0.3;
+  nic.onset_step = 10;
+  nic.target.kind = sim::FaultTarget::Kind::kNic;
+  nic.target.node = 3;
+  nic.target.index = 0;
+  sc.faults.push_back(nic);
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  ASSERT_NE(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr) << d.v.summary;
+  bool host = false, job = false;
+  for (const Culprit& c : d.v.culprits) {
+    host |= c.entity.host == "node-03" && c.cause_class == "communication";
+    job |= c.entity.job && c.cause_class == "imbalance";
+  }
+  EXPECT_TRUE(host) << d.v.summary;
+  EXPECT_TRUE(job) << d.v.summary;
+}
+
 TEST(VerdictScenarioTest, SmallComputeSlowdownAmongManyRanksIsFoundByComputeTime) {
   // +6% work on one GPU of 64: late by less than the arrival jitter of 64
   // ranks, but its compute per step stands out in every profiled step.

@@ -869,8 +869,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     changed = true;
     if (v.status != VerdictStatus::kStraggler) {
       // Synchronised or job-wide step times are what a slow link looks like
-      // from the ranks: the slow transfer holds everyone back equally.
-      v.culprits.clear();
+      // from the ranks: the slow transfer holds everyone back equally. A
+      // job-wide cause the traces show (imbalance, interference) is a
+      // second problem and stays.
+      std::erase_if(v.culprits, [](const Culprit& c) { return !c.entity.job || c.cause_class == "unknown"; });
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();
       v.status = VerdictStatus::kStraggler;
