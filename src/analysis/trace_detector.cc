@@ -788,7 +788,17 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<size_t> idle_host = FindIdleHost(out, window);
   auto in_idle_host = [&](size_t ri) { return std::find(idle_host.begin(), idle_host.end(), ri) != idle_host.end(); };
   if (late && in_idle_host(best)) late = false;
-  if (!late && R >= 3) {
+  // A rank that is last but not the slowest in every profiled step, while
+  // every rank's compute per step spreads like variable work, is the top of
+  // that spread, not a culprit.
+  StepCompute step_compute;
+  std::optional<Finding> variable_work;
+  if (late) {
+    step_compute = ComputeMatrix(traces);
+    variable_work = VariableWorkFinding(step_compute);
+    if (variable_work) late = false;
+  }
+  if (!late && !variable_work && R >= 3) {
     group = FindLateGroup(lateness, &group_excess);
     if (group.size() == 1 && (delay_by_rank[group.front()] < min_cost ||
                               !LateInSeveralSteps(*traces[group.front()], last_starts[group.front()]))) {
@@ -808,7 +818,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
   }
   bool by_idle = false;
-  if (!idle_host.empty() && (!late || in_idle_host(best)) && group != idle_host) {
+  if (!idle_host.empty() && (!late || in_idle_host(best)) && group != idle_host && !variable_work) {
     group = idle_host;  // the late-together message when they are also that
     late = from_group = false;
     by_idle = true;
@@ -816,9 +826,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   // Neither: one rank whose compute per step stands out in every step, or
   // a block of ranks that computes more.
   std::optional<double> compute_excess;
-  StepCompute step_compute;  // filled only when no late rank or group was found
   bool by_compute = false;
-  if (!late && group.empty()) {
+  if (!late && group.empty() && !variable_work) {
     step_compute = ComputeMatrix(traces);
     double block_excess = 0;
     std::vector<size_t> block = FindComputeBlock(step_compute, &block_excess);
@@ -833,13 +842,14 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     }
     if (!by_compute) {
       if (auto co = FindComputeOutlier(step_compute)) {
-      best = co->first;
-      compute_excess = co->second;
-      late = from_group = true;
-      delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
-      mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
+        best = co->first;
+        compute_excess = co->second;
+        late = from_group = true;
+        delay_share = total_delay > 0 ? delay_by_rank[best] / total_delay : 0;
+        mean_delay = last_count[best] > 0 ? delay_by_rank[best] / static_cast<double>(last_count[best]) : 0;
       }
     }
+    if (!late && group.empty()) variable_work = VariableWorkFinding(step_compute);
   }
   const RankTraceStats& cand = out.ranks[best];
 
@@ -963,8 +973,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
                                         by_idle ? GroupBasis::kIdle
                                         : by_compute ? GroupBasis::kCompute
                                                      : GroupBasis::kLateness));
-  } else if (auto vw = VariableWorkFinding(step_compute)) {
-    out.findings.push_back(std::move(*vw));
+  } else if (variable_work) {
+    out.findings.push_back(std::move(*variable_work));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
     // Nobody is late: is the network slow for everyone?
     double steps_profiled = 0;

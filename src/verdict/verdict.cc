@@ -425,6 +425,7 @@ std::string CulpritName(const Culprit& c) {
     return fmt::format("ranks {}", RankListText(c.ranks));
   }
   if (c.entity.rank) return EntityName(c.entity);
+  if (c.entity.job && !c.entity.host) return "the whole job";
   std::string s = c.entity.host.value_or("unknown host");
   if (c.entity.nic) s += fmt::format(" ({})", *c.entity.nic);
   return s;
