@@ -512,6 +512,16 @@ std::optional<std::string_view> DecodeString(std::string_view tok, std::string& 
 // "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
 // (rounded half up on the fourth decimal). Exponents go through strtod.
 std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
+  // Kineto's own form, "3600654368.005" (whole us, '.', three decimals): at once.
+  if (size_t n = tok.size(); n >= 5 && n <= 20 && tok[n - 4] == '.') {
+    int64_t whole = 0;
+    size_t i = 0;
+    for (; i < n - 4 && IsDigit(tok[i]); ++i) whole = whole * 10 + (tok[i] - '0');
+    if (i == n - 4 && IsDigit(tok[n - 3]) && IsDigit(tok[n - 2]) && IsDigit(tok[n - 1]) &&
+        whole <= kMaxAbsTimeUs) {
+      return whole * 1000 + (tok[n - 3] - '0') * 100 + (tok[n - 2] - '0') * 10 + (tok[n - 1] - '0');
+    }
+  }
   tok = TrimToken(tok);
   if (IsJsonString(tok)) tok = tok.substr(1, tok.size() - 2);
   if (tok.empty()) return std::nullopt;
@@ -746,12 +756,15 @@ inline bool FlatRestClean(const char* c, const char* end) {
 }
 
 // A string, number or literal (its token is what On-Demand's raw_json_token
-// gives without the trailing blanks). What follows a number or literal must
-// be a blank, ',', '}' or ']', which the callers check.
+// gives without the trailing blanks). A number or literal must end at a
+// blank, ',', '}' or ']': stage 1 reads `e"x"` as one token, for one, so a
+// token that stops at anything else is left to On-Demand.
 inline const char* FlatScalarEnd(const char* c, const char* end) {
   if (*c == '"') return FlatStringEnd(c + 1, end);
   const char* stop = FindScalarEnd(c, end);
-  return stop == c ? nullptr : stop;
+  if (stop == c || stop >= end) return nullptr;
+  char after = *stop;
+  return IsBlank(after) || after == ',' || after == '}' || after == ']' ? stop : nullptr;
 }
 
 inline uint16_t Load2(const char* c) {
@@ -2452,9 +2465,10 @@ std::unique_ptr<TraceReader> MakeKinetoTraceReader() {
 }
 
 std::string KinetoJsonImplementation() {
-  return fmt::format("event boundaries: {}, simdjson stage 1: {}, simdjson on-demand: {}",
-                     ActiveIndexer().name, simdjson::get_active_implementation()->name(),
-                     simdjson::builtin_implementation()->name());
+  return fmt::format(
+      "event boundaries: {}, events: {}, simdjson stage 1: {}, simdjson on-demand: {}",
+      ActiveIndexer().name, FlatEventsEnabled() ? "flat walker, else on-demand" : "on-demand",
+      simdjson::get_active_implementation()->name(), simdjson::builtin_implementation()->name());
 }
 
 }  // namespace laggard
