@@ -36,8 +36,13 @@
 // --gzip-level N measures rank 0's trace recompressed with zlib at level N
 // instead (torch.profiler's export_chrome_trace writes .gz at level 9).
 //
+// --reuse (with --dir) reads the traces a previous run left there instead of
+// generating them again (the same --size-gb), so that two runs back to back
+// (say, one with LAGGARD_KINETO_EVENTS=ondemand LAGGARD_KINETO_SCAN=avx2,
+// the reader's earlier path, and one without) measure the same bytes.
+//
 // Usage: trace_ingest_bench [--size-gb X] [--repeat N] [--dir PATH] [--keep]
-//                           [--skip-gz] [--gzip-level 1-9]
+//                           [--reuse] [--skip-gz] [--gzip-level 1-9]
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -98,6 +103,7 @@ struct BenchOptions {
   std::string dir;  // "" -> a fresh temporary directory
   bool keep = false;
   bool skip_gz = false;
+  bool reuse = false;  // --dir's traces from an earlier run, if there
   int gzip_level = 0;  // 0: the simulator's .gz (zlib -1); else rank 0 recompressed
 };
 
@@ -548,6 +554,8 @@ bool ParseArgs(int argc, char** argv, BenchOptions& o) {
       o.keep = true;
     } else if (a == "--skip-gz") {
       o.skip_gz = true;
+    } else if (a == "--reuse") {
+      o.reuse = true;
     } else if (a == "--size-gb" && (v = value()) != nullptr) {
       o.size_gb = std::atof(v);
       if (!(o.size_gb > 0)) return false;
@@ -572,7 +580,7 @@ int Main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: trace_ingest_bench [--size-gb X] [--repeat N] [--dir PATH] [--keep] "
-                 "[--skip-gz] [--gzip-level 1-9]\n");
+                 "[--reuse] [--skip-gz] [--gzip-level 1-9]\n");
     return 2;
   }
   if (o.dir.empty()) {
@@ -615,20 +623,26 @@ int Main(int argc, char** argv) {
   fmt::print("libdeflate {} (decoder ceiling)\n", LIBDEFLATE_VERSION_STRING);
 #endif
   auto g0 = Clock::now();
-  if (Status st = sim::WriteKinetoTraces(sc, plain_dir); !st.ok()) {
+  const std::string trace0 = plain_dir + "/" + sim::KinetoTracePath(sc, 0);
+  const std::string trace1 = plain_dir + "/" + sim::KinetoTracePath(sc, 1);
+  const std::string gz0 = o.gzip_level == 0 ? gz_dir + "/" + sim::KinetoTracePath(sc, 0, true)
+                                             : fmt::format("{}/rank-0.pt.trace.json.gz", o.dir);
+  const bool reused = o.reuse && fs::exists(trace0) && fs::exists(trace1) &&
+                      (o.skip_gz || fs::exists(gz0));
+  if (reused) {
+    fmt::print("reusing the traces in {}\n", o.dir);
+  } else if (Status st = sim::WriteKinetoTraces(sc, plain_dir); !st.ok()) {
     std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
     return 1;
   }
-  const std::string trace0 = plain_dir + "/" + sim::KinetoTracePath(sc, 0);
-  const std::string trace1 = plain_dir + "/" + sim::KinetoTracePath(sc, 1);
-  std::string gz0 = gz_dir + "/" + sim::KinetoTracePath(sc, 0, true);
-  if (!o.skip_gz && o.gzip_level == 0) {
+  if (reused) {
+    // nothing to write
+  } else if (!o.skip_gz && o.gzip_level == 0) {
     if (Status st = sim::WriteKinetoTraces(sc, gz_dir, /*gzip=*/true); !st.ok()) {
       std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
       return 1;
     }
   } else if (!o.skip_gz) {
-    gz0 = fmt::format("{}/rank-0.pt.trace.json.gz", o.dir);
     if (!GzipFile(trace0, gz0, o.gzip_level)) {
       std::fprintf(stderr, "trace_ingest_bench: cannot write %s\n", gz0.c_str());
       return 1;

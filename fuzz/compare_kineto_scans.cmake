@@ -1,7 +1,8 @@
 # Runs a Kineto fuzz target over the same inputs once per bracket indexer of
 # the Kineto reader (LAGGARD_KINETO_SCAN unset, i.e. the best the CPU has,
-# then sse2 and scalar) and fails unless each input gives the same result
-# digest under all of them. The target appends "<input hash> <result hash>"
+# then avx2, sse2 and scalar), and once with every event parsed by simdjson
+# On-Demand instead of the flat-event walker (LAGGARD_KINETO_EVENTS=ondemand),
+# and fails unless each input gives the same result digest under all of them. The target appends "<input hash> <result hash>"
 # per input to $LAGGARD_FUZZ_KINETO_DIGESTS (kineto_reader_fuzzer.cc).
 #
 #   cmake -DFUZZER=build/release/fuzz/fuzz_smoke -DARGS=kineto_reader \
@@ -21,10 +22,12 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
 set(reference "")
-foreach(scan default sse2 scalar)
+foreach(scan default avx2 sse2 scalar ondemand)
   set(digests "${WORK_DIR}/${scan}.txt")
   if(scan STREQUAL "default")
     set(scan_env --unset=LAGGARD_KINETO_SCAN)
+  elseif(scan STREQUAL "ondemand")
+    set(scan_env --unset=LAGGARD_KINETO_SCAN LAGGARD_KINETO_EVENTS=ondemand)
   else()
     set(scan_env LAGGARD_KINETO_SCAN=${scan})
   endif()
@@ -57,4 +60,4 @@ foreach(scan default sse2 scalar)
     message(FATAL_ERROR "LAGGARD_KINETO_SCAN=${scan} and ${reference_scan} give different digests")
   endif()
 endforeach()
-message(STATUS "${n} inputs, same results with every bracket indexer")
+message(STATUS "${n} inputs, same results with every bracket indexer and event parser")

@@ -17,12 +17,14 @@
 //     ops first, so a cut may drop every kernel), its ops are a sub-multiset
 //     of the whole's ops and it has no more collectives.
 //
-// The bracket indexer (AVX2, SSE2 or scalar) is chosen once per process from
-// LAGGARD_KINETO_SCAN, so the paths cannot be compared within one process.
-// With LAGGARD_FUZZ_KINETO_DIGESTS=FILE set, each input appends
-// "<input hash> <result hash>" to FILE; compare_kineto_scans.cmake runs the
-// same inputs under each indexer and requires the same lines (ctest
-// fuzz_kineto_scan_paths; see that file for the libFuzzer corpus).
+// The bracket indexer (AVX-512, AVX2, SSE2 or scalar) and the event parser
+// (flat walker or On-Demand) are chosen once per process from
+// LAGGARD_KINETO_SCAN and LAGGARD_KINETO_EVENTS, so the paths cannot be
+// compared within one process. With LAGGARD_FUZZ_KINETO_DIGESTS=FILE set,
+// each input appends "<input hash> <result hash>" to FILE;
+// compare_kineto_scans.cmake runs the same inputs under each indexer and
+// parser and requires the same lines (ctest fuzz_kineto_scan_paths; see that
+// file for the libFuzzer corpus).
 
 #include <cstdio>
 #include <cstdlib>

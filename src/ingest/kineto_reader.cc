@@ -219,6 +219,37 @@ __attribute__((target("avx2"))) uint32_t* IndexBracketsAvx2(const char* p, size_
   }
   return out;
 }
+// AVX-512BW: one compare per character class gives the block's mask at
+// once, and the quote mask's prefix XOR is one carry-less multiply.
+__attribute__((target("avx512f,avx512bw,pclmul"))) uint32_t* IndexBracketsAvx512(
+    const char* p, size_t nblocks, ScanState& st, uint32_t* out) {
+  const __m512i quote = _mm512_set1_epi8('"');
+  const __m512i backslash = _mm512_set1_epi8('\\');
+  const __m512i open = _mm512_set1_epi8('{');
+  const __m512i close = _mm512_set1_epi8('}');
+  const __m512i fold = _mm512_set1_epi8(0x20);
+  const __m128i all_ones = _mm_set1_epi8(-1);
+  for (size_t b = 0; b < nblocks; ++b, p += 64) {
+    __m512i v = _mm512_loadu_si512(p);
+    __m512i f = _mm512_or_si512(v, fold);
+    uint64_t q = _mm512_cmpeq_epi8_mask(v, quote);
+    uint64_t bs = _mm512_cmpeq_epi8_mask(v, backslash);
+    uint64_t br = _mm512_cmpeq_epi8_mask(f, open) | _mm512_cmpeq_epi8_mask(f, close);
+    uint64_t escaped = FindEscaped(bs, st.prev_escaped);
+    __m128i x = _mm_set_epi64x(0, static_cast<long long>(q & ~escaped));
+    uint64_t in_string =
+        static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_clmulepi64_si128(x, all_ones, 0))) ^
+        st.in_string;
+    st.in_string = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);
+    br &= ~in_string;
+    const auto base = static_cast<uint32_t>(64 * b);
+    while (br != 0) {
+      *out++ = base + static_cast<uint32_t>(__builtin_ctzll(br));
+      br &= br - 1;
+    }
+  }
+  return out;
+}
 #endif
 
 // The first '"' or '\\' in [c, end), or nullptr. Reads up to 15 bytes past
@@ -245,13 +276,81 @@ inline const char* FindQuoteOrBackslash(const char* c, const char* end) {
 #endif
 }
 
+// The first byte in [c, end) that ends the plain part of a JSON string: '"',
+// '\\', a control character (< 0x20) or a non-ASCII byte (>= 0x80); nullptr
+// when there is none. Reads up to 15 bytes past `end` (the buffer is padded).
+inline const char* FindStringStop(const char* c, const char* end) {
+#if defined(LAGGARD_KINETO_X86)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  for (; c < end; c += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    // Signed compare: bytes >= 0x80 are negative, so below 0x20 too.
+    __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                _mm_cmplt_epi8(v, space));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
+    if (mask != 0) {
+      const char* hit = c + __builtin_ctz(mask);
+      return hit < end ? hit : nullptr;
+    }
+  }
+  return nullptr;
+#else
+  for (; c < end; ++c) {
+    auto u = static_cast<unsigned char>(*c);
+    if (u == '"' || u == '\\' || u < 0x20 || u >= 0x80) return c;
+  }
+  return nullptr;
+#endif
+}
+
+// The end of a number or literal token at c: the first blank, control or
+// non-ASCII byte, backslash, or one of , } ] : [ { " (where simdjson's stage
+// 1 ends a scalar token); `end` when there is none before it. Reads up to 15
+// bytes past `end` (the buffer is padded).
+inline const char* FindScalarEnd(const char* c, const char* end) {
+#if defined(LAGGARD_KINETO_X86)
+  // v | 0x20 folds ] onto }, [ onto {, and maps only control bytes (already
+  // stops) onto , : and ".
+  const __m128i fold = _mm_set1_epi8(0x20);
+  const __m128i above_space = _mm_set1_epi8(0x21);
+  for (; c < end; c += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    __m128i f = _mm_or_si128(v, fold);
+    __m128i stop = _mm_or_si128(
+        _mm_or_si128(_mm_cmplt_epi8(v, above_space), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+        _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(f, _mm_set1_epi8('}')), _mm_cmpeq_epi8(f, _mm_set1_epi8('{'))),
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(f, _mm_set1_epi8(',')),
+                                      _mm_cmpeq_epi8(f, _mm_set1_epi8(':'))),
+                         _mm_cmpeq_epi8(f, _mm_set1_epi8('"')))));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
+    if (mask != 0) {
+      const char* hit = c + __builtin_ctz(mask);
+      return hit < end ? hit : end;
+    }
+  }
+  return end;
+#else
+  for (; c < end; ++c) {
+    auto u = static_cast<unsigned char>(*c);
+    if (u <= 0x20 || u >= 0x80 || u == '\\' || u == ',' || u == ':' || u == '"' || u == '{' ||
+        u == '}' || u == '[' || u == ']') {
+      return c;
+    }
+  }
+  return end;
+#endif
+}
+
 struct Indexer {
   BracketIndexer fn;
   const char* name;
 };
 
-// The best indexer the CPU runs; LAGGARD_KINETO_SCAN=sse2|scalar forces a
-// slower one (to test each path on one machine).
+// The best indexer the CPU runs; LAGGARD_KINETO_SCAN=avx2|sse2|scalar forces
+// a slower one (to test each path on one machine).
 const Indexer& ActiveIndexer() {
   static const Indexer indexer = [] {
     const char* forced = std::getenv("LAGGARD_KINETO_SCAN");
@@ -259,6 +358,9 @@ const Indexer& ActiveIndexer() {
     if (want == "scalar") return Indexer{IndexBracketsScalar, "scalar"};
 #if defined(LAGGARD_KINETO_X86)
     __builtin_cpu_init();
+    if (want.empty() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("pclmul")) {
+      return Indexer{IndexBracketsAvx512, "avx512"};
+    }
     if (want != "sse2" && __builtin_cpu_supports("avx2")) return Indexer{IndexBracketsAvx2, "avx2"};
     return Indexer{IndexBracketsSse2, "sse2"};
 #else
@@ -266,6 +368,16 @@ const Indexer& ActiveIndexer() {
 #endif
   }();
   return indexer;
+}
+
+// Events go to the flat walker first unless LAGGARD_KINETO_EVENTS=ondemand
+// (every event through simdjson On-Demand: to compare the two paths).
+bool FlatEventsEnabled() {
+  static const bool enabled = [] {
+    const char* forced = std::getenv("LAGGARD_KINETO_EVENTS");
+    return forced == nullptr || std::string_view(forced) != "ondemand";
+  }();
+  return enabled;
 }
 
 // Whether [c, end) starts with the literal `lit` (length known at compile
@@ -400,6 +512,16 @@ std::optional<std::string_view> DecodeString(std::string_view tok, std::string& 
 // "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
 // (rounded half up on the fourth decimal). Exponents go through strtod.
 std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
+  // Kineto's own form, "3600654368.005" (whole us, '.', three decimals): at once.
+  if (size_t n = tok.size(); n >= 5 && n <= 20 && tok[n - 4] == '.') {
+    int64_t whole = 0;
+    size_t i = 0;
+    for (; i < n - 4 && IsDigit(tok[i]); ++i) whole = whole * 10 + (tok[i] - '0');
+    if (i == n - 4 && IsDigit(tok[n - 3]) && IsDigit(tok[n - 2]) && IsDigit(tok[n - 1]) &&
+        whole <= kMaxAbsTimeUs) {
+      return whole * 1000 + (tok[n - 3] - '0') * 100 + (tok[n - 2] - '0') * 10 + (tok[n - 1] - '0');
+    }
+  }
   tok = TrimToken(tok);
   if (IsJsonString(tok)) tok = tok.substr(1, tok.size() - 2);
   if (tok.empty()) return std::nullopt;
@@ -453,6 +575,12 @@ std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
 
 // An integer token (or a string holding one); "3.0" is accepted, "3.5" not.
 std::optional<int64_t> ParseIntToken(std::string_view tok) {
+  if (!tok.empty() && tok.size() <= 18) {  // plain digits (ids, devices, streams): at once
+    int64_t v = 0;
+    size_t i = 0;
+    for (; i < tok.size() && IsDigit(tok[i]); ++i) v = v * 10 + (tok[i] - '0');
+    if (i == tok.size()) return v;
+  }
   tok = TrimToken(tok);
   if (IsJsonString(tok)) tok = tok.substr(1, tok.size() - 2);
   if (tok.empty()) return std::nullopt;
@@ -549,6 +677,317 @@ bool IsDeviceCat(Cat c) { return c == Cat::kKernel || c == Cat::kMemcpy || c == 
 inline bool KeyIs(const char* raw, std::string_view k) {
   return std::memcmp(raw, k.data(), k.size()) == 0 && raw[k.size()] == '"';
 }
+
+// ---------------------------------------------------------------------------
+// Flat events without simdjson. Most events that pass the prefilter (launch
+// calls, kernels, memcpys) are objects of strings and numbers with one args
+// object and at most the kernel's grid / block arrays. An exact walker over
+// that subset of JSON reads them in one pass over their bytes; anything
+// outside it (a non-ASCII or control byte, a nested value where none is
+// expected, a malformed token) makes it give up, and the event goes to
+// On-Demand, so what is read never depends on which path read it. The
+// helpers return the end of what they read, or nullptr to give up; `c` is
+// below `end` on entry.
+
+inline const char* SkipBlanks(const char* c, const char* end) {
+  while (c < end && IsBlank(*c)) ++c;
+  return c;
+}
+
+// c is just past a string's opening quote: the byte after its closing quote.
+// An escape takes the next byte whatever it is, as simdjson's stage 1 does
+// (the raw token is kept; DecodeString checks escapes where one is decoded).
+inline const char* FlatStringEnd(const char* c, const char* end) {
+  for (;;) {
+    c = FindStringStop(c, end);
+    if (c == nullptr) return nullptr;
+    if (*c == '"') return c + 1;
+    if (*c != '\\' || c + 1 >= end) return nullptr;  // control or non-ASCII byte
+    auto next = static_cast<unsigned char>(c[1]);
+    if (next < 0x20 || next >= 0x80) return nullptr;
+    c += 2;
+  }
+}
+
+// The first byte outside a string that would start or end one ('"', '\\')
+// or that simdjson's stage 1 could reject (a control byte other than a
+// blank, a non-ASCII byte) in [c, end), or nullptr. Reads up to 15 bytes
+// past `end` (the buffer is padded).
+inline const char* FindOutsideStop(const char* c, const char* end) {
+#if defined(LAGGARD_KINETO_X86)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  for (; c < end; c += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    __m128i blank_ctl = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+        _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+    __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                _mm_andnot_si128(blank_ctl, _mm_cmplt_epi8(v, space)));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
+    if (mask != 0) {
+      const char* hit = c + __builtin_ctz(mask);
+      return hit < end ? hit : nullptr;
+    }
+  }
+  return nullptr;
+#else
+  for (; c < end; ++c) {
+    auto u = static_cast<unsigned char>(*c);
+    if (u == '"' || u == '\\' || u >= 0x80 || (u < 0x20 && !IsBlank(*c))) return c;
+  }
+  return nullptr;
+#endif
+}
+
+// Whether the rest of an event, [c, end) from outside a string, is bytes
+// simdjson's stage 1 accepts (strings closed, ASCII, no raw control byte in
+// a string): an event the walker leaves early must still be one On-Demand
+// would have parsed, since its stage 1 reads the whole event first.
+inline bool FlatRestClean(const char* c, const char* end) {
+  for (;;) {
+    c = FindOutsideStop(c, end);
+    if (c == nullptr) return true;
+    if (*c != '"') return false;
+    c = FlatStringEnd(c + 1, end);
+    if (c == nullptr) return false;
+  }
+}
+
+// A string, number or literal (its token is what On-Demand's raw_json_token
+// gives without the trailing blanks). A number or literal must end at a
+// blank, ',', '}' or ']': stage 1 reads `e"x"` as one token, for one, so a
+// token that stops at anything else is left to On-Demand.
+inline const char* FlatScalarEnd(const char* c, const char* end) {
+  if (*c == '"') return FlatStringEnd(c + 1, end);
+  const char* stop = FindScalarEnd(c, end);
+  if (stop == c || stop >= end) return nullptr;
+  char after = *stop;
+  return IsBlank(after) || after == ',' || after == '}' || after == ']' ? stop : nullptr;
+}
+
+inline uint16_t Load2(const char* c) {
+  uint16_t v;
+  std::memcpy(&v, c, 2);
+  return v;
+}
+constexpr uint16_t Pair(char a, char b) {
+  return static_cast<uint16_t>(static_cast<unsigned char>(a) | static_cast<unsigned char>(b) << 8);
+}
+
+// q is at a member's opening quote: sets `key` (just past that quote) and
+// returns the start of its value, after the ':' and blanks.
+inline const char* FlatMemberValue(const char* q, const char* end, const char*& key) {
+  if (q >= end || *q != '"') return nullptr;
+  key = q + 1;
+  q = FlatStringEnd(key, end);
+  if (q == nullptr || end - q < 3) return nullptr;
+  if (Load2(q) == Pair(':', ' ') && !IsBlank(q[2])) return q + 2;  // Kineto's ": "
+  q = SkipBlanks(q, end);
+  if (q >= end || *q != ':') return nullptr;
+  q = SkipBlanks(q + 1, end);
+  return q < end ? q : nullptr;
+}
+
+// q is just past a member's value: the next member's opening quote, or the
+// byte after the object's '}' with `closed` set; nullptr otherwise.
+inline const char* FlatNextMember(const char* q, const char* end, bool& closed) {
+  if (end - q >= 3 && Load2(q) == Pair(',', ' ') && q[2] == '"') return q + 2;  // Kineto's ", "
+  q = SkipBlanks(q, end);
+  if (q >= end) return nullptr;
+  if (*q == '}') {
+    closed = true;
+    return q + 1;
+  }
+  if (*q != ',') return nullptr;
+  return SkipBlanks(q + 1, end);
+}
+
+// A scalar or an array of scalars.
+inline const char* FlatValueEnd(const char* c, const char* end) {
+  if (*c != '[') return FlatScalarEnd(c, end);
+  c = SkipBlanks(c + 1, end);
+  if (c < end && *c == ']') return c + 1;
+  for (;;) {
+    if (c >= end) return nullptr;
+    c = FlatScalarEnd(c, end);
+    if (c == nullptr) return nullptr;
+    c = SkipBlanks(c, end);
+    if (c >= end) return nullptr;
+    if (*c == ']') return c + 1;
+    if (*c != ',') return nullptr;
+    c = SkipBlanks(c + 1, end);
+  }
+}
+
+// "[132, 1, 1]": three integers of 1 to 18 digits without sign or leading
+// zero (what get_int64 reads alike; anything else is left to Dims3).
+inline const char* FlatDims3(const char* c, const char* end, std::array<int64_t, 3>& out) {
+  if (*c != '[') return nullptr;
+  c = SkipBlanks(c + 1, end);
+  for (size_t i = 0; i < 3; ++i) {
+    if (i > 0) {
+      if (c >= end || *c != ',') return nullptr;
+      c = SkipBlanks(c + 1, end);
+    }
+    const char* begin = c;
+    while (c < end && IsDigit(*c)) ++c;
+    size_t digits = static_cast<size_t>(c - begin);
+    if (digits == 0 || digits > 18 || (digits > 1 && *begin == '0')) return nullptr;
+    int64_t v = 0;
+    for (const char* d = begin; d < c; ++d) v = v * 10 + (*d - '0');
+    out[i] = v;
+    c = SkipBlanks(c, end);
+  }
+  if (c >= end || *c != ']') return nullptr;
+  return c + 1;
+}
+
+// The members the reader takes, by key (the raw key, as KeyIs compares it).
+enum class Field : uint8_t {
+  kOther,
+  // event
+  kPh,
+  kCat,
+  kName,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kArgs,
+  // args
+  kDevice,
+  kCorrelation,
+  kGrid,
+  kBlock,
+  kStream,
+  kCollectiveName,
+  kInMsgNelems,
+  kInputDims,
+  kGroupSize,
+  kProcessGroupName,
+  kProcessGroupId,
+  kSeq,
+  kExternalId,
+};
+
+// k is just past the key's opening quote.
+Field TopField(const char* k) {
+  switch (k[0]) {
+    case 'p':
+      if (KeyIs(k, kineto::kPh)) return Field::kPh;
+      if (KeyIs(k, kineto::kPid)) return Field::kPid;
+      break;
+    case 'c':
+      if (KeyIs(k, kineto::kCat)) return Field::kCat;
+      break;
+    case 'n':
+      if (KeyIs(k, kineto::kName)) return Field::kName;
+      break;
+    case 't':
+      if (KeyIs(k, kineto::kTs)) return Field::kTs;
+      if (KeyIs(k, kineto::kTid)) return Field::kTid;
+      break;
+    case 'd':
+      if (KeyIs(k, kineto::kDur)) return Field::kDur;
+      break;
+    case 'a':
+      if (KeyIs(k, kineto::kArgs)) return Field::kArgs;
+      break;
+    default:
+      break;
+  }
+  return Field::kOther;
+}
+
+Field ArgField(const char* k) {
+  switch (k[0]) {
+    case 'd':
+      if (KeyIs(k, kineto::kDevice)) return Field::kDevice;
+      break;
+    case 'c':
+      if (KeyIs(k, kineto::kCorrelation)) return Field::kCorrelation;
+      break;
+    case 'g':
+      if (KeyIs(k, kineto::kGrid)) return Field::kGrid;
+      break;
+    case 'b':
+      if (KeyIs(k, kineto::kBlock)) return Field::kBlock;
+      break;
+    case 's':
+      if (KeyIs(k, kineto::kStream)) return Field::kStream;
+      break;
+    case 'C':
+      if (KeyIs(k, kineto::kCollectiveName)) return Field::kCollectiveName;
+      break;
+    case 'I':
+      if (KeyIs(k, kineto::kInMsgNelems)) return Field::kInMsgNelems;
+      if (KeyIs(k, kineto::kInputDims)) return Field::kInputDims;
+      break;
+    case 'G':
+      if (KeyIs(k, kineto::kGroupSize)) return Field::kGroupSize;
+      break;
+    case 'P':
+      if (KeyIs(k, kineto::kProcessGroupName)) return Field::kProcessGroupName;
+      if (KeyIs(k, kineto::kProcessGroupId)) return Field::kProcessGroupId;
+      break;
+    case 'S':
+      if (KeyIs(k, kineto::kSeq)) return Field::kSeq;
+      break;
+    case 'E':
+      if (KeyIs(k, kineto::kExternalId)) return Field::kExternalId;
+      break;
+    case 'e':
+      if (KeyIs(k, kineto::kExternalIdLegacy)) return Field::kExternalId;
+      break;
+    default:
+      break;
+  }
+  return Field::kOther;
+}
+
+// A member's leading bytes as one event had them, from the key's opening
+// quote to its value ("\"stream\": "), up to 32 bytes: the next event of
+// the same layout is compared with them instead of being tokenized. Equal
+// bytes from a member's start parse the same, so a match says exactly what
+// reading them would.
+struct KeySlot {
+  char bytes[32] = {};
+  uint8_t len = 0;  // 0: nothing learned (never matches)
+  Field field = Field::kOther;
+
+  void Learn(const char* key_quote, const char* value, Field f) {
+    size_t n = static_cast<size_t>(value - key_quote);
+    if (n > sizeof bytes) {
+      len = 0;
+      return;
+    }
+    std::memset(bytes, 0, sizeof bytes);
+    std::memcpy(bytes, key_quote, n);
+    len = static_cast<uint8_t>(n);
+    field = f;
+  }
+
+  // Reads 32 bytes at q (the buffer is padded).
+  bool Matches(const char* q) const {
+    if (len == 0) return false;
+#if defined(LAGGARD_KINETO_X86)
+    __m128i lo = _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+    __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16)));
+    uint32_t equal = static_cast<uint32_t>(_mm_movemask_epi8(lo)) |
+                     static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16;
+    uint32_t want = len == 32 ? ~uint32_t{0} : (uint32_t{1} << len) - 1;
+    return (equal & want) == want;
+#else
+    return std::memcmp(q, bytes, len) == 0;
+#endif
+  }
+};
+constexpr size_t kMaxKeySlots = 32;  // members per object remembered
+using KeySlots = std::vector<KeySlot>;
 
 // ---------------------------------------------------------------------------
 // One event's fields, as raw tokens pointing into the read buffer.
@@ -1047,12 +1486,14 @@ class KinetoFile {
     if (*p != '{') return BadEvent(start, "event is an array, not an object");
     size_t n = static_cast<size_t>(end - start);
     if (!Wanted(p, n)) return;
-    od::document doc;
-    od::object obj;
     EventFields e;
-    if (parser_.iterate(p, n, n + kPad).get(doc) || doc.get_object().get(obj) ||
-        ExtractEvent(obj, e) == Extract::kMalformed) {
-      return BadEvent(start, "event is not valid JSON");
+    if (!FlatEventsEnabled() || !ExtractFlat(p, p + n, e)) {
+      od::document doc;
+      od::object obj;
+      if (parser_.iterate(p, n, n + kPad).get(doc) || doc.get_object().get(obj) ||
+          ExtractEvent(obj, e) == Extract::kMalformed) {
+        return BadEvent(start, "event is not valid JSON");
+      }
     }
     if (e.skip) return;
     TakeEvent(e, start);
@@ -1200,6 +1641,191 @@ class KinetoFile {
       ++q;
     }
     return true;
+  }
+
+  // ExtractEvent without simdjson, for an event in the flat subset (see
+  // FlatValueEnd): the same fields and the same decisions, member by member.
+  // False when the event is outside the subset; `e` and the flags Decide
+  // sets are then as they were, for On-Demand to start over.
+  bool ExtractFlat(const char* p, const char* end, EventFields& e) {
+    // A span the indexer closed with ']' is no object: On-Demand rejects it
+    // whole, before reading a member.
+    if (end[-1] != '}') return false;
+    const bool saw_cpu = saw_cpu_events_, saw_runtime = saw_runtime_;
+    if (ExtractFlatMembers(p, end, e)) return true;
+    saw_cpu_events_ = saw_cpu;
+    saw_runtime_ = saw_runtime;
+    e = EventFields();
+    return false;
+  }
+
+  bool ExtractFlatMembers(const char* p, const char* end, EventFields& e) {
+    const char* q = SkipBlanks(p + 1, end);
+    for (size_t i = 0;; ++i) {
+      Field field = Field::kOther;
+      q = FlatKey(q, end, top_slots_, i, /*args=*/false, field);
+      if (q == nullptr) return false;
+      std::string_view* out = nullptr;
+      switch (field) {
+        case Field::kPh:
+          out = &e.ph;
+          break;
+        case Field::kPid:
+          out = &e.pid;
+          break;
+        case Field::kCat:
+          out = &e.cat;
+          break;
+        case Field::kName:
+          out = &e.name;
+          break;
+        case Field::kTs:
+          out = &e.ts;
+          break;
+        case Field::kTid:
+          out = &e.tid;
+          break;
+        case Field::kDur:
+          out = &e.dur;
+          break;
+        default:
+          break;
+      }
+      if (field == Field::kArgs) {
+        if (*q != '{') return false;  // On-Demand reads such an event as one without args
+        q = ExtractFlatArgs(q, end, e);
+        if (q == nullptr) return false;
+        // Kineto writes args last: the rest need not be walked (as ExtractEvent).
+        if (!e.ph.empty() && !e.cat.empty() && !e.name.empty() && !e.ts.empty() &&
+            !e.dur.empty()) {
+          return FlatRestClean(q, end);
+        }
+      } else if (out != nullptr) {
+        const char* v = q;
+        q = FlatScalarEnd(q, end);
+        if (q == nullptr) return false;
+        *out = std::string_view(v, static_cast<size_t>(q - v));
+        if (field == Field::kCat) e.cat_kind = ClassifyCat(e.cat);
+        if (field == Field::kPh || field == Field::kCat || field == Field::kName) {
+          auto decided = Decide(e.ph, e.cat_kind, e.name);
+          if (decided && !*decided) {
+            e.skip = true;
+            return FlatRestClean(q, end);
+          }
+        }
+      } else {
+        q = FlatValueEnd(q, end);
+        if (q == nullptr) return false;
+      }
+      bool closed = false;
+      q = FlatNextMember(q, end, closed);
+      if (q == nullptr) return false;
+      if (closed) return q == end;
+    }
+  }
+
+  // ExtractArgs over the flat subset: q is at the args' '{'. Returns the
+  // byte after its '}', or nullptr.
+  const char* ExtractFlatArgs(const char* q, const char* end, EventFields& e) {
+    std::string_view name = TrimToken(e.name);
+    if (name.size() >= 2) name = name.substr(1, name.size() - 2);
+    const bool want_dims = collecting_cpu_ && IsCpuCommName(name) && name != kineto::kRecordParamComms;
+    const bool want_shape = IsDeviceCat(e.cat_kind);
+    KeySlots& slots = args_slots_[e.cat_kind == Cat::kRuntime ? 0 : e.cat_kind == Cat::kKernel ? 1 : 2];
+    q = SkipBlanks(q + 1, end);
+    if (q < end && *q == '}') return q + 1;
+    for (size_t i = 0;; ++i) {
+      Field field = Field::kOther;
+      q = FlatKey(q, end, slots, i, /*args=*/true, field);
+      if (q == nullptr) return nullptr;
+      std::string_view* out = nullptr;
+      std::optional<std::array<int64_t, 3>>* dims = nullptr;
+      switch (field) {
+        case Field::kDevice:
+          out = &e.device;
+          break;
+        case Field::kCorrelation:
+          out = &e.correlation;
+          break;
+        case Field::kGrid:
+          if (want_shape) dims = &e.grid;
+          break;
+        case Field::kBlock:
+          if (want_shape) dims = &e.block;
+          break;
+        case Field::kStream:
+          out = &e.stream;
+          break;
+        case Field::kCollectiveName:
+          out = &e.coll_name;
+          break;
+        case Field::kInMsgNelems:
+          out = &e.nelems;
+          break;
+        case Field::kInputDims:
+          if (want_dims) return nullptr;  // nested arrays: FirstDimsProduct reads them
+          break;
+        case Field::kGroupSize:
+          out = &e.group_size;
+          break;
+        case Field::kProcessGroupName:
+          out = &e.pg_name;
+          break;
+        case Field::kProcessGroupId:
+          out = &e.pg_id;
+          break;
+        case Field::kSeq:
+          out = &e.seq;
+          break;
+        case Field::kExternalId:
+          out = &e.ext_id;
+          break;
+        default:
+          break;
+      }
+      if (dims != nullptr) {
+        std::array<int64_t, 3> d{};
+        q = FlatDims3(q, end, d);
+        if (q == nullptr) return nullptr;
+        *dims = d;
+      } else if (out != nullptr) {
+        const char* v = q;
+        q = FlatScalarEnd(q, end);
+        if (q == nullptr) return nullptr;
+        *out = std::string_view(v, static_cast<size_t>(q - v));
+      } else {
+        q = FlatValueEnd(q, end);
+        if (q == nullptr) return nullptr;
+      }
+      bool closed = false;
+      q = FlatNextMember(q, end, closed);
+      if (q == nullptr || closed) return q;
+    }
+  }
+
+  // The member key at q (its opening quote), the i-th of its object: first
+  // compared with the key the i-th member had in the last event of this
+  // layout (Kineto writes every event of a kind with the same keys in the
+  // same order), else read and remembered. Sets `field` and returns the
+  // start of the value, or nullptr.
+  const char* FlatKey(const char* q, const char* end, KeySlots& slots, size_t i, bool args,
+                      Field& field) {
+    if (i < slots.size()) {
+      const KeySlot& slot = slots[i];
+      if (q + slot.len < end && slot.Matches(q) && !IsBlank(q[slot.len])) {
+        field = slot.field;
+        return q + slot.len;
+      }
+    }
+    const char* k = nullptr;
+    const char* v = FlatMemberValue(q, end, k);
+    if (v == nullptr) return nullptr;
+    field = args ? ArgField(k) : TopField(k);
+    if (i < kMaxKeySlots) {
+      if (slots.size() <= i) slots.resize(i + 1);
+      slots[i].Learn(q, v, field);
+    }
+    return v;
   }
 
   Extract ExtractEvent(od::object& obj, EventFields& e) {
@@ -1764,6 +2390,8 @@ class KinetoFile {
   std::unordered_map<int64_t, size_t> step_index_;
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
   std::string scratch_, name_scratch_;
+  KeySlots top_slots_;       // the last flat event's keys, in order
+  KeySlots args_slots_[3];   // its args' keys: launch calls, kernels, other events
 };
 
 // "key" followed by blanks and ':' somewhere in `head`.
@@ -1837,9 +2465,10 @@ std::unique_ptr<TraceReader> MakeKinetoTraceReader() {
 }
 
 std::string KinetoJsonImplementation() {
-  return fmt::format("event boundaries: {}, simdjson stage 1: {}, simdjson on-demand: {}",
-                     ActiveIndexer().name, simdjson::get_active_implementation()->name(),
-                     simdjson::builtin_implementation()->name());
+  return fmt::format(
+      "event boundaries: {}, events: {}, simdjson stage 1: {}, simdjson on-demand: {}",
+      ActiveIndexer().name, FlatEventsEnabled() ? "flat walker, else on-demand" : "on-demand",
+      simdjson::get_active_implementation()->name(), simdjson::builtin_implementation()->name());
 }
 
 }  // namespace laggard

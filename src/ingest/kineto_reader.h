@@ -65,25 +65,36 @@
 // trace.bad_event at its offset; gzip damage is gzip.truncated / .corrupt.
 //
 // Streaming: memory does not grow with the file (it holds the largest event
-// plus a 512 KiB chunk). A bracket indexer (AVX2 when the CPU has it, else
-// SSE2, or scalar; LAGGARD_KINETO_SCAN=sse2|scalar forces one for tests; 64
-// bytes a step, string- and escape-aware like simdjson's stage 1)
-// finds where each event of traceEvents starts and ends; an event cut by a
-// chunk boundary waits for the next chunk. A prefilter reads the first
-// members of each event exactly (Kineto writes ph, cat, name first) and drops
-// what is not needed without parsing it: in a GPU trace that is ~80% of the
-// events (CPU ops, runtime calls, flows). The rest goes to simdjson On-Demand
-// one event at a time, reading only the keys above. CPU ops of a GPU trace
-// are never decoded; a second pass reads them only when the first found the
+// plus a 512 KiB chunk). A bracket indexer (AVX-512BW with a carry-less
+// multiply when the CPU has them, else AVX2, SSE2 or scalar;
+// LAGGARD_KINETO_SCAN=avx2|sse2|scalar forces one for tests; 64 bytes a
+// step, string- and escape-aware like simdjson's stage 1) finds where each
+// event of traceEvents starts and ends; an event cut by a chunk boundary
+// waits for the next chunk. A prefilter reads the first members of each
+// event exactly (Kineto writes ph, cat, name first) and drops what is not
+// needed without parsing it: in a GPU trace that is ~60% of the events (CPU
+// ops, runtime calls other than launches, flows). The rest (launch calls,
+// kernels, memcpys, steps) is read by a flat-event walker: one pass over the
+// event's bytes for the subset of JSON Kineto writes (strings, numbers, flat
+// arrays, one args object), each member's leading bytes compared with the
+// key the same member had in the last event of that layout before being
+// tokenized. An event outside that subset (a non-ASCII or control byte, a
+// nested value, a malformed token) goes to simdjson On-Demand, which reads
+// only the keys above; the walker gives up on anything On-Demand would read
+// differently, so the result does not depend on the path
+// (LAGGARD_KINETO_EVENTS=ondemand sends every event to On-Demand, to
+// compare; fuzz/compare_kineto_scans.cmake does). CPU ops of a GPU trace are
+// never decoded; a second pass reads them only when the first found the
 // trace CPU-only. Events over 8 MiB are skipped as trace.bad_event. Example
 // of the prefilter, in a GPU trace:
 //   {"ph": "f", ...}                                  flow: dropped at ph
-//   {"ph": "X", "cat": "cuda_runtime", ...}           dropped at cat
+//   {"ph": "X", "cat": "cuda_runtime",                dropped at the name
+//    "name": "cudaStreamIsCapturing", ...}            (not a launch)
 //   {"ph": "X", "cat": "cpu_op", "name": "aten::mm"   dropped at the name's
 //                                                     first bytes
 //   {"ph": "X", "cat": "kernel", ...}                 parsed
-// Measured (one core, plain JSON, this repo's corpus and simulator): about
-// 1.1-1.5 GB/s.
+// Measured (one core, plain JSON, the simulator's 1 GB trace with launch
+// links): see docs/performance.md, "Trace ingest (issue 3)".
 //
 // Thread-safety: the reader is stateless; each Read() owns its buffers and
 // parsers, so ingest threads read different files in parallel.
@@ -100,8 +111,9 @@ namespace laggard {
 
 std::unique_ptr<TraceReader> MakeKinetoTraceReader();
 
-// The kernels in use, e.g. "event boundaries: avx2, simdjson stage 1:
-// icelake, simdjson on-demand: fallback" (the indexer and simdjson's stage 1
+// The kernels in use, e.g. "event boundaries: avx512, events: flat walker,
+// else on-demand, simdjson stage 1: icelake, simdjson on-demand: fallback"
+// (the indexer and simdjson's stage 1
 // are chosen at run time; the On-Demand front end is compiled for the
 // build's baseline ISA, which is "fallback" without -march flags). For
 // benchmarks and bug reports.
