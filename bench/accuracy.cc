@@ -161,12 +161,16 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   return o;
 }
 
-std::string Band(double s) {
-  if (s < 0.03) return "0-3%";
-  if (s < 0.05) return "3-5%";
-  if (s < 0.10) return "5-10%";
-  if (s < 0.20) return "10-20%";
-  return "20-50%";
+// Severity bands, in order ("0-3%" first).
+constexpr const char* kBands[] = {"0-3%", "3-5%", "5-10%", "10-20%", "20-50%", ">=50%"};
+
+int Band(double s) {
+  if (s < 0.03) return 0;
+  if (s < 0.05) return 1;
+  if (s < 0.10) return 2;
+  if (s < 0.20) return 3;
+  if (s < 0.50) return 4;
+  return 5;
 }
 
 }  // namespace
@@ -192,7 +196,8 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   auto kinds = sim::AllFaultKinds();
   std::string base = keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
-  std::map<std::string, std::array<int, 4>> by_kind, by_band, by_effect;  // n, culprit, cause, false
+  std::map<std::string, std::array<int, 4>> by_kind;  // n, culprit, cause, false
+  std::map<int, std::array<int, 4>> by_band, by_effect;
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
       ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0,
       combined = 0, combined_second = 0;
@@ -286,11 +291,11 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("healthy runs with a false culprit: {}\n\n", pct(false_culprits, healthy));
   std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_band) {
-    std::cout << fmt::format("| {} | {} | {} | {} |\n", band, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]), pct(c[2], c[0]));
   }
   std::cout << "\n| job slowdown caused | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_effect) {
-    std::cout << fmt::format("| {} | {} | {} | {} |\n", band, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]), pct(c[2], c[0]));
   }
   std::cout << "\n| fault | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [kind, c] : by_kind) {
