@@ -741,9 +741,10 @@ std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
       second_n = std::max(second_n, dips.size());
     }
   }
-  // One GPU, dipping about as often as the job spikes.
-  if (best == gpus.size() || best_n < std::min<size_t>(2, spikes.size()) || best_n > 2 * spikes.size() ||
-      second_n * 2 > best_n) {
+  // One GPU, dipping about as often as the job spikes. A pause that falls
+  // across two 1 s samples may pull neither below the dip level: one lone
+  // dip for several spikes is still that GPU, at lower confidence.
+  if (best == gpus.size() || best_n == 0 || best_n > 2 * spikes.size() || second_n * 2 > best_n) {
     return std::nullopt;
   }
   const GpuRecord& g = gpus[best];
@@ -753,7 +754,7 @@ std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
   c.entity.rank = a.ranks.RankOf(*g.host, g.index);
   c.cause_class = "host_stall";
   c.cause = "pause";
-  c.confidence = 0.5;
+  c.confidence = best_n >= std::min<size_t>(2, spikes.size()) ? 0.5 : 0.4;
   c.slowdown = Median(a.steps.job.spike_excess);
   std::string steps_text;
   for (size_t i = 0; i < spikes.size() && i < 6; ++i) steps_text += fmt::format("{}{}", i ? ", " : "", spikes[i]);
