@@ -147,6 +147,21 @@ TEST(TraceDetectorTest, LastRankOfVariableWorkIsNotACulprit) {
   EXPECT_TRUE(vw->entity.job);
 }
 
+TEST(TraceDetectorTest, LateRankInsideABlockThatComputesMoreIsTheBlock) {
+  // Ranks 12-15 (a pipeline stage) do 5-8% more work; rank 12 the most, so
+  // it alone is last at every collective. The stage is the culprit.
+  Fault fault;
+  fault.work = [](int r, int) { return r == 12 ? 1.08 : r > 12 ? 1.05 : 1.0; };
+  laggard::Run run = Simulate(16, 3, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_EQ(Find(a, FindingCode::kTraceLateArrival), nullptr);
+  const Finding* g = Find(a, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->ranks, (std::vector<int32_t>{12, 13, 14, 15}));
+  EXPECT_EQ(g->pattern, "block");
+  EXPECT_EQ(g->cause, "slow_kernels");
+}
+
 TEST(TraceDetectorTest, ClockOffsetsOfSeveralMsAreRemoved) {
   Fault fault;
   fault.compute_slow_rank = 2;

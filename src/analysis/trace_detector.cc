@@ -386,7 +386,9 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
     who = fmt::format("ranks {}", RankListText(ranks));
   }
   std::string why;
-  if (ratio >= kKernelRatioThreshold) {
+  // A compute block computes more by construction: its kernels are the why
+  // even when the name-by-name ratio stays under the threshold.
+  if (ratio >= kKernelRatioThreshold || (basis == GroupBasis::kCompute && ratio > 1)) {
     f.cause = "slow_kernels";
     f.slowdown = ratio - 1;
     why = fmt::format("their compute kernels run {:.2f}x as long as healthy rank {}'s", ratio,
@@ -798,7 +800,24 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
     variable_work = VariableWorkFinding(step_compute);
     if (variable_work) late = false;
   }
-  if (!late && !variable_work && R >= 3) {
+  // A late rank inside a block of ranks that all compute more is one of
+  // that block (a pipeline stage), not a lone culprit.
+  bool by_compute = false;
+  if (late && !variable_work) {
+    double block_excess = 0;
+    std::vector<size_t> block = FindComputeBlock(step_compute, &block_excess);
+    if (std::find(block.begin(), block.end(), best) != block.end()) {
+      std::vector<char> in(R, 0);
+      for (size_t gi : block) in[gi] = 1;
+      if (GroupDelay(in, inst_arrivals) >= min_cost) {
+        group = std::move(block);
+        group_excess = block_excess;
+        by_compute = true;
+        late = false;
+      }
+    }
+  }
+  if (!late && !variable_work && group.empty() && R >= 3) {
     group = FindLateGroup(lateness, &group_excess);
     if (group.size() == 1 && (delay_by_rank[group.front()] < min_cost ||
                               !LateInSeveralSteps(*traces[group.front()], last_starts[group.front()]))) {
@@ -820,13 +839,12 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   bool by_idle = false;
   if (!idle_host.empty() && (!late || in_idle_host(best)) && group != idle_host && !variable_work) {
     group = idle_host;  // the late-together message when they are also that
-    late = from_group = false;
+    late = from_group = by_compute = false;
     by_idle = true;
   }
   // Neither: one rank whose compute per step stands out in every step, or
   // a block of ranks that computes more.
   std::optional<double> compute_excess;
-  bool by_compute = false;
   if (!late && group.empty() && !variable_work) {
     step_compute = ComputeMatrix(traces);
     double block_excess = 0;
