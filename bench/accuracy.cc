@@ -2,7 +2,7 @@
 // each (or none), diagnosed end to end exactly as `laggard diagnose` does,
 // scored against the simulator's truth.json.
 //
-//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--combined F] [--keep DIR] [--only I]
+//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--combined F] [--healthy H] [--keep DIR] [--only I]
 //
 // Scenarios: every fault kind in turn plus healthy controls (one in
 // kinds+1), severity drawn log-uniformly from 3% to 50%, 1 to --max-nodes
@@ -10,7 +10,9 @@
 // and jitter; a share F (default 0.25) of the faulty runs get a second
 // fault of another kind. The truth's primary fault (the one that costs the
 // job most) is the one to name first; whether the other is named too is
-// counted apart. A fault that never acted (the simulator measured no effect
+// counted apart. --healthy H adds H more healthy controls after the draw
+// (the false-culprit rate needs ~100 of them to say anything about 1%).
+// A fault that never acted (the simulator measured no effect
 // at all: a GPU that never heated to its slowdown temperature) has nothing
 // to find; it is counted in its own row, not in the severity bands.
 // Scores:
@@ -196,6 +198,7 @@ int main(int argc, char** argv) {
   int max_nodes = 128;
   double combined_share = 0.25;
   int only = -1;  // run scenario I of the draw only (debugging)
+  int extra_healthy = 0;
   std::string keep;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -205,6 +208,7 @@ int main(int argc, char** argv) {
     else if (a == "--keep") keep = argv[i + 1];
     else if (a == "--combined") combined_share = std::atof(argv[i + 1]);
     else if (a == "--only") only = std::atoi(argv[i + 1]);
+    else if (a == "--healthy") extra_healthy = std::atoi(argv[i + 1]);
   }
   std::mt19937_64 rng(seed);
   auto kinds = sim::AllFaultKinds();
@@ -215,7 +219,7 @@ int main(int argc, char** argv) {
       ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0,
       combined = 0, combined_second = 0, combined_other_first = 0, combined_primary_first = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < scenarios; ++i) {
+  for (int i = 0; i < scenarios + extra_healthy; ++i) {
     sim::ClusterScenario sc;
     sc.seed = rng();
     // Log-uniform: as many runs of 8-64 ranks as of 128-1,024.
@@ -223,7 +227,8 @@ int main(int argc, char** argv) {
     sc.nodes = std::clamp(static_cast<int>(std::exp(log_nodes(rng))), 1, std::max(1, max_nodes));
     sc.gpus_per_node = 8;
     sc.steps = 120;
-    size_t k = static_cast<size_t>(i) % (kinds.size() + 1);
+    // After the draw, --healthy N more healthy controls (k == kinds.size()).
+    size_t k = i < scenarios ? static_cast<size_t>(i) % (kinds.size() + 1) : kinds.size();
     double severity = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
     bool second = std::uniform_real_distribution<double>(0, 1)(rng) < combined_share;
     size_t k2 = static_cast<size_t>(std::uniform_int_distribution<size_t>(0, kinds.size() - 2)(rng));
