@@ -50,6 +50,42 @@ TEST(ArticleLineTest, OrdinaryLogLinesDoNotMatch) {
   EXPECT_EQ(MatchArticle("[rank3]: loading checkpoint", p), MatchResult::kNoMatch);
 }
 
+// The article's exact line takes a fast path; behind a leading blank the
+// same line takes the general scan. Both must read the same values, at the
+// fast path's limits (6 integer, 9 fraction digits) and just past them.
+TEST(ArticleLineTest, ExactLineFastPathReadsWhatTheGeneralScanReads) {
+  const std::string lines[] = {
+      "rank 0, step 0, time 0",
+      "rank 4095, step 2499, time 0.8123s",
+      "rank 7, step 9, time 999999.999999999s",
+      "rank 7, step 9, time 0.000000001s",
+      "rank 7, step 9, time 1234567.5s",
+      "rank 7, step 9, time 0.1234567891s",
+      "rank 7, step 9, time 3.s",
+      "rank 7, step 9, time 0.0s",
+      "rank 7, step 9, time 812ms",
+      "rank 7, step 9, time 0.8s extra",
+      "rank 123456789012345678, step 1, time 1s",
+      "rank 1234567890123456789, step 1, time 1s",
+      "rank 7, step 9, time 0.8e1s",
+  };
+  for (const std::string& line : lines) {
+    ParsedStep fast, general;
+    MatchResult rf = MatchArticle(line, fast);
+    MatchResult rg = MatchArticle(" " + line, general);
+    EXPECT_EQ(rf, rg) << line;
+    EXPECT_EQ(fast.rank, general.rank) << line;
+    EXPECT_EQ(fast.step, general.step) << line;
+    EXPECT_EQ(fast.duration, general.duration) << line;
+    EXPECT_EQ(fast.unit, general.unit) << line;
+  }
+  ParsedStep p;
+  ASSERT_EQ(MatchArticle("rank 7, step 9, time 999999.999999999s", p), MatchResult::kMatched);
+  EXPECT_EQ(p.duration, 999'999'999'999'999);
+  ASSERT_EQ(MatchArticle("rank 7, step 9, time 0.000000001s", p), MatchResult::kMatched);
+  EXPECT_EQ(p.duration, 1);
+}
+
 TEST(ArticleLineTest, StepRecordsWithBadValuesAreGarbled) {
   ParsedStep p;
   EXPECT_EQ(MatchArticle("rank 3, step 7, time abc", p), MatchResult::kGarbled);

@@ -1,8 +1,12 @@
 #include "model/run.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -31,32 +35,65 @@ void RunBuilder::AddSeries(int32_t rank) {
   slot_[static_cast<size_t>(rank)] = static_cast<uint32_t>(series_.size());
 }
 
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
+void* RunBuilder::AllocateHugePageHinted(size_t bytes) {
+  if (bytes < 2 * kHugePage) return ::operator new(bytes);
+  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure changes nothing
+  return p;
+}
+
+void RunBuilder::FreeHugePageHinted(void* p, size_t bytes) {
+  if (bytes < 2 * kHugePage) {
+    ::operator delete(p);
+  } else {
+    std::free(p);
+  }
+}
+
 void RunBuilder::NewPendingBlock() {
-  // Blocks double from 1,024 records (48 KiB) up to 1 Mi records (48 MiB,
-  // above glibc's largest mmap threshold, so each is returned to the system
-  // as soon as FlushSteps() has scattered it).
+  // Blocks double from 1,024 records (32 KiB) up to 1 Mi records (32 MiB,
+  // mapped on their own by glibc as they are above its largest mmap
+  // threshold, so each is returned to the system as soon as FlushSteps()
+  // has scattered it).
   constexpr size_t kFirst = 1024, kMax = size_t{1} << 20;
   size_t next = pending_.capacity() == 0 ? kFirst : std::min(kMax, 2 * pending_.capacity());
   if (!pending_.empty()) pending_blocks_.push_back(std::move(pending_));
-  pending_ = std::vector<PendingStep>();
+  pending_ = PendingBlock();
   pending_.reserve(next);
 }
 
 void RunBuilder::FlushSteps() {
   if (pending_.empty() && pending_blocks_.empty()) return;
   pending_blocks_.push_back(std::move(pending_));
-  pending_ = std::vector<PendingStep>();
+  pending_ = PendingBlock();
   for (size_t i = 0; i < series_.size(); ++i) {
     if (pending_count_[i] > 0) {
       series_[i].steps.reserve(series_[i].steps.size() + pending_count_[i]);
       pending_count_[i] = 0;
     }
   }
-  for (std::vector<PendingStep>& block : pending_blocks_) {
-    for (const PendingStep& p : block) series_[p.series].steps.push_back(p.record);
-    std::vector<PendingStep>().swap(block);
+  size_t next_start = 0;
+  for (PendingBlock& block : pending_blocks_) {
+    for (const PendingStep& p : block) {
+      // Fields are stored in place: a StepRecord built on the stack and
+      // copied would be written with its optional as 8 + 1 bytes and read
+      // back as 16, a store-forwarding stall per record (g++ 12).
+      StepRecord& r = series_[p.series].steps.emplace_back();
+      r.step = p.step;
+      r.duration_ns = p.duration_ns;
+      r.src = SourceRef{p.file, p.line};
+      if (p.has_start) [[unlikely]] r.start_ns = pending_starts_[next_start++];
+    }
+    PendingBlock().swap(block);
   }
   pending_blocks_.clear();
+  std::vector<TimeNs>().swap(pending_starts_);
 }
 
 void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,

@@ -107,7 +107,8 @@ class RunBuilder {
                SourceRef src) {
     uint32_t index = SeriesIndex(rank);
     if (pending_.size() == pending_.capacity()) [[unlikely]] NewPendingBlock();
-    pending_.push_back(PendingStep{StepRecord{step, duration, start, src}, index});
+    pending_.push_back(PendingStep{step, duration, index, src.file, src.line, start.has_value()});
+    if (start.has_value()) [[unlikely]] pending_starts_.push_back(*start);
     ++pending_count_[index];
   }
   // Moves the buffered steps into their series, keeping their order, and
@@ -165,18 +166,46 @@ class RunBuilder {
     return static_cast<size_t>(rank) < slot_.size() && slot_[static_cast<size_t>(rank)] != 0;
   }
 
+  // A buffered step: 32 bytes, not a StepRecord's 40 plus the index, as
+  // the buffer is written once and read once per record. The start times
+  // of the (few) records that have one wait in pending_starts_, in order.
   struct PendingStep {
-    StepRecord record;
-    uint32_t series = 0;  // index into series_
+    int64_t step;
+    DurationNs duration_ns;
+    uint32_t series;  // index into series_
+    uint32_t file;
+    uint32_t line;
+    uint32_t has_start;  // 1: the next entry of pending_starts_ is its start
   };
+  static_assert(sizeof(PendingStep) == 32);
+
+  // Allocates the large pending blocks on 2 MiB boundaries and asks the
+  // kernel for transparent huge pages there (madvise; a hint it may
+  // ignore): a 32 MiB block then costs 16 page faults instead of 8,192.
+  // Small blocks come from operator new.
+  template <typename T>
+  struct HugePageAllocator {
+    using value_type = T;
+    HugePageAllocator() = default;
+    template <typename U>
+    HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: rebinding
+    T* allocate(size_t n) { return static_cast<T*>(AllocateHugePageHinted(n * sizeof(T))); }
+    void deallocate(T* p, size_t n) { FreeHugePageHinted(p, n * sizeof(T)); }
+    template <typename U>
+    bool operator==(const HugePageAllocator<U>&) const { return true; }
+  };
+  static void* AllocateHugePageHinted(size_t bytes);
+  static void FreeHugePageHinted(void* p, size_t bytes);
+  using PendingBlock = std::vector<PendingStep, HugePageAllocator<PendingStep>>;
 
   std::vector<uint32_t> slot_;      // rank -> 1 + index into series_, 0 when absent
   std::vector<StepSeries> series_;  // in order of first appearance
   // Steps not yet in series_: full earlier blocks, then the one being
   // filled (blocks never move, so filling never copies), and how many of
   // them each series has.
-  std::vector<std::vector<PendingStep>> pending_blocks_;
-  std::vector<PendingStep> pending_;
+  std::vector<PendingBlock> pending_blocks_;
+  PendingBlock pending_;
+  std::vector<TimeNs> pending_starts_;
   std::vector<uint32_t> pending_count_;  // parallel to series_
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
