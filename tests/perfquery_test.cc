@@ -158,6 +158,20 @@ TEST(PerfqueryTest, StandardAndExtendedBlocksOfOnePortMakeOneRecordWith64BitValu
   EXPECT_EQ(rev.network.port_counters[0].xmit_data_bytes, 4000);
 }
 
+TEST(PerfqueryTest, ASaturatedCounterPrintedAgainReadableIsNoLongerListed) {
+  TempDir dir;
+  // Found by fuzzing: a second, readable PortXmitData of the same block.
+  laggard::Run run = IngestText(dir, "pq.txt",
+                                "# Port counters: Lid 12 port 1 (CapMask: 0x5A00)\n"
+                                "XmtData:.........................4294967295\n"
+                                "PortXmitData:....................123\n"
+                                "PortRcvData:.....................4294967295\n");
+  ASSERT_EQ(run.network.port_counters.size(), 1u);
+  const IbPortCounters& c = run.network.port_counters[0];
+  EXPECT_EQ(c.xmit_data_bytes, 492);
+  EXPECT_EQ(c.saturated, (std::vector<std::string>{"PortRcvData"}));  // named as PortCounters names it
+}
+
 TEST(PerfqueryTest, OneBlockPerPortInOneFile) {
   TempDir dir;
   std::string text;

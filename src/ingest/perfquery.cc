@@ -26,7 +26,8 @@
 // then `perfquery -x` per CA): they make one record, 64-bit values first.
 // Data counters count 4-octet words: the model's bytes are 4x the value.
 // A 32-bit counter at its maximum (4294967295, 65535, 255) has saturated
-// and is kept out, named in IbPortCounters::saturated. Outputs of many hosts
+// and is kept out, named in IbPortCounters::saturated (by its PortCounters
+// name) unless a later readable value of it follows. Outputs of many hosts
 // in one file (pdsh / clush "host: " prefixes, dshbak blocks) are split per
 // host (host_lines.h); the host is the prefix's, else the path's.
 //
@@ -275,10 +276,13 @@ class PerfqueryReader final : public StepReader {
         default: break;
       }
       if (slot == nullptr) continue;
+      static constexpr const char* kCanonical[] = {
+          "PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait", "PortXmitDiscards",
+          "SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors"};
+      std::string canonical = kCanonical[fi];
       if (!s.extended && *v == (info.bits >= 64 ? UINT64_MAX : (uint64_t{1} << info.bits) - 1)) {
-        std::string nm(fname);
-        if (std::find(p.c.saturated.begin(), p.c.saturated.end(), nm) == p.c.saturated.end()) {
-          p.c.saturated.push_back(std::move(nm));
+        if (std::find(p.c.saturated.begin(), p.c.saturated.end(), canonical) == p.c.saturated.end()) {
+          p.c.saturated.push_back(std::move(canonical));
         }
         slot->reset();
         continue;
@@ -290,10 +294,7 @@ class PerfqueryReader final : public StepReader {
       }
       *slot = static_cast<int64_t>(data ? *v * 4 : *v);
       p.from_extended[fi] = s.extended;
-      if (s.extended) {
-        std::string nm(fname);
-        std::erase(p.c.saturated, nm);
-      }
+      std::erase(p.c.saturated, canonical);  // a later, readable value replaces it
     }
     for (Stream& s : streams.all()) close_block(s);
 
