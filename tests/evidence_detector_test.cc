@@ -527,8 +527,8 @@ TEST(NetworkDetectorTest, PortCountersOfOneCongestedSwitchNameItOnTheirOwn) {
   EXPECT_EQ(shared[0]->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_NE(shared[0]->message.find("node-00, node-01"), std::string::npos) << shared[0]->message;
   ASSERT_EQ(shared[0]->evidence.size(), 1u);
-  ASSERT_TRUE(shared[0]->evidence[0].src.has_value());
-  EXPECT_EQ(shared[0]->evidence[0].src->file, 2u);
+  ASSERT_TRUE(shared[0]->evidence[0].source.has_value());
+  EXPECT_EQ(shared[0]->evidence[0].source->file, 2u);
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
   const Culprit& top = r.v.culprits.front();
   EXPECT_EQ(top.cause_class, "external");
@@ -556,6 +556,24 @@ TEST(NetworkDetectorTest, OneHostWaitingMuchLongerIsNoSwitchPattern) {
   };
   Result r = Diagnose(c);
   EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+}
+
+TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaitingMuchLongerNamesItsSwitchWithLowConfidence) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    auto w = Waits(0.04);
+    w["node-03"] = 0.3;
+    SwitchCounters(n, w);
+    n.switch_of["node-03"] = "leaf-4";  // alone on its switch
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-4");
+  EXPECT_EQ(shared[0]->entity.host, "node-03");
+  EXPECT_EQ(shared[0]->confidence, 0.5);
+  EXPECT_EQ(shared[0]->message.rfind("the only host of the job on switch leaf-4 (node-03)", 0), 0u)
+      << shared[0]->message;
 }
 
 TEST(NetworkDetectorTest, PortCountersWithoutASwitchMapOrWithOneSwitchSayNothing) {

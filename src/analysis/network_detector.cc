@@ -149,7 +149,8 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
 // share of sending time spent waiting for credits per byte sent, which
 // every host of a ring all-reduce shows a little of (ordinary incast) and
 // hosts behind a congested leaf much more of. One switch whose every host
-// (>= 2, all of its mapped hosts measured) has a log ratio >=
+// (all of its mapped hosts measured; one host alone on its switch at lower
+// confidence) has a log ratio >=
 // port_wait_z robust z above the hosts on the other switches (>= 3; median
 // and MAD of their log ratios, MAD floored at port_wait_mad_floor), with
 // the switch's median >= port_wait_ratio x the others' median.
@@ -187,7 +188,11 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
   for (auto& [sw, members] : by_switch) {
     size_t on_switch = 0;
     for (auto& [h, s2] : net.switch_of) on_switch += s2 == sw;
-    if (members.size() < 2 || members.size() < on_switch) continue;
+    // A host alone on its switch (per the map) counts too: its waits are
+    // the switch port in front of it withholding credits on every rail, so
+    // the switch or what lies behind it, not one NIC or cable; with no
+    // neighbour to confirm it, at lower confidence.
+    if (members.size() < on_switch) continue;
     std::vector<double> others, mine;
     for (auto& [h, r] : log_ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
     if (others.size() < 3) continue;
@@ -210,12 +215,14 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
       f.ranks.insert(f.ranks.end(), r.begin(), r.end());
     }
     f.confidence = min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
+    if (sorted.size() == 1) f.confidence = 0.5;
     f.message = fmt::format(
-        "every host on switch {} ({}) waits {:.1f}x as long per byte sent as the {} hosts on the "
+        "{} on switch {} ({}) waits {:.1f}x as long per byte sent as the {} hosts on the "
         "other switches (PortXmitWait / PortXmitData over the run, its least-waiting host {:.1f} "
         "robust deviations above theirs): credit back-pressure on that switch's links only, likely "
         "traffic from outside the job",
-        sw, HostList(sorted), times, others.size(), min_z);
+        sorted.size() == 1 ? "the only host of the job" : "every host", sw, HostList(sorted), times,
+        others.size(), min_z);
     f.evidence.push_back({f.message, hosts[sorted.front()].src});
     f.next_steps.push_back(fmt::format(
         "ask the network team what else runs through switch {} (`perfquery` PortXmitWait on its "
