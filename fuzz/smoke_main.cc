@@ -42,6 +42,7 @@ int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi_q(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
 int LaggardFuzz_network_links(const uint8_t* data, size_t size);
+int LaggardFuzz_perfquery(const uint8_t* data, size_t size);
 int LaggardFuzz_agent_log(const uint8_t* data, size_t size);
 int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
 int LaggardFuzz_nccl(const uint8_t* data, size_t size);
@@ -71,6 +72,7 @@ constexpr Target kTargets[] = {
     {"nvidia_smi_q", LaggardFuzz_nvidia_smi_q, 400},
     {"nvidia_smi", LaggardFuzz_nvidia_smi, 150},
     {"network_links", LaggardFuzz_network_links, 80},
+    {"perfquery", LaggardFuzz_perfquery, 200},
     {"agent_log", LaggardFuzz_agent_log, 200},
     {"step_datagram", LaggardFuzz_step_datagram, 400},
     {"nccl", LaggardFuzz_nccl, 80},

@@ -489,6 +489,138 @@ TEST(NetworkDetectorTest, HostsOfOneSwitchWithinRunToRunNoiseAreNotASwitchGroup)
   EXPECT_NE(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
 }
 
+// perfquery counters of six hosts on three switches (two ports each, 1 TB
+// sent per port): PortXmitWait = `wait_per_byte` of the host x the bytes,
+// with a deterministic +-6% spread between hosts and ports.
+void SwitchCounters(NetworkData& n, const std::map<std::string, double>& wait_per_byte) {
+  n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
+                 {"node-03", "leaf-2"}, {"node-04", "leaf-3"}, {"node-05", "leaf-3"}};
+  int i = 0;
+  for (const auto& [host, w] : wait_per_byte) {
+    for (int port = 0; port < 2; ++port, ++i) {
+      IbPortCounters c;
+      c.host = host;
+      c.lid = 10 + i;
+      c.extended = true;
+      c.xmit_data_bytes = 1'000'000'000'000;
+      double spread = 1 + 0.06 * ((i * 7 % 5) - 2) / 2.0;
+      c.xmit_wait_ticks = static_cast<int64_t>(w * spread * 1e12);
+      c.src = SourceRef{2, static_cast<uint32_t>(1 + 26 * port)};
+      n.port_counters.push_back(c);
+    }
+  }
+}
+
+std::map<std::string, double> Waits(double leaf1, double others = 0.04) {
+  return {{"node-00", leaf1}, {"node-01", leaf1 * 1.1}, {"node-02", others},
+          {"node-03", others * 1.05}, {"node-04", others * 0.95}, {"node-05", others}};
+}
+
+TEST(NetworkDetectorTest, PortCountersOfOneCongestedSwitchNameItOnTheirOwn) {
+  Cluster c;  // step times unremarkable: the congestion slowed every rank alike
+  c.network = [](NetworkData& n) { SwitchCounters(n, Waits(0.16)); };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+  EXPECT_EQ(shared[0]->pattern, "port_counters");
+  EXPECT_EQ(shared[0]->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_NE(shared[0]->message.find("node-00, node-01"), std::string::npos) << shared[0]->message;
+  ASSERT_EQ(shared[0]->evidence.size(), 1u);
+  ASSERT_TRUE(shared[0]->evidence[0].source.has_value());
+  EXPECT_EQ(shared[0]->evidence[0].source->file, 2u);
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause, "shared_switch");
+  EXPECT_EQ(top.entity.switch_name, "leaf-1");
+  EXPECT_EQ(top.entity.host, "node-00");
+  EXPECT_GE(top.confidence, 0.6);
+  EXPECT_LE(top.confidence, 0.7);
+}
+
+TEST(NetworkDetectorTest, PortCountersWithinHostToHostNoiseNameNoSwitch) {
+  Cluster c;
+  c.network = [](NetworkData& n) { SwitchCounters(n, Waits(0.046)); };  // 15% above: noise
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+  EXPECT_NE(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+}
+
+TEST(NetworkDetectorTest, OneHostWaitingMuchLongerIsNoSwitchPattern) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    auto w = Waits(0.04);
+    w["node-03"] = 0.3;  // its switch neighbour node-02 is normal
+    SwitchCounters(n, w);
+  };
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+}
+
+TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaitingMuchLongerNamesItsSwitchWithLowConfidence) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    auto w = Waits(0.04);
+    w["node-03"] = 0.3;
+    SwitchCounters(n, w);
+    n.switch_of["node-03"] = "leaf-4";  // alone on its switch
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-4");
+  EXPECT_EQ(shared[0]->entity.host, "node-03");
+  EXPECT_EQ(shared[0]->confidence, 0.5);
+  EXPECT_EQ(shared[0]->message.rfind("the only host of the job on switch leaf-4 (node-03)", 0), 0u)
+      << shared[0]->message;
+}
+
+TEST(NetworkDetectorTest, PortCountersWithoutASwitchMapOrWithOneSwitchSayNothing) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, Waits(0.16));
+    n.switch_of.clear();
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, Waits(0.16));
+    for (auto& [h, sw] : n.switch_of) sw = "leaf-1";
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
+TEST(NetworkDetectorTest, HostsThatSentAlmostNothingOverInfinibandAreLeftOut) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, Waits(0.04));
+    // node-00 and node-01 fell back to sockets: their IB ports carried only
+    // management traffic, waiting a large share of it.
+    for (IbPortCounters& p : n.port_counters) {
+      if (p.host == "node-00" || p.host == "node-01") {
+        p.xmit_data_bytes = 1'000'000;
+        p.xmit_wait_ticks = 900'000;
+      }
+    }
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
+TEST(VerdictEvidenceTest, PortCountersAndAJobSlowdownTogetherNameTheSwitchWithMoreConfidence) {
+  Cluster c;
+  c.synchronised = true;
+  c.slow = std::vector<double>(kHosts * kGpus, 1.3);  // the whole job slows from step 20
+  c.network = [](NetworkData& n) { SwitchCounters(n, Waits(0.16)); };
+  Result r = Diagnose(c);
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  const Culprit& top = r.v.culprits.front();
+  EXPECT_EQ(top.cause, "shared_switch");
+  EXPECT_EQ(top.entity.switch_name, "leaf-1");
+  EXPECT_GT(top.confidence, 0.7);
+  ASSERT_GE(top.evidence.size(), 2u);
+  EXPECT_EQ(top.evidence[1].rfind("step times: ", 0), 0u) << top.evidence[1];
+}
+
 TEST(VerdictEvidenceTest, SlowNcclTestsHostWithADowngradedPcieGpuNamesTheGpu) {
   Cluster c;
   c.synchronised = true;

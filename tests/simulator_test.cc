@@ -281,7 +281,7 @@ TEST(SimulatorTest, RunDirectoryHasEveryFileOfTheLayout) {
   Write(s, Small(3, 2, 30));
   for (const char* host : {"node-00", "node-01", "node-02"}) {
     for (const char* f : {"nvidia-smi-dmon.txt", "nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi-topo.txt",
-                          "nvidia-smi-nvlink.txt", "ibstat.txt", "ethtool-eth0.txt"}) {
+                          "nvidia-smi-nvlink.txt", "ibstat.txt", "ethtool-eth0.txt", "perfquery.txt"}) {
       EXPECT_TRUE(fs::exists(s.dir.File(std::string(host) + "/" + f))) << host << "/" << f;
     }
   }
@@ -583,6 +583,64 @@ TEST(SimulatorTest, SharedSwitchCongestionIsPeriodicOnOneSwitch) {
   EXPECT_EQ(f["culprits"]["switch"], "leaf-02");
   EXPECT_EQ(f["culprits"]["hosts"], json({"node-03", "node-04", "node-05"}));
   EXPECT_EQ(s.truth["switches"]["leaf-02"].size(), 3u);
+}
+
+// PortXmitWait / PortXmitData of every port of a host's perfquery.txt.
+std::vector<double> WaitPerWord(const std::string& text) {
+  std::vector<double> out;
+  double data = 0;
+  for (const std::string& l : Lines(text)) {
+    if (l.rfind("PortXmitData:", 0) == 0) data = std::stod(l.substr(l.find_last_of('.') + 1));
+    if (l.rfind("PortXmitWait:", 0) == 0) out.push_back(std::stod(l.substr(l.find_last_of('.') + 1)) / data);
+  }
+  return out;
+}
+
+TEST(SimulatorTest, PerfqueryCountersShowTheCongestedSwitchsHostsWaiting) {
+  Sim s;
+  sim::ClusterScenario sc = Small(6, 2, 80);
+  sc.nodes_per_switch = 2;
+  sc.faults = {F("shared_switch_congestion@node-04..node-05:0.5,period=20,duration=5,onset=0")};
+  auto o = Outputs();
+  o.hardware = false;
+  Write(s, sc, o);
+  std::string pq = s.File("node-00/perfquery.txt");
+  auto lines = Lines(pq);
+  ASSERT_EQ(lines.size(), 2u * 26u);  // one `perfquery -x` block per IB CA
+  EXPECT_EQ(lines[0], "# Port extended counters: Lid 2 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  EXPECT_EQ(lines[1], "PortSelect:......................1");
+  EXPECT_EQ(lines[26], "# Port extended counters: Lid 3 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  // The lids are ibstat's base lids.
+  EXPECT_NE(s.File("node-00/ibstat.txt").find("Base lid: 3\n"), std::string::npos);
+  // Quiet hosts wait ~4% of their sending time; the congested switch's hosts
+  // wait 0.5 / 0.5 x 25% of the steps more.
+  double quiet = 0, congested = 0;
+  for (int n : {0, 1, 2, 3}) {
+    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n)))) quiet = std::max(quiet, w);
+  }
+  congested = 1e9;
+  for (int n : {4, 5}) {
+    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n)))) congested = std::min(congested, w);
+  }
+  EXPECT_GT(congested, 3 * quiet);
+  // The same seed without the fault: identical traffic, no extra wait.
+  Sim h;
+  sc.faults.clear();
+  Write(h, sc, o);
+  EXPECT_EQ(h.File("node-00/perfquery.txt"), pq);
+  EXPECT_LT(WaitPerWord(h.File("node-05/perfquery.txt"))[0], 1.5 * quiet);
+}
+
+TEST(SimulatorTest, PerfqueryCannotQueryADownPort) {
+  Sim s;
+  sim::ClusterScenario sc = Small(2, 2, 20);
+  sc.faults = {F("ib_port_down@node-01:mlx5_1")};
+  auto o = Outputs();
+  o.hardware = false;
+  Write(s, sc, o);
+  std::string pq = s.File("node-01/perfquery.txt");
+  EXPECT_NE(pq.find("perfquery: iberror: failed: classportinfo query\n"), std::string::npos);
+  EXPECT_EQ(Lines(pq).size(), 26u + 2u);
 }
 
 TEST(SimulatorTest, PeriodicInterferenceSlowsEveryPeriodthStep) {

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "simulator/cluster.h"
@@ -249,6 +251,26 @@ TEST(VerdictScenarioTest, SmallPerStepVariableWorkIsStillImbalance) {
   EXPECT_EQ(d.v.status, VerdictStatus::kJobWide) << d.v.summary;
 }
 
+TEST(VerdictScenarioTest, CongestedSwitchIsNamedByItsHostsPortCounters) {
+  TempDir dir;
+  sim::ClusterScenario sc = Scenario(7, 12, sim::FaultKind::kSharedSwitchCongestion, 0.3);
+  Diagnosis d = Simulate(sc, dir);
+  const Finding* f = Find(d.a.network.findings, FindingCode::kNetSharedSwitch);
+  ASSERT_NE(f, nullptr) << d.v.summary;
+  EXPECT_EQ(f->pattern, "port_counters");
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  const Culprit& top = d.v.culprits.front();
+  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause, "shared_switch");
+  ASSERT_TRUE(top.entity.switch_name.has_value());
+  // The truth's switch: the fault's nodes are one leaf of switch-map.csv.
+  sc.faults.front().target = {};
+  ASSERT_TRUE(sim::ResolveScenario(&sc).ok());
+  const auto& nodes = sc.faults.front().target.nodes;
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(top.entity.host, fmt::format("node-{:02d}", nodes.front()));
+}
+
 TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
   for (uint64_t seed : {1u, 2u, 3u, 4u}) {
     TempDir dir;
@@ -256,6 +278,7 @@ TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
     EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceLateGroup), nullptr) << "seed " << seed;
     EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr) << "seed " << seed;
     EXPECT_NE(d.v.status, VerdictStatus::kStraggler) << "seed " << seed << ": " << d.v.summary;
+    EXPECT_EQ(Find(d.a.network.findings, FindingCode::kNetSharedSwitch), nullptr) << "seed " << seed;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "analysis/network_detector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -140,6 +141,98 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
     return f;
   }
   return std::nullopt;
+}
+
+// Per-switch congestion from port counters (issue: shared_switch_congestion
+// leaves no trace in step times or nccl-tests taken while the switch is
+// quiet). Per host, PortXmitWait / PortXmitData summed over its ports: the
+// share of sending time spent waiting for credits per byte sent, which
+// every host of a ring all-reduce shows a little of (ordinary incast) and
+// hosts behind a congested leaf much more of. One switch whose every host
+// (all of its mapped hosts measured; one host alone on its switch at lower
+// confidence) has a log ratio >=
+// port_wait_z robust z above the hosts on the other switches (>= 3; median
+// and MAD of their log ratios, MAD floored at port_wait_mad_floor), with
+// the switch's median >= port_wait_ratio x the others' median.
+std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const RankMap& ranks,
+                                                const NetworkDetectorOptions& o) {
+  if (net.switch_of.empty() || net.port_counters.empty()) return std::nullopt;
+  struct Host {
+    double wait_ticks = 0, data_bytes = 0;
+    std::optional<SourceRef> src;
+  };
+  std::map<std::string, Host> hosts;
+  for (const IbPortCounters& c : net.port_counters) {
+    if (!c.host || !c.xmit_wait_ticks || !c.xmit_data_bytes) continue;
+    Host& h = hosts[*c.host];
+    h.wait_ticks += static_cast<double>(*c.xmit_wait_ticks);
+    h.data_bytes += static_cast<double>(*c.xmit_data_bytes);
+    if (!h.src) h.src = c.src;
+  }
+  // Hosts that carried the job's traffic over InfiniBand (not one that fell
+  // back to sockets, whose ports only carry management traffic).
+  std::vector<double> data;
+  for (auto& [h, v] : hosts) data.push_back(v.data_bytes);
+  double typical = Median(data).value_or(0);
+  std::map<std::string, double> log_ratio;
+  for (auto& [h, v] : hosts) {
+    if (v.data_bytes <= 0 || v.wait_ticks <= 0 || v.data_bytes < o.port_min_data_share * typical) continue;
+    if (!net.switch_of.count(h)) continue;
+    log_ratio[h] = std::log(v.wait_ticks / v.data_bytes);
+  }
+  std::map<std::string, std::vector<std::string>> by_switch;
+  for (auto& [h, r] : log_ratio) by_switch[net.switch_of.at(h)].push_back(h);
+  if (by_switch.size() < 2) return std::nullopt;
+  std::optional<Finding> best;
+  double best_z = 0;
+  for (auto& [sw, members] : by_switch) {
+    size_t on_switch = 0;
+    for (auto& [h, s2] : net.switch_of) on_switch += s2 == sw;
+    // A host alone on its switch (per the map) counts too: its waits are
+    // the switch port in front of it withholding credits on every rail, so
+    // the switch or what lies behind it, not one NIC or cable; with no
+    // neighbour to confirm it, at lower confidence.
+    if (members.size() < on_switch) continue;
+    std::vector<double> others, mine;
+    for (auto& [h, r] : log_ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
+    if (others.size() < 3) continue;
+    double m = Median(others).value_or(0);
+    double scale = std::max(1.4826 * Mad(others).value_or(0), o.port_wait_mad_floor);
+    double min_z = (*std::min_element(mine.begin(), mine.end()) - m) / scale;
+    double times = std::exp(Median(mine).value_or(m) - m);
+    if (min_z < o.port_wait_z || times < o.port_wait_ratio || (best && min_z <= best_z)) continue;
+    std::vector<std::string> sorted = members;
+    std::sort(sorted.begin(), sorted.end(), NaturalLess);
+    Finding f;
+    f.code = FindingCode::kNetSharedSwitch;
+    f.severity = Describe(f.code).severity;
+    f.entity.switch_name = sw;
+    f.entity.host = sorted.front();
+    f.cause = "shared_switch";
+    f.pattern = "port_counters";
+    for (const std::string& h : sorted) {
+      auto r = ranks.RanksOnHost(h);
+      f.ranks.insert(f.ranks.end(), r.begin(), r.end());
+    }
+    f.confidence = min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
+    if (sorted.size() == 1) f.confidence = 0.5;
+    f.message = fmt::format(
+        "{} on switch {} ({}) waits {:.1f}x as long per byte sent as the {} hosts on the "
+        "other switches (PortXmitWait / PortXmitData over the run, its least-waiting host {:.1f} "
+        "robust deviations above theirs): credit back-pressure on that switch's links only, likely "
+        "traffic from outside the job",
+        sorted.size() == 1 ? "the only host of the job" : "every host", sw, HostList(sorted), times,
+        others.size(), min_z);
+    f.evidence.push_back({f.message, hosts[sorted.front()].src});
+    f.next_steps.push_back(fmt::format(
+        "ask the network team what else runs through switch {} (`perfquery` PortXmitWait on its "
+        "uplink ports, the switch's congestion counters); move the job off it or rerun nccl-tests "
+        "between {} and a host on another switch while the job is slow",
+        sw, sorted.front()));
+    best = std::move(f);
+    best_z = min_z;
+  }
+  return best;
 }
 
 }  // namespace
@@ -565,6 +658,20 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
   }
   if (!shared_switch_named) {
     if (auto f = SwitchGroupFinding(a, net, ranks, o)) a.findings.push_back(std::move(*f));
+  }
+  if (auto f = PortCounterSwitchFinding(net, ranks, o)) {
+    // The counters confirm a switch already named from the hosts' slowness:
+    // one finding, with both pieces of evidence.
+    auto same = std::find_if(a.findings.begin(), a.findings.end(), [&](const Finding& g) {
+      return g.code == FindingCode::kNetSharedSwitch && g.entity.switch_name == f->entity.switch_name;
+    });
+    if (same != a.findings.end()) {
+      same->evidence.push_back(f->evidence.front());
+      same->confidence = std::min(0.8, std::max(same->confidence, f->confidence) + 0.1);
+      same->pattern = "port_counters";
+    } else {
+      a.findings.push_back(std::move(*f));
+    }
   }
   return a;
 }

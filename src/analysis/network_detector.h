@@ -25,6 +25,10 @@
 //                no GDRDMA connection on a host while others have them -> no_gdr
 //   topology     a GPU whose nearest NIC is NODE/SYS away while most GPUs
 //                have one at PIX/PXB -> poor_path
+//   counters     every host of one switch waits for credits per byte sent
+//                (perfquery PortXmitWait / PortXmitData) far more than the
+//                other switches' hosts (robust z >= 4 and >= 1.5x their
+//                median) -> shared_switch, pattern port_counters
 //   switch       >= 2 suspect hosts (from step/trace/network findings), all
 //                on one switch of the host->switch map, with other switches'
 //                hosts fine -> shared_switch
@@ -51,6 +55,19 @@ struct NetworkDetectorOptions {
   // switch_peer_ratio (nccl-tests repeat within ~1-3% on a quiet fabric).
   double switch_group_ratio = 0.93;
   double switch_peer_ratio = 0.97;
+  // Port counters (perfquery): a switch whose every host waits for credits
+  // (PortXmitWait / PortXmitData) at >= port_wait_z robust z above the hosts
+  // on other switches and >= port_wait_ratio x their median. z 4: a host's
+  // chance of passing by noise is < 1e-4 under a normal spread, and every
+  // host of the switch must pass; 1.5x: leaves with different cabling or
+  // firmware differ by tens of percent, a congested one by multiples. The
+  // MAD floor (0.05 in log, 5%) keeps identical hosts from making any
+  // difference significant. Hosts that sent < port_min_data_share of the
+  // median host's bytes did not carry the job's traffic (NET/Socket).
+  double port_wait_z = 4;
+  double port_wait_ratio = 1.5;
+  double port_wait_mad_floor = 0.05;
+  double port_min_data_share = 0.1;
 };
 
 struct NcclTestStats {

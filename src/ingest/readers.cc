@@ -28,6 +28,7 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   set.owned.push_back(MakeIbvDevinfoReader());
   set.owned.push_back(MakeEthtoolReader());
   set.owned.push_back(MakeSwitchMapReader());
+  set.owned.push_back(MakePerfqueryReader());
   set.owned.push_back(MakeDcgmiDmonReader());
   set.owned.push_back(MakeDcgmiDiagReader());
   set.owned.push_back(MakeDcgmExporterReader());

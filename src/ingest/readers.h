@@ -62,6 +62,9 @@ std::unique_ptr<StepReader> MakeIbstatusReader();
 std::unique_ptr<StepReader> MakeIbvDevinfoReader();
 std::unique_ptr<StepReader> MakeEthtoolReader();
 std::unique_ptr<StepReader> MakeSwitchMapReader();
+// `perfquery` / `perfquery -x` port counters (perfquery.cc): one
+// IbPortCounters per (host, LID, port), also from pdsh / dshbak captures.
+std::unique_ptr<StepReader> MakePerfqueryReader();
 // The hardware log of `laggard agent` (hardware.jsonl): GPU samples and facts,
 // XIDs, lost GPUs, InfiniBand ports and network links.
 std::unique_ptr<StepReader> MakeAgentLogReader();

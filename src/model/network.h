@@ -10,6 +10,8 @@
 //   ├── nccl_ranks[]    one per (host, pid, device) seen in an NCCL_DEBUG=INFO
 //   │                   log: version, network plugin, NICs, GDR, transports
 //   ├── topologies[]    one `nvidia-smi topo -m` matrix per host
+//   ├── port_counters[] one per (host, LID, port) queried with `perfquery`:
+//   │                   traffic, congestion (PortXmitWait) and error counters
 //   └── switch_of       host -> switch, from a user's CSV map
 //
 // Host names are as the tools print them; a file without one gets its host
@@ -150,6 +152,34 @@ struct TopologyMatrix {
   SourceRef src;
 };
 
+// One port's performance counters from `perfquery` (PortCounters, 32-bit)
+// or `perfquery -x` (PortCountersExtended, 64-bit), cumulative since the
+// last reset. perfquery names the port by LID and port number only; the CA
+// is the ibstat port of the same host whose IbPort::base_lid is `lid`.
+// A 32-bit counter stuck at its maximum has saturated: it is kept out
+// (nullopt) and its name listed in `saturated`.
+struct IbPortCounters {
+  std::optional<std::string> host;
+  std::optional<int64_t> lid;              // "Lid 75" of the header
+  int32_t port = 1;                        // "port 1" of the header (255: all ports)
+  bool extended = false;                   // a `perfquery -x` block was read
+  std::optional<int64_t> xmit_data_bytes;  // PortXmitData x 4 (counted in 4-octet words)
+  std::optional<int64_t> rcv_data_bytes;   // PortRcvData x 4
+  std::optional<int64_t> xmit_pkts;
+  std::optional<int64_t> rcv_pkts;
+  // Ticks during which the port had data to send but no flow-control
+  // credits (back-pressure from the link's far end); the tick length is
+  // the device's.
+  std::optional<int64_t> xmit_wait_ticks;
+  std::optional<int64_t> xmit_discards;
+  std::optional<int64_t> symbol_errors;
+  std::optional<int64_t> link_error_recoveries;
+  std::optional<int64_t> link_downed;
+  std::optional<int64_t> rcv_errors;
+  std::vector<std::string> saturated;      // names of 32-bit counters at their maximum
+  SourceRef src;                           // the header line
+};
+
 struct NetworkData {
   std::vector<IbPort> ib_ports;
   std::vector<EthLink> eth_links;
@@ -158,10 +188,12 @@ struct NetworkData {
   std::vector<TopologyMatrix> topologies;
   std::map<std::string, std::string> switch_of;  // host -> switch
   std::map<std::string, SourceRef> switch_src;   // host -> where the map said so
+  std::vector<IbPortCounters> port_counters;     // appended: perfquery
 
   bool empty() const {
     return ib_ports.empty() && eth_links.empty() && nccl_tests.empty() && nccl_ranks.empty() &&
-           topologies.empty() && switch_of.empty();
+           topologies.empty() && switch_of.empty() &&
+           port_counters.empty();
   }
 };
 

@@ -680,6 +680,7 @@ void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& in
     // link; a rail whose port is down shares the neighbouring NIC.
     double out;
     std::vector<int> load(static_cast<size_t>(g_), 0);
+    if (st) st->rail_nic.clear();
     bool any_up = false;
     for (int i = 0; i < g_; ++i) any_up = any_up || up[static_cast<size_t>(i)];
     if (socket || !any_up) {
@@ -689,6 +690,7 @@ void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& in
         int nic = i;
         for (int d = 0; d < g_ && !up[static_cast<size_t>(nic)]; ++d) nic = (i ^ 1) < g_ && d == 0 ? (i ^ 1) : (i + d + 1) % g_;
         ++load[static_cast<size_t>(nic)];
+        if (st) st->rail_nic.push_back(nic);
       }
       double slowest = std::numeric_limits<double>::infinity();
       for (int i = 0; i < g_; ++i) {

@@ -216,6 +216,10 @@ struct NodeState {
   std::vector<double> power_limit_w;   // per GPU
   std::vector<std::optional<double>> locked_clock_mhz;  // per GPU
   bool socket_fallback = false;
+  // The NIC carrying rail i's traffic to other nodes (i itself, or a
+  // neighbour when port i is down); empty when NCCL uses sockets or no port
+  // is up.
+  std::vector<int> rail_nic;
   double intra_busbw_gbps = 0;  // all-reduce bus bandwidth inside the node
   double inter_busbw_gbps = 0;  // all-reduce bus bandwidth through its NICs
 };

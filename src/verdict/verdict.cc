@@ -603,19 +603,27 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
   // what a congested switch does to a ring — or synchronised step times
   // (what any slow link looks like from the ranks), the switch's hosts are
   // the culprit, outside the job.
+  // Port counters that show every host of one switch waiting for credits
+  // far more than the rest name the switch on their own (a direct
+  // observation of the congestion, at most 0.7), more when the job's steps
+  // slow down together as well.
   for (const Finding& f : a.network.findings) {
-    if (f.code != FindingCode::kNetSharedSwitch || f.pattern != "switch_group") continue;
+    if (f.code != FindingCode::kNetSharedSwitch ||
+        (f.pattern != "switch_group" && f.pattern != "port_counters")) {
+      continue;
+    }
+    const bool counters = f.pattern == "port_counters";
     bool covered = std::any_of(out.begin(), out.end(), [&](const Culprit& c) {
       return c.entity.switch_name == f.entity.switch_name;
     }) || std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
       return c.entity.host && std::find(f.ranks.begin(), f.ranks.end(), c.entity.rank.value_or(-1)) != f.ranks.end();
     });
-    if (covered || v.status == VerdictStatus::kStraggler) continue;
+    if (covered || (v.status == VerdictStatus::kStraggler && !counters)) continue;
     const Finding* episodes = FirstOf(a.steps, FindingCode::kPeriodicSlowdown);
     if (!episodes) episodes = FirstOf(a.steps, FindingCode::kJobSlowdown);
     const Finding* comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound);
     const Finding* sync = FirstOf(a.steps, FindingCode::kStepsSynchronised);
-    if (!episodes && !comm && !sync) continue;
+    if (!episodes && !comm && !sync && !counters) continue;
     Culprit c;
     c.entity.host = f.entity.host;
     c.entity.switch_name = f.entity.switch_name;
@@ -623,7 +631,12 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     c.cause_class = "external";
     c.cause = "shared_switch";
     c.slowdown = f.slowdown;
-    c.confidence = std::min(0.7, f.confidence + (episodes && comm ? 0.15 : 0.1));
+    if (counters) {
+      c.confidence = std::min(0.7, f.confidence);
+      if (episodes) c.confidence = std::min(0.85, c.confidence + (comm ? 0.15 : 0.1));
+    } else {
+      c.confidence = std::min(0.7, f.confidence + (episodes && comm ? 0.15 : 0.1));
+    }
     c.evidence.push_back("switch: " + f.message);
     if (episodes) c.evidence.push_back("step times: " + episodes->message);
     if (comm) c.evidence.push_back("traces: " + comm->message);
