@@ -668,12 +668,23 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   // stay findings.
   if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
   std::vector<const Finding*> cands;
+  const Finding* late_trace = nullptr;  // the candidate's rank's late arrival, not blamed alone
   for (const Finding& f : a.hardware.findings) {
     if (!IsGpuCause(f.code) || !f.entity.host || !f.entity.gpu) continue;
     bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
     // A late-arrival analysis that found nobody late speaks against a
-    // compute cause: the GPU would make its rank late.
-    if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0) continue;
+    // compute cause: the GPU would make its rank late. Unless its rank is
+    // the one last at the collectives, by too little to be blamed on
+    // arrival order alone: the GPU's own metrics explain it.
+    bool late_here = false;
+    std::optional<int32_t> rank = a.ranks.RankOf(*f.entity.host, *f.entity.gpu);
+    for (const Finding& t : a.traces.findings) {
+      if (t.code == FindingCode::kTraceLateArrival && rank && t.entity.rank == rank) {
+        late_here = true;
+        late_trace = &t;
+      }
+    }
+    if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0 && !late_here) continue;
     cands.push_back(&f);
   }
   if (cands.size() != 1) return std::nullopt;
@@ -685,10 +696,14 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   c.cause = f.cause;
   c.confidence = std::min(0.5, f.confidence);
   c.evidence.push_back("GPU: " + f.message);
-  c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
-                              "slows every collective, not one rank"
-                            : "step times are synchronised and no traces name a late rank: "
-                              "unconfirmed by timing");
+  if (late_trace != nullptr && late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
+    c.evidence.push_back("traces: " + late_trace->message);
+  } else {
+    c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
+                                "slows every collective, not one rank"
+                              : "step times are synchronised and no traces name a late rank: "
+                                "unconfirmed by timing");
+  }
   return c;
 }
 
