@@ -805,20 +805,23 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   }
   // A late rank inside a block of ranks that all compute more is one of
   // that block (a pipeline stage), not a lone culprit.
+  // A compute block that costs >= the floor becomes the group; `must_hold`
+  // (a late rank) has to be one of its ranks.
   bool by_compute = false;
-  if (late && !variable_work) {
+  auto take_compute_block = [&](std::optional<size_t> must_hold) {
     double block_excess = 0;
     std::vector<size_t> block = FindComputeBlock(step_compute, &block_excess);
-    if (std::find(block.begin(), block.end(), best) != block.end()) {
-      std::vector<char> in(R, 0);
-      for (size_t gi : block) in[gi] = 1;
-      if (GroupDelay(in, inst_arrivals) >= min_cost) {
-        group = std::move(block);
-        group_excess = block_excess;
-        by_compute = true;
-        late = false;
-      }
-    }
+    if (block.empty() || (must_hold && std::find(block.begin(), block.end(), *must_hold) == block.end())) return;
+    std::vector<char> in(R, 0);
+    for (size_t gi : block) in[gi] = 1;
+    if (GroupDelay(in, inst_arrivals) < min_cost) return;
+    group = std::move(block);
+    group_excess = block_excess;
+    by_compute = true;
+  };
+  if (late && !variable_work) {
+    take_compute_block(best);
+    if (by_compute) late = false;
   }
   if (!late && !variable_work && group.empty() && R >= 3) {
     group = FindLateGroup(lateness, &group_excess);
@@ -850,17 +853,7 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::optional<double> compute_excess;
   if (!late && group.empty() && !variable_work) {
     step_compute = ComputeMatrix(traces);
-    double block_excess = 0;
-    std::vector<size_t> block = FindComputeBlock(step_compute, &block_excess);
-    if (!block.empty()) {
-      std::vector<char> in(R, 0);
-      for (size_t gi : block) in[gi] = 1;
-      if (GroupDelay(in, inst_arrivals) >= min_cost) {
-        group = std::move(block);
-        group_excess = block_excess;
-        by_compute = true;
-      }
-    }
+    take_compute_block(std::nullopt);
     if (!by_compute) {
       if (auto co = FindComputeOutlier(step_compute)) {
         best = co->first;
