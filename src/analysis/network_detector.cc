@@ -12,6 +12,24 @@
 namespace laggard {
 namespace {
 
+// A net.shared_switch finding naming switch `sw` and its hosts (sorted,
+// the first as the entity's host) with all their ranks.
+Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted, const char* pattern,
+                      const RankMap& ranks) {
+  Finding f;
+  f.code = FindingCode::kNetSharedSwitch;
+  f.severity = Describe(f.code).severity;
+  f.entity.switch_name = sw;
+  f.entity.host = sorted.front();
+  f.cause = "shared_switch";
+  f.pattern = pattern;
+  for (const std::string& h : sorted) {
+    auto r = ranks.RanksOnHost(h);
+    f.ranks.insert(f.ranks.end(), r.begin(), r.end());
+  }
+  return f;
+}
+
 std::string HostList(const std::vector<std::string>& hosts) {
   std::string s;
   for (size_t i = 0; i < hosts.size(); ++i) s += (i ? ", " : "") + hosts[i];
@@ -112,17 +130,7 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
     std::vector<double> ratios;
     for (const std::string& h : sorted) ratios.push_back(best[h]);
     double ratio = Median(ratios).value_or(1);
-    Finding f;
-    f.code = FindingCode::kNetSharedSwitch;
-    f.severity = Describe(f.code).severity;
-    f.entity.switch_name = sw;
-    f.entity.host = sorted.front();
-    f.cause = "shared_switch";
-    f.pattern = "switch_group";
-    for (const std::string& h : sorted) {
-      auto r = ranks.RanksOnHost(h);
-      f.ranks.insert(f.ranks.end(), r.begin(), r.end());
-    }
+    Finding f = SwitchFinding(sw, sorted, "switch_group", ranks);
     f.slowdown = 1 - ratio;
     f.confidence = 0.5;
     f.message = fmt::format(
@@ -203,17 +211,7 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
     if (min_z < o.port_wait_z || times < o.port_wait_ratio || (best && min_z <= best_z)) continue;
     std::vector<std::string> sorted = members;
     std::sort(sorted.begin(), sorted.end(), NaturalLess);
-    Finding f;
-    f.code = FindingCode::kNetSharedSwitch;
-    f.severity = Describe(f.code).severity;
-    f.entity.switch_name = sw;
-    f.entity.host = sorted.front();
-    f.cause = "shared_switch";
-    f.pattern = "port_counters";
-    for (const std::string& h : sorted) {
-      auto r = ranks.RanksOnHost(h);
-      f.ranks.insert(f.ranks.end(), r.begin(), r.end());
-    }
+    Finding f = SwitchFinding(sw, sorted, "port_counters", ranks);
     f.confidence = min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
     if (sorted.size() == 1) f.confidence = 0.5;
     f.message = fmt::format(
