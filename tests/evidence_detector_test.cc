@@ -576,6 +576,71 @@ TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaitingMuchLongerNamesItsSwitchWi
       << shared[0]->message;
 }
 
+// A job of five hosts: four on leaf-1, one on leaf-2. One host elsewhere
+// gives no spread for a z; the four all waiting over twice as long name it.
+TEST(NetworkDetectorTest, FourHostsWaitingFarLongerThanTheOneHostElsewhereNameTheirSwitch) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, {{"node-00", 0.16}, {"node-01", 0.17}, {"node-02", 0.15}, {"node-03", 0.16},
+                       {"node-04", 0.04}});
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+  EXPECT_EQ(shared[0]->confidence, 0.55);
+  EXPECT_NE(shared[0]->message.find("too few hosts elsewhere for a spread"), std::string::npos)
+      << shared[0]->message;
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  EXPECT_EQ(r.v.culprits.front().entity.switch_name, "leaf-1");
+  // 1.8x the other host is within what leaves differ by: nothing.
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, {{"node-00", 0.072}, {"node-01", 0.075}, {"node-02", 0.07}, {"node-03", 0.072},
+                       {"node-04", 0.04}});
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
+// The others spread by 2x among themselves (a noisy fabric): leaf-1's
+// hosts are under 4 robust deviations above them, yet each waits 3x their
+// median and more than any of them.
+TEST(NetworkDetectorTest, HostsAboveEveryOtherByMultiplesNameTheirSwitchDespiteANoisySpread) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, {{"node-00", 0.105}, {"node-01", 0.108}, {"node-02", 0.052},
+                       {"node-03", 0.032}, {"node-04", 0.041}, {"node-05", 0.028}});
+    n.switch_of["node-01"] = "leaf-1";
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+  EXPECT_EQ(shared[0]->confidence, 0.55);
+  EXPECT_NE(shared[0]->message.find("robust deviations above theirs; even its least-waiting host"),
+            std::string::npos)
+      << shared[0]->message;
+  // One of the others as high as leaf-1's least: not apart.
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, {{"node-00", 0.105}, {"node-01", 0.108}, {"node-02", 0.11},
+                       {"node-03", 0.032}, {"node-04", 0.041}, {"node-05", 0.028}});
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
+// Two hosts, one per switch: one waiting 3x the other is no switch pattern.
+TEST(NetworkDetectorTest, OneHostAgainstOneOtherIsNoSwitchPattern) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SwitchCounters(n, {{"node-00", 0.12}, {"node-02", 0.04}});
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-02", "leaf-2"}};
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
 TEST(NetworkDetectorTest, PortCountersWithoutASwitchMapOrWithOneSwitchSayNothing) {
   Cluster c;
   c.network = [](NetworkData& n) {

@@ -161,7 +161,10 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
 // confidence) has a log ratio >=
 // port_wait_z robust z above the hosts on the other switches (>= 3; median
 // and MAD of their log ratios, MAD floored at port_wait_mad_floor), with
-// the switch's median >= port_wait_ratio x the others' median.
+// the switch's median >= port_wait_ratio x the others' median; or, with
+// fewer than 3 hosts elsewhere or a spread too wide for z, every host of the
+// switch above every host elsewhere by multiples (port_wait_apart_*), at
+// lower confidence.
 std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const RankMap& ranks,
                                                 const NetworkDetectorOptions& o) {
   if (net.switch_of.empty() || net.port_counters.empty()) return std::nullopt;
@@ -203,24 +206,50 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
     if (members.size() < on_switch) continue;
     std::vector<double> others, mine;
     for (auto& [h, r] : log_ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
-    if (others.size() < 3) continue;
+    if (others.empty()) continue;
     double m = Median(others).value_or(0);
-    double scale = std::max(1.4826 * Mad(others).value_or(0), o.port_wait_mad_floor);
-    double min_z = (*std::min_element(mine.begin(), mine.end()) - m) / scale;
+    double least = *std::min_element(mine.begin(), mine.end());
     double times = std::exp(Median(mine).value_or(m) - m);
-    if (min_z < o.port_wait_z || times < o.port_wait_ratio || (best && min_z <= best_z)) continue;
+    // Robust z against the others' spread, when there are enough of them.
+    std::optional<double> min_z;
+    if (others.size() >= 3) {
+      double scale = std::max(1.4826 * Mad(others).value_or(0), o.port_wait_mad_floor);
+      min_z = (least - m) / scale;
+    }
+    bool by_z = min_z && *min_z >= o.port_wait_z && times >= o.port_wait_ratio;
+    // Or apart: above every other host, by multiples.
+    // (One host against one or two others is no pattern: its own link's far
+    // end could be it.)
+    bool apart = (mine.size() >= 2 || others.size() >= 3) &&
+                 least > *std::max_element(others.begin(), others.end()) &&
+                 std::exp(least - m) >= o.port_wait_apart_min && times >= o.port_wait_apart_ratio;
+    if (!by_z && !apart) continue;
+    // Rank switches by z; one apart without a z ranks by its margin in log.
+    double score = min_z.value_or(0) + (least - m);
+    if (best && score <= best_z) continue;
     std::vector<std::string> sorted = members;
     std::sort(sorted.begin(), sorted.end(), NaturalLess);
     Finding f = SwitchFinding(sw, sorted, "port_counters", ranks);
-    f.confidence = min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
+    if (by_z) {
+      f.confidence = *min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
+    } else {
+      f.confidence = 0.55;
+    }
     if (sorted.size() == 1) f.confidence = 0.5;
+    std::string spread =
+        min_z ? fmt::format("its least-waiting host {:.1f} robust deviations above theirs", *min_z)
+              : std::string("too few hosts elsewhere for a spread");
+    if (!by_z) {
+      spread += fmt::format("; even its least-waiting host waits {:.1f}x their median and more "
+                            "than any of them",
+                            std::exp(least - m));
+    }
     f.message = fmt::format(
-        "{} on switch {} ({}) waits {:.1f}x as long per byte sent as the {} hosts on the "
-        "other switches (PortXmitWait / PortXmitData over the run, its least-waiting host {:.1f} "
-        "robust deviations above theirs): credit back-pressure on that switch's links only, likely "
-        "traffic from outside the job",
+        "{} on switch {} ({}) waits {:.1f}x as long per byte sent as the {} host{} on the "
+        "other switches (PortXmitWait / PortXmitData over the run, {}): credit back-pressure on "
+        "that switch's links only, likely traffic from outside the job",
         sorted.size() == 1 ? "the only host of the job" : "every host", sw, HostList(sorted), times,
-        others.size(), min_z);
+        others.size(), others.size() == 1 ? "" : "s", spread);
     f.evidence.push_back({f.message, hosts[sorted.front()].src});
     f.next_steps.push_back(fmt::format(
         "ask the network team what else runs through switch {} (`perfquery` PortXmitWait on its "
@@ -228,7 +257,7 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
         "between {} and a host on another switch while the job is slow",
         sw, sorted.front()));
     best = std::move(f);
-    best_z = min_z;
+    best_z = score;
   }
   return best;
 }

@@ -68,6 +68,12 @@ struct NetworkDetectorOptions {
   double port_wait_ratio = 1.5;
   double port_wait_mad_floor = 0.05;
   double port_min_data_share = 0.1;
+  // The same with too few hosts elsewhere for a spread (< 3), or a spread
+  // too noisy for z: every host of the switch waits more than every host
+  // elsewhere, the least-waiting of them >= port_wait_apart_min x the
+  // others' median and the switch's median >= port_wait_apart_ratio x it.
+  double port_wait_apart_min = 2;
+  double port_wait_apart_ratio = 2.5;
 };
 
 struct NcclTestStats {
