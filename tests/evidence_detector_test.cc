@@ -428,6 +428,31 @@ TEST(NetworkDetectorTest, SlowHostsOnOneSwitchPointOutsideTheJob) {
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
 }
 
+// node-00 has a port down and node-01 talks NCCL over sockets: both slow,
+// both on leaf-1, each with a fault of its own. Two faults, not the switch.
+TEST(NetworkDetectorTest, SlowHostsOfOneSwitchWithFaultsOfTheirOwnAreNotTheSwitch) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    HealthyPorts(n, 4);
+    n.ib_ports[1].state = "Down";
+    n.ib_ports[1].phys_state = "Polling";
+    for (int h = 0; h < 4; ++h) {
+      NcclRankInfo r;
+      r.host = Host(h);
+      r.net = h == 1 ? "Socket" : "IB";
+      r.gdr = h != 1;
+      n.nccl_ranks.push_back(r);
+    }
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
+                   {"node-03", "leaf-2"}};
+  };
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+  ASSERT_EQ(Codes(r, FindingCode::kNetPortDown).size(), 1u);
+  ASSERT_EQ(Codes(r, FindingCode::kNetSocketFallback).size(), 1u);
+  for (const Culprit& k : r.v.culprits) EXPECT_NE(k.cause, "shared_switch") << r.v.summary;
+}
+
 TEST(VerdictEvidenceTest, SynchronisedStepsAndADownNvlinkNameTheGpuWithLowConfidence) {
   Cluster c;
   c.synchronised = true;

@@ -648,14 +648,29 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     for (const SuspectRank& s : suspects) {
       if (auto g = ranks.GpuOf(s.rank)) slow.insert(g->first);
     }
+    // A slow host with a fault of its own (a port down, a degraded link,
+    // NCCL over sockets) is explained by it; two such hosts on one switch are
+    // two faults, not the switch.
+    std::set<std::string> explained;
+    for (const Finding& f : a.findings) {
+      if ((f.code == FindingCode::kNetPortDown || f.code == FindingCode::kNetLinkDegraded ||
+           f.code == FindingCode::kNetSocketFallback) &&
+          f.entity.host) {
+        explained.insert(*f.entity.host);
+      }
+    }
     std::map<std::string, std::vector<std::string>> by_switch;
+    std::map<std::string, size_t> unexplained;
     for (const std::string& h : slow) {
       auto it = net.switch_of.find(h);
-      if (it != net.switch_of.end()) by_switch[it->second].push_back(h);
+      if (it == net.switch_of.end()) continue;
+      by_switch[it->second].push_back(h);
+      unexplained[it->second] += explained.count(h) == 0;
     }
     std::set<std::string> switches;
     for (auto& [h, sw] : net.switch_of) switches.insert(sw);
-    if (by_switch.size() == 1 && by_switch.begin()->second.size() >= 2 && switches.size() >= 2) {
+    if (by_switch.size() == 1 && by_switch.begin()->second.size() >= 2 && switches.size() >= 2 &&
+        unexplained[by_switch.begin()->first] >= 2) {
       const auto& [sw, hosts] = *by_switch.begin();
       Finding f;
       f.code = FindingCode::kNetSharedSwitch;
