@@ -185,6 +185,37 @@ TEST(VerdictScenarioTest, DegradedNicAndVariableWorkAreBothNamed) {
   EXPECT_TRUE(job) << d.v.summary;
 }
 
+TEST(VerdictScenarioTest, ADegradedNicOfASingleHostJobIsNoCulpritButTheHeavierStageIs) {
+  // Eight ranks on one host: NCCL never crosses its NICs, so a NIC at half
+  // rate slows nothing (it stays a finding); the first pipeline stage
+  // computing 40% more holds the job up. With two hosts the same NIC is a culprit.
+  auto scenario = [](int nodes) {
+    sim::ClusterScenario sc = Scenario(93, nodes, sim::FaultKind::kPipelineStageImbalance, 0.4);
+    sc.faults[0].target.kind = sim::FaultTarget::Kind::kStage;
+    sc.faults[0].target.stage = 0;
+    sim::Fault nic;
+    nic.kind = sim::FaultKind::kNicDegraded;
+    nic.severity = 0.5;
+    nic.onset_step = 10;
+    nic.target.kind = sim::FaultTarget::Kind::kNic;
+    nic.target.node = 0;
+    nic.target.index = 1;
+    sc.faults.push_back(nic);
+    return sc;
+  };
+  TempDir dir;
+  Diagnosis d = Simulate(scenario(1), dir);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  ASSERT_NE(Find(d.a.network.findings, FindingCode::kNetLinkDegraded), nullptr) << d.v.summary;
+  for (const Culprit& c : d.v.culprits) EXPECT_NE(c.cause_class, "communication") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+  TempDir dir2;
+  Diagnosis two = Simulate(scenario(2), dir2);
+  bool nic_named = false;
+  for (const Culprit& c : two.v.culprits) nic_named |= c.cause_class == "communication" && c.entity.host == "node-00";
+  EXPECT_TRUE(nic_named) << two.v.summary;
+}
+
 TEST(VerdictScenarioTest, SmallComputeSlowdownAmongManyRanksIsFoundByComputeTime) {
   // +6% work on one GPU of 64: late by less than the arrival jitter of 64
   // ranks, but its compute per step stands out in every profiled step.

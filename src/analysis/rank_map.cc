@@ -96,6 +96,18 @@ RankMap RankMap::Build(const Run& run, std::optional<int32_t> gpus_per_node) {
   return m;
 }
 
+std::optional<std::string> RankMap::SoleHost() const {
+  if (gpu_of_.size() < 2 || gpu_of_.begin()->first != 0 ||
+      gpu_of_.rbegin()->first != static_cast<int32_t>(gpu_of_.size()) - 1) {
+    return std::nullopt;
+  }
+  const std::string& host = gpu_of_.begin()->second.first;
+  for (const auto& [rank, where] : gpu_of_) {
+    if (where.first != host) return std::nullopt;
+  }
+  return host;
+}
+
 std::optional<int32_t> RankMap::RankOf(const std::string& host, int32_t gpu) const {
   auto it = rank_of_.find({host, gpu});
   if (it == rank_of_.end()) return std::nullopt;

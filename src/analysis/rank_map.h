@@ -33,6 +33,10 @@ class RankMap {
   std::optional<std::pair<std::string, int32_t>> GpuOf(int32_t rank) const;
   // Host names seen anywhere in the run, in natural order.
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // The host every placed rank runs on, when ranks 0..n-1 (n >= 2) are
+  // placed and all on one host; nullopt otherwise (ranks on several hosts,
+  // or a gap in the numbering: some hosts' ranks are missing).
+  std::optional<std::string> SoleHost() const;
 
  private:
   void Add(int32_t rank, const std::string& host, int32_t gpu);

@@ -540,6 +540,15 @@ bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>&
 std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
                                      std::vector<std::string>& next_steps) {
   std::vector<Culprit> out;
+  // Every rank of the job on one host (and the traces' world size, when
+  // known, says that is all of it): NCCL moves the job's data over NVLink,
+  // PCIe or shared memory, never the host's NICs, so a NIC fault cannot
+  // slow it.
+  if (auto sole = a.ranks.SoleHost()) {
+    bool whole = !a.traces.world_size ||
+                 static_cast<size_t>(*a.traces.world_size) == a.ranks.RanksOnHost(*sole).size();
+    if (whole) return out;
+  }
   for (const Finding& f : a.network.findings) {
     if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath || f.code == FindingCode::kNetNoGdr ||
         !f.entity.host || f.severity != Severity::kCritical || f.confidence < 0.65) {
