@@ -5,6 +5,8 @@
 
 #include <functional>
 
+#include <fmt/format.h>
+
 #include "analysis/trace_detector.h"
 #include "verdict/verdict.h"
 
@@ -21,6 +23,11 @@ struct Fault {
   bool with_seq = true;
   // Work per rank and step (sequence lengths), on top of compute_factor.
   std::function<double(int rank, int step)> work;
+  // Every rank idles this long before each step's first kernel (the host
+  // side is slow everywhere).
+  DurationNs every_rank_stall_ns = 0;
+  // Ranks per host ("node-00", ...); 0: traces name no host.
+  int ranks_per_host = 0;
 };
 
 // Each step: gemm (4 ms), elementwise (1 ms), allreduce, gemm (4 ms),
@@ -45,6 +52,7 @@ laggard::Run Simulate(int ranks, int steps, const Fault& fault) {
         double f = r == fault.compute_slow_rank ? fault.compute_factor : 1.0;
         if (fault.work) f *= fault.work(r, s);
         if (phase == 0 && r == fault.stall_rank) clock += fault.stall_ns;
+        if (phase == 0) clock += fault.every_rank_stall_ns;
         auto kernel = [&](uint32_t name, DurationNs d, OpClass cls) {
           DurationNs dd = static_cast<DurationNs>(static_cast<double>(d) * f) + (r * 7919 + s * 104729) % 20'000;
           t.ops.push_back(TraceOp{clock, dd, name, 7, cls, 0});
@@ -82,6 +90,7 @@ laggard::Run Simulate(int ranks, int steps, const Fault& fault) {
   for (int r = 0; r < ranks; ++r) {
     RankTrace& t = traces[static_cast<size_t>(r)];
     t.rank = r;
+    if (fault.ranks_per_host > 0) t.host = fmt::format("node-{:02d}", r / fault.ranks_per_host);
     t.file = static_cast<uint32_t>(r);
     t.device = 0;
     DurationNs off = r < static_cast<int>(fault.clock_offset.size()) ? fault.clock_offset[static_cast<size_t>(r)] : 0;
@@ -126,6 +135,62 @@ TEST(TraceDetectorTest, ComputeSlowRankIsTheCulpritNotTheVictim) {
   EXPECT_EQ(v.summary.rfind("verdict: rank 5 is the straggler — compute-slow", 0), 0u) << v.summary;
   ASSERT_TRUE(v.throughput_lost);
   EXPECT_GT(*v.throughput_lost, 0.05);
+}
+
+TEST(TraceDetectorTest, EveryGpuOfASingleHostJobIdlingIsThatHostStalling) {
+  // 8 ranks on node-00, each idling 1.5 ms before every 13 ms step: no one
+  // is late, every GPU waits for the host.
+  Fault fault;
+  fault.every_rank_stall_ns = 1'500'000;
+  fault.ranks_per_host = 8;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_FALSE(a.culprit);
+  const Finding* g = Find(a, FindingCode::kTraceLateGroup);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->pattern, "host");
+  EXPECT_EQ(g->cause, "host_stall");
+  EXPECT_EQ(g->entity.host, "node-00");
+  EXPECT_EQ(g->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_NE(g->message.find("every GPU of node-00, the job's only host, idles"), std::string::npos) << g->message;
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  ASSERT_EQ(v.status, VerdictStatus::kStraggler) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.host, "node-00");
+  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+}
+
+TEST(TraceDetectorTest, EveryGpuOfSeveralHostsIdlingIsAJobWideHostStall) {
+  Fault fault;
+  fault.every_rank_stall_ns = 1'500'000;
+  fault.ranks_per_host = 4;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_EQ(Find(a, FindingCode::kTraceLateGroup), nullptr);
+  const Finding* h = Find(a, FindingCode::kTraceHostStall);
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->entity.job);
+  EXPECT_EQ(h->pattern, "job_wide");
+  Verdict v = DecideVerdict(run, StepAnalysis(), a);
+  ASSERT_EQ(v.status, VerdictStatus::kJobWide) << v.summary;
+  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+  EXPECT_EQ(v.summary.rfind("verdict: job-wide host stall", 0), 0u) << v.summary;
+}
+
+TEST(TraceDetectorTest, LittleIdleOrOnlySomeRanksTracedIsNoHostStall) {
+  Fault fault;
+  fault.every_rank_stall_ns = 300'000;  // ~2% of a step: busy GPUs
+  fault.ranks_per_host = 8;
+  laggard::Run run = Simulate(8, 4, fault);
+  TraceAnalysis a = AnalyzeTraces(run);
+  EXPECT_EQ(Find(a, FindingCode::kTraceLateGroup), nullptr);
+  EXPECT_EQ(Find(a, FindingCode::kTraceHostStall), nullptr);
+  // Idle enough, but the job has 64 ranks and only 8 were traced.
+  fault.every_rank_stall_ns = 1'500'000;
+  run = Simulate(8, 4, fault);
+  for (RankTrace& t : run.traces) t.world_size = 64;
+  a = AnalyzeTraces(run);
+  EXPECT_EQ(Find(a, FindingCode::kTraceLateGroup), nullptr);
+  EXPECT_EQ(Find(a, FindingCode::kTraceHostStall), nullptr);
 }
 
 TEST(TraceDetectorTest, LastRankOfVariableWorkIsNotACulprit) {

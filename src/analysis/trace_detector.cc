@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -30,6 +32,11 @@ constexpr double kMinCostShare = 0.01;
 // A late rank whose kernels and idle time are both normal must cost more
 // before it is blamed: nothing but its arrival order speaks for it.
 constexpr double kUnexplainedMinCostShare = 0.03;
+// No one late, yet every rank's GPU idles at least this share of its
+// profiled window with no kernel running: the whole job waits for its hosts
+// (busy GPUs in synchronous training idle < 1%: waiting for a peer is time
+// inside an NCCL kernel, not idle).
+constexpr double kJobIdleShare = 0.05;
 
 std::string Ms(DurationNs ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
@@ -449,6 +456,68 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
     f.next_steps.push_back(fmt::format(
         "compare the trace of rank {} with a healthy rank's around the late collectives", ranks.front()));
   }
+  return f;
+}
+
+// No one late: does every rank's GPU idle >= kJobIdleShare of its profiled
+// window? Then the GPUs wait for the host side everywhere — the job's only
+// host (a `host` late group: contention, data loader, I/O there), or, over
+// several hosts, a job-wide host stall (shared storage, the input pipeline,
+// Python). GPU traces only: idle in a CPU-only trace means no CPU op.
+std::optional<Finding> JobIdleFinding(const std::vector<const RankTrace*>& traces,
+                                      const TraceAnalysis& out) {
+  // Every rank of the job traced: two of 128 say nothing about the rest.
+  if (out.ranks.size() < 2 ||
+      (out.world_size && static_cast<size_t>(*out.world_size) != out.ranks.size())) {
+    return std::nullopt;
+  }
+  std::vector<double> shares;
+  std::set<std::string> hosts;
+  bool host_unknown = false;
+  DurationNs largest_gap = 0;
+  size_t gaps = 0;
+  for (const RankTraceStats& st : out.ranks) {
+    if (st.cpu_only || st.window_ns <= 0) return std::nullopt;
+    shares.push_back(static_cast<double>(st.idle_ns) / static_cast<double>(st.window_ns));
+    if (st.host) hosts.insert(*st.host);
+    else host_unknown = true;
+    largest_gap = std::max(largest_gap, st.largest_gap_ns);
+    gaps += st.gaps;
+  }
+  auto [lo, hi] = std::minmax_element(shares.begin(), shares.end());
+  if (*lo < kJobIdleShare) return std::nullopt;
+  double median = Median(shares).value_or(*lo);
+  Finding f;
+  bool one_host = hosts.size() == 1 && !host_unknown;
+  f.severity = Severity::kCritical;
+  f.confidence = 0.6;
+  f.slowdown = median;
+  f.cause = "host_stall";
+  for (const RankTraceStats& st : out.ranks) f.ranks.push_back(st.rank);
+  std::string who;
+  if (one_host) {
+    f.code = FindingCode::kTraceLateGroup;
+    f.pattern = "host";
+    f.entity.host = *hosts.begin();
+    who = fmt::format("every GPU of {}, the job's only host,", *hosts.begin());
+  } else {
+    f.code = FindingCode::kTraceHostStall;
+    f.pattern = "job_wide";
+    f.entity.job = true;
+    who = fmt::format("every rank's GPU ({} ranks)", out.ranks.size());
+  }
+  f.message = fmt::format(
+      "no rank arrives late, but {} idles {:.1f}-{:.1f}% of its profiled window (median {:.1f}%) "
+      "with no kernel running, in gaps of up to {}: the GPUs wait for the host side (CPU work, "
+      "the data loader, I/O) on every rank",
+      who, 100 * *lo, 100 * *hi, 100 * median, Ms(largest_gap));
+  f.evidence.push_back(Evidence{fmt::format("{} idle gaps >= 10 us over {} ranks' traces", gaps, out.ranks.size()),
+                                SourceRef{traces.front()->file, 0}});
+  f.next_steps.push_back(fmt::format(
+      "look at {}: CPU use (top, pidstat -u 1: other processes, the ranks' CPU / NUMA affinity), "
+      "data loader workers and I/O (num_workers, pin_memory, storage throughput); a CPU trace of "
+      "one step shows what the host does while the GPU idles",
+      one_host ? *hosts.begin() : std::string("the hosts")));
   return f;
 }
 
@@ -1001,6 +1070,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
                                                      : GroupBasis::kLateness));
   } else if (variable_work) {
     out.findings.push_back(std::move(*variable_work));
+  } else if (std::optional<Finding> idle = JobIdleFinding(traces, out)) {
+    out.findings.push_back(std::move(*idle));
   } else if (out.median_step_ns && out.median_transfer_ns && R >= 2) {
     // Nobody is late: is the network slow for everyone?
     double steps_profiled = 0;

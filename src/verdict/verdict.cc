@@ -264,6 +264,9 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   if (const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork)) {
     return JobCulpritVerdict(*vw, "imbalance", "traces", "verdict: workload imbalance — " + vw->message);
   }
+  if (const Finding* hs = FirstOf(traces.findings, FindingCode::kTraceHostStall); hs && hs->entity.job) {
+    return JobCulpritVerdict(*hs, "host_stall", "traces", "verdict: job-wide host stall — " + hs->message);
+  }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
     v.status = VerdictStatus::kJobWide;
     v.summary = "verdict: job-wide slowdown — " + comm->message + "; no single rank is to blame";
