@@ -862,15 +862,23 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   std::vector<size_t> idle_host = FindIdleHost(out, window);
   auto in_idle_host = [&](size_t ri) { return std::find(idle_host.begin(), idle_host.end(), ri) != idle_host.end(); };
   if (late && in_idle_host(best)) late = false;
-  // A rank that is last but not the slowest in every profiled step, while
-  // every rank's compute per step spreads like variable work, is the top of
-  // that spread, not a culprit.
+  // A late rank, while every rank's compute per step spreads like variable
+  // work, is the top of that spread, not a culprit — unless its GPU idles
+  // for most of its lateness: more work does not idle a GPU, a stalled host
+  // (data loader) does.
   StepCompute step_compute;
   std::optional<Finding> variable_work;
   if (late) {
     step_compute = ComputeMatrix(traces);
-    variable_work = VariableWorkFinding(step_compute);
-    if (variable_work) late = false;
+    std::vector<double> idle_others;
+    for (size_t ri = 0; ri < R; ++ri) {
+      if (ri != best) idle_others.push_back(static_cast<double>(out.ranks[ri].idle_ns));
+    }
+    double extra_idle = static_cast<double>(out.ranks[best].idle_ns) - Median(idle_others).value_or(0);
+    if (extra_idle < 0.5 * delay_by_rank[best]) {
+      variable_work = VariableWorkFinding(step_compute);
+      if (variable_work) late = false;
+    }
   }
   // A late rank inside a block of ranks that all compute more is one of
   // that block (a pipeline stage), not a lone culprit.
