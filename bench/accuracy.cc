@@ -14,7 +14,10 @@
 // (the false-culprit rate needs ~100 of them to say anything about 1%).
 // A fault that never acted (the simulator measured no effect
 // at all: a GPU that never heated to its slowdown temperature) has nothing
-// to find; it is counted in its own row, not in the severity bands.
+// to find; it is counted in its own row, not in the severity bands. A
+// thermal fault's severity is its clock drop at full heat; one whose GPU
+// began to throttle late in the run is banded by the slowdown it reached
+// (truth.json effect.compute_slowdown), printed next to the nominal one.
 // Scores:
 //   culprit top-1   the verdict's first culprit is a truth culprit (same
 //                   rank, or a group culprit holding it; or same host, and
@@ -62,6 +65,11 @@ struct Outcome {
   // against a healthy control): job step time / healthy - 1.
   std::optional<double> job_slowdown;
   bool never_acted = false;
+  // A thermal fault's severity is the clock drop at full heat; a GPU that
+  // began to throttle near the end of the run reached less (truth.json
+  // effect.compute_slowdown, the culprit's compute at the end): the bands
+  // use what it reached.
+  std::optional<double> reached;
   bool combined = false;
   bool second_named = false;  // combined runs: the other fault is a culprit too
   bool first_is_other = false;  // combined runs: the first culprit is the other fault's
@@ -113,6 +121,11 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     auto zero = [&](const char* key) { return !eff.contains(key) || !eff[key].is_number() || eff[key] == 0.0; };
     o.never_acted = zero("compute_slowdown") && zero("comm_slowdown") && zero("host_stall_s") &&
                     o.job_slowdown.value_or(0) < 0.001;
+    const nlohmann::json& fault = truth["faults"][expected["fault_index"].get<size_t>()];
+    if (fault.value("kind", "") == "thermal" && !zero("compute_slowdown") &&
+        eff["compute_slowdown"].get<double>() < fault.value("severity", 0.0)) {
+      o.reached = eff["compute_slowdown"].get<double>();
+    }
   }
 
   auto readers = MakeDefaultStepReaders(std::nullopt);
@@ -216,7 +229,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::array<int, 4>> by_kind;  // n, culprit, cause, false
   std::map<int, std::array<int, 4>> by_band, by_effect;
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
-      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0,
+      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0, reached_lower = 0,
       combined = 0, combined_second = 0, combined_other_first = 0, combined_primary_first = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios + extra_healthy; ++i) {
@@ -278,17 +291,20 @@ int main(int argc, char** argv) {
       }
       culprit += o.culprit_ok;
       cause += o.cause_ok;
-      auto& bb = by_band[Band(severity)];
+      double sev = o.reached.value_or(severity);
+      reached_lower += o.reached && Band(*o.reached) != Band(severity);
+      auto& bb = by_band[Band(sev)];
       bb[0]++, bb[1] += o.culprit_ok, bb[2] += o.cause_ok;
-      if (severity >= 0.05) ++ge5, ge5_culprit += o.culprit_ok, ge5_cause += o.cause_ok;
+      if (sev >= 0.05) ++ge5, ge5_culprit += o.culprit_ok, ge5_cause += o.cause_ok;
       if (o.job_slowdown) {
         auto& eb = by_effect[Band(*o.job_slowdown)];
         eb[0]++, eb[1] += o.culprit_ok, eb[2] += o.cause_ok;
         if (*o.job_slowdown >= 0.05) ++eff5, eff5_culprit += o.culprit_ok, eff5_cause += o.cause_ok;
       }
     }
-    std::cout << fmt::format("{:3} {:26} sev {:5.1f}% job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i, kind,
+    std::cout << fmt::format("{:3} {:26} sev {:5.1f}%{} job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i, kind,
                              100 * severity,
+                             o.reached ? fmt::format(" (reached {:.1f}%)", 100 * *o.reached) : "",
                              o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
                              o.healthy       ? (o.false_culprit ? "FALSE " : "ok    ")
                              : o.never_acted ? "NOEFF "
@@ -304,6 +320,8 @@ int main(int argc, char** argv) {
       "\n{} scenarios in {:.1f} s ({} with a fault that acted, {} of them with a second fault; {} healthy; "
       "{} with a fault that never acted, {} of those named anyway), peak RSS {} MB\n",
       n, secs, faulty, combined, healthy, never_acted, never_acted_named, bench::PeakRssKb() / 1024);
+  std::cout << fmt::format("thermal faults banded by the slowdown they reached, below their nominal band: {}\n",
+                           reached_lower);
   std::cout << fmt::format("culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
                            pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5),
                            pct(ge5_cause, ge5));
