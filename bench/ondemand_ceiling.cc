@@ -1,8 +1,11 @@
 // Row (a) of trace_ingest_bench: simdjson On-Demand over one piece of
 // traceEvents, compiled once per ISA variant (cmake/isa_variants.cmake)
-// because On-Demand runs only the kernel its translation unit is compiled
-// for (simdjson's "builtin"): the baseline build gives the fallback kernel,
-// the haswell / icelake variants the kernels the issue compares against.
+// because On-Demand's front end (iteration, string unescaping, number
+// parsing) runs only the kernel its translation unit is compiled for
+// (simdjson's "builtin"): fallback in a baseline build, haswell / icelake in
+// the variants. Its stage 1 (the structural index) is the library's
+// runtime-dispatched kernel in every copy (ondemand::parser::allocate takes
+// get_active_implementation()).
 #include "ondemand_ceiling.h"
 
 #include <simdjson.h>

@@ -14,10 +14,11 @@
 //               read in the reader's 512 KiB chunks, events found by line
 //               (the simulator writes one per line), every member visited
 //               and every string unescaped; On-Demand twice: with the
-//               kernel a baseline build gets (simdjson's "builtin",
-//               fallback on x86-64 with Debian's library) and with the
-//               best kernel this CPU runs (icelake / haswell: On-Demand
-//               compiled for it, ondemand_ceiling.cc); DOM with the
+//               front-end kernel a baseline build gets (simdjson's
+//               "builtin", fallback on x86-64 with Debian's library) and
+//               with the best one this CPU runs (icelake / haswell:
+//               ondemand_ceiling.cc compiled for it; stage 1 is the
+//               library's runtime-dispatched kernel in both); DOM with the
 //               runtime-dispatched best kernel of this CPU
 //   (b) ingest  Ingest() of one plain trace, threads=1
 //   (c) ingest  Ingest() of the same trace gzipped, threads=1 (rates in
@@ -317,8 +318,8 @@ void VisitDom(simdjson::dom::element el, uint64_t& sum) {
 enum class Front { kOnDemand, kIndex, kDom };
 
 // A copy of the On-Demand ceiling (ondemand_ceiling.h): the builtin one
-// (the kernel Debian's simdjson gives a baseline build), and the best one
-// this CPU runs (the kernel a -march build would get).
+// (the front end Debian's simdjson gives a baseline build), and the best
+// one this CPU runs (what a -march build would get).
 struct OnDemandCopy {
   bool (*piece)(const char* doc, size_t len, bool count_only, uint64_t& events, uint64_t& sum);
   const char* (*kernel)();
@@ -676,10 +677,8 @@ int Main(int argc, char** argv) {
     }
     return nullptr;
   };
-  const Sample* ceil_od =
-      find("(a) ceiling: On-Demand (" + std::string(od_builtin.kernel()));
-  const Sample* ceil_od_best =
-      find("(a) ceiling: On-Demand (" + std::string(od_best.kernel()));
+  const Sample* ceil_od = find("(a) ceiling: On-Demand (" + std::string(od_builtin.kernel()));
+  const Sample* ceil_od_best = find("(a) ceiling: On-Demand (" + std::string(od_best.kernel()));
   const Sample* ceil_dom = find("(a) ceiling: simdjson DOM");
   const Sample* plain = find("(b) Ingest");
   const Sample* gz = find("(c) Ingest, 1 .gz trace, threads=1, inline");
