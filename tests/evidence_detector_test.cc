@@ -166,6 +166,49 @@ TEST(HardwareDetectorTest, HotGpuOnAHealthyRankIsAWarningNotTheCulprit) {
   for (const Culprit& cu : r.v.culprits) EXPECT_NE(cu.entity.rank, 6);
 }
 
+TEST(HardwareDetectorTest, ThrottlingThatBeganInTheLastSamplesIsAThermalWarning) {
+  // GPU 6 throttles for heat in its last 4 of 60 loaded samples (7%: below
+  // the share rule), clock 1900 vs ~1955; then the job ends and the GPUs
+  // idle for 3 samples, as nvidia-smi keeps logging.
+  Cluster c;
+  c.synchronised = true;
+  c.shape = [](int r, int t, GpuSample& x) {
+    if (t >= kSteps - 3) {
+      x.util_pct = 0;
+      x.sm_clock_mhz = 345;
+      x.clock_events = 0;
+      return;
+    }
+    if (r == 6 && t >= kSteps - 7) {
+      x.temp_c = 88;
+      x.sm_clock_mhz = 1900;
+      x.clock_events = clock_event::kSwThermalSlowdown;
+    }
+  };
+  Result r = Diagnose(c);
+  auto thermal = Codes(r, FindingCode::kGpuThermal);
+  ASSERT_EQ(thermal.size(), 1u);
+  EXPECT_EQ(thermal[0]->entity.rank, 6);
+  EXPECT_EQ(thermal[0]->pattern, "onset_at_end");
+  EXPECT_EQ(thermal[0]->severity, Severity::kWarning);
+  EXPECT_NE(thermal[0]->message.find("last 4 samples"), std::string::npos) << thermal[0]->message;
+  // A single throttled sample at the end, or a clock within 2%: nothing.
+  c.shape = [](int rank, int t, GpuSample& x) {
+    if (rank == 6 && t >= kSteps - 4) {
+      x.sm_clock_mhz = 1930;
+      x.clock_events = clock_event::kSwThermalSlowdown;
+    }
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kGpuThermal).empty());
+  c.shape = [](int rank, int t, GpuSample& x) {
+    if (rank == 6 && t == kSteps - 1) {
+      x.sm_clock_mhz = 1800;
+      x.clock_events = clock_event::kSwThermalSlowdown;
+    }
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kGpuThermal).empty());
+}
+
 TEST(HardwareDetectorTest, LoweredPowerLimitIsAPowerCap) {
   Cluster c;
   c.slow[1] = 1.15;

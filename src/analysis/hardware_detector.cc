@@ -13,6 +13,11 @@ namespace {
 
 // Two hosts' clocks (and a 1 s sampling interval) can be a few seconds apart.
 constexpr DurationNs kTimeSlackNs = 5'000'000'000;
+// Throttling at the end of the capture: thermal reasons in each of the last
+// 3 samples (one could be a transient) with the clock >= 2% below the peers'
+// (a GPU boosting normally sits within ~1% of them).
+constexpr size_t kThermalTailSamples = 3;
+constexpr double kThermalTailClockGap = 0.02;
 
 std::string GpuName(const GpuStats& g) {
   std::string s = fmt::format("GPU {} of {}", g.gpu, g.host.value_or("unknown host"));
@@ -76,6 +81,27 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
       if (s.power_limit_w) limits.push_back(*s.power_limit_w);
     }
     st.power_limit_w = Median(limits);
+  }
+  // The trailing run of loaded samples with a thermal slowdown reason (idle
+  // samples, as after the job ended, are skipped: an idle GPU cools).
+  {
+    std::vector<const GpuSample*> by_time;
+    for (const GpuSample& s : g.samples) by_time.push_back(&s);
+    std::stable_sort(by_time.begin(), by_time.end(),
+                     [](const GpuSample* a, const GpuSample* b) { return a->time_ns < b->time_ns; });
+    std::vector<double> tail_clocks;
+    for (auto it = by_time.rbegin(); it != by_time.rend(); ++it) {
+      const GpuSample& s = **it;
+      if (!Loaded(s, o)) continue;
+      if (!s.clock_events ||
+          !(*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown))) {
+        break;
+      }
+      ++st.thermal_tail_samples;
+      st.thermal_tail_from_ns = s.time_ns;
+      if (s.sm_clock_mhz) tail_clocks.push_back(*s.sm_clock_mhz);
+    }
+    st.thermal_tail_sm_clock_mhz = Median(tail_clocks);
   }
   double n = static_cast<double>(std::max<size_t>(1, g.samples.size()));
   double nl = static_cast<double>(std::max<size_t>(1, st.loaded_samples));
@@ -239,6 +265,42 @@ HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
       f.next_steps.push_back(fmt::format(
           "improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
           "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
+          st.host.value_or("the host"), st.gpu, st.gpu));
+      a.findings.push_back(std::move(f));
+    }
+
+    // Thermal throttling that began near the end of the capture: too few
+    // samples for the share rule, but on in every last one, clock down.
+    if (!thermal && st.thermal_tail_samples >= kThermalTailSamples && st.thermal_tail_sm_clock_mhz &&
+        peer_clock && *st.thermal_tail_sm_clock_mhz <= (1 - kThermalTailClockGap) * *peer_clock) {
+      thermal = true;
+      Finding f;
+      f.code = FindingCode::kGpuThermal;
+      f.entity = EntityOf(st);
+      f.cause = "thermal";
+      f.pattern = "onset_at_end";
+      f.severity = Severity::kWarning;
+      f.onset_time = st.thermal_tail_from_ns;
+      f.message = fmt::format(
+          "{} began to throttle for heat near the end of the capture: thermal slowdown in each of "
+          "its last {} samples{}, SM clock {:.0f} MHz under load in them vs {:.0f} MHz on its {} "
+          "({:+.0f}%), reaching {:.0f} °C; still throttling when the capture ends",
+          GpuName(st), st.thermal_tail_samples,
+          st.thermal_tail_from_ns && !st.time_is_approximate
+              ? fmt::format(" (from {})", FormatTimestamp(*st.thermal_tail_from_ns))
+              : std::string(),
+          *st.thermal_tail_sm_clock_mhz, *peer_clock, vs_max ? "max" : "same-model peers",
+          -100 * (1 - *st.thermal_tail_sm_clock_mhz / *peer_clock), st.temp_c_max.value_or(0));
+      f.evidence.push_back(SourceOf(g, fmt::format("thermal slowdown in the last {} samples",
+                                                   st.thermal_tail_samples)));
+      f.confidence = 0.45;
+      if (!IsSuspect(suspects, st.rank) && !suspects.empty()) {
+        f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
+                             : "; no rank is known to run on it, so it is not blamed";
+      }
+      f.next_steps.push_back(fmt::format(
+          "watch {} GPU {} now: `nvidia-smi dmon -i {} -s pucvmt -d 1`; if it keeps throttling, "
+          "check its fans, airflow and intake before the job slows",
           st.host.value_or("the host"), st.gpu, st.gpu));
       a.findings.push_back(std::move(f));
     }

@@ -19,7 +19,9 @@
 // Decisions (defaults, origin):
 //   thermal     hot or thermal reasons in >= 10% of samples, and clock_gap
 //               >= 5% or thermal reasons active (article: >= 90 C with the SM
-//               clock pulled down)
+//               clock pulled down); or, throttling that began near the end of
+//               the capture: thermal reasons in each of the last >= 3 loaded
+//               samples with their SM clock >= 2% below the peers' (a warning)
 //   power_cap   enforced limit >= 5% below the default or below peers'; or
 //               pinned/SW power cap in >= 20% of loaded samples with
 //               clock_gap >= 5% (article: nvidia-smi -pl, weak supply)
@@ -81,6 +83,11 @@ struct GpuStats {
   double thermal_reason_share = 0;
   double power_reason_share = 0;
   double pinned_share = 0;
+  // Thermal slowdown reasons in every one of the last loaded samples (by time):
+  // how many, from when, and the median loaded SM clock among them.
+  size_t thermal_tail_samples = 0;
+  std::optional<TimeNs> thermal_tail_from_ns;
+  std::optional<double> thermal_tail_sm_clock_mhz;
   bool time_is_approximate = false;
 };
 
