@@ -849,6 +849,33 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsCongestedOnceOrOnTwoSwitchesAlikeN
   EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
 }
 
+// Four hosts on leaf-1, one elsewhere: each of the four above it, by 2x, in
+// two intervals names leaf-1; two against one is too easy by chance.
+TEST(NetworkDetectorTest, PortCounterSnapshotsOfFourHostsAgainstOneElsewhereNameTheirSwitch) {
+  auto congested = [](const std::string& h, int k) { return h != "node-04" && (k == 3 || k == 7) ? 0.12 : 0.04; };
+  Cluster c;
+  c.network = [&](NetworkData& n) {
+    SnapshotCounters(n, 11, congested);
+    std::erase_if(n.port_counters, [](const IbPortCounters& p) { return p.host == "node-05"; });
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("in 2 of 11 intervals"), std::string::npos) << shared[0]->message;
+  c.network = [&](NetworkData& n) {
+    SnapshotCounters(n, 11, congested);
+    std::erase_if(n.port_counters, [](const IbPortCounters& p) {
+      return p.host == "node-02" || p.host == "node-03" || p.host == "node-05";
+    });
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  Result two = Diagnose(c);
+  EXPECT_TRUE(Codes(two, FindingCode::kNetSharedSwitch).empty());
+}
+
 // Snapshots are cumulative: the run's totals are the last snapshot's, not
 // the sum of all (which would weigh the early, quiet part many times over).
 TEST(NetworkDetectorTest, PortCounterTotalsAreTheLastSnapshotOfEachPort) {

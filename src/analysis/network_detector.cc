@@ -297,7 +297,8 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
 // snapshots, a host's delta PortXmitWait / delta PortXmitData; a switch is
 // congested in it when every one of its hosts (>= port_interval_min_hosts,
 // all of its mapped hosts measured) is above every host elsewhere (>=
-// port_interval_min_hosts of them) and >= port_interval_ratio x their
+// port_interval_min_hosts of them, or one against >=
+// port_interval_min_hosts_vs_one on the switch) and >= port_interval_ratio x their
 // median. The switch congested in >= port_interval_min_count intervals and
 // >= port_interval_dominance x as many as any other switch is named.
 std::optional<Finding> PortCounterIntervalFinding(const NetworkData& net, const RankMap& ranks,
@@ -339,7 +340,7 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkData& net, const 
     }
     if (n >= 3) hosts[h] = std::move(samples);
   }
-  if (hosts.size() < 2 * o.port_interval_min_hosts) return std::nullopt;
+  if (hosts.size() < o.port_interval_min_hosts + 1) return std::nullopt;
   // Align: rows of one snapshot per host.
   size_t n_min = SIZE_MAX, n_max = 0;
   for (auto& [h, v] : hosts) {
@@ -391,15 +392,17 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkData& net, const 
       if (dw < 0 || dd <= 0 || dd < o.port_min_data_share * typical) continue;
       ratio[h] = dw / dd;
     }
-    if (ratio.size() < 2 * o.port_interval_min_hosts) continue;
+    if (ratio.size() < o.port_interval_min_hosts + 1) continue;
     ++intervals;
     for (auto& [sw, members] : by_switch) {
       size_t on_switch = 0;
       for (auto& [h, s2] : net.switch_of) on_switch += s2 == sw;
       std::vector<double> mine, others;
       for (auto& [h, r] : ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
-      if (mine.size() < std::max(on_switch, o.port_interval_min_hosts) ||
-          others.size() < o.port_interval_min_hosts) {
+      // One host elsewhere is enough against port_interval_min_hosts_vs_one
+      // hosts on the switch (each must be above it).
+      size_t need_others = mine.size() >= o.port_interval_min_hosts_vs_one ? 1 : o.port_interval_min_hosts;
+      if (mine.size() < std::max(on_switch, o.port_interval_min_hosts) || others.size() < need_others) {
         continue;
       }
       double least = *std::min_element(mine.begin(), mine.end());

@@ -90,6 +90,9 @@ struct NetworkDetectorOptions {
   // port_interval_align_s.
   double port_interval_ratio = 2;
   size_t port_interval_min_hosts = 2;
+  // One host elsewhere suffices when the switch has this many, each above
+  // it (a fifth by chance for 4 against 1, before the 2x).
+  size_t port_interval_min_hosts_vs_one = 3;
   size_t port_interval_min_count = 2;
   size_t port_interval_dominance = 2;
   double port_interval_align_s = 5;
