@@ -739,6 +739,161 @@ TEST(NetworkDetectorTest, HostsThatSentAlmostNothingOverInfinibandAreLeftOut) {
   EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
 }
 
+// A sampling loop's perfquery snapshots of the six hosts of SwitchCounters
+// (two ports each), `intervals` + 1 snapshots 10 s apart from
+// 2026-11-29T22:00:00Z (+0.3 s per host: each host's clock and loop), each
+// interval sending 100 GB per port and waiting wait(host, interval) per
+// byte x a deterministic +-10% noise per (host, port, interval).
+void SnapshotCounters(NetworkData& n, int intervals, const std::function<double(const std::string&, int)>& wait,
+                      bool timed = true) {
+  n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
+                 {"node-03", "leaf-2"}, {"node-04", "leaf-3"}, {"node-05", "leaf-3"}};
+  const TimeNs start = 1795989600LL * 1'000'000'000;
+  int h = 0;
+  for (const auto& [host, sw] : n.switch_of) {
+    for (int port = 0; port < 2; ++port) {
+      double total_wait = 0, total_data = 0;
+      for (int k = 0; k <= intervals; ++k) {
+        if (k > 0) {
+          double noise = 1 + 0.1 * (((h * 31 + port * 7 + k * 17) % 9) - 4) / 4.0;
+          total_data += 100e9;
+          total_wait += 100e9 * wait(host, k) * noise;
+        }
+        IbPortCounters c;
+        c.host = host;
+        c.lid = 10 + 2 * h + port;
+        c.extended = true;
+        c.xmit_data_bytes = static_cast<int64_t>(total_data) + 1000;
+        c.xmit_wait_ticks = static_cast<int64_t>(total_wait);
+        if (timed) c.time_ns = start + k * 10'000'000'000LL + h * 300'000'000LL;
+        c.src = SourceRef{2, static_cast<uint32_t>(1 + 53 * k + 26 * port)};
+        n.port_counters.push_back(c);
+      }
+    }
+    ++h;
+  }
+}
+
+// leaf-1's hosts wait 3x in intervals 2 and 6 of 11 and like everyone else
+// in the rest: over the run that is 1.36x, inside host-to-host noise.
+double CongestedIn2And6(const std::string& host, int k) {
+  bool leaf1 = host == "node-00" || host == "node-01";
+  return leaf1 && (k == 2 || k == 6) ? 0.12 : 0.04;
+}
+
+TEST(NetworkDetectorTest, PortCounterSnapshotsNameASwitchCongestedInSomeIntervals) {
+  Cluster c;
+  c.network = [](NetworkData& n) { SnapshotCounters(n, 11, CongestedIn2And6); };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
+  EXPECT_EQ(shared[0]->pattern, "port_counters");
+  EXPECT_EQ(shared[0]->confidence, 0.6);
+  const std::string& m = shared[0]->message;
+  EXPECT_NE(m.find("in 2 of 11 intervals"), std::string::npos) << m;
+  EXPECT_NE(m.find("first 2026-11-29T22:00:10.000Z to 2026-11-29T22:00:20.000Z"), std::string::npos) << m;
+  EXPECT_NE(m.find("last 2026-11-29T22:00:50.000Z to 2026-11-29T22:01:00.000Z"), std::string::npos) << m;
+  ASSERT_EQ(shared[0]->evidence.size(), 1u);
+  ASSERT_TRUE(shared[0]->evidence[0].source.has_value());
+  EXPECT_EQ(shared[0]->evidence[0].source->line, 1u + 53u * 2u);  // the snapshot ending the first interval
+  ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+  EXPECT_EQ(r.v.culprits.front().entity.switch_name, "leaf-1");
+  // Without timestamps the snapshots align by their order.
+  c.network = [](NetworkData& n) { SnapshotCounters(n, 11, CongestedIn2And6, false); };
+  Result untimed = Diagnose(c);
+  shared = Codes(untimed, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_NE(shared[0]->message.find("first snapshots 2 to 3"), std::string::npos) << shared[0]->message;
+}
+
+TEST(NetworkDetectorTest, PortCounterSnapshotsOfDifferentCountsAlignByTime) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    SnapshotCounters(n, 11, CongestedIn2And6);
+    // node-05's loop started after the first snapshot.
+    std::erase_if(n.port_counters, [](const IbPortCounters& p) {
+      return p.host == "node-05" && p.time_ns && *p.time_ns < 1795989605LL * 1'000'000'000;
+    });
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("in 2 of 10 intervals"), std::string::npos) << shared[0]->message;
+}
+
+TEST(NetworkDetectorTest, PortCounterSnapshotsCongestedOnceOrOnTwoSwitchesAlikeNameNoSwitch) {
+  Cluster c;
+  // One interval only: a burst anyone's switch can have.
+  c.network = [](NetworkData& n) {
+    SnapshotCounters(n, 11, [](const std::string& h, int k) {
+      return (h == "node-00" || h == "node-01") && k == 4 ? 0.2 : 0.04;
+    });
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+  // Two switches, twice each: neither stands out.
+  c.network = [](NetworkData& n) {
+    SnapshotCounters(n, 11, [](const std::string& h, int k) {
+      bool leaf1 = h == "node-00" || h == "node-01", leaf3 = h == "node-04" || h == "node-05";
+      return (leaf1 && (k == 2 || k == 6)) || (leaf3 && (k == 3 || k == 8)) ? 0.12 : 0.04;
+    });
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+  // 1.8x in four intervals: under 2x the others, as leaves differ.
+  c.network = [](NetworkData& n) {
+    SnapshotCounters(n, 11, [](const std::string& h, int k) {
+      return (h == "node-00" || h == "node-01") && k % 3 == 0 ? 0.072 : 0.04;
+    });
+  };
+  EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
+}
+
+// Four hosts on leaf-1, one elsewhere: each of the four above it, by 2x, in
+// two intervals names leaf-1; two against one is too easy by chance.
+TEST(NetworkDetectorTest, PortCounterSnapshotsOfFourHostsAgainstOneElsewhereNameTheirSwitch) {
+  auto congested = [](const std::string& h, int k) { return h != "node-04" && (k == 3 || k == 7) ? 0.12 : 0.04; };
+  Cluster c;
+  c.network = [&](NetworkData& n) {
+    SnapshotCounters(n, 11, congested);
+    std::erase_if(n.port_counters, [](const IbPortCounters& p) { return p.host == "node-05"; });
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("in 2 of 11 intervals"), std::string::npos) << shared[0]->message;
+  c.network = [&](NetworkData& n) {
+    SnapshotCounters(n, 11, congested);
+    std::erase_if(n.port_counters, [](const IbPortCounters& p) {
+      return p.host == "node-02" || p.host == "node-03" || p.host == "node-05";
+    });
+    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-04", "leaf-2"}};
+  };
+  Result two = Diagnose(c);
+  EXPECT_TRUE(Codes(two, FindingCode::kNetSharedSwitch).empty());
+}
+
+// Snapshots are cumulative: the run's totals are the last snapshot's, not
+// the sum of all (which would weigh the early, quiet part many times over).
+TEST(NetworkDetectorTest, PortCounterTotalsAreTheLastSnapshotOfEachPort) {
+  Cluster c;
+  // leaf-1 waits 25x in the last of 10 intervals only: 3.4x over the run.
+  c.network = [](NetworkData& n) {
+    SnapshotCounters(n, 10, [](const std::string& h, int k) {
+      return (h == "node-00" || h == "node-01") && k == 10 ? 1.0 : 0.04;
+    });
+  };
+  Result r = Diagnose(c);
+  auto shared = Codes(r, FindingCode::kNetSharedSwitch);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("over the run"), std::string::npos) << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("waits 3."), std::string::npos) << shared[0]->message;
+}
+
 TEST(VerdictEvidenceTest, PortCountersAndAJobSlowdownTogetherNameTheSwitchWithMoreConfidence) {
   Cluster c;
   c.synchronised = true;

@@ -256,12 +256,120 @@ TEST(PerfqueryTest, HostComesFromTheDirectoryLayout) {
   EXPECT_EQ(run.diagnostics.count(DiagCode::kNetNoHost), 0u);
 }
 
+// ---------------------------------------------------------------- snapshots over time
+
+// A sampling loop: `while sleep 10; do <date>; perfquery -x ...; done`.
+std::string Snapshots(const std::vector<std::string>& dates) {
+  std::string text;
+  for (size_t i = 0; i < dates.size(); ++i) {
+    text += dates[i] + "\n";
+    text += Extended(75, 1000 * (i + 1), 10 * (i + 1));
+    text += Extended(76, 2000 * (i + 1), 20 * (i + 1));
+  }
+  return text;
+}
+
+std::vector<const IbPortCounters*> OfLid(const Run& run, int64_t lid) {
+  std::vector<const IbPortCounters*> out;
+  for (const IbPortCounters& c : run.network.port_counters) {
+    if (c.lid == lid) out.push_back(&c);
+  }
+  return out;
+}
+
+constexpr TimeNs kSec = 1'000'000'000;
+
+TEST(PerfquerySnapshotTest, IsoTimestampLinesGiveOneRecordPerPortAndSample) {
+  TempDir dir;
+  // date -u +%Y-%m-%dT%H:%M:%SZ, date -Is, and a fraction with an offset.
+  laggard::Run run = IngestText(
+      dir, "perfquery.log",
+      Snapshots({"2026-11-29T21:58:41Z", "2026-11-29T21:58:51,250+00:00", "2026-11-29T23:59:01+01:00"}));
+  EXPECT_EQ(run.files[0].format, "perfquery");
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 0u);
+  ASSERT_EQ(run.network.port_counters.size(), 6u);
+  auto a = OfLid(run, 75);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0]->time_ns, 1795989521 * kSec);
+  EXPECT_EQ(a[1]->time_ns, 1795989531 * kSec + 250'000'000);
+  EXPECT_EQ(a[2]->time_ns, 1795993141 * kSec);
+  EXPECT_EQ(a[0]->xmit_wait_ticks, 10);
+  EXPECT_EQ(a[1]->xmit_wait_ticks, 20);
+  EXPECT_EQ(a[2]->xmit_wait_ticks, 30);
+  EXPECT_EQ(a[2]->xmit_data_bytes, 4 * 3000);
+  EXPECT_EQ(a[1]->src.line, 1u + 1u + 2u * 26u + 1u);  // the header, after the second date line
+  auto b = OfLid(run, 76);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[2]->time_ns, 1795993141 * kSec);
+  EXPECT_EQ(b[2]->xmit_wait_ticks, 60);
+}
+
+TEST(PerfquerySnapshotTest, EpochAndPlainDateTimestamps) {
+  TempDir dir;
+  laggard::Run run = IngestText(
+      dir, "perfquery.log",
+      Snapshots({"1795989521", "1795989531.5", "Sun Nov 29 21:59:01 UTC 2026", "Sun Nov 29 21:59:11 2026"}));
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 0u);
+  auto a = OfLid(run, 75);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0]->time_ns, 1795989521 * kSec);
+  EXPECT_EQ(a[1]->time_ns, 1795989531 * kSec + 500'000'000);
+  EXPECT_EQ(a[2]->time_ns, 1795989541 * kSec);
+  EXPECT_EQ(a[3]->time_ns, 1795989551 * kSec);
+  EXPECT_EQ(a[3]->xmit_wait_ticks, 40);
+}
+
+TEST(PerfquerySnapshotTest, FileWithoutTimestampsHasNoSnapshotTime) {
+  TempDir dir;
+  laggard::Run run = IngestText(dir, "pq.txt", Extended(75, 1000, 10) + Extended(75, 2000, 20));
+  ASSERT_EQ(run.network.port_counters.size(), 1u);  // one port, later values win, as before
+  EXPECT_FALSE(run.network.port_counters[0].time_ns.has_value());
+  EXPECT_EQ(run.network.port_counters[0].xmit_wait_ticks, 20);
+}
+
+TEST(PerfquerySnapshotTest, TimestampsPerHostOfADshbakCapture) {
+  TempDir dir;
+  std::string text = "----------------\nnode-07\n----------------\n2026-11-29T21:58:41Z\n" +
+                     Extended(30, 10, 1) + "2026-11-29T21:58:51Z\n" + Extended(30, 20, 2) +
+                     "----------------\nnode-08\n----------------\n2026-11-29T21:58:42Z\n" +
+                     Extended(31, 10, 1);
+  laggard::Run run = IngestText(dir, "dshbak.txt", text);
+  ASSERT_EQ(run.network.port_counters.size(), 3u);
+  auto a = OfLid(run, 30);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1]->host, "node-07");
+  EXPECT_EQ(a[1]->time_ns, 1795989531 * kSec);
+  const IbPortCounters* b = FindCounters(run, 31, "node-08");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->time_ns, 1795989522 * kSec);
+}
+
+TEST(PerfqueryCorruptionTest, MalformedTimestampLinesAreCountedAndTheirSamplesKeptUntimed) {
+  TempDir dir;
+  std::string text = Snapshots({"2026-11-29T21:58:41Z",     // 1
+                                "2026-13-29T21:58:51Z",     // 54: month 13
+                                "Mon Nov 29 21:59:01 UTC 2026",  // 107: Nov 29 2026 is a Sunday
+                                "17959895x1",               // 160
+                                "Sun Nov 29 21:59:21 UTC 2026"});  // 213
+  laggard::Run run = IngestText(dir, "perfquery.log", text);
+  EXPECT_EQ(BadLines(run), (std::vector<uint64_t>{54, 107, 160}));
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 3u);
+  auto a = OfLid(run, 75);
+  ASSERT_EQ(a.size(), 5u);  // every sample kept
+  EXPECT_EQ(a[0]->time_ns, 1795989521 * kSec);
+  EXPECT_FALSE(a[1]->time_ns.has_value());
+  EXPECT_FALSE(a[3]->time_ns.has_value());
+  EXPECT_EQ(a[3]->xmit_wait_ticks, 40);
+  EXPECT_EQ(a[4]->time_ns, 1795989561 * kSec);
+}
+
 // ---------------------------------------------------------------- sniffing
 
 TEST(PerfquerySniffTest, BeatsGenericReadersAndClaimsNothingElse) {
   auto reader = MakePerfqueryReader();
   EXPECT_EQ(reader->Sniff(kStandard), 95);
   EXPECT_EQ(reader->Sniff(Extended(1, 2, 3)), 95);
+  EXPECT_EQ(reader->Sniff("2026-11-29T21:58:41Z\n" + Extended(1, 2, 3)), 95);
   EXPECT_EQ(reader->Sniff(""), 0);
   EXPECT_EQ(reader->Sniff("rank 0, step 1, time 0.8s\n"), 0);
   EXPECT_EQ(reader->Sniff("host,switch\nn1,leaf-1\n"), 0);

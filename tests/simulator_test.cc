@@ -585,11 +585,13 @@ TEST(SimulatorTest, SharedSwitchCongestionIsPeriodicOnOneSwitch) {
   EXPECT_EQ(s.truth["switches"]["leaf-02"].size(), 3u);
 }
 
-// PortXmitWait / PortXmitData of every port of a host's perfquery.txt.
+// PortXmitWait / PortXmitData of every port of a host's perfquery.txt, in
+// its last snapshot (the whole run).
 std::vector<double> WaitPerWord(const std::string& text) {
   std::vector<double> out;
   double data = 0;
   for (const std::string& l : Lines(text)) {
+    if (!l.empty() && l[0] >= '0' && l[0] <= '9') out.clear();  // a snapshot's date line
     if (l.rfind("PortXmitData:", 0) == 0) data = std::stod(l.substr(l.find_last_of('.') + 1));
     if (l.rfind("PortXmitWait:", 0) == 0) out.push_back(std::stod(l.substr(l.find_last_of('.') + 1)) / data);
   }
@@ -606,10 +608,13 @@ TEST(SimulatorTest, PerfqueryCountersShowTheCongestedSwitchsHostsWaiting) {
   Write(s, sc, o);
   std::string pq = s.File("node-00/perfquery.txt");
   auto lines = Lines(pq);
-  ASSERT_EQ(lines.size(), 2u * 26u);  // one `perfquery -x` block per IB CA
-  EXPECT_EQ(lines[0], "# Port extended counters: Lid 2 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
-  EXPECT_EQ(lines[1], "PortSelect:......................1");
-  EXPECT_EQ(lines[26], "# Port extended counters: Lid 3 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  // Every 10 steps a date line and one `perfquery -x` block per IB CA.
+  ASSERT_EQ(lines.size(), 8u * (1u + 2u * 26u));
+  EXPECT_EQ(lines[0].size(), 20u);
+  EXPECT_EQ(lines[0].back(), 'Z');
+  EXPECT_EQ(lines[1], "# Port extended counters: Lid 2 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  EXPECT_EQ(lines[2], "PortSelect:......................1");
+  EXPECT_EQ(lines[27], "# Port extended counters: Lid 3 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
   // The lids are ibstat's base lids.
   EXPECT_NE(s.File("node-00/ibstat.txt").find("Base lid: 3\n"), std::string::npos);
   // Quiet hosts wait ~4% of their sending time; the congested switch's hosts
@@ -627,7 +632,15 @@ TEST(SimulatorTest, PerfqueryCountersShowTheCongestedSwitchsHostsWaiting) {
   Sim h;
   sc.faults.clear();
   Write(h, sc, o);
-  EXPECT_EQ(h.File("node-00/perfquery.txt"), pq);
+  // (The fault slows the job, so the snapshots' times differ.)
+  auto counters_only = [](const std::string& text) {
+    std::string out;
+    for (const std::string& l : Lines(text)) {
+      if (l.empty() || l[0] < '0' || l[0] > '9') out += l + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(counters_only(h.File("node-00/perfquery.txt")), counters_only(pq));
   EXPECT_LT(WaitPerWord(h.File("node-05/perfquery.txt"))[0], 1.5 * quiet);
 }
 
@@ -640,7 +653,57 @@ TEST(SimulatorTest, PerfqueryCannotQueryADownPort) {
   Write(s, sc, o);
   std::string pq = s.File("node-01/perfquery.txt");
   EXPECT_NE(pq.find("perfquery: iberror: failed: classportinfo query\n"), std::string::npos);
-  EXPECT_EQ(Lines(pq).size(), 26u + 2u);
+  EXPECT_EQ(Lines(pq).size(), 2u * (1u + 26u + 2u));  // two snapshots of 10 steps
+}
+
+TEST(SimulatorTest, PerfquerySnapshotsShowTheCongestionInTheIntervalsItIsActive) {
+  Sim s;
+  sim::ClusterScenario sc = Small(6, 2, 80);
+  sc.nodes_per_switch = 2;
+  sc.faults = {F("shared_switch_congestion@node-04..node-05:0.3,period=40,duration=10,onset=10")};
+  auto o = Outputs();
+  o.hardware = false;
+  Write(s, sc, o);
+  // Per host: timestamps and the wait / data of each interval, summed over ports.
+  auto intervals = [&](int node) {
+    std::vector<std::pair<std::string, double>> out;
+    double wait = 0, data = 0, prev_wait = 0, prev_data = 0;
+    std::string when;
+    auto close = [&]() {
+      if (when.empty()) return;
+      out.emplace_back(when, (wait - prev_wait) / (data - prev_data));
+      prev_wait = wait;
+      prev_data = data;
+      wait = data = 0;
+    };
+    for (const std::string& l : Lines(s.File(fmt::format("node-{:02d}/perfquery.txt", node)))) {
+      if (!l.empty() && l[0] >= '0' && l[0] <= '9') {
+        close();
+        when = l;
+      }
+      if (l.rfind("PortXmitData:", 0) == 0) data += std::stod(l.substr(l.find_last_of('.') + 1));
+      if (l.rfind("PortXmitWait:", 0) == 0) wait += std::stod(l.substr(l.find_last_of('.') + 1));
+    }
+    close();
+    return out;
+  };
+  auto congested = intervals(4);
+  ASSERT_EQ(congested.size(), 8u);
+  for (size_t i = 1; i < congested.size(); ++i) EXPECT_LT(congested[i - 1].first, congested[i].first);
+  auto quiet = intervals(0);
+  ASSERT_EQ(quiet.size(), 8u);
+  // Steps 10-19 and 50-59 are congested (0.3 / 0.7 of the sending time on
+  // top of ~4%); the rest wait like everyone else, with noise.
+  for (size_t i = 0; i < 8; ++i) {
+    bool active = i == 1 || i == 5;
+    if (active) {
+      EXPECT_GT(congested[i].second, 3 * quiet[i].second) << i;
+    } else {
+      EXPECT_LT(congested[i].second, 3 * quiet[i].second) << i;
+    }
+  }
+  // The interval noise: the quiet host's intervals differ.
+  EXPECT_NE(quiet[2].second, quiet[3].second);
 }
 
 TEST(SimulatorTest, PeriodicInterferenceSlowsEveryPeriodthStep) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -151,6 +153,28 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
   return std::nullopt;
 }
 
+// The counters of each (host, LID, port) as of its last snapshot: the
+// latest time_ns, else the last in file order (a sampling loop's snapshots
+// are cumulative, so summing them would count the early traffic again).
+// Records without a LID stand alone.
+std::vector<const IbPortCounters*> LastSnapshots(const std::vector<IbPortCounters>& all) {
+  std::map<std::tuple<std::string, int64_t, int32_t>, size_t> last;
+  std::vector<const IbPortCounters*> out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const IbPortCounters& c = all[i];
+    if (!c.lid) {
+      out.push_back(&c);
+      continue;
+    }
+    auto [it, fresh] = last.emplace(std::make_tuple(c.host.value_or(""), *c.lid, c.port), i);
+    if (fresh) continue;
+    const IbPortCounters& was = all[it->second];
+    if (!c.time_ns || !was.time_ns || *c.time_ns >= *was.time_ns) it->second = i;
+  }
+  for (auto& [key, i] : last) out.push_back(&all[i]);
+  return out;
+}
+
 // Per-switch congestion from port counters (issue: shared_switch_congestion
 // leaves no trace in step times or nccl-tests taken while the switch is
 // quiet). Per host, PortXmitWait / PortXmitData summed over its ports: the
@@ -173,7 +197,8 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
     std::optional<SourceRef> src;
   };
   std::map<std::string, Host> hosts;
-  for (const IbPortCounters& c : net.port_counters) {
+  for (const IbPortCounters* cp : LastSnapshots(net.port_counters)) {
+    const IbPortCounters& c = *cp;
     if (!c.host || !c.xmit_wait_ticks || !c.xmit_data_bytes) continue;
     Host& h = hosts[*c.host];
     h.wait_ticks += static_cast<double>(*c.xmit_wait_ticks);
@@ -260,6 +285,176 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
     best_z = score;
   }
   return best;
+}
+
+// Congestion that comes and goes, from snapshots over time (a sampling loop
+// of `date; perfquery -x`; issue: a switch congested a quarter of the run
+// rises only 1.3-1.45x in the run's totals, inside host-to-host noise).
+// Per host, its ports summed, snapshots in time order (file order when
+// untimed); hosts are aligned by snapshot index when all have as many, else
+// by time (each of the sparsest host's snapshots matched within
+// port_interval_align_s on every host). Per interval between consecutive
+// snapshots, a host's delta PortXmitWait / delta PortXmitData; a switch is
+// congested in it when every one of its hosts (>= port_interval_min_hosts,
+// all of its mapped hosts measured) is above every host elsewhere (>=
+// port_interval_min_hosts of them, or one against >=
+// port_interval_min_hosts_vs_one on the switch) and >= port_interval_ratio x their
+// median. The switch congested in >= port_interval_min_count intervals and
+// >= port_interval_dominance x as many as any other switch is named.
+std::optional<Finding> PortCounterIntervalFinding(const NetworkData& net, const RankMap& ranks,
+                                                  const NetworkDetectorOptions& o) {
+  if (net.switch_of.empty() || net.port_counters.empty()) return std::nullopt;
+  struct Sample {
+    std::optional<TimeNs> time_ns;
+    double wait_ticks = 0, data_bytes = 0;
+    std::optional<SourceRef> src;
+  };
+  // host -> (lid, port) -> the port's snapshots in file order.
+  std::map<std::string, std::map<std::pair<int64_t, int32_t>, std::vector<const IbPortCounters*>>> series;
+  for (const IbPortCounters& c : net.port_counters) {
+    if (!c.host || !c.lid || !c.xmit_wait_ticks || !c.xmit_data_bytes) continue;
+    if (!net.switch_of.count(*c.host)) continue;
+    series[*c.host][{*c.lid, c.port}].push_back(&c);
+  }
+  std::map<std::string, std::vector<Sample>> hosts;
+  for (auto& [h, ports] : series) {
+    size_t n = SIZE_MAX;
+    for (auto& [key, v] : ports) {
+      bool timed = std::all_of(v.begin(), v.end(), [](const IbPortCounters* c) { return c->time_ns.has_value(); });
+      if (timed) {
+        std::stable_sort(v.begin(), v.end(), [](const IbPortCounters* a, const IbPortCounters* b) {
+          return *a->time_ns < *b->time_ns;
+        });
+      }
+      n = std::min(n, v.size());
+    }
+    std::vector<Sample> samples(n);
+    for (size_t k = 0; k < n; ++k) {
+      for (auto& [key, v] : ports) {
+        Sample& sm = samples[k];
+        sm.wait_ticks += static_cast<double>(*v[k]->xmit_wait_ticks);
+        sm.data_bytes += static_cast<double>(*v[k]->xmit_data_bytes);
+        if (v[k]->time_ns && (!sm.time_ns || *v[k]->time_ns > *sm.time_ns)) sm.time_ns = v[k]->time_ns;
+        if (!sm.src) sm.src = v[k]->src;
+      }
+    }
+    if (n >= 3) hosts[h] = std::move(samples);
+  }
+  if (hosts.size() < o.port_interval_min_hosts + 1) return std::nullopt;
+  // Align: rows of one snapshot per host.
+  size_t n_min = SIZE_MAX, n_max = 0;
+  for (auto& [h, v] : hosts) {
+    n_min = std::min(n_min, v.size());
+    n_max = std::max(n_max, v.size());
+  }
+  std::map<std::string, std::vector<Sample>> rows;  // host -> aligned samples
+  if (n_min == n_max) {
+    rows = hosts;
+  } else {
+    const std::vector<Sample>* sparsest = nullptr;
+    for (auto& [h, v] : hosts) {
+      if (v.size() == n_min) sparsest = &v;
+      for (const Sample& sm : v) {
+        if (!sm.time_ns) return std::nullopt;  // counts differ and no times to align by
+      }
+    }
+    auto tolerance = static_cast<TimeNs>(o.port_interval_align_s * 1e9);
+    for (const Sample& ref : *sparsest) {
+      std::map<std::string, Sample> row;
+      for (auto& [h, v] : hosts) {
+        const Sample* best = nullptr;
+        for (const Sample& sm : v) {
+          TimeNs d = std::abs(*sm.time_ns - *ref.time_ns);
+          if (d <= tolerance && (!best || d < std::abs(*best->time_ns - *ref.time_ns))) best = &sm;
+        }
+        if (!best) break;
+        row[h] = *best;
+      }
+      if (row.size() != hosts.size()) continue;  // not every host sampled then
+      for (auto& [h, sm] : row) rows[h].push_back(sm);
+    }
+    if (rows.empty() || rows.begin()->second.size() < 3) return std::nullopt;
+  }
+  size_t n = rows.begin()->second.size();
+  std::map<std::string, std::vector<std::string>> by_switch;
+  for (auto& [h, v] : rows) by_switch[net.switch_of.at(h)].push_back(h);
+  if (by_switch.size() < 2) return std::nullopt;
+  std::map<std::string, std::vector<size_t>> congested;  // switch -> intervals (index of the end snapshot)
+  size_t intervals = 0;
+  for (size_t k = 1; k < n; ++k) {
+    std::map<std::string, double> ratio;
+    std::vector<double> data;
+    for (auto& [h, v] : rows) data.push_back(v[k].data_bytes - v[k - 1].data_bytes);
+    double typical = Median(data).value_or(0);
+    for (auto& [h, v] : rows) {
+      double dw = v[k].wait_ticks - v[k - 1].wait_ticks, dd = v[k].data_bytes - v[k - 1].data_bytes;
+      // Counters reset, or a host that did not carry the job's traffic.
+      if (dw < 0 || dd <= 0 || dd < o.port_min_data_share * typical) continue;
+      ratio[h] = dw / dd;
+    }
+    if (ratio.size() < o.port_interval_min_hosts + 1) continue;
+    ++intervals;
+    for (auto& [sw, members] : by_switch) {
+      size_t on_switch = 0;
+      for (auto& [h, s2] : net.switch_of) on_switch += s2 == sw;
+      std::vector<double> mine, others;
+      for (auto& [h, r] : ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
+      // One host elsewhere is enough against port_interval_min_hosts_vs_one
+      // hosts on the switch (each must be above it).
+      size_t need_others = mine.size() >= o.port_interval_min_hosts_vs_one ? 1 : o.port_interval_min_hosts;
+      if (mine.size() < std::max(on_switch, o.port_interval_min_hosts) || others.size() < need_others) {
+        continue;
+      }
+      double least = *std::min_element(mine.begin(), mine.end());
+      double m = Median(others).value_or(0);
+      if (least > *std::max_element(others.begin(), others.end()) && least >= o.port_interval_ratio * m) {
+        congested[sw].push_back(k);
+      }
+    }
+  }
+  std::string top;
+  size_t top_count = 0, second = 0;
+  for (auto& [sw, ks] : congested) {
+    if (ks.size() > top_count) {
+      second = top_count;
+      top = sw;
+      top_count = ks.size();
+    } else {
+      second = std::max(second, ks.size());
+    }
+  }
+  if (top_count < o.port_interval_min_count || top_count < o.port_interval_dominance * second) {
+    return std::nullopt;
+  }
+  std::vector<std::string> sorted = by_switch[top];
+  std::sort(sorted.begin(), sorted.end(), NaturalLess);
+  const std::vector<Sample>& first_host = rows[sorted.front()];
+  auto when = [&](size_t k) {
+    const Sample& end = first_host[k];
+    const Sample& begin = first_host[k - 1];
+    if (begin.time_ns && end.time_ns) {
+      return fmt::format("{} to {}", FormatTimestamp(*begin.time_ns), FormatTimestamp(*end.time_ns));
+    }
+    return fmt::format("snapshots {} to {}", k, k + 1);
+  };
+  const std::vector<size_t>& ks = congested[top];
+  Finding f = SwitchFinding(top, sorted, "port_counters", ranks);
+  f.confidence = 0.6;
+  f.message = fmt::format(
+      "every host on switch {} ({}) waited >= {:.0f}x as long per byte sent as the median host on "
+      "the other switches, and longer than any of them, in {} of {} intervals between perfquery "
+      "snapshots (PortXmitWait / PortXmitData deltas; first {}, last {}); other switches at most "
+      "{}: credit back-pressure on that switch's links that comes and goes, likely traffic from "
+      "outside the job",
+      top, HostList(sorted), o.port_interval_ratio, ks.size(), intervals, when(ks.front()), when(ks.back()),
+      second);
+  f.evidence.push_back({f.message, first_host[ks.front()].src});
+  f.next_steps.push_back(fmt::format(
+      "ask the network team what else runs through switch {} at those times (`perfquery` "
+      "PortXmitWait on its uplink ports, the switch's congestion counters); move the job off it or "
+      "rerun nccl-tests between {} and a host on another switch while it is congested",
+      top, sorted.front()));
+  return f;
 }
 
 }  // namespace
@@ -701,7 +896,9 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
   if (!shared_switch_named) {
     if (auto f = SwitchGroupFinding(a, net, ranks, o)) a.findings.push_back(std::move(*f));
   }
-  if (auto f = PortCounterSwitchFinding(net, ranks, o)) {
+  std::optional<Finding> counters = PortCounterSwitchFinding(net, ranks, o);
+  if (!counters) counters = PortCounterIntervalFinding(net, ranks, o);
+  if (auto& f = counters) {
     // The counters confirm a switch already named from the hosts' slowness:
     // one finding, with both pieces of evidence.
     auto same = std::find_if(a.findings.begin(), a.findings.end(), [&](const Finding& g) {

@@ -28,7 +28,10 @@
 //   counters     every host of one switch waits for credits per byte sent
 //                (perfquery PortXmitWait / PortXmitData) far more than the
 //                other switches' hosts (robust z >= 4 and >= 1.5x their
-//                median) -> shared_switch, pattern port_counters
+//                median) -> shared_switch, pattern port_counters; from
+//                snapshots over time, a switch whose every host waits >= 2x
+//                the others' median (and above each of them) in >= 2
+//                intervals, twice as many as any other switch -> the same
 //   switch       >= 2 suspect hosts (from step/trace/network findings), all
 //                on one switch of the host->switch map, with other switches'
 //                hosts fine -> shared_switch
@@ -74,6 +77,25 @@ struct NetworkDetectorOptions {
   // others' median and the switch's median >= port_wait_apart_ratio x it.
   double port_wait_apart_min = 2;
   double port_wait_apart_ratio = 2.5;
+  // Snapshots over time (a `date; perfquery -x` sampling loop): per interval
+  // between consecutive snapshots, a switch is congested when every one of
+  // its hosts waits per byte more than every host elsewhere and >=
+  // port_interval_ratio x their median (2x: the ordinary wait varies by
+  // tens of percent between intervals, a congested leaf's by multiples),
+  // with >= port_interval_min_hosts hosts on it and elsewhere (one host
+  // against one is above it half the time by chance, two against two a
+  // sixth). Named when congested in >= port_interval_min_count intervals
+  // and >= port_interval_dominance x as many as any other switch. Hosts
+  // with different snapshot counts are aligned by time within
+  // port_interval_align_s.
+  double port_interval_ratio = 2;
+  size_t port_interval_min_hosts = 2;
+  // One host elsewhere suffices when the switch has this many, each above
+  // it (a fifth by chance for 4 against 1, before the 2x).
+  size_t port_interval_min_hosts_vs_one = 3;
+  size_t port_interval_min_count = 2;
+  size_t port_interval_dominance = 2;
+  double port_interval_align_s = 5;
 };
 
 struct NcclTestStats {

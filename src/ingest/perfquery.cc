@@ -31,13 +31,25 @@
 // in one file (pdsh / clush "host: " prefixes, dshbak blocks) are split per
 // host (host_lines.h); the host is the prefix's, else the path's.
 //
+// Snapshots over time: a sampling loop (`while sleep 10; do date -u
+// +%Y-%m-%dT%H:%M:%SZ; perfquery -x ...; done`) prints a timestamp line
+// before its blocks: ISO 8601 (`date -u +%FT%TZ`, `date -Is`, fraction and
+// offset optional), epoch seconds (`date +%s`, fraction optional) or plain
+// `date` ("Sun Nov 29 21:58:41 UTC 2026"; a zone other than UTC / GMT is
+// read as UTC, like the asctime times of nvidia-smi). A block takes the
+// latest timestamp of its stream (IbPortCounters::time_ns), and each
+// timestamp starts new records, so a file of N samples holds N records per
+// port. Without timestamp lines repeated blocks of one port make one record
+// (the later values win), as before.
+//
 // Ignored: PortSelect, CounterSelect(2), unicast / multicast packet counts,
 // constraint, relay, VL15 and QP1 drop counters, ibwarn lines.
 // Counted as network.bad_record: a counter whose value is not a number, a
 // "Name:....value" line outside any block, a block without any counter (the
 // output was cut), a data counter too large to hold in bytes, and each
 // "perfquery: iberror: ..." line (a port that could not be queried, such as
-// a port that is down).
+// a port that is down), and a line that looks like a timestamp (starts
+// with a digit or a weekday name) but is not one of the forms above.
 
 #include <algorithm>
 #include <map>
@@ -47,6 +59,7 @@
 
 #include "base/text.h"
 #include "ingest/net_streams.h"
+#include "ingest/nvidia_smi_text.h"
 #include "ingest/readers.h"
 
 namespace laggard {
@@ -87,6 +100,69 @@ std::optional<Header> ParseHeader(std::string_view line) {
 }
 
 bool IsHeader(std::string_view line) { return ParseHeader(line).has_value(); }
+
+// A sampling loop's `date` line (see the top of the file).
+enum class StampKind : uint8_t { kNone, kTime, kMalformed };
+struct Stamp {
+  StampKind kind = StampKind::kNone;
+  TimeNs time_ns = 0;
+};
+
+bool IsWeekday(std::string_view w) {
+  static constexpr std::string_view kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  for (std::string_view d : kDays) {
+    if (EqualsIgnoreCase(w, d)) return true;
+  }
+  return false;
+}
+
+Stamp ParseStamp(std::string_view t) {
+  Stamp out;
+  if (t.empty()) return out;
+  if (IsDigit(t.front())) {
+    out.kind = StampKind::kMalformed;
+    // Epoch seconds: digits with an optional fraction (ParseTimestamp would
+    // also take ms / us / ns; `date +%s` prints seconds).
+    bool epoch_like = t.find_first_not_of("0123456789.") == std::string_view::npos;
+    if (epoch_like && t.substr(0, t.find('.')).size() > 11) return out;
+    if (auto v = ParseTimestamp(t)) {
+      out.kind = StampKind::kTime;
+      out.time_ns = *v;
+    }
+    return out;
+  }
+  std::string_view first = t.substr(0, t.find(' '));
+  if (first.size() != 3 || first.size() == t.size() || !IsWeekday(first)) return out;
+  out.kind = StampKind::kMalformed;
+  // "Sun Nov 29 21:58:41 UTC 2026": asctime with the zone before the year.
+  std::vector<std::string_view> w;
+  std::string_view rest = t;
+  while (!rest.empty() && w.size() < 7) {
+    size_t b = rest.find_first_not_of(' ');
+    if (b == std::string_view::npos) break;
+    rest.remove_prefix(b);
+    size_t e = rest.find(' ');
+    w.push_back(rest.substr(0, e));
+    rest = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+  }
+  if (w.size() == 6) {
+    bool zone = !w[4].empty() && std::all_of(w[4].begin(), w[4].end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    });
+    if (!zone) return out;
+    std::string asctime = fmt::format("{} {} {} {} {}", w[0], w[1], w[2], w[3], w[5]);
+    if (auto v = nvsmi::ParseCtime(asctime)) {
+      out.kind = StampKind::kTime;
+      out.time_ns = *v;
+    }
+  } else if (w.size() == 5) {
+    if (auto v = nvsmi::ParseCtime(t)) {
+      out.kind = StampKind::kTime;
+      out.time_ns = *v;
+    }
+  }
+  return out;
+}
 
 // "PortXmitData:....................123" -> ("PortXmitData", "123").
 bool SplitDotted(std::string_view line, std::string_view& name, std::string_view& value) {
@@ -146,6 +222,8 @@ struct Stream {
   bool block_has_field = false;
   uint64_t block_line = 0;
   std::optional<size_t> record;  // index into Reader's records
+  std::optional<TimeNs> time_ns;  // the latest timestamp line
+  int64_t snapshot = 0;           // timestamp lines seen
 };
 
 // A record being built, keyed by stream, LID and port.
@@ -189,7 +267,8 @@ class PerfqueryReader final : public StepReader {
     RecordHosts hosts(host_lines, ctx);
     StreamStates<Stream> streams;
     std::vector<Pending> records;
-    std::map<std::tuple<std::string, int64_t, int32_t>, size_t> index;  // (stream, lid or -1, port)
+    // (stream, snapshot, lid or -1, port)
+    std::map<std::tuple<std::string, int64_t, int64_t, int32_t>, size_t> index;
 
     auto bad = [&](uint64_t n, std::string message) {
       ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
@@ -216,8 +295,8 @@ class PerfqueryReader final : public StepReader {
         s.block_has_field = false;
         s.block_line = n;
         // A block whose address names no LID stands alone.
-        std::tuple<std::string, int64_t, int32_t> key{s.stream, h->lid.value_or(-1 - static_cast<int64_t>(n)),
-                                                      h->port};
+        std::tuple<std::string, int64_t, int64_t, int32_t> key{
+            s.stream, s.snapshot, h->lid.value_or(-1 - static_cast<int64_t>(n)), h->port};
         auto it = index.find(key);
         if (it == index.end()) {
           it = index.emplace(key, records.size()).first;
@@ -226,6 +305,7 @@ class PerfqueryReader final : public StepReader {
           records.back().c.lid = h->lid;
           records.back().c.port = h->port;
           records.back().c.src = ctx.Ref(n);
+          records.back().c.time_ns = s.time_ns;
         }
         s.record = it->second;
         records[it->second].c.extended = records[it->second].c.extended || h->extended;
@@ -237,6 +317,19 @@ class PerfqueryReader final : public StepReader {
         continue;
       }
       if (StartsWith(t, "ibwarn:")) continue;  // the iberror line that follows says what failed
+      if (Stamp stamp = ParseStamp(t); stamp.kind != StampKind::kNone) {
+        close_block(s);
+        // A sample of unknown time is still a sample of its own.
+        ++s.snapshot;
+        s.time_ns.reset();
+        if (stamp.kind == StampKind::kMalformed) {
+          bad(n, fmt::format("not a timestamp line perfquery snapshots are read with: \"{}\"",
+                             Printable(t, 80)));
+          continue;
+        }
+        s.time_ns = stamp.time_ns;
+        continue;
+      }
       std::string_view fname, value;
       if (!SplitDotted(t, fname, value)) {
         bad(n, fmt::format("not a perfquery \"Name:....value\" line: \"{}\"", Printable(t, 80)));

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/source.h"
+#include "model/time.h"
 
 namespace laggard {
 
@@ -178,6 +179,11 @@ struct IbPortCounters {
   std::optional<int64_t> rcv_errors;
   std::vector<std::string> saturated;      // names of 32-bit counters at their maximum
   SourceRef src;                           // the header line
+  // When the snapshot was taken: the latest timestamp line (`date -u
+  // +%Y-%m-%dT%H:%M:%SZ`, `date -Is`, `date +%s`, plain `date`) printed
+  // before the block by a sampling loop; nullopt when none was. A file of
+  // such snapshots holds one record per (host, LID, port) and timestamp.
+  std::optional<TimeNs> time_ns;
 };
 
 struct NetworkData {

@@ -5,12 +5,15 @@
 //                     that is down reads State: Down, Physical state:
 //                     Polling) and the Ethernet port of eth0 (mlx5_<G>)
 //   ethtool-eth0.txt  `ethtool eth0`: 100GbE, the path NCCL falls back to
-//   perfquery.txt     `perfquery -x -C mlx5_<i> -P 1` for every InfiniBand
-//                     CA (PortCountersExtended with the additional counters:
-//                     64-bit data, packets, errors, PortXmitWait), counters
-//                     cumulative over the run (see PortCounterModel below);
-//                     a port that is down cannot be queried: perfquery's
-//                     failure lines instead
+//   perfquery.txt     a sampling loop's output: every 10 steps (and at the
+//                     end of the run) a `date -u +%Y-%m-%dT%H:%M:%SZ` line
+//                     on the host's clock, then `perfquery -x -C mlx5_<i>
+//                     -P 1` for every InfiniBand CA (PortCountersExtended
+//                     with the additional counters: 64-bit data, packets,
+//                     errors, PortXmitWait), counters cumulative up to that
+//                     step (see PortCounterModel below); a port that is
+//                     down cannot be queried: perfquery's failure lines
+//                     instead
 // and switch-map.csv: host,switch for every host.
 
 #include <algorithm>
@@ -24,49 +27,81 @@
 namespace laggard::sim {
 namespace {
 
-// What a port moved and waited over the run.
+// What a port had moved and waited when a snapshot was taken.
 struct PortTotals {
   uint64_t xmit_bytes = 0, rcv_bytes = 0;
   uint64_t xmit_wait_ticks = 0;
   uint64_t symbol_errors = 0, link_recoveries = 0;
 };
 
-// Cumulative port counters of node `node` (docs/simulator.md, "Port
-// counters"):
+// One `date -u +%Y-%m-%dT%H:%M:%SZ; perfquery -x ...` round of a node's
+// sampling loop: the step it was taken after and the counters of every CA.
+struct Snapshot {
+  int step = 0;  // end of this many steps
+  std::vector<PortTotals> ports;
+};
+
+// Snapshots every kSnapshotSteps steps (widened so a run has at most
+// kMaxSnapshots), the last at the end of the run.
+constexpr int kSnapshotSteps = 10;
+constexpr int kMaxSnapshots = 50;
+// The ordinary wait of an interval varies: lognormal per (host, interval)
+// and, smaller, per port on top.
+constexpr double kIntervalHostSigma = 0.25;
+constexpr double kIntervalPortSigma = 0.1;
+
+std::vector<int> SnapshotSteps(int steps) {
+  int every = std::max(kSnapshotSteps, (steps + kMaxSnapshots - 1) / kMaxSnapshots);
+  std::vector<int> out;
+  for (int s = every; s < steps; s += every) out.push_back(s);
+  out.push_back(std::max(steps, 1));
+  return out;
+}
+
+// Cumulative port counters of node `node` at each snapshot
+// (docs/simulator.md, "Port counters"):
 //   traffic   each all-reduce of B bytes moves 2(R-1)/R x B through every
 //             node's NICs each way (what the ring's inter-node busbw carries),
 //             split evenly over its G rails, each rail on its NIC
 //             (NodeState::rail_nic); none with NET/Socket or a single node.
-//   wait      PortXmitWait, ticks of 1 ns: the time the port spends sending
-//             (bytes / (rate x 0.92 / 8)) times the ordinary incast share
-//             w = 4% x e^(0.12 N) per host x e^(0.05 N) per port, plus, on a
-//             host behind a congested switch, s / (1 - s) of the time it
-//             sends while the congestion is active (a link left 1 - s of its
+//             Steps move the same bytes, so a snapshot after k of S steps
+//             holds k/S of the run's.
+//   wait      PortXmitWait, ticks of 1 ns, per interval between snapshots:
+//             the time the port spends sending in it (bytes / (rate x 0.92
+//             / 8)) times the ordinary incast share w = 4% x e^(0.12 N) per
+//             host x e^(0.05 N) per port, varying by interval (lognormal,
+//             sigma 0.25 per host and 0.1 per port, mean 1), plus, on a host
+//             behind a congested switch, s / (1 - s) of the time it sends
+//             while the congestion is active (a link left 1 - s of its
 //             bandwidth sends 1/(1 - s) as long, waiting for credits the
-//             rest): the share of steps it is active x s / (1 - s).
+//             rest): the share of the interval's steps it is active x
+//             s / (1 - s).
 //   errors    a port that trained below its rate has symbol errors and
-//             link recoveries; healthy ports none.
-std::vector<PortTotals> PortCounterModel(const ClusterRun& run, int node) {
+//             link recoveries; healthy ports none (at the first snapshot).
+std::vector<Snapshot> PortCounterModel(const ClusterRun& run, int node) {
   const ClusterScenario& sc = run.scenario();
   const NodeState& ns = run.node_states()[static_cast<size_t>(node)];
   int g = sc.gpus_per_node;
-  std::vector<PortTotals> out(static_cast<size_t>(g));
+  auto gs = static_cast<size_t>(g);
   Rng rng(Rng(sc.seed ^ 0x7065726671756572ull).Next() ^ (static_cast<uint64_t>(node) * 0x9e3779b97f4a7c15ull));
   double host_share = 0.04 * std::exp(0.12 * rng.Normal());
-  std::vector<double> port_share(static_cast<size_t>(g));
+  std::vector<double> port_share(gs);
   for (double& w : port_share) w = host_share * std::exp(0.05 * rng.Normal());
-  // Management traffic every port carries (subnet manager, PMA queries).
-  for (PortTotals& p : out) p.xmit_bytes = p.rcv_bytes = 256ull * static_cast<uint64_t>(sc.steps);
-  double extra = 0;  // s / (1 - s) x share of steps congested
-  for (const Fault& f : sc.faults) {
-    if (f.kind != FaultKind::kSharedSwitchCongestion) continue;
-    if (std::find(f.target.nodes.begin(), f.target.nodes.end(), node) == f.target.nodes.end()) continue;
-    int active = 0;
-    for (int s = 0; s < sc.steps; ++s) active += FaultActive(f, s);
-    double sev = f.severity.value_or(DefaultSeverity(f.kind));
-    extra += sev / (1 - sev) * active / sc.steps;
+  // Its own stream, so the draws above stay what they were.
+  Rng interval_rng(Rng(sc.seed ^ 0x696e74657276616cull).Next() ^
+                   (static_cast<uint64_t>(node) * 0xd1b54a32d192ed03ull));
+  std::vector<uint64_t> errors(gs), recoveries(gs);
+  for (int i = 0; i < g; ++i) {
+    const NicState& nic = ns.nics[static_cast<size_t>(i)];
+    if (nic.up && nic.rate_gbps < kIbRateGbps) {
+      errors[static_cast<size_t>(i)] = 40 + rng.Next() % 400;
+      recoveries[static_cast<size_t>(i)] = 1 + rng.Next() % 3;
+    }
   }
-  if (sc.nodes > 1 && !ns.rail_nic.empty()) {
+  // Job traffic of each port over the whole run.
+  std::vector<double> run_bytes(gs, 0);
+  bool traffic = sc.nodes > 1 && !ns.rail_nic.empty();
+  if (traffic) {
     int k_count = sc.collectives_per_step;
     double per_step = 0;
     for (int k = 0; k < k_count; ++k) {
@@ -76,25 +111,49 @@ std::vector<PortTotals> PortCounterModel(const ClusterRun& run, int node) {
     double r = sc.ranks();
     double node_bytes = 2 * (r - 1) / r * per_step * sc.steps;
     for (int rail = 0; rail < g; ++rail) {
-      int nic = ns.rail_nic[static_cast<size_t>(rail)];
-      auto b = static_cast<uint64_t>(node_bytes / g);
-      out[static_cast<size_t>(nic)].xmit_bytes += b;
-      out[static_cast<size_t>(nic)].rcv_bytes += b;
-    }
-    for (int i = 0; i < g; ++i) {
-      const NicState& nic = ns.nics[static_cast<size_t>(i)];
-      if (!nic.up) continue;
-      double send_ns = static_cast<double>(out[static_cast<size_t>(i)].xmit_bytes) / (nic.rate_gbps * kIbEfficiency / 8);
-      out[static_cast<size_t>(i)].xmit_wait_ticks =
-          static_cast<uint64_t>(std::llround(send_ns * (port_share[static_cast<size_t>(i)] + extra)));
+      run_bytes[static_cast<size_t>(ns.rail_nic[static_cast<size_t>(rail)])] += node_bytes / g;
     }
   }
-  for (int i = 0; i < g; ++i) {
-    const NicState& nic = ns.nics[static_cast<size_t>(i)];
-    if (nic.up && nic.rate_gbps < kIbRateGbps) {
-      out[static_cast<size_t>(i)].symbol_errors = 40 + rng.Next() % 400;
-      out[static_cast<size_t>(i)].link_recoveries = 1 + rng.Next() % 3;
+  std::vector<Snapshot> out;
+  std::vector<uint64_t> wait(gs, 0);
+  int from = 0;
+  auto bytes_at = [&](size_t i, int step) {
+    // Management traffic every port carries (subnet manager, PMA queries).
+    return 256ull * static_cast<uint64_t>(step) +
+           static_cast<uint64_t>(run_bytes[i] * step / std::max(sc.steps, 1));
+  };
+  for (int to : SnapshotSteps(sc.steps)) {
+    double extra = 0;  // s / (1 - s) x share of the interval's steps congested
+    for (const Fault& f : sc.faults) {
+      if (f.kind != FaultKind::kSharedSwitchCongestion) continue;
+      if (std::find(f.target.nodes.begin(), f.target.nodes.end(), node) == f.target.nodes.end()) continue;
+      int active = 0;
+      for (int s = from; s < to; ++s) active += FaultActive(f, s);
+      double sev = f.severity.value_or(DefaultSeverity(f.kind));
+      extra += sev / (1 - sev) * active / std::max(to - from, 1);
     }
+    double host_var = std::exp(kIntervalHostSigma * interval_rng.Normal() -
+                               kIntervalHostSigma * kIntervalHostSigma / 2);
+    Snapshot snap;
+    snap.step = to;
+    snap.ports.resize(gs);
+    for (size_t i = 0; i < gs; ++i) {
+      double port_var = std::exp(kIntervalPortSigma * interval_rng.Normal() -
+                                 kIntervalPortSigma * kIntervalPortSigma / 2);
+      PortTotals& p = snap.ports[i];
+      p.xmit_bytes = p.rcv_bytes = bytes_at(i, to);
+      const NicState& nic = ns.nics[i];
+      if (traffic && nic.up) {
+        double sent = static_cast<double>(p.xmit_bytes - bytes_at(i, from));
+        double send_ns = sent / (nic.rate_gbps * kIbEfficiency / 8);
+        wait[i] += static_cast<uint64_t>(std::llround(send_ns * (port_share[i] * host_var * port_var + extra)));
+      }
+      p.xmit_wait_ticks = wait[i];
+      p.symbol_errors = errors[i];
+      p.link_recoveries = recoveries[i];
+    }
+    out.push_back(std::move(snap));
+    from = to;
   }
   return out;
 }
@@ -202,15 +261,20 @@ Status WriteNetworkFiles(const RunContext& ctx, int node, uint64_t* bytes, int* 
   ++*files;
 
   OutFile pq(dir + "perfquery.txt");
-  std::vector<PortTotals> totals = PortCounterModel(run, node);
-  for (int ca = 0; ca < g; ++ca) {
-    if (ns.nics[static_cast<size_t>(ca)].up) {
-      PerfqueryBlock(pq, 2 + node * g + ca, totals[static_cast<size_t>(ca)]);
-    } else {
-      // The port has no LID: the PMA query cannot be sent.
-      pq.Print("ibwarn: [{}] mad_rpc: _do_madrpc failed; dport (Lid 0)\n"
-               "perfquery: iberror: failed: classportinfo query\n",
-               4100 + node * 16 + ca);
+  // The node's first rank ends the steps on this host's clock.
+  int rank = node * g;
+  for (const Snapshot& snap : PortCounterModel(run, node)) {
+    Civil c = ToCivil(ctx.host_ns(node, run.step_start_ns(rank, snap.step)));
+    pq.Print("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}Z\n", c.year, c.month, c.day, c.hour, c.minute, c.second);
+    for (int ca = 0; ca < g; ++ca) {
+      if (ns.nics[static_cast<size_t>(ca)].up) {
+        PerfqueryBlock(pq, 2 + node * g + ca, snap.ports[static_cast<size_t>(ca)]);
+      } else {
+        // The port has no LID: the PMA query cannot be sent.
+        pq.Print("ibwarn: [{}] mad_rpc: _do_madrpc failed; dport (Lid 0)\n"
+                 "perfquery: iberror: failed: classportinfo query\n",
+                 4100 + node * 16 + ca);
+      }
     }
   }
   if (Status st = pq.Close(bytes); !st.ok()) return st;
