@@ -759,7 +759,7 @@ inline bool FlatRestClean(const char* c, const char* end) {
 // gives without the trailing blanks). A number or literal must end at a
 // blank, ',', '}' or ']': stage 1 reads `e"x"` as one token, for one, so a
 // token that stops at anything else is left to On-Demand.
-inline const char* FlatScalarEnd(const char* c, const char* end) {
+[[gnu::always_inline]] inline const char* FlatScalarEnd(const char* c, const char* end) {
   if (*c == '"') return FlatStringEnd(c + 1, end);
   const char* stop = FindScalarEnd(c, end);
   if (stop == c || stop >= end) return nullptr;
@@ -954,18 +954,21 @@ Field ArgField(const char* k) {
 // reading them would.
 struct KeySlot {
   char bytes[32] = {};
-  uint8_t len = 0;  // 0: nothing learned (never matches)
+  uint32_t want = 0;  // the low `len` bits: the bytes that must match
+  uint8_t len = 0;    // 0: nothing learned (never matches)
   Field field = Field::kOther;
 
   void Learn(const char* key_quote, const char* value, Field f) {
     size_t n = static_cast<size_t>(value - key_quote);
     if (n > sizeof bytes) {
       len = 0;
+      want = 0;
       return;
     }
     std::memset(bytes, 0, sizeof bytes);
     std::memcpy(bytes, key_quote, n);
     len = static_cast<uint8_t>(n);
+    want = n == 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1;
     field = f;
   }
 
@@ -979,7 +982,6 @@ struct KeySlot {
                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16)));
     uint32_t equal = static_cast<uint32_t>(_mm_movemask_epi8(lo)) |
                      static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16;
-    uint32_t want = len == 32 ? ~uint32_t{0} : (uint32_t{1} << len) - 1;
     return (equal & want) == want;
 #else
     return std::memcmp(q, bytes, len) == 0;
@@ -987,7 +989,8 @@ struct KeySlot {
   }
 };
 constexpr size_t kMaxKeySlots = 32;  // members per object remembered
-using KeySlots = std::vector<KeySlot>;
+// One layout's members, by position (a fixed array: no bounds to track).
+using KeySlots = std::array<KeySlot, kMaxKeySlots>;
 
 // ---------------------------------------------------------------------------
 // One event's fields, as raw tokens pointing into the read buffer.
@@ -1487,7 +1490,7 @@ class KinetoFile {
     size_t n = static_cast<size_t>(end - start);
     if (!Wanted(p, n)) return;
     EventFields e;
-    if (!FlatEventsEnabled() || !ExtractFlat(p, p + n, e)) {
+    if (!flat_events_ || !ExtractFlat(p, p + n, e)) {
       od::document doc;
       od::object obj;
       if (parser_.iterate(p, n, n + kPad).get(doc) || doc.get_object().get(obj) ||
@@ -1808,23 +1811,26 @@ class KinetoFile {
   // layout (Kineto writes every event of a kind with the same keys in the
   // same order), else read and remembered. Sets `field` and returns the
   // start of the value, or nullptr.
-  const char* FlatKey(const char* q, const char* end, KeySlots& slots, size_t i, bool args,
-                      Field& field) {
-    if (i < slots.size()) {
+  [[gnu::always_inline]] const char* FlatKey(const char* q, const char* end, KeySlots& slots,
+                                             size_t i, bool args, Field& field) {
+    if (i < kMaxKeySlots) {
       const KeySlot& slot = slots[i];
       if (q + slot.len < end && slot.Matches(q) && !IsBlank(q[slot.len])) {
         field = slot.field;
         return q + slot.len;
       }
     }
+    return ReadKey(q, end, slots, i, args, field);
+  }
+
+  // FlatKey's slow path: a key not seen at this position before.
+  [[gnu::noinline]] const char* ReadKey(const char* q, const char* end, KeySlots& slots, size_t i,
+                                        bool args, Field& field) {
     const char* k = nullptr;
     const char* v = FlatMemberValue(q, end, k);
     if (v == nullptr) return nullptr;
     field = args ? ArgField(k) : TopField(k);
-    if (i < kMaxKeySlots) {
-      if (slots.size() <= i) slots.resize(i + 1);
-      slots[i].Learn(q, v, field);
-    }
+    if (i < kMaxKeySlots) slots[i].Learn(q, v, field);
     return v;
   }
 
@@ -2390,6 +2396,7 @@ class KinetoFile {
   std::unordered_map<int64_t, size_t> step_index_;
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
   std::string scratch_, name_scratch_;
+  const bool flat_events_ = FlatEventsEnabled();
   KeySlots top_slots_;       // the last flat event's keys, in order
   KeySlots args_slots_[3];   // its args' keys: launch calls, kernels, other events
 };
