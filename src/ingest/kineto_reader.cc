@@ -804,9 +804,8 @@ inline const char* FlatNextMember(const char* q, const char* end, bool& closed) 
   return SkipBlanks(q + 1, end);
 }
 
-// A scalar or an array of scalars.
-inline const char* FlatValueEnd(const char* c, const char* end) {
-  if (*c != '[') return FlatScalarEnd(c, end);
+// An array of scalars, at its '['.
+[[gnu::noinline]] const char* FlatArrayEnd(const char* c, const char* end) {
   c = SkipBlanks(c + 1, end);
   if (c < end && *c == ']') return c + 1;
   for (;;) {
@@ -819,6 +818,11 @@ inline const char* FlatValueEnd(const char* c, const char* end) {
     if (*c != ',') return nullptr;
     c = SkipBlanks(c + 1, end);
   }
+}
+
+// A scalar or an array of scalars.
+[[gnu::always_inline]] inline const char* FlatValueEnd(const char* c, const char* end) {
+  return *c == '[' ? FlatArrayEnd(c, end) : FlatScalarEnd(c, end);
 }
 
 // "[132, 1, 1]": three integers of 1 to 18 digits without sign or leading
@@ -1557,8 +1561,17 @@ class KinetoFile {
       if (name_end == nullptr || *name_end != '"') return std::nullopt;
       return IsLaunchCallName(std::string_view(q + 1, static_cast<size_t>(name_end - q - 1)));
     }
-    return At(q, end, "\"ProfilerStep#") || At(q, end, "\"record_param_comms\"") ||
-           At(q, end, "\"\\");
+    // The name's first byte picks the one literal to compare.
+    switch (q + 1 < end ? q[1] : '\0') {
+      case 'P':
+        return At(q, end, "\"ProfilerStep#");
+      case 'r':
+        return At(q, end, "\"record_param_comms\"");
+      case '\\':
+        return true;
+      default:
+        return false;
+    }
   }
 
   // Prefilter: walks the leading plain members of the event at p (p[0] is
