@@ -3,8 +3,9 @@
 //
 // The data is two ranks' traces of >= --size-gb GB each (1.05 by default),
 // generated with the simulator (kernels, cpu_op and cuda_runtime events,
-// ac2g flows, NCCL kernels with their args, record_param_comms), plain and
-// gzipped (the simulator's zlib level 1), into a temporary directory that is
+// ac2g flows, NCCL kernels with their args, record_param_comms), plain, and
+// rank 0 gzipped as torch.profiler writes it (export_chrome_trace to a .gz
+// path: Python's gzip.open, i.e. zlib at level 9), into a temporary directory that is
 // deleted at the end (--dir keeps it where you say, --keep keeps it). Each
 // measurement runs in its own forked child, whose peak-RSS mark is reset at
 // the start, so every peak is that measurement's own:
@@ -37,8 +38,8 @@
 // child; GB/s per core = bytes / CPU s, which other jobs on the machine
 // disturb less than wall time.
 //
-// --gzip-level N measures rank 0's trace recompressed with zlib at level N
-// instead (torch.profiler's export_chrome_trace writes .gz at level 9).
+// --gzip-level N compresses with zlib at level N instead of 9 (6: gzip's
+// default; 1: the simulator's own .gz, the slowest to inflate).
 //
 // --reuse (with --dir) reads the traces a previous run left there instead of
 // generating them again (the same --size-gb), so that two runs back to back
@@ -108,7 +109,7 @@ struct BenchOptions {
   bool keep = false;
   bool skip_gz = false;
   bool reuse = false;  // --dir's traces from an earlier run, if there
-  int gzip_level = 0;  // 0: the simulator's .gz (zlib -1); else rank 0 recompressed
+  int gzip_level = 9;  // zlib level of rank 0's .gz (torch.profiler's)
 };
 
 // What a child sends back through its pipe (plain data, fixed size).
@@ -556,7 +557,6 @@ int Main(int argc, char** argv) {
   }
   fs::create_directories(o.dir);
   const std::string plain_dir = o.dir + "/plain";
-  const std::string gz_dir = o.dir + "/gz";
 
   // Two ranks of one node; a step of a mid-size model: 1,200 compute
   // kernels (each with its cpu_op, cudaLaunchKernel and ac2g flow) and 16
@@ -589,28 +589,21 @@ int Main(int argc, char** argv) {
   auto g0 = Clock::now();
   const std::string trace0 = plain_dir + "/" + sim::KinetoTracePath(sc, 0);
   const std::string trace1 = plain_dir + "/" + sim::KinetoTracePath(sc, 1);
-  const std::string gz0 = o.gzip_level == 0 ? gz_dir + "/" + sim::KinetoTracePath(sc, 0, true)
-                                             : fmt::format("{}/rank-0.pt.trace.json.gz", o.dir);
-  const bool reused = o.reuse && fs::exists(trace0) && fs::exists(trace1) &&
-                      (o.skip_gz || fs::exists(gz0));
+  const std::string gz0 = fmt::format("{}/rank-0.level-{}.pt.trace.json.gz", o.dir, o.gzip_level);
+  const bool reused = o.reuse && fs::exists(trace0) && fs::exists(trace1);
   if (reused) {
     fmt::print("reusing the traces in {}\n", o.dir);
   } else if (Status st = sim::WriteKinetoTraces(sc, plain_dir); !st.ok()) {
     std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
     return 1;
   }
-  if (reused) {
-    // nothing to write
-  } else if (!o.skip_gz && o.gzip_level == 0) {
-    if (Status st = sim::WriteKinetoTraces(sc, gz_dir, /*gzip=*/true); !st.ok()) {
-      std::fprintf(stderr, "trace_ingest_bench: %s\n", st.message().c_str());
-      return 1;
-    }
-  } else if (!o.skip_gz) {
+  if (!o.skip_gz && !(reused && fs::exists(gz0))) {
+    auto z0 = Clock::now();
     if (!GzipFile(trace0, gz0, o.gzip_level)) {
       std::fprintf(stderr, "trace_ingest_bench: cannot write %s\n", gz0.c_str());
       return 1;
     }
+    fmt::print("gzipped rank 0 at level {} in {:.1f} s\n", o.gzip_level, Seconds(z0, Clock::now()));
   }
   const uint64_t size0 = fs::file_size(trace0);
   const uint64_t gz_json0 = o.skip_gz ? 0 : GzipJsonBytes(gz0, size0);
@@ -619,7 +612,7 @@ int Main(int argc, char** argv) {
              static_cast<double>(fs::file_size(trace1)) / 1e9);
   if (!o.skip_gz) {
     fmt::print(", rank 0 gzipped {:.3f} GB (zlib -{}, {:.1f}x)",
-               static_cast<double>(fs::file_size(gz0)) / 1e9, std::max(1, o.gzip_level),
+               static_cast<double>(fs::file_size(gz0)) / 1e9, o.gzip_level,
                static_cast<double>(size0) / static_cast<double>(fs::file_size(gz0)));
   }
   fmt::print("; generated in {:.1f} s; best of {} rounds\n\n", Seconds(g0, Clock::now()), o.repeat);

@@ -1538,28 +1538,45 @@ class KinetoFile {
   // The prefilter's fast path, for the exact layout Kineto and json.dumps
   // write: "ph": "?", "cat": "...", "name": "..." (q is at the first key).
   // nullopt when the event is laid out otherwise.
+  //
+  // A device op or launch call it finds wanted is left in resume_ for the
+  // walker to go on from. The strings it read (cat, a launch call's name) end
+  // at their first '"' with no escape, control or non-ASCII byte before it,
+  // so they are the tokens the walker would have read, and the decisions the
+  // walker would take on them are the ones taken here.
   std::optional<bool> WantedKinetoLayout(const char* q, const char* end) {
     if (!At(q, end, "\"ph\": \"") || end - q < 9 || q[8] != '"' || q[7] == '\\')
       return std::nullopt;
     if (q[7] != 'X') return false;  // a flow, instant or metadata event
+    const char* const ph = q + 6;
     q += 9;
     if (!At(q, end, ", \"cat\": \"")) return std::nullopt;
     q += 9;  // the opening quote of the category
-    const char* close = FindQuoteOrBackslash(q + 1, end);
+    const char* close = FindStringStop(q + 1, end);
     if (close == nullptr || *close != '"') return std::nullopt;
-    Cat cat = ClassifyCat(std::string_view(q, static_cast<size_t>(close + 1 - q)));
+    const std::string_view cat_tok(q, static_cast<size_t>(close + 1 - q));
+    Cat cat = ClassifyCat(cat_tok);
     if (cat == Cat::kRuntime) saw_runtime_ = true;
     if (cat == Cat::kIgnored || (cat == Cat::kRuntime && mode_ != Mode::kDevice)) return false;
-    if (IsDeviceCat(cat)) return mode_ == Mode::kDevice;
+    if (IsDeviceCat(cat)) {
+      if (mode_ != Mode::kDevice) return false;
+      resume_ = Resume{close + 1, 2, std::string_view(ph, 3), cat_tok, {}, cat};
+      return true;
+    }
     if (cat != Cat::kRuntime) saw_cpu_events_ = true;
     if (mode_ != Mode::kDevice) return true;
     q = close + 1;
     if (!At(q, end, ", \"name\": \"")) return std::nullopt;
     q += 10;  // the opening quote of the name
     if (cat == Cat::kRuntime) {  // a launch call, by its (unescaped) name
-      const char* name_end = FindQuoteOrBackslash(q + 1, end);
+      const char* name_end = FindStringStop(q + 1, end);
       if (name_end == nullptr || *name_end != '"') return std::nullopt;
-      return IsLaunchCallName(std::string_view(q + 1, static_cast<size_t>(name_end - q - 1)));
+      if (!IsLaunchCallName(std::string_view(q + 1, static_cast<size_t>(name_end - q - 1)))) {
+        return false;
+      }
+      resume_ = Resume{name_end + 1, 3, std::string_view(ph, 3), cat_tok,
+                       std::string_view(q, static_cast<size_t>(name_end + 1 - q)), cat};
+      return true;
     }
     // The name's first byte picks the one literal to compare.
     switch (q + 1 < end ? q[1] : '\0') {
@@ -1588,6 +1605,7 @@ class KinetoFile {
     const char* const end = p + n;
     const char* q = p + 1;
     while (q < end && IsBlank(*q)) ++q;
+    resume_.after = nullptr;
     if (std::optional<bool> fast = WantedKinetoLayout(q, end)) return *fast;
     std::string_view ph, name;
     Cat cat = Cat::kUnseen;
@@ -1676,8 +1694,22 @@ class KinetoFile {
   }
 
   bool ExtractFlatMembers(const char* p, const char* end, EventFields& e) {
-    const char* q = SkipBlanks(p + 1, end);
-    for (size_t i = 0;; ++i) {
+    const char* q = nullptr;
+    size_t first = 0;
+    if (resume_.after != nullptr) {  // ph, cat (and name) read by the prefilter
+      e.ph = resume_.ph;
+      e.cat = resume_.cat;
+      e.cat_kind = resume_.cat_kind;
+      e.name = resume_.name;
+      first = resume_.members;
+      bool closed = false;
+      q = FlatNextMember(resume_.after, end, closed);
+      if (q == nullptr) return false;
+      if (closed) return q == end;
+    } else {
+      q = SkipBlanks(p + 1, end);
+    }
+    for (size_t i = first;; ++i) {
       Field field = Field::kOther;
       q = FlatKey(q, end, top_slots_, i, /*args=*/false, field);
       if (q == nullptr) return false;
@@ -2410,6 +2442,16 @@ class KinetoFile {
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
   std::string scratch_, name_scratch_;
   const bool flat_events_ = FlatEventsEnabled();
+  // The prefilter's place in the event it last found wanted (Wanted()), when
+  // it read the leading members exactly as the walker does: the byte after
+  // the last one, how many, and their tokens. after == nullptr: none.
+  struct Resume {
+    const char* after = nullptr;
+    size_t members = 0;
+    std::string_view ph, cat, name;
+    Cat cat_kind = Cat::kUnseen;
+  };
+  Resume resume_;
   KeySlots top_slots_;       // the last flat event's keys, in order
   KeySlots args_slots_[3];   // its args' keys: launch calls, kernels, other events
 };
