@@ -1038,6 +1038,26 @@ struct NameHash {
   }
 };
 
+// A cheap hash of a name's length and first, middle and last 8 bytes, for
+// the lookup cache in front of the name table (cuBLAS kernel names differ in
+// the middle: sm90_xmma_gemm_..._tilesize256x128x64_..._cublas; a collision
+// costs one compare).
+inline size_t QuickNameHash(std::string_view s) {
+  uint64_t head = 0, mid = 0, tail = 0;
+  if (s.size() >= 8) {
+    std::memcpy(&head, s.data(), 8);
+    std::memcpy(&mid, s.data() + s.size() / 2 - 4, 8);
+    std::memcpy(&tail, s.data() + s.size() - 8, 8);
+  } else {
+    std::memcpy(&head, s.data(), s.size());
+  }
+  uint64_t h = (s.size() * 0x9E3779B97F4A7C15ULL) ^ head;
+  h = (h * 0xFF51AFD7ED558CCDULL) ^ mid;
+  h = (h * 0xC4CEB9FE1A85EC53ULL) ^ tail;
+  h *= 0xFF51AFD7ED558CCDULL;
+  return static_cast<size_t>(h >> 40);
+}
+
 struct NameInfo {
   uint32_t id = 0;
   std::optional<OpClass> kernel_class;
@@ -2048,11 +2068,16 @@ class KinetoFile {
   }
 
   NameInfo& Name(std::string_view s) {
+    NameCacheEntry& hit = name_cache_[QuickNameHash(s) & (kNameCacheSize - 1)];
+    if (hit.key != nullptr && *hit.key == s) return *hit.info;
     auto it = names_.find(s);
-    if (it != names_.end()) return it->second;
-    NameInfo info;
-    info.id = ctx_.out->names().Intern(s);
-    return names_.emplace(std::string(s), info).first->second;
+    if (it == names_.end()) {
+      NameInfo info;
+      info.id = ctx_.out->names().Intern(s);
+      it = names_.emplace(std::string(s), info).first;
+    }
+    hit = NameCacheEntry{&it->first, &it->second};
+    return it->second;
   }
 
   uint32_t Intern(std::string_view s) { return Name(s).id; }
@@ -2440,6 +2465,15 @@ class KinetoFile {
   std::vector<TraceStep> steps_;
   std::unordered_map<int64_t, size_t> step_index_;
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
+  // The names looked up last, by QuickNameHash: a device op's name is one of
+  // a few hundred, so most lookups end here, on one compare (the map's nodes
+  // do not move, so the pointers stay valid).
+  struct NameCacheEntry {
+    const std::string* key = nullptr;
+    NameInfo* info = nullptr;
+  };
+  static constexpr size_t kNameCacheSize = 512;
+  std::array<NameCacheEntry, kNameCacheSize> name_cache_{};
   std::string scratch_, name_scratch_;
   const bool flat_events_ = FlatEventsEnabled();
   // The prefilter's place in the event it last found wanted (Wanted()), when
