@@ -454,6 +454,31 @@ TEST(KinetoReaderTest, KernelClassesFollowTheirNames) {
   EXPECT_EQ(l.trace()->ops[kernels.size() + 1].cls, OpClass::kMemset);
 }
 
+// cuBLAS names of one length that differ only in the middle (the tile
+// sizes) share a slot of the reader's name cache: each op must still get
+// its own name, however the lookups alternate.
+TEST(KinetoReaderTest, KernelNamesThatDifferOnlyInTheMiddleKeepTheirNames) {
+  const std::vector<std::string> names = {
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_cublas",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_cublas",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize064x256x64_warpgroupsize1x1x1_cublas",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x064x64_warpgroupsize1x1x1_cublas",
+  };
+  std::vector<std::string> events;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 200; ++i) {
+    const std::string& name = names[static_cast<size_t>((i * 7 + i / 3) % 4)];
+    events.push_back(Kernel(name, std::to_string(100 + 10 * i), "5"));
+    expected.push_back(name);
+  }
+  Loaded l = LoadText(Wrap(events));
+  ASSERT_NE(l.trace(), nullptr);
+  ASSERT_EQ(l.trace()->ops.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(l.Name(l.trace()->ops[i].name), expected[i]) << "op " << i;
+  }
+}
+
 TEST(KinetoReaderTest, RankComesFromThePathWhenTheTraceHasNone) {
   REQUIRE_CORPUS();
   Loaded l = Load(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz", 7);
