@@ -118,6 +118,32 @@ TEST(TraceDepthReaderTest, KinetoCorpusLaunchGapsPerStep) {
   EXPECT_EQ(l.run.names.Get(l.trace().ops[first_kernel].shape).substr(0, 5), "grid ");
 }
 
+// The reader remembers each kernel's last launch shape; a kernel launched
+// with another grid or block must still get that shape, not the last one.
+TEST(TraceDepthReaderTest, AKernelLaunchedWithSeveralShapesKeepsEachShape) {
+  const std::vector<std::string> shapes = {
+      R"J(, "grid": [132, 1, 1], "block": [128, 1, 1])J",
+      R"J(, "grid": [264, 1, 1], "block": [128, 1, 1])J",
+      R"J(, "grid": [132, 1, 1], "block": [256, 1, 1])J",
+  };
+  const std::vector<std::string> texts = {"grid 132x1x1 block 128x1x1", "grid 264x1x1 block 128x1x1",
+                                          "grid 132x1x1 block 256x1x1"};
+  std::vector<std::string> events;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 60; ++i) {
+    size_t k = static_cast<size_t>((i / 2 + i / 7) % 3);  // runs of one shape, then changes
+    std::string name = i % 5 == 0 ? "other_kernel" : "gemm_kernel";
+    events.push_back(Kernel(name, 100 + 10 * i, 5, i, shapes[k]));
+    expected.push_back(texts[k]);
+  }
+  Loaded l = ReadKinetoText(Wrap(events));
+  ASSERT_EQ(l.trace().ops.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NE(l.trace().ops[i].shape, kNoShape) << "op " << i;
+    EXPECT_EQ(l.run.names.Get(l.trace().ops[i].shape), expected[i]) << "op " << i;
+  }
+}
+
 TEST(TraceDepthReaderTest, KinetoCorpusFractionalTimesAndSteps) {
   std::string path = kCorpus + "/kineto/hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
   REQUIRE_FILE(path);

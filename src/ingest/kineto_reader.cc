@@ -1084,6 +1084,10 @@ struct NameInfo {
   uint32_t id = 0;
   std::optional<OpClass> kernel_class;
   std::optional<uint32_t> kernel_collective;  // derived from the kernel name
+  // The launch shape this kernel had last (a kernel keeps its grid and
+  // block from launch to launch), and its id: saves the shape table lookup.
+  std::array<int64_t, 6> last_shape{};
+  std::optional<uint32_t> last_shape_id;
 };
 
 std::optional<int32_t> ToInt32(std::optional<int64_t> v) {
@@ -2210,19 +2214,26 @@ class KinetoFile {
 
   // "grid 132x1x1 block 128x1x1", interned; kNoShape without both or past
   // kMaxShapes distinct shapes in this file.
-  uint32_t ShapeOf(const EventFields& e) {
+  uint32_t ShapeOf(const EventFields& e, NameInfo& kernel) {
     if (!e.grid || !e.block) return kNoShape;
     const auto& g = *e.grid;
     const auto& b = *e.block;
-    // Looked up by the numbers (once per kernel: the hot path); the text is
-    // formatted once per distinct shape.
+    // Looked up by the numbers (once per kernel: the hot path), first in
+    // what this kernel had last; the text is formatted once per distinct shape.
     ShapeKey key{g[0], g[1], g[2], b[0], b[1], b[2]};
-    auto it = shapes_.find(key);
-    if (it != shapes_.end()) return it->second;
-    if (shapes_.size() >= kMaxShapes) return kNoShape;
-    uint32_t id = ctx_.out->names().Intern(
-        fmt::format("grid {}x{}x{} block {}x{}x{}", g[0], g[1], g[2], b[0], b[1], b[2]));
-    shapes_.emplace(key, id);
+    if (kernel.last_shape_id && kernel.last_shape == key) return *kernel.last_shape_id;
+    uint32_t id = kNoShape;
+    if (auto it = shapes_.find(key); it != shapes_.end()) {
+      id = it->second;
+    } else if (shapes_.size() < kMaxShapes) {
+      id = ctx_.out->names().Intern(
+          fmt::format("grid {}x{}x{} block {}x{}x{}", g[0], g[1], g[2], b[0], b[1], b[2]));
+      shapes_.emplace(key, id);
+    } else {
+      return kNoShape;  // the table is full: not remembered either
+    }
+    kernel.last_shape = key;
+    kernel.last_shape_id = id;
     return id;
   }
 
@@ -2249,7 +2260,7 @@ class KinetoFile {
     if (!stream) stream = ParseIntToken(e.tid);
     op.stream = ToInt32(stream).value_or(-1);
     op.cls = cls;
-    op.shape = ShapeOf(e);
+    op.shape = ShapeOf(e, info);
     ops_.push_back(op);
     std::optional<int64_t> corr = ParseIntToken(e.correlation);
     op_correlation_.push_back(corr && *corr >= 0 && *corr < kNoCorrelation ? static_cast<uint32_t>(*corr)
