@@ -1070,7 +1070,7 @@ inline size_t QuickNameHash(std::string_view s) {
     std::memcpy(&head, s.data(), 8);
     std::memcpy(&mid, s.data() + s.size() / 2 - 4, 8);
     std::memcpy(&tail, s.data() + s.size() - 8, 8);
-  } else {
+  } else if (!s.empty()) {  // (an empty view may have no data pointer)
     std::memcpy(&head, s.data(), s.size());
   }
   uint64_t h = (s.size() * 0x9E3779B97F4A7C15ULL) ^ head;
