@@ -1029,6 +1029,7 @@ struct EventFields {
   std::optional<int64_t> dims_product;
   Cat cat_kind = Cat::kUnseen;
   bool skip = false;  // ph, cat or name say the event is not needed
+  bool name_plain = false;  // name is a string without escapes (seen by the walker)
 };
 
 enum class Extract { kOk, kMalformed };
@@ -1648,12 +1649,17 @@ class KinetoFile {
   // in kDevice mode it reads ph (X: maybe), cat (cpu_op: depends on the
   // name), then only the name's first bytes (not ProfilerStep#, not
   // record_param_comms: skip).
-  bool Wanted(const char* p, size_t n) {
+  [[gnu::always_inline]] bool Wanted(const char* p, size_t n) {
     const char* const end = p + n;
     const char* q = p + 1;
     while (q < end && IsBlank(*q)) ++q;
     resume_.after = nullptr;
     if (std::optional<bool> fast = WantedKinetoLayout(q, end)) return *fast;
+    return WantedOtherLayout(q, end);
+  }
+
+  // Wanted() for an event not in Kineto's layout; q is at its first member.
+  [[gnu::noinline]] bool WantedOtherLayout(const char* q, const char* const end) {
     std::string_view ph, name;
     Cat cat = Cat::kUnseen;
     auto blanks = [&] {
@@ -1748,6 +1754,7 @@ class KinetoFile {
       e.cat = resume_.cat;
       e.cat_kind = resume_.cat_kind;
       e.name = resume_.name;
+      e.name_plain = !resume_.name.empty();  // read up to its first '"', no escape before
       first = resume_.members;
       bool closed = false;
       q = FlatNextMember(resume_.after, end, closed);
@@ -1797,7 +1804,13 @@ class KinetoFile {
         }
       } else if (out != nullptr) {
         const char* v = q;
-        q = FlatScalarEnd(q, end);
+        const char* plain_end = nullptr;  // a name's closing quote, when it has no escape
+        if (field == Field::kName && *q == '"') {
+          const char* stop = FindStringStop(q + 1, end);
+          if (stop != nullptr && *stop == '"') plain_end = stop;
+        }
+        q = plain_end != nullptr ? plain_end + 1 : FlatScalarEnd(q, end);  // the same end
+        if (field == Field::kName) e.name_plain = plain_end != nullptr;
         if (q == nullptr) return false;
         *out = std::string_view(v, static_cast<size_t>(q - v));
         if (field == Field::kCat) e.cat_kind = ClassifyCat(e.cat);
@@ -2133,7 +2146,11 @@ class KinetoFile {
     if ((IsDeviceCat(e.cat_kind) || e.cat_kind == Cat::kRuntime) && mode_ != Mode::kDevice) return;
     if (e.cat_kind == Cat::kRuntime) return TakeLaunchCall(e, offset);
     std::optional<std::string_view> name;
-    if (!e.name.empty()) name = DecodeString(e.name, name_scratch_);
+    if (e.name_plain) {
+      name = e.name.substr(1, e.name.size() - 2);
+    } else if (!e.name.empty()) {
+      name = DecodeString(e.name, name_scratch_);
+    }
     if (!name) return BadEvent(offset, "event without a string \"name\"");
     std::optional<int64_t> ts = ParseMicrosToNs(e.ts);
     if (!ts) {
