@@ -489,6 +489,113 @@ TEST(KinetoReaderTest, RankComesFromThePathWhenTheTraceHasNone) {
   EXPECT_EQ(m.trace()->rank, 1);
 }
 
+// Kineto writes every kernel (every launch call) with the same keys in the
+// same order, and the reader reads the bytes between the values only once
+// (an event template), then only the values. Each event must still get its
+// own values, whatever their lengths.
+TEST(KinetoReaderTest, EventsOfOneLayoutKeepTheirOwnValues) {
+  auto kernel = [](int i) {
+    return R"J({"ph": "X", "cat": "kernel", "name": "kernel_)J" +
+           std::string(static_cast<size_t>(i % 37), 'x') + std::to_string(i) +
+           R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(1000 + 10 * i) +
+           (i % 2 ? ".125" : "") + R"J(, "dur": )J" + std::to_string(1 + i % 7) +
+           R"J(.5, "args": {"External id": )J" + std::to_string(i) + R"J(, "device": )J" +
+           std::to_string(i % 2) + R"J(, "stream": )J" + std::to_string(7 + i % 3) +
+           R"J(, "correlation": )J" + std::to_string(5000 + i) + R"J(, "grid": [)J" +
+           std::to_string(1 + i % 300) + ", 1, " + std::to_string(1 + i % 3) +
+           R"J(], "block": [128, 1, 1]}})J";
+  };
+  std::vector<std::string> events;
+  for (int i = 0; i < 300; ++i) events.push_back(kernel(i));
+  Loaded l = LoadText(Wrap(events));
+  ASSERT_NE(l.trace(), nullptr);
+  ASSERT_EQ(l.trace()->ops.size(), 300u);
+  for (int i = 0; i < 300; ++i) {
+    const TraceOp& op = l.trace()->ops[static_cast<size_t>(i)];
+    EXPECT_EQ(op.start_ns, (1000 + 10 * i) * 1000 + (i % 2 ? 125 : 0)) << "op " << i;
+    EXPECT_EQ(op.dur_ns, (1 + i % 7) * 1000 + 500) << "op " << i;
+    EXPECT_EQ(l.Name(op.name), "kernel_" + std::string(static_cast<size_t>(i % 37), 'x') +
+                                   std::to_string(i));
+    EXPECT_EQ(op.device, i % 2) << "op " << i;
+    EXPECT_EQ(op.stream, 7 + i % 3) << "op " << i;
+    ASSERT_NE(op.shape, kNoShape) << "op " << i;
+    EXPECT_EQ(l.Name(op.shape), "grid " + std::to_string(1 + i % 300) + "x1x" +
+                                    std::to_string(1 + i % 3) + " block 128x1x1");
+  }
+  EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
+}
+
+// An event that differs from the learned layout anywhere between its
+// values is read in full, as if no layout had been learned; the layout of
+// the events around it is still used (each breaker is followed by a plain
+// event, which must find it again).
+TEST(KinetoReaderTest, EventsThatBreakALearnedLayoutAreReadInFull) {
+  const std::string lead = R"J({"ph": "X", "cat": "kernel", "name": )J";
+  const std::string args =
+      R"J(, "args": {"External id": 1, "device": 0, "stream": 7, "grid": [2, 1, 1], "block": [64, 1, 1]}})J";
+  int ts = 0;
+  auto kernel = [&](const std::string& name, const std::string& rest) {
+    return lead + "\"" + name + R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(++ts) + rest;
+  };
+  auto with_args = [](const std::string& a) {
+    return R"J(, "dur": 1, "args": {"External id": 1, "device": 0, )J" + a + "}}";
+  };
+  struct Case {
+    std::string name;  // as read
+    std::string event_rest;  // after "ts": N
+    int64_t dur_ns = 1000;
+    std::string shape = "grid 2x1x1 block 64x1x1";
+    int32_t stream = 7;
+    std::string event_name;  // when not `name`
+  };
+  const std::vector<Case> breakers = {
+      // No "stream": the tid.
+      {"renamed_key", with_args(R"J("strean": 9, "grid": [2, 1, 1], "block": [64, 1, 1])J")},
+      {"two_blanks", ",  \"dur\": 1" + args},
+      {"blank_after_number", ", \"dur\": 1 " + args},
+      {"exponent", ", \"dur\": 2e0" + args, 2000},
+      {"esc\"aped", ", \"dur\": 1" + args, 1000, "grid 2x1x1 block 64x1x1", 7, R"J(esc\"aped)J"},
+      {"tight_grid", with_args(R"J("stream": 7, "grid": [3,1,1], "block": [64, 1, 1])J"), 1000,
+       "grid 3x1x1 block 64x1x1"},
+      {"long_grid", with_args(R"J("stream": 7, "grid": [123456789, 1, 1], "block": [64, 1, 1])J"),
+       1000, "grid 123456789x1x1 block 64x1x1"},
+      {"dur_after_args",
+       R"J(, "args": {"External id": 1, "device": 0, "stream": 7, "grid": [2, 1, 1], "block": [64, 1, 1]}, "dur": 3})J",
+       3000},
+      {"stream_as_string", with_args(R"J("stream": "9", "grid": [2, 1, 1], "block": [64, 1, 1])J"),
+       1000, "grid 2x1x1 block 64x1x1", 9},
+      {"extra_member",
+       with_args(R"J("stream": 8, "grid": [2, 1, 1], "block": [64, 1, 1], "x": 1)J"), 1000,
+       "grid 2x1x1 block 64x1x1", 8},
+  };
+  std::vector<std::string> events;
+  std::vector<Case> want;
+  const Case plain{"plain", ", \"dur\": 1" + args};
+  for (int i = 0; i < 3; ++i) {
+    events.push_back(kernel(plain.name, plain.event_rest));
+    want.push_back(plain);
+  }
+  for (const Case& b : breakers) {
+    events.push_back(kernel(b.event_name.empty() ? b.name : b.event_name, b.event_rest));
+    want.push_back(b);
+    events.push_back(kernel(plain.name, plain.event_rest));
+    want.push_back(plain);
+  }
+  events.push_back(kernel("dur_null", ", \"dur\": null" + args));  // a bad event
+  Loaded l = LoadText(Wrap(events));
+  ASSERT_NE(l.trace(), nullptr);
+  ASSERT_EQ(l.trace()->ops.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const TraceOp& op = l.trace()->ops[i];
+    EXPECT_EQ(l.Name(op.name), want[i].name) << "op " << i;
+    EXPECT_EQ(op.dur_ns, want[i].dur_ns) << "op " << i << " " << want[i].name;
+    ASSERT_NE(op.shape, kNoShape) << "op " << i << " " << want[i].name;
+    EXPECT_EQ(l.Name(op.shape), want[i].shape) << "op " << i << " " << want[i].name;
+    EXPECT_EQ(op.stream, want[i].stream) << "op " << i << " " << want[i].name;
+  }
+  EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 1u);  // "dur": null
+}
+
 TEST(KinetoReaderTest, EscapedStringsAndBracketsInsideStrings) {
   // Quotes, backslash runs and brackets inside names must not end an event.
   Loaded l = LoadText(Wrap({

@@ -851,6 +851,22 @@ inline const char* FlatNextMember(const char* q, const char* end, bool& closed) 
 // zero (what get_int64 reads alike; anything else is left to Dims3).
 inline const char* FlatDims3(const char* c, const char* end, std::array<int64_t, 3>& out) {
   if (*c != '[') return nullptr;
+  // Kineto's "[a, b, c]" (numbers of up to 8 digits) in one pass; anything
+  // else (blanks elsewhere, longer numbers) the general loop below reads.
+  if (end - c >= 10) {
+    const char* d = c + 1;
+    size_t i = 0;
+    for (; i < 3; ++i) {
+      const char* begin = d;
+      int64_t v = 0;
+      while (IsDigit(*d) && d - begin < 8) v = v * 10 + (*d++ - '0');
+      if (d == begin || (d - begin > 1 && *begin == '0') || d >= end) break;
+      out[i] = v;
+      if (i < 2 ? Load2(d) != Pair(',', ' ') : *d != ']') break;
+      d += i < 2 ? 2 : 1;
+    }
+    if (i == 3) return d;
+  }
   c = SkipBlanks(c + 1, end);
   for (size_t i = 0; i < 3; ++i) {
     if (i > 0) {
@@ -1030,8 +1046,119 @@ struct EventFields {
   Cat cat_kind = Cat::kUnseen;
   bool skip = false;  // ph, cat or name say the event is not needed
   bool name_plain = false;  // name is a string without escapes (seen by the walker)
+  std::string_view unread;  // where a template puts the values the walker skips
 };
 
+// ---------------------------------------------------------------------------
+// Event templates. Kineto writes every kernel (every launch call, ...) with
+// the same keys in the same order, so once the walker has read one, the
+// bytes between its values (keys, ": ", ", ", the args' braces) are known:
+// the next event of its kind is read by comparing those bytes and finding
+// only the values' ends. A template is learned from an event the walker read
+// in full, and only from values whose reading never depends on their
+// content (numbers, strings without escapes, grid / block triples), so that
+// a match sets the same fields the walker would have set; any other byte
+// sends the event back to the walker.
+
+// The end of the run of number characters (digits, '.', '-') at c, or `end`
+// when it reaches it. Reads up to 15 bytes past `end` (the buffer is padded).
+inline const char* NumberCharsEnd(const char* c, const char* end) {
+#if defined(LAGGARD_KINETO_X86)
+  const __m128i zero = _mm_set1_epi8('0');
+  const __m128i nine = _mm_set1_epi8(9);
+  const __m128i dot = _mm_set1_epi8('.');
+  const __m128i minus = _mm_set1_epi8('-');
+  for (; c < end; c += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    __m128i d = _mm_sub_epi8(v, zero);  // a digit: 0..9 unsigned
+    __m128i number = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d),
+                                  _mm_or_si128(_mm_cmpeq_epi8(v, dot), _mm_cmpeq_epi8(v, minus)));
+    unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(number)) & 0xFFFFu;
+    if (other != 0) {
+      const char* hit = c + __builtin_ctz(other);
+      return hit < end ? hit : end;
+    }
+  }
+  return end;
+#else
+  while (c < end && (IsDigit(*c) || *c == '.' || *c == '-')) ++c;
+  return c;
+#endif
+}
+
+// Whether the n bytes at a equal those at b, given want = the low min(n, 32)
+// bits set; reads at least 32 bytes at both (both are padded).
+inline bool SameBytes(const char* a, const char* b, size_t n, uint32_t want) {
+#if defined(LAGGARD_KINETO_X86)
+  auto equal16 = [](const char* x, const char* y) {
+    return static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)),
+                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(y)))));
+  };
+  if (((equal16(a, b) | equal16(a + 16, b + 16) << 16) & want) != want) return false;
+  return n <= 32 || std::memcmp(a + 32, b + 32, n - 32) == 0;
+#else
+  (void)want;
+  return std::memcmp(a, b, n) == 0;
+#endif
+}
+
+// The low min(n, 32) bits set.
+constexpr uint32_t WantBits(size_t n) { return n >= 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1; }
+
+// Where the walker puts the token of a member (nullptr: it only skips it).
+std::string_view EventFields::*TokenMember(Field f) {
+  switch (f) {
+    case Field::kPh: return &EventFields::ph;
+    case Field::kCat: return &EventFields::cat;
+    case Field::kName: return &EventFields::name;
+    case Field::kPid: return &EventFields::pid;
+    case Field::kTid: return &EventFields::tid;
+    case Field::kTs: return &EventFields::ts;
+    case Field::kDur: return &EventFields::dur;
+    case Field::kDevice: return &EventFields::device;
+    case Field::kCorrelation: return &EventFields::correlation;
+    case Field::kStream: return &EventFields::stream;
+    case Field::kCollectiveName: return &EventFields::coll_name;
+    case Field::kInMsgNelems: return &EventFields::nelems;
+    case Field::kGroupSize: return &EventFields::group_size;
+    case Field::kProcessGroupName: return &EventFields::pg_name;
+    case Field::kProcessGroupId: return &EventFields::pg_id;
+    case Field::kSeq: return &EventFields::seq;
+    case Field::kExternalId: return &EventFields::ext_id;
+    default: return nullptr;
+  }
+}
+
+// One value of a template and the literal bytes after it.
+struct TemplateHole {
+  enum Kind : uint8_t { kNumber, kString, kDims3 };
+  Kind kind = kNumber;
+  // Where its token goes (EventFields::unread when the walker only skips it).
+  std::string_view EventFields::*token = &EventFields::unread;
+  std::optional<std::array<int64_t, 3>> EventFields::*dims = nullptr;  // kDims3
+  uint16_t literal = 0;      // offset in EventTemplate::text
+  uint16_t literal_len = 0;  // >= 1: a value always ends at a delimiter
+  uint32_t literal_want = 0;  // WantBits(literal_len)
+};
+
+struct EventTemplate {
+  static constexpr size_t kMaxHoles = 48;
+  static constexpr size_t kMaxText = 2048;
+  std::string text;  // the literals back to back, then 16 bytes of slack
+  uint16_t lead_len = 0;  // the literal before the first value, at text[0]
+  uint32_t lead_want = 0;  // WantBits(lead_len)
+  bool reads_name = false;  // a hole is the name (a string without escapes)
+  std::vector<TemplateHole> holes;  // empty: nothing learned
+};
+
+// A value the walker read, as the template learner sees it.
+struct ReadValue {
+  const char* begin;
+  const char* end;
+  Field field;
+  bool dims3;  // a grid / block triple stored as such
+};
 enum class Extract { kOk, kMalformed };
 
 struct CommMeta {  // what a record_param_comms CPU op says about its collective
@@ -1738,12 +1865,138 @@ class KinetoFile {
     // A span the indexer closed with ']' is no object: On-Demand rejects it
     // whole, before reading a member.
     if (end[-1] != '}') return false;
+    std::array<EventTemplate, 2>* templates = nullptr;
+    if (resume_.after != nullptr) {
+      templates = &templates_[TemplateKind(resume_.cat_kind)];
+      for (size_t i = 0; i < templates->size(); ++i) {
+        EventTemplate& t = (*templates)[i];
+        if (t.holes.empty()) break;
+        if (MatchTemplate(t, end, e)) {
+          if (i > 0) std::swap((*templates)[0], t);  // the kind seen last first
+          return true;
+        }
+        e = EventFields();
+      }
+      read_values_.clear();
+      recording_ = true;
+    }
     const bool saw_cpu = saw_cpu_events_, saw_runtime = saw_runtime_;
-    if (ExtractFlatMembers(p, end, e)) return true;
+    const bool read = ExtractFlatMembers(p, end, e);
+    if (recording_) {
+      recording_ = false;
+      if (read && !e.skip) LearnTemplate(end, *templates);
+    }
+    if (read) return true;
     saw_cpu_events_ = saw_cpu;
     saw_runtime_ = saw_runtime;
     e = EventFields();
     return false;
+  }
+
+  // Templates by the kind of event the prefilter resumes from.
+  static size_t TemplateKind(Cat c) {
+    switch (c) {
+      case Cat::kKernel: return 1;
+      case Cat::kMemcpy: return 2;
+      case Cat::kMemset: return 3;
+      default: return 0;  // launch calls
+    }
+  }
+
+  // The event whose leading members the prefilter read (resume_), read
+  // with template t: true and `e` set as ExtractFlatMembers would set it,
+  // or false (and `e` half set) when a byte differs.
+  bool MatchTemplate(const EventTemplate& t, const char* end, EventFields& e) {
+    e.ph = resume_.ph;
+    e.cat = resume_.cat;
+    e.cat_kind = resume_.cat_kind;
+    e.name = resume_.name;
+    e.name_plain = !resume_.name.empty();
+    const char* q = resume_.after;
+    const char* const lit = t.text.data();
+    if (end - q < t.lead_len || !SameBytes(q, lit, t.lead_len, t.lead_want)) return false;
+    q += t.lead_len;
+    for (const TemplateHole& h : t.holes) {
+      const char* const v = q;
+      if (h.kind == TemplateHole::kNumber) [[likely]] {
+        q = NumberCharsEnd(q, end);
+        if (q == v) return false;
+      } else if (h.kind == TemplateHole::kString) {
+        if (*q != '"') return false;
+        q = FindStringStop(q + 1, end);
+        if (q == nullptr || *q != '"') return false;
+        ++q;
+      } else {
+        std::array<int64_t, 3> d{};
+        q = FlatDims3(q, end, d);
+        if (q == nullptr) return false;
+        e.*h.dims = d;
+      }
+      e.*h.token = std::string_view(v, static_cast<size_t>(q - v));
+      const char* const after = lit + h.literal;
+      if (end - q < h.literal_len || !SameBytes(q, after, h.literal_len, h.literal_want)) {
+        return false;
+      }
+      q += h.literal_len;
+    }
+    if (t.reads_name) e.name_plain = true;
+    return q == end;
+  }
+
+  // Learns the event the walker just read from resume_ (its values in
+  // read_values_) as the first of `templates`, when every value is one a
+  // template reads alike whatever its content.
+  void LearnTemplate(const char* end, std::array<EventTemplate, 2>& templates) {
+    if (read_values_.empty() || read_values_.size() > EventTemplate::kMaxHoles) return;
+    EventTemplate t;
+    t.holes.reserve(read_values_.size());
+    const char* from = resume_.after;
+    auto literal = [&](const char* to) -> std::optional<uint16_t> {
+      if (to < from || t.text.size() + static_cast<size_t>(to - from) > EventTemplate::kMaxText) {
+        return std::nullopt;
+      }
+      auto len = static_cast<uint16_t>(to - from);
+      t.text.append(from, len);
+      return len;
+    };
+    auto lead = literal(read_values_.front().begin);
+    if (!lead) return;
+    t.lead_len = *lead;
+    t.lead_want = WantBits(*lead);
+    for (size_t i = 0; i < read_values_.size(); ++i) {
+      const ReadValue& r = read_values_[i];
+      // Values whose reading depends on what they say: ph and cat (Decide),
+      // a launch call's name (Decide), Input Dims (read per name).
+      if (r.field == Field::kPh || r.field == Field::kCat || r.field == Field::kInputDims ||
+          (r.field == Field::kName && resume_.cat_kind == Cat::kRuntime)) {
+        return;
+      }
+      TemplateHole h;
+      if (r.dims3) {
+        h.kind = TemplateHole::kDims3;
+        h.dims = r.field == Field::kGrid ? &EventFields::grid : &EventFields::block;
+      } else if (*r.begin == '"') {
+        if (FindStringStop(r.begin + 1, r.end) != r.end - 1) return;  // escapes
+        h.kind = TemplateHole::kString;
+      } else {
+        if (r.begin == r.end || NumberCharsEnd(r.begin, r.end) != r.end) return;
+        h.kind = TemplateHole::kNumber;
+      }
+      if (!r.dims3) {
+        if (auto token = TokenMember(r.field)) h.token = token;
+      }
+      if (r.field == Field::kName) t.reads_name = true;
+      from = r.end;
+      h.literal = static_cast<uint16_t>(t.text.size());
+      auto len = literal(i + 1 < read_values_.size() ? read_values_[i + 1].begin : end);
+      if (!len || *len == 0) return;
+      h.literal_len = *len;
+      h.literal_want = WantBits(*len);
+      t.holes.push_back(h);
+    }
+    t.text.append(32, '\0');  // SameBytes reads 32 bytes at a literal
+    templates[1] = std::move(templates[0]);
+    templates[0] = std::move(t);
   }
 
   bool ExtractFlatMembers(const char* p, const char* end, EventFields& e) {
@@ -1813,6 +2066,7 @@ class KinetoFile {
         if (field == Field::kName) e.name_plain = plain_end != nullptr;
         if (q == nullptr) return false;
         *out = std::string_view(v, static_cast<size_t>(q - v));
+        if (recording_) read_values_.push_back({v, q, field, false});
         if (field == Field::kCat) e.cat_kind = ClassifyCat(e.cat);
         if (field == Field::kPh || field == Field::kCat || field == Field::kName) {
           auto decided = Decide(e.ph, e.cat_kind, e.name);
@@ -1822,8 +2076,10 @@ class KinetoFile {
           }
         }
       } else {
+        const char* v = q;
         q = FlatValueEnd(q, end);
         if (q == nullptr) return false;
+        if (recording_) read_values_.push_back({v, q, field, false});
       }
       bool closed = false;
       q = FlatNextMember(q, end, closed);
@@ -1891,13 +2147,13 @@ class KinetoFile {
         default:
           break;
       }
+      const char* const v = q;
       if (dims != nullptr) {
         std::array<int64_t, 3> d{};
         q = FlatDims3(q, end, d);
         if (q == nullptr) return nullptr;
         *dims = d;
       } else if (out != nullptr) {
-        const char* v = q;
         q = FlatScalarEnd(q, end);
         if (q == nullptr) return nullptr;
         *out = std::string_view(v, static_cast<size_t>(q - v));
@@ -1905,6 +2161,7 @@ class KinetoFile {
         q = FlatValueEnd(q, end);
         if (q == nullptr) return nullptr;
       }
+      if (recording_) read_values_.push_back({v, q, field, dims != nullptr});
       bool closed = false;
       q = FlatNextMember(q, end, closed);
       if (q == nullptr || closed) return q;
@@ -2539,6 +2796,11 @@ class KinetoFile {
   Resume resume_;
   KeySlots top_slots_;       // the last flat event's keys, in order
   KeySlots args_slots_[3];   // its args' keys: launch calls, kernels, other events
+  // The last two layouts of each kind of event the prefilter resumes from
+  // (TemplateKind), the one matched last first.
+  std::array<std::array<EventTemplate, 2>, 4> templates_;
+  bool recording_ = false;  // the walker notes its values in read_values_
+  std::vector<ReadValue> read_values_;
 };
 
 // "key" followed by blanks and ':' somewhere in `head`.
