@@ -78,7 +78,13 @@
 // event's bytes for the subset of JSON Kineto writes (strings, numbers, flat
 // arrays, one args object), each member's leading bytes compared with the
 // key the same member had in the last event of that layout before being
-// tokenized. An event outside that subset (a non-ASCII or control byte, a
+// tokenized. Once it has read a launch call or a device op in full, the
+// bytes between that event's values are kept as a template (the last two
+// layouts of each kind): the next event of the kind is read by comparing
+// those bytes and finding only its values' ends; a template holds only
+// values read alike whatever their content (numbers, strings without
+// escapes, grid / block triples), and any other byte sends the event back
+// to the walker. An event outside that subset (a non-ASCII or control byte, a
 // nested value, a malformed token) goes to simdjson On-Demand, which reads
 // only the keys above; the walker gives up on anything On-Demand would read
 // differently, so the result does not depend on the path
