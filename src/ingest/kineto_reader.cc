@@ -1066,29 +1066,47 @@ struct EventFields {
 // a match sets the same fields the walker would have set; any other byte
 // sends the event back to the walker.
 
-// The end of the run of number characters (digits, '.', '-') at c, or `end`
-// when it reaches it. Reads up to 15 bytes past `end` (the buffer is padded).
-inline const char* NumberCharsEnd(const char* c, const char* end) {
+// The bytes among the 16 at c that are not number characters (digits, '.',
+// '-'): bit i set for c[i].
+inline unsigned NotNumberMask16(const char* c) {
 #if defined(LAGGARD_KINETO_X86)
-  const __m128i zero = _mm_set1_epi8('0');
-  const __m128i nine = _mm_set1_epi8(9);
-  const __m128i dot = _mm_set1_epi8('.');
-  const __m128i minus = _mm_set1_epi8('-');
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+  __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));  // a digit: 0..9 unsigned
+  __m128i number = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d),
+                                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')),
+                                             _mm_cmpeq_epi8(v, _mm_set1_epi8('-'))));
+  return ~static_cast<unsigned>(_mm_movemask_epi8(number)) & 0xFFFFu;
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; ++i) {
+    if (!IsDigit(c[i]) && c[i] != '.' && c[i] != '-') m |= 1u << i;
+  }
+  return m;
+#endif
+}
+
+// The end of the run of number characters at c, or `end` when it reaches
+// it. Reads up to 15 bytes past `end` (the buffer is padded).
+inline const char* NumberCharsEnd(const char* c, const char* end) {
   for (; c < end; c += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
-    __m128i d = _mm_sub_epi8(v, zero);  // a digit: 0..9 unsigned
-    __m128i number = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d),
-                                  _mm_or_si128(_mm_cmpeq_epi8(v, dot), _mm_cmpeq_epi8(v, minus)));
-    unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(number)) & 0xFFFFu;
-    if (other != 0) {
+    if (unsigned other = NotNumberMask16(c); other != 0) {
       const char* hit = c + __builtin_ctz(other);
       return hit < end ? hit : end;
     }
   }
   return end;
+}
+
+// Whether the n (at most 16) bytes at a equal those at b, given want = the
+// low n bits set; reads 16 bytes at both (both are padded).
+inline bool SameBytes16(const char* a, const char* b, uint32_t want) {
+#if defined(LAGGARD_KINETO_X86)
+  auto equal = static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)),
+                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)))));
+  return (equal & want) == want;
 #else
-  while (c < end && (IsDigit(*c) || *c == '.' || *c == '-')) ++c;
-  return c;
+  return std::memcmp(a, b, static_cast<size_t>(__builtin_popcount(want))) == 0;
 #endif
 }
 
@@ -1934,7 +1952,9 @@ class KinetoFile {
     for (const TemplateHole& h : t.holes) {
       const char* const v = q;
       if (h.kind == TemplateHole::kNumber) [[likely]] {
-        q = NumberCharsEnd(q, end);
+        // Past the end, q fails the literal's length check below.
+        unsigned other = NotNumberMask16(q);
+        q = other != 0 ? q + __builtin_ctz(other) : NumberCharsEnd(q + 16, end);
         if (q == v) return false;
       } else if (h.kind == TemplateHole::kString) {
         if (*q != '"') return false;
@@ -1949,7 +1969,9 @@ class KinetoFile {
       }
       e.*h.token = std::string_view(v, static_cast<size_t>(q - v));
       const char* const after = lit + h.literal;
-      if (end - q < h.literal_len || !SameBytes(q, after, h.literal_len, h.literal_want)) {
+      if (end - q < h.literal_len ||
+          !(h.literal_len <= 16 ? SameBytes16(q, after, h.literal_want)
+                                : SameBytes(q, after, h.literal_len, h.literal_want))) {
         return false;
       }
       q += h.literal_len;
