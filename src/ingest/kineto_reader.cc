@@ -1169,7 +1169,7 @@ struct TemplateHole {
 struct EventTemplate {
   static constexpr size_t kMaxHoles = 48;
   static constexpr size_t kMaxText = 2048;
-  std::string text;  // the literals back to back, then 16 bytes of slack
+  std::string text;  // the literals back to back, then 32 bytes of slack
   uint16_t lead_len = 0;  // the literal before the first value, at text[0]
   uint32_t lead_want = 0;  // WantBits(lead_len)
   bool reads_name = false;  // a hole is the name (a string without escapes)
