@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -1251,7 +1252,12 @@ std::optional<int32_t> ToInt32(std::optional<int64_t> v) {
 template <typename T>
 inline void PushBig(std::vector<T>& v, const T& x) {
   if (v.size() == v.capacity() && v.size() >= kGrowFrom && v.capacity() < kGrowTo) {
-    v.reserve(kGrowTo);
+    try {
+      v.reserve(kGrowTo);
+    } catch (const std::bad_alloc&) {
+      // Where address space is committed up front (vm.overcommit_memory=2)
+      // and short: the list grows by doubling instead.
+    }
   }
   v.push_back(x);
 }
