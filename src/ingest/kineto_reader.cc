@@ -515,9 +515,6 @@ std::optional<std::string_view> DecodeString(std::string_view tok, std::string& 
   return std::string_view(scratch);
 }
 
-// Microseconds as JSON decimal text (or a string holding one) -> ns, exactly:
-// "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
-// (rounded half up on the fourth decimal). Exponents go through strtod.
 // The eight ASCII digits at p as a number (SWAR: pairs, then quads, then
 // the eight), or false when any of them is not a digit.
 inline bool EightDigits(const char* p, uint64_t& out) {
@@ -535,6 +532,9 @@ inline bool EightDigits(const char* p, uint64_t& out) {
   return true;
 }
 
+// Microseconds as JSON decimal text (or a string holding one) -> ns, exactly:
+// "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
+// (rounded half up on the fourth decimal). Exponents go through strtod.
 std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
   // Kineto's own form, "3600654368.005" (whole us, '.', three decimals): at once.
   if (size_t n = tok.size(); n >= 5 && n <= 20 && tok[n - 4] == '.') {
@@ -996,6 +996,40 @@ Field ArgField(const char* k) {
   return Field::kOther;
 }
 
+// The low min(n, 32) bits set.
+constexpr uint32_t WantBits(size_t n) { return n >= 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1; }
+
+#if defined(LAGGARD_KINETO_X86)
+// Bit i set when a[i] == b[i], for the 16 bytes at a and b.
+inline uint32_t Equal16(const char* a, const char* b) {
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)),
+                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)))));
+}
+#endif
+
+// Whether the n (at most 16) bytes at a equal those at b, given want = the
+// low n bits set; reads 16 bytes at both (both are padded).
+inline bool SameBytes16(const char* a, const char* b, uint32_t want) {
+#if defined(LAGGARD_KINETO_X86)
+  return (Equal16(a, b) & want) == want;
+#else
+  return std::memcmp(a, b, static_cast<size_t>(__builtin_popcount(want))) == 0;
+#endif
+}
+
+// Whether the n bytes at a equal those at b, given want = the low min(n, 32)
+// bits set; reads at least 32 bytes at both (both are padded).
+inline bool SameBytes(const char* a, const char* b, size_t n, uint32_t want) {
+#if defined(LAGGARD_KINETO_X86)
+  if (((Equal16(a, b) | Equal16(a + 16, b + 16) << 16) & want) != want) return false;
+  return n <= 32 || std::memcmp(a + 32, b + 32, n - 32) == 0;
+#else
+  (void)want;
+  return std::memcmp(a, b, n) == 0;
+#endif
+}
+
 // A member's leading bytes as one event had them, from the key's opening
 // quote to its value ("\"stream\": "), up to 32 bytes: the next event of
 // the same layout is compared with them instead of being tokenized. Equal
@@ -1017,25 +1051,12 @@ struct KeySlot {
     std::memset(bytes, 0, sizeof bytes);
     std::memcpy(bytes, key_quote, n);
     len = static_cast<uint8_t>(n);
-    want = n == 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1;
+    want = WantBits(n);
     field = f;
   }
 
   // Reads 32 bytes at q (the buffer is padded).
-  bool Matches(const char* q) const {
-    if (len == 0) return false;
-#if defined(LAGGARD_KINETO_X86)
-    __m128i lo = _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)),
-                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
-    __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)),
-                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16)));
-    uint32_t equal = static_cast<uint32_t>(_mm_movemask_epi8(lo)) |
-                     static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16;
-    return (equal & want) == want;
-#else
-    return std::memcmp(q, bytes, len) == 0;
-#endif
-  }
+  bool Matches(const char* q) const { return len != 0 && SameBytes(q, bytes, len, want); }
 };
 constexpr size_t kMaxKeySlots = 32;  // members per object remembered
 // One layout's members, by position (a fixed array: no bounds to track).
@@ -1098,38 +1119,6 @@ inline const char* NumberCharsEnd(const char* c, const char* end) {
   return end;
 }
 
-// Whether the n (at most 16) bytes at a equal those at b, given want = the
-// low n bits set; reads 16 bytes at both (both are padded).
-inline bool SameBytes16(const char* a, const char* b, uint32_t want) {
-#if defined(LAGGARD_KINETO_X86)
-  auto equal = static_cast<uint32_t>(
-      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)))));
-  return (equal & want) == want;
-#else
-  return std::memcmp(a, b, static_cast<size_t>(__builtin_popcount(want))) == 0;
-#endif
-}
-
-// Whether the n bytes at a equal those at b, given want = the low min(n, 32)
-// bits set; reads at least 32 bytes at both (both are padded).
-inline bool SameBytes(const char* a, const char* b, size_t n, uint32_t want) {
-#if defined(LAGGARD_KINETO_X86)
-  auto equal16 = [](const char* x, const char* y) {
-    return static_cast<uint32_t>(
-        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)),
-                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(y)))));
-  };
-  if (((equal16(a, b) | equal16(a + 16, b + 16) << 16) & want) != want) return false;
-  return n <= 32 || std::memcmp(a + 32, b + 32, n - 32) == 0;
-#else
-  (void)want;
-  return std::memcmp(a, b, n) == 0;
-#endif
-}
-
-// The low min(n, 32) bits set.
-constexpr uint32_t WantBits(size_t n) { return n >= 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1; }
 
 // Where the walker puts the token of a member (nullptr: it only skips it).
 std::string_view EventFields::*TokenMember(Field f) {
