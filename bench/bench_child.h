@@ -15,7 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +60,30 @@ inline std::string LoadAverage() {
   std::string one;
   in >> one;
   return one.empty() ? "?" : one;
+}
+
+// CPU time the hypervisor gave to other guests while this VM wanted it,
+// over all CPUs since boot (the "steal" column of /proc/stat's cpu line), in
+// seconds; NaN where the kernel does not say. On a VM whose other vCPUs are
+// shared, this is what a slower second core shows up as.
+inline double StealSeconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+      cpu != "cpu") {
+    return std::nan("");
+  }
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? static_cast<double>(steal) / static_cast<double>(hz) : std::nan("");
+}
+
+// The median of `v` (the mean of the middle two for an even count), 0 if empty.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".
