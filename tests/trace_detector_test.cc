@@ -340,5 +340,49 @@ TEST(TraceDetectorTest, StepTimesNamingAnotherRankLowerConfidence) {
   EXPECT_NE(v.summary.find("step times point at rank 2"), std::string::npos);
 }
 
+TEST(TraceDetectorTest, ATraceWithoutARankIsSummarisedButMatchedWithNothing) {
+  laggard::Run run = Simulate(4, 3, Fault());
+  const TraceAnalysis ranked = AnalyzeTraces(run);
+  run.traces[2].rank.reset();
+  TraceAnalysis a = AnalyzeTraces(run);
+  ASSERT_EQ(a.ranks.size(), 3u);
+  for (const RankTraceStats& st : a.ranks) EXPECT_NE(st.rank, 2);
+  ASSERT_EQ(a.unranked.size(), 1u);
+  const TraceBusyStats& u = a.unranked[0];
+  const RankTraceStats& was = ranked.ranks[2];
+  EXPECT_EQ(u.trace, 2u);
+  EXPECT_EQ(u.file, was.file);
+  EXPECT_EQ(u.steps, 3u);
+  EXPECT_GT(u.busy_ns, 0);
+  EXPECT_EQ(u.busy_ns, was.busy_ns);
+  EXPECT_EQ(u.compute_busy_ns, was.compute_busy_ns);
+  EXPECT_EQ(u.comm_busy_ns, was.comm_busy_ns);
+  EXPECT_EQ(u.idle_ns, was.idle_ns);
+  EXPECT_EQ(u.collectives, 6u);
+  // The three ranked traces still match each other.
+  EXPECT_EQ(a.instances, 6u);
+}
+
+TEST(TraceDetectorTest, CommunicationBusyIsTheUnionOfCommunicationOps) {
+  laggard::Run run;
+  RankTrace t;
+  t.rank = 0;
+  // Two NCCL kernels on two streams overlapping by 2 ms, and a gemm under
+  // the second: 6 ms of communication, not the 8 ms its kernels add up to.
+  t.ops.push_back(TraceOp{0, 4'000'000, 0, 7, OpClass::kCommunication, 0});
+  t.ops.push_back(TraceOp{2'000'000, 4'000'000, 0, 8, OpClass::kCommunication, 0});
+  t.ops.push_back(TraceOp{3'000'000, 1'000'000, 0, 9, OpClass::kGemm, 0});
+  run.traces.push_back(t);
+  run.files.push_back(InputFileInfo{"rank0.json", "kineto", 0, 0, true});
+  TraceAnalysis a = AnalyzeTraces(run);
+  ASSERT_EQ(a.ranks.size(), 1u);
+  const RankTraceStats& st = a.ranks[0];
+  EXPECT_EQ(st.busy_by_class_ns[static_cast<size_t>(OpClass::kCommunication)], 8'000'000);
+  EXPECT_EQ(st.comm_busy_ns, 6'000'000);
+  EXPECT_EQ(st.compute_busy_ns, 1'000'000);
+  EXPECT_EQ(st.busy_ns, 6'000'000);
+  EXPECT_EQ(st.idle_ns, 0);
+}
+
 }  // namespace
 }  // namespace laggard

@@ -606,6 +606,35 @@ void AddHostGapEvidence(Finding& h, const HostGapComparison& hg, int32_t rank, u
       SourceRef{file, 0}});
 }
 
+TraceBusyStats BusyStats(const Run& run, const RankTrace& t) {
+  TraceBusyStats st;
+  st.host = t.host;
+  st.file = t.file;
+  st.trace = static_cast<uint32_t>(&t - run.traces.data());
+  st.cpu_only = t.cpu_only;
+  st.steps = t.steps.size();
+  if (!t.ops.empty()) {
+    TimeNs first = t.ops.front().start_ns, last = first;
+    for (const TraceOp& op : t.ops) {
+      last = std::max(last, op.start_ns + op.dur_ns);
+      st.busy_by_class_ns[static_cast<size_t>(op.cls)] += op.dur_ns;
+    }
+    st.window_ns = last - first;
+    Coverage all = Cover(t.ops, [](const TraceOp&) { return true; });
+    Coverage compute = Cover(t.ops, [](const TraceOp& op) { return op.cls != OpClass::kCommunication; });
+    Coverage comm = Cover(t.ops, [](const TraceOp& op) { return op.cls == OpClass::kCommunication; });
+    st.busy_ns = all.busy;
+    st.compute_busy_ns = compute.busy;
+    st.comm_busy_ns = comm.busy;
+    st.idle_ns = st.window_ns - all.busy;
+    st.gaps = all.gaps;
+    st.largest_gap_ns = all.largest_gap;
+  }
+  st.collectives = t.collectives.size();
+  for (const CollectiveCall& c : t.collectives) st.collective_ns += c.dur_ns;
+  return st;
+}
+
 }  // namespace
 
 TraceAnalysis AnalyzeTraces(const Run& run) {
@@ -630,6 +659,9 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
       if (!by_rank.count(*t.rank)) by_rank[*t.rank] = &t;
     }
   }
+  for (const RankTrace& t : run.traces) {
+    if (!t.rank) out.unranked.push_back(BusyStats(run, t));
+  }
   if (by_rank.empty()) return out;
   out.world_size = world;
   std::vector<const RankTrace*> traces;
@@ -639,29 +671,8 @@ TraceAnalysis AnalyzeTraces(const Run& run) {
   // Per-rank busy / idle.
   for (const RankTrace* t : traces) {
     RankTraceStats st;
+    static_cast<TraceBusyStats&>(st) = BusyStats(run, *t);
     st.rank = *t->rank;
-    st.host = t->host;
-    st.file = t->file;
-    st.trace = static_cast<uint32_t>(t - run.traces.data());
-    st.cpu_only = t->cpu_only;
-    st.steps = t->steps.size();
-    if (!t->ops.empty()) {
-      TimeNs first = t->ops.front().start_ns, last = first;
-      for (const TraceOp& op : t->ops) {
-        last = std::max(last, op.start_ns + op.dur_ns);
-        st.busy_by_class_ns[static_cast<size_t>(op.cls)] += op.dur_ns;
-      }
-      st.window_ns = last - first;
-      Coverage all = Cover(t->ops, [](const TraceOp&) { return true; });
-      Coverage compute = Cover(t->ops, [](const TraceOp& op) { return op.cls != OpClass::kCommunication; });
-      st.busy_ns = all.busy;
-      st.compute_busy_ns = compute.busy;
-      st.idle_ns = st.window_ns - all.busy;
-      st.gaps = all.gaps;
-      st.largest_gap_ns = all.largest_gap;
-    }
-    st.collectives = t->collectives.size();
-    for (const CollectiveCall& c : t->collectives) st.collective_ns += c.dur_ns;
     out.ranks.push_back(std::move(st));
   }
 

@@ -51,8 +51,8 @@
 
 namespace laggard {
 
-struct RankTraceStats {
-  int32_t rank = 0;
+// One trace's own time, whether or not it has a rank.
+struct TraceBusyStats {
   std::optional<std::string> host;
   uint32_t file = 0;
   uint32_t trace = 0;  // index into Run::traces of the trace analysed
@@ -62,11 +62,16 @@ struct RankTraceStats {
   std::array<DurationNs, static_cast<size_t>(OpClass::kCount)> busy_by_class_ns{};
   DurationNs busy_ns = 0;          // union of all ops
   DurationNs compute_busy_ns = 0;  // union of non-communication ops
+  DurationNs comm_busy_ns = 0;     // union of communication ops
   DurationNs idle_ns = 0;          // window - busy
   size_t gaps = 0;                 // idle intervals >= 10 us
   DurationNs largest_gap_ns = 0;
   size_t collectives = 0;
   DurationNs collective_ns = 0;    // total time in communication ops
+};
+
+struct RankTraceStats : TraceBusyStats {
+  int32_t rank = 0;
   // Cross-rank, when matched.
   std::optional<DurationNs> clock_offset_ns;
   size_t instances = 0;
@@ -82,6 +87,9 @@ struct RankTraceStats {
 
 struct TraceAnalysis {
   std::vector<RankTraceStats> ranks;  // traces with a rank, by rank
+  // Traces without a rank (no distributedInfo.rank, none in the name): their
+  // own busy / idle only, matched with nothing; in file order.
+  std::vector<TraceBusyStats> unranked;
   std::optional<int32_t> world_size;  // of the job analysed, when traced
   size_t instances = 0;               // matched collective instances
   std::optional<DurationNs> median_transfer_ns;

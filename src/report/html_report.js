@@ -597,7 +597,8 @@
   function renderRanks() {
     var ranks = R.ranks || [];
     var traces = (R.traces && R.traces.ranks) || [];
-    if (!ranks.length && !traces.length) return;
+    var unranked = (R.traces && R.traces.unranked) || [];
+    if (!ranks.length && !traces.length && !unranked.length) return;
     var s = card('Per-rank tables');
     if (ranks.length) {
       var det = el('details', {open: ranks.length <= 32}, el('summary', {text: 'Step times of ' + ranks.length + ' ranks'}));
@@ -631,6 +632,21 @@
         {title: 'delay caused', num: true, get: function (t) { return num(t.delay_caused_ms) + ' ms'; }}
       ], traces, function (t) { return culpritRanks.indexOf(t.rank) >= 0 ? 'culprit' : null; })));
       s.appendChild(dt);
+    }
+    if (unranked.length) {
+      var du = el('details', {open: unranked.length <= 16},
+                  el('summary', {text: 'Profiler traces without a rank: ' + unranked.length + ' (not matched with other ranks)'}));
+      du.appendChild(el('div', {class: 'scroll'}, table([
+        {title: 'file', get: function (t) { return t.file; }},
+        {title: 'host', get: function (t) { return t.host; }},
+        {title: 'steps', num: true, get: function (t) { return t.steps; }},
+        {title: 'window', num: true, get: function (t) { return secs(t.window_s); }},
+        {title: 'compute busy', num: true, get: function (t) { return secs(t.compute_busy_s); }},
+        {title: 'in collectives', num: true, get: function (t) { return secs(t.collective_s); }},
+        {title: 'idle', num: true, get: function (t) { return secs(t.idle_s); }},
+        {title: 'largest gap', num: true, get: function (t) { return secs(t.largest_gap_s); }}
+      ], unranked)));
+      s.appendChild(du);
     }
   }
 

@@ -33,6 +33,28 @@ Json TimeJson(const std::optional<TimeNs>& t) {
   return t ? Json(FormatTimestamp(*t)) : Json(nullptr);
 }
 
+// A trace's own busy / idle fields, ranked or not, into `j`.
+void TraceBusyJson(const Run& run, const TraceBusyStats& t, Json& j) {
+  j["host"] = Opt(t.host);
+  j["file"] = t.file < run.files.size() ? Json(run.files[t.file].path) : Json(nullptr);
+  j["cpu_only"] = t.cpu_only;
+  j["steps"] = t.steps;
+  j["window_s"] = Num(ToSeconds(t.window_ns));
+  j["busy_s"] = Num(ToSeconds(t.busy_ns));
+  j["compute_busy_s"] = Num(ToSeconds(t.compute_busy_ns));
+  j["comm_busy_s"] = Num(ToSeconds(t.comm_busy_ns));
+  j["idle_s"] = Num(ToSeconds(t.idle_ns));
+  Json by_class = Json::object();
+  for (size_t c = 0; c < t.busy_by_class_ns.size(); ++c) {
+    by_class[std::string(OpClassName(static_cast<OpClass>(c)))] = Num(ToSeconds(t.busy_by_class_ns[c]));
+  }
+  j["busy_by_class_s"] = std::move(by_class);
+  j["gaps"] = t.gaps;
+  j["largest_gap_s"] = Num(ToSeconds(t.largest_gap_ns));
+  j["collectives"] = t.collectives;
+  j["collective_s"] = Num(ToSeconds(t.collective_ns));
+}
+
 }  // namespace
 
 Json BuildReport(const ReportInput& in) {
@@ -156,23 +178,7 @@ Json BuildReport(const ReportInput& in) {
   for (const RankTraceStats& t : in.traces.ranks) {
     Json j;
     j["rank"] = t.rank;
-    j["host"] = Opt(t.host);
-    j["file"] = t.file < in.run.files.size() ? Json(in.run.files[t.file].path) : Json(nullptr);
-    j["cpu_only"] = t.cpu_only;
-    j["steps"] = t.steps;
-    j["window_s"] = Num(ToSeconds(t.window_ns));
-    j["busy_s"] = Num(ToSeconds(t.busy_ns));
-    j["compute_busy_s"] = Num(ToSeconds(t.compute_busy_ns));
-    j["idle_s"] = Num(ToSeconds(t.idle_ns));
-    Json by_class = Json::object();
-    for (size_t c = 0; c < t.busy_by_class_ns.size(); ++c) {
-      by_class[std::string(OpClassName(static_cast<OpClass>(c)))] = Num(ToSeconds(t.busy_by_class_ns[c]));
-    }
-    j["busy_by_class_s"] = std::move(by_class);
-    j["gaps"] = t.gaps;
-    j["largest_gap_s"] = Num(ToSeconds(t.largest_gap_ns));
-    j["collectives"] = t.collectives;
-    j["collective_s"] = Num(ToSeconds(t.collective_ns));
+    TraceBusyJson(in.run, t, j);
     j["clock_offset_ms"] = t.clock_offset_ns ? Num(static_cast<double>(*t.clock_offset_ns) / 1e6) : Json(nullptr);
     j["instances"] = t.instances;
     j["share_last"] = Num(t.share_last);
@@ -181,7 +187,14 @@ Json BuildReport(const ReportInput& in) {
     j["median_wait_ms"] = t.median_wait_ns ? Num(static_cast<double>(*t.median_wait_ns) / 1e6) : Json(nullptr);
     traces.push_back(std::move(j));
   }
+  Json unranked = Json::array();
+  for (const TraceBusyStats& t : in.traces.unranked) {
+    Json j;
+    TraceBusyJson(in.run, t, j);
+    unranked.push_back(std::move(j));
+  }
   root["traces"] = {{"ranks", std::move(traces)},
+                    {"unranked", std::move(unranked)},
                     {"world_size", Opt(in.traces.world_size)},
                     {"instances", in.traces.instances},
                     {"median_transfer_ms", in.traces.median_transfer_ns

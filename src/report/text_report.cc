@@ -1,6 +1,11 @@
-// The terminal report: verdict first, then findings with their evidence,
-// then next steps, then data quality. Colour (ANSI) only when asked, which
+// The terminal report: verdict first, then the evidence chain, the job's
+// step-time and trace summaries (with a per-rank trace table: every rank of
+// a small job, the ranks holding a large one up against the median), then
+// findings with their evidence, next steps and data quality. Colour (ANSI) only when asked, which
 // the CLI does only on a tty.
+
+#include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -30,6 +35,173 @@ std::string Where(const Run& run, const SourceRef& src) {
   if (src.file >= run.files.size()) return "";
   if (src.line == 0) return run.files[src.file].path;
   return fmt::format("{}:{}", run.files[src.file].path, src.line);
+}
+
+// The per-rank trace table: every rank of a small job; of a larger one the
+// ranks that hold the others up (the culprits first, then by the delay they
+// caused, lateness and compute time) and a median row to read them against.
+constexpr size_t kAllTraceRowsUpTo = 8;
+constexpr size_t kTopTraceRows = 6;
+
+std::string Pct(DurationNs part, DurationNs window) {
+  if (window <= 0) return "-";
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(window));
+}
+
+std::string SignedMs(std::optional<double> ms) {
+  return ms ? fmt::format("{:+.2f} ms", *ms) : std::string("-");
+}
+
+// 1.22 s, 75.5 ms, 1.76 us.
+std::string DurationText(DurationNs ns) {
+  double v = static_cast<double>(ns);
+  if (v >= 1e9) return fmt::format("{:.3g} s", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.3g} ms", v / 1e6);
+  return fmt::format("{:.3g} us", v / 1e3);
+}
+
+std::optional<double> ToMs(const std::optional<DurationNs>& ns) {
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns) / 1e6;
+}
+
+// One row's cells, for a ranked or unranked trace or the median of ranks.
+struct TraceRow {
+  std::string label, host, steps, window, busy, compute, comm, copy, idle, gap, last, lateness, offset;
+};
+
+TraceRow BusyRow(std::string label, const TraceBusyStats& t) {
+  const DurationNs w = t.window_ns;
+  using Cls = OpClass;
+  DurationNs copy = t.busy_by_class_ns[static_cast<size_t>(Cls::kMemcpy)] +
+                    t.busy_by_class_ns[static_cast<size_t>(Cls::kMemset)];
+  return TraceRow{std::move(label),
+                  t.host.value_or("-"),
+                  std::to_string(t.steps),
+                  DurationText(w),
+                  Pct(t.busy_ns, w),
+                  Pct(t.compute_busy_ns, w),
+                  Pct(t.comm_busy_ns, w),
+                  Pct(copy, w),
+                  Pct(t.idle_ns, w),
+                  DurationText(t.largest_gap_ns),
+                  "-",
+                  "-",
+                  "-"};
+}
+
+TraceRow RankRow(const RankTraceStats& t) {
+  TraceRow r = BusyRow(std::to_string(t.rank) + (t.cpu_only ? " (cpu)" : ""), t);
+  if (t.instances > 0) r.last = fmt::format("{:.0f}%", 100 * t.share_last);
+  r.lateness = SignedMs(ToMs(t.median_lateness_ns));
+  r.offset = SignedMs(ToMs(t.clock_offset_ns));
+  return r;
+}
+
+template <typename T, typename Get>
+T MedianOf(const std::vector<RankTraceStats>& ranks, Get get) {
+  std::vector<T> v;
+  for (const RankTraceStats& t : ranks) v.push_back(get(t));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Each column the median over the ranks (not one rank's row).
+TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
+  TraceBusyStats m;
+  auto pick = [&](auto field) { return MedianOf<DurationNs>(ranks, [&](const RankTraceStats& t) { return t.*field; }); };
+  m.window_ns = pick(&TraceBusyStats::window_ns);
+  // Shares are medians of each rank's share, scaled back onto the median window.
+  auto share = [&](auto get) {
+    double s = MedianOf<double>(ranks, [&](const RankTraceStats& t) {
+      return t.window_ns > 0 ? static_cast<double>(get(t)) / static_cast<double>(t.window_ns) : 0.0;
+    });
+    return static_cast<DurationNs>(s * static_cast<double>(m.window_ns));
+  };
+  m.busy_ns = share([](const RankTraceStats& t) { return t.busy_ns; });
+  m.compute_busy_ns = share([](const RankTraceStats& t) { return t.compute_busy_ns; });
+  m.comm_busy_ns = share([](const RankTraceStats& t) { return t.comm_busy_ns; });
+  m.idle_ns = share([](const RankTraceStats& t) { return t.idle_ns; });
+  m.busy_by_class_ns[static_cast<size_t>(OpClass::kMemcpy)] = share([](const RankTraceStats& t) {
+    return t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemcpy)] +
+           t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemset)];
+  });
+  m.largest_gap_ns = pick(&TraceBusyStats::largest_gap_ns);
+  m.steps = MedianOf<size_t>(ranks, [](const RankTraceStats& t) { return t.steps; });
+  TraceRow r = BusyRow(fmt::format("median of {}", ranks.size()), m);
+  r.host = "";
+  std::vector<double> late;
+  for (const RankTraceStats& t : ranks) {
+    if (t.median_lateness_ns) late.push_back(static_cast<double>(*t.median_lateness_ns) / 1e6);
+  }
+  if (!late.empty()) {
+    std::nth_element(late.begin(), late.begin() + static_cast<long>(late.size() / 2), late.end());
+    r.lateness = SignedMs(late[late.size() / 2]);
+  }
+  return r;
+}
+
+void PrintTraceRows(const std::vector<TraceRow>& rows, std::ostream& out) {
+  std::vector<TraceRow> all;
+  all.push_back(TraceRow{"rank", "host", "steps", "window", "busy", "compute", "comm", "memcpy", "idle",
+                         "largest gap", "last at", "lateness", "clock"});
+  all.insert(all.end(), rows.begin(), rows.end());
+  std::array<size_t, 13> w{};
+  for (const TraceRow& r : all) {
+    const std::string* cells[] = {&r.label, &r.host, &r.steps, &r.window, &r.busy, &r.compute, &r.comm,
+                                  &r.copy,  &r.idle, &r.gap,   &r.last,   &r.lateness, &r.offset};
+    for (size_t i = 0; i < w.size(); ++i) w[i] = std::max(w[i], cells[i]->size());
+  }
+  for (const TraceRow& r : all) {
+    std::string line = fmt::format("  {:<{}}  {:<{}}", r.label, w[0], r.host, w[1]);
+    const std::string* cells[] = {&r.steps, &r.window, &r.busy, &r.compute, &r.comm, &r.copy,
+                                  &r.idle,  &r.gap,    &r.last, &r.lateness, &r.offset};
+    for (size_t i = 0; i < 11; ++i) line += fmt::format("  {:>{}}", *cells[i], w[i + 2]);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
+void RenderTraceTable(const ReportInput& in, std::ostream& out) {
+  const std::vector<RankTraceStats>& ranks = in.traces.ranks;
+  std::vector<TraceRow> rows;
+  if (ranks.size() <= kAllTraceRowsUpTo) {
+    for (const RankTraceStats& t : ranks) rows.push_back(RankRow(t));
+  } else {
+    std::set<int32_t> culprits;
+    if (in.traces.culprit) culprits.insert(*in.traces.culprit);
+    for (const Culprit& c : in.verdict.culprits) {
+      if (c.entity.rank) culprits.insert(*c.entity.rank);
+    }
+    std::vector<const RankTraceStats*> order;
+    for (const RankTraceStats& t : ranks) order.push_back(&t);
+    auto key = [&](const RankTraceStats* t) {
+      return std::make_tuple(culprits.count(t->rank) > 0, t->delay_caused_ns,
+                             t->median_lateness_ns.value_or(0), t->compute_busy_ns);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const RankTraceStats* a, const RankTraceStats* b) { return key(a) > key(b); });
+    for (size_t i = 0; i < kTopTraceRows; ++i) rows.push_back(RankRow(*order[i]));
+    rows.push_back(MedianRow(ranks));
+  }
+  const std::vector<TraceBusyStats>& unranked = in.traces.unranked;
+  const size_t unranked_rows = unranked.size() <= kAllTraceRowsUpTo ? unranked.size() : kTopTraceRows;
+  for (size_t i = 0; i < unranked_rows; ++i) {
+    rows.push_back(BusyRow(fmt::format("no rank #{}", i + 1), unranked[i]));
+  }
+  if (rows.empty()) return;
+  PrintTraceRows(rows, out);
+  if (ranks.size() > kAllTraceRowsUpTo) {
+    out << fmt::format("  ... {} more ranks (all of them: --json or --html)\n", ranks.size() - kTopTraceRows);
+  }
+  for (size_t i = 0; i < unranked_rows; ++i) {
+    const uint32_t f = unranked[i].file;
+    out << fmt::format("  #{}: {}\n", i + 1, f < in.run.files.size() ? in.run.files[f].path : "?");
+  }
+  if (unranked.size() > unranked_rows) {
+    out << fmt::format("  ... {} more traces without a rank (all of them: --json or --html)\n",
+                       unranked.size() - unranked_rows);
+  }
 }
 
 }  // namespace
@@ -71,13 +243,15 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     out << "\n";
   }
 
-  if (!in.traces.ranks.empty()) {
+  if (!in.traces.ranks.empty() || !in.traces.unranked.empty()) {
     out << fmt::format("traces: {} ranks, {} collective instances matched", in.traces.ranks.size(),
                        in.traces.instances);
+    if (!in.traces.unranked.empty()) out << fmt::format(", {} without a rank", in.traces.unranked.size());
     if (in.traces.median_transfer_ns) {
       out << fmt::format(", median transfer {:.3g} ms", static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
     }
     out << "\n";
+    RenderTraceTable(in, out);
   }
 
   std::vector<const Finding*> findings = in.AllFindings();
