@@ -1,10 +1,11 @@
 // The terminal report: verdict first, then the evidence chain, the job's
 // step-time and trace summaries (with a per-rank trace table: every rank of
 // a small job, the ranks holding a large one up against the median), then
-// findings with their evidence, next steps and data quality. Colour (ANSI) only when asked, which
-// the CLI does only on a tty.
+// findings with their evidence, next steps and data quality. Colour (ANSI)
+// only when asked, which the CLI does only on a tty.
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include <fmt/format.h>
@@ -72,9 +73,8 @@ struct TraceRow {
 
 TraceRow BusyRow(std::string label, const TraceBusyStats& t) {
   const DurationNs w = t.window_ns;
-  using Cls = OpClass;
-  DurationNs copy = t.busy_by_class_ns[static_cast<size_t>(Cls::kMemcpy)] +
-                    t.busy_by_class_ns[static_cast<size_t>(Cls::kMemset)];
+  DurationNs copy = t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemcpy)] +
+                    t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemset)];
   return TraceRow{std::move(label),
                   t.host.value_or("-"),
                   std::to_string(t.steps),
@@ -144,7 +144,7 @@ TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
 void PrintTraceRows(const std::vector<TraceRow>& rows, std::ostream& out) {
   std::vector<TraceRow> all;
   all.push_back(TraceRow{"rank", "host", "steps", "window", "busy", "compute", "comm", "memcpy", "idle",
-                         "largest gap", "last at", "lateness", "clock"});
+                         "largest gap", "last at", "lateness", "clock offset"});
   all.insert(all.end(), rows.begin(), rows.end());
   std::array<size_t, 13> w{};
   for (const TraceRow& r : all) {
