@@ -226,13 +226,14 @@ void CheckDiagnostics(const Run& run) {
 }
 
 TraceOutcome ReadTraceFile(const TraceReader& reader, const std::string& path,
-                           std::optional<int32_t> rank_from_path) {
+                           std::optional<int32_t> rank_from_path, std::string_view step_marker) {
   TraceOutcome outcome;
   RunBuilder builder;
   ReaderContext ctx;
   ctx.file_index = 0;
   ctx.path = path;
   ctx.rank_from_path = rank_from_path;
+  ctx.step_marker = step_marker;
   ctx.out = &builder;
   outcome.taken = reader.Read(path, ctx);
   InputFileInfo info;

@@ -127,14 +127,15 @@ void CheckRunInvariants(const Run& run);
 void CheckDiagnostics(const Run& run);
 
 // Runs one TraceReader on the file at `path` (as Ingest would, minus the
-// sniffing) and finalizes the result into `run` (one entry in run.files).
+// sniffing) and finalizes the result into `run` (one entry in run.files);
+// `step_marker` as --step-marker gives it ("" for none).
 struct TraceOutcome {
   uint64_t taken = 0;
   Run run;
   const RankTrace* trace() const { return run.traces.empty() ? nullptr : &run.traces[0]; }
 };
 TraceOutcome ReadTraceFile(const TraceReader& reader, const std::string& path,
-                           std::optional<int32_t> rank_from_path);
+                           std::optional<int32_t> rank_from_path, std::string_view step_marker = "");
 
 // Invariants of any trace read from one file, whatever its bytes: at most
 // one RankTrace, naming file 0; the reader's count of what it took equals

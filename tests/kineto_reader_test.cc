@@ -70,12 +70,14 @@ struct Loaded {
   }
 };
 
-Loaded Load(const std::string& path, std::optional<int32_t> rank_from_path = std::nullopt) {
+Loaded Load(const std::string& path, std::optional<int32_t> rank_from_path = std::nullopt,
+            std::string_view step_marker = "") {
   auto reader = MakeKinetoTraceReader();
   RunBuilder builder;
   ReaderContext ctx;
   ctx.path = path;
   ctx.rank_from_path = rank_from_path;
+  ctx.step_marker = step_marker;
   ctx.out = &builder;
   Loaded l;
   l.taken = reader->Read(path, ctx);
@@ -335,6 +337,74 @@ TEST(KinetoReaderTest, BaseTimeAfterTraceEventsIsAddedToEveryTime) {
   EXPECT_EQ(l.trace()->steps[0].step, 7);
   EXPECT_EQ(l.trace()->steps[0].start_ns, 1700000000000001000);
   EXPECT_EQ(l.trace()->steps[0].end_ns, 1700000000000101000);
+}
+
+// A range the training loop names itself (record_function), in Kineto's
+// layout or with its members in another order.
+std::string Range(const std::string& name, const std::string& ts, const std::string& dur,
+                  const std::string& cat = "user_annotation", bool kineto_layout = true) {
+  if (!kineto_layout) {
+    return R"J({"name": ")J" + name + R"J(", "ts": )J" + ts + R"J(, "ph": "X", "cat": ")J" + cat +
+           R"J(", "dur": )J" + dur + R"J(, "pid": 1, "tid": 1})J";
+  }
+  return R"J({"ph": "X", "cat": ")J" + cat + R"J(", "name": ")J" + name +
+         R"J(", "pid": 1, "tid": 1, "ts": )J" + ts + R"J(, "dur": )J" + dur + "}";
+}
+
+std::vector<int64_t> StepNumbers(const Loaded& l) {
+  std::vector<int64_t> v;
+  for (const TraceStep& s : l.trace()->steps) v.push_back(s.step);
+  return v;
+}
+
+TEST(KinetoReaderTest, UserNamedStepMarkersReplaceProfilerSteps) {
+  TempDir dir;
+  std::string path = WriteFile(dir.File("trace.json"), Wrap({
+      Kernel("ampere_sgemm_128x64_tn", "15", "2"),
+      Range("ProfilerStep#40", "0", "90"),
+      Range("train_step", "50", "40"),                     // Kineto's layout
+      Range("train_step", "10", "30", "cpu_op", false),    // members in another order
+      Range("train_step_fwd", "12", "5"),                  // nested: not a step
+      Range(R"(train\u005fstep)", "95", "5"),                // escaped "_": still the marker
+      Range("train_stepper", "99", "1"),
+      Range("train_step", "60", "2", "gpu_user_annotation"),  // the GPU-side copy
+  }));
+  Loaded plain = Load(path);
+  EXPECT_EQ(StepNumbers(plain), (std::vector<int64_t>{40}));
+
+  Loaded marked = Load(path, std::nullopt, "train_step");
+  ASSERT_NE(marked.trace(), nullptr);
+  // Numbered by start: 10, 50, 95 us.
+  EXPECT_EQ(StepNumbers(marked), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(marked.trace()->steps[0].start_ns, 10'000);
+  EXPECT_EQ(marked.trace()->steps[0].end_ns, 40'000);
+  EXPECT_EQ(marked.trace()->steps[2].start_ns, 95'000);
+  EXPECT_EQ(marked.trace()->ops.size(), 1u);  // the markers are not ops
+  EXPECT_EQ(marked.diag(DiagCode::kTraceNoStepMarker), 0u);
+}
+
+TEST(KinetoReaderTest, StepMarkersCarryTheirNumbersOnEveryThread) {
+  TempDir dir;
+  std::string path = WriteFile(dir.File("t.json"), Wrap({
+      Range("iter#7", "100", "50"),
+      Range("iter#6", "0", "90"),
+      Range("iter#7", "95", "60"),  // the same step on a second thread
+  }));
+  EXPECT_TRUE(Load(path).trace()->steps.empty());  // not ProfilerStep#N
+  Loaded m = Load(path, std::nullopt, "iter");
+  ASSERT_EQ(m.trace()->steps.size(), 2u);
+  std::map<int64_t, std::pair<TimeNs, TimeNs>> by_step;
+  for (const TraceStep& s : m.trace()->steps) by_step[s.step] = {s.start_ns, s.end_ns};
+  EXPECT_EQ(by_step[6], std::make_pair(TimeNs{0}, TimeNs{90'000}));
+  EXPECT_EQ(by_step[7], std::make_pair(TimeNs{95'000}, TimeNs{155'000}));
+}
+
+TEST(KinetoReaderTest, AStepMarkerTheTraceLacksFallsBackToProfilerStepsAndSaysSo) {
+  TempDir dir;
+  std::string path = WriteFile(dir.File("t.json"), Wrap({Range("ProfilerStep#3", "0", "90")}));
+  Loaded l = Load(path, std::nullopt, "train_step");
+  EXPECT_EQ(StepNumbers(l), (std::vector<int64_t>{3}));
+  EXPECT_EQ(l.diag(DiagCode::kTraceNoStepMarker), 1u);
 }
 
 TEST(KinetoReaderTest, ArrayFormatLoadsWithOrWithoutItsClosingBracket) {

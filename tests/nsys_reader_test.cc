@@ -44,13 +44,15 @@ struct ReadResult {
   uint64_t taken = 0;
 };
 
-ReadResult ReadNsys(const std::string& path, std::optional<int32_t> rank_from_path = std::nullopt) {
+ReadResult ReadNsys(const std::string& path, std::optional<int32_t> rank_from_path = std::nullopt,
+                    std::string_view step_marker = "") {
   auto reader = MakeNsysTraceReader();
   RunBuilder builder;
   ReaderContext ctx;
   ctx.file_index = 0;
   ctx.path = path;
   ctx.rank_from_path = rank_from_path;
+  ctx.step_marker = step_marker;
   ctx.out = &builder;
   ReadResult result;
   result.taken = reader->Read(path, ctx);
@@ -286,6 +288,28 @@ TEST(NsysReaderTest, ModernExportGivesClassifiedOpsCollectivesAndSteps) {
   EXPECT_EQ(info->session_start_ns, kSessionStart);
   ASSERT_EQ(info->gpus.size(), 1u);
   EXPECT_EQ(info->gpus[0].name, "NVIDIA H100 80GB HBM3");
+}
+
+TEST(NsysReaderTest, AStepMarkerNamesTheNvtxRangesThatAreSteps) {
+  TempDir dir;
+  std::string path = dir.File("report.sqlite");
+  WriteModernExport(path);
+  // "step" alone: 'step 8' (step 9's range never closed), not ProfilerStep#7.
+  ReadResult step = ReadNsys(path, std::nullopt, "step");
+  ASSERT_EQ(step.run.traces.size(), 1u);
+  ASSERT_EQ(step.run.traces[0].steps.size(), 1u);
+  EXPECT_EQ(step.run.traces[0].steps[0].step, 8);
+  EXPECT_EQ(step.run.traces[0].steps[0].start_ns, kSessionStart + 5000);
+  // A range without a number is step 0, 1, ... by start.
+  ReadResult forward = ReadNsys(path, std::nullopt, "forward");
+  ASSERT_EQ(forward.run.traces[0].steps.size(), 1u);
+  EXPECT_EQ(forward.run.traces[0].steps[0].step, 0);
+  EXPECT_EQ(forward.run.traces[0].steps[0].end_ns, kSessionStart + 200);
+  EXPECT_EQ(Count(forward.run, DiagCode::kTraceNoStepMarker), 0u);
+  // A marker no range has: the built-in steps, and a note.
+  ReadResult none = ReadNsys(path, std::nullopt, "train_step");
+  EXPECT_EQ(none.run.traces[0].steps.size(), 2u);
+  EXPECT_EQ(Count(none.run, DiagCode::kTraceNoStepMarker), 1u);
 }
 
 TEST(NsysReaderTest, LeanExportWithoutNameColumnsOrSessionStart) {

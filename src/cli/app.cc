@@ -40,6 +40,8 @@ struct DiagnoseOptions {
   std::optional<std::string> host_from;
   std::optional<int32_t> gpus_per_node;
   std::optional<std::string> step_pattern;
+  std::optional<std::string> step_marker;
+  std::vector<std::string> comm_kernels;
   int threads = 0;
   StepDetectorOptions detector;
 };
@@ -81,6 +83,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
   IngestOptions ingest;
   ingest.rank_from = o.rank_from;
   ingest.host_from = o.host_from;
+  ingest.step_marker = o.step_marker;
+  ingest.comm_kernels = o.comm_kernels;
   ingest.threads = o.threads;
   Progress progress(err, err_tty);
   ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
@@ -172,6 +176,14 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
   cmd->add_option("--step-pattern", o.step_pattern,
                   "regex for step lines with named groups step, time (or time_ms, ...), "
                   "optionally rank, unit, start, host, gpu");
+  cmd->add_option("--step-marker", o.step_marker,
+                  "name of the trace ranges that mark a step, instead of ProfilerStep#N / NVTX "
+                  "'step N': NAME, 'NAME 12', 'NAME#12' (record_function or an NVTX range)");
+  cmd->add_option("--comm-kernel", o.comm_kernels,
+                  "a device kernel that communicates though its name does not say NCCL/RCCL (a "
+                  "custom all-reduce): part of its name, any case; repeat for more")
+      ->allow_extra_args(false)
+      ->take_all();
   cmd->add_option("--threads", o.threads, "ingest threads (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", o.detector.warmup_steps,

@@ -13,6 +13,7 @@
 
 #include "base/text.h"
 #include "ingest/input_file.h"
+#include "ingest/step_marker.h"
 
 namespace laggard {
 namespace fs = std::filesystem;
@@ -93,6 +94,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
                  const std::optional<std::string>& host_of_path,
                  const std::vector<const StepReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
+                 std::string_view step_marker, std::span<const std::string> comm_kernels,
                  Decode gzip_decode, FileResult& result) {
   Diagnostics& diag = result.builder.diagnostics();
   std::optional<StreamDamage> head_damage;
@@ -135,6 +137,8 @@ void ReadOneFile(const std::string& path, uint32_t index,
     ctx.path = path;
     ctx.rank_from_path = rank_of_path();
     ctx.host_from_path = host_of_path;
+    ctx.step_marker = step_marker;
+    ctx.comm_kernels = comm_kernels;
     ctx.out = &result.builder;
     ctx.gzip_decode = gzip_decode;
     result.records = best_trace->Read(path, ctx);
@@ -292,6 +296,17 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     if (!re.ok()) return Status::Error("--host-from: " + re.status().message());
     host_from = std::move(re.value());
   }
+  std::string_view step_marker;
+  if (options.step_marker) {
+    std::string why = CheckStepMarker(*options.step_marker);
+    if (!why.empty()) return Status::Error("--step-marker: " + why);
+    step_marker = *options.step_marker;
+  }
+  std::vector<std::string> comm_kernels;
+  for (const std::string& k : options.comm_kernels) {
+    if (Trim(k).empty()) return Status::Error("--comm-kernel: the name is empty");
+    comm_kernels.push_back(ToLower(k));
+  }
   auto listed = ListWithRoots(paths);
   if (!listed.ok()) return listed.status();
   std::vector<std::string> files;
@@ -314,7 +329,7 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], readers, trace_readers,
-                  rank_from.get(), gzip_decode, results[i]);
+                  rank_from.get(), step_marker, comm_kernels, gzip_decode, results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());

@@ -34,6 +34,14 @@ struct IngestOptions {
   // below a given input directory that is not a data-kind folder (logs/,
   // nvidia_smi/, ...) or a rank folder names the host: run/node-01/dmon.txt.
   std::optional<std::string> host_from;
+  // The name of the ranges that mark a training step in profiler traces,
+  // instead of ProfilerStep#N (Kineto) or the built-in NVTX step names
+  // (nsys): ingest/step_marker.h.
+  std::optional<std::string> step_marker;
+  // Device kernels that communicate though their names say nothing of NCCL
+  // / RCCL (a custom all-reduce, NVSHMEM, DeepEP): substrings of their names,
+  // any case (ingest/kernel_names.h).
+  std::vector<std::string> comm_kernels;
   int threads = 0;  // 0: one per core; files read at once
   // When fewer files are read at once than there are cores, a gzip input
   // is decoded on a helper thread ahead of its reader (Decode::kAhead):

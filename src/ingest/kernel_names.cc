@@ -16,9 +16,12 @@ bool ContainsAny(std::string_view lowered, std::initializer_list<std::string_vie
 
 }  // namespace
 
-OpClass ClassifyKernelName(std::string_view name) {
+OpClass ClassifyKernelName(std::string_view name, std::span<const std::string> comm_kernels) {
   std::string lower = ToLower(name);
   if (ContainsAny(lower, {"nccl", "rccl", "c10d::"})) return OpClass::kCommunication;
+  for (const std::string& c : comm_kernels) {
+    if (lower.find(c) != std::string::npos) return OpClass::kCommunication;
+  }
   if (ContainsAny(lower, {"flash", "fmha", "attention", "sdpa", "mem_eff"})) {
     return OpClass::kAttention;
   }

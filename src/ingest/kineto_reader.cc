@@ -1,5 +1,6 @@
 #include "ingest/kineto_reader.h"
 #include "ingest/kernel_names.h"
+#include "ingest/step_marker.h"
 
 #include <simdjson.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -1280,7 +1281,12 @@ enum class Mode { kDevice, kCpu };
 class KinetoFile {
  public:
   KinetoFile(std::unique_ptr<ByteSource> source, ReaderContext& ctx, Mode mode)
-      : src_(std::move(source)), ctx_(ctx), mode_(mode), collecting_cpu_(mode == Mode::kCpu) {}
+      : src_(std::move(source)),
+        ctx_(ctx),
+        mode_(mode),
+        collecting_cpu_(mode == Mode::kCpu),
+        marker_(ctx.step_marker),
+        marker_prefix_(MarkerPrefix(ctx.step_marker)) {}
 
   void Run() {
     buf_.Reserve(kChunkBytes + kPad, 0);
@@ -1709,10 +1715,31 @@ class KinetoFile {
     TakeEvent(e, start);
   }
 
+  // The raw bytes every JSON string that decodes to a name the step marker
+  // matches starts with: its opening quote and the marker up to the first
+  // byte a writer may escape there (a quote or backslash; any byte may be
+  // written as \uXXXX, which MarkerMayMatch allows for).
+  static std::string MarkerPrefix(std::string_view marker) {
+    return "\"" + std::string(marker.substr(0, marker.find_first_of("\"\\")));
+  }
+
+  // Whether the JSON string at p (its opening quote; the bytes run to the
+  // event's end) may name the step marker: its bytes are the marker's until
+  // the first escape. Names that pass are decoded and matched exactly.
+  bool MarkerMayMatch(const char* p, const char* end) const {
+    for (size_t i = 0; i < marker_prefix_.size(); ++i, ++p) {
+      if (p >= end) return true;  // cut short: the full parse reports it
+      if (i > 0 && *p == '\\') return true;
+      if (*p != marker_prefix_[i]) return false;
+    }
+    return true;
+  }
+
   // Whether a CPU-side event (cat cpu_op / user_annotation) named `name`
   // (the JSON token, quotes included) is needed.
   bool WantCpuEvent(Cat cat, std::string_view name_tok) const {
     std::string_view n = TrimToken(name_tok);
+    if (!marker_.empty() && !n.empty() && MarkerMayMatch(n.data(), n.data() + n.size())) return true;
     if (n.size() >= 2) n = n.substr(1, n.size() - 2);
     if (StartsWith(n, kineto::kProfilerStep) || n == kineto::kRecordParamComms) return true;
     if (!collecting_cpu_) return false;
@@ -1781,6 +1808,7 @@ class KinetoFile {
                   std::string_view(q, static_cast<size_t>(name_end + 1 - q)), cat);
       return true;
     }
+    if (!marker_.empty() && MarkerMayMatch(q, end)) return true;
     // The name's first byte picks the one literal to compare.
     switch (q + 1 < end ? q[1] : '\0') {
       case 'P':
@@ -1858,6 +1886,7 @@ class KinetoFile {
             return left >= lit.size() && std::memcmp(q, lit.data(), lit.size()) == 0;
           };
           saw_cpu_events_ = true;
+          if (!marker_.empty() && MarkerMayMatch(q, end)) return true;
           return starts("\"ProfilerStep#") || starts("\"record_param_comms\"") || starts("\"\\");
         }
         const char* value_end = string_end(escapes);
@@ -2460,6 +2489,12 @@ class KinetoFile {
 
     if (IsDeviceCat(e.cat_kind)) return TakeDeviceOp(e, *name, *ts, *dur, offset);
 
+    if (!marker_.empty()) {
+      if (std::optional<MarkedStep> m = MatchStepMarker(marker_, *name)) {
+        marker_ranges_.push_back(MarkerRange{m->number, *ts, *ts + *dur});
+        return;
+      }
+    }
     if (StartsWith(*name, kineto::kProfilerStep)) {
       if (auto n = ParseInt<int64_t>(name->substr(kineto::kProfilerStep.size()))) {
         AddStep(*n, *ts, *ts + *dur);
@@ -2552,7 +2587,7 @@ class KinetoFile {
     } else if (e.cat_kind == Cat::kMemset) {
       cls = OpClass::kMemset;
     } else {
-      if (!info.kernel_class) info.kernel_class = ClassifyKernelName(name);
+      if (!info.kernel_class) info.kernel_class = ClassifyKernelName(name, ctx_.comm_kernels);
       cls = e.coll_name.empty() ? *info.kernel_class : OpClass::kCommunication;
     }
     TraceOp op;
@@ -2692,7 +2727,16 @@ class KinetoFile {
       }
       t.collectives = std::move(collectives_);
     }
-    t.steps = std::move(steps_);
+    if (marker_.empty()) {
+      t.steps = std::move(steps_);
+    } else if (!marker_ranges_.empty()) {
+      t.steps = StepsOfMarkers(std::move(marker_ranges_));
+    } else {
+      diag_.Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                fmt::format("no range named '{}' (--step-marker); {} ProfilerStep#N steps used",
+                            marker_, steps_.size()));
+      t.steps = std::move(steps_);
+    }
     for (TraceOp& op : t.ops) op.start_ns += base_ns_;
     for (CollectiveCall& c : t.collectives) c.start_ns += base_ns_;
     for (TraceStep& s : t.steps) s.start_ns += base_ns_, s.end_ns += base_ns_;
@@ -2805,6 +2849,11 @@ class KinetoFile {
   std::unordered_map<int64_t, CommMeta> comm_meta_;  // record_param_comms by External id
   std::vector<TraceStep> steps_;
   std::unordered_map<int64_t, size_t> step_index_;
+  // --step-marker (ingest/step_marker.h): its name, the bytes a JSON string
+  // naming it starts with, and its ranges as read.
+  const std::string_view marker_;
+  const std::string marker_prefix_;
+  std::vector<MarkerRange> marker_ranges_;
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
   // The names looked up last, by QuickNameHash: a device op's name is one of
   // a few hundred, so most lookups end here, on one compare (the map's nodes

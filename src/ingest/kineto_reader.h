@@ -24,7 +24,10 @@
 //          cat gpu_memcpy / Memcpy,      kMemcpy / kMemset ops
 //              gpu_memset / Memset
 //          name ProfilerStep#N           TraceStep (cat user_annotation or
-//                                        cpu_op; GPU-side copies ignored)
+//                                        cpu_op; GPU-side copies ignored);
+//                                        with ReaderContext::step_marker the
+//                                        ranges it names instead
+//                                        (ingest/step_marker.h)
 //          cat cpu_op, and comm          ops of a CPU-only trace, device -1
 //          annotations (gloo:*, nccl:*)  (see CPU-only below)
 //   distributedInfo.rank / world_size   rank and world size; without a rank

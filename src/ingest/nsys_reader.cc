@@ -1,5 +1,6 @@
 #include "ingest/nsys_reader.h"
 #include "ingest/kernel_names.h"
+#include "ingest/step_marker.h"
 
 #include <sqlite3.h>
 
@@ -654,37 +655,61 @@ class TraceBuilder {
     std::string sql = fmt::format(
         "SELECT \"start\", \"end\", {}, {} FROM {} WHERE \"end\" IS NOT NULL AND \"end\" > \"start\"",
         ColumnOrNull(cols, "text"), ColumnOrNull(cols, "textId"), Quote(kNvtxTable));
-    std::unordered_map<int64_t, std::optional<int64_t>> step_of_text_id;
-    std::vector<TraceStep> steps;
+    // A range's step by the built-in names, and with --step-marker whether
+    // it is the marker and the number it carries.
+    const std::string_view marker = ctx_.step_marker;
+    struct Steps {
+      std::optional<int64_t> builtin;
+      std::optional<MarkedStep> marked;
+    };
+    auto steps_of_text = [&](std::string_view text) {
+      Steps st{StepOfRangeText(text), std::nullopt};
+      if (!marker.empty()) st.marked = MatchStepMarker(marker, Trim(text));
+      return st;
+    };
+    std::unordered_map<int64_t, Steps> steps_of_text_id;
+    std::vector<TraceStep> builtin;
+    std::vector<MarkerRange> marked;
     QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
       ++rows_;
-      std::optional<int64_t> step;
+      Steps st;
       if (auto text = TextAt(s, 2)) {
-        step = StepOfRangeText(*text);
+        st = steps_of_text(*text);
       } else if (auto id = IntAt(s, 3)) {
-        auto it = step_of_text_id.find(*id);
-        if (it == step_of_text_id.end()) {
+        auto it = steps_of_text_id.find(*id);
+        if (it == steps_of_text_id.end()) {
           std::optional<std::string> value = strings_.Get(*id);
-          it = step_of_text_id.emplace(*id, value ? StepOfRangeText(*value) : std::nullopt).first;
+          it = steps_of_text_id.emplace(*id, value ? steps_of_text(*value) : Steps{}).first;
         }
-        step = it->second;
+        st = it->second;
       }
-      if (!step) return;
+      if (!st.builtin && !st.marked) return;
       auto start = Shift(IntAt(s, 0));
       auto end = Shift(IntAt(s, 1));
       if (!start || !end) return;
-      steps.push_back(TraceStep{*step, *start, *end});
+      if (st.builtin) builtin.push_back(TraceStep{*st.builtin, *start, *end});
+      if (st.marked) marked.push_back(MarkerRange{st.marked->number, *start, *end});
     });
     if (r.error) failures_.push_back(fmt::format("{}: {}", kNvtxTable, *r.error));
+    if (!marker.empty()) {
+      if (!marked.empty()) {
+        trace_.steps = StepsOfMarkers(std::move(marked));
+        return;
+      }
+      ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                      fmt::format("no NVTX range named '{}' (--step-marker); {} built-in step "
+                                  "ranges used",
+                                  marker, builtin.size()));
+    }
     // One range per step: the earliest (a step range pushed on two threads,
     // or in two domains, is the same step).
-    std::stable_sort(steps.begin(), steps.end(), [](const TraceStep& a, const TraceStep& b) {
+    std::stable_sort(builtin.begin(), builtin.end(), [](const TraceStep& a, const TraceStep& b) {
       return a.step != b.step ? a.step < b.step : a.start_ns < b.start_ns;
     });
-    steps.erase(std::unique(steps.begin(), steps.end(),
-                            [](const TraceStep& a, const TraceStep& b) { return a.step == b.step; }),
-                steps.end());
-    trace_.steps = std::move(steps);
+    builtin.erase(std::unique(builtin.begin(), builtin.end(),
+                              [](const TraceStep& a, const TraceStep& b) { return a.step == b.step; }),
+                  builtin.end());
+    trace_.steps = std::move(builtin);
   }
 
   // The launch start of each op (parallel to the trace's ops, sorted with
@@ -848,11 +873,11 @@ class TraceBuilder {
                              : (text.empty() ? std::string("<unnamed kernel>") : text);
     KernelKind kind;
     kind.name = ctx_.out->names().Intern(name);
-    kind.cls = ClassifyKernelName(name);
+    kind.cls = ClassifyKernelName(name, ctx_.comm_kernels);
     if (kind.cls == OpClass::kOtherCompute) {
       // The short name is what nsys itself shows; give it a say when the
       // demangled one matched nothing.
-      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernelName(*alt);
+      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
     }
     if (kind.cls == OpClass::kCommunication) {
       kind.collective = ctx_.out->names().Intern(CollectiveFromKernel(name));

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,10 @@ struct ReaderContext {
   // Host implied by the file's path (run/node-01/dmon.txt, --host-from), for
   // hardware, network and trace data that do not name their host.
   std::optional<std::string> host_from_path;
+  // IngestOptions::step_marker for trace readers ("" when not given).
+  std::string_view step_marker;
+  // IngestOptions::comm_kernels, lowercased (empty when not given).
+  std::span<const std::string> comm_kernels;
   RunBuilder* out = nullptr;
   // How a reader that opens the file itself decodes gzip: Decode::kAhead
   // when Ingest has a core to spare for a decoder thread.

@@ -74,6 +74,9 @@ constexpr DiagInfo kCatalogue[] = {
      "network data whose host is unknown (not in the content, directory or file name)"},
     {"hardware.no_gpu_id", DiagKind::kNote,
      "GPU metrics rows that name no GPU (no index, uuid or bus id); all were taken as GPU 0"},
+    {"trace.no_step_marker", DiagKind::kNote,
+     "trace without a range named as --step-marker says; its ProfilerStep#N / NVTX step ranges "
+     "were used instead, if any"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -63,6 +63,7 @@ enum class DiagCode : uint16_t {
   kNetBadRecord,
   kNetNoHost,
   kHwNoGpuId,
+  kTraceNoStepMarker,
   kCount,
 };
 

@@ -531,8 +531,10 @@ class RankStepSim {
     Memcpy("aten::item", "Memcpy DtoH (Device -> Pageable)", 4, plan_.d2h_ns, /*blocking=*/true);
     int64_t next = fixed_ ? fixed_->next_start_ns : cpu_ + 12 * kUs;
     if (out_) {
-      out_->HostEvent("user_annotation", fmt::format("ProfilerStep#{}", sh_.sc.first_step + step_index_),
-                      ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
+      std::string name = sh_.sc.step_name.empty()
+                             ? fmt::format("ProfilerStep#{}", sh_.sc.first_step + step_index_)
+                             : sh_.sc.step_name;
+      out_->HostEvent("user_annotation", name, ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
     }
     return next;
   }

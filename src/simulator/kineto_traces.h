@@ -112,6 +112,10 @@ struct TraceScenario {
   int gpus_per_node = 8;
   int steps = 4;          // profiled steps
   int first_step = 100;   // ProfilerStep#100, #101, ...
+  // "" : steps are ProfilerStep#N ranges (profiler.step()); else ranges of
+  // this name without a number, as record_function("train_step") writes
+  // them (read with --step-marker).
+  std::string step_name;
   uint64_t seed = 1;
   double jitter = 0.01;   // relative standard deviation of every duration
 
