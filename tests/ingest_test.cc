@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+
 #include "test_util.h"
 
 namespace laggard {
@@ -82,6 +85,61 @@ TEST(IngestTest, RankFromOptionOverridesBuiltinPatterns) {
   laggard::Run run = IngestPaths({dir.path()}, std::nullopt, std::string(R"(gpu(?<rank>\d+))"));
   ASSERT_EQ(run.ranks.size(), 1u);
   EXPECT_EQ(run.ranks[0].info.rank, 3);
+}
+
+StatusOr<laggard::Run> IngestWithFileRanks(const std::string& dir, const std::string& map) {
+  auto readers = MakeDefaultStepReaders(std::nullopt);
+  IngestOptions options;
+  options.file_ranks = map;
+  options.threads = 1;
+  return Ingest({dir}, readers->readers, options);
+}
+
+constexpr std::string_view kMegatronLine =
+    " iteration        1/    10 | elapsed time per iteration (ms): 900.0 |\n";
+
+TEST(IngestTest, AFileRanksListNamesTheRanksOfFilesThatDoNot) {
+  TempDir dir;
+  WriteFile(dir.File("host-a/train.out"), std::string(kMegatronLine));
+  WriteFile(dir.File("host-b/train.out"), std::string(kMegatronLine));
+  WriteFile(dir.File("host-c/rank1.log"), "rank 1, step 1, time 0.8s\n");  // content wins
+  std::string map = WriteFile(dir.File("ranks.txt"),
+                              "# file rank\n"
+                              "train.out 9\n"
+                              "./host-a/train.out,3\n"   // longer: wins for host-a
+                              "host-c/rank1.log 7\n"
+                              "\n"
+                              "gone/train.out 4\n");
+  auto run = IngestWithFileRanks(dir.path(), map);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  std::map<std::string, int32_t> rank_of;
+  for (const StepSeries& r : run->ranks) {
+    ASSERT_EQ(r.steps.size(), 1u);
+    const std::string& path = run->files[r.steps[0].src.file].path;
+    rank_of[std::filesystem::path(path).parent_path().filename().string()] = r.info.rank;
+  }
+  EXPECT_EQ(rank_of, (std::map<std::string, int32_t>{{"host-a", 3}, {"host-b", 9}, {"host-c", 1}}));
+  EXPECT_EQ(run->files.size(), 3u);  // the map itself is not an input
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kFileRanksUnmatched), 1u);
+  ASSERT_EQ(run->diagnostics.examples(DiagCode::kFileRanksUnmatched).size(), 1u);
+  EXPECT_EQ(run->diagnostics.examples(DiagCode::kFileRanksUnmatched)[0].line, 6u);
+}
+
+TEST(IngestTest, AMalformedOrAmbiguousFileRanksListFailsWithItsLine) {
+  TempDir dir;
+  WriteFile(dir.File("host-a/train.out"), std::string(kMegatronLine));
+  auto bad = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m1"), "host-a/train.out 3\nx.out seven\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m1:2:"), std::string::npos) << bad.status().message();
+  auto no_rank = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m2"), "justapath\n"));
+  ASSERT_FALSE(no_rank.ok());
+  EXPECT_NE(no_rank.status().message().find("m2:1:"), std::string::npos) << no_rank.status().message();
+  auto twice = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m3"), "train.out 1\ntrain.out 2\n"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("lines 1 and 2"), std::string::npos) << twice.status().message();
+  auto missing = IngestWithFileRanks(dir.path(), dir.File("no-such-map"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
 }
 
 TEST(IngestTest, ResultDoesNotDependOnThreadCount) {

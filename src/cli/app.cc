@@ -37,6 +37,7 @@ struct DiagnoseOptions {
   bool quiet = false;
   std::string color = "auto";
   std::optional<std::string> rank_from;
+  std::optional<std::string> file_ranks;
   std::optional<std::string> host_from;
   std::optional<int32_t> gpus_per_node;
   std::optional<std::string> step_pattern;
@@ -82,6 +83,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, boo
   }
   IngestOptions ingest;
   ingest.rank_from = o.rank_from;
+  ingest.file_ranks = o.file_ranks;
   ingest.host_from = o.host_from;
   ingest.step_marker = o.step_marker;
   ingest.comm_kernels = o.comm_kernels;
@@ -166,6 +168,9 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--rank-from", o.rank_from,
                   "regex on a file's path whose group 'rank' (or group 1) is the file's rank");
+  cmd->add_option("--file-ranks", o.file_ranks,
+                  "file of 'PATH RANK' lines giving the rank of input files whose content names "
+                  "none (PATH: the file, its name or the end of its path; before --rank-from)");
   cmd->add_option("--host-from", o.host_from,
                   "regex on a file's path whose group 'host' (or group 1) is the host of the GPU, "
                   "network or trace data in it (default: the directory, e.g. run/node-01/...)");

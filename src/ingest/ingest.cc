@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -91,7 +92,7 @@ struct FileResult {
 };
 
 void ReadOneFile(const std::string& path, uint32_t index,
-                 const std::optional<std::string>& host_of_path,
+                 const std::optional<std::string>& host_of_path, std::optional<int32_t> mapped_rank,
                  const std::vector<const StepReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  std::string_view step_marker, std::span<const std::string> comm_kernels,
@@ -114,6 +115,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
     return;
   }
   auto rank_of_path = [&] {
+    if (mapped_rank) return mapped_rank;
     return rank_from != nullptr ? MatchRank(rank_from, path) : BuiltinRankFromPath(path);
   };
   // Trace readers first: they also take binary files (SQLite).
@@ -271,6 +273,61 @@ StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& 
   return files;
 }
 
+// One line of a --file-ranks file.
+struct FileRankEntry {
+  std::string path;  // as written, without a leading "./"
+  int32_t rank = 0;
+  uint64_t line = 0;
+  bool used = false;
+};
+
+StatusOr<std::vector<FileRankEntry>> ReadFileRanks(const std::string& map_path) {
+  std::ifstream in(map_path);
+  if (!in) return Status::Error(fmt::format("--file-ranks {}: cannot open", map_path));
+  std::vector<FileRankEntry> entries;
+  std::string text;
+  for (uint64_t line = 1; std::getline(in, text); ++line) {
+    std::string_view l = Trim(text);
+    if (l.empty() || l.front() == '#') continue;
+    size_t sep = l.find(',') != std::string_view::npos ? l.rfind(',') : l.find_last_of(" \t");
+    auto bad = [&](std::string_view why) {
+      return Status::Error(fmt::format("--file-ranks {}:{}: {}: '{}' (want 'PATH RANK' or 'PATH,RANK')",
+                                       map_path, line, why, l.substr(0, 120)));
+    };
+    if (sep == std::string_view::npos) return bad("no rank after the path");
+    std::string_view path = Trim(l.substr(0, sep));
+    std::optional<int32_t> rank = ParseInt<int32_t>(Trim(l.substr(sep + 1)));
+    if (!rank || *rank < 0 || *rank > kMaxRank) return bad("the rank is not an integer in [0, 4194304]");
+    while (path.substr(0, 2) == "./") path.remove_prefix(2);
+    if (path.empty()) return bad("no path");
+    entries.push_back(FileRankEntry{std::string(path), *rank, line});
+  }
+  if (in.bad()) return Status::Error(fmt::format("--file-ranks {}: read error", map_path));
+  return entries;
+}
+
+// The rank `entries` give `file`: the longest entry that is the file's
+// path, or the end of it after a '/'; nullopt when none is.
+StatusOr<std::optional<int32_t>> MappedRank(const std::string& map_path,
+                                            std::vector<FileRankEntry>& entries,
+                                            std::string_view file) {
+  while (file.substr(0, 2) == "./") file.remove_prefix(2);
+  FileRankEntry* best = nullptr;
+  for (FileRankEntry& e : entries) {
+    bool match = file == e.path || (file.size() > e.path.size() && file.ends_with(e.path) &&
+                                    file[file.size() - e.path.size() - 1] == '/');
+    if (!match) continue;
+    if (best != nullptr && best->path.size() == e.path.size() && best->rank != e.rank) {
+      return Status::Error(fmt::format("--file-ranks {}: lines {} and {} give {} ranks {} and {}",
+                                       map_path, best->line, e.line, file, best->rank, e.rank));
+    }
+    if (best == nullptr || e.path.size() > best->path.size()) best = &e;
+  }
+  if (best == nullptr) return std::optional<int32_t>();
+  best->used = true;
+  return std::optional<int32_t>(best->rank);
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths) {
@@ -307,14 +364,32 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     if (Trim(k).empty()) return Status::Error("--comm-kernel: the name is empty");
     comm_kernels.push_back(ToLower(k));
   }
+  std::vector<FileRankEntry> file_ranks;
+  std::error_code ec;
+  fs::path file_ranks_path;
+  if (options.file_ranks) {
+    auto read = ReadFileRanks(*options.file_ranks);
+    if (!read.ok()) return read.status();
+    file_ranks = std::move(read.value());
+    file_ranks_path = fs::weakly_canonical(*options.file_ranks, ec);
+  }
   auto listed = ListWithRoots(paths);
   if (!listed.ok()) return listed.status();
   std::vector<std::string> files;
   std::vector<std::optional<std::string>> hosts;
+  std::vector<std::optional<int32_t>> mapped_ranks;
   for (const ListedFile& f : *listed) {
+    if (options.file_ranks && fs::weakly_canonical(f.path, ec) == file_ranks_path) continue;
+    std::optional<int32_t> mapped;
+    if (options.file_ranks) {
+      auto m = MappedRank(*options.file_ranks, file_ranks, f.path);
+      if (!m.ok()) return m.status();
+      mapped = *m;
+    }
     files.push_back(f.path);
     hosts.push_back(host_from ? MatchHost(host_from.get(), f.path)
                               : BuiltinHostFromPath(f.path, f.root));
+    mapped_ranks.push_back(mapped);
   }
 
   std::vector<FileResult> results(files.size());
@@ -328,8 +403,8 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
                                                                                  : Decode::kInline;
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
-      ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], readers, trace_readers,
-                  rank_from.get(), step_marker, comm_kernels, gzip_decode, results[i]);
+      ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], mapped_ranks[i], readers,
+                  trace_readers, rank_from.get(), step_marker, comm_kernels, gzip_decode, results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());
@@ -353,6 +428,11 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     merged.MergeFrom(std::move(results[i].builder));
   }
   merged.Finalize(run);
+  for (const FileRankEntry& e : file_ranks) {
+    if (e.used) continue;
+    run.diagnostics.Add(DiagCode::kFileRanksUnmatched, *options.file_ranks, e.line,
+                        fmt::format("'{}' (rank {}) names no input file", e.path, e.rank));
+  }
   for (const StepSeries& s : run.unattributed) {
     const std::string& path = run.files[*s.file].path;
     run.diagnostics.Add(DiagCode::kRankUnknown, path, 0,

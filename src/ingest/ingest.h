@@ -28,6 +28,12 @@ struct IngestOptions {
   // (rank3, rank-3, rank_3, worker3, ... in the file name, then in its
   // directories) are used.
   std::optional<std::string> rank_from;
+  // A file that maps input files to ranks, one `PATH RANK` per line (or
+  // `PATH,RANK`; # comments): PATH is a file as listed, or its name, or the
+  // end of its path after a '/'; the longest match wins. It gives a file's
+  // rank where the content names none, before rank_from and the built-in
+  // patterns. A malformed line fails the whole ingest.
+  std::optional<std::string> file_ranks;
   // PCRE2 pattern applied to a file's full path to find its host (GPU,
   // network and trace data that do not name one): the group named `host`,
   // else group 1, else the whole match. When unset, the nearest directory

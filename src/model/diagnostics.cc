@@ -77,6 +77,8 @@ constexpr DiagInfo kCatalogue[] = {
     {"trace.no_step_marker", DiagKind::kNote,
      "trace without a range named as --step-marker says; its ProfilerStep#N / NVTX step ranges "
      "were used instead, if any"},
+    {"rank.file_ranks_unmatched", DiagKind::kNote,
+     "line of the --file-ranks file that names no input file; the rank it gives was not used"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -64,6 +64,7 @@ enum class DiagCode : uint16_t {
   kNetNoHost,
   kHwNoGpuId,
   kTraceNoStepMarker,
+  kFileRanksUnmatched,
   kCount,
 };
 
