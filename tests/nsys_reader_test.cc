@@ -310,6 +310,14 @@ TEST(NsysReaderTest, AStepMarkerNamesTheNvtxRangesThatAreSteps) {
   ReadResult none = ReadNsys(path, std::nullopt, "train_step");
   EXPECT_EQ(none.run.traces[0].steps.size(), 2u);
   EXPECT_EQ(Count(none.run, DiagCode::kTraceNoStepMarker), 1u);
+  // No NVTX table at all (nsys writes only tables with rows): a note too.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "DROP TABLE NVTX_EVENTS;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  ReadResult no_table = ReadNsys(path, std::nullopt, "train_step");
+  EXPECT_TRUE(no_table.run.traces[0].steps.empty());
+  EXPECT_EQ(Count(no_table.run, DiagCode::kTraceNoStepMarker), 1u);
 }
 
 TEST(NsysReaderTest, LeanExportWithoutNameColumnsOrSessionStart) {

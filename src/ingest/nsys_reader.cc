@@ -649,7 +649,14 @@ class TraceBuilder {
   }
 
   void ReadSteps() {
-    if (!Has(facts_.info.tables, kNvtxTable)) return;
+    if (!Has(facts_.info.tables, kNvtxTable)) {
+      if (!ctx_.step_marker.empty()) {
+        ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                        fmt::format("no NVTX_EVENTS table, so no range named '{}' (--step-marker)",
+                                    ctx_.step_marker));
+      }
+      return;
+    }
     std::vector<std::string> cols = ColumnsOf(db_, kNvtxTable);
     if (!Has(cols, "start") || !Has(cols, "end")) return;
     std::string sql = fmt::format(
