@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <chrono>
@@ -76,14 +75,6 @@ inline double StealSeconds() {
   }
   long hz = sysconf(_SC_CLK_TCK);
   return hz > 0 ? static_cast<double>(steal) / static_cast<double>(hz) : std::nan("");
-}
-
-// The median of `v` (the mean of the middle two for an even count), 0 if empty.
-inline double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "".

@@ -84,6 +84,7 @@
 #include "bench_child.h"
 #include "ondemand_ceiling.h"
 
+#include "analysis/robust_stats.h"
 #include "ingest/ingest.h"
 #include "ingest/input_file.h"
 #include "ingest/kineto_reader.h"
@@ -100,7 +101,6 @@ using bench::CpuSeconds;
 using bench::GzipFile;
 using bench::g_rss_reset_works;
 using bench::LoadAverage;
-using bench::Median;
 using bench::StealSeconds;
 using bench::RunInChild;
 using bench::Seconds;
@@ -145,8 +145,8 @@ struct Row {
   std::vector<double> cpu_s, wall_s;
   double steal_s = 0, ran_s = 0;  // steal, and the rows' wall time it fell in
 
-  double median_cpu_s() const { return Median(cpu_s); }
-  double median_wall_s() const { return Median(wall_s); }
+  double median_cpu_s() const { return Median(cpu_s).value_or(0); }
+  double median_wall_s() const { return Median(wall_s).value_or(0); }
 };
 
 // Runs every measurement once per round, `rounds` times, so that a burst of

@@ -399,6 +399,51 @@ TEST(KinetoReaderTest, StepMarkersCarryTheirNumbersOnEveryThread) {
   EXPECT_EQ(by_step[7], std::make_pair(TimeNs{95'000}, TimeNs{155'000}));
 }
 
+// Real traces: "ProfilerStep" as the marker reads their ProfilerStep#N ranges
+// as marker ranges, so the steps must come out the same as without it;
+// a loop's own name that none of them has leaves each with its steps and a note.
+TEST(KinetoReaderTest, StepMarkersOnTheCorpusTraces) {
+  REQUIRE_CORPUS();
+  for (const CorpusCase& c : CorpusCases()) {
+    SCOPED_TRACE(c.file);
+    Loaded marked = Load(kCorpus + c.file, std::nullopt, "ProfilerStep");
+    ASSERT_NE(marked.trace(), nullptr);
+    EXPECT_EQ(StepNumbers(marked), c.steps);
+    EXPECT_EQ(marked.diag(DiagCode::kTraceNoStepMarker), c.steps.empty() ? 1u : 0u);
+    EXPECT_EQ(marked.Classes(), c.classes);
+    Loaded absent = Load(kCorpus + c.file, std::nullopt, "train_step");
+    EXPECT_EQ(StepNumbers(absent), c.steps);
+    EXPECT_EQ(absent.diag(DiagCode::kTraceNoStepMarker), 1u);
+  }
+}
+
+// A rank list for the corpus traces that carry no rank: through Ingest, as
+// the CLI reads them.
+TEST(KinetoReaderTest, FileRanksNameTheCorpusTracesWithoutARank) {
+  REQUIRE_CORPUS();
+  TempDir dir;
+  std::string list = WriteFile(dir.File("ranks.txt"),
+                               "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz 4\n"
+                               "kineto/hta__rank_unavailable__rank_not_found.json.gz,5\n"
+                               "hta__trace_filter__sampled_rank-0.json.gz 9\n");  // has its own
+  auto reader = MakeKinetoTraceReader();
+  IngestOptions options;
+  options.file_ranks = list;
+  options.threads = 1;
+  auto run = Ingest({kCorpus}, {}, options, {reader.get()});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  std::map<std::string, std::optional<int32_t>> rank_of;
+  for (const RankTrace& t : run->traces) {
+    rank_of[std::filesystem::path(run->files[t.file].path).filename().string()] = t.rank;
+  }
+  EXPECT_EQ(rank_of["hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"], 4);
+  EXPECT_EQ(rank_of["hta__rank_unavailable__rank_not_found.json.gz"], 5);
+  EXPECT_EQ(rank_of["hta__trace_filter__sampled_rank-0.json.gz"], 0);  // distributedInfo wins
+  EXPECT_EQ(rank_of["hta__triton_example__triton_example.json.gz"], std::nullopt);
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kTraceNoRank), 2u);
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kFileRanksUnmatched), 0u);
+}
+
 TEST(KinetoReaderTest, AStepMarkerTheTraceLacksFallsBackToProfilerStepsAndSaysSo) {
   TempDir dir;
   std::string path = WriteFile(dir.File("t.json"), Wrap({Range("ProfilerStep#3", "0", "90")}));

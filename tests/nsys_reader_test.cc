@@ -463,6 +463,27 @@ TEST(NsysReaderTest, CorpusCuckooHash2023HasKernelsMemcpyAndMemset) {
   EXPECT_EQ(ranked.run.traces[0].rank, 4);
 }
 
+// A real export's only kernel, d_insert_arr, named as a communication
+// kernel: every launch becomes a collective call.
+TEST(NsysReaderTest, CorpusKernelNamedByCommKernelIsACollective) {
+  std::string path = CorpusFile("cuckoo_hash_report1.sqlite");
+  REQUIRE_CORPUS_FILE(path);
+  auto reader = MakeNsysTraceReader();
+  RunBuilder builder;
+  ReaderContext ctx;
+  ctx.path = path;
+  ctx.out = &builder;
+  const std::vector<std::string> comm = {"insert_arr"};
+  ctx.comm_kernels = comm;
+  reader->Read(path, ctx);
+  laggard::Run run;
+  builder.Finalize(run);
+  ASSERT_EQ(run.traces.size(), 1u);
+  EXPECT_EQ(CountClass(run.traces[0], OpClass::kCommunication), 61u);
+  EXPECT_EQ(run.traces[0].collectives.size(), 61u);
+  EXPECT_EQ(CountClass(ReadNsys(path).run.traces[0], OpClass::kCommunication), 0u);
+}
+
 TEST(NsysReaderTest, CorpusUvmTorch2025WithoutKernelTable) {
   std::string path = CorpusFile("uvmTorch_report1_nokernels.sqlite");
   REQUIRE_CORPUS_FILE(path);

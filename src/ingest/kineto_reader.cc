@@ -2497,7 +2497,7 @@ class KinetoFile {
     }
     if (StartsWith(*name, kineto::kProfilerStep)) {
       if (auto n = ParseInt<int64_t>(name->substr(kineto::kProfilerStep.size()))) {
-        AddStep(*n, *ts, *ts + *dur);
+        profiler_steps_.push_back(MarkerRange{*n, *ts, *ts + *dur});
       }
       return;
     }
@@ -2640,17 +2640,6 @@ class KinetoFile {
     comm_meta_[ext] = std::move(m);
   }
 
-  void AddStep(int64_t step, TimeNs start, TimeNs end) {
-    auto [it, inserted] = step_index_.emplace(step, steps_.size());
-    if (inserted) {
-      steps_.push_back(TraceStep{step, start, end});
-    } else {
-      TraceStep& s = steps_[it->second];
-      s.start_ns = std::min(s.start_ns, start);
-      s.end_ns = std::max(s.end_ns, end);
-    }
-  }
-
   // The start of each device op's launch call (parallel to ops_, before
   // sorting), by correlation; the ops of a kCpu pass have none. Frees the
   // launch lists.
@@ -2727,15 +2716,12 @@ class KinetoFile {
       }
       t.collectives = std::move(collectives_);
     }
-    if (marker_.empty()) {
-      t.steps = std::move(steps_);
-    } else if (!marker_ranges_.empty()) {
-      t.steps = StepsOfMarkers(std::move(marker_ranges_));
-    } else {
+    const bool marked = !marker_ranges_.empty();
+    t.steps = StepsOfMarkers(std::move(marked ? marker_ranges_ : profiler_steps_));
+    if (!marker_.empty() && !marked) {
       diag_.Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
                 fmt::format("no range named '{}' (--step-marker); {} ProfilerStep#N steps used",
-                            marker_, steps_.size()));
-      t.steps = std::move(steps_);
+                            marker_, t.steps.size()));
     }
     for (TraceOp& op : t.ops) op.start_ns += base_ns_;
     for (CollectiveCall& c : t.collectives) c.start_ns += base_ns_;
@@ -2847,10 +2833,12 @@ class KinetoFile {
   std::vector<std::optional<int64_t>> collective_ext_;  // parallel to collectives_
   std::vector<CollectiveCall> cpu_collectives_[3];   // backend ranges, record_param_comms, c10d::
   std::unordered_map<int64_t, CommMeta> comm_meta_;  // record_param_comms by External id
-  std::vector<TraceStep> steps_;
-  std::unordered_map<int64_t, size_t> step_index_;
+  // ProfilerStep#N ranges as read; a step's ranges on several threads are
+  // one step (StepsOfMarkers).
+  std::vector<MarkerRange> profiler_steps_;
   // --step-marker (ingest/step_marker.h): its name, the bytes a JSON string
-  // naming it starts with, and its ranges as read.
+  // naming it starts with, and its ranges as read (used instead of
+  // profiler_steps_ when there are any).
   const std::string_view marker_;
   const std::string marker_prefix_;
   std::vector<MarkerRange> marker_ranges_;

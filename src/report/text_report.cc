@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "analysis/robust_stats.h"
 #include "report/report.h"
 
 namespace laggard {
@@ -98,22 +100,24 @@ TraceRow RankRow(const RankTraceStats& t) {
   return r;
 }
 
-template <typename T, typename Get>
-T MedianOf(const std::vector<RankTraceStats>& ranks, Get get) {
-  std::vector<T> v;
-  for (const RankTraceStats& t : ranks) v.push_back(get(t));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
+// The median over the ranks of get(rank) (robust_stats.h); 0 for none.
+template <typename Get>
+double MedianOf(const std::vector<RankTraceStats>& ranks, Get get) {
+  std::vector<double> v;
+  for (const RankTraceStats& t : ranks) v.push_back(static_cast<double>(get(t)));
+  return Median(std::move(v)).value_or(0);
 }
 
 // Each column the median over the ranks (not one rank's row).
 TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
   TraceBusyStats m;
-  auto pick = [&](auto field) { return MedianOf<DurationNs>(ranks, [&](const RankTraceStats& t) { return t.*field; }); };
+  auto pick = [&](auto field) {
+    return static_cast<DurationNs>(MedianOf(ranks, [&](const RankTraceStats& t) { return t.*field; }));
+  };
   m.window_ns = pick(&TraceBusyStats::window_ns);
   // Shares are medians of each rank's share, scaled back onto the median window.
   auto share = [&](auto get) {
-    double s = MedianOf<double>(ranks, [&](const RankTraceStats& t) {
+    double s = MedianOf(ranks, [&](const RankTraceStats& t) {
       return t.window_ns > 0 ? static_cast<double>(get(t)) / static_cast<double>(t.window_ns) : 0.0;
     });
     return static_cast<DurationNs>(s * static_cast<double>(m.window_ns));
@@ -127,17 +131,14 @@ TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
            t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemset)];
   });
   m.largest_gap_ns = pick(&TraceBusyStats::largest_gap_ns);
-  m.steps = MedianOf<size_t>(ranks, [](const RankTraceStats& t) { return t.steps; });
+  m.steps = static_cast<size_t>(std::lround(MedianOf(ranks, [](const RankTraceStats& t) { return t.steps; })));
   TraceRow r = BusyRow(fmt::format("median of {}", ranks.size()), m);
   r.host = "";
   std::vector<double> late;
   for (const RankTraceStats& t : ranks) {
     if (t.median_lateness_ns) late.push_back(static_cast<double>(*t.median_lateness_ns) / 1e6);
   }
-  if (!late.empty()) {
-    std::nth_element(late.begin(), late.begin() + static_cast<long>(late.size() / 2), late.end());
-    r.lateness = SignedMs(late[late.size() / 2]);
-  }
+  r.lateness = SignedMs(Median(std::move(late)));
   return r;
 }
 
