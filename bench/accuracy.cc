@@ -128,7 +128,7 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     }
   }
 
-  auto readers = MakeDefaultStepReaders(std::nullopt);
+  auto readers = MakeDefaultTextReaders(std::nullopt);
   TraceReaderSet traces = MakeDefaultTraceReaders();
   IngestOptions ingest;
   auto run = Ingest({dir}, readers->readers, ingest, traces.readers);

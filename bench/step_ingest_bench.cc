@@ -48,7 +48,7 @@
 
 #include "analysis/step_time_detector.h"
 #include "ingest/ingest.h"
-#include "ingest/input_file.h"
+#include "ingest/common/input_file.h"
 #include "ingest/readers.h"
 #include "simulator/step_logs.h"
 #include "verdict/verdict.h"
@@ -136,7 +136,7 @@ Sample SplitLines(const std::string& path) {
 Sample IngestAndMaybeDiagnose(const std::string& path, int threads, bool diagnose) {
   Sample s;
   // The reader set of `laggard diagnose` without --step-pattern.
-  auto readers = MakeDefaultStepReaders(std::nullopt);
+  auto readers = MakeDefaultTextReaders(std::nullopt);
   if (!readers.ok()) {
     std::snprintf(s.note, sizeof s.note, "%s", readers.status().message().c_str());
     return s;

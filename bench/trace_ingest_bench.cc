@@ -86,8 +86,8 @@
 
 #include "analysis/robust_stats.h"
 #include "ingest/ingest.h"
-#include "ingest/input_file.h"
-#include "ingest/kineto_reader.h"
+#include "ingest/common/input_file.h"
+#include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/readers.h"
 #include "simulator/kineto_traces.h"
 
@@ -484,7 +484,7 @@ uint64_t GzipJsonBytes(const std::string& path, uint64_t estimate) {
 // the decompressed size of a .gz input.
 Sample IngestFiles(const std::vector<std::string>& paths, int threads, uint64_t json_bytes = 0,
                    bool gzip_decode_ahead = true) {
-  auto steps = MakeDefaultStepReaders(std::nullopt);
+  auto steps = MakeDefaultTextReaders(std::nullopt);
   if (!steps.ok()) return Failed(steps.status().message());
   TraceReaderSet traces = MakeDefaultTraceReaders();
   IngestOptions options;

@@ -20,7 +20,7 @@
 namespace laggard::fuzz {
 namespace {
 
-void ReadAndCheck(const StepReader& reader, std::string_view input, size_t max_chunk) {
+void ReadAndCheck(const TextReader& reader, std::string_view input, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, max_chunk);
   const Run& run = o.run;
   CheckDiagnostics(run);
@@ -55,7 +55,7 @@ void ReadAndCheck(const StepReader& reader, std::string_view input, size_t max_c
 LAGGARD_FUZZ_TARGET(agent_log) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> reader = MakeAgentLogReader();
+  static const std::unique_ptr<TextReader> reader = MakeAgentLogReader();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
   int score = reader->Sniff(head.view());

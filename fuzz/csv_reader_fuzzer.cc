@@ -1,4 +1,4 @@
-// Fuzzes the CSV step reader (readers.h: MakeCsvStepReader) on arbitrary
+// Fuzzes the CSV step reader (step_logs/step_log_readers.h: MakeCsvStepReader) on arbitrary
 // bytes, read from memory in uneven chunks, with and without a rank implied
 // by the file name.
 //
@@ -17,7 +17,7 @@
 namespace laggard::fuzz {
 namespace {
 
-void ReadAndCheck(const StepReader& reader, std::string_view input,
+void ReadAndCheck(const TextReader& reader, std::string_view input,
                   std::optional<int32_t> rank_from_path, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, rank_from_path, max_chunk);
   CheckRunInvariants(o.run);
@@ -58,7 +58,7 @@ void ReadAndCheck(const StepReader& reader, std::string_view input,
 LAGGARD_FUZZ_TARGET(csv_reader) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> reader = MakeCsvStepReader();
+  static const std::unique_ptr<TextReader> reader = MakeCsvStepReader();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
   int score = reader->Sniff(head.view());

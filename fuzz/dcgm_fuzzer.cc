@@ -19,7 +19,7 @@
 #include "base/text.h"
 #include "fuzz_support.h"
 #include "ingest/ingest.h"
-#include "ingest/prometheus_text.h"
+#include "ingest/common/prometheus_text.h"
 #include "ingest/readers.h"
 
 namespace laggard::fuzz {
@@ -61,7 +61,7 @@ struct Summary {
   bool operator==(const Summary&) const = default;
 };
 
-Summary ReadAndCheck(const StepReader& reader, std::string_view input, size_t max_chunk) {
+Summary ReadAndCheck(const TextReader& reader, std::string_view input, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, max_chunk);
   CheckDiagnostics(o.run);
   FUZZ_CHECK(o.bytes_read == input.size(), "{} stopped after {} of {} bytes", reader.name(),
@@ -101,7 +101,7 @@ Summary ReadAndCheck(const StepReader& reader, std::string_view input, size_t ma
 LAGGARD_FUZZ_TARGET(dcgm) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> readers[] = {
+  static const std::unique_ptr<TextReader> readers[] = {
       MakeDcgmiDmonReader(), MakeDcgmiDiagReader(), MakeDcgmExporterReader()};
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));

@@ -134,7 +134,7 @@ std::string Gzip(std::string_view data, size_t split) {
   return out;
 }
 
-ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,
+ReaderOutcome ReadInMemory(const TextReader& reader, std::string_view data,
                            std::optional<int32_t> rank_from_path, size_t max_chunk) {
   ReaderOutcome outcome;
   RunBuilder builder;

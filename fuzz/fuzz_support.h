@@ -28,10 +28,10 @@
 
 #include <fmt/format.h>
 
-#include "ingest/input_file.h"
-#include "ingest/line_matcher.h"
-#include "ingest/step_reader.h"
-#include "ingest/trace_reader.h"
+#include "ingest/common/input_file.h"
+#include "ingest/step_logs/line_matcher.h"
+#include "ingest/common/text_reader.h"
+#include "ingest/traces/common/trace_reader.h"
 #include "model/run.h"
 
 #if defined(LAGGARD_LIBFUZZER)
@@ -104,14 +104,14 @@ void WriteFileOrDie(const std::string& path, std::string_view content);
 // the data, as two concatenated members cut at `split`.
 std::string Gzip(std::string_view data, size_t split = std::string_view::npos);
 
-// Runs one StepReader over in-memory `data` (as Ingest would, minus the file)
+// Runs one TextReader over in-memory `data` (as Ingest would, minus the file)
 // and finalizes the result into `run` (one entry in run.files).
 struct ReaderOutcome {
   uint64_t taken = 0;
   uint64_t bytes_read = 0;  // by the LineReader when the reader returned
   Run run;
 };
-ReaderOutcome ReadInMemory(const StepReader& reader, std::string_view data,
+ReaderOutcome ReadInMemory(const TextReader& reader, std::string_view data,
                            std::optional<int32_t> rank_from_path, size_t max_chunk);
 
 // Structural invariants of any finalized Run: ranks sorted and unique, steps
@@ -183,8 +183,8 @@ std::vector<std::unique_ptr<LineMatcher>> StandardMatchers();
 
 // All readers in the CLI's sniffing order: JSONL, CSV, text log.
 struct ReaderSet {
-  std::vector<std::unique_ptr<StepReader>> owned;
-  std::vector<const StepReader*> readers;
+  std::vector<std::unique_ptr<TextReader>> owned;
+  std::vector<const TextReader*> readers;
 };
 ReaderSet StandardReaders();
 

@@ -32,7 +32,7 @@
 
 #include "fuzz_support.h"
 #include "ingest/ingest.h"
-#include "ingest/kineto_reader.h"
+#include "ingest/traces/kineto/kineto_reader.h"
 
 namespace laggard::fuzz {
 namespace {

@@ -63,7 +63,7 @@ void CheckProcesses(const Run& run, std::optional<std::string> host_from_path) {
   }
 }
 
-void RunTests(const StepReader& reader, std::string_view input, uint64_t line_count,
+void RunTests(const TextReader& reader, std::string_view input, uint64_t line_count,
               size_t chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, chunk);
   CheckCommon(o, input, line_count);
@@ -93,7 +93,7 @@ void RunTests(const StepReader& reader, std::string_view input, uint64_t line_co
   CheckProcesses(o.run, std::nullopt);
 }
 
-void RunDebug(const StepReader& reader, std::string_view input, uint64_t line_count,
+void RunDebug(const TextReader& reader, std::string_view input, uint64_t line_count,
               std::optional<std::string> host, size_t chunk) {
   RunBuilder builder;
   ReaderContext ctx;
@@ -113,7 +113,7 @@ void RunDebug(const StepReader& reader, std::string_view input, uint64_t line_co
   CheckProcesses(o.run, host);
 }
 
-void RunTopo(const StepReader& reader, std::string_view input, uint64_t line_count, size_t chunk) {
+void RunTopo(const TextReader& reader, std::string_view input, uint64_t line_count, size_t chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, chunk);
   CheckCommon(o, input, line_count);
   uint64_t filled = 0;
@@ -141,12 +141,12 @@ void RunTopo(const StepReader& reader, std::string_view input, uint64_t line_cou
 LAGGARD_FUZZ_TARGET(nccl) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> tests = MakeNcclTestsReader();
-  static const std::unique_ptr<StepReader> debug = MakeNcclDebugReader();
-  static const std::unique_ptr<StepReader> topo = MakeNvidiaSmiTopoReader();
+  static const std::unique_ptr<TextReader> tests = MakeNcclTestsReader();
+  static const std::unique_ptr<TextReader> debug = MakeNcclDebugReader();
+  static const std::unique_ptr<TextReader> topo = MakeNvidiaSmiTopoReader();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
-  for (const StepReader* r : {tests.get(), debug.get(), topo.get()}) {
+  for (const TextReader* r : {tests.get(), debug.get(), topo.get()}) {
     int score = r->Sniff(head.view());
     FUZZ_CHECK(score >= 0 && score <= 100, "{} sniff score {}", r->name(), score);
   }

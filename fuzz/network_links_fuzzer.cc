@@ -31,7 +31,7 @@ struct NetOutcome {
   Run run;
 };
 
-NetOutcome ReadNet(const StepReader& reader, std::string_view data,
+NetOutcome ReadNet(const TextReader& reader, std::string_view data,
                    std::optional<std::string> host_from_path, size_t max_chunk) {
   NetOutcome o;
   RunBuilder builder;
@@ -128,7 +128,7 @@ LAGGARD_FUZZ_TARGET(network_links) {
   using namespace laggard;
   using namespace laggard::fuzz;
   static const auto* readers = [] {
-    auto* v = new std::vector<std::unique_ptr<StepReader>>();
+    auto* v = new std::vector<std::unique_ptr<TextReader>>();
     v->push_back(MakeIbstatReader());
     v->push_back(MakeIbstatusReader());
     v->push_back(MakeIbvDevinfoReader());

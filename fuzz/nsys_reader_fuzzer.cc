@@ -41,7 +41,7 @@
 #include "base/text.h"
 #include "fuzz_support.h"
 #include "ingest/ingest.h"
-#include "ingest/nsys_reader.h"
+#include "ingest/traces/nsys/nsys_reader.h"
 
 namespace laggard::fuzz {
 namespace {

@@ -38,7 +38,7 @@
 namespace laggard::fuzz {
 namespace {
 
-constexpr int32_t kMaxGpuIndex = 1023;  // ingest/nvidia_smi_util.h
+constexpr int32_t kMaxGpuIndex = 1023;  // ingest/nvidia_smi/nvidia_smi_util.h
 
 bool Finite(const std::optional<double>& v) { return !v || std::isfinite(*v); }
 
@@ -130,7 +130,7 @@ void CheckGpus(const ReaderOutcome& o, uint64_t line_count) {
 
 enum class Kind { kDmon, kQuery, kNvlink };
 
-void ReadAndCheck(const StepReader& reader, Kind kind, std::string_view input, size_t max_chunk) {
+void ReadAndCheck(const TextReader& reader, Kind kind, std::string_view input, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, max_chunk);
   CheckDiagnostics(o.run);
   if (input.size() >= LineReader::kMaxLine) return;  // over-long lines are skipped
@@ -182,13 +182,13 @@ void ReadAndCheck(const StepReader& reader, Kind kind, std::string_view input, s
 LAGGARD_FUZZ_TARGET(nvidia_smi) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> dmon = MakeNvidiaSmiDmonReader();
-  static const std::unique_ptr<StepReader> query = MakeNvidiaSmiQueryCsvReader();
-  static const std::unique_ptr<StepReader> nvlink = MakeNvlinkStatusReader();
+  static const std::unique_ptr<TextReader> dmon = MakeNvidiaSmiDmonReader();
+  static const std::unique_ptr<TextReader> query = MakeNvidiaSmiQueryCsvReader();
+  static const std::unique_ptr<TextReader> nvlink = MakeNvlinkStatusReader();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
   uint64_t h = Hash(input);
-  const std::pair<const StepReader*, Kind> readers[] = {
+  const std::pair<const TextReader*, Kind> readers[] = {
       {dmon.get(), Kind::kDmon}, {query.get(), Kind::kQuery}, {nvlink.get(), Kind::kNvlink}};
   for (const auto& [reader, kind] : readers) {
     int score = reader->Sniff(head.view());

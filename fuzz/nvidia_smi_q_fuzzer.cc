@@ -52,7 +52,7 @@ std::string Summary(const Run& run) {
   return out;
 }
 
-std::string ReadAndCheck(const StepReader& reader, std::string_view input, size_t max_chunk) {
+std::string ReadAndCheck(const TextReader& reader, std::string_view input, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, max_chunk);
   const Run& run = o.run;
   CheckDiagnostics(run);
@@ -129,12 +129,12 @@ std::string ReadAndCheck(const StepReader& reader, std::string_view input, size_
 LAGGARD_FUZZ_TARGET(nvidia_smi_q) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> q = MakeNvidiaSmiQReader();
-  static const std::unique_ptr<StepReader> table = MakeNvidiaSmiTableReader();
+  static const std::unique_ptr<TextReader> q = MakeNvidiaSmiQReader();
+  static const std::unique_ptr<TextReader> table = MakeNvidiaSmiTableReader();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
   uint64_t h = Hash(input);
-  for (const StepReader* reader : {q.get(), table.get()}) {
+  for (const TextReader* reader : {q.get(), table.get()}) {
     int score = reader->Sniff(head.view());
     FUZZ_CHECK(score >= 0 && score <= 100, "{} sniff score {}", reader->name(), score);
     std::string a = ReadAndCheck(*reader, input, 1 + h % 61);

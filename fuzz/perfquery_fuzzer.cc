@@ -26,7 +26,7 @@ struct Outcome {
   Run run;
 };
 
-Outcome ReadPq(const StepReader& reader, std::string_view data, std::optional<std::string> host_from_path,
+Outcome ReadPq(const TextReader& reader, std::string_view data, std::optional<std::string> host_from_path,
                size_t max_chunk) {
   Outcome o;
   RunBuilder builder;
@@ -87,7 +87,7 @@ void Check(const Outcome& o, uint64_t line_count, bool path_host) {
 LAGGARD_FUZZ_TARGET(perfquery) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const StepReader* reader = MakePerfqueryReader().release();
+  static const TextReader* reader = MakePerfqueryReader().release();
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));
   int score = reader->Sniff(head.view());

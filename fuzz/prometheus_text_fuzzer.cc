@@ -1,4 +1,4 @@
-// Fuzzes the Prometheus exposition line parser (ingest/prometheus_text.h)
+// Fuzzes the Prometheus exposition line parser (ingest/common/prometheus_text.h)
 // on every line of arbitrary bytes.
 //
 // Invariants:
@@ -15,7 +15,7 @@
 
 #include "base/text.h"
 #include "fuzz_support.h"
-#include "ingest/prometheus_text.h"
+#include "ingest/common/prometheus_text.h"
 
 namespace laggard::fuzz {
 namespace {

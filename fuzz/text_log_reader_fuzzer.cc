@@ -16,7 +16,7 @@
 namespace laggard::fuzz {
 namespace {
 
-void ReadAndCheck(const StepReader& reader, const std::vector<std::unique_ptr<LineMatcher>>& matchers,
+void ReadAndCheck(const TextReader& reader, const std::vector<std::unique_ptr<LineMatcher>>& matchers,
                   std::string_view input, std::optional<int32_t> rank_from_path,
                   size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, rank_from_path, max_chunk);
@@ -61,7 +61,7 @@ void ReadAndCheck(const StepReader& reader, const std::vector<std::unique_ptr<Li
 LAGGARD_FUZZ_TARGET(text_log_reader) {
   using namespace laggard;
   using namespace laggard::fuzz;
-  static const std::unique_ptr<StepReader> reader = MakeTextLogReader(StandardMatchers());
+  static const std::unique_ptr<TextReader> reader = MakeTextLogReader(StandardMatchers());
   static const auto* matchers = new std::vector<std::unique_ptr<LineMatcher>>(StandardMatchers());
   std::string_view input(reinterpret_cast<const char*>(data), size);
   ExactBuffer head(input.substr(0, kSniffBytes));

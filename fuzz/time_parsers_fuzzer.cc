@@ -1,5 +1,5 @@
 // Fuzzes the value parsers every reader relies on: ParseTimestamp and
-// ParseTimeUnit (model/time.h) and ParseDurationValue (ingest/field_names.h),
+// ParseTimeUnit (model/time.h) and ParseDurationValue (ingest/common/field_names.h),
 // plus ClassifyFieldName on the same text.
 //
 // Invariants:
@@ -14,7 +14,7 @@
 
 #include "base/text.h"
 #include "fuzz_support.h"
-#include "ingest/field_names.h"
+#include "ingest/common/field_names.h"
 #include "model/time.h"
 
 namespace laggard::fuzz {

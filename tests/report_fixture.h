@@ -107,7 +107,7 @@ inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir, const Fix
     paths.push_back(dir + "/traces");
   }
   auto d = std::make_unique<Diagnosed>();
-  auto readers = MakeDefaultStepReaders(std::nullopt);
+  auto readers = MakeDefaultTextReaders(std::nullopt);
   EXPECT_TRUE(readers.ok());
   if (!readers.ok()) return d;
   TraceReaderSet trace_readers = MakeDefaultTraceReaders();

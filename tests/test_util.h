@@ -60,7 +60,7 @@ inline std::string ReadFile(const std::string& path) {
 inline laggard::Run IngestPaths(const std::vector<std::string>& paths,
                        std::optional<std::string> step_pattern = std::nullopt,
                        std::optional<std::string> rank_from = std::nullopt) {
-  auto readers = MakeDefaultStepReaders(step_pattern);
+  auto readers = MakeDefaultTextReaders(step_pattern);
   EXPECT_TRUE(readers.ok()) << readers.status().message();
   IngestOptions options;
   options.rank_from = rank_from;

@@ -356,7 +356,7 @@ void Agent::OnStep(const StepReport& report, StepSource source) {
     ++version_;
   }
   if (!steps_log_) return;
-  // A line of the JSONL step format (ingest/field_names.h): "timestamp" is the
+  // A line of the JSONL step format (ingest/common/field_names.h): "timestamp" is the
   // step's start; phases get a "phase_" prefix so no phase name can collide
   // with a step field.
   std::string line = fmt::format("{{\"rank\":{},\"step\":{},\"step_time_s\":{},\"timestamp\":{},\"host\":{}",

@@ -6,9 +6,9 @@
 // JSON Lines logs that `laggard diagnose` reads like any other input:
 //
 //   <log-dir>/steps.jsonl      one line per step report, in the JSONL step
-//                              format of ingest/jsonl_reader.cc
+//                              format of ingest/step_logs/jsonl_reader.cc
 //   <log-dir>/hardware.jsonl   GPU samples, facts, XIDs, lost GPUs and link
-//                              states, read by ingest/agent_log.cc
+//                              states, read by ingest/agent_log/agent_log.cc
 //
 // Errors never stop the agent once it runs: a lost GPU is a metric, a failed
 // NVML query a counter, a bad datagram a counter, a failed log write a

@@ -58,4 +58,24 @@ std::string Printable(std::string_view s, size_t max_len) {
   return out;
 }
 
+std::vector<std::string_view> SplitBlanks(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t p = 0;
+  while (p < s.size()) {
+    while (p < s.size() && IsSpace(s[p])) ++p;
+    size_t start = p;
+    while (p < s.size() && !IsSpace(s[p])) ++p;
+    if (p > start) out.push_back(s.substr(start, p - start));
+  }
+  return out;
+}
+
+std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t max_len) {
+  if (s.size() < min_len || s.size() > max_len) return std::nullopt;
+  for (char c : s) {
+    if (!IsDigit(c)) return std::nullopt;
+  }
+  return ParseInt<int>(s);
+}
+
 }  // namespace laggard

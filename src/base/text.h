@@ -57,6 +57,13 @@ std::optional<double> ParseDouble(std::string_view s);
 
 std::vector<std::string_view> Split(std::string_view s, char sep);
 
+// The words of `s`: its runs of non-blank characters (IsSpace), in order.
+std::vector<std::string_view> SplitBlanks(std::string_view s);
+
+// `s` read as a number when it is only ASCII digits, min_len to max_len of
+// them ("06" -> 6 with 2..2); nullopt otherwise.
+std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t max_len);
+
 // Replaces bytes that are not printable ASCII with '?' and cuts the result to
 // max_len characters (adding "..."), for quoting input in messages.
 std::string Printable(std::string_view s, size_t max_len = 120);

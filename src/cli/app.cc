@@ -76,7 +76,7 @@ class Progress {
 
 int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, bool out_tty,
              bool err_tty) {
-  auto readers = MakeDefaultStepReaders(o.step_pattern);
+  auto readers = MakeDefaultTextReaders(o.step_pattern);
   if (!readers.ok()) {
     err << "laggard: " << readers.status().message() << "\n";
     return kExitNoInput;

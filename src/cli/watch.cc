@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
-#include "ingest/prometheus_source.h"
-#include "ingest/prometheus_text.h"
+#include "ingest/prometheus/prometheus_source.h"
+#include "ingest/common/prometheus_text.h"
 #include "verdict/verdict.h"
 
 namespace laggard {

@@ -1,6 +1,6 @@
 // `laggard watch`: the live diagnosis. Every --interval it reads the last
 // --window of laggard agent (and dcgm-exporter) series from Prometheus
-// (ingest/prometheus_source.h), runs the same detectors and verdict as
+// (ingest/prometheus/prometheus_source.h), runs the same detectors and verdict as
 // `laggard diagnose`, and prints the verdict when it changes (--json: one
 // JSON line per evaluation, for alerting). --once evaluates one window and
 // exits (cron / CI). --listen serves the verdict as Prometheus metrics

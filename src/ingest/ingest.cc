@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
-#include "ingest/input_file.h"
-#include "ingest/step_marker.h"
+#include "ingest/common/input_file.h"
+#include "ingest/traces/common/step_marker.h"
 
 namespace laggard {
 namespace fs = std::filesystem;
@@ -93,7 +93,7 @@ struct FileResult {
 
 void ReadOneFile(const std::string& path, uint32_t index,
                  const std::optional<std::string>& host_of_path, std::optional<int32_t> mapped_rank,
-                 const std::vector<const StepReader*>& readers,
+                 const std::vector<const TextReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  std::string_view step_marker, std::span<const std::string> comm_kernels,
                  Decode gzip_decode, FileResult& result) {
@@ -125,10 +125,10 @@ void ReadOneFile(const std::string& path, uint32_t index,
     int score = r->Sniff(*head);
     if (score > best_trace_score) best_trace = r, best_trace_score = score;
   }
-  const StepReader* best = nullptr;
+  const TextReader* best = nullptr;
   int best_score = 0;
   if (!LooksBinary(*head)) {
-    for (const StepReader* r : readers) {
+    for (const TextReader* r : readers) {
       int score = r->Sniff(*head);
       if (score > best_score) best = r, best_score = score;
     }
@@ -339,7 +339,7 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
 }
 
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
-                     const std::vector<const StepReader*>& readers, const IngestOptions& options,
+                     const std::vector<const TextReader*>& readers, const IngestOptions& options,
                      const std::vector<const TraceReader*>& trace_readers) {
   Regex rank_from;
   if (options.rank_from) {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "ingest/step_reader.h"
-#include "ingest/trace_reader.h"
+#include "ingest/common/text_reader.h"
+#include "ingest/traces/common/trace_reader.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -42,11 +42,11 @@ struct IngestOptions {
   std::optional<std::string> host_from;
   // The name of the ranges that mark a training step in profiler traces,
   // instead of ProfilerStep#N (Kineto) or the built-in NVTX step names
-  // (nsys): ingest/step_marker.h.
+  // (nsys): ingest/traces/common/step_marker.h.
   std::optional<std::string> step_marker;
   // Device kernels that communicate though their names say nothing of NCCL
   // / RCCL (a custom all-reduce, NVSHMEM, DeepEP): substrings of their names,
-  // any case (ingest/kernel_names.h).
+  // any case (ingest/traces/common/kernel_names.h).
   std::vector<std::string> comm_kernels;
   int threads = 0;  // 0: one per core; files read at once
   // When fewer files are read at once than there are cores, a gzip input
@@ -66,7 +66,7 @@ inline constexpr size_t kSniffBytes = 64 * 1024;
 // Fails as a whole only when a given path does not exist or an option is
 // invalid; unreadable or unknown files are counted in run.diagnostics.
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
-                     const std::vector<const StepReader*>& readers, const IngestOptions& options,
+                     const std::vector<const TextReader*>& readers, const IngestOptions& options,
                      const std::vector<const TraceReader*>& trace_readers = {});
 
 // The files Ingest() would read for `paths`, in order.

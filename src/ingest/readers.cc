@@ -1,11 +1,11 @@
 #include "ingest/readers.h"
 
-#include "ingest/kineto_reader.h"
-#include "ingest/nsys_reader.h"
+#include "ingest/traces/kineto/kineto_reader.h"
+#include "ingest/traces/nsys/nsys_reader.h"
 
 namespace laggard {
 
-StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>& step_pattern) {
+StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>& step_pattern) {
   std::vector<std::unique_ptr<LineMatcher>> matchers;
   if (step_pattern) {
     auto m = MakeRegexLineMatcher(*step_pattern);
@@ -14,7 +14,7 @@ StatusOr<StepReaderSet> MakeDefaultStepReaders(const std::optional<std::string>&
   }
   matchers.push_back(MakeArticleLineMatcher());
   matchers.push_back(MakeMegatronLineMatcher());
-  StepReaderSet set;
+  TextReaderSet set;
   set.owned.push_back(MakeJsonlStepReader());
   set.owned.push_back(MakeCsvStepReader());
   set.owned.push_back(MakeRankMapReader());

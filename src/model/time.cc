@@ -4,10 +4,34 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "base/text.h"
 
 namespace laggard {
+namespace {
+
+constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr std::string_view kWeekdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+
+// Splits at runs of blanks, up to `max` words; false when there are more.
+bool Words(std::string_view s, std::vector<std::string_view>& out, size_t max) {
+  out.clear();
+  size_t p = 0;
+  while (p < s.size()) {
+    while (p < s.size() && IsSpace(s[p])) ++p;
+    if (p == s.size()) break;
+    size_t e = p;
+    while (e < s.size() && !IsSpace(s[e])) ++e;
+    if (out.size() == max) return false;
+    out.push_back(s.substr(p, e - p));
+    p = e;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::string_view UnitSuffix(TimeUnit unit) {
   switch (unit) {
@@ -177,6 +201,44 @@ std::string FormatTimestamp(TimeNs t) {
                 static_cast<int>(rem / 3600), static_cast<int>((rem / 60) % 60),
                 static_cast<int>(rem % 60), static_cast<int>(ms));
   return buf;
+}
+
+std::optional<TimeNs> ParseCtime(std::string_view text) {
+  std::vector<std::string_view> w;
+  if (!Words(text, w, 5) || w.size() != 5) return std::nullopt;
+  int weekday = -1;
+  for (int i = 0; i < 7; ++i) {
+    if (EqualsIgnoreCase(w[0], kWeekdays[i])) weekday = i;
+  }
+  unsigned month = 0;
+  for (unsigned i = 0; i < 12; ++i) {
+    if (EqualsIgnoreCase(w[1], kMonths[i])) month = i + 1;
+  }
+  auto day = ParseFixedDigits(w[2], 1, 2);
+  auto year = ParseFixedDigits(w[4], 4, 4);
+  std::string_view hms = w[3];
+  if (weekday < 0 || month == 0 || !day || !year || hms.size() != 8 || hms[2] != ':' ||
+      hms[5] != ':') {
+    return std::nullopt;
+  }
+  auto hour = ParseFixedDigits(hms.substr(0, 2), 2, 2);
+  auto minute = ParseFixedDigits(hms.substr(3, 2), 2, 2);
+  auto second = ParseFixedDigits(hms.substr(6, 2), 2, 2);
+  // 60 is a leap second, which asctime can print.
+  if (!hour || !minute || !second || *hour > 23 || *minute > 59 || *second > 60) {
+    return std::nullopt;
+  }
+  using namespace std::chrono;
+  year_month_day ymd{std::chrono::year{*year}, std::chrono::month{month},
+                     std::chrono::day{static_cast<unsigned>(*day)}};
+  if (!ymd.ok()) return std::nullopt;
+  sys_days date{ymd};
+  if (std::chrono::weekday{date}.c_encoding() != static_cast<unsigned>(weekday)) {
+    return std::nullopt;
+  }
+  int64_t secs = static_cast<int64_t>(date.time_since_epoch().count()) * 86400 + *hour * 3600 +
+                 *minute * 60 + *second;
+  return secs * 1'000'000'000;
 }
 
 }  // namespace laggard

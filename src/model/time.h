@@ -63,6 +63,14 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text);
 // Formats an instant as "2024-02-02T15:50:01.350Z" (millisecond precision).
 std::string FormatTimestamp(TimeNs t);
 
+// The C library's asctime layout nvidia-smi prints, "Mon Jan 29 10:41:38
+// 2024" (the day of month padded with a space: "Sat Jul  6 15:09:26 2024"),
+// surrounding blanks allowed. nvidia-smi prints the machine's local time
+// without a zone; it is read as UTC, like ParseTimestamp() does with
+// timestamps that carry no offset. nullopt when `text` is anything else,
+// including an impossible date (Feb 30) or a weekday that does not match.
+std::optional<TimeNs> ParseCtime(std::string_view text);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_MODEL_TIME_H_

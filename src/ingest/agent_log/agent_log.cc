@@ -1,0 +1,378 @@
+// The hardware log of `laggard agent` (agent/agent.h: <log-dir>/hardware.jsonl
+// and its rotated hardware.N.jsonl), one JSON object per line, each naming its
+// record kind first:
+//
+//   {"record":"gpu_info","time":"2024-05-01T12:00:00.000Z","host":"node-1","gpu":0,
+//    "uuid":"GPU-5d6e...","bus_id":"00000000:18:00.0","name":"NVIDIA H100 80GB HBM3",
+//    "max_sm_clock_mhz":1980,"max_mem_clock_mhz":2619,"default_power_limit_w":700,
+//    "pcie_gen_max":5,"pcie_width_max":16,"nvlink_total":18}
+//   {"record":"gpu_sample","time":...,"host":...,"gpu":0,"uuid":...,"temp_c":45,
+//    "sm_clock_mhz":1980,"mem_clock_mhz":2619,"power_w":350.5,"power_limit_w":700,
+//    "util_pct":97,"mem_util_pct":41,"pcie_gen":5,"pcie_width":16,"pcie_tx_mb_s":1.2,
+//    "pcie_rx_mb_s":3.4,"clock_events":0,"ecc_uncorrected_volatile":0,"nvlink_up":18}
+//   {"record":"gpu_xid","time":...,"host":...,"gpu":0,"uuid":...,"xid":79}
+//   {"record":"gpu_lost","time":...,"host":...,"gpu":3,"uuid":...}
+//   {"record":"ib_port","time":...,"host":...,"ca":"mlx5_0","port":1,"state":"Active",
+//    "phys_state":"LinkUp","rate_gbps":400,"width":4,"link_layer":"InfiniBand","counters":{...}}
+//   {"record":"net_link","time":...,"host":...,"iface":"eth0","speed_mbps":25000,"operstate":"up"}
+//
+// GPU records become one GpuRecord per (host, gpu) per file: samples from
+// gpu_sample; facts from gpu_info, the most recent uuid/bus id, the largest
+// volatile ECC count, every XID, and the earliest gpu_lost time. The
+// enforced power limit and the active NVLink count become facts only when
+// they stayed the same through the file (each sample keeps its own limit).
+// Link records become one IbPort / EthLink per port or interface per file,
+// holding its worst reading (a state other than Active / an interface not up
+// first, then the lowest rate), the earliest of equal ones. Counters are not
+// read into the model (the agent exports them as metrics).
+//
+// A line that is not an object with a known record, a parseable time and the
+// record's keys of the right types is counted (hardware.bad_record or
+// network.bad_record) with its line; a line of an unknown record kind (a
+// newer agent's) is noted as hardware.unknown_field, and so is each unknown
+// key, once per file.
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+#include "ingest/agent_log/agent_log_reader.h"
+
+namespace laggard {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+enum class Kind { kUnknown, kGpuInfo, kGpuSample, kGpuXid, kGpuLost, kIbPort, kNetLink };
+
+Kind KindOf(std::string_view record) {
+  if (record == "gpu_sample") return Kind::kGpuSample;
+  if (record == "gpu_info") return Kind::kGpuInfo;
+  if (record == "gpu_xid") return Kind::kGpuXid;
+  if (record == "gpu_lost") return Kind::kGpuLost;
+  if (record == "ib_port") return Kind::kIbPort;
+  if (record == "net_link") return Kind::kNetLink;
+  return Kind::kUnknown;
+}
+
+// Numeric keys this reader knows, by record family.
+constexpr std::string_view kNumberKeys[] = {
+    "gpu", "temp_c", "sm_clock_mhz", "mem_clock_mhz", "power_w", "power_limit_w", "util_pct",
+    "mem_util_pct", "pcie_gen", "pcie_width", "pcie_tx_mb_s", "pcie_rx_mb_s", "clock_events",
+    "ecc_uncorrected_volatile", "nvlink_up", "max_sm_clock_mhz", "max_mem_clock_mhz",
+    "default_power_limit_w", "pcie_gen_max", "pcie_width_max", "nvlink_total", "xid", "port",
+    "rate_gbps", "width", "speed_mbps"};
+constexpr std::string_view kStringKeys[] = {"record", "time", "host", "uuid", "bus_id", "name",
+                                            "ca", "state", "phys_state", "link_layer", "iface",
+                                            "operstate"};
+constexpr std::string_view kIgnoredKeys[] = {"counters"};
+
+template <size_t N>
+int IndexOf(const std::string_view (&keys)[N], std::string_view k) {
+  for (size_t i = 0; i < N; ++i) {
+    if (keys[i] == k) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct Line {
+  std::optional<double> num[std::size(kNumberKeys)];
+  std::optional<std::string> str[std::size(kStringKeys)];
+  std::vector<std::string> unknown_keys;
+
+  const std::optional<double>& N(std::string_view k) const { return num[IndexOf(kNumberKeys, k)]; }
+  const std::optional<std::string>& S(std::string_view k) const { return str[IndexOf(kStringKeys, k)]; }
+};
+
+// Reads one object; false (with `why`) when it is not an object of known
+// keys with values of the right type.
+bool ReadLine(od::document& doc, Line& line, std::string& why) {
+  od::object obj;
+  if (doc.get_object().get(obj)) {
+    why = "not a JSON object";
+    return false;
+  }
+  for (auto field : obj) {
+    std::string_view key;
+    od::value value;
+    if (field.unescaped_key().get(key) || field.value().get(value)) {
+      why = "malformed JSON";
+      return false;
+    }
+    if (int i = IndexOf(kNumberKeys, key); i >= 0) {
+      double d;
+      if (value.get_double().get(d) || !std::isfinite(d)) {
+        why = fmt::format("'{}' is not a number", key);
+        return false;
+      }
+      line.num[i] = d;
+    } else if (int j = IndexOf(kStringKeys, key); j >= 0) {
+      std::string_view s;
+      if (value.get_string().get(s)) {
+        why = fmt::format("'{}' is not a string", key);
+        return false;
+      }
+      line.str[j] = std::string(s);
+    } else if (IndexOf(kIgnoredKeys, key) < 0) {
+      if (line.unknown_keys.size() < 16) line.unknown_keys.emplace_back(key);
+    }
+  }
+  return true;
+}
+
+std::optional<int32_t> SmallInt(const std::optional<double>& v, double lo, double hi) {
+  if (!v || *v != std::trunc(*v) || *v < lo || *v > hi) return std::nullopt;
+  return static_cast<int32_t>(*v);
+}
+
+// Badness of a link reading for "worst reading" selection: down first, then
+// the lowest rate.
+std::tuple<int, double> IbBadness(const IbPort& p) {
+  bool active = p.state && EqualsIgnoreCase(*p.state, "Active");
+  return {active ? 0 : 1, -p.rate_gbps.value_or(0)};
+}
+std::tuple<int, double> EthBadness(const EthLink& e) {
+  bool up = e.link_detected.value_or(true);
+  return {up ? 0 : 1, -static_cast<double>(e.speed_mbps.value_or(0))};
+}
+
+class AgentLogReader final : public TextReader {
+ public:
+  std::string_view name() const override { return "agent_log"; }
+
+  int Sniff(std::string_view head) const override {
+    size_t pos = 0;
+    while (pos < head.size()) {
+      size_t nl = head.find('\n', pos);
+      std::string_view line =
+          Trim(head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+      pos = nl == std::string_view::npos ? head.size() : nl + 1;
+      if (line.empty()) continue;
+      // The agent writes "record" first; a line cut by the head's end is
+      // judged by that prefix.
+      if (!StartsWith(line, "{\"record\":\"")) return 0;
+      std::string_view rest = line.substr(11);
+      std::string_view kind = rest.substr(0, rest.find('"'));
+      return KindOf(kind) != Kind::kUnknown && kind.size() < rest.size() ? 100 : 0;
+    }
+    return 0;
+  }
+
+  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
+    od::parser parser;
+    std::string buf;
+    std::string_view text;
+    uint64_t taken = 0;
+    std::set<std::string> noted;  // unknown keys, noted once per file
+    bool gpu_no_host_noted = false, net_no_host_noted = false;
+
+    struct GpuAcc {
+      GpuRecord rec;
+      std::optional<double> limit, nvlink_up;
+      bool limit_varies = false, nvlink_varies = false;
+    };
+    std::map<std::pair<std::string, int32_t>, GpuAcc> gpus;
+    std::map<std::tuple<std::string, std::string, int32_t>, IbPort> ib;
+    std::map<std::pair<std::string, std::string>, EthLink> eth;
+
+    auto host_for = [&](const Line& l, bool network, uint64_t n) -> std::optional<std::string> {
+      if (l.S("host") && !l.S("host")->empty()) return l.S("host");
+      if (ctx.host_from_path) return ctx.host_from_path;
+      bool& noted_flag = network ? net_no_host_noted : gpu_no_host_noted;
+      if (!noted_flag) {
+        noted_flag = true;
+        ctx.diag().Add(network ? DiagCode::kNetNoHost : DiagCode::kHwNoHost, ctx.path, n,
+                       "agent log line names no host, nor does the file's path");
+      }
+      return std::nullopt;
+    };
+
+    while (lines.Next(text)) {
+      std::string_view t = Trim(text);
+      if (t.empty()) continue;
+      uint64_t n = lines.line_number();
+      buf.assign(t);
+      buf.reserve(buf.size() + simdjson::SIMDJSON_PADDING);
+      Line l;
+      std::string why;
+      od::document doc;
+      // On-demand parsing stops at the object's end: text after it is caught
+      // by the last-character check.
+      bool ok = t.front() == '{' && t.back() == '}' &&
+                !parser.iterate(simdjson::padded_string_view(buf.data(), buf.size(), buf.capacity()))
+                     .get(doc) &&
+                ReadLine(doc, l, why);
+      Kind kind = ok && l.S("record") ? KindOf(*l.S("record")) : Kind::kUnknown;
+      bool network = kind == Kind::kIbPort || kind == Kind::kNetLink;
+      DiagCode bad = network ? DiagCode::kNetBadRecord : DiagCode::kHwBadRecord;
+      auto fail = [&](std::string w) {
+        ctx.diag().Add(bad, ctx.path, n, fmt::format("{}: {}", w, Printable(t, 100)));
+      };
+      if (!ok) {
+        fail(why.empty() ? "malformed JSON" : why);
+        continue;
+      }
+      if (!l.S("record")) {
+        fail("no \"record\" key");
+        continue;
+      }
+      if (kind == Kind::kUnknown) {  // a newer agent's record: noted, every line
+        ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n,
+                       fmt::format("agent log record kind '{}' is not read", Printable(*l.S("record"), 40)));
+        continue;
+      }
+      for (const std::string& k : l.unknown_keys) {
+        if (noted.insert("key:" + k).second) {
+          ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n,
+                         fmt::format("agent log key '{}' is not read", Printable(k, 40)));
+        }
+      }
+      std::optional<TimeNs> time = l.S("time") ? ParseTimestamp(*l.S("time")) : std::nullopt;
+      if (!time) {
+        fail(l.S("time") ? "\"time\" is not a timestamp" : "no \"time\"");
+        continue;
+      }
+
+      if (network) {
+        std::optional<std::string> host = host_for(l, true, n);
+        if (kind == Kind::kIbPort) {
+          auto port = SmallInt(l.N("port"), 0, 255);
+          if (!l.S("ca") || l.S("ca")->empty() || !port) {
+            fail("ib_port needs \"ca\" and an integer \"port\"");
+            continue;
+          }
+          IbPort p;
+          p.host = host;
+          p.ca = *l.S("ca");
+          p.port = *port;
+          p.state = l.S("state");
+          p.phys_state = l.S("phys_state");
+          p.rate_gbps = l.N("rate_gbps");
+          p.width = SmallInt(l.N("width"), 1, 64);
+          p.link_layer = l.S("link_layer");
+          p.src = ctx.Ref(n);
+          auto key = std::make_tuple(host.value_or(""), p.ca, p.port);
+          auto it = ib.find(key);
+          if (it == ib.end()) ib.emplace(key, std::move(p));
+          else if (IbBadness(p) > IbBadness(it->second)) it->second = std::move(p);
+        } else {
+          if (!l.S("iface") || l.S("iface")->empty()) {
+            fail("net_link needs \"iface\"");
+            continue;
+          }
+          EthLink e;
+          e.host = host;
+          e.iface = *l.S("iface");
+          if (auto s = l.N("speed_mbps"); s && *s > 0 && *s < 1e9) e.speed_mbps = static_cast<int64_t>(*s);
+          if (auto& op = l.S("operstate")) {
+            if (*op == "up") e.link_detected = true;
+            else if (*op == "down" || *op == "lowerlayerdown") e.link_detected = false;
+          }
+          e.src = ctx.Ref(n);
+          auto key = std::make_pair(host.value_or(""), e.iface);
+          auto it = eth.find(key);
+          if (it == eth.end()) eth.emplace(key, std::move(e));
+          else if (EthBadness(e) > EthBadness(it->second)) it->second = std::move(e);
+        }
+        ++taken;
+        continue;
+      }
+
+      auto index = SmallInt(l.N("gpu"), 0, 1023);
+      if (!index) {
+        fail("no integer \"gpu\" index");
+        continue;
+      }
+      if (kind == Kind::kGpuXid && !SmallInt(l.N("xid"), 0, 1e9)) {
+        fail("gpu_xid needs an integer \"xid\"");
+        continue;
+      }
+      std::optional<std::string> host = host_for(l, false, n);
+      GpuAcc& acc = gpus[{host.value_or(""), *index}];
+      GpuRecord& g = acc.rec;
+      if (g.files.empty()) {
+        g.host = host;
+        g.index = *index;
+        g.files.push_back(ctx.file_index);
+      }
+      if (l.S("uuid")) g.uuid = l.S("uuid");
+      if (l.S("bus_id")) g.bus_id = l.S("bus_id");
+      GpuFacts& f = g.facts;
+      switch (kind) {
+        case Kind::kGpuInfo:
+          if (l.S("name")) f.name = l.S("name");
+          if (l.N("max_sm_clock_mhz")) f.max_sm_clock_mhz = l.N("max_sm_clock_mhz");
+          if (l.N("max_mem_clock_mhz")) f.max_mem_clock_mhz = l.N("max_mem_clock_mhz");
+          if (l.N("default_power_limit_w")) f.default_power_limit_w = l.N("default_power_limit_w");
+          if (auto v = SmallInt(l.N("pcie_gen_max"), 1, 16)) f.pcie_gen_max = v;
+          if (auto v = SmallInt(l.N("pcie_width_max"), 1, 64)) f.pcie_width_max = v;
+          if (auto v = SmallInt(l.N("nvlink_total"), 0, 64)) f.nvlink_total = v;
+          if (!f.src) f.src = ctx.Ref(n);
+          break;
+        case Kind::kGpuSample: {
+          GpuSample s;
+          s.time_ns = *time;
+          s.temp_c = l.N("temp_c");
+          s.sm_clock_mhz = l.N("sm_clock_mhz");
+          s.mem_clock_mhz = l.N("mem_clock_mhz");
+          s.power_w = l.N("power_w");
+          s.power_limit_w = l.N("power_limit_w");
+          s.util_pct = l.N("util_pct");
+          s.mem_util_pct = l.N("mem_util_pct");
+          s.pcie_tx_mb_s = l.N("pcie_tx_mb_s");
+          s.pcie_rx_mb_s = l.N("pcie_rx_mb_s");
+          s.pcie_gen = SmallInt(l.N("pcie_gen"), 1, 16);
+          s.pcie_width = SmallInt(l.N("pcie_width"), 1, 64);
+          if (auto& ce = l.N("clock_events"); ce && *ce >= 0 && *ce < 1.8e19 && *ce == std::trunc(*ce)) {
+            s.clock_events = static_cast<uint64_t>(*ce);
+          }
+          s.src = ctx.Ref(n);
+          g.samples.push_back(s);
+          if (!f.pcie_gen_current) f.pcie_gen_current = s.pcie_gen;
+          if (!f.pcie_width_current) f.pcie_width_current = s.pcie_width;
+          if (auto& ecc = l.N("ecc_uncorrected_volatile"); ecc && *ecc >= 0 && *ecc < 9e18) {
+            int64_t v = static_cast<int64_t>(*ecc);
+            if (!f.ecc_uncorrected_volatile || v > *f.ecc_uncorrected_volatile) f.ecc_uncorrected_volatile = v;
+          }
+          auto track = [](std::optional<double>& seen, bool& varies, const std::optional<double>& v) {
+            if (!v) return;
+            if (!seen) seen = v;
+            else if (*seen != *v) varies = true;
+          };
+          track(acc.limit, acc.limit_varies, s.power_limit_w);
+          track(acc.nvlink_up, acc.nvlink_varies, l.N("nvlink_up"));
+          break;
+        }
+        case Kind::kGpuXid:
+          f.xids.push_back(static_cast<int64_t>(*l.N("xid")));
+          break;
+        case Kind::kGpuLost:
+          if (!f.lost_at_ns || *time < *f.lost_at_ns) f.lost_at_ns = *time;
+          break;
+        default: break;
+      }
+      ++taken;
+    }
+
+    for (auto& [key, acc] : gpus) {
+      if (acc.limit && !acc.limit_varies) acc.rec.facts.enforced_power_limit_w = acc.limit;
+      if (acc.nvlink_up && !acc.nvlink_varies) acc.rec.facts.nvlink_up = SmallInt(acc.nvlink_up, 0, 64);
+      ctx.out->AddGpu(std::move(acc.rec));
+    }
+    for (auto& [key, p] : ib) ctx.out->network().ib_ports.push_back(std::move(p));
+    for (auto& [key, e] : eth) ctx.out->network().eth_links.push_back(std::move(e));
+    return taken;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TextReader> MakeAgentLogReader() { return std::make_unique<AgentLogReader>(); }
+
+}  // namespace laggard

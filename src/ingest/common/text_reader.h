@@ -1,0 +1,85 @@
+// The interface every line-based reader implements, and what it is handed:
+// step-time readers (CSV, JSONL, text logs) and the GPU-metrics and network
+// readers (nvidia-smi, DCGM, ibstat, ethtool, nccl-tests, NCCL logs, topo),
+// which add to ctx.out->AddGpu() / network() instead of steps.
+//
+// A reader knows one format and nothing about diagnosis. Ingest (ingest.h)
+// asks each registered reader to Sniff() the head of a file and gives the
+// file to the most confident one. Readers are stateless and shared by all
+// ingest threads: all per-file state lives in Read()'s locals.
+
+#ifndef LAGGARD_INGEST_COMMON_TEXT_READER_H_
+#define LAGGARD_INGEST_COMMON_TEXT_READER_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ingest/common/input_file.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct ReaderContext {
+  uint32_t file_index = 0;
+  std::string path;
+  // Rank implied by the file's path (rank-3.log, worker3/, --rank-from), used
+  // when a record carries no rank of its own.
+  std::optional<int32_t> rank_from_path;
+  // Host implied by the file's path (run/node-01/dmon.txt, --host-from), for
+  // hardware, network and trace data that do not name their host.
+  std::optional<std::string> host_from_path;
+  // IngestOptions::step_marker for trace readers ("" when not given).
+  std::string_view step_marker;
+  // IngestOptions::comm_kernels, lowercased (empty when not given).
+  std::span<const std::string> comm_kernels;
+  RunBuilder* out = nullptr;
+  // How a reader that opens the file itself decodes gzip: Decode::kAhead
+  // when Ingest has a core to spare for a decoder thread.
+  Decode gzip_decode = Decode::kInline;
+
+  Diagnostics& diag() { return out->diagnostics(); }
+  SourceRef Ref(uint64_t line) const {
+    return SourceRef{file_index, line > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(line)};
+  }
+};
+
+class TextReader {
+ public:
+  virtual ~TextReader() = default;
+  virtual std::string_view name() const = 0;
+  // How sure the reader is that a file starting with `head` is its format:
+  // 0 = not mine, 100 = certain. `head` holds the first bytes (decompressed).
+  virtual int Sniff(std::string_view head) const = 0;
+  // Reads every line, adding records to ctx.out and counting bad ones in
+  // ctx.diag(). Returns the number of records taken (steps, GPU samples and
+  // facts, ports, table rows ...); 0 leaves the file marked unused.
+  virtual uint64_t Read(LineReader& lines, ReaderContext& ctx) const = 0;
+};
+
+// Checks a parsed record and adds it, counting what cannot be used:
+// negative step -> step.bad_rank_or_step, duration <= 0 ->
+// step.nonpositive_duration. Without a rank (neither in the record nor in
+// the path) the record goes to the file's unattributed series. Returns true
+// when the record was taken.
+// The common case is inline (it runs once per record); anything to count
+// goes to AddParsedStepSlow().
+bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
+                       int64_t step, std::optional<DurationNs> duration,
+                       std::optional<TimeNs> start);
+inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
+                          int64_t step, std::optional<DurationNs> duration,
+                          std::optional<TimeNs> start) {
+  if (!rank && ctx.rank_from_path) rank = *ctx.rank_from_path;
+  if (rank && *rank >= 0 && *rank <= kMaxRank && step >= 0 && duration && *duration > 0) {
+    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line));
+    return true;
+  }
+  return AddParsedStepSlow(ctx, line, rank, step, duration, start);
+}
+
+}  // namespace laggard
+
+#endif  // LAGGARD_INGEST_COMMON_TEXT_READER_H_

@@ -1,0 +1,203 @@
+// JSON Lines step records, one object per line, keys as in field_names.h:
+//
+//   {"rank": 3, "step": 120, "step_time_ms": 812.3, "host": "node-a", "local_rank": 3}
+//   {"rank": 3, "step": 121, "duration": "0.81s", "timestamp": "2024-05-01T12:00:01Z"}
+//
+// Parsed with simdjson On-Demand, one line at a time into a reused padded
+// buffer. A line that is not an object with step and duration (and a rank,
+// unless the file name gives one) is counted as jsonl.bad_line.
+
+#include <simdjson.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+#include "ingest/common/field_names.h"
+#include "ingest/step_logs/step_log_readers.h"
+
+namespace laggard {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+struct LineFields {
+  std::optional<int64_t> rank;
+  std::optional<int64_t> step;
+  std::optional<DurationNs> duration;
+  bool duration_explicit = false;  // from a duration-named key, not plain "time"
+  bool duration_bad = false;
+  TimeUnit unit = TimeUnit::kSeconds;
+  std::optional<TimeNs> start;
+  std::optional<std::string> host;
+  std::optional<int64_t> gpu;
+  std::optional<int64_t> stage;
+  std::optional<int64_t> dp_rank;
+};
+
+std::optional<int64_t> IntValue(od::value v) {
+  od::json_type type;
+  if (v.type().get(type)) return std::nullopt;
+  if (type == od::json_type::number) {
+    int64_t i;
+    if (!v.get_int64().get(i)) return i;
+    double d;
+    // 3.0 or 1e3 is an integer; 1e19 is out of range (and casting it is UB).
+    if (!v.get_double().get(d) && d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) {
+      return static_cast<int64_t>(d);
+    }
+    return std::nullopt;
+  }
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    return ParseInt<int64_t>(s);
+  }
+  return std::nullopt;
+}
+
+// Text of a number or string value (numbers as their raw JSON token).
+std::optional<std::string_view> ScalarText(od::value v) {
+  od::json_type type;
+  if (v.type().get(type)) return std::nullopt;
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    return s;
+  }
+  if (type == od::json_type::number) return Trim(v.raw_json_token());
+  return std::nullopt;
+}
+
+// Fills `out` from one object; false when the line is not a JSON object.
+bool ReadObject(od::document& doc, LineFields& out, std::string& why) {
+  od::object obj;
+  if (doc.get_object().get(obj)) {
+    why = "not a JSON object";
+    return false;
+  }
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) {
+      why = "malformed key";
+      return false;
+    }
+    FieldName name = ClassifyFieldName(key);
+    od::value value;
+    if (field.value().get(value)) {
+      why = "malformed value";
+      return false;
+    }
+    switch (name.field) {
+      case StepField::kRank: out.rank = IntValue(value); break;
+      case StepField::kStep: out.step = IntValue(value); break;
+      case StepField::kGpu: out.gpu = IntValue(value); break;
+      case StepField::kStage: out.stage = IntValue(value); break;
+      case StepField::kDpRank: out.dp_rank = IntValue(value); break;
+      case StepField::kHost:
+        if (auto s = ScalarText(value)) out.host = std::string(*s);
+        break;
+      case StepField::kStart:
+        if (auto s = ScalarText(value)) out.start = ParseTimestamp(*s);
+        break;
+      case StepField::kDuration:
+      case StepField::kAmbiguousTime: {
+        bool is_explicit = name.field == StepField::kDuration;
+        if (out.duration_explicit && !is_explicit) break;  // keep the better key
+        if (out.duration && out.duration_explicit) break;   // first explicit key wins
+        auto s = ScalarText(value);
+        TimeUnit unit = TimeUnit::kSeconds;
+        auto d = s ? ParseDurationValue(*s, name.unit, unit) : std::nullopt;
+        out.duration = d;
+        out.duration_bad = !d;
+        out.duration_explicit = is_explicit;
+        out.unit = unit;
+        break;
+      }
+      case StepField::kNone: break;
+    }
+  }
+  return true;
+}
+
+class JsonlStepReader final : public TextReader {
+ public:
+  std::string_view name() const override { return "jsonl"; }
+
+  int Sniff(std::string_view head) const override {
+    size_t pos = 0;
+    while (pos < head.size()) {
+      // Without a newline the line may be cut by the head's end, or it may
+      // be a whole file's only line: judged below only if it parses whole.
+      size_t nl = head.find('\n', pos);
+      std::string_view line =
+          Trim(head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+      pos = nl == std::string_view::npos ? head.size() : nl + 1;
+      if (line.empty()) continue;
+      if (line.front() != '{' || line.back() != '}') return 0;
+      od::parser parser;
+      simdjson::padded_string padded(line);
+      od::document doc;
+      if (parser.iterate(padded).get(doc)) return 0;
+      LineFields f;
+      std::string why;
+      if (!ReadObject(doc, f, why)) return 0;
+      return f.step && (f.duration || f.duration_bad) ? 95 : 0;
+    }
+    return 0;
+  }
+
+  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
+    od::parser parser;
+    std::string buf;
+    std::string_view line;
+    uint64_t taken = 0;
+    uint32_t units_seen = 0;
+    while (lines.Next(line)) {
+      std::string_view t = Trim(line);
+      if (t.empty()) continue;
+      uint64_t n = lines.line_number();
+      buf.assign(t);
+      buf.reserve(buf.size() + simdjson::SIMDJSON_PADDING);
+      LineFields f;
+      std::string why;
+      od::document doc;
+      bool ok = !parser.iterate(simdjson::padded_string_view(buf.data(), buf.size(), buf.capacity()))
+                     .get(doc) &&
+                ReadObject(doc, f, why);
+      if (ok && !f.step) why = "no integer step";
+      else if (ok && !f.duration) why = f.duration_bad ? "duration is not a time" : "no duration";
+      if (!ok || !f.step || !f.duration) {
+        if (why.empty()) why = "malformed JSON";
+        ctx.diag().Add(DiagCode::kJsonlBadLine, ctx.path, n,
+                       fmt::format("{}: {}", why, Printable(t, 100)));
+        continue;
+      }
+      units_seen |= 1u << static_cast<unsigned>(f.unit);
+      if (!AddParsedStep(ctx, n, f.rank, *f.step, f.duration, f.start)) continue;
+      ++taken;
+      int64_t r = f.rank ? *f.rank : ctx.rank_from_path.value_or(-1);
+      if (r < 0 || r > kMaxRank) continue;
+      if (f.host) ctx.out->SetHost(static_cast<int32_t>(r), *f.host, ctx.path, n);
+      auto role = [](std::optional<int64_t> v) -> std::optional<int32_t> {
+        if (!v || *v < 0 || *v > kMaxRank) return std::nullopt;
+        return static_cast<int32_t>(*v);
+      };
+      if (f.stage || f.dp_rank) ctx.out->SetRole(static_cast<int32_t>(r), role(f.stage), role(f.dp_rank));
+      if (f.gpu && *f.gpu >= 0 && *f.gpu < 1024)
+        ctx.out->SetLocalGpu(static_cast<int32_t>(r), static_cast<int32_t>(*f.gpu), ctx.path, n);
+    }
+    if (__builtin_popcount(units_seen) > 1) {
+      ctx.diag().Add(DiagCode::kMixedUnits, ctx.path, 0,
+                     "durations are written in more than one unit; each was converted");
+    }
+    return taken;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TextReader> MakeJsonlStepReader() { return std::make_unique<JsonlStepReader>(); }
+
+}  // namespace laggard

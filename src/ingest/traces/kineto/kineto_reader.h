@@ -1,0 +1,133 @@
+// Reader of Kineto / torch.profiler traces in the Chrome trace event format
+// (.json or .json.gz, gzip detected by content): one RankTrace per file with
+// the device ops (classified), the collective calls, the ProfilerStep#N
+// steps and what the trace says about its rank. Ingest() calls it through
+// the trace-reader list the CLI builds (next to the nsys reader) for every
+// file whose head it sniffs as a trace (score 100 with "traceEvents", 97-98
+// on other Kineto keys or an array of events with ph and ts; never a JSONL
+// step log).
+//
+// Both layouts load: the JSON Object Format ({"traceEvents": [...],
+// "distributedInfo": ..., "baseTimeNanoseconds": ...}, members in any order)
+// and the JSON Array Format (a bare [...] of events, whose closing ']' the
+// format allows to be missing).
+//
+// What is taken from the trace:
+//   events ph "X", cat kernel / Kernel     device op, classified by name:
+//                                          communication (a "Collective name"
+//                                          arg, or nccl* / rccl* / c10d::),
+//                                          attention (flash, fmha, attention,
+//                                          sdpa, mem_eff), GEMM (gemm, gemv,
+//                                          xmma, cutlass, cublas, wgmma,
+//                                          nvjet, sm<NN>_*, Cijk_ = ROCm
+//                                          Tensile / hipBLASLt), else other
+//          cat gpu_memcpy / Memcpy,      kMemcpy / kMemset ops
+//              gpu_memset / Memset
+//          name ProfilerStep#N           TraceStep (cat user_annotation or
+//                                        cpu_op; GPU-side copies ignored);
+//                                        with ReaderContext::step_marker the
+//                                        ranges it names instead
+//                                        (ingest/traces/common/step_marker.h)
+//          cat cpu_op, and comm          ops of a CPU-only trace, device -1
+//          annotations (gloo:*, nccl:*)  (see CPU-only below)
+//   distributedInfo.rank / world_size   rank and world size; without a rank
+//                                       ctx.rank_from_path, else a
+//                                       trace.no_rank note
+//   distributedInfo.hostname, top-level host_name / hostname   host
+//   baseTimeNanoseconds                 added to every time (0 when absent)
+//
+// Times: ts and dur are microseconds whatever displayTimeUnit says (it only
+// sets the viewer's display). ts is read as decimal text, not as a double:
+// "ts": 1712195495505583.123 is 1712195495505583123 ns, which a double
+// (53-bit mantissa) cannot hold; digits beyond the ns are rounded half up.
+// Kineto writes baseTimeNanoseconds after traceEvents, so times are kept
+// base-relative while reading and the base is added at the end.
+//
+// Collectives: one CollectiveCall per communication kernel (per CPU
+// collective in a CPU-only trace). The collective name is canonical so that
+// ranks and PyTorch versions compare: "Collective name" arg, annotation or
+// kernel name, lowercased without '_', mapped to allreduce, allgather,
+// reducescatter, alltoall, broadcast, sendrecv, send, recv, reduce, gather,
+// scatter or barrier. Example: ncclDevKernel_AllReduce_Sum_f32_RING_LL ->
+// "allreduce"; "_allgather_base" -> "allgather"; ncclDevKernel_Generic -> ""
+// (unknown). A kernel without "Seq" takes it (and any other missing field)
+// from the record_param_comms CPU op with the same "External id".
+//
+// CPU-only: a trace read to its end with CPU ops but no device op and no
+// CUDA / HIP runtime call (a gloo job, or GPU tracing off). Its ops are the
+// cpu_op events and the backend's comm ranges; its collectives are those
+// ranges (gloo:all_reduce, nccl:all_to_all) when present, else the
+// record_param_comms ops, else the c10d:: ops: each collective shows at
+// several of these levels, and only one level is counted. A trace cut short
+// is CPU-only only if its header shows no GPU (no deviceProperties entry, no
+// NCCL backend): Kineto writes CPU ops first, so a cut may drop every kernel.
+//
+// Damage: a cut file (job killed while writing) keeps every complete event
+// before the cut and counts one trace.truncated at the cut's byte offset;
+// an event with "ts": "abc", no ts / dur, or a negative dur is one
+// trace.bad_event at its offset; gzip damage is gzip.truncated / .corrupt.
+//
+// Streaming: memory does not grow with the file (it holds the largest event
+// plus a 512 KiB chunk). A bracket indexer (AVX-512BW with a carry-less
+// multiply when the CPU has them, else AVX2, SSE2 or scalar;
+// LAGGARD_KINETO_SCAN=avx2|sse2|scalar forces one for tests; 64 bytes a
+// step, string- and escape-aware like simdjson's stage 1) finds where each
+// event of traceEvents starts and ends; an event cut by a chunk boundary
+// waits for the next chunk. A prefilter reads the first members of each
+// event exactly (Kineto writes ph, cat, name first) and drops what is not
+// needed without parsing it: in a GPU trace that is ~60% of the events (CPU
+// ops, runtime calls other than launches, flows). The rest (launch calls,
+// kernels, memcpys, steps) is read by a flat-event walker: one pass over the
+// event's bytes for the subset of JSON Kineto writes (strings, numbers, flat
+// arrays, one args object), each member's leading bytes compared with the
+// key the same member had in the last event of that layout before being
+// tokenized. Once it has read a launch call or a device op in full, the
+// bytes between that event's values are kept as a template (the last two
+// layouts of each kind): the next event of the kind is read by comparing
+// those bytes and finding only its values' ends; a template holds only
+// values read alike whatever their content (numbers, strings without
+// escapes, grid / block triples), and any other byte sends the event back
+// to the walker. An event outside that subset (a non-ASCII or control byte, a
+// nested value, a malformed token) goes to simdjson On-Demand, which reads
+// only the keys above; the walker gives up on anything On-Demand would read
+// differently, so the result does not depend on the path
+// (LAGGARD_KINETO_EVENTS=ondemand sends every event to On-Demand, to
+// compare; fuzz/compare_kineto_scans.cmake does). CPU ops of a GPU trace are
+// never decoded; a second pass reads them only when the first found the
+// trace CPU-only. Events over 8 MiB are skipped as trace.bad_event. Example
+// of the prefilter, in a GPU trace:
+//   {"ph": "f", ...}                                  flow: dropped at ph
+//   {"ph": "X", "cat": "cuda_runtime",                dropped at the name
+//    "name": "cudaStreamIsCapturing", ...}            (not a launch)
+//   {"ph": "X", "cat": "cpu_op", "name": "aten::mm"   dropped at the name's
+//                                                     first bytes
+//   {"ph": "X", "cat": "kernel", ...}                 parsed
+// Measured (one core, plain JSON, the simulator's 1 GB trace with launch
+// links): see docs/performance.md, "Trace ingest (issue 3)".
+//
+// Thread-safety: the reader is stateless; each Read() owns its buffers and
+// parsers, so ingest threads read different files in parallel.
+
+#ifndef LAGGARD_INGEST_TRACES_KINETO_KINETO_READER_H_
+#define LAGGARD_INGEST_TRACES_KINETO_KINETO_READER_H_
+
+#include <memory>
+#include <string>
+
+#include "ingest/traces/common/trace_reader.h"
+
+namespace laggard {
+
+std::unique_ptr<TraceReader> MakeKinetoTraceReader();
+
+// The kernels in use, e.g. "event boundaries: avx512, events: flat walker,
+// else on-demand, simdjson stage 1: icelake, simdjson on-demand: fallback"
+// (the indexer and simdjson's stage 1
+// are chosen at run time; the On-Demand front end is compiled for the
+// build's baseline ISA, which is "fallback" without -march flags). For
+// benchmarks and bug reports.
+std::string KinetoJsonImplementation();
+
+}  // namespace laggard
+
+#endif  // LAGGARD_INGEST_TRACES_KINETO_KINETO_READER_H_

@@ -1,0 +1,1012 @@
+#include "ingest/traces/nsys/nsys_reader.h"
+#include "ingest/traces/common/kernel_names.h"
+#include "ingest/traces/common/step_marker.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+
+namespace laggard {
+namespace {
+
+constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
+
+// Times on or past this are taken as ns since the epoch already (1973-03-03);
+// capture-relative times are seconds to days.
+constexpr TimeNs kEpochTimesFrom = 100'000'000'000'000'000;
+
+// Largest value SQLite may hand back. nsys stores a few KB per value (the
+// environment, a GPU metrics config); a larger one is damage, not data.
+constexpr int kMaxValueBytes = 16 << 20;
+
+constexpr std::string_view kKernelTable = "CUPTI_ACTIVITY_KIND_KERNEL";
+constexpr std::string_view kMemcpyTable = "CUPTI_ACTIVITY_KIND_MEMCPY";
+constexpr std::string_view kMemsetTable = "CUPTI_ACTIVITY_KIND_MEMSET";
+constexpr std::string_view kNvtxTable = "NVTX_EVENTS";
+constexpr std::string_view kRuntimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
+constexpr size_t kMaxShapes = 4096;  // distinct launch shapes per file, then kNoShape
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
+
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+// A read-only "file:" URI for `path`: bytes other than unreserved ones and
+// '/' are percent-encoded so '?', '#' and '%' in file names survive.
+// immutable=1: no locks, no journal lookups (exports are never written).
+std::string ReadOnlyUri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(static_cast<char>(c)) ||
+                 c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+    if (plain) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  uri += "?immutable=1";
+  return uri;
+}
+
+std::string Quote(std::string_view identifier) {
+  std::string q = "\"";
+  for (char c : identifier) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  q += '"';
+  return q;
+}
+
+// A VFS over the default one that shows a database file only up to its last
+// whole page. SQLite zero-fills a short read, so the rows of a page that a
+// cut goes through would read as zeros and NULLs; hidden, that page lies past
+// the end, reading it is SQLITE_CORRUPT, and the scan stops there.
+struct WholePagesFile {
+  sqlite3_file base;  // first: SQLite sees this
+  sqlite3_file* real;  // the default VFS's file, stored right after this struct
+  bool main_db;
+};
+
+sqlite3_vfs* g_real_vfs = nullptr;
+
+sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<WholePagesFile*>(f)->real; }
+
+int WpClose(sqlite3_file* f) { return Real(f)->pMethods->xClose(Real(f)); }
+int WpRead(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) {
+  return Real(f)->pMethods->xRead(Real(f), buf, n, off);
+}
+int WpWrite(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
+  return Real(f)->pMethods->xWrite(Real(f), buf, n, off);
+}
+int WpTruncate(sqlite3_file* f, sqlite3_int64 size) {
+  return Real(f)->pMethods->xTruncate(Real(f), size);
+}
+int WpSync(sqlite3_file* f, int flags) { return Real(f)->pMethods->xSync(Real(f), flags); }
+int WpFileSize(sqlite3_file* f, sqlite3_int64* size) {
+  int rc = Real(f)->pMethods->xFileSize(Real(f), size);
+  if (rc != SQLITE_OK || !reinterpret_cast<WholePagesFile*>(f)->main_db) return rc;
+  unsigned char h[2] = {0, 0};
+  if (*size < 100 || Real(f)->pMethods->xRead(Real(f), h, 2, 16) != SQLITE_OK) return rc;
+  int64_t page = (int64_t{h[0]} << 8) | h[1];
+  if (page == 1) page = 65536;
+  if (page >= 512 && (page & (page - 1)) == 0) *size -= *size % page;
+  return rc;
+}
+int WpLock(sqlite3_file* f, int lock) { return Real(f)->pMethods->xLock(Real(f), lock); }
+int WpUnlock(sqlite3_file* f, int lock) { return Real(f)->pMethods->xUnlock(Real(f), lock); }
+int WpCheckReservedLock(sqlite3_file* f, int* out) {
+  return Real(f)->pMethods->xCheckReservedLock(Real(f), out);
+}
+int WpFileControl(sqlite3_file* f, int op, void* arg) {
+  return Real(f)->pMethods->xFileControl(Real(f), op, arg);
+}
+int WpSectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
+int WpDeviceCharacteristics(sqlite3_file* f) {
+  return Real(f)->pMethods->xDeviceCharacteristics(Real(f));
+}
+
+// Version 1: no shared memory, no memory mapping (immutable files need
+// neither).
+constexpr sqlite3_io_methods kWholePagesMethods = {
+    1,      WpClose,      WpRead,          WpWrite,
+    WpTruncate, WpSync,   WpFileSize,      WpLock,
+    WpUnlock,   WpCheckReservedLock, WpFileControl, WpSectorSize,
+    WpDeviceCharacteristics, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+int WpOpen(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {
+  auto* w = reinterpret_cast<WholePagesFile*>(file);
+  w->base.pMethods = nullptr;
+  w->real = reinterpret_cast<sqlite3_file*>(w + 1);
+  w->real->pMethods = nullptr;
+  w->main_db = (flags & SQLITE_OPEN_MAIN_DB) != 0;
+  int rc = g_real_vfs->xOpen(g_real_vfs, name, w->real, flags, out_flags);
+  if (rc == SQLITE_OK) {
+    w->base.pMethods = &kWholePagesMethods;
+  } else if (w->real->pMethods != nullptr) {
+    w->real->pMethods->xClose(w->real);
+  }
+  return rc;
+}
+
+// Registers the VFS once (thread-safe static initialisation); nullptr when
+// there is no default VFS to wrap.
+const char* WholePagesVfsName() {
+  static const char* name = [] () -> const char* {
+    g_real_vfs = sqlite3_vfs_find(nullptr);
+    if (g_real_vfs == nullptr) return nullptr;
+    static sqlite3_vfs vfs = *g_real_vfs;  // same pAppData: the other methods work as before
+    vfs.zName = "laggard-whole-pages";
+    vfs.szOsFile = static_cast<int>(sizeof(WholePagesFile)) + g_real_vfs->szOsFile;
+    vfs.xOpen = WpOpen;
+    vfs.pNext = nullptr;
+    if (sqlite3_vfs_register(&vfs, 0) != SQLITE_OK) return nullptr;
+    return vfs.zName;
+  }();
+  return name;
+}
+
+StatusOr<Db> OpenReadOnly(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(ReadOnlyUri(path).c_str(), &raw,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                           WholePagesVfsName());
+  Db db(raw);
+  if (rc != SQLITE_OK) {
+    return Status::Error(fmt::format("cannot open as SQLite: {}",
+                                     raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  // The schema comes from the file: never let it run functions with side
+  // effects, and bound what one value may cost.
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  // A file shorter than its header's page count is SQLITE_CORRUPT at the
+  // first query; writable_schema makes SQLite use the (whole) pages that are
+  // there, so a cut export yields its rows up to the cut. (The connection is
+  // read-only: nothing can be written.)
+  sqlite3_exec(raw, "PRAGMA writable_schema = ON", nullptr, nullptr, nullptr);
+  return db;
+}
+
+// Outcome of one query: rows stepped through, and SQLite's message when it
+// failed (at prepare time or midway).
+struct QueryResult {
+  uint64_t rows = 0;
+  std::optional<std::string> error;
+};
+
+template <typename RowFn>
+QueryResult ForEachRow(sqlite3* db, const std::string& sql, RowFn&& on_row) {
+  QueryResult result;
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+    result.error = sqlite3_errmsg(db);
+    sqlite3_finalize(raw);
+    return result;
+  }
+  Stmt stmt(raw);
+  for (;;) {
+    int rc = sqlite3_step(raw);
+    if (rc == SQLITE_ROW) {
+      ++result.rows;
+      on_row(raw);
+      continue;
+    }
+    if (rc != SQLITE_DONE) result.error = sqlite3_errmsg(db);
+    break;
+  }
+  return result;
+}
+
+std::optional<int64_t> IntAt(sqlite3_stmt* s, int col) {
+  if (sqlite3_column_type(s, col) != SQLITE_INTEGER) return std::nullopt;
+  return sqlite3_column_int64(s, col);
+}
+
+std::optional<std::string_view> TextAt(sqlite3_stmt* s, int col) {
+  if (sqlite3_column_type(s, col) != SQLITE_TEXT) return std::nullopt;
+  const unsigned char* p = sqlite3_column_text(s, col);
+  if (p == nullptr) return std::nullopt;
+  return std::string_view(reinterpret_cast<const char*>(p),
+                          static_cast<size_t>(sqlite3_column_bytes(s, col)));
+}
+
+// The names of a table's columns (PRAGMA table_info); empty when the table
+// cannot be described.
+std::vector<std::string> ColumnsOf(sqlite3* db, std::string_view table) {
+  std::vector<std::string> cols;
+  ForEachRow(db, fmt::format("PRAGMA table_info({})", Quote(table)), [&](sqlite3_stmt* s) {
+    if (auto name = TextAt(s, 1)) cols.emplace_back(*name);
+  });
+  return cols;
+}
+
+bool Has(const std::vector<std::string>& cols, std::string_view name) {
+  return std::find(cols.begin(), cols.end(), name) != cols.end();
+}
+
+// `name` quoted when the table has it, else NULL, for a SELECT list whose
+// positions do not depend on the nsys version.
+std::string ColumnOrNull(const std::vector<std::string>& cols, std::string_view name) {
+  return Has(cols, name) ? Quote(name) : std::string("NULL");
+}
+
+// The same, qualified by the alias `t` of the activity table in a join.
+std::string TColumnOrNull(const std::vector<std::string>& cols, std::string_view name) {
+  return Has(cols, name) ? "t." + Quote(name) : std::string("NULL");
+}
+
+// StringIds lookups by primary key (a rowid search, no scan).
+class StringIds {
+ public:
+  explicit StringIds(sqlite3* db, bool present) {
+    if (!present) return;
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM StringIds WHERE id = ?", -1, &raw, nullptr) ==
+        SQLITE_OK) {
+      lookup_.reset(raw);
+    } else {
+      sqlite3_finalize(raw);
+    }
+  }
+
+  std::optional<std::string> Get(int64_t id) {
+    if (!lookup_) return std::nullopt;
+    sqlite3_stmt* s = lookup_.get();
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, id);
+    std::optional<std::string> value;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      if (auto text = TextAt(s, 0)) value = std::string(*text);
+    }
+    sqlite3_reset(s);
+    return value;
+  }
+
+  // A name column's value: an integer is a StringIds id, text is the name.
+  std::optional<std::string> Resolve(sqlite3_stmt* row, int col) {
+    if (auto id = IntAt(row, col)) return Get(*id);
+    if (auto text = TextAt(row, col)) return std::string(*text);
+    return std::nullopt;
+  }
+
+ private:
+  Stmt lookup_;
+};
+
+// CUPTI_ACTIVITY_MEMCPY_KIND (ENUM_CUDA_MEMCPY_OPER in the export).
+std::string_view MemcpyName(std::optional<int64_t> kind) {
+  static constexpr std::array<std::string_view, 14> kNames{
+      "Memcpy",      "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH",
+      "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH",
+      "Memcpy PtoP", "Memcpy HtoD (unified)", "Memcpy DtoH (unified)",
+      "Memcpy DtoD (unified)"};
+  if (!kind || *kind < 0 || *kind >= static_cast<int64_t>(kNames.size())) return kNames[0];
+  return kNames[static_cast<size_t>(*kind)];
+}
+
+// The step number of an NVTX range text, when the whole (trimmed) text is
+// "ProfilerStep#N", "step N", "step_N", "StepN", "iteration N" or
+// "iteration_N", in any case. "train_step 3" or "step 3 forward" are not
+// steps: a nested range must not count its step twice.
+std::optional<int64_t> StepOfRangeText(std::string_view text) {
+  text = Trim(text);
+  if (text.size() > 40) return std::nullopt;
+  for (std::string_view prefix : {"profilerstep#", "iteration", "step"}) {
+    if (text.size() <= prefix.size() || !EqualsIgnoreCase(text.substr(0, prefix.size()), prefix)) {
+      continue;
+    }
+    std::string_view rest = text.substr(prefix.size());
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '_' || rest.front() == '#' ||
+                             rest.front() == ':' || rest.front() == '=')) {
+      rest.remove_prefix(1);
+    }
+    if (rest.empty() || rest.size() > 18) return std::nullopt;
+    for (char c : rest) {
+      if (!IsDigit(c)) return std::nullopt;
+    }
+    return ParseInt<int64_t>(rest);
+  }
+  return std::nullopt;
+}
+
+// Rank and world size from an environment, in order of trust: torchrun /
+// torch.distributed, then Open MPI, then Slurm.
+struct EnvRank {
+  std::optional<int32_t> rank;
+  std::optional<int32_t> world_size;
+};
+
+class EnvCollector {
+ public:
+  void Add(std::string_view name, std::string_view value) {
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    for (std::string_view key : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"}) {
+      if (name == key && !values_.count(std::string(key))) {
+        if (auto v = ParseInt<int32_t>(value)) values_[std::string(key)] = *v;
+      }
+    }
+  }
+
+  // "K=V;K=V;..." (TARGET_INFO_SYSTEM_ENV.DeviceEnvironment). A value may
+  // hold ';' itself (LS_COLORS): its pieces have no valid name and are
+  // skipped.
+  void AddList(std::string_view list) {
+    for (std::string_view item : Split(list, ';')) {
+      size_t eq = item.find('=');
+      if (eq == std::string_view::npos || eq == 0) continue;
+      Add(item.substr(0, eq), item.substr(eq + 1));
+    }
+  }
+
+  EnvRank Result() const {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kPairs{{
+        {"RANK", "WORLD_SIZE"},
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"SLURM_PROCID", "SLURM_NTASKS"},
+    }};
+    EnvRank r;
+    for (const auto& [rank_key, size_key] : kPairs) {
+      auto rank = values_.find(std::string(rank_key));
+      if (rank == values_.end() || rank->second < 0 || rank->second > kMaxRank) continue;
+      r.rank = rank->second;
+      auto size = values_.find(std::string(size_key));
+      if (size != values_.end() && size->second > rank->second) r.world_size = size->second;
+      break;
+    }
+    return r;
+  }
+
+ private:
+  std::map<std::string, int32_t> values_;
+};
+
+// The first `n` bytes of `path` (fewer when it is shorter or unreadable).
+std::string FileHead(const std::string& path, size_t n) {
+  std::string head(n, '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.read(head.data(), static_cast<std::streamsize>(n));
+  head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return head;
+}
+
+// " (file cut: N of M bytes)" when the file is shorter than its header's
+// page size x page count; "" otherwise.
+std::string CutNote(const std::string& path) {
+  std::string h = FileHead(path, 32);
+  std::error_code ec;
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (h.size() < 32 || ec) return "";
+  auto byte = [&](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(h[i])); };
+  uint64_t page_size = (byte(16) << 8) | byte(17);
+  if (page_size == 1) page_size = 65536;
+  uint64_t pages = (byte(28) << 24) | (byte(29) << 16) | (byte(30) << 8) | byte(31);
+  uint64_t expected = page_size * pages;
+  if (expected <= size) return "";
+  return fmt::format(" (file cut: {} of {} bytes)", size, expected);
+}
+
+// Everything read besides the activity tables.
+struct ExportFacts {
+  NsysExportInfo info;
+  uint64_t file_bytes = 0;
+  EnvRank env;
+  std::vector<std::string> failures;  // "table: message" of reads that failed midway
+};
+
+bool IsNsysExport(const std::vector<std::string>& tables) {
+  if (Has(tables, "EXPORT_META_DATA") || Has(tables, "META_DATA_EXPORT")) return true;
+  if (!Has(tables, "StringIds")) return false;
+  return std::any_of(tables.begin(), tables.end(), [](const std::string& t) {
+    return StartsWith(t, "CUPTI_ACTIVITY_KIND_") || t == kNvtxTable || StartsWith(t, "TARGET_INFO_");
+  });
+}
+
+// Opens `path` and reads the schema and the export's metadata. An error
+// means the file cannot be used at all.
+StatusOr<ExportFacts> ReadFacts(const std::string& path, Db& db_out) {
+  // SQLite cannot read gzip; say so rather than "not a database".
+  if (FileHead(path, 2) == "\x1f\x8b") {
+    return Status::Error("gzip-compressed SQLite cannot be read in place; decompress it first");
+  }
+  auto db = OpenReadOnly(path);
+  if (!db.ok()) return db.status();
+  sqlite3* h = db->get();
+
+  ExportFacts facts;
+  std::error_code ec;
+  facts.file_bytes = std::filesystem::file_size(path, ec);
+  if (ec) facts.file_bytes = 0;
+  NsysExportInfo& info = facts.info;
+  QueryResult schema = ForEachRow(
+      h, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+      [&](sqlite3_stmt* s) {
+        if (auto name = TextAt(s, 0)) info.tables.emplace_back(*name);
+      });
+  if (schema.error) {
+    return Status::Error(fmt::format("unreadable SQLite: {}{}", *schema.error, CutNote(path)));
+  }
+  if (!IsNsysExport(info.tables)) {
+    return Status::Error(
+        "SQLite database is not an Nsight Systems export (no export metadata table, no "
+        "StringIds with CUPTI_*, NVTX_EVENTS or TARGET_INFO_* tables)");
+  }
+  auto note_failure = [&](std::string_view table, const QueryResult& r) {
+    if (r.error) facts.failures.push_back(fmt::format("{}: {}", table, *r.error));
+  };
+
+  for (std::string_view table : {"EXPORT_META_DATA", "META_DATA_EXPORT"}) {
+    if (!Has(info.tables, table)) continue;
+    note_failure(table, ForEachRow(h, fmt::format("SELECT name, value FROM {}", Quote(table)),
+                                   [&](sqlite3_stmt* s) {
+                                     auto name = TextAt(s, 0);
+                                     auto value = TextAt(s, 1);
+                                     if (!name || !value) return;
+                                     if (*name == "EXPORT_PRODUCT_VERSION") {
+                                       info.product_version = std::string(*value);
+                                     } else if (*name == "EXPORT_SCHEMA_VERSION") {
+                                       info.schema_version = std::string(*value);
+                                     } else if (*name == "EXPORT_PARAM_TIME_NORMALIZE") {
+                                       info.times_normalized = EqualsIgnoreCase(Trim(*value), "true");
+                                     }
+                                   }));
+  }
+
+  if (Has(info.tables, "TARGET_INFO_SESSION_START_TIME") &&
+      Has(ColumnsOf(h, "TARGET_INFO_SESSION_START_TIME"), "utcEpochNs")) {
+    note_failure("TARGET_INFO_SESSION_START_TIME",
+                 ForEachRow(h, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1",
+                            [&](sqlite3_stmt* s) {
+                              if (auto v = IntAt(s, 0); v && *v > 0) info.session_start_ns = *v;
+                            }));
+  }
+
+  EnvCollector env;
+  std::optional<std::string> display_name;
+  if (Has(info.tables, "META_DATA_CAPTURE")) {
+    // PROCESS_0:ENVIRONMENT_VARIABLE | RANK="3": the launched process's own
+    // environment, more specific than the device's below.
+    note_failure("META_DATA_CAPTURE",
+                 ForEachRow(h,
+                            "SELECT name, value FROM META_DATA_CAPTURE WHERE name LIKE "
+                            "'PROCESS_%:ENVIRONMENT_VARIABLE' OR name = 'DEVICE_DISPLAY_NAME'",
+                            [&](sqlite3_stmt* s) {
+                              auto name = TextAt(s, 0);
+                              auto value = TextAt(s, 1);
+                              if (!name || !value) return;
+                              if (*name == "DEVICE_DISPLAY_NAME") {
+                                if (!Trim(*value).empty()) display_name = std::string(Trim(*value));
+                                return;
+                              }
+                              size_t eq = value->find('=');
+                              if (eq != std::string_view::npos && eq > 0) {
+                                env.Add(value->substr(0, eq), value->substr(eq + 1));
+                              }
+                            }));
+  }
+  if (Has(info.tables, "TARGET_INFO_SYSTEM_ENV")) {
+    std::vector<std::string> cols = ColumnsOf(h, "TARGET_INFO_SYSTEM_ENV");
+    if (Has(cols, "name") && Has(cols, "value")) {
+      note_failure("TARGET_INFO_SYSTEM_ENV",
+                   ForEachRow(h,
+                              "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name IN "
+                              "('Hostname', 'DeviceEnvironment')",
+                              [&](sqlite3_stmt* s) {
+                                auto name = TextAt(s, 0);
+                                auto value = TextAt(s, 1);
+                                if (!name || !value) return;
+                                if (*name == "Hostname") {
+                                  if (!info.host && !Trim(*value).empty()) {
+                                    info.host = std::string(Trim(*value));
+                                  }
+                                } else {
+                                  env.AddList(*value);
+                                }
+                              }));
+    }
+  }
+  if (!info.host) info.host = display_name;
+  facts.env = env.Result();
+
+  if (Has(info.tables, "TARGET_INFO_GPU")) {
+    std::vector<std::string> cols = ColumnsOf(h, "TARGET_INFO_GPU");
+    std::string sql = fmt::format("SELECT {}, {}, {}, {}, {} FROM TARGET_INFO_GPU ORDER BY 1",
+                                  ColumnOrNull(cols, "id"), ColumnOrNull(cols, "cuDevice"),
+                                  ColumnOrNull(cols, "name"), ColumnOrNull(cols, "busLocation"),
+                                  ColumnOrNull(cols, "uuid"));
+    note_failure("TARGET_INFO_GPU", ForEachRow(h, sql, [&](sqlite3_stmt* s) {
+                   NsysGpu gpu;
+                   gpu.id = IntAt(s, 0).value_or(static_cast<int64_t>(info.gpus.size()));
+                   if (auto cu = IntAt(s, 1); cu && *cu >= 0 && *cu <= INT32_MAX) {
+                     gpu.cuda_device = static_cast<int32_t>(*cu);
+                   }
+                   gpu.name = std::string(TextAt(s, 2).value_or(""));
+                   gpu.bus_location = std::string(TextAt(s, 3).value_or(""));
+                   gpu.uuid = std::string(TextAt(s, 4).value_or(""));
+                   info.gpus.push_back(std::move(gpu));
+                 }));
+  }
+  db_out = std::move(db.value());
+  return facts;
+}
+
+// Reads the activity tables of one export into a RankTrace.
+class TraceBuilder {
+ public:
+  TraceBuilder(sqlite3* db, const ExportFacts& facts, ReaderContext& ctx)
+      : db_(db), facts_(facts), ctx_(ctx), strings_(db, Has(facts.info.tables, "StringIds")) {}
+
+  // Rows read from activity tables (good or bad).
+  uint64_t rows() const { return rows_; }
+  const std::vector<std::string>& failures() const { return failures_; }
+
+  void ChooseClock() {
+    const NsysExportInfo& info = facts_.info;
+    if (!info.session_start_ns || info.times_normalized) return;
+    for (std::string_view table : {kKernelTable, kMemcpyTable, kMemsetTable, kNvtxTable}) {
+      if (!Has(info.tables, table)) continue;
+      std::optional<int64_t> first;
+      ForEachRow(db_, fmt::format("SELECT \"start\" FROM {} LIMIT 1", Quote(table)),
+                 [&](sqlite3_stmt* s) { first = IntAt(s, 0); });
+      if (first && *first >= kEpochTimesFrom) return;  // already on the epoch
+      if (first) break;
+    }
+    offset_ns_ = *info.session_start_ns;
+  }
+
+  void ReadKernels() {
+    if (!Has(facts_.info.tables, kKernelTable)) return;
+    std::vector<std::string> cols = ColumnsOf(db_, kKernelTable);
+    // The op's name: the demangled one, as Kineto shows it; older or
+    // hand-made exports may only have a short, mangled or plain name.
+    std::string name_col = "NULL", alt_col = "NULL";
+    for (std::string_view c : {"demangledName", "shortName", "mangledName", "name"}) {
+      if (Has(cols, c)) {
+        name_col = Quote(c);
+        break;
+      }
+    }
+    if (Has(cols, "demangledName") && Has(cols, "shortName")) alt_col = Quote("shortName");
+    if (name_col != "NULL") name_col = "t." + name_col;
+    if (alt_col != "NULL") alt_col = "t." + alt_col;
+    std::string shape_cols;
+    for (std::string_view c : {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"}) {
+      shape_cols += ", " + TColumnOrNull(cols, c);
+    }
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, {}, {}, t.rowid, {}{} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), name_col, alt_col,
+        launch_col, shape_cols, Quote(kKernelTable), launch_join);
+    ReadTable(kKernelTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
+      const KernelKind& kind = KernelKindOf(s, 4, 5);
+      op.name = kind.name;
+      op.cls = kind.cls;
+      op.shape = ShapeOf(s, 8);
+      if (op.cls == OpClass::kCommunication) {
+        CollectiveCall call;
+        call.start_ns = op.start_ns;
+        call.dur_ns = op.dur_ns;
+        call.kernel = kind.name;
+        call.collective = kind.collective;
+        call.offset = static_cast<uint64_t>(IntAt(s, 6).value_or(0));
+        trace_.collectives.push_back(call);
+      }
+    });
+  }
+
+  void ReadMemcpy() {
+    if (!Has(facts_.info.tables, kMemcpyTable)) return;
+    std::vector<std::string> cols = ColumnsOf(db_, kMemcpyTable);
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
+        TColumnOrNull(cols, "copyKind"), launch_col, Quote(kMemcpyTable), launch_join);
+    std::array<std::optional<uint32_t>, 16> ids;
+    ReadTable(kMemcpyTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
+      std::optional<int64_t> kind = IntAt(s, 4);
+      size_t slot = (kind && *kind >= 0 && *kind < 15) ? static_cast<size_t>(*kind) : 15;
+      if (!ids[slot]) ids[slot] = ctx_.out->names().Intern(MemcpyName(kind));
+      op.name = *ids[slot];
+      op.cls = OpClass::kMemcpy;
+    });
+  }
+
+  void ReadMemset() {
+    if (!Has(facts_.info.tables, kMemsetTable)) return;
+    std::vector<std::string> cols = ColumnsOf(db_, kMemsetTable);
+    auto [launch_col, launch_join] = LaunchJoin(cols);
+    std::string sql = fmt::format(
+        "SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t{}",
+        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), launch_col,
+        Quote(kMemsetTable), launch_join);
+    uint32_t name = ctx_.out->names().Intern("Memset");
+    ReadTable(kMemsetTable, sql, [&](sqlite3_stmt*, TraceOp& op) {
+      op.name = name;
+      op.cls = OpClass::kMemset;
+    });
+  }
+
+  void ReadSteps() {
+    if (!Has(facts_.info.tables, kNvtxTable)) {
+      if (!ctx_.step_marker.empty()) {
+        ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                        fmt::format("no NVTX_EVENTS table, so no range named '{}' (--step-marker)",
+                                    ctx_.step_marker));
+      }
+      return;
+    }
+    std::vector<std::string> cols = ColumnsOf(db_, kNvtxTable);
+    if (!Has(cols, "start") || !Has(cols, "end")) return;
+    std::string sql = fmt::format(
+        "SELECT \"start\", \"end\", {}, {} FROM {} WHERE \"end\" IS NOT NULL AND \"end\" > \"start\"",
+        ColumnOrNull(cols, "text"), ColumnOrNull(cols, "textId"), Quote(kNvtxTable));
+    // A range's step by the built-in names, and with --step-marker whether
+    // it is the marker and the number it carries.
+    const std::string_view marker = ctx_.step_marker;
+    struct Steps {
+      std::optional<int64_t> builtin;
+      std::optional<MarkedStep> marked;
+    };
+    auto steps_of_text = [&](std::string_view text) {
+      Steps st{StepOfRangeText(text), std::nullopt};
+      if (!marker.empty()) st.marked = MatchStepMarker(marker, Trim(text));
+      return st;
+    };
+    std::unordered_map<int64_t, Steps> steps_of_text_id;
+    std::vector<TraceStep> builtin;
+    std::vector<MarkerRange> marked;
+    QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
+      ++rows_;
+      Steps st;
+      if (auto text = TextAt(s, 2)) {
+        st = steps_of_text(*text);
+      } else if (auto id = IntAt(s, 3)) {
+        auto it = steps_of_text_id.find(*id);
+        if (it == steps_of_text_id.end()) {
+          std::optional<std::string> value = strings_.Get(*id);
+          it = steps_of_text_id.emplace(*id, value ? steps_of_text(*value) : Steps{}).first;
+        }
+        st = it->second;
+      }
+      if (!st.builtin && !st.marked) return;
+      auto start = Shift(IntAt(s, 0));
+      auto end = Shift(IntAt(s, 1));
+      if (!start || !end) return;
+      if (st.builtin) builtin.push_back(TraceStep{*st.builtin, *start, *end});
+      if (st.marked) marked.push_back(MarkerRange{st.marked->number, *start, *end});
+    });
+    if (r.error) failures_.push_back(fmt::format("{}: {}", kNvtxTable, *r.error));
+    if (!marker.empty()) {
+      if (!marked.empty()) {
+        trace_.steps = StepsOfMarkers(std::move(marked));
+        return;
+      }
+      ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                      fmt::format("no NVTX range named '{}' (--step-marker); {} built-in step "
+                                  "ranges used",
+                                  marker, builtin.size()));
+    }
+    // One range per step: the earliest (a step range pushed on two threads,
+    // or in two domains, is the same step).
+    std::stable_sort(builtin.begin(), builtin.end(), [](const TraceStep& a, const TraceStep& b) {
+      return a.step != b.step ? a.step < b.step : a.start_ns < b.start_ns;
+    });
+    builtin.erase(std::unique(builtin.begin(), builtin.end(),
+                              [](const TraceStep& a, const TraceStep& b) { return a.step == b.step; }),
+                  builtin.end());
+    trace_.steps = std::move(builtin);
+  }
+
+  // The launch start of each op (parallel to the trace's ops, sorted with
+  // them by Finish); empty when no op was linked to its launch call.
+  std::vector<std::optional<TimeNs>>& launch_ns() { return launch_ns_; }
+
+  RankTrace Finish() {
+    // Each table is (nearly always) in start order already: sort a run only
+    // when it is not, then merge the runs of the tables.
+    auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+    auto at = [&](size_t i) { return trace_.ops.begin() + static_cast<ptrdiff_t>(i); };
+    if (!any_launch_) launch_ns_.clear();
+    if (!launch_ns_.empty()) {
+      // Launch times to carry along: one stable sort of all rows (the same
+      // order as sorting each run, then merging them stably).
+      SortOpsByStart(trace_.ops, launch_ns_);
+      run_ends_.clear();
+    }
+    for (size_t i = 0; i + 1 < run_ends_.size(); ++i) {
+      if (!std::is_sorted(at(run_ends_[i]), at(run_ends_[i + 1]), by_start)) {
+        std::stable_sort(at(run_ends_[i]), at(run_ends_[i + 1]), by_start);
+      }
+      if (i > 0) std::inplace_merge(at(0), at(run_ends_[i]), at(run_ends_[i + 1]), by_start);
+    }
+    if (!std::is_sorted(trace_.collectives.begin(), trace_.collectives.end(), by_start)) {
+      std::stable_sort(trace_.collectives.begin(), trace_.collectives.end(), by_start);
+    }
+    for (const auto& [table, bad] : bad_) {
+      ctx_.diag().Add(DiagCode::kTraceBadEvent, ctx_.path, 0,
+                      fmt::format("{} {} row(s) with missing, reversed or out-of-range "
+                                  "start/end, e.g. {}",
+                                  bad.count, table, bad.example),
+                      bad.count);
+    }
+    trace_.events_total = rows_;
+    return std::move(trace_);
+  }
+
+ private:
+  struct KernelKind {
+    uint32_t name = 0;
+    OpClass cls = OpClass::kOtherCompute;
+    uint32_t collective = 0;
+  };
+  struct BadRows {
+    uint64_t count = 0;
+    std::string example;
+  };
+
+  std::optional<TimeNs> Shift(std::optional<int64_t> t) const {
+    if (!t) return std::nullopt;
+    TimeNs out = 0;
+    if (__builtin_add_overflow(*t, offset_ns_, &out)) return std::nullopt;
+    return out;
+  }
+
+  // The launch start of each row of an activity table (with columns `cols`,
+  // aliased t): a select expression and a join with the runtime API calls
+  // by correlationId, within the same process when both tables say which
+  // (RUNTIME.globalTid and the op's globalPid carry the pid in bits 24-55).
+  // nsys exports have no index on correlationId; SQLite builds one for the
+  // join. ("NULL", "") without a RUNTIME table or correlation columns.
+  std::pair<std::string, std::string> LaunchJoin(const std::vector<std::string>& cols) {
+    if (!Has(facts_.info.tables, kRuntimeTable) || !Has(cols, "correlationId")) return {"NULL", ""};
+    if (!runtime_cols_) runtime_cols_ = ColumnsOf(db_, kRuntimeTable);
+    const std::vector<std::string>& rc = *runtime_cols_;
+    if (!Has(rc, "correlationId") || !Has(rc, "start")) return {"NULL", ""};
+    bool by_pid = Has(rc, "globalTid") && Has(cols, "globalPid");
+    std::string join = fmt::format(
+        " LEFT JOIN (SELECT \"correlationId\" AS c, {} AS p, min(\"start\") AS s FROM {} WHERE "
+        "\"correlationId\" IS NOT NULL GROUP BY 1, 2) AS l ON l.c = t.\"correlationId\"{}",
+        by_pid ? "\"globalTid\" >> 24" : "0", Quote(kRuntimeTable),
+        by_pid ? " AND l.p = (t.\"globalPid\" >> 24)" : "");
+    return {"l.s", join};
+  }
+
+  // "grid 132x1x1 block 128x1x1" from the six columns from `col`, interned;
+  // kNoShape when one is missing or past kMaxShapes distinct shapes.
+  uint32_t ShapeOf(sqlite3_stmt* s, int col) {
+    std::array<int64_t, 6> d{};
+    for (int i = 0; i < 6; ++i) {
+      std::optional<int64_t> v = IntAt(s, col + i);
+      if (!v || *v < 0) return kNoShape;
+      d[static_cast<size_t>(i)] = *v;
+    }
+    auto it = shapes_.find(d);
+    if (it != shapes_.end()) return it->second;
+    if (shapes_.size() >= kMaxShapes) return kNoShape;
+    uint32_t id = ctx_.out->names().Intern(
+        fmt::format("grid {}x{}x{} block {}x{}x{}", d[0], d[1], d[2], d[3], d[4], d[5]));
+    shapes_.emplace(d, id);
+    return id;
+  }
+
+  // Columns of `sql`: 0 start, 1 end, 2 deviceId, 3 streamId, then the
+  // table's own (4, 5), 6 rowid, 7 the launch call's start (or NULL), then
+  // the table's own again. `fill` sets name and class.
+  template <typename Fill>
+  void ReadTable(std::string_view table, const std::string& sql, Fill&& fill) {
+    Reserve(table);
+    if (run_ends_.empty()) run_ends_.push_back(0);
+    QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
+      ++rows_;
+      auto start = Shift(IntAt(s, 0));
+      auto end = Shift(IntAt(s, 1));
+      // A span over 292 years (start -9e18, end 9e18) has no int64 duration.
+      DurationNs dur = 0;
+      if (!start || !end || *end < *start || __builtin_sub_overflow(*end, *start, &dur)) {
+        BadRows& bad = bad_[std::string(table)];
+        if (bad.count++ == 0) {
+          bad.example = fmt::format("rowid {}", IntAt(s, 6).value_or(0));
+        }
+        return;
+      }
+      TraceOp op;
+      op.start_ns = *start;
+      op.dur_ns = dur;
+      if (auto dev = IntAt(s, 2); dev && *dev >= 0 && *dev <= INT16_MAX) {
+        op.device = static_cast<int16_t>(*dev);
+      }
+      if (auto stream = IntAt(s, 3); stream && *stream >= 0 && *stream <= INT32_MAX) {
+        op.stream = static_cast<int32_t>(*stream);
+      }
+      fill(s, op);
+      trace_.ops.push_back(op);
+      std::optional<TimeNs> launch = Shift(IntAt(s, 7));
+      any_launch_ |= launch.has_value();
+      launch_ns_.push_back(launch);
+    });
+    if (r.error) failures_.push_back(fmt::format("{}: {}", table, *r.error));
+    run_ends_.push_back(trace_.ops.size());
+  }
+
+  // Room for the table's rows, by its largest rowid (a b-tree descent, not a
+  // scan); bounded by the file size so that a forged rowid cannot make it
+  // allocate more than the file could hold.
+  void Reserve(std::string_view table) {
+    std::optional<int64_t> max_rowid;
+    ForEachRow(db_, fmt::format("SELECT max(rowid) FROM {}", Quote(table)),
+               [&](sqlite3_stmt* s) { max_rowid = IntAt(s, 0); });
+    if (!max_rowid || *max_rowid <= 0) return;
+    uint64_t bound = facts_.file_bytes / 16;  // an nsys row takes far more than 16 bytes
+    uint64_t rows = std::min(static_cast<uint64_t>(*max_rowid), bound);
+    trace_.ops.reserve(trace_.ops.size() + rows);
+  }
+
+  // Name, class and collective of the kernel in row `s`, cached by the
+  // name's StringIds id (or text): a trace has millions of launches of a few
+  // hundred kernels.
+  const KernelKind& KernelKindOf(sqlite3_stmt* s, int name_col, int alt_col) {
+    const bool by_id = sqlite3_column_type(s, name_col) == SQLITE_INTEGER;
+    const int64_t id = by_id ? sqlite3_column_int64(s, name_col) : 0;
+    std::string text;
+    if (by_id) {
+      if (auto it = by_id_.find(id); it != by_id_.end()) return it->second;
+    } else {
+      text = std::string(TextAt(s, name_col).value_or(""));
+      if (auto it = by_text_.find(text); it != by_text_.end()) return it->second;
+    }
+    std::string name = by_id ? strings_.Get(id).value_or(fmt::format("<StringIds {}>", id))
+                             : (text.empty() ? std::string("<unnamed kernel>") : text);
+    KernelKind kind;
+    kind.name = ctx_.out->names().Intern(name);
+    kind.cls = ClassifyKernelName(name, ctx_.comm_kernels);
+    if (kind.cls == OpClass::kOtherCompute) {
+      // The short name is what nsys itself shows; give it a say when the
+      // demangled one matched nothing.
+      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
+    }
+    if (kind.cls == OpClass::kCommunication) {
+      kind.collective = ctx_.out->names().Intern(CollectiveFromKernel(name));
+    }
+    if (by_id) return by_id_.emplace(id, kind).first->second;
+    return by_text_.emplace(std::move(text), kind).first->second;
+  }
+
+  sqlite3* db_;
+  const ExportFacts& facts_;
+  ReaderContext& ctx_;
+  StringIds strings_;
+  TimeNs offset_ns_ = 0;
+  RankTrace trace_;
+  uint64_t rows_ = 0;
+  std::map<std::string, BadRows> bad_;
+  std::vector<size_t> run_ends_;  // ops index where each table's rows end, after a leading 0
+  std::vector<std::string> failures_;
+  std::unordered_map<int64_t, KernelKind> by_id_;
+  std::vector<std::optional<TimeNs>> launch_ns_;  // parallel to trace_.ops
+  bool any_launch_ = false;
+  std::optional<std::vector<std::string>> runtime_cols_;
+  std::map<std::array<int64_t, 6>, uint32_t> shapes_;
+  std::unordered_map<std::string, KernelKind> by_text_;
+};
+
+// The GPU of the trace: the device of more than half of the device ops;
+// with no device ops, the export's only GPU.
+std::optional<int32_t> DominantDevice(const RankTrace& trace, const NsysExportInfo& info) {
+  std::map<int16_t, uint64_t> count;
+  uint64_t total = 0;
+  for (const TraceOp& op : trace.ops) {
+    if (op.device < 0) continue;
+    ++count[op.device];
+    ++total;
+  }
+  for (const auto& [device, n] : count) {
+    if (2 * n > total) return device;
+  }
+  if (total == 0 && info.gpus.size() == 1) {
+    const NsysGpu& gpu = info.gpus.front();
+    if (gpu.cuda_device) return gpu.cuda_device;
+    if (gpu.id >= 0 && gpu.id <= INT32_MAX) return static_cast<int32_t>(gpu.id);
+  }
+  return std::nullopt;
+}
+
+class NsysTraceReader : public TraceReader {
+ public:
+  std::string_view name() const override { return "nsys-sqlite"; }
+
+  int Sniff(std::string_view head) const override {
+    return StartsWith(head, kSqliteMagic) ? 50 : 0;
+  }
+
+  uint64_t Read(const std::string& path, ReaderContext& ctx) const override {
+    Db db;
+    auto facts = ReadFacts(path, db);
+    if (!facts.ok()) {
+      ctx.diag().Add(DiagCode::kTraceUnsupported, path, 0, facts.status().message());
+      return 0;
+    }
+    TraceBuilder builder(db.get(), *facts, ctx);
+    builder.ChooseClock();
+    builder.ReadKernels();
+    builder.ReadMemcpy();
+    builder.ReadMemset();
+    builder.ReadSteps();
+
+    std::vector<std::string> failures = facts->failures;
+    failures.insert(failures.end(), builder.failures().begin(), builder.failures().end());
+    if (!failures.empty() && builder.rows() == 0) {
+      // Damaged before any activity row: nothing of this file is usable.
+      ctx.diag().Add(DiagCode::kTraceUnsupported, path, 0,
+                     fmt::format("damaged SQLite, no rows readable: {}", failures.front()));
+      return 0;
+    }
+    RankTrace trace = builder.Finish();
+    trace.file = ctx.file_index;
+    trace.producer = "nsys";
+    trace.host = facts->info.host;
+    trace.device = DominantDevice(trace, facts->info);
+    AttributeLaunchGaps(trace, builder.launch_ns());
+    if (!failures.empty()) {
+      trace.truncated = true;
+      ctx.diag().Add(DiagCode::kTraceTruncated, path, 0,
+                     fmt::format("damaged SQLite ({} table(s) cut short), rows before the damage "
+                                 "were used: {}",
+                                 failures.size(), failures.front()));
+    }
+    if (facts->env.rank) {
+      trace.rank = facts->env.rank;
+      trace.world_size = facts->env.world_size;
+    } else if (ctx.rank_from_path) {
+      trace.rank = ctx.rank_from_path;
+    } else {
+      ctx.diag().Add(DiagCode::kTraceNoRank, path, 0,
+                     "no RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID in the captured environment "
+                     "and none in the file name");
+    }
+    if (trace.ops.empty()) {
+      ctx.diag().Add(DiagCode::kTraceNoEvents, path, 0,
+                     !Has(facts->info.tables, kKernelTable)
+                         ? "no CUPTI_ACTIVITY_KIND_KERNEL table (nsys writes only tables with "
+                           "rows: was CUDA traced?)"
+                         : "no usable kernel, memcpy or memset rows");
+    }
+    uint64_t taken = trace.ops.size() + trace.steps.size();
+    ctx.out->AddTrace(std::move(trace));
+    return taken;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TraceReader> MakeNsysTraceReader() { return std::make_unique<NsysTraceReader>(); }
+
+StatusOr<NsysExportInfo> ReadNsysExportInfo(const std::string& path) {
+  Db db;
+  auto facts = ReadFacts(path, db);
+  if (!facts.ok()) return facts.status();
+  return std::move(facts->info);
+}
+
+}  // namespace laggard
