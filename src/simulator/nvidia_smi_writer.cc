@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string_view>
 
 #include "simulator/rng.h"
 #include "simulator/writers.h"
@@ -169,11 +171,284 @@ void QueryCsv(const RunContext& ctx, int node, OutFile& f) {
 
 const char* Active(bool on) { return on ? "Active" : "Not Active"; }
 
+// A memory usage block of -q (FB, BAR1, confidential compute), MiB.
+void QueryMemoryUsage(OutFile& f, std::string_view title, long total_mib, long used_mib,
+                      std::optional<long> reserved_mib = std::nullopt) {
+  f.Print("    {}\n", title);
+  f.Print("        Total                             : {} MiB\n", total_mib);
+  if (reserved_mib) f.Print("        Reserved                          : {} MiB\n", *reserved_mib);
+  f.Print("        Used                              : {} MiB\n", used_mib);
+  f.Print("        Free                              : {} MiB\n", total_mib - reserved_mib.value_or(0) - used_mib);
+}
+
+// A clocks block of -q: Graphics, then SM, Memory and Video where given, MHz.
+void QueryClockBlock(OutFile& f, std::string_view title, long graphics_mhz, std::optional<long> sm_mhz,
+                     std::optional<long> memory_mhz, std::optional<long> video_mhz) {
+  f.Print("    {}\n", title);
+  f.Print("        Graphics                          : {} MHz\n", graphics_mhz);
+  if (sm_mhz) f.Print("        SM                                : {} MHz\n", *sm_mhz);
+  if (memory_mhz) f.Print("        Memory                            : {} MHz\n", *memory_mhz);
+  if (video_mhz) f.Print("        Video                             : {} MHz\n", *video_mhz);
+}
+
+// -q from the GPU's header line to its IBMNPU section: what it is.
+void QueryIdentity(const ClusterRun& run, int node, int i, OutFile& f) {
+  int bus = GpuBusId(i);
+  f.Print("GPU 00000000:{:02X}:00.0\n", bus);
+  f.Raw("    Product Name                          : NVIDIA H100 80GB HBM3\n"
+        "    Product Brand                         : NVIDIA\n"
+        "    Product Architecture                  : Hopper\n"
+        "    Display Mode                          : Enabled\n"
+        "    Display Active                        : Disabled\n"
+        "    Persistence Mode                      : Enabled\n"
+        "    Addressing Mode                       : None\n"
+        "    MIG Mode\n"
+        "        Current                           : Disabled\n"
+        "        Pending                           : Disabled\n"
+        "    Accounting Mode                       : Disabled\n"
+        "    Accounting Mode Buffer Size           : 4000\n"
+        "    Driver Model\n"
+        "        Current                           : N/A\n"
+        "        Pending                           : N/A\n");
+  f.Print("    Serial Number                         : {}\n", 1654423000000LL + node * 97 + i * 13);
+  f.Print("    GPU UUID                              : {}\n",
+          run.gpu_uuids()[static_cast<size_t>(node * run.scenario().gpus_per_node + i)]);
+  f.Print("    Minor Number                          : {}\n", i);
+  f.Raw("    VBIOS Version                         : 96.00.74.00.01\n"
+        "    MultiGPU Board                        : No\n");
+  f.Print("    Board ID                              : 0x{:x}00\n", bus);
+  f.Raw("    Board Part Number                     : 692-2G520-0200-000\n"
+        "    GPU Part Number                       : 2330-885-A1\n"
+        "    FRU Part Number                       : N/A\n"
+        "    Platform Info\n"
+        "        RACK Serial Number                : N/A\n"
+        "        Chassis Physical Slot Number      : N/A\n"
+        "        Compute Slot Index                : N/A\n"
+        "        Node Index                        : N/A\n"
+        "        Peer Type                         : N/A\n");
+  f.Print("        Module Id                         : {}\n", i + 1);
+  f.Raw("    Inforom Version\n"
+        "        Image Version                     : G520.0200.00.05\n"
+        "        OEM Object                        : 2.1\n"
+        "        ECC Object                        : 7.16\n"
+        "        Power Management Object           : N/A\n"
+        "    GPU Operation Mode\n"
+        "        Current                           : N/A\n"
+        "        Pending                           : N/A\n"
+        "    GPU C2C Mode                          : Disabled\n"
+        "    GPU Virtualization Mode\n"
+        "        Virtualization Mode               : None\n"
+        "        Host VGPU Mode                    : N/A\n"
+        "        vGPU Heterogeneous Mode           : N/A\n"
+        "    GPU Reset Status\n"
+        "        Reset Required                    : No\n"
+        "        Drain and Reset Recommended       : No\n"
+        "    GPU Recovery Action                   : None\n"
+        "    GSP Firmware Version                  : 565.57.01\n"
+        "    IBMNPU\n"
+        "        Relaxed Ordering Mode             : N/A\n");
+}
+
+// The PCI section: the link (width as trained) and its throughput; draws
+// the Tx, then the Rx noise.
+void QueryPci(int i, int pcie_width, const Reading& r, Noise& n, OutFile& f) {
+  int bus = GpuBusId(i);
+  f.Raw("    PCI\n");
+  f.Print("        Bus                               : 0x{:02x}\n", bus);
+  f.Raw("        Device                            : 0x00\n"
+        "        Domain                            : 0x0000\n"
+        "        Base Classcode                    : 0x3\n"
+        "        Sub Classcode                     : 0x2\n"
+        "        Device Id                         : 0x233010DE\n");
+  f.Print("        Bus Id                            : 00000000:{:02X}:00.0\n", bus);
+  f.Raw("        Sub System Id                     : 0x16C110DE\n"
+        "        GPU Link Info\n"
+        "            PCIe Generation\n"
+        "                Max                       : 5\n"
+        "                Current                   : 5\n"
+        "                Device Current            : 5\n"
+        "                Device Max                : 5\n"
+        "                Host Max                  : 5\n"
+        "            Link Width\n"
+        "                Max                       : 16x\n");
+  f.Print("                Current                   : {}x\n", pcie_width);
+  f.Raw("        Bridge Chip\n"
+        "            Type                          : N/A\n"
+        "            Firmware                      : N/A\n");
+  f.Print("        Replays Since Reset               : {}\n", pcie_width < 16 ? 4182 : 0);
+  f.Raw("        Replay Number Rollovers           : 0\n");
+  f.Print("        Tx Throughput                     : {} KB/s\n", std::lround(n.Around(r.tx_mbps * 1000, 0.05)));
+  f.Print("        Rx Throughput                     : {} KB/s\n", std::lround(n.Around(r.rx_mbps * 1000, 0.05)));
+  f.Raw("        Atomic Caps Outbound              : FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64 \n"
+        "        Atomic Caps Inbound               : FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64 \n");
+}
+
+// Fan, performance state and the clock event (throttle) reasons.
+void QueryClockEvents(const Reading& r, OutFile& f) {
+  f.Raw("    Fan Speed                             : N/A\n");
+  f.Raw("    Performance State                     : P0\n");
+  bool hw_thermal = r.reasons & kReasonHwThermal;
+  f.Raw("    Clocks Event Reasons\n");
+  f.Print("        Idle                              : {}\n", Active(r.reasons & kReasonGpuIdle));
+  f.Print("        Applications Clocks Setting       : {}\n", Active(r.reasons & kReasonApplicationsClocks));
+  f.Print("        SW Power Cap                      : {}\n", Active(r.reasons & kReasonSwPowerCap));
+  f.Print("        HW Slowdown                       : {}\n", Active(r.reasons & kReasonHwSlowdown));
+  f.Print("            HW Thermal Slowdown           : {}\n", Active(hw_thermal));
+  f.Raw("            HW Power Brake Slowdown       : Not Active\n"
+        "        Sync Boost                        : Not Active\n");
+  f.Print("        SW Thermal Slowdown               : {}\n", Active(r.reasons & kReasonSwThermal));
+  f.Raw("        Display Clock Setting             : Not Active\n"
+        "    Sparse Operation Mode                 : Disabled\n");
+}
+
+// Memory usage and utilisation, then the encoder, ECC and row remapping
+// sections (all clean).
+void QueryMemoryAndUtilization(const Reading& r, int used_mib, OutFile& f) {
+  QueryMemoryUsage(f, "FB Memory Usage", kFbTotalMiB, used_mib, 454);
+  QueryMemoryUsage(f, "BAR1 Memory Usage", 131072, r.busy ? 4 : 1);
+  QueryMemoryUsage(f, "Conf Compute Protected Memory Usage", 0, 0);
+  f.Raw("    Compute Mode                          : Default\n"
+        "    Utilization\n");
+  f.Print("        Gpu                               : {} %\n", std::lround(r.util_pct));
+  f.Print("        Memory                            : {} %\n", std::lround(r.mem_util_pct));
+  f.Raw("        Encoder                           : 0 %\n"
+        "        Decoder                           : 0 %\n"
+        "        JPEG                              : 0 %\n"
+        "        OFA                               : 0 %\n"
+        "    Encoder Stats\n"
+        "        Active Sessions                   : 0\n"
+        "        Average FPS                       : 0\n"
+        "        Average Latency                   : 0\n"
+        "    FBC Stats\n"
+        "        Active Sessions                   : 0\n"
+        "        Average FPS                       : 0\n"
+        "        Average Latency                   : 0\n"
+        "    ECC Mode\n"
+        "        Current                           : Enabled\n"
+        "        Pending                           : Enabled\n"
+        "    ECC Errors\n"
+        "        Volatile\n"
+        "            SRAM Correctable              : 0\n"
+        "            SRAM Uncorrectable Parity     : 0\n"
+        "            SRAM Uncorrectable SEC-DED    : 0\n"
+        "            DRAM Correctable              : 0\n"
+        "            DRAM Uncorrectable            : 0\n"
+        "        Aggregate\n"
+        "            SRAM Correctable              : 0\n"
+        "            SRAM Uncorrectable Parity     : 0\n"
+        "            SRAM Uncorrectable SEC-DED    : 0\n"
+        "            DRAM Correctable              : 0\n"
+        "            DRAM Uncorrectable            : 0\n"
+        "            SRAM Threshold Exceeded       : No\n"
+        "        Aggregate Uncorrectable SRAM Sources\n"
+        "            SRAM L2                       : 0\n"
+        "            SRAM SM                       : 0\n"
+        "            SRAM Microcontroller          : 0\n"
+        "            SRAM PCIE                     : 0\n"
+        "            SRAM Other                    : 0\n"
+        "    Retired Pages\n"
+        "        Single Bit ECC                    : N/A\n"
+        "        Double Bit ECC                    : N/A\n"
+        "        Pending Page Blacklist            : N/A\n"
+        "    Remapped Rows\n"
+        "        Correctable Error                 : 0\n"
+        "        Uncorrectable Error               : 0\n"
+        "        Pending                           : No\n"
+        "        Remapping Failure Occurred        : No\n"
+        "        Bank Remap Availability Histogram\n"
+        "            Max                           : 2560 bank(s)\n"
+        "            High                          : 0 bank(s)\n"
+        "            Partial                       : 0 bank(s)\n"
+        "            Low                           : 0 bank(s)\n"
+        "            None                          : 0 bank(s)\n");
+}
+
+// Temperatures as T.Limit margins (what the 565 driver prints).
+void QueryTemperature(long temp_c, OutFile& f) {
+  f.Raw("    Temperature\n");
+  f.Print("        GPU Current Temp                  : {} C\n", temp_c);
+  f.Print("        GPU T.Limit Temp                  : {} C\n", static_cast<long>(kMaxOperatingTempC) - temp_c);
+  f.Print("        GPU Shutdown T.Limit Temp         : {} C\n",
+          static_cast<long>(kMaxOperatingTempC - kShutdownTempC));
+  f.Print("        GPU Slowdown T.Limit Temp         : {} C\n",
+          static_cast<long>(kMaxOperatingTempC - kHwSlowdownTempC));
+  f.Raw("        GPU Max Operating T.Limit Temp    : 0 C\n"
+        "        GPU Target Temperature            : N/A\n");
+  f.Print("        Memory Current Temp               : {} C\n", temp_c + 6);
+  f.Raw("        Memory Max Operating T.Limit Temp : 0 C\n");
+}
+
+// GPU, memory and module power; draws the GPU's, then the memory's noise.
+void QueryPower(const Reading& r, double limit_w, Noise& n, OutFile& f) {
+  f.Raw("    GPU Power Readings\n");
+  f.Print("        Power Draw                        : {:.2f} W\n", n.Around(r.power_w, 0.01));
+  f.Print("        Current Power Limit               : {:.2f} W\n", limit_w);
+  f.Print("        Requested Power Limit             : {:.2f} W\n", limit_w);
+  f.Print("        Default Power Limit               : {:.2f} W\n", kDefaultPowerLimitW);
+  f.Print("        Min Power Limit                   : {:.2f} W\n", kMinPowerLimitW);
+  f.Print("        Max Power Limit                   : {:.2f} W\n", kDefaultPowerLimitW);
+  f.Raw("    GPU Memory Power Readings \n");
+  f.Print("        Power Draw                        : {:.2f} W\n", n.Around(r.busy ? 96 : 48, 0.03));
+  f.Raw("    Module Power Readings\n"
+        "        Power Draw                        : N/A\n"
+        "        Current Power Limit               : N/A\n"
+        "        Requested Power Limit             : N/A\n"
+        "        Default Power Limit               : N/A\n"
+        "        Min Power Limit                   : N/A\n"
+        "        Max Power Limit                   : N/A\n");
+}
+
+// Current, application (nvidia-smi -lgc shows here) and maximum clocks,
+// voltage and the fabric.
+void QueryClocks(const Reading& r, std::optional<double> locked_mhz, OutFile& f) {
+  const long max_mhz = static_cast<long>(kMaxSmClockMhz);
+  const long mem_mhz = static_cast<long>(kMemClockMhz);
+  QueryClockBlock(f, "Clocks", std::lround(r.sm_clock_mhz), std::lround(r.sm_clock_mhz), mem_mhz,
+                  r.busy ? 1755 : 765);
+  QueryClockBlock(f, "Applications Clocks", std::lround(locked_mhz.value_or(kMaxSmClockMhz)), std::nullopt,
+                  mem_mhz, std::nullopt);
+  QueryClockBlock(f, "Default Applications Clocks", max_mhz, std::nullopt, mem_mhz, std::nullopt);
+  f.Raw("    Deferred Clocks\n"
+        "        Memory                            : N/A\n");
+  QueryClockBlock(f, "Max Clocks", max_mhz, max_mhz, mem_mhz, 1545);
+  QueryClockBlock(f, "Max Customer Boost Clocks", max_mhz, std::nullopt, std::nullopt, std::nullopt);
+  f.Raw("    Clock Policy\n"
+        "        Auto Boost                        : N/A\n"
+        "        Auto Boost Default                : N/A\n"
+        "    Voltage\n");
+  f.Print("        Graphics                          : {:.3f} mV\n",
+          r.busy ? 670 + 330 * (r.sm_clock_mhz - kIdleClockMhz) / (kMaxSmClockMhz - kIdleClockMhz) : 670.0);
+  f.Raw("    Fabric\n"
+        "        State                             : Completed\n"
+        "        Status                            : Success\n"
+        "        CliqueId                          : 0\n"
+        "        ClusterUUID                       : 00000000-0000-0000-0000-000000000000\n"
+        "        Health\n"
+        "            Bandwidth                     : N/A\n");
+}
+
+// The training process while the job runs, and the GPU's capabilities.
+void QueryProcesses(const Reading& r, int rank, int used_mib, OutFile& f) {
+  if (r.busy) {
+    f.Raw("    Processes\n"
+          "        GPU instance ID                   : N/A\n"
+          "        Compute instance ID               : N/A\n");
+    f.Print("        Process ID                        : {}\n", TraceProcessId(rank));
+    f.Raw("            Type                          : C\n"
+          "            Name                          : python3\n");
+    f.Print("            Used GPU Memory               : {} MiB\n", used_mib - 1);
+  } else {
+    f.Raw("    Processes                             : None\n");
+  }
+  f.Raw("    Capabilities\n"
+        "        EGM                               : disabled\n\n");
+}
+
+// nvidia-smi -q, taken 1 s before the last step ends: the job is still running.
 void Query(const RunContext& ctx, int node, OutFile& f) {
   const ClusterRun& run = ctx.run;
   int g = run.scenario().gpus_per_node;
   const NodeState& ns = run.node_states()[static_cast<size_t>(node)];
-  // Taken 1 s before the last step ends: the job is still running.
   int64_t host_t = ctx.host_ns(node, ctx.job_end_ns) - kSec;
   Civil c = ToCivil(host_t);
   f.Print("==============NVSMI LOG==============\n\n");
@@ -185,246 +460,15 @@ void Query(const RunContext& ctx, int node, OutFile& f) {
   for (int i = 0; i < g; ++i) {
     Reading r = ReadAt(ctx, node, i, host_t - run.clock_offsets_ns()[static_cast<size_t>(node)]);
     Noise n(run.scenario().seed ^ 0x77, node, i, host_t);
-    int bus = GpuBusId(i);
-    int rank = node * g + i;
-    long temp = std::lround(r.temp_c);
-    std::optional<double> lock = ns.locked_clock_mhz[static_cast<size_t>(i)];
-    f.Print("GPU 00000000:{:02X}:00.0\n", bus);
-    f.Raw("    Product Name                          : NVIDIA H100 80GB HBM3\n"
-          "    Product Brand                         : NVIDIA\n"
-          "    Product Architecture                  : Hopper\n"
-          "    Display Mode                          : Enabled\n"
-          "    Display Active                        : Disabled\n"
-          "    Persistence Mode                      : Enabled\n"
-          "    Addressing Mode                       : None\n"
-          "    MIG Mode\n"
-          "        Current                           : Disabled\n"
-          "        Pending                           : Disabled\n"
-          "    Accounting Mode                       : Disabled\n"
-          "    Accounting Mode Buffer Size           : 4000\n"
-          "    Driver Model\n"
-          "        Current                           : N/A\n"
-          "        Pending                           : N/A\n");
-    f.Print("    Serial Number                         : {}\n", 1654423000000LL + node * 97 + i * 13);
-    f.Print("    GPU UUID                              : {}\n", run.gpu_uuids()[static_cast<size_t>(rank)]);
-    f.Print("    Minor Number                          : {}\n", i);
-    f.Raw("    VBIOS Version                         : 96.00.74.00.01\n"
-          "    MultiGPU Board                        : No\n");
-    f.Print("    Board ID                              : 0x{:x}00\n", bus);
-    f.Raw("    Board Part Number                     : 692-2G520-0200-000\n"
-          "    GPU Part Number                       : 2330-885-A1\n"
-          "    FRU Part Number                       : N/A\n"
-          "    Platform Info\n"
-          "        RACK Serial Number                : N/A\n"
-          "        Chassis Physical Slot Number      : N/A\n"
-          "        Compute Slot Index                : N/A\n"
-          "        Node Index                        : N/A\n"
-          "        Peer Type                         : N/A\n");
-    f.Print("        Module Id                         : {}\n", i + 1);
-    f.Raw("    Inforom Version\n"
-          "        Image Version                     : G520.0200.00.05\n"
-          "        OEM Object                        : 2.1\n"
-          "        ECC Object                        : 7.16\n"
-          "        Power Management Object           : N/A\n"
-          "    GPU Operation Mode\n"
-          "        Current                           : N/A\n"
-          "        Pending                           : N/A\n"
-          "    GPU C2C Mode                          : Disabled\n"
-          "    GPU Virtualization Mode\n"
-          "        Virtualization Mode               : None\n"
-          "        Host VGPU Mode                    : N/A\n"
-          "        vGPU Heterogeneous Mode           : N/A\n"
-          "    GPU Reset Status\n"
-          "        Reset Required                    : No\n"
-          "        Drain and Reset Recommended       : No\n"
-          "    GPU Recovery Action                   : None\n"
-          "    GSP Firmware Version                  : 565.57.01\n"
-          "    IBMNPU\n"
-          "        Relaxed Ordering Mode             : N/A\n"
-          "    PCI\n");
-    f.Print("        Bus                               : 0x{:02x}\n", bus);
-    f.Raw("        Device                            : 0x00\n"
-          "        Domain                            : 0x0000\n"
-          "        Base Classcode                    : 0x3\n"
-          "        Sub Classcode                     : 0x2\n"
-          "        Device Id                         : 0x233010DE\n");
-    f.Print("        Bus Id                            : 00000000:{:02X}:00.0\n", bus);
-    f.Raw("        Sub System Id                     : 0x16C110DE\n"
-          "        GPU Link Info\n"
-          "            PCIe Generation\n"
-          "                Max                       : 5\n"
-          "                Current                   : 5\n"
-          "                Device Current            : 5\n"
-          "                Device Max                : 5\n"
-          "                Host Max                  : 5\n"
-          "            Link Width\n"
-          "                Max                       : 16x\n");
-    f.Print("                Current                   : {}x\n", ns.pcie_width[static_cast<size_t>(i)]);
-    f.Raw("        Bridge Chip\n"
-          "            Type                          : N/A\n"
-          "            Firmware                      : N/A\n");
-    f.Print("        Replays Since Reset               : {}\n", ns.pcie_width[static_cast<size_t>(i)] < 16 ? 4182 : 0);
-    f.Raw("        Replay Number Rollovers           : 0\n");
-    f.Print("        Tx Throughput                     : {} KB/s\n", std::lround(n.Around(r.tx_mbps * 1000, 0.05)));
-    f.Print("        Rx Throughput                     : {} KB/s\n", std::lround(n.Around(r.rx_mbps * 1000, 0.05)));
-    f.Raw("        Atomic Caps Outbound              : FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64 \n"
-          "        Atomic Caps Inbound               : FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64 \n"
-          "    Fan Speed                             : N/A\n");
-    f.Raw("    Performance State                     : P0\n");
-    bool hw_thermal = r.reasons & kReasonHwThermal;
-    f.Raw("    Clocks Event Reasons\n");
-    f.Print("        Idle                              : {}\n", Active(r.reasons & kReasonGpuIdle));
-    f.Print("        Applications Clocks Setting       : {}\n", Active(r.reasons & kReasonApplicationsClocks));
-    f.Print("        SW Power Cap                      : {}\n", Active(r.reasons & kReasonSwPowerCap));
-    f.Print("        HW Slowdown                       : {}\n", Active(r.reasons & kReasonHwSlowdown));
-    f.Print("            HW Thermal Slowdown           : {}\n", Active(hw_thermal));
-    f.Raw("            HW Power Brake Slowdown       : Not Active\n"
-          "        Sync Boost                        : Not Active\n");
-    f.Print("        SW Thermal Slowdown               : {}\n", Active(r.reasons & kReasonSwThermal));
-    f.Raw("        Display Clock Setting             : Not Active\n"
-          "    Sparse Operation Mode                 : Disabled\n"
-          "    FB Memory Usage\n");
-    int used = r.busy ? kFbUsedMiB + 13 * i : 1;
-    f.Print("        Total                             : {} MiB\n", kFbTotalMiB);
-    f.Raw("        Reserved                          : 454 MiB\n");
-    f.Print("        Used                              : {} MiB\n", used);
-    f.Print("        Free                              : {} MiB\n", kFbTotalMiB - 454 - used);
-    f.Raw("    BAR1 Memory Usage\n"
-          "        Total                             : 131072 MiB\n");
-    f.Print("        Used                              : {} MiB\n", r.busy ? 4 : 1);
-    f.Print("        Free                              : {} MiB\n", 131072 - (r.busy ? 4 : 1));
-    f.Raw("    Conf Compute Protected Memory Usage\n"
-          "        Total                             : 0 MiB\n"
-          "        Used                              : 0 MiB\n"
-          "        Free                              : 0 MiB\n"
-          "    Compute Mode                          : Default\n"
-          "    Utilization\n");
-    f.Print("        Gpu                               : {} %\n", std::lround(r.util_pct));
-    f.Print("        Memory                            : {} %\n", std::lround(r.mem_util_pct));
-    f.Raw("        Encoder                           : 0 %\n"
-          "        Decoder                           : 0 %\n"
-          "        JPEG                              : 0 %\n"
-          "        OFA                               : 0 %\n"
-          "    Encoder Stats\n"
-          "        Active Sessions                   : 0\n"
-          "        Average FPS                       : 0\n"
-          "        Average Latency                   : 0\n"
-          "    FBC Stats\n"
-          "        Active Sessions                   : 0\n"
-          "        Average FPS                       : 0\n"
-          "        Average Latency                   : 0\n"
-          "    ECC Mode\n"
-          "        Current                           : Enabled\n"
-          "        Pending                           : Enabled\n"
-          "    ECC Errors\n"
-          "        Volatile\n"
-          "            SRAM Correctable              : 0\n"
-          "            SRAM Uncorrectable Parity     : 0\n"
-          "            SRAM Uncorrectable SEC-DED    : 0\n"
-          "            DRAM Correctable              : 0\n"
-          "            DRAM Uncorrectable            : 0\n"
-          "        Aggregate\n"
-          "            SRAM Correctable              : 0\n"
-          "            SRAM Uncorrectable Parity     : 0\n"
-          "            SRAM Uncorrectable SEC-DED    : 0\n"
-          "            DRAM Correctable              : 0\n"
-          "            DRAM Uncorrectable            : 0\n"
-          "            SRAM Threshold Exceeded       : No\n"
-          "        Aggregate Uncorrectable SRAM Sources\n"
-          "            SRAM L2                       : 0\n"
-          "            SRAM SM                       : 0\n"
-          "            SRAM Microcontroller          : 0\n"
-          "            SRAM PCIE                     : 0\n"
-          "            SRAM Other                    : 0\n"
-          "    Retired Pages\n"
-          "        Single Bit ECC                    : N/A\n"
-          "        Double Bit ECC                    : N/A\n"
-          "        Pending Page Blacklist            : N/A\n"
-          "    Remapped Rows\n"
-          "        Correctable Error                 : 0\n"
-          "        Uncorrectable Error               : 0\n"
-          "        Pending                           : No\n"
-          "        Remapping Failure Occurred        : No\n"
-          "        Bank Remap Availability Histogram\n"
-          "            Max                           : 2560 bank(s)\n"
-          "            High                          : 0 bank(s)\n"
-          "            Partial                       : 0 bank(s)\n"
-          "            Low                           : 0 bank(s)\n"
-          "            None                          : 0 bank(s)\n"
-          "    Temperature\n");
-    f.Print("        GPU Current Temp                  : {} C\n", temp);
-    f.Print("        GPU T.Limit Temp                  : {} C\n", static_cast<long>(kMaxOperatingTempC) - temp);
-    f.Print("        GPU Shutdown T.Limit Temp         : {} C\n",
-            static_cast<long>(kMaxOperatingTempC - kShutdownTempC));
-    f.Print("        GPU Slowdown T.Limit Temp         : {} C\n",
-            static_cast<long>(kMaxOperatingTempC - kHwSlowdownTempC));
-    f.Raw("        GPU Max Operating T.Limit Temp    : 0 C\n"
-          "        GPU Target Temperature            : N/A\n");
-    f.Print("        Memory Current Temp               : {} C\n", temp + 6);
-    f.Raw("        Memory Max Operating T.Limit Temp : 0 C\n"
-          "    GPU Power Readings\n");
-    double limit = ns.power_limit_w[static_cast<size_t>(i)];
-    f.Print("        Power Draw                        : {:.2f} W\n", n.Around(r.power_w, 0.01));
-    f.Print("        Current Power Limit               : {:.2f} W\n", limit);
-    f.Print("        Requested Power Limit             : {:.2f} W\n", limit);
-    f.Print("        Default Power Limit               : {:.2f} W\n", kDefaultPowerLimitW);
-    f.Print("        Min Power Limit                   : {:.2f} W\n", kMinPowerLimitW);
-    f.Print("        Max Power Limit                   : {:.2f} W\n", kDefaultPowerLimitW);
-    f.Raw("    GPU Memory Power Readings \n");
-    f.Print("        Power Draw                        : {:.2f} W\n", n.Around(r.busy ? 96 : 48, 0.03));
-    f.Raw("    Module Power Readings\n"
-          "        Power Draw                        : N/A\n"
-          "        Current Power Limit               : N/A\n"
-          "        Requested Power Limit             : N/A\n"
-          "        Default Power Limit               : N/A\n"
-          "        Min Power Limit                   : N/A\n"
-          "        Max Power Limit                   : N/A\n"
-          "    Clocks\n");
-    f.Print("        Graphics                          : {} MHz\n", std::lround(r.sm_clock_mhz));
-    f.Print("        SM                                : {} MHz\n", std::lround(r.sm_clock_mhz));
-    f.Print("        Memory                            : {} MHz\n", static_cast<long>(kMemClockMhz));
-    f.Print("        Video                             : {} MHz\n", r.busy ? 1755 : 765);
-    f.Raw("    Applications Clocks\n");
-    f.Print("        Graphics                          : {} MHz\n", std::lround(lock.value_or(kMaxSmClockMhz)));
-    f.Print("        Memory                            : {} MHz\n", static_cast<long>(kMemClockMhz));
-    f.Raw("    Default Applications Clocks\n");
-    f.Print("        Graphics                          : {} MHz\n", static_cast<long>(kMaxSmClockMhz));
-    f.Print("        Memory                            : {} MHz\n", static_cast<long>(kMemClockMhz));
-    f.Raw("    Deferred Clocks\n"
-          "        Memory                            : N/A\n"
-          "    Max Clocks\n");
-    f.Print("        Graphics                          : {} MHz\n", static_cast<long>(kMaxSmClockMhz));
-    f.Print("        SM                                : {} MHz\n", static_cast<long>(kMaxSmClockMhz));
-    f.Print("        Memory                            : {} MHz\n", static_cast<long>(kMemClockMhz));
-    f.Raw("        Video                             : 1545 MHz\n"
-          "    Max Customer Boost Clocks\n");
-    f.Print("        Graphics                          : {} MHz\n", static_cast<long>(kMaxSmClockMhz));
-    f.Raw("    Clock Policy\n"
-          "        Auto Boost                        : N/A\n"
-          "        Auto Boost Default                : N/A\n"
-          "    Voltage\n");
-    f.Print("        Graphics                          : {:.3f} mV\n",
-            r.busy ? 670 + 330 * (r.sm_clock_mhz - kIdleClockMhz) / (kMaxSmClockMhz - kIdleClockMhz) : 670.0);
-    f.Raw("    Fabric\n"
-          "        State                             : Completed\n"
-          "        Status                            : Success\n"
-          "        CliqueId                          : 0\n"
-          "        ClusterUUID                       : 00000000-0000-0000-0000-000000000000\n"
-          "        Health\n"
-          "            Bandwidth                     : N/A\n");
-    if (r.busy) {
-      f.Raw("    Processes\n"
-            "        GPU instance ID                   : N/A\n"
-            "        Compute instance ID               : N/A\n");
-      f.Print("        Process ID                        : {}\n", TraceProcessId(rank));
-      f.Raw("            Type                          : C\n"
-            "            Name                          : python3\n");
-      f.Print("            Used GPU Memory               : {} MiB\n", used - 1);
-    } else {
-      f.Raw("    Processes                             : None\n");
-    }
-    f.Raw("    Capabilities\n"
-          "        EGM                               : disabled\n\n");
+    int used_mib = r.busy ? kFbUsedMiB + 13 * i : 1;
+    QueryIdentity(run, node, i, f);
+    QueryPci(i, ns.pcie_width[static_cast<size_t>(i)], r, n, f);
+    QueryClockEvents(r, f);
+    QueryMemoryAndUtilization(r, used_mib, f);
+    QueryTemperature(std::lround(r.temp_c), f);
+    QueryPower(r, ns.power_limit_w[static_cast<size_t>(i)], n, f);
+    QueryClocks(r, ns.locked_clock_mhz[static_cast<size_t>(i)], f);
+    QueryProcesses(r, node * g + i, used_mib, f);
   }
 }
 
