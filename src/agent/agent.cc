@@ -10,11 +10,9 @@
 namespace laggard::agent {
 namespace {
 
-// A JSON number for a finite value (integers without a fraction).
-std::string JsonNumber(double v) {
-  if (v == std::trunc(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{}", v);
-}
+// A JSON number for a finite value, spelt as a Prometheus sample value:
+// integers without a fraction, others shortest round-trip.
+std::string JsonNumber(double v) { return FormatSampleValue(v); }
 
 // Builds one JSON object line; keys are trusted literals.
 class JsonLine {

@@ -1,6 +1,11 @@
 #include "agent/metrics.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,17 +50,23 @@ constexpr GpuMetric kGpuMetrics[] = {
      "Uncorrected ECC errors since the driver was loaded."},
 };
 
+// Appends `v` with backslashes and newlines escaped, and double quotes too
+// when `escape_quotes` (label values; HELP text keeps its quotes).
+void AppendEscaped(std::string& out, std::string_view v, bool escape_quotes) {
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"' && escape_quotes) out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out.push_back(c);
+  }
+}
+
 }  // namespace
 
 std::string EscapeLabelValue(std::string_view v) {
   std::string out;
   out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out.push_back(c);
-  }
+  AppendEscaped(out, v, /*escape_quotes=*/true);
   return out;
 }
 
@@ -70,11 +81,7 @@ void PromWriter::Family(std::string_view name, std::string_view type, std::strin
   out_ += "# HELP ";
   out_ += name;
   out_ += ' ';
-  for (char c : help) {
-    if (c == '\\') out_ += "\\\\";
-    else if (c == '\n') out_ += "\\n";
-    else out_.push_back(c);
-  }
+  AppendEscaped(out_, help, /*escape_quotes=*/false);
   out_ += "\n# TYPE ";
   out_ += name;
   out_ += ' ';
@@ -90,7 +97,7 @@ void PromWriter::Sample(std::string_view name, const Labels& labels, double valu
       if (i > 0) out_ += ',';
       out_ += labels[i].first;
       out_ += "=\"";
-      out_ += EscapeLabelValue(labels[i].second);
+      AppendEscaped(out_, labels[i].second, /*escape_quotes=*/true);
       out_ += '"';
     }
     out_ += '}';
@@ -100,267 +107,323 @@ void PromWriter::Sample(std::string_view name, const Labels& labels, double valu
   out_ += '\n';
 }
 
-std::string RenderMetrics(const MetricsInput& in) {
-  PromWriter w;
-  w.text().reserve(32 * 1024);
-  Labels base = {{"host", in.host}};
-  if (in.job) base.emplace_back("job", *in.job);
-  auto with = [&](Labels extra) {
-    Labels l = base;
+namespace {
+
+// One exposition of a MetricsInput, family by family; a null pointer in the
+// input stands for nothing to report.
+class MetricsRenderer {
+ public:
+  explicit MetricsRenderer(const MetricsInput& in)
+      : in_(in),
+        gpus_(in.gpus ? *in.gpus : kNoGpus),
+        ranks_(in.ranks ? *in.ranks : kNoRanks),
+        links_(in.links ? *in.links : kNoLinks),
+        c_(in.counters ? *in.counters : kNoCounters) {
+    base_ = {{"host", in.host}};
+    if (in.job) base_.emplace_back("job", *in.job);
+  }
+
+  std::string Render() {
+    w_.text().reserve(32 * 1024);
+    // Agent health first: it is there even with no GPU and no step.
+    AgentHealth();
+    AgentIntake();
+    AgentLogs();
+    Gpus();
+    Steps();
+    IbPorts();
+    NetIfs();
+    PcieLinks();
+    return std::move(w_.text());
+  }
+
+ private:
+  static inline const std::vector<GpuSnapshot> kNoGpus{};
+  static inline const std::vector<RankSteps> kNoRanks{};
+  static inline const HostLinks kNoLinks{};
+  static inline const AgentCounters kNoCounters{};
+
+  // The host (and job) labels, then `extra`.
+  Labels With(Labels extra) const {
+    Labels l = base_;
     for (auto& e : extra) l.push_back(std::move(e));
     return l;
-  };
-  static const std::vector<GpuSnapshot> kNoGpus;
-  static const std::vector<RankSteps> kNoRanks;
-  static const HostLinks kNoLinks;
-  static const AgentCounters kNoCounters;
-  const std::vector<GpuSnapshot>& gpus = in.gpus ? *in.gpus : kNoGpus;
-  const std::vector<RankSteps>& ranks = in.ranks ? *in.ranks : kNoRanks;
-  const HostLinks& links = in.links ? *in.links : kNoLinks;
-  const AgentCounters& c = in.counters ? *in.counters : kNoCounters;
-
-  auto gpu_labels = [&](const GpuSnapshot& g, Labels extra = {}) {
-    Labels l = base;
+  }
+  Labels GpuLabels(const GpuSnapshot& g, Labels extra = {}) const {
+    Labels l = base_;
     l.emplace_back("gpu", std::to_string(g.index));
     if (g.uuid) l.emplace_back("uuid", *g.uuid);
     for (auto& e : extra) l.push_back(std::move(e));
     return l;
-  };
-  // A family whose samples come from a per-GPU lambda; skipped when empty.
-  auto gpu_family = [&](std::string_view name, std::string_view type, std::string_view help,
-                        auto&& emit) {
-    size_t mark = w.text().size();
-    w.Family(name, type, help);
-    size_t header_end = w.text().size();
-    for (const GpuSnapshot& g : gpus) emit(g);
-    if (w.text().size() == header_end) w.text().resize(mark);
-  };
-
-  // Agent health first: it is there even with no GPU and no step.
-  w.Family("laggard_agent_info", "gauge", "Constant 1; the agent's version and GPU backend.");
-  w.Sample("laggard_agent_info", with({{"version", in.version}, {"gpu_backend", in.gpu_backend}}), 1);
-  w.Family("laggard_agent_gpus", "gauge", "GPUs the backend reports.");
-  w.Sample("laggard_agent_gpus", base, static_cast<double>(gpus.size()));
-  w.Family("laggard_agent_samples_total", "counter", "Sampling rounds done (GPUs and host links).");
-  w.Sample("laggard_agent_samples_total", base, static_cast<double>(c.samples));
-  if (c.samples > 0) {
-    w.Family("laggard_agent_sample_duration_seconds", "gauge", "Duration of the last sampling round.");
-    w.Sample("laggard_agent_sample_duration_seconds", base, ToSeconds(c.last_sample_duration_ns));
-    w.Family("laggard_agent_last_sample_timestamp_seconds", "gauge",
-             "Unix time of the last sampling round.");
-    w.Sample("laggard_agent_last_sample_timestamp_seconds", base, ToSeconds(c.last_sample_ns));
   }
-  w.Family("laggard_agent_step_datagrams_total", "counter", "Step datagrams received, by transport.");
-  for (size_t s = 0; s < c.datagrams.size(); ++s) {
-    w.Sample("laggard_agent_step_datagrams_total",
-             with({{"source", std::string(StepSourceName(static_cast<StepSource>(s)))}}),
-             static_cast<double>(c.datagrams[s]));
-  }
-  w.Family("laggard_agent_step_reports_total", "counter", "Step reports accepted, by transport.");
-  for (size_t s = 0; s < c.steps.size(); ++s) {
-    w.Sample("laggard_agent_step_reports_total",
-             with({{"source", std::string(StepSourceName(static_cast<StepSource>(s)))}}),
-             static_cast<double>(c.steps[s]));
-  }
-  w.Family("laggard_agent_step_lines_bad_total", "counter",
-           "Step lines refused, by reason and transport (see docs/agent.md for the line format).");
-  for (size_t b = 0; b < c.bad_lines.size(); ++b) {
-    for (size_t s = 0; s < c.bad_lines[b].size(); ++s) {
-      w.Sample("laggard_agent_step_lines_bad_total",
-               with({{"reason", std::string(BadLineName(static_cast<BadLine>(b)))},
-                     {"source", std::string(StepSourceName(static_cast<StepSource>(s)))}}),
-               static_cast<double>(c.bad_lines[b][s]));
-    }
-  }
-  w.Family("laggard_agent_ranks_expired_total", "counter",
-           "Ranks forgotten after reporting nothing for --rank-ttl.");
-  w.Sample("laggard_agent_ranks_expired_total", base, static_cast<double>(c.ranks_expired));
-  w.Family("laggard_agent_sysfs_parse_errors_total", "counter",
-           "sysfs attributes with unexpected contents.");
-  w.Sample("laggard_agent_sysfs_parse_errors_total", base, static_cast<double>(c.sysfs_parse_errors));
-  if (!c.log_bytes.empty()) {
-    w.Family("laggard_agent_log_bytes_total", "counter", "Bytes written to the rolling logs.");
-    for (const auto& [log, v] : c.log_bytes) w.Sample("laggard_agent_log_bytes_total", with({{"log", log}}), static_cast<double>(v));
-    w.Family("laggard_agent_log_write_errors_total", "counter",
-             "Rolling-log writes that failed (the line was dropped).");
-    for (const auto& [log, v] : c.log_write_errors)
-      w.Sample("laggard_agent_log_write_errors_total", with({{"log", log}}), static_cast<double>(v));
-    w.Family("laggard_agent_log_rotations_total", "counter", "Rolling-log rotations.");
-    for (const auto& [log, v] : c.log_rotations)
-      w.Sample("laggard_agent_log_rotations_total", with({{"log", log}}), static_cast<double>(v));
-  }
-
-  // GPUs.
-  gpu_family("laggard_gpu_info", "gauge", "Constant 1 per GPU; its name and PCI bus id.",
-             [&](const GpuSnapshot& g) {
-               Labels extra;
-               if (g.name) extra.emplace_back("name", *g.name);
-               if (g.bus_id) extra.emplace_back("bus_id", *g.bus_id);
-               w.Sample("laggard_gpu_info", gpu_labels(g, std::move(extra)), 1);
-             });
-  gpu_family("laggard_gpu_lost", "gauge",
-             "1 when NVML reports the GPU lost (GPU_IS_LOST: fallen off the bus); its other "
-             "metrics are absent meanwhile.",
-             [&](const GpuSnapshot& g) { w.Sample("laggard_gpu_lost", gpu_labels(g), g.lost ? 1 : 0); });
-  for (const GpuMetric& m : kGpuMetrics) {
-    gpu_family(m.name, "gauge", m.help, [&](const GpuSnapshot& g) {
-      if (auto v = g[m.field]) w.Sample(m.name, gpu_labels(g), *v);
-    });
-  }
-  gpu_family("laggard_gpu_clock_event_active", "gauge",
-             "1 when the clock-event (throttle) reason is active, 0 when not; one series per reason.",
-             [&](const GpuSnapshot& g) {
-               auto v = g[GpuField::kClockEvents];
-               if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
-               uint64_t bits = static_cast<uint64_t>(*v);
-               for (auto [bit, name] : ClockEventBits()) {
-                 w.Sample("laggard_gpu_clock_event_active", gpu_labels(g, {{"reason", std::string(name)}}),
-                          (bits & bit) != 0 ? 1 : 0);
-               }
-             });
-  gpu_family("laggard_gpu_nvlinks_active", "gauge", "NVLinks of the GPU that are active.",
-             [&](const GpuSnapshot& g) {
-               if (auto n = g.nvlinks_active()) w.Sample("laggard_gpu_nvlinks_active", gpu_labels(g), *n);
-             });
-  gpu_family("laggard_gpu_nvlinks", "gauge", "NVLinks the GPU has.", [&](const GpuSnapshot& g) {
-    if (g.nvlinks_known) w.Sample("laggard_gpu_nvlinks", gpu_labels(g), static_cast<double>(g.nvlinks.size()));
-  });
-  gpu_family("laggard_gpu_nvlink_link_active", "gauge", "1 when the NVLink is active, per link.",
-             [&](const GpuSnapshot& g) {
-               for (size_t l = 0; l < g.nvlinks.size(); ++l) {
-                 w.Sample("laggard_gpu_nvlink_link_active", gpu_labels(g, {{"link", std::to_string(l)}}),
-                          g.nvlinks[l] ? 1 : 0);
-               }
-             });
-  gpu_family("laggard_gpu_xid_events_total", "counter", "XID events seen since the agent started, by XID.",
-             [&](const GpuSnapshot& g) {
-               for (const auto& [xid, n] : g.xid_counts) {
-                 w.Sample("laggard_gpu_xid_events_total", gpu_labels(g, {{"xid", std::to_string(xid)}}),
-                          static_cast<double>(n));
-               }
-             });
-  gpu_family("laggard_gpu_last_xid", "gauge", "The most recent XID seen since the agent started.",
-             [&](const GpuSnapshot& g) {
-               if (g.last_xid) w.Sample("laggard_gpu_last_xid", gpu_labels(g), static_cast<double>(*g.last_xid));
-             });
-  gpu_family("laggard_gpu_query_errors_total", "counter",
-             "NVML queries that failed with an error other than NOT_SUPPORTED, by field and error.",
-             [&](const GpuSnapshot& g) {
-               for (const auto& [key, n] : g.query_errors) {
-                 w.Sample("laggard_gpu_query_errors_total",
-                          gpu_labels(g, {{"field", key.first}, {"error", key.second}}), static_cast<double>(n));
-               }
-             });
-
-  // Steps.
-  auto rank_labels = [&](const RankSteps& r, Labels extra = {}) {
-    Labels l = base;
+  // rank, and the GPU it said it drives (with that GPU's uuid when known).
+  Labels RankLabels(const RankSteps& r, Labels extra = {}) const {
+    Labels l = base_;
     l.emplace_back("rank", std::to_string(r.rank));
     if (r.gpu) {
       l.emplace_back("gpu", std::to_string(*r.gpu));
-      if (*r.gpu >= 0 && static_cast<size_t>(*r.gpu) < gpus.size() && gpus[static_cast<size_t>(*r.gpu)].uuid) {
-        l.emplace_back("uuid", *gpus[static_cast<size_t>(*r.gpu)].uuid);
+      if (*r.gpu >= 0 && static_cast<size_t>(*r.gpu) < gpus_.size() && gpus_[static_cast<size_t>(*r.gpu)].uuid) {
+        l.emplace_back("uuid", *gpus_[static_cast<size_t>(*r.gpu)].uuid);
       }
     }
     for (auto& e : extra) l.push_back(std::move(e));
     return l;
-  };
-  if (!ranks.empty()) {
-    w.Family("laggard_step_duration_seconds", "gauge", "Duration of the rank's last reported step.");
-    for (const RankSteps& r : ranks) w.Sample("laggard_step_duration_seconds", rank_labels(r), ToSeconds(r.last_duration_ns));
-    w.Family("laggard_step_last", "gauge", "Number of the rank's last reported step.");
-    for (const RankSteps& r : ranks) w.Sample("laggard_step_last", rank_labels(r), static_cast<double>(r.last_step));
-    w.Family("laggard_steps_total", "counter", "Steps the rank reported since the agent started.");
-    for (const RankSteps& r : ranks) w.Sample("laggard_steps_total", rank_labels(r), static_cast<double>(r.reports));
-    w.Family("laggard_step_seconds_total", "counter",
-             "Sum of the rank's reported step times; rate(...) / rate(laggard_steps_total) is the mean step time.");
-    for (const RankSteps& r : ranks) w.Sample("laggard_step_seconds_total", rank_labels(r), r.seconds_total);
-    w.Family("laggard_step_last_report_timestamp_seconds", "gauge", "Unix time of the rank's last report.");
-    for (const RankSteps& r : ranks)
-      w.Sample("laggard_step_last_report_timestamp_seconds", rank_labels(r), ToSeconds(r.last_report_ns));
-    size_t mark = w.text().size();
-    w.Family("laggard_step_phase_seconds", "gauge", "A phase's time in the rank's last step that reported it.");
-    size_t header_end = w.text().size();
-    for (const RankSteps& r : ranks) {
-      for (const auto& [phase, d] : r.last_phase_ns) {
-        w.Sample("laggard_step_phase_seconds", rank_labels(r, {{"phase", phase}}), ToSeconds(d));
+  }
+
+  // A family whose samples `emit` writes; dropped, header and all, when it
+  // writes none. Returns whether the family was kept.
+  template <typename Emit>
+  bool OptionalFamily(std::string_view name, std::string_view type, std::string_view help, Emit&& emit) {
+    size_t mark = w_.text().size();
+    w_.Family(name, type, help);
+    size_t header_end = w_.text().size();
+    emit();
+    if (w_.text().size() != header_end) return true;
+    w_.text().resize(mark);
+    return false;
+  }
+  // A family with `emit` run for each GPU; dropped when empty.
+  template <typename Emit>
+  void GpuFamily(std::string_view name, std::string_view type, std::string_view help, Emit&& emit) {
+    OptionalFamily(name, type, help, [&] {
+      for (const GpuSnapshot& g : gpus_) emit(g);
+    });
+  }
+  // A family with one sample per rank, `value(rank)`.
+  template <typename Value>
+  void RankFamily(std::string_view name, std::string_view type, std::string_view help, Value&& value) {
+    w_.Family(name, type, help);
+    for (const RankSteps& r : ranks_) w_.Sample(name, RankLabels(r), value(r));
+  }
+  // A family with one sample per IB port, `value(port)`, for the ports that have it.
+  template <typename Value>
+  void PortFamily(std::string_view name, std::string_view type, std::string_view help, Value&& value) {
+    w_.Family(name, type, help);
+    for (const IbPortSample& p : links_.ib_ports) {
+      if (std::optional<double> v = value(p)) w_.Sample(name, PortLabels(p), *v);
+    }
+  }
+  Labels PortLabels(const IbPortSample& p, Labels extra = {}) const {
+    Labels l = With({{"device", p.ca}, {"port", std::to_string(p.port)}});
+    for (auto& e : extra) l.push_back(std::move(e));
+    return l;
+  }
+  // A counter per step transport.
+  void PerSource(std::string_view name, std::string_view help,
+                 const std::array<uint64_t, static_cast<size_t>(StepSource::kCount)>& counts) {
+    w_.Family(name, "counter", help);
+    for (size_t s = 0; s < counts.size(); ++s) {
+      w_.Sample(name, With({{"source", std::string(StepSourceName(static_cast<StepSource>(s)))}}),
+                static_cast<double>(counts[s]));
+    }
+  }
+  // A counter per rolling log.
+  void PerLog(std::string_view name, std::string_view help, const std::map<std::string, uint64_t>& counts) {
+    w_.Family(name, "counter", help);
+    for (const auto& [log, v] : counts) w_.Sample(name, With({{"log", log}}), static_cast<double>(v));
+  }
+
+  void AgentHealth() {
+    w_.Family("laggard_agent_info", "gauge", "Constant 1; the agent's version and GPU backend.");
+    w_.Sample("laggard_agent_info", With({{"version", in_.version}, {"gpu_backend", in_.gpu_backend}}), 1);
+    w_.Family("laggard_agent_gpus", "gauge", "GPUs the backend reports.");
+    w_.Sample("laggard_agent_gpus", base_, static_cast<double>(gpus_.size()));
+    w_.Family("laggard_agent_samples_total", "counter", "Sampling rounds done (GPUs and host links).");
+    w_.Sample("laggard_agent_samples_total", base_, static_cast<double>(c_.samples));
+    if (c_.samples > 0) {
+      w_.Family("laggard_agent_sample_duration_seconds", "gauge", "Duration of the last sampling round.");
+      w_.Sample("laggard_agent_sample_duration_seconds", base_, ToSeconds(c_.last_sample_duration_ns));
+      w_.Family("laggard_agent_last_sample_timestamp_seconds", "gauge",
+                "Unix time of the last sampling round.");
+      w_.Sample("laggard_agent_last_sample_timestamp_seconds", base_, ToSeconds(c_.last_sample_ns));
+    }
+  }
+
+  void AgentIntake() {
+    PerSource("laggard_agent_step_datagrams_total", "Step datagrams received, by transport.", c_.datagrams);
+    PerSource("laggard_agent_step_reports_total", "Step reports accepted, by transport.", c_.steps);
+    w_.Family("laggard_agent_step_lines_bad_total", "counter",
+              "Step lines refused, by reason and transport (see docs/agent.md for the line format).");
+    for (size_t b = 0; b < c_.bad_lines.size(); ++b) {
+      for (size_t s = 0; s < c_.bad_lines[b].size(); ++s) {
+        w_.Sample("laggard_agent_step_lines_bad_total",
+                  With({{"reason", std::string(BadLineName(static_cast<BadLine>(b)))},
+                        {"source", std::string(StepSourceName(static_cast<StepSource>(s)))}}),
+                  static_cast<double>(c_.bad_lines[b][s]));
       }
     }
-    if (w.text().size() == header_end) {
-      w.text().resize(mark);
-    } else {
-      w.Family("laggard_step_phase_seconds_total", "counter", "Sum of a phase's reported times.");
-      for (const RankSteps& r : ranks) {
-        for (const auto& [phase, s] : r.phase_seconds_total) {
-          w.Sample("laggard_step_phase_seconds_total", rank_labels(r, {{"phase", phase}}), s);
-        }
+    w_.Family("laggard_agent_ranks_expired_total", "counter",
+              "Ranks forgotten after reporting nothing for --rank-ttl.");
+    w_.Sample("laggard_agent_ranks_expired_total", base_, static_cast<double>(c_.ranks_expired));
+    w_.Family("laggard_agent_sysfs_parse_errors_total", "counter",
+              "sysfs attributes with unexpected contents.");
+    w_.Sample("laggard_agent_sysfs_parse_errors_total", base_, static_cast<double>(c_.sysfs_parse_errors));
+  }
+
+  void AgentLogs() {
+    if (c_.log_bytes.empty()) return;
+    PerLog("laggard_agent_log_bytes_total", "Bytes written to the rolling logs.", c_.log_bytes);
+    PerLog("laggard_agent_log_write_errors_total", "Rolling-log writes that failed (the line was dropped).",
+           c_.log_write_errors);
+    PerLog("laggard_agent_log_rotations_total", "Rolling-log rotations.", c_.log_rotations);
+  }
+
+  void Gpus() {
+    GpuFamily("laggard_gpu_info", "gauge", "Constant 1 per GPU; its name and PCI bus id.",
+              [&](const GpuSnapshot& g) {
+                Labels extra;
+                if (g.name) extra.emplace_back("name", *g.name);
+                if (g.bus_id) extra.emplace_back("bus_id", *g.bus_id);
+                w_.Sample("laggard_gpu_info", GpuLabels(g, std::move(extra)), 1);
+              });
+    GpuFamily("laggard_gpu_lost", "gauge",
+              "1 when NVML reports the GPU lost (GPU_IS_LOST: fallen off the bus); its other "
+              "metrics are absent meanwhile.",
+              [&](const GpuSnapshot& g) { w_.Sample("laggard_gpu_lost", GpuLabels(g), g.lost ? 1 : 0); });
+    for (const GpuMetric& m : kGpuMetrics) {
+      GpuFamily(m.name, "gauge", m.help, [&](const GpuSnapshot& g) {
+        if (auto v = g[m.field]) w_.Sample(m.name, GpuLabels(g), *v);
+      });
+    }
+    GpuFamily("laggard_gpu_clock_event_active", "gauge",
+              "1 when the clock-event (throttle) reason is active, 0 when not; one series per reason.",
+              [&](const GpuSnapshot& g) {
+                auto v = g[GpuField::kClockEvents];
+                if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
+                uint64_t bits = static_cast<uint64_t>(*v);
+                for (auto [bit, name] : ClockEventBits()) {
+                  w_.Sample("laggard_gpu_clock_event_active", GpuLabels(g, {{"reason", std::string(name)}}),
+                            (bits & bit) != 0 ? 1 : 0);
+                }
+              });
+    GpuNvlinks();
+    GpuEvents();
+  }
+
+  void GpuNvlinks() {
+    GpuFamily("laggard_gpu_nvlinks_active", "gauge", "NVLinks of the GPU that are active.",
+              [&](const GpuSnapshot& g) {
+                if (auto n = g.nvlinks_active()) w_.Sample("laggard_gpu_nvlinks_active", GpuLabels(g), *n);
+              });
+    GpuFamily("laggard_gpu_nvlinks", "gauge", "NVLinks the GPU has.", [&](const GpuSnapshot& g) {
+      if (g.nvlinks_known) w_.Sample("laggard_gpu_nvlinks", GpuLabels(g), static_cast<double>(g.nvlinks.size()));
+    });
+    GpuFamily("laggard_gpu_nvlink_link_active", "gauge", "1 when the NVLink is active, per link.",
+              [&](const GpuSnapshot& g) {
+                for (size_t l = 0; l < g.nvlinks.size(); ++l) {
+                  w_.Sample("laggard_gpu_nvlink_link_active", GpuLabels(g, {{"link", std::to_string(l)}}),
+                            g.nvlinks[l] ? 1 : 0);
+                }
+              });
+  }
+
+  void GpuEvents() {
+    GpuFamily("laggard_gpu_xid_events_total", "counter", "XID events seen since the agent started, by XID.",
+              [&](const GpuSnapshot& g) {
+                for (const auto& [xid, n] : g.xid_counts) {
+                  w_.Sample("laggard_gpu_xid_events_total", GpuLabels(g, {{"xid", std::to_string(xid)}}),
+                            static_cast<double>(n));
+                }
+              });
+    GpuFamily("laggard_gpu_last_xid", "gauge", "The most recent XID seen since the agent started.",
+              [&](const GpuSnapshot& g) {
+                if (g.last_xid) w_.Sample("laggard_gpu_last_xid", GpuLabels(g), static_cast<double>(*g.last_xid));
+              });
+    GpuFamily("laggard_gpu_query_errors_total", "counter",
+              "NVML queries that failed with an error other than NOT_SUPPORTED, by field and error.",
+              [&](const GpuSnapshot& g) {
+                for (const auto& [key, n] : g.query_errors) {
+                  w_.Sample("laggard_gpu_query_errors_total",
+                            GpuLabels(g, {{"field", key.first}, {"error", key.second}}), static_cast<double>(n));
+                }
+              });
+  }
+
+  void Steps() {
+    if (ranks_.empty()) return;
+    RankFamily("laggard_step_duration_seconds", "gauge", "Duration of the rank's last reported step.",
+               [](const RankSteps& r) { return ToSeconds(r.last_duration_ns); });
+    RankFamily("laggard_step_last", "gauge", "Number of the rank's last reported step.",
+               [](const RankSteps& r) { return static_cast<double>(r.last_step); });
+    RankFamily("laggard_steps_total", "counter", "Steps the rank reported since the agent started.",
+               [](const RankSteps& r) { return static_cast<double>(r.reports); });
+    RankFamily("laggard_step_seconds_total", "counter",
+               "Sum of the rank's reported step times; rate(...) / rate(laggard_steps_total) is the mean step time.",
+               [](const RankSteps& r) { return r.seconds_total; });
+    RankFamily("laggard_step_last_report_timestamp_seconds", "gauge", "Unix time of the rank's last report.",
+               [](const RankSteps& r) { return ToSeconds(r.last_report_ns); });
+    bool phases = OptionalFamily("laggard_step_phase_seconds", "gauge",
+                                 "A phase's time in the rank's last step that reported it.", [&] {
+                                   for (const RankSteps& r : ranks_) {
+                                     for (const auto& [phase, d] : r.last_phase_ns) {
+                                       w_.Sample("laggard_step_phase_seconds",
+                                                 RankLabels(r, {{"phase", phase}}), ToSeconds(d));
+                                     }
+                                   }
+                                 });
+    if (!phases) return;
+    w_.Family("laggard_step_phase_seconds_total", "counter", "Sum of a phase's reported times.");
+    for (const RankSteps& r : ranks_) {
+      for (const auto& [phase, s] : r.phase_seconds_total) {
+        w_.Sample("laggard_step_phase_seconds_total", RankLabels(r, {{"phase", phase}}), s);
       }
     }
   }
 
-  // Host links.
-  if (!links.ib_ports.empty()) {
-    auto port_labels = [&](const IbPortSample& p, Labels extra = {}) {
-      Labels l = with({{"device", p.ca}, {"port", std::to_string(p.port)}});
-      for (auto& e : extra) l.push_back(std::move(e));
-      return l;
+  void IbPorts() {
+    if (links_.ib_ports.empty()) return;
+    using Value = std::optional<double>;
+    PortFamily("laggard_ib_port_active", "gauge", "1 when the InfiniBand port's state is ACTIVE.",
+               [](const IbPortSample& p) { return p.state_code ? Value(*p.state_code == 4 ? 1 : 0) : Value(); });
+    PortFamily("laggard_ib_port_state", "gauge", "Port state code: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
+               [](const IbPortSample& p) { return p.state_code ? Value(*p.state_code) : Value(); });
+    PortFamily("laggard_ib_port_phys_state", "gauge",
+               "Physical state code: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, "
+               "6 LinkErrorRecovery, 7 PhyTest.",
+               [](const IbPortSample& p) { return p.phys_state_code ? Value(*p.phys_state_code) : Value(); });
+    PortFamily("laggard_ib_port_rate_gbps", "gauge", "Port data rate (active width x speed), Gb/s.",
+               [](const IbPortSample& p) { return p.rate_gbps; });
+    PortFamily("laggard_ib_port_width", "gauge", "Active link width in lanes (4 for 4X).",
+               [](const IbPortSample& p) { return p.width ? Value(*p.width) : Value(); });
+    auto counter = [](std::string_view name) {
+      return [name](const IbPortSample& p) {
+        auto it = p.counters.find(std::string(name));
+        return it != p.counters.end() ? Value(static_cast<double>(it->second)) : Value();
+      };
     };
-    w.Family("laggard_ib_port_active", "gauge", "1 when the InfiniBand port's state is ACTIVE.");
-    for (const auto& p : links.ib_ports) {
-      if (p.state_code) w.Sample("laggard_ib_port_active", port_labels(p), *p.state_code == 4 ? 1 : 0);
-    }
-    w.Family("laggard_ib_port_state", "gauge",
-             "Port state code: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.");
-    for (const auto& p : links.ib_ports) {
-      if (p.state_code) w.Sample("laggard_ib_port_state", port_labels(p), *p.state_code);
-    }
-    w.Family("laggard_ib_port_phys_state", "gauge",
-             "Physical state code: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, "
-             "6 LinkErrorRecovery, 7 PhyTest.");
-    for (const auto& p : links.ib_ports) {
-      if (p.phys_state_code) w.Sample("laggard_ib_port_phys_state", port_labels(p), *p.phys_state_code);
-    }
-    w.Family("laggard_ib_port_rate_gbps", "gauge", "Port data rate (active width x speed), Gb/s.");
-    for (const auto& p : links.ib_ports) {
-      if (p.rate_gbps) w.Sample("laggard_ib_port_rate_gbps", port_labels(p), *p.rate_gbps);
-    }
-    w.Family("laggard_ib_port_width", "gauge", "Active link width in lanes (4 for 4X).");
-    for (const auto& p : links.ib_ports) {
-      if (p.width) w.Sample("laggard_ib_port_width", port_labels(p), *p.width);
-    }
-    w.Family("laggard_ib_port_transmit_bytes_total", "counter", "Bytes transmitted (port_xmit_data x 4).");
-    for (const auto& p : links.ib_ports) {
-      if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end())
-        w.Sample("laggard_ib_port_transmit_bytes_total", port_labels(p), static_cast<double>(it->second));
-    }
-    w.Family("laggard_ib_port_receive_bytes_total", "counter", "Bytes received (port_rcv_data x 4).");
-    for (const auto& p : links.ib_ports) {
-      if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end())
-        w.Sample("laggard_ib_port_receive_bytes_total", port_labels(p), static_cast<double>(it->second));
-    }
-    w.Family("laggard_ib_port_counter_total", "counter",
-             "Other port counters as the kernel names them (symbol_error, link_downed, "
-             "port_rcv_errors, port_xmit_discards ...).");
-    for (const auto& p : links.ib_ports) {
+    PortFamily("laggard_ib_port_transmit_bytes_total", "counter", "Bytes transmitted (port_xmit_data x 4).",
+               counter("port_xmit_data"));
+    PortFamily("laggard_ib_port_receive_bytes_total", "counter", "Bytes received (port_rcv_data x 4).",
+               counter("port_rcv_data"));
+    w_.Family("laggard_ib_port_counter_total", "counter",
+              "Other port counters as the kernel names them (symbol_error, link_downed, "
+              "port_rcv_errors, port_xmit_discards ...).");
+    for (const auto& p : links_.ib_ports) {
       for (const auto& [name, v] : p.counters) {
         if (name == "port_xmit_data" || name == "port_rcv_data") continue;
-        w.Sample("laggard_ib_port_counter_total", port_labels(p, {{"counter", name}}), static_cast<double>(v));
+        w_.Sample("laggard_ib_port_counter_total", PortLabels(p, {{"counter", name}}), static_cast<double>(v));
       }
     }
   }
-  if (!links.net_ifs.empty()) {
-    w.Family("laggard_net_up", "gauge", "1 when the interface's operstate is up, 0 when down; absent when unknown.");
-    for (const auto& n : links.net_ifs) {
+
+  void NetIfs() {
+    if (links_.net_ifs.empty()) return;
+    w_.Family("laggard_net_up", "gauge", "1 when the interface's operstate is up, 0 when down; absent when unknown.");
+    for (const auto& n : links_.net_ifs) {
       if (n.operstate && (*n.operstate == "up" || *n.operstate == "down")) {
-        w.Sample("laggard_net_up", with({{"iface", n.iface}}), *n.operstate == "up" ? 1 : 0);
+        w_.Sample("laggard_net_up", With({{"iface", n.iface}}), *n.operstate == "up" ? 1 : 0);
       }
     }
-    w.Family("laggard_net_speed_mbps", "gauge", "Negotiated link speed, Mb/s (absent when the link is down).");
-    for (const auto& n : links.net_ifs) {
-      if (n.speed_mbps) w.Sample("laggard_net_speed_mbps", with({{"iface", n.iface}}), static_cast<double>(*n.speed_mbps));
+    w_.Family("laggard_net_speed_mbps", "gauge", "Negotiated link speed, Mb/s (absent when the link is down).");
+    for (const auto& n : links_.net_ifs) {
+      if (n.speed_mbps) {
+        w_.Sample("laggard_net_speed_mbps", With({{"iface", n.iface}}), static_cast<double>(*n.speed_mbps));
+      }
     }
   }
-  if (!links.pcie_links.empty()) {
+
+  void PcieLinks() {
+    if (links_.pcie_links.empty()) return;
     struct PcieMetric {
       std::string_view name, help;
       std::optional<int32_t> PcieLinkSample::*field;
@@ -372,17 +435,28 @@ std::string RenderMetrics(const MetricsInput& in) {
         {"laggard_pcie_link_width_max", "Maximum PCIe link width (lanes).", &PcieLinkSample::max_width},
     };
     for (const PcieMetric& m : kPcie) {
-      w.Family(m.name, "gauge", m.help);
-      for (const auto& l : links.pcie_links) {
+      w_.Family(m.name, "gauge", m.help);
+      for (const auto& l : links_.pcie_links) {
         if (auto v = l.*m.field) {
-          Labels labels = with({{"device", l.address}});
+          Labels labels = With({{"device", l.address}});
           if (l.device_class) labels.emplace_back("class", *l.device_class);
-          w.Sample(m.name, labels, *v);
+          w_.Sample(m.name, labels, *v);
         }
       }
     }
   }
-  return std::move(w.text());
-}
+
+  const MetricsInput& in_;
+  const std::vector<GpuSnapshot>& gpus_;
+  const std::vector<RankSteps>& ranks_;
+  const HostLinks& links_;
+  const AgentCounters& c_;
+  Labels base_;
+  PromWriter w_;
+};
+
+}  // namespace
+
+std::string RenderMetrics(const MetricsInput& in) { return MetricsRenderer(in).Render(); }
 
 }  // namespace laggard::agent
