@@ -55,17 +55,22 @@ void TraceBusyJson(const Run& run, const TraceBusyStats& t, Json& j) {
   j["collective_s"] = Num(ToSeconds(t.collective_ns));
 }
 
+template <typename Enum>
+Json NameJson(const std::optional<Enum>& v, std::string_view (*name)(Enum)) {
+  return v ? Json(name(*v)) : Json(nullptr);
+}
+
 Json CulpritJson(const Culprit& c) {
   Json j;
   j["rank"] = Opt(c.entity.rank);
   j["host"] = Opt(c.entity.host);
   j["gpu"] = Opt(c.entity.gpu);
-  j["cause_class"] = c.cause_class;
+  j["cause_class"] = CauseClassName(c.cause_class);
   j["cause"] = Opt(c.cause);
   j["confidence"] = Num(c.confidence);
   j["slowdown"] = Opt(c.slowdown);
   j["onset_step"] = Opt(c.onset_step);
-  j["pattern"] = Opt(c.pattern);
+  j["pattern"] = NameJson(c.pattern, PatternName);
   if (c.entity.nic) j["nic"] = *c.entity.nic;
   if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
   if (!c.ranks.empty()) j["ranks"] = c.ranks;
@@ -95,8 +100,8 @@ Json FindingJson(const Run& run, const Finding& f) {
   j["confidence"] = Num(f.confidence);
   j["slowdown"] = Opt(f.slowdown);
   j["spike"] = Opt(f.spike);
-  j["band"] = Opt(f.band);
-  j["pattern"] = Opt(f.pattern);
+  j["band"] = NameJson(f.band, SlowdownBandName);
+  j["pattern"] = NameJson(f.pattern, PatternName);
   j["onset_step"] = Opt(f.onset_step);
   j["onset_time"] = TimeJson(f.onset_time);
   j["end_step"] = Opt(f.end_step);
