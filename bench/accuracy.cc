@@ -43,6 +43,7 @@
 #include "bench_child.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "analysis/analyze_run.h"
 #include "simulator/run_writer.h"
 #include "verdict/verdict.h"
 
@@ -94,7 +95,7 @@ bool Matches(const Culprit& c, const nlohmann::json& t) {
 std::string Describe(const Culprit& c) {
   std::string who = c.entity.rank ? fmt::format("rank {}", *c.entity.rank)
                                   : c.entity.host.value_or(c.entity.job ? "job" : "?");
-  return fmt::format("{} {}/{}", who, c.cause_class, c.cause.value_or("-"));
+  return fmt::format("{} {}/{}", who, CauseClassName(c.cause_class), c.cause.value_or("-"));
 }
 
 Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
@@ -151,13 +152,13 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   if (expected.value("status", "") == "job_wide" || expected["culprits"].empty()) {
     // Whole-job causes (imbalance, job-wide interference): the class decides.
     o.culprit_ok = !blamed || v.culprits.front().entity.job;
-    for (const Culprit& c : v.culprits) o.cause_ok |= c.cause_class == want_class;
+    for (const Culprit& c : v.culprits) o.cause_ok |= CauseClassName(c.cause_class) == want_class;
     o.culprit_ok = o.culprit_ok || o.cause_ok;
     return o;
   }
   if (!blamed) return o;
   for (const nlohmann::json& t : expected["culprits"]) o.culprit_ok |= Matches(v.culprits.front(), t);
-  o.cause_ok = o.culprit_ok && v.culprits.front().cause_class == want_class;
+  o.cause_ok = o.culprit_ok && CauseClassName(v.culprits.front().cause_class) == want_class;
   // The other fault of a combined run: a culprit naming one of its
   // entities, or a job culprit of its class for whole-job kinds. The first
   // culprit may be either fault: both are real, and the truth's primary is
@@ -179,11 +180,11 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     const nlohmann::json& f = faults[i];
     bool acted = f["effect"].value("step_time_increase", 0.0) >= 0.001;
     for (const Culprit& c : v.culprits) {
-      o.second_named |= names(c, f) && c.cause_class == f.value("cause_class", "");
+      o.second_named |= names(c, f) && CauseClassName(c.cause_class) == f.value("cause_class", "");
     }
     if (!o.cause_ok && acted && names(v.culprits.front(), f)) {
       o.culprit_ok = o.first_is_other = true;
-      o.cause_ok = v.culprits.front().cause_class == f.value("cause_class", "");
+      o.cause_ok = CauseClassName(v.culprits.front().cause_class) == f.value("cause_class", "");
     }
   }
   return o;

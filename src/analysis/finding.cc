@@ -7,54 +7,76 @@
 namespace laggard {
 namespace {
 
+using enum FindingCategory;
+
+// Columns: name, severity, title, category, default next step (a template
+// for DefaultNextStep(); empty where the detector writes its own).
 constexpr FindingInfo kCatalogue[] = {
-    {"step.straggler", Severity::kCritical, "rank slower than its peers"},
+    {"step.straggler", Severity::kCritical, "rank slower than its peers", kSteps},
     {"step.synchronised", Severity::kWarning,
-     "step times are synchronised across ranks: they cannot name the culprit"},
-    {"step.job_slowdown", Severity::kWarning, "the whole job slowed down"},
-    {"step.periodic_slowdown", Severity::kWarning, "slowdowns recur periodically"},
-    {"step.jitter", Severity::kInfo, "rare slow steps on random ranks"},
-    {"step.no_peers", Severity::kWarning, "no peers to compare with"},
-    {"trace.late_arrival", Severity::kCritical, "rank arrives last at the collectives"},
-    {"trace.compute_slow", Severity::kCritical, "rank's kernels run slower than a healthy peer's"},
+     "step times are synchronised across ranks: they cannot name the culprit", kSteps},
+    {"step.job_slowdown", Severity::kWarning, "the whole job slowed down", kSteps},
+    {"step.periodic_slowdown", Severity::kWarning, "slowdowns recur periodically", kSteps,
+     "profile the next expected slow step on every rank: step {step} (torch.profiler schedule "
+     "covering steps {first}-{last}) to see which rank or host stalls"},
+    {"step.jitter", Severity::kInfo, "rare slow steps on random ranks", kSteps},
+    {"step.no_peers", Severity::kWarning, "no peers to compare with", kSteps},
+    {"trace.late_arrival", Severity::kCritical, "rank arrives last at the collectives", kTraces,
+     "compare rank {rank}'s trace with a healthy rank's around the late collectives: longer "
+     "kernels mean the GPU is slow, idle gaps mean it waits for the host"},
+    {"trace.compute_slow", Severity::kCritical, "rank's kernels run slower than a healthy peer's",
+     kTraces},
     {"trace.host_stall", Severity::kCritical,
-     "kernels are normal but the rank idles before launching them"},
+     "kernels are normal but the rank idles before launching them", kTraces},
     {"trace.comm_bound", Severity::kWarning,
-     "no late rank; collective transfers take much of every step"},
-    {"trace.clock_offsets", Severity::kInfo, "rank clocks disagree; offsets were removed"},
-    {"trace.no_match", Severity::kWarning, "no collective could be matched across ranks"},
-    {"gpu.thermal", Severity::kCritical, "GPU runs hot and its SM clock is pulled down"},
+     "no late rank; collective transfers take much of every step", kTraces},
+    {"trace.clock_offsets", Severity::kInfo, "rank clocks disagree; offsets were removed", kTraces},
+    {"trace.no_match", Severity::kWarning, "no collective could be matched across ranks", kTraces},
+    {"gpu.thermal", Severity::kCritical, "GPU runs hot and its SM clock is pulled down", kGpu},
     {"gpu.power_cap", Severity::kCritical,
-     "GPU power limit is lowered, or draw is pinned at the cap with low clocks"},
+     "GPU power limit is lowered, or draw is pinned at the cap with low clocks", kGpu},
     {"gpu.clocks_low", Severity::kWarning,
-     "GPU's SM clock under load is below its same-model peers'"},
+     "GPU's SM clock under load is below its same-model peers'", kGpu},
     {"gpu.pcie_downgrade", Severity::kWarning,
-     "GPU's PCIe link runs below its capability or its peers'"},
-    {"gpu.nvlink_down", Severity::kWarning, "GPU has fewer active NVLinks than its peers"},
-    {"gpu.errors", Severity::kWarning, "GPU reports XID / ECC / memory-remapping / diag errors"},
+     "GPU's PCIe link runs below its capability or its peers'", kGpu},
+    {"gpu.nvlink_down", Severity::kWarning, "GPU has fewer active NVLinks than its peers", kGpu},
+    {"gpu.errors", Severity::kWarning, "GPU reports XID / ECC / memory-remapping / diag errors",
+     kGpu},
     {"gpu.idle_waiting", Severity::kInfo,
-     "GPUs look idle because they wait for the culprit: low utilisation is not evidence"},
-    {"net.port_down", Severity::kCritical, "network port is down or its link not detected"},
+     "GPUs look idle because they wait for the culprit: low utilisation is not evidence", kGpu},
+    {"net.port_down", Severity::kCritical, "network port is down or its link not detected",
+     kNetwork},
     {"net.link_degraded", Severity::kCritical,
-     "network link runs below its peers' rate / width / speed"},
-    {"net.bandwidth_low", Severity::kCritical,
-     "nccl-tests bus bandwidth far below comparable runs"},
-    {"net.test_errors", Severity::kWarning, "nccl-tests reported wrong results or failures"},
+     "network link runs below its peers' rate / width / speed", kNetwork},
+    {"net.bandwidth_low", Severity::kCritical, "nccl-tests bus bandwidth far below comparable runs",
+     kNetwork},
+    {"net.test_errors", Severity::kWarning, "nccl-tests reported wrong results or failures",
+     kNetwork},
     {"net.socket_fallback", Severity::kCritical,
-     "NCCL fell back to TCP sockets where peers use InfiniBand"},
-    {"net.no_gdr", Severity::kWarning, "NCCL runs without GPU Direct RDMA where peers have it"},
+     "NCCL fell back to TCP sockets where peers use InfiniBand", kNetwork},
+    {"net.no_gdr", Severity::kWarning, "NCCL runs without GPU Direct RDMA where peers have it",
+     kNetwork},
     {"net.poor_path", Severity::kWarning,
-     "GPU's nearest NIC is across the CPU interconnect while peers' are on their PCIe switch"},
+     "GPU's nearest NIC is across the CPU interconnect while peers' are on their PCIe switch",
+     kNetwork},
     {"net.shared_switch", Severity::kWarning,
-     "slow hosts share a switch: likely interference from outside the job"},
+     "slow hosts share a switch: likely interference from outside the job", kNetwork},
     {"step.stage_imbalance", Severity::kWarning,
-     "one pipeline stage is uniformly slower than the others: workload imbalance"},
+     "one pipeline stage is uniformly slower than the others: workload imbalance", kSteps},
     {"net.nic_shared", Severity::kWarning,
-     "several GPUs reach the network through one NIC while the host has NICs to spare"},
+     "several GPUs reach the network through one NIC while the host has NICs to spare", kNetwork},
     {"trace.late_group", Severity::kCritical,
-     "several ranks arrive late together: one host's ranks, or a block of ranks"},
+     "several ranks arrive late together: one host's ranks, or a block of ranks", kTraces},
     {"trace.variable_work", Severity::kWarning,
-     "per-step work differs between ranks: a different rank is slowest each step"},
+     "per-step work differs between ranks: a different rank is slowest each step", kTraces},
+    {"host.pause", Severity::kWarning,
+     "one rank pauses at the job's isolated slow steps: its GPU alone goes idle while the "
+     "others wait",
+     kHost,
+     "find what pauses {who}'s process at the slow steps: Python GC (gc.freeze() after "
+     "start-up, or gc.disable() with gc.collect() between steps), checkpoint writes on the "
+     "training thread, data loader workers restarting; `py-spy dump --pid PID` on {host} during "
+     "a slow step, or profile a window of steps that includes one"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 
@@ -69,7 +91,53 @@ std::string_view SeverityName(Severity s) {
   return "info";
 }
 
+std::string_view FindingCategoryName(FindingCategory c) {
+  switch (c) {
+    case kSteps: return "steps";
+    case kTraces: return "traces";
+    case kGpu: return "gpu";
+    case kNetwork: return "network";
+    case kHost: return "host";
+  }
+  return "steps";
+}
+
 const FindingInfo& Describe(FindingCode code) { return kCatalogue[static_cast<size_t>(code)]; }
+
+std::string FormatNextStep(FindingCode code, fmt::format_args args) {
+  std::string_view text = Describe(code).next_step;
+  try {
+    return fmt::vformat(text, args);
+  } catch (const fmt::format_error&) {
+    return std::string(text);
+  }
+}
+
+std::string_view PatternName(Pattern p) {
+  switch (p) {
+    case Pattern::kPersistent: return "persistent";
+    case Pattern::kPeriodic: return "periodic";
+    case Pattern::kIntermittent: return "intermittent";
+    case Pattern::kJobWide: return "job_wide";
+    case Pattern::kJitter: return "jitter";
+    case Pattern::kHost: return "host";
+    case Pattern::kBlock: return "block";
+    case Pattern::kScattered: return "scattered";
+    case Pattern::kSwitchGroup: return "switch_group";
+    case Pattern::kPortCounters: return "port_counters";
+    case Pattern::kOnsetAtEnd: return "onset_at_end";
+  }
+  return "persistent";
+}
+
+std::string_view SlowdownBandName(SlowdownBand b) {
+  switch (b) {
+    case SlowdownBand::kNormal: return "normal";
+    case SlowdownBand::kSuspect: return "suspect";
+    case SlowdownBand::kStraggler: return "straggler";
+  }
+  return "normal";
+}
 
 std::string RankListText(const std::vector<int32_t>& ranks) {
   bool consecutive = ranks.size() >= 3;

@@ -1,9 +1,11 @@
 // Findings: the product of the analysis stage. Every detector reports what it
-// found as entries of one catalogue (code, default severity, title, what to do
-// next), with an entity, measured numbers and evidence pointing at the input.
-// The verdict stage ranks findings; the report stage prints them.
+// found as entries of one catalogue (code, default severity, title, category,
+// default next step), with an entity, measured numbers and evidence pointing
+// at the input. The verdict stage combines findings; the report stage prints
+// them. Plain values, no shared state: safe to read from any thread.
 //
-// Serialized names are part of the JSON schema: append, never rename.
+// Serialized names (codes, categories, patterns, bands) are part of the JSON
+// schema: append, never rename.
 
 #ifndef LAGGARD_ANALYSIS_FINDING_H_
 #define LAGGARD_ANALYSIS_FINDING_H_
@@ -13,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "model/run.h"
 
@@ -53,15 +57,63 @@ enum class FindingCode : uint16_t {
   kNetNicShared,        // more GPUs behind one NIC than the host's NICs share out evenly
   kTraceLateGroup,      // several ranks (one host's, or a block) arrive late together
   kTraceVariableWork,   // per-step work differs between ranks, a different rank slowest each step
+  kHostPause,           // one rank pauses at the job's isolated slow steps (pause_detector.h)
   kCount,
 };
+
+// Which kind of evidence a finding comes from: the prefix of its name.
+enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost };
+std::string_view FindingCategoryName(FindingCategory c);  // "steps", "traces", "gpu", ...
 
 struct FindingInfo {
   std::string_view name;  // "step.straggler"
   Severity severity;
   std::string_view title;
+  FindingCategory category;
+  // What to do about the finding when nothing more specific is known, as a
+  // fmt template with named arguments (DefaultNextStep() fills them in);
+  // empty where the detector writes its own next steps from what it
+  // measured (Finding::next_steps).
+  std::string_view next_step;
 };
 const FindingInfo& Describe(FindingCode code);
+
+// `code`'s default next step with its named arguments filled in, e.g.
+// DefaultNextStep(FindingCode::kTraceLateArrival, fmt::arg("rank", 3)).
+// Every argument the template names must be passed (tests/analysis/
+// finding_test.cc formats each template with its callers' arguments); a
+// template that does not format comes back unformatted rather than throwing.
+std::string FormatNextStep(FindingCode code, fmt::format_args args);
+template <typename... Args>
+std::string DefaultNextStep(FindingCode code, const Args&... named_args) {
+  return FormatNextStep(code, fmt::make_format_args(named_args...));
+}
+
+// How a slowdown shows over the steps, or which ranks a group finding holds.
+// Serialized by PatternName(); append, never rename.
+enum class Pattern : uint8_t {
+  kPersistent,    // every step after the onset
+  kPeriodic,      // slow steps recur with a period
+  kIntermittent,  // some steps, no period
+  kJobWide,       // the whole job, no rank standing out
+  kJitter,        // rare slow steps on random ranks
+  kHost,          // trace.late_group: one host's ranks
+  kBlock,         // trace.late_group: a block of consecutive ranks
+  kScattered,     // trace.late_group: ranks neither one host nor a block
+  kSwitchGroup,   // net.shared_switch: hosts of one switch slow in nccl-tests
+  kPortCounters,  // net.shared_switch: port counters show the switch's hosts waiting
+  kOnsetAtEnd,    // gpu.thermal: the GPU began to throttle near the end of the data
+};
+std::string_view PatternName(Pattern p);  // "persistent", "job_wide", "port_counters", ...
+
+// The article's bands for a rank's step-time excess over its peers.
+// Serialized by SlowdownBandName(); append, never rename.
+enum class SlowdownBand : uint8_t {
+  kNormal,     // < 5%: normal variation between same-model GPUs
+  kSuspect,    // 5-15%
+  kStraggler,  // >= 15%: almost surely a straggler
+};
+std::string_view SlowdownBandName(SlowdownBand b);  // "normal", "suspect", "straggler"
 
 // "16-23" for three or more consecutive ranks, else "3, 7, 12" (at most 8
 // listed, then the count).
@@ -99,10 +151,10 @@ struct Finding {
   std::optional<int64_t> onset_step;
   std::optional<TimeNs> onset_time;
   std::optional<int64_t> end_step;       // last slow step when it recovered / episode end
-  std::optional<std::string> pattern;    // persistent | periodic | intermittent | job_wide | jitter
+  std::optional<Pattern> pattern;
   std::optional<double> period_steps;
   std::optional<double> period_s;
-  std::optional<std::string> band;       // normal | suspect | straggler (article's bands)
+  std::optional<SlowdownBand> band;
   // Hardware / network findings: the specific cause (thermal, power_cap,
   // clocks, pcie_downgrade, nvlink_down, gpu_errors, nic_degraded,
   // port_down, socket_fallback, no_gdr, poor_path, shared_switch) and

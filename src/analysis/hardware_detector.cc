@@ -278,7 +278,7 @@ HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
       f.code = FindingCode::kGpuThermal;
       f.entity = EntityOf(st);
       f.cause = "thermal";
-      f.pattern = "onset_at_end";
+      f.pattern = Pattern::kOnsetAtEnd;
       f.severity = Severity::kWarning;
       f.onset_time = st.thermal_tail_from_ns;
       f.message = fmt::format(

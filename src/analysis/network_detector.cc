@@ -16,7 +16,7 @@ namespace {
 
 // A net.shared_switch finding naming switch `sw` and its hosts (sorted,
 // the first as the entity's host) with all their ranks.
-Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted, const char* pattern,
+Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted, Pattern pattern,
                       const RankMap& ranks) {
   Finding f;
   f.code = FindingCode::kNetSharedSwitch;
@@ -132,7 +132,7 @@ std::optional<Finding> SwitchGroupFinding(const NetworkAnalysis& a, const Networ
     std::vector<double> ratios;
     for (const std::string& h : sorted) ratios.push_back(best[h]);
     double ratio = Median(ratios).value_or(1);
-    Finding f = SwitchFinding(sw, sorted, "switch_group", ranks);
+    Finding f = SwitchFinding(sw, sorted, Pattern::kSwitchGroup, ranks);
     f.slowdown = 1 - ratio;
     f.confidence = 0.5;
     f.message = fmt::format(
@@ -254,7 +254,7 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkData& net, const Ra
     if (best && score <= best_z) continue;
     std::vector<std::string> sorted = members;
     std::sort(sorted.begin(), sorted.end(), NaturalLess);
-    Finding f = SwitchFinding(sw, sorted, "port_counters", ranks);
+    Finding f = SwitchFinding(sw, sorted, Pattern::kPortCounters, ranks);
     if (by_z) {
       f.confidence = *min_z >= 2 * o.port_wait_z && times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
     } else {
@@ -438,7 +438,7 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkData& net, const 
     return fmt::format("snapshots {} to {}", k, k + 1);
   };
   const std::vector<size_t>& ks = congested[top];
-  Finding f = SwitchFinding(top, sorted, "port_counters", ranks);
+  Finding f = SwitchFinding(top, sorted, Pattern::kPortCounters, ranks);
   f.confidence = 0.6;
   f.message = fmt::format(
       "every host on switch {} ({}) waited >= {:.0f}x as long per byte sent as the median host on "
@@ -907,7 +907,7 @@ NetworkAnalysis AnalyzeNetwork(const Run& run, const RankMap& ranks,
     if (same != a.findings.end()) {
       same->evidence.push_back(f->evidence.front());
       same->confidence = std::min(0.8, std::max(same->confidence, f->confidence) + 0.1);
-      same->pattern = "port_counters";
+      same->pattern = Pattern::kPortCounters;
     } else {
       a.findings.push_back(std::move(*f));
     }

@@ -130,10 +130,10 @@ std::string StepNo(int64_t step) {
   return step < 0 ? "-" + out : out;
 }
 
-std::string Band(double excess) {
-  if (excess >= 0.15) return "straggler";
-  if (excess >= 0.05) return "suspect";
-  return "normal";
+SlowdownBand Band(double excess) {
+  if (excess >= 0.15) return SlowdownBand::kStraggler;
+  if (excess >= 0.05) return SlowdownBand::kSuspect;
+  return SlowdownBand::kNormal;
 }
 
 std::string BandText(double excess) {
@@ -517,7 +517,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
         f.onset_step = x_steps.front();
         f.onset_time = StartOf(s, *f.onset_step);
       }
-      f.pattern = "persistent";
+      f.pattern = Pattern::kPersistent;
       double rank_median = peer_s * (1 + excess);
       what = fmt::format("{}: median {} vs peers {}, {}", RankName(s.info), Seconds(rank_median),
                          Seconds(peer_s), Percent(excess));
@@ -543,14 +543,14 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       f.onset_step = slow_steps[r].front();
       f.onset_time = StartOf(s, *f.onset_step);
       if (periodic) {
-        f.pattern = "periodic";
+        f.pattern = Pattern::kPeriodic;
         f.period_steps = *period;
         f.period_s = *period * out.job.median_step_s.value_or(0);
         what = fmt::format("{}: {} slow steps ({} each), every {:.0f} steps (~{}), first at step {}",
                            RankName(s.info), slow_steps[r].size(), Percent(spike), *period,
                            Seconds(*f.period_s), StepNo(*f.onset_step));
       } else {
-        f.pattern = "intermittent";
+        f.pattern = Pattern::kIntermittent;
         what = fmt::format("{}: slow in {} of {} steps ({} each), {:.0f}% of all slow steps of the "
                            "job: the same rank keeps straggling",
                            RankName(s.info), slow_steps[r].size(), st.steps_used, Percent(spike),
@@ -563,7 +563,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
     // Confidence that this rank is the slow one: by band, by how far it stands
     // out, by how many steps back it.
     double conf = excess >= opt.strong_threshold ? 0.9 : excess >= 0.10 ? 0.8 : 0.65;
-    if (f.pattern == "intermittent") conf = std::min(conf, 0.6);
+    if (f.pattern == Pattern::kIntermittent) conf = std::min(conf, 0.6);
     if (st.steps_used < 20) conf -= 0.15;
     f.confidence = std::clamp(conf, 0.1, 0.95);
     f.evidence.push_back(Evidence{
@@ -620,7 +620,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       f.code = FindingCode::kJitter;
       f.severity = Severity::kInfo;
       f.entity.job = true;
-      f.pattern = "jitter";
+      f.pattern = Pattern::kJitter;
       f.confidence = 0.8;
       double rate = static_cast<double>(events) / static_cast<double>(R * std::max<size_t>(1, C));
       f.message = fmt::format(
@@ -684,7 +684,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
       f.code = FindingCode::kPeriodicSlowdown;
       f.severity = Severity::kWarning;
       f.entity.job = true;
-      f.pattern = "periodic";
+      f.pattern = Pattern::kPeriodic;
       f.period_steps = *job_period;
       // Period in seconds: from wall clocks when logged, else from step times.
       std::optional<TimeNs> t0 = eps.front().start_time, t1 = eps.back().start_time;
@@ -722,7 +722,7 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
         f.code = FindingCode::kJobSlowdown;
         f.severity = Severity::kWarning;
         f.entity.job = true;
-        f.pattern = "job_wide";
+        f.pattern = Pattern::kJobWide;
         f.onset_step = e.start_step;
         f.onset_time = e.start_time;
         f.end_step = e.end_step;

@@ -385,7 +385,7 @@ Finding GroupFinding(const std::vector<const RankTrace*>& traces, TraceAnalysis&
   f.severity = Severity::kCritical;
   f.ranks = ranks;
   f.confidence = 0.7;
-  f.pattern = whole_host ? "host" : block ? "block" : "scattered";
+  f.pattern = whole_host ? Pattern::kHost : block ? Pattern::kBlock : Pattern::kScattered;
   std::string who;
   if (whole_host) {
     f.entity.host = host;
@@ -497,12 +497,12 @@ std::optional<Finding> JobIdleFinding(const std::vector<const RankTrace*>& trace
   std::string who;
   if (one_host) {
     f.code = FindingCode::kTraceLateGroup;
-    f.pattern = "host";
+    f.pattern = Pattern::kHost;
     f.entity.host = *hosts.begin();
     who = fmt::format("every GPU of {}, the job's only host,", *hosts.begin());
   } else {
     f.code = FindingCode::kTraceHostStall;
-    f.pattern = "job_wide";
+    f.pattern = Pattern::kJobWide;
     f.entity.job = true;
     who = fmt::format("every rank's GPU ({} ranks)", out.ranks.size());
   }

@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
+#include "analysis/analyze_run.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "cli/watch.h"

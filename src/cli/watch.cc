@@ -14,6 +14,7 @@
 
 #include "cli/app.h"
 #include "ingest/prometheus/prometheus_source.h"
+#include "analysis/analyze_run.h"
 #include "ingest/common/prometheus_text.h"
 #include "verdict/verdict.h"
 
@@ -39,7 +40,7 @@ std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t erro
         {"rank", c.entity.rank ? std::to_string(*c.entity.rank) : ""},
         {"host", c.entity.host.value_or("")},
         {"gpu", c.entity.gpu ? std::to_string(*c.entity.gpu) : ""},
-        {"cause_class", c.cause_class},
+        {"cause_class", std::string(CauseClassName(c.cause_class))},
         {"cause", c.cause.value_or("")}};
     s += prom::FormatSample("laggard_straggler", labels, c.confidence) + "\n";
   }
@@ -76,7 +77,7 @@ std::string JsonLine(const Verdict& v, const Run& run, TimeNs at) {
     x["rank"] = c.entity.rank ? nlohmann::ordered_json(*c.entity.rank) : nullptr;
     x["host"] = c.entity.host ? nlohmann::ordered_json(*c.entity.host) : nullptr;
     x["gpu"] = c.entity.gpu ? nlohmann::ordered_json(*c.entity.gpu) : nullptr;
-    x["cause_class"] = c.cause_class;
+    x["cause_class"] = CauseClassName(c.cause_class);
     x["cause"] = c.cause ? nlohmann::ordered_json(*c.cause) : nullptr;
     x["confidence"] = c.confidence;
     culprits.push_back(std::move(x));

@@ -55,77 +55,76 @@ void TraceBusyJson(const Run& run, const TraceBusyStats& t, Json& j) {
   j["collective_s"] = Num(ToSeconds(t.collective_ns));
 }
 
-}  // namespace
+template <typename Enum>
+Json NameJson(const std::optional<Enum>& v, std::string_view (*name)(Enum)) {
+  return v ? Json(name(*v)) : Json(nullptr);
+}
 
-Json BuildReport(const ReportInput& in) {
-  Json root;
-  root["schema"] = kReportSchema;
-  root["tool"] = {{"name", "laggard"}, {"version", kLaggardVersion}};
+Json CulpritJson(const Culprit& c) {
+  Json j;
+  j["rank"] = Opt(c.entity.rank);
+  j["host"] = Opt(c.entity.host);
+  j["gpu"] = Opt(c.entity.gpu);
+  j["cause_class"] = CauseClassName(c.cause_class);
+  j["cause"] = Opt(c.cause);
+  j["confidence"] = Num(c.confidence);
+  j["slowdown"] = Opt(c.slowdown);
+  j["onset_step"] = Opt(c.onset_step);
+  j["pattern"] = NameJson(c.pattern, PatternName);
+  if (c.entity.nic) j["nic"] = *c.entity.nic;
+  if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
+  if (!c.ranks.empty()) j["ranks"] = c.ranks;
+  j["evidence"] = c.evidence;
+  return j;
+}
 
-  const Verdict& v = in.verdict;
+Json VerdictJson(const Verdict& v) {
   Json verdict;
   verdict["status"] = VerdictStatusName(v.status);
   verdict["summary"] = v.summary;
   Json culprits = Json::array();
-  for (const Culprit& c : v.culprits) {
-    Json j;
-    j["rank"] = Opt(c.entity.rank);
-    j["host"] = Opt(c.entity.host);
-    j["gpu"] = Opt(c.entity.gpu);
-    j["cause_class"] = c.cause_class;
-    j["cause"] = Opt(c.cause);
-    j["confidence"] = Num(c.confidence);
-    j["slowdown"] = Opt(c.slowdown);
-    j["onset_step"] = Opt(c.onset_step);
-    j["pattern"] = Opt(c.pattern);
-    if (c.entity.nic) j["nic"] = *c.entity.nic;
-    if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
-    if (!c.ranks.empty()) j["ranks"] = c.ranks;
-    j["evidence"] = c.evidence;
-    culprits.push_back(std::move(j));
-  }
+  for (const Culprit& c : v.culprits) culprits.push_back(CulpritJson(c));
   verdict["culprits"] = std::move(culprits);
   verdict["impact"] = {{"throughput_lost", Opt(v.throughput_lost)},
                        {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
   verdict["next_steps"] = v.next_steps;
-  root["verdict"] = std::move(verdict);
+  return verdict;
+}
 
-  Json findings = Json::array();
-  for (const Finding* fp : in.AllFindings()) {
-    const Finding& f = *fp;
-    Json j;
-    j["code"] = Describe(f.code).name;
-    j["severity"] = SeverityName(f.severity);
-    j["entity"] = EntityJson(f.entity);
-    j["message"] = f.message;
-    j["confidence"] = Num(f.confidence);
-    j["slowdown"] = Opt(f.slowdown);
-    j["spike"] = Opt(f.spike);
-    j["band"] = Opt(f.band);
-    j["pattern"] = Opt(f.pattern);
-    j["onset_step"] = Opt(f.onset_step);
-    j["onset_time"] = TimeJson(f.onset_time);
-    j["end_step"] = Opt(f.end_step);
-    j["period_steps"] = Opt(f.period_steps);
-    j["period_s"] = Opt(f.period_s);
-    if (f.cause) j["cause"] = *f.cause;
-    if (f.overlaps_slow_steps) j["overlaps_slow_steps"] = *f.overlaps_slow_steps;
-    if (!f.ranks.empty()) j["ranks"] = f.ranks;
-    Json ev = Json::array();
-    for (const Evidence& e : f.evidence) {
-      Json ej;
-      ej["text"] = e.text;
-      ej["source"] = e.source ? SourceJson(in.run, *e.source) : Json(nullptr);
-      ev.push_back(std::move(ej));
-    }
-    j["evidence"] = std::move(ev);
-    j["next_steps"] = f.next_steps;
-    findings.push_back(std::move(j));
+Json FindingJson(const Run& run, const Finding& f) {
+  Json j;
+  j["code"] = Describe(f.code).name;
+  j["severity"] = SeverityName(f.severity);
+  j["entity"] = EntityJson(f.entity);
+  j["message"] = f.message;
+  j["confidence"] = Num(f.confidence);
+  j["slowdown"] = Opt(f.slowdown);
+  j["spike"] = Opt(f.spike);
+  j["band"] = NameJson(f.band, SlowdownBandName);
+  j["pattern"] = NameJson(f.pattern, PatternName);
+  j["onset_step"] = Opt(f.onset_step);
+  j["onset_time"] = TimeJson(f.onset_time);
+  j["end_step"] = Opt(f.end_step);
+  j["period_steps"] = Opt(f.period_steps);
+  j["period_s"] = Opt(f.period_s);
+  if (f.cause) j["cause"] = *f.cause;
+  if (f.overlaps_slow_steps) j["overlaps_slow_steps"] = *f.overlaps_slow_steps;
+  if (!f.ranks.empty()) j["ranks"] = f.ranks;
+  Json ev = Json::array();
+  for (const Evidence& e : f.evidence) {
+    Json ej;
+    ej["text"] = e.text;
+    ej["source"] = e.source ? SourceJson(run, *e.source) : Json(nullptr);
+    ev.push_back(std::move(ej));
   }
-  root["findings"] = std::move(findings);
+  j["evidence"] = std::move(ev);
+  j["next_steps"] = f.next_steps;
+  return j;
+}
 
+Json RanksJson(const StepAnalysis& steps) {
   Json ranks = Json::array();
-  for (const RankStepStats& r : in.steps.ranks) {
+  for (const RankStepStats& r : steps.ranks) {
     if (r.info.rank < 0) continue;
     Json j;
     j["rank"] = r.info.rank;
@@ -147,9 +146,10 @@ Json BuildReport(const ReportInput& in) {
     j["flagged"] = r.flagged;
     ranks.push_back(std::move(j));
   }
-  root["ranks"] = std::move(ranks);
+  return ranks;
+}
 
-  const JobStepStats& job = in.steps.job;
+Json JobJson(const JobStepStats& job) {
   Json jj;
   jj["ranks"] = job.ranks;
   jj["steps"] = job.steps;
@@ -172,45 +172,48 @@ Json BuildReport(const ReportInput& in) {
                    {"slowest_share", Num(e.slowest_share)}});
   }
   jj["episodes"] = std::move(eps);
-  root["job"] = std::move(jj);
+  return jj;
+}
 
+Json MsJson(const std::optional<DurationNs>& ns) {
+  return ns ? Num(static_cast<double>(*ns) / 1e6) : Json(nullptr);
+}
+
+Json TracesJson(const Run& run, const TraceAnalysis& a) {
   Json traces = Json::array();
-  for (const RankTraceStats& t : in.traces.ranks) {
+  for (const RankTraceStats& t : a.ranks) {
     Json j;
     j["rank"] = t.rank;
-    TraceBusyJson(in.run, t, j);
-    j["clock_offset_ms"] = t.clock_offset_ns ? Num(static_cast<double>(*t.clock_offset_ns) / 1e6) : Json(nullptr);
+    TraceBusyJson(run, t, j);
+    j["clock_offset_ms"] = MsJson(t.clock_offset_ns);
     j["instances"] = t.instances;
     j["share_last"] = Num(t.share_last);
-    j["median_lateness_ms"] = t.median_lateness_ns ? Num(static_cast<double>(*t.median_lateness_ns) / 1e6) : Json(nullptr);
+    j["median_lateness_ms"] = MsJson(t.median_lateness_ns);
     j["delay_caused_ms"] = Num(static_cast<double>(t.delay_caused_ns) / 1e6);
-    j["median_wait_ms"] = t.median_wait_ns ? Num(static_cast<double>(*t.median_wait_ns) / 1e6) : Json(nullptr);
+    j["median_wait_ms"] = MsJson(t.median_wait_ns);
     traces.push_back(std::move(j));
   }
   Json unranked = Json::array();
-  for (const TraceBusyStats& t : in.traces.unranked) {
+  for (const TraceBusyStats& t : a.unranked) {
     Json j;
-    TraceBusyJson(in.run, t, j);
+    TraceBusyJson(run, t, j);
     unranked.push_back(std::move(j));
   }
-  root["traces"] = {{"ranks", std::move(traces)},
-                    {"unranked", std::move(unranked)},
-                    {"world_size", Opt(in.traces.world_size)},
-                    {"instances", in.traces.instances},
-                    {"median_transfer_ms", in.traces.median_transfer_ns
-                                               ? Num(static_cast<double>(*in.traces.median_transfer_ns) / 1e6)
-                                               : Json(nullptr)},
-                    {"culprit", Opt(in.traces.culprit)},
-                    {"throughput_lost", Opt(in.traces.throughput_lost)}};
+  return {{"ranks", std::move(traces)},
+          {"unranked", std::move(unranked)},
+          {"world_size", Opt(a.world_size)},
+          {"instances", a.instances},
+          {"median_transfer_ms", MsJson(a.median_transfer_ns)},
+          {"culprit", Opt(a.culprit)},
+          {"throughput_lost", Opt(a.throughput_lost)}};
+}
 
-  if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
-  if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
-
-  const Diagnostics& d = in.run.diagnostics;
+Json DataQualityJson(const Run& run) {
+  const Diagnostics& d = run.diagnostics;
   Json dq;
   size_t read = 0, skipped = 0;
   Json files = Json::array();
-  for (const InputFileInfo& f : in.run.files) {
+  for (const InputFileInfo& f : run.files) {
     (f.format.empty() ? skipped : read) += 1;
     files.push_back({{"path", f.path},
                      {"format", f.format.empty() ? Json(nullptr) : Json(f.format)},
@@ -219,7 +222,7 @@ Json BuildReport(const ReportInput& in) {
   }
   dq["files_read"] = read;
   dq["files_skipped"] = skipped;
-  dq["records"] = in.run.total_steps();
+  dq["records"] = run.total_steps();
   Json bad = Json::object(), notes = Json::object(), skipped_files = Json::object(),
        examples = Json::array();
   for (size_t i = 0; i < static_cast<size_t>(DiagCode::kCount); ++i) {
@@ -244,7 +247,25 @@ Json BuildReport(const ReportInput& in) {
   dq["notes"] = std::move(notes);
   dq["examples"] = std::move(examples);
   dq["files"] = std::move(files);
-  root["data_quality"] = std::move(dq);
+  return dq;
+}
+
+}  // namespace
+
+Json BuildReport(const ReportInput& in) {
+  Json root;
+  root["schema"] = kReportSchema;
+  root["tool"] = {{"name", "laggard"}, {"version", kLaggardVersion}};
+  root["verdict"] = VerdictJson(in.verdict);
+  Json findings = Json::array();
+  for (const Finding* f : in.AllFindings()) findings.push_back(FindingJson(in.run, *f));
+  root["findings"] = std::move(findings);
+  root["ranks"] = RanksJson(in.steps);
+  root["job"] = JobJson(in.steps.job);
+  root["traces"] = TracesJson(in.run, in.traces);
+  if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
+  if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
+  root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);
   return root;
 }

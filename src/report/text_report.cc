@@ -229,7 +229,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
       } else if (c.entity.nic) {
         who += fmt::format(" ({})", *c.entity.nic);
       }
-      out << fmt::format("  {}: {}{}{}, confidence {:.2f}\n", who, c.cause_class,
+      out << fmt::format("  {}: {}{}{}, confidence {:.2f}\n", who, CauseClassName(c.cause_class),
                          c.cause ? " / " : "", c.cause.value_or(""), c.confidence);
       for (const std::string& e : c.evidence) out << "      - " << e << "\n";
     }

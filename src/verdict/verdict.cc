@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <utility>
 
 #include <fmt/format.h>
-
-#include "analysis/robust_stats.h"
 
 namespace laggard {
 namespace {
@@ -22,13 +20,13 @@ std::string EntityName(const Entity& e) {
 // "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
 std::string PatternText(const Finding* f) {
   if (!f->pattern) return "";
-  if (f->pattern == "periodic" && f->period_steps && f->spike) {
+  if (f->pattern == Pattern::kPeriodic && f->period_steps && f->spike) {
     return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike, *f->period_steps);
   }
-  if (f->pattern == "intermittent" && f->spike) {
+  if (f->pattern == Pattern::kIntermittent && f->spike) {
     return fmt::format(" (intermittent: {:+.0f}% on some steps)", 100 * *f->spike);
   }
-  return fmt::format(" ({}, {:+.0f}%)", *f->pattern, 100 * f->slowdown.value_or(0));
+  return fmt::format(" ({}, {:+.0f}%)", PatternName(*f->pattern), 100 * f->slowdown.value_or(0));
 }
 
 const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code) {
@@ -43,6 +41,27 @@ void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from
   for (const std::string& s : from) {
     if (std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
   }
+}
+
+// `from`'s next steps first, then those already in `to` (without repeats).
+void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  std::vector<std::string> first = from;
+  AddSteps(first, to);
+  to = std::move(first);
+}
+
+// An agreeing signal's gain, within kMaxConfidence.
+double Raised(double confidence, double gain) {
+  return std::min(kMaxConfidence, confidence + gain);
+}
+
+size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces) {
+  return std::max(steps.job.ranks, traces.ranks.size());
+}
+
+std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world) {
+  if (!throughput_lost || world == 0) return std::nullopt;
+  return *throughput_lost * static_cast<double>(world) * 24.0;
 }
 
 // The trace detector named a culprit: build the verdict around it.
@@ -61,15 +80,15 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   }
   c.confidence = std::min(late->confidence, kSingleSourceCap);
   std::string why = "arrives last at the collectives; why is not known from the traces";
-  c.cause_class = "unknown";
+  c.cause_class = CauseClass::kUnknown;
   if (slow) {
-    c.cause_class = "compute_slow";
+    c.cause_class = CauseClass::kComputeSlow;
     c.confidence = std::max(c.confidence, slow->confidence);
     why = fmt::format("compute-slow: its kernels run {:.2f}x as long as a healthy peer's",
                       1 + slow->slowdown.value_or(0));
     c.slowdown = slow->slowdown;
   } else if (stall) {
-    c.cause_class = "host_stall";
+    c.cause_class = CauseClass::kHostStall;
     c.confidence = std::max(c.confidence, stall->confidence);
     why = "host stall: kernels are normal, the GPU idles waiting for the host";
   }
@@ -80,7 +99,7 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   }
   bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
   if (agrees) {
-    c.confidence = std::min(0.95, c.confidence + 0.1);
+    c.confidence = Raised(c.confidence, kAgreeingSignalGain);
     for (const Finding& f : steps.findings) {
       if (f.code == FindingCode::kStepStraggler && f.entity.rank == c.entity.rank) {
         c.onset_step = f.onset_step;
@@ -89,7 +108,7 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
       }
     }
   } else if (!step_ranks.empty()) {
-    c.confidence = std::min(c.confidence, 0.5);
+    c.confidence = std::min(c.confidence, kContradictedCap);
     why += fmt::format(" (but step times point at rank {})", step_ranks.front());
   }
   v.culprits.push_back(c);
@@ -97,16 +116,15 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
     if (f.code != FindingCode::kStepStraggler || f.entity.rank == c.entity.rank) continue;
     Culprit other;
     other.entity = f.entity;
-    other.cause_class = "unknown";
-    other.confidence = std::min(f.confidence, 0.5);
+    other.cause_class = CauseClass::kUnknown;
+    other.confidence = std::min(f.confidence, kContradictedCap);
     other.slowdown = f.slowdown;
     other.onset_step = f.onset_step;
     other.pattern = f.pattern;
     v.culprits.push_back(std::move(other));
   }
   v.throughput_lost = steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
-  size_t world = std::max(steps.job.ranks, traces.ranks.size());
-  if (v.throughput_lost && world > 0) v.gpu_hours_per_day = *v.throughput_lost * static_cast<double>(world) * 24.0;
+  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
   v.summary = fmt::format("verdict: {} is the straggler — {}, confidence {}", EntityName(c.entity), why,
                           ConfidenceWord(c.confidence));
   if (v.throughput_lost) v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
@@ -114,10 +132,8 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   if (stall) AddSteps(v.next_steps, stall->next_steps);
   AddSteps(v.next_steps, late->next_steps);
   if (!slow && !stall) {
-    v.next_steps.push_back(fmt::format(
-        "compare rank {}'s trace with a healthy rank's around the late collectives: longer kernels "
-        "mean the GPU is slow, idle gaps mean it waits for the host",
-        *c.entity.rank));
+    v.next_steps.push_back(
+        DefaultNextStep(FindingCode::kTraceLateArrival, fmt::arg("rank", *c.entity.rank)));
   }
   return v;
 }
@@ -135,9 +151,30 @@ std::string_view VerdictStatusName(VerdictStatus s) {
 }
 
 std::string_view ConfidenceWord(double c) {
-  if (c >= 0.8) return "high";
-  if (c >= 0.5) return "medium";
+  if (c >= kHighConfidence) return "high";
+  if (c >= kMediumConfidence) return "medium";
   return "low";
+}
+
+std::string_view CauseClassName(CauseClass c) {
+  switch (c) {
+    case CauseClass::kUnknown: return "unknown";
+    case CauseClass::kComputeSlow: return "compute_slow";
+    case CauseClass::kCommunication: return "communication";
+    case CauseClass::kHostStall: return "host_stall";
+    case CauseClass::kExternal: return "external";
+    case CauseClass::kImbalance: return "imbalance";
+    case CauseClass::kCount: break;
+  }
+  return "unknown";
+}
+
+std::optional<CauseClass> ParseCauseClass(std::string_view name) {
+  for (size_t i = 0; i < static_cast<size_t>(CauseClass::kCount); ++i) {
+    auto c = static_cast<CauseClass>(i);
+    if (CauseClassName(c) == name) return c;
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -159,10 +196,10 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   c.confidence = std::min(g.confidence, kSingleSourceCap);
   c.evidence.push_back("traces: " + g.message);
   if (g.cause == "host_stall") {
-    c.cause_class = "host_stall";
-    if (g.pattern == "host") c.cause = "host_contention";
+    c.cause_class = CauseClass::kHostStall;
+    if (g.pattern == Pattern::kHost) c.cause = "host_contention";
   } else if (g.cause == "slow_kernels") {
-    c.cause_class = "imbalance";
+    c.cause_class = CauseClass::kImbalance;
     c.cause = "uneven_work";
     // Whether GPU metrics could have shown a hardware cause at all.
     bool metrics = std::any_of(g.ranks.begin(), g.ranks.end(), [&](int32_t r) {
@@ -172,18 +209,17 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
       return host && std::any_of(run.hardware.gpus.begin(), run.hardware.gpus.end(),
                                  [&](const GpuRecord& gpu) { return gpu.host == host; });
     });
-    c.confidence = std::min(c.confidence, metrics ? 0.6 : 0.5);
+    c.confidence = std::min(c.confidence, metrics ? kImbalanceInferredCap : kImbalanceAssumedCap);
     c.evidence.push_back(metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
                                    "per step (pipeline stage / partition), not slower work"
                                  : "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / "
                                    "partition) is assumed; GPU metrics would rule out a hardware cause");
   } else {
-    c.cause_class = "unknown";
+    c.cause_class = CauseClass::kUnknown;
   }
   v.culprits.push_back(std::move(c));
   v.throughput_lost = traces.throughput_lost;
-  size_t world = std::max(steps.job.ranks, traces.ranks.size());
-  if (v.throughput_lost && world > 0) v.gpu_hours_per_day = *v.throughput_lost * static_cast<double>(world) * 24.0;
+  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
   v.next_steps = g.next_steps;
   v.summary = StragglerSummary(v);
   return v;
@@ -191,13 +227,13 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
 
 // The job as a whole is the one culprit, from one finding (imbalance,
 // periodic interference): its cause, confidence, slowdown and next steps.
-Verdict JobCulpritVerdict(const Finding& f, std::string cause_class, std::string_view source,
+Verdict JobCulpritVerdict(const Finding& f, CauseClass cause_class, std::string_view source,
                           std::string summary) {
   Verdict v;
   v.status = VerdictStatus::kJobWide;
   Culprit c;
   c.entity.job = true;
-  c.cause_class = std::move(cause_class);
+  c.cause_class = cause_class;
   c.cause = f.cause;
   c.confidence = f.confidence;
   c.slowdown = f.slowdown;
@@ -208,66 +244,64 @@ Verdict JobCulpritVerdict(const Finding& f, std::string cause_class, std::string
   return v;
 }
 
-Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
-  if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
-    return TraceVerdict(run, steps, traces);
-  }
-  if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup)) {
-    return GroupVerdict(run, steps, traces, *g);
-  }
-  Verdict v;
+// Step stragglers without a trace culprit: one culprit per straggler, most
+// costly first, cause unknown from step times alone.
+std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
   std::vector<const Finding*> stragglers;
   for (const Finding& f : steps.findings) {
     if (f.code == FindingCode::kStepStraggler) stragglers.push_back(&f);
   }
+  if (stragglers.empty()) return std::nullopt;
   std::stable_sort(stragglers.begin(), stragglers.end(), [](const Finding* a, const Finding* b) {
     return a->slowdown.value_or(0) * a->confidence > b->slowdown.value_or(0) * b->confidence;
   });
-
-  if (!stragglers.empty()) {
-    v.status = VerdictStatus::kStraggler;
-    for (const Finding* f : stragglers) {
-      Culprit c;
-      c.entity = f->entity;
-      c.cause_class = "unknown";
-      c.confidence = std::min(f->confidence, kSingleSourceCap);
-      c.slowdown = f->slowdown;
-      c.onset_step = f->onset_step;
-      c.pattern = f->pattern;
-      v.culprits.push_back(std::move(c));
-    }
-    v.throughput_lost = steps.job.throughput_lost;
-    if (v.throughput_lost && steps.job.ranks > 0) {
-      v.gpu_hours_per_day = *v.throughput_lost * static_cast<double>(steps.job.ranks) * 24.0;
-    }
-    const Culprit& top = v.culprits.front();
-    std::string who = EntityName(top.entity);
-    if (v.culprits.size() > 1) who += fmt::format(" (and {} more)", v.culprits.size() - 1);
-    v.summary = fmt::format(
-        "verdict: {} is the straggler — cause unknown from step times alone{}, confidence {}",
-        who, PatternText(stragglers.front()),
-        ConfidenceWord(top.confidence));
-    if (v.throughput_lost) {
-      v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
-    }
-    for (const Finding* f : stragglers) {
-      for (const std::string& s : f->next_steps) {
-        if (std::find(v.next_steps.begin(), v.next_steps.end(), s) == v.next_steps.end()) v.next_steps.push_back(s);
-      }
-      if (v.next_steps.size() >= 4) break;
-    }
-    return v;
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  for (const Finding* f : stragglers) {
+    Culprit c;
+    c.entity = f->entity;
+    c.cause_class = CauseClass::kUnknown;
+    c.confidence = std::min(f->confidence, kSingleSourceCap);
+    c.slowdown = f->slowdown;
+    c.onset_step = f->onset_step;
+    c.pattern = f->pattern;
+    v.culprits.push_back(std::move(c));
   }
+  v.throughput_lost = steps.job.throughput_lost;
+  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, steps.job.ranks);
+  const Culprit& top = v.culprits.front();
+  std::string who = EntityName(top.entity);
+  if (v.culprits.size() > 1) who += fmt::format(" (and {} more)", v.culprits.size() - 1);
+  v.summary = fmt::format(
+      "verdict: {} is the straggler — cause unknown from step times alone{}, confidence {}", who,
+      PatternText(stragglers.front()), ConfidenceWord(top.confidence));
+  if (v.throughput_lost) {
+    v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  }
+  for (const Finding* f : stragglers) {
+    AddSteps(v.next_steps, f->next_steps);
+    if (v.next_steps.size() >= 4) break;
+  }
+  return v;
+}
+
+// A cause of the whole job, no rank to blame: imbalance, a job-wide host
+// stall, communication-bound steps, periodic interference.
+std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (const Finding* imb = FirstOf(steps, FindingCode::kStepStageImbalance)) {
-    return JobCulpritVerdict(*imb, "imbalance", "step times", "verdict: workload imbalance — " + imb->message);
+    return JobCulpritVerdict(*imb, CauseClass::kImbalance, "step times",
+                             "verdict: workload imbalance — " + imb->message);
   }
   if (const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork)) {
-    return JobCulpritVerdict(*vw, "imbalance", "traces", "verdict: workload imbalance — " + vw->message);
+    return JobCulpritVerdict(*vw, CauseClass::kImbalance, "traces",
+                             "verdict: workload imbalance — " + vw->message);
   }
   if (const Finding* hs = FirstOf(traces.findings, FindingCode::kTraceHostStall); hs && hs->entity.job) {
-    return JobCulpritVerdict(*hs, "host_stall", "traces", "verdict: job-wide host stall — " + hs->message);
+    return JobCulpritVerdict(*hs, CauseClass::kHostStall, "traces",
+                             "verdict: job-wide host stall — " + hs->message);
   }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
+    Verdict v;
     v.status = VerdictStatus::kJobWide;
     v.summary = "verdict: job-wide slowdown — " + comm->message + "; no single rank is to blame";
     v.next_steps = comm->next_steps;
@@ -276,23 +310,28 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   // The whole job slows on a fixed period and no rank stands out: periodic
   // interference (checkpoint, evaluation, GC, a scheduled job on a shared
   // switch) — a cause class of its own, whichever rank or host it hits.
-  if (const Finding* per = FirstOf(steps, FindingCode::kPeriodicSlowdown);
-      per && per->period_steps && !steps.job.episodes.empty()) {
-    v = JobCulpritVerdict(*per, "external", "step times",
-                          fmt::format("verdict: periodic interference — {}; no single rank stands out", per->message));
-    Culprit& c = v.culprits.front();
-    c.cause = "periodic_interference";
-    c.confidence = std::min(per->confidence, kSingleSourceCap);
-    c.onset_step = per->onset_step;
-    c.pattern = "periodic";
-    const Episode& last = steps.job.episodes.back();
-    auto next = static_cast<int64_t>(std::llround(static_cast<double>(last.start_step) + *per->period_steps));
-    v.next_steps.push_back(fmt::format(
-        "profile the next expected slow step on every rank: step {} (torch.profiler schedule "
-        "covering steps {}-{}) to see which rank or host stalls",
-        next, next - 1, next + 1));
-    return v;
-  }
+  const Finding* per = FirstOf(steps, FindingCode::kPeriodicSlowdown);
+  if (!per || !per->period_steps || steps.job.episodes.empty()) return std::nullopt;
+  Verdict v = JobCulpritVerdict(
+      *per, CauseClass::kExternal, "step times",
+      fmt::format("verdict: periodic interference — {}; no single rank stands out", per->message));
+  Culprit& c = v.culprits.front();
+  c.cause = "periodic_interference";
+  c.confidence = std::min(per->confidence, kSingleSourceCap);
+  c.onset_step = per->onset_step;
+  c.pattern = Pattern::kPeriodic;
+  const Episode& last = steps.job.episodes.back();
+  auto next =
+      static_cast<int64_t>(std::llround(static_cast<double>(last.start_step) + *per->period_steps));
+  v.next_steps.push_back(DefaultNextStep(FindingCode::kPeriodicSlowdown, fmt::arg("step", next),
+                                         fmt::arg("first", next - 1), fmt::arg("last", next + 1)));
+  return v;
+}
+
+// Step times that cannot name a rank (synchronised, no peers), or a
+// slowdown of the whole job.
+std::optional<Verdict> StepsOnlyVerdict(const StepAnalysis& steps) {
+  Verdict v;
   if (const Finding* sync = FirstOf(steps, FindingCode::kStepsSynchronised)) {
     v.status = VerdictStatus::kInconclusive;
     v.summary = fmt::format(
@@ -320,13 +359,17 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   }
   const Finding* periodic = FirstOf(steps, FindingCode::kPeriodicSlowdown);
   const Finding* slowdown = periodic ? periodic : FirstOf(steps, FindingCode::kJobSlowdown);
-  if (slowdown) {
-    v.status = VerdictStatus::kJobWide;
-    v.summary = fmt::format("verdict: job-wide slowdown — {}; no single rank is to blame",
-                            slowdown->message);
-    v.next_steps = slowdown->next_steps;
-    return v;
-  }
+  if (!slowdown) return std::nullopt;
+  v.status = VerdictStatus::kJobWide;
+  v.summary =
+      fmt::format("verdict: job-wide slowdown — {}; no single rank is to blame", slowdown->message);
+  v.next_steps = slowdown->next_steps;
+  return v;
+}
+
+// No culprit and no job-wide cause: too little data to tell, or none.
+Verdict NoCulpritVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
+  Verdict v;
   if (steps.ranks.empty() && traces.ranks.empty()) {
     v.status = VerdictStatus::kInconclusive;
     v.summary = run.traces.empty()
@@ -377,6 +420,20 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   return v;
 }
 
+// The verdict from step times and traces alone, most specific rule first.
+Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
+  if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
+    return TraceVerdict(run, steps, traces);
+  }
+  if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup)) {
+    return GroupVerdict(run, steps, traces, *g);
+  }
+  if (auto v = StepStragglerVerdict(steps)) return std::move(*v);
+  if (auto v = JobCauseVerdict(steps, traces)) return std::move(*v);
+  if (auto v = StepsOnlyVerdict(steps)) return std::move(*v);
+  return NoCulpritVerdict(run, steps, traces);
+}
+
 bool IsGpuCause(FindingCode c) {
   return c == FindingCode::kGpuThermal || c == FindingCode::kGpuPowerCap ||
          c == FindingCode::kGpuClocksLow || c == FindingCode::kGpuPcieDowngrade ||
@@ -387,9 +444,10 @@ bool IsGpuCause(FindingCode c) {
 // share of every collective), not its kernels: communication, as the
 // HardwareOnlyCulprit rule and the simulator's truth class them; the other
 // GPU causes slow the kernels.
-std::string GpuCauseClass(FindingCode c) {
-  return c == FindingCode::kGpuPcieDowngrade || c == FindingCode::kGpuNvlinkDown ? "communication"
-                                                                                   : "compute_slow";
+CauseClass GpuCauseClass(FindingCode c) {
+  return c == FindingCode::kGpuPcieDowngrade || c == FindingCode::kGpuNvlinkDown
+             ? CauseClass::kCommunication
+             : CauseClass::kComputeSlow;
 }
 
 bool IsNetCause(FindingCode c) {
@@ -408,13 +466,21 @@ bool OnHost(const Finding& f, const std::optional<std::string>& host) {
   return host && f.entity.host && *f.entity.host == *host;
 }
 
+std::string_view CauseClassWords(CauseClass c) {
+  switch (c) {
+    case CauseClass::kComputeSlow: return "compute-slow";
+    case CauseClass::kCommunication: return "communication";
+    case CauseClass::kHostStall: return "host stall";
+    case CauseClass::kExternal: return "external interference";
+    case CauseClass::kImbalance: return "workload imbalance";
+    case CauseClass::kUnknown:
+    case CauseClass::kCount: break;
+  }
+  return "cause unknown";
+}
+
 std::string CauseWords(const Culprit& c) {
-  std::string s = c.cause_class == "compute_slow"   ? "compute-slow"
-                  : c.cause_class == "communication" ? "communication"
-                  : c.cause_class == "host_stall"    ? "host stall"
-                  : c.cause_class == "external"      ? "external interference"
-                  : c.cause_class == "imbalance"     ? "workload imbalance"
-                                                     : "cause unknown";
+  std::string s(CauseClassWords(c.cause_class));
   if (c.cause) s += ": " + *c.cause;
   return s;
 }
@@ -455,23 +521,21 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
     changed = true;
     c.evidence.push_back("GPU: " + hw->message);
     if (hw->overlaps_slow_steps == false) {
-      c.confidence = std::min(c.confidence, 0.5);
-    } else if (c.cause_class == "host_stall") {
+      c.confidence = std::min(c.confidence, kContradictedCap);
+    } else if (c.cause_class == CauseClass::kHostStall) {
       c.evidence.push_back("contradiction: the trace shows a host stall, not slow kernels");
-      c.confidence = std::min(c.confidence, 0.5);
+      c.confidence = std::min(c.confidence, kContradictedCap);
     } else {
       c.cause_class = GpuCauseClass(hw->code);
       c.cause = hw->cause;
-      c.confidence = std::min(0.95, std::max(c.confidence, hw->confidence) + 0.15);
-      std::vector<std::string> first = hw->next_steps;
-      AddSteps(first, next_steps);
-      next_steps = std::move(first);
+      c.confidence = Raised(std::max(c.confidence, hw->confidence), kCauseObservedGain);
+      PutStepsFirst(next_steps, hw->next_steps);
     }
   }
   for (const Finding& f : a.hardware.findings) {
     if (f.code != FindingCode::kGpuErrors || !OnGpu(f, c.entity)) continue;
     c.evidence.push_back("GPU errors: " + f.message);
-    c.confidence = std::min(0.95, c.confidence + 0.05);
+    c.confidence = Raised(c.confidence, kErrorsGain);
     AddSteps(next_steps, f.next_steps);
     changed = true;
   }
@@ -484,21 +548,19 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
   if (net != nullptr) {
     changed = true;
     c.evidence.push_back("network: " + net->message);
-    if (c.cause_class == "unknown") {
-      c.cause_class = "communication";
+    if (c.cause_class == CauseClass::kUnknown) {
+      c.cause_class = CauseClass::kCommunication;
       c.cause = net->cause;
-      c.confidence = std::min(0.95, std::max(c.confidence, net->confidence) + 0.1);
-      std::vector<std::string> first = net->next_steps;
-      AddSteps(first, next_steps);
-      next_steps = std::move(first);
+      c.confidence = Raised(std::max(c.confidence, net->confidence), kAgreeingSignalGain);
+      PutStepsFirst(next_steps, net->next_steps);
     }
   }
   for (const Finding& f : a.network.findings) {
     if (f.code == FindingCode::kNetSharedSwitch &&
         std::find(f.ranks.begin(), f.ranks.end(), *c.entity.rank) != f.ranks.end()) {
       c.evidence.push_back("switch: " + f.message);
-      if (c.cause_class == "unknown" || c.cause_class == "communication") {
-        c.cause_class = "external";
+      if (c.cause_class == CauseClass::kUnknown || c.cause_class == CauseClass::kCommunication) {
+        c.cause_class = CauseClass::kExternal;
         c.cause = "shared_switch";
       }
       AddSteps(next_steps, f.next_steps);
@@ -512,7 +574,7 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
 // is compute-slow (a host-wide thermal / power problem), not imbalance;
 // the GPU with the strongest finding becomes the named entity.
 bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (c.ranks.size() < 2 || c.cause_class == "host_stall") return false;
+  if (c.ranks.size() < 2 || c.cause_class == CauseClass::kHostStall) return false;
   const Finding* hw = nullptr;
   Entity at;
   for (int32_t r : c.ranks) {
@@ -532,10 +594,8 @@ bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>&
   c.cause = hw->cause;
   std::erase_if(c.evidence, [](const std::string& e) { return e.rfind("no GPU metric", 0) == 0; });
   c.evidence.push_back("GPU: " + hw->message);
-  c.confidence = std::min(0.95, std::max(c.confidence, hw->confidence) + 0.15);
-  std::vector<std::string> first = hw->next_steps;
-  AddSteps(first, next_steps);
-  next_steps = std::move(first);
+  c.confidence = Raised(std::max(c.confidence, hw->confidence), kCauseObservedGain);
+  PutStepsFirst(next_steps, hw->next_steps);
   return true;
 }
 
@@ -553,12 +613,13 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     if (whole) return out;
   }
   for (const Finding& f : a.network.findings) {
-    if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath || f.code == FindingCode::kNetNoGdr ||
-        !f.entity.host || f.severity != Severity::kCritical || f.confidence < 0.65) {
+    if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath ||
+        f.code == FindingCode::kNetNoGdr || !f.entity.host || f.severity != Severity::kCritical ||
+        f.confidence < kStrongNetworkConfidence) {
       continue;
     }
     bool covered = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-      return c.entity.host == f.entity.host && c.cause_class == "communication";
+      return c.entity.host == f.entity.host && c.cause_class == CauseClass::kCommunication;
     });
     if (covered) continue;
     auto it = std::find_if(out.begin(), out.end(),
@@ -568,7 +629,7 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
       c.entity.host = f.entity.host;
       c.entity.nic = f.entity.nic;
       c.entity.switch_name = f.entity.switch_name;
-      c.cause_class = "communication";
+      c.cause_class = CauseClass::kCommunication;
       c.cause = f.cause;
       c.confidence = std::min(f.confidence, kSingleSourceCap);
       c.slowdown = f.slowdown;
@@ -581,7 +642,7 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
       if (!it->entity.nic) it->entity.nic = f.entity.nic;
       if (!it->slowdown) it->slowdown = f.slowdown;
       it->evidence.push_back("network: " + f.message);
-      it->confidence = std::min(0.95, it->confidence + 0.15);
+      it->confidence = Raised(it->confidence, kCauseObservedGain);
     }
     AddSteps(next_steps, f.next_steps);
   }
@@ -604,10 +665,8 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     c.entity.nic.reset();
     c.cause = "pcie_downgrade";
     c.evidence.push_back("GPU: " + pcie->message);
-    c.confidence = std::min(0.95, c.confidence + 0.15);
-    std::vector<std::string> first = pcie->next_steps;
-    AddSteps(first, next_steps);
-    next_steps = std::move(first);
+    c.confidence = Raised(c.confidence, kCauseObservedGain);
+    PutStepsFirst(next_steps, pcie->next_steps);
   }
   // Hosts of one switch slow together in nccl-tests, no host of it blamed
   // otherwise: while the job's step times show slowdowns of the whole job
@@ -617,14 +676,14 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
   // the culprit, outside the job.
   // Port counters that show every host of one switch waiting for credits
   // far more than the rest name the switch on their own (a direct
-  // observation of the congestion, at most 0.7), more when the job's steps
+  // observation of the congestion, at most kSingleSourceCap), more when the job's steps
   // slow down together as well.
   for (const Finding& f : a.network.findings) {
     if (f.code != FindingCode::kNetSharedSwitch ||
-        (f.pattern != "switch_group" && f.pattern != "port_counters")) {
+        (f.pattern != Pattern::kSwitchGroup && f.pattern != Pattern::kPortCounters)) {
       continue;
     }
-    const bool counters = f.pattern == "port_counters";
+    const bool counters = f.pattern == Pattern::kPortCounters;
     bool covered = std::any_of(out.begin(), out.end(), [&](const Culprit& c) {
       return c.entity.switch_name == f.entity.switch_name;
     }) || std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
@@ -640,14 +699,19 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     c.entity.host = f.entity.host;
     c.entity.switch_name = f.entity.switch_name;
     c.ranks = f.ranks;
-    c.cause_class = "external";
+    c.cause_class = CauseClass::kExternal;
     c.cause = "shared_switch";
     c.slowdown = f.slowdown;
     if (counters) {
-      c.confidence = std::min(0.7, f.confidence);
-      if (episodes) c.confidence = std::min(0.85, c.confidence + (comm ? 0.15 : 0.1));
+      c.confidence = std::min(kSingleSourceCap, f.confidence);
+      if (episodes) {
+        c.confidence = std::min(kSwitchCountersCap,
+                                c.confidence + (comm ? kCauseObservedGain : kAgreeingSignalGain));
+      }
     } else {
-      c.confidence = std::min(0.7, f.confidence + (episodes && comm ? 0.15 : 0.1));
+      c.confidence =
+          std::min(kSingleSourceCap,
+                   f.confidence + (episodes && comm ? kCauseObservedGain : kAgreeingSignalGain));
     }
     c.evidence.push_back("switch: " + f.message);
     if (episodes) c.evidence.push_back("step times: " + episodes->message);
@@ -659,7 +723,7 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     if (f.code != FindingCode::kNetSharedSwitch) continue;
     for (Culprit& c : out) {
       if (c.entity.switch_name == f.entity.switch_name && c.cause != "shared_switch") {
-        c.cause_class = "external";
+        c.cause_class = CauseClass::kExternal;
         c.cause = "shared_switch";
         c.evidence.push_back("switch: " + f.message);
       }
@@ -674,7 +738,7 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
 // best remaining hypothesis: a degraded NVLink / PCIe link slows the
 // collectives for everyone without making its rank late, and a throttled GPU
 // shows in the GPU metrics even where no trace was taken. Confidence stays
-// low (<= 0.5, one signal, unconfirmed by the ranks' timing).
+// at kContradictedCap or below (one signal, unconfirmed by the ranks' timing).
 std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   // Without step times nothing says the job is slow at all: GPU findings
   // stay findings.
@@ -704,9 +768,9 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   Culprit c;
   c.entity = f.entity;
   bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
-  c.cause_class = comm ? "communication" : "compute_slow";
+  c.cause_class = comm ? CauseClass::kCommunication : CauseClass::kComputeSlow;
   c.cause = f.cause;
-  c.confidence = std::min(0.5, f.confidence);
+  c.confidence = std::min(kContradictedCap, f.confidence);
   c.evidence.push_back("GPU: " + f.message);
   if (late_trace != nullptr && late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
     c.evidence.push_back("traces: " + late_trace->message);
@@ -719,103 +783,23 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   return c;
 }
 
-// Synchronised end-to-end step times with isolated whole-job slow steps
-// (spikes, JobStepStats::spike_steps) that no trace covers, and one GPU
-// whose utilisation dips in a sample where every other GPU stays busy: in
-// synchronous training the waiting GPUs spin in NCCL at ~100%, so a lone
-// dip is the rank everyone waits for — a host-side pause (GC, a checkpoint
-// write, a stalled data loader) at the moments the job slows.
-constexpr double kBusyUtilPct = 98;
-constexpr double kDipUtilPct = 97;
-// Dips of one GPU closer than this are one pause (a pause across a sample
-// boundary, or the same moment seen by dmon and a --query-gpu log).
-constexpr TimeNs kSamePauseNs = 2'000'000'000;
-
-std::optional<Culprit> PauseCulprit(const Run& run, const Analyses& a) {
-  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
-  const std::vector<int64_t>& spikes = a.steps.job.spike_steps;
-  if (spikes.empty()) return std::nullopt;
-
-  // Per sample time: GPUs busy and GPUs dipping, over saturated GPUs.
-  const std::vector<GpuRecord>& gpus = run.hardware.gpus;
-  std::vector<char> saturated(gpus.size(), 0);
-  std::map<TimeNs, std::pair<int, int>> at;  // busy, dipping
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const GpuRecord& g = gpus[i];
-    if (g.time_is_approximate || !g.host) continue;
-    std::vector<double> u;
-    for (const GpuSample& x : g.samples) {
-      if (x.util_pct) u.push_back(*x.util_pct);
-    }
-    if (u.size() < 10 || *Median(u) < kBusyUtilPct) continue;
-    saturated[i] = 1;
-    for (const GpuSample& x : g.samples) {
-      if (!x.util_pct) continue;
-      if (*x.util_pct >= kBusyUtilPct) ++at[x.time_ns].first;
-      else if (*x.util_pct <= kDipUtilPct) ++at[x.time_ns].second;
-    }
-  }
-  size_t best = gpus.size(), best_n = 0, second_n = 0;
-  std::vector<std::pair<TimeNs, double>> best_dips;
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    if (!saturated[i]) continue;
-    std::vector<std::pair<TimeNs, double>> lone;
-    for (const GpuSample& x : gpus[i].samples) {
-      if (!x.util_pct || *x.util_pct > kDipUtilPct) continue;
-      auto [busy, dipping] = at[x.time_ns];
-      if (dipping == 1 && busy >= 2) lone.push_back({x.time_ns, *x.util_pct});
-    }
-    std::sort(lone.begin(), lone.end());
-    std::vector<std::pair<TimeNs, double>> dips;  // one per pause
-    for (const auto& d : lone) {
-      if (!dips.empty() && d.first - dips.back().first < kSamePauseNs) {
-        dips.back().second = std::min(dips.back().second, d.second);
-      } else {
-        dips.push_back(d);
-      }
-    }
-    if (dips.size() > best_n) {
-      second_n = best_n;
-      best_n = dips.size(), best = i, best_dips = std::move(dips);
-    } else {
-      second_n = std::max(second_n, dips.size());
-    }
-  }
-  // One GPU, dipping about as often as the job spikes. A pause that falls
-  // across two 1 s samples may pull neither below the dip level: one lone
-  // dip for several spikes is still that GPU, at lower confidence.
-  if (best == gpus.size() || best_n == 0 || best_n > 2 * spikes.size() || second_n * 2 > best_n) {
-    return std::nullopt;
-  }
-  const GpuRecord& g = gpus[best];
+// The rank that pauses at the job's isolated slow steps (host.pause,
+// pause_detector.h): a host stall, on the finding's evidence.
+Culprit PauseCulprit(const Finding& pause) {
   Culprit c;
-  c.entity.host = g.host;
-  c.entity.gpu = g.index;
-  c.entity.rank = a.ranks.RankOf(*g.host, g.index);
-  c.cause_class = "host_stall";
-  c.cause = "pause";
-  c.confidence = best_n >= std::min<size_t>(2, spikes.size()) ? 0.5 : 0.4;
-  c.slowdown = Median(a.steps.job.spike_excess);
-  std::string steps_text;
-  for (size_t i = 0; i < spikes.size() && i < 6; ++i) steps_text += fmt::format("{}{}", i ? ", " : "", spikes[i]);
-  if (spikes.size() > 6) steps_text += ", ...";
-  double low = 100;
-  for (auto& d : best_dips) low = std::min(low, d.second);
-  c.evidence.push_back(fmt::format(
-      "GPU: GPU {} of {} drops to {:.0f}% utilisation {} time{} while every other GPU stays busy "
-      "(the waiting GPUs spin in NCCL at ~100%): its rank idles while the others wait",
-      g.index, *g.host, low, best_n, best_n == 1 ? "" : "s"));
-  c.evidence.push_back(fmt::format(
-      "step times: the whole job slows at {} isolated step{} ({}), {:+.0f}% each (median), with "
-      "synchronised step times: one rank pauses, everyone waits",
-      spikes.size(), spikes.size() == 1 ? "" : "s", steps_text, 100 * *c.slowdown));
+  c.entity = pause.entity;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = pause.cause;
+  c.confidence = pause.confidence;
+  c.slowdown = pause.slowdown;
+  for (const Evidence& e : pause.evidence) c.evidence.push_back(e.text);
   return c;
 }
 
 // What is missing to decide, as next steps.
 void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& next_steps) {
   for (const Culprit& c : v.culprits) {
-    if (!c.entity.rank || c.cause_class != "unknown") continue;
+    if (!c.entity.rank || c.cause_class != CauseClass::kUnknown) continue;
     auto mentions = [&](std::string_view what) {
       return std::any_of(next_steps.begin(), next_steps.end(),
                          [&](const std::string& s) { return s.find(what) != std::string::npos; });
@@ -854,17 +838,6 @@ std::string StragglerSummary(const Verdict& v) {
 
 }  // namespace
 
-Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
-  Analyses a;
-  a.steps = AnalyzeStepTimes(run, options.steps);
-  a.traces = AnalyzeTraces(run);
-  a.ranks = RankMap::Build(run, options.gpus_per_node);
-  std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
-  a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);
-  a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
-  return a;
-}
-
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   return BaseVerdict(run, steps, traces);
 }
@@ -880,19 +853,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   if (v.status != VerdictStatus::kStraggler) {
-    if (auto pause = PauseCulprit(run, a)) {
-      std::string who = pause->entity.rank ? fmt::format("rank {}", *pause->entity.rank)
-                                           : fmt::format("GPU {} of {}", *pause->entity.gpu, *pause->entity.host);
-      std::vector<std::string> first = {fmt::format(
-          "find what pauses {}'s process at the slow steps: Python GC (gc.freeze() after start-up, or "
-          "gc.disable() with gc.collect() between steps), checkpoint writes on the training thread, "
-          "data loader workers restarting; `py-spy dump --pid PID` on {} during a slow step, or profile "
-          "a window of steps that includes one",
-          who, *pause->entity.host)};
-      AddSteps(first, next);
-      next = std::move(first);
+    if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
+      PutStepsFirst(next, pause->next_steps);
       v.culprits.clear();
-      v.culprits.push_back(std::move(*pause));
+      v.culprits.push_back(PauseCulprit(*pause));
       v.status = VerdictStatus::kStraggler;
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();
@@ -914,7 +878,9 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       // from the ranks: the slow transfer holds everyone back equally. A
       // job-wide cause the traces show (imbalance, interference) is a
       // second problem and stays.
-      std::erase_if(v.culprits, [](const Culprit& c) { return !c.entity.job || c.cause_class == "unknown"; });
+      std::erase_if(v.culprits, [](const Culprit& c) {
+        return !c.entity.job || c.cause_class == CauseClass::kUnknown;
+      });
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();
       v.status = VerdictStatus::kStraggler;

@@ -1,34 +1,52 @@
-// The verdict: one answer from all findings — culprit(s), cause, confidence,
-// what it costs, what to do first.
+// The verdict: one answer from every detector's findings — culprit(s),
+// cause, confidence, what it costs, what to do first. DecideVerdict() only
+// combines findings; running the detectors is AnalyzeRun()'s job
+// (analysis/analyze_run.h). Called by `laggard diagnose` and `laggard watch`
+// (src/cli), the benchmarks and tests; the reports (src/report) print its
+// result. Pure functions of their inputs: safe from any thread.
 //
-// Evidence sources: the step-time, trace, hardware and network detectors.
 // Findings are grouped by entity (rank -> GPU -> host -> NIC -> switch):
 //   1. a rank culprit comes from the traces (late arrival) or step times;
 //   2. hardware findings on its GPU name the cause (compute_slow: thermal,
-//      power_cap, clocks, pcie_downgrade, nvlink_down) when they overlap its
-//      slow steps; network findings on its host name a communication cause
-//      when nothing says it computes slowly;
+//      power_cap, clocks; communication: pcie_downgrade, nvlink_down) when
+//      they overlap its slow steps; network findings on its host name a
+//      communication cause when nothing says it computes slowly;
 //   3. a host with strong network findings (port down, degraded link, low
 //      nccl-tests bandwidth, socket fallback) is a culprit of its own, with
-//      cause class communication (external when slow hosts share a switch).
-// A culprit named by one signal alone is capped at kSingleSourceCap (DESIGN:
-// single signals lie); each independent agreeing signal raises confidence
-// (+0.1 to +0.15, at most 0.95); contradiction (detectors name different
-// ranks, a hot GPU on a rank whose trace shows a host stall, an anomaly
-// outside the slow steps) lowers it to at most 0.5. When the evidence cannot
-// decide, next steps say what to collect.
+//      cause class communication (external when slow hosts share a switch);
+//   4. when nothing names a rank, a host.pause finding (pause_detector.h)
+//      names the rank that pauses, else one GPU's hardware finding is the
+//      remaining hypothesis.
+// When the evidence cannot decide, next steps say what to collect.
+//
+// The confidence rule (DESIGN: single signals lie). A culprit starts from
+// its finding's confidence, capped at kSingleSourceCap while one kind of
+// evidence names it. Each independent signal that agrees raises it, never
+// above kMaxConfidence: by kAgreeingSignalGain when it points at the same
+// rank or host (step times agreeing with the traces, a network finding on
+// its host, a switch's hosts slowing with whole-job episodes), by
+// kCauseObservedGain when it observes the cause itself (a GPU metric during
+// the slow steps, a second observation of the same link, a PCIe link under
+// a host named by bandwidth alone, episodes together with a
+// communication-bound trace), by kErrorsGain for errors on its GPU. A
+// signal that contradicts it (detectors naming different ranks, a hot GPU
+// on a rank whose trace shows a host stall, an anomaly outside the slow
+// steps) or a hypothesis no timing confirms (one GPU's hardware finding
+// alone) caps it at kContradictedCap. The values are judgements, not
+// measurements; bench/accuracy (docs/accuracy.md) scores the verdicts they
+// give on simulated runs.
 
 #ifndef LAGGARD_VERDICT_VERDICT_H_
 #define LAGGARD_VERDICT_VERDICT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "analysis/analyze_run.h"
 #include "analysis/finding.h"
-#include "analysis/hardware_detector.h"
-#include "analysis/network_detector.h"
-#include "analysis/rank_map.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -36,18 +54,55 @@
 namespace laggard {
 
 inline constexpr double kSingleSourceCap = 0.7;
+inline constexpr double kAgreeingSignalGain = 0.1;
+inline constexpr double kCauseObservedGain = 0.15;
+inline constexpr double kErrorsGain = 0.05;
+inline constexpr double kMaxConfidence = 0.95;
+inline constexpr double kContradictedCap = 0.5;
+// Ranks late together with slow kernels and no hardware finding do more
+// work per step (imbalance): inferred, not observed, so at most
+// kImbalanceInferredCap when their hosts' GPU metrics show no hardware
+// cause, kImbalanceAssumedCap when there are no metrics to rule one out.
+inline constexpr double kImbalanceInferredCap = 0.6;
+inline constexpr double kImbalanceAssumedCap = 0.5;
+// A network finding names a host on its own when it is critical and at
+// least this confident.
+inline constexpr double kStrongNetworkConfidence = 0.65;
+// Port counters naming a switch, with whole-job slowdown episodes: two
+// indirect signals, at most this.
+inline constexpr double kSwitchCountersCap = 0.85;
+// ConfidenceWord(): "high" from kHighConfidence, "medium" from
+// kMediumConfidence, else "low".
+inline constexpr double kHighConfidence = 0.8;
+inline constexpr double kMediumConfidence = 0.5;
 
 enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide };
 std::string_view VerdictStatusName(VerdictStatus s);  // "straggler", "no_straggler", ...
 
+// What kind of cause slows a culprit. Serialized by CauseClassName(); the
+// simulator's truth (simulator/cluster.h) uses the same words; append,
+// never rename.
+enum class CauseClass : uint8_t {
+  kUnknown,        // the evidence names the culprit, not why
+  kComputeSlow,    // its kernels run slower (thermal, power cap, clocks)
+  kCommunication,  // its transfers are slow (NIC, port, link, PCIe / NVLink)
+  kHostStall,      // its GPU waits for its host (CPU contention, pauses)
+  kExternal,       // interference from outside the job (a shared switch, periodic)
+  kImbalance,      // it does more work per step (pipeline stage, partition, data)
+  kCount,
+};
+std::string_view CauseClassName(CauseClass c);  // "unknown", "compute_slow", ...
+// The class whose CauseClassName() is `name`; nullopt for any other word.
+std::optional<CauseClass> ParseCauseClass(std::string_view name);
+
 struct Culprit {
   Entity entity;
-  std::string cause_class;           // compute_slow | communication | ... | unknown
+  CauseClass cause_class = CauseClass::kUnknown;
   std::optional<std::string> cause;  // thermal | power_cap | ... (nullopt: not known)
   double confidence = 0;
   std::optional<double> slowdown;
   std::optional<int64_t> onset_step;
-  std::optional<std::string> pattern;
+  std::optional<Pattern> pattern;
   // A group culprit (one host's ranks, a block of ranks late together):
   // every rank of it; empty for a single rank / host / NIC.
   std::vector<int32_t> ranks;
@@ -66,28 +121,7 @@ struct Verdict {
   std::vector<std::string> next_steps;
 };
 
-// "high" (>= 0.8), "medium" (>= 0.5) or "low".
 std::string_view ConfidenceWord(double confidence);
-
-// Every detector's output for one run.
-struct Analyses {
-  StepAnalysis steps;
-  TraceAnalysis traces;
-  HardwareAnalysis hardware;
-  NetworkAnalysis network;
-  RankMap ranks;
-};
-
-struct AnalysisOptions {
-  StepDetectorOptions steps;
-  HardwareDetectorOptions hardware;
-  NetworkDetectorOptions network;
-  std::optional<int32_t> gpus_per_node;  // placement rule for the rank <-> GPU join
-};
-
-// Runs every detector; hardware and network detectors get the ranks the
-// step and trace detectors suspect, to relate anomalies to slow steps.
-Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options);
 
 Verdict DecideVerdict(const Run& run, const Analyses& analyses);
 // Step times and traces only (tests, benchmarks).

@@ -139,7 +139,7 @@ TEST(HardwareDetectorTest, ThermalThrottlingOnTheSlowRankIsTheCause) {
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler);
   const Culprit& top = r.v.culprits.front();
   EXPECT_EQ(top.entity.rank, 5);
-  EXPECT_EQ(top.cause_class, "compute_slow");
+  EXPECT_EQ(top.cause_class, CauseClass::kComputeSlow);
   EXPECT_EQ(top.cause, "thermal");
   EXPECT_GE(top.confidence, 0.8) << "step times + GPU metrics agree";
   EXPECT_NE(r.v.summary.find("thermal"), std::string::npos) << r.v.summary;
@@ -189,7 +189,7 @@ TEST(HardwareDetectorTest, ThrottlingThatBeganInTheLastSamplesIsAThermalWarning)
   auto thermal = Codes(r, FindingCode::kGpuThermal);
   ASSERT_EQ(thermal.size(), 1u);
   EXPECT_EQ(thermal[0]->entity.rank, 6);
-  EXPECT_EQ(thermal[0]->pattern, "onset_at_end");
+  EXPECT_EQ(thermal[0]->pattern, Pattern::kOnsetAtEnd);
   EXPECT_EQ(thermal[0]->severity, Severity::kWarning);
   EXPECT_NE(thermal[0]->message.find("last 4 samples"), std::string::npos) << thermal[0]->message;
   // A single throttled sample at the end, or a clock within 2%: nothing.
@@ -360,7 +360,7 @@ TEST(NetworkDetectorTest, OneDegradedPortAmongEightIsNamedWithItsRanks) {
   EXPECT_EQ(degraded[0]->entity.nic, "mlx5_2 port 1");
   EXPECT_EQ(degraded[0]->ranks, (std::vector<int32_t>{4, 5, 6, 7}));
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler);
-  EXPECT_EQ(r.v.culprits.front().cause_class, "communication");
+  EXPECT_EQ(r.v.culprits.front().cause_class, CauseClass::kCommunication);
   EXPECT_EQ(r.v.culprits.front().entity.host, "node-01");
 }
 
@@ -509,7 +509,7 @@ TEST(VerdictEvidenceTest, SynchronisedStepsAndADownNvlinkNameTheGpuWithLowConfid
   const Culprit& top = r.v.culprits.front();
   EXPECT_EQ(top.entity.host, "node-01");
   EXPECT_EQ(top.entity.gpu, 2);
-  EXPECT_EQ(top.cause_class, "communication");
+  EXPECT_EQ(top.cause_class, CauseClass::kCommunication);
   EXPECT_EQ(top.cause, "nvlink_down");
   EXPECT_LE(top.confidence, 0.5);
 }
@@ -536,12 +536,12 @@ TEST(NetworkDetectorTest, HostsOfOneSwitchSlowTogetherPointOutsideTheJob) {
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
-  EXPECT_EQ(shared[0]->pattern, "switch_group");
+  EXPECT_EQ(shared[0]->pattern, Pattern::kSwitchGroup);
   EXPECT_TRUE(Codes(r, FindingCode::kNetBandwidthLow).empty()) << "0.83x is above the 0.7x of one slow host";
   // Synchronised step times: the switch's hosts are the culprit, outside the job.
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
   const Culprit& top = r.v.culprits.front();
-  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause_class, CauseClass::kExternal);
   EXPECT_EQ(top.cause, "shared_switch");
   EXPECT_EQ(top.entity.switch_name, "leaf-1");
   EXPECT_LE(top.confidence, 0.7);
@@ -591,7 +591,7 @@ TEST(NetworkDetectorTest, PortCountersOfOneCongestedSwitchNameItOnTheirOwn) {
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
-  EXPECT_EQ(shared[0]->pattern, "port_counters");
+  EXPECT_EQ(shared[0]->pattern, Pattern::kPortCounters);
   EXPECT_EQ(shared[0]->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_NE(shared[0]->message.find("node-00, node-01"), std::string::npos) << shared[0]->message;
   ASSERT_EQ(shared[0]->evidence.size(), 1u);
@@ -599,7 +599,7 @@ TEST(NetworkDetectorTest, PortCountersOfOneCongestedSwitchNameItOnTheirOwn) {
   EXPECT_EQ(shared[0]->evidence[0].source->file, 2u);
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
   const Culprit& top = r.v.culprits.front();
-  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause_class, CauseClass::kExternal);
   EXPECT_EQ(top.cause, "shared_switch");
   EXPECT_EQ(top.entity.switch_name, "leaf-1");
   EXPECT_EQ(top.entity.host, "node-00");
@@ -788,7 +788,7 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsNameASwitchCongestedInSomeInterval
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
-  EXPECT_EQ(shared[0]->pattern, "port_counters");
+  EXPECT_EQ(shared[0]->pattern, Pattern::kPortCounters);
   EXPECT_EQ(shared[0]->confidence, 0.6);
   const std::string& m = shared[0]->message;
   EXPECT_NE(m.find("in 2 of 11 intervals"), std::string::npos) << m;
@@ -928,7 +928,7 @@ TEST(VerdictEvidenceTest, SlowNcclTestsHostWithADowngradedPcieGpuNamesTheGpu) {
   EXPECT_EQ(top.entity.rank, 5);
   EXPECT_EQ(top.entity.host, "node-01");
   EXPECT_EQ(top.entity.gpu, 1);
-  EXPECT_EQ(top.cause_class, "communication");
+  EXPECT_EQ(top.cause_class, CauseClass::kCommunication);
   EXPECT_EQ(top.cause, "pcie_downgrade");
 }
 

@@ -65,12 +65,12 @@ TEST(StepScenarioTest, PersistentStragglerAt20PercentIsNamed) {
   ASSERT_EQ(d.verdict.culprits.size(), 1u);
   EXPECT_EQ(d.verdict.culprits[0].entity.rank, 13);
   EXPECT_NEAR(*d.verdict.culprits[0].slowdown, 0.20, 0.02);
-  EXPECT_EQ(d.verdict.culprits[0].pattern, "persistent");
-  EXPECT_EQ(d.verdict.culprits[0].cause_class, "unknown");
+  EXPECT_EQ(d.verdict.culprits[0].pattern, Pattern::kPersistent);
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, CauseClass::kUnknown);
   EXPECT_LE(d.verdict.culprits[0].confidence, kSingleSourceCap);
   auto f = FindingsOf(d, FindingCode::kStepStraggler);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->band, "straggler");
+  EXPECT_EQ(f[0]->band, SlowdownBand::kStraggler);
   EXPECT_NE(f[0]->message.find("rank 13"), std::string::npos);
   EXPECT_TRUE(d.verdict.throughput_lost && *d.verdict.throughput_lost > 0.1);
   EXPECT_EQ(d.verdict.summary.rfind("verdict: rank 13", 0), 0u) << d.verdict.summary;
@@ -85,7 +85,7 @@ TEST(StepScenarioTest, StragglerAt8PercentIsFoundAsSuspect) {
   EXPECT_EQ(d.verdict.culprits[0].entity.rank, 5);
   EXPECT_EQ(d.verdict.culprits[0].entity.host, "node-00");
   EXPECT_EQ(d.verdict.culprits[0].entity.gpu, 5);
-  EXPECT_EQ(FindingsOf(d, FindingCode::kStepStraggler)[0]->band, "suspect");
+  EXPECT_EQ(FindingsOf(d, FindingCode::kStepStraggler)[0]->band, SlowdownBand::kSuspect);
 }
 
 TEST(StepScenarioTest, OnsetAndRecoveryAreDated) {
@@ -110,7 +110,7 @@ TEST(StepScenarioTest, PeriodicRankIsNamedWithItsPeriod) {
   EXPECT_EQ(d.verdict.culprits[0].entity.rank, 21);
   auto f = FindingsOf(d, FindingCode::kStepStraggler);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->pattern, "periodic");
+  EXPECT_EQ(f[0]->pattern, Pattern::kPeriodic);
   EXPECT_DOUBLE_EQ(*f[0]->period_steps, 100);
 }
 
@@ -123,7 +123,7 @@ TEST(StepScenarioTest, PeriodicWholeJobSlowdownIsJobWide) {
   ASSERT_EQ(d.verdict.culprits.size(), 1u);
   EXPECT_TRUE(d.verdict.culprits[0].entity.job);
   EXPECT_FALSE(d.verdict.culprits[0].entity.rank.has_value());
-  EXPECT_EQ(d.verdict.culprits[0].cause_class, "external");
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, CauseClass::kExternal);
   EXPECT_EQ(d.verdict.culprits[0].cause, "periodic_interference");
   auto f = FindingsOf(d, FindingCode::kPeriodicSlowdown);
   ASSERT_EQ(f.size(), 1u);
@@ -300,7 +300,7 @@ TEST(StepScenarioTest, UniformlySlowLastStageIsWorkloadImbalance) {
   EXPECT_NEAR(*imb[0]->slowdown, 0.12, 0.02);
   EXPECT_EQ(d.verdict.status, VerdictStatus::kJobWide);
   ASSERT_EQ(d.verdict.culprits.size(), 1u);
-  EXPECT_EQ(d.verdict.culprits[0].cause_class, "imbalance");
+  EXPECT_EQ(d.verdict.culprits[0].cause_class, CauseClass::kImbalance);
   EXPECT_NE(d.verdict.summary.find("stage 3"), std::string::npos) << d.verdict.summary;
 }
 

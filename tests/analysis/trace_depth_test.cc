@@ -403,7 +403,7 @@ TEST(TraceDepthDetectorTest, LateLaunchesMakeAHostStallWithStepNumbers) {
             std::string::npos)
       << h->message;
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
-  EXPECT_EQ(v.culprits.at(0).cause_class, "host_stall");
+  EXPECT_EQ(v.culprits.at(0).cause_class, CauseClass::kHostStall);
 }
 
 TEST(TraceDepthDetectorTest, IdleWithLaunchesQueuedIsNotAHostStall) {

@@ -131,7 +131,7 @@ TEST(TraceDetectorTest, ComputeSlowRankIsTheCulpritNotTheVictim) {
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   EXPECT_EQ(v.status, VerdictStatus::kStraggler);
   EXPECT_EQ(v.culprits[0].entity.rank, 5);
-  EXPECT_EQ(v.culprits[0].cause_class, "compute_slow");
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kComputeSlow);
   EXPECT_EQ(v.summary.rfind("verdict: rank 5 is the straggler — compute-slow", 0), 0u) << v.summary;
   ASSERT_TRUE(v.throughput_lost);
   EXPECT_GT(*v.throughput_lost, 0.05);
@@ -148,7 +148,7 @@ TEST(TraceDetectorTest, EveryGpuOfASingleHostJobIdlingIsThatHostStalling) {
   EXPECT_FALSE(a.culprit);
   const Finding* g = Find(a, FindingCode::kTraceLateGroup);
   ASSERT_NE(g, nullptr);
-  EXPECT_EQ(g->pattern, "host");
+  EXPECT_EQ(g->pattern, Pattern::kHost);
   EXPECT_EQ(g->cause, "host_stall");
   EXPECT_EQ(g->entity.host, "node-00");
   EXPECT_EQ(g->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
@@ -156,7 +156,7 @@ TEST(TraceDetectorTest, EveryGpuOfASingleHostJobIdlingIsThatHostStalling) {
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   ASSERT_EQ(v.status, VerdictStatus::kStraggler) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.host, "node-00");
-  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
 }
 
 TEST(TraceDetectorTest, EveryGpuOfSeveralHostsIdlingIsAJobWideHostStall) {
@@ -169,10 +169,10 @@ TEST(TraceDetectorTest, EveryGpuOfSeveralHostsIdlingIsAJobWideHostStall) {
   const Finding* h = Find(a, FindingCode::kTraceHostStall);
   ASSERT_NE(h, nullptr);
   EXPECT_TRUE(h->entity.job);
-  EXPECT_EQ(h->pattern, "job_wide");
+  EXPECT_EQ(h->pattern, Pattern::kJobWide);
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   ASSERT_EQ(v.status, VerdictStatus::kJobWide) << v.summary;
-  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
   EXPECT_EQ(v.summary.rfind("verdict: job-wide host stall", 0), 0u) << v.summary;
 }
 
@@ -240,7 +240,7 @@ TEST(TraceDetectorTest, LateRankInsideABlockThatComputesMoreIsTheBlock) {
   const Finding* g = Find(a, FindingCode::kTraceLateGroup);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->ranks, (std::vector<int32_t>{12, 13, 14, 15}));
-  EXPECT_EQ(g->pattern, "block");
+  EXPECT_EQ(g->pattern, Pattern::kBlock);
   EXPECT_EQ(g->cause, "slow_kernels");
 }
 
@@ -288,7 +288,7 @@ TEST(TraceDetectorTest, DataStallIsAHostStallNotSlowKernels) {
   EXPECT_EQ(Find(a, FindingCode::kTraceComputeSlow), nullptr);
   ASSERT_NE(Find(a, FindingCode::kTraceHostStall), nullptr);
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
-  EXPECT_EQ(v.culprits[0].cause_class, "host_stall");
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
 }
 
 TEST(TraceDetectorTest, SlowNetworkForEveryoneIsJobWide) {

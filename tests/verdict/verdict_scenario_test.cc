@@ -82,11 +82,11 @@ TEST(VerdictScenarioTest, ContendedHostIsNamedWithAllItsRanksAsAHostStall) {
   const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->entity.host, "node-02");
-  EXPECT_EQ(g->pattern, "host");
+  EXPECT_EQ(g->pattern, Pattern::kHost);
   EXPECT_EQ(g->cause, "host_stall");
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   const Culprit& c = d.v.culprits.front();
-  EXPECT_EQ(c.cause_class, "host_stall") << d.v.summary;
+  EXPECT_EQ(c.cause_class, CauseClass::kHostStall) << d.v.summary;
   EXPECT_EQ(c.entity.host, "node-02");
   EXPECT_EQ(c.ranks, (std::vector<int32_t>{16, 17, 18, 19, 20, 21, 22, 23}));
   EXPECT_NE(d.v.summary.find("node-02 (ranks 16-23) are the stragglers"), std::string::npos) << d.v.summary;
@@ -108,7 +108,7 @@ TEST(VerdictScenarioTest, ContendedHostAmongManyIsNamedByItsIdleGpusEvenWhenOneR
   EXPECT_EQ(g->cause, "host_stall");
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   EXPECT_EQ(d.v.culprits.front().entity.host, "node-22") << d.v.summary;
-  EXPECT_EQ(d.v.culprits.front().cause_class, "host_stall") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kHostStall) << d.v.summary;
 }
 
 TEST(VerdictScenarioTest, SlowerPipelineStageIsABlockWithImbalance) {
@@ -121,10 +121,10 @@ TEST(VerdictScenarioTest, SlowerPipelineStageIsABlockWithImbalance) {
   const Finding* g = Find(d.a.traces.findings, FindingCode::kTraceLateGroup);
   ASSERT_NE(g, nullptr) << d.v.summary;
   EXPECT_EQ(g->ranks, (std::vector<int32_t>{4, 5, 6, 7}));
-  EXPECT_EQ(g->pattern, "block");
+  EXPECT_EQ(g->pattern, Pattern::kBlock);
   EXPECT_EQ(g->cause, "slow_kernels");
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
-  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kImbalance) << d.v.summary;
   EXPECT_LE(d.v.culprits.front().confidence, 0.6);
 }
 
@@ -144,9 +144,9 @@ TEST(VerdictScenarioTest, SlightlyHeavierStageAmongHundredsOfRanksIsFoundByItsCo
   EXPECT_LE(g->ranks.front(), 52);
   EXPECT_GE(g->ranks.back(), 97);
   EXPECT_LE(g->ranks.back(), 101);
-  EXPECT_EQ(g->pattern, "block");
+  EXPECT_EQ(g->pattern, Pattern::kBlock);
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
-  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kImbalance) << d.v.summary;
 }
 
 TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
@@ -157,7 +157,7 @@ TEST(VerdictScenarioTest, PerStepVariableWorkIsJobWideImbalance) {
   EXPECT_EQ(d.v.status, VerdictStatus::kJobWide) << d.v.summary;
   ASSERT_FALSE(d.v.culprits.empty());
   EXPECT_TRUE(d.v.culprits.front().entity.job);
-  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance");
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kImbalance);
 }
 
 TEST(VerdictScenarioTest, DegradedNicAndVariableWorkAreBothNamed) {
@@ -178,8 +178,8 @@ TEST(VerdictScenarioTest, DegradedNicAndVariableWorkAreBothNamed) {
   ASSERT_NE(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr) << d.v.summary;
   bool host = false, job = false;
   for (const Culprit& c : d.v.culprits) {
-    host |= c.entity.host == "node-03" && c.cause_class == "communication";
-    job |= c.entity.job && c.cause_class == "imbalance";
+    host |= c.entity.host == "node-03" && c.cause_class == CauseClass::kCommunication;
+    job |= c.entity.job && c.cause_class == CauseClass::kImbalance;
   }
   EXPECT_TRUE(host) << d.v.summary;
   EXPECT_TRUE(job) << d.v.summary;
@@ -207,12 +207,12 @@ TEST(VerdictScenarioTest, ADegradedNicOfASingleHostJobIsNoCulpritButTheHeavierSt
   Diagnosis d = Simulate(scenario(1), dir);
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   ASSERT_NE(Find(d.a.network.findings, FindingCode::kNetLinkDegraded), nullptr) << d.v.summary;
-  for (const Culprit& c : d.v.culprits) EXPECT_NE(c.cause_class, "communication") << d.v.summary;
-  EXPECT_EQ(d.v.culprits.front().cause_class, "imbalance") << d.v.summary;
+  for (const Culprit& c : d.v.culprits) EXPECT_NE(c.cause_class, CauseClass::kCommunication) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kImbalance) << d.v.summary;
   TempDir dir2;
   Diagnosis two = Simulate(scenario(2), dir2);
   bool nic_named = false;
-  for (const Culprit& c : two.v.culprits) nic_named |= c.cause_class == "communication" && c.entity.host == "node-00";
+  for (const Culprit& c : two.v.culprits) nic_named |= c.cause_class == CauseClass::kCommunication && c.entity.host == "node-00";
   EXPECT_TRUE(nic_named) << two.v.summary;
 }
 
@@ -227,7 +227,7 @@ TEST(VerdictScenarioTest, SmallComputeSlowdownAmongManyRanksIsFoundByComputeTime
   Diagnosis d = Simulate(sc, dir);
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   EXPECT_EQ(d.v.culprits.front().entity.rank, 42) << d.v.summary;
-  EXPECT_EQ(d.v.culprits.front().cause_class, "compute_slow") << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kComputeSlow) << d.v.summary;
   const Finding* slow = Find(d.a.traces.findings, FindingCode::kTraceComputeSlow);
   ASSERT_NE(slow, nullptr);
   EXPECT_NEAR(*slow->slowdown, 0.06, 0.02);
@@ -247,7 +247,7 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   const Culprit& c = d.v.culprits.front();
   EXPECT_EQ(c.entity.rank, 13) << d.v.summary;
-  EXPECT_EQ(c.cause_class, "host_stall");
+  EXPECT_EQ(c.cause_class, CauseClass::kHostStall);
   EXPECT_LE(c.confidence, 0.5);
   ASSERT_EQ(c.evidence.size(), 2u);
   EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos) << c.evidence[1];
@@ -266,7 +266,7 @@ TEST(VerdictScenarioTest, ShortPauseIsNamedOncePerPauseAcrossDmonAndQueryLogs) {
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   const Culprit& c = d.v.culprits.front();
   EXPECT_EQ(c.entity.rank, 21) << d.v.summary;
-  EXPECT_EQ(c.cause_class, "host_stall");
+  EXPECT_EQ(c.cause_class, CauseClass::kHostStall);
   ASSERT_EQ(c.evidence.size(), 2u);
   size_t spikes = d.a.steps.job.spike_steps.size();
   EXPECT_GE(spikes, 2u);
@@ -288,10 +288,10 @@ TEST(VerdictScenarioTest, CongestedSwitchIsNamedByItsHostsPortCounters) {
   Diagnosis d = Simulate(sc, dir);
   const Finding* f = Find(d.a.network.findings, FindingCode::kNetSharedSwitch);
   ASSERT_NE(f, nullptr) << d.v.summary;
-  EXPECT_EQ(f->pattern, "port_counters");
+  EXPECT_EQ(f->pattern, Pattern::kPortCounters);
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   const Culprit& top = d.v.culprits.front();
-  EXPECT_EQ(top.cause_class, "external");
+  EXPECT_EQ(top.cause_class, CauseClass::kExternal);
   EXPECT_EQ(top.cause, "shared_switch");
   ASSERT_TRUE(top.entity.switch_name.has_value());
   // The truth's switch: the fault's nodes are one leaf of switch-map.csv.
@@ -320,7 +320,7 @@ TEST(VerdictScenarioTest, LateRankTooLittleToBlameAloneIsNamedByItsGpuClocks) {
     ++unexplained;
     ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << "seed " << seed << ": " << d.v.summary;
     EXPECT_EQ(d.v.culprits.front().entity.rank, 17) << "seed " << seed << ": " << d.v.summary;
-    EXPECT_EQ(d.v.culprits.front().cause_class, "compute_slow") << "seed " << seed << ": " << d.v.summary;
+    EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kComputeSlow) << "seed " << seed << ": " << d.v.summary;
   }
   EXPECT_GE(unexplained, 1);
 }

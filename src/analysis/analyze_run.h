@@ -1,0 +1,49 @@
+// Runs every detector of the analysis stage on one run, in dependency
+// order: step times and traces first, then the rank <-> GPU join, then the
+// hardware and network detectors (which get the ranks the first two
+// suspect, to relate anomalies to slow steps) and the pause detector (which
+// reads the step and trace results). Called by `laggard diagnose` and
+// `laggard watch` (src/cli), the accuracy benchmark and tests; its result
+// goes to DecideVerdict() (verdict/verdict.h) and the reports.
+//
+// Thread-safety: AnalyzeRun() is a pure function of its inputs.
+
+#ifndef LAGGARD_ANALYSIS_ANALYZE_RUN_H_
+#define LAGGARD_ANALYSIS_ANALYZE_RUN_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "analysis/hardware_detector.h"
+#include "analysis/network_detector.h"
+#include "analysis/pause_detector.h"
+#include "analysis/rank_map.h"
+#include "analysis/step_time_detector.h"
+#include "analysis/trace_detector.h"
+#include "model/run.h"
+
+namespace laggard {
+
+// Every detector's output for one run.
+struct Analyses {
+  StepAnalysis steps;
+  TraceAnalysis traces;
+  HardwareAnalysis hardware;
+  NetworkAnalysis network;
+  PauseAnalysis pauses;
+  RankMap ranks;
+};
+
+struct AnalysisOptions {
+  StepDetectorOptions steps;
+  HardwareDetectorOptions hardware;
+  NetworkDetectorOptions network;
+  PauseDetectorOptions pauses;
+  std::optional<int32_t> gpus_per_node;  // placement rule for the rank <-> GPU join
+};
+
+Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_ANALYZE_RUN_H_
