@@ -17,6 +17,7 @@
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "cli/ingest_flags.h"
+#include "cli/inspect.h"
 #include "cli/watch.h"
 #include "report/report.h"
 #include "simulator/kineto_traces.h"
@@ -498,6 +499,11 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
       ->required();
   AddDiagnoseFlags(diagnose, diag);
 
+  InspectOptions inspect_opts;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "show what each input file gave (format, records, data quality), no diagnosis");
+  AddInspectFlags(inspect, inspect_opts);
+
   std::string demo_dir = "laggard-demo";
   CLI::App* demo = app.add_subcommand("demo", "simulate a cluster with a fault and diagnose it");
   demo->add_option("-o,--out", demo_dir, "where to write the simulated run and the reports")
@@ -523,6 +529,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
     return rc == 0 ? kExitOk : kExitNoInput;
   }
   if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
+  if (*inspect) return Inspect(inspect_opts, out, err);
   if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
