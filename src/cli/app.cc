@@ -17,9 +17,9 @@
 #include "analysis/analyze_run.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
+#include "cli/ingest_flags.h"
+#include "cli/inspect.h"
 #include "cli/watch.h"
-#include "ingest/ingest.h"
-#include "ingest/readers.h"
 #include "report/report.h"
 #include "simulator/kineto_traces.h"
 #include "simulator/run_writer.h"
@@ -37,14 +37,8 @@ struct DiagnoseOptions {
   bool strict = false;
   bool quiet = false;
   std::string color = "auto";
-  std::optional<std::string> rank_from;
-  std::optional<std::string> file_ranks;
-  std::optional<std::string> host_from;
+  IngestFlags input;
   std::optional<int32_t> gpus_per_node;
-  std::optional<std::string> step_pattern;
-  std::optional<std::string> step_marker;
-  std::vector<std::string> comm_kernels;
-  int threads = 0;
   StepDetectorOptions detector;
 };
 
@@ -77,22 +71,10 @@ class Progress {
 
 int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, bool out_tty,
              bool err_tty) {
-  auto readers = MakeDefaultTextReaders(o.step_pattern);
-  if (!readers.ok()) {
-    err << "laggard: " << readers.status().message() << "\n";
-    return kExitNoInput;
-  }
-  IngestOptions ingest;
-  ingest.rank_from = o.rank_from;
-  ingest.file_ranks = o.file_ranks;
-  ingest.host_from = o.host_from;
-  ingest.step_marker = o.step_marker;
-  ingest.comm_kernels = o.comm_kernels;
-  ingest.threads = o.threads;
   Progress progress(err, err_tty);
-  ingest.progress = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
-  TraceReaderSet trace_readers = MakeDefaultTraceReaders();
-  auto run = Ingest(o.paths, readers->readers, ingest, trace_readers.readers);
+  auto run = IngestWithFlags(o.paths, o.input, [&](size_t d, size_t t, uint64_t b) {
+    progress.Update(d, t, b);
+  });
   if (!run.ok()) {
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;
@@ -167,31 +149,11 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
   cmd->add_flag("-q,--quiet", o.quiet, "print only the verdict line");
   cmd->add_option("--color", o.color, "colour output: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  cmd->add_option("--rank-from", o.rank_from,
-                  "regex on a file's path whose group 'rank' (or group 1) is the file's rank");
-  cmd->add_option("--file-ranks", o.file_ranks,
-                  "file of 'PATH RANK' lines giving the rank of input files whose content names "
-                  "none (PATH: the file, its name or the end of its path; before --rank-from)");
-  cmd->add_option("--host-from", o.host_from,
-                  "regex on a file's path whose group 'host' (or group 1) is the host of the GPU, "
-                  "network or trace data in it (default: the directory, e.g. run/node-01/...)");
+  AddIngestFlags(cmd, o.input);
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
                   "place ranks as node_index x G + local_rank (hosts in natural name order) to join "
                   "GPU metrics with ranks that name no host/GPU")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--step-pattern", o.step_pattern,
-                  "regex for step lines with named groups step, time (or time_ms, ...), "
-                  "optionally rank, unit, start, host, gpu");
-  cmd->add_option("--step-marker", o.step_marker,
-                  "name of the trace ranges that mark a step, instead of ProfilerStep#N / NVTX "
-                  "'step N': NAME, 'NAME 12', 'NAME#12' (record_function or an NVTX range)");
-  cmd->add_option("--comm-kernel", o.comm_kernels,
-                  "a device kernel that communicates though its name does not say NCCL/RCCL (a "
-                  "custom all-reduce): part of its name, any case; repeat for more")
-      ->allow_extra_args(false)
-      ->take_all();
-  cmd->add_option("--threads", o.threads, "ingest threads (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore")
       ->capture_default_str();
@@ -538,6 +500,11 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
       ->required();
   AddDiagnoseFlags(diagnose, diag);
 
+  InspectOptions inspect_opts;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "show what each input file gave (format, records, data quality), no diagnosis");
+  AddInspectFlags(inspect, inspect_opts);
+
   std::string demo_dir = "laggard-demo";
   CLI::App* demo = app.add_subcommand("demo", "simulate a cluster with a fault and diagnose it");
   demo->add_option("-o,--out", demo_dir, "where to write the simulated run and the reports")
@@ -563,6 +530,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
     return rc == 0 ? kExitOk : kExitNoInput;
   }
   if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
+  if (*inspect) return Inspect(inspect_opts, out, err);
   if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);

@@ -201,6 +201,103 @@ void ReadOneFile(const std::string& path, uint32_t index,
 
 }  // namespace
 
+TraceFacts FactsOfTrace(const RankTrace& t) {
+  TraceFacts tf;
+  tf.producer = t.producer;
+  tf.rank = t.rank;
+  tf.world_size = t.world_size;
+  tf.host = t.host;
+  tf.device = t.device;
+  tf.cpu_only = t.cpu_only;
+  tf.truncated = t.truncated;
+  tf.steps = t.steps.size();
+  tf.events = t.events_total;
+  tf.events_lost = t.events_lost;
+  tf.ops = t.ops.size();
+  for (const TraceOp& op : t.ops) {
+    ++tf.ops_by_class[static_cast<size_t>(op.cls)];
+    if (op.device >= 0 && op.cls != OpClass::kMemcpy && op.cls != OpClass::kMemset) ++tf.kernels;
+  }
+  tf.collectives = t.collectives.size();
+  return tf;
+}
+
+NetworkFacts CountNetwork(const NetworkData& n) {
+  NetworkFacts f;
+  f.ib_ports = n.ib_ports.size();
+  f.eth_links = n.eth_links.size();
+  f.nccl_tests = n.nccl_tests.size();
+  for (const NcclTestRun& r : n.nccl_tests) f.nccl_test_rows += r.rows.size();
+  f.nccl_ranks = n.nccl_ranks.size();
+  f.topologies = n.topologies.size();
+  f.port_counters = n.port_counters.size();
+  f.switch_map_hosts = n.switch_of.size();
+  return f;
+}
+
+namespace {
+
+// Counts what `b`, the builder of one file, holds (steps flushed).
+FileFacts FactsOf(const RunBuilder& b) {
+  FileFacts f;
+  f.diagnostics = b.diagnostics();
+  std::vector<std::string> hosts;
+  std::vector<int64_t> steps;
+  auto take_steps = [&](const StepSeries& s) {
+    f.step_records += s.steps.size();
+    for (const StepRecord& r : s.steps) steps.push_back(r.step);
+  };
+  for (const StepSeries& s : b.series()) {
+    take_steps(s);
+    ++f.ranks;
+    if (!f.first_rank || s.info.rank < *f.first_rank) f.first_rank = s.info.rank;
+    if (!f.last_rank || s.info.rank > *f.last_rank) f.last_rank = s.info.rank;
+    if (s.info.host) hosts.push_back(*s.info.host);
+  }
+  for (const StepSeries& s : b.unattributed()) {
+    take_steps(s);
+    f.unattributed_steps += s.steps.size();
+  }
+  std::sort(steps.begin(), steps.end());
+  f.distinct_steps = static_cast<uint64_t>(std::unique(steps.begin(), steps.end()) - steps.begin());
+  if (!steps.empty()) {
+    f.first_step = steps.front();
+    f.last_step = steps[f.distinct_steps - 1];
+  }
+
+  for (const RankTrace& t : b.traces()) {
+    f.traces.push_back(FactsOfTrace(t));
+    if (t.host) hosts.push_back(*t.host);
+  }
+  for (const GpuRecord& g : b.gpus()) {
+    ++f.gpus;
+    f.gpu_samples += g.samples.size();
+    if (g.host) hosts.push_back(*g.host);
+  }
+  const NetworkData& n = b.network();
+  f.network = CountNetwork(n);
+  auto host_of = [&](const std::optional<std::string>& h) {
+    if (h && !h->empty()) hosts.push_back(*h);
+  };
+  for (const IbPort& p : n.ib_ports) host_of(p.host);
+  for (const EthLink& e : n.eth_links) host_of(e.host);
+  for (const NcclTestRun& r : n.nccl_tests) {
+    host_of(r.host_from_path);
+    for (const NcclTestRank& rank : r.ranks) host_of(rank.host);
+  }
+  for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
+  for (const TopologyMatrix& m : n.topologies) host_of(m.host);
+  for (const IbPortCounters& c : n.port_counters) host_of(c.host);
+  for (const auto& [host, sw] : n.switch_of) host_of(host);
+
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  f.hosts = std::move(hosts);
+  return f;
+}
+
+}  // namespace
+
 std::optional<int32_t> BuiltinRankFromPath(std::string_view path) {
   // The file name first, then each directory from the nearest.
   fs::path p{std::string(path)};
@@ -340,7 +437,9 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
 
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
                      const std::vector<const TextReader*>& readers, const IngestOptions& options,
-                     const std::vector<const TraceReader*>& trace_readers) {
+                     const std::vector<const TraceReader*>& trace_readers,
+                     std::vector<FileFacts>* file_facts) {
+  if (file_facts != nullptr) file_facts->clear();
   Regex rank_from;
   if (options.rank_from) {
     auto re = CompileRegex(*options.rank_from, 0);
@@ -425,6 +524,10 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     info.records = results[i].records;
     info.used = results[i].records > 0;
     run.files.push_back(std::move(info));
+    if (file_facts != nullptr) {
+      results[i].builder.FlushSteps();
+      file_facts->push_back(FactsOf(results[i].builder));
+    }
     merged.MergeFrom(std::move(results[i].builder));
   }
   merged.Finalize(run);

@@ -10,6 +10,7 @@
 #ifndef LAGGARD_INGEST_INGEST_H_
 #define LAGGARD_INGEST_INGEST_H_
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -63,11 +64,78 @@ struct IngestOptions {
 
 inline constexpr size_t kSniffBytes = 64 * 1024;
 
+// One profiler trace as its reader gave it (a FileFacts entry).
+struct TraceFacts {
+  std::string producer;  // RankTrace::producer: "kineto", "nsys"
+  std::optional<int32_t> rank;
+  std::optional<int32_t> world_size;
+  std::optional<std::string> host;
+  std::optional<int32_t> device;
+  bool cpu_only = false;
+  bool truncated = false;
+  uint64_t steps = 0;        // step ranges (ProfilerStep#N, NVTX, --step-marker)
+  uint64_t events = 0;       // events seen in the file
+  uint64_t events_lost = 0;  // after a truncation point (estimate)
+  uint64_t ops = 0;          // device ops kept (CPU ops in a CPU-only trace)
+  uint64_t kernels = 0;      // of `ops`: GPU kernels, i.e. on a device, not memcpy / memset
+  uint64_t collectives = 0;
+  std::array<uint64_t, static_cast<size_t>(OpClass::kCount)> ops_by_class{};  // by OpClass
+};
+
+// Network records of one file, by kind (model/network.h).
+struct NetworkFacts {
+  uint64_t ib_ports = 0;
+  uint64_t eth_links = 0;
+  uint64_t nccl_tests = 0;      // nccl-tests runs
+  uint64_t nccl_test_rows = 0;  // rows of their size tables
+  uint64_t nccl_ranks = 0;      // processes of NCCL_DEBUG logs
+  uint64_t topologies = 0;
+  uint64_t port_counters = 0;
+  uint64_t switch_map_hosts = 0;
+  // Every record but the table rows: ports, links, runs, processes,
+  // matrices, counter blocks and mapped hosts.
+  uint64_t records() const {
+    return ib_ports + eth_links + nccl_tests + nccl_ranks + topologies + port_counters +
+           switch_map_hosts;
+  }
+};
+
+// The facts of one trace, and the network records by kind: what FileFacts
+// holds per file, for a whole run's traces and network data too.
+TraceFacts FactsOfTrace(const RankTrace& trace);
+NetworkFacts CountNetwork(const NetworkData& network);
+
+// What reading one input file gave, counted on its reader's output before
+// the files are merged into the Run: a rank, a step or a GPU that two files
+// describe counts in both, and steps the merge drops as duplicates are still
+// counted. Ranks and steps are those of the file's step records (a rank map
+// names ranks without steps). For `laggard inspect`, which shows ingest
+// without a diagnosis.
+struct FileFacts {
+  // What reading the file counted. The run's diagnostics hold these and the
+  // checks of the merge (duplicates across files, missing ranks, rank.unknown).
+  Diagnostics diagnostics;
+  uint64_t step_records = 0;        // with or without a rank
+  uint64_t unattributed_steps = 0;  // of step_records: without a rank
+  uint64_t ranks = 0;               // ranks the file named
+  std::optional<int32_t> first_rank, last_rank;
+  uint64_t distinct_steps = 0;      // step numbers among step_records
+  std::optional<int64_t> first_step, last_step;
+  std::vector<TraceFacts> traces;
+  uint64_t gpus = 0;  // GPU records (one per GPU, MIG instance and time base)
+  uint64_t gpu_samples = 0;
+  NetworkFacts network;
+  std::vector<std::string> hosts;  // hosts of its ranks, traces, GPUs and network records; sorted
+};
+
 // Fails as a whole only when a given path does not exist or an option is
 // invalid; unreadable or unknown files are counted in run.diagnostics.
+// When `file_facts` is given it is filled with one entry per Run::files
+// entry, in the same order; without it nothing is summarised.
 StatusOr<Run> Ingest(const std::vector<std::string>& paths,
                      const std::vector<const TextReader*>& readers, const IngestOptions& options,
-                     const std::vector<const TraceReader*>& trace_readers = {});
+                     const std::vector<const TraceReader*>& trace_readers = {},
+                     std::vector<FileFacts>* file_facts = nullptr);
 
 // The files Ingest() would read for `paths`, in order.
 StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths);

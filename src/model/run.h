@@ -143,6 +143,16 @@ class RunBuilder {
   // Network data (network readers append to the vectors).
   NetworkData& network() { return network_; }
 
+  // What the builder holds so far, for a summary of one file's reading
+  // (Ingest's FileFacts). Steps still buffered are not in series(): call
+  // FlushSteps() first.
+  const std::vector<StepSeries>& series() const { return series_; }
+  const std::vector<StepSeries>& unattributed() const { return unattributed_; }
+  const std::vector<RankTrace>& traces() const { return traces_; }
+  const std::vector<GpuRecord>& gpus() const { return gpus_; }
+  const NetworkData& network() const { return network_; }
+  const Diagnostics& diagnostics() const { return diagnostics_; }
+
   // Appends everything of `other` (ranks, records, diagnostics).
   void MergeFrom(RunBuilder&& other);
 

@@ -3,7 +3,10 @@
 //   cmd        the arguments after `laggard` (split on blanks), run in-process
 //              with the case directory as the working directory
 //   cwd        optional: "corpus" runs in ../shared instead, so paths read
-//              corpus/...; the case is skipped when that folder is absent
+//              corpus/...; the case is skipped when that folder is absent.
+//              With an `input/` folder beside it, the case runs in a fresh
+//              temporary directory holding the links corpus/ and input/
+//              instead, so `cmd` can name both (the inspect_* cases)
 //   simulate   optional: the arguments of `laggard simulate` without -o (split
 //              on blanks). The test first simulates that run in-process into
 //              a fresh temporary directory, as `sim/` under it, and runs `cmd`
@@ -88,14 +91,23 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenTest, OutputMatchesExpected) {
   fs::path dir = fs::path(LAGGARD_SOURCE_DIR) / "tests" / "golden" / GetParam();
   fs::path cwd = dir;
+  bool in_corpus = false;
   bool simulated = fs::exists(dir / "simulate");
   if (fs::exists(dir / "cwd") && Trim(Slurp(dir / "cwd")) == "corpus") {
     ASSERT_FALSE(simulated) << dir << ": `simulate` and `cwd` do not combine";
     fs::path corpus = LAGGARD_CORPUS_DIR;
     if (!fs::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus << "; skipping";
     cwd = corpus.parent_path();
+    in_corpus = true;
   }
   ScratchDir scratch;
+  // remove_all() in ~ScratchDir removes these links, never what they point to.
+  if (in_corpus && fs::exists(dir / "input")) {
+    ASSERT_FALSE(scratch.path().empty()) << "cannot create a temporary directory";
+    fs::create_directory_symlink(fs::path(LAGGARD_CORPUS_DIR), scratch.path() / "corpus");
+    fs::create_directory_symlink(dir / "input", scratch.path() / "input");
+    cwd = scratch.path();
+  }
   std::vector<std::string> args = Words(dir / "cmd");
   if (simulated) {
     ASSERT_FALSE(scratch.path().empty()) << "cannot create a temporary directory";

@@ -1,0 +1,52 @@
+// The command-line options that shape ingest, shared by `laggard diagnose`
+// and `laggard inspect` so both read the same inputs the same way: how a
+// file's rank and host are found, which step lines and trace ranges count,
+// which kernels communicate, how many files are read at once.
+//
+// Called from the CLI's main thread only.
+
+#ifndef LAGGARD_CLI_INGEST_FLAGS_H_
+#define LAGGARD_CLI_INGEST_FLAGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ingest/ingest.h"
+#include "model/run.h"
+
+namespace CLI {
+class App;
+}
+
+namespace laggard {
+
+struct IngestFlags {
+  std::optional<std::string> rank_from;
+  std::optional<std::string> file_ranks;
+  std::optional<std::string> host_from;
+  std::optional<std::string> step_pattern;
+  std::optional<std::string> step_marker;
+  std::vector<std::string> comm_kernels;
+  int threads = 0;
+};
+
+// Adds --rank-from, --file-ranks, --host-from, --step-pattern,
+// --step-marker, --comm-kernel and --threads to `cmd`, bound to `flags`.
+void AddIngestFlags(CLI::App* cmd, IngestFlags& flags);
+
+// Reads `paths` with the standard readers (MakeDefaultTextReaders with
+// --step-pattern, MakeDefaultTraceReaders) and the options of `flags`.
+// `progress` is IngestOptions::progress (may be empty); `file_facts` as in
+// Ingest(). Fails when --step-pattern does not compile or Ingest() fails;
+// the message is ready to print after "laggard: ".
+StatusOr<Run> IngestWithFlags(const std::vector<std::string>& paths, const IngestFlags& flags,
+                              std::function<void(size_t, size_t, uint64_t)> progress = {},
+                              std::vector<FileFacts>* file_facts = nullptr);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_CLI_INGEST_FLAGS_H_
