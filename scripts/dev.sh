@@ -5,7 +5,8 @@
 #   scripts/dev.sh test [preset]    install what is missing, build, run every test
 #   scripts/dev.sh build [preset]   install what is missing, build
 #
-# preset: release (default), debug or asan (AddressSanitizer + UBSan).
+# preset: release (default), debug, asan (AddressSanitizer + UBSan) or tsan
+# (ThreadSanitizer; CMakePresets.json).
 # Missing Debian packages are installed with apt-get when run as root;
 # otherwise the script names them and stops. Safe to run again: configure
 # and build are incremental.
@@ -63,7 +64,7 @@ case "$cmd" in
     build "${1:-release}"
     ;;
   *)
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,12p' "$0" >&2
     exit 2
     ;;
 esac

@@ -720,8 +720,8 @@ TEST(KinetoReaderTest, EventsThatBreakALearnedLayoutAreReadInFull) {
 // front with vm.overcommit_memory=2) the reservation fails, and the lists
 // must grow as before instead of the reader dying of std::bad_alloc.
 TEST(KinetoReaderTest, ABigTraceIsReadWhereAddressSpaceIsShort) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "ASan reserves terabytes of shadow memory: no address-space limit fits";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ASan and TSan reserve terabytes of shadow memory: no address-space limit fits";
 #else
   constexpr int kKernels = 100000;  // past the 64 k entries where the lists reserve
   std::vector<std::string> events;
