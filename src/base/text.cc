@@ -60,6 +60,12 @@ std::string Printable(std::string_view s, size_t max_len) {
 
 std::vector<std::string_view> SplitBlanks(std::string_view s) {
   std::vector<std::string_view> out;
+  SplitBlanks(s, out);
+  return out;
+}
+
+void SplitBlanks(std::string_view s, std::vector<std::string_view>& out) {
+  out.clear();
   size_t p = 0;
   while (p < s.size()) {
     while (p < s.size() && IsSpace(s[p])) ++p;
@@ -67,7 +73,6 @@ std::vector<std::string_view> SplitBlanks(std::string_view s) {
     while (p < s.size() && !IsSpace(s[p])) ++p;
     if (p > start) out.push_back(s.substr(start, p - start));
   }
-  return out;
 }
 
 std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t max_len) {

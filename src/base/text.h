@@ -59,6 +59,9 @@ std::vector<std::string_view> Split(std::string_view s, char sep);
 
 // The words of `s`: its runs of non-blank characters (IsSpace), in order.
 std::vector<std::string_view> SplitBlanks(std::string_view s);
+// The same into `out` (cleared first), so that a caller splitting every row
+// of a file reuses one vector's storage.
+void SplitBlanks(std::string_view s, std::vector<std::string_view>& out);
 
 // `s` read as a number when it is only ASCII digits, min_len to max_len of
 // them ("06" -> 6 with 2..2); nullopt otherwise.

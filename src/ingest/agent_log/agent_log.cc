@@ -43,6 +43,8 @@
 
 #include "base/text.h"
 #include "ingest/agent_log/agent_log_reader.h"
+#include "ingest/common/json_line.h"
+#include "ingest/common/sniff.h"
 
 namespace laggard {
 namespace {
@@ -142,232 +144,243 @@ std::tuple<int, double> EthBadness(const EthLink& e) {
   return {up ? 0 : 1, -static_cast<double>(e.speed_mbps.value_or(0))};
 }
 
+// The reading of one file: each line's record goes to its accumulator
+// (per GPU, per port, per interface), which Finish() hands to the run.
+class AgentLogFile {
+ public:
+  explicit AgentLogFile(ReaderContext& ctx) : ctx_(ctx) {}
+
+  uint64_t Read(LineReader& lines) {
+    ForEachNonBlankLine(lines, [&](const TextLine& l) { ReadRecord(l.trimmed, l.number); });
+    Finish();
+    return taken_;
+  }
+
+ private:
+  struct GpuAcc {
+    GpuRecord rec;
+    std::optional<double> limit, nvlink_up;
+    bool limit_varies = false, nvlink_varies = false;
+  };
+
+  // One non-blank line.
+  void ReadRecord(std::string_view t, uint64_t n) {
+    Line l;
+    std::string why;
+    od::document doc;
+    // On-demand parsing stops at the object's end: text after it is caught
+    // by the last-character check.
+    bool ok = t.front() == '{' && t.back() == '}' && parser_.Start(t, doc) && ReadLine(doc, l, why);
+    Kind kind = ok && l.S("record") ? KindOf(*l.S("record")) : Kind::kUnknown;
+    bool network = kind == Kind::kIbPort || kind == Kind::kNetLink;
+    DiagCode bad = network ? DiagCode::kNetBadRecord : DiagCode::kHwBadRecord;
+    auto fail = [&](std::string w) {
+      ctx_.diag().Add(bad, ctx_.path, n, fmt::format("{}: {}", w, Printable(t, 100)));
+    };
+    if (!ok) {
+      fail(why.empty() ? "malformed JSON" : why);
+      return;
+    }
+    if (!l.S("record")) {
+      fail("no \"record\" key");
+      return;
+    }
+    if (kind == Kind::kUnknown) {  // a newer agent's record: noted, every line
+      ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
+                      fmt::format("agent log record kind '{}' is not read",
+                                  Printable(*l.S("record"), 40)));
+      return;
+    }
+    for (const std::string& k : l.unknown_keys) {
+      if (noted_.insert("key:" + k).second) {
+        ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
+                        fmt::format("agent log key '{}' is not read", Printable(k, 40)));
+      }
+    }
+    std::optional<TimeNs> time = l.S("time") ? ParseTimestamp(*l.S("time")) : std::nullopt;
+    if (!time) {
+      fail(l.S("time") ? "\"time\" is not a timestamp" : "no \"time\"");
+      return;
+    }
+    std::string problem = network ? AddLink(kind, l, n) : AddGpuRecord(kind, l, *time, n);
+    if (!problem.empty()) {
+      fail(std::move(problem));
+      return;
+    }
+    ++taken_;
+  }
+
+  std::optional<std::string> HostFor(const Line& l, bool network, uint64_t n) {
+    if (l.S("host") && !l.S("host")->empty()) return l.S("host");
+    if (ctx_.host_from_path) return ctx_.host_from_path;
+    bool& noted_flag = network ? net_no_host_noted_ : gpu_no_host_noted_;
+    if (!noted_flag) {
+      noted_flag = true;
+      ctx_.diag().Add(network ? DiagCode::kNetNoHost : DiagCode::kHwNoHost, ctx_.path, n,
+                      "agent log line names no host, nor does the file's path");
+    }
+    return std::nullopt;
+  }
+
+  // An ib_port or net_link record; returns what makes it unusable, or "".
+  std::string AddLink(Kind kind, const Line& l, uint64_t n) {
+    std::optional<std::string> host = HostFor(l, true, n);
+    if (kind == Kind::kIbPort) {
+      auto port = SmallInt(l.N("port"), 0, 255);
+      if (!l.S("ca") || l.S("ca")->empty() || !port) {
+        return "ib_port needs \"ca\" and an integer \"port\"";
+      }
+      IbPort p;
+      p.host = host;
+      p.ca = *l.S("ca");
+      p.port = *port;
+      p.state = l.S("state");
+      p.phys_state = l.S("phys_state");
+      p.rate_gbps = l.N("rate_gbps");
+      p.width = SmallInt(l.N("width"), 1, 64);
+      p.link_layer = l.S("link_layer");
+      p.src = ctx_.Ref(n);
+      auto key = std::make_tuple(host.value_or(""), p.ca, p.port);
+      auto it = ib_.find(key);
+      if (it == ib_.end()) ib_.emplace(key, std::move(p));
+      else if (IbBadness(p) > IbBadness(it->second)) it->second = std::move(p);
+      return "";
+    }
+    if (!l.S("iface") || l.S("iface")->empty()) return "net_link needs \"iface\"";
+    EthLink e;
+    e.host = host;
+    e.iface = *l.S("iface");
+    if (auto s = l.N("speed_mbps"); s && *s > 0 && *s < 1e9) {
+      e.speed_mbps = static_cast<int64_t>(*s);
+    }
+    if (auto& op = l.S("operstate")) {
+      if (*op == "up") e.link_detected = true;
+      else if (*op == "down" || *op == "lowerlayerdown") e.link_detected = false;
+    }
+    e.src = ctx_.Ref(n);
+    auto key = std::make_pair(host.value_or(""), e.iface);
+    auto it = eth_.find(key);
+    if (it == eth_.end()) eth_.emplace(key, std::move(e));
+    else if (EthBadness(e) > EthBadness(it->second)) it->second = std::move(e);
+    return "";
+  }
+
+  // A gpu_* record; returns what makes it unusable, or "".
+  std::string AddGpuRecord(Kind kind, const Line& l, TimeNs time, uint64_t n) {
+    auto index = SmallInt(l.N("gpu"), 0, 1023);
+    if (!index) return "no integer \"gpu\" index";
+    if (kind == Kind::kGpuXid && !SmallInt(l.N("xid"), 0, 1e9)) {
+      return "gpu_xid needs an integer \"xid\"";
+    }
+    std::optional<std::string> host = HostFor(l, false, n);
+    GpuAcc& acc = gpus_[{host.value_or(""), *index}];
+    GpuRecord& g = acc.rec;
+    if (g.files.empty()) {
+      g.host = host;
+      g.index = *index;
+      g.files.push_back(ctx_.file_index);
+    }
+    if (l.S("uuid")) g.uuid = l.S("uuid");
+    if (l.S("bus_id")) g.bus_id = l.S("bus_id");
+    GpuFacts& f = g.facts;
+    switch (kind) {
+      case Kind::kGpuInfo: AddGpuInfo(l, f, n); break;
+      case Kind::kGpuSample: AddGpuSample(l, time, acc, n); break;
+      case Kind::kGpuXid: f.xids.push_back(static_cast<int64_t>(*l.N("xid"))); break;
+      case Kind::kGpuLost:
+        if (!f.lost_at_ns || time < *f.lost_at_ns) f.lost_at_ns = time;
+        break;
+      default: break;
+    }
+    return "";
+  }
+
+  void AddGpuInfo(const Line& l, GpuFacts& f, uint64_t n) {
+    if (l.S("name")) f.name = l.S("name");
+    if (l.N("max_sm_clock_mhz")) f.max_sm_clock_mhz = l.N("max_sm_clock_mhz");
+    if (l.N("max_mem_clock_mhz")) f.max_mem_clock_mhz = l.N("max_mem_clock_mhz");
+    if (l.N("default_power_limit_w")) f.default_power_limit_w = l.N("default_power_limit_w");
+    if (auto v = SmallInt(l.N("pcie_gen_max"), 1, 16)) f.pcie_gen_max = v;
+    if (auto v = SmallInt(l.N("pcie_width_max"), 1, 64)) f.pcie_width_max = v;
+    if (auto v = SmallInt(l.N("nvlink_total"), 0, 64)) f.nvlink_total = v;
+    if (!f.src) f.src = ctx_.Ref(n);
+  }
+
+  void AddGpuSample(const Line& l, TimeNs time, GpuAcc& acc, uint64_t n) {
+    GpuFacts& f = acc.rec.facts;
+    GpuSample s;
+    s.time_ns = time;
+    s.temp_c = l.N("temp_c");
+    s.sm_clock_mhz = l.N("sm_clock_mhz");
+    s.mem_clock_mhz = l.N("mem_clock_mhz");
+    s.power_w = l.N("power_w");
+    s.power_limit_w = l.N("power_limit_w");
+    s.util_pct = l.N("util_pct");
+    s.mem_util_pct = l.N("mem_util_pct");
+    s.pcie_tx_mb_s = l.N("pcie_tx_mb_s");
+    s.pcie_rx_mb_s = l.N("pcie_rx_mb_s");
+    s.pcie_gen = SmallInt(l.N("pcie_gen"), 1, 16);
+    s.pcie_width = SmallInt(l.N("pcie_width"), 1, 64);
+    if (auto& ce = l.N("clock_events"); ce && *ce >= 0 && *ce < 1.8e19 && *ce == std::trunc(*ce)) {
+      s.clock_events = static_cast<uint64_t>(*ce);
+    }
+    s.src = ctx_.Ref(n);
+    acc.rec.samples.push_back(s);
+    if (!f.pcie_gen_current) f.pcie_gen_current = s.pcie_gen;
+    if (!f.pcie_width_current) f.pcie_width_current = s.pcie_width;
+    if (auto& ecc = l.N("ecc_uncorrected_volatile"); ecc && *ecc >= 0 && *ecc < 9e18) {
+      int64_t v = static_cast<int64_t>(*ecc);
+      if (!f.ecc_uncorrected_volatile || v > *f.ecc_uncorrected_volatile) {
+        f.ecc_uncorrected_volatile = v;
+      }
+    }
+    auto track = [](std::optional<double>& seen, bool& varies, const std::optional<double>& v) {
+      if (!v) return;
+      if (!seen) seen = v;
+      else if (*seen != *v) varies = true;
+    };
+    track(acc.limit, acc.limit_varies, s.power_limit_w);
+    track(acc.nvlink_up, acc.nvlink_varies, l.N("nvlink_up"));
+  }
+
+  void Finish() {
+    for (auto& [key, acc] : gpus_) {
+      if (acc.limit && !acc.limit_varies) acc.rec.facts.enforced_power_limit_w = acc.limit;
+      if (acc.nvlink_up && !acc.nvlink_varies) {
+        acc.rec.facts.nvlink_up = SmallInt(acc.nvlink_up, 0, 64);
+      }
+      ctx_.out->AddGpu(std::move(acc.rec));
+    }
+    for (auto& [key, p] : ib_) ctx_.out->network().ib_ports.push_back(std::move(p));
+    for (auto& [key, e] : eth_) ctx_.out->network().eth_links.push_back(std::move(e));
+  }
+
+  ReaderContext& ctx_;
+  JsonLineParser parser_;
+  uint64_t taken_ = 0;
+  std::set<std::string> noted_;  // unknown keys, noted once per file
+  bool gpu_no_host_noted_ = false, net_no_host_noted_ = false;
+  std::map<std::pair<std::string, int32_t>, GpuAcc> gpus_;
+  std::map<std::tuple<std::string, std::string, int32_t>, IbPort> ib_;
+  std::map<std::pair<std::string, std::string>, EthLink> eth_;
+};
+
 class AgentLogReader final : public TextReader {
  public:
   std::string_view name() const override { return "agent_log"; }
 
   int Sniff(std::string_view head) const override {
-    size_t pos = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      std::string_view line =
-          Trim(head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-      pos = nl == std::string_view::npos ? head.size() : nl + 1;
-      if (line.empty()) continue;
-      // The agent writes "record" first; a line cut by the head's end is
-      // judged by that prefix.
-      if (!StartsWith(line, "{\"record\":\"")) return 0;
-      std::string_view rest = line.substr(11);
-      std::string_view kind = rest.substr(0, rest.find('"'));
-      return KindOf(kind) != Kind::kUnknown && kind.size() < rest.size() ? 100 : 0;
-    }
-    return 0;
+    // The first non-blank line decides. The agent writes "record" first; a
+    // line cut by the head's end is judged by that prefix.
+    std::string_view line = FirstNonBlankHeadLine(head);
+    if (!StartsWith(line, "{\"record\":\"")) return kSniffNo;
+    std::string_view rest = line.substr(11);
+    std::string_view kind = rest.substr(0, rest.find('"'));
+    return KindOf(kind) != Kind::kUnknown && kind.size() < rest.size() ? kSniffCertain : kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    od::parser parser;
-    std::string buf;
-    std::string_view text;
-    uint64_t taken = 0;
-    std::set<std::string> noted;  // unknown keys, noted once per file
-    bool gpu_no_host_noted = false, net_no_host_noted = false;
-
-    struct GpuAcc {
-      GpuRecord rec;
-      std::optional<double> limit, nvlink_up;
-      bool limit_varies = false, nvlink_varies = false;
-    };
-    std::map<std::pair<std::string, int32_t>, GpuAcc> gpus;
-    std::map<std::tuple<std::string, std::string, int32_t>, IbPort> ib;
-    std::map<std::pair<std::string, std::string>, EthLink> eth;
-
-    auto host_for = [&](const Line& l, bool network, uint64_t n) -> std::optional<std::string> {
-      if (l.S("host") && !l.S("host")->empty()) return l.S("host");
-      if (ctx.host_from_path) return ctx.host_from_path;
-      bool& noted_flag = network ? net_no_host_noted : gpu_no_host_noted;
-      if (!noted_flag) {
-        noted_flag = true;
-        ctx.diag().Add(network ? DiagCode::kNetNoHost : DiagCode::kHwNoHost, ctx.path, n,
-                       "agent log line names no host, nor does the file's path");
-      }
-      return std::nullopt;
-    };
-
-    while (lines.Next(text)) {
-      std::string_view t = Trim(text);
-      if (t.empty()) continue;
-      uint64_t n = lines.line_number();
-      buf.assign(t);
-      buf.reserve(buf.size() + simdjson::SIMDJSON_PADDING);
-      Line l;
-      std::string why;
-      od::document doc;
-      // On-demand parsing stops at the object's end: text after it is caught
-      // by the last-character check.
-      bool ok = t.front() == '{' && t.back() == '}' &&
-                !parser.iterate(simdjson::padded_string_view(buf.data(), buf.size(), buf.capacity()))
-                     .get(doc) &&
-                ReadLine(doc, l, why);
-      Kind kind = ok && l.S("record") ? KindOf(*l.S("record")) : Kind::kUnknown;
-      bool network = kind == Kind::kIbPort || kind == Kind::kNetLink;
-      DiagCode bad = network ? DiagCode::kNetBadRecord : DiagCode::kHwBadRecord;
-      auto fail = [&](std::string w) {
-        ctx.diag().Add(bad, ctx.path, n, fmt::format("{}: {}", w, Printable(t, 100)));
-      };
-      if (!ok) {
-        fail(why.empty() ? "malformed JSON" : why);
-        continue;
-      }
-      if (!l.S("record")) {
-        fail("no \"record\" key");
-        continue;
-      }
-      if (kind == Kind::kUnknown) {  // a newer agent's record: noted, every line
-        ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n,
-                       fmt::format("agent log record kind '{}' is not read", Printable(*l.S("record"), 40)));
-        continue;
-      }
-      for (const std::string& k : l.unknown_keys) {
-        if (noted.insert("key:" + k).second) {
-          ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n,
-                         fmt::format("agent log key '{}' is not read", Printable(k, 40)));
-        }
-      }
-      std::optional<TimeNs> time = l.S("time") ? ParseTimestamp(*l.S("time")) : std::nullopt;
-      if (!time) {
-        fail(l.S("time") ? "\"time\" is not a timestamp" : "no \"time\"");
-        continue;
-      }
-
-      if (network) {
-        std::optional<std::string> host = host_for(l, true, n);
-        if (kind == Kind::kIbPort) {
-          auto port = SmallInt(l.N("port"), 0, 255);
-          if (!l.S("ca") || l.S("ca")->empty() || !port) {
-            fail("ib_port needs \"ca\" and an integer \"port\"");
-            continue;
-          }
-          IbPort p;
-          p.host = host;
-          p.ca = *l.S("ca");
-          p.port = *port;
-          p.state = l.S("state");
-          p.phys_state = l.S("phys_state");
-          p.rate_gbps = l.N("rate_gbps");
-          p.width = SmallInt(l.N("width"), 1, 64);
-          p.link_layer = l.S("link_layer");
-          p.src = ctx.Ref(n);
-          auto key = std::make_tuple(host.value_or(""), p.ca, p.port);
-          auto it = ib.find(key);
-          if (it == ib.end()) ib.emplace(key, std::move(p));
-          else if (IbBadness(p) > IbBadness(it->second)) it->second = std::move(p);
-        } else {
-          if (!l.S("iface") || l.S("iface")->empty()) {
-            fail("net_link needs \"iface\"");
-            continue;
-          }
-          EthLink e;
-          e.host = host;
-          e.iface = *l.S("iface");
-          if (auto s = l.N("speed_mbps"); s && *s > 0 && *s < 1e9) e.speed_mbps = static_cast<int64_t>(*s);
-          if (auto& op = l.S("operstate")) {
-            if (*op == "up") e.link_detected = true;
-            else if (*op == "down" || *op == "lowerlayerdown") e.link_detected = false;
-          }
-          e.src = ctx.Ref(n);
-          auto key = std::make_pair(host.value_or(""), e.iface);
-          auto it = eth.find(key);
-          if (it == eth.end()) eth.emplace(key, std::move(e));
-          else if (EthBadness(e) > EthBadness(it->second)) it->second = std::move(e);
-        }
-        ++taken;
-        continue;
-      }
-
-      auto index = SmallInt(l.N("gpu"), 0, 1023);
-      if (!index) {
-        fail("no integer \"gpu\" index");
-        continue;
-      }
-      if (kind == Kind::kGpuXid && !SmallInt(l.N("xid"), 0, 1e9)) {
-        fail("gpu_xid needs an integer \"xid\"");
-        continue;
-      }
-      std::optional<std::string> host = host_for(l, false, n);
-      GpuAcc& acc = gpus[{host.value_or(""), *index}];
-      GpuRecord& g = acc.rec;
-      if (g.files.empty()) {
-        g.host = host;
-        g.index = *index;
-        g.files.push_back(ctx.file_index);
-      }
-      if (l.S("uuid")) g.uuid = l.S("uuid");
-      if (l.S("bus_id")) g.bus_id = l.S("bus_id");
-      GpuFacts& f = g.facts;
-      switch (kind) {
-        case Kind::kGpuInfo:
-          if (l.S("name")) f.name = l.S("name");
-          if (l.N("max_sm_clock_mhz")) f.max_sm_clock_mhz = l.N("max_sm_clock_mhz");
-          if (l.N("max_mem_clock_mhz")) f.max_mem_clock_mhz = l.N("max_mem_clock_mhz");
-          if (l.N("default_power_limit_w")) f.default_power_limit_w = l.N("default_power_limit_w");
-          if (auto v = SmallInt(l.N("pcie_gen_max"), 1, 16)) f.pcie_gen_max = v;
-          if (auto v = SmallInt(l.N("pcie_width_max"), 1, 64)) f.pcie_width_max = v;
-          if (auto v = SmallInt(l.N("nvlink_total"), 0, 64)) f.nvlink_total = v;
-          if (!f.src) f.src = ctx.Ref(n);
-          break;
-        case Kind::kGpuSample: {
-          GpuSample s;
-          s.time_ns = *time;
-          s.temp_c = l.N("temp_c");
-          s.sm_clock_mhz = l.N("sm_clock_mhz");
-          s.mem_clock_mhz = l.N("mem_clock_mhz");
-          s.power_w = l.N("power_w");
-          s.power_limit_w = l.N("power_limit_w");
-          s.util_pct = l.N("util_pct");
-          s.mem_util_pct = l.N("mem_util_pct");
-          s.pcie_tx_mb_s = l.N("pcie_tx_mb_s");
-          s.pcie_rx_mb_s = l.N("pcie_rx_mb_s");
-          s.pcie_gen = SmallInt(l.N("pcie_gen"), 1, 16);
-          s.pcie_width = SmallInt(l.N("pcie_width"), 1, 64);
-          if (auto& ce = l.N("clock_events"); ce && *ce >= 0 && *ce < 1.8e19 && *ce == std::trunc(*ce)) {
-            s.clock_events = static_cast<uint64_t>(*ce);
-          }
-          s.src = ctx.Ref(n);
-          g.samples.push_back(s);
-          if (!f.pcie_gen_current) f.pcie_gen_current = s.pcie_gen;
-          if (!f.pcie_width_current) f.pcie_width_current = s.pcie_width;
-          if (auto& ecc = l.N("ecc_uncorrected_volatile"); ecc && *ecc >= 0 && *ecc < 9e18) {
-            int64_t v = static_cast<int64_t>(*ecc);
-            if (!f.ecc_uncorrected_volatile || v > *f.ecc_uncorrected_volatile) f.ecc_uncorrected_volatile = v;
-          }
-          auto track = [](std::optional<double>& seen, bool& varies, const std::optional<double>& v) {
-            if (!v) return;
-            if (!seen) seen = v;
-            else if (*seen != *v) varies = true;
-          };
-          track(acc.limit, acc.limit_varies, s.power_limit_w);
-          track(acc.nvlink_up, acc.nvlink_varies, l.N("nvlink_up"));
-          break;
-        }
-        case Kind::kGpuXid:
-          f.xids.push_back(static_cast<int64_t>(*l.N("xid")));
-          break;
-        case Kind::kGpuLost:
-          if (!f.lost_at_ns || *time < *f.lost_at_ns) f.lost_at_ns = *time;
-          break;
-        default: break;
-      }
-      ++taken;
-    }
-
-    for (auto& [key, acc] : gpus) {
-      if (acc.limit && !acc.limit_varies) acc.rec.facts.enforced_power_limit_w = acc.limit;
-      if (acc.nvlink_up && !acc.nvlink_varies) acc.rec.facts.nvlink_up = SmallInt(acc.nvlink_up, 0, 64);
-      ctx.out->AddGpu(std::move(acc.rec));
-    }
-    for (auto& [key, p] : ib) ctx.out->network().ib_ports.push_back(std::move(p));
-    for (auto& [key, e] : eth) ctx.out->network().eth_links.push_back(std::move(e));
-    return taken;
+    return AgentLogFile(ctx).Read(lines);
   }
 };
 

@@ -151,4 +151,16 @@ std::optional<DurationNs> ParseDurationValue(std::string_view text,
   return d;
 }
 
+char GuessDelimiter(std::string_view header) {
+  size_t commas = 0, tabs = 0, semis = 0;
+  for (char c : header) {
+    commas += c == ',';
+    tabs += c == '\t';
+    semis += c == ';';
+  }
+  if (tabs > commas && tabs >= semis) return '\t';
+  if (semis > commas) return ';';
+  return ',';
+}
+
 }  // namespace laggard

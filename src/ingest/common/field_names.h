@@ -46,6 +46,10 @@ struct FieldLayout {
 };
 FieldLayout LayoutFromNames(const std::vector<std::string_view>& names);
 
+// The delimiter a header line uses most: ',', '\t' or ';' (',' when it
+// holds none of them).
+char GuessDelimiter(std::string_view header);
+
 // Reads a duration value: a number, optionally followed by its own unit
 // ("812ms", "0.81 s"); `default_unit` (or seconds) applies otherwise. Sets
 // `unit_used` to the unit applied.

@@ -14,32 +14,65 @@
 #define LAGGARD_INGEST_COMMON_SNIFF_H_
 
 #include <string_view>
+#include <utility>
+
+#include "base/text.h"
 
 namespace laggard {
 
 inline constexpr int kSniffNo = 0;          // not this format
 inline constexpr int kSniffAnyText = 5;     // any text: read for lack of a better reader
 inline constexpr int kSniffWeak = 30;       // a line others print too (a header alone)
-inline constexpr int kSniffPlausible = 50;  // the container fits (SQLite, JSON), content unchecked
+inline constexpr int kSniffPart = 40;       // part of the file is this format, amid other text
+inline constexpr int kSniffPlausible = 50;  // the container or header fits, content unchecked
 inline constexpr int kSniffLikely = 60;     // a record of this format parses, nothing says otherwise
 inline constexpr int kSniffStrong = 90;     // this format's layout, one detail unconfirmed
 inline constexpr int kSniffSure = 95;       // a header and a record only this format prints
 inline constexpr int kSniffCertain = 100;   // a banner or top-level key only this format writes
 
-// Calls fn(line) for each complete line of a sniffing head (without its
-// "\n" or "\r\n"; the last, possibly cut, line is left out) until fn
+// Which lines of a sniffing head ForEachHeadLine() hands out. By default
+// the complete lines, without their "\n" or "\r\n"; the last line is left
+// out unless a '\n' ends it, since the head may end inside it.
+struct HeadLines {
+  // Hand out the last line as well: for readers that judge a line by its
+  // start, and for a short file, whose last line the head holds whole.
+  bool with_last = false;
+  // Leave the '\r' of a "\r\n" on the line, for readers whose sniffing
+  // matches the line as the head holds it.
+  bool keep_cr = false;
+};
+
+// Calls fn(line) for each line of a sniffing head (see HeadLines) until fn
 // returns false.
 template <typename Fn>
-void ForEachHeadLine(std::string_view head, Fn&& fn) {
+void ForEachHeadLine(std::string_view head, HeadLines which, Fn&& fn) {
   size_t pos = 0;
   while (pos < head.size()) {
     size_t nl = head.find('\n', pos);
-    if (nl == std::string_view::npos) return;
-    std::string_view line = head.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos = nl + 1;
+    if (nl == std::string_view::npos && !which.with_last) return;
+    size_t end = nl == std::string_view::npos ? head.size() : nl;
+    std::string_view line = head.substr(pos, end - pos);
+    if (!which.keep_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = end + 1;
     if (!fn(line)) return;
   }
+}
+
+template <typename Fn>
+void ForEachHeadLine(std::string_view head, Fn&& fn) {
+  ForEachHeadLine(head, HeadLines{}, std::forward<Fn>(fn));
+}
+
+// The first line of a head that is not blank, trimmed; "" when there is
+// none. The head's last line counts even when no '\n' ends it: the caller
+// judges whether a line that may be cut can be judged.
+inline std::string_view FirstNonBlankHeadLine(std::string_view head) {
+  std::string_view first;
+  ForEachHeadLine(head, {.with_last = true}, [&](std::string_view line) {
+    first = Trim(line);
+    return first.empty();
+  });
+  return first;
 }
 
 }  // namespace laggard

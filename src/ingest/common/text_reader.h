@@ -16,7 +16,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "base/text.h"
 #include "ingest/common/input_file.h"
 #include "model/run.h"
 
@@ -51,13 +53,39 @@ class TextReader {
   virtual ~TextReader() = default;
   virtual std::string_view name() const = 0;
   // How sure the reader is that a file starting with `head` is its format:
-  // 0 = not mine, 100 = certain. `head` holds the first bytes (decompressed).
+  // one of the levels of sniff.h, kSniffNo (not mine) to kSniffCertain.
+  // `head` holds the first bytes (decompressed).
   virtual int Sniff(std::string_view head) const = 0;
   // Reads every line, adding records to ctx.out and counting bad ones in
   // ctx.diag(). Returns the number of records taken (steps, GPU samples and
   // facts, ports, table rows ...); 0 leaves the file marked unused.
   virtual uint64_t Read(LineReader& lines, ReaderContext& ctx) const = 0;
 };
+
+// One line of a file as a reader's line loop hands it out
+// (ForEachNonBlankLine(), network/net_streams.h).
+struct TextLine {
+  std::string_view text;     // as read, without its "\n" or "\r\n" (and host prefix)
+  std::string_view trimmed;  // `text` without surrounding blanks
+  uint64_t number = 0;       // line number in the file
+};
+
+// Calls fn(const TextLine&) for each line of `lines` that is not blank; when
+// fn returns a bool, until it returns false.
+template <typename Fn>
+void ForEachNonBlankLine(LineReader& lines, Fn&& fn) {
+  std::string_view text;
+  while (lines.Next(text)) {
+    std::string_view trimmed = Trim(text);
+    if (trimmed.empty()) continue;
+    TextLine line{text, trimmed, lines.line_number()};
+    if constexpr (std::is_same_v<std::invoke_result_t<Fn&, const TextLine&>, bool>) {
+      if (!fn(line)) return;
+    } else {
+      fn(line);
+    }
+  }
+}
 
 // Checks a parsed record and adds it, counting what cannot be used:
 // negative step -> step.bad_rank_or_step, duration <= 0 ->

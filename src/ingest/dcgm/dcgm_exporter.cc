@@ -31,6 +31,7 @@
 #include "ingest/dcgm/dcgm_fields.h"
 #include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/common/prometheus_text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/dcgm/dcgm_readers.h"
 
 namespace laggard {
@@ -94,15 +95,11 @@ class DcgmExporterReader final : public TextReader {
     prom::Line l;
     std::string error;
     size_t ok = 0, bad = 0, dcgm = 0;
-    size_t pos = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;  // the last line may be cut
-      std::string_view line = head.substr(pos, nl - pos);
-      pos = nl + 1;
+    // prom::ParseLine() takes a line's '\r' off itself.
+    ForEachHeadLine(head, {.keep_cr = true}, [&](std::string_view line) {
       if (!prom::ParseLine(line, l, error)) {
         ++bad;
-        continue;
+        return true;
       }
       ++ok;
       if ((l.kind == prom::LineKind::kSample || l.kind == prom::LineKind::kHelp ||
@@ -110,9 +107,10 @@ class DcgmExporterReader final : public TextReader {
           IsDcgmMetric(l.metric)) {
         ++dcgm;
       }
-    }
-    if (dcgm == 0) return 0;
-    return bad * 4 <= ok ? 95 : 0;
+      return true;
+    });
+    if (dcgm == 0) return kSniffNo;
+    return bad * 4 <= ok ? kSniffSure : kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -130,189 +130,255 @@ bool IsDcgmBlank(const DcgmField& field, double value) {
   return value >= (field.fp64 ? kFp64Blank : kInt64Blank);
 }
 
-DcgmApply ApplyDcgmValue(const DcgmField& field, double v, GpuSample& s, GpuFacts& f,
-                         std::string& why) {
-  if (field.sink == S::kUnused) return DcgmApply::kUnused;
-  if (!std::isfinite(v) || IsDcgmBlank(field, v)) return DcgmApply::kNoValue;
-  auto non_negative = [&](std::string_view what) {
-    if (v >= 0) return true;
-    why = std::string(what) + " is negative";
+namespace {
+
+// The checks a value passes before it is stored; a failing one says why in
+// `why`, naming the value (`what`).
+class ValueCheck {
+ public:
+  ValueCheck(double v, std::string& why) : v_(v), why_(why) {}
+
+  double v() const { return v_; }
+
+  bool NonNegative(std::string_view what) {
+    if (v_ >= 0) return true;
+    why_ = std::string(what) + " is negative";
     return false;
-  };
-  auto whole = [&](std::string_view what) {
-    if (IsWholeNumber(v)) return true;
-    why = std::string(what) + " is not a non-negative integer";
+  }
+  bool Whole(std::string_view what) {
+    if (IsWholeNumber(v_)) return true;
+    why_ = std::string(what) + " is not a non-negative integer";
     return false;
-  };
-  auto small_int = [&](std::string_view what, double max) -> std::optional<int32_t> {
-    if (!whole(what)) return std::nullopt;
-    if (v > max) {
-      why = std::string(what) + " is out of range";
+  }
+  std::optional<int32_t> SmallInt(std::string_view what, double max) {
+    if (!Whole(what)) return std::nullopt;
+    if (v_ > max) {
+      why_ = std::string(what) + " is out of range";
       return std::nullopt;
     }
-    return static_cast<int32_t>(v);
-  };
-  auto fraction = [&](std::optional<double>& out, std::string_view what) {
-    // Activities are ratios; a little over 1 happens with DCGM's averaging.
-    if (v < 0 || v > 1.5) {
-      why = std::string(what) + " is not a fraction 0..1";
+    return static_cast<int32_t>(v_);
+  }
+  // Activities are ratios, stored as %; a little over 1 happens with DCGM's
+  // averaging.
+  bool Fraction(std::optional<double>& out, std::string_view what) {
+    if (v_ < 0 || v_ > 1.5) {
+      why_ = std::string(what) + " is not a fraction 0..1";
       return false;
     }
-    out = v * 100.0;
+    out = v_ * 100.0;
     return true;
-  };
-  auto counter_ns = [&](std::optional<int64_t>& out, std::string_view what) {
-    if (!whole(what)) return false;
-    out = static_cast<int64_t>(v);
+  }
+  bool CounterNs(std::optional<int64_t>& out, std::string_view what) {
+    if (!Whole(what)) return false;
+    out = static_cast<int64_t>(v_);
     return true;
-  };
+  }
+
+ private:
+  double v_;
+  std::string& why_;
+};
+
+// Each Apply*() below stores the value of the sinks of one kind and returns
+// whether it was right; nullopt for a sink of another kind.
+
+// Readings of a sample: temperatures, clocks, power, utilisation, PCIe and
+// NVLink throughput.
+std::optional<bool> ApplyReading(DcgmSink sink, ValueCheck& c, GpuSample& s) {
+  double v = c.v();
   bool ok = true;
-  switch (field.sink) {
-    case S::kUnused: return DcgmApply::kUnused;
+  switch (sink) {
     case S::kTempC: s.temp_c = v; break;
     case S::kMemTempC: s.mem_temp_c = v; break;
     case S::kSmClockMhz:
-      if ((ok = non_negative("SM clock"))) s.sm_clock_mhz = v;
+      if ((ok = c.NonNegative("SM clock"))) s.sm_clock_mhz = v;
       break;
     case S::kMemClockMhz:
-      if ((ok = non_negative("memory clock"))) s.mem_clock_mhz = v;
+      if ((ok = c.NonNegative("memory clock"))) s.mem_clock_mhz = v;
       break;
     case S::kPowerW:
-      if ((ok = non_negative("power"))) s.power_w = v;
-      break;
-    case S::kPowerMgmtLimitW:
-      if ((ok = non_negative("power limit")) && !s.power_limit_w) s.power_limit_w = v;
-      break;
-    case S::kEnforcedPowerLimitW:
-      if ((ok = non_negative("enforced power limit")))
-        s.power_limit_w = f.enforced_power_limit_w = v;
-      break;
-    case S::kDefaultPowerLimitW:
-      if ((ok = non_negative("default power limit"))) f.default_power_limit_w = v;
-      break;
-    case S::kMinPowerLimitW:
-      if ((ok = non_negative("min power limit"))) f.min_power_limit_w = v;
-      break;
-    case S::kMaxPowerLimitW:
-      if ((ok = non_negative("max power limit"))) f.max_power_limit_w = v;
+      if ((ok = c.NonNegative("power"))) s.power_w = v;
       break;
     case S::kUtilPct:
-      if ((ok = non_negative("GPU utilisation"))) s.util_pct = v;
+      if ((ok = c.NonNegative("GPU utilisation"))) s.util_pct = v;
       break;
     case S::kMemUtilPct:
-      if ((ok = non_negative("memory utilisation"))) s.mem_util_pct = v;
+      if ((ok = c.NonNegative("memory utilisation"))) s.mem_util_pct = v;
       break;
     case S::kPcieTxKbS:
-      if ((ok = non_negative("PCIe TX throughput")) && !s.pcie_tx_mb_s) s.pcie_tx_mb_s = v / 1000.0;
-      break;
-    case S::kPcieRxKbS:
-      if ((ok = non_negative("PCIe RX throughput")) && !s.pcie_rx_mb_s) s.pcie_rx_mb_s = v / 1000.0;
-      break;
-    case S::kPcieTxBytesS:
-      if ((ok = non_negative("PCIe TX bytes"))) s.pcie_tx_mb_s = v / 1e6;
-      break;
-    case S::kPcieRxBytesS:
-      if ((ok = non_negative("PCIe RX bytes"))) s.pcie_rx_mb_s = v / 1e6;
-      break;
-    case S::kPcieGen:
-      if (auto g = small_int("PCIe generation", 64)) s.pcie_gen = f.pcie_gen_current = *g;
-      else ok = false;
-      break;
-    case S::kPcieWidth:
-      if (auto w = small_int("PCIe width", 1024)) s.pcie_width = f.pcie_width_current = *w;
-      else ok = false;
-      break;
-    case S::kPcieGenMax:
-      if (auto g = small_int("PCIe max generation", 64)) f.pcie_gen_max = *g;
-      else ok = false;
-      break;
-    case S::kPcieWidthMax:
-      if (auto w = small_int("PCIe max width", 1024)) f.pcie_width_max = *w;
-      else ok = false;
-      break;
-    case S::kClockEvents:
-      if ((ok = whole("clock event reasons"))) s.clock_events = static_cast<uint64_t>(v);
-      break;
-    case S::kXid:
-      if ((ok = whole("XID"))) {
-        auto xid = static_cast<int64_t>(v);
-        if (xid != 0 && std::find(f.xids.begin(), f.xids.end(), xid) == f.xids.end())
-          f.xids.push_back(xid);
+      if ((ok = c.NonNegative("PCIe TX throughput")) && !s.pcie_tx_mb_s) {
+        s.pcie_tx_mb_s = v / 1000.0;
       }
       break;
-    case S::kEccDbeVolatile:
-      if ((ok = whole("volatile DBE count")))
-        f.ecc_uncorrected_volatile = std::max(f.ecc_uncorrected_volatile.value_or(0),
-                                              static_cast<int64_t>(v));
+    case S::kPcieRxKbS:
+      if ((ok = c.NonNegative("PCIe RX throughput")) && !s.pcie_rx_mb_s) {
+        s.pcie_rx_mb_s = v / 1000.0;
+      }
       break;
-    case S::kEccDbeAggregate:
-      if ((ok = whole("aggregate DBE count")))
-        f.ecc_uncorrected_aggregate = std::max(f.ecc_uncorrected_aggregate.value_or(0),
-                                               static_cast<int64_t>(v));
+    case S::kPcieTxBytesS:
+      if ((ok = c.NonNegative("PCIe TX bytes"))) s.pcie_tx_mb_s = v / 1e6;
       break;
-    case S::kRetiredPagesDbe:
-      if ((ok = whole("retired pages")))
-        f.retired_pages_dbe = std::max(f.retired_pages_dbe.value_or(0), static_cast<int64_t>(v));
+    case S::kPcieRxBytesS:
+      if ((ok = c.NonNegative("PCIe RX bytes"))) s.pcie_rx_mb_s = v / 1e6;
       break;
-    case S::kRetiredPagesPending:
-      if ((ok = whole("pending retired pages")))
-        f.retired_pages_pending = f.retired_pages_pending.value_or(false) || v > 0;
+    case S::kNvlinkTxBytesS:
+      if ((ok = c.NonNegative("NVLink TX bytes"))) s.nvlink_tx_mb_s = v / 1e6;
       break;
-    case S::kRemappedRowsUncorrectable:
-      if ((ok = whole("remapped rows")))
-        f.remapped_rows_uncorrectable =
-            std::max(f.remapped_rows_uncorrectable.value_or(0), static_cast<int64_t>(v));
+    case S::kNvlinkRxBytesS:
+      if ((ok = c.NonNegative("NVLink RX bytes"))) s.nvlink_rx_mb_s = v / 1e6;
       break;
-    case S::kRowRemapFailure:
-      if ((ok = whole("row remap failure")))
-        f.remapping_failure = f.remapping_failure.value_or(false) || v > 0;
+    case S::kNvlinkTotalMbS:
+      if ((ok = c.NonNegative("NVLink bandwidth"))) s.nvlink_total_mb_s = v;
+      break;
+    default: return std::nullopt;
+  }
+  return ok;
+}
+
+// Limits: power limits, maximum and applications clocks, temperature limits.
+std::optional<bool> ApplyLimit(DcgmSink sink, ValueCheck& c, GpuSample& s, GpuFacts& f) {
+  double v = c.v();
+  bool ok = true;
+  switch (sink) {
+    case S::kPowerMgmtLimitW:
+      if ((ok = c.NonNegative("power limit")) && !s.power_limit_w) s.power_limit_w = v;
+      break;
+    case S::kEnforcedPowerLimitW:
+      if ((ok = c.NonNegative("enforced power limit"))) {
+        s.power_limit_w = f.enforced_power_limit_w = v;
+      }
+      break;
+    case S::kDefaultPowerLimitW:
+      if ((ok = c.NonNegative("default power limit"))) f.default_power_limit_w = v;
+      break;
+    case S::kMinPowerLimitW:
+      if ((ok = c.NonNegative("min power limit"))) f.min_power_limit_w = v;
+      break;
+    case S::kMaxPowerLimitW:
+      if ((ok = c.NonNegative("max power limit"))) f.max_power_limit_w = v;
       break;
     case S::kMaxSmClockMhz:
-      if ((ok = non_negative("max SM clock"))) f.max_sm_clock_mhz = v;
+      if ((ok = c.NonNegative("max SM clock"))) f.max_sm_clock_mhz = v;
       break;
     case S::kMaxMemClockMhz:
-      if ((ok = non_negative("max memory clock"))) f.max_mem_clock_mhz = v;
+      if ((ok = c.NonNegative("max memory clock"))) f.max_mem_clock_mhz = v;
       break;
     case S::kAppSmClockMhz:
-      if ((ok = non_negative("applications SM clock"))) f.app_sm_clock_mhz = v;
+      if ((ok = c.NonNegative("applications SM clock"))) f.app_sm_clock_mhz = v;
       break;
     case S::kSlowdownTempC: f.slowdown_temp_c = v; break;
     case S::kShutdownTempC: f.shutdown_temp_c = v; break;
     case S::kMaxOperatingTempC: f.max_operating_temp_c = v; break;
-    case S::kPowerViolationNs: ok = counter_ns(s.power_violation_ns, "power violation time"); break;
-    case S::kThermalViolationNs:
-      ok = counter_ns(s.thermal_violation_ns, "thermal violation time");
-      break;
-    case S::kSyncBoostViolationNs:
-      ok = counter_ns(s.sync_boost_violation_ns, "sync boost violation time");
-      break;
-    case S::kBoardLimitViolationNs:
-      ok = counter_ns(s.board_limit_violation_ns, "board limit violation time");
-      break;
-    case S::kLowUtilViolationNs:
-      ok = counter_ns(s.low_util_violation_ns, "low utilisation violation time");
-      break;
-    case S::kReliabilityViolationNs:
-      ok = counter_ns(s.reliability_violation_ns, "reliability violation time");
-      break;
-    case S::kGrEngineActive:
-      ok = fraction(s.gr_engine_active_pct, "graphics engine activity");
-      break;
-    case S::kSmActive: ok = fraction(s.sm_active_pct, "SM activity"); break;
-    case S::kSmOccupancy: ok = fraction(s.sm_occupancy_pct, "SM occupancy"); break;
-    case S::kTensorActive: ok = fraction(s.tensor_active_pct, "tensor pipe activity"); break;
-    case S::kDramActive: ok = fraction(s.dram_active_pct, "DRAM activity"); break;
-    case S::kNvlinkTxBytesS:
-      if ((ok = non_negative("NVLink TX bytes"))) s.nvlink_tx_mb_s = v / 1e6;
-      break;
-    case S::kNvlinkRxBytesS:
-      if ((ok = non_negative("NVLink RX bytes"))) s.nvlink_rx_mb_s = v / 1e6;
-      break;
-    case S::kNvlinkTotalMbS:
-      if ((ok = non_negative("NVLink bandwidth"))) s.nvlink_total_mb_s = v;
-      break;
+    default: return std::nullopt;
   }
-  return ok ? DcgmApply::kApplied : DcgmApply::kBadValue;
+  return ok;
+}
+
+// The PCIe link: current generation and width (sample and fact), maximums.
+std::optional<bool> ApplyPcieLink(DcgmSink sink, ValueCheck& c, GpuSample& s, GpuFacts& f) {
+  std::optional<int32_t> n;
+  switch (sink) {
+    case S::kPcieGen:
+      if ((n = c.SmallInt("PCIe generation", 64))) s.pcie_gen = f.pcie_gen_current = *n;
+      break;
+    case S::kPcieWidth:
+      if ((n = c.SmallInt("PCIe width", 1024))) s.pcie_width = f.pcie_width_current = *n;
+      break;
+    case S::kPcieGenMax:
+      if ((n = c.SmallInt("PCIe max generation", 64))) f.pcie_gen_max = *n;
+      break;
+    case S::kPcieWidthMax:
+      if ((n = c.SmallInt("PCIe max width", 1024))) f.pcie_width_max = *n;
+      break;
+    default: return std::nullopt;
+  }
+  return n.has_value();
+}
+
+// Health: clock event reasons, XIDs, ECC errors, retired pages, remapped
+// rows. Error counts keep their maximum.
+std::optional<bool> ApplyHealth(DcgmSink sink, ValueCheck& c, GpuSample& s, GpuFacts& f) {
+  double v = c.v();
+  bool ok = true;
+  auto largest = [&](std::optional<int64_t>& out) {
+    out = std::max(out.value_or(0), static_cast<int64_t>(v));
+  };
+  switch (sink) {
+    case S::kClockEvents:
+      if ((ok = c.Whole("clock event reasons"))) s.clock_events = static_cast<uint64_t>(v);
+      break;
+    case S::kXid:
+      if ((ok = c.Whole("XID"))) {
+        auto xid = static_cast<int64_t>(v);
+        if (xid != 0 && std::find(f.xids.begin(), f.xids.end(), xid) == f.xids.end()) {
+          f.xids.push_back(xid);
+        }
+      }
+      break;
+    case S::kEccDbeVolatile:
+      if ((ok = c.Whole("volatile DBE count"))) largest(f.ecc_uncorrected_volatile);
+      break;
+    case S::kEccDbeAggregate:
+      if ((ok = c.Whole("aggregate DBE count"))) largest(f.ecc_uncorrected_aggregate);
+      break;
+    case S::kRetiredPagesDbe:
+      if ((ok = c.Whole("retired pages"))) largest(f.retired_pages_dbe);
+      break;
+    case S::kRetiredPagesPending:
+      if ((ok = c.Whole("pending retired pages"))) {
+        f.retired_pages_pending = f.retired_pages_pending.value_or(false) || v > 0;
+      }
+      break;
+    case S::kRemappedRowsUncorrectable:
+      if ((ok = c.Whole("remapped rows"))) largest(f.remapped_rows_uncorrectable);
+      break;
+    case S::kRowRemapFailure:
+      if ((ok = c.Whole("row remap failure"))) {
+        f.remapping_failure = f.remapping_failure.value_or(false) || v > 0;
+      }
+      break;
+    default: return std::nullopt;
+  }
+  return ok;
+}
+
+// Cumulative violation times (ns) and profiling activities (fractions).
+std::optional<bool> ApplyCounter(DcgmSink sink, ValueCheck& c, GpuSample& s) {
+  switch (sink) {
+    case S::kPowerViolationNs: return c.CounterNs(s.power_violation_ns, "power violation time");
+    case S::kThermalViolationNs:
+      return c.CounterNs(s.thermal_violation_ns, "thermal violation time");
+    case S::kSyncBoostViolationNs:
+      return c.CounterNs(s.sync_boost_violation_ns, "sync boost violation time");
+    case S::kBoardLimitViolationNs:
+      return c.CounterNs(s.board_limit_violation_ns, "board limit violation time");
+    case S::kLowUtilViolationNs:
+      return c.CounterNs(s.low_util_violation_ns, "low utilisation violation time");
+    case S::kReliabilityViolationNs:
+      return c.CounterNs(s.reliability_violation_ns, "reliability violation time");
+    case S::kGrEngineActive:
+      return c.Fraction(s.gr_engine_active_pct, "graphics engine activity");
+    case S::kSmActive: return c.Fraction(s.sm_active_pct, "SM activity");
+    case S::kSmOccupancy: return c.Fraction(s.sm_occupancy_pct, "SM occupancy");
+    case S::kTensorActive: return c.Fraction(s.tensor_active_pct, "tensor pipe activity");
+    case S::kDramActive: return c.Fraction(s.dram_active_pct, "DRAM activity");
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+DcgmApply ApplyDcgmValue(const DcgmField& field, double v, GpuSample& s, GpuFacts& f,
+                         std::string& why) {
+  if (field.sink == S::kUnused) return DcgmApply::kUnused;
+  if (!std::isfinite(v) || IsDcgmBlank(field, v)) return DcgmApply::kNoValue;
+  ValueCheck c(v, why);
+  std::optional<bool> ok = ApplyReading(field.sink, c, s);
+  if (!ok) ok = ApplyLimit(field.sink, c, s, f);
+  if (!ok) ok = ApplyPcieLink(field.sink, c, s, f);
+  if (!ok) ok = ApplyHealth(field.sink, c, s, f);
+  if (!ok) ok = ApplyCounter(field.sink, c, s);
+  return ok.value_or(true) ? DcgmApply::kApplied : DcgmApply::kBadValue;
 }
 
 }  // namespace laggard

@@ -49,6 +49,7 @@
 #include <set>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/dcgm/dcgm_readers.h"
 
@@ -488,6 +489,21 @@ std::optional<dom::element> Member(dom::object o, std::string_view key) {
   return std::nullopt;
 }
 
+// Member `key` of `o` when it is an array.
+std::optional<dom::array> ArrayMember(dom::object o, std::string_view key) {
+  auto m = Member(o, key);
+  dom::array a;
+  if (!m || m->get_array().get(a) != simdjson::SUCCESS) return std::nullopt;
+  return a;
+}
+
+// `e` when it is an object.
+std::optional<dom::object> ObjectOf(dom::element e) {
+  dom::object o;
+  if (e.get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
+  return o;
+}
+
 // The text of a warning: a string, or an object's "warning"/"msg"/... .
 std::optional<std::string_view> WarningText(dom::element w) {
   if (auto s = StringOf(w)) return s;
@@ -561,18 +577,17 @@ class JsonWalker {
   }
 
   void EntityGroups(dom::object o) {
-    auto groups = Member(o, "entity_groups");
-    dom::array a;
-    if (!groups || groups->get_array().get(a) != simdjson::SUCCESS) return;
-    for (dom::element g : a) {
-      dom::object go;
-      if (g.get_object().get(go) != simdjson::SUCCESS || !IsGpuGroup(go)) continue;
-      auto entities = Member(go, "entities");
-      dom::array ea;
-      if (!entities || entities->get_array().get(ea) != simdjson::SUCCESS) continue;
-      for (dom::element e : ea) {
-        dom::object eo;
-        if (e.get_object().get(eo) != simdjson::SUCCESS) continue;
+    auto groups = ArrayMember(o, "entity_groups");
+    if (!groups) return;
+    for (dom::element g : *groups) {
+      auto go = ObjectOf(g);
+      if (!go || !IsGpuGroup(*go)) continue;
+      auto entities = ArrayMember(*go, "entities");
+      if (!entities) continue;
+      for (dom::element e : *entities) {
+        auto entity = ObjectOf(e);
+        if (!entity) continue;
+        dom::object eo = *entity;
         auto id = Member(eo, "entity_id");
         auto gpu = id ? IntOf(*id) : std::nullopt;
         if (!gpu || *gpu < 0 || *gpu >= kMaxGpuIndex) continue;
@@ -596,24 +611,20 @@ class JsonWalker {
   }
 
   void Categories(dom::object diag) {
-    auto cats = Member(diag, "test_categories");
-    dom::array ca;
-    if (!cats || cats->get_array().get(ca) != simdjson::SUCCESS) return;
-    for (dom::element c : ca) {
-      dom::object co;
-      if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+    auto cats = ArrayMember(diag, "test_categories");
+    if (!cats) return;
+    for (dom::element c : *cats) {
+      auto co = ObjectOf(c);
+      if (!co) continue;
       bool deployment = false;
-      if (auto name = Member(co, "category")) {
+      if (auto name = Member(*co, "category")) {
         auto s = StringOf(*name);
         deployment = s && (EqualsIgnoreCase(*s, "Deployment") || EqualsIgnoreCase(*s, "software"));
       }
-      auto tests = Member(co, "tests");
-      dom::array ta;
-      if (!tests || tests->get_array().get(ta) != simdjson::SUCCESS) continue;
-      for (dom::element t : ta) {
-        dom::object to;
-        if (t.get_object().get(to) != simdjson::SUCCESS) continue;
-        Test(to, deployment);
+      auto tests = ArrayMember(*co, "tests");
+      if (!tests) continue;
+      for (dom::element t : *tests) {
+        if (auto to = ObjectOf(t)) Test(*to, deployment);
       }
     }
   }
@@ -625,12 +636,13 @@ class JsonWalker {
     std::string_view name = "test";
     if (auto n = Member(to, "name")) name = StringOf(*n).value_or(name);
     DiagResults::Test& test = out_.AddTest(std::string(name), line_);
-    auto results = Member(to, "results");
-    dom::array ra;
-    if (!results || results->get_array().get(ra) != simdjson::SUCCESS) return;
+    auto results = ArrayMember(to, "results");
+    if (!results) return;
+    dom::array ra = *results;
     for (dom::element r : ra) {
-      dom::object ro;
-      if (r.get_object().get(ro) != simdjson::SUCCESS) continue;
+      auto result_object = ObjectOf(r);
+      if (!result_object) continue;
+      dom::object ro = *result_object;
       std::optional<Result> result;
       if (auto s = Member(ro, "status")) {
         if (auto text = StringOf(*s)) result = ParseResultWord(*text);
@@ -728,17 +740,17 @@ class DcgmiDiagReader final : public TextReader {
 
   int Sniff(std::string_view head) const override {
     std::string_view t = Trim(head);
-    if (!t.empty() && t.front() == '{') return LooksLikeDiagJson(head) ? 95 : 0;
+    if (!t.empty() && t.front() == '{') return LooksLikeDiagJson(head) ? kSniffSure : kSniffNo;
     size_t at = head.find("| Diagnostic");
     if (at != std::string_view::npos) {
       size_t eol = head.find('\n', at);
       if (head.substr(at, eol == std::string_view::npos ? std::string_view::npos : eol - at)
               .find("| Result") != std::string_view::npos) {
-        return 95;
+        return kSniffSure;
       }
     }
-    if (head.find("-----  Metadata  ---") != std::string_view::npos) return 90;
-    return 0;
+    if (head.find("-----  Metadata  ---") != std::string_view::npos) return kSniffStrong;
+    return kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

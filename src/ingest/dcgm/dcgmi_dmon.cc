@@ -30,6 +30,7 @@
 #include <unordered_set>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/dcgm/dcgm_fields.h"
 #include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/dcgm/dcgm_readers.h"
@@ -38,18 +39,6 @@ namespace laggard {
 namespace {
 
 constexpr DurationNs kDefaultInterval = 1'000'000'000;
-
-std::vector<std::string_view> SplitBlanks(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && IsSpace(s[i])) ++i;
-    size_t start = i;
-    while (i < s.size() && !IsSpace(s[i])) ++i;
-    if (i > start) out.push_back(s.substr(start, i - start));
-  }
-  return out;
-}
 
 bool IsHeader(std::string_view line) { return StartsWith(Trim(line), "#Entity"); }
 
@@ -107,6 +96,195 @@ std::optional<CommandLine> ParseCommandLine(std::string_view line) {
   return cmd;
 }
 
+// The reading of one file.
+class DcgmiDmonFile {
+ public:
+  explicit DcgmiDmonFile(ReaderContext& ctx) : ctx_(ctx), table_(ctx) {}
+
+  uint64_t Read(LineReader& lines) {
+    ForEachNonBlankLine(lines, [&](const TextLine& l) {
+      if (auto c = ParseCommandLine(l.trimmed)) {
+        cmd_ = *c;
+        if (cmd_.interval) interval_ = *cmd_.interval;
+      } else if (IsHeader(l.trimmed)) {
+        Header(l.text, l.number);
+      } else if (have_header_) {  // else a prompt or banner before the table
+        Row(l.text, l.trimmed, l.number);
+      }
+    });
+    Finish();
+    return taken_;
+  }
+
+ private:
+  void NoteOnce(const std::string& key, uint64_t n, std::string message) {
+    if (unknown_noted_.insert(key).second) {
+      ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n, std::move(message));
+    }
+  }
+
+  void Bad(uint64_t n, std::string message) {
+    ctx_.diag().Add(DiagCode::kHwBadRecord, ctx_.path, n, std::move(message));
+  }
+
+  // "#Entity TMPTR POWER ...": the columns of the rows below.
+  void Header(std::string_view line, uint64_t n) {
+    std::vector<std::string_view> words = SplitBlanks(line);
+    columns_.clear();
+    column_names_.clear();
+    column_start_.clear();
+    bool by_id = cmd_.field_ids.size() + 1 == words.size();
+    for (size_t i = 1; i < words.size(); ++i) {
+      const DcgmField* f = DcgmFieldByShortName(words[i]);
+      if (by_id) {
+        if (const DcgmField* g = DcgmFieldById(cmd_.field_ids[i - 1])) f = g;
+      }
+      columns_.push_back(f);
+      column_names_.emplace_back(words[i]);
+      column_start_.push_back(static_cast<size_t>(words[i].data() - line.data()));
+      if (f == nullptr || f->sink == DcgmSink::kUnused) {
+        NoteOnce("col:" + std::string(words[i]), n,
+                 fmt::format("dcgmi dmon column {} is not used", Printable(words[i], 40)));
+      }
+    }
+    have_header_ = true;
+    if (group_has_rows_) {
+      ++group_;
+      group_has_rows_ = false;
+      seen_in_group_.clear();
+    }
+  }
+
+  // The row's values: blank-separated when they match the header, else cut
+  // at the header's column starts; empty when neither works.
+  std::vector<std::string_view> RowValues(std::string_view line,
+                                          const std::vector<std::string_view>& words) const {
+    std::vector<std::string_view> values;
+    if (words.size() == columns_.size() + 2) {
+      values.assign(words.begin() + 2, words.end());
+    } else if (!columns_.empty() && line.size() > column_start_.front()) {
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        size_t b = column_start_[i];
+        size_t e = i + 1 < columns_.size() ? column_start_[i + 1] : line.size();
+        values.push_back(b < line.size() ? Trim(line.substr(b, std::min(e, line.size()) - b))
+                                         : std::string_view());
+      }
+      // Cutting is right only if the row's text before the first column
+      // is the entity alone.
+      if (Trim(line.substr(0, column_start_.front())) !=
+          line.substr(words.front().data() - line.data(),
+                      words[1].data() + words[1].size() - words.front().data())) {
+        values.clear();
+      }
+    }
+    return values;
+  }
+
+  // A row "GPU 0  45  250.123 ...".
+  void Row(std::string_view line, std::string_view t, uint64_t n) {
+    std::vector<std::string_view> words = SplitBlanks(t);
+    if (words.front() == "ID") return;  // the unit line under the header
+    Entity entity = EntityOf(words.front());
+    if (entity == Entity::kNotEntity) {
+      if (FindIgnoreCase(t, "dmon was stopped") != std::string_view::npos) return;
+      Bad(n, fmt::format("not a dcgmi dmon row: \"{}\"", Printable(t, 100)));
+      return;
+    }
+    auto id = words.size() >= 2 ? ParseInt<int32_t>(words[1]) : std::nullopt;
+    if (!id || *id < 0) {
+      Bad(n, fmt::format("entity without a valid id: \"{}\"", Printable(t, 100)));
+      return;
+    }
+    std::vector<std::string_view> values = RowValues(line, words);
+    bool complete = values.size() == columns_.size();
+    for (std::string_view v : values) complete = complete && !v.empty();
+    if (!complete) {
+      Bad(n, fmt::format("{} values for {} columns: \"{}\"",
+                         words.size() >= 2 ? words.size() - 2 : 0, columns_.size(),
+                         Printable(t, 100)));
+      return;
+    }
+    if (entity == Entity::kOther) {
+      NoteOnce("entity:" + std::string(words.front()), n,
+               fmt::format("dcgmi dmon rows of {} entities are not GPU data; not used",
+                           Printable(words.front(), 20)));
+      return;
+    }
+    // A repeated entity starts the next interval.
+    std::string key = fmt::format("{} {}", words.front(), *id);
+    if (!seen_in_group_.insert(key).second) {
+      ++group_;
+      seen_in_group_.clear();
+      seen_in_group_.insert(key);
+    }
+    group_has_rows_ = true;
+    size_t record;
+    if (entity == Entity::kGpu) {
+      record = table_.Get(std::nullopt, *id, std::nullopt, n);
+      parent_gpu_index_ = *id;
+    } else {
+      if (!parent_gpu_index_) {
+        NoteOnce("orphan", n, "dcgmi dmon MIG instance rows without their GPU's row; not used");
+        return;
+      }
+      record = table_.Get(std::nullopt, *parent_gpu_index_, key, n);
+    }
+    std::string bad_what = StoreValues(record, values, n);
+    if (!bad_what.empty()) {
+      Bad(n, fmt::format("{} {}: {}; the row's other values were kept", words.front(), *id,
+                         bad_what));
+    }
+    ++taken_;
+  }
+
+  // Stores a row's values in its record's sample of this interval; returns
+  // the first value that could not be stored ("" when none).
+  std::string StoreValues(size_t record, const std::vector<std::string_view>& values, uint64_t n) {
+    std::string bad_what;
+    GpuSample& sample = table_.SampleAt(record, group_ * interval_, n);
+    GpuFacts& facts = table_.at(record).facts;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      const DcgmField* f = columns_[i];
+      if (f == nullptr || f->sink == DcgmSink::kUnused || values[i] == "N/A") continue;
+      auto v = ParseDouble(values[i]);
+      DcgmApply r = v ? ApplyDcgmValue(*f, *v, sample, facts, why_) : DcgmApply::kBadValue;
+      if (!v) why_ = "not a number";
+      if (r == DcgmApply::kBadValue && bad_what.empty()) {
+        bad_what = fmt::format("{} \"{}\": {}", column_names_[i], Printable(values[i], 30), why_);
+      }
+    }
+    if (!facts.src) facts.src = ctx_.Ref(n);
+    return bad_what;
+  }
+
+  void Finish() {
+    if (!table_.empty()) {
+      for (GpuRecord& r : table_.records()) r.time_is_approximate = true;
+      ctx_.diag().Add(DiagCode::kHwApproximateTime, ctx_.path, 0,
+                      fmt::format("dcgmi dmon prints no timestamps; samples are {} s apart{}",
+                                  ToSeconds(interval_),
+                                  cmd_.interval ? " (-d of the command line)" : " (assumed)"));
+    }
+    table_.Commit();
+  }
+
+  ReaderContext& ctx_;
+  GpuRecordTable table_;
+  CommandLine cmd_;
+  DurationNs interval_ = kDefaultInterval;
+  bool have_header_ = false;
+  std::vector<const DcgmField*> columns_;  // nullptr: not a field laggard knows
+  std::vector<std::string> column_names_;
+  std::vector<size_t> column_start_;  // header positions, for fixed-width cutting
+  int64_t group_ = 0;                 // interval index
+  bool group_has_rows_ = false;
+  std::unordered_set<std::string> seen_in_group_;
+  std::optional<int32_t> parent_gpu_index_;  // the last GPU row's index, for MIG rows
+  std::unordered_set<std::string> unknown_noted_;
+  uint64_t taken_ = 0;
+  std::string why_;
+};
+
 class DcgmiDmonReader final : public TextReader {
  public:
   std::string_view name() const override { return "dcgmi-dmon"; }
@@ -114,185 +292,21 @@ class DcgmiDmonReader final : public TextReader {
   int Sniff(std::string_view head) const override {
     // The header within the first lines (a command line or prompt may come
     // first); nvidia-smi dmon's header is "# gpu" / "#Date".
-    size_t pos = 0;
-    for (int n = 0; n < 8 && pos < head.size(); ++n) {
-      size_t nl = head.find('\n', pos);
-      std::string_view line =
-          head.substr(pos, nl == std::string_view::npos ? head.size() - pos : nl - pos);
-      pos = nl == std::string_view::npos ? head.size() : nl + 1;
+    int score = kSniffNo, lines = 0;
+    ForEachHeadLine(head, {.with_last = true}, [&](std::string_view line) {
       if (IsHeader(line)) {
-        std::vector<std::string_view> words = SplitBlanks(line);
-        return words.size() >= 2 ? 95 : 80;
+        // A bare "#Entity" yields to a step CSV (kSniffStrong), whose reader
+        // skips '#' lines, and beats the text-log reader's kSniffLikely.
+        score = SplitBlanks(line).size() >= 2 ? kSniffSure : kSniffStrong - 10;
+        return false;
       }
-    }
-    return 0;
+      return ++lines < 8;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    GpuRecordTable table(ctx);
-    CommandLine cmd;
-    DurationNs interval = kDefaultInterval;
-    bool have_header = false;
-    std::vector<const DcgmField*> columns;   // nullptr: not a field laggard knows
-    std::vector<std::string> column_names;
-    std::vector<size_t> column_start;        // header positions, for fixed-width cutting
-    int64_t group = 0;                       // interval index
-    bool group_has_rows = false;
-    std::unordered_set<std::string> seen_in_group;
-    std::optional<int32_t> parent_gpu_index;  // the last GPU row's index, for MIG rows
-    std::unordered_set<std::string> unknown_noted;
-    uint64_t taken = 0;
-    std::string why;
-    std::string_view line;
-
-    auto note_once = [&](const std::string& key, uint64_t n, std::string message) {
-      if (unknown_noted.insert(key).second) {
-        ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n, std::move(message));
-      }
-    };
-
-    while (lines.Next(line)) {
-      uint64_t n = lines.line_number();
-      std::string_view t = Trim(line);
-      if (t.empty()) continue;
-      if (auto c = ParseCommandLine(t)) {
-        cmd = *c;
-        if (cmd.interval) interval = *cmd.interval;
-        continue;
-      }
-      if (IsHeader(t)) {
-        std::vector<std::string_view> words = SplitBlanks(line);
-        columns.clear();
-        column_names.clear();
-        column_start.clear();
-        bool by_id = cmd.field_ids.size() + 1 == words.size();
-        for (size_t i = 1; i < words.size(); ++i) {
-          const DcgmField* f = DcgmFieldByShortName(words[i]);
-          if (by_id) {
-            if (const DcgmField* g = DcgmFieldById(cmd.field_ids[i - 1])) f = g;
-          }
-          columns.push_back(f);
-          column_names.emplace_back(words[i]);
-          column_start.push_back(static_cast<size_t>(words[i].data() - line.data()));
-          if (f == nullptr || f->sink == DcgmSink::kUnused) {
-            note_once("col:" + std::string(words[i]), n,
-                      fmt::format("dcgmi dmon column {} is not used", Printable(words[i], 40)));
-          }
-        }
-        have_header = true;
-        if (group_has_rows) {
-          ++group;
-          group_has_rows = false;
-          seen_in_group.clear();
-        }
-        continue;
-      }
-      if (!have_header) continue;  // a prompt or banner before the table
-      std::vector<std::string_view> words = SplitBlanks(t);
-      if (words.front() == "ID") continue;  // the unit line under the header
-      Entity entity = EntityOf(words.front());
-      if (entity == Entity::kNotEntity) {
-        if (FindIgnoreCase(t, "dmon was stopped") != std::string_view::npos) continue;
-        ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                       fmt::format("not a dcgmi dmon row: \"{}\"", Printable(t, 100)));
-        continue;
-      }
-      auto id = words.size() >= 2 ? ParseInt<int32_t>(words[1]) : std::nullopt;
-      if (!id || *id < 0) {
-        ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                       fmt::format("entity without a valid id: \"{}\"", Printable(t, 100)));
-        continue;
-      }
-      // The row's values: blank-separated when they match the header, else
-      // cut at the header's column starts.
-      std::vector<std::string_view> values;
-      if (words.size() == columns.size() + 2) {
-        values.assign(words.begin() + 2, words.end());
-      } else if (!columns.empty() && line.size() > column_start.front()) {
-        for (size_t i = 0; i < columns.size(); ++i) {
-          size_t b = column_start[i];
-          size_t e = i + 1 < columns.size() ? column_start[i + 1] : line.size();
-          values.push_back(b < line.size() ? Trim(line.substr(b, std::min(e, line.size()) - b))
-                                           : std::string_view());
-        }
-        // Cutting is right only if the row's text before the first column
-        // is the entity alone.
-        if (Trim(line.substr(0, column_start.front())) !=
-            line.substr(words.front().data() - line.data(),
-                        words[1].data() + words[1].size() - words.front().data())) {
-          values.clear();
-        }
-      }
-      bool complete = values.size() == columns.size();
-      for (std::string_view v : values) complete = complete && !v.empty();
-      if (!complete) {
-        ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                       fmt::format("{} values for {} columns: \"{}\"",
-                                   words.size() >= 2 ? words.size() - 2 : 0, columns.size(),
-                                   Printable(t, 100)));
-        continue;
-      }
-      if (entity == Entity::kOther) {
-        note_once("entity:" + std::string(words.front()), n,
-                  fmt::format("dcgmi dmon rows of {} entities are not GPU data; not used",
-                              Printable(words.front(), 20)));
-        continue;
-      }
-      // A repeated entity starts the next interval.
-      std::string key = fmt::format("{} {}", words.front(), *id);
-      if (!seen_in_group.insert(key).second) {
-        ++group;
-        seen_in_group.clear();
-        seen_in_group.insert(key);
-      }
-      group_has_rows = true;
-      size_t record;
-      if (entity == Entity::kGpu) {
-        record = table.Get(std::nullopt, *id, std::nullopt, n);
-        parent_gpu_index = *id;
-      } else {
-        if (!parent_gpu_index) {
-          note_once("orphan", n,
-                    "dcgmi dmon MIG instance rows without their GPU's row; not used");
-          continue;
-        }
-        record = table.Get(std::nullopt, *parent_gpu_index, key, n);
-      }
-      TimeNs time = group * interval;
-      bool bad = false;
-      std::string bad_what;
-      {
-        GpuSample& sample = table.SampleAt(record, time, n);
-        GpuFacts& facts = table.at(record).facts;
-        for (size_t i = 0; i < columns.size(); ++i) {
-          const DcgmField* f = columns[i];
-          if (f == nullptr || f->sink == DcgmSink::kUnused || values[i] == "N/A") continue;
-          auto v = ParseDouble(values[i]);
-          DcgmApply r = v ? ApplyDcgmValue(*f, *v, sample, facts, why) : DcgmApply::kBadValue;
-          if (!v) why = "not a number";
-          if (r == DcgmApply::kBadValue && !bad) {
-            bad = true;
-            bad_what = fmt::format("{} \"{}\": {}", column_names[i], Printable(values[i], 30), why);
-          }
-        }
-        if (!facts.src) facts.src = ctx.Ref(n);
-      }
-      if (bad) {
-        ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                       fmt::format("{} {}: {}; the row's other values were kept", words.front(),
-                                   *id, bad_what));
-      }
-      ++taken;
-    }
-    if (!table.empty()) {
-      for (GpuRecord& r : table.records()) r.time_is_approximate = true;
-      ctx.diag().Add(DiagCode::kHwApproximateTime, ctx.path, 0,
-                     fmt::format("dcgmi dmon prints no timestamps; samples are {} s apart{}",
-                                 ToSeconds(interval),
-                                 cmd.interval ? " (-d of the command line)" : " (assumed)"));
-    }
-    table.Commit();
-    return taken;
+    return DcgmiDmonFile(ctx).Read(lines);
   }
 };
 

@@ -16,24 +16,13 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nccl/nccl_readers.h"
 
 namespace laggard {
 namespace {
 
 constexpr std::string_view kLevels[] = {"INFO", "WARN", "TRACE", "CALL"};
-
-std::vector<std::string_view> Tokens(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t p = 0;
-  while (p < s.size()) {
-    while (p < s.size() && IsSpace(s[p])) ++p;
-    size_t b = p;
-    while (p < s.size() && !IsSpace(s[p])) ++p;
-    if (p > b) out.push_back(s.substr(b, p - b));
-  }
-  return out;
-}
 
 bool AllDigits(std::string_view s) {
   if (s.empty()) return false;
@@ -81,7 +70,7 @@ struct Prefix {
 // (func)"), or only "[dev]" in NCCL before 2.4, or nothing.
 Prefix ParsePrefix(std::string_view before) {
   Prefix out;
-  std::vector<std::string_view> toks = Tokens(before);
+  std::vector<std::string_view> toks = SplitBlanks(before);
   for (size_t i = 0; i + 1 < toks.size(); ++i) {
     auto hpt = HostPidTidToken(toks[i]);
     if (!hpt) continue;
@@ -103,7 +92,7 @@ Prefix ParsePrefix(std::string_view before) {
 
 bool HasProcessPrefix(std::string_view line) {
   if (line.find(" [") == std::string_view::npos) return false;
-  std::vector<std::string_view> toks = Tokens(line);
+  std::vector<std::string_view> toks = SplitBlanks(line);
   for (size_t i = 0; i + 1 < toks.size(); ++i) {
     if (HostPidTidToken(toks[i]) && DeviceToken(toks[i + 1])) return true;
   }
@@ -128,7 +117,7 @@ size_t FindLevel(std::string_view line, size_t& level_len) {
 
 // "2.19.3+cuda12.2" -> "2.19.3".
 std::optional<std::string> VersionOf(std::string_view text) {
-  std::vector<std::string_view> toks = Tokens(text);
+  std::vector<std::string_view> toks = SplitBlanks(text);
   if (toks.empty()) return std::nullopt;
   std::string_view v = toks[0];
   v = v.substr(0, v.find('+'));
@@ -279,7 +268,7 @@ void NcclLogCollector::ReadInfo(Process& p, std::string_view msg, uint64_t line_
 // relatives (ncclCommInitRank..., "nRanks 16 nNodes 2 ...", "- Init START").
 // Returns false when a rank or size is printed but unreadable.
 bool NcclLogCollector::ReadComm(Process& p, std::string_view msg) {
-  std::vector<std::string_view> toks = Tokens(msg.substr(msg.find("comm 0x")));
+  std::vector<std::string_view> toks = SplitBlanks(msg.substr(msg.find("comm 0x")));
   std::optional<int32_t> rank, nranks;
   std::optional<std::string> bus_id;
   bool has_rank = false, has_nranks = false, nnodes = false;
@@ -343,8 +332,8 @@ bool NcclLogCollector::ReadConnection(Process& p, std::string_view msg) {
   std::string_view ends = body.substr(0, via_at);
   size_t arrow = ends.find("->");
   if (via.empty() || arrow == std::string_view::npos) return false;
-  std::vector<std::string_view> right = Tokens(ends.substr(arrow + 2));
-  std::vector<std::string_view> left = Tokens(ends.substr(0, arrow));
+  std::vector<std::string_view> right = SplitBlanks(ends.substr(arrow + 2));
+  std::vector<std::string_view> left = SplitBlanks(ends.substr(0, arrow));
   if (left.size() != 1 || right.empty() || right.size() > 2) return false;
   auto from = PeerRank(left[0]);
   auto to = PeerRank(right[0]);
@@ -388,7 +377,7 @@ bool NcclLogCollector::ReadNics(Process& p, std::string_view msg) {
   if (colon == std::string_view::npos || colon > using_at) return false;
   std::string net(Trim(msg.substr(4, colon - 4)));
   std::vector<std::string> nics;
-  for (std::string_view tok : Tokens(msg.substr(using_at + 6))) {
+  for (std::string_view tok : SplitBlanks(msg.substr(using_at + 6))) {
     if (tok.front() == ';' || tok == "OOB") break;
     bool last = tok.back() == ';';
     if (last) tok.remove_suffix(1);
@@ -462,32 +451,30 @@ class NcclDebugReader final : public TextReader {
 
   std::string_view name() const override { return "nccl-debug"; }
 
-  // 65 when NCCL lines are at least half of the head's non-blank lines:
-  // above the text-log reader's 60 for a head with a step line, because
-  // this reader hands the file to `step_lines_` as well (see Read()). 40
-  // when the head holds fewer, but at least three lines with a level: above
-  // the text-log reader's 5 for text without step lines (an NCCL
-  // benchmark's output), below its 60, so a training log with a few NCCL
-  // lines and step lines in its head stays the text-log reader's. 0 without
-  // a line with a level (a README quoting the "NCCL version" banner).
+  // kSniffLikely + 5 when NCCL lines are at least half of the head's
+  // non-blank lines: above the text-log reader's kSniffLikely for a head
+  // with a step line, because this reader hands the file to `step_lines_` as
+  // well (see Read()). kSniffPart when the head holds fewer, but at least
+  // three lines with a level: above the text-log reader's kSniffAnyText for
+  // text without step lines (an NCCL benchmark's output), below its
+  // kSniffLikely, so a training log with a few NCCL lines and step lines in
+  // its head stays the text-log reader's. kSniffNo without a line with a
+  // level (a README quoting the "NCCL version" banner).
   int Sniff(std::string_view head) const override {
-    if (head.empty() || LooksBinary(head)) return 0;
-    size_t pos = 0, lines = 0, nccl = 0, levelled = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;  // the last line may be cut
-      std::string_view line = head.substr(pos, nl - pos);
-      pos = nl + 1;
-      if (Trim(line).empty()) continue;
+    if (head.empty() || LooksBinary(head)) return kSniffNo;
+    size_t lines = 0, nccl = 0, levelled = 0;
+    ForEachHeadLine(head, {.keep_cr = true}, [&](std::string_view line) {
+      if (Trim(line).empty()) return true;
       ++lines;
       size_t len = 0;
       bool level = FindLevel(line, len) != std::string_view::npos;
       levelled += level;
       nccl += level || line.find("NCCL version ") != std::string_view::npos;
-    }
-    if (levelled == 0) return 0;
-    if (nccl * 2 >= lines) return 65;
-    return levelled >= 3 ? 40 : 0;
+      return true;
+    });
+    if (levelled == 0) return kSniffNo;
+    if (nccl * 2 >= lines) return kSniffLikely + 5;
+    return levelled >= 3 ? kSniffPart : kSniffNo;
   }
 
   // NCCL lines go to the collector; when other lines were seen too (a

@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nccl/nccl_debug.h"
 #include "ingest/nccl/nccl_readers.h"
 
@@ -47,12 +48,8 @@ struct Token {
 
 std::vector<Token> TokensAt(std::string_view s) {
   std::vector<Token> out;
-  size_t p = 0;
-  while (p < s.size()) {
-    while (p < s.size() && IsSpace(s[p])) ++p;
-    size_t b = p;
-    while (p < s.size() && !IsSpace(s[p])) ++p;
-    if (p > b) out.push_back(Token{s.substr(b, p - b), b});
+  for (std::string_view word : SplitBlanks(s)) {
+    out.push_back(Token{word, static_cast<size_t>(word.data() - s.data())});
   }
   return out;
 }
@@ -332,23 +329,21 @@ class NcclTestsReader final : public TextReader {
   std::string_view name() const override { return "nccl-tests"; }
 
   int Sniff(std::string_view head) const override {
-    if (head.empty() || LooksBinary(head)) return 0;
-    size_t pos = 0;
-    int best = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;  // the last line may be cut
-      std::string_view t = Trim(StripLauncherPrefix(head.substr(pos, nl - pos)));
-      pos = nl + 1;
-      if (t.empty() || t[0] != '#') continue;
+    if (head.empty() || LooksBinary(head)) return kSniffNo;
+    int best = kSniffNo;
+    ForEachHeadLine(head, [&](std::string_view line) {
+      std::string_view t = Trim(StripLauncherPrefix(line));
+      if (t.empty() || t[0] != '#') return true;
       std::string_view body = Trim(t.substr(1));
       if ((StartsWith(body, "nThread ") && body.find("nGpus") != std::string_view::npos) ||
           StartsWith(body, "Collective test starting:") ||
           StartsWith(body, "nccl-tests version") || LayoutFromHeader(body)) {
-        return 95;
+        best = kSniffSure;
+        return false;
       }
-      if (ParseRank(body)) best = 90;
-    }
+      if (ParseRank(body)) best = kSniffStrong;
+      return true;
+    });
     return best;
   }
 

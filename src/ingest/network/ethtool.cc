@@ -130,34 +130,183 @@ void AddModes(std::string_view text, std::vector<std::string>& modes) {
   }
 }
 
+// The reading of one file.
+class EthtoolFile : public NetFileReader<EthtoolFile, Stream> {
+ public:
+  explicit EthtoolFile(ReaderContext& ctx)
+      : NetFileReader(IsHeader, BlankLines::kToStream, ctx),
+        out_(ctx.out->network().eth_links),
+        path_iface_(IfaceFromPath(ctx.path)) {}
+
+  void Line(Stream& s, const TextLine& l) {
+    uint64_t n = l.number;
+    std::string_view text = l.text;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    std::string_view t = l.trimmed;
+    if (t.empty()) return;
+    if (!AllPrintable(text)) {
+      Bad(n, fmt::format("unprintable bytes: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    if (auto iface = SettingsHeader(t)) {
+      Start(s, Block::kSettings, std::string(*iface), n);
+      return;
+    }
+    if (IsStatisticsHeader(t)) {
+      Close(s);  // settings printed just before name the interface
+      std::string iface = !s.last_records.empty() ? s.last_iface : path_iface_;
+      Start(s, Block::kStatistics, std::move(iface), n);
+      return;
+    }
+    if (!IsIndented(text)) {
+      // ethtool's messages, or other output between blocks.
+      if (IsToolMessage(t)) s.explained = true;
+      if (s.block == Block::kStatistics) Close(s);
+      return;
+    }
+    if (s.block == Block::kNone) return;  // indented text outside any block
+    if (s.block == Block::kStatistics) {
+      Counter(s, t, n);
+    } else {
+      Setting(s, t, n);
+    }
+  }
+
+  void Close(Stream& s) {
+    Block block = s.block;
+    s.block = Block::kNone;
+    s.modes = Modes::kNone;
+    if (block == Block::kNone) return;
+    if (!s.has_field) {
+      if (!s.explained) {
+        Bad(s.line,
+            fmt::format("{} of '{}' without any field (output cut?)",
+                        block == Block::kSettings ? "settings" : "statistics", s.link.iface));
+      }
+      return;
+    }
+    if (block == Block::kStatistics && !s.last_records.empty() && s.link.iface == s.last_iface) {
+      for (size_t i : s.last_records) out_[i].counters = s.link.counters;
+      s.last_records.clear();  // statistics printed again make a record of their own
+      return;
+    }
+    size_t first = out_.size();
+    Take(s.stream, s.line, s.link, out_);
+    if (block == Block::kSettings) {
+      s.last_iface = s.link.iface;
+      s.last_records.clear();
+      for (size_t i = first; i < out_.size(); ++i) s.last_records.push_back(i);
+    } else {
+      s.last_records.clear();
+    }
+  }
+
+ private:
+  // A line of `ethtool -S`: "name: integer".
+  void Counter(Stream& s, std::string_view t, uint64_t n) {
+    size_t colon = t.rfind(':');
+    auto v =
+        colon == std::string_view::npos ? std::nullopt : ParseInt<int64_t>(t.substr(colon + 1));
+    std::string_view name = colon == std::string_view::npos ? t : Trim(t.substr(0, colon));
+    if (!v || *v < 0 || name.empty()) {
+      Bad(n, fmt::format("counter is not \"name: integer\": \"{}\"", Printable(t, 80)));
+      return;
+    }
+    s.link.counters.emplace(std::string(name), *v);
+    s.has_field = true;
+  }
+
+  // A line of the settings block.
+  void Setting(Stream& s, std::string_view t, uint64_t n) {
+    std::string_view key, value;
+    if (!SplitKeyValue(t, key, value)) {
+      // Continuation of a multi-line value: more link modes, or the
+      // message level's names.
+      if (s.modes == Modes::kSupported) AddModes(t, s.link.supported_link_modes);
+      if (s.modes == Modes::kAdvertised) AddModes(t, s.link.advertised_link_modes);
+      return;
+    }
+    s.modes = Modes::kNone;
+    s.has_field = true;
+    EthLink& e = s.link;
+    auto bad_value = [&] {
+      Bad(n,
+          fmt::format("'{}' of '{}' is not readable: \"{}\"", key, e.iface, Printable(value, 60)));
+    };
+    bool unknown = StartsWith(value, "Unknown");
+    if (key == "Speed") {
+      if (!unknown) {
+        std::string_view num = value;
+        if (EndsWith(num, "Mb/s")) num.remove_suffix(4);
+        auto mbps = ParseInt<int64_t>(num);
+        if (mbps && *mbps >= 0 && num.size() < value.size()) e.speed_mbps = mbps;
+        else bad_value();
+      }
+    } else if (key == "Duplex") {
+      if (value == "Full" || value == "Half") e.duplex = std::string(value);
+      else if (!unknown) bad_value();
+    } else if (key == "Port") {
+      if (!value.empty() && !unknown) e.port = std::string(value);
+      else if (value.empty()) bad_value();
+    } else if (key == "Link detected") {
+      if (value == "yes") e.link_detected = true;
+      else if (value == "no") e.link_detected = false;
+      else bad_value();
+    } else if (key == "Auto-negotiation") {
+      if (value == "on") e.auto_negotiation = true;
+      else if (value == "off") e.auto_negotiation = false;
+      else bad_value();
+    } else if (key == "Supported link modes") {
+      s.modes = Modes::kSupported;
+      AddModes(value, e.supported_link_modes);
+    } else if (key == "Advertised link modes") {
+      s.modes = Modes::kAdvertised;
+      AddModes(value, e.advertised_link_modes);
+    }
+    // Other fields (PHYAD, MDI-X ...) count as fields but are not kept.
+  }
+
+  void Start(Stream& s, Block block, std::string iface, uint64_t n) {
+    Close(s);
+    s.block = block;
+    s.line = n;
+    s.has_field = false;
+    s.explained = false;
+    s.link = EthLink();
+    s.link.iface = std::move(iface);
+    s.link.src = ctx_.Ref(n);
+    if (block == Block::kSettings) s.last_records.clear();
+  }
+
+  std::vector<EthLink>& out_;
+  const std::string path_iface_;
+};
+
 class EthtoolReader final : public TextReader {
  public:
   std::string_view name() const override { return "ethtool"; }
 
   int Sniff(std::string_view head) const override {
-    HostLines hosts(IsHeader);
-    int score = 0, lines = 0;
+    int score = kSniffNo, lines = 0;
     Block block = Block::kNone;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      HostLine l;
-      if (!hosts.Split(raw, l)) return true;
+    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
       // A header alone is weak evidence ("Settings for run:" in a training
       // log): it beats only the text-log reader's guess for logs without
       // step lines. The fields under it confirm it.
-      if (SettingsHeader(l.text)) {
+      if (SettingsHeader(text)) {
         block = Block::kSettings;
-        score = std::max(score, 30);
-      } else if (IsStatisticsHeader(l.text)) {
+        score = std::max(score, kSniffWeak);
+      } else if (IsStatisticsHeader(text)) {
         block = Block::kStatistics;
-        score = std::max(score, 30);
-      } else if (block != Block::kNone && IsIndented(l.text)) {
+        score = std::max(score, kSniffWeak);
+      } else if (block != Block::kNone && IsIndented(text)) {
         std::string_view key, value;
-        if (SplitKeyValue(l.text, key, value) &&
+        if (SplitKeyValue(text, key, value) &&
             (block == Block::kSettings
                  ? key == "Speed" || key == "Supported ports" || key == "Link detected" ||
                        key == "Duplex" || key == "Supported link modes"
                  : ParseInt<int64_t>(value).has_value())) {
-          score = 95;
+          score = kSniffSure;
           return false;
         }
       }
@@ -167,164 +316,7 @@ class EthtoolReader final : public TextReader {
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    HostLines host_lines(IsHeader);
-    RecordHosts hosts(host_lines, ctx);
-    StreamStates<Stream> streams;
-    std::vector<EthLink>& out = ctx.out->network().eth_links;
-    const std::string path_iface = IfaceFromPath(ctx.path);
-    uint64_t taken = 0;
-    auto bad = [&](uint64_t n, std::string message) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
-    };
-    auto flush = [&](Stream& s) {
-      Block block = s.block;
-      s.block = Block::kNone;
-      s.modes = Modes::kNone;
-      if (block == Block::kNone) return;
-      if (!s.has_field) {
-        if (!s.explained) {
-          bad(s.line, fmt::format("{} of '{}' without any field (output cut?)",
-                                  block == Block::kSettings ? "settings" : "statistics",
-                                  s.link.iface));
-        }
-        return;
-      }
-      if (block == Block::kStatistics && !s.last_records.empty() && s.link.iface == s.last_iface) {
-        for (size_t i : s.last_records) out[i].counters = s.link.counters;
-        s.last_records.clear();  // statistics printed again make a record of their own
-        return;
-      }
-      std::vector<size_t> made;
-      hosts.ForEach(s.stream, s.line, [&](const std::optional<std::string>& host) {
-        EthLink copy = s.link;
-        copy.host = host;
-        made.push_back(out.size());
-        out.push_back(std::move(copy));
-        ++taken;
-      });
-      if (block == Block::kSettings) {
-        s.last_iface = s.link.iface;
-        s.last_records = std::move(made);
-      } else {
-        s.last_records.clear();
-      }
-    };
-    auto start = [&](Stream& s, Block block, std::string iface, uint64_t n) {
-      flush(s);
-      s.block = block;
-      s.line = n;
-      s.has_field = false;
-      s.explained = false;
-      s.link = EthLink();
-      s.link.iface = std::move(iface);
-      s.link.src = ctx.Ref(n);
-      if (block == Block::kSettings) s.last_records.clear();
-    };
-
-    std::string_view raw;
-    while (lines.Next(raw)) {
-      uint64_t n = lines.line_number();
-      HostLine l;
-      if (!host_lines.Split(raw, l)) continue;
-      Stream& s = streams.Get(l.stream);
-      std::string_view text = l.text;
-      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-      std::string_view t = Trim(text);
-      if (t.empty()) continue;
-      if (!AllPrintable(text)) {
-        bad(n, fmt::format("unprintable bytes: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      if (auto iface = SettingsHeader(t)) {
-        start(s, Block::kSettings, std::string(*iface), n);
-        continue;
-      }
-      if (IsStatisticsHeader(t)) {
-        flush(s);  // settings printed just before name the interface
-        std::string iface = !s.last_records.empty() ? s.last_iface : path_iface;
-        start(s, Block::kStatistics, std::move(iface), n);
-        continue;
-      }
-      if (!IsIndented(text)) {
-        // ethtool's messages, or other output between blocks.
-        if (IsToolMessage(t)) s.explained = true;
-        if (s.block == Block::kStatistics) flush(s);
-        continue;
-      }
-      if (s.block == Block::kNone) continue;  // indented text outside any block
-      std::string_view key, value;
-      bool kv = SplitKeyValue(t, key, value);
-
-      if (s.block == Block::kStatistics) {
-        size_t colon = t.rfind(':');
-        auto v = colon == std::string_view::npos ? std::nullopt
-                                                 : ParseInt<int64_t>(t.substr(colon + 1));
-        std::string_view name = colon == std::string_view::npos ? t : Trim(t.substr(0, colon));
-        if (!v || *v < 0 || name.empty()) {
-          bad(n, fmt::format("counter is not \"name: integer\": \"{}\"", Printable(t, 80)));
-          continue;
-        }
-        s.link.counters.emplace(std::string(name), *v);
-        s.has_field = true;
-        continue;
-      }
-
-      // Settings.
-      if (!kv) {
-        // Continuation of a multi-line value: more link modes, or the
-        // message level's names.
-        if (s.modes == Modes::kSupported) AddModes(t, s.link.supported_link_modes);
-        if (s.modes == Modes::kAdvertised) AddModes(t, s.link.advertised_link_modes);
-        continue;
-      }
-      s.modes = Modes::kNone;
-      EthLink& e = s.link;
-      auto bad_value = [&] {
-        bad(n, fmt::format("'{}' of '{}' is not readable: \"{}\"", key, e.iface,
-                           Printable(value, 60)));
-      };
-      bool unknown = StartsWith(value, "Unknown");
-      if (key == "Speed") {
-        s.has_field = true;
-        if (!unknown) {
-          std::string_view num = value;
-          if (EndsWith(num, "Mb/s")) num.remove_suffix(4);
-          auto mbps = ParseInt<int64_t>(num);
-          if (mbps && *mbps >= 0 && num.size() < value.size()) e.speed_mbps = mbps;
-          else bad_value();
-        }
-      } else if (key == "Duplex") {
-        s.has_field = true;
-        if (value == "Full" || value == "Half") e.duplex = std::string(value);
-        else if (!unknown) bad_value();
-      } else if (key == "Port") {
-        s.has_field = true;
-        if (!value.empty() && !unknown) e.port = std::string(value);
-        else if (value.empty()) bad_value();
-      } else if (key == "Link detected") {
-        s.has_field = true;
-        if (value == "yes") e.link_detected = true;
-        else if (value == "no") e.link_detected = false;
-        else bad_value();
-      } else if (key == "Auto-negotiation") {
-        s.has_field = true;
-        if (value == "on") e.auto_negotiation = true;
-        else if (value == "off") e.auto_negotiation = false;
-        else bad_value();
-      } else if (key == "Supported link modes") {
-        s.has_field = true;
-        s.modes = Modes::kSupported;
-        AddModes(value, e.supported_link_modes);
-      } else if (key == "Advertised link modes") {
-        s.has_field = true;
-        s.modes = Modes::kAdvertised;
-        AddModes(value, e.advertised_link_modes);
-      } else {
-        s.has_field = true;  // a field this reader does not keep (PHYAD, MDI-X ...)
-      }
-    }
-    for (Stream& s : streams.all()) flush(s);
-    return taken;
+    return EthtoolFile(ctx).Read(lines);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "ingest/network/ib_text.h"
 
+#include <span>
+
 #include "base/text.h"
 
 namespace laggard {
@@ -46,28 +48,50 @@ std::string Squash(std::string_view s) {
   return out;
 }
 
+// A state as the tools print it ("4: ACTIVE", "PORT_ACTIVE (4)", "LinkUp"):
+// its name, the name squashed (Squash()), and its numeric code.
+struct CodedState {
+  std::string_view name;
+  std::optional<int> code;
+  std::string squashed;
+};
+
+// nullopt for blank text.
+std::optional<CodedState> SplitState(std::string_view text) {
+  std::string_view t = Trim(text);
+  if (t.empty()) return std::nullopt;
+  CodedState s;
+  SplitCode(t, s.name, s.code);
+  s.squashed = Squash(s.name);
+  return s;
+}
+
+// A state whose name matched none: unknown when the tool says so, else the
+// name its bare code has in `by_code` (indexed by code, from 1), else not
+// readable.
+IbValue StateByCode(const CodedState& s, std::span<const std::string_view> by_code) {
+  if (IsUnknownWord(s.name)) return {std::nullopt, true};
+  if (s.code && *s.code >= 1 && static_cast<size_t>(*s.code) < by_code.size() && s.name.empty()) {
+    return {std::string(by_code[static_cast<size_t>(*s.code)]), true};
+  }
+  return {std::nullopt, false};
+}
+
 }  // namespace
 
 IbValue ParseIbPortState(std::string_view text) {
   static constexpr std::string_view kByCode[] = {"", "Down", "Init", "Armed", "Active",
                                                  "ActiveDefer"};
-  std::string_view t = Trim(text);
-  if (t.empty()) return {std::nullopt, false};
-  std::string_view name;
-  std::optional<int> code;
-  SplitCode(t, name, code);
-  std::string s = Squash(name);
+  std::optional<CodedState> state = SplitState(text);
+  if (!state) return {std::nullopt, false};
+  std::string s = state->squashed;
   if (StartsWith(s, "PORT")) s.erase(0, 4);
   if (s == "DOWN") return {"Down", true};
   if (s == "INIT" || s == "INITIALIZING" || s == "INITIALIZE") return {"Init", true};
   if (s == "ARMED") return {"Armed", true};
   if (s == "ACTIVE") return {"Active", true};
   if (s == "ACTIVEDEFER") return {"ActiveDefer", true};
-  if (IsUnknownWord(name)) return {std::nullopt, true};
-  if (code && *code >= 1 && *code <= 5 && name.empty()) {
-    return {std::string(kByCode[*code]), true};
-  }
-  return {std::nullopt, false};
+  return StateByCode(*state, kByCode);
 }
 
 IbValue ParseIbPhysState(std::string_view text) {
@@ -76,22 +100,15 @@ IbValue ParseIbPhysState(std::string_view text) {
                                                 "PortConfigurationTraining",
                                                 "LinkUp",   "LinkErrorRecovery",
                                                 "PhyTest"};
-  std::string_view t = Trim(text);
-  if (t.empty()) return {std::nullopt, false};
-  std::string_view name;
-  std::optional<int> code;
-  SplitCode(t, name, code);
-  std::string s = Squash(name);
+  std::optional<CodedState> state = SplitState(text);
+  if (!state) return {std::nullopt, false};
+  std::string& s = state->squashed;
   // rdma-core's ibv_devinfo spells it "PORT_CONFIGURATION TRAINNING".
   if (s == "PORTCONFIGURATIONTRAINNING") s = "PORTCONFIGURATIONTRAINING";
   for (size_t i = 1; i < std::size(kNames); ++i) {
     if (s == Squash(kNames[i])) return {std::string(kNames[i]), true};
   }
-  if (IsUnknownWord(name)) return {std::nullopt, true};
-  if (code && *code >= 1 && *code <= 7 && name.empty()) {
-    return {std::string(kNames[*code]), true};
-  }
-  return {std::nullopt, false};
+  return StateByCode(*state, kNames);
 }
 
 IbValue ParseIbLinkLayer(std::string_view text) {

@@ -113,208 +113,213 @@ struct Stream {
   IbPort port;
 };
 
+// The reading of one file.
+class IbstatFile : public NetFileReader<IbstatFile, Stream> {
+ public:
+  explicit IbstatFile(ReaderContext& ctx) : NetFileReader(IsHeader, BlankLines::kSkip, ctx) {}
+
+  void Line(Stream& s, const TextLine& l) {
+    std::string_view t = l.trimmed;
+    uint64_t n = l.number;
+    bool single = false;
+    if (auto ca = AdapterHeader(t, single)) {
+      Close(s);
+      s = Stream{s.stream};
+      s.in_ca = true;
+      s.ca = std::string(*ca);
+      s.ca_line = n;
+      if (single) {  // "CA: 'mlx5_0'" then one flush-left port, numbered by its "Port N:"
+        s.listed_ports.reset();
+      }
+      return;
+    }
+    if (auto port = PortHeader(t)) {
+      if (!s.in_ca) {
+        Bad(n, fmt::format("port outside any adapter block: \"{}\"", Printable(t, 80)));
+        return;
+      }
+      StartPort(s, *port, n);
+      return;
+    }
+    std::string_view key, value;
+    if (!s.in_ca) {
+      // ibstat -p / -l lines, or text before the first adapter.
+      if (IsGuidLine(t) || IsAdapterNameLine(t)) return;
+      Bad(n, fmt::format("line outside any adapter block: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    if (!SplitKeyValue(t, key, value)) {
+      Bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    if (s.in_port && PortField(s, key, value, n)) {
+      s.port_has_field = true;
+      return;
+    }
+    AdapterField(s, key, value, n);
+  }
+
+  void Close(Stream& s) {
+    FlushPort(s);
+    if (s.in_ca && s.listed_ports && *s.listed_ports > s.printed_ports) {
+      short_adapters_.push_back({s.ca, s.ca_line, *s.listed_ports, s.printed_ports});
+    }
+    s.in_ca = false;
+  }
+
+  // Adapters short of ports: the output was cut, unless this is
+  // `ibstat -s`, which prints no port at all.
+  void Finish() {
+    if (!any_port_) return;
+    for (const Short& a : short_adapters_) {
+      Bad(a.line, fmt::format("'{}' lists {} port(s), {} printed (output cut?)", a.ca, a.listed,
+                              a.printed));
+    }
+  }
+
+ private:
+  void BadValue(const Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    Bad(n, fmt::format("'{}' of '{}' is not readable: \"{}\"", key, s.ca, Printable(value, 60)));
+  }
+
+  void StartPort(Stream& s, int32_t port, uint64_t n) {
+    FlushPort(s);
+    s.in_port = true;
+    s.port_has_field = false;
+    s.port_line = n;
+    ++s.printed_ports;
+    any_port_ = true;
+    s.port = IbPort();
+    s.port.ca = s.ca;
+    s.port.port = port;
+    s.port.ca_type = s.ca_type;
+    s.port.firmware = s.firmware;
+    s.port.node_guid = s.node_guid;
+    s.port.src = ctx_.Ref(n);
+  }
+
+  // A field of the port block; false when `key` is none of a port's.
+  bool PortField(Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    IbPort& p = s.port;
+    auto bad_value = [&] { BadValue(s, key, value, n); };
+    if (key == "State") {
+      IbValue v = ParseIbPortState(value);
+      if (!v.ok) bad_value();
+      p.state = v.value;
+    } else if (key == "Physical state") {
+      IbValue v = ParseIbPhysState(value);
+      if (!v.ok) bad_value();
+      p.phys_state = v.value;
+    } else if (key == "Rate") {
+      // "400", "2.5", "40 (FDR10)".
+      std::string_view num = value.substr(0, value.find(' '));
+      std::string_view rest = Trim(value.substr(num.size()));
+      auto r = ParseDouble(num);
+      if (r && *r >= 0 && (rest.empty() || (StartsWith(rest, "(") && EndsWith(rest, ")")))) {
+        p.rate_gbps = r;
+      } else if (!EqualsIgnoreCase(Trim(value), "???")) {
+        bad_value();
+      }
+    } else if (key == "Base lid") {
+      p.base_lid = ParseLid(value);
+      if (!p.base_lid) bad_value();
+    } else if (key == "SM lid") {
+      p.sm_lid = ParseLid(value);
+      if (!p.sm_lid) bad_value();
+    } else if (key == "Port GUID") {
+      p.port_guid = NormalizeGuid(value);
+      if (!p.port_guid) bad_value();
+    } else if (key == "Link layer") {
+      IbValue v = ParseIbLinkLayer(value);
+      if (!v.ok) bad_value();
+      p.link_layer = v.value;
+    } else if (key == "LMC" || key == "Capability mask") {
+      // Read but not kept: they say nothing about speed or health.
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // A field of the adapter (or one a port does not have).
+  void AdapterField(Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    if (EndsWith(key, " type") && !s.in_port) {
+      s.ca_type = std::string(Trim(value));
+      if (s.ca_type->empty()) s.ca_type.reset();
+    } else if (key == "Number of ports") {
+      s.listed_ports = ParseInt<int64_t>(value);
+      if (!s.listed_ports || *s.listed_ports < 0) {
+        s.listed_ports.reset();
+        BadValue(s, key, value, n);
+      }
+    } else if (key == "Firmware version") {
+      s.firmware = value.empty() ? std::nullopt : std::optional<std::string>(value);
+    } else if (key == "Node GUID") {
+      s.node_guid = NormalizeGuid(value);
+      if (!s.node_guid) BadValue(s, key, value, n);
+    }
+    // Anything else (Hardware version, System image GUID, fields of newer
+    // versions) carries nothing the model keeps.
+  }
+
+  void FlushPort(Stream& s) {
+    if (!s.in_port) return;
+    s.in_port = false;
+    if (!s.port_has_field) {
+      Bad(s.port_line,
+          fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port, s.ca));
+      return;
+    }
+    Take(s.stream, s.port_line, s.port, ctx_.out->network().ib_ports);
+  }
+
+  struct Short {
+    std::string ca;
+    uint64_t line;
+    int64_t listed, printed;
+  };
+
+  bool any_port_ = false;
+  std::vector<Short> short_adapters_;
+};
+
 class IbstatReader final : public TextReader {
  public:
   std::string_view name() const override { return "ibstat"; }
 
   int Sniff(std::string_view head) const override {
-    HostLines hosts(IsHeader);
     int lines = 0, guid_lines = 0, adapter_lines = 0;
     bool header = false, confirmed = false;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      HostLine l;
-      if (!hosts.Split(raw, l) || Trim(l.text).empty()) return true;
+    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+      if (Trim(text).empty()) return true;
       ++lines;
       bool single = false;
-      if (AdapterHeader(l.text, single)) {
+      if (AdapterHeader(text, single)) {
         header = true;
         return true;
       }
       std::string_view key, value;
-      if (header && SplitKeyValue(l.text, key, value) &&
+      if (header && SplitKeyValue(text, key, value) &&
           (key == "CA type" || key == "Number of ports" || key == "Firmware version" ||
            key == "Physical state" || key == "Node GUID")) {
         confirmed = true;
         return false;
       }
-      guid_lines += IsGuidLine(l.text);
-      adapter_lines += IsAdapterNameLine(l.text);
+      guid_lines += IsGuidLine(text);
+      adapter_lines += IsAdapterNameLine(text);
       return lines < 200;
     });
-    if (confirmed) return 95;
-    if (header) return 30;  // a header alone: weak evidence
-    // ibstat -p: nothing but port GUIDs. Claimed so that it is not taken
-    // for an unknown text file; it holds nothing to read.
-    if (lines > 0 && guid_lines == lines) return 40;
-    return 0;
+    if (confirmed) return kSniffSure;
+    if (header) return kSniffWeak;
+    // ibstat -p: nothing but port GUIDs. Claimed so that the text-log
+    // reader (kSniffAnyText) does not take it for an unknown text file; it
+    // holds nothing to read. Above a header alone, as every line is ibstat's.
+    if (lines > 0 && guid_lines == lines) return kSniffWeak + 10;
+    return kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    HostLines host_lines(IsHeader);
-    RecordHosts hosts(host_lines, ctx);
-    StreamStates<Stream> streams;
-    uint64_t taken = 0;
-    bool any_port = false;
-    struct Short {
-      std::string ca;
-      uint64_t line;
-      int64_t listed, printed;
-    };
-    std::vector<Short> short_adapters;
-
-    auto bad = [&](uint64_t n, std::string message) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
-    };
-    auto flush_port = [&](Stream& s) {
-      if (!s.in_port) return;
-      s.in_port = false;
-      if (!s.port_has_field) {
-        bad(s.port_line, fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port,
-                                     s.ca));
-        return;
-      }
-      hosts.ForEach(s.stream, s.port_line, [&](const std::optional<std::string>& host) {
-        IbPort p = s.port;
-        p.host = host;
-        ctx.out->network().ib_ports.push_back(std::move(p));
-        ++taken;
-      });
-    };
-    auto close_ca = [&](Stream& s) {
-      flush_port(s);
-      if (s.in_ca && s.listed_ports && *s.listed_ports > s.printed_ports) {
-        short_adapters.push_back({s.ca, s.ca_line, *s.listed_ports, s.printed_ports});
-      }
-      s.in_ca = false;
-    };
-
-    std::string_view raw;
-    while (lines.Next(raw)) {
-      uint64_t n = lines.line_number();
-      HostLine l;
-      if (!host_lines.Split(raw, l)) continue;
-      std::string_view t = Trim(l.text);
-      if (t.empty()) continue;
-      Stream& s = streams.Get(l.stream);
-
-      bool single = false;
-      if (auto ca = AdapterHeader(t, single)) {
-        close_ca(s);
-        s = Stream{s.stream};
-        s.in_ca = true;
-        s.ca = std::string(*ca);
-        s.ca_line = n;
-        if (single) {  // "CA: 'mlx5_0'" then one flush-left port, numbered by its "Port N:"
-          s.listed_ports.reset();
-        }
-        continue;
-      }
-      if (auto port = PortHeader(t)) {
-        if (!s.in_ca) {
-          bad(n, fmt::format("port outside any adapter block: \"{}\"", Printable(t, 80)));
-          continue;
-        }
-        flush_port(s);
-        s.in_port = true;
-        s.port_has_field = false;
-        s.port_line = n;
-        ++s.printed_ports;
-        any_port = true;
-        s.port = IbPort();
-        s.port.ca = s.ca;
-        s.port.port = *port;
-        s.port.ca_type = s.ca_type;
-        s.port.firmware = s.firmware;
-        s.port.node_guid = s.node_guid;
-        s.port.src = ctx.Ref(n);
-        continue;
-      }
-      std::string_view key, value;
-      if (!s.in_ca) {
-        // ibstat -p / -l lines, or text before the first adapter.
-        if (IsGuidLine(t) || IsAdapterNameLine(t)) continue;
-        bad(n, fmt::format("line outside any adapter block: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      if (!SplitKeyValue(t, key, value)) {
-        bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      auto bad_value = [&] {
-        bad(n, fmt::format("'{}' of '{}' is not readable: \"{}\"", key, s.ca, Printable(value, 60)));
-      };
-      if (s.in_port) {
-        IbPort& p = s.port;
-        bool port_key = true;
-        if (key == "State") {
-          IbValue v = ParseIbPortState(value);
-          if (!v.ok) bad_value();
-          p.state = v.value;
-        } else if (key == "Physical state") {
-          IbValue v = ParseIbPhysState(value);
-          if (!v.ok) bad_value();
-          p.phys_state = v.value;
-        } else if (key == "Rate") {
-          // "400", "2.5", "40 (FDR10)".
-          std::string_view num = value.substr(0, value.find(' '));
-          std::string_view rest = Trim(value.substr(num.size()));
-          auto r = ParseDouble(num);
-          if (r && *r >= 0 && (rest.empty() || (StartsWith(rest, "(") && EndsWith(rest, ")")))) {
-            p.rate_gbps = r;
-          } else if (!EqualsIgnoreCase(Trim(value), "???")) {
-            bad_value();
-          }
-        } else if (key == "Base lid") {
-          p.base_lid = ParseLid(value);
-          if (!p.base_lid) bad_value();
-        } else if (key == "SM lid") {
-          p.sm_lid = ParseLid(value);
-          if (!p.sm_lid) bad_value();
-        } else if (key == "Port GUID") {
-          p.port_guid = NormalizeGuid(value);
-          if (!p.port_guid) bad_value();
-        } else if (key == "Link layer") {
-          IbValue v = ParseIbLinkLayer(value);
-          if (!v.ok) bad_value();
-          p.link_layer = v.value;
-        } else if (key == "LMC" || key == "Capability mask") {
-          // Read but not kept: they say nothing about speed or health.
-        } else {
-          port_key = false;
-        }
-        if (port_key) {
-          s.port_has_field = true;
-          continue;
-        }
-      }
-      if (EndsWith(key, " type") && !s.in_port) {
-        s.ca_type = std::string(Trim(value));
-        if (s.ca_type->empty()) s.ca_type.reset();
-      } else if (key == "Number of ports") {
-        s.listed_ports = ParseInt<int64_t>(value);
-        if (!s.listed_ports || *s.listed_ports < 0) {
-          s.listed_ports.reset();
-          bad_value();
-        }
-      } else if (key == "Firmware version") {
-        s.firmware = value.empty() ? std::nullopt : std::optional<std::string>(value);
-      } else if (key == "Node GUID") {
-        s.node_guid = NormalizeGuid(value);
-        if (!s.node_guid) bad_value();
-      }
-      // Anything else (Hardware version, System image GUID, fields of newer
-      // versions) carries nothing the model keeps.
-    }
-    for (Stream& s : streams.all()) close_ca(s);
-    // Adapters short of ports: the output was cut, unless this is
-    // `ibstat -s`, which prints no port at all.
-    if (any_port) {
-      for (const Short& a : short_adapters) {
-        bad(a.line, fmt::format("'{}' lists {} port(s), {} printed (output cut?)", a.ca, a.listed,
-                                a.printed));
-      }
-    }
-    return taken;
+    return IbstatFile(ctx).Read(lines);
   }
 };
 

@@ -62,20 +62,115 @@ struct Stream {
   IbPort port;
 };
 
+// The reading of one file.
+class IbstatusFile : public NetFileReader<IbstatusFile, Stream> {
+ public:
+  explicit IbstatusFile(ReaderContext& ctx) : NetFileReader(IsHeader, BlankLines::kToStream, ctx) {}
+
+  void Line(Stream& s, const TextLine& l) {
+    std::string_view t = l.trimmed;
+    uint64_t n = l.number;
+    if (t.empty()) {
+      Close(s);  // the script ends every block with a blank line
+      return;
+    }
+    std::string_view ca;
+    int32_t port_number = 0;
+    if (PortHeader(t, ca, port_number)) {
+      Close(s);
+      s.in_port = true;
+      s.has_field = false;
+      s.line = n;
+      s.gid.reset();
+      s.port = IbPort();
+      s.port.ca = std::string(ca);
+      s.port.port = port_number;
+      s.port.src = ctx_.Ref(n);
+      return;
+    }
+    if (!s.in_port) {
+      if (StartsWith(t, "Fatal error")) return;  // the script's own message
+      Bad(n, fmt::format("line outside any port block: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    std::string_view key, value;
+    if (!SplitKeyValue(t, key, value)) {
+      Bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    s.has_field = true;
+    Field(s, key, value, n);
+  }
+
+  void Close(Stream& s) {
+    if (!s.in_port) return;
+    s.in_port = false;
+    if (!s.has_field) {
+      Bad(s.line,
+          fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port, s.port.ca));
+      return;
+    }
+    if (s.gid && s.port.link_layer.value_or("InfiniBand") == "InfiniBand") {
+      s.port.port_guid = GuidOfGid(*s.gid);
+    }
+    Take(s.stream, s.line, s.port, ctx_.out->network().ib_ports);
+  }
+
+ private:
+  // A "key: value" line of a port block.
+  void Field(Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    IbPort& p = s.port;
+    bool unknown = EqualsIgnoreCase(value, "unknown");
+    auto bad_value = [&] {
+      Bad(n, fmt::format("'{}' of '{}' port {} is not readable: \"{}\"", key, p.ca, p.port,
+                         Printable(value, 60)));
+    };
+    if (key == "default gid") {
+      if (!unknown) {
+        if (GuidOfGid(value)) s.gid = std::string(value);
+        else bad_value();
+      }
+    } else if (key == "base lid" || key == "sm lid") {
+      std::optional<int64_t> lid = unknown ? std::nullopt : ParseLid(value);
+      if (!unknown && !lid) bad_value();
+      (key == "base lid" ? p.base_lid : p.sm_lid) = lid;
+    } else if (key == "state") {
+      IbValue v = ParseIbPortState(value);
+      if (!v.ok) bad_value();
+      p.state = v.value;
+    } else if (key == "phys state") {
+      IbValue v = ParseIbPhysState(value);
+      if (!v.ok) bad_value();
+      p.phys_state = v.value;
+    } else if (key == "rate") {
+      if (!unknown) {
+        if (auto r = ParseIbSysfsRate(value)) {
+          p.rate_gbps = r->rate_gbps;
+          p.width = r->width;
+        } else {
+          bad_value();
+        }
+      }
+    } else if (key == "link_layer" || key == "link layer") {
+      IbValue v = ParseIbLinkLayer(value);
+      if (!v.ok) bad_value();
+      p.link_layer = v.value;
+    }
+    // Other keys (none today) are ignored.
+  }
+};
+
 class IbstatusReader final : public TextReader {
  public:
   std::string_view name() const override { return "ibstatus"; }
 
   int Sniff(std::string_view head) const override {
-    HostLines hosts(IsHeader);
-    int score = 0, lines = 0;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      HostLine l;
-      if (!hosts.Split(raw, l)) return true;
+    int score = kSniffNo, lines = 0;
+    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
       std::string_view ca;
       int32_t port = 0;
-      if (PortHeader(l.text, ca, port)) {
-        score = 95;
+      if (PortHeader(text, ca, port)) {
+        score = kSniffSure;
         return false;
       }
       return ++lines < 200;
@@ -84,109 +179,7 @@ class IbstatusReader final : public TextReader {
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    HostLines host_lines(IsHeader);
-    RecordHosts hosts(host_lines, ctx);
-    StreamStates<Stream> streams;
-    uint64_t taken = 0;
-    auto bad = [&](uint64_t n, std::string message) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
-    };
-    auto flush = [&](Stream& s) {
-      if (!s.in_port) return;
-      s.in_port = false;
-      if (!s.has_field) {
-        bad(s.line, fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port,
-                                s.port.ca));
-        return;
-      }
-      if (s.gid && s.port.link_layer.value_or("InfiniBand") == "InfiniBand") {
-        s.port.port_guid = GuidOfGid(*s.gid);
-      }
-      hosts.ForEach(s.stream, s.line, [&](const std::optional<std::string>& host) {
-        IbPort p = s.port;
-        p.host = host;
-        ctx.out->network().ib_ports.push_back(std::move(p));
-        ++taken;
-      });
-    };
-
-    std::string_view raw;
-    while (lines.Next(raw)) {
-      uint64_t n = lines.line_number();
-      HostLine l;
-      if (!host_lines.Split(raw, l)) continue;
-      Stream& s = streams.Get(l.stream);
-      std::string_view t = Trim(l.text);
-      if (t.empty()) {
-        flush(s);  // the script ends every block with a blank line
-        continue;
-      }
-      std::string_view ca;
-      int32_t port_number = 0;
-      if (PortHeader(t, ca, port_number)) {
-        flush(s);
-        s.in_port = true;
-        s.has_field = false;
-        s.line = n;
-        s.gid.reset();
-        s.port = IbPort();
-        s.port.ca = std::string(ca);
-        s.port.port = port_number;
-        s.port.src = ctx.Ref(n);
-        continue;
-      }
-      if (!s.in_port) {
-        if (StartsWith(t, "Fatal error")) continue;  // the script's own message
-        bad(n, fmt::format("line outside any port block: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      std::string_view key, value;
-      if (!SplitKeyValue(t, key, value)) {
-        bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      IbPort& p = s.port;
-      bool unknown = EqualsIgnoreCase(value, "unknown");
-      auto bad_value = [&] {
-        bad(n, fmt::format("'{}' of '{}' port {} is not readable: \"{}\"", key, p.ca, p.port,
-                           Printable(value, 60)));
-      };
-      s.has_field = true;
-      if (key == "default gid") {
-        if (!unknown) {
-          if (GuidOfGid(value)) s.gid = std::string(value);
-          else bad_value();
-        }
-      } else if (key == "base lid" || key == "sm lid") {
-        std::optional<int64_t> lid = unknown ? std::nullopt : ParseLid(value);
-        if (!unknown && !lid) bad_value();
-        (key == "base lid" ? p.base_lid : p.sm_lid) = lid;
-      } else if (key == "state") {
-        IbValue v = ParseIbPortState(value);
-        if (!v.ok) bad_value();
-        p.state = v.value;
-      } else if (key == "phys state") {
-        IbValue v = ParseIbPhysState(value);
-        if (!v.ok) bad_value();
-        p.phys_state = v.value;
-      } else if (key == "rate") {
-        if (!unknown) {
-          if (auto r = ParseIbSysfsRate(value)) {
-            p.rate_gbps = r->rate_gbps;
-            p.width = r->width;
-          } else {
-            bad_value();
-          }
-        }
-      } else if (key == "link_layer" || key == "link layer") {
-        IbValue v = ParseIbLinkLayer(value);
-        if (!v.ok) bad_value();
-        p.link_layer = v.value;
-      }
-      // Other keys (none today) are ignored.
-    }
-    for (Stream& s : streams.all()) flush(s);
-    return taken;
+    return IbstatusFile(ctx).Read(lines);
   }
 };
 

@@ -74,24 +74,178 @@ struct Stream {
   IbPort port;
 };
 
+// The reading of one file.
+class IbvDevinfoFile : public NetFileReader<IbvDevinfoFile, Stream> {
+ public:
+  explicit IbvDevinfoFile(ReaderContext& ctx)
+      : NetFileReader(IsHeader, BlankLines::kToStream, ctx) {}
+
+  void Line(Stream& s, const TextLine& l) {
+    std::string_view t = l.trimmed;
+    uint64_t n = l.number;
+    if (t.empty()) {
+      Close(s);  // every port ends with a blank line
+      return;
+    }
+    std::string_view key, value;
+    bool kv = SplitKeyValue(t, key, value);
+    if (kv && key == "hca_id") {
+      Close(s);
+      s = Stream{s.stream};
+      if (value.empty()) {
+        Bad(n, "device block without a device name");
+        return;
+      }
+      s.in_device = true;
+      s.ca = std::string(value);
+      return;
+    }
+    if (!s.in_device) {
+      // `ibv_devinfo -l` ("2 HCAs found:", then names) and the tool's
+      // messages carry nothing to take.
+      if (EndsWith(t, "found:") || EndsWith(t, "found") || IsCapabilityLine(t)) return;
+      Bad(n, fmt::format("line outside any device block: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    if (!kv) {
+      if (!IsCapabilityLine(t)) {
+        Bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
+      }
+      return;
+    }
+    if (key == "port") {
+      Close(s);
+      StartPort(s, value, n);
+    } else if (!s.in_port) {
+      DeviceField(s, key, value, n);
+    } else {
+      s.has_field = true;
+      PortField(s, key, value, n);
+    }
+  }
+
+  void Close(Stream& s) {
+    if (!s.in_port) return;
+    s.in_port = false;
+    if (!s.has_field) {
+      Bad(s.line, fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port, s.ca));
+      return;
+    }
+    IbPort& p = s.port;
+    if (p.width && s.lane_gbps) p.rate_gbps = *p.width * *s.lane_gbps;
+    if (s.gid0 && p.link_layer.value_or("InfiniBand") == "InfiniBand") {
+      p.port_guid = GuidOfGid(*s.gid0);
+    }
+    Take(s.stream, s.line, p, ctx_.out->network().ib_ports);
+  }
+
+ private:
+  void BadValue(const Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    Bad(n, fmt::format("'{}' of '{}' is not readable: \"{}\"", key, s.ca, Printable(value, 60)));
+  }
+
+  // "port: N" opens a port of the device.
+  void StartPort(Stream& s, std::string_view value, uint64_t n) {
+    auto number = ParseInt<int32_t>(value);
+    if (!number || *number < 0 || *number > 255) {
+      BadValue(s, "port", value, n);
+      return;
+    }
+    s.in_port = true;
+    s.has_field = false;
+    s.line = n;
+    s.lane_gbps.reset();
+    s.gid0.reset();
+    s.port = IbPort();
+    s.port.ca = s.ca;
+    s.port.port = *number;
+    s.port.firmware = s.firmware;
+    s.port.node_guid = s.node_guid;
+    if (s.vendor_id && s.vendor_part_id && *s.vendor_id == "0x02c9") {
+      s.port.ca_type = "MT" + *s.vendor_part_id;
+    }
+    s.port.src = ctx_.Ref(n);
+  }
+
+  // A field of the device, before its first port.
+  void DeviceField(Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    if (key == "fw_ver") {
+      if (!value.empty()) s.firmware = std::string(value);
+    } else if (key == "node_guid") {
+      s.node_guid = NormalizeGuid(value);
+      if (!s.node_guid) BadValue(s, key, value, n);
+    } else if (key == "vendor_id") {
+      s.vendor_id = ToLower(value);
+    } else if (key == "vendor_part_id") {
+      if (ParseInt<int64_t>(value)) s.vendor_part_id = std::string(value);
+      else BadValue(s, key, value, n);
+    }
+    // transport, board_id, phys_port_cnt and -v capabilities: not kept.
+  }
+
+  void PortField(Stream& s, std::string_view key, std::string_view value, uint64_t n) {
+    IbPort& p = s.port;
+    auto bad_value = [&] { BadValue(s, key, value, n); };
+    if (key == "state") {
+      IbValue v = ParseIbPortState(value);
+      if (!v.ok) bad_value();
+      p.state = v.value;
+    } else if (key == "phys_state") {
+      IbValue v = ParseIbPhysState(value);
+      if (!v.ok) bad_value();
+      p.phys_state = v.value;
+    } else if (key == "max_mtu" || key == "active_mtu") {
+      std::optional<int32_t> mtu;
+      if (auto v = LeadingNumber(value); v && *v >= 1 && *v <= 65536 && *v == std::floor(*v)) {
+        mtu = static_cast<int32_t>(*v);
+      } else if (!IsUnknownValue(value)) {
+        bad_value();
+      }
+      (key == "max_mtu" ? p.max_mtu_bytes : p.active_mtu_bytes) = mtu;
+    } else if (key == "sm_lid" || key == "port_lid") {
+      std::optional<int64_t> lid = ParseLid(value);
+      if (!lid) bad_value();
+      (key == "sm_lid" ? p.sm_lid : p.base_lid) = lid;
+    } else if (key == "link_layer") {
+      IbValue v = ParseIbLinkLayer(value);
+      if (!v.ok) bad_value();
+      p.link_layer = v.value;
+    } else if (key == "active_width") {
+      p.width = ParseIbWidth(value);
+      if (!p.width && !IsUnknownValue(value)) bad_value();
+    } else if (key == "active_speed") {
+      auto v = LeadingNumber(value);
+      if (v && FindIgnoreCase(value, "Gbps") != std::string_view::npos) {
+        s.lane_gbps = v;
+      } else if (!IsUnknownValue(value)) {
+        bad_value();
+      }
+    } else if (StartsWith(key, "GID[")) {
+      auto index = ParseInt<int32_t>(key.substr(4, key.size() - 5));
+      if (index && *index == 0 && EndsWith(key, "]")) {
+        std::string_view gid = value.substr(0, value.find(','));  // ", RoCE v2"
+        s.gid0 = std::string(Trim(gid));
+      }
+    }
+    // port_lmc, max_msg_sz, port_cap_flags, ...: not kept.
+  }
+};
+
 class IbvDevinfoReader final : public TextReader {
  public:
   std::string_view name() const override { return "ibv_devinfo"; }
 
   int Sniff(std::string_view head) const override {
-    HostLines hosts(IsHeader);
-    int score = 0, lines = 0;
+    int score = kSniffNo, lines = 0;
     bool header = false;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      HostLine l;
-      if (!hosts.Split(raw, l)) return true;
+    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
       std::string_view key, value;
-      if (!SplitKeyValue(l.text, key, value)) return ++lines < 200;
+      if (!SplitKeyValue(text, key, value)) return ++lines < 200;
       if (key == "hca_id" && !value.empty()) {
         header = true;
-        score = 30;  // a header alone: weak evidence
+        score = kSniffWeak;  // a header alone
       } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
-        score = 95;
+        score = kSniffSure;
         return false;
       }
       return ++lines < 200;
@@ -100,158 +254,7 @@ class IbvDevinfoReader final : public TextReader {
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    HostLines host_lines(IsHeader);
-    RecordHosts hosts(host_lines, ctx);
-    StreamStates<Stream> streams;
-    uint64_t taken = 0;
-    auto bad = [&](uint64_t n, std::string message) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
-    };
-    auto flush = [&](Stream& s) {
-      if (!s.in_port) return;
-      s.in_port = false;
-      if (!s.has_field) {
-        bad(s.line, fmt::format("port {} of '{}' has no fields (output cut?)", s.port.port, s.ca));
-        return;
-      }
-      IbPort& p = s.port;
-      if (p.width && s.lane_gbps) p.rate_gbps = *p.width * *s.lane_gbps;
-      if (s.gid0 && p.link_layer.value_or("InfiniBand") == "InfiniBand") {
-        p.port_guid = GuidOfGid(*s.gid0);
-      }
-      hosts.ForEach(s.stream, s.line, [&](const std::optional<std::string>& host) {
-        IbPort copy = p;
-        copy.host = host;
-        ctx.out->network().ib_ports.push_back(std::move(copy));
-        ++taken;
-      });
-    };
-
-    std::string_view raw;
-    while (lines.Next(raw)) {
-      uint64_t n = lines.line_number();
-      HostLine l;
-      if (!host_lines.Split(raw, l)) continue;
-      Stream& s = streams.Get(l.stream);
-      std::string_view t = Trim(l.text);
-      if (t.empty()) {
-        flush(s);  // every port ends with a blank line
-        continue;
-      }
-      std::string_view key, value;
-      bool kv = SplitKeyValue(t, key, value);
-      auto bad_value = [&] {
-        bad(n, fmt::format("'{}' of '{}' is not readable: \"{}\"", key, s.ca, Printable(value, 60)));
-      };
-      if (kv && key == "hca_id") {
-        flush(s);
-        s = Stream{s.stream};
-        if (value.empty()) {
-          bad(n, "device block without a device name");
-          continue;
-        }
-        s.in_device = true;
-        s.ca = std::string(value);
-        continue;
-      }
-      if (!s.in_device) {
-        // `ibv_devinfo -l` ("2 HCAs found:", then names) and the tool's
-        // messages carry nothing to take.
-        if (EndsWith(t, "found:") || EndsWith(t, "found") || IsCapabilityLine(t)) continue;
-        bad(n, fmt::format("line outside any device block: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      if (!kv) {
-        if (!IsCapabilityLine(t)) {
-          bad(n, fmt::format("not a \"key: value\" line: \"{}\"", Printable(t, 80)));
-        }
-        continue;
-      }
-      if (key == "port") {
-        flush(s);
-        auto number = ParseInt<int32_t>(value);
-        if (!number || *number < 0 || *number > 255) {
-          bad_value();
-          continue;
-        }
-        s.in_port = true;
-        s.has_field = false;
-        s.line = n;
-        s.lane_gbps.reset();
-        s.gid0.reset();
-        s.port = IbPort();
-        s.port.ca = s.ca;
-        s.port.port = *number;
-        s.port.firmware = s.firmware;
-        s.port.node_guid = s.node_guid;
-        if (s.vendor_id && s.vendor_part_id && *s.vendor_id == "0x02c9") {
-          s.port.ca_type = "MT" + *s.vendor_part_id;
-        }
-        s.port.src = ctx.Ref(n);
-        continue;
-      }
-      if (!s.in_port) {
-        if (key == "fw_ver") {
-          if (!value.empty()) s.firmware = std::string(value);
-        } else if (key == "node_guid") {
-          s.node_guid = NormalizeGuid(value);
-          if (!s.node_guid) bad_value();
-        } else if (key == "vendor_id") {
-          s.vendor_id = ToLower(value);
-        } else if (key == "vendor_part_id") {
-          if (ParseInt<int64_t>(value)) s.vendor_part_id = std::string(value);
-          else bad_value();
-        }
-        // transport, board_id, phys_port_cnt and -v capabilities: not kept.
-        continue;
-      }
-      IbPort& p = s.port;
-      s.has_field = true;
-      if (key == "state") {
-        IbValue v = ParseIbPortState(value);
-        if (!v.ok) bad_value();
-        p.state = v.value;
-      } else if (key == "phys_state") {
-        IbValue v = ParseIbPhysState(value);
-        if (!v.ok) bad_value();
-        p.phys_state = v.value;
-      } else if (key == "max_mtu" || key == "active_mtu") {
-        std::optional<int32_t> mtu;
-        if (auto v = LeadingNumber(value); v && *v >= 1 && *v <= 65536 && *v == std::floor(*v)) {
-          mtu = static_cast<int32_t>(*v);
-        } else if (!IsUnknownValue(value)) {
-          bad_value();
-        }
-        (key == "max_mtu" ? p.max_mtu_bytes : p.active_mtu_bytes) = mtu;
-      } else if (key == "sm_lid" || key == "port_lid") {
-        std::optional<int64_t> lid = ParseLid(value);
-        if (!lid) bad_value();
-        (key == "sm_lid" ? p.sm_lid : p.base_lid) = lid;
-      } else if (key == "link_layer") {
-        IbValue v = ParseIbLinkLayer(value);
-        if (!v.ok) bad_value();
-        p.link_layer = v.value;
-      } else if (key == "active_width") {
-        p.width = ParseIbWidth(value);
-        if (!p.width && !IsUnknownValue(value)) bad_value();
-      } else if (key == "active_speed") {
-        auto v = LeadingNumber(value);
-        if (v && FindIgnoreCase(value, "Gbps") != std::string_view::npos) {
-          s.lane_gbps = v;
-        } else if (!IsUnknownValue(value)) {
-          bad_value();
-        }
-      } else if (StartsWith(key, "GID[")) {
-        auto index = ParseInt<int32_t>(key.substr(4, key.size() - 5));
-        if (index && *index == 0 && EndsWith(key, "]")) {
-          std::string_view gid = value.substr(0, value.find(','));  // ", RoCE v2"
-          s.gid0 = std::string(Trim(gid));
-        }
-      }
-      // port_lmc, max_msg_sz, port_cap_flags, ...: not kept.
-    }
-    for (Stream& s : streams.all()) flush(s);
-    return taken;
+    return IbvDevinfoFile(ctx).Read(lines);
   }
 };
 

@@ -215,6 +215,23 @@ FieldInfo Lookup(std::string_view name) {
   return {Field::kUnknown, 0};
 }
 
+// Where a counter goes in the record; nullptr for none.
+std::optional<int64_t>* Slot(IbPortCounters& c, Field field) {
+  switch (field) {
+    case Field::kXmitData: return &c.xmit_data_bytes;
+    case Field::kRcvData: return &c.rcv_data_bytes;
+    case Field::kXmitPkts: return &c.xmit_pkts;
+    case Field::kRcvPkts: return &c.rcv_pkts;
+    case Field::kXmitWait: return &c.xmit_wait_ticks;
+    case Field::kXmitDiscards: return &c.xmit_discards;
+    case Field::kSymbolErrors: return &c.symbol_errors;
+    case Field::kLinkRecoveries: return &c.link_error_recoveries;
+    case Field::kLinkDowned: return &c.link_downed;
+    case Field::kRcvErrors: return &c.rcv_errors;
+    default: return nullptr;
+  }
+}
+
 struct Stream {
   std::string stream;
   bool in_block = false;
@@ -233,178 +250,164 @@ struct Pending {
   bool from_extended[10] = {};  // per Field: value came from a 64-bit block
 };
 
+// The reading of one file.
+class PerfqueryFile : public NetFileReader<PerfqueryFile, Stream> {
+ public:
+  explicit PerfqueryFile(ReaderContext& ctx) : NetFileReader(IsHeader, BlankLines::kSkip, ctx) {}
+
+  void Line(Stream& s, const TextLine& l) {
+    std::string_view t = l.trimmed;
+    uint64_t n = l.number;
+    if (auto h = ParseHeader(t)) {
+      StartBlock(s, *h, n);
+      return;
+    }
+    if (t.find("iberror:") != std::string_view::npos) {
+      Close(s);
+      Bad(n, fmt::format("perfquery could not query a port: \"{}\"", Printable(t, 100)));
+      return;
+    }
+    if (StartsWith(t, "ibwarn:")) return;  // the iberror line that follows says what failed
+    if (Stamp stamp = ParseStamp(t); stamp.kind != StampKind::kNone) {
+      Close(s);
+      // A sample of unknown time is still a sample of its own.
+      ++s.snapshot;
+      s.time_ns.reset();
+      if (stamp.kind == StampKind::kMalformed) {
+        Bad(n, fmt::format("not a timestamp line perfquery snapshots are read with: \"{}\"",
+                           Printable(t, 80)));
+        return;
+      }
+      s.time_ns = stamp.time_ns;
+      return;
+    }
+    std::string_view fname, value;
+    if (!SplitDotted(t, fname, value)) {
+      Bad(n, fmt::format("not a perfquery \"Name:....value\" line: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    if (!s.in_block || !s.record) {
+      Bad(n, fmt::format("counter outside any perfquery block: \"{}\"", Printable(t, 80)));
+      return;
+    }
+    Counter(s, fname, value, n);
+  }
+
+  void Close(Stream& s) {
+    if (s.in_block && !s.block_has_field) {
+      Bad(s.block_line, "perfquery block without any counter (output cut?)");
+    }
+    s.in_block = false;
+  }
+
+  // Takes every record that holds a counter; one that holds none was
+  // counted when read (no counter, or none readable).
+  void Finish() {
+    for (Pending& p : records_) {
+      bool any = p.c.xmit_data_bytes || p.c.rcv_data_bytes || p.c.xmit_pkts || p.c.rcv_pkts ||
+                 p.c.xmit_wait_ticks || p.c.xmit_discards || p.c.symbol_errors ||
+                 p.c.link_error_recoveries || p.c.link_downed || p.c.rcv_errors ||
+                 !p.c.saturated.empty();
+      if (any) Take(p.stream, p.c.src.line, p.c, ctx_.out->network().port_counters);
+    }
+  }
+
+ private:
+  void StartBlock(Stream& s, const Header& h, uint64_t n) {
+    Close(s);
+    s.in_block = true;
+    s.extended = h.extended;
+    s.block_has_field = false;
+    s.block_line = n;
+    // A block whose address names no LID stands alone.
+    std::tuple<std::string, int64_t, int64_t, int32_t> key{
+        s.stream, s.snapshot, h.lid.value_or(-1 - static_cast<int64_t>(n)), h.port};
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      it = index_.emplace(key, records_.size()).first;
+      records_.emplace_back();
+      records_.back().stream = s.stream;
+      records_.back().c.lid = h.lid;
+      records_.back().c.port = h.port;
+      records_.back().c.src = ctx_.Ref(n);
+      records_.back().c.time_ns = s.time_ns;
+    }
+    s.record = it->second;
+    records_[it->second].c.extended = records_[it->second].c.extended || h.extended;
+  }
+
+  // A "Name:....value" line inside a block.
+  void Counter(Stream& s, std::string_view fname, std::string_view value, uint64_t n) {
+    FieldInfo info = Lookup(fname);
+    s.block_has_field = true;  // also a counter of the tool's the model does not keep
+    if (info.field == Field::kUnknown || info.field == Field::kIgnored) return;
+    auto v = ParseInt<uint64_t>(value);
+    if (!v) {
+      Bad(n, fmt::format("{} is not a number: \"{}\"", fname, Printable(value, 40)));
+      return;
+    }
+    Pending& p = records_[*s.record];
+    size_t fi = static_cast<size_t>(info.field);
+    if (!s.extended && p.from_extended[fi]) return;  // the 64-bit value wins
+    bool data = info.field == Field::kXmitData || info.field == Field::kRcvData;
+    std::optional<int64_t>* slot = Slot(p.c, info.field);
+    if (slot == nullptr) return;
+    static constexpr const char* kCanonical[] = {
+        "PortXmitData",      "PortRcvData",      "PortXmitPkts",       "PortRcvPkts",
+        "PortXmitWait",      "PortXmitDiscards", "SymbolErrorCounter", "LinkErrorRecoveryCounter",
+        "LinkDownedCounter", "PortRcvErrors"};
+    std::string canonical = kCanonical[fi];
+    if (!s.extended && *v == (info.bits >= 64 ? UINT64_MAX : (uint64_t{1} << info.bits) - 1)) {
+      if (std::find(p.c.saturated.begin(), p.c.saturated.end(), canonical) == p.c.saturated.end()) {
+        p.c.saturated.push_back(std::move(canonical));
+      }
+      slot->reset();
+      return;
+    }
+    uint64_t limit = data ? static_cast<uint64_t>(INT64_MAX) / 4 : static_cast<uint64_t>(INT64_MAX);
+    if (*v > limit) {
+      Bad(n, fmt::format("{} is out of range: {}", fname, *v));
+      return;
+    }
+    *slot = static_cast<int64_t>(data ? *v * 4 : *v);
+    p.from_extended[fi] = s.extended;
+    std::erase(p.c.saturated, canonical);  // a later, readable value replaces it
+  }
+
+  std::vector<Pending> records_;
+  // (stream, snapshot, lid or -1, port)
+  std::map<std::tuple<std::string, int64_t, int64_t, int32_t>, size_t> index_;
+};
+
 class PerfqueryReader final : public TextReader {
  public:
   std::string_view name() const override { return "perfquery"; }
 
   int Sniff(std::string_view head) const override {
-    HostLines hosts(IsHeader);
     bool header = false, confirmed = false;
     int lines = 0;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      HostLine l;
-      if (!hosts.Split(raw, l) || Trim(l.text).empty()) return true;
+    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+      if (Trim(text).empty()) return true;
       ++lines;
-      if (IsHeader(l.text)) {
+      if (IsHeader(text)) {
         header = true;
         return true;
       }
       std::string_view name, value;
-      if (header && SplitDotted(l.text, name, value) && Lookup(name).field != Field::kUnknown) {
+      if (header && SplitDotted(text, name, value) && Lookup(name).field != Field::kUnknown) {
         confirmed = true;
         return false;
       }
       // perfquery's own failure lines may come before the first block.
       return lines < 50;
     });
-    if (confirmed) return 95;
-    if (header) return 50;
-    return 0;
+    if (confirmed) return kSniffSure;
+    if (header) return kSniffPlausible;  // a header only perfquery prints, no counter yet
+    return kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    HostLines host_lines(IsHeader);
-    RecordHosts hosts(host_lines, ctx);
-    StreamStates<Stream> streams;
-    std::vector<Pending> records;
-    // (stream, snapshot, lid or -1, port)
-    std::map<std::tuple<std::string, int64_t, int64_t, int32_t>, size_t> index;
-
-    auto bad = [&](uint64_t n, std::string message) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n, std::move(message));
-    };
-    auto close_block = [&](Stream& s) {
-      if (s.in_block && !s.block_has_field) {
-        bad(s.block_line, "perfquery block without any counter (output cut?)");
-      }
-      s.in_block = false;
-    };
-
-    std::string_view raw;
-    while (lines.Next(raw)) {
-      uint64_t n = lines.line_number();
-      HostLine l;
-      if (!host_lines.Split(raw, l)) continue;
-      std::string_view t = Trim(l.text);
-      if (t.empty()) continue;
-      Stream& s = streams.Get(l.stream);
-      if (auto h = ParseHeader(t)) {
-        close_block(s);
-        s.in_block = true;
-        s.extended = h->extended;
-        s.block_has_field = false;
-        s.block_line = n;
-        // A block whose address names no LID stands alone.
-        std::tuple<std::string, int64_t, int64_t, int32_t> key{
-            s.stream, s.snapshot, h->lid.value_or(-1 - static_cast<int64_t>(n)), h->port};
-        auto it = index.find(key);
-        if (it == index.end()) {
-          it = index.emplace(key, records.size()).first;
-          records.emplace_back();
-          records.back().stream = s.stream;
-          records.back().c.lid = h->lid;
-          records.back().c.port = h->port;
-          records.back().c.src = ctx.Ref(n);
-          records.back().c.time_ns = s.time_ns;
-        }
-        s.record = it->second;
-        records[it->second].c.extended = records[it->second].c.extended || h->extended;
-        continue;
-      }
-      if (t.find("iberror:") != std::string_view::npos) {
-        close_block(s);
-        bad(n, fmt::format("perfquery could not query a port: \"{}\"", Printable(t, 100)));
-        continue;
-      }
-      if (StartsWith(t, "ibwarn:")) continue;  // the iberror line that follows says what failed
-      if (Stamp stamp = ParseStamp(t); stamp.kind != StampKind::kNone) {
-        close_block(s);
-        // A sample of unknown time is still a sample of its own.
-        ++s.snapshot;
-        s.time_ns.reset();
-        if (stamp.kind == StampKind::kMalformed) {
-          bad(n, fmt::format("not a timestamp line perfquery snapshots are read with: \"{}\"",
-                             Printable(t, 80)));
-          continue;
-        }
-        s.time_ns = stamp.time_ns;
-        continue;
-      }
-      std::string_view fname, value;
-      if (!SplitDotted(t, fname, value)) {
-        bad(n, fmt::format("not a perfquery \"Name:....value\" line: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      if (!s.in_block || !s.record) {
-        bad(n, fmt::format("counter outside any perfquery block: \"{}\"", Printable(t, 80)));
-        continue;
-      }
-      FieldInfo info = Lookup(fname);
-      if (info.field == Field::kUnknown || info.field == Field::kIgnored) {
-        s.block_has_field = true;  // a counter of the tool's, not one the model keeps
-        continue;
-      }
-      s.block_has_field = true;
-      auto v = ParseInt<uint64_t>(value);
-      if (!v) {
-        bad(n, fmt::format("{} is not a number: \"{}\"", fname, Printable(value, 40)));
-        continue;
-      }
-      Pending& p = records[*s.record];
-      size_t fi = static_cast<size_t>(info.field);
-      if (!s.extended && p.from_extended[fi]) continue;  // the 64-bit value wins
-      bool data = info.field == Field::kXmitData || info.field == Field::kRcvData;
-      std::optional<int64_t>* slot = nullptr;
-      switch (info.field) {
-        case Field::kXmitData: slot = &p.c.xmit_data_bytes; break;
-        case Field::kRcvData: slot = &p.c.rcv_data_bytes; break;
-        case Field::kXmitPkts: slot = &p.c.xmit_pkts; break;
-        case Field::kRcvPkts: slot = &p.c.rcv_pkts; break;
-        case Field::kXmitWait: slot = &p.c.xmit_wait_ticks; break;
-        case Field::kXmitDiscards: slot = &p.c.xmit_discards; break;
-        case Field::kSymbolErrors: slot = &p.c.symbol_errors; break;
-        case Field::kLinkRecoveries: slot = &p.c.link_error_recoveries; break;
-        case Field::kLinkDowned: slot = &p.c.link_downed; break;
-        case Field::kRcvErrors: slot = &p.c.rcv_errors; break;
-        default: break;
-      }
-      if (slot == nullptr) continue;
-      static constexpr const char* kCanonical[] = {
-          "PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait", "PortXmitDiscards",
-          "SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors"};
-      std::string canonical = kCanonical[fi];
-      if (!s.extended && *v == (info.bits >= 64 ? UINT64_MAX : (uint64_t{1} << info.bits) - 1)) {
-        if (std::find(p.c.saturated.begin(), p.c.saturated.end(), canonical) == p.c.saturated.end()) {
-          p.c.saturated.push_back(std::move(canonical));
-        }
-        slot->reset();
-        continue;
-      }
-      uint64_t limit = data ? static_cast<uint64_t>(INT64_MAX) / 4 : static_cast<uint64_t>(INT64_MAX);
-      if (*v > limit) {
-        bad(n, fmt::format("{} is out of range: {}", fname, *v));
-        continue;
-      }
-      *slot = static_cast<int64_t>(data ? *v * 4 : *v);
-      p.from_extended[fi] = s.extended;
-      std::erase(p.c.saturated, canonical);  // a later, readable value replaces it
-    }
-    for (Stream& s : streams.all()) close_block(s);
-
-    uint64_t taken = 0;
-    for (Pending& p : records) {
-      bool any = p.c.xmit_data_bytes || p.c.rcv_data_bytes || p.c.xmit_pkts || p.c.rcv_pkts ||
-                 p.c.xmit_wait_ticks || p.c.xmit_discards || p.c.symbol_errors || p.c.link_error_recoveries ||
-                 p.c.link_downed || p.c.rcv_errors || !p.c.saturated.empty();
-      if (!any) continue;  // counted above (no counter, or none readable)
-      hosts.ForEach(p.stream, p.c.src.line, [&](const std::optional<std::string>& host) {
-        IbPortCounters c = p.c;
-        c.host = host;
-        ctx.out->network().port_counters.push_back(std::move(c));
-        ++taken;
-      });
-    }
-    return taken;
+    return PerfqueryFile(ctx).Read(lines);
   }
 };
 

@@ -43,18 +43,10 @@ std::string_view Unquote(std::string_view s) {
   return Trim(s);
 }
 
-// 0 for runs of blanks.
-char GuessDelimiter(std::string_view header) {
-  size_t commas = 0, tabs = 0, semis = 0;
-  for (char c : header) {
-    commas += c == ',';
-    tabs += c == '\t';
-    semis += c == ';';
-  }
-  if (commas == 0 && tabs == 0 && semis == 0) return 0;
-  if (tabs > commas && tabs >= semis) return '\t';
-  if (semis > commas) return ';';
-  return ',';
+// GuessDelimiter(), or 0 for runs of blanks when the header holds no ',',
+// tab or ';'.
+char MapDelimiter(std::string_view header) {
+  return header.find_first_of(",\t;") == std::string_view::npos ? 0 : GuessDelimiter(header);
 }
 
 void SplitFields(std::string_view line, char delim, std::vector<std::string_view>& fields) {
@@ -63,14 +55,7 @@ void SplitFields(std::string_view line, char delim, std::vector<std::string_view
     for (std::string_view f : Split(line, delim)) fields.push_back(Unquote(f));
     return;
   }
-  size_t p = 0;
-  while (p < line.size()) {
-    while (p < line.size() && IsSpace(line[p])) ++p;
-    size_t e = p;
-    while (e < line.size() && !IsSpace(line[e])) ++e;
-    if (e > p) fields.push_back(Unquote(line.substr(p, e - p)));
-    p = e;
-  }
+  for (std::string_view word : SplitBlanks(line)) fields.push_back(Unquote(word));
 }
 
 struct Columns {
@@ -102,15 +87,16 @@ class SwitchMapReader final : public TextReader {
   std::string_view name() const override { return "switch-map"; }
 
   int Sniff(std::string_view head) const override {
-    int score = 0;
+    int score = kSniffNo;
     ForEachHeadLine(head, [&](std::string_view line) {
       std::string_view t = Trim(line);
       if (t.empty() || t.front() == '#') return true;
       std::vector<std::string_view> names;
-      SplitFields(t, GuessDelimiter(t), names);
+      SplitFields(t, MapDelimiter(t), names);
       Columns c = ColumnsOf(names);
-      // Above the CSV step reader's 90, which would not take it anyway.
-      if (c.host >= 0 && c.sw >= 0 && !c.step_table) score = 92;
+      // Above the CSV step reader's kSniffStrong, which would not take it
+      // anyway, and the rank map's.
+      if (c.host >= 0 && c.sw >= 0 && !c.step_table) score = kSniffStrong + 2;
       return false;
     });
     return score;
@@ -129,7 +115,7 @@ class SwitchMapReader final : public TextReader {
       if (t.empty() || t.front() == '#') continue;
       uint64_t n = lines.line_number();
       if (!have_header) {
-        delim = GuessDelimiter(t);
+        delim = MapDelimiter(t);
         SplitFields(t, delim, fields);
         cols = ColumnsOf(fields);
         if (cols.host < 0 || cols.sw < 0) {

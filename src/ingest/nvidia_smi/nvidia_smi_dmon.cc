@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
@@ -113,23 +114,12 @@ bool IsKnownName(std::string_view name) {
   return false;
 }
 
-void Tokenize(std::string_view line, std::vector<std::string_view>& out) {
-  out.clear();
-  size_t pos = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && IsSpace(line[pos])) ++pos;
-    size_t start = pos;
-    while (pos < line.size() && !IsSpace(line[pos])) ++pos;
-    if (pos > start) out.push_back(line.substr(start, pos - start));
-  }
-}
-
 // Tokens of a '#' header line without the '#': "#Date  Time  gpu" and
 // "# gpu  pwr" both give {Date, Time, gpu} / {gpu, pwr}.
 void HeaderTokens(std::string_view line, std::vector<std::string_view>& out) {
   line = Trim(line);
   if (!line.empty() && line.front() == '#') line.remove_prefix(1);
-  Tokenize(line, out);
+  SplitBlanks(line, out);
 }
 
 int IndexOf(const std::vector<std::string_view>& tokens, std::string_view name) {
@@ -183,248 +173,275 @@ struct Layout {
   TimeMode mode = TimeMode::kRowIndex;
 };
 
+// The reading of one file.
+class DmonFile {
+ public:
+  explicit DmonFile(ReaderContext& ctx) : ctx_(ctx) {}
+
+  uint64_t Read(LineReader& lines) {
+    ForEachNonBlankLine(lines, [&](const TextLine& l) {
+      if (l.trimmed.front() == '#') {
+        HeaderLine(l.trimmed, l.number);
+      } else if (!have_header_) {
+        // Preamble: a captured command line may give the interval.
+        if (auto d = IntervalFromCommandLine(l.trimmed, SmiCommand::kDmon)) {
+          interval_ = *d;
+          interval_from_file_ = true;
+        }
+      } else {
+        Row(l.text, l.trimmed, l.number);
+      }
+    });
+    Finish();
+    return taken_;
+  }
+
+ private:
+  void Bad(uint64_t n, std::string_view line, std::string_view why) {
+    ctx_.diag().Add(DiagCode::kHwBadRecord, ctx_.path, n,
+                    fmt::format("nvidia-smi dmon row {}: \"{}\"", why, Printable(line, 100)));
+  }
+
+  // The names line, the unit line under it; other '#' lines are comments.
+  void HeaderLine(std::string_view t, uint64_t n) {
+    HeaderTokens(t, tokens_);
+    if (IndexOf(tokens_, "gpu") >= 0 && !IsPmonHeader(tokens_)) {
+      layout_.names.assign(tokens_.begin(), tokens_.end());
+      layout_.units.clear();
+      names_line_ = n;
+      have_header_ = true;
+      layout_dirty_ = true;
+    } else if (have_header_ && n == names_line_ + 1 && tokens_.size() == layout_.names.size() &&
+               IndexOf(tokens_, "Idx") >= 0) {
+      layout_.units.assign(tokens_.begin(), tokens_.end());
+    }
+  }
+
+  void Row(std::string_view line, std::string_view t, uint64_t n) {
+    if (layout_dirty_) {
+      ResolveLayout();
+      if (!file_mode_) file_mode_ = layout_.mode;
+      layout_dirty_ = false;
+    }
+    SplitBlanks(t, tokens_);
+    if (tokens_.size() != layout_.fields.size()) {
+      Bad(n, line,
+          fmt::format("has {} values for {} columns", tokens_.size(), layout_.fields.size()));
+      return;
+    }
+    if (layout_.mode != *file_mode_) {
+      Bad(n, line, "comes under a header whose Date/Time columns differ from the file's first");
+      return;
+    }
+    auto index = ParseInt<int32_t>(tokens_[static_cast<size_t>(layout_.gpu)]);
+    if (!index || *index < 0 || *index > kMaxGpuIndex) {
+      Bad(n, line, "has no GPU index");
+      return;
+    }
+    GpuSample s;
+    if (!ReadValues(line, n, s) || !SetTime(line, n, *index, s)) return;
+    s.src = ctx_.Ref(n);
+    by_index_[*index].samples.push_back(s);
+    ++taken_;
+  }
+
+  // The row's readings into `s`; false (counted) when one is not a number.
+  bool ReadValues(std::string_view line, uint64_t n, GpuSample& s) {
+    std::optional<double> power_violation, thermal_violation;
+    for (size_t i = 0; i < tokens_.size(); ++i) {
+      Field f = layout_.fields[i];
+      if (f == Field::kDate || f == Field::kTime || f == Field::kGpu || f == Field::kIgnored ||
+          f == Field::kUnknown) {
+        continue;
+      }
+      if (IsAbsentValue(tokens_[i])) continue;
+      auto v = ParseDouble(tokens_[i]);
+      if (!v) {
+        Bad(n, line,
+            fmt::format("has a value in column '{}' that is not a number", layout_.names[i]));
+        return false;
+      }
+      switch (f) {
+        case Field::kPower: s.power_w = v; break;
+        case Field::kTemp: s.temp_c = v; break;
+        case Field::kMemTemp: s.mem_temp_c = v; break;
+        case Field::kUtil: s.util_pct = v; break;
+        case Field::kMemUtil: s.mem_util_pct = v; break;
+        case Field::kSmClock: s.sm_clock_mhz = v; break;
+        case Field::kMemClock: s.mem_clock_mhz = v; break;
+        case Field::kPowerViolation: power_violation = v; break;
+        case Field::kThermalViolation: thermal_violation = v; break;
+        case Field::kPcieRx: s.pcie_rx_mb_s = v; break;
+        case Field::kPcieTx: s.pcie_tx_mb_s = v; break;
+        default: break;
+      }
+    }
+    // dmon -s v: pviol is the share of the interval spent power-capped,
+    // tviol whether a thermal limit held the clocks; as clock events they
+    // are the SW power cap and SW thermal slowdown reasons.
+    if (power_violation || thermal_violation) {
+      uint64_t events = 0;
+      if (power_violation.value_or(0) > 0) events |= clock_event::kSwPowerCap;
+      if (thermal_violation.value_or(0) > 0) events |= clock_event::kSwThermalSlowdown;
+      s.clock_events = events;
+    }
+    return true;
+  }
+
+  // The row's time, by the layout's TimeMode; false (counted) when it
+  // cannot be had.
+  bool SetTime(std::string_view line, uint64_t n, int32_t index, GpuSample& s) {
+    switch (layout_.mode) {
+      case TimeMode::kAbsolute: {
+        auto at = ParseDateTime(tokens_[static_cast<size_t>(layout_.date)],
+                                tokens_[static_cast<size_t>(layout_.time)]);
+        if (!at) {
+          Bad(n, line, "has an unreadable Date/Time");
+          return false;
+        }
+        s.time_ns = *at;
+        return true;
+      }
+      case TimeMode::kTimeOfDay: {
+        auto tod = ParseTimeOfDay(tokens_[static_cast<size_t>(layout_.time)]);
+        if (!tod) {
+          Bad(n, line, "has an unreadable Time");
+          return false;
+        }
+        if (!first_tod_) first_tod_ = *tod;
+        if (last_tod_ && *tod < *last_tod_ - 12 * 3600) ++days_;  // past midnight
+        last_tod_ = *tod;
+        auto at = SecondsToNs(days_ * 86400 + *tod - *first_tod_);
+        if (!at) {
+          Bad(n, line, "is too many days after the first row");
+          return false;
+        }
+        s.time_ns = *at;
+        return true;
+      }
+      case TimeMode::kRowIndex: {
+        auto at = groups_.Next(index, interval_);
+        if (!at) {
+          Bad(n, line, "is too far from the first row for its interval");
+          return false;
+        }
+        s.time_ns = *at;
+        return true;
+      }
+    }
+    return true;
+  }
+
+  void Finish() {
+    bool approximate = file_mode_ && *file_mode_ != TimeMode::kAbsolute;
+    std::string how =
+        !file_mode_ || *file_mode_ == TimeMode::kAbsolute ? std::string()
+        : *file_mode_ == TimeMode::kTimeOfDay
+            ? std::string("dmon printed a Time but no Date column (-o T): times are offsets from "
+                          "the first row; rerun with -o DT for absolute times")
+            : fmt::format("dmon printed no Time column: times are row index x {} s ({}); rerun "
+                          "with -o DT for absolute times",
+                          ToSeconds(interval_),
+                          interval_from_file_ ? "-d of the captured command" : "assumed");
+    EmitGpuRecords(ctx_, by_index_, approximate, how);
+  }
+
+  // The meaning of each column of the names (and unit) lines; notes the
+  // columns laggard does not know, once per file.
+  void ResolveLayout() {
+    bool has_units = layout_.units.size() == layout_.names.size();
+    layout_.fields.clear();
+    layout_.date = layout_.time = layout_.gpu = -1;
+    for (size_t i = 0; i < layout_.names.size(); ++i) {
+      std::string_view unit = has_units ? std::string_view(layout_.units[i]) : std::string_view();
+      // "gpu" is the index column whatever unit a variant prints under it.
+      Field f = EqualsIgnoreCase(layout_.names[i], "gpu") && layout_.gpu < 0
+                    ? Field::kGpu
+                    : Resolve(layout_.names[i], unit);
+      int col = static_cast<int>(i);
+      if (f == Field::kDate && layout_.date < 0) layout_.date = col;
+      if (f == Field::kTime && layout_.time < 0) layout_.time = col;
+      if (f == Field::kGpu && layout_.gpu < 0) layout_.gpu = col;
+      if (f == Field::kUnknown) {
+        std::string key =
+            has_units ? fmt::format("{} [{}]", layout_.names[i], unit) : layout_.names[i];
+        if (noted_.insert(key).second) {
+          ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, names_line_,
+                          fmt::format("nvidia-smi dmon column '{}' is not one laggard reads", key));
+        }
+      }
+      layout_.fields.push_back(f);
+    }
+    layout_.mode = layout_.date >= 0 && layout_.time >= 0 ? TimeMode::kAbsolute
+                   : layout_.time >= 0                    ? TimeMode::kTimeOfDay
+                                                          : TimeMode::kRowIndex;
+  }
+
+  ReaderContext& ctx_;
+  std::map<int32_t, GpuRecord> by_index_;
+  std::vector<std::string_view> tokens_;
+  std::set<std::string> noted_;  // "name [unit]" of columns already noted
+  Layout layout_;
+  bool have_header_ = false;
+  bool layout_dirty_ = false;
+  uint64_t names_line_ = 0;
+  std::optional<TimeMode> file_mode_;
+  DurationNs interval_ = 1'000'000'000;
+  bool interval_from_file_ = false;
+  RowGroupClock groups_;                         // TimeMode::kRowIndex
+  std::optional<int64_t> first_tod_, last_tod_;  // TimeMode::kTimeOfDay
+  int64_t days_ = 0;
+  uint64_t taken_ = 0;
+};
+
 class NvidiaSmiDmonReader final : public TextReader {
  public:
   std::string_view name() const override { return "nvidia-smi-dmon"; }
 
   int Sniff(std::string_view head) const override {
     std::vector<std::string_view> names, units;
-    size_t pos = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;
-      std::string_view line = head.substr(pos, nl - pos);
-      pos = nl + 1;
-      std::string_view t = Trim(line);
-      if (t.empty() || t.front() != '#') continue;
-      HeaderTokens(t, names);
-      int gpu = IndexOf(names, "gpu");
-      if (gpu < 0) continue;
-      if (IsPmonHeader(names)) return 0;
-      size_t next = head.find('\n', pos);
-      if (next != std::string_view::npos) {
-        std::string_view u = Trim(head.substr(pos, next - pos));
-        if (!u.empty() && u.front() == '#') {
-          HeaderTokens(u, units);
-          if (units.size() == names.size() && EqualsIgnoreCase(units[static_cast<size_t>(gpu)], "Idx")) {
-            return 95;
-          }
-        }
-      }
-      // A names line without units (some captures drop it): trust it when it
-      // holds dmon's own column names.
+    int gpu = -1;
+    bool names_pending = false;  // `names` waits for the unit line under it
+    // A names line without units (some captures drop it): trusted when it
+    // holds dmon's own column names, above the text-log reader's
+    // kSniffLikely.
+    auto names_alone = [&] {
       int known = 0;
       for (std::string_view n : names) known += IsKnownName(n) && !EqualsIgnoreCase(n, "gpu");
-      if (known >= 2) return 70;
-    }
-    return 0;
+      return known >= 2;
+    };
+    int score = kSniffNo;
+    ForEachHeadLine(head, [&](std::string_view line) {
+      std::string_view t = Trim(line);
+      if (names_pending) {
+        names_pending = false;
+        if (!t.empty() && t.front() == '#') {
+          HeaderTokens(t, units);
+          if (units.size() == names.size() &&
+              EqualsIgnoreCase(units[static_cast<size_t>(gpu)], "Idx")) {
+            score = kSniffSure;
+            return false;
+          }
+        }
+        if (names_alone()) {
+          score = kSniffLikely + 10;
+          return false;
+        }
+      }
+      if (t.empty() || t.front() != '#') return true;
+      HeaderTokens(t, names);
+      gpu = IndexOf(names, "gpu");
+      if (gpu < 0) return true;
+      if (IsPmonHeader(names)) return false;
+      names_pending = true;
+      return true;
+    });
+    if (names_pending && names_alone()) score = kSniffLikely + 10;
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    std::map<int32_t, GpuRecord> by_index;
-    std::vector<std::string_view> tokens;
-    std::set<std::string> noted;  // "name [unit]" of columns already noted
-    Layout layout;
-    bool have_header = false;
-    bool layout_dirty = false;
-    uint64_t names_line = 0;
-    std::optional<TimeMode> file_mode;
-    DurationNs interval = 1'000'000'000;
-    bool interval_from_file = false;
-    // Row-group state (TimeMode::kRowIndex) and time-of-day state.
-    int64_t group = 0;
-    std::vector<bool> in_group;
-    std::optional<int64_t> first_tod, last_tod;
-    int64_t days = 0;
-    uint64_t taken = 0;
-
-    auto bad = [&](uint64_t n, std::string_view line, std::string_view why) {
-      ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                     fmt::format("nvidia-smi dmon row {}: \"{}\"", why, Printable(line, 100)));
-    };
-
-    std::string_view line;
-    while (lines.Next(line)) {
-      uint64_t n = lines.line_number();
-      std::string_view t = Trim(line);
-      if (t.empty()) continue;
-      if (t.front() == '#') {
-        HeaderTokens(t, tokens);
-        if (IndexOf(tokens, "gpu") >= 0 && !IsPmonHeader(tokens)) {
-          layout.names.assign(tokens.begin(), tokens.end());
-          layout.units.clear();
-          names_line = n;
-          have_header = true;
-          layout_dirty = true;
-        } else if (have_header && n == names_line + 1 && tokens.size() == layout.names.size() &&
-                   IndexOf(tokens, "Idx") >= 0) {
-          layout.units.assign(tokens.begin(), tokens.end());
-        }
-        continue;  // other '#' lines are comments
-      }
-      if (!have_header) {
-        if (auto d = IntervalFromCommandLine(t, SmiCommand::kDmon)) {
-          interval = *d;
-          interval_from_file = true;
-        }
-        continue;
-      }
-      if (layout_dirty) {
-        ResolveLayout(layout, ctx, names_line, noted);
-        if (!file_mode) file_mode = layout.mode;
-        layout_dirty = false;
-      }
-      Tokenize(t, tokens);
-      if (tokens.size() != layout.fields.size()) {
-        bad(n, line, fmt::format("has {} values for {} columns", tokens.size(), layout.fields.size()));
-        continue;
-      }
-      if (layout.mode != *file_mode) {
-        bad(n, line, "comes under a header whose Date/Time columns differ from the file's first");
-        continue;
-      }
-      auto index = ParseInt<int32_t>(tokens[static_cast<size_t>(layout.gpu)]);
-      if (!index || *index < 0 || *index > kMaxGpuIndex) {
-        bad(n, line, "has no GPU index");
-        continue;
-      }
-      GpuSample s;
-      std::optional<double> power_violation, thermal_violation;
-      std::string_view garbled;
-      for (size_t i = 0; i < tokens.size() && garbled.empty(); ++i) {
-        Field f = layout.fields[i];
-        if (f == Field::kDate || f == Field::kTime || f == Field::kGpu || f == Field::kIgnored ||
-            f == Field::kUnknown) {
-          continue;
-        }
-        if (IsAbsentValue(tokens[i])) continue;
-        auto v = ParseDouble(tokens[i]);
-        if (!v) {
-          garbled = layout.names[i];
-          break;
-        }
-        switch (f) {
-          case Field::kPower: s.power_w = v; break;
-          case Field::kTemp: s.temp_c = v; break;
-          case Field::kMemTemp: s.mem_temp_c = v; break;
-          case Field::kUtil: s.util_pct = v; break;
-          case Field::kMemUtil: s.mem_util_pct = v; break;
-          case Field::kSmClock: s.sm_clock_mhz = v; break;
-          case Field::kMemClock: s.mem_clock_mhz = v; break;
-          case Field::kPowerViolation: power_violation = v; break;
-          case Field::kThermalViolation: thermal_violation = v; break;
-          case Field::kPcieRx: s.pcie_rx_mb_s = v; break;
-          case Field::kPcieTx: s.pcie_tx_mb_s = v; break;
-          default: break;
-        }
-      }
-      if (!garbled.empty()) {
-        bad(n, line, fmt::format("has a value in column '{}' that is not a number", garbled));
-        continue;
-      }
-      // dmon -s v: pviol is the share of the interval spent power-capped,
-      // tviol whether a thermal limit held the clocks; as clock events they
-      // are the SW power cap and SW thermal slowdown reasons.
-      if (power_violation || thermal_violation) {
-        uint64_t events = 0;
-        if (power_violation.value_or(0) > 0) events |= clock_event::kSwPowerCap;
-        if (thermal_violation.value_or(0) > 0) events |= clock_event::kSwThermalSlowdown;
-        s.clock_events = events;
-      }
-      switch (layout.mode) {
-        case TimeMode::kAbsolute: {
-          auto at = ParseDateTime(tokens[static_cast<size_t>(layout.date)],
-                                  tokens[static_cast<size_t>(layout.time)]);
-          if (!at) {
-            bad(n, line, "has an unreadable Date/Time");
-            continue;
-          }
-          s.time_ns = *at;
-          break;
-        }
-        case TimeMode::kTimeOfDay: {
-          auto tod = ParseTimeOfDay(tokens[static_cast<size_t>(layout.time)]);
-          if (!tod) {
-            bad(n, line, "has an unreadable Time");
-            continue;
-          }
-          if (!first_tod) first_tod = *tod;
-          if (last_tod && *tod < *last_tod - 12 * 3600) ++days;  // past midnight
-          last_tod = *tod;
-          auto at = SecondsToNs(days * 86400 + *tod - *first_tod);
-          if (!at) {
-            bad(n, line, "is too many days after the first row");
-            continue;
-          }
-          s.time_ns = *at;
-          break;
-        }
-        case TimeMode::kRowIndex: {
-          size_t i = static_cast<size_t>(*index);
-          if (i >= in_group.size()) in_group.resize(i + 1, false);
-          if (in_group[i]) {
-            ++group;
-            std::fill(in_group.begin(), in_group.end(), false);
-          }
-          in_group[i] = true;
-          if (__builtin_mul_overflow(group, interval, &s.time_ns)) {
-            bad(n, line, "is too far from the first row for its interval");
-            continue;
-          }
-          break;
-        }
-      }
-      s.src = ctx.Ref(n);
-      by_index[*index].samples.push_back(s);
-      ++taken;
-    }
-    bool approximate = file_mode && *file_mode != TimeMode::kAbsolute;
-    std::string how =
-        !file_mode || *file_mode == TimeMode::kAbsolute ? std::string()
-        : *file_mode == TimeMode::kTimeOfDay
-            ? std::string("dmon printed a Time but no Date column (-o T): times are offsets from "
-                          "the first row; rerun with -o DT for absolute times")
-            : fmt::format("dmon printed no Time column: times are row index x {} s ({}); rerun "
-                          "with -o DT for absolute times",
-                          ToSeconds(interval),
-                          interval_from_file ? "-d of the captured command" : "assumed");
-    std::vector<GpuRecord> gpus;
-    for (auto& [index, gpu] : by_index) {
-      gpu.index = index;
-      gpus.push_back(std::move(gpu));
-    }
-    EmitGpuRecords(ctx, gpus, approximate, how);
-    return taken;
-  }
-
- private:
-  static void ResolveLayout(Layout& layout, ReaderContext& ctx, uint64_t names_line,
-                            std::set<std::string>& noted) {
-    bool has_units = layout.units.size() == layout.names.size();
-    layout.fields.clear();
-    layout.date = layout.time = layout.gpu = -1;
-    for (size_t i = 0; i < layout.names.size(); ++i) {
-      std::string_view unit = has_units ? std::string_view(layout.units[i]) : std::string_view();
-      // "gpu" is the index column whatever unit a variant prints under it.
-      Field f = EqualsIgnoreCase(layout.names[i], "gpu") && layout.gpu < 0
-                    ? Field::kGpu
-                    : Resolve(layout.names[i], unit);
-      int col = static_cast<int>(i);
-      if (f == Field::kDate && layout.date < 0) layout.date = col;
-      if (f == Field::kTime && layout.time < 0) layout.time = col;
-      if (f == Field::kGpu && layout.gpu < 0) layout.gpu = col;
-      if (f == Field::kUnknown) {
-        std::string key = has_units ? fmt::format("{} [{}]", layout.names[i], unit) : layout.names[i];
-        if (noted.insert(key).second) {
-          ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, names_line,
-                         fmt::format("nvidia-smi dmon column '{}' is not one laggard reads", key));
-        }
-      }
-      layout.fields.push_back(f);
-    }
-    layout.mode = layout.date >= 0 && layout.time >= 0 ? TimeMode::kAbsolute
-                  : layout.time >= 0                   ? TimeMode::kTimeOfDay
-                                                       : TimeMode::kRowIndex;
+    return DmonFile(ctx).Read(lines);
   }
 };
 

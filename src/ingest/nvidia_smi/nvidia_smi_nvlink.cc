@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
@@ -74,21 +75,22 @@ class NvlinkStatusReader final : public TextReader {
 
   int Sniff(std::string_view head) const override {
     bool after_gpu = false;
-    size_t pos = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) nl = head.size();
-      std::string_view t = Trim(head.substr(pos, nl - pos));
-      pos = nl + 1;
-      if (t.empty()) continue;
+    int score = kSniffNo;
+    ForEachHeadLine(head, {.with_last = true}, [&](std::string_view line) {
+      std::string_view t = Trim(line);
+      if (t.empty()) return true;
       if (ParseGpuLine(t)) {
         after_gpu = true;
-        continue;
+        return true;
       }
-      if (after_gpu && ParseLinkLine(t)) return 95;
+      if (after_gpu && ParseLinkLine(t)) {
+        score = kSniffSure;
+        return false;
+      }
       after_gpu = false;
-    }
-    return 0;
+      return true;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

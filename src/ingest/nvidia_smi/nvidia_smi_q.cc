@@ -51,6 +51,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_text.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
@@ -525,23 +526,25 @@ class NvidiaSmiQReader final : public TextReader {
   std::string_view name() const override { return "nvidia-smi-q"; }
 
   int Sniff(std::string_view head) const override {
-    size_t pos = 0;
     bool in_gpu_block = false;  // after a "GPU <bus id>" line, on indented lines
-    for (int lines = 0; pos < head.size() && lines < 400; ++lines) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;  // the last line may be cut
-      std::string_view raw = head.substr(pos, nl - pos);
-      pos = nl + 1;
+    int score = kSniffNo, lines = 0;
+    ForEachHeadLine(head, [&](std::string_view raw) {
       QLine l = SplitLine(raw);
-      if (l.body.empty()) continue;
-      if (IsBanner(l.body)) return 100;
-      if (l.indent == 0) {
-        in_gpu_block = !GpuHeaderBusId(l.body).empty();
-      } else if (in_gpu_block && l.has_value) {
-        return 90;
+      if (!l.body.empty()) {
+        if (IsBanner(l.body)) {
+          score = kSniffCertain;
+          return false;
+        }
+        if (l.indent == 0) {
+          in_gpu_block = !GpuHeaderBusId(l.body).empty();
+        } else if (in_gpu_block && l.has_value) {
+          score = kSniffStrong;
+          return false;
+        }
       }
-    }
-    return 0;
+      return ++lines < 400;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
@@ -309,25 +310,25 @@ class NvidiaSmiQueryCsvReader final : public TextReader {
   std::string_view name() const override { return "nvidia-smi-query-gpu"; }
 
   int Sniff(std::string_view head) const override {
-    size_t pos = 0;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) return 0;  // cut line: cannot judge
-      std::string_view t = Trim(head.substr(pos, nl - pos));
-      pos = nl + 1;
-      if (t.empty() || IsCommandLine(t)) continue;
-      if (!ParseHeader(t).empty()) return 95;
+    // The first line other than blanks and a command line decides.
+    int score = kSniffNo;
+    ForEachHeadLine(head, [&](std::string_view line) {
+      std::string_view t = Trim(line);
+      if (t.empty() || IsCommandLine(t)) return true;
+      if (!ParseHeader(t).empty()) {
+        score = kSniffSure;
+        return false;
+      }
       // Without a header (csv,noheader): claimed when the values are
       // clearly nvidia-smi's, so that the user learns how to fix the capture.
       std::vector<std::string_view> fields;
       SplitFields(t, fields);
-      if (fields.size() < 2) return 0;
-      for (std::string_view f : fields) {
-        if (LooksLikeSmiValue(f)) return 60;
+      if (fields.size() >= 2 && std::any_of(fields.begin(), fields.end(), LooksLikeSmiValue)) {
+        score = kSniffLikely;
       }
-      return 0;
-    }
-    return 0;
+      return false;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override;
@@ -491,146 +492,150 @@ void MergeRowFacts(GpuFacts& dst, const GpuFacts& src) {
   }
 }
 
-uint64_t NvidiaSmiQueryCsvReader::Read(LineReader& lines, ReaderContext& ctx) const {
-  std::vector<Column> columns;
-  std::string header_text;
-  bool has_sample_fields = false;
-  int timestamp_col = -1, index_col = -1, uuid_col = -1, bus_col = -1;
-  std::optional<bool> file_has_timestamp;
-  std::map<std::string, int32_t> index_of_id;  // uuid / bus id -> assigned index
-  std::map<int32_t, GpuRecord> by_index;
-  std::vector<std::string> noted;
-  bool noted_no_id = false;
-  DurationNs interval = 1'000'000'000;
-  bool interval_from_file = false;
-  int64_t group = 0;
-  std::vector<bool> in_group;
-  std::vector<std::string_view> fields;
-  uint64_t taken = 0;
+// The reading of one file.
+class QueryCsvFile {
+ public:
+  explicit QueryCsvFile(ReaderContext& ctx) : ctx_(ctx) {}
 
-  auto bad = [&](uint64_t n, std::string_view line, std::string_view why) {
-    ctx.diag().Add(DiagCode::kHwBadRecord, ctx.path, n,
-                   fmt::format("nvidia-smi --query-gpu row {}: \"{}\"", why, Printable(line, 100)));
-  };
+  uint64_t Read(LineReader& lines) {
+    bool headerless = false;
+    ForEachNonBlankLine(lines, [&](const TextLine& l) {
+      if (l.trimmed == header_text_) return true;  // the same header again
+      if (Header(l.trimmed, l.number)) return true;
+      if (columns_.empty()) {
+        headerless = !Preamble(l.trimmed, l.number);
+        return !headerless;
+      }
+      Row(l.text, l.trimmed, l.number);
+      return true;
+    });
+    if (headerless) return 0;
+    Finish();
+    return taken_;
+  }
 
-  std::string_view line;
-  while (lines.Next(line)) {
-    uint64_t n = lines.line_number();
-    std::string_view t = Trim(line);
-    if (t.empty()) continue;
-    if (t != header_text) {
-      std::vector<Column> header = ParseHeader(t);
-      if (!header.empty()) {
-        columns = std::move(header);
-        header_text = std::string(t);
-        has_sample_fields = false;
-        timestamp_col = index_col = uuid_col = bus_col = -1;
-        for (size_t i = 0; i < columns.size(); ++i) {
-          const Column& c = columns[i];
-          int col = static_cast<int>(i);
-          has_sample_fields = has_sample_fields || IsSampleField(c.field);
-          if (c.field == Field::kTimestamp && timestamp_col < 0) timestamp_col = col;
-          if (c.field == Field::kIndex && index_col < 0) index_col = col;
-          if (c.field == Field::kUuid && uuid_col < 0) uuid_col = col;
-          if (c.field == Field::kBusId && bus_col < 0) bus_col = col;
-          if (c.field == Field::kUnknown &&
-              std::find(noted.begin(), noted.end(), c.name) == noted.end()) {
-            noted.push_back(c.name);
-            ctx.diag().Add(DiagCode::kHwUnknownField, ctx.path, n,
-                           fmt::format("nvidia-smi --query-gpu field '{}' is not one laggard reads",
-                                       c.name));
-          }
-        }
-        if (!file_has_timestamp) file_has_timestamp = timestamp_col >= 0;
-        continue;
+ private:
+  void Bad(uint64_t n, std::string_view line, std::string_view why) {
+    ctx_.diag().Add(
+        DiagCode::kHwBadRecord, ctx_.path, n,
+        fmt::format("nvidia-smi --query-gpu row {}: \"{}\"", why, Printable(line, 100)));
+  }
+
+  // A header line starts a new layout; false when `t` is none.
+  bool Header(std::string_view t, uint64_t n) {
+    std::vector<Column> header = ParseHeader(t);
+    if (header.empty()) return false;
+    columns_ = std::move(header);
+    header_text_ = std::string(t);
+    has_sample_fields_ = false;
+    timestamp_col_ = index_col_ = uuid_col_ = bus_col_ = -1;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      const Column& c = columns_[i];
+      int col = static_cast<int>(i);
+      has_sample_fields_ = has_sample_fields_ || IsSampleField(c.field);
+      if (c.field == Field::kTimestamp && timestamp_col_ < 0) timestamp_col_ = col;
+      if (c.field == Field::kIndex && index_col_ < 0) index_col_ = col;
+      if (c.field == Field::kUuid && uuid_col_ < 0) uuid_col_ = col;
+      if (c.field == Field::kBusId && bus_col_ < 0) bus_col_ = col;
+      if (c.field == Field::kUnknown &&
+          std::find(noted_.begin(), noted_.end(), c.name) == noted_.end()) {
+        noted_.push_back(c.name);
+        ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
+                        fmt::format("nvidia-smi --query-gpu field '{}' is not one laggard reads",
+                                    c.name));
       }
-    } else {
-      continue;  // the same header again
     }
-    if (columns.empty()) {
-      if (IsCommandLine(t)) {
-        if (auto d = IntervalFromCommandLine(t, SmiCommand::kQueryGpu)) {
-          interval = *d;
-          interval_from_file = true;
-        }
-        continue;
+    if (!file_has_timestamp_) file_has_timestamp_ = timestamp_col_ >= 0;
+    return true;
+  }
+
+  // A line before the first header: a captured command line (its interval
+  // is kept), else a row of headerless output, which ends the reading
+  // (returns false).
+  bool Preamble(std::string_view t, uint64_t n) {
+    if (IsCommandLine(t)) {
+      if (auto d = IntervalFromCommandLine(t, SmiCommand::kQueryGpu)) {
+        interval_ = *d;
+        interval_from_file_ = true;
       }
-      ctx.diag().Add(DiagCode::kCsvNoHeader, ctx.path, n,
-                     fmt::format("nvidia-smi --query-gpu output without its header line (\"{}\"): "
-                                 "the columns cannot be named; rerun with --format=csv (or "
-                                 "csv,nounits), without noheader",
-                                 Printable(t, 80)));
-      return 0;
+      return true;
     }
-    if (*file_has_timestamp != (timestamp_col >= 0)) {
-      bad(n, line, "comes under a header that differs from the file's first in having a timestamp");
-      continue;
+    ctx_.diag().Add(DiagCode::kCsvNoHeader, ctx_.path, n,
+                    fmt::format("nvidia-smi --query-gpu output without its header line (\"{}\"): "
+                                "the columns cannot be named; rerun with --format=csv (or "
+                                "csv,nounits), without noheader",
+                                Printable(t, 80)));
+    return false;
+  }
+
+  void Row(std::string_view line, std::string_view t, uint64_t n) {
+    if (*file_has_timestamp_ != (timestamp_col_ >= 0)) {
+      Bad(n, line, "comes under a header that differs from the file's first in having a timestamp");
+      return;
     }
-    SplitFields(t, fields);
-    if (fields.size() != columns.size()) {
-      bad(n, line, fmt::format("has {} values for {} fields", fields.size(), columns.size()));
-      continue;
+    SplitFields(t, fields_);
+    if (fields_.size() != columns_.size()) {
+      Bad(n, line, fmt::format("has {} values for {} fields", fields_.size(), columns_.size()));
+      return;
     }
     RowValues r;
-    std::string_view garbled;
-    for (size_t i = 0; i < columns.size(); ++i) {
-      if (!ReadValue(columns[i], fields[i], r)) {
-        garbled = columns[i].name;
-        break;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      if (!ReadValue(columns_[i], fields_[i], r)) {
+        Bad(n, line, fmt::format("has a value of '{}' that cannot be read", columns_[i].name));
+        return;
       }
     }
-    if (!garbled.empty()) {
-      bad(n, line, fmt::format("has a value of '{}' that cannot be read", garbled));
-      continue;
-    }
-    // Which GPU.
-    int32_t index = 0;
-    if (index_col >= 0) {
-      index = *r.index;
-    } else if (uuid_col >= 0 || bus_col >= 0) {
-      const std::optional<std::string>& id = uuid_col >= 0 ? r.uuid : r.bus_id;
-      if (!id) {
-        bad(n, line, "names no GPU (its uuid / pci.bus_id is missing)");
-        continue;
-      }
-      auto [it, inserted] = index_of_id.emplace(*id, static_cast<int32_t>(index_of_id.size()));
-      if (inserted && it->second > kMaxGpuIndex) {
-        index_of_id.erase(it);
-        bad(n, line, "names more GPUs than laggard accepts on one host");
-        continue;
-      }
-      index = it->second;
-    } else if (!noted_no_id) {
-      noted_no_id = true;
-      ctx.diag().Add(DiagCode::kHwNoGpuId, ctx.path, n,
-                     "the query has no index, uuid or pci.bus_id field: every row was taken as "
-                     "GPU 0; add index to --query-gpu when the host has several GPUs");
-    }
+    std::optional<int32_t> index = WhichGpu(r, line, n);
+    if (!index) return;
     // When.
     GpuSample& s = r.sample;
-    if (timestamp_col >= 0) {
+    if (timestamp_col_ >= 0) {
       s.time_ns = *r.time;
+    } else if (auto at = groups_.Next(*index, interval_)) {
+      s.time_ns = *at;
     } else {
-      size_t i = static_cast<size_t>(index);
-      if (i >= in_group.size()) in_group.resize(i + 1, false);
-      if (in_group[i]) {
-        ++group;
-        std::fill(in_group.begin(), in_group.end(), false);
-      }
-      in_group[i] = true;
-      if (__builtin_mul_overflow(group, interval, &s.time_ns)) {
-        bad(n, line, "is too far from the first row for its interval");
-        continue;
-      }
+      Bad(n, line, "is too far from the first row for its interval");
+      return;
     }
-    // Alternatives: the SM clock is the graphics clock when only that was
-    // queried; power.draw is the 1 s average on Ampere and newer, instant
-    // before.
+    Store(r, *index, n);
+  }
+
+  // The GPU a row is of; nullopt (counted) when the row does not say.
+  std::optional<int32_t> WhichGpu(const RowValues& r, std::string_view line, uint64_t n) {
+    if (index_col_ >= 0) return *r.index;
+    if (uuid_col_ >= 0 || bus_col_ >= 0) {
+      const std::optional<std::string>& id = uuid_col_ >= 0 ? r.uuid : r.bus_id;
+      if (!id) {
+        Bad(n, line, "names no GPU (its uuid / pci.bus_id is missing)");
+        return std::nullopt;
+      }
+      auto [it, inserted] = index_of_id_.emplace(*id, static_cast<int32_t>(index_of_id_.size()));
+      if (inserted && it->second > kMaxGpuIndex) {
+        index_of_id_.erase(it);
+        Bad(n, line, "names more GPUs than laggard accepts on one host");
+        return std::nullopt;
+      }
+      return it->second;
+    }
+    if (!noted_no_id_) {
+      noted_no_id_ = true;
+      ctx_.diag().Add(DiagCode::kHwNoGpuId, ctx_.path, n,
+                      "the query has no index, uuid or pci.bus_id field: every row was taken as "
+                      "GPU 0; add index to --query-gpu when the host has several GPUs");
+    }
+    return 0;
+  }
+
+  // Resolves the row's alternatives and adds it to its GPU's record.
+  void Store(RowValues& r, int32_t index, uint64_t n) {
+    GpuSample& s = r.sample;
+    // The SM clock is the graphics clock when only that was queried;
+    // power.draw is the 1 s average on Ampere and newer, instant before.
     s.sm_clock_mhz = r.sm_clock ? r.sm_clock : r.graphics_clock;
     s.power_w = r.power_draw ? r.power_draw : r.power_average ? r.power_average : r.power_instant;
     s.power_limit_w = r.enforced_limit ? r.enforced_limit : r.power_limit;
     s.clock_events = r.events_mask ? r.events_mask : r.event_bits;
-    s.src = ctx.Ref(n);
+    s.src = ctx_.Ref(n);
     r.facts.max_sm_clock_mhz = r.max_sm_clock ? r.max_sm_clock : r.max_graphics_clock;
     r.facts.enforced_power_limit_w = s.power_limit_w;
     r.facts.pcie_gen_current = s.pcie_gen;
@@ -639,29 +644,47 @@ uint64_t NvidiaSmiQueryCsvReader::Read(LineReader& lines, ReaderContext& ctx) co
     // GPU's own (gpumax) is the fact when printed.
     r.facts.pcie_gen_max = r.pcie_gen_gpu_max ? r.pcie_gen_gpu_max : r.pcie_gen_max;
 
-    GpuRecord& gpu = by_index[index];
+    GpuRecord& gpu = by_index_[index];
     if (!gpu.uuid) gpu.uuid = r.uuid;
     if (!gpu.bus_id) gpu.bus_id = r.bus_id;
     bool had_facts = HasAnyFact(gpu.facts);
     MergeRowFacts(gpu.facts, r.facts);
-    if (!had_facts && HasAnyFact(gpu.facts)) gpu.facts.src = ctx.Ref(n);
-    if (has_sample_fields) gpu.samples.push_back(s);
-    ++taken;
+    if (!had_facts && HasAnyFact(gpu.facts)) gpu.facts.src = ctx_.Ref(n);
+    if (has_sample_fields_) gpu.samples.push_back(s);
+    ++taken_;
   }
-  bool approximate = file_has_timestamp.has_value() && !*file_has_timestamp;
-  std::string how =
-      approximate ? fmt::format("the query has no timestamp field: times are row index x {} s ({}); "
-                                "add timestamp to --query-gpu for absolute times",
-                                ToSeconds(interval),
-                                interval_from_file ? "-l/-lms of the captured command" : "assumed")
-                  : std::string();
-  std::vector<GpuRecord> gpus;
-  for (auto& [index, gpu] : by_index) {
-    gpu.index = index;
-    gpus.push_back(std::move(gpu));
+
+  void Finish() {
+    bool approximate = file_has_timestamp_.has_value() && !*file_has_timestamp_;
+    std::string how =
+        approximate
+            ? fmt::format("the query has no timestamp field: times are row index x {} s ({}); "
+                          "add timestamp to --query-gpu for absolute times",
+                          ToSeconds(interval_),
+                          interval_from_file_ ? "-l/-lms of the captured command" : "assumed")
+            : std::string();
+    EmitGpuRecords(ctx_, by_index_, approximate, how);
   }
-  EmitGpuRecords(ctx, gpus, approximate, how);
-  return taken;
+
+  ReaderContext& ctx_;
+  std::vector<Column> columns_;
+  std::string header_text_;
+  bool has_sample_fields_ = false;
+  int timestamp_col_ = -1, index_col_ = -1, uuid_col_ = -1, bus_col_ = -1;
+  std::optional<bool> file_has_timestamp_;
+  std::map<std::string, int32_t> index_of_id_;  // uuid / bus id -> assigned index
+  std::map<int32_t, GpuRecord> by_index_;
+  std::vector<std::string> noted_;
+  bool noted_no_id_ = false;
+  DurationNs interval_ = 1'000'000'000;
+  bool interval_from_file_ = false;
+  RowGroupClock groups_;  // rows without a timestamp
+  std::vector<std::string_view> fields_;
+  uint64_t taken_ = 0;
+};
+
+uint64_t NvidiaSmiQueryCsvReader::Read(LineReader& lines, ReaderContext& ctx) const {
+  return QueryCsvFile(ctx).Read(lines);
 }
 
 }  // namespace

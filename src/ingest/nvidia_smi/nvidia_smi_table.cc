@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_text.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
@@ -75,19 +76,6 @@ std::vector<std::string_view> Cells(std::string_view body) {
   return cells;
 }
 
-std::vector<std::string_view> WordsOf(std::string_view s) {
-  std::vector<std::string_view> words;
-  size_t p = 0;
-  while (p < s.size()) {
-    while (p < s.size() && IsSpace(s[p])) ++p;
-    size_t e = p;
-    while (e < s.size() && !IsSpace(s[e])) ++e;
-    if (e > p) words.push_back(s.substr(p, e - p));
-    p = e;
-  }
-  return words;
-}
-
 class TableParser {
  public:
   explicit TableParser(ReaderContext& ctx) : ctx_(ctx) {}
@@ -108,7 +96,7 @@ class TableParser {
       driver_.reset();
       size_t d = body.find("Driver Version:");
       if (d != std::string_view::npos) {
-        auto words = WordsOf(body.substr(d + 15));
+        auto words = SplitBlanks(body.substr(d + 15));
         if (!words.empty() && words[0] != "|" && !nvsmi::IsUnavailable(words[0])) {
           driver_ = std::string(words[0]);
         }
@@ -192,8 +180,8 @@ class TableParser {
   // "   0  NVIDIA H100 80GB HBM3          On  | 00000000:19:00.0 Off |       0 "
   void IdentityRow(const std::vector<std::string_view>& cells, std::string_view body,
                    uint64_t n) {
-    std::vector<std::string_view> id = WordsOf(cells[0]);
-    std::vector<std::string_view> bus = WordsOf(cells[1]);
+    std::vector<std::string_view> id = SplitBlanks(cells[0]);
+    std::vector<std::string_view> bus = SplitBlanks(cells[1]);
     std::optional<int32_t> index = id.empty() ? std::nullopt : ParseInt<int32_t>(id[0]);
     if (id.size() < 3 || !index || *index < 0 || bus.empty()) {
       Bad(n, fmt::format("GPU table row does not start with an index, a name and a bus id: "
@@ -229,8 +217,8 @@ class TableParser {
   void MetricsRow(const std::vector<std::string_view>& cells, std::string_view body, uint64_t n) {
     if (!gpu_) return;
     Gpu& g = *gpu_;
-    std::vector<std::string_view> w = WordsOf(cells[0]);
-    std::vector<std::string_view> util = WordsOf(cells[2]);
+    std::vector<std::string_view> w = SplitBlanks(cells[0]);
+    std::vector<std::string_view> util = SplitBlanks(cells[2]);
     if (w.size() != 6 || w[4] != "/" || util.empty()) {
       Bad(n, fmt::format("GPU {} second row is not \"Fan Temp Perf Usage / Cap | ... | Util "
                          "...\": \"{}\"",
@@ -315,23 +303,24 @@ class NvidiaSmiTableReader final : public TextReader {
   std::string_view name() const override { return "nvidia-smi-table"; }
 
   int Sniff(std::string_view head) const override {
-    size_t pos = 0;
-    for (int lines = 0; pos < head.size() && lines < 50; ++lines) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;
-      std::string_view body = Trim(head.substr(pos, nl - pos));
-      pos = nl + 1;
-      if (body.empty() || body.front() != '|') continue;
-      if (body.find("NVIDIA-SMI") != std::string_view::npos &&
-          body.find("Driver Version") != std::string_view::npos) {
-        return 100;
+    int score = kSniffNo, lines = 0;
+    ForEachHeadLine(head, [&](std::string_view line) {
+      std::string_view body = Trim(line);
+      if (!body.empty() && body.front() == '|') {
+        if (body.find("NVIDIA-SMI") != std::string_view::npos &&
+            body.find("Driver Version") != std::string_view::npos) {
+          score = kSniffCertain;
+          return false;
+        }
+        if (body.find("Bus-Id") != std::string_view::npos &&
+            body.find("Persistence-M") != std::string_view::npos) {
+          score = kSniffSure;
+          return false;
+        }
       }
-      if (body.find("Bus-Id") != std::string_view::npos &&
-          body.find("Persistence-M") != std::string_view::npos) {
-        return 95;
-      }
-    }
-    return 0;
+      return ++lines < 50;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
 
 namespace laggard {
@@ -92,14 +93,7 @@ std::vector<std::string_view> Fields(std::string_view line, bool tabs) {
     for (std::string_view f : Split(line, '\t')) out.push_back(Trim(f));
     return out;
   }
-  size_t p = 0;
-  while (p < line.size()) {
-    while (p < line.size() && IsSpace(line[p])) ++p;
-    size_t b = p;
-    while (p < line.size() && !IsSpace(line[p])) ++p;
-    if (p > b) out.push_back(line.substr(b, p - b));
-  }
-  return out;
+  return SplitBlanks(line);
 }
 
 struct Header {
@@ -158,30 +152,30 @@ class NvidiaSmiTopoReader final : public TextReader {
  public:
   std::string_view name() const override { return "nvidia-smi-topo"; }
 
-  // 90 when a matrix header followed by its first row starts the file (within
-  // its first ten non-blank lines), 40 when it sits further down (a system
-  // report that includes `topo -m`), else 0.
+  // kSniffStrong when a matrix header followed by its first row starts the
+  // file (within its first ten non-blank lines), kSniffPart when it sits
+  // further down (a system report that includes `topo -m`), else kSniffNo.
   int Sniff(std::string_view head) const override {
-    if (head.empty() || LooksBinary(head)) return 0;
-    size_t pos = 0, nonblank = 0, header_at = 0;
+    if (head.empty() || LooksBinary(head)) return kSniffNo;
+    size_t nonblank = 0, header_at = 0;
     std::optional<Header> header;
     std::string buf;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;
-      std::string_view line = head.substr(pos, nl - pos);
-      pos = nl + 1;
+    int score = kSniffNo;
+    ForEachHeadLine(head, [&](std::string_view line) {
       if (line.find('\x1b') != std::string_view::npos) {
         buf = StripAnsi(line);
         line = buf;
       }
-      if (Trim(line).empty()) continue;
+      if (Trim(line).empty()) return true;
       ++nonblank;
       if (header) {
         std::vector<std::string_view> f = Fields(line, header->tabs);
         bool self = false;
         for (std::string_view c : f) self = self || c == "X";
-        if (!f.empty() && f[0] == header->devices[0] && self) return header_at <= 10 ? 90 : 40;
+        if (!f.empty() && f[0] == header->devices[0] && self) {
+          score = header_at <= 10 ? kSniffStrong : kSniffPart;
+          return false;
+        }
       }
       if (auto h = ParseHeader(line)) {
         header = std::move(h);
@@ -189,8 +183,9 @@ class NvidiaSmiTopoReader final : public TextReader {
       } else {
         header.reset();
       }
-    }
-    return 0;
+      return true;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -79,14 +79,7 @@ std::optional<DurationNs> IntervalFromCommandLine(std::string_view line, SmiComm
       (dmon ? line.find("dmon") : line.find("--query-gpu")) == std::string_view::npos) {
     return std::nullopt;
   }
-  std::vector<std::string_view> tokens;
-  size_t pos = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && IsSpace(line[pos])) ++pos;
-    size_t start = pos;
-    while (pos < line.size() && !IsSpace(line[pos])) ++pos;
-    if (pos > start) tokens.push_back(line.substr(start, pos - start));
-  }
+  std::vector<std::string_view> tokens = SplitBlanks(line);
   for (size_t i = 0; i < tokens.size(); ++i) {
     static constexpr struct {
       std::string_view option;
@@ -146,6 +139,17 @@ void EmitGpuRecords(ReaderContext& ctx, std::vector<GpuRecord>& gpus, bool time_
   if (time_is_approximate && any_samples) {
     ctx.diag().Add(DiagCode::kHwApproximateTime, ctx.path, 0, std::string(how_time_was_found));
   }
+}
+
+void EmitGpuRecords(ReaderContext& ctx, std::map<int32_t, GpuRecord>& by_index,
+                    bool time_is_approximate, std::string_view how_time_was_found) {
+  std::vector<GpuRecord> gpus;
+  for (auto& [index, gpu] : by_index) {
+    gpu.index = index;
+    gpus.push_back(std::move(gpu));
+  }
+  by_index.clear();
+  EmitGpuRecords(ctx, gpus, time_is_approximate, how_time_was_found);
 }
 
 }  // namespace laggard

@@ -1,15 +1,18 @@
 // Pieces shared by the nvidia-smi readers (nvidia_smi_dmon.cc,
 // nvidia_smi_query_csv.cc, nvidia_smi_nvlink.cc): how nvidia-smi writes a
 // value it does not have, its timestamp format, the sampling interval a
-// captured command line names, and handing the per-GPU records of one file
-// to the run.
+// captured command line names, the times of rows printed without one, and
+// handing the per-GPU records of one file to the run.
 //
-// Pure functions except EmitGpuRecords(), which writes to ctx.
+// Pure functions except EmitGpuRecords(), which writes to ctx, and
+// RowGroupClock, one per file being read.
 
 #ifndef LAGGARD_INGEST_NVIDIA_SMI_NVIDIA_SMI_UTIL_H_
 #define LAGGARD_INGEST_NVIDIA_SMI_NVIDIA_SMI_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -51,6 +54,31 @@ std::optional<TimeNs> ParseNvidiaSmiTimestamp(std::string_view text);
 enum class SmiCommand : uint8_t { kDmon, kQueryGpu };
 std::optional<DurationNs> IntervalFromCommandLine(std::string_view line, SmiCommand command);
 
+// The times of rows that carry none (dmon without a Time column, a query
+// without timestamp): rows are grouped into samples, a group ending when a
+// GPU index repeats, and group g is at g x interval.
+class RowGroupClock {
+ public:
+  // The time of the next row, of GPU `index` (0..kMaxGpuIndex); nullopt
+  // when g x interval does not fit in TimeNs.
+  std::optional<TimeNs> Next(int32_t index, DurationNs interval) {
+    size_t i = static_cast<size_t>(index);
+    if (i >= in_group_.size()) in_group_.resize(i + 1, false);
+    if (in_group_[i]) {
+      ++group_;
+      std::fill(in_group_.begin(), in_group_.end(), false);
+    }
+    in_group_[i] = true;
+    TimeNs at = 0;
+    if (__builtin_mul_overflow(group_, interval, &at)) return std::nullopt;
+    return at;
+  }
+
+ private:
+  int64_t group_ = 0;
+  std::vector<bool> in_group_;  // GPU indices seen in the current group
+};
+
 // Adds the GPU records of one file (index set) to ctx.out: each gets the
 // file's index and the host from the path (when known); one
 // hardware.no_host note for the file when the host is unknown and one
@@ -59,6 +87,10 @@ std::optional<DurationNs> IntervalFromCommandLine(std::string_view line, SmiComm
 // nor bus id are dropped. Leaves `gpus` empty.
 void EmitGpuRecords(ReaderContext& ctx, std::vector<GpuRecord>& gpus, bool time_is_approximate,
                     std::string_view how_time_was_found);
+// The same for records keyed by GPU index, which each record gets; leaves
+// `by_index` empty.
+void EmitGpuRecords(ReaderContext& ctx, std::map<int32_t, GpuRecord>& by_index,
+                    bool time_is_approximate, std::string_view how_time_was_found);
 
 // Whether any fact of `facts` is known.
 bool HasAnyFact(const GpuFacts& facts);

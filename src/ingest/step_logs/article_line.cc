@@ -44,6 +44,16 @@ inline bool Keyword(std::string_view s, size_t& p, std::string_view kw) {
   return true;
 }
 
+// std::from_chars at s[p], moving p past the number; the slow path of
+// ReadInt() and ReadDouble().
+template <typename T>
+inline bool FromCharsAt(std::string_view s, size_t& p, T& v) {
+  auto [end, ec] = std::from_chars(s.data() + p, s.data() + s.size(), v);
+  if (ec != std::errc()) return false;
+  p = static_cast<size_t>(end - s.data());
+  return true;
+}
+
 // std::from_chars for int64. Fast path: up to 18 digits without a sign (what
 // every step line holds), which cannot overflow; anything else is left to
 // from_chars, so the accepted text and the value are the same.
@@ -57,10 +67,7 @@ inline bool ReadInt(std::string_view s, size_t& p, int64_t& v) {
     p = q;
     return true;
   }
-  auto [end, ec] = std::from_chars(s.data() + p, s.data() + s.size(), v);
-  if (ec != std::errc()) return false;
-  p = static_cast<size_t>(end - s.data());
-  return true;
+  return FromCharsAt(s, p, v);
 }
 
 // std::from_chars for double (general format). Fast path: `digits[.digits]`
@@ -92,10 +99,7 @@ inline bool ReadDouble(std::string_view s, size_t& p, double& v) {
     p = q;
     return true;
   }
-  auto [end, ec] = std::from_chars(s.data() + p, s.data() + s.size(), v);
-  if (ec != std::errc()) return false;
-  p = static_cast<size_t>(end - s.data());
-  return true;
+  return FromCharsAt(s, p, v);
 }
 
 // `n` decimal digits at `s`, n <= 18 (no overflow); false on a non-digit.

@@ -14,22 +14,11 @@
 
 #include "base/text.h"
 #include "ingest/common/field_names.h"
+#include "ingest/common/sniff.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
 namespace {
-
-char GuessDelimiter(std::string_view header) {
-  size_t commas = 0, tabs = 0, semis = 0;
-  for (char c : header) {
-    commas += c == ',';
-    tabs += c == '\t';
-    semis += c == ';';
-  }
-  if (tabs > commas && tabs >= semis) return '\t';
-  if (semis > commas) return ';';
-  return ',';
-}
 
 // Splits one CSV record (RFC 4180 quoting, no embedded newlines). Fields are
 // views into `line` or into `scratch` for quoted fields with escaped quotes
@@ -73,18 +62,33 @@ void SplitCsv(std::string_view line, char delim, std::vector<std::string_view>& 
   }
 }
 
-std::string_view FirstContentLine(std::string_view head) {
-  size_t pos = 0;
-  while (pos < head.size()) {
-    size_t nl = head.find('\n', pos);
-    std::string_view line = head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    if (nl == std::string_view::npos) return {};  // cut line: cannot judge
-    pos = nl + 1;
+// Column `i` of a split row, trimmed; nullopt when the row has no such
+// column (i < 0: the layout has none) or it is blank.
+std::optional<std::string_view> FieldAt(const std::vector<std::string_view>& fields, int i) {
+  if (i < 0 || static_cast<size_t>(i) >= fields.size()) return std::nullopt;
+  std::string_view v = Trim(fields[static_cast<size_t>(i)]);
+  if (v.empty()) return std::nullopt;
+  return v;
+}
+
+// The layout of a head's first line other than blanks and '#' comments,
+// when that line is a delimited header; nullopt when it is none (JSON, a
+// line without a delimiter, a cut line).
+std::optional<FieldLayout> SniffHeader(std::string_view head) {
+  std::string_view header;
+  ForEachHeadLine(head, [&](std::string_view line) {
     std::string_view t = Trim(line);
-    if (t.empty() || t.front() == '#') continue;
-    return line;
-  }
-  return {};
+    if (t.empty() || t.front() == '#') return true;
+    header = t;
+    return false;
+  });
+  if (header.empty() || header.front() == '{' || header.front() == '[') return std::nullopt;
+  char delim = GuessDelimiter(header);
+  if (header.find(delim) == std::string_view::npos) return std::nullopt;
+  std::vector<std::string_view> names;
+  std::deque<std::string> scratch;
+  SplitCsv(header, delim, names, scratch);
+  return LayoutFromNames(names);
 }
 
 // A table with a rank column and a host or GPU column but no steps: the
@@ -105,12 +109,7 @@ uint64_t ReadRankMap(LineReader& lines, ReaderContext& ctx, const FieldLayout& l
     if (t.empty() || t.front() == '#') continue;
     uint64_t n = lines.line_number();
     SplitCsv(line, delim, fields, scratch);
-    auto field = [&](int i) -> std::optional<std::string_view> {
-      if (i < 0 || static_cast<size_t>(i) >= fields.size()) return std::nullopt;
-      std::string_view v = Trim(fields[static_cast<size_t>(i)]);
-      if (v.empty()) return std::nullopt;
-      return v;
-    };
+    auto field = [&](int i) { return FieldAt(fields, i); };
     auto rank_text = field(layout.rank);
     int32_t rank = rank_text ? ParseInt<int32_t>(*rank_text).value_or(-1) : -1;
     auto host = field(layout.host);
@@ -135,16 +134,9 @@ class CsvStepReader final : public TextReader {
   std::string_view name() const override { return "csv"; }
 
   int Sniff(std::string_view head) const override {
-    std::string_view header = Trim(FirstContentLine(head));
-    if (header.empty() || header.front() == '{' || header.front() == '[') return 0;
-    char delim = GuessDelimiter(header);
-    if (header.find(delim) == std::string_view::npos) return 0;
-    std::vector<std::string_view> names;
-    std::deque<std::string> scratch;
-    SplitCsv(header, delim, names, scratch);
-    FieldLayout layout = LayoutFromNames(names);
+    std::optional<FieldLayout> layout = SniffHeader(head);
     // Rank may come from the file name, so step + duration is enough here.
-    return layout.step >= 0 && layout.duration >= 0 ? 90 : 0;
+    return layout && layout->step >= 0 && layout->duration >= 0 ? kSniffStrong : kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
@@ -178,12 +170,7 @@ class CsvStepReader final : public TextReader {
         continue;
       }
       SplitCsv(line, delim, fields, scratch);
-      auto field = [&](int i) -> std::optional<std::string_view> {
-        if (i < 0 || static_cast<size_t>(i) >= fields.size()) return std::nullopt;
-        std::string_view v = Trim(fields[static_cast<size_t>(i)]);
-        if (v.empty()) return std::nullopt;
-        return v;
-      };
+      auto field = [&](int i) { return FieldAt(fields, i); };
       std::optional<int64_t> rank;
       if (layout.rank >= 0) {
         auto v = field(layout.rank);
@@ -246,14 +233,9 @@ class RankMapReader final : public TextReader {
   std::string_view name() const override { return "rank-map"; }
 
   int Sniff(std::string_view head) const override {
-    std::string_view header = Trim(FirstContentLine(head));
-    if (header.empty() || header.front() == '{' || header.front() == '[') return 0;
-    char delim = GuessDelimiter(header);
-    if (header.find(delim) == std::string_view::npos) return 0;
-    std::vector<std::string_view> names;
-    std::deque<std::string> scratch;
-    SplitCsv(header, delim, names, scratch);
-    return IsRankMap(LayoutFromNames(names)) ? 88 : 0;
+    std::optional<FieldLayout> layout = SniffHeader(head);
+    // Below a step CSV (kSniffStrong), which a table with step columns is.
+    return layout && IsRankMap(*layout) ? kSniffStrong - 2 : kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -15,6 +15,8 @@
 
 #include "base/text.h"
 #include "ingest/common/field_names.h"
+#include "ingest/common/json_line.h"
+#include "ingest/common/sniff.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -126,31 +128,22 @@ class JsonlStepReader final : public TextReader {
   std::string_view name() const override { return "jsonl"; }
 
   int Sniff(std::string_view head) const override {
-    size_t pos = 0;
-    while (pos < head.size()) {
-      // Without a newline the line may be cut by the head's end, or it may
-      // be a whole file's only line: judged below only if it parses whole.
-      size_t nl = head.find('\n', pos);
-      std::string_view line =
-          Trim(head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-      pos = nl == std::string_view::npos ? head.size() : nl + 1;
-      if (line.empty()) continue;
-      if (line.front() != '{' || line.back() != '}') return 0;
-      od::parser parser;
-      simdjson::padded_string padded(line);
-      od::document doc;
-      if (parser.iterate(padded).get(doc)) return 0;
-      LineFields f;
-      std::string why;
-      if (!ReadObject(doc, f, why)) return 0;
-      return f.step && (f.duration || f.duration_bad) ? 95 : 0;
-    }
-    return 0;
+    // The first non-blank line decides. It may be cut by the head's end, or
+    // be a whole file's only line: judged only if it parses whole.
+    std::string_view line = FirstNonBlankHeadLine(head);
+    if (line.empty() || line.front() != '{' || line.back() != '}') return kSniffNo;
+    od::parser parser;
+    simdjson::padded_string padded(line);
+    od::document doc;
+    if (parser.iterate(padded).get(doc)) return kSniffNo;
+    LineFields f;
+    std::string why;
+    if (!ReadObject(doc, f, why)) return kSniffNo;
+    return f.step && (f.duration || f.duration_bad) ? kSniffSure : kSniffNo;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    od::parser parser;
-    std::string buf;
+    JsonLineParser parser;
     std::string_view line;
     uint64_t taken = 0;
     uint32_t units_seen = 0;
@@ -158,14 +151,10 @@ class JsonlStepReader final : public TextReader {
       std::string_view t = Trim(line);
       if (t.empty()) continue;
       uint64_t n = lines.line_number();
-      buf.assign(t);
-      buf.reserve(buf.size() + simdjson::SIMDJSON_PADDING);
       LineFields f;
       std::string why;
       od::document doc;
-      bool ok = !parser.iterate(simdjson::padded_string_view(buf.data(), buf.size(), buf.capacity()))
-                     .get(doc) &&
-                ReadObject(doc, f, why);
+      bool ok = parser.Start(t, doc) && ReadObject(doc, f, why);
       if (ok && !f.step) why = "no integer step";
       else if (ok && !f.duration) why = f.duration_bad ? "duration is not a time" : "no duration";
       if (!ok || !f.step || !f.duration) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -36,20 +37,20 @@ class TextLogReader final : public TextReader {
   std::string_view name() const override { return "text-log"; }
 
   int Sniff(std::string_view head) const override {
-    if (head.empty() || LooksBinary(head)) return 0;
-    size_t pos = 0;
+    if (head.empty() || LooksBinary(head)) return kSniffNo;
     ParsedStep parsed;
     std::string why;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) break;  // the last line may be cut
-      std::string_view line = head.substr(pos, nl - pos);
-      pos = nl + 1;
+    int score = kSniffAnyText;
+    ForEachHeadLine(head, {.keep_cr = true}, [&](std::string_view line) {
       for (const auto& m : matchers_) {
-        if (m->Match(line, parsed, why) == MatchResult::kMatched) return 60;
+        if (m->Match(line, parsed, why) == MatchResult::kMatched) {
+          score = kSniffLikely;
+          return false;
+        }
       }
-    }
-    return 5;
+      return true;
+    });
+    return score;
   }
 
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "ingest/common/input_file.h"
+#include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -794,6 +795,22 @@ TEST(NvlinkStatusTest, SameGpuTwiceWithDifferentLinksIsAConflict) {
   ASSERT_EQ(run.hardware.gpus.size(), 1u);
   EXPECT_EQ(Gpu(run, 0).facts.nvlink_up, 2);  // the first capture's value is kept
   EXPECT_EQ(Count(run, DiagCode::kHwConflictingFacts), 1u);
+}
+
+TEST(RowGroupClockTest, AGroupEndsWhenAGpuRepeats) {
+  RowGroupClock clock;
+  EXPECT_EQ(clock.Next(0, kSecond), 0);
+  EXPECT_EQ(clock.Next(1, kSecond), 0);
+  EXPECT_EQ(clock.Next(0, kSecond), kSecond);
+  EXPECT_EQ(clock.Next(1, kSecond), kSecond);
+  EXPECT_EQ(clock.Next(1, kSecond), 2 * kSecond);
+}
+
+TEST(RowGroupClockTest, ATimePastTheRangeIsNone) {
+  RowGroupClock clock;
+  EXPECT_EQ(clock.Next(0, INT64_MAX), 0);
+  EXPECT_EQ(clock.Next(0, INT64_MAX), INT64_MAX);
+  EXPECT_FALSE(clock.Next(0, INT64_MAX).has_value());
 }
 
 }  // namespace
