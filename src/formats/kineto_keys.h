@@ -204,7 +204,8 @@ inline constexpr std::string_view kSortIndex = "sort_index";
 // Event names with a meaning of their own.
 namespace name {
 inline constexpr std::string_view kProfilerStep = "ProfilerStep#";  // then the step number
-inline constexpr std::string_view kRecordParamComms = "record_param_comms";  // a collective's CPU side
+// a collective's CPU side: its args say what the kernel's may not
+inline constexpr std::string_view kRecordParamComms = "record_param_comms";
 // metadata events (ph M)
 inline constexpr std::string_view kProcessName = "process_name";
 inline constexpr std::string_view kProcessLabels = "process_labels";

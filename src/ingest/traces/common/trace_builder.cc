@@ -12,8 +12,8 @@ uint32_t ShapeTable::Intern(const LaunchShape& shape, NameTable& names) {
   if (auto it = ids_.find(shape); it != ids_.end()) return it->second;
   if (ids_.size() >= kMaxShapes) return kNoShape;
   const auto& d = shape;
-  uint32_t id = names.Intern(
-      fmt::format("grid {}x{}x{} block {}x{}x{}", d[0], d[1], d[2], d[3], d[4], d[5]));
+  uint32_t id =
+      names.Intern(fmt::format("grid {}x{}x{} block {}x{}x{}", d[0], d[1], d[2], d[3], d[4], d[5]));
   ids_.emplace(shape, id);
   return id;
 }

@@ -48,7 +48,7 @@ namespace laggard {
 // pages are touched as it fills), and it spares the copy and the page
 // faults of every doubling on the way, a tenth of a .gz ingest.
 template <typename T>
-inline void PushBig(std::vector<T>& v, const T& x) {
+[[gnu::always_inline]] inline void PushBig(std::vector<T>& v, const T& x) {
   constexpr size_t kGrowFrom = 1 << 16;
   constexpr size_t kGrowTo = 1 << 22;
   if (v.size() == v.capacity() && v.size() >= kGrowFrom && v.capacity() < kGrowTo) {
@@ -88,7 +88,7 @@ class ShapeTable {
 // What a collective's CPU-side record (record_param_comms) says about it.
 struct CommMeta {
   std::optional<int64_t> seq;
-  std::string collective;  // canonical ("allreduce"), "" unknown
+  std::string collective;         // canonical ("allreduce"), "" unknown
   std::optional<uint32_t> group;  // NameTable id
   std::optional<int64_t> nelems;
   std::optional<int32_t> group_size;
@@ -141,19 +141,19 @@ class TraceBuilder {
   // its launch call's start (AddOpLaunchedAt), or each with a correlation id
   // (AddCorrelatedOp, kNoCorrelation when it has none) and the launch calls
   // apart (AddLaunchCall). AddOp: an op no launch call can be found for
-  // (a CPU op).
-  void AddOp(const TraceOp& op) { PushBig(ops_, op); }
+  // (a CPU op). Inline: a reader adds millions.
+  [[gnu::always_inline]] void AddOp(const TraceOp& op) { PushBig(ops_, op); }
   void AddOpLaunchedAt(const TraceOp& op, std::optional<TimeNs> launch_ns) {
     ops_.push_back(op);
     any_launch_ |= launch_ns.has_value();
     launch_ns_.push_back(launch_ns);
   }
-  void AddCorrelatedOp(const TraceOp& op, uint32_t correlation) {
+  [[gnu::always_inline]] void AddCorrelatedOp(const TraceOp& op, uint32_t correlation) {
     PushBig(ops_, op);
     PushBig(op_correlation_, correlation);
   }
-  // A launch call without a correlation links nothing: not added.
-  void AddLaunchCall(uint32_t correlation, TimeNs start_ns) {
+  // (A launch call without a correlation links nothing: readers leave it out.)
+  [[gnu::always_inline]] void AddLaunchCall(uint32_t correlation, TimeNs start_ns) {
     PushBig(launches_, LaunchCall{correlation, start_ns});
   }
   void ReserveOps(size_t more) { ops_.reserve(ops_.size() + more); }

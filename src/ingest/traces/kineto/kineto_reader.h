@@ -67,6 +67,16 @@
 // an event with "ts": "abc", no ts / dur, or a negative dur is one
 // trace.bad_event at its offset; gzip damage is gzip.truncated / .corrupt.
 //
+// Stages, each in its own files and testable alone (kineto/):
+//   byte_scanner.h     SIMD over raw bytes: brackets outside strings, the
+//                      ends of strings and scalars
+//   json_tokens.h      the JSON subset Kineto writes: token ends, decoders
+//   trace_tokenizer.h  the file: its top-level members, each event's span
+//   event_tokenizer.h  one event: prefilter, flat walker, templates, On-Demand
+//   kineto_parser.h    the events -> one RankTrace, through the trace
+//                      builder the nsys reader shares (common/trace_builder.h)
+// kineto_reader.cc runs them, once per pass (see CPU-only above).
+//
 // Streaming: memory does not grow with the file (it holds the largest event
 // plus a 512 KiB chunk). A bracket indexer (AVX-512BW with a carry-less
 // multiply when the CPU has them, else AVX2, SSE2 or scalar;
