@@ -10,6 +10,7 @@
 #include "base/text.h"
 #include "formats/kineto_keys.h"
 #include "ingest/common/input_file.h"
+#include "ingest/common/sniff.h"
 #include "ingest/traces/kineto/byte_scanner.h"
 #include "ingest/traces/kineto/kineto_event.h"
 #include "ingest/traces/kineto/kineto_parser.h"
@@ -86,31 +87,39 @@ class KinetoTraceReader : public TraceReader {
  public:
   std::string_view name() const override { return "kineto"; }
 
+  // Every score that claims the file is above kSniffSure, where the other
+  // JSON readers sit (a JSONL step log, dcgmi diag JSON): a head with
+  // Kineto's keys is a trace's, whatever else it could parse as.
   int Sniff(std::string_view head) const override {
     size_t i = 0;
     if (StartsWith(head, "\xEF\xBB\xBF")) i = 3;
     while (i < head.size() && IsSpace(head[i])) ++i;
-    if (i >= head.size()) return 0;
+    if (i >= head.size()) return kSniffNo;
     if (head[i] == '{') {
-      if (HasKey(head, keys::top::kTraceEventsQuoted)) return 100;
+      if (HasKey(head, keys::top::kTraceEventsQuoted)) return kSniffCertain;
+      // Kineto's header keys, traceEvents not in the first kSniffBytes (a
+      // long deviceProperties): a trace, its events not seen yet.
       if (HasKey(head, keys::top::kSchemaVersionQuoted) ||
           HasKey(head, keys::top::kDevicePropertiesQuoted) ||
           HasKey(head, keys::top::kDistributedInfoQuoted)) {
-        return 97;
+        return kSniffCertain - 3;
       }
-      return 0;
+      return kSniffNo;
     }
     if (head[i] == '[') {
       size_t j = i + 1;
       while (j < head.size() && IsSpace(head[j])) ++j;
-      if (j >= head.size() || head[j] != '{') return 0;
+      if (j >= head.size() || head[j] != '{') return kSniffNo;
       // The first event: up to its first closing brace (args may nest; the
       // keys we look for come before or after, so look a little further).
       std::string_view first = head.substr(j, 4096);
-      if (HasKey(first, keys::event::kPhQuoted) && HasKey(first, keys::event::kTsQuoted)) return 98;
-      return 0;
+      // The Array Format: events with ph and ts.
+      if (HasKey(first, keys::event::kPhQuoted) && HasKey(first, keys::event::kTsQuoted)) {
+        return kSniffCertain - 2;
+      }
+      return kSniffNo;
     }
-    return 0;
+    return kSniffNo;
   }
 
   uint64_t Read(const std::string& path, ReaderContext& ctx) const override {

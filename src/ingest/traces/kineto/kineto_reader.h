@@ -3,9 +3,9 @@
 // the device ops (classified), the collective calls, the ProfilerStep#N
 // steps and what the trace says about its rank. Ingest() calls it through
 // the trace-reader list the CLI builds (next to the nsys reader) for every
-// file whose head it sniffs as a trace (score 100 with "traceEvents", 97-98
-// on other Kineto keys or an array of events with ph and ts; never a JSONL
-// step log).
+// file whose head it sniffs as a trace (kSniffCertain with "traceEvents",
+// a little less on other Kineto keys or an array of events with ph and ts,
+// above every other JSON reader; never a JSONL step log).
 //
 // Both layouts load: the JSON Object Format ({"traceEvents": [...],
 // "distributedInfo": ..., "baseTimeNanoseconds": ...}, members in any order)

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
 #include "ingest/traces/common/kernel_names.h"
 #include "ingest/traces/common/step_marker.h"
 #include "ingest/traces/common/trace_builder.h"
@@ -896,8 +897,10 @@ class NsysTraceReader : public TraceReader {
  public:
   std::string_view name() const override { return "nsys-sqlite"; }
 
+  // Any SQLite database (text readers are never offered a binary head):
+  // Read() tells an export from the rest (trace.unsupported).
   int Sniff(std::string_view head) const override {
-    return StartsWith(head, kSqliteMagic) ? 50 : 0;
+    return StartsWith(head, kSqliteMagic) ? kSniffPlausible : kSniffNo;
   }
 
   uint64_t Read(const std::string& path, ReaderContext& ctx) const override {
