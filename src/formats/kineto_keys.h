@@ -105,9 +105,11 @@ inline constexpr std::string_view kTid = "tid";
 inline constexpr std::string_view kTs = "ts";    // microseconds, whatever displayTimeUnit says
 inline constexpr std::string_view kDur = "dur";  // microseconds
 inline constexpr std::string_view kArgs = "args";
-inline constexpr std::string_view kId = "id";        // of a flow event
-inline constexpr std::string_view kBindingPoint = "bp";  // of a flow end: "e", the enclosing slice
-inline constexpr std::string_view kScope = "s";      // of an instant event: "g", global
+inline constexpr std::string_view kId = "id";  // of a flow event
+inline constexpr std::string_view kBindingPoint = "bp";  // of a flow end
+inline constexpr std::string_view kBindingPointEnclosing = "e";  // its value: the enclosing slice
+inline constexpr std::string_view kScope = "s";  // of an instant event
+inline constexpr std::string_view kScopeGlobal = "g";  // its value: the whole trace
 
 inline constexpr std::string_view kPhQuoted = "\"ph\"";
 inline constexpr std::string_view kCatQuoted = "\"cat\"";
