@@ -4,7 +4,8 @@
 // tokenizer (trace_tokenizer.h) hands it each event it frames and hands
 // what it reads to the parser (kineto_parser.h).
 //
-// Three ways in, fastest first, all giving the same fields:
+// A prefilter decides; then the first reader that can take the event reads
+// it (templates, the walker, On-Demand: the same fields whichever):
 //   prefilter      reads the first members exactly (Kineto writes ph, cat,
 //                  name first) and drops what is not needed without parsing
 //                  the rest: in a GPU trace ~60% of the events (CPU ops,

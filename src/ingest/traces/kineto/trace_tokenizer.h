@@ -46,7 +46,7 @@ inline constexpr size_t kMaxEventBytes = 8 << 20;  // larger events are skipped
 class EventSink {
  public:
   virtual ~EventSink() = default;
-  // An event that passed the prefilter, `offset` the byte it starts at.
+  // An event this pass needs, `offset` the byte its '{' is at.
   virtual void OnEvent(const EventFields& e, uint64_t offset) = 0;
 };
 
