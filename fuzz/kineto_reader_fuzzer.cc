@@ -37,7 +37,7 @@
 namespace laggard::fuzz {
 namespace {
 
-// The reader's read size (kineto_reader.cc: kChunkBytes).
+// The reader's read size (trace_tokenizer.h: kChunkBytes).
 constexpr size_t kReaderChunkBytes = 512 << 10;
 
 // Everything the reader produced, as text: compared between plain, gzip and

@@ -1,7 +1,5 @@
 #include "simulator/kineto_traces.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -13,8 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "formats/kineto_keys.h"
+#include "simulator/kineto_writer.h"
 #include "simulator/rng.h"
-
 #include "simulator/step_logs.h"
 
 namespace laggard::sim {
@@ -43,7 +42,6 @@ constexpr int64_t kLaunchLatencyNs = 4 * kUs;    // cudaLaunchKernel to kernel s
 constexpr int64_t kNcclLatencyNs = 20 * kUs;     // per all-reduce, on top of bytes / bus bw
 constexpr int64_t kInputBytes = 8LL << 20;       // one batch copied host to device
 constexpr double kPcieGbps = 24;
-constexpr size_t kFlushBytes = 1 << 20;
 
 // One kind of compute kernel: the name CUPTI reports, the aten op that
 // launches it, its nominal duration and launch configuration.
@@ -183,6 +181,13 @@ struct Shared {
   explicit Shared(const TraceScenario& s) : sc(s) {}
 };
 
+namespace keys = laggard::kineto_keys;
+using kineto_json::Members;
+using kineto_json::MembersText;
+using kineto_json::RankInfo;
+using kineto_json::Sink;
+using kineto_json::TraceWriter;
+
 double Jitter(Rng& rng, double jitter) { return std::max(0.5, 1 + jitter * rng.Normal()); }
 int64_t Scaled(double ns, double factor) { return std::max<int64_t>(1, std::llround(ns * factor)); }
 
@@ -190,10 +195,12 @@ std::string LaunchArgs(int regs, int smem, int grid, int block) {
   double blocks_per_sm = static_cast<double>(grid) / kNumSms;
   double warps_per_sm = blocks_per_sm * block / 32;
   int occupancy = std::min(100, static_cast<int>(warps_per_sm / 64 * 100));
-  return fmt::format(
-      "\"registers per thread\": {}, \"shared memory\": {}, \"blocks per SM\": {:.6f}, \"warps per SM\": {:.6f}, "
-      "\"grid\": [{}, 1, 1], \"block\": [{}, 1, 1], \"est. achieved occupancy %\": {}",
-      regs, smem, blocks_per_sm, warps_per_sm, grid, block, occupancy);
+  return MembersText([&](Members& m) {
+    m.Num(keys::args::kRegistersPerThread, regs).Num(keys::args::kSharedMemory, smem);
+    m.Num(keys::args::kBlocksPerSm, blocks_per_sm, "{:.6f}").Num(keys::args::kWarpsPerSm, warps_per_sm, "{:.6f}");
+    m.Num(keys::args::kGrid, grid, "[{}, 1, 1]").Num(keys::args::kBlock, block, "[{}, 1, 1]");
+    m.Num(keys::args::kEstAchievedOccupancy, occupancy);
+  });
 }
 
 // torch/csrc/profiler/util.cpp format_list: at most 30 ranks, then "...".
@@ -224,13 +231,16 @@ std::unique_ptr<Shared> MakeShared(const TraceScenario& sc) {
   sh->group_ranks = GroupRanks(sc.ranks);
   std::string props;
   for (int g = 0; g < sc.gpus_per_node; ++g) {
-    props += fmt::format(
-        "{}    {{\"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85029158912, "
-        "\"computeMajor\": 9, \"computeMinor\": 0, \"maxThreadsPerBlock\": 1024, "
-        "\"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": 32, "
-        "\"sharedMemPerBlock\": 49152, \"numSms\": {}, \"regsPerMultiprocessor\": 65536, "
-        "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}}",
-        g ? ",\n" : "", g, kNumSms);
+    namespace device = keys::device;
+    props += g ? ",\n    {" : "    {";
+    props += MembersText([&](Members& m) {
+      m.Num(device::kId, g).Str(device::kName, "NVIDIA H100 80GB HBM3").Num(device::kTotalGlobalMem, 85029158912);
+      m.Num(device::kComputeMajor, 9).Num(device::kComputeMinor, 0).Num(device::kMaxThreadsPerBlock, 1024);
+      m.Num(device::kMaxThreadsPerMultiprocessor, 2048).Num(device::kRegsPerBlock, 65536).Num(device::kWarpSize, 32);
+      m.Num(device::kSharedMemPerBlock, 49152).Num(device::kNumSms, kNumSms).Num(device::kRegsPerMultiprocessor, 65536);
+      m.Num(device::kSharedMemPerBlockOptin, 232448).Num(device::kSharedMemPerMultiprocessor, 233472);
+    });
+    props += "}";
   }
   sh->device_properties = std::move(props);
   return sh;
@@ -282,59 +292,6 @@ int64_t FirstStepStartNs(const TraceScenario& sc, int rank) {
   return sc.start_time_s * kSec + static_cast<int64_t>(50 * kUs * rng.Uniform());
 }
 
-// Output file: plain or gzip, closed on destruction.
-class Sink {
- public:
-  Sink() = default;
-  Sink(const Sink&) = delete;
-  Sink& operator=(const Sink&) = delete;
-  ~Sink() { (void)Close(); }
-
-  Status Open(const std::string& path, bool gzip) {
-    path_ = path;
-    if (gzip) {
-      gz_ = gzopen(path.c_str(), "wb1");
-      if (!gz_) return Status::Error(fmt::format("{}: cannot write", path));
-    } else {
-      file_ = std::fopen(path.c_str(), "wb");
-      if (!file_) return Status::Error(fmt::format("{}: cannot write", path));
-    }
-    return Status::Ok();
-  }
-
-  bool Write(std::string_view data) {
-    if (data.empty()) return true;
-    if (gz_) return gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) == static_cast<int>(data.size());
-    return file_ && std::fwrite(data.data(), 1, data.size(), file_) == data.size();
-  }
-
-  Status Close() {
-    bool ok = true;
-    if (gz_) ok = gzclose(gz_) == Z_OK;
-    if (file_) ok = std::fclose(file_) == 0;
-    gz_ = nullptr;
-    file_ = nullptr;
-    return ok ? Status::Ok() : Status::Error(fmt::format("{}: write failed", path_));
-  }
-
- private:
-  std::string path_;
-  gzFile gz_ = nullptr;
-  std::FILE* file_ = nullptr;
-};
-
-// What one rank's trace says about itself.
-struct RankInfo {
-  int rank = 0;
-  int node = 0;
-  int gpu = 0;
-  int pid = 0;
-  int main_tid = 0;
-  int autograd_tid = 0;
-  int64_t clock_offset_ns = 0;
-  int64_t base_ns = 0;  // baseTimeNanoseconds of this process (true clock of its host)
-};
-
 RankInfo MakeRankInfo(const Shared& sh, int rank) {
   RankInfo ri;
   ri.rank = rank;
@@ -349,100 +306,6 @@ RankInfo MakeRankInfo(const Shared& sh, int rank) {
   ri.base_ns = (sh.sc.start_time_s - 3600 - (rank * 7) % 5) * kSec;
   return ri;
 }
-
-// Formats Kineto events of one rank into a buffer that is flushed to `sink`
-// (or only counted, without a sink). Takes true times; writes them on the
-// host's clock relative to the rank's base time.
-class TraceWriter {
- public:
-  TraceWriter(const RankInfo& ri, Sink* sink) : ri_(ri), sink_(sink) {}
-
-  int64_t NewExternalId() { return ++external_id_; }
-  int64_t NewCorrelation() { return ++correlation_; }
-  uint64_t bytes() const { return flushed_ + buf_.size(); }
-  bool failed() const { return failed_; }
-
-  void Raw(std::string_view s) { buf_.append(s.data(), s.data() + s.size()); }
-
-  // "ts": host-clock us relative to the base time, three decimals (Kineto's fmtTs).
-  void Time(int64_t true_ns) {
-    int64_t ns = std::max<int64_t>(0, true_ns + ri_.clock_offset_ns - ri_.base_ns);
-    fmt::format_to(fmt::appender(buf_), "{}.{:03}", ns / 1000, ns % 1000);
-  }
-  void Duration(int64_t ns) {
-    ns = std::max<int64_t>(0, ns);
-    fmt::format_to(fmt::appender(buf_), "{}.{:03}", ns / 1000, ns % 1000);
-  }
-
-  // cpu_op or user_annotation on a host thread; `extra` continues args.
-  void HostEvent(std::string_view cat, std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext,
-                 std::string_view extra = {}) {
-    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ",
-                   cat, name, ri_.pid, tid);
-    Time(ts);
-    Raw(", \"dur\": ");
-    Duration(dur);
-    fmt::format_to(fmt::appender(buf_), ", \"args\": {{\"External id\": {}, \"Record function id\": {}, \"Ev Idx\": {}{}}}}},\n",
-                   ext, ext, ev_idx_++, extra);
-    MaybeFlush();
-  }
-
-  // cuda_runtime call; with a flow start when it launches GPU work.
-  void Runtime(std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext, int cbid, int64_t corr,
-               bool flow) {
-    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ",
-                   name, ri_.pid, tid);
-    Time(ts);
-    Raw(", \"dur\": ");
-    Duration(dur);
-    fmt::format_to(fmt::appender(buf_), ", \"args\": {{\"External id\": {}, \"cbid\": {}, \"correlation\": {}}}}},\n", ext,
-                   cbid, corr);
-    if (flow) {
-      fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ", corr, ri_.pid, tid);
-      Time(ts);
-      Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"},\n");
-    }
-    MaybeFlush();
-  }
-
-  // GPU kernel or memcpy on `stream`, with the flow end of its launch.
-  void Device(std::string_view cat, std::string_view name, int stream, int64_t ts, int64_t dur, int64_t ext,
-              int64_t corr, std::string_view args) {
-    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ", cat,
-                   name, ri_.gpu, stream);
-    Time(ts);
-    Raw(", \"dur\": ");
-    Duration(dur);
-    fmt::format_to(fmt::appender(buf_),
-                   ", \"args\": {{\"External id\": {}, \"queued\": 0, \"device\": {}, \"context\": 1, \"stream\": {}, "
-                   "\"correlation\": {}, {}}}}},\n",
-                   ext, ri_.gpu, stream, corr, args);
-    fmt::format_to(fmt::appender(buf_), "  {{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ", corr, ri_.gpu, stream);
-    Time(ts);
-    Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},\n");
-    MaybeFlush();
-  }
-
-  void Flush() {
-    if (sink_ && !failed_ && !sink_->Write(std::string_view(buf_.data(), buf_.size()))) failed_ = true;
-    flushed_ += buf_.size();
-    buf_.clear();
-  }
-
- private:
-  void MaybeFlush() {
-    if (buf_.size() >= kFlushBytes) Flush();
-  }
-
-  const RankInfo& ri_;
-  Sink* sink_;
-  fmt::memory_buffer buf_;
-  uint64_t flushed_ = 0;
-  bool failed_ = false;
-  int64_t external_id_ = 0;
-  int64_t correlation_ = 0;
-  int64_t ev_idx_ = 0;
-};
 
 // One rank's step, simulated in the order the collectives force:
 //   RunToCollective(0), EndCollective(0, end0), ..., Finish().
@@ -462,7 +325,7 @@ class RankStepSim {
     // Data loader: a data stall is host time spent here.
     int64_t dl_start = cpu_ + 6 * kUs;
     if (out_) {
-      out_->HostEvent("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+      out_->HostEvent(keys::category::kUserAnnotation, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
                       ri_.main_tid, dl_start, plan_.dataloader_ns, out_->NewExternalId());
     }
     cpu_ = dl_start + plan_.dataloader_ns + 3 * kUs;
@@ -482,15 +345,20 @@ class RankStepSim {
     comm_corr_ = 0;
     if (out_) {
       int64_t nelems = sh_.layout.nelems[static_cast<size_t>(k)];
-      comm_args_ = fmt::format(
-          "\"Collective name\": \"allreduce\", \"In msg nelems\": {0}, \"Out msg nelems\": {0}, \"Group size\": {1}, "
-          "\"dtype\": \"{2}\", \"In split size\": \"[]\", \"Out split size\": \"[]\", \"Process Group Name\": \"0\", "
-          "\"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"{3}\", \"Seq\": {4}",
-          nelems, sh_.sc.ranks, sh_.dtype, sh_.group_ranks, Seq(k));
-      out_->HostEvent("cpu_op", "record_param_comms", tid, c0, host_ns, comm_ext_,
-                      fmt::format(", \"Rank\": {}, \"Global rank start\": 0, \"Global rank stride\": 1, {}", ri_.rank,
-                                  comm_args_));
-      out_->HostEvent("user_annotation", "nccl:all_reduce", tid, c0 + 3 * kUs, host_ns - 10 * kUs,
+      comm_args_ = MembersText([&](Members& m) {
+        namespace args = keys::args;
+        m.Str(args::kCollectiveName, "allreduce").Num(args::kInMsgNelems, nelems).Num(args::kOutMsgNelems, nelems);
+        m.Num(args::kGroupSize, sh_.sc.ranks).Str(args::kDtype, sh_.dtype).Str(args::kInSplitSize, "[]");
+        m.Str(args::kOutSplitSize, "[]").Str(args::kProcessGroupName, "0");
+        m.Str(args::kProcessGroupDesc, "default_pg").Str(args::kProcessGroupRanks, sh_.group_ranks);
+        m.Num(args::kSeq, Seq(k));
+      });
+      out_->HostEvent(keys::category::kCpuOp, keys::name::kRecordParamComms, tid, c0, host_ns, comm_ext_,
+                      MembersText([&](Members& m) {
+                        m.Num(keys::args::kRank, ri_.rank).Num(keys::args::kGlobalRankStart, 0);
+                        m.Num(keys::args::kGlobalRankStride, 1).More(comm_args_);
+                      }));
+      out_->HostEvent(keys::category::kUserAnnotation, "nccl:all_reduce", tid, c0 + 3 * kUs, host_ns - 10 * kUs,
                       out_->NewExternalId());
       out_->Runtime("cudaEventRecord", tid, c0 + 8 * kUs, 1500, comm_ext_, 135, out_->NewCorrelation(), false);
       out_->Runtime("cudaStreamWaitEvent", tid, c0 + 11 * kUs, 1000, comm_ext_, 147, out_->NewCorrelation(), false);
@@ -510,8 +378,8 @@ class RankStepSim {
   void EndCollective(int k, int64_t end_ns) {
     int64_t end = fixed_ ? fixed_->end_ns[static_cast<size_t>(k)] : end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
     if (out_) {
-      out_->Device("kernel", sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_, comm_ext_, comm_corr_,
-                   fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
+      out_->Device(keys::category::kKernel, sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_, comm_ext_,
+                   comm_corr_, fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
     }
     gpu_free_ = end;  // compute waits for the all-reduce (synchronous training)
   }
@@ -524,17 +392,17 @@ class RankStepSim {
     cpu_ += 5 * kUs;
     RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()), fixed_ ? fixed_->optimizer_end_ns : -1);
     if (out_) {
-      out_->HostEvent("user_annotation", "Optimizer.step#AdamW.step", ri_.main_tid, opt_start, cpu_ - opt_start,
-                      opt_ext);
+      out_->HostEvent(keys::category::kUserAnnotation, "Optimizer.step#AdamW.step", ri_.main_tid, opt_start,
+                      cpu_ - opt_start, opt_ext);
     }
     cpu_ += 3 * kUs;
     Memcpy("aten::item", "Memcpy DtoH (Device -> Pageable)", 4, plan_.d2h_ns, /*blocking=*/true);
     int64_t next = fixed_ ? fixed_->next_start_ns : cpu_ + 12 * kUs;
     if (out_) {
       std::string name = sh_.sc.step_name.empty()
-                             ? fmt::format("ProfilerStep#{}", sh_.sc.first_step + step_index_)
+                             ? fmt::format("{}{}", keys::name::kProfilerStep, sh_.sc.first_step + step_index_)
                              : sh_.sc.step_name;
-      out_->HostEvent("user_annotation", name, ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
+      out_->HostEvent(keys::category::kUserAnnotation, name, ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
     }
     return next;
   }
@@ -590,9 +458,9 @@ class RankStepSim {
     if (out_) {
       int64_t ext = out_->NewExternalId();
       int64_t corr = out_->NewCorrelation();
-      out_->HostEvent("cpu_op", kind.op, tid, op_start, pk.op_ns, ext);
+      out_->HostEvent(keys::category::kCpuOp, kind.op, tid, op_start, pk.op_ns, ext);
       out_->Runtime("cudaLaunchKernel", tid, rt_start, pk.launch_ns, ext, 211, corr, true);
-      out_->Device("kernel", kind.name, kComputeStream, start, dur, ext, corr,
+      out_->Device(keys::category::kKernel, kind.name, kComputeStream, start, dur, ext, corr,
                    sh_.kind_args[sh_.layout.kinds[static_cast<size_t>(i)]]);
     }
     gpu_free_ = start + dur;
@@ -610,11 +478,13 @@ class RankStepSim {
     if (out_) {
       int64_t ext = out_->NewExternalId();
       int64_t corr = out_->NewCorrelation();
-      out_->HostEvent("cpu_op", op, ri_.main_tid, op_start, op_end - op_start, ext);
+      out_->HostEvent(keys::category::kCpuOp, op, ri_.main_tid, op_start, op_end - op_start, ext);
       out_->Runtime("cudaMemcpyAsync", ri_.main_tid, rt_start, rt_end - rt_start, ext, 41, corr, true);
-      out_->Device("gpu_memcpy", name, kComputeStream, start, dur, ext, corr,
-                   fmt::format("\"bytes\": {}, \"memory bandwidth (GB/s)\": {:.6f}", bytes,
-                               static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, dur))));
+      double gbps = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, dur));
+      std::string args = MembersText([&](Members& m) {
+        m.Num(keys::args::kBytes, bytes).Num(keys::args::kMemoryBandwidth, gbps, "{:.6f}");
+      });
+      out_->Device(keys::category::kGpuMemcpy, name, kComputeStream, start, dur, ext, corr, args);
     }
     gpu_free_ = start + dur;
     cpu_ = op_end + 1 * kUs;
@@ -691,58 +561,80 @@ void WriteHeader(const Shared& sh, const RankInfo& ri, TraceWriter& w) {
   const TraceScenario& sc = sh.sc;
   std::string ranks_list;
   for (int r = 0; r < sc.ranks; ++r) ranks_list += fmt::format("{}{}", r ? ", " : "", r);
-  std::string head = fmt::format(
-      "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n{}\n  ],\n"
-      "  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, "
-      "\"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-      "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"{}\"}},\n",
-      sh.device_properties, ri.rank, sc.ranks, sc.ranks, ranks_list, sh.nccl_version);
-  w.Raw(head);
+  namespace dist = keys::distributed;
+  std::string pg_config = MembersText([&](Members& m) {
+    m.Str(dist::kPgName, "0").Str(dist::kPgDesc, "default_pg").Str(dist::kBackendConfig, "cuda:nccl");
+    m.Num(dist::kPgSize, sc.ranks).Json(dist::kRanks, "[" + ranks_list + "]");
+  });
+  std::string dist_info = MembersText([&](Members& m) {
+    m.Str(dist::kBackend, "nccl").Num(dist::kRank, ri.rank).Num(dist::kWorldSize, sc.ranks).Num(dist::kPgCount, 1);
+    m.Json(dist::kPgConfig, "[{" + pg_config + "}]").Str(dist::kNcclVersion, sh.nccl_version);
+  });
+  auto member = [&](std::string_view key, std::string_view json) { w.Raw(fmt::format("  \"{}\": {},\n", key, json)); };
+  w.Raw("{\n");
+  member(keys::top::kSchemaVersion, "1");
+  member(keys::top::kDeviceProperties, "[\n" + sh.device_properties + "\n  ]");
+  member(keys::top::kDistributedInfo, "{" + dist_info + "}");
   if (sc.base_time_in_header) {
-    w.Raw(fmt::format("  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n", ri.base_ns));
+    member(keys::top::kDisplayTimeUnit, "\"ms\"");
+    member(keys::top::kBaseTimeNanoseconds, std::to_string(ri.base_ns));
   }
-  w.Raw("  \"traceEvents\": [\n");
+  w.Raw(fmt::format("  \"{}\": [\n", keys::top::kTraceEvents));
 }
 
 void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_name, int64_t span_start,
                  int64_t span_end, TraceWriter& w) {
-  auto meta = [&](std::string_view name, std::string_view pid, int64_t tid, std::string_view args) {
-    w.Raw(fmt::format("  {{\"name\": \"{}\", \"ph\": \"M\", \"ts\": ", name));
+  namespace event = keys::event;
+  namespace name = keys::name;
+  // A metadata event (ph M) of `pid` (JSON) and `tid`, with one member in args.
+  auto meta = [&](std::string_view event_name, std::string_view pid, int64_t tid, const std::string& arg) {
+    Members m = w.Open();
+    m.Str(event::kName, event_name).Str(event::kPh, keys::phase::kMetadata).Key(event::kTs);
     w.Time(span_start);
-    w.Raw(fmt::format(", \"pid\": {}, \"tid\": {}, \"args\": {{{}}}}},\n", pid, tid, args));
+    m.Json(event::kPid, pid).Num(event::kTid, tid).Json(event::kArgs, "{" + arg + "}");
+    w.Raw("},\n");
   };
+  auto str = [](std::string_view key, std::string_view v) { return MembersText([&](Members& m) { m.Str(key, v); }); };
+  auto num = [](std::string_view key, int64_t v) { return MembersText([&](Members& m) { m.Num(key, v); }); };
+  namespace arg = keys::args;
   std::string pid = std::to_string(ri.pid);
   std::string gpu = std::to_string(ri.gpu);
-  meta("process_name", pid, 0, "\"name\": \"python3\"");
-  meta("process_labels", pid, 0, "\"labels\": \"CPU\"");
-  meta("process_sort_index", pid, 0, fmt::format("\"sort_index\": {}", ri.pid));
-  meta("process_name", gpu, 0, "\"name\": \"python3\"");
-  meta("process_labels", gpu, 0, fmt::format("\"labels\": \"GPU {}\"", ri.gpu));
-  meta("process_sort_index", gpu, 0, fmt::format("\"sort_index\": {}", 0x1000000 + ri.gpu));
+  meta(name::kProcessName, pid, 0, str(arg::kName, "python3"));
+  meta(name::kProcessLabels, pid, 0, str(arg::kLabels, "CPU"));
+  meta(name::kProcessSortIndex, pid, 0, num(arg::kSortIndex, ri.pid));
+  meta(name::kProcessName, gpu, 0, str(arg::kName, "python3"));
+  meta(name::kProcessLabels, gpu, 0, str(arg::kLabels, fmt::format("GPU {}", ri.gpu)));
+  meta(name::kProcessSortIndex, gpu, 0, num(arg::kSortIndex, 0x1000000 + ri.gpu));
   for (int stream : {kComputeStream, kNcclStream}) {
-    meta("thread_name", gpu, stream, fmt::format("\"name\": \"stream {} \"", stream));
-    meta("thread_sort_index", gpu, stream, fmt::format("\"sort_index\": {}", stream));
+    meta(name::kThreadName, gpu, stream, str(arg::kName, fmt::format("stream {} ", stream)));
+    meta(name::kThreadSortIndex, gpu, stream, num(arg::kSortIndex, stream));
   }
-  meta("thread_name", pid, ri.main_tid, fmt::format("\"name\": \"thread {} (python3)\"", ri.main_tid));
-  meta("thread_sort_index", pid, ri.main_tid, fmt::format("\"sort_index\": {}", ri.main_tid));
-  meta("thread_name", pid, ri.autograd_tid, fmt::format("\"name\": \"thread {} (pt_autograd_0)\"", ri.autograd_tid));
-  meta("thread_sort_index", pid, ri.autograd_tid, fmt::format("\"sort_index\": {}", ri.autograd_tid));
-  w.Raw("  {\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
-  w.Time(span_start);
-  w.Raw(", \"dur\": ");
-  w.Duration(span_end - span_start);
-  w.Raw(", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"name\": \"PyTorch Profiler (0)\", \"args\": {\"Op count\": 0}},\n");
-  w.Raw("  {\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": ");
-  w.Time(span_start);
-  w.Raw(", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": 536870912}},\n");
-  w.Raw("  {\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": ");
-  w.Time(span_start);
-  w.Raw("},\n  {\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ");
-  w.Time(span_end + 40 * kUs);
+  meta(name::kThreadName, pid, ri.main_tid, str(arg::kName, fmt::format("thread {} (python3)", ri.main_tid)));
+  meta(name::kThreadSortIndex, pid, ri.main_tid, num(arg::kSortIndex, ri.main_tid));
+  meta(name::kThreadName, pid, ri.autograd_tid,
+       str(arg::kName, fmt::format("thread {} (pt_autograd_0)", ri.autograd_tid)));
+  meta(name::kThreadSortIndex, pid, ri.autograd_tid, num(arg::kSortIndex, ri.autograd_tid));
+  Members span = w.Open();  // the profiler's own span
+  span.Str(event::kPh, keys::phase::kComplete).Str(event::kCat, keys::category::kTrace);
+  w.TimeAndDuration(span, span_start, span_end - span_start);
+  span.Str(event::kPid, "Spans").Str(event::kTid, "PyTorch Profiler").Str(event::kName, "PyTorch Profiler (0)");
+  span.Json(event::kArgs, "{" + num(arg::kOpCount, 0) + "}");
+  w.Raw("},\n");
+  meta(name::kProcessSortIndex, "\"Spans\"", 0, num(arg::kSortIndex, 536870912));
+  auto instant = [&](std::string_view event_name, std::string_view pid_text, std::string_view tid_text, int64_t ts) {
+    Members m = w.Open();
+    m.Str(event::kName, event_name).Str(event::kPh, keys::phase::kInstant).Str(event::kScope, event::kScopeGlobal);
+    m.Str(event::kPid, pid_text).Str(event::kTid, tid_text).Key(event::kTs);
+    w.Time(ts);
+  };
+  instant("Iteration Start: PyTorch Profiler", "Traces", "Trace PyTorch Profiler", span_start);
+  w.Raw("},\n");
+  instant("Record Window End", "", "", span_end + 40 * kUs);
   w.Raw("}\n  ],\n");
-  w.Raw(fmt::format("  \"traceName\": \"{}\"", trace_name));
+  w.Raw(fmt::format("  \"{}\": \"{}\"", keys::top::kTraceName, trace_name));
   if (!sh.sc.base_time_in_header) {
-    w.Raw(fmt::format(",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {}", ri.base_ns));
+    w.Raw(fmt::format(",\n  \"{}\": \"ms\",\n  \"{}\": {}", keys::top::kDisplayTimeUnit,
+                      keys::top::kBaseTimeNanoseconds, ri.base_ns));
   }
   w.Raw("\n}\n");
 }

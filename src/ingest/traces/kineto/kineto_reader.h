@@ -3,9 +3,9 @@
 // the device ops (classified), the collective calls, the ProfilerStep#N
 // steps and what the trace says about its rank. Ingest() calls it through
 // the trace-reader list the CLI builds (next to the nsys reader) for every
-// file whose head it sniffs as a trace (score 100 with "traceEvents", 97-98
-// on other Kineto keys or an array of events with ph and ts; never a JSONL
-// step log).
+// file whose head it sniffs as a trace (kSniffCertain with "traceEvents",
+// a little less on other Kineto keys or an array of events with ph and ts,
+// above every other JSON reader; never a JSONL step log).
 //
 // Both layouts load: the JSON Object Format ({"traceEvents": [...],
 // "distributedInfo": ..., "baseTimeNanoseconds": ...}, members in any order)
@@ -66,6 +66,16 @@
 // before the cut and counts one trace.truncated at the cut's byte offset;
 // an event with "ts": "abc", no ts / dur, or a negative dur is one
 // trace.bad_event at its offset; gzip damage is gzip.truncated / .corrupt.
+//
+// Stages, each in its own files and testable alone (kineto/):
+//   byte_scanner.h     SIMD over raw bytes: brackets outside strings, the
+//                      ends of strings and scalars
+//   json_tokens.h      the JSON subset Kineto writes: token ends, decoders
+//   trace_tokenizer.h  the file: its top-level members, each event's span
+//   event_tokenizer.h  one event: prefilter, flat walker, templates, On-Demand
+//   kineto_parser.h    the events -> one RankTrace, through the trace
+//                      builder the nsys reader shares (common/trace_builder.h)
+// kineto_reader.cc runs them, once per pass (see CPU-only above).
 //
 // Streaming: memory does not grow with the file (it holds the largest event
 // plus a 512 KiB chunk). A bracket indexer (AVX-512BW with a carry-less

@@ -1,6 +1,4 @@
 #include "ingest/traces/nsys/nsys_reader.h"
-#include "ingest/traces/common/kernel_names.h"
-#include "ingest/traces/common/step_marker.h"
 
 #include <sqlite3.h>
 
@@ -16,6 +14,10 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/sniff.h"
+#include "ingest/traces/common/kernel_names.h"
+#include "ingest/traces/common/step_marker.h"
+#include "ingest/traces/common/trace_builder.h"
 
 namespace laggard {
 namespace {
@@ -35,7 +37,6 @@ constexpr std::string_view kMemcpyTable = "CUPTI_ACTIVITY_KIND_MEMCPY";
 constexpr std::string_view kMemsetTable = "CUPTI_ACTIVITY_KIND_MEMSET";
 constexpr std::string_view kNvtxTable = "NVTX_EVENTS";
 constexpr std::string_view kRuntimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
-constexpr size_t kMaxShapes = 4096;  // distinct launch shapes per file, then kNoShape
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -551,10 +552,14 @@ StatusOr<ExportFacts> ReadFacts(const std::string& path, Db& db_out) {
 }
 
 // Reads the activity tables of one export into a RankTrace.
-class TraceBuilder {
+class ActivityReader {
  public:
-  TraceBuilder(sqlite3* db, const ExportFacts& facts, ReaderContext& ctx)
-      : db_(db), facts_(facts), ctx_(ctx), strings_(db, Has(facts.info.tables, "StringIds")) {}
+  ActivityReader(sqlite3* db, const ExportFacts& facts, ReaderContext& ctx)
+      : db_(db),
+        facts_(facts),
+        ctx_(ctx),
+        strings_(db, Has(facts.info.tables, "StringIds")),
+        trace_(ctx.out->names()) {}
 
   // Rows read from activity tables (good or bad).
   uint64_t rows() const { return rows_; }
@@ -610,7 +615,7 @@ class TraceBuilder {
         call.kernel = kind.name;
         call.collective = kind.collective;
         call.offset = static_cast<uint64_t>(IntAt(s, 6).value_or(0));
-        trace_.collectives.push_back(call);
+        trace_.AddCollective(call);
       }
     });
   }
@@ -675,8 +680,7 @@ class TraceBuilder {
       return st;
     };
     std::unordered_map<int64_t, Steps> steps_of_text_id;
-    std::vector<TraceStep> builtin;
-    std::vector<MarkerRange> marked;
+    StepRanges& steps = trace_.steps();
     QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
       ++rows_;
       Steps st;
@@ -694,56 +698,27 @@ class TraceBuilder {
       auto start = Shift(IntAt(s, 0));
       auto end = Shift(IntAt(s, 1));
       if (!start || !end) return;
-      if (st.builtin) builtin.push_back(TraceStep{*st.builtin, *start, *end});
-      if (st.marked) marked.push_back(MarkerRange{st.marked->number, *start, *end});
+      if (st.builtin) steps.AddBuiltin(*st.builtin, *start, *end);
+      if (st.marked) steps.AddMarked(MarkerRange{st.marked->number, *start, *end});
     });
     if (r.error) failures_.push_back(fmt::format("{}: {}", kNvtxTable, *r.error));
-    if (!marker.empty()) {
-      if (!marked.empty()) {
-        trace_.steps = StepsOfMarkers(std::move(marked));
-        return;
-      }
+    if (!marker.empty() && !steps.marked()) {
       ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
                       fmt::format("no NVTX range named '{}' (--step-marker); {} built-in step "
                                   "ranges used",
-                                  marker, builtin.size()));
+                                  marker, steps.builtin_ranges()));
     }
-    // One range per step: the earliest (a step range pushed on two threads,
-    // or in two domains, is the same step).
-    std::stable_sort(builtin.begin(), builtin.end(), [](const TraceStep& a, const TraceStep& b) {
-      return a.step != b.step ? a.step < b.step : a.start_ns < b.start_ns;
-    });
-    builtin.erase(std::unique(builtin.begin(), builtin.end(),
-                              [](const TraceStep& a, const TraceStep& b) { return a.step == b.step; }),
-                  builtin.end());
-    trace_.steps = std::move(builtin);
   }
 
-  // The launch start of each op (parallel to the trace's ops, sorted with
-  // them by Finish); empty when no op was linked to its launch call.
-  std::vector<std::optional<TimeNs>>& launch_ns() { return launch_ns_; }
+  // The trace of the rows read: each table is (nearly always) in start
+  // order already, a run the builder sorts only when it is not; one range
+  // per step, the earliest (a step range pushed on two threads, or in two
+  // domains, is the same step).
+  // The host-side gaps, once the trace's device is set.
+  void AttributeLaunchGaps(RankTrace& trace) { trace_.AttributeLaunchGaps(trace); }
 
   RankTrace Finish() {
-    // Each table is (nearly always) in start order already: sort a run only
-    // when it is not, then merge the runs of the tables.
-    auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
-    auto at = [&](size_t i) { return trace_.ops.begin() + static_cast<ptrdiff_t>(i); };
-    if (!any_launch_) launch_ns_.clear();
-    if (!launch_ns_.empty()) {
-      // Launch times to carry along: one stable sort of all rows (the same
-      // order as sorting each run, then merging them stably).
-      SortOpsByStart(trace_.ops, launch_ns_);
-      run_ends_.clear();
-    }
-    for (size_t i = 0; i + 1 < run_ends_.size(); ++i) {
-      if (!std::is_sorted(at(run_ends_[i]), at(run_ends_[i + 1]), by_start)) {
-        std::stable_sort(at(run_ends_[i]), at(run_ends_[i + 1]), by_start);
-      }
-      if (i > 0) std::inplace_merge(at(0), at(run_ends_[i]), at(run_ends_[i + 1]), by_start);
-    }
-    if (!std::is_sorted(trace_.collectives.begin(), trace_.collectives.end(), by_start)) {
-      std::stable_sort(trace_.collectives.begin(), trace_.collectives.end(), by_start);
-    }
+    RankTrace trace = trace_.Finish(/*shift_ns=*/0, RepeatedSteps::kEarliest);
     for (const auto& [table, bad] : bad_) {
       ctx_.diag().Add(DiagCode::kTraceBadEvent, ctx_.path, 0,
                       fmt::format("{} {} row(s) with missing, reversed or out-of-range "
@@ -751,8 +726,8 @@ class TraceBuilder {
                                   bad.count, table, bad.example),
                       bad.count);
     }
-    trace_.events_total = rows_;
-    return std::move(trace_);
+    trace.events_total = rows_;
+    return trace;
   }
 
  private:
@@ -796,19 +771,13 @@ class TraceBuilder {
   // "grid 132x1x1 block 128x1x1" from the six columns from `col`, interned;
   // kNoShape when one is missing or past kMaxShapes distinct shapes.
   uint32_t ShapeOf(sqlite3_stmt* s, int col) {
-    std::array<int64_t, 6> d{};
+    LaunchShape d{};
     for (int i = 0; i < 6; ++i) {
       std::optional<int64_t> v = IntAt(s, col + i);
       if (!v || *v < 0) return kNoShape;
       d[static_cast<size_t>(i)] = *v;
     }
-    auto it = shapes_.find(d);
-    if (it != shapes_.end()) return it->second;
-    if (shapes_.size() >= kMaxShapes) return kNoShape;
-    uint32_t id = ctx_.out->names().Intern(
-        fmt::format("grid {}x{}x{} block {}x{}x{}", d[0], d[1], d[2], d[3], d[4], d[5]));
-    shapes_.emplace(d, id);
-    return id;
+    return trace_.Shape(d);
   }
 
   // Columns of `sql`: 0 start, 1 end, 2 deviceId, 3 streamId, then the
@@ -817,7 +786,6 @@ class TraceBuilder {
   template <typename Fill>
   void ReadTable(std::string_view table, const std::string& sql, Fill&& fill) {
     Reserve(table);
-    if (run_ends_.empty()) run_ends_.push_back(0);
     QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
       ++rows_;
       auto start = Shift(IntAt(s, 0));
@@ -841,13 +809,10 @@ class TraceBuilder {
         op.stream = static_cast<int32_t>(*stream);
       }
       fill(s, op);
-      trace_.ops.push_back(op);
-      std::optional<TimeNs> launch = Shift(IntAt(s, 7));
-      any_launch_ |= launch.has_value();
-      launch_ns_.push_back(launch);
+      trace_.AddOpLaunchedAt(op, Shift(IntAt(s, 7)));
     });
     if (r.error) failures_.push_back(fmt::format("{}: {}", table, *r.error));
-    run_ends_.push_back(trace_.ops.size());
+    trace_.EndOpRun();
   }
 
   // Room for the table's rows, by its largest rowid (a b-tree descent, not a
@@ -860,7 +825,7 @@ class TraceBuilder {
     if (!max_rowid || *max_rowid <= 0) return;
     uint64_t bound = facts_.file_bytes / 16;  // an nsys row takes far more than 16 bytes
     uint64_t rows = std::min(static_cast<uint64_t>(*max_rowid), bound);
-    trace_.ops.reserve(trace_.ops.size() + rows);
+    trace_.ReserveOps(rows);
   }
 
   // Name, class and collective of the kernel in row `s`, cached by the
@@ -897,17 +862,13 @@ class TraceBuilder {
   const ExportFacts& facts_;
   ReaderContext& ctx_;
   StringIds strings_;
+  TraceBuilder trace_;
   TimeNs offset_ns_ = 0;
-  RankTrace trace_;
   uint64_t rows_ = 0;
   std::map<std::string, BadRows> bad_;
-  std::vector<size_t> run_ends_;  // ops index where each table's rows end, after a leading 0
   std::vector<std::string> failures_;
   std::unordered_map<int64_t, KernelKind> by_id_;
-  std::vector<std::optional<TimeNs>> launch_ns_;  // parallel to trace_.ops
-  bool any_launch_ = false;
   std::optional<std::vector<std::string>> runtime_cols_;
-  std::map<std::array<int64_t, 6>, uint32_t> shapes_;
   std::unordered_map<std::string, KernelKind> by_text_;
 };
 
@@ -936,8 +897,10 @@ class NsysTraceReader : public TraceReader {
  public:
   std::string_view name() const override { return "nsys-sqlite"; }
 
+  // Any SQLite database (text readers are never offered a binary head):
+  // Read() tells an export from the rest (trace.unsupported).
   int Sniff(std::string_view head) const override {
-    return StartsWith(head, kSqliteMagic) ? 50 : 0;
+    return StartsWith(head, kSqliteMagic) ? kSniffPlausible : kSniffNo;
   }
 
   uint64_t Read(const std::string& path, ReaderContext& ctx) const override {
@@ -947,7 +910,7 @@ class NsysTraceReader : public TraceReader {
       ctx.diag().Add(DiagCode::kTraceUnsupported, path, 0, facts.status().message());
       return 0;
     }
-    TraceBuilder builder(db.get(), *facts, ctx);
+    ActivityReader builder(db.get(), *facts, ctx);
     builder.ChooseClock();
     builder.ReadKernels();
     builder.ReadMemcpy();
@@ -967,7 +930,7 @@ class NsysTraceReader : public TraceReader {
     trace.producer = "nsys";
     trace.host = facts->info.host;
     trace.device = DominantDevice(trace, facts->info);
-    AttributeLaunchGaps(trace, builder.launch_ns());
+    builder.AttributeLaunchGaps(trace);
     if (!failures.empty()) {
       trace.truncated = true;
       ctx.diag().Add(DiagCode::kTraceTruncated, path, 0,

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ingest/common/sniff.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "test_util.h"
@@ -964,9 +965,12 @@ TEST(KinetoReaderTest, DamagedBytesNeverCrash) {
 
 TEST(KinetoReaderTest, SniffClaimsTracesByContent) {
   auto reader = MakeKinetoTraceReader();
-  EXPECT_GE(reader->Sniff("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"), 96);
-  EXPECT_GE(reader->Sniff("{\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\""), 96);
-  EXPECT_GE(reader->Sniff("[{\"name\": \"k\", \"ph\": \"X\", \"ts\": 1, \"dur\": 2}"), 96);
+  // Above the other JSON readers (a JSONL step log, dcgmi diag JSON).
+  EXPECT_GT(reader->Sniff("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"), kSniffSure);
+  EXPECT_GT(reader->Sniff("{\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\""),
+            kSniffSure);
+  EXPECT_GT(reader->Sniff("[{\"name\": \"k\", \"ph\": \"X\", \"ts\": 1, \"dur\": 2}"),
+            kSniffSure);
   EXPECT_EQ(
       reader->Sniff(
           "{\"step\": 1, \"duration\": 0.8, \"rank\": 3}\n{\"step\": 2, \"duration\": 0.9}\n"),
