@@ -27,6 +27,18 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 MAX_FILE_LINES = 1000
 MAX_FUNCTION_LINES = 150
 
+# Files that still break a size rule while their split waits to land (issue
+# 19: the detectors' metric/decide split, house-detectors, conflicted with the
+# typed patterns at merge). Each may not grow past the size it had when
+# listed, so the list only shrinks.
+# {path under src/: (most lines in the file, most lines in one function)}
+PENDING_SPLITS = {
+    'analysis/step_time_detector.cc': (1000, 602),
+    'analysis/trace_detector.cc': (1123, 482),
+    'analysis/network_detector.cc': (1000, 453),
+    'analysis/hardware_detector.cc': (1000, 295),
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 EXCEPTION = re.compile(r'//\s*layout:\s*\S')
 
@@ -167,7 +179,7 @@ def check(root):
             excepted = any(EXCEPTION.search(line) for line in lines)
             if excepted:
                 continue
-            max_file, max_function = MAX_FILE_LINES, MAX_FUNCTION_LINES
+            max_file, max_function = PENDING_SPLITS.get(rel, (MAX_FILE_LINES, MAX_FUNCTION_LINES))
             if len(lines) > max_file + 1:
                 problems.append(f'src/{rel}: {len(lines) - 1} lines, more than {max_file} '
                                 f'(split it, or say why not in a `// layout:` line)')
