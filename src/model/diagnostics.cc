@@ -79,6 +79,9 @@ constexpr DiagInfo kCatalogue[] = {
      "were used instead, if any"},
     {"rank.file_ranks_unmatched", DiagKind::kNote,
      "line of the --file-ranks file that names no input file; the rank it gives was not used"},
+    {"step.repeated_by_another_file", DiagKind::kNote,
+     "two files give the same steps of a rank (e.g. the log lines and a step CSV of the same "
+     "loop); one copy of each step was kept, from the file read first"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

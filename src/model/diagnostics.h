@@ -65,6 +65,7 @@ enum class DiagCode : uint16_t {
   kHwNoGpuId,
   kTraceNoStepMarker,
   kFileRanksUnmatched,
+  kStepRepeatedByAnotherFile,
   kCount,
 };
 

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -212,8 +213,24 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
 
 namespace {
 
+// A step given again by another file (the article's log lines and a step CSV
+// written by the same loop) is a copy, not bad data: counted once per pair of
+// files as step.repeated_by_another_file, with how far the two files'
+// durations are apart. A step repeated within one file is step.duplicate.
+struct RepeatedFiles {
+  uint64_t steps = 0;
+  uint32_t first_line = 0;  // of the repeating file
+  double max_rel_diff = 0;  // |d2 - d1| / d1 over the repeated steps
+};
+
+// Two files' records of one step are copies when their durations agree
+// within printing precision: the article's "%.4fs" rounds to 0.05 ms, and a
+// second timer around the same loop differs by well under 2%.
+constexpr double kSameStepRelTolerance = 0.02;
+constexpr DurationNs kSameStepAbsToleranceNs = 500'000;
+
 // Sorts by step (stable: the first record of a step stays first) and drops
-// later duplicates, counting each as step.duplicate.
+// later repeats of a step.
 void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
   auto& steps = series.steps;
   // Usually the steps are already strictly increasing: one read pass, no writes.
@@ -226,22 +243,46 @@ void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
   if (!std::is_sorted(steps.begin(), steps.end(), by_step)) {
     std::stable_sort(steps.begin(), steps.end(), by_step);
   }
+  auto path = [&](uint32_t file) -> const std::string& {
+    static const std::string kNone;
+    return file < run.files.size() ? run.files[file].path : kNone;
+  };
+  std::string who = series.info.rank >= 0 ? fmt::format("rank {}", series.info.rank)
+                                          : std::string("job-level series");
+  std::map<std::pair<uint32_t, uint32_t>, RepeatedFiles> repeated;  // (first, repeating)
   size_t out = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (out > 0 && steps[out - 1].step == steps[i].step) {
       const StepRecord& kept = steps[out - 1];
       const StepRecord& dup = steps[i];
-      const std::string& file = dup.src.file < run.files.size() ? run.files[dup.src.file].path : "";
-      std::string who = series.info.rank >= 0 ? fmt::format("rank {}", series.info.rank)
-                                              : std::string("job-level series");
-      diag.Add(DiagCode::kStepDuplicate, file, dup.src.line,
-               fmt::format("{} step {} repeated (first at line {})", who, dup.step, kept.src.line));
+      DurationNs diff_ns = std::abs(dup.duration_ns - kept.duration_ns);
+      double rel = kept.duration_ns > 0
+                       ? static_cast<double>(diff_ns) / static_cast<double>(kept.duration_ns)
+                       : 1.0;
+      if (dup.src.file != kept.src.file && (rel <= kSameStepRelTolerance ||
+                                            diff_ns <= kSameStepAbsToleranceNs)) {
+        RepeatedFiles& r = repeated[{kept.src.file, dup.src.file}];
+        if (r.steps++ == 0) r.first_line = dup.src.line;
+        r.max_rel_diff = std::max(r.max_rel_diff, rel);
+        continue;
+      }
+      std::string where = dup.src.file == kept.src.file
+                              ? fmt::format("first at line {}", kept.src.line)
+                              : fmt::format("first at {}:{}", path(kept.src.file), kept.src.line);
+      diag.Add(DiagCode::kStepDuplicate, path(dup.src.file), dup.src.line,
+               fmt::format("{} step {} repeated ({})", who, dup.step, where));
       continue;
     }
     steps[out++] = steps[i];
   }
   steps.resize(out);
   if (steps.capacity() > steps.size() + steps.size() / 4) steps.shrink_to_fit();
+  for (const auto& [files, r] : repeated) {
+    diag.Add(DiagCode::kStepRepeatedByAnotherFile, path(files.second), r.first_line,
+             fmt::format("{}: {} steps also given by {}; durations differ by at most {:.1f}%, "
+                         "the first file's were kept",
+                         who, r.steps, path(files.first), 100.0 * r.max_rel_diff));
+  }
 }
 
 // Fills the unknown facts of `dst` from `src`; returns the names of facts on

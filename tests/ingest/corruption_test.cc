@@ -294,6 +294,26 @@ TEST(CorruptionTest, DuplicateStepsAcrossFilesKeepTheFirstFile) {
   EXPECT_EQ(run.diagnostics.examples(DiagCode::kStepDuplicate)[0].file, dir.File("b.log"));
 }
 
+TEST(CorruptionTest, StepsGivenByTwoFilesOfOneLoopAreOneNoteNotBadRecords) {
+  TempDir dir;
+  // The article's lines and a step CSV written by the same loop: same steps,
+  // durations equal to printing precision.
+  WriteFile(dir.File("rank0.log"),
+            "rank 0, step 0, time 0.0812s\nrank 0, step 1, time 0.0799s\n"
+            "rank 0, step 2, time 0.0805s\n");
+  WriteFile(dir.File("steps_rank0.csv"),
+            "rank,step,step_time_ms\n0,0,81.214\n0,1,79.930\n0,2,80.471\n0,3,80.002\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  EXPECT_EQ(Count(run, DiagCode::kStepDuplicate), 0u);
+  EXPECT_EQ(Count(run, DiagCode::kStepRepeatedByAnotherFile), 1u);
+  EXPECT_EQ(run.diagnostics.TotalOfKind(laggard::DiagKind::kBadRecord), 0u);
+  EXPECT_EQ((StepsOf(run, 0)),
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 81}, {1, 79}, {2, 80}, {3, 80}}));
+  const auto& ex = run.diagnostics.examples(DiagCode::kStepRepeatedByAnotherFile);
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_NE(ex[0].message.find("3 steps also given by"), std::string::npos) << ex[0].message;
+}
+
 TEST(CorruptionTest, CsvRowsWithMissingFieldsAreBadRows) {
   TempDir dir;
   std::string csv = "rank,step,duration_ms\n"  // 1

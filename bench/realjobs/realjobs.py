@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Real-job accuracy: real PyTorch DDP jobs with injected faults, diagnosed by laggard.
+
+For each scenario this runs a real training job (bench/realjobs/ddp_job.py:
+Debian's python3-torch, gloo, CPU, one process per rank on this host), with
+a fault injected into one or two ranks, then runs `laggard diagnose DIR
+--json -` on the files the job wrote (the article's step lines, a step CSV,
+torch.profiler traces) and scores the verdict against the job's truth.json.
+
+  bench/realjobs/realjobs.py --laggard build/release/src/laggard            # full set
+  bench/realjobs/realjobs.py --laggard ... --quick                           # the test subset
+  bench/realjobs/realjobs.py --laggard ... --only compute_2.0 --keep /tmp/rj  # one scenario, files kept
+
+Scoring, per run:
+  fault run     right when the verdict's first culprit is the faulty rank and
+                its cause class is the fault's (compute -> compute_slow, data
+                or host stall -> host_stall, throttled link -> communication);
+  two faults    right when both faulty ranks are among the culprits;
+  healthy run   right when there is no culprit and the verdict is not job_wide.
+A culprit on a healthy rank is a false culprit.
+
+Prints one line per run, then accuracy per fault kind and severity, the
+false-culprit count and the wall time. Exit status: 0; with --quick, 1 when
+any run is wrong (the test command asserts the quick subset), 77 when the
+runtime is missing (no torch: the test skips).
+"""
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "ddp_job.py")
+# Debian's torch is installed for the system interpreter, not a pyenv one.
+TORCH_PYTHON = "/usr/bin/python3"
+
+CAUSE_OF_KIND = {
+    "compute": "compute_slow",
+    "data_stall": "host_stall",
+    "host_stall": "host_stall",
+    "periodic": "host_stall",
+    "comm": "communication",
+}
+
+
+class Scenario:
+    """One job: world size, faults per rank ({rank: [spec, ...]}), what is expected."""
+
+    def __init__(self, name, kind, severity, world, faults, comm_rank=None,
+                 comm_mbit=None, steps=40):
+        self.name = name
+        self.kind = kind            # fault kind, "healthy" or "two_faults"
+        self.severity = severity    # a label: "2.0x", "50ms", ...
+        self.world = world
+        self.faults = faults
+        self.comm_rank = comm_rank
+        self.comm_mbit = comm_mbit
+        self.steps = steps
+
+    def truth(self):
+        faults = []
+        for rank, specs in sorted(self.faults.items()):
+            kinds = [s.split(":")[0] for s in specs if not s.startswith("onset")]
+            onset = [int(s.split(":")[1]) for s in specs if s.startswith("onset")]
+            for k in kinds:
+                faults.append({"rank": rank, "kind": k, "spec": specs,
+                               "cause_class": CAUSE_OF_KIND[k],
+                               "onset_step": onset[0] if onset else 0})
+        if self.comm_rank is not None:
+            faults.append({"rank": self.comm_rank, "kind": "comm",
+                           "spec": [f"tc rate {self.comm_mbit}mbit"],
+                           "cause_class": "communication", "onset_step": 0})
+        return {"scenario": self.name, "kind": self.kind, "severity": self.severity,
+                "world": self.world, "steps": self.steps, "faults": faults}
+
+
+def scenarios(worlds, quick):
+    out = []
+    if quick:
+        return [Scenario("quick_compute_2.0", "compute", "2.0x", 2, {1: ["compute:2.0"]}),
+                Scenario("quick_data_stall_50ms", "data_stall", "50ms", 2,
+                         {0: ["data_stall:50"]}),
+                Scenario("quick_healthy", "healthy", "-", 2, {})]
+    for w in worlds:
+        last = w - 1
+        for f in (1.1, 1.2, 1.5, 2.0):
+            out.append(Scenario(f"w{w}_compute_{f}", "compute", f"{f}x", w, {last: [f"compute:{f}"]}))
+        for ms in (15, 50):
+            out.append(Scenario(f"w{w}_data_stall_{ms}ms", "data_stall", f"{ms}ms", w,
+                                {0: [f"data_stall:{ms}"]}))
+            out.append(Scenario(f"w{w}_host_stall_{ms}ms", "host_stall", f"{ms}ms", w,
+                                {last: [f"host_stall:{ms}"]}))
+        out.append(Scenario(f"w{w}_periodic_250ms", "periodic", "250ms/5", w,
+                            {last: ["periodic:250:5"]}))
+        out.append(Scenario(f"w{w}_onset_compute_2.0", "compute", "2.0x@mid", w,
+                            {last: ["compute:2.0", "onset:20"]}))
+        if w >= 4:
+            out.append(Scenario(f"w{w}_two_faults", "two_faults", "1.5x+50ms", w,
+                                {1: ["compute:1.5"], last: ["host_stall:50"]}))
+        out.append(Scenario(f"w{w}_comm_100mbit", "comm", "100mbit", w, {},
+                            comm_rank=last, comm_mbit=100))
+        for i in range(2 if w == 2 else 1):
+            out.append(Scenario(f"w{w}_healthy_{i}", "healthy", "-", w, {}))
+    return out
+
+
+def have_torch():
+    if not os.path.exists(TORCH_PYTHON):
+        return False
+    r = subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed as d; "
+                        "assert d.is_gloo_available()"], capture_output=True)
+    return r.returncode == 0
+
+
+class Netns:
+    """A network namespace behind a veth pair with a tc rate limit both ways (root only)."""
+
+    def __init__(self, tag, mbit):
+        self.ns = f"lgrj{tag}"
+        self.host_if = f"lgh{tag}"
+        self.ns_if = f"lgn{tag}"
+        self.host_ip = f"10.213.{tag}.1"
+        self.ns_ip = f"10.213.{tag}.2"
+        self.mbit = mbit
+
+    def sh(self, *cmd):
+        subprocess.run(cmd, check=True, capture_output=True)
+
+    def __enter__(self):
+        self.sh("ip", "netns", "add", self.ns)
+        self.sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        self.sh("ip", "link", "set", self.ns_if, "netns", self.ns)
+        self.sh("ip", "addr", "add", f"{self.host_ip}/24", "dev", self.host_if)
+        self.sh("ip", "link", "set", self.host_if, "up")
+        nx = ["ip", "netns", "exec", self.ns]
+        self.sh(*nx, "ip", "addr", "add", f"{self.ns_ip}/24", "dev", self.ns_if)
+        self.sh(*nx, "ip", "link", "set", self.ns_if, "up")
+        self.sh(*nx, "ip", "link", "set", "lo", "up")
+        rate = ["tbf", "rate", f"{self.mbit}mbit", "burst", "32kbit", "latency", "50ms"]
+        self.sh("tc", "qdisc", "add", "dev", self.host_if, "root", *rate)
+        self.sh(*nx, "tc", "qdisc", "add", "dev", self.ns_if, "root", *rate)
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+
+
+def run_job(sc, out_dir, port, seed, timeout_s):
+    """Runs the job's ranks; returns (ok, message)."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "truth.json"), "w") as f:
+        json.dump(sc.truth(), f, indent=1)
+    netns = None
+    if sc.comm_rank is not None:
+        if os.geteuid() != 0:
+            return None, "skipped: a throttled link needs root (netns + tc)"
+        netns = Netns(port % 200 + 20, sc.comm_mbit)
+        netns.__enter__()
+    procs = []
+    try:
+        for rank in range(sc.world):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(sc.world),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            cmd = [TORCH_PYTHON, JOB, "--out", out_dir, "--steps", str(sc.steps),
+                   "--seed", str(seed)]
+            for spec in sc.faults.get(rank, []):
+                cmd += ["--fault", spec]
+            if netns:
+                env["MASTER_ADDR"] = netns.host_ip
+                if rank == sc.comm_rank:
+                    env["GLOO_SOCKET_IFNAME"] = netns.ns_if
+                    cmd = ["ip", "netns", "exec", netns.ns] + cmd
+                else:
+                    env["GLOO_SOCKET_IFNAME"] = netns.host_if
+            err = open(os.path.join(out_dir, f"stderr_rank{rank}.txt"), "w")
+            procs.append((subprocess.Popen(cmd, env=env, stdout=err, stderr=err), err))
+        deadline = time.time() + timeout_s
+        ok = True
+        for p, err in procs:
+            try:
+                rc = p.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = "timeout"
+            err.close()
+            ok = ok and rc == 0
+        for rank in range(sc.world):
+            path = os.path.join(out_dir, f"stderr_rank{rank}.txt")
+            if ok and os.path.getsize(path) == 0:
+                os.remove(path)
+        return ok, "" if ok else "job failed: see stderr_rank*.txt in " + out_dir
+    finally:
+        for p, _ in procs:
+            if p.poll() is None:
+                p.kill()
+        if netns:
+            netns.__exit__()
+
+
+def diagnose(laggard, out_dir):
+    files = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
+                   if f.endswith((".log", ".csv", ".json")) and f != "truth.json"
+                   and not f.startswith("report"))
+    r = subprocess.run([laggard, "diagnose", *files, "--json", "-", "--quiet"],
+                       capture_output=True, text=True)
+    with open(os.path.join(out_dir, "report.json"), "w") as f:
+        f.write(r.stdout)
+    try:
+        return json.loads(r.stdout)
+    except json.JSONDecodeError:
+        return {"error": f"laggard exited {r.returncode}: {r.stderr.strip()[:300]}"}
+
+
+def score(truth, report):
+    """Returns (right, false_culprits, words) for one run."""
+    if "error" in report:
+        return False, 0, report["error"]
+    v = report["verdict"]
+    culprits = [c for c in v["culprits"] if c.get("rank") is not None]
+    faulty = {f["rank"] for f in truth["faults"]}
+    false_culprits = sum(1 for c in culprits if c["rank"] not in faulty)
+    got = ", ".join(f"rank {c['rank']} {c['cause_class']}" for c in culprits) or "no culprit"
+    words = f"{v['status']}: {got}"
+    if truth["kind"] == "healthy":
+        return not culprits and v["status"] != "job_wide", false_culprits, words
+    if truth["kind"] == "two_faults":
+        named = {c["rank"] for c in culprits}
+        return faulty <= named, false_culprits, words
+    if not culprits:
+        return False, false_culprits, words
+    want = truth["faults"][0]
+    first = culprits[0]
+    return (first["rank"] == want["rank"] and first["cause_class"] == want["cause_class"],
+            false_culprits, words)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--laggard", required=True, help="the laggard binary")
+    p.add_argument("--quick", action="store_true", help="3 two-rank runs (the test subset)")
+    p.add_argument("--worlds", default="2,4,8")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--only", default="", help="run scenarios whose name contains this")
+    p.add_argument("--keep", default="", help="write each run's files under this folder")
+    p.add_argument("--json", default="", help="write every run's result to this file")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per job")
+    a = p.parse_args()
+
+    if not have_torch():
+        print("SKIP: no torch with gloo for /usr/bin/python3 "
+              "(install Debian's python3-torch)")
+        return 77
+    worlds = [int(w) for w in a.worlds.split(",")]
+    runs = [s for s in scenarios(worlds, a.quick) if a.only in s.name]
+    reps = 1 if a.quick else a.reps
+    root = a.keep or tempfile.mkdtemp(prefix="laggard-realjobs-")
+    results = []
+    t_start = time.time()
+    port = 29600 + os.getpid() % 1000
+    total = len(runs) * reps
+    for rep in range(reps):
+        for sc in runs:
+            port += 1
+            out_dir = os.path.join(root, f"{sc.name}_r{rep}")
+            shutil.rmtree(out_dir, ignore_errors=True)
+            t0 = time.time()
+            ok, msg = run_job(sc, out_dir, port, seed=rep, timeout_s=a.timeout)
+            if ok is None:
+                print(f"[{len(results) + 1}/{total}] {sc.name} rep {rep}: {msg}", flush=True)
+                results.append({"scenario": sc.name, "rep": rep, "skipped": msg})
+                continue
+            if ok:
+                right, false_culprits, words = score(sc.truth(), diagnose(a.laggard, out_dir))
+            else:
+                right, false_culprits, words = False, 0, msg
+            mark = "right" if right else "WRONG"
+            print(f"[{len(results) + 1}/{total}] {sc.name} rep {rep}: {mark} ({words}) "
+                  f"{time.time() - t0:.0f} s", flush=True)
+            results.append({"scenario": sc.name, "kind": sc.kind, "severity": sc.severity,
+                            "world": sc.world, "rep": rep, "right": right,
+                            "false_culprits": false_culprits, "verdict": words})
+    wall = time.time() - t_start
+
+    by = collections.OrderedDict()
+    for r in results:
+        if "skipped" in r:
+            continue
+        key = (r["kind"], r["severity"])
+        n, k = by.get(key, (0, 0))
+        by[key] = (n + 1, k + int(r["right"]))
+    print("\nkind         severity    runs  right")
+    for (kind, sev), (n, k) in by.items():
+        print(f"{kind:<12} {sev:<10} {n:>5}  {k:>3} ({100.0 * k / n:.0f}%)")
+    scored = [r for r in results if "skipped" not in r]
+    healthy = [r for r in scored if r["kind"] == "healthy"]
+    false_total = sum(r["false_culprits"] for r in scored)
+    right = sum(r["right"] for r in scored)
+    print(f"\nall: {right}/{len(scored)} right; healthy runs {len(healthy)}, "
+          f"{sum(1 for r in healthy if not r['right'])} wrong; false culprits {false_total}; "
+          f"skipped {len(results) - len(scored)}; wall {wall:.0f} s; files in {root}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"runs": results, "wall_s": wall}, f, indent=1)
+    if not a.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    if a.quick and right != len(scored):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
