@@ -7,7 +7,7 @@ namespace laggard {
 Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   Analyses a;
   a.steps = AnalyzeStepTimes(run, options.steps);
-  a.traces = AnalyzeTraces(run);
+  a.traces = AnalyzeTraces(run, options.traces);
   a.ranks = RankMap::Build(run, options.gpus_per_node);
   std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
   a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);

@@ -34,8 +34,11 @@ struct Analyses {
   RankMap ranks;
 };
 
+// Every detector's thresholds, in one place; each member's defaults and
+// where they come from are in that detector's header.
 struct AnalysisOptions {
   StepDetectorOptions steps;
+  TraceDetectorOptions traces;
   HardwareDetectorOptions hardware;
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;

@@ -11,14 +11,6 @@
 namespace laggard {
 namespace {
 
-// Two hosts' clocks (and a 1 s sampling interval) can be a few seconds apart.
-constexpr DurationNs kTimeSlackNs = 5'000'000'000;
-// Throttling at the end of the capture: thermal reasons in each of the last
-// 3 samples (one could be a transient) with the clock >= 2% below the peers'
-// (a GPU boosting normally sits within ~1% of them).
-constexpr size_t kThermalTailSamples = 3;
-constexpr double kThermalTailClockGap = 0.02;
-
 std::string GpuName(const GpuStats& g) {
   std::string s = fmt::format("GPU {} of {}", g.gpu, g.host.value_or("unknown host"));
   if (g.rank) s += fmt::format(" (rank {})", *g.rank);
@@ -35,6 +27,30 @@ Entity EntityOf(const GpuStats& g) {
 
 bool Loaded(const GpuSample& s, const HardwareDetectorOptions& o) {
   return !s.util_pct || *s.util_pct >= o.load_util_pct;
+}
+
+bool ThermalReason(const GpuSample& s) {
+  return s.clock_events &&
+         (*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown));
+}
+
+// The trailing run of loaded samples with a thermal slowdown reason (idle
+// samples, as after the job ended, are skipped: an idle GPU cools).
+void MeasureThermalTail(const GpuRecord& g, const HardwareDetectorOptions& o, GpuStats& st) {
+  std::vector<const GpuSample*> by_time;
+  for (const GpuSample& s : g.samples) by_time.push_back(&s);
+  std::stable_sort(by_time.begin(), by_time.end(),
+                   [](const GpuSample* a, const GpuSample* b) { return a->time_ns < b->time_ns; });
+  std::vector<double> tail_clocks;
+  for (auto it = by_time.rbegin(); it != by_time.rend(); ++it) {
+    const GpuSample& s = **it;
+    if (!Loaded(s, o)) continue;
+    if (!ThermalReason(s)) break;
+    ++st.thermal_tail_samples;
+    st.thermal_tail_from_ns = s.time_ns;
+    if (s.sm_clock_mhz) tail_clocks.push_back(*s.sm_clock_mhz);
+  }
+  st.thermal_tail_sm_clock_mhz = Median(tail_clocks);
 }
 
 GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
@@ -59,8 +75,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
     if (s.power_w) power.push_back(*s.power_w);
     if (s.util_pct) util.push_back(*s.util_pct);
     if (s.clock_events) {
-      if (*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown))
-        ++thermal;
+      if (ThermalReason(s)) ++thermal;
       if (loaded && (*s.clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)))
         ++power_reason;
     }
@@ -82,27 +97,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
     }
     st.power_limit_w = Median(limits);
   }
-  // The trailing run of loaded samples with a thermal slowdown reason (idle
-  // samples, as after the job ended, are skipped: an idle GPU cools).
-  {
-    std::vector<const GpuSample*> by_time;
-    for (const GpuSample& s : g.samples) by_time.push_back(&s);
-    std::stable_sort(by_time.begin(), by_time.end(),
-                     [](const GpuSample* a, const GpuSample* b) { return a->time_ns < b->time_ns; });
-    std::vector<double> tail_clocks;
-    for (auto it = by_time.rbegin(); it != by_time.rend(); ++it) {
-      const GpuSample& s = **it;
-      if (!Loaded(s, o)) continue;
-      if (!s.clock_events ||
-          !(*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown))) {
-        break;
-      }
-      ++st.thermal_tail_samples;
-      st.thermal_tail_from_ns = s.time_ns;
-      if (s.sm_clock_mhz) tail_clocks.push_back(*s.sm_clock_mhz);
-    }
-    st.thermal_tail_sm_clock_mhz = Median(tail_clocks);
-  }
+  MeasureThermalTail(g, o, st);
   double n = static_cast<double>(std::max<size_t>(1, g.samples.size()));
   double nl = static_cast<double>(std::max<size_t>(1, st.loaded_samples));
   st.hot_share = static_cast<double>(hot) / n;
@@ -127,14 +122,15 @@ std::optional<double> PeerMedian(const std::vector<GpuStats>& all, size_t self, 
 // Does any anomalous sample of `g` fall into the slow steps of its rank?
 std::optional<bool> Overlap(const GpuRecord& g, const GpuStats& st,
                             const std::vector<SuspectRank>& suspects,
+                            const HardwareDetectorOptions& o,
                             const std::function<bool(const GpuSample&)>& anomalous) {
   if (!st.rank || g.time_is_approximate) return std::nullopt;
   for (const SuspectRank& s : suspects) {
     if (s.rank != *st.rank) continue;
     if (!s.slow_from_ns) return std::nullopt;
-    TimeNs to = s.slow_to_ns.value_or(INT64_MAX - kTimeSlackNs);
+    TimeNs to = s.slow_to_ns.value_or(INT64_MAX - o.time_slack_ns);
     for (const GpuSample& x : g.samples) {
-      if (x.time_ns >= *s.slow_from_ns - kTimeSlackNs && x.time_ns <= to + kTimeSlackNs &&
+      if (x.time_ns >= *s.slow_from_ns - o.time_slack_ns && x.time_ns <= to + o.time_slack_ns &&
           anomalous(x)) {
         return true;
       }
@@ -150,11 +146,100 @@ bool IsSuspect(const std::vector<SuspectRank>& suspects, std::optional<int32_t> 
                      [&](const SuspectRank& s) { return s.rank == *rank; });
 }
 
-Evidence SourceOf(const GpuRecord& g, std::string text) {
-  Evidence e{std::move(text), std::nullopt};
-  if (g.facts.src) e.source = g.facts.src;
-  else if (!g.samples.empty()) e.source = g.samples.front().src;
-  return e;
+// PCIe: the capability, and the lowest generation under load / width seen.
+void MeasurePcie(const GpuRecord& g, const HardwareDetectorOptions& o, GpuMetrics& gm) {
+  gm.pcie_gen_max = g.facts.pcie_gen_max;
+  if (gm.pcie_gen_max && g.facts.pcie_gen_host_max) {
+    gm.pcie_gen_max = std::min(*gm.pcie_gen_max, *g.facts.pcie_gen_host_max);
+  }
+  gm.pcie_width_max = g.facts.pcie_width_max;
+  std::optional<int32_t> gen_loaded, width_seen;
+  for (const GpuSample& x : g.samples) {
+    if (x.pcie_gen && Loaded(x, o) && x.util_pct) {
+      gen_loaded = gen_loaded ? std::min(*gen_loaded, *x.pcie_gen) : *x.pcie_gen;
+    }
+    if (x.pcie_width) width_seen = width_seen ? std::min(*width_seen, *x.pcie_width) : *x.pcie_width;
+  }
+  if (!width_seen) width_seen = g.facts.pcie_width_current;
+  bool busy_static = gm.stats.util_pct_median && *gm.stats.util_pct_median >= o.load_util_pct;
+  if (!gen_loaded && busy_static) gen_loaded = g.facts.pcie_gen_current;
+  gm.pcie_gen_loaded = gen_loaded;
+  gm.pcie_width_seen = width_seen;
+}
+
+std::vector<std::string> ErrorsOf(const GpuFacts& fx) {
+  std::vector<std::string> errs;
+  if (fx.ecc_uncorrected_volatile.value_or(0) > 0)
+    errs.push_back(fmt::format("{} uncorrectable ECC errors (volatile)", *fx.ecc_uncorrected_volatile));
+  if (fx.retired_pages_pending.value_or(false)) errs.push_back("page retirement pending");
+  if (fx.remapping_failure.value_or(false)) errs.push_back("row remapping failure");
+  if (!fx.xids.empty()) {
+    std::string list;
+    for (size_t k = 0; k < fx.xids.size() && k < 5; ++k) list += (k ? "," : "") + std::to_string(fx.xids[k]);
+    errs.push_back(fmt::format("XID {}", list));
+  }
+  if (fx.diag_failed.value_or(false)) {
+    errs.push_back("dcgmi diag failed" +
+                   (fx.diag_messages.empty() ? std::string() : ": " + fx.diag_messages.front()));
+  }
+  return errs;
+}
+
+// The metrics of GPU i that compare it with its peers and with the slow
+// steps of its rank.
+void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i,
+                         const std::vector<GpuStats>& all, const std::vector<SuspectRank>& suspects,
+                         const HardwareDetectorOptions& o, GpuMetrics& gm) {
+  const GpuRecord& g = gpus[i];
+  GpuStats& st = gm.stats;
+  std::optional<double> peer_clock =
+      PeerMedian(all, i, [](const GpuStats& x) { return x.sm_clock_mhz; });
+  if (!peer_clock && g.facts.max_sm_clock_mhz)
+    peer_clock = g.facts.max_sm_clock_mhz, gm.peer_is_max = true;
+  st.peer_sm_clock_mhz = peer_clock;
+  if (st.sm_clock_mhz && peer_clock && *peer_clock > 0)
+    gm.clock_gap = 1 - *st.sm_clock_mhz / *peer_clock;
+  gm.peer_power_limit_w = PeerMedian(all, i, [](const GpuStats& x) { return x.power_limit_w; });
+  gm.default_power_limit_w = g.facts.default_power_limit_w;
+  gm.app_sm_clock_mhz = g.facts.app_sm_clock_mhz;
+  gm.max_sm_clock_mhz = g.facts.max_sm_clock_mhz;
+  gm.bus_id = g.bus_id;
+  MeasurePcie(g, o, gm);
+  gm.nvlink_up = g.facts.nvlink_up;
+  if (g.facts.nvlink_up) {
+    gm.nvlink_expected = PeerMedian(all, i, [&](const GpuStats& x) -> std::optional<double> {
+      const GpuRecord* r = nullptr;
+      for (const GpuRecord& c : gpus) {
+        if (c.host == x.host && c.index == x.gpu) r = &c;
+      }
+      if (r == nullptr || !r->facts.nvlink_up) return std::nullopt;
+      return static_cast<double>(*r->facts.nvlink_up);
+    });
+    if (!gm.nvlink_expected && g.facts.nvlink_total) {
+      gm.nvlink_expected = static_cast<double>(*g.facts.nvlink_total);
+    }
+  }
+  gm.errors = ErrorsOf(g.facts);
+  if (g.facts.src) gm.source = g.facts.src;
+  else if (!g.samples.empty()) gm.source = g.samples.front().src;
+  double gap_threshold = gm.peer_is_max ? o.clock_gap_vs_max : o.clock_gap;
+  gm.thermal_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+    return (x.temp_c && *x.temp_c >= o.hot_temp_c) || ThermalReason(x);
+  });
+  gm.power_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+    std::optional<double> lim = x.power_limit_w ? x.power_limit_w : st.power_limit_w;
+    return (x.power_w && lim && *x.power_w >= o.power_pinned * *lim) ||
+           (x.clock_events && (*x.clock_events & clock_event::kSwPowerCap));
+  });
+  gm.clock_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+    return x.sm_clock_mhz && peer_clock && Loaded(x, o) &&
+           *x.sm_clock_mhz < (1 - gap_threshold) * *peer_clock;
+  });
+  gm.any_overlap = Overlap(g, st, suspects, o, [](const GpuSample&) { return true; });
+}
+
+Evidence SourceOf(const GpuMetrics& gm, std::string text) {
+  return Evidence{std::move(text), gm.source};
 }
 
 // Fills severity, confidence and wording from the rank / time relation.
@@ -176,6 +261,265 @@ void Relate(Finding& f, const GpuStats& st, const std::vector<SuspectRank>& susp
     f.message += fmt::format("; but not during rank {}'s slow steps", *st.rank);
     f.confidence = std::min(f.confidence, 0.4);
   }
+}
+
+// What the clock rule reads of one GPU.
+struct ClockState {
+  bool low = false;  // clock_gap at or above its threshold
+  std::string text;  // the clock comparison in words
+};
+
+ClockState ClockOf(const GpuMetrics& gm, const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  double gap_threshold = gm.peer_is_max ? o.clock_gap_vs_max : o.clock_gap;
+  ClockState c;
+  c.low = gm.clock_gap && *gm.clock_gap >= gap_threshold;
+  c.text = gm.clock_gap
+               ? fmt::format("SM clock {:.0f} MHz under load vs {:.0f} MHz on its {} ({:+.0f}%)",
+                             *st.sm_clock_mhz, *st.peer_sm_clock_mhz,
+                             gm.peer_is_max ? "max" : "same-model peers", -100 * *gm.clock_gap)
+               : std::string("SM clock not recorded");
+  return c;
+}
+
+std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& clock,
+                                      const std::vector<SuspectRank>& suspects,
+                                      const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  if (!((st.hot_share >= o.min_share || st.thermal_reason_share >= o.min_share) &&
+        (clock.low || st.thermal_reason_share >= o.min_share))) {
+    return std::nullopt;
+  }
+  Finding f;
+  f.code = FindingCode::kGpuThermal;
+  f.entity = EntityOf(st);
+  f.cause = "thermal";
+  f.message = fmt::format("{} reached {:.0f} °C (median {:.0f} °C); {}", GpuName(st),
+                          st.temp_c_max.value_or(0), st.temp_c_median.value_or(0), clock.text);
+  if (st.thermal_reason_share > 0) {
+    f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
+                             100 * st.thermal_reason_share);
+  }
+  f.evidence.push_back(SourceOf(gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C",
+                                                100 * st.hot_share, o.hot_temp_c)));
+  f.overlaps_slow_steps = gm.thermal_overlap;
+  double conf = 0.6 + (clock.low ? 0.15 : 0) + (st.thermal_reason_share >= o.min_share ? 0.1 : 0);
+  Relate(f, st, suspects, conf);
+  f.next_steps.push_back(fmt::format(
+      "improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
+      "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
+      st.host.value_or("the host"), st.gpu, st.gpu));
+  return f;
+}
+
+// Thermal throttling that began near the end of the capture: too few
+// samples for the share rule, but on in every last one, clock down.
+std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
+                                          const std::vector<SuspectRank>& suspects,
+                                          const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  const std::optional<double>& peer_clock = st.peer_sm_clock_mhz;
+  if (!(st.thermal_tail_samples >= o.thermal_tail_samples && st.thermal_tail_sm_clock_mhz &&
+        peer_clock &&
+        *st.thermal_tail_sm_clock_mhz <= (1 - o.thermal_tail_clock_gap) * *peer_clock)) {
+    return std::nullopt;
+  }
+  Finding f;
+  f.code = FindingCode::kGpuThermal;
+  f.entity = EntityOf(st);
+  f.cause = "thermal";
+  f.pattern = Pattern::kOnsetAtEnd;
+  f.severity = Severity::kWarning;
+  f.onset_time = st.thermal_tail_from_ns;
+  f.message = fmt::format(
+      "{} began to throttle for heat near the end of the capture: thermal slowdown in each of "
+      "its last {} samples{}, SM clock {:.0f} MHz under load in them vs {:.0f} MHz on its {} "
+      "({:+.0f}%), reaching {:.0f} °C; still throttling when the capture ends",
+      GpuName(st), st.thermal_tail_samples,
+      st.thermal_tail_from_ns && !st.time_is_approximate
+          ? fmt::format(" (from {})", FormatTimestamp(*st.thermal_tail_from_ns))
+          : std::string(),
+      *st.thermal_tail_sm_clock_mhz, *peer_clock, gm.peer_is_max ? "max" : "same-model peers",
+      -100 * (1 - *st.thermal_tail_sm_clock_mhz / *peer_clock), st.temp_c_max.value_or(0));
+  f.evidence.push_back(SourceOf(gm, fmt::format("thermal slowdown in the last {} samples",
+                                                st.thermal_tail_samples)));
+  f.confidence = 0.45;
+  if (!IsSuspect(suspects, st.rank) && !suspects.empty()) {
+    f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
+                         : "; no rank is known to run on it, so it is not blamed";
+  }
+  f.next_steps.push_back(fmt::format(
+      "watch {} GPU {} now: `nvidia-smi dmon -i {} -s pucvmt -d 1`; if it keeps throttling, "
+      "check its fans, airflow and intake before the job slows",
+      st.host.value_or("the host"), st.gpu, st.gpu));
+  return f;
+}
+
+std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& clock,
+                                    const std::vector<SuspectRank>& suspects,
+                                    const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  const std::optional<double>& peer_limit = gm.peer_power_limit_w;
+  const std::optional<double>& default_limit = gm.default_power_limit_w;
+  bool limit_lowered = false;
+  std::string limit_text;
+  if (st.power_limit_w && default_limit && *st.power_limit_w < (1 - o.limit_gap) * *default_limit) {
+    limit_lowered = true;
+    limit_text = fmt::format("enforced power limit {:.0f} W, below its default {:.0f} W",
+                             *st.power_limit_w, *default_limit);
+  } else if (st.power_limit_w && peer_limit && *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
+    limit_lowered = true;
+    limit_text = fmt::format("enforced power limit {:.0f} W, below its peers' {:.0f} W",
+                             *st.power_limit_w, *peer_limit);
+  }
+  bool pinned = (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
+                clock.low;
+  if (!limit_lowered && !pinned) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuPowerCap;
+  f.entity = EntityOf(st);
+  f.cause = "power_cap";
+  f.message = GpuName(st) + ": ";
+  if (limit_lowered) f.message += limit_text;
+  if (pinned) {
+    f.message += fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}",
+                             limit_lowered ? "; " : "",
+                             100 * std::max(st.pinned_share, st.power_reason_share), clock.text);
+  } else if (gm.clock_gap) {
+    f.message += "; " + clock.text;
+  }
+  f.evidence.push_back(SourceOf(gm, limit_lowered ? limit_text : clock.text));
+  f.overlaps_slow_steps = limit_lowered ? gm.any_overlap : gm.power_overlap;
+  double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (clock.low ? 0.15 : 0);
+  Relate(f, st, suspects, conf);
+  f.next_steps.push_back(fmt::format(
+      "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
+      "POWER`), and check the node's power supply if the limit is already at its default",
+      st.host.value_or("the host"), st.gpu, st.gpu,
+      default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
+  return f;
+}
+
+// Clocks without a thermal or power reason.
+std::optional<Finding> ClocksFinding(const GpuMetrics& gm, const ClockState& clock,
+                                     const std::vector<SuspectRank>& suspects,
+                                     const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  bool locked = gm.app_sm_clock_mhz && gm.max_sm_clock_mhz &&
+                *gm.app_sm_clock_mhz < o.app_clock_locked_ratio * *gm.max_sm_clock_mhz;
+  if (!clock.low && !locked) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuClocksLow;
+  f.entity = EntityOf(st);
+  f.cause = "clocks";
+  f.message = GpuName(st) + ": " + clock.text;
+  if (locked) {
+    f.message += fmt::format("; applications clocks locked at {:.0f} of {:.0f} MHz",
+                             *gm.app_sm_clock_mhz, *gm.max_sm_clock_mhz);
+  }
+  f.evidence.push_back(SourceOf(gm, clock.text));
+  f.overlaps_slow_steps = gm.clock_overlap;
+  Relate(f, st, suspects, 0.5 + (clock.low ? 0.15 : 0) + (locked ? 0.1 : 0));
+  f.next_steps.push_back(fmt::format(
+      "reset the clocks of {} GPU {}: `nvidia-smi -i {} -rac` and `nvidia-smi -i {} -rgc`; "
+      "then run `dcgmi diag -r 2` on it",
+      st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
+  return f;
+}
+
+std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<SuspectRank>& suspects) {
+  const GpuStats& st = gm.stats;
+  std::string what;
+  if (gm.pcie_width_seen && gm.pcie_width_max && *gm.pcie_width_seen < *gm.pcie_width_max) {
+    what = fmt::format("PCIe link width x{} of x{}", *gm.pcie_width_seen, *gm.pcie_width_max);
+  }
+  if (gm.pcie_gen_loaded && gm.pcie_gen_max && *gm.pcie_gen_loaded < *gm.pcie_gen_max) {
+    what += fmt::format("{}PCIe Gen{} of Gen{} under load", what.empty() ? "" : ", ",
+                        *gm.pcie_gen_loaded, *gm.pcie_gen_max);
+  }
+  if (what.empty()) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuPcieDowngrade;
+  f.entity = EntityOf(st);
+  f.cause = "pcie_downgrade";
+  f.message = GpuName(st) + ": " + what + " (judged against the link's capability)";
+  f.evidence.push_back(SourceOf(gm, what));
+  f.overlaps_slow_steps = IsSuspect(suspects, st.rank) ? std::optional<bool>(true) : std::nullopt;
+  Relate(f, st, suspects, 0.75);
+  f.next_steps.push_back(fmt::format(
+      "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with "
+      "`nvidia-smi -i {} -q -d PCIE` under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
+      st.host.value_or("the host"), st.gpu, gm.bus_id.value_or("?"), st.gpu,
+      gm.bus_id.value_or("BUS")));
+  return f;
+}
+
+std::optional<Finding> NvlinkFinding(const GpuMetrics& gm,
+                                     const std::vector<SuspectRank>& suspects) {
+  const GpuStats& st = gm.stats;
+  if (!gm.nvlink_up || !gm.nvlink_expected || *gm.nvlink_up >= *gm.nvlink_expected)
+    return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuNvlinkDown;
+  f.entity = EntityOf(st);
+  f.cause = "nvlink_down";
+  f.message = fmt::format("{}: {} NVLinks active, its peers have {:.0f}", GpuName(st),
+                          *gm.nvlink_up, *gm.nvlink_expected);
+  f.evidence.push_back(SourceOf(gm, f.message));
+  Relate(f, st, suspects, 0.75);
+  f.next_steps.push_back(fmt::format(
+      "check NVLink of {} GPU {}: `nvidia-smi nvlink --status -i {}` and `nvidia-smi nvlink "
+      "-e -i {}`; run `dcgmi diag -r 2`",
+      st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
+  return f;
+}
+
+// Errors: supporting evidence.
+std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
+                                     const std::vector<SuspectRank>& suspects) {
+  const GpuStats& st = gm.stats;
+  if (gm.errors.empty()) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuErrors;
+  f.entity = EntityOf(st);
+  f.cause = "gpu_errors";
+  f.message = GpuName(st) + ": ";
+  for (size_t k = 0; k < gm.errors.size(); ++k) f.message += (k ? "; " : "") + gm.errors[k];
+  f.evidence.push_back(SourceOf(gm, f.message));
+  Relate(f, st, suspects, 0.6);
+  f.next_steps.push_back(fmt::format(
+      "run `dcgmi diag -r 2` (or -r 3) on {} and check `dmesg | grep -i xid`; drain the node "
+      "if errors persist",
+      st.host.value_or("the host")));
+  return f;
+}
+
+// Victims that look idle.
+std::optional<Finding> IdleVictimsFinding(const std::vector<GpuStats>& gpus,
+                                          const std::vector<SuspectRank>& suspects,
+                                          const HardwareDetectorOptions& o) {
+  if (suspects.empty()) return std::nullopt;
+  size_t idle = 0;
+  std::string example;
+  for (const GpuStats& st : gpus) {
+    if (IsSuspect(suspects, st.rank) || !st.util_pct_median ||
+        *st.util_pct_median >= o.idle_victim_util_pct) {
+      continue;
+    }
+    if (!st.rank) continue;
+    if (idle++ == 0) example = fmt::format("{} at {:.0f}%", GpuName(st), *st.util_pct_median);
+  }
+  if (idle == 0) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuIdleWaiting;
+  f.severity = Severity::kInfo;
+  f.entity.job = true;
+  f.confidence = 0.6;
+  f.message = fmt::format(
+      "{} GPU{} of healthy ranks show low utilisation (e.g. {}): they wait for the slow rank; "
+      "low utilisation is not evidence by itself",
+      idle, idle == 1 ? "" : "s", example);
+  return f;
 }
 
 }  // namespace
@@ -213,302 +557,48 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
   return out;
 }
 
+HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
+                                const std::vector<SuspectRank>& suspects,
+                                const HardwareDetectorOptions& o) {
+  const std::vector<GpuRecord>& gpus = run.hardware.gpus;
+  std::vector<GpuStats> all;
+  for (const GpuRecord& g : gpus) all.push_back(Measure(g, ranks, o));
+  HardwareMetrics m;
+  m.gpus.resize(gpus.size());
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    m.gpus[i].stats = all[i];
+    MeasureAgainstPeers(gpus, i, all, suspects, o, m.gpus[i]);
+  }
+  return m;
+}
+
+HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<SuspectRank>& suspects,
+                                const HardwareDetectorOptions& o) {
+  HardwareAnalysis a;
+  for (const GpuMetrics& gm : m.gpus) a.gpus.push_back(gm.stats);
+  for (const GpuMetrics& gm : m.gpus) {
+    ClockState clock = ClockOf(gm, o);
+    std::optional<Finding> thermal = ThermalFinding(gm, clock, suspects, o);
+    if (!thermal) thermal = ThermalTailFinding(gm, suspects, o);
+    std::optional<Finding> power = thermal ? std::nullopt : PowerFinding(gm, clock, suspects, o);
+    std::optional<Finding> clocks =
+        thermal || power ? std::nullopt : ClocksFinding(gm, clock, suspects, o);
+    for (std::optional<Finding>* f : {&thermal, &power, &clocks}) {
+      if (*f) a.findings.push_back(std::move(**f));
+    }
+    if (std::optional<Finding> f = PcieFinding(gm, suspects)) a.findings.push_back(std::move(*f));
+    if (std::optional<Finding> f = NvlinkFinding(gm, suspects)) a.findings.push_back(std::move(*f));
+    if (std::optional<Finding> f = ErrorsFinding(gm, suspects)) a.findings.push_back(std::move(*f));
+  }
+  if (std::optional<Finding> f = IdleVictimsFinding(a.gpus, suspects, o))
+    a.findings.push_back(std::move(*f));
+  return a;
+}
+
 HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
                                  const std::vector<SuspectRank>& suspects,
                                  const HardwareDetectorOptions& o) {
-  HardwareAnalysis a;
-  const std::vector<GpuRecord>& gpus = run.hardware.gpus;
-  for (const GpuRecord& g : gpus) a.gpus.push_back(Measure(g, ranks, o));
-
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const GpuRecord& g = gpus[i];
-    GpuStats& st = a.gpus[i];
-    std::optional<double> peer_clock =
-        PeerMedian(a.gpus, i, [](const GpuStats& x) { return x.sm_clock_mhz; });
-    bool vs_max = false;
-    if (!peer_clock && g.facts.max_sm_clock_mhz) peer_clock = g.facts.max_sm_clock_mhz, vs_max = true;
-    st.peer_sm_clock_mhz = peer_clock;
-    std::optional<double> gap;
-    if (st.sm_clock_mhz && peer_clock && *peer_clock > 0) gap = 1 - *st.sm_clock_mhz / *peer_clock;
-    double gap_threshold = vs_max ? o.clock_gap_vs_max : o.clock_gap;
-    bool clock_low = gap && *gap >= gap_threshold;
-    std::string clock_text =
-        gap ? fmt::format("SM clock {:.0f} MHz under load vs {:.0f} MHz on its {} ({:+.0f}%)",
-                          *st.sm_clock_mhz, *peer_clock, vs_max ? "max" : "same-model peers",
-                          -100 * *gap)
-            : std::string("SM clock not recorded");
-    bool thermal = false, power = false;
-
-    // Thermal.
-    if ((st.hot_share >= o.min_share || st.thermal_reason_share >= o.min_share) &&
-        (clock_low || st.thermal_reason_share >= o.min_share)) {
-      thermal = true;
-      Finding f;
-      f.code = FindingCode::kGpuThermal;
-      f.entity = EntityOf(st);
-      f.cause = "thermal";
-      f.message = fmt::format("{} reached {:.0f} °C (median {:.0f} °C); {}", GpuName(st),
-                              st.temp_c_max.value_or(0), st.temp_c_median.value_or(0), clock_text);
-      if (st.thermal_reason_share > 0) {
-        f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
-                                 100 * st.thermal_reason_share);
-      }
-      f.evidence.push_back(SourceOf(g, fmt::format("{:.0f}% of samples at >= {:.0f} °C",
-                                                   100 * st.hot_share, o.hot_temp_c)));
-      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
-        return (x.temp_c && *x.temp_c >= o.hot_temp_c) ||
-               (x.clock_events && (*x.clock_events & (clock_event::kHwThermalSlowdown |
-                                                      clock_event::kSwThermalSlowdown)));
-      });
-      double conf = 0.6 + (clock_low ? 0.15 : 0) + (st.thermal_reason_share >= o.min_share ? 0.1 : 0);
-      Relate(f, st, suspects, conf);
-      f.next_steps.push_back(fmt::format(
-          "improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
-          "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
-          st.host.value_or("the host"), st.gpu, st.gpu));
-      a.findings.push_back(std::move(f));
-    }
-
-    // Thermal throttling that began near the end of the capture: too few
-    // samples for the share rule, but on in every last one, clock down.
-    if (!thermal && st.thermal_tail_samples >= kThermalTailSamples && st.thermal_tail_sm_clock_mhz &&
-        peer_clock && *st.thermal_tail_sm_clock_mhz <= (1 - kThermalTailClockGap) * *peer_clock) {
-      thermal = true;
-      Finding f;
-      f.code = FindingCode::kGpuThermal;
-      f.entity = EntityOf(st);
-      f.cause = "thermal";
-      f.pattern = Pattern::kOnsetAtEnd;
-      f.severity = Severity::kWarning;
-      f.onset_time = st.thermal_tail_from_ns;
-      f.message = fmt::format(
-          "{} began to throttle for heat near the end of the capture: thermal slowdown in each of "
-          "its last {} samples{}, SM clock {:.0f} MHz under load in them vs {:.0f} MHz on its {} "
-          "({:+.0f}%), reaching {:.0f} °C; still throttling when the capture ends",
-          GpuName(st), st.thermal_tail_samples,
-          st.thermal_tail_from_ns && !st.time_is_approximate
-              ? fmt::format(" (from {})", FormatTimestamp(*st.thermal_tail_from_ns))
-              : std::string(),
-          *st.thermal_tail_sm_clock_mhz, *peer_clock, vs_max ? "max" : "same-model peers",
-          -100 * (1 - *st.thermal_tail_sm_clock_mhz / *peer_clock), st.temp_c_max.value_or(0));
-      f.evidence.push_back(SourceOf(g, fmt::format("thermal slowdown in the last {} samples",
-                                                   st.thermal_tail_samples)));
-      f.confidence = 0.45;
-      if (!IsSuspect(suspects, st.rank) && !suspects.empty()) {
-        f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
-                             : "; no rank is known to run on it, so it is not blamed";
-      }
-      f.next_steps.push_back(fmt::format(
-          "watch {} GPU {} now: `nvidia-smi dmon -i {} -s pucvmt -d 1`; if it keeps throttling, "
-          "check its fans, airflow and intake before the job slows",
-          st.host.value_or("the host"), st.gpu, st.gpu));
-      a.findings.push_back(std::move(f));
-    }
-
-    // Power.
-    std::optional<double> peer_limit =
-        PeerMedian(a.gpus, i, [](const GpuStats& x) { return x.power_limit_w; });
-    std::optional<double> default_limit = g.facts.default_power_limit_w;
-    bool limit_lowered = false;
-    std::string limit_text;
-    if (st.power_limit_w && default_limit && *st.power_limit_w < (1 - o.limit_gap) * *default_limit) {
-      limit_lowered = true;
-      limit_text = fmt::format("enforced power limit {:.0f} W, below its default {:.0f} W",
-                               *st.power_limit_w, *default_limit);
-    } else if (st.power_limit_w && peer_limit && *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
-      limit_lowered = true;
-      limit_text = fmt::format("enforced power limit {:.0f} W, below its peers' {:.0f} W",
-                               *st.power_limit_w, *peer_limit);
-    }
-    bool pinned = (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
-                  clock_low;
-    if (!thermal && (limit_lowered || pinned)) {
-      power = true;
-      Finding f;
-      f.code = FindingCode::kGpuPowerCap;
-      f.entity = EntityOf(st);
-      f.cause = "power_cap";
-      f.message = GpuName(st) + ": ";
-      if (limit_lowered) f.message += limit_text;
-      if (pinned) {
-        f.message += fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}",
-                                 limit_lowered ? "; " : "",
-                                 100 * std::max(st.pinned_share, st.power_reason_share), clock_text);
-      } else if (gap) {
-        f.message += "; " + clock_text;
-      }
-      f.evidence.push_back(SourceOf(g, limit_lowered ? limit_text : clock_text));
-      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
-        if (limit_lowered) return true;
-        std::optional<double> lim = x.power_limit_w ? x.power_limit_w : st.power_limit_w;
-        return (x.power_w && lim && *x.power_w >= o.power_pinned * *lim) ||
-               (x.clock_events && (*x.clock_events & clock_event::kSwPowerCap));
-      });
-      double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (clock_low ? 0.15 : 0);
-      Relate(f, st, suspects, conf);
-      f.next_steps.push_back(fmt::format(
-          "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
-          "POWER`), and check the node's power supply if the limit is already at its default",
-          st.host.value_or("the host"), st.gpu, st.gpu,
-          default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
-      a.findings.push_back(std::move(f));
-    }
-
-    // Clocks without a thermal or power reason.
-    bool locked = g.facts.app_sm_clock_mhz && g.facts.max_sm_clock_mhz &&
-                  *g.facts.app_sm_clock_mhz < 0.9 * *g.facts.max_sm_clock_mhz;
-    if (!thermal && !power && (clock_low || locked)) {
-      Finding f;
-      f.code = FindingCode::kGpuClocksLow;
-      f.entity = EntityOf(st);
-      f.cause = "clocks";
-      f.message = GpuName(st) + ": " + clock_text;
-      if (locked) {
-        f.message += fmt::format("; applications clocks locked at {:.0f} of {:.0f} MHz",
-                                 *g.facts.app_sm_clock_mhz, *g.facts.max_sm_clock_mhz);
-      }
-      f.evidence.push_back(SourceOf(g, clock_text));
-      f.overlaps_slow_steps = Overlap(g, st, suspects, [&](const GpuSample& x) {
-        return x.sm_clock_mhz && peer_clock && Loaded(x, o) &&
-               *x.sm_clock_mhz < (1 - gap_threshold) * *peer_clock;
-      });
-      Relate(f, st, suspects, 0.5 + (clock_low ? 0.15 : 0) + (locked ? 0.1 : 0));
-      f.next_steps.push_back(fmt::format(
-          "reset the clocks of {} GPU {}: `nvidia-smi -i {} -rac` and `nvidia-smi -i {} -rgc`; "
-          "then run `dcgmi diag -r 2` on it",
-          st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
-      a.findings.push_back(std::move(f));
-    }
-
-    // PCIe link.
-    {
-      std::optional<int32_t> max_gen = g.facts.pcie_gen_max;
-      if (max_gen && g.facts.pcie_gen_host_max) max_gen = std::min(*max_gen, *g.facts.pcie_gen_host_max);
-      std::optional<int32_t> width_max = g.facts.pcie_width_max;
-      // Under load: the lowest generation / width seen in a loaded sample.
-      std::optional<int32_t> gen_loaded, width_seen;
-      for (const GpuSample& x : g.samples) {
-        if (x.pcie_gen && Loaded(x, o) && x.util_pct) {
-          gen_loaded = gen_loaded ? std::min(*gen_loaded, *x.pcie_gen) : *x.pcie_gen;
-        }
-        if (x.pcie_width) width_seen = width_seen ? std::min(*width_seen, *x.pcie_width) : *x.pcie_width;
-      }
-      if (!width_seen) width_seen = g.facts.pcie_width_current;
-      bool busy_static = st.util_pct_median && *st.util_pct_median >= o.load_util_pct;
-      if (!gen_loaded && busy_static) gen_loaded = g.facts.pcie_gen_current;
-      std::string what;
-      if (width_seen && width_max && *width_seen < *width_max) {
-        what = fmt::format("PCIe link width x{} of x{}", *width_seen, *width_max);
-      }
-      if (gen_loaded && max_gen && *gen_loaded < *max_gen) {
-        what += fmt::format("{}PCIe Gen{} of Gen{} under load", what.empty() ? "" : ", ", *gen_loaded,
-                            *max_gen);
-      }
-      if (!what.empty()) {
-        Finding f;
-        f.code = FindingCode::kGpuPcieDowngrade;
-        f.entity = EntityOf(st);
-        f.cause = "pcie_downgrade";
-        f.message = GpuName(st) + ": " + what + " (judged against the link's capability)";
-        f.evidence.push_back(SourceOf(g, what));
-        f.overlaps_slow_steps = IsSuspect(suspects, st.rank) ? std::optional<bool>(true) : std::nullopt;
-        Relate(f, st, suspects, 0.75);
-        f.next_steps.push_back(fmt::format(
-            "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with "
-            "`nvidia-smi -i {} -q -d PCIE` under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
-            st.host.value_or("the host"), st.gpu, g.bus_id.value_or("?"), st.gpu,
-            g.bus_id.value_or("BUS")));
-        a.findings.push_back(std::move(f));
-      }
-    }
-
-    // NVLink.
-    if (g.facts.nvlink_up) {
-      std::optional<double> peer_up = PeerMedian(a.gpus, i, [&](const GpuStats& x) -> std::optional<double> {
-        const GpuRecord* r = nullptr;
-        for (const GpuRecord& c : gpus) {
-          if (c.host == x.host && c.index == x.gpu) r = &c;
-        }
-        if (r == nullptr || !r->facts.nvlink_up) return std::nullopt;
-        return static_cast<double>(*r->facts.nvlink_up);
-      });
-      std::optional<double> expected = peer_up;
-      if (!expected && g.facts.nvlink_total) expected = static_cast<double>(*g.facts.nvlink_total);
-      if (expected && *g.facts.nvlink_up < *expected) {
-        Finding f;
-        f.code = FindingCode::kGpuNvlinkDown;
-        f.entity = EntityOf(st);
-        f.cause = "nvlink_down";
-        f.message = fmt::format("{}: {} NVLinks active, its peers have {:.0f}", GpuName(st),
-                                *g.facts.nvlink_up, *expected);
-        f.evidence.push_back(SourceOf(g, f.message));
-        Relate(f, st, suspects, 0.75);
-        f.next_steps.push_back(fmt::format(
-            "check NVLink of {} GPU {}: `nvidia-smi nvlink --status -i {}` and `nvidia-smi nvlink "
-            "-e -i {}`; run `dcgmi diag -r 2`",
-            st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
-        a.findings.push_back(std::move(f));
-      }
-    }
-
-    // Errors: supporting evidence.
-    {
-      std::vector<std::string> errs;
-      const GpuFacts& fx = g.facts;
-      if (fx.ecc_uncorrected_volatile.value_or(0) > 0)
-        errs.push_back(fmt::format("{} uncorrectable ECC errors (volatile)", *fx.ecc_uncorrected_volatile));
-      if (fx.retired_pages_pending.value_or(false)) errs.push_back("page retirement pending");
-      if (fx.remapping_failure.value_or(false)) errs.push_back("row remapping failure");
-      if (!fx.xids.empty()) {
-        std::string list;
-        for (size_t k = 0; k < fx.xids.size() && k < 5; ++k) list += (k ? "," : "") + std::to_string(fx.xids[k]);
-        errs.push_back(fmt::format("XID {}", list));
-      }
-      if (fx.diag_failed.value_or(false)) {
-        errs.push_back("dcgmi diag failed" +
-                       (fx.diag_messages.empty() ? std::string() : ": " + fx.diag_messages.front()));
-      }
-      if (!errs.empty()) {
-        Finding f;
-        f.code = FindingCode::kGpuErrors;
-        f.entity = EntityOf(st);
-        f.cause = "gpu_errors";
-        f.message = GpuName(st) + ": ";
-        for (size_t k = 0; k < errs.size(); ++k) f.message += (k ? "; " : "") + errs[k];
-        f.evidence.push_back(SourceOf(g, f.message));
-        Relate(f, st, suspects, 0.6);
-        f.next_steps.push_back(fmt::format(
-            "run `dcgmi diag -r 2` (or -r 3) on {} and check `dmesg | grep -i xid`; drain the node "
-            "if errors persist",
-            st.host.value_or("the host")));
-        a.findings.push_back(std::move(f));
-      }
-    }
-  }
-
-  // Victims that look idle.
-  if (!suspects.empty()) {
-    size_t idle = 0;
-    std::string example;
-    for (const GpuStats& st : a.gpus) {
-      if (IsSuspect(suspects, st.rank) || !st.util_pct_median || *st.util_pct_median >= 80) continue;
-      if (!st.rank) continue;
-      if (idle++ == 0) example = fmt::format("{} at {:.0f}%", GpuName(st), *st.util_pct_median);
-    }
-    if (idle > 0) {
-      Finding f;
-      f.code = FindingCode::kGpuIdleWaiting;
-      f.severity = Severity::kInfo;
-      f.entity.job = true;
-      f.confidence = 0.6;
-      f.message = fmt::format(
-          "{} GPU{} of healthy ranks show low utilisation (e.g. {}): they wait for the slow rank; "
-          "low utilisation is not evidence by itself",
-          idle, idle == 1 ? "" : "s", example);
-      a.findings.push_back(std::move(f));
-    }
-  }
-  return a;
+  return DecideHardware(MeasureHardware(run, ranks, suspects, o), suspects, o);
 }
 
 }  // namespace laggard

@@ -1,5 +1,7 @@
 // Hardware detector: *why* is a GPU slow — thermal throttling, a power cap,
 // low clocks, a downgraded PCIe link, missing NVLinks, hardware errors.
+// The verdict stage (AnalyzeRun) calls AnalyzeHardware() with the ranks the
+// step and trace detectors suspect (SuspectRanks); tests call its parts.
 //
 // Assumption (the article's warning): no single metric can be trusted alone
 // and utilisation lies (a victim looks idle because it waits). So every rule
@@ -7,37 +9,57 @@
 // anomaly is tied to the culprit only through the rank that runs on the GPU
 // (rank_map.h) and the time of its slow steps.
 //
-// Metrics (per GPU, over its samples; "under load" = utilisation >= 50%, or
-// every sample when utilisation was not recorded):
+// It runs in two steps: MeasureHardware() computes the metrics of every
+// GPU (GpuMetrics), DecideHardware() applies the rules below to them.
+//
+// Metrics (per GPU, over its samples; "under load" = utilisation >=
+// load_util_pct, 50%, or every sample when utilisation was not recorded):
 //   sm_clock    median SM clock under load; peers' value = median over the
 //               other GPUs of the same model (>= 2 of them), else the GPU's max
 //   clock_gap   1 - sm_clock / peers' sm_clock
-//   hot         share of samples at >= 90 C or at/above the GPU's slowdown
-//               temperature
-//   pinned      share of loaded samples drawing >= 97% of the power limit
+//   hot         share of samples at >= hot_temp_c (90 C) or at/above the
+//               GPU's slowdown temperature
+//   pinned      share of loaded samples drawing >= power_pinned (97%) of the
+//               power limit
 //   reasons     share of samples with thermal / power clock-event reasons
+//   thermal tail the trailing run of loaded samples with a thermal reason
+//   pcie        lowest generation in a loaded sample, lowest width in any,
+//               against the capability (the lower of GPU's and slot's)
+//   nvlink      active links, against the same-model peers' median
+//   overlap     whether samples anomalous for a cause fall into the slow
+//               steps of the GPU's rank, +- time_slack_ns (5 s: two hosts'
+//               clocks and a 1 s sampling interval)
 // Decisions (defaults, origin):
-//   thermal     hot or thermal reasons in >= 10% of samples, and clock_gap
-//               >= 5% or thermal reasons active (article: >= 90 C with the SM
-//               clock pulled down); or, throttling that began near the end of
-//               the capture: thermal reasons in each of the last >= 3 loaded
-//               samples with their SM clock >= 2% below the peers' (a warning)
-//   power_cap   enforced limit >= 5% below the default or below peers'; or
-//               pinned/SW power cap in >= 20% of loaded samples with
-//               clock_gap >= 5% (article: nvidia-smi -pl, weak supply)
-//   clocks      clock_gap >= 5% (10% against max clock) with no thermal or
-//               power reason; or applications clocks locked >= 10% below max
+//   thermal     hot or thermal reasons in >= min_share (10%) of samples,
+//               and clock_gap >= clock_gap (5%) or thermal reasons active
+//               (article: >= 90 C with the SM clock pulled down); or,
+//               throttling that began near the end of the capture: thermal
+//               reasons in each of the last >= thermal_tail_samples (3: one
+//               could be a transient) loaded samples with their SM clock >=
+//               thermal_tail_clock_gap (2%: a GPU boosting normally sits
+//               within ~1% of its peers) below the peers' (a warning)
+//   power_cap   enforced limit >= limit_gap (5%) below the default or below
+//               peers'; or pinned/SW power cap in >= min_power_share (20%)
+//               of loaded samples with clock_gap >= 5% (article: nvidia-smi
+//               -pl, weak supply)
+//   clocks      clock_gap >= 5% (clock_gap_vs_max, 10%, against max clock)
+//               with no thermal or power reason; or applications clocks
+//               locked below app_clock_locked_ratio (90%) of max
 //   pcie        width below max (always: lanes are not power-managed) or
-//               generation below max under load, or below same-model peers on
-//               the host; a lower generation while idle is normal power saving
+//               generation below max under load; a lower generation while
+//               idle is normal power saving
 //   nvlink      fewer active links than the peers' median
 //   errors      uncorrectable ECC, pending retirement, remapping failure,
 //               XIDs, dcgmi diag failure (supporting evidence only)
+//   idle victims GPUs of healthy ranks with median utilisation <
+//               idle_victim_util_pct (80%) while some rank is suspected: they
+//               wait, which is not evidence (an info finding)
+// Thresholds without an origin above are judgement.
 // Time correlation: an anomaly whose samples overlap the slow steps of the
 // GPU's rank sets Finding::overlaps_slow_steps; a hot GPU whose rank is not
 // slow is a warning ("not blamed"), never the culprit.
 //
-// Thread-safety: AnalyzeHardware() is a pure function of its inputs.
+// Thread-safety: every function here is a pure function of its inputs.
 
 #ifndef LAGGARD_ANALYSIS_HARDWARE_DETECTOR_H_
 #define LAGGARD_ANALYSIS_HARDWARE_DETECTOR_H_
@@ -63,6 +85,11 @@ struct HardwareDetectorOptions {
   double limit_gap = 0.05;
   double min_share = 0.10;        // of samples, for thermal reasons / hot
   double min_power_share = 0.20;  // of loaded samples, for pinned / power reasons
+  size_t thermal_tail_samples = 3;
+  double thermal_tail_clock_gap = 0.02;
+  double app_clock_locked_ratio = 0.9;
+  double idle_victim_util_pct = 80;
+  DurationNs time_slack_ns = 5'000'000'000;
 };
 
 struct GpuStats {
@@ -96,6 +123,39 @@ struct HardwareAnalysis {
   std::vector<Finding> findings;
 };
 
+// What MeasureHardware() measures of one GPU: its GpuStats (with
+// peer_sm_clock_mhz) and what the rules compare them with.
+struct GpuMetrics {
+  GpuStats stats;
+  bool peer_is_max = false;         // no same-model peers: compared with its max clock
+  std::optional<double> clock_gap;  // 1 - sm_clock / peer_sm_clock
+  std::optional<double> peer_power_limit_w;
+  std::optional<double> default_power_limit_w;
+  std::optional<double> app_sm_clock_mhz;
+  std::optional<double> max_sm_clock_mhz;
+  std::optional<int32_t> pcie_gen_max;     // the lower of the GPU's and the slot's
+  std::optional<int32_t> pcie_width_max;
+  std::optional<int32_t> pcie_gen_loaded;  // lowest in a loaded sample, or current when busy
+  std::optional<int32_t> pcie_width_seen;  // lowest in any sample, or current
+  std::optional<std::string> bus_id;
+  std::optional<int32_t> nvlink_up;
+  std::optional<double> nvlink_expected;   // peers' median, else links present
+  std::vector<std::string> errors;         // in words, in the order of the rules
+  // Overlap with the slow steps of the GPU's rank (nullopt: not suspected,
+  // or times cannot be compared) of samples that are hot or thermally
+  // throttled; pinned at the power limit or SW power capped; loaded with
+  // the SM clock below the clock rule's threshold; any sample.
+  std::optional<bool> thermal_overlap;
+  std::optional<bool> power_overlap;
+  std::optional<bool> clock_overlap;
+  std::optional<bool> any_overlap;
+  std::optional<SourceRef> source;  // of the GPU's facts, else its first sample
+};
+
+struct HardwareMetrics {
+  std::vector<GpuMetrics> gpus;  // in run.hardware.gpus order
+};
+
 // Ranks the step and trace detectors suspect, with the time of their slow
 // steps when step start times are known.
 struct SuspectRank {
@@ -106,6 +166,16 @@ struct SuspectRank {
 std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
                                       const TraceAnalysis& traces);
 
+HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
+                                const std::vector<SuspectRank>& suspects,
+                                const HardwareDetectorOptions& options);
+// Findings per GPU in run order (thermal, power cap, clocks, PCIe, NVLink,
+// errors), then the idle victims; with every GPU's stats.
+HardwareAnalysis DecideHardware(const HardwareMetrics& metrics,
+                                const std::vector<SuspectRank>& suspects,
+                                const HardwareDetectorOptions& options);
+
+// MeasureHardware, then DecideHardware.
 HardwareAnalysis AnalyzeHardware(const Run& run, const RankMap& ranks,
                                  const std::vector<SuspectRank>& suspects,
                                  const HardwareDetectorOptions& options);

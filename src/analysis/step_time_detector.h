@@ -1,4 +1,6 @@
 // Step-time detector: which rank is slow, from per-rank step times alone.
+// The verdict stage (AnalyzeRun) and the step bench call AnalyzeStepTimes();
+// tests call its parts, MeasureSteps() / MeasureOnsets() and DecideSteps().
 //
 // Assumption: ranks of one job do the same work per step (or the same work
 // within a pipeline stage when stages are known), so a healthy rank's step
@@ -9,43 +11,72 @@
 // the same time. The detector recognises that case and says so instead of
 // blaming anyone.
 //
-// Metrics (per rank, after warm-up):
+// Metrics (MeasureSteps, per rank, after warm-up):
 //   excess      median step time / median of peers' medians - 1
 //   z           excess in units of the peers' robust spread (1.4826 MAD,
-//               floored at 0.5%)
-//   x[s]        step s's time / all ranks' median at step s - 1 (own history)
+//               floored at min_peer_spread)
+//   x[s]        step s's time / its peer group's median at step s - 1 (own
+//               history); onsets: change-point segments of x (MeasureOnsets,
+//               change_point.h, shift >= flag_threshold)
+//   slow steps  steps with x >= max(slow_step_excess, slow_step_sigmas x
+//               sigma_noise), sigma_noise the robust spread of every x
 //   sync spread median over steps of (p90 - p10) / median across ranks
 //   rank offset median over a rank's steps of (its time / the step's median
 //               across all ranks - 1); sync offset = the largest |rank offset|
-// Decisions (defaults, origin):
-//   straggler   excess >= 5% and z >= 3, or a change-point segment of x with
-//               median >= 5%  (article: < 5% is normal variation; >= 15% is
-//               almost surely a straggler: reported as the band)
-//   periodic    >= 4 bursts of slow steps (x >= max(10%, 6 sigma_noise)),
-//               every gap within max(1, 10%) of the median gap
-//   jitter      slow steps spread over >= 3 ranks, none holding half of them
-//   synchronised sync spread < 0.5% (timer placement differs by a few ms on
-//               a ~1 s step; independent per-rank jitter of 1% gives ~2.6%)
-//               and sync offset < 1% (end to end, every rank's steps end at
-//               the same collective, so their durations add up to the same
-//               wall time and no rank's median can stay apart; a
-//               compute-only straggler at the 5% flag threshold is 5x
-//               above). p90 - p10, unlike max - min, does not widen with
-//               the rank count (max - min read 0.65% at 16,384 ranks of
-//               synchronised logs); the offset test keeps one rank that is
-//               consistently slow from hiding inside the quantiles.
-//   job slowdown per-step median across ranks >= 1.3 x the job's 25th
-//               percentile step time (the article's 0.8 s -> 8 s is 10x)
+//   spikes      steps whose median over ranks is >= max(spike_min,
+//               spike_sigmas x sigma of the per-step medians) over the median
+//               step (>= min_steps_for_spikes steps)
+// Decisions (DecideSteps; defaults, origin):
+//   straggler   excess >= flag_threshold (5%) and z >= min_z (3), or a
+//               change-point segment of x with median >= 5% (article: < 5%
+//               is normal variation; >= strong_threshold, 15%, is almost
+//               surely a straggler: reported as the band; z 3: judgement)
+//   periodic    >= min_bursts (4) bursts of slow steps (slow_step_excess
+//               10%, slow_step_sigmas 6: judgement, above the article's 5%
+//               band so that jitter rarely qualifies), every gap within
+//               max(1, period_tolerance = 10%) of the median gap (judgement)
+//   intermittent >= intermittent_min_steps (3) slow steps holding >=
+//               intermittent_share (half) of the job's slow steps, >= 3 ranks
+//               (judgement)
+//   jitter      slow steps spread over >= jitter_min_ranks (3) ranks, none
+//               of them flagged (judgement)
+//   synchronised sync spread < sync_spread (0.5%: timer placement differs by
+//               a few ms on a ~1 s step; independent per-rank jitter of 1%
+//               gives ~2.6%) and sync offset < sync_rank_offset (1%: end to
+//               end, every rank's steps end at the same collective, so their
+//               durations add up to the same wall time and no rank's median
+//               can stay apart; a compute-only straggler at the 5% flag
+//               threshold is 5x above). p90 - p10, unlike max - min, does not
+//               widen with the rank count (max - min read 0.65% at 16,384
+//               ranks of synchronised logs); the offset test keeps one rank
+//               that is consistently slow from hiding inside the quantiles.
+//   stage imbalance one pipeline stage's median >= flag_threshold above the
+//               other stages' and its ranks' spread (1.4826 MAD) < 1 /
+//               stage_separation (3) of the gap: they agree with each other
+//               (judgement); stages form peer groups when each has >=
+//               min_stage_ranks (3) ranks
+//   job slowdown per-step median across ranks >= episode_factor (1.3) x the
+//               job's 25th percentile step time (the article's 0.8 s -> 8 s
+//               is 10x), with >= min_steps_for_episodes (10) steps; periodic
+//               when >= min_periodic_episodes (3) episodes recur by the
+//               periodic rule above; at most 10 job-slowdown findings, the
+//               last one counting the rest
+//   spike       (metric only: spikes name no one; spike_min 2.5% and
+//               spike_sigmas 5 sit below the article's 5% band on purpose,
+//               the verdict uses them only to corroborate a GPU that idles
+//               alone at the same moments)
 //
-// Thread-safety: Analyze() is a pure function of its inputs.
+// Thread-safety: every function here is a pure function of its inputs.
 
 #ifndef LAGGARD_ANALYSIS_STEP_TIME_DETECTOR_H_
 #define LAGGARD_ANALYSIS_STEP_TIME_DETECTOR_H_
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "analysis/change_point.h"
 #include "analysis/finding.h"
 #include "analysis/robust_stats.h"
 #include "model/run.h"
@@ -53,13 +84,28 @@
 namespace laggard {
 
 struct StepDetectorOptions {
-  size_t warmup_steps = 5;
+  size_t warmup_steps = 5;  // skipped per series when >= 3 steps remain
   double flag_threshold = 0.05;
   double strong_threshold = 0.15;
   double min_z = 3.0;
+  double min_peer_spread = 0.005;
+  double slow_step_excess = 0.10;
+  double slow_step_sigmas = 6;
+  size_t min_bursts = 4;
+  double period_tolerance = 0.1;
+  size_t intermittent_min_steps = 3;
+  double intermittent_share = 0.5;
+  size_t jitter_min_ranks = 3;
   double sync_spread = 0.005;
   double sync_rank_offset = 0.01;
+  size_t min_stage_ranks = 3;
+  double stage_separation = 3;
   double episode_factor = 1.3;
+  size_t min_steps_for_episodes = 10;
+  size_t min_periodic_episodes = 3;
+  double spike_min = 0.025;
+  double spike_sigmas = 5;
+  size_t min_steps_for_spikes = 10;
 };
 
 struct RankStepStats {
@@ -95,8 +141,7 @@ struct JobStepStats {
   std::optional<double> noise_sigma;  // per-step relative noise, robust
   std::vector<Episode> episodes;
   // Isolated whole-job slow steps (too short or too small for an episode):
-  // steps whose median over ranks is >= max(5%, 6 sigma of the per-step
-  // medians) above the median step; with their excess (0.2 = +20%).
+  // see "spikes" above; with their excess (0.2 = +20%).
   std::vector<int64_t> spike_steps;
   std::vector<double> spike_excess;
   std::optional<double> throughput_lost;  // what-if without the flagged ranks
@@ -108,6 +153,85 @@ struct StepAnalysis {
   std::vector<Finding> findings;
 };
 
+// A rank's own history, x[s] above, as DecideSteps reads it: the step of its
+// first point and the change-point segments of the series (indices into x)
+// with the step numbers where each begins and ends.
+struct RankOnsets {
+  size_t points = 0;                   // length of x
+  std::optional<int64_t> first_step;  // step of x[0]
+  std::vector<Segment> segments;
+  std::vector<int64_t> segment_first_step;  // step of x[segment.begin]
+  std::vector<int64_t> segment_last_step;   // step of x[segment.end - 1]
+};
+
+// What MeasureSteps() measures. Per-rank vectors are indexed like `series`;
+// per-step vectors like `step_numbers`.
+struct StepMetrics {
+  // The series analysed (run.ranks, else run.unattributed), for the ranks'
+  // identity and the steps' wall clock and source in findings.
+  std::vector<const StepSeries*> series;
+  bool attributed = false;  // the series carry ranks
+  bool comparable = false;  // attributed and >= 2 series: peers exist
+  std::vector<int64_t> step_numbers;  // the analysed steps, ascending
+  // Per step across all ranks: median seconds (0 where none logged it), how
+  // many ranks logged it, and the index of the slowest (-1: none).
+  std::vector<double> step_median_s;
+  std::vector<size_t> step_ranks;
+  std::vector<int32_t> step_slowest;
+  // Step seconds, column-major (one column of series.size() per step, NaN
+  // where missing): the what-if of ThroughputLost().
+  std::vector<float> seconds_by_step;
+  // Peer groups: pipeline stages (group_stage[g] the stage number) when
+  // every rank has one and every stage >= min_stage_ranks ranks, else one
+  // group of all ranks (group_stage empty).
+  std::vector<size_t> group_of;
+  std::vector<int32_t> group_stage;
+  // Per group, its ranks' median step seconds; per rank, the median of its
+  // group's (0 when none). Filled when comparable.
+  std::vector<std::vector<double>> group_rank_medians_s;
+  std::vector<double> peer_median_s;
+  // RankStepStats without `flagged`; JobStepStats without `synchronised`,
+  // `episodes` and `throughput_lost`, which DecideSteps / ThroughputLost add.
+  std::vector<RankStepStats> ranks;
+  JobStepStats job;
+  // Slow steps (see above) of each rank with their x, when comparable; the
+  // threshold they passed; the count over all ranks.
+  double slow_step_threshold = 0;
+  std::vector<std::vector<int64_t>> slow_steps;
+  std::vector<std::vector<double>> slow_step_excess;
+  size_t slow_events = 0;
+  // Filled by MeasureOnsets for ranks with >= 3 steps used; empty before.
+  std::vector<RankOnsets> onsets;
+
+  // Internal to the metric functions: the row-major matrix and the
+  // per-group medians of each step that x[s] divides by.
+  std::vector<float> seconds_by_rank;
+  std::vector<double> group_step_median_s;  // [group * steps + step]
+  std::vector<size_t> group_step_ranks;
+};
+
+// Every metric except the onsets. Reads warmup_steps, min_stage_ranks and
+// the spike and slow-step thresholds of `options`.
+StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& options);
+// The ranks' own-history onsets (change points with a shift of at least
+// flag_threshold), for ranks with >= 3 steps used. AnalyzeStepTimes calls it
+// only when the job is comparable and not synchronised: only then is any
+// rank judged.
+void MeasureOnsets(StepMetrics& metrics, const StepDetectorOptions& options);
+// The synchronised decision (see above).
+bool StepsSynchronised(const StepMetrics& metrics, const StepDetectorOptions& options);
+// The findings, in this order: no peers, stage imbalance, stragglers (by
+// rank index), jitter, job slowdowns, synchronised; with the metrics'
+// numbers, the flagged ranks, the job's episodes and `synchronised`
+// (throughput_lost is ThroughputLost's).
+StepAnalysis DecideSteps(const StepMetrics& metrics, const StepDetectorOptions& options);
+// What the flagged ranks cost: 1 - (sum over steps of the slowest unflagged
+// rank's time) / (sum of the slowest rank's time); nullopt when no rank is
+// flagged or peers are not comparable.
+std::optional<double> ThroughputLost(const StepMetrics& metrics,
+                                     const std::vector<RankStepStats>& ranks);
+
+// MeasureSteps, MeasureOnsets, DecideSteps, ThroughputLost.
 StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& options);
 
 }  // namespace laggard

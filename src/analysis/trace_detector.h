@@ -1,55 +1,124 @@
 // Trace detector: from per-rank profiler traces, does the suspect compute
 // slowly or wait, and which rank is the culprit rather than a victim?
+// The verdict stage (AnalyzeRun) calls AnalyzeTraces(); tests call its parts.
 //
 // Assumption (DESIGN, "one subtlety"): a synchronous collective ends at
 // nearly the same instant on every participant, when the last rank has
 // arrived and the transfer is done. So the culprit is the rank that arrives
 // last and waits least; the rank with the longest NCCL time is a victim.
 //
+// It runs in four steps, because which ranks' kernels to compare depends on
+// who is suspected:
+//   MeasureTraces     metrics of every rank (below)
+//   FindTraceSuspect  decision: a late rank, a late group, variable work, or
+//                     no one; with the healthy peer to compare with
+//   CompareSuspect    metrics of the suspect against healthy peers: kernel
+//                     ratios (kernel_compare.h), host gaps (host_gaps.h)
+//   DecideTraces      decision: the findings and the culprit
+//
 // Metrics:
 //   instance    one collective call matched across the ranks of its process
-//               group: by (group, seq) when traced, else by (group,
-//               collective, size, n-th occurrence)
+//               group (collective_match.h)
 //   offset[r]   median over instances of (end on r - median end): the clock
 //               offset of rank r, removed from all its times
 //   arrival     aligned start of the collective on a rank; lateness =
 //               arrival - median arrival; wait = last arrival - own arrival;
 //               transfer = median end - last arrival
-//   share_last  share of instances where the rank arrived last
-//   busy        union of a rank's device ops (CPU ops in CPU-only traces),
-//               per OpClass and in total; gaps = window - busy
-//   kernel ratio per compute kernel name with >= 3 launches on both ranks:
-//               median duration on the suspect / on a healthy peer,
-//               aggregated weighted by the peer's time in that kernel
-// Decisions (defaults, origin):
 //   delay       per instance, last arrival - second-to-last arrival, charged
 //               to the last rank: what the job would gain without it
-//   late arrival the rank with the most delay holds >= 50% of all delay and
-//               >= 3x the next rank's, was last at >= 3 instances, and its
-//               mean delay is >= 100 us (a stalled rank is late only at the
-//               first collective of a step, so share of instances is not used)
-//   compute-slow kernel ratio >= 1.05 (5%: the article's normal variation
-//               between same-model GPUs) -> the GPU executes slowly
-//   host stall  kernels within 5% but the culprit's idle time (no kernel at
-//               all) exceeds the peer's by >= half its summed lateness -> it
-//               waited for the host (data loader, CPU, Python)
-//   comm-bound  no late rank, and transfer >= 40% of the step time on
-//               every rank -> the network is slow for everyone
+//   busy        union of a rank's device ops (CPU ops in CPU-only traces),
+//               per OpClass and in total; idle = window - busy; gaps = idle
+//               intervals >= min_gap_ns (10 us: judgement, launch latency)
+//   compute     per rank and profiled step, the union of its
+//               non-communication ops
+//   kernel ratio per compute kernel (name, shape) with >= min_launches (3)
+//               launches on both ranks: median duration on the suspect / on
+//               healthy peers (up to max_kernel_peers, 4), aggregated
+//               weighted by the peers' time in that kernel
+// Decisions (defaults, origin):
+//   late arrival the rank with the most delay holds >= late_delay_share (50%)
+//               of all delay and >= late_over_next (3x) the next rank's, was
+//               last at >= min_instances (3) instances, its mean delay is >=
+//               min_lateness_ns (100 us) and >= late_over_noise (3x) the
+//               median delay of the instances others were last at, it costs
+//               >= min_cost_share (1%: the article's < 5% per GPU, seen once
+//               per collective) of the profile and is late in >= 2 profiled
+//               steps (a stalled rank is late only at the first collective
+//               of a step, so share of instances is not used; thresholds
+//               otherwise judgement)
+//   late group  ranks whose mean lateness sits above a break of >=
+//               group_sigmas (6) x the normal ranks' spread (estimated from
+//               the lower half's quantiles) and >= 100 us; a host
+//               whose every rank idles >= idle_host_ratio (3x) the most idle
+//               rank elsewhere; or a block of consecutive ranks computing
+//               more (separation >= block_separation 4, >= compute_outlier_min
+//               2% more, filling >= block_fill 90% of its range); each
+//               costing >= 1% of the profile (judgement, simulated runs)
+//   compute outlier one rank's compute per step above the step's median in
+//               every profiled step by >= max(2%, 5 sigma / sqrt(steps)) and
+//               >= 2x the next rank's (compute_outlier_*: judgement)
+//   variable work the ranks' compute per step spreads by >= variable_work_cv
+//               (3%: fixed-shape training varies 1-3%, healthy simulated
+//               runs 1.1-1.5%) with different ranks slowest across steps
+//   compute-slow kernel ratio >= kernel_ratio (1.05: the article's 5% normal
+//               variation between same-model GPUs) -> the GPU executes slowly
+//   host stall  kernels within 5% but the culprit's idle time with an empty
+//               launch queue (all idle time when launches are not linked)
+//               exceeds the peer's by >= host_stall_share (half) of its
+//               summed lateness -> it waited for the host (data loader, CPU,
+//               Python)
+//   unexplained a late rank with normal kernels and idle time is blamed only
+//               when it costs >= unexplained_min_cost_share (3%) of the profile
+//   job idle    no one late, every rank's GPU idles >= job_idle_share (5%:
+//               busy GPUs in synchronous training idle < 1%) -> host stall
+//               everywhere
+//   comm-bound  no late rank, and transfer >= comm_bound_share (40%) of the
+//               step time on every rank -> the network is slow for everyone
+//   clock offsets reported when one is >= clock_offset_report_ns (1 ms)
 //
-// Thread-safety: AnalyzeTraces() is a pure function of the run.
+// Thread-safety: every function here is a pure function of its inputs.
 
 #ifndef LAGGARD_ANALYSIS_TRACE_DETECTOR_H_
 #define LAGGARD_ANALYSIS_TRACE_DETECTOR_H_
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/finding.h"
+#include "analysis/host_gaps.h"
+#include "analysis/kernel_compare.h"
 #include "model/run.h"
 
 namespace laggard {
+
+struct TraceDetectorOptions {
+  DurationNs min_gap_ns = 10'000;
+  DurationNs min_lateness_ns = 100'000;
+  size_t min_instances = 3;
+  size_t min_launches = 3;
+  size_t max_kernel_peers = 4;
+  double late_delay_share = 0.5;
+  double late_over_next = 3;
+  double late_over_noise = 3;
+  double min_cost_share = 0.01;
+  double unexplained_min_cost_share = 0.03;
+  double group_sigmas = 6;
+  double idle_host_ratio = 3;
+  double compute_outlier_min = 0.02;
+  double compute_outlier_sigmas = 5;
+  double block_separation = 4;
+  double block_fill = 0.9;
+  double variable_work_cv = 0.03;
+  double kernel_ratio = 1.05;
+  double host_stall_share = 0.5;
+  double job_idle_share = 0.05;
+  double comm_bound_share = 0.4;
+  DurationNs clock_offset_report_ns = 1'000'000;
+};
 
 // One trace's own time, whether or not it has a rank.
 struct TraceBusyStats {
@@ -101,7 +170,106 @@ struct TraceAnalysis {
   std::vector<Finding> findings;
 };
 
+// Compute time (union of non-communication ops, ns) of every rank in every
+// profiled step, cut to the steps all of them profiled.
+struct StepCompute {
+  std::vector<std::vector<double>> per;  // [rank index][step]
+  size_t steps = 0;
+};
+
+// What MeasureTraces() measures. Per-rank vectors are indexed like `ranks`
+// (ascending rank); per-instance vectors like the matched instances.
+struct TraceMetrics {
+  // The job's traces, one per rank (the job: the world size with the most
+  // ranked traces; the first trace in file order per rank), and the run's
+  // name table; CompareSuspect reads both.
+  std::vector<const RankTrace*> traces;
+  const NameTable* names = nullptr;
+  // Busy stats of every rank, with the arrival metrics below summarised
+  // (clock offset, share last, median lateness and wait, delay caused).
+  std::vector<RankTraceStats> ranks;
+  std::vector<std::optional<int32_t>> device;  // the GPU of each rank, when known
+  std::vector<TraceBusyStats> unranked;
+  std::optional<int32_t> world_size;
+  std::optional<DurationNs> median_step_ns;
+  DurationNs window_ns = 0;  // the longest window of any rank
+  size_t instances = 0;      // matched; the metrics below are empty without
+  std::optional<DurationNs> median_transfer_ns;
+  std::vector<std::vector<double>> lateness_ns;  // per rank, one per instance it is in
+  std::vector<size_t> last_count;                // instances it arrived last at
+  std::vector<double> delay_ns;                  // the delay charged to it, summed
+  // Whether its last arrivals fall into >= 2 of its profiled steps (true
+  // when it profiled fewer than 2): one unlucky step (a rank's jitter that
+  // step is several sigma out among hundreds of ranks) makes a rank last at
+  // every collective of that step, and nothing more.
+  std::vector<char> late_in_several_steps;
+  // Per instance: (rank index, aligned arrival ns) of each arrival.
+  std::vector<std::vector<std::pair<size_t, double>>> arrivals_ns;
+  // Per instance of >= 2 arrivals: the last rank and the delay it caused.
+  std::vector<std::pair<size_t, double>> instance_delays;
+  // The first 3 instances' last arrivals: (byte offset, rank index).
+  std::vector<std::pair<uint64_t, size_t>> last_offsets;
+  StepCompute compute;
+};
+
+// How a late group was found: late together, an idle host, or a compute block.
+enum class GroupBasis { kLateness, kIdle, kCompute };
+
+// What FindTraceSuspect() decides. Indices are rank indices of TraceMetrics.
+struct TraceSuspect {
+  // A late rank: `rank`, found by its delay, or (from_group) by its mean
+  // lateness over all collectives or, with compute_excess, by its compute
+  // per step (the mean excess over the step's median rank).
+  bool late = false;
+  bool from_group = false;
+  std::optional<double> compute_excess;
+  // The rank with the most delay unless another rank was found; its share
+  // of all delay and mean delay per instance it was last at.
+  size_t rank = 0;
+  double delay_share = 0;
+  double mean_delay_ns = 0;
+  // Ranks late together, ascending, and how: excess is the least late
+  // member's lateness over a normal rank's (kLateness, in ns) or the block's
+  // mean compute excess (kCompute).
+  std::vector<size_t> group;
+  double group_excess = 0;
+  GroupBasis basis = GroupBasis::kLateness;
+  // No one late: the work per rank varies from step to step.
+  std::optional<Finding> variable_work;
+  // The healthy peer (least |median lateness| other than `rank`) and the
+  // victim (most time in collectives).
+  size_t peer = 0;
+  size_t victim = 0;
+};
+
+// What CompareSuspect() measures against healthy peers.
+struct SuspectComparison {
+  // A late rank against up to max_kernel_peers healthy peers, the peer
+  // first: kernels, host gaps and the top kernel in words.
+  size_t peers = 0;
+  KernelComparison kernels;
+  HostGapComparison host_gaps;
+  std::string top_kernel;
+  // A group: each member's kernel ratio against the group's healthy peer
+  // (the non-member least late, `group_peer`; >= ranks.size() when none).
+  size_t group_peer = SIZE_MAX;
+  std::vector<double> group_kernel_ratios;
+};
+
+TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& options);
+TraceSuspect FindTraceSuspect(const TraceMetrics& metrics, const TraceDetectorOptions& options);
+SuspectComparison CompareSuspect(const TraceMetrics& metrics, const TraceSuspect& suspect,
+                                 const TraceDetectorOptions& options);
+// Findings in this order: no match, clock offsets, then the late rank (and
+// why: compute-slow or host stall), or the group, or variable work, or a
+// job-wide host stall, or communication-bound; with the metrics' numbers.
+TraceAnalysis DecideTraces(const TraceMetrics& metrics, const TraceSuspect& suspect,
+                           const SuspectComparison& comparison,
+                           const TraceDetectorOptions& options);
+
+// The four steps above, with default options or `options`.
 TraceAnalysis AnalyzeTraces(const Run& run);
+TraceAnalysis AnalyzeTraces(const Run& run, const TraceDetectorOptions& options);
 
 }  // namespace laggard
 

@@ -406,6 +406,21 @@ TEST(TraceDepthDetectorTest, LateLaunchesMakeAHostStallWithStepNumbers) {
   EXPECT_EQ(v.culprits.at(0).cause_class, CauseClass::kHostStall);
 }
 
+TEST(TraceDepthDetectorTest, AnalyzeRunPassesItsTraceOptionsToTheTraceDetector) {
+  Job job;
+  job.stall_rank = 4;
+  job.stall_ns = 30'000'000;
+  laggard::Run run = SimulateJob(job);
+  EXPECT_EQ(AnalyzeRun(run, AnalysisOptions()).traces.culprit, 4);
+  // Rank 4 is ~30 ms late at each step's first collective: a 1 s minimum
+  // lateness leaves no late rank.
+  AnalysisOptions strict;
+  strict.traces.min_lateness_ns = 1'000'000'000;
+  Analyses a = AnalyzeRun(run, strict);
+  EXPECT_EQ(a.traces.culprit, std::nullopt);
+  EXPECT_EQ(Find(a.traces, FindingCode::kTraceLateArrival), nullptr);
+}
+
 TEST(TraceDepthDetectorTest, IdleWithLaunchesQueuedIsNotAHostStall) {
   // The same idle time, but the launch was issued before the GPU went idle:
   // the GPU waited on something else, not on the host.

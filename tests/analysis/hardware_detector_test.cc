@@ -1,0 +1,168 @@
+// The hardware detector's two halves on their own: DecideHardware on GPU
+// metrics made by hand (a clear cause, a clean control, the clock-gap
+// edge), MeasureHardware on a tiny Run.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analysis/hardware_detector.h"
+
+namespace laggard {
+namespace {
+
+// A loaded H100 of node-00 running rank `gpu`, `clock_gap` below its peers.
+GpuMetrics Gpu(int32_t gpu, double clock_gap) {
+  GpuMetrics g;
+  g.stats.host = "node-00";
+  g.stats.gpu = gpu;
+  g.stats.rank = gpu;
+  g.stats.model = "NVIDIA H100 80GB HBM3";
+  g.stats.samples = g.stats.loaded_samples = 60;
+  g.stats.peer_sm_clock_mhz = 1980;
+  g.stats.sm_clock_mhz = 1980 * (1 - clock_gap);
+  g.stats.temp_c_max = 70;
+  g.stats.temp_c_median = 65;
+  g.stats.power_limit_w = 700;
+  g.stats.power_w_median = 600;
+  g.stats.util_pct_median = 98;
+  g.clock_gap = clock_gap;
+  g.peer_power_limit_w = 700;
+  g.default_power_limit_w = 700;
+  g.max_sm_clock_mhz = 1980;
+  g.source = SourceRef{0, 1};
+  return g;
+}
+
+HardwareMetrics Node(std::vector<double> clock_gaps) {
+  HardwareMetrics m;
+  for (size_t i = 0; i < clock_gaps.size(); ++i)
+    m.gpus.push_back(Gpu(static_cast<int32_t>(i), clock_gaps[i]));
+  return m;
+}
+
+std::vector<SuspectRank> Suspect(int32_t rank) { return {SuspectRank{rank, 1'000, 2'000}}; }
+
+TEST(HardwareDecisionTest, AHotThrottledGpuOfTheSlowRankIsThermal) {
+  HardwareMetrics m = Node({0.0, 0.12, 0.01, 0.0});
+  m.gpus[1].stats.hot_share = 0.6;
+  m.gpus[1].stats.thermal_reason_share = 0.5;
+  m.gpus[1].stats.temp_c_max = 93;
+  m.gpus[1].thermal_overlap = true;
+  HardwareAnalysis a = DecideHardware(m, Suspect(1), HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u) << a.findings.back().message;
+  const Finding& f = a.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kGpuThermal);
+  EXPECT_EQ(f.entity.gpu, 1);
+  EXPECT_EQ(f.severity, Describe(FindingCode::kGpuThermal).severity);
+  EXPECT_EQ(f.overlaps_slow_steps, true);
+  EXPECT_NE(f.message.find("during rank 1's slow steps"), std::string::npos) << f.message;
+  EXPECT_NEAR(f.confidence, 0.85, 1e-12);
+  ASSERT_EQ(a.gpus.size(), 4u);
+}
+
+TEST(HardwareDecisionTest, TheSameHotGpuOnAHealthyRankIsAWarningNotBlamed) {
+  HardwareMetrics m = Node({0.0, 0.12, 0.01, 0.0});
+  m.gpus[1].stats.hot_share = 0.6;
+  m.gpus[1].stats.thermal_reason_share = 0.5;
+  HardwareAnalysis a = DecideHardware(m, Suspect(3), HardwareDetectorOptions());
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].severity, Severity::kWarning);
+  EXPECT_NE(a.findings[0].message.find("rank 1 is not slow, so it is not blamed"),
+            std::string::npos);
+}
+
+TEST(HardwareDecisionTest, HealthyGpusGiveNoFinding) {
+  HardwareMetrics m = Node({0.0, 0.01, -0.01, 0.02});
+  EXPECT_TRUE(DecideHardware(m, {}, HardwareDetectorOptions()).findings.empty());
+}
+
+TEST(HardwareDecisionTest, TheClockGapThresholdIsInclusive) {
+  HardwareDetectorOptions opt;
+  HardwareMetrics at = Node({0.0, opt.clock_gap, 0.0});
+  HardwareAnalysis a = DecideHardware(at, {}, opt);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].code, FindingCode::kGpuClocksLow);
+  EXPECT_EQ(a.findings[0].entity.gpu, 1);
+  HardwareMetrics below = Node({0.0, opt.clock_gap - 1e-3, 0.0});
+  EXPECT_TRUE(DecideHardware(below, {}, opt).findings.empty());
+  // Against its max clock (no same-model peers) the threshold is higher.
+  below.gpus[1].clock_gap = opt.clock_gap_vs_max - 1e-3;
+  below.gpus[1].peer_is_max = true;
+  EXPECT_TRUE(DecideHardware(below, {}, opt).findings.empty());
+}
+
+TEST(HardwareDecisionTest, ALoweredPowerLimitIsAPowerCapAndNotAlsoClocks) {
+  HardwareMetrics m = Node({0.0, 0.15, 0.0});
+  m.gpus[1].stats.power_limit_w = 450;
+  HardwareAnalysis a = DecideHardware(m, {}, HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].code, FindingCode::kGpuPowerCap);
+  EXPECT_NE(a.findings[0].message.find("below its default 700 W"), std::string::npos)
+      << a.findings[0].message;
+}
+
+// Three H100s of node-00 (ranks 0-2), 10 samples each at full load; GPU 2
+// at 1700 MHz, the others at 1980 MHz.
+laggard::Run TinyRun() {
+  laggard::Run run;
+  run.files.push_back(InputFileInfo{"dmon.txt", "nvidia-smi-dmon", 0, 0, true});
+  RunBuilder b;
+  for (int32_t r = 0; r < 3; ++r) {
+    b.SetHost(r, "node-00", "", 0);
+    b.SetLocalGpu(r, r, "", 0);
+    b.AddStep(r, 0, 1'000'000'000, 0, SourceRef{0, 1});
+  }
+  b.Finalize(run);
+  for (int32_t gpu = 0; gpu < 3; ++gpu) {
+    GpuRecord g;
+    g.host = "node-00";
+    g.index = gpu;
+    g.facts.name = "NVIDIA H100 80GB HBM3";
+    g.facts.max_sm_clock_mhz = 1980;
+    for (int t = 0; t < 10; ++t) {
+      GpuSample s;
+      s.time_ns = static_cast<TimeNs>(t) * 1'000'000'000;
+      s.util_pct = 100;
+      s.sm_clock_mhz = gpu == 2 ? 1700 : 1980;
+      s.temp_c = 60;
+      s.src = SourceRef{0, static_cast<uint32_t>(t + 1)};
+      g.samples.push_back(s);
+    }
+    run.hardware.gpus.push_back(g);
+  }
+  return run;
+}
+
+TEST(HardwareMetricsTest, AGpuBelowItsPeersMeasuresItsClockGapAndOverlap) {
+  laggard::Run run = TinyRun();
+  RankMap ranks = RankMap::Build(run, std::nullopt);
+  // Rank 2 slow from 3 s to 4 s: its samples then are below the clock threshold.
+  std::vector<SuspectRank> suspects = {SuspectRank{2, 3'000'000'000, 4'000'000'000}};
+  HardwareDetectorOptions opt;
+  HardwareMetrics m = MeasureHardware(run, ranks, suspects, opt);
+  ASSERT_EQ(m.gpus.size(), 3u);
+  const GpuMetrics& g = m.gpus[2];
+  EXPECT_EQ(g.stats.rank, 2);
+  EXPECT_EQ(g.stats.loaded_samples, 10u);
+  EXPECT_EQ(g.stats.sm_clock_mhz, 1700);
+  EXPECT_EQ(g.stats.peer_sm_clock_mhz, 1980);
+  EXPECT_FALSE(g.peer_is_max);
+  EXPECT_NEAR(*g.clock_gap, 1 - 1700.0 / 1980, 1e-12);
+  EXPECT_EQ(g.clock_overlap, true);
+  EXPECT_EQ(g.thermal_overlap, false);
+  EXPECT_FALSE(m.gpus[0].clock_overlap);  // rank 0 is not suspected
+  ASSERT_TRUE(g.source);  // no facts: the first sample
+  EXPECT_EQ(g.source->line, 1u);
+
+  HardwareAnalysis a = DecideHardware(m, suspects, opt);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].code, FindingCode::kGpuClocksLow);
+  EXPECT_EQ(a.findings[0].overlaps_slow_steps, true);
+  HardwareAnalysis whole = AnalyzeHardware(run, ranks, suspects, opt);
+  ASSERT_EQ(whole.findings.size(), 1u);
+  EXPECT_EQ(whole.findings[0].message, a.findings[0].message);
+}
+
+}  // namespace
+}  // namespace laggard
