@@ -14,6 +14,7 @@
 
 #include "base/text.h"
 #include "ingest/common/input_file.h"
+#include "ingest/traces/common/clock_alignment.h"
 #include "ingest/traces/common/step_marker.h"
 
 namespace laggard {
@@ -531,6 +532,8 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     merged.MergeFrom(std::move(results[i].builder));
   }
   merged.Finalize(run);
+  // Traces timed from their own start, onto one rank's clock.
+  AlignTraceClocks(run);
   for (const FileRankEntry& e : file_ranks) {
     if (e.used) continue;
     run.diagnostics.Add(DiagCode::kFileRanksUnmatched, *options.file_ranks, e.line,

@@ -2,6 +2,7 @@
 
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/nsys/nsys_reader.h"
+#include "ingest/traces/torch_legacy/torch_legacy_reader.h"
 
 namespace laggard {
 
@@ -52,6 +53,9 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
 TraceReaderSet MakeDefaultTraceReaders() {
   TraceReaderSet set;
   set.owned.push_back(MakeKinetoTraceReader());
+  // A bare array whose first event has "pid": "CPU functions": above the
+  // Kineto reader's array level, below its "traceEvents" level.
+  set.owned.push_back(MakeTorchLegacyTraceReader());
   set.owned.push_back(MakeNsysTraceReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

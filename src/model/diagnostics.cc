@@ -82,6 +82,16 @@ constexpr DiagInfo kCatalogue[] = {
     {"step.repeated_by_another_file", DiagKind::kNote,
      "two files give the same steps of a rank (e.g. the log lines and a step CSV of the same "
      "loop); one copy of each step was kept, from the file read first"},
+    {"trace.events_unused", DiagKind::kNote,
+     "trace events the reader does not take (ranges that are no operator, such as "
+     "record_function labels; events of remote RPC workers; CUDA launch arrows without their "
+     "kernels), counted by kind"},
+    {"trace.clock_aligned", DiagKind::kNote,
+     "trace timed from its own profiler start, moved onto a reference rank's clock by the "
+     "median offset of matched collective ends"},
+    {"trace.clock_unaligned", DiagKind::kNote,
+     "trace timed from its own profiler start that could not be aligned with the other ranks "
+     "(no rank, or too few collectives matched); its times are not comparable with theirs"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");
@@ -100,9 +110,9 @@ void Diagnostics::Add(DiagCode code, std::string_view file, uint64_t line, std::
 }
 
 void Diagnostics::AddAtOffset(DiagCode code, std::string_view file, uint64_t offset,
-                              std::string message) {
+                              std::string message, uint64_t count) {
   size_t i = static_cast<size_t>(code);
-  counts_[i] += 1;
+  counts_[i] += count;
   if (examples_[i].size() < kMaxExamplesPerCode) {
     examples_[i].push_back(DiagExample{std::string(file), 0, offset, std::move(message)});
   }

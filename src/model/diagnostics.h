@@ -66,6 +66,9 @@ enum class DiagCode : uint16_t {
   kTraceNoStepMarker,
   kFileRanksUnmatched,
   kStepRepeatedByAnotherFile,
+  kTraceEventsUnused,
+  kTraceClockAligned,
+  kTraceClockUnaligned,
   kCount,
 };
 
@@ -91,7 +94,9 @@ class Diagnostics {
 
   void Add(DiagCode code, std::string_view file, uint64_t line, std::string message,
            uint64_t count = 1);
-  void AddAtOffset(DiagCode code, std::string_view file, uint64_t offset, std::string message);
+  // `count` records of one kind, located by the first one's byte offset.
+  void AddAtOffset(DiagCode code, std::string_view file, uint64_t offset, std::string message,
+                   uint64_t count = 1);
 
   uint64_t count(DiagCode code) const { return counts_[static_cast<size_t>(code)]; }
   const std::vector<DiagExample>& examples(DiagCode code) const {

@@ -13,7 +13,10 @@
 // Times are TimeNs on the trace's own clock (Kineto: baseTimeNanoseconds +
 // ts in us; nsys: the session's utcEpochNs + its relative ns). Clocks of different ranks may disagree
 // by milliseconds; the trace detector estimates the offsets, readers never
-// adjust them.
+// adjust them. A trace timed from its own start (TraceOrigin::kFileStart:
+// torch's legacy profiler) says so, and ingest moves it onto a reference
+// rank's clock once every file is read (RankTrace::alignment,
+// ingest/traces/common/clock_alignment.h).
 //
 // Memory: one TraceOp is 32 bytes; a 1 GB Kineto trace holds ~1-2 M device
 // ops, so ops cost a few percent of the trace size. Names are interned once.
@@ -103,14 +106,38 @@ struct TraceStep {
   std::optional<DurationNs> idle_queued_ns;
 };
 
+// Where the times of a trace count from.
+enum class TraceOrigin : uint8_t {
+  kHostClock,  // the host's clock (Kineto baseTimeNanoseconds, nsys utcEpochNs): ranks
+               // agree up to their hosts' skew
+  kFileStart,  // the moment profiling began in that process (torch's legacy autograd
+               // profiler: "ts" from 0): ranks disagree by whatever separates their
+               // profiler starts, until ingest aligns them
+};
+
+// How ingest moved a kFileStart trace onto a reference rank's clock: every
+// time of the trace had shift_ns added. The offset is the median, over the
+// collectives matched with the reference (same kind, same place in the
+// sequence), of reference end - own end: a synchronous collective ends at
+// nearly the same instant on every rank, where arrivals differ.
+struct ClockAlignment {
+  int32_t reference_rank = 0;  // whose clock the times are on (the trace's own rank: it
+                               // is the reference, shift 0, matched 0)
+  DurationNs shift_ns = 0;
+  DurationNs spread_ns = 0;  // median |offset - shift_ns| over the matched collectives
+  uint32_t matched = 0;      // collectives whose ends gave the offset
+};
+
 struct RankTrace {
   uint32_t file = 0;  // index into Run::files
   std::optional<int32_t> rank;
   std::optional<int32_t> world_size;
   std::optional<std::string> host;
   std::optional<int32_t> device;  // the GPU this rank used, when one dominates
-  std::string producer;           // "kineto", "nsys"
+  std::string producer;           // "kineto", "nsys", "torch-legacy"
   bool cpu_only = false;
+  TraceOrigin origin = TraceOrigin::kHostClock;
+  std::optional<ClockAlignment> alignment;  // of a kFileStart trace, once aligned
   std::vector<TraceStep> steps;
   std::vector<TraceOp> ops;                  // sorted by start_ns
   std::vector<CollectiveCall> collectives;   // sorted by start_ns

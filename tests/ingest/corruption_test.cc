@@ -1,8 +1,8 @@
-// Corruption suite for the step-log parsers: damaged, truncated, binary,
-// empty and malformed inputs go through the whole of Ingest() with the
-// standard readers, and each test checks what a user would see: which
-// records were kept (with their values) and which diagnostic was counted,
-// with its file and line.
+// Corruption suite for the step-log parsers and the legacy torch trace
+// reader: damaged, truncated, binary, empty and malformed inputs go through
+// the whole of Ingest() with the standard readers, and each test checks
+// what a user would see: which records were kept (with their values) and
+// which diagnostic was counted, with its file and line (or byte offset).
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ingest/common/input_file.h"
+#include "ingest/readers.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -401,6 +402,109 @@ TEST(CorruptionTest, NulByteAfterTheSniffedHeadDoesNotStopTheRead) {
   laggard::Run run = IngestPaths({WriteFile(dir.File("rank0.log"), log)});
   EXPECT_EQ(run.total_steps(), 2999u);
   EXPECT_EQ(StepsOf(run, 0).back(), (std::pair<int64_t, int64_t>{2999, DurationMsOf(2999)}));
+}
+
+// The legacy autograd profiler's trace (torch without Kineto), through
+// Ingest() with the standard trace readers too.
+
+laggard::Run IngestWithTraces(const std::vector<std::string>& paths) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  EXPECT_TRUE(readers.ok());
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.threads = 2;
+  auto run = Ingest(paths, readers->readers, options, traces.readers);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  return run.ok() ? std::move(run.value()) : laggard::Run();
+}
+
+// The exporter's template, one event.
+std::string LegacyEvent(const std::string& name, int ts, int dur) {
+  return "{\"name\": \"" + name + "\", \"ph\": \"X\", \"ts\": " + std::to_string(ts) +
+         ", \"dur\": " + std::to_string(dur) + ", \"tid\": 1, \"pid\": \"CPU functions\", "
+         "\"args\": {}}";
+}
+
+std::string LegacyTrace(int events) {
+  std::string s = "[";
+  for (int i = 0; i < events; ++i) {
+    s += (i ? ", " : "") + LegacyEvent("aten::op" + std::to_string(i), i * 100, 50 + i);
+  }
+  return s + "]";
+}
+
+TEST(CorruptionTest, LegacyTraceCutByAKilledJobKeepsItsCompleteEvents) {
+  TempDir dir;
+  std::string whole = LegacyTrace(40);
+  // Cut inside event 30's name.
+  size_t cut = whole.find("aten::op30") + 4;
+  std::string path = WriteFile(dir.File("trace_rank2.json"), whole.substr(0, cut));
+  laggard::Run run = IngestWithTraces({path});
+  ASSERT_EQ(run.traces.size(), 1u);
+  EXPECT_EQ(run.files[0].format, "torch-legacy");
+  EXPECT_EQ(run.traces[0].rank, 2);
+  EXPECT_EQ(run.traces[0].ops.size(), 30u);
+  EXPECT_EQ(run.traces[0].ops.back().dur_ns, (50 + 29) * 1000);
+  EXPECT_TRUE(run.traces[0].truncated);
+  ASSERT_EQ(Count(run, DiagCode::kTraceTruncated), 1u);
+  const DiagExample& e = run.diagnostics.examples(DiagCode::kTraceTruncated)[0];
+  EXPECT_EQ(e.file, path);
+  EXPECT_EQ(e.offset, cut);
+  EXPECT_NE(e.message.find("30 complete events kept"), std::string::npos) << e.message;
+}
+
+TEST(CorruptionTest, LegacyTraceGzipCutKeepsWhatDecodes) {
+  TempDir dir;
+  std::string text = LegacyTrace(300);
+  std::vector<size_t> offsets;
+  std::string gz = GzipParts({text.substr(0, 9000), text.substr(9000)}, &offsets);
+  std::string path = WriteFile(dir.File("rank0.json.gz"), gz.substr(0, offsets[1] + 10));
+  laggard::Run run = IngestWithTraces({path});
+  ASSERT_EQ(run.traces.size(), 1u);
+  std::string decoded = InflatePrefix(gz.substr(0, offsets[1] + 10));
+  uint64_t complete = 0;
+  for (size_t p = decoded.find("}}"); p != std::string::npos; p = decoded.find("}}", p + 2)) {
+    ++complete;
+  }
+  EXPECT_EQ(run.traces[0].ops.size(), complete);
+  EXPECT_TRUE(run.traces[0].truncated);
+  EXPECT_EQ(Count(run, DiagCode::kGzipTruncated), 1u);
+  EXPECT_EQ(Count(run, DiagCode::kTraceTruncated), 1u);
+}
+
+TEST(CorruptionTest, LegacyTraceMutationsAreBadEventsAtTheirOffsets) {
+  TempDir dir;
+  std::string text = LegacyTrace(10);
+  // Event 3 loses its ':' after "ts"; event 6 gets "dur": -5; a stray byte
+  // sits between events 8 and 9.
+  auto replace = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("\"ts\": 300", "\"ts\" 300");
+  replace("\"dur\": 56", "\"dur\": -5");
+  text.insert(text.find(LegacyEvent("aten::op9", 900, 59)), "x, ");
+  size_t e3 = text.find("{\"name\": \"aten::op3\"");
+  size_t e6 = text.find("{\"name\": \"aten::op6\"");
+  size_t stray = text.find("x, ");
+  laggard::Run run = IngestWithTraces({WriteFile(dir.File("rank0.json"), text)});
+  ASSERT_EQ(run.traces.size(), 1u);
+  EXPECT_EQ(run.traces[0].ops.size(), 8u);
+  ASSERT_EQ(Count(run, DiagCode::kTraceBadEvent), 3u);
+  const auto& ex = run.diagnostics.examples(DiagCode::kTraceBadEvent);
+  EXPECT_EQ(ex[0].offset, e3);
+  EXPECT_EQ(ex[1].offset, e6);
+  EXPECT_EQ(ex[2].offset, stray);
+  EXPECT_EQ(run.traces[0].ops.back().start_ns, 900'000) << "event 9, after the stray byte, is read";
+  EXPECT_FALSE(run.traces[0].truncated);
+}
+
+TEST(CorruptionTest, LegacyTraceOfGarbageAfterItsBracketIsReadInFull) {
+  TempDir dir;
+  laggard::Run run =
+      IngestWithTraces({WriteFile(dir.File("rank0.json"), LegacyTrace(5) + "\n\x01garbage")});
+  ASSERT_EQ(run.traces.size(), 1u);
+  EXPECT_EQ(run.traces[0].ops.size(), 5u);
+  EXPECT_EQ(Count(run, DiagCode::kTraceBadEvent), 1u);
 }
 
 }  // namespace

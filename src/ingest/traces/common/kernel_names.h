@@ -10,6 +10,8 @@
 //   CanonicalCollective    "all_reduce", "AllReduce", "nccl:_all_gather_base",
 //                          "c10d::allreduce_" -> allreduce, allgather, ...
 //   CollectiveFromKernel   ncclDevKernel_AllReduce_Sum_f32_RING_LL -> allreduce
+//   IsCpuCommName          the CPU-side ranges of communication, whichever
+//                          profiler traced them: gloo:all_reduce, c10d::...
 //
 // Pure functions.
 
@@ -20,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
+#include "formats/kineto_keys.h"
 #include "model/trace.h"
 
 namespace laggard {
@@ -35,6 +39,20 @@ std::string CanonicalCollective(std::string_view raw, bool known_only);
 // The collective an NCCL / RCCL kernel name names, "" when none
 // (ncclDevKernel_Generic_4).
 std::string CollectiveFromKernel(std::string_view name);
+
+// Backend execution ranges of c10d collectives ("gloo:all_reduce").
+inline bool IsBackendCommAnnotation(std::string_view name) {
+  return StartsWith(name, "gloo:") || StartsWith(name, "nccl:") || StartsWith(name, "mpi:") ||
+         StartsWith(name, "ucc:") || StartsWith(name, "xccl:");
+}
+
+// CPU-side communication: backend ranges, c10d:: ops, record_param_comms,
+// anything gloo.
+inline bool IsCpuCommName(std::string_view name) {
+  return IsBackendCommAnnotation(name) || StartsWith(name, "c10d::") ||
+         name == kineto_keys::name::kRecordParamComms ||
+         name.find("gloo") != std::string_view::npos;
+}
 
 }  // namespace laggard
 

@@ -24,6 +24,7 @@
 
 #include "base/text.h"
 #include "formats/kineto_keys.h"
+#include "ingest/traces/common/kernel_names.h"
 #include "ingest/traces/kineto/json_tokens.h"
 #include "model/diagnostics.h"
 
@@ -92,12 +93,6 @@ inline bool IsDeviceCat(Cat c) {
   return c == Cat::kKernel || c == Cat::kMemcpy || c == Cat::kMemset;
 }
 
-// Backend execution ranges of c10d collectives ("gloo:all_reduce").
-inline bool IsBackendCommAnnotation(std::string_view name) {
-  return StartsWith(name, "gloo:") || StartsWith(name, "nccl:") || StartsWith(name, "mpi:") ||
-         StartsWith(name, "ucc:") || StartsWith(name, "xccl:");
-}
-
 // Runtime / driver calls that put work on a GPU queue (cudaLaunchKernel,
 // cudaLaunchKernelExC, cuLaunchKernel, cudaGraphLaunch, hipExtModuleLaunchKernel,
 // cudaMemcpyAsync, hipMemcpyWithStream, cudaMemsetAsync, ...): the only
@@ -108,14 +103,6 @@ inline bool IsLaunchCallName(std::string_view name) {
   return name.find("Launch") != std::string_view::npos ||
          name.find("Memcpy") != std::string_view::npos ||
          name.find("Memset") != std::string_view::npos;
-}
-
-// CPU-side communication: backend ranges, c10d:: ops, record_param_comms,
-// anything gloo.
-inline bool IsCpuCommName(std::string_view name) {
-  return IsBackendCommAnnotation(name) || StartsWith(name, "c10d::") ||
-         name == kineto_keys::name::kRecordParamComms ||
-         name.find("gloo") != std::string_view::npos;
 }
 
 // One event's fields, as raw tokens (trailing blanks trimmed) pointing into
