@@ -20,8 +20,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libjs-chart.js
 )
-# Only for `test`: the HTML report's browser test (skipped when absent).
-TEST_PACKAGES=(chromium)
+# Only for `test`: the HTML report's browser test and the real PyTorch jobs
+# of bench/realjobs (Debian's torch, CPU, gloo); each test skips when its
+# package is absent.
+TEST_PACKAGES=(chromium python3-torch)
 
 install_missing() {
   local missing=()

@@ -77,6 +77,10 @@ constexpr FindingInfo kCatalogue[] = {
      "start-up, or gc.disable() with gc.collect() between steps), checkpoint writes on the "
      "training thread, data loader workers restarting; `py-spy dump --pid PID` on {host} during "
      "a slow step, or profile a window of steps that includes one"},
+    {"step.profiler_window", Severity::kInfo,
+     "the steps the profiler recorded ran slower than the rest: the profiler's own cost, not a "
+     "slowdown of the job",
+     kSteps},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

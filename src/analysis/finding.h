@@ -58,6 +58,7 @@ enum class FindingCode : uint16_t {
   kTraceLateGroup,      // several ranks (one host's, or a block) arrive late together
   kTraceVariableWork,   // per-step work differs between ranks, a different rank slowest each step
   kHostPause,           // one rank pauses at the job's isolated slow steps (pause_detector.h)
+  kStepProfilerWindow,  // the profiled steps ran slower: the profiler's cost, not the job's
   kCount,
 };
 

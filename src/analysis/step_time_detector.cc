@@ -351,18 +351,18 @@ std::optional<Finding> JitterFinding(const StepMetrics& m, const StepAnalysis& o
   return f;
 }
 
-// Stretches where the per-step median itself rose >= episode_factor x the
-// baseline `base`, with each one's median and slowest rank; the step
+// Stretches where the per-step median itself rose >= `level` seconds over
+// the baseline `base`, with each one's median and slowest rank; the step
 // numbers of every slow step in `slow_steps`.
-std::vector<Episode> FindEpisodes(const StepMetrics& m, double base, const StepDetectorOptions& opt,
+std::vector<Episode> FindEpisodes(const StepMetrics& m, double base, double level,
                                   std::vector<int64_t>& slow_steps) {
   const size_t C = m.step_numbers.size();
   std::vector<Episode> episodes;
   for (size_t c = 0; c < C; ++c) {
-    if (m.step_ranks[c] == 0 || m.step_median_s[c] < base * opt.episode_factor) continue;
+    if (m.step_ranks[c] == 0 || m.step_median_s[c] < level) continue;
     slow_steps.push_back(m.step_numbers[c]);
     bool extend = !episodes.empty() && m.step_numbers[c] - episodes.back().end_step <= 1 && c > 0 &&
-                  m.step_median_s[c - 1] >= base * opt.episode_factor;
+                  m.step_median_s[c - 1] >= level;
     if (!extend) {
       Episode e;
       e.start_step = m.step_numbers[c];
@@ -473,6 +473,33 @@ Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const 
   return f;
 }
 
+Finding ProfilerWindowFinding(const JobStepStats& job) {
+  const LogStepRange& prof = *job.profiled_steps;
+  const double base = *job.baseline_step_s;
+  std::vector<double> medians;
+  size_t steps = 0;
+  for (const Episode& e : job.profiler_episodes) {
+    medians.push_back(e.median_step_s);
+    steps += e.steps;
+  }
+  double med = *Median(medians);
+  Finding f;
+  f.code = FindingCode::kStepProfilerWindow;
+  f.severity = Severity::kInfo;
+  f.entity.job = true;
+  f.onset_step = job.profiler_episodes.front().start_step;
+  f.end_step = job.profiler_episodes.back().end_step;
+  f.slowdown = med / base - 1;
+  f.confidence = 0.8;
+  f.message = fmt::format(
+      "steps {}-{} are the profiler's window (the traces' steps, numbered {:+} in the logs); {} "
+      "of them ran {} per step instead of {} ({}): the cost of profiling, not a slowdown of the "
+      "job",
+      StepNo(prof.first), StepNo(prof.last), prof.shift, steps, Seconds(med), Seconds(base),
+      Percent(*f.slowdown));
+  return f;
+}
+
 // Whole-job slowdowns: stretches where the per-step median itself rose.
 // Needs enough steps for a baseline: with a handful, warm-up looks like a
 // slowdown.
@@ -480,15 +507,35 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   const size_t C = m.step_numbers.size();
   if (!out.job.baseline_step_s || *out.job.baseline_step_s <= 0 || C < opt.min_steps_for_episodes)
     return;
+  const double base = *out.job.baseline_step_s;
+  const double level =
+      base * std::max(opt.episode_factor,
+                      1 + opt.episode_sigmas * out.job.step_noise_sigma.value_or(0));
   std::vector<int64_t> slow_cols_steps;
-  out.job.episodes = FindEpisodes(m, *out.job.baseline_step_s, opt, slow_cols_steps);
-  const auto& eps = out.job.episodes;
+  out.job.episodes = FindEpisodes(m, base, level, slow_cols_steps);
   std::vector<int64_t> starts;
   auto job_period = DetectPeriod(slow_cols_steps, opt, &starts);
-  if (job_period && eps.size() >= opt.min_periodic_episodes) {
+  if (job_period && out.job.episodes.size() >= opt.min_periodic_episodes) {
     out.findings.push_back(PeriodicJobFinding(out.job, *job_period));
     return;
   }
+  // Not periodic: a stretch too short is a spike, and one inside the
+  // profiler's window is the profiler's cost.
+  std::vector<Episode> kept;
+  const std::optional<LogStepRange>& prof = out.job.profiled_steps;
+  for (Episode& e : out.job.episodes) {
+    if (e.steps < opt.min_episode_steps) continue;
+    if (prof && e.start_step >= prof->first && e.end_step <= prof->last) {
+      out.job.profiler_episodes.push_back(e);
+      continue;
+    }
+    kept.push_back(e);
+  }
+  out.job.episodes = std::move(kept);
+  if (!out.job.profiler_episodes.empty()) {
+    out.findings.push_back(ProfilerWindowFinding(out.job));
+  }
+  const auto& eps = out.job.episodes;
   size_t n = 0;
   for (const Episode& e : eps) {
     if (n++ >= kMaxEpisodeFindings) break;

@@ -254,6 +254,17 @@ void MeasurePace(StepMetrics& m, std::vector<double> spread, const StepDetectorO
   m.job.median_step_s = Median(medians_present);
   m.job.baseline_step_s = Quantile(medians_present, 0.25);
   m.job.sync_spread = Median(std::move(spread));
+  // Noise of the per-step medians from consecutive differences: a level
+  // shift (the article's 0.8 s -> 8 s) adds one large difference, which the
+  // MAD ignores, where the MAD of the medians themselves would widen with it.
+  if (m.job.baseline_step_s && *m.job.baseline_step_s > 0 && medians_present.size() >= 3) {
+    std::vector<double> diffs;
+    diffs.reserve(medians_present.size() - 1);
+    for (size_t i = 1; i < medians_present.size(); ++i)
+      diffs.push_back(medians_present[i] - medians_present[i - 1]);
+    m.job.step_noise_sigma =
+        kMadToSigma * Mad(diffs).value_or(0) / std::sqrt(2.0) / *m.job.baseline_step_s;
+  }
   if (m.job.median_step_s && *m.job.median_step_s > 0 &&
       medians_present.size() >= opt.min_steps_for_spikes) {
     double base = *m.job.median_step_s;
@@ -343,6 +354,7 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   MeasurePace(m, std::move(spread), opt);
   MeasureNoise(m, opt);
   if (m.comparable) MeasurePeers(m, opt);
+  if (m.attributed) m.job.profiled_steps = ProfiledLogSteps(run);
   return m;
 }
 

@@ -33,7 +33,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kStepStraggler).name, "step.straggler");
   EXPECT_EQ(Describe(FindingCode::kTraceVariableWork).name, "trace.variable_work");
   EXPECT_EQ(Describe(FindingCode::kHostPause).name, "host.pause");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kHostPause) + 1,
+  EXPECT_EQ(Describe(FindingCode::kStepProfilerWindow).name, "step.profiler_window");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kStepProfilerWindow) + 1,
             static_cast<size_t>(FindingCode::kCount));
 }
 
