@@ -1,5 +1,20 @@
 """Report training steps to the local `laggard agent` -- two lines in a loop.
 
+Around the compute part of each step (the module keeps one Reporter):
+
+    import laggard_step
+    for step, batch in enumerate(loader):
+        with laggard_step.compute(step):                  # the two lines
+            loss = model(batch).loss
+            loss.backward()
+        optimizer.step()
+
+Each block reports its step on exit: the wall time since the previous
+block ended (the whole step: data, compute, communication; for the first
+block, the block itself) and the block's compute time.
+
+With a Reporter of your own:
+
     import laggard_step
     reporter = laggard_step.Reporter(rank=rank)          # once
     for step, batch in enumerate(loader):
@@ -37,11 +52,13 @@ Configuration (arguments win over the environment):
 Dependency-free: standard library only.
 """
 
+import atexit
 import os
 import socket
+import threading
 import time
 
-__all__ = ["Reporter", "format_line"]
+__all__ = ["Reporter", "compute", "format_line"]
 
 DEFAULT_ADDR = "127.0.0.1:9401"
 
@@ -72,18 +89,46 @@ def format_line(rank, step, seconds, host=None, gpu=None, ts=None, **phases):
 
 
 class _Compute(object):
-    """Context manager timing the compute part of one step."""
+    """Context manager timing the compute part of one step; with a step
+    number it also reports that step on exit."""
 
-    def __init__(self, reporter):
+    def __init__(self, reporter, step=None, phases=None):
         self._r = reporter
+        self._step = step
+        self._phases = phases or {}
+        self._entered = None
 
     def __enter__(self):
-        self._r._compute_begin()
+        self._r._compute_begin()  # may import torch: not part of the step
+        self._entered = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self._r._compute_end()
+        if self._step is not None:
+            self._r._report_block(self._step, self._entered, self._phases)
         return False
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def _default_reporter():
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Reporter()
+            atexit.register(_default.close)
+        return _default
+
+
+def compute(step, **phases):
+    """`with laggard_step.compute(step): ...` around the compute part of a
+    step: times it and reports the step on exit, through one Reporter for
+    the process (configured by the environment, see below; flushed at exit).
+    Extra phase times in seconds: compute(step, data_s=0.02)."""
+    return _default_reporter().compute(step, **phases)
 
 
 class Reporter(object):
@@ -103,6 +148,7 @@ class Reporter(object):
         self._start = None      # open compute interval: event or perf_counter
         self._compute = None    # (start, end) of the current step
         self._pending = []      # (line args, start event, end event) waiting on CUDA
+        self._last_block_end = None  # perf_counter when compute(step) last reported
         addr = addr or os.environ.get("LAGGARD_STEP_ADDR", DEFAULT_ADDR)
         self._sock = None
         self._dest = None
@@ -120,9 +166,17 @@ class Reporter(object):
         except (OSError, ValueError):
             self._sock = None
 
-    def compute(self):
-        """`with reporter.compute(): ...` times the step's compute."""
-        return _Compute(self)
+    def compute(self, step=None, **phases):
+        """`with reporter.compute(): ...` times the step's compute, for the
+        next step() call. `with reporter.compute(step): ...` also reports
+        the step on exit (wall time since the previous such block ended)."""
+        return _Compute(self, step, phases)
+
+    def _report_block(self, step, entered, phases):
+        now = time.perf_counter()
+        since = self._last_block_end if self._last_block_end is not None else entered
+        self._last_block_end = now
+        self.step(step, now - since, **phases)
 
     def _cuda_ready(self):
         if self._cuda is None:

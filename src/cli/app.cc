@@ -3,167 +3,29 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
-#include "analysis/analyze_run.h"
-#include "analysis/step_time_detector.h"
-#include "analysis/trace_detector.h"
-#include "cli/ingest_flags.h"
+#include "cli/diagnose.h"
+#include "cli/formats.h"
 #include "cli/inspect.h"
 #include "cli/watch.h"
 #include "report/report.h"
 #include "simulator/kineto_traces.h"
 #include "simulator/run_writer.h"
 #include "simulator/step_logs.h"
-#include "verdict/verdict.h"
 
 namespace laggard {
 namespace {
 
-struct DiagnoseOptions {
-  std::vector<std::string> paths;
-  std::string json_out;  // "" none, "-" stdout
-  std::string html_out;   // "" none
-  std::string trace_out;  // "" none
-  bool strict = false;
-  bool quiet = false;
-  std::string color = "auto";
-  IngestFlags input;
-  std::optional<int32_t> gpus_per_node;
-  StepDetectorOptions detector;
-};
-
-// Prints "reading files 12/40, 1.2 GB" on a tty once work takes over 1.5 s.
-class Progress {
- public:
-  Progress(std::ostream& err, bool enabled) : err_(err), enabled_(enabled), start_(Clock::now()) {}
-  ~Progress() {
-    if (shown_) err_ << "\r\x1b[K" << std::flush;
-  }
-  void Update(size_t done, size_t total, uint64_t bytes) {
-    if (!enabled_) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto now = Clock::now();
-    if (now - start_ < std::chrono::milliseconds(1500) || now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    shown_ = true;
-    err_ << fmt::format("\rreading files {}/{}, {:.1f} MB", done, total, static_cast<double>(bytes) / 1e6)
-         << std::flush;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::ostream& err_;
-  bool enabled_;
-  Clock::time_point start_, last_;
-  bool shown_ = false;
-  std::mutex mu_;
-};
-
-int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err, bool out_tty,
-             bool err_tty) {
-  Progress progress(err, err_tty);
-  auto run = IngestWithFlags(o.paths, o.input, [&](size_t d, size_t t, uint64_t b) {
-    progress.Update(d, t, b);
-  });
-  if (!run.ok()) {
-    err << "laggard: " << run.status().message() << "\n";
-    return kExitNoInput;
-  }
-  AnalysisOptions analysis;
-  analysis.steps = o.detector;
-  analysis.gpus_per_node = o.gpus_per_node;
-  Analyses a = AnalyzeRun(*run, analysis);
-  Verdict verdict = DecideVerdict(*run, a);
-  ReportInput in{*run, a.steps, a.traces, verdict, &a.hardware, &a.network};
-
-  if (!o.json_out.empty()) {
-    std::string json = RenderJson(in);
-    if (o.json_out == "-") {
-      out << json;
-    } else {
-      std::ofstream f(o.json_out);
-      f << json;
-      if (!f) {
-        err << "laggard: cannot write " << o.json_out << "\n";
-        return kExitNoInput;
-      }
-    }
-  }
-  auto write_file = [&](const std::string& path, auto&& render) {
-    std::ofstream f(path, std::ios::binary);
-    if (f) render(f);
-    f.close();
-    if (!f) {
-      err << "laggard: cannot write " << path << "\n";
-      return false;
-    }
-    return true;
-  };
-  if (!o.html_out.empty() && !write_file(o.html_out, [&](std::ostream& f) { f << RenderHtml(in); })) {
-    return kExitNoInput;
-  }
-  if (!o.trace_out.empty() && !write_file(o.trace_out, [&](std::ostream& f) { WriteMergedTrace(in, f); })) {
-    return kExitNoInput;
-  }
-  if (o.json_out != "-") {
-    TextOptions text;
-    text.quiet = o.quiet;
-    text.color = o.color == "always" || (o.color == "auto" && out_tty);
-    RenderText(in, text, out);
-  }
-  if (run->total_steps() == 0 && run->traces.empty() && run->hardware.gpus.empty() &&
-      run->network.empty()) {
-    err << fmt::format(
-        "laggard: no usable step times, traces, GPU metrics or network data in {} file{} ({} "
-        "skipped); see data quality above\n",
-        run->files.size(), run->files.size() == 1 ? "" : "s",
-        std::count_if(run->files.begin(), run->files.end(),
-                      [](const InputFileInfo& f) { return f.format.empty(); }));
-    return kExitNoInput;
-  }
-  if (o.strict && run->diagnostics.TotalOfKind(DiagKind::kBadRecord) > 0) {
-    err << fmt::format("laggard: --strict: {} bad records\n",
-                       run->diagnostics.TotalOfKind(DiagKind::kBadRecord));
-    return kExitStrictFailure;
-  }
-  return kExitOk;
-}
-
-void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
-  cmd->add_option("--json", o.json_out, "write the JSON report to FILE ('-' for stdout)");
-  cmd->add_option("--html", o.html_out, "write a self-contained HTML report with charts to FILE");
-  cmd->add_option("--trace", o.trace_out,
-                  "write a merged Chrome/Perfetto trace (steps, collectives, GPU metrics, findings "
-                  "of every rank on one timeline) to FILE");
-  cmd->add_flag("--strict", o.strict, "exit 1 when any bad record was found");
-  cmd->add_flag("-q,--quiet", o.quiet, "print only the verdict line");
-  cmd->add_option("--color", o.color, "colour output: auto, always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  AddIngestFlags(cmd, o.input);
-  cmd->add_option("--gpus-per-node", o.gpus_per_node,
-                  "place ranks as node_index x G + local_rank (hosts in natural name order) to join "
-                  "GPU metrics with ranks that name no host/GPU")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--warmup", o.detector.warmup_steps,
-                  "steps at the start of each rank to ignore")
-      ->capture_default_str();
-  cmd->add_option("--threshold", o.detector.flag_threshold,
-                  "flag a rank this much slower than its peers (0.05 = 5%)")
-      ->check(CLI::Range(0.001, 10.0))
-      ->capture_default_str();
-}
-
-int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_tty, bool err_tty) {
+int Demo(const std::string& dir, std::ostream& out, std::ostream& err, const Terminal& terminal) {
   // 8 nodes x 8 GPUs (docs/simulator.md): GPU 5 of node-01 overheats and
   // throttles from step 60, and node-05's first InfiniBand port trained at
   // half its rate. Every input format is written: end-to-end step logs (equal
@@ -205,7 +67,7 @@ int Demo(const std::string& dir, std::ostream& out, std::ostream& err, bool out_
   o.json_out = dir + "/report.json";
   o.html_out = dir + "/report.html";
   o.trace_out = dir + "/trace.json";
-  int rc = Diagnose(o, out, err, out_tty, err_tty);
+  int rc = Diagnose(o, out, err, terminal);
   out << fmt::format(
       "\nJSON report:  {}\nHTML report:  {} (open in a browser, works offline)\nmerged trace: {} "
       "(open in ui.perfetto.dev or chrome://tracing)\n",
@@ -486,24 +348,96 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
   cmd->add_flag("-q,--quiet", a.quiet, "print nothing on success");
 }
 
+constexpr std::string_view kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  the command ran (a diagnosis with or without findings)\n"
+    "  1  --strict, and bad records were found\n"
+    "  2  no usable input, or bad usage\n"
+    "  3  an output (--json, --html, --trace) was not written; the verdict was printed\n"
+    "  4  --fail-on: the verdict is one it names\n"
+    "  (when several apply: 2, then 3, then 1, then 4)\n";
+
+std::string MainFooter() {
+  return fmt::format(
+      "\nExamples:\n"
+      "  laggard demo                                  simulate a faulty cluster, diagnose it\n"
+      "  laggard diagnose run/                         step logs, traces, nvidia-smi, ... in run/\n"
+      "  laggard diagnose run/ --html report.html --json report.json\n"
+      "  laggard diagnose run/ --quiet --fail-on straggler    for CI, cron, a Slurm epilog\n"
+      "  laggard inspect run/                          what each file gave, no diagnosis\n"
+      "  laggard watch --prometheus http://127.0.0.1:9090 --once\n"
+      "  laggard simulate --fault thermal@node-01:5 -o run/\n"
+      "\n"
+      "Inputs are recognised by content: `laggard formats` lists the formats.\n"
+      "`laggard COMMAND --help` shows a command's options.\n\n{}",
+      kExitCodesHelp);
+}
+
+std::string DiagnoseFooter() {
+  return fmt::format(
+      "\nExamples:\n"
+      "  laggard diagnose run/\n"
+      "  laggard diagnose logs/rank*.log node-01/nvidia-smi.csv --gpus-per-node 8\n"
+      "  laggard diagnose run/ --json - | jq .verdict\n"
+      "  laggard diagnose run/ --quiet --fail-on straggler,inconclusive\n"
+      "\n"
+      "`laggard formats` lists the input formats; `laggard inspect` shows what each file gave.\n"
+      "Colour: --color auto colours a terminal unless NO_COLOR is set or TERM=dumb.\n\n{}",
+      kExitCodesHelp);
+}
+
+// The fault kinds with their class and default severity, and the syntax of
+// a target (docs/simulator.md has the table of what each kind changes).
+std::string SimulateFooter() {
+  std::string s = "\nFault kinds (KIND: cause class, default severity):\n";
+  for (sim::FaultKind k : sim::AllFaultKinds()) {
+    s += fmt::format("  {:<26} {}, {:g}\n", sim::FaultKindName(k),
+                     sim::CauseClassName(sim::CauseClassOf(k)), sim::DefaultSeverity(k));
+  }
+  s += "\nTARGET: all | rank13 (r13) | a host node-01 (or 1) | a GPU node-01:5 (1:5) | a NIC\n"
+       "  node-01:mlx5_2 | nodes node-04..node-07, 4..7, node-01+node-05 | a stage stage2.\n"
+       "  Omitted: drawn from the seed and written to truth.json.\n"
+       "SEVERITY: a fraction with a point (0.2) or a percentage (20%); a bare integer is a\n"
+       "  GPU index. onset/end: first and last step present; period/duration: present\n"
+       "  `duration` steps of every `period`. What each kind changes: docs/simulator.md.\n"
+       "\nExample: laggard simulate --nodes 4 --fault thermal@node-01:5:0.2,onset=60 "
+       "--fault nic_degraded@node-03:mlx5_2 -o run/\n";
+  return s;
+}
+
 }  // namespace
 
+Terminal TerminalOfProcess() {
+  Terminal t;
+  t.stdout_is_tty = isatty(STDOUT_FILENO) == 1;
+  t.stderr_is_tty = isatty(STDERR_FILENO) == 1;
+  const char* no_color = std::getenv("NO_COLOR");
+  t.no_color = no_color != nullptr && no_color[0] != '\0';
+  const char* term = std::getenv("TERM");
+  t.dumb = term != nullptr && std::string_view(term) == "dumb";
+  return t;
+}
+
 int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-               bool stdout_is_tty, bool stderr_is_tty) {
-  CLI::App app{"laggard: find the rank, GPU or node that holds back a training job, and say why"};
-  app.require_subcommand(1);
+               const Terminal& terminal) {
+  // Named here, so usage says "laggard", not the path the binary was run by.
+  CLI::App app{"laggard: find the rank, GPU or node that holds back a training job, and say why",
+               "laggard"};
+  app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string(kLaggardVersion));
+  app.footer(MainFooter());
 
   DiagnoseOptions diag;
   CLI::App* diagnose = app.add_subcommand("diagnose", "diagnose a run from its files");
-  diagnose->add_option("paths", diag.paths, "files or directories (walked recursively)")
-      ->required();
   AddDiagnoseFlags(diagnose, diag);
+  diagnose->footer(DiagnoseFooter());
 
   InspectOptions inspect_opts;
   CLI::App* inspect = app.add_subcommand(
       "inspect", "show what each input file gave (format, records, data quality), no diagnosis");
   AddInspectFlags(inspect, inspect_opts);
+
+  CLI::App* formats = app.add_subcommand("formats", "list the input formats laggard recognises");
 
   std::string demo_dir = "laggard-demo";
   CLI::App* demo = app.add_subcommand("demo", "simulate a cluster with a fault and diagnose it");
@@ -514,6 +448,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   CLI::App* watch = app.add_subcommand(
       "watch", "diagnose live from Prometheus (laggard agents, dcgm-exporter), window by window");
   AddWatchFlags(watch, watch_opts);
+  AddFailOnFlag(watch, watch_opts.fail_on);
   AgentFlags agent_flags;
   CLI::App* agent_cmd = app.add_subcommand(
       "agent", "per-node agent: GPU (NVML), link (sysfs) and step metrics on /metrics, rolling logs");
@@ -522,19 +457,32 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   CLI::App* simulate = app.add_subcommand(
       "simulate", "write a simulated run directory (real tool formats, injected faults, truth.json)");
   AddSimulateFlags(simulate, sim_args);
+  simulate->footer(SimulateFooter());
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // A first word that is no command: say so, rather than "not expected".
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      err << fmt::format("laggard: unknown command '{}'; the commands are diagnose, inspect, "
+                         "formats, demo, watch, agent, simulate (laggard --help)\n",
+                         argv[1]);
+      return kExitNoInput;
+    }
+    return app.exit(e, out, err) == 0 ? kExitOk : kExitNoInput;
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e, out, err);
     return rc == 0 ? kExitOk : kExitNoInput;
   }
-  if (*diagnose) return Diagnose(diag, out, err, stdout_is_tty, stderr_is_tty);
+  if (*diagnose) return Diagnose(diag, out, err, terminal);
   if (*inspect) return Inspect(inspect_opts, out, err);
-  if (*demo) return Demo(demo_dir, out, err, stdout_is_tty, stderr_is_tty);
+  if (*formats) return PrintFormats(out);
+  if (*demo) return Demo(demo_dir, out, err, terminal);
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
   if (*simulate) return Simulate(simulate, sim_args, out, err);
+  // A bare `laggard`: what it can do, and a non-zero exit (nothing ran).
+  err << app.help();
   return kExitNoInput;
 }
 

@@ -1,11 +1,8 @@
-#include <unistd.h>
-
 #include <iostream>
 
 #include "cli/app.h"
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
-  return laggard::RunLaggard(argc, argv, std::cout, std::cerr, isatty(STDOUT_FILENO) == 1,
-                             isatty(STDERR_FILENO) == 1);
+  return laggard::RunLaggard(argc, argv, std::cout, std::cerr, laggard::TerminalOfProcess());
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/diagnose.h"
 #include "ingest/prometheus/prometheus_source.h"
 #include "analysis/analyze_run.h"
 #include "ingest/common/prometheus_text.h"
@@ -108,12 +109,18 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
   cmd->add_flag("--json", o.json, "one JSON line per evaluation instead of text");
   cmd->add_option("--listen", o.listen,
                   "serve the verdict as Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9402)");
-  cmd->add_option("--duration", o.duration_s, "stop after this many seconds (0: until interrupted)");
+  cmd->add_option("--duration", o.duration_s, "stop after this many seconds (0: until interrupted)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
-                  "place ranks as node_index x G + local_rank when steps name no GPU");
+                  "place ranks as node_index x G + local_rank when steps name no GPU")
+      ->check(CLI::Range(1, 1024));
 }
 
 int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.fail_on.empty() && !o.once) {
+    err << "laggard watch: --fail-on needs --once (one evaluation, one exit code)\n";
+    return kExitNoInput;
+  }
   g_stop = false;
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
@@ -180,6 +187,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
       }
       out.flush();
       last_summary = v.summary;
+      if (o.once && FailsOn(o.fail_on, v.status)) rc = kExitFailOn;
       std::lock_guard<std::mutex> lock(mu);
       metrics = VerdictMetrics(v, evaluations, errors, now);
     }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -31,8 +32,11 @@ struct WatchOptions {
   std::string listen;     // host:port for the verdict metrics, "" = off
   double duration_s = 0;  // stop after this long (0 = until SIGINT/SIGTERM)
   std::optional<int32_t> gpus_per_node;
+  // With --once: verdict statuses that exit kExitFailOn (cli/diagnose.h).
+  std::vector<std::string> fail_on;
 };
 
+// Every flag but --fail-on, which RunLaggard() adds (AddFailOnFlag).
 void AddWatchFlags(CLI::App* cmd, WatchOptions& options);
 int Watch(const WatchOptions& options, std::ostream& out, std::ostream& err);
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "formats/sim_truth.h"
 #include "ingest/common/input_file.h"
 #include "ingest/traces/common/clock_alignment.h"
 #include "ingest/traces/common/step_marker.h"
@@ -92,6 +93,14 @@ struct FileResult {
   uint64_t records = 0;
 };
 
+// truth.json of a simulated run: a JSON object that names the simulator's
+// schema (formats/sim_truth.h).
+bool IsSimulatorTruth(std::string_view head) {
+  size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || head[first] != '{') return false;
+  return head.find(formats::kSimTruthSchemaPrefix) != std::string_view::npos;
+}
+
 void ReadOneFile(const std::string& path, uint32_t index,
                  const std::optional<std::string>& host_of_path, std::optional<int32_t> mapped_rank,
                  const std::vector<const TextReader*>& readers,
@@ -113,6 +122,14 @@ void ReadOneFile(const std::string& path, uint32_t index,
   }
   if (head->empty()) {
     diag.Add(DiagCode::kFileEmpty, path, 0, "empty file");
+    return;
+  }
+  if (IsSimulatorTruth(*head)) {
+    diag.Add(DiagCode::kFileUnrecognised, path, 0,
+             "the simulator's answer key (laggard simulate's truth.json), not read: a diagnosis "
+             "never sees the answer; bench/accuracy scores verdicts against it");
+    std::error_code ec;
+    result.bytes = std::filesystem::file_size(path, ec);
     return;
   }
   auto rank_of_path = [&] {

@@ -2,7 +2,8 @@
 // step-time and trace summaries (with a per-rank trace table: every rank of
 // a small job, the ranks holding a large one up against the median), then
 // findings with their evidence, next steps and data quality. Colour (ANSI)
-// only when asked, which the CLI does only on a tty.
+// only when asked, which the CLI does on a tty without NO_COLOR or TERM=dumb
+// (or with --color always). Counts of one are singular ("1 rank").
 
 #include <algorithm>
 #include <array>
@@ -32,6 +33,11 @@ std::string_view SeverityColour(Severity s) {
     case Severity::kInfo: return "36";
   }
   return "0";
+}
+
+// "1 rank", "2 ranks".
+std::string Count(uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
 std::string Where(const Run& run, const SourceRef& src) {
@@ -238,15 +244,16 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   const JobStepStats& job = in.steps.job;
   out << "\n";
   if (job.median_step_s) {
-    out << fmt::format("job: {} ranks, {} steps analysed, median step {:.4g} s", job.ranks,
-                       job.steps, *job.median_step_s);
+    out << fmt::format("job: {}, {} analysed, median step {:.4g} s",
+                       Count(job.ranks, "rank", "ranks"), Count(job.steps, "step", "steps"),
+                       *job.median_step_s);
     if (job.sync_spread) out << fmt::format(", per-step spread across ranks (p90-p10) {:.2f}%", 100 * *job.sync_spread);
     out << "\n";
   }
 
   if (!in.traces.ranks.empty() || !in.traces.unranked.empty()) {
-    out << fmt::format("traces: {} ranks, {} collective instances matched", in.traces.ranks.size(),
-                       in.traces.instances);
+    out << fmt::format("traces: {}, {} matched", Count(in.traces.ranks.size(), "rank", "ranks"),
+                       Count(in.traces.instances, "collective instance", "collective instances"));
     if (!in.traces.unranked.empty()) out << fmt::format(", {} without a rank", in.traces.unranked.size());
     if (in.traces.median_transfer_ns) {
       out << fmt::format(", median transfer {:.3g} ms", static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
@@ -290,8 +297,8 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   size_t read = 0, skipped = 0;
   for (const InputFileInfo& f : run.files) (f.format.empty() ? skipped : read) += 1;
   out << "\n" << style("data quality", "1") << "\n";
-  out << fmt::format("  {} file{} read, {} skipped, {} step records\n", read, read == 1 ? "" : "s",
-                     skipped, run.total_steps());
+  out << fmt::format("  {} read, {} skipped, {}\n", Count(read, "file", "files"), skipped,
+                     Count(run.total_steps(), "step record", "step records"));
   for (size_t i = 0; i < static_cast<size_t>(DiagCode::kCount); ++i) {
     auto code = static_cast<DiagCode>(i);
     if (d.count(code) == 0) continue;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/sim_truth.h"
 #include "simulator/writers.h"
 
 namespace laggard::sim {
@@ -75,7 +76,7 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   const ClusterScenario& sc = run.scenario();
   int g = sc.gpus_per_node;
   Json t;
-  t["schema"] = "laggard.sim.truth/1";
+  t["schema"] = formats::kSimTruthSchema;
   t["seed"] = sc.seed;
   t["nodes"] = sc.nodes;
   t["gpus_per_node"] = g;

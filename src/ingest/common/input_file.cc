@@ -348,13 +348,26 @@ StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes,
 }
 
 bool LooksBinary(std::string_view head) {
-  size_t odd = 0;
-  for (char c : head) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u == 0) return true;
-    if (u < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\x1b') ++odd;
+  // NUL bytes on a few lines of text (a block a crash left unwritten) keep
+  // it text: the readers skip those lines. Binary data has them on most.
+  size_t lines = 0, nul_lines = 0, odd = 0, text_bytes = 0;
+  for (size_t begin = 0; begin < head.size();) {
+    size_t end = std::min(head.find('\n', begin), head.size());
+    std::string_view line = head.substr(begin, end - begin);
+    begin = end + 1;
+    ++lines;
+    if (line.find('\0') != std::string_view::npos) {
+      ++nul_lines;
+      continue;
+    }
+    text_bytes += line.size() + 1;
+    for (char c : line) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u < 0x20 && c != '\r' && c != '\t' && c != '\f' && c != '\x1b') ++odd;
+    }
   }
-  return odd * 20 > head.size();
+  if (nul_lines > 0 && (nul_lines * 4 > lines || lines - nul_lines < 2)) return true;
+  return odd * 20 > text_bytes;
 }
 
 LineReader::LineReader(ByteSource& source) : source_(source), buf_(kChunk + kMaxLine) {}

@@ -62,7 +62,9 @@ StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
 StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes,
                                std::optional<StreamDamage>* damage = nullptr);
 
-// True when `head` holds NUL bytes or more than 5% control characters.
+// True when over a quarter of the lines of `head` hold NUL bytes (or fewer
+// than two lines are free of them), or more than 5% of the other lines'
+// bytes are control characters. A text log with a line of NULs is text.
 bool LooksBinary(std::string_view head);
 
 // Splits a ByteSource into lines ('\n' or "\r\n"; the terminator is not part

@@ -1,0 +1,277 @@
+#include "cli/diagnose.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "analysis/analyze_run.h"
+#include "report/report.h"
+
+namespace laggard {
+namespace {
+
+// Prints "reading files 12/40, 1.2 MB" on a tty once reading takes longer
+// than Terminal::progress_after, over itself with '\r'. Clear() blanks it
+// with spaces (no escape sequence, so TERM=dumb is served too); call it
+// before anything else is printed. Update() may be called from the ingest
+// threads.
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled, std::chrono::milliseconds after)
+      : err_(err), enabled_(enabled), after_(after), start_(Clock::now()) {}
+  ~Progress() { Clear(); }
+
+  void Update(size_t done, size_t total, uint64_t bytes) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = Clock::now();
+    if (now - start_ < after_ || (shown_ > 0 && now - last_ < std::chrono::milliseconds(200))) {
+      return;
+    }
+    last_ = now;
+    std::string line = fmt::format("reading files {}/{}, {:.1f} MB", done, total,
+                                   static_cast<double>(bytes) / 1e6);
+    // Pad over a longer line shown before.
+    size_t width = std::max(line.size(), shown_);
+    err_ << "\r" << fmt::format("{:<{}}", line, width) << std::flush;
+    shown_ = width;
+  }
+
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shown_ == 0) return;
+    err_ << "\r" << std::string(shown_, ' ') << "\r" << std::flush;
+    shown_ = 0;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  bool enabled_;
+  std::chrono::milliseconds after_;
+  Clock::time_point start_, last_;
+  size_t shown_ = 0;  // width of the line on screen, 0 for none
+  std::mutex mu_;
+};
+
+// One report output: the flag that asked for it and where it goes.
+struct Output {
+  std::string_view flag;
+  const std::string& path;
+  std::function<void(std::ostream&)> render;
+};
+
+// A path as the file system will resolve it, for comparing two paths that
+// may be spelt differently ("./a.json", "dir/../a.json").
+std::filesystem::path Resolved(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return std::filesystem::path(path).lexically_normal();
+  std::filesystem::path canon = std::filesystem::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : canon;
+}
+
+// Usage errors of the outputs, found before anything is read: two outputs
+// to one path (stdout included), an output that is one of the paths given
+// as input. Empty when the outputs are fine.
+std::string CheckOutputs(const std::vector<Output>& outputs,
+                         const std::vector<std::string>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Output& a = outputs[i];
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      const Output& b = outputs[j];
+      bool same =
+          a.path == "-" || b.path == "-" ? a.path == b.path : Resolved(a.path) == Resolved(b.path);
+      if (same) {
+        return fmt::format("{} and {} both write to {}; give each its own path", a.flag, b.flag,
+                           a.path == "-" ? "stdout ('-')" : a.path);
+      }
+    }
+    if (a.path == "-") continue;
+    for (const std::string& in : inputs) {
+      if (Resolved(in) == Resolved(a.path)) {
+        return fmt::format("{} {}: that is an input; refusing to overwrite it", a.flag, a.path);
+      }
+    }
+  }
+  return "";
+}
+
+// The file ingest read at `path` (a file found in an input directory), or
+// nullptr. Files no reader took are not inputs: an old report may be
+// overwritten.
+const InputFileInfo* ReadInputAt(const Run& run, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nullptr;
+  for (const InputFileInfo& f : run.files) {
+    if (f.format.empty()) continue;
+    if (std::filesystem::equivalent(f.path, path, ec)) return &f;
+  }
+  return nullptr;
+}
+
+// Writes `o` to its file. False, with the reason on `err`, when it was not
+// written whole.
+bool WriteOutput(const Output& o, const Run& run, std::ostream& err) {
+  if (const InputFileInfo* in = ReadInputAt(run, o.path)) {
+    err << fmt::format("laggard: {} {}: that is an input (read as {}); refusing to overwrite it\n",
+                       o.flag, o.path, in->format);
+    return false;
+  }
+  std::ofstream f(o.path, std::ios::binary);
+  if (f) o.render(f);
+  f.close();
+  if (!f) {
+    std::error_code ec;
+    bool is_dir = std::filesystem::is_directory(o.path, ec);
+    err << fmt::format("laggard: {} {}: cannot write{}\n", o.flag, o.path,
+                       is_dir ? " (a directory)" : "");
+    return false;
+  }
+  return true;
+}
+
+bool NoUsableInput(const Run& run) {
+  return run.total_steps() == 0 && run.traces.empty() && run.hardware.gpus.empty() &&
+         run.network.empty();
+}
+
+std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+}  // namespace
+
+bool ColourWanted(std::string_view mode, bool tty, const Terminal& terminal) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  return tty && !terminal.no_color && !terminal.dumb;
+}
+
+void AddFailOnFlag(CLI::App* cmd, std::vector<std::string>& fail_on) {
+  cmd->add_option("--fail-on", fail_on,
+                  "exit 4 when the verdict is one of: straggler, job-wide, inconclusive "
+                  "(comma-separated or repeated; for CI, cron, Slurm epilogs)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"straggler", "job-wide", "inconclusive"}));
+}
+
+bool FailsOn(const std::vector<std::string>& fail_on, VerdictStatus status) {
+  std::string_view name = status == VerdictStatus::kStraggler      ? "straggler"
+                          : status == VerdictStatus::kJobWide      ? "job-wide"
+                          : status == VerdictStatus::kInconclusive ? "inconclusive"
+                                                                   : "";
+  return !name.empty() && std::find(fail_on.begin(), fail_on.end(), name) != fail_on.end();
+}
+
+void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
+  cmd->add_option("paths", o.paths, "files or directories (walked recursively)")->required();
+  cmd->add_option("--json", o.json_out, "write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("--html", o.html_out,
+                  "write a self-contained HTML report with charts to FILE ('-' for stdout)");
+  cmd->add_option("--trace", o.trace_out,
+                  "write a merged Chrome/Perfetto trace (steps, collectives, GPU metrics, findings "
+                  "of every rank on one timeline) to FILE ('-' for stdout)");
+  cmd->add_flag("--strict", o.strict, "exit 1 when any bad record was found");
+  AddFailOnFlag(cmd, o.fail_on);
+  cmd->add_flag("-q,--quiet", o.quiet, "print only the verdict line");
+  cmd->add_option("--color", o.color,
+                  "colour output: auto (a terminal, unless NO_COLOR or TERM=dumb), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  AddIngestFlags(cmd, o.input);
+  cmd->add_option(
+         "--gpus-per-node", o.gpus_per_node,
+         "place ranks as node_index x G + local_rank (hosts in natural name order) to join "
+         "GPU metrics with ranks that name no host/GPU")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--warmup", o.detector.warmup_steps,
+                  "steps at the start of each rank to ignore (0 to 1000000)")
+      ->check(CLI::Range(0, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--threshold", o.detector.flag_threshold,
+                  "flag a rank this much slower than its peers (0.05 = 5%)")
+      ->check(CLI::Range(0.001, 10.0))
+      ->capture_default_str();
+}
+
+int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
+             const Terminal& terminal) {
+  // Filled once the run is analysed; the outputs render from it.
+  std::optional<ReportInput> in;
+  std::vector<Output> outputs;
+  if (!o.json_out.empty()) {
+    outputs.push_back({"--json", o.json_out, [&](std::ostream& s) { s << RenderJson(*in); }});
+  }
+  if (!o.html_out.empty()) {
+    outputs.push_back({"--html", o.html_out, [&](std::ostream& s) { s << RenderHtml(*in); }});
+  }
+  if (!o.trace_out.empty()) {
+    outputs.push_back({"--trace", o.trace_out, [&](std::ostream& s) { WriteMergedTrace(*in, s); }});
+  }
+  if (std::string bad = CheckOutputs(outputs, o.paths); !bad.empty()) {
+    err << "laggard diagnose: " << bad << "\n";
+    return kExitNoInput;
+  }
+
+  Progress progress(err, terminal.stderr_is_tty, terminal.progress_after);
+  auto run = IngestWithFlags(o.paths, o.input,
+                             [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); });
+  progress.Clear();
+  if (!run.ok()) {
+    err << "laggard: " << run.status().message() << "\n";
+    return kExitNoInput;
+  }
+  AnalysisOptions analysis;
+  analysis.steps = o.detector;
+  analysis.gpus_per_node = o.gpus_per_node;
+  Analyses a = AnalyzeRun(*run, analysis);
+  Verdict verdict = DecideVerdict(*run, a);
+  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network});
+
+  bool to_stdout = false;
+  bool outputs_ok = true;
+  for (const Output& output : outputs) {
+    if (output.path == "-") {
+      output.render(out);
+      to_stdout = true;
+    } else {
+      outputs_ok &= WriteOutput(output, *run, err);
+    }
+  }
+  if (!to_stdout) {
+    TextOptions text;
+    text.quiet = o.quiet;
+    text.color = ColourWanted(o.color, terminal.stdout_is_tty, terminal);
+    RenderText(*in, text, out);
+  }
+  if (NoUsableInput(*run)) {
+    err << fmt::format(
+        "laggard: no usable step times, traces, GPU metrics or network data in {} ({} "
+        "skipped); see data quality above\n",
+        Plural(run->files.size(), "file", "files"),
+        std::count_if(run->files.begin(), run->files.end(),
+                      [](const InputFileInfo& f) { return f.format.empty(); }));
+    return kExitNoInput;
+  }
+  if (!outputs_ok) return kExitOutputFailed;
+  if (o.strict && run->diagnostics.TotalOfKind(DiagKind::kBadRecord) > 0) {
+    err << fmt::format(
+        "laggard: --strict: {}\n",
+        Plural(run->diagnostics.TotalOfKind(DiagKind::kBadRecord), "bad record", "bad records"));
+    return kExitStrictFailure;
+  }
+  if (FailsOn(o.fail_on, verdict.status)) {
+    err << fmt::format("laggard: --fail-on: the verdict is {}\n",
+                       VerdictStatusName(verdict.status));
+    return kExitFailOn;
+  }
+  return kExitOk;
+}
+
+}  // namespace laggard
