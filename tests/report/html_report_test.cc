@@ -283,11 +283,13 @@ TEST(HtmlReportCliTest, UnwritableReportPathIsAnError) {
   TempDir dir;
   SimulatedRun(dir.path(), FixtureOptions{.traces = false, .hardware = false});
   std::string out, err;
+  // An output failure has its own exit code, and the verdict is still printed.
   int rc = RunCli({"diagnose", "--html", dir.File("missing/dir/r.html"), dir.path()}, &out, &err);
-  EXPECT_EQ(rc, kExitNoInput);
+  EXPECT_EQ(rc, kExitOutputFailed);
   EXPECT_NE(err.find("cannot write"), std::string::npos) << err;
+  EXPECT_EQ(out.rfind("verdict:", 0), 0u) << out;
   rc = RunCli({"diagnose", "--trace", dir.File("missing/dir/t.json"), dir.path()}, &out, &err);
-  EXPECT_EQ(rc, kExitNoInput);
+  EXPECT_EQ(rc, kExitOutputFailed);
   EXPECT_NE(err.find("cannot write"), std::string::npos) << err;
 }
 
