@@ -313,7 +313,8 @@ void TraceTokenizer::Cut(const std::string& where) {
   truncated_ = true;
   diag_.diag().AddAtOffset(
       DiagCode::kTraceTruncated, diag_.path(), End(),
-      fmt::format("file ends at byte {} {}; {} complete events kept", End(), where, events_total_));
+      fmt::format("file ends at byte {} {}; {} complete events kept{}", End(), where, events_total_,
+                  cut_note_));
 }
 
 void TraceTokenizer::Malformed(const std::string& what) {
@@ -379,16 +380,16 @@ bool TraceTokenizer::ParseEvents() {
             DiagCode::kTraceTruncated, diag_.path(), End(),
             fmt::format("file ends at byte {} inside the event that starts at byte "
                         "{}; {} complete events kept, the rest of the trace is "
-                        "missing",
-                        End(), event_start, events_total_));
+                        "missing{}",
+                        End(), event_start, events_total_, cut_note_));
       } else if (!array_format_) {
         // The Array Format may end without its ']'; the Object Format may not.
         truncated_ = true;
         diag_.diag().AddAtOffset(
             DiagCode::kTraceTruncated, diag_.path(), End(),
             fmt::format("file ends at byte {} between events of traceEvents; {} "
-                        "complete events kept, the rest of the trace is missing",
-                        End(), events_total_));
+                        "complete events kept, the rest of the trace is missing{}",
+                        End(), events_total_, cut_note_));
       }
       pos_ = End();
       return false;

@@ -86,6 +86,8 @@ class TraceTokenizer {
   uint64_t events_lost() const { return events_lost_; }
   bool saw_cpu_events() const { return events_.saw_cpu_events(); }
   bool saw_runtime() const { return events_.saw_runtime(); }
+  // Appended to the trace.truncated note of a cut (before Run()).
+  void set_cut_note(std::string note) { cut_note_ = std::move(note); }
 
  private:
   // Growable bytes without the zero fill of std::vector::resize.
@@ -154,6 +156,7 @@ class TraceTokenizer {
   uint64_t events_total_ = 0;
   uint64_t events_lost_ = 0;
   TraceHeader header_;
+  std::string cut_note_;
 };
 
 }  // namespace laggard::kineto
