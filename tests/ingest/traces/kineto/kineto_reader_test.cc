@@ -953,6 +953,42 @@ TEST(KinetoReaderTest, TruncatedCpuOnlyTraceKeepsEveryCpuOpBeforeTheCut) {
   CheckCpuOnlyCuts(Gunzip(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz"), 30);
 }
 
+// A preallocated trace file the profiler never finished: a valid head,
+// then a sparse hole of NUL bytes to 1 GiB. Reading stops where the NUL
+// bytes start (it used to read the gigabyte through) and says so.
+TEST(KinetoReaderTest, ReadingStopsAtALongStretchOfNulBytes) {
+  TempDir dir;
+  std::vector<std::string> events;
+  for (int i = 0; i < 5; ++i) events.push_back(Kernel("gemm_" + std::to_string(i), "100", "5"));
+  std::string head = Wrap(events);
+  head.resize(head.rfind(']'));  // cut after the last event, as a writer killed there
+  // In the gap between events, and inside an event.
+  for (size_t keep : {head.size(), head.size() - 10}) {
+    SCOPED_TRACE(keep);
+    std::string path = WriteFile(dir.File("sparse.json"), head.substr(0, keep));
+    ASSERT_EQ(::truncate(path.c_str(), off_t{1} << 30), 0);
+    Loaded l = Load(path);
+    ASSERT_NE(l.trace(), nullptr);
+    EXPECT_EQ(l.trace()->ops.size(), keep == head.size() ? 5u : 4u);
+    EXPECT_TRUE(l.trace()->truncated);
+    ASSERT_EQ(l.diag(DiagCode::kTraceTruncated), 1u);
+    const DiagExample& note = l.run.diagnostics.examples(DiagCode::kTraceTruncated)[0];
+    EXPECT_EQ(note.offset, keep);
+    EXPECT_NE(note.message.find("only NUL bytes from byte " + std::to_string(keep)),
+              std::string::npos)
+        << note.message;
+    EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
+  }
+  // A short run of NUL bytes is damage inside the data, not its end.
+  std::string path = WriteFile(dir.File("nul.json"),
+                               head + std::string(100, '\0') + ",\n" + events[0] + "\n]}");
+  Loaded l = Load(path);
+  ASSERT_NE(l.trace(), nullptr);
+  EXPECT_EQ(l.trace()->ops.size(), 6u);
+  EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), 0u);
+  EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 1u);
+}
+
 TEST(KinetoReaderTest, CutGzipKeepsWhatItCanAndSaysSo) {
   REQUIRE_CORPUS();
   std::string gz = testing_util::ReadFile(kCorpus + "hta__nccl_parser_config__nccl_data.json.gz");
