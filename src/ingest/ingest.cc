@@ -2,11 +2,13 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -359,14 +361,42 @@ struct ListedFile {
   std::string root;  // the directory given by the user it was found under, else ""
 };
 
-StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& paths) {
+// A file reached twice (ListWithRoots): skipped, and noted.
+struct DuplicateFile {
+  std::string path;
+  std::string first;  // the path it was read under
+};
+
+// The files under `paths`, each once: a file reached again (the same
+// folder given twice, a folder and its subfolder, two spellings of a path,
+// a hard link) is the same (device, inode) and goes to `duplicates`.
+// Regular files are listed, and so are FIFOs, sockets and devices, which
+// reading then refuses without blocking (OpenByteSource), so that the
+// report names them instead of skipping them unseen.
+StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& paths,
+                                                std::vector<DuplicateFile>* duplicates) {
   std::vector<ListedFile> files;
+  std::map<std::pair<dev_t, ino_t>, size_t> seen;  // -> index in files
+  auto add = [&](std::string path, const std::string& root) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) {
+      auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), files.size());
+      if (!fresh) {
+        if (duplicates != nullptr) duplicates->push_back({std::move(path), files[it->second].path});
+        return;
+      }
+    }
+    files.push_back({std::move(path), root});
+  };
   for (const std::string& given : paths) {
     std::error_code ec;
     fs::file_status st = fs::status(given, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels) {
+      return Status::Error(fmt::format("{}: symlink loop", given));
+    }
     if (ec || !fs::exists(st)) return Status::Error(fmt::format("{}: no such file or directory", given));
     if (!fs::is_directory(st)) {
-      files.push_back({given, ""});
+      add(given, "");
       continue;
     }
     std::vector<std::string> found;
@@ -380,10 +410,19 @@ StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& 
         if (it->is_directory(ec)) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file(ec)) found.push_back(p.string());
+      fs::file_status entry = it->status(ec);
+      if (ec) {
+        if (ec == std::errc::too_many_symbolic_link_levels) found.push_back(p.string());
+        ec.clear();  // a dangling symlink: nothing to read
+        continue;
+      }
+      if (fs::is_regular_file(entry) || fs::is_fifo(entry) || fs::is_socket(entry) ||
+          fs::is_block_file(entry) || fs::is_character_file(entry)) {
+        found.push_back(p.string());
+      }
     }
     std::sort(found.begin(), found.end());
-    for (std::string& f : found) files.push_back({std::move(f), given});
+    for (std::string& f : found) add(std::move(f), given);
   }
   return files;
 }
@@ -446,7 +485,7 @@ StatusOr<std::optional<int32_t>> MappedRank(const std::string& map_path,
 }  // namespace
 
 StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths) {
-  auto listed = ListWithRoots(paths);
+  auto listed = ListWithRoots(paths, nullptr);
   if (!listed.ok()) return listed.status();
   std::vector<std::string> files;
   for (ListedFile& f : *listed) files.push_back(std::move(f.path));
@@ -490,7 +529,8 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
     file_ranks = std::move(read.value());
     file_ranks_path = fs::weakly_canonical(*options.file_ranks, ec);
   }
-  auto listed = ListWithRoots(paths);
+  std::vector<DuplicateFile> duplicates;
+  auto listed = ListWithRoots(paths, &duplicates);
   if (!listed.ok()) return listed.status();
   std::vector<std::string> files;
   std::vector<std::optional<std::string>> hosts;
@@ -551,6 +591,10 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   merged.Finalize(run);
   // Traces timed from their own start, onto one rank's clock.
   AlignTraceClocks(run);
+  for (const DuplicateFile& d : duplicates) {
+    run.diagnostics.Add(DiagCode::kFileDuplicate, d.path, 0,
+                        fmt::format("same file as {} (device and inode): read once", d.first));
+  }
   for (const FileRankEntry& e : file_ranks) {
     if (e.used) continue;
     run.diagnostics.Add(DiagCode::kFileRanksUnmatched, *options.file_ranks, e.line,

@@ -1,7 +1,11 @@
 // Ingest: turns the paths a user gives into a Run.
 //
 // Directories are walked recursively (sorted, hidden entries skipped, no
-// directory symlinks followed). Each file is sniffed by content (its first
+// directory symlinks followed). Each file is read once: one reached again
+// (a folder given twice, a folder and its subfolder, another spelling, a
+// hard link: the same device and inode) is noted as file.duplicate. A FIFO,
+// socket or device, given or found, is refused as file.unreadable without
+// blocking. Each file is sniffed by content (its first
 // kSniffBytes, decompressed) and read by the most confident reader; files no
 // reader takes are listed as skipped, never fatal. Files are read in
 // parallel, one file per thread at a time, and merged in path order so the

@@ -92,6 +92,9 @@ constexpr DiagInfo kCatalogue[] = {
     {"trace.clock_unaligned", DiagKind::kNote,
      "trace timed from its own profiler start that could not be aligned with the other ranks "
      "(no rank, or too few collectives matched); its times are not comparable with theirs"},
+    {"file.duplicate", DiagKind::kNote,
+     "the same file (device and inode) reached twice, by two given paths, a folder and its "
+     "subfolder, or a hard link: read once, under its first path"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

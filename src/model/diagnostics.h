@@ -69,6 +69,7 @@ enum class DiagCode : uint16_t {
   kTraceEventsUnused,
   kTraceClockAligned,
   kTraceClockUnaligned,
+  kFileDuplicate,
   kCount,
 };
 

@@ -2,7 +2,9 @@
 // in, /metrics text (parsed back here), /healthz, the rolling logs and the
 // process's exit come out. Nothing needs a GPU or a network beyond 127.0.0.1.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -22,6 +24,7 @@
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
 #include "agent/gpu_sampler.h"
+#include "agent/http_server.h"
 #include "agent/metrics.h"
 #include "agent/nvml.h"
 #include "agent/rolling_log.h"
@@ -974,6 +977,60 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
   EXPECT_EQ(r.ok, 300) << r.first_error;
   EXPECT_EQ(r.failed, 0) << r.first_error;
   rig.agent->Stop();
+}
+
+// A connection from `source` (any 127/8 address is loopback on Linux)
+// that sends part of a request head and then nothing.
+int SlowClient(int port, const char* source) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return -1;
+  std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  send(fd, part.data(), part.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Slow clients (a partial request head, then silence) do not hold back a
+// scrape: 100 from one address (most refused over the per-client cap) and
+// 40 from 40 others (each waiting out the head timeout on its own thread),
+// against a server of 2 threads. Before, each took a worker for ~2.7 s, so
+// the scrape timed out.
+TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
+  HttpServer server(2);
+  server.Get("/metrics", [] { return HttpResponse{200, "text/plain", "up 1\n"}; });
+  ASSERT_TRUE(server.Listen("127.0.0.1:0").ok());
+  server.Start();
+  int port = server.port();
+  std::vector<int> slow;
+  for (int i = 0; i < 100; ++i) slow.push_back(SlowClient(port, "127.0.0.1"));
+  for (int i = 0; i < 40; ++i) slow.push_back(SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
+  for (int fd : slow) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all past the grace
+  for (int i = 0; i < 5; ++i) {
+    auto started = std::chrono::steady_clock::now();
+    probe::HttpResult r = probe::Get(port, "/metrics", 3000);
+    auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(r.body, "up 1\n");
+    EXPECT_LT(took, std::chrono::milliseconds(500));
+  }
+  EXPECT_GE(server.refused_connections(), 100u - HttpServer::kMaxWaitingPerClient);
+  // Past the head timeout the slow ones are closed: each reads EOF.
+  std::this_thread::sleep_for(std::chrono::milliseconds(HttpServer::kHeadTimeoutMs + 300));
+  EXPECT_GE(server.timed_out_connections(), 40u);
+  for (int fd : slow) {
+    char c;
+    EXPECT_EQ(recv(fd, &c, 1, MSG_DONTWAIT), 0);
+    close(fd);
+  }
+  server.Stop();
 }
 
 TEST(AgentHttpTest, ClientsThatHangUpMidResponseDoNotHurtTheAgent) {

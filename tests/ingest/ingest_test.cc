@@ -1,6 +1,11 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
 
 #include "test_util.h"
@@ -44,6 +49,72 @@ TEST(IngestTest, MissingPathIsAnErrorNamingIt) {
   auto run = Ingest({"/no/such/laggard/dir"}, readers->readers, IngestOptions());
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("/no/such/laggard/dir"), std::string::npos);
+}
+
+TEST(IngestTest, ASymlinkLoopIsNamedAsOne) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir.File("b"), dir.File("a"));
+  std::filesystem::create_symlink(dir.File("a"), dir.File("b"));
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  auto run = Ingest({dir.File("a")}, readers->readers, IngestOptions());
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().message(), dir.File("a") + ": symlink loop");
+  // Inside a folder it is one file that cannot be read, and the rest is.
+  WriteFile(dir.File("rank0.log"), "rank 0, step 1, time 0.8s\n");
+  laggard::Run walked = IngestPaths({dir.path()});
+  ASSERT_EQ(walked.diagnostics.count(DiagCode::kFileUnreadable), 2u);
+  EXPECT_NE(walked.diagnostics.examples(DiagCode::kFileUnreadable)[0].message.find("symlink loop"),
+            std::string::npos);
+  EXPECT_EQ(walked.ranks.size(), 1u);
+}
+
+// A FIFO, given or found in a folder, is refused at once with a message:
+// reading it would wait for a writer that may never come. (Before, the
+// given one blocked for ever; the test then writes to it after 5 s, which
+// ends the read, so that it fails instead of hanging.)
+TEST(IngestTest, FifosAreRefusedWithoutBlocking) {
+  TempDir dir;
+  WriteFile(dir.File("run/rank0.log"), "rank 0, step 1, time 0.8s\n");
+  std::string fifo = dir.File("run/pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::vector<std::string>& paths :
+       {std::vector<std::string>{fifo, dir.File("run/rank0.log")}, {dir.File("run")}}) {
+    auto started = std::chrono::steady_clock::now();
+    auto ingest = std::async(std::launch::async, [&] { return IngestPaths(paths); });
+    if (ingest.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (w >= 0) ::close(w);
+    }
+    laggard::Run run = ingest.get();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+    EXPECT_EQ(run.ranks.size(), 1u);
+    ASSERT_EQ(run.diagnostics.count(DiagCode::kFileUnreadable), 1u);
+    EXPECT_NE(run.diagnostics.examples(DiagCode::kFileUnreadable)[0].message.find(
+                  "a named pipe (FIFO), not a regular file"),
+              std::string::npos);
+  }
+}
+
+// The same input reached twice is read once, and noted: no false
+// step.duplicate, and --strict stays clean.
+TEST(IngestTest, TheSameFileReachedTwiceIsReadOnce) {
+  TempDir dir;
+  WriteFile(dir.File("run/node-01/rank0.log"),
+            "rank 0, step 1, time 0.8s\nrank 0, step 2, time 0.8s\n");
+  WriteFile(dir.File("run/node-02/rank1.log"),
+            "rank 1, step 1, time 0.8s\nrank 1, step 2, time 0.9s\n");
+  std::filesystem::create_hard_link(dir.File("run/node-01/rank0.log"), dir.File("rank0-link.log"));
+  laggard::Run run = IngestPaths({dir.File("run"), dir.File("run"), dir.File("run/node-02"),
+                                  dir.File("run/../run/node-01/rank0.log"),
+                                  dir.File("rank0-link.log")});
+  EXPECT_EQ(run.files.size(), 2u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepDuplicate), 0u);
+  EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+  ASSERT_EQ(run.diagnostics.count(DiagCode::kFileDuplicate), 5u);
+  EXPECT_EQ(run.diagnostics.examples(DiagCode::kFileDuplicate)[0].message,
+            "same file as " + dir.File("run") + "/node-01/rank0.log (device and inode): read once");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  EXPECT_EQ(run.ranks[0].steps.size(), 2u);
 }
 
 TEST(IngestTest, DuplicateStepsKeepTheFirstAndAreCounted) {

@@ -1,6 +1,7 @@
 #include "ingest/common/input_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <isa-l/igzip_lib.h>
 
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -314,10 +317,49 @@ class DecodeAheadSource final : public ByteSource {
 
 }  // namespace
 
+const char* NotRegularFileKind(mode_t mode) {
+  if (S_ISREG(mode)) return nullptr;
+  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+namespace {
+
+// Opens a regular file for reading. O_NONBLOCK keeps open(2) of a FIFO
+// from waiting for a writer; anything but a regular file is refused, and
+// the flag is cleared again for the file's reads.
+StatusOr<int> OpenRegularFile(const std::string& path) {
+  int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (raw < 0) {
+    if (errno == ELOOP) return Status::Error(fmt::format("{}: cannot open: symlink loop", path));
+    return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  Fd guard(raw);
+  struct stat st;
+  if (::fstat(raw, &st) != 0) {
+    return Status::Error(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+  }
+  if (const char* kind = NotRegularFileKind(st.st_mode)) {
+    return Status::Error(
+        fmt::format("{}: {}, not a regular file: not read (reading it could block)", path, kind));
+  }
+  int flags = ::fcntl(raw, F_GETFL);
+  if (flags < 0 || ::fcntl(raw, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  return guard.release();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Decode decode) {
-  int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  auto fd = std::make_unique<Fd>(raw);
+  auto opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  auto fd = std::make_unique<Fd>(*opened);
   char magic[2];
   ssize_t r = ReadFully(fd->get(), magic, 2);
   if (r < 0) return Status::Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));

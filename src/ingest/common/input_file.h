@@ -13,6 +13,8 @@
 #ifndef LAGGARD_INGEST_COMMON_INPUT_FILE_H_
 #define LAGGARD_INGEST_COMMON_INPUT_FILE_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,7 +54,9 @@ enum class Decode { kInline, kAhead };
 
 // Opens `path`; gzip is recognised by its magic bytes (1f 8b) and decoded
 // on the fly with isa-l's igzip, concatenated members (cat a.gz b.gz, pigz)
-// included.
+// included. Anything but a regular file (a FIFO, a socket, a device) is
+// refused without blocking, with a message that names what it is; so is a
+// symlink loop.
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
                                                      Decode decode = Decode::kInline);
 
@@ -61,6 +65,10 @@ StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
 // cut inside its header yields no bytes and a truncation).
 StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes,
                                std::optional<StreamDamage>* damage = nullptr);
+
+// What a file of st_mode `mode` is when it is not a regular file ("a named
+// pipe (FIFO)", "a socket", ...); nullptr for a regular file.
+const char* NotRegularFileKind(mode_t mode);
 
 // True when over a quarter of the lines of `head` hold NUL bytes (or fewer
 // than two lines are free of them), or more than 5% of the other lines'

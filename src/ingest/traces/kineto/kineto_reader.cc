@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -38,17 +39,26 @@ class KinetoPass {
 
   void Run() { tokenizer_.Run(parser_); }
 
-  // A trace read to its end with CPU events but no device op and no runtime
-  // call is CPU-only. One that ends early may have lost its GPU events (Kineto
-  // writes CPU ops first), so it is CPU-only only when its header shows no
-  // GPU: no deviceProperties entry and no NCCL / RCCL backend.
+  // A trace with CPU events but no device op and no runtime call is
+  // CPU-only, read to its end or cut short, whatever its header says: the
+  // corpus holds complete CPU-only traces whose header lists GPUs (GPU
+  // tracing off), and a cut must not lose their CPU ops. A GPU trace cut
+  // before its first GPU event (Kineto writes CPU ops first; runtime calls
+  // and kernels start at 35-45% of the corpus traces) reads the same way,
+  // and its trace.truncated note says so (CutNoteForCpuPass()).
   bool NeedsCpuPass() const {
-    if (mode_ != Mode::kDevice || !tokenizer_.has_trace() || parser_.has_ops() ||
-        !tokenizer_.saw_cpu_events() || tokenizer_.saw_runtime()) {
-      return false;
-    }
-    return (!tokenizer_.truncated() && !tokenizer_.stopped_early()) || !tokenizer_.header().gpu_job;
+    return mode_ == Mode::kDevice && tokenizer_.has_trace() && !parser_.has_ops() &&
+           tokenizer_.saw_cpu_events() && !tokenizer_.saw_runtime();
   }
+
+  // What the CPU pass adds to its trace.truncated note: a cut trace whose
+  // header lists GPUs may have lost them at the cut.
+  std::string CutNoteForCpuPass() const {
+    if (!tokenizer_.truncated() || !tokenizer_.header().gpu_job) return std::string();
+    return "; no GPU event before the cut though the header lists GPUs: read as CPU-only";
+  }
+
+  void SetCutNote(std::string note) { tokenizer_.set_cut_note(std::move(note)); }
 
   // Adds the trace (if the file is one) and the diagnostics to ctx.out.
   // Returns the number of ops and steps taken.
@@ -126,20 +136,24 @@ class KinetoTraceReader : public TraceReader {
     std::unique_ptr<KinetoPass> pass = ReadPass(path, ctx, Mode::kDevice);
     if (pass == nullptr) return 0;
     if (pass->NeedsCpuPass()) {
-      if (std::unique_ptr<KinetoPass> cpu = ReadPass(path, ctx, Mode::kCpu)) return cpu->Commit();
+      if (std::unique_ptr<KinetoPass> cpu =
+              ReadPass(path, ctx, Mode::kCpu, pass->CutNoteForCpuPass())) {
+        return cpu->Commit();
+      }
     }
     return pass->Commit();
   }
 
  private:
   static std::unique_ptr<KinetoPass> ReadPass(const std::string& path, ReaderContext& ctx,
-                                              Mode mode) {
+                                              Mode mode, std::string cut_note = "") {
     auto source = OpenByteSource(path, ctx.gzip_decode);
     if (!source.ok()) {
       ctx.diag().Add(DiagCode::kFileUnreadable, path, 0, source.status().message());
       return nullptr;
     }
     auto pass = std::make_unique<KinetoPass>(std::move(source.value()), ctx, mode);
+    pass->SetCutNote(std::move(cut_note));
     pass->Run();
     return pass;
   }

@@ -59,8 +59,10 @@
 // ranges (gloo:all_reduce, nccl:all_to_all) when present, else the
 // record_param_comms ops, else the c10d:: ops: each collective shows at
 // several of these levels, and only one level is counted. A trace cut short
-// is CPU-only only if its header shows no GPU (no deviceProperties entry, no
-// NCCL backend): Kineto writes CPU ops first, so a cut may drop every kernel.
+// is judged on what it kept: cut before any GPU event, it is CPU-only and
+// keeps its CPU ops, as it would read whole. Kineto writes CPU ops first, so
+// a GPU trace cut early reads the same; when its header lists GPUs
+// (deviceProperties, an NCCL backend) its trace.truncated note says so.
 //
 // Damage: a cut file (job killed while writing) keeps every complete event
 // before the cut and counts one trace.truncated at the cut's byte offset;

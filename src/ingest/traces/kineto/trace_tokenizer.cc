@@ -85,6 +85,7 @@ inline bool TraceTokenizer::Refill(uint64_t keep_from) {
     buf_off_ = keep_from;
   }
   buf_.Reserve(len_ + kChunkBytes + kPadBytes, len_);
+  const size_t old_len = len_;
   size_t got = 0;
   while (got < kChunkBytes) {
     size_t n = src_->Read(buf_.data() + len_, kChunkBytes - got);
@@ -95,8 +96,43 @@ inline bool TraceTokenizer::Refill(uint64_t keep_from) {
     len_ += n;
     got += n;
   }
+  StopAtNulStretch(old_len, old_len);
   std::memset(buf_.data() + len_, ' ', kPadBytes);
-  return got > 0;
+  return len_ > old_len;
+}
+
+// Ends the data at the first run of kNulStretchBytes NUL bytes in
+// [from, len_), counting the run the last read ended with. Bytes before
+// `old_len` were handed out already and stay (a run that began there ends
+// the data at old_len; the note gives where the run began).
+inline void TraceTokenizer::StopAtNulStretch(size_t from, size_t old_len) {
+  const char* p = buf_.data();
+  size_t i = from;
+  while (i < len_) {
+    if (nul_run_ == 0) {
+      const void* z = std::memchr(p + i, 0, len_ - i);
+      if (z == nullptr) return;
+      i = static_cast<size_t>(static_cast<const char*>(z) - p);
+      nul_start_ = buf_off_ + i;
+    }
+    while (i < len_ && p[i] == 0) {
+      ++i;
+      if (++nul_run_ < kNulStretchBytes) continue;
+      nul_stop_ = nul_start_;
+      len_ = std::max(old_len, static_cast<size_t>(std::max(nul_start_, buf_off_) - buf_off_));
+      eof_ = true;
+      return;
+    }
+    if (i < len_) nul_run_ = 0;
+  }
+}
+
+std::string TraceTokenizer::EndWords() const {
+  if (!nul_stop_) return fmt::format("file ends at byte {}", End());
+  return fmt::format(
+      "only NUL bytes from byte {} (a preallocated or sparse file not written further), "
+      "reading stopped there",
+      *nul_stop_);
 }
 
 // Calls on_bracket(offset) for each bracket outside strings in
@@ -311,9 +347,9 @@ inline void TraceTokenizer::TakeMember(const std::string& k, const std::string& 
 
 void TraceTokenizer::Cut(const std::string& where) {
   truncated_ = true;
-  diag_.diag().AddAtOffset(
-      DiagCode::kTraceTruncated, diag_.path(), End(),
-      fmt::format("file ends at byte {} {}; {} complete events kept", End(), where, events_total_));
+  diag_.diag().AddAtOffset(DiagCode::kTraceTruncated, diag_.path(), nul_stop_.value_or(End()),
+                           fmt::format("{} {}; {} complete events kept{}", EndWords(), where,
+                                       events_total_, cut_note_));
 }
 
 void TraceTokenizer::Malformed(const std::string& what) {
@@ -376,19 +412,19 @@ bool TraceTokenizer::ParseEvents() {
         truncated_ = true;
         events_lost_ = 1;
         diag_.diag().AddAtOffset(
-            DiagCode::kTraceTruncated, diag_.path(), End(),
-            fmt::format("file ends at byte {} inside the event that starts at byte "
+            DiagCode::kTraceTruncated, diag_.path(), nul_stop_.value_or(End()),
+            fmt::format("{} inside the event that starts at byte "
                         "{}; {} complete events kept, the rest of the trace is "
-                        "missing",
-                        End(), event_start, events_total_));
+                        "missing{}",
+                        EndWords(), event_start, events_total_, cut_note_));
       } else if (!array_format_) {
         // The Array Format may end without its ']'; the Object Format may not.
         truncated_ = true;
         diag_.diag().AddAtOffset(
-            DiagCode::kTraceTruncated, diag_.path(), End(),
-            fmt::format("file ends at byte {} between events of traceEvents; {} "
-                        "complete events kept, the rest of the trace is missing",
-                        End(), events_total_));
+            DiagCode::kTraceTruncated, diag_.path(), nul_stop_.value_or(End()),
+            fmt::format("{} between events of traceEvents; {} "
+                        "complete events kept, the rest of the trace is missing{}",
+                        EndWords(), events_total_, cut_note_));
       }
       pos_ = End();
       return false;

@@ -16,7 +16,8 @@
 // boundary waits for the next chunk. Events over 8 MiB are skipped as
 // trace.bad_event, and so is anything between events but blanks and
 // commas. A file cut short keeps every complete event before the cut and
-// counts one trace.truncated at the cut's byte offset; malformed JSON at
+// counts one trace.truncated at the cut's byte offset; so does a stretch of
+// kNulStretchBytes NUL bytes, where reading stops; malformed JSON at
 // the top level is one trace.bad_event and the rest of the file is ignored;
 // gzip damage is gzip.truncated / .corrupt.
 //
@@ -41,6 +42,10 @@ namespace laggard::kineto {
 
 inline constexpr size_t kChunkBytes = 512 << 10;   // read at a time (stays in L2 while used)
 inline constexpr size_t kMaxEventBytes = 8 << 20;  // larger events are skipped
+// A run of this many NUL bytes ends the data: JSON holds no NUL, and a
+// preallocated or sparse file that was not written further is NUL to its
+// end (a 2 GB one took 16 s to refuse when read through).
+inline constexpr size_t kNulStretchBytes = 4096;
 
 // Who takes the events the tokenizer reads.
 class EventSink {
@@ -86,6 +91,8 @@ class TraceTokenizer {
   uint64_t events_lost() const { return events_lost_; }
   bool saw_cpu_events() const { return events_.saw_cpu_events(); }
   bool saw_runtime() const { return events_.saw_runtime(); }
+  // Appended to the trace.truncated note of a cut (before Run()).
+  void set_cut_note(std::string note) { cut_note_ = std::move(note); }
 
  private:
   // Growable bytes without the zero fill of std::vector::resize.
@@ -112,6 +119,8 @@ class TraceTokenizer {
   char* Ptr(uint64_t abs) { return buf_.data() + (abs - buf_off_); }
   uint64_t End() const { return buf_off_ + len_; }
   inline bool Refill(uint64_t keep_from);
+  inline void StopAtNulStretch(size_t from, size_t old_len);
+  std::string EndWords() const;  // "file ends at byte N", or where the NUL bytes start
   template <typename F>
   inline bool ScanBrackets(uint64_t& scan, ScanState& st, bool at_eof, F&& on_bracket);
   bool IsOpen(uint64_t at) { return (*Ptr(at) | 0x20) == '{'; }
@@ -142,6 +151,9 @@ class TraceTokenizer {
   uint64_t buf_off_ = 0;
   size_t len_ = 0;
   bool eof_ = false;
+  uint64_t nul_run_ = 0;    // NUL bytes at the end of what was read
+  uint64_t nul_start_ = 0;  // where that run starts
+  std::optional<uint64_t> nul_stop_;  // where a NUL stretch ended the data
   uint64_t pos_ = 0;
   std::unique_ptr<uint32_t[]> brackets_;
 
@@ -154,6 +166,7 @@ class TraceTokenizer {
   uint64_t events_total_ = 0;
   uint64_t events_lost_ = 0;
   TraceHeader header_;
+  std::string cut_note_;
 };
 
 }  // namespace laggard::kineto

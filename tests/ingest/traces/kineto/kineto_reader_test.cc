@@ -818,6 +818,8 @@ TEST(KinetoReaderTest, NotATraceIsUnsupported) {
 struct RefEvent {
   size_t start = 0, end = 0;
   bool device = false;
+  bool runtime = false;  // a CUDA / HIP runtime or driver call
+  bool cpu_op = false;   // an op of a CPU-only trace: cpu_op, nccl:* / gloo:* ranges
 };
 
 // Reference scan, independent of the reader: a byte-at-a-time string-aware
@@ -847,12 +849,17 @@ std::vector<RefEvent> ReferenceEvents(const std::string& text) {
     } else if (c == '}' || c == ']') {
       if (depth == 0) break;
       if (--depth == 0) {
-        RefEvent e{start, i + 1, false};
+        RefEvent e{start, i + 1};
         auto j = nlohmann::json::parse(text.substr(start, i + 1 - start));
-        std::string cat = j.value("cat", "");
-        e.device = j.value("ph", "") == "X" &&
+        std::string cat = j.value("cat", ""), name = j.value("name", "");
+        bool complete = j.value("ph", "") == "X";
+        e.device = complete &&
                    (cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" ||
                     cat == "gpu_memset" || cat == "Memset");
+        e.runtime = complete && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime");
+        e.cpu_op = complete && (cat == "cpu_op" || (cat == "user_annotation" &&
+                                                    (name.rfind("nccl:", 0) == 0 ||
+                                                     name.rfind("gloo:", 0) == 0)));
         events.push_back(e);
       }
     }
@@ -877,16 +884,20 @@ void CheckCuts(const std::string& text, int cuts, uint32_t seed) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
     WriteFile(path, text.substr(0, cut));
     Loaded l = Load(path);
-    size_t complete = 0, device = 0;
+    size_t complete = 0, device = 0, runtime = 0, cpu = 0;
     for (const RefEvent& e : ref) {
-      if (e.end <= cut) ++complete, device += e.device;
+      if (e.end <= cut) ++complete, device += e.device, runtime += e.runtime, cpu += e.cpu_op;
     }
     if (cut == 0) {
       EXPECT_EQ(l.trace(), nullptr);
       continue;
     }
     ASSERT_NE(l.trace(), nullptr);
-    EXPECT_EQ(l.trace()->ops.size(), device);
+    // Cut before its first GPU event, a GPU trace reads as CPU-only and
+    // keeps its CPU ops (Kineto writes them first).
+    bool cpu_only = device == 0 && runtime == 0 && cpu > 0;
+    EXPECT_EQ(l.trace()->cpu_only, cpu_only);
+    EXPECT_EQ(l.trace()->ops.size(), cpu_only ? cpu : device);
     EXPECT_EQ(l.trace()->events_total, complete);
     EXPECT_EQ(l.trace()->truncated, cut <= root_end);
     EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), cut <= root_end ? 1u : 0u);
@@ -905,6 +916,79 @@ TEST(KinetoReaderTest, TruncatedTraceKeepsEveryCompleteEventBeforeTheCut) {
   CheckCuts(Gunzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"), 200, 2);
 }
 
+// A CPU-only trace (GPU tracing off; its header lists GPUs all the same)
+// cut anywhere keeps every complete CPU op before the cut and stays
+// CPU-only, as it reads whole (the reference scan's cpu_op events).
+void CheckCpuOnlyCuts(const std::string& text, int cuts) {
+  std::vector<RefEvent> ref = ReferenceEvents(text);
+  TempDir dir;
+  std::string path = dir.File("cut.json");
+  for (int k = 1; k <= cuts; ++k) {
+    size_t cut = text.size() * static_cast<size_t>(k) / static_cast<size_t>(cuts + 1);
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    WriteFile(path, text.substr(0, cut));
+    Loaded l = Load(path);
+    size_t kept = 0;
+    for (const RefEvent& e : ref) kept += e.cpu_op && e.end <= cut;
+    ASSERT_NE(l.trace(), nullptr);
+    ASSERT_GT(kept, 0u);
+    EXPECT_EQ(l.trace()->ops.size(), kept);
+    EXPECT_TRUE(l.trace()->cpu_only);
+    EXPECT_TRUE(l.trace()->truncated);
+    EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), 1u);
+    ASSERT_EQ(l.run.diagnostics.examples(DiagCode::kTraceTruncated).size(), 1u);
+    EXPECT_NE(l.run.diagnostics.examples(DiagCode::kTraceTruncated)[0].message.find(
+                  "read as CPU-only"),
+              std::string::npos);
+    EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
+  }
+}
+
+TEST(KinetoReaderTest, TruncatedCpuOnlyTraceKeepsEveryCpuOpBeforeTheCut) {
+  REQUIRE_CORPUS();
+  // deviceProperties lists 8 GPUs; no GPU event.
+  CheckCpuOnlyCuts(
+      Gunzip(kCorpus + "hta__distributed_info_unavailable__distributed_info_not_found.json.gz"), 30);
+  // distributedInfo says backend nccl; no GPU event.
+  CheckCpuOnlyCuts(Gunzip(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz"), 30);
+}
+
+// A preallocated trace file the profiler never finished: a valid head,
+// then a sparse hole of NUL bytes to 1 GiB. Reading stops where the NUL
+// bytes start (it used to read the gigabyte through) and says so.
+TEST(KinetoReaderTest, ReadingStopsAtALongStretchOfNulBytes) {
+  TempDir dir;
+  std::vector<std::string> events;
+  for (int i = 0; i < 5; ++i) events.push_back(Kernel("gemm_" + std::to_string(i), "100", "5"));
+  std::string head = Wrap(events);
+  head.resize(head.rfind(']'));  // cut after the last event, as a writer killed there
+  // In the gap between events, and inside an event.
+  for (size_t keep : {head.size(), head.size() - 10}) {
+    SCOPED_TRACE(keep);
+    std::string path = WriteFile(dir.File("sparse.json"), head.substr(0, keep));
+    ASSERT_EQ(::truncate(path.c_str(), off_t{1} << 30), 0);
+    Loaded l = Load(path);
+    ASSERT_NE(l.trace(), nullptr);
+    EXPECT_EQ(l.trace()->ops.size(), keep == head.size() ? 5u : 4u);
+    EXPECT_TRUE(l.trace()->truncated);
+    ASSERT_EQ(l.diag(DiagCode::kTraceTruncated), 1u);
+    const DiagExample& note = l.run.diagnostics.examples(DiagCode::kTraceTruncated)[0];
+    EXPECT_EQ(note.offset, keep);
+    EXPECT_NE(note.message.find("only NUL bytes from byte " + std::to_string(keep)),
+              std::string::npos)
+        << note.message;
+    EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
+  }
+  // A short run of NUL bytes is damage inside the data, not its end.
+  std::string path = WriteFile(dir.File("nul.json"),
+                               head + std::string(100, '\0') + ",\n" + events[0] + "\n]}");
+  Loaded l = Load(path);
+  ASSERT_NE(l.trace(), nullptr);
+  EXPECT_EQ(l.trace()->ops.size(), 6u);
+  EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), 0u);
+  EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 1u);
+}
+
 TEST(KinetoReaderTest, CutGzipKeepsWhatItCanAndSaysSo) {
   REQUIRE_CORPUS();
   std::string gz = testing_util::ReadFile(kCorpus + "hta__nccl_parser_config__nccl_data.json.gz");
@@ -915,13 +999,18 @@ TEST(KinetoReaderTest, CutGzipKeepsWhatItCanAndSaysSo) {
     Loaded l = Load(WriteFile(dir.File("cut.json.gz"), gz.substr(0, cut)));
     ASSERT_NE(l.trace(), nullptr);
     EXPECT_TRUE(l.trace()->truncated);
-    // Kernels start at 38% of the decompressed file; before that the cut
-    // trace still has CUDA runtime calls, so it is not taken as CPU-only.
-    EXPECT_FALSE(l.trace()->cpu_only);
-    if (cut >= gz.size() / 2) {
+    // Runtime calls and kernels start at 38% of the decompressed file: cut
+    // before them, the trace keeps its CPU ops and reads as CPU-only, as a
+    // CPU-only trace would (its truncation note says the header lists
+    // GPUs); cut after them, it keeps its device ops.
+    if (cut == gz.size() / 10) {
+      EXPECT_TRUE(l.trace()->cpu_only);
+      EXPECT_GT(l.trace()->ops.size(), 1000u);
+    } else {
+      EXPECT_FALSE(l.trace()->cpu_only);
       EXPECT_GT(l.trace()->ops.size(), 0u);
+      EXPECT_LE(l.trace()->ops.size(), whole.trace()->ops.size());
     }
-    EXPECT_LE(l.trace()->ops.size(), whole.trace()->ops.size());
     EXPECT_EQ(l.diag(DiagCode::kGzipTruncated), 1u);
     EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), 1u);
     EXPECT_EQ(l.trace()->rank, 0);  // distributedInfo comes first in this file
