@@ -51,6 +51,19 @@ inline std::string WriteGzip(const std::string& path, const std::string& content
   return path;
 }
 
+// The decompressed content of a gzip file (a failed test when it cannot be
+// opened).
+inline std::string ReadGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  EXPECT_NE(f, nullptr) << path;
+  std::string out;
+  if (f == nullptr) return out;
+  char buf[1 << 16];
+  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  return out;
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

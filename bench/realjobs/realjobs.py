@@ -87,9 +87,9 @@ class Scenario:
 def scenarios(worlds, quick):
     out = []
     if quick:
-        # Not asserted yet (issue 18 open, docs/accuracy.md): a data stall
-        # is named as compute_slow, and a healthy 2-rank run on a loaded
-        # host gets a late-arrival culprit.
+        # Not asserted yet (issue 18 open, docs/accuracy.md): on a loaded
+        # host a data stall is often named compute_slow, and a healthy
+        # 2-rank run gets a late-arrival or compute-slow culprit.
         return [Scenario("quick_compute_2.0", "compute", "2.0x", 2, {1: ["compute:2.0"]}),
                 Scenario("quick_data_stall_50ms", "data_stall", "50ms", 2,
                          {0: ["data_stall:50"]}, asserted=False),

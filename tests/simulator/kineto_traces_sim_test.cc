@@ -22,18 +22,9 @@ namespace laggard {
 namespace {
 
 using nlohmann::json;
+using testing_util::ReadGzip;
 using testing_util::ReadFile;
 using testing_util::TempDir;
-
-std::string ReadGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr);
-  std::string out;
-  char buf[1 << 16];
-  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
 
 // One NCCL kernel, on the true clock (host clock minus the truth's offset).
 struct CollectiveKernel {

@@ -37,6 +37,7 @@
 #include <span>
 
 #include "base/text.h"
+#include "ingest/traces/common/json_scalars.h"
 
 namespace laggard::kineto {
 
@@ -205,13 +206,7 @@ inline const char* FindScalarEnd(const char* c, const char* end) {
 #endif
 }
 
-// JSON whitespace: space, \t, \n, \r (one compare for printable bytes).
-inline bool IsBlank(char c) {
-  constexpr uint64_t kBlanks =
-      (uint64_t{1} << ' ') | (uint64_t{1} << '\t') | (uint64_t{1} << '\n') | (uint64_t{1} << '\r');
-  auto u = static_cast<unsigned char>(c);
-  return u <= ' ' && ((kBlanks >> u) & 1) != 0;
-}
+using ::laggard::IsBlank;  // traces/common/json_scalars.h
 
 // The first byte outside a string that would start or end one ('"', '\\')
 // or that simdjson's stage 1 could reject (a control byte other than a

@@ -14,7 +14,7 @@
 //                    so that what is read never depends on which path read
 //                    it. `c` is below `end` on entry.
 //   DecodeString     a string token's content, unescaped when it must be
-//   ParseMicrosToNs  "1712195495505583.123" (us, decimal text) -> ns, exactly
+//   ParseMicrosToNs  (traces/common/json_scalars.h) us as decimal text -> ns
 //   ParseIntToken    an integer token, or a string holding one
 //
 // Called by the event tokenizer (event_tokenizer.h) for each event it
@@ -39,13 +39,20 @@
 #include <string_view>
 
 #include "base/text.h"
+#include "ingest/traces/common/json_scalars.h"
 #include "ingest/traces/kineto/byte_scanner.h"
 
 namespace laggard::kineto {
 
-// |ts| and ts + dur bound (us): keeps base + ts + dur in int64 ns (4e15 us is
-// the year 2096).
-inline constexpr int64_t kMaxAbsTimeUs = 4'000'000'000'000'000;
+// Shared with the other trace readers (traces/common/json_scalars.h).
+using ::laggard::AppendUtf8;
+using ::laggard::EightDigits;
+using ::laggard::Hex4;
+using ::laggard::IsJsonString;
+using ::laggard::kMaxAbsTimeUs;
+using ::laggard::ParseMicrosToNs;
+using ::laggard::TrimToken;
+
 
 // Whether [c, end) starts with `lit` (a constant: the compare is inlined).
 [[gnu::always_inline]] inline bool At(const char* c, const char* end, std::string_view lit) {
@@ -183,42 +190,13 @@ inline const char* FlatDims3(const char* c, const char* end, std::array<int64_t,
   return c + 1;
 }
 
-inline std::string_view TrimToken(std::string_view t) {
-  while (!t.empty() && IsBlank(t.back())) t.remove_suffix(1);
-  return t;
-}
-
-inline bool IsJsonString(std::string_view t) {
-  return t.size() >= 2 && t.front() == '"' && t.back() == '"';
-}
 
 // The content of a JSON string token ("..." with its quotes), unescaped into
 // `scratch` only when it holds a backslash. nullopt when not a string or
 // when an escape is malformed; a lone surrogate decodes to U+FFFD.
 std::optional<std::string_view> DecodeString(std::string_view tok, std::string& scratch);
 
-// The eight ASCII digits at p as a number (SWAR: pairs, then quads, then
-// the eight), or false when any of them is not a digit.
-inline bool EightDigits(const char* p, uint64_t& out) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  // A digit has high nibble 3, and so has the digit + 6 (':' + 6 has 4).
-  if (((v & 0xF0F0F0F0F0F0F0F0ULL) |
-       (((v + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) != 0x3333333333333333ULL) {
-    return false;
-  }
-  v -= 0x3030303030303030ULL;  // p[0], the first digit, is the low byte
-  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFULL;
-  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFULL;
-  out = (v * 10000 + (v >> 32)) & 0xFFFFFFFFULL;
-  return true;
-}
 
-// Microseconds as JSON decimal text (or a string holding one) -> ns, exactly:
-// "4458676983543.1836" is 4458676983543 us + 183.6 ns -> 4458676983543184 ns
-// (rounded half up on the fourth decimal). Exponents go through strtod.
-// nullopt when not a number or past kMaxAbsTimeUs.
-std::optional<int64_t> ParseMicrosToNs(std::string_view tok);
 
 // An integer token (or a string holding one); "3.0" is accepted, "3.5" not.
 std::optional<int64_t> ParseIntToken(std::string_view tok);

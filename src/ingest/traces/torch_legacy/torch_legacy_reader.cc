@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "ingest/common/input_file.h"
 #include "ingest/common/sniff.h"
+#include "ingest/traces/common/json_scalars.h"
 #include "ingest/traces/common/kernel_names.h"
 #include "ingest/traces/common/step_marker.h"
 #include "ingest/traces/common/trace_builder.h"
@@ -31,9 +32,6 @@ constexpr std::string_view kRecordParamComms = "record_param_comms";
 
 constexpr size_t kChunkBytes = 1 << 20;
 constexpr size_t kMaxEventBytes = 1 << 20;
-// Past this (in us) an event's end, in ns, would overflow int64 in the
-// detectors' sums; the Kineto reader has the same bound.
-constexpr int64_t kMaxTimeUs = 4'000'000'000'000'000;
 
 // The bytes of a file from the read position on, a chunk at a time: what
 // is consumed is dropped before the next chunk is read.
@@ -237,38 +235,6 @@ Scan ParseEvent(std::string_view t, RawEvent& e, size_t& end, std::string& why) 
   }
 }
 
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-std::optional<uint32_t> Hex4(std::string_view s, size_t at) {
-  if (at + 4 > s.size()) return std::nullopt;
-  uint32_t v = 0;
-  for (size_t i = at; i < at + 4; ++i) {
-    char c = s[i];
-    int d = IsDigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                 : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                                          : -1;
-    if (d < 0) return std::nullopt;
-    v = v * 16 + static_cast<uint32_t>(d);
-  }
-  return v;
-}
-
 // `raw` with its JSON escapes decoded (into `out` when it has any); a '\'
 // that starts no escape, or a lone surrogate, is kept as written.
 std::string_view DecodeLenient(std::string_view raw, std::string& out) {
@@ -307,44 +273,6 @@ std::string_view DecodeLenient(std::string_view raw, std::string& out) {
     i += 5;
   }
   return out;
-}
-
-// Microseconds as decimal text ("204", "3.25", "1.5e3") -> ns, rounded half
-// up past the ns; nullopt when not a number or beyond kMaxTimeUs.
-std::optional<int64_t> ParseMicrosToNs(std::string_view tok) {
-  if (tok.empty()) return std::nullopt;
-  if (tok.find_first_of("eE") != std::string_view::npos) {
-    std::optional<double> us = ParseDouble(tok);
-    if (!us || !(*us > -static_cast<double>(kMaxTimeUs) && *us < static_cast<double>(kMaxTimeUs))) {
-      return std::nullopt;
-    }
-    return static_cast<int64_t>(*us * 1000.0 + (*us >= 0 ? 0.5 : -0.5));
-  }
-  size_t i = 0;
-  bool negative = tok[0] == '-';
-  if (negative) i = 1;
-  size_t int_begin = i;
-  int64_t us = 0;
-  for (; i < tok.size() && IsDigit(tok[i]); ++i) {
-    us = us * 10 + (tok[i] - '0');
-    if (us > kMaxTimeUs) return std::nullopt;
-  }
-  if (i == int_begin) return std::nullopt;
-  int64_t frac_ns = 0;
-  if (i < tok.size() && tok[i] == '.') {
-    size_t digits = 0;
-    bool round_up = false;
-    for (++i; i < tok.size() && IsDigit(tok[i]); ++i, ++digits) {
-      if (digits < 3) frac_ns = frac_ns * 10 + (tok[i] - '0');
-      if (digits == 3) round_up = tok[i] >= '5';
-    }
-    if (digits == 0) return std::nullopt;
-    for (size_t d = digits; d < 3; ++d) frac_ns *= 10;
-    frac_ns += round_up ? 1 : 0;
-  }
-  if (i != tok.size()) return std::nullopt;
-  int64_t ns = us * 1000 + frac_ns;
-  return negative ? -ns : ns;
 }
 
 std::optional<int64_t> ParseIntToken(std::string_view tok) { return ParseInt<int64_t>(tok); }
@@ -473,7 +401,7 @@ void LegacyTraceParser::TakeComplete(const RawEvent& e, std::string_view name, u
                                 : fmt::format("\"dur\": {} is not a number", Clip(e.dur)));
   }
   if (*dur < 0) return BadEvent(offset, fmt::format("negative \"dur\": {}", Clip(e.dur)));
-  if (*ts < -kMaxTimeUs * 1000 || *ts + *dur > kMaxTimeUs * 1000) {
+  if (*ts < -kMaxAbsTimeUs * 1000 || *ts + *dur > kMaxAbsTimeUs * 1000) {
     return BadEvent(offset, fmt::format("event outside +-4e15 us: \"ts\": {}, \"dur\": {}",
                                         Clip(e.ts), Clip(e.dur)));
   }

@@ -20,6 +20,7 @@
 namespace laggard {
 namespace {
 
+using testing_util::ReadGzip;
 using testing_util::TempDir;
 using testing_util::WriteFile;
 
@@ -156,19 +157,6 @@ TEST(ClockAlignmentTest, ASingleTraceNeedsNoAlignmentAndNoNote) {
 
 // The real capture.
 
-std::string Gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << path;
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while (f != nullptr && (n = gzread(f, buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  if (f != nullptr) gzclose(f);
-  return out;
-}
-
 Run IngestTraces(const std::vector<std::string>& paths) {
   auto readers = MakeDefaultTextReaders(std::nullopt);
   EXPECT_TRUE(readers.ok());
@@ -229,7 +217,7 @@ TEST(ClockAlignmentTest, RealCaptureWithRank1sProfilerStartedFiveSecondsEarlier)
   ASSERT_TRUE(as_read.traces[1].alignment.has_value());
   TempDir dir;
   std::string r1 = WriteFile(dir.File("sched_rank1.json"),
-                             ShiftTs(Gunzip(kData + "sched_rank1.json.gz"), 5'000'000));
+                             ShiftTs(ReadGzip(kData + "sched_rank1.json.gz"), 5'000'000));
   laggard::Run run = IngestTraces({kData + "sched_rank0.json.gz", r1});
   ASSERT_EQ(run.traces.size(), 2u);
   ASSERT_TRUE(run.traces[1].alignment.has_value());

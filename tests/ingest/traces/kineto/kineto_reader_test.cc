@@ -29,6 +29,7 @@
 namespace laggard {
 namespace {
 
+using testing_util::ReadGzip;
 using testing_util::TempDir;
 using testing_util::WriteFile;
 using testing_util::WriteGzip;
@@ -39,18 +40,6 @@ bool HaveCorpus() { return std::filesystem::exists(kCorpus); }
 
 #define REQUIRE_CORPUS() \
   if (!HaveCorpus()) GTEST_SKIP() << "shared corpus not found at " << kCorpus
-
-std::string Gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << path;
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while (f != nullptr && (n = gzread(f, buf, sizeof buf)) > 0)
-    out.append(buf, static_cast<size_t>(n));
-  if (f != nullptr) gzclose(f);
-  return out;
-}
 
 // One file through the reader alone (no sniffing), as ingest would call it.
 struct Loaded {
@@ -297,7 +286,7 @@ TEST(KinetoReaderTest, NcclKernelsCarryTheirCollectiveArgs) {
   EXPECT_FALSE(c.seq.has_value());  // neither the kernel nor record_param_comms has "Seq"
   EXPECT_GT(c.offset, 0u);
   // The event really starts at that offset of the decompressed file.
-  std::string text = Gunzip(kCorpus + "hta__nccl_parser_config__nccl_data.json.gz");
+  std::string text = ReadGzip(kCorpus + "hta__nccl_parser_config__nccl_data.json.gz");
   EXPECT_EQ(text[c.offset], '{');
   EXPECT_NE(text.substr(c.offset, 200).find("ncclKernel_Broadcast"), std::string::npos);
 }
@@ -911,9 +900,9 @@ void CheckCuts(const std::string& text, int cuts, uint32_t seed) {
 TEST(KinetoReaderTest, TruncatedTraceKeepsEveryCompleteEventBeforeTheCut) {
   REQUIRE_CORPUS();
   // One-line JSON with integer ts (rank 0 of the 128-rank job) ...
-  CheckCuts(Gunzip(kCorpus + "hta__trace_filter__sampled_rank-0.json.gz"), 200, 1);
+  CheckCuts(ReadGzip(kCorpus + "hta__trace_filter__sampled_rank-0.json.gz"), 200, 1);
   // ... and Kineto's own pretty-printed layout (ROCm trace).
-  CheckCuts(Gunzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"), 200, 2);
+  CheckCuts(ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"), 200, 2);
 }
 
 // A CPU-only trace (GPU tracing off; its header lists GPUs all the same)
@@ -948,9 +937,9 @@ TEST(KinetoReaderTest, TruncatedCpuOnlyTraceKeepsEveryCpuOpBeforeTheCut) {
   REQUIRE_CORPUS();
   // deviceProperties lists 8 GPUs; no GPU event.
   CheckCpuOnlyCuts(
-      Gunzip(kCorpus + "hta__distributed_info_unavailable__distributed_info_not_found.json.gz"), 30);
+      ReadGzip(kCorpus + "hta__distributed_info_unavailable__distributed_info_not_found.json.gz"), 30);
   // distributedInfo says backend nccl; no GPU event.
-  CheckCpuOnlyCuts(Gunzip(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz"), 30);
+  CheckCpuOnlyCuts(ReadGzip(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz"), 30);
 }
 
 // A preallocated trace file the profiler never finished: a valid head,
@@ -1019,7 +1008,7 @@ TEST(KinetoReaderTest, CutGzipKeepsWhatItCanAndSaysSo) {
 
 TEST(KinetoReaderTest, DamagedBytesNeverCrash) {
   REQUIRE_CORPUS();
-  std::string text = Gunzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  std::string text = ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
   std::mt19937 rng(3);
   TempDir dir;
   const std::string specials = "{}[]\"\\:,\x00\xff";
@@ -1071,7 +1060,7 @@ TEST(KinetoReaderTest, SniffClaimsTracesByContent) {
   EXPECT_EQ(reader->Sniff("[1, 2, 3]"), 0);
   if (HaveCorpus()) {
     for (const CorpusCase& c : CorpusCases()) {
-      EXPECT_GE(reader->Sniff(Gunzip(kCorpus + c.file).substr(0, kSniffBytes)), 96) << c.file;
+      EXPECT_GE(reader->Sniff(ReadGzip(kCorpus + c.file).substr(0, kSniffBytes)), 96) << c.file;
     }
   }
 }

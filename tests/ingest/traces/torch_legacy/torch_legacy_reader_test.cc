@@ -22,25 +22,13 @@
 namespace laggard {
 namespace {
 
+using testing_util::ReadGzip;
 using testing_util::TempDir;
 using testing_util::WriteFile;
 using testing_util::WriteGzip;
 
 const std::string kData = std::string(LAGGARD_SOURCE_DIR) + "/tests/data/torch_legacy/";
 const std::string kCorpus = std::string(LAGGARD_CORPUS_DIR) + "/kineto/";
-
-std::string Gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << path;
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while (f != nullptr && (n = gzread(f, buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  if (f != nullptr) gzclose(f);
-  return out;
-}
 
 // One file through the reader alone (no sniffing), as ingest would call it.
 struct Loaded {
@@ -159,7 +147,7 @@ TEST(TorchLegacyReaderTest, PlainAndGzippedFilesGiveTheSameTrace) {
   TempDir dir;
   Loaded gz = Load(kData + "sched_rank0.json.gz");
   Loaded plain =
-      Load(WriteFile(dir.File("sched_rank0.json"), Gunzip(kData + "sched_rank0.json.gz")));
+      Load(WriteFile(dir.File("sched_rank0.json"), ReadGzip(kData + "sched_rank0.json.gz")));
   ASSERT_NE(plain.trace(), nullptr);
   EXPECT_EQ(plain.trace()->ops.size(), gz.trace()->ops.size());
   EXPECT_EQ(plain.OpNames(), gz.OpNames());
@@ -187,7 +175,7 @@ TEST(TorchLegacyReaderTest, IngestPicksThisReaderAndTheRankFromTheFileName) {
 TEST(TorchLegacyReaderTest, SniffBeatsTheKinetoArrayLevelAndYieldsToKinetoObjects) {
   auto legacy = MakeTorchLegacyTraceReader();
   auto kineto = MakeKinetoTraceReader();
-  std::string head = Gunzip(kData + "sched_rank0.json.gz").substr(0, kSniffBytes);
+  std::string head = ReadGzip(kData + "sched_rank0.json.gz").substr(0, kSniffBytes);
   EXPECT_EQ(legacy->Sniff(head), kSniffCertain - 1);
   EXPECT_LT(kineto->Sniff(head), legacy->Sniff(head));
   // Kineto's own layouts are not this format.
@@ -211,7 +199,7 @@ TEST(TorchLegacyReaderTest, CorpusKinetoTracesStayWithTheKinetoReader) {
   auto legacy = MakeTorchLegacyTraceReader();
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(kCorpus)) {
-    std::string head = Gunzip(e.path().string()).substr(0, kSniffBytes);
+    std::string head = ReadGzip(e.path().string()).substr(0, kSniffBytes);
     EXPECT_EQ(legacy->Sniff(head), kSniffNo) << e.path();
     ++files;
   }
@@ -374,7 +362,7 @@ TEST(TorchLegacyReaderTest, DataAfterTheClosingBracketIsCounted) {
 // of a whole real file: every event whose closing "}}" (args {} and the
 // event) lies before the cut is kept, the cut is counted where it is.
 TEST(TorchLegacyReaderTest, TruncatedFileKeepsEveryCompleteEventAndSaysWhereItStopped) {
-  const std::string whole = Gunzip(kData + "sched_rank0.json.gz");
+  const std::string whole = ReadGzip(kData + "sched_rank0.json.gz");
   Loaded full = LoadText(whole);
   ASSERT_NE(full.trace(), nullptr);
   std::vector<size_t> cuts;
@@ -409,7 +397,7 @@ TEST(TorchLegacyReaderTest, GzipCutInsideTheDataIsCountedBesideTheTruncation) {
   TempDir dir;
   std::string gz;
   {
-    std::string path = WriteGzip(dir.File("whole.json.gz"), Gunzip(kData + "sched_rank0.json.gz"));
+    std::string path = WriteGzip(dir.File("whole.json.gz"), ReadGzip(kData + "sched_rank0.json.gz"));
     gz = testing_util::ReadFile(path);
   }
   Loaded l = Load(WriteFile(dir.File("cut_rank0.json.gz"), gz.substr(0, gz.size() / 2)));
