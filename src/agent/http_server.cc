@@ -112,12 +112,13 @@ class ConnectionThreads final : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override {
     std::unique_lock<std::mutex> lock(mu_);
     jobs_.push_back(std::move(fn));
-    if (idle_ > 0) {
-      cv_.notify_one();
-    } else if (running_ < max_) {
+    // Every queued connection needs an idle thread of its own (an idle one
+    // woken a moment ago may not have taken its job yet): else a new one.
+    if (jobs_.size() > idle_ && running_ < max_) {
       ++running_;
       std::thread([this] { Work(); }).detach();
     }
+    cv_.notify_one();
   }
   // Runs the connections queued, then waits for every thread to end.
   void shutdown() override {

@@ -1008,6 +1008,9 @@ TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
   ASSERT_TRUE(server.Listen("127.0.0.1:0").ok());
   server.Start();
   int port = server.port();
+  // A scrape first, so that a thread is idle when the slow ones come (each
+  // must still get a thread of its own).
+  ASSERT_EQ(probe::Get(port, "/metrics").status, 200);
   std::vector<int> slow;
   for (int i = 0; i < 100; ++i) slow.push_back(SlowClient(port, "127.0.0.1"));
   for (int i = 0; i < 40; ++i) slow.push_back(SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
