@@ -311,6 +311,12 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
   if (s.compute_excess) {
     f.message += fmt::format("; its compute per step stands out: {:.1f}% above the median rank's in every profiled step",
                              100 * *s.compute_excess);
+  } else if (s.idle_share) {
+    f.message += fmt::format(
+        "; it runs no op on any thread for {:.0f}% of its profile, against at most {:.0f}% on any "
+        "other rank: it stalls outside the training ops, and on a host whose cores the ranks "
+        "share the others take its core meanwhile, so it hardly arrives late",
+        100 * s.idle_share->first, 100 * s.idle_share->second);
   } else if (s.op_ratio) {
     f.message += fmt::format(
         "; its ops stand out: they run {:.2f}x as long as its peers' (self time of the same ops), "

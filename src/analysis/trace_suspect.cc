@@ -5,7 +5,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -262,6 +265,32 @@ std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& m,
   return std::make_pair(best, k.ratio);
 }
 
+// CPU-only jobs, >= 3 ranks: the rank that idles far more than any other
+// (see the header, "idle outlier"); its index, share and the next share.
+std::optional<std::tuple<size_t, double, double>> FindIdleOutlier(const TraceMetrics& m,
+                                                                  const TraceDetectorOptions& opt) {
+  const size_t R = m.ranks.size();
+  if (!m.cpu_only || R < 3) return std::nullopt;
+  std::vector<double> share(R, 0);
+  for (size_t ri = 0; ri < R; ++ri) {
+    const RankTraceStats& st = m.ranks[ri];
+    if (st.window_ns <= 0) return std::nullopt;
+    share[ri] = static_cast<double>(st.idle_ns) / static_cast<double>(st.window_ns);
+  }
+  size_t best = 0;
+  for (size_t ri = 1; ri < R; ++ri) {
+    if (share[ri] > share[best]) best = ri;
+  }
+  double next = 0;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != best) next = std::max(next, share[ri]);
+  }
+  if (share[best] < opt.idle_outlier_share || share[best] < opt.idle_outlier_over_next * next) {
+    return std::nullopt;
+  }
+  return std::make_tuple(best, share[best], next);
+}
+
 bool Holds(const std::vector<size_t>& v, size_t ri) {
   return std::find(v.begin(), v.end(), ri) != v.end();
 }
@@ -391,6 +420,14 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
   // instances).
   s.late = DelayStandsOut(m, s, opt);
   const std::optional<std::pair<size_t, double>> oo = FindOpOutlier(m, opt);
+  // A rank stalled outside its ops on a shared host hardly arrives late
+  // (the others take its core meanwhile), but it idles.
+  if (!s.late) {
+    if (auto io = FindIdleOutlier(m, opt)) {
+      TakeLateRank(m, std::get<0>(*io), s);
+      s.idle_share = std::make_pair(std::get<1>(*io), std::get<2>(*io));
+    }
+  }
   // A host starving all its GPUs is the culprit even when one of its ranks
   // is the late one.
   std::vector<size_t> idle_host = FindIdleHost(m, opt);
