@@ -503,8 +503,18 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
   }
   const KernelComparison& k = m.op_ratio[*best];
   const std::optional<DurationNs>& late = m.ranks[*best].median_lateness_ns;
+  // Later than the remaining ranks by 2x, and by >= 1% of a step: on
+  // shared cores a rank's ops can run slow by the host's doing while it
+  // arrives with the others.
+  DurationNs rest = 0;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != s.rank && ri != *best && m.ranks[ri].median_lateness_ns)
+      rest = std::max(rest, *m.ranks[ri].median_lateness_ns);
+  }
+  const double step = static_cast<double>(m.median_step_ns.value_or(0));
   if (k.ratio < opt.op_outlier_ratio || std::log(k.ratio) < opt.op_outlier_over_next * next ||
-      !late || *late <= 0) {
+      !late || *late <= 0 || *late < 2 * rest ||
+      static_cast<double>(*late) < opt.second_rank_min_lateness * step) {
     return std::nullopt;
   }
   const RankTraceStats& st = m.ranks[*best];

@@ -109,8 +109,10 @@
 //               <= 11% for every other rank; healthy ranks <= 10%, within
 //               1.6x of the next
 //   second rank CPU-only, >= 3 ranks, a culprit found: another rank that
-//               passes the op outlier's test among the rest and is late on
-//               average is named too (it hides behind the culprit)
+//               passes the op outlier's test among the rest and whose
+//               median lateness is > 0, >= 2x every remaining rank's and >=
+//               second_rank_min_lateness (1%) of the median step is named
+//               too (it hides behind the culprit)
 //   clock offsets reported when one is >= clock_offset_report_ns (1 ms)
 //
 // Thread-safety: every function here is a pure function of its inputs.
@@ -161,6 +163,7 @@ struct TraceDetectorOptions {
   double cpu_variable_work_cv = 0.25;
   double idle_outlier_share = 0.15;
   double idle_outlier_over_next = 2.5;
+  double second_rank_min_lateness = 0.01;
   DurationNs clock_offset_report_ns = 1'000'000;
 };
 
