@@ -23,8 +23,14 @@ Scoring, per run:
                 job_wide nor communication_bound.
 A culprit on a healthy rank is a false culprit.
 
-Prints one line per run, then accuracy per fault kind and severity, the
-false-culprit count and the wall time. Exit status: 0; with --quick, 1 when
+Before and after each job it measures the host's core ratio (slowest /
+fastest core with all busy, host_noise.py) and records it in truth.json:
+on a host whose cores run at different speeds a "healthy" rank on the slow
+one is a real straggler the truth does not know, so the summary splits the
+runs into calm (< 1.15x) and unequal ones.
+
+Prints one line per run, then accuracy per fault kind and severity, per
+world size and per host state, the false-culprit count and the wall time. Exit status: 0; with --quick, 1 when
 an asserted run is wrong (the test command runs the quick subset; runs not
 asserted yet are printed with their result), 77 when the runtime is missing
 (no torch: the test skips).
