@@ -7,6 +7,14 @@
 // elements, n-th such call on the rank). An instance is kept when at least
 // two ranks have a call of that key and no rank has two: a key seen twice on
 // one rank is ambiguous (a group name reused by two groups) and is dropped.
+// When every trace is CPU-only and has steps (torch's CPU traces: the gloo
+// ranges run on the host, inside the ProfilerStep#N that issued them), the
+// n-th is counted within the step that holds the call's start (the last
+// step to start at or before it), as clock alignment matches them
+// (ingest/traces/common/clock_alignment.h): a call lost at one trace's edge
+// (a gloo range still open when the profiler stopped) then shifts no match
+// of a later step. Device collectives are not keyed by step: a GPU kernel
+// can run after the host's step range that launched it has ended.
 //
 // Thread-safety: a pure function.
 

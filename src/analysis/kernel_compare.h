@@ -15,7 +15,11 @@
 // peers of their median durations; weight = the peers' median time in that
 // key (median duration x launches). Overall ratio: the weighted geometric
 // mean of the ratios. Communication ops are left out (their time is
-// waiting). The reader caps distinct shapes per file (4096), so the keys
+// waiting). In a CPU-only trace the ops nest (aten::linear holds
+// aten::addmm, an autograd node holds its backward ops), so an op's time
+// there is its self time, its duration less its direct children's on the
+// same thread: the innermost ops, where the work is, carry the weight, and
+// a wrapper is not counted again for the work inside it. The reader caps distinct shapes per file (4096), so the keys
 // stay bounded; ops past the cap fall back to their name.
 //
 // Thread-safety: pure functions.
@@ -46,6 +50,12 @@ struct KernelComparison {
 
 KernelComparison CompareKernels(const RankTrace& suspect, const std::vector<const RankTrace*>& peers,
                                 size_t min_launches = 3);
+
+// Each trace's comparison with up to max_peers of the others (the next
+// ones in order, wrapping around), each trace's ops tallied once: the
+// trace detector's per-rank op ratio, where any rank may be the slow one.
+std::vector<KernelComparison> CompareEachWithPeers(const std::vector<const RankTrace*>& traces,
+                                                   size_t max_peers, size_t min_launches = 3);
 
 // "`sm90_xmma_gemm_…` [grid 132x1x1 block 128x1x1] 1.22x slower on rank 13
 // across 480 launches vs the median of 3 peers" (names clipped to 60 bytes).

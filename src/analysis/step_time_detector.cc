@@ -525,7 +525,8 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   const std::optional<LogStepRange>& prof = out.job.profiled_steps;
   for (Episode& e : out.job.episodes) {
     if (e.steps < opt.min_episode_steps) continue;
-    if (prof && e.start_step >= prof->first && e.end_step <= prof->last) {
+    if (prof && e.start_step >= prof->first - opt.profiler_warmup_steps &&
+        e.end_step <= prof->last + opt.profiler_export_steps) {
       out.job.profiler_episodes.push_back(e);
       continue;
     }

@@ -64,8 +64,13 @@
 //               the periodic rule above; otherwise an episode needs >=
 //               min_episode_steps (3) consecutive steps: shorter ones are
 //               spikes (jitter), never a job-wide slowdown; an episode wholly
-//               inside the profiled steps is the profiler's overhead (an info
-//               finding, not a slowdown); at most 10 job-slowdown findings,
+//               inside the profiled steps, widened by profiler_warmup_steps
+//               (2) before them and profiler_export_steps (1) after, is the
+//               profiler's overhead (an info finding, not a slowdown):
+//               torch.profiler's warm-up steps record like the active ones
+//               (a real job's episode ran from its one warm-up step into the
+//               window), and the step after the last one exports the trace;
+//               at most 10 job-slowdown findings,
 //               the last one counting the rest
 //   spike       (metric only: spikes name no one; spike_min 2.5% and
 //               spike_sigmas 5 sit below the article's 5% band on purpose,
@@ -110,6 +115,8 @@ struct StepDetectorOptions {
   double episode_factor = 1.3;
   double episode_sigmas = 4;
   size_t min_episode_steps = 3;
+  int64_t profiler_warmup_steps = 2;
+  int64_t profiler_export_steps = 1;
   size_t min_steps_for_episodes = 10;
   size_t min_periodic_episodes = 3;
   double spike_min = 0.025;

@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,21 @@ namespace laggard {
 namespace {
 
 std::string Ms(DurationNs ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
+
+// The communication library rank index `ri`'s collectives ran in, from
+// their op names ("gloo:all_reduce" -> "gloo collectives"); "NCCL" for
+// device kernels, and when the metrics carry no traces (tests).
+std::string BackendWord(const TraceMetrics& m, size_t ri) {
+  if (ri >= m.traces.size() || m.traces[ri] == nullptr || m.names == nullptr) return "NCCL";
+  for (const CollectiveCall& c : m.traces[ri]->collectives) {
+    std::string_view name = m.names->Get(c.kernel);
+    for (auto [prefix, word] : {std::pair{"gloo", "gloo collectives"}, {"mpi", "MPI collectives"},
+                                 {"ucc", "UCC collectives"}}) {
+      if (name.rfind(prefix, 0) == 0) return word;
+    }
+  }
+  return "NCCL";
+}
 
 Finding NoMatchFinding(const TraceMetrics& m) {
   Finding f;
@@ -294,6 +311,17 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
   if (s.compute_excess) {
     f.message += fmt::format("; its compute per step stands out: {:.1f}% above the median rank's in every profiled step",
                              100 * *s.compute_excess);
+  } else if (s.idle_share) {
+    f.message += fmt::format(
+        "; it runs no op on any thread for {:.0f}% of its profile, against at most {:.0f}% on any "
+        "other rank: it stalls outside the training ops, and on a host whose cores the ranks "
+        "share the others take its core meanwhile, so it hardly arrives late",
+        100 * s.idle_share->first, 100 * s.idle_share->second);
+  } else if (s.op_ratio) {
+    f.message += fmt::format(
+        "; its ops stand out: they run {:.2f}x as long as its peers' (self time of the same ops), "
+        "more than twice any other rank's excess, and it arrives late on average",
+        *s.op_ratio);
   } else if (s.from_group) {
     f.message += fmt::format(
         "; its mean lateness over all collectives is {} above the other ranks', {:.0f}x their spread",
@@ -307,8 +335,9 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
   if (s.victim != s.rank) {
     const RankTraceStats& victim = m.ranks[s.victim];
     f.evidence.push_back(Evidence{
-        fmt::format("rank {} spends the most time in NCCL ({}): a victim waiting, not the culprit",
-                    victim.rank, Ms(victim.collective_ns)),
+        fmt::format("rank {} spends the most time in {} ({}): a victim waiting, not the culprit",
+                    victim.rank, BackendWord(m, s.victim),
+                    Ms(victim.collective_ns)),
         SourceRef{victim.file, 0}});
   }
   return f;
@@ -331,17 +360,48 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
   // The delay the culprit adds over the profile, summed over instances.
   double total_lateness = 0;
   for (double l : m.lateness_ns[s.rank]) total_lateness += std::max(0.0, l);
-  if ((weight_sum > 0 && kernel_ratio >= opt.kernel_ratio) || s.compute_excess) {
+  // CPU ops: the host's own noise first (trace_detector.h, "CPU noise").
+  double min_ratio = cand.cpu_only ? std::max(opt.kernel_ratio, 1 + opt.cpu_op_noise)
+                                   : opt.kernel_ratio;
+  if (cand.cpu_only && m.ranks.size() >= 3 && m.op_ratio.size() == m.ranks.size()) {
+    // With >= 3 ranks the other ranks' own spread is measured (each one's
+    // ops against its peers'): slow ops must stand out from it as the op
+    // outlier does, by op_outlier_over_next in log ratio.
+    double others = 0;
+    for (size_t ri = 0; ri < m.ranks.size(); ++ri) {
+      if (ri != s.rank && m.op_ratio[ri].weight_ns > 0)
+        others = std::max(others, std::log(m.op_ratio[ri].ratio));
+    }
+    min_ratio = std::max(min_ratio, std::exp(opt.op_outlier_over_next * others));
+  }
+  const bool slow_ops = (weight_sum > 0 && kernel_ratio >= min_ratio) || s.compute_excess ||
+                        s.op_ratio;
+  const bool idles = hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
+                                    opt.host_stall_share * total_lateness
+                              : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness;
+  // CPU ops vary with the host's load far more than GPU kernels do, so a
+  // stalled rank's ops can run a few percent slow too: the larger of the
+  // two explains the lateness (the ops' extra time, ratio - 1 of its
+  // compute, against its extra idle time).
+  bool compute_first = slow_ops;
+  if (cand.cpu_only && slow_ops && idles && kernel_ratio > 0) {
+    double extra_compute =
+        static_cast<double>(cand.compute_busy_ns) * (kernel_ratio - 1) / kernel_ratio;
+    compute_first = extra_compute >= static_cast<double>(extra_idle);
+  }
+  if (compute_first) {
     Finding k;
     k.code = FindingCode::kTraceComputeSlow;
     k.severity = Severity::kCritical;
     k.entity = out.findings.back().entity;
     k.slowdown = s.compute_excess ? *s.compute_excess : kernel_ratio - 1;
     k.confidence = s.compute_excess ? 0.6 : 0.8;
+    const char* ops = cand.cpu_only ? "CPU ops" : "compute kernels";
     k.message = fmt::format(
-        "rank {}'s compute kernels run {:.2f}x as long as healthy rank {}'s (time-weighted, {} "
-        "kernels compared by name{}); top: {}",
-        cand.rank, kernel_ratio, ps.rank, kc.keys, kc.keys_with_shape > 0 ? " and launch shape" : "",
+        "rank {}'s {} run {:.2f}x as long as healthy rank {}'s (time-weighted{}, {} {} compared by "
+        "name{}); top: {}",
+        cand.rank, ops, kernel_ratio, ps.rank, cand.cpu_only ? ", self time" : "", kc.keys,
+        cand.cpu_only ? "ops" : "kernels", kc.keys_with_shape > 0 ? " and launch shape" : "",
         c.top_kernel);
     if (s.compute_excess) {
       k.message += fmt::format("; its compute time is {:.1f}% above the median rank's in every profiled step",
@@ -351,25 +411,38 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
                                               Ms(cand.compute_busy_ns), cand.rank,
                                               Ms(ps.compute_busy_ns), ps.rank),
                                   SourceRef{cand.file, 0}});
-    k.next_steps.push_back(fmt::format(
-        "the GPU of rank {} executes slowly: check its hardware metrics against a healthy GPU "
-        "at the same time (nvidia-smi dmon -s pucvmt -d 1{}: temperature, SM clock, power cap, "
-        "PCIe link)",
-        cand.rank, device ? fmt::format(" -i {}", *device) : ""));
+    if (cand.cpu_only) {
+      k.next_steps.push_back(fmt::format(
+          "rank {} computes slowly on its CPU: compare its host's CPU load and frequency with a "
+          "healthy rank's (top / pidstat -u 1 for other processes, cpupower frequency-info or "
+          "/proc/cpuinfo MHz), its threads' pinning (OMP_NUM_THREADS, taskset -cp PID: ranks "
+          "sharing cores) and its per-rank batch size",
+          cand.rank));
+    } else {
+      k.next_steps.push_back(fmt::format(
+          "the GPU of rank {} executes slowly: check its hardware metrics against a healthy GPU "
+          "at the same time (nvidia-smi dmon -s pucvmt -d 1{}: temperature, SM clock, power cap, "
+          "PCIe link)",
+          cand.rank, device ? fmt::format(" -i {}", *device) : ""));
+    }
     out.findings.push_back(std::move(k));
-  } else if (hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
-                            opt.host_stall_share * total_lateness
-                      : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness) {
+  } else if (idles) {
     Finding h;
     h.code = FindingCode::kTraceHostStall;
     h.severity = Severity::kCritical;
     h.entity = out.findings.back().entity;
     h.confidence = 0.75;
-    h.message = fmt::format(
-        "rank {}'s kernels run at the healthy speed ({:.2f}x of rank {}) but its GPU idles {} "
-        "more with no kernel running: it waits for the host (data loader, CPU, Python) before "
-        "launching work",
-        cand.rank, kernel_ratio, ps.rank, Ms(extra_idle));
+    h.message = cand.cpu_only
+                    ? fmt::format(
+                          "rank {}'s CPU ops run at about the healthy speed ({:.2f}x of rank {}) "
+                          "but it runs no op on any thread for {} more: it waits outside the "
+                          "training ops (data loader, a sleep, Python) before its work",
+                          cand.rank, kernel_ratio, ps.rank, Ms(extra_idle))
+                    : fmt::format(
+                          "rank {}'s kernels run at the healthy speed ({:.2f}x of rank {}) but its "
+                          "GPU idles {} more with no kernel running: it waits for the host (data "
+                          "loader, CPU, Python) before launching work",
+                          cand.rank, kernel_ratio, ps.rank, Ms(extra_idle));
     h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",
                                               Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
                                   SourceRef{cand.file, 0}});
@@ -379,22 +452,96 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
         "Python GC; compare its CPU trace with rank {}'s around the gaps",
         cand.rank, cand.host.value_or("its node"), ps.rank));
     out.findings.push_back(std::move(h));
-  } else if (m.delay_ns[s.rank] <
-             opt.unexplained_min_cost_share * static_cast<double>(m.window_ns)) {
+  } else if (const double floor = cand.cpu_only ? opt.cpu_unexplained_min_cost_share
+                                                : opt.unexplained_min_cost_share;
+             m.delay_ns[s.rank] < floor * static_cast<double>(m.window_ns)) {
     // Late by a small margin with normal kernels and no idle: with few
-    // ranks one of them is last in most profiled steps by chance.
+    // ranks one of them is last in most profiled steps by chance, and on a
+    // shared host's CPU by the host's scheduling.
     Finding& late_f = out.findings.back();
     late_f.severity = Severity::kInfo;
     late_f.confidence = 0.3;
-    late_f.message += fmt::format(
-        "; but its kernels run at the healthy speed and its GPU does not idle more, and the delay "
-        "is "
-        "{:.1f}% of the profile (< {:.0f}%): within what chance gives {} ranks, not blamed",
-        100 * m.delay_ns[s.rank] / static_cast<double>(m.window_ns),
-        100 * opt.unexplained_min_cost_share, m.ranks.size());
+    const double share = 100 * m.delay_ns[s.rank] / static_cast<double>(m.window_ns);
+    if (cand.cpu_only) {
+      late_f.message += fmt::format(
+          "; but its CPU ops run {:.2f}x as long as rank {}'s (< {:.2f}x: a shared host's own "
+          "noise) and it does not idle more, and the delay is {:.1f}% of the profile (< {:.0f}%): "
+          "within what a shared host's scheduling gives {} ranks, not blamed",
+          kernel_ratio, ps.rank, min_ratio, share, 100 * floor, m.ranks.size());
+    } else {
+      late_f.message += fmt::format(
+          "; but its kernels run at the healthy speed and its GPU does not idle more, and the "
+          "delay is {:.1f}% of the profile (< {:.0f}%): within what chance gives {} ranks, not "
+          "blamed",
+          share, 100 * floor, m.ranks.size());
+    }
     out.culprit.reset();
     out.throughput_lost.reset();
   }
+}
+
+// A second culprit behind the first (CPU-only jobs, >= 3 ranks): another
+// rank whose ops run >= op_outlier_ratio as long as its peers', more than
+// op_outlier_over_next times any remaining rank's excess (log ratio), and
+// late on average: it arrives after the healthy ranks but before the
+// culprit, so its delay hides behind the culprit's. A victim's ops do not
+// slow and it is not late.
+std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceSuspect& s,
+                                             const TraceDetectorOptions& opt) {
+  const size_t R = m.ranks.size();
+  if (R < 3 || m.op_ratio.size() != R) return std::nullopt;
+  std::optional<size_t> best;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri == s.rank || m.op_ratio[ri].weight_ns <= 0) continue;
+    if (!best || m.op_ratio[ri].ratio > m.op_ratio[*best].ratio) best = ri;
+  }
+  if (!best) return std::nullopt;
+  double next = 0;  // the largest remaining log ratio, when above 0
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != s.rank && ri != *best && m.op_ratio[ri].weight_ns > 0)
+      next = std::max(next, std::log(m.op_ratio[ri].ratio));
+  }
+  const KernelComparison& k = m.op_ratio[*best];
+  const std::optional<DurationNs>& late = m.ranks[*best].median_lateness_ns;
+  // Later than the remaining ranks by 2x, and by >= 1% of a step: on
+  // shared cores a rank's ops can run slow by the host's doing while it
+  // arrives with the others.
+  DurationNs rest = 0;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != s.rank && ri != *best && m.ranks[ri].median_lateness_ns)
+      rest = std::max(rest, *m.ranks[ri].median_lateness_ns);
+  }
+  const double step = static_cast<double>(m.median_step_ns.value_or(0));
+  if (k.ratio < opt.op_outlier_ratio || std::log(k.ratio) < opt.op_outlier_over_next * next ||
+      !late || *late <= 0 || *late < 2 * rest ||
+      static_cast<double>(*late) < opt.second_rank_min_lateness * step) {
+    return std::nullopt;
+  }
+  const RankTraceStats& st = m.ranks[*best];
+  Finding f;
+  f.code = FindingCode::kTraceComputeSlow;
+  f.severity = Severity::kCritical;
+  f.entity.rank = st.rank;
+  f.entity.host = st.host;
+  f.entity.gpu = m.device[*best];
+  f.slowdown = k.ratio - 1;
+  f.confidence = 0.6;
+  f.message = fmt::format(
+      "a second slow rank: rank {}'s CPU ops run {:.2f}x as long as its peers' (self time of the "
+      "same ops, {} compared), more than {:.0f}x any other rank's excess besides rank {}, and it "
+      "arrives {} late on average (median): its delay hides behind rank {}'s, who arrives after "
+      "it",
+      st.rank, k.ratio, k.keys, opt.op_outlier_over_next, m.ranks[s.rank].rank, Ms(*late),
+      m.ranks[s.rank].rank);
+  f.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {}", Ms(st.compute_busy_ns), st.rank),
+                                SourceRef{st.file, 0}});
+  f.next_steps.push_back(fmt::format(
+      "rank {} computes slowly on its CPU too: compare its host's CPU load and frequency with a "
+      "healthy rank's (top / pidstat -u 1, cpupower frequency-info), its threads' pinning "
+      "(taskset -cp PID) and its per-rank batch size; fix rank {} first, then rank {} will be "
+      "the one holding the job up",
+      st.rank, m.ranks[s.rank].rank, st.rank));
+  return f;
 }
 
 // Nobody is late: is the network slow for everyone?
@@ -411,6 +558,7 @@ std::optional<Finding> CommBoundFinding(const TraceMetrics& m, const TraceSuspec
   f.code = FindingCode::kTraceCommBound;
   f.severity = Severity::kWarning;
   f.entity.job = true;
+  f.cause = "communication_bound";
   f.confidence = 0.7;
   f.slowdown = share;
   f.message = fmt::format(
@@ -418,9 +566,18 @@ std::optional<Finding> CommBoundFinding(const TraceMetrics& m, const TraceSuspec
       "collective transfers take {:.0f}% of each {} step on every rank: the job is "
       "communication-bound",
       100 * s.delay_share, m.ranks[s.rank].rank, 100 * share, Ms(*m.median_step_ns));
-  f.next_steps.push_back(
-      "measure the network: nccl-tests all_reduce_perf between nodes, ibstat / ethtool on "
-      "every NIC; compare busbw with the fabric's rating");
+  if (BackendWord(m, 0) == "NCCL") {
+    f.next_steps.push_back(
+        "measure the network: nccl-tests all_reduce_perf between nodes, ibstat / ethtool on "
+        "every NIC; compare busbw with the fabric's rating");
+  } else {
+    // gloo / MPI over TCP: a ring runs at its slowest link, so measure each.
+    f.next_steps.push_back(
+        "measure the link of every rank's host: iperf3 between each pair of hosts (or "
+        "ranks' interfaces), ip -s link / ethtool -S for errors and drops, tc -s qdisc for a "
+        "rate limit; the slowest link sets the ring's speed; NCCL_DEBUG=INFO or "
+        "GLOO_SOCKET_IFNAME shows which interface each rank uses");
+  }
   return f;
 }
 
@@ -447,6 +604,10 @@ TraceAnalysis DecideTraces(const TraceMetrics& m, const TraceSuspect& s, const S
       out.throughput_lost = std::min(1.0, m.delay_ns[s.rank] / static_cast<double>(m.window_ns));
     out.findings.push_back(LateArrivalFinding(m, s, opt));
     DecideWhyLate(m, s, c, opt, out);
+    if (out.culprit) {
+      if (std::optional<Finding> f = SecondSlowRankFinding(m, s, opt))
+        out.findings.push_back(std::move(*f));
+    }
   } else if (!s.group.empty()) {
     out.findings.push_back(GroupFinding(m, s, c, opt, out));
   } else if (s.variable_work) {

@@ -291,6 +291,11 @@ TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& opt) {
   std::vector<DurationNs> offset = ClockOffsets(matched, m);
   MeasureArrivals(matched, offset, m);
   m.compute = ComputeMatrix(m.traces, opt.min_gap_ns);
+  m.cpu_only = !m.traces.empty() &&
+               std::all_of(m.traces.begin(), m.traces.end(),
+                           [](const RankTrace* t) { return t->cpu_only; });
+  if (m.cpu_only && m.traces.size() >= 2)
+    m.op_ratio = CompareEachWithPeers(m.traces, opt.max_kernel_peers, opt.min_launches);
   return m;
 }
 

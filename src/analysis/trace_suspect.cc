@@ -5,7 +5,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -96,7 +99,7 @@ std::vector<size_t> FindIdleHost(const TraceMetrics& m, const TraceDetectorOptio
 // next rank's. A 3-5% slower GPU makes its rank late by less than the
 // arrival jitter of hundreds of ranks; its kernel time shows it directly.
 // 2% of compute is ~1.7% of a step: above the 1% cost floor of a late rank.
-std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m,
+std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m, bool cpu_only,
                                                             const TraceDetectorOptions& opt) {
   const size_t R = m.per.size();
   const size_t steps = m.steps;
@@ -125,8 +128,8 @@ std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m
   for (size_t ri = 0; ri < R; ++ri) {
     if (ri != best) second = std::max(second, mean[ri]);
   }
-  double need = std::max(opt.compute_outlier_min, opt.compute_outlier_sigmas * sigma /
-                                                      std::sqrt(static_cast<double>(steps)));
+  double need = std::max(cpu_only ? opt.cpu_op_noise : opt.compute_outlier_min,
+                         opt.compute_outlier_sigmas * sigma / std::sqrt(static_cast<double>(steps)));
   if (!always[best] || mean[best] < need || mean[best] < 2 * std::max(0.0, second)) return std::nullopt;
   return std::make_pair(best, mean[best]);
 }
@@ -191,7 +194,8 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
 // jitter; healthy simulated runs measure 1.1-1.5%); above
 // variable_work_cv, with a different slowest rank across steps, the data
 // differs (sequence lengths, batches).
-std::optional<Finding> VariableWorkFinding(const StepCompute& m, const TraceDetectorOptions& opt) {
+std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
+                                           const TraceDetectorOptions& opt) {
   const size_t R = m.per.size();
   const size_t steps = m.steps;
   const auto& per = m.per;
@@ -215,7 +219,9 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, const TraceDete
   std::vector<size_t> distinct = slowest;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (cv < opt.variable_work_cv || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
+  const double need = cpu_only ? std::max(opt.variable_work_cv, opt.cpu_variable_work_cv)
+                               : opt.variable_work_cv;
+  if (cv < need || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
   Finding f;
   f.code = FindingCode::kTraceVariableWork;
   f.severity = Severity::kWarning;
@@ -233,6 +239,56 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, const TraceDete
       "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use a "
       "token-count-balanced sampler; log tokens per rank per step to confirm");
   return f;
+}
+
+// CPU-only jobs: one rank whose ops run slower than its peers' (see the
+// header, "op outlier"); its index and ratio.
+std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& m,
+                                                       const TraceDetectorOptions& opt) {
+  const size_t R = m.op_ratio.size();
+  if (R < 2 || R != m.ranks.size()) return std::nullopt;
+  size_t best = 0;
+  for (size_t ri = 1; ri < R; ++ri) {
+    if (m.op_ratio[ri].ratio > m.op_ratio[best].ratio) best = ri;
+  }
+  double second = 0;  // the next rank's log ratio, when above 0
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != best && m.op_ratio[ri].weight_ns > 0)
+      second = std::max(second, std::log(m.op_ratio[ri].ratio));
+  }
+  const KernelComparison& k = m.op_ratio[best];
+  const std::optional<DurationNs>& late = m.ranks[best].median_lateness_ns;
+  if (k.weight_ns <= 0 || k.ratio < opt.op_outlier_ratio ||
+      std::log(k.ratio) < opt.op_outlier_over_next * second || !late || *late <= 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(best, k.ratio);
+}
+
+// CPU-only jobs, >= 3 ranks: the rank that idles far more than any other
+// (see the header, "idle outlier"); its index, share and the next share.
+std::optional<std::tuple<size_t, double, double>> FindIdleOutlier(const TraceMetrics& m,
+                                                                  const TraceDetectorOptions& opt) {
+  const size_t R = m.ranks.size();
+  if (!m.cpu_only || R < 3) return std::nullopt;
+  std::vector<double> share(R, 0);
+  for (size_t ri = 0; ri < R; ++ri) {
+    const RankTraceStats& st = m.ranks[ri];
+    if (st.window_ns <= 0) return std::nullopt;
+    share[ri] = static_cast<double>(st.idle_ns) / static_cast<double>(st.window_ns);
+  }
+  size_t best = 0;
+  for (size_t ri = 1; ri < R; ++ri) {
+    if (share[ri] > share[best]) best = ri;
+  }
+  double next = 0;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != best) next = std::max(next, share[ri]);
+  }
+  if (share[best] < opt.idle_outlier_share || share[best] < opt.idle_outlier_over_next * next) {
+    return std::nullopt;
+  }
+  return std::make_tuple(best, share[best], next);
 }
 
 bool Holds(const std::vector<size_t>& v, size_t ri) {
@@ -363,6 +419,15 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
   // later ones start in sync, so delay is weighed, not the share of
   // instances).
   s.late = DelayStandsOut(m, s, opt);
+  const std::optional<std::pair<size_t, double>> oo = FindOpOutlier(m, opt);
+  // A rank stalled outside its ops on a shared host hardly arrives late
+  // (the others take its core meanwhile), but it idles.
+  if (!s.late) {
+    if (auto io = FindIdleOutlier(m, opt)) {
+      TakeLateRank(m, std::get<0>(*io), s);
+      s.idle_share = std::make_pair(std::get<1>(*io), std::get<2>(*io));
+    }
+  }
   // A host starving all its GPUs is the culprit even when one of its ranks
   // is the late one.
   std::vector<size_t> idle_host = FindIdleHost(m, opt);
@@ -378,8 +443,11 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
     }
     double extra_idle =
         static_cast<double>(m.ranks[s.rank].idle_ns) - Median(idle_others).value_or(0);
-    if (extra_idle < opt.host_stall_share * m.delay_ns[s.rank]) {
-      s.variable_work = VariableWorkFinding(m.compute, opt);
+    // Nor when the same ops run slower on it than on its peers (CPU-only
+    // jobs): varying work changes the ops' shapes, not their speed.
+    bool slow_ops = oo && oo->first == s.rank;
+    if (extra_idle < opt.host_stall_share * m.delay_ns[s.rank] && !slow_ops) {
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
       if (s.variable_work) s.late = false;
     }
   }
@@ -404,12 +472,15 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
   if (!s.late && s.group.empty() && !s.variable_work) {
     by_compute = TakeComputeBlock(m, std::nullopt, s, opt);
     if (!by_compute) {
-      if (auto co = FindComputeOutlier(m.compute, opt)) {
+      if (auto co = FindComputeOutlier(m.compute, m.cpu_only, opt)) {
         TakeLateRank(m, co->first, s);
         s.compute_excess = co->second;
+      } else if (oo) {
+        TakeLateRank(m, oo->first, s);
+        s.op_ratio = oo->second;
       }
     }
-    if (!s.late && s.group.empty()) s.variable_work = VariableWorkFinding(m.compute, opt);
+    if (!s.late && s.group.empty()) s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
   }
   FindPeerAndVictim(m, s);
   return s;

@@ -156,15 +156,16 @@ bool ColourWanted(std::string_view mode, bool tty, const Terminal& terminal) {
 
 void AddFailOnFlag(CLI::App* cmd, std::vector<std::string>& fail_on) {
   cmd->add_option("--fail-on", fail_on,
-                  "exit 4 when the verdict is one of: straggler, job-wide, inconclusive "
-                  "(comma-separated or repeated; for CI, cron, Slurm epilogs)")
+                  "exit 4 when the verdict is one of: straggler, job-wide, communication-bound, "
+                  "inconclusive (comma-separated or repeated; for CI, cron, Slurm epilogs)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"straggler", "job-wide", "inconclusive"}));
+      ->check(CLI::IsMember({"straggler", "job-wide", "communication-bound", "inconclusive"}));
 }
 
 bool FailsOn(const std::vector<std::string>& fail_on, VerdictStatus status) {
   std::string_view name = status == VerdictStatus::kStraggler      ? "straggler"
                           : status == VerdictStatus::kJobWide      ? "job-wide"
+                          : status == VerdictStatus::kCommBound    ? "communication-bound"
                           : status == VerdictStatus::kInconclusive ? "inconclusive"
                                                                    : "";
   return !name.empty() && std::find(fail_on.begin(), fail_on.end(), name) != fail_on.end();

@@ -37,7 +37,7 @@ struct DiagnoseOptions {
   bool quiet = false;
   std::string color = "auto";
   // Verdict statuses that make the exit code kExitFailOn: "straggler",
-  // "job-wide", "inconclusive".
+  // "job-wide", "communication-bound", "inconclusive".
   std::vector<std::string> fail_on;
   IngestFlags input;
   std::optional<int32_t> gpus_per_node;

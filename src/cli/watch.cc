@@ -48,7 +48,8 @@ std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t erro
   s += "# HELP laggard_verdict_status The current verdict's status (1 for the active one).\n";
   s += "# TYPE laggard_verdict_status gauge\n";
   for (VerdictStatus st : {VerdictStatus::kStraggler, VerdictStatus::kNoStraggler,
-                           VerdictStatus::kInconclusive, VerdictStatus::kJobWide}) {
+                           VerdictStatus::kInconclusive, VerdictStatus::kJobWide,
+                           VerdictStatus::kCommBound}) {
     s += fmt::format("laggard_verdict_status{{status=\"{}\"}} {}\n", VerdictStatusName(st),
                      st == v.status ? 1 : 0);
   }

@@ -76,8 +76,13 @@ inline constexpr double kSwitchCountersCap = 0.85;
 inline constexpr double kHighConfidence = 0.8;
 inline constexpr double kMediumConfidence = 0.5;
 
-enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide };
-std::string_view VerdictStatusName(VerdictStatus s);  // "straggler", "no_straggler", ...
+// kCommBound: no rank holds the others up, and collective transfers take
+// most of every rank's step: the network is slow for everyone, or one link
+// of it that the traces cannot place (a ring runs at its slowest link).
+enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kCommBound };
+// "straggler", "no_straggler", "inconclusive", "job_wide",
+// "communication_bound".
+std::string_view VerdictStatusName(VerdictStatus s);
 
 // What kind of cause slows a culprit. Serialized by CauseClassName(); the
 // simulator's truth (simulator/cluster.h) uses the same words; append,

@@ -112,6 +112,24 @@ TEST(JobEpisodeTest, TheProfilersWindowIsItsCostNotAJobSlowdown) {
   EXPECT_EQ(Count(untraced, FindingCode::kJobSlowdown), 1u);
 }
 
+TEST(JobEpisodeTest, TheProfilersWarmUpStepIsPartOfItsWindow) {
+  // torch.profiler's warm-up step (29) records like the active ones
+  // (30-39), and the step after them (40) exports the trace: a real 2-rank
+  // job's healthy run slowed in steps 29-33 and was called job_wide.
+  auto seconds = [](int64_t s) { return 0.080 * (s >= 29 && s <= 33 ? 1.45 : 1.0); };
+  StepAnalysis a = AnalyzeStepTimes(JobOf(seconds, 30, 39), StepDetectorOptions());
+  EXPECT_EQ(Count(a, FindingCode::kJobSlowdown), 0u);
+  EXPECT_EQ(Count(a, FindingCode::kStepProfilerWindow), 1u);
+  StepDetectorOptions no_warmup;
+  no_warmup.profiler_warmup_steps = 0;
+  EXPECT_EQ(Count(AnalyzeStepTimes(JobOf(seconds, 30, 39), no_warmup), FindingCode::kJobSlowdown),
+            1u);
+  // Three steps before the window are not its warm-up.
+  auto earlier = [](int64_t s) { return 0.080 * (s >= 27 && s <= 33 ? 1.45 : 1.0); };
+  StepAnalysis b = AnalyzeStepTimes(JobOf(earlier, 30, 39), StepDetectorOptions());
+  EXPECT_EQ(Count(b, FindingCode::kJobSlowdown), 1u);
+}
+
 TEST(JobEpisodeTest, ASlowdownReachingPastTheProfilersWindowStaysAnEpisode) {
   auto seconds = [](int64_t s) { return 0.080 * (s >= 20 ? 2.0 : 1.0); };
   StepAnalysis a = AnalyzeStepTimes(JobOf(seconds, 30, 39), StepDetectorOptions());

@@ -291,7 +291,7 @@ TEST(TraceDetectorTest, DataStallIsAHostStallNotSlowKernels) {
   EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
 }
 
-TEST(TraceDetectorTest, SlowNetworkForEveryoneIsJobWide) {
+TEST(TraceDetectorTest, SlowNetworkForEveryoneIsCommunicationBound) {
   Fault fault;
   fault.transfer_factor = 6;
   laggard::Run run = Simulate(8, 4, fault);
@@ -299,8 +299,12 @@ TEST(TraceDetectorTest, SlowNetworkForEveryoneIsJobWide) {
   EXPECT_FALSE(a.culprit);
   ASSERT_NE(Find(a, FindingCode::kTraceCommBound), nullptr);
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
-  EXPECT_EQ(v.status, VerdictStatus::kJobWide);
-  EXPECT_TRUE(v.culprits.empty());
+  // Not job_wide (issue 18): the network, with no rank to blame.
+  EXPECT_EQ(v.status, VerdictStatus::kCommBound);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_TRUE(v.culprits[0].entity.job);
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kCommunication);
+  EXPECT_NE(v.summary.find("verdict: communication-bound"), std::string::npos) << v.summary;
 }
 
 TEST(TraceDetectorTest, HealthyRanksHaveNoCulprit) {

@@ -144,14 +144,16 @@ TEST(TraceScenarioTest, CustomAllReduceKernelsAreCollectivesWithCommKernel) {
   EXPECT_GT(r["traces"]["ranks"][0]["busy_by_class_s"]["communication"].get<double>(), 0);
 }
 
-TEST(TraceScenarioTest, SlowNetworkForEveryoneIsJobWide) {
+TEST(TraceScenarioTest, SlowNetworkForEveryoneIsCommunicationBound) {
   TempDir dir;
   auto sc = Base(5);
   sc.network_slow = sim::NetworkSlowFault{8};
   ASSERT_TRUE(sim::WriteKinetoTraces(sc, dir.path()).ok());
   nlohmann::json r = Diagnose(dir.path());
-  EXPECT_EQ(r["verdict"]["status"], "job_wide") << r["verdict"]["summary"];
-  EXPECT_TRUE(r["verdict"]["culprits"].empty());
+  EXPECT_EQ(r["verdict"]["status"], "communication_bound") << r["verdict"]["summary"];
+  ASSERT_EQ(r["verdict"]["culprits"].size(), 1u);
+  EXPECT_TRUE(r["verdict"]["culprits"][0]["rank"].is_null());
+  EXPECT_EQ(r["verdict"]["culprits"][0]["cause_class"], "communication");
 }
 
 TEST(TraceScenarioTest, HealthyJobHasNoCulprit) {
