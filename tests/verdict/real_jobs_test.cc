@@ -15,6 +15,7 @@
 #include "analysis/analyze_run.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "test_util.h"
 #include "verdict/verdict.h"
 
 namespace laggard {
@@ -33,7 +34,7 @@ struct Expected {
 
 void PrintTo(const Expected& e, std::ostream* os) { *os << e.dir; }
 
-Verdict Diagnose(const std::string& dir) {
+Verdict Diagnose(const std::string& dir, laggard::Run* out = nullptr) {
   std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::string name = entry.path().filename().string();
@@ -47,7 +48,9 @@ Verdict Diagnose(const std::string& dir) {
   auto run = Ingest(paths, readers->readers, options, trace_readers.readers);
   EXPECT_TRUE(run.ok()) << run.status().message();
   if (!run.ok()) return Verdict();
-  return DecideVerdict(*run, AnalyzeRun(*run, AnalysisOptions()));
+  Verdict v = DecideVerdict(*run, AnalyzeRun(*run, AnalysisOptions()));
+  if (out != nullptr) *out = std::move(*run);
+  return v;
 }
 
 class RealJobTest : public ::testing::TestWithParam<Expected> {};
@@ -69,6 +72,49 @@ TEST_P(RealJobTest, VerdictNamesTheInjectedFault) {
     ASSERT_TRUE(v.culprits.at(0).pattern.has_value()) << v.summary;
     EXPECT_EQ(PatternName(*v.culprits.at(0).pattern), PatternName(*e.pattern)) << v.summary;
   }
+}
+
+// A job killed while rank 2 wrote its trace: half the file. The cut is
+// located and counted, and the other ranks' files still name the culprit.
+TEST(RealJobBadInputTest, AHalfWrittenTraceStillGivesTheVerdict) {
+  testing_util::TempDir dir;
+  const std::string src = kData + "w4_host_stall_15ms/";
+  for (const auto& entry : std::filesystem::directory_iterator(src)) {
+    std::string name = entry.path().filename().string();
+    if (name == "truth.json") continue;
+    if (name.size() > 3 && name.substr(name.size() - 3) == ".gz") {
+      std::string plain = testing_util::ReadGzip(entry.path().string());
+      if (name == "trace_rank2.json.gz") plain.resize(plain.size() / 2);
+      testing_util::WriteFile(dir.File(name.substr(0, name.size() - 3)), plain);
+    } else {
+      std::filesystem::copy_file(entry.path(), dir.File(name));
+    }
+  }
+  laggard::Run run;
+  Verdict v = Diagnose(dir.path(), &run);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kTraceTruncated), 1u);
+  ASSERT_FALSE(v.culprits.empty()) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.rank, 3) << v.summary;
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall) << v.summary;
+}
+
+// Two jobs' folders given together (a 4-rank and a 2-rank job, ranks 0
+// and 1 in both): the second job's traces and steps of the same ranks are
+// located and counted, and the verdict is the first job's.
+TEST(RealJobBadInputTest, TwoJobsInOneFolderAreCountedNotMixed) {
+  std::vector<std::string> paths = {kData + "w4_host_stall_15ms", kData + "w2_compute_1.2"};
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  ASSERT_TRUE(readers.ok());
+  TraceReaderSet trace_readers = MakeDefaultTraceReaders();
+  IngestOptions options;
+  auto run = Ingest(paths, readers->readers, options, trace_readers.readers);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kTraceDuplicateRank), 2u);
+  EXPECT_GT(run->diagnostics.count(DiagCode::kStepDuplicate), 0u);
+  Verdict v = DecideVerdict(*run, AnalyzeRun(*run, AnalysisOptions()));
+  ASSERT_FALSE(v.culprits.empty()) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.rank, 3) << v.summary;
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall) << v.summary;
 }
 
 INSTANTIATE_TEST_SUITE_P(
