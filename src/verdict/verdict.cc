@@ -70,6 +70,19 @@ std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_los
 // jobs, a rank stalled every 5th step at 4 of 9 in a real one).
 constexpr double kPeriodicLastShare = 0.8;
 
+// A culprit of one finding's entity, slowdown, onset and pattern, its
+// confidence at most `cap`.
+Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap) {
+  Culprit c;
+  c.entity = f.entity;
+  c.cause_class = cause_class;
+  c.confidence = std::min(f.confidence, cap);
+  c.slowdown = f.slowdown;
+  c.onset_step = f.onset_step;
+  c.pattern = f.pattern;
+  return c;
+}
+
 // The trace detector named a culprit: build the verdict around it.
 Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   Verdict v;
@@ -151,11 +164,7 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   for (const Finding& f : traces.findings) {
     if (f.code != FindingCode::kTraceComputeSlow || !f.entity.rank || f.entity.rank == c.entity.rank)
       continue;
-    Culprit second;
-    second.entity = f.entity;
-    second.cause_class = CauseClass::kComputeSlow;
-    second.confidence = std::min(f.confidence, kSingleSourceCap);
-    second.slowdown = f.slowdown;
+    Culprit second = CulpritOf(f, CauseClass::kComputeSlow, kSingleSourceCap);
     second.evidence.push_back("traces: " + f.message);
     also += fmt::format("; also rank {}: compute-slow, its ops run {:.2f}x as long as its peers'",
                         *f.entity.rank, 1 + f.slowdown.value_or(0));
@@ -167,14 +176,7 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
     if (std::any_of(v.culprits.begin(), v.culprits.end(),
                     [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }))
       continue;
-    Culprit other;
-    other.entity = f.entity;
-    other.cause_class = CauseClass::kUnknown;
-    other.confidence = std::min(f.confidence, kContradictedCap);
-    other.slowdown = f.slowdown;
-    other.onset_step = f.onset_step;
-    other.pattern = f.pattern;
-    v.culprits.push_back(std::move(other));
+    v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
   }
   v.throughput_lost = steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
