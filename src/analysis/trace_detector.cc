@@ -489,41 +489,31 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
 std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceSuspect& s,
                                              const TraceDetectorOptions& opt) {
   const size_t R = m.ranks.size();
-  if (R < 3 || m.op_ratio.size() != R) return std::nullopt;
-  std::optional<size_t> best;
-  for (size_t ri = 0; ri < R; ++ri) {
-    if (ri == s.rank || m.op_ratio[ri].weight_ns <= 0) continue;
-    if (!best || m.op_ratio[ri].ratio > m.op_ratio[*best].ratio) best = ri;
-  }
-  if (!best) return std::nullopt;
-  double next = 0;  // the largest remaining log ratio, when above 0
-  for (size_t ri = 0; ri < R; ++ri) {
-    if (ri != s.rank && ri != *best && m.op_ratio[ri].weight_ns > 0)
-      next = std::max(next, std::log(m.op_ratio[ri].ratio));
-  }
-  const KernelComparison& k = m.op_ratio[*best];
-  const std::optional<DurationNs>& late = m.ranks[*best].median_lateness_ns;
+  if (R < 3) return std::nullopt;
+  const std::optional<std::pair<size_t, double>> oo = FindOpOutlier(m, opt, s.rank);
+  if (!oo) return std::nullopt;
+  const size_t best = oo->first;
+  const KernelComparison& k = m.op_ratio[best];
+  const DurationNs late = *m.ranks[best].median_lateness_ns;
   // Later than the remaining ranks by 2x, and by >= 1% of a step: on
   // shared cores a rank's ops can run slow by the host's doing while it
   // arrives with the others.
   DurationNs rest = 0;
   for (size_t ri = 0; ri < R; ++ri) {
-    if (ri != s.rank && ri != *best && m.ranks[ri].median_lateness_ns)
+    if (ri != s.rank && ri != best && m.ranks[ri].median_lateness_ns)
       rest = std::max(rest, *m.ranks[ri].median_lateness_ns);
   }
   const double step = static_cast<double>(m.median_step_ns.value_or(0));
-  if (k.ratio < opt.op_outlier_ratio || std::log(k.ratio) < opt.op_outlier_over_next * next ||
-      !late || *late <= 0 || *late < 2 * rest ||
-      static_cast<double>(*late) < opt.second_rank_min_lateness * step) {
+  if (late < 2 * rest || static_cast<double>(late) < opt.second_rank_min_lateness * step) {
     return std::nullopt;
   }
-  const RankTraceStats& st = m.ranks[*best];
+  const RankTraceStats& st = m.ranks[best];
   Finding f;
   f.code = FindingCode::kTraceComputeSlow;
   f.severity = Severity::kCritical;
   f.entity.rank = st.rank;
   f.entity.host = st.host;
-  f.entity.gpu = m.device[*best];
+  f.entity.gpu = m.device[best];
   f.slowdown = k.ratio - 1;
   f.confidence = 0.6;
   f.message = fmt::format(
@@ -531,7 +521,7 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
       "same ops, {} compared), more than {:.0f}x any other rank's excess besides rank {}, and it "
       "arrives {} late on average (median): its delay hides behind rank {}'s, who arrives after "
       "it",
-      st.rank, k.ratio, k.keys, opt.op_outlier_over_next, m.ranks[s.rank].rank, Ms(*late),
+      st.rank, k.ratio, k.keys, opt.op_outlier_over_next, m.ranks[s.rank].rank, Ms(late),
       m.ranks[s.rank].rank);
   f.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {}", Ms(st.compute_busy_ns), st.rank),
                                 SourceRef{st.file, 0}});

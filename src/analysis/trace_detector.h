@@ -316,6 +316,13 @@ struct SuspectComparison {
 
 TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& options);
 TraceSuspect FindTraceSuspect(const TraceMetrics& metrics, const TraceDetectorOptions& options);
+
+// CPU-only jobs: the op outlier (see "op outlier" above) among the ranks
+// other than `exclude`: its index and op ratio. FindTraceSuspect looks at
+// every rank; DecideTraces, for a second slow rank, at all but the culprit.
+std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& metrics,
+                                                       const TraceDetectorOptions& options,
+                                                       std::optional<size_t> exclude = std::nullopt);
 SuspectComparison CompareSuspect(const TraceMetrics& metrics, const TraceSuspect& suspect,
                                  const TraceDetectorOptions& options);
 // Findings in this order: no match, clock offsets, then the late rank (and

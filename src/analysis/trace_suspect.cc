@@ -241,30 +241,6 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
   return f;
 }
 
-// CPU-only jobs: one rank whose ops run slower than its peers' (see the
-// header, "op outlier"); its index and ratio.
-std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& m,
-                                                       const TraceDetectorOptions& opt) {
-  const size_t R = m.op_ratio.size();
-  if (R < 2 || R != m.ranks.size()) return std::nullopt;
-  size_t best = 0;
-  for (size_t ri = 1; ri < R; ++ri) {
-    if (m.op_ratio[ri].ratio > m.op_ratio[best].ratio) best = ri;
-  }
-  double second = 0;  // the next rank's log ratio, when above 0
-  for (size_t ri = 0; ri < R; ++ri) {
-    if (ri != best && m.op_ratio[ri].weight_ns > 0)
-      second = std::max(second, std::log(m.op_ratio[ri].ratio));
-  }
-  const KernelComparison& k = m.op_ratio[best];
-  const std::optional<DurationNs>& late = m.ranks[best].median_lateness_ns;
-  if (k.weight_ns <= 0 || k.ratio < opt.op_outlier_ratio ||
-      std::log(k.ratio) < opt.op_outlier_over_next * second || !late || *late <= 0) {
-    return std::nullopt;
-  }
-  return std::make_pair(best, k.ratio);
-}
-
 // CPU-only jobs, >= 3 ranks: the rank that idles far more than any other
 // (see the header, "idle outlier"); its index, share and the next share.
 std::optional<std::tuple<size_t, double, double>> FindIdleOutlier(const TraceMetrics& m,
@@ -409,6 +385,31 @@ void FindPeerAndVictim(const TraceMetrics& m, TraceSuspect& s) {
 }
 
 }  // namespace
+
+std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& m,
+                                                       const TraceDetectorOptions& opt,
+                                                       std::optional<size_t> exclude) {
+  const size_t R = m.op_ratio.size();
+  if (R < 2 || R != m.ranks.size()) return std::nullopt;
+  std::optional<size_t> best;
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri == exclude || m.op_ratio[ri].weight_ns <= 0) continue;
+    if (!best || m.op_ratio[ri].ratio > m.op_ratio[*best].ratio) best = ri;
+  }
+  if (!best) return std::nullopt;
+  double next = 0;  // the largest other log ratio, when above 0
+  for (size_t ri = 0; ri < R; ++ri) {
+    if (ri != exclude && ri != *best && m.op_ratio[ri].weight_ns > 0)
+      next = std::max(next, std::log(m.op_ratio[ri].ratio));
+  }
+  const KernelComparison& k = m.op_ratio[*best];
+  const std::optional<DurationNs>& late = m.ranks[*best].median_lateness_ns;
+  if (k.ratio < opt.op_outlier_ratio || std::log(k.ratio) < opt.op_outlier_over_next * next ||
+      !late || *late <= 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(*best, k.ratio);
+}
 
 TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions& opt) {
   TraceSuspect s;
