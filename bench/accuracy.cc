@@ -2,7 +2,8 @@
 // each (or none), diagnosed end to end exactly as `laggard diagnose` does,
 // scored against the simulator's truth.json.
 //
-//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--combined F] [--healthy H] [--keep DIR] [--only I]
+//   accuracy [--scenarios M] [--seed S] [--max-nodes N] [--combined F] [--healthy H] [--keep DIR]
+//   [--only I]
 //
 // Scenarios: every fault kind in turn plus healthy controls (one in
 // kinds+1), severity drawn log-uniformly from 3% to 50%, 1 to --max-nodes
@@ -40,10 +41,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analyze_run.h"
 #include "bench_child.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
-#include "analysis/analyze_run.h"
 #include "simulator/run_writer.h"
 #include "verdict/verdict.h"
 
@@ -72,7 +73,7 @@ struct Outcome {
   // use what it reached.
   std::optional<double> reached;
   bool combined = false;
-  bool second_named = false;  // combined runs: the other fault is a culprit too
+  bool second_named = false;    // combined runs: the other fault is a culprit too
   bool first_is_other = false;  // combined runs: the first culprit is the other fault's
 };
 
@@ -119,7 +120,9 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     if (eff.contains("step_time_increase") && eff["step_time_increase"].is_number()) {
       o.job_slowdown = eff["step_time_increase"].get<double>();
     }
-    auto zero = [&](const char* key) { return !eff.contains(key) || !eff[key].is_number() || eff[key] == 0.0; };
+    auto zero = [&](const char* key) {
+      return !eff.contains(key) || !eff[key].is_number() || eff[key] == 0.0;
+    };
     o.never_acted = zero("compute_slowdown") && zero("comm_slowdown") && zero("host_stall_s") &&
                     o.job_slowdown.value_or(0) < 0.001;
     const nlohmann::json& fault = truth["faults"][expected["fault_index"].get<size_t>()];
@@ -157,7 +160,8 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     return o;
   }
   if (!blamed) return o;
-  for (const nlohmann::json& t : expected["culprits"]) o.culprit_ok |= Matches(v.culprits.front(), t);
+  for (const nlohmann::json& t : expected["culprits"])
+    o.culprit_ok |= Matches(v.culprits.front(), t);
   o.cause_ok = o.culprit_ok && CauseClassName(v.culprits.front().cause_class) == want_class;
   // The other fault of a combined run: a culprit naming one of its
   // entities, or a job culprit of its class for whole-job kinds. The first
@@ -226,27 +230,33 @@ int main(int argc, char** argv) {
   }
   std::mt19937_64 rng(seed);
   auto kinds = sim::AllFaultKinds();
-  std::string base = keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
+  std::string base =
+      keep.empty() ? (fs::temp_directory_path() / "laggard-accuracy").string() : keep;
   std::map<std::string, std::array<int, 4>> by_kind;  // n, culprit, cause, false
   std::map<int, std::array<int, 4>> by_band, by_effect;
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
-      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0, never_acted_named = 0, reached_lower = 0,
-      combined = 0, combined_second = 0, combined_other_first = 0, combined_primary_first = 0;
+      ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0,
+      never_acted_named = 0, reached_lower = 0, combined = 0, combined_second = 0,
+      combined_other_first = 0, combined_primary_first = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios + extra_healthy; ++i) {
     sim::ClusterScenario sc;
     sc.seed = rng();
     // Log-uniform: as many runs of 8-64 ranks as of 128-1,024.
-    std::uniform_real_distribution<double> log_nodes(0, std::log(static_cast<double>(std::max(1, max_nodes)) + 1));
+    std::uniform_real_distribution<double> log_nodes(
+        0, std::log(static_cast<double>(std::max(1, max_nodes)) + 1));
     sc.nodes = std::clamp(static_cast<int>(std::exp(log_nodes(rng))), 1, std::max(1, max_nodes));
     sc.gpus_per_node = 8;
     sc.steps = 120;
     // After the draw, --healthy N more healthy controls (k == kinds.size()).
     size_t k = i < scenarios ? static_cast<size_t>(i) % (kinds.size() + 1) : kinds.size();
-    double severity = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
+    double severity =
+        std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
     bool second = std::uniform_real_distribution<double>(0, 1)(rng) < combined_share;
-    size_t k2 = static_cast<size_t>(std::uniform_int_distribution<size_t>(0, kinds.size() - 2)(rng));
-    double severity2 = std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
+    size_t k2 =
+        static_cast<size_t>(std::uniform_int_distribution<size_t>(0, kinds.size() - 2)(rng));
+    double severity2 =
+        std::exp(std::uniform_real_distribution<double>(std::log(0.03), std::log(0.5))(rng));
     std::string kind = "none";
     if (k < kinds.size()) {
       sim::Fault f;
@@ -303,48 +313,63 @@ int main(int argc, char** argv) {
         if (*o.job_slowdown >= 0.05) ++eff5, eff5_culprit += o.culprit_ok, eff5_cause += o.cause_ok;
       }
     }
-    std::cout << fmt::format("{:3} {:26} sev {:5.1f}%{} job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i, kind,
-                             100 * severity,
-                             o.reached ? fmt::format(" (reached {:.1f}%)", 100 * *o.reached) : "",
-                             o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
-                             o.healthy       ? (o.false_culprit ? "FALSE " : "ok    ")
-                             : o.never_acted ? "NOEFF "
-                                       : (o.cause_ok ? "ok    " : o.culprit_ok ? "CLASS " : "MISS  "),
-                             o.got, o.want)
+    std::cout << fmt::format(
+                     "{:3} {:26} sev {:5.1f}%{} job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i,
+                     kind, 100 * severity,
+                     o.reached ? fmt::format(" (reached {:.1f}%)", 100 * *o.reached) : "",
+                     o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
+                     o.healthy       ? (o.false_culprit ? "FALSE " : "ok    ")
+                     : o.never_acted ? "NOEFF "
+                                     : (o.cause_ok     ? "ok    "
+                                        : o.culprit_ok ? "CLASS "
+                                                       : "MISS  "),
+                     o.got, o.want)
               << std::flush;
     if (keep.empty()) fs::remove_all(base + "/" + std::to_string(i));
   }
   double secs = bench::Seconds(t0, std::chrono::steady_clock::now());
   int faulty = n - healthy - never_acted;
-  auto pct = [](int a, int b) { return b == 0 ? std::string("-") : fmt::format("{:.1f}%", 100.0 * a / b); };
+  auto pct = [](int a, int b) {
+    return b == 0 ? std::string("-") : fmt::format("{:.1f}%", 100.0 * a / b);
+  };
   std::cout << fmt::format(
-      "\n{} scenarios in {:.1f} s ({} with a fault that acted, {} of them with a second fault; {} healthy; "
+      "\n{} scenarios in {:.1f} s ({} with a fault that acted, {} of them with a second fault; {} "
+      "healthy; "
       "{} with a fault that never acted, {} of those named anyway), peak RSS {} MB\n",
-      n, secs, faulty, combined, healthy, never_acted, never_acted_named, bench::PeakRssKb() / 1024);
-  std::cout << fmt::format("thermal faults banded by the slowdown they reached, below their nominal band: {}\n",
-                           reached_lower);
-  std::cout << fmt::format("culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
-                           pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5),
-                           pct(ge5_cause, ge5));
-  std::cout << fmt::format("by the job slowdown the fault caused (measured against a healthy control): "
-                           ">= 5%: culprit {}, cause {} ({} runs)\n",
-                           pct(eff5_culprit, eff5), pct(eff5_cause, eff5), eff5);
+      n, secs, faulty, combined, healthy, never_acted, never_acted_named,
+      bench::PeakRssKb() / 1024);
   std::cout << fmt::format(
-      "combined runs: the first culprit is the primary fault's in {}, the other fault's in {}; the other "
+      "thermal faults banded by the slowdown they reached, below their nominal band: {}\n",
+      reached_lower);
+  std::cout << fmt::format(
+      "culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
+      pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5), pct(ge5_cause, ge5));
+  std::cout << fmt::format(
+      "by the job slowdown the fault caused (measured against a healthy control): "
+      ">= 5%: culprit {}, cause {} ({} runs)\n",
+      pct(eff5_culprit, eff5), pct(eff5_cause, eff5), eff5);
+  std::cout << fmt::format(
+      "combined runs: the first culprit is the primary fault's in {}, the other fault's in {}; the "
+      "other "
       "fault is named too (anywhere) in {}\n",
-      pct(combined_primary_first, combined), pct(combined_other_first, combined), pct(combined_second, combined));
-  std::cout << fmt::format("healthy runs with a false culprit: {}\n\n", pct(false_culprits, healthy));
+      pct(combined_primary_first, combined), pct(combined_other_first, combined),
+      pct(combined_second, combined));
+  std::cout << fmt::format("healthy runs with a false culprit: {}\n\n",
+                           pct(false_culprits, healthy));
   std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_band) {
-    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]),
+                             pct(c[2], c[0]));
   }
   std::cout << "\n| job slowdown caused | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_effect) {
-    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]),
+                             pct(c[2], c[0]));
   }
   std::cout << "\n| fault | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [kind, c] : by_kind) {
-    std::cout << fmt::format("| {} | {} | {} | {} |\n", kind, c[0], pct(c[1], c[0]), pct(c[2], c[0]));
+    std::cout << fmt::format("| {} | {} | {} | {} |\n", kind, c[0], pct(c[1], c[0]),
+                             pct(c[2], c[0]));
   }
   return 0;
 }

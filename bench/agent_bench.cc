@@ -133,9 +133,9 @@ int Main(int argc, char** argv) {
   std::string dir = bench::MakeTempDir("laggard-agent-bench");
   if (dir.empty()) return 1;
   std::ofstream(dir + "/gpus.json") << EightGpus();
-  Child child = Spawn(binary, {"agent", "--listen", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--interval",
-                               "1s", "--fake-gpus", dir + "/gpus.json", "--log-dir", dir + "/logs",
-                               "--host", "bench-node", "--job", "bench"});
+  Child child = Spawn(binary, {"agent", "--listen", "127.0.0.1:0", "--udp", "127.0.0.1:0",
+                               "--interval", "1s", "--fake-gpus", dir + "/gpus.json", "--log-dir",
+                               dir + "/logs", "--host", "bench-node", "--job", "bench"});
   std::string banner = FirstLine(child.out);
   int http = PortAfter(banner, "http://127.0.0.1:");
   int udp = PortAfter(banner, "steps on udp 127.0.0.1:");
@@ -143,8 +143,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "agent did not start: %s\n", banner.c_str());
     return 1;
   }
-  std::printf("agent_bench: %s, load %s, %u cores\n", bench::CpuModel().c_str(), bench::LoadAverage().c_str(),
-              std::thread::hardware_concurrency());
+  std::printf("agent_bench: %s, load %s, %u cores\n", bench::CpuModel().c_str(),
+              bench::LoadAverage().c_str(), std::thread::hardware_concurrency());
   std::printf("agent: 8 scripted GPUs, 1 Hz sampling, logs on, this machine's sysfs\n\n");
 
   int sock = socket(AF_INET, SOCK_DGRAM, 0);
@@ -158,7 +158,8 @@ int Main(int argc, char** argv) {
   auto one_second = [&] {
     auto t0 = std::chrono::steady_clock::now();
     for (int rank = 0; rank < 8; ++rank) {
-      std::string line = fmt::format("laggard-step rank={} step={} time_s=0.81 compute_s=0.62 gpu={}", rank, step, rank);
+      std::string line = fmt::format(
+          "laggard-step rank={} step={} time_s=0.81 compute_s=0.62 gpu={}", rank, step, rank);
       sendto(sock, line.data(), line.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
     }
     ++step;
@@ -176,14 +177,19 @@ int Main(int argc, char** argv) {
   long rss = StatusKb(child.pid, "VmRSS"), hwm = StatusKb(child.pid, "VmHWM");
   std::printf("(a) overhead over %.0f s: CPU %.3f s = %.3f%% of one core (target < 0.5%%)\n", wall,
               cpu1 - cpu0, 100.0 * (cpu1 - cpu0) / wall);
-  std::printf("    RSS %.1f MB, peak %.1f MB (target < 30 MB); /metrics %zu bytes gzipped, %d scrape failures\n\n",
-              rss / 1024.0, hwm / 1024.0, body_bytes, scrape_failures);
+  std::printf(
+      "    RSS %.1f MB, peak %.1f MB (target < 30 MB); /metrics %zu bytes gzipped, %d scrape "
+      "failures\n\n",
+      rss / 1024.0, hwm / 1024.0, body_bytes, scrape_failures);
 
   for (int round = 1; round <= rounds; ++round) {
-    probe::ConcurrentResult r = probe::GetConcurrently(http, "/metrics", concurrent, "laggard_gpu_temp_celsius");
-    std::printf("(b) round %d: %d concurrent scrapes: %d ok, %d failed%s%s, %.2f s, slowest %.2f s\n", round,
-                concurrent, r.ok, r.failed, r.first_error.empty() ? "" : ", first error: ",
-                r.first_error.c_str(), r.seconds, r.max_latency_s);
+    probe::ConcurrentResult r =
+        probe::GetConcurrently(http, "/metrics", concurrent, "laggard_gpu_temp_celsius");
+    std::printf(
+        "(b) round %d: %d concurrent scrapes: %d ok, %d failed%s%s, %.2f s, slowest %.2f s\n",
+        round, concurrent, r.ok, r.failed,
+        r.first_error.empty() ? "" : ", first error: ", r.first_error.c_str(), r.seconds,
+        r.max_latency_s);
   }
   std::printf("    RSS after: %.1f MB, peak %.1f MB\n", StatusKb(child.pid, "VmRSS") / 1024.0,
               StatusKb(child.pid, "VmHWM") / 1024.0);

@@ -9,15 +9,15 @@
 #ifndef LAGGARD_BENCH_BENCH_CHILD_H_
 #define LAGGARD_BENCH_BENCH_CHILD_H_
 
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>

@@ -59,21 +59,17 @@ simdjson::error_code VisitOnDemand(od::value v, uint64_t& sum) {
       sum += str.size();
       return simdjson::SUCCESS;
     }
-    default:
-      sum += v.raw_json_token().size();
-      return simdjson::SUCCESS;
+    default: sum += v.raw_json_token().size(); return simdjson::SUCCESS;
   }
 }
 
 }  // namespace
 
-bool OnDemandPiece(const char* doc, size_t len, bool count_only, uint64_t& events,
-                   uint64_t& sum) {
+bool OnDemandPiece(const char* doc, size_t len, bool count_only, uint64_t& events, uint64_t& sum) {
   static od::parser parser;  // one bench child, one thread
   od::document d;
   od::array arr;
-  if (parser.iterate(doc, len, len + simdjson::SIMDJSON_PADDING).get(d) ||
-      d.get_array().get(arr)) {
+  if (parser.iterate(doc, len, len + simdjson::SIMDJSON_PADDING).get(d) || d.get_array().get(arr)) {
     return false;
   }
   if (count_only) {

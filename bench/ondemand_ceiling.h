@@ -11,14 +11,14 @@
 
 namespace laggard {
 
-#define LAGGARD_BENCH_VARIANT_API(ns)                                                        \
-  namespace ns {                                                                             \
+#define LAGGARD_BENCH_VARIANT_API(ns)                                                       \
+  namespace ns {                                                                            \
   /* Parses doc[0, len) (a JSON array of events, padded): counts the events (count_only) */ \
-  /* or visits every member of each. False when it is not valid JSON. */                     \
+  /* or visits every member of each. False when it is not valid JSON. */                    \
   bool OnDemandPiece(const char* doc, size_t len, bool count_only, uint64_t& events,        \
-                     uint64_t& sum);                                                         \
-  /* The kernel On-Demand runs in this copy ("fallback", "haswell", "icelake"). */           \
-  const char* OnDemandKernel();                                                              \
+                     uint64_t& sum);                                                        \
+  /* The kernel On-Demand runs in this copy ("fallback", "haswell", "icelake"). */          \
+  const char* OnDemandKernel();                                                             \
   }
 
 LAGGARD_BENCH_VARIANT_API(bench_baseline)

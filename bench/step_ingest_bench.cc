@@ -47,8 +47,8 @@
 #include "bench_child.h"
 
 #include "analysis/step_time_detector.h"
-#include "ingest/ingest.h"
 #include "ingest/common/input_file.h"
+#include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "simulator/step_logs.h"
 #include "verdict/verdict.h"
@@ -60,8 +60,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using bench::CpuModel;
 using bench::CpuSeconds;
-using bench::GzipFile;
 using bench::g_rss_reset_works;
+using bench::GzipFile;
 using bench::LoadAverage;
 using bench::RunInChild;
 using bench::Seconds;
@@ -82,9 +82,9 @@ struct Sample {
   bool ok = false;
   double wall_s = 0;
   double cpu_s = 0;
-  uint64_t bytes = 0;    // decompressed bytes read
-  uint64_t lines = 0;    // lines split (baseline) or step records taken (ingest)
-  double ingest_s = 0;   // total: the parts
+  uint64_t bytes = 0;   // decompressed bytes read
+  uint64_t lines = 0;   // lines split (baseline) or step records taken (ingest)
+  double ingest_s = 0;  // total: the parts
   double analyze_s = 0;
   double verdict_s = 0;
   long peak_rss_kb = 0;
@@ -234,8 +234,10 @@ bool ParseArgs(int argc, char** argv, BenchOptions& o) {
                (v = value()) != nullptr) {
       int n = std::atoi(v);
       if (n <= 0) return false;
-      (a == "--ranks" ? o.ranks : a == "--steps" ? o.steps : a == "--repeat" ? o.repeat
-                                                                             : o.gzip_level) = n;
+      (a == "--ranks"    ? o.ranks
+       : a == "--steps"  ? o.steps
+       : a == "--repeat" ? o.repeat
+                         : o.gzip_level) = n;
     } else if (a == "--dir" && (v = value()) != nullptr) {
       o.dir = v;
       o.keep = true;
@@ -276,12 +278,13 @@ int Main(int argc, char** argv) {
   sc.rank_slowdowns.push_back(sim::RankSlowdown{o.ranks * 3 / 10, 0.20, o.steps / 5});
   sc.rank_slowdowns.push_back(sim::RankSlowdown{o.ranks * 7 / 10, 0.10, 0});
 
-  fmt::print("step_ingest_bench: {} ranks x {} steps; stragglers: rank {} +20% from step {}, "
-             "rank {} +10% throughout\n",
-             sc.ranks, sc.steps, sc.rank_slowdowns[0].rank, sc.rank_slowdowns[0].onset_step,
-             sc.rank_slowdowns[1].rank);
-  fmt::print("machine: {} CPUs, {}; load average {} at start\n", std::thread::hardware_concurrency(),
-             CpuModel(), LoadAverage());
+  fmt::print(
+      "step_ingest_bench: {} ranks x {} steps; stragglers: rank {} +20% from step {}, "
+      "rank {} +10% throughout\n",
+      sc.ranks, sc.steps, sc.rank_slowdowns[0].rank, sc.rank_slowdowns[0].onset_step,
+      sc.rank_slowdowns[1].rank);
+  fmt::print("machine: {} CPUs, {}; load average {} at start\n",
+             std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
   auto g0 = Clock::now();
   {
     std::ofstream out(log, std::ios::binary);
@@ -298,11 +301,12 @@ int Main(int argc, char** argv) {
     return 1;
   }
   malloc_trim(0);
-  fmt::print("data in {} ({:.1f} MB text, {:.1f} MB gzip -{}), generated in {:.1f} s; "
-             "best of {} runs\n\n",
-             o.dir, static_cast<double>(fs::file_size(log)) / 1e6,
-             static_cast<double>(fs::file_size(gz)) / 1e6, o.gzip_level,
-             Seconds(g0, Clock::now()), o.repeat);
+  fmt::print(
+      "data in {} ({:.1f} MB text, {:.1f} MB gzip -{}), generated in {:.1f} s; "
+      "best of {} runs\n\n",
+      o.dir, static_cast<double>(fs::file_size(log)) / 1e6,
+      static_cast<double>(fs::file_size(gz)) / 1e6, o.gzip_level, Seconds(g0, Clock::now()),
+      o.repeat);
 
   int r = o.repeat;
   std::vector<Row> rows;
@@ -319,7 +323,8 @@ int Main(int argc, char** argv) {
   diagnose.cpu_s = 0;
   rows.push_back({fmt::format("(d) AnalyzeStepTimes + DecideVerdict"), diagnose, false});
   rows.push_back({"(e) total: Ingest(1 file, threads=1) + (d)", total});
-  rows.push_back({"gz (a) baseline: inflate + split lines", Repeat(r, [&] { return SplitLines(gz); })});
+  rows.push_back(
+      {"gz (a) baseline: inflate + split lines", Repeat(r, [&] { return SplitLines(gz); })});
   rows.push_back({"gz (b) Ingest, 1 .gz file, threads=1",
                   Repeat(r, [&] { return IngestAndMaybeDiagnose(gz, 1, false); })});
   PrintTable(rows);
@@ -329,15 +334,17 @@ int Main(int argc, char** argv) {
   const Sample& b = rows[1].s;
   const Sample& c1 = rows[2].s;
   const Sample& c2 = rows[3].s;
-  fmt::print("\n(d) split: AnalyzeStepTimes {:.3f} s, DecideVerdict {:.3f} s "
-             "(its peak RSS is (e)'s: it needs the Run in memory)\n",
-             total.analyze_s, total.verdict_s);
+  fmt::print(
+      "\n(d) split: AnalyzeStepTimes {:.3f} s, DecideVerdict {:.3f} s "
+      "(its peak RSS is (e)'s: it needs the Run in memory)\n",
+      total.analyze_s, total.verdict_s);
   fmt::print("(e) {}\n", total.note);
   if (a.ok && b.ok) {
     fmt::print("full ingest / bare baseline: {:.2f}x the time ({:.0f}% of the baseline's MB/s)\n",
                b.wall_s / a.wall_s, 100.0 * a.wall_s / b.wall_s);
   }
-  if (c1.ok && c2.ok) fmt::print("threads=2 / threads=1 on 8 files: {:.2f}x speed-up\n", c1.wall_s / c2.wall_s);
+  if (c1.ok && c2.ok)
+    fmt::print("threads=2 / threads=1 on 8 files: {:.2f}x speed-up\n", c1.wall_s / c2.wall_s);
   if (b.ok && a.ok && b.lines != a.lines) {
     fmt::print("WARNING: Ingest took {} records from {} lines\n", b.lines, a.lines);
   }
@@ -348,10 +355,11 @@ int Main(int argc, char** argv) {
   double mbps = b.ok ? static_cast<double>(b.bytes) / b.wall_s / 1e6 : 0;
   double peak_mb = static_cast<double>(total.peak_rss_kb) * 1024 / 1e6;
   auto verdict = [](bool met) { return met ? "met" : "MISSED"; };
-  fmt::print("\ntargets: single-core parse >= 200 MB/s: {:.0f} MB/s, {}; "
-             "parse + diagnose < 10 s: {:.2f} s, {}; peak RSS < 1 GB: {:.0f} MB, {}\n",
-             mbps, verdict(mbps >= 200), total.wall_s, verdict(total.ok && total.wall_s < 10),
-             peak_mb, verdict(total.ok && peak_mb < 1000));
+  fmt::print(
+      "\ntargets: single-core parse >= 200 MB/s: {:.0f} MB/s, {}; "
+      "parse + diagnose < 10 s: {:.2f} s, {}; peak RSS < 1 GB: {:.0f} MB, {}\n",
+      mbps, verdict(mbps >= 200), total.wall_s, verdict(total.ok && total.wall_s < 10), peak_mb,
+      verdict(total.ok && peak_mb < 1000));
 
   if (!o.keep) {
     std::error_code ec;

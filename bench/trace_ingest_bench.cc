@@ -85,10 +85,10 @@
 #include "ondemand_ceiling.h"
 
 #include "analysis/robust_stats.h"
-#include "ingest/ingest.h"
 #include "ingest/common/input_file.h"
-#include "ingest/traces/kineto/kineto_reader.h"
+#include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "ingest/traces/kineto/kineto_reader.h"
 #include "simulator/kineto_traces.h"
 
 namespace laggard {
@@ -98,12 +98,12 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using bench::CpuModel;
 using bench::CpuSeconds;
-using bench::GzipFile;
 using bench::g_rss_reset_works;
+using bench::GzipFile;
 using bench::LoadAverage;
-using bench::StealSeconds;
 using bench::RunInChild;
 using bench::Seconds;
+using bench::StealSeconds;
 
 constexpr size_t kChunkBytes = 512 << 10;  // the Kineto reader's read size
 
@@ -299,15 +299,17 @@ Sample LibdeflateDecode(const std::string& path, uint64_t json_bytes) {
   auto t0 = Clock::now();
   size_t in_used = 0, out_len = 0;
   libdeflate_result r = libdeflate_gzip_decompress_ex(d, gz.data(), gz.size(), out.data(),
-                                                     out.size(), &in_used, &out_len);
+                                                      out.size(), &in_used, &out_len);
   s.wall_s = Seconds(t0, Clock::now());
   s.cpu_s = CpuSeconds() - cpu0;
   libdeflate_free_decompressor(d);
-  if (r != LIBDEFLATE_SUCCESS) return Failed(fmt::format("libdeflate error {}", static_cast<int>(r)));
+  if (r != LIBDEFLATE_SUCCESS)
+    return Failed(fmt::format("libdeflate error {}", static_cast<int>(r)));
   s.bytes = out_len;
   s.ok = out_len == json_bytes && in_used == gz.size();
-  if (!s.ok) std::snprintf(s.note, sizeof s.note, "decoded %zu of %llu bytes", out_len,
-                           static_cast<unsigned long long>(json_bytes));
+  if (!s.ok)
+    std::snprintf(s.note, sizeof s.note, "decoded %zu of %llu bytes", out_len,
+                  static_cast<unsigned long long>(json_bytes));
   return s;
 }
 #endif
@@ -323,12 +325,8 @@ void VisitDom(simdjson::dom::element el, uint64_t& sum) {
     case simdjson::dom::element_type::ARRAY:
       for (auto child : simdjson::dom::array(el)) VisitDom(child, sum);
       break;
-    case simdjson::dom::element_type::STRING:
-      sum += std::string_view(el).size();
-      break;
-    default:
-      sum += 1;
-      break;
+    case simdjson::dom::element_type::STRING: sum += std::string_view(el).size(); break;
+    default: sum += 1; break;
   }
 }
 
@@ -537,8 +535,9 @@ void PrintTable(const std::vector<Row>& rows) {
     fmt::print("{:<58} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.0f} MB {:>9} {:>6}\n",
                r.name, Gbps(r.s, r.s.cpu_s), Gbps(r.s, r.median_cpu_s()), Gbps(r.s, r.s.wall_s),
                r.s.cpu_s, r.s.wall_s, rss_bytes / 1e6,
-               r.file_bytes > 0 ? fmt::format("{:.3f}", rss_bytes / static_cast<double>(r.file_bytes))
-                                : "-",
+               r.file_bytes > 0
+                   ? fmt::format("{:.3f}", rss_bytes / static_cast<double>(r.file_bytes))
+                   : "-",
                StealText(r));
   }
 }
@@ -609,10 +608,10 @@ int Main(int argc, char** argv) {
   }
   sc.steps = static_cast<int>(std::ceil(o.size_gb * 1e9 / static_cast<double>(*per_step))) + 1;
 
-  fmt::print("trace_ingest_bench: 2 ranks x {} steps x {} kernels ({} NCCL) per step, "
-             "{:.2f} MB per step per rank\n",
-             sc.steps, sc.kernels_per_step, sc.collectives_per_step,
-             static_cast<double>(*per_step) / 1e6);
+  fmt::print(
+      "trace_ingest_bench: 2 ranks x {} steps x {} kernels ({} NCCL) per step, "
+      "{:.2f} MB per step per rank\n",
+      sc.steps, sc.kernels_per_step, sc.collectives_per_step, static_cast<double>(*per_step) / 1e6);
   fmt::print("machine: {} CPUs, {}; load average {} at start\n",
              std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
   fmt::print("kernels: {}\n", KinetoJsonImplementation());
@@ -655,13 +654,13 @@ int Main(int argc, char** argv) {
   ms.push_back({"read: read(2) in 512 KiB chunks", [&] { return ReadOnly(trace0); }});
   const OnDemandCopy od_builtin = BuiltinOnDemand();
   const OnDemandCopy od_best = BestOnDemand();
-  ms.push_back({fmt::format("(a) ceiling: On-Demand ({}, builtin), every event",
-                            od_builtin.kernel()),
-                [&] { return BareParser(trace0, Front::kOnDemand, od_builtin); }, size0});
+  ms.push_back(
+      {fmt::format("(a) ceiling: On-Demand ({}, builtin), every event", od_builtin.kernel()),
+       [&] { return BareParser(trace0, Front::kOnDemand, od_builtin); }, size0});
   if (od_best.piece != od_builtin.piece) {
-    ms.push_back({fmt::format("(a) ceiling: On-Demand ({}, best here), every event",
-                              od_best.kernel()),
-                  [&] { return BareParser(trace0, Front::kOnDemand, od_best); }, size0});
+    ms.push_back(
+        {fmt::format("(a) ceiling: On-Demand ({}, best here), every event", od_best.kernel()),
+         [&] { return BareParser(trace0, Front::kOnDemand, od_best); }, size0});
   }
   ms.push_back({fmt::format("(a) On-Demand ({}), index + count only", od_builtin.kernel()),
                 [&] { return BareParser(trace0, Front::kIndex, od_builtin); }, size0});
@@ -671,8 +670,8 @@ int Main(int argc, char** argv) {
   }
   ms.push_back({"(a) ceiling: simdjson DOM, every event",
                 [&] { return BareParser(trace0, Front::kDom); }, size0});
-  ms.push_back({"(b) Ingest, 1 plain trace, threads=1", [&] { return IngestFiles({trace0}, 1); },
-                size0});
+  ms.push_back(
+      {"(b) Ingest, 1 plain trace, threads=1", [&] { return IngestFiles({trace0}, 1); }, size0});
   if (!o.skip_gz) {
     ms.push_back({"(c) inflate only (laggard's isa-l stream)", [&] { return InflateOnly(gz0); }});
     ms.push_back({"(c) zlib stream inflate, for comparison", [&] { return ZlibInflate(gz0); }});
@@ -686,9 +685,15 @@ int Main(int argc, char** argv) {
                   [&] { return IngestFiles({gz0}, 1, gz_json0, true); }, gz_json0});
   }
   ms.push_back({"(d) Ingest, 2 plain traces, threads=1",
-                [&] { return IngestFiles({trace0, trace1}, 1); }, both});
+                [&] {
+                  return IngestFiles({trace0, trace1}, 1);
+                },
+                both});
   ms.push_back({"(d) Ingest, 2 plain traces, threads=2",
-                [&] { return IngestFiles({trace0, trace1}, 2); }, both});
+                [&] {
+                  return IngestFiles({trace0, trace1}, 2);
+                },
+                both});
   std::vector<Row> rows = RunRounds(ms, o.repeat);
   fmt::print("\n");
   PrintTable(rows);
@@ -726,28 +731,32 @@ int Main(int argc, char** argv) {
     }
     const double ratio = best(plain) / best(ceiling);
     const double ratio_median = median(plain) / median(ceiling);
-    fmt::print("  full ingest >= 60% of the bare parser (the fastest (a)): {:.0f}% ({:.2f} / "
-               "{:.2f} GB/s), {}; median {:.0f}%, {}; vs On-Demand {} {:.0f}%, {} {:.0f}%, vs DOM "
-               "{:.0f}%\n",
-               100 * ratio, best(plain), best(ceiling), verdict(ratio >= 0.6), 100 * ratio_median,
-               verdict(ratio_median >= 0.6), od_builtin.kernel(), 100 * best(plain) / best(ceil_od),
-               od_best.kernel(), 100 * best(plain) / best(ceil_od_best),
-               100 * best(plain) / best(ceil_dom));
+    fmt::print(
+        "  full ingest >= 60% of the bare parser (the fastest (a)): {:.0f}% ({:.2f} / "
+        "{:.2f} GB/s), {}; median {:.0f}%, {}; vs On-Demand {} {:.0f}%, {} {:.0f}%, vs DOM "
+        "{:.0f}%\n",
+        100 * ratio, best(plain), best(ceiling), verdict(ratio >= 0.6), 100 * ratio_median,
+        verdict(ratio_median >= 0.6), od_builtin.kernel(), 100 * best(plain) / best(ceil_od),
+        od_best.kernel(), 100 * best(plain) / best(ceil_od_best),
+        100 * best(plain) / best(ceil_dom));
   }
   if (plain != nullptr) {
-    fmt::print("  plain JSON >= 1 GB/s per core: {:.2f} GB/s ({:.2f} by wall), {}; median {:.2f}, {}\n",
-               best(plain), Gbps(plain->s, plain->s.wall_s), verdict(best(plain) >= 1),
-               median(plain), verdict(median(plain) >= 1));
+    fmt::print(
+        "  plain JSON >= 1 GB/s per core: {:.2f} GB/s ({:.2f} by wall), {}; median {:.2f}, {}\n",
+        best(plain), Gbps(plain->s, plain->s.wall_s), verdict(best(plain) >= 1), median(plain),
+        verdict(median(plain) >= 1));
     double rss = static_cast<double>(plain->s.peak_rss_kb) * 1024 / static_cast<double>(size0);
-    fmt::print("  peak RSS <= 0.25x the trace size: {:.3f}x ({:.0f} MB for {:.2f} GB, highest of "
-               "the rounds), {}\n",
-               rss, static_cast<double>(plain->s.peak_rss_kb) * 1024 / 1e6,
-               static_cast<double>(size0) / 1e9, verdict(rss <= 0.25));
+    fmt::print(
+        "  peak RSS <= 0.25x the trace size: {:.3f}x ({:.0f} MB for {:.2f} GB, highest of "
+        "the rounds), {}\n",
+        rss, static_cast<double>(plain->s.peak_rss_kb) * 1024 / 1e6,
+        static_cast<double>(size0) / 1e9, verdict(rss <= 0.25));
   }
   if (gz != nullptr) {
-    fmt::print("  .gz >= 1 GB/s of JSON per core: {:.2f} GB/s ({:.2f} by wall), {}; median {:.2f}, {}\n",
-               best(gz), Gbps(gz->s, gz->s.wall_s), verdict(best(gz) >= 1), median(gz),
-               verdict(median(gz) >= 1));
+    fmt::print(
+        "  .gz >= 1 GB/s of JSON per core: {:.2f} GB/s ({:.2f} by wall), {}; median {:.2f}, {}\n",
+        best(gz), Gbps(gz->s, gz->s.wall_s), verdict(best(gz) >= 1), median(gz),
+        verdict(median(gz) >= 1));
   }
   if (gz_ahead != nullptr) {
     fmt::print("  .gz with a decoder thread: {:.2f} GB/s per CPU, {:.2f} GB/s by wall\n",
@@ -756,17 +765,19 @@ int Main(int argc, char** argv) {
   if (two1 != nullptr && two2 != nullptr) {
     const double speedup = two1->s.wall_s / two2->s.wall_s;
     const double speedup_median = two1->median_wall_s() / two2->median_wall_s();
-    fmt::print("  2 files on 2 cores >= 1.8x one core: {:.2f}x by wall time, {}; median {:.2f}x, {} "
-               "(CPU s {:.2f} vs {:.2f}; steal while threads=2 ran: {})\n",
-               speedup, verdict(speedup >= 1.8), speedup_median, verdict(speedup_median >= 1.8),
-               two2->s.cpu_s, two1->s.cpu_s, StealText(*two2));
+    fmt::print(
+        "  2 files on 2 cores >= 1.8x one core: {:.2f}x by wall time, {}; median {:.2f}x, {} "
+        "(CPU s {:.2f} vs {:.2f}; steal while threads=2 ran: {})\n",
+        speedup, verdict(speedup >= 1.8), speedup_median, verdict(speedup_median >= 1.8),
+        two2->s.cpu_s, two1->s.cpu_s, StealText(*two2));
   }
   Row all;
   for (const Row& row : rows) all.steal_s += row.steal_s, all.ran_s += row.ran_s;
   if (!std::isnan(all.steal_s)) {
-    fmt::print("  the hypervisor took {:.2f} CPU s from this VM while the rows ran ({:.1f}% of its "
-               "CPUs' time; wall times include it)\n",
-               all.steal_s, 100 * StealShare(all));
+    fmt::print(
+        "  the hypervisor took {:.2f} CPU s from this VM while the rows ran ({:.1f}% of its "
+        "CPUs' time; wall times include it)\n",
+        all.steal_s, 100 * StealShare(all));
   }
 
   if (!o.keep) {

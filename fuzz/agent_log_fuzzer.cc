@@ -35,18 +35,23 @@ void ReadAndCheck(const TextReader& reader, std::string_view input, size_t max_c
   uint64_t noted = Count(run, DiagCode::kHwUnknownField);
   FUZZ_CHECK(o.taken + bad <= content && content <= o.taken + bad + noted,
              "{} lines, {} taken, {} bad, {} noted", content, o.taken, bad, noted);
-  auto line_ok = [&](const SourceRef& s) { return s.file == 0 && s.line >= 1 && s.line <= lines.size(); };
+  auto line_ok = [&](const SourceRef& s) {
+    return s.file == 0 && s.line >= 1 && s.line <= lines.size();
+  };
   for (const GpuRecord& g : run.hardware.gpus) {
     FUZZ_CHECK(g.files == std::vector<uint32_t>{0}, "GPU record names files other than 0");
     FUZZ_CHECK(g.index >= 0 && g.index <= 1023, "GPU index {}", g.index);
     FUZZ_CHECK(!g.time_is_approximate, "agent log times are absolute");
     for (size_t i = 0; i < g.samples.size(); ++i) {
-      FUZZ_CHECK(line_ok(g.samples[i].src), "sample line {} outside the input", g.samples[i].src.line);
+      FUZZ_CHECK(line_ok(g.samples[i].src), "sample line {} outside the input",
+                 g.samples[i].src.line);
       if (i > 0) FUZZ_CHECK(g.samples[i - 1].time_ns <= g.samples[i].time_ns, "samples not sorted");
     }
   }
-  for (const IbPort& p : run.network.ib_ports) FUZZ_CHECK(line_ok(p.src), "ib port line {}", p.src.line);
-  for (const EthLink& e : run.network.eth_links) FUZZ_CHECK(line_ok(e.src), "eth link line {}", e.src.line);
+  for (const IbPort& p : run.network.ib_ports)
+    FUZZ_CHECK(line_ok(p.src), "ib port line {}", p.src.line);
+  for (const EthLink& e : run.network.eth_links)
+    FUZZ_CHECK(line_ok(e.src), "eth link line {}", e.src.line);
 }
 
 }  // namespace

@@ -18,8 +18,8 @@
 
 #include "base/text.h"
 #include "fuzz_support.h"
-#include "ingest/ingest.h"
 #include "ingest/common/prometheus_text.h"
+#include "ingest/ingest.h"
 #include "ingest/readers.h"
 
 namespace laggard::fuzz {

@@ -219,9 +219,9 @@ void CheckDiagnostics(const Run& run) {
     auto code = static_cast<DiagCode>(c);
     uint64_t n = run.diagnostics.count(code);
     size_t examples = run.diagnostics.examples(code).size();
-    FUZZ_CHECK(examples <= n && examples <= Diagnostics::kMaxExamplesPerCode &&
-                   (n == 0 || examples > 0),
-               "{}: count {} with {} examples", Describe(code).name, n, examples);
+    FUZZ_CHECK(
+        examples <= n && examples <= Diagnostics::kMaxExamplesPerCode && (n == 0 || examples > 0),
+        "{}: count {} with {} examples", Describe(code).name, n, examples);
   }
 }
 
@@ -297,8 +297,8 @@ void CheckTraceInvariants(const TraceOutcome& o) {
     }
     for (size_t i = 0; i < t.steps.size(); ++i) {
       const TraceStep& s = t.steps[i];
-      FUZZ_CHECK(s.end_ns >= s.start_ns, "step {} ends at {} before its start {}", s.step,
-                 s.end_ns, s.start_ns);
+      FUZZ_CHECK(s.end_ns >= s.start_ns, "step {} ends at {} before its start {}", s.step, s.end_ns,
+                 s.start_ns);
       if (i > 0) {
         FUZZ_CHECK(t.steps[i - 1].step < s.step, "steps not ascending/unique: {} then {}",
                    t.steps[i - 1].step, s.step);
@@ -307,10 +307,10 @@ void CheckTraceInvariants(const TraceOutcome& o) {
   }
   FUZZ_CHECK(o.taken == taken, "reader says it took {}, the trace holds {} ops + steps", o.taken,
              taken);
-  FUZZ_CHECK(!run.traces.empty() || Count(run, DiagCode::kTraceUnsupported) +
-                                            Count(run, DiagCode::kFileUnreadable) >
-                                        0,
-             "no trace and no trace.unsupported / file.unreadable to say why");
+  FUZZ_CHECK(
+      !run.traces.empty() ||
+          Count(run, DiagCode::kTraceUnsupported) + Count(run, DiagCode::kFileUnreadable) > 0,
+      "no trace and no trace.unsupported / file.unreadable to say why");
 }
 
 std::vector<OpKey> SortedOpKeys(const Run& run) {
@@ -330,9 +330,9 @@ bool IsSubMultiset(const std::vector<OpKey>& sub, const std::vector<OpKey>& all)
 }
 
 void CheckExampleLines(const Run& run, uint64_t line_count) {
-  for (DiagCode code : {DiagCode::kStepGarbled, DiagCode::kStepNonPositiveDuration,
-                        DiagCode::kStepBadRankOrStep, DiagCode::kStepDuplicate, DiagCode::kCsvBadRow,
-                        DiagCode::kJsonlBadLine}) {
+  for (DiagCode code :
+       {DiagCode::kStepGarbled, DiagCode::kStepNonPositiveDuration, DiagCode::kStepBadRankOrStep,
+        DiagCode::kStepDuplicate, DiagCode::kCsvBadRow, DiagCode::kJsonlBadLine}) {
     for (const DiagExample& e : run.diagnostics.examples(code)) {
       FUZZ_CHECK(e.line >= 1 && e.line <= line_count, "{} example at line {} of {}: {}",
                  Describe(code).name, e.line, line_count, e.message);

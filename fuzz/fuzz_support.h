@@ -29,8 +29,8 @@
 #include <fmt/format.h>
 
 #include "ingest/common/input_file.h"
-#include "ingest/step_logs/line_matcher.h"
 #include "ingest/common/text_reader.h"
+#include "ingest/step_logs/line_matcher.h"
 #include "ingest/traces/common/trace_reader.h"
 #include "model/run.h"
 
@@ -43,8 +43,8 @@
 
 // Aborts with the location, the condition and a formatted message when `cond`
 // is false: an invariant of the parser under test was broken.
-#define FUZZ_CHECK(cond, ...)                                                               \
-  do {                                                                                      \
+#define FUZZ_CHECK(cond, ...)                                                                \
+  do {                                                                                       \
     if (!(cond)) ::laggard::fuzz::Fail(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)
 
@@ -135,7 +135,8 @@ struct TraceOutcome {
   const RankTrace* trace() const { return run.traces.empty() ? nullptr : &run.traces[0]; }
 };
 TraceOutcome ReadTraceFile(const TraceReader& reader, const std::string& path,
-                           std::optional<int32_t> rank_from_path, std::string_view step_marker = "");
+                           std::optional<int32_t> rank_from_path,
+                           std::string_view step_marker = "");
 
 // Invariants of any trace read from one file, whatever its bytes: at most
 // one RankTrace, naming file 0; the reader's count of what it took equals
@@ -170,8 +171,8 @@ inline void CheckRecordsAccounted(const Run& run, uint64_t taken, DiagCode bad, 
   uint64_t accounted = taken + Count(run, bad) + Count(run, DiagCode::kStepBadRankOrStep) +
                        Count(run, DiagCode::kStepNonPositiveDuration);
   FUZZ_CHECK(accounted == content,
-             "{} records, but {} taken + {} {} + {} bad rank/step + {} non-positive", content, taken,
-             Count(run, bad), Describe(bad).name, Count(run, DiagCode::kStepBadRankOrStep),
+             "{} records, but {} taken + {} {} + {} bad rank/step + {} non-positive", content,
+             taken, Count(run, bad), Describe(bad).name, Count(run, DiagCode::kStepBadRankOrStep),
              Count(run, DiagCode::kStepNonPositiveDuration));
 }
 

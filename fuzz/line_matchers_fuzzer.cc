@@ -23,9 +23,9 @@ struct Matchers {
   std::unique_ptr<LineMatcher> full_regex;
   Matchers() {
     auto a = MakeRegexLineMatcher(kFixedStepPattern);
-    auto b = MakeRegexLineMatcher(
-        R"(r=(?<rank>\S*) s=(?<step>\S*) t=(?<time>\S*)(?: u=(?<unit>\S*))?)"
-        R"((?: h=(?<host>\S*))?(?: g=(?<gpu>\S*))?(?: at=(?<start>\S*))?)");
+    auto b =
+        MakeRegexLineMatcher(R"(r=(?<rank>\S*) s=(?<step>\S*) t=(?<time>\S*)(?: u=(?<unit>\S*))?)"
+                             R"((?: h=(?<host>\S*))?(?: g=(?<gpu>\S*))?(?: at=(?<start>\S*))?)");
     if (!a.ok() || !b.ok()) std::abort();
     fixed_regex = std::move(a.value());
     full_regex = std::move(b.value());
@@ -84,10 +84,10 @@ void ExpectExact(const LineMatcher& m, std::string_view line, std::optional<int6
     FUZZ_CHECK(o.step.rank == rank, "{} read rank {} from \"{}\", want {}", m.name(),
                o.step.rank.value_or(-1), Printable(line, 200), *rank);
   }
-  FUZZ_CHECK(o.step.duration.has_value() &&
-                 std::llabs(*o.step.duration - duration_ns) <= tolerance_ns,
-             "{} read duration {} ns from \"{}\", want {} ns", m.name(),
-             o.step.duration.value_or(-1), Printable(line, 200), duration_ns);
+  FUZZ_CHECK(
+      o.step.duration.has_value() && std::llabs(*o.step.duration - duration_ns) <= tolerance_ns,
+      "{} read duration {} ns from \"{}\", want {} ns", m.name(), o.step.duration.value_or(-1),
+      Printable(line, 200), duration_ns);
 }
 
 bool HasDigit(std::string_view s) {

@@ -76,9 +76,10 @@ void CheckLines(ByteSource& source, std::string_view data) {
   FUZZ_CHECK(reader.long_lines() == skipped.size(), "{} long lines counted, {} skipped",
              reader.long_lines(), skipped.size());
   size_t listed = std::min<size_t>(skipped.size(), 5);
-  FUZZ_CHECK(reader.long_line_numbers() ==
-                 std::vector<uint64_t>(skipped.begin(), skipped.begin() + static_cast<long>(listed)),
-             "long_line_numbers() does not list the first skipped lines");
+  FUZZ_CHECK(
+      reader.long_line_numbers() ==
+          std::vector<uint64_t>(skipped.begin(), skipped.begin() + static_cast<long>(listed)),
+      "long_line_numbers() does not list the first skipped lines");
   FUZZ_CHECK(reader.bytes() == data.size(), "{} bytes read of {}", reader.bytes(), data.size());
   FUZZ_CHECK(!reader.Next(line), "Next() returned a line after the end");
 }
@@ -133,23 +134,23 @@ enum class Agree {
 // `inline_out` and the damage of `inline_source`; `data` is what was
 // compressed.
 void CheckDecodedAhead(const std::string& name, std::string_view data,
-                       const std::string& inline_out, const ByteSource& inline_source,
-                       uint64_t h, Agree agree) {
+                       const std::string& inline_out, const ByteSource& inline_source, uint64_t h,
+                       Agree agree) {
   auto ahead = Reopen(name, Decode::kAhead);
   std::string out = Drain(*ahead, h + 1);
   const auto& a = ahead->damage();
   const auto& b = inline_source.damage();
   if (agree == Agree::kCorruptOrExactly && b && b->kind == StreamDamage::kCorrupt) {
-    FUZZ_CHECK(a && a->kind == StreamDamage::kCorrupt, "{}: corrupt inline, {} decoded ahead",
-               name, DamageName(a));
+    FUZZ_CHECK(a && a->kind == StreamDamage::kCorrupt, "{}: corrupt inline, {} decoded ahead", name,
+               DamageName(a));
     return;
   }
   if (agree == Agree::kPrefixOfData) {
-    FUZZ_CHECK(data.substr(0, out.size()) == out, "{}: decoded ahead, {} bytes not a prefix",
-               name, out.size());
+    FUZZ_CHECK(data.substr(0, out.size()) == out, "{}: decoded ahead, {} bytes not a prefix", name,
+               out.size());
   } else {
-    FUZZ_CHECK(out == inline_out, "{}: decoded ahead, {} bytes; inline, {} bytes", name,
-               out.size(), inline_out.size());
+    FUZZ_CHECK(out == inline_out, "{}: decoded ahead, {} bytes; inline, {} bytes", name, out.size(),
+               inline_out.size());
   }
   FUZZ_CHECK(a.has_value() == b.has_value() &&
                  (!a || (a->kind == b->kind && a->compressed_offset == b->compressed_offset &&

@@ -49,8 +49,7 @@ void CheckProcesses(const Run& run, std::optional<std::string> host_from_path) {
     }
     if (p.rank) FUZZ_CHECK(*p.rank >= 0, "negative rank {}", *p.rank);
     for (const NcclConnection& c : p.connections) {
-      FUZZ_CHECK(c.from_rank >= 0 && c.to_rank >= 0, "connection {} -> {}", c.from_rank,
-                 c.to_rank);
+      FUZZ_CHECK(c.from_rank >= 0 && c.to_rank >= 0, "connection {} -> {}", c.from_rank, c.to_rank);
       FUZZ_CHECK(!c.via.empty(), "connection without a transport");
     }
     if (host_from_path) FUZZ_CHECK(p.host.has_value(), "process without host despite the path");
@@ -63,8 +62,7 @@ void CheckProcesses(const Run& run, std::optional<std::string> host_from_path) {
   }
 }
 
-void RunTests(const TextReader& reader, std::string_view input, uint64_t line_count,
-              size_t chunk) {
+void RunTests(const TextReader& reader, std::string_view input, uint64_t line_count, size_t chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, std::nullopt, chunk);
   CheckCommon(o, input, line_count);
   const NetworkData& net = o.run.network;

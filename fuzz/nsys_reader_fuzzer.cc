@@ -382,14 +382,9 @@ void InsertRow(sqlite3* db, bool lean, std::string_view line) {
     for (int c = 0; c < ncols && c < static_cast<int>(values.size()); ++c) {
       const Value& v = values[static_cast<size_t>(c)];
       switch (v.kind) {
-        case Value::kNull:
-          break;
-        case Value::kInt:
-          sqlite3_bind_int64(raw, c + 1, v.i);
-          break;
-        case Value::kReal:
-          sqlite3_bind_double(raw, c + 1, v.d);
-          break;
+        case Value::kNull: break;
+        case Value::kInt: sqlite3_bind_int64(raw, c + 1, v.i); break;
+        case Value::kReal: sqlite3_bind_double(raw, c + 1, v.d); break;
         case Value::kText:
           sqlite3_bind_text(raw, c + 1, v.s.data(), static_cast<int>(v.s.size()), SQLITE_TRANSIENT);
           break;

@@ -84,16 +84,17 @@ void CheckGpus(const ReaderOutcome& o, uint64_t line_count) {
   uint64_t samples = 0;
   for (const GpuRecord& g : run.hardware.gpus) {
     // Several records of one GPU (a GPU listed twice) merge: file 0 repeats.
-    FUZZ_CHECK(!g.files.empty() && std::all_of(g.files.begin(), g.files.end(),
-                                               [](uint32_t f) { return f == 0; }),
+    FUZZ_CHECK(!g.files.empty() &&
+                   std::all_of(g.files.begin(), g.files.end(), [](uint32_t f) { return f == 0; }),
                "GPU {} names files other than the input", g.index);
     FUZZ_CHECK(g.index >= 0 && g.index <= kMaxGpuIndex, "GPU index {}", g.index);
     FUZZ_CHECK(!g.host.has_value(), "GPU {} has host '{}' though none was given", g.index, *g.host);
-    FUZZ_CHECK(!g.samples.empty() || !g.time_is_approximate, "GPU {} without samples is approximate",
-               g.index);
+    FUZZ_CHECK(!g.samples.empty() || !g.time_is_approximate,
+               "GPU {} without samples is approximate", g.index);
     if (g.facts.src) {
-      FUZZ_CHECK(g.facts.src->file == 0 && g.facts.src->line >= 1 && g.facts.src->line <= line_count,
-                 "GPU {} facts from line {} of {}", g.index, g.facts.src->line, line_count);
+      FUZZ_CHECK(
+          g.facts.src->file == 0 && g.facts.src->line >= 1 && g.facts.src->line <= line_count,
+          "GPU {} facts from line {} of {}", g.index, g.facts.src->line, line_count);
     }
     FUZZ_CHECK(Finite(g.facts.nvlink_speed_gb_s) && Finite(g.facts.max_sm_clock_mhz) &&
                    Finite(g.facts.enforced_power_limit_w),
@@ -114,8 +115,8 @@ void CheckGpus(const ReaderOutcome& o, uint64_t line_count) {
   }
   FUZZ_CHECK(samples <= o.taken, "{} samples from {} rows taken", samples, o.taken);
   uint64_t no_host = Count(run, DiagCode::kHwNoHost);
-  FUZZ_CHECK(no_host == (run.hardware.gpus.empty() ? 0u : 1u), "hardware.no_host counted {} for {} GPUs",
-             no_host, run.hardware.gpus.size());
+  FUZZ_CHECK(no_host == (run.hardware.gpus.empty() ? 0u : 1u),
+             "hardware.no_host counted {} for {} GPUs", no_host, run.hardware.gpus.size());
   FUZZ_CHECK(Count(run, DiagCode::kHwApproximateTime) <= 1 && Count(run, DiagCode::kHwNoGpuId) <= 1,
              "per-file notes counted more than once");
   FUZZ_CHECK(run.ranks.empty() && run.unattributed.empty(), "a GPU reader added steps");
@@ -169,8 +170,8 @@ void ReadAndCheck(const TextReader& reader, Kind kind, std::string_view input, s
                    g.facts.nvlink_total.value_or(-1));
         links += static_cast<uint64_t>(*g.facts.nvlink_total);
       }
-      FUZZ_CHECK(o.taken + links + bad == content, "nvlink: {} GPUs + {} links + {} bad != {} lines",
-                 o.taken, links, bad, content);
+      FUZZ_CHECK(o.taken + links + bad == content,
+                 "nvlink: {} GPUs + {} links + {} bad != {} lines", o.taken, links, bad, content);
       break;
     }
   }

@@ -39,8 +39,8 @@ std::string Summary(const Run& run) {
                        g.bus_id.value_or("-"), g.uuid.value_or("-"), g.facts.name.value_or("-"),
                        g.time_is_approximate, g.facts.src ? g.facts.src->line : 0);
     for (const GpuSample& s : g.samples) {
-      out += fmt::format("  t={} temp={} power={} limit={} util={} ev={} p={} line={}\n",
-                         s.time_ns, s.temp_c.value_or(-1), s.power_w.value_or(-1),
+      out += fmt::format("  t={} temp={} power={} limit={} util={} ev={} p={} line={}\n", s.time_ns,
+                         s.temp_c.value_or(-1), s.power_w.value_or(-1),
                          s.power_limit_w.value_or(-1), s.util_pct.value_or(-1),
                          s.clock_events.value_or(9999), s.perf_state.value_or(-1), s.src.line);
     }
@@ -77,10 +77,10 @@ std::string ReadAndCheck(const TextReader& reader, std::string_view input, size_
                    g.facts.src->line <= line_count,
                "GPU {} facts without a source line", g.index);
     const GpuFacts& f = g.facts;
-    for (const auto* v : {&f.max_sm_clock_mhz, &f.max_mem_clock_mhz, &f.app_sm_clock_mhz,
-                          &f.default_power_limit_w, &f.enforced_power_limit_w,
-                          &f.min_power_limit_w, &f.max_power_limit_w, &f.slowdown_temp_c,
-                          &f.shutdown_temp_c, &f.max_operating_temp_c}) {
+    for (const auto* v :
+         {&f.max_sm_clock_mhz, &f.max_mem_clock_mhz, &f.app_sm_clock_mhz, &f.default_power_limit_w,
+          &f.enforced_power_limit_w, &f.min_power_limit_w, &f.max_power_limit_w, &f.slowdown_temp_c,
+          &f.shutdown_temp_c, &f.max_operating_temp_c}) {
       CheckValue(*v, "a fact");
     }
     for (const auto* v : {&f.ecc_uncorrected_volatile, &f.ecc_uncorrected_aggregate,
@@ -98,9 +98,9 @@ std::string ReadAndCheck(const TextReader& reader, std::string_view input, size_
         FUZZ_CHECK(s.time_ns >= 0 && s.time_ns % 1'000'000'000 == 0,
                    "approximate time {} is not whole seconds from 0", s.time_ns);
       }
-      for (const auto* v : {&s.temp_c, &s.mem_temp_c, &s.sm_clock_mhz, &s.mem_clock_mhz,
-                            &s.power_w, &s.power_limit_w, &s.util_pct, &s.mem_util_pct,
-                            &s.pcie_rx_mb_s, &s.pcie_tx_mb_s}) {
+      for (const auto* v :
+           {&s.temp_c, &s.mem_temp_c, &s.sm_clock_mhz, &s.mem_clock_mhz, &s.power_w,
+            &s.power_limit_w, &s.util_pct, &s.mem_util_pct, &s.pcie_rx_mb_s, &s.pcie_tx_mb_s}) {
         CheckValue(*v, "a sample value");
       }
       FUZZ_CHECK(!s.clock_events || (*s.clock_events & ~kKnownClockEvents) == 0,

@@ -26,8 +26,8 @@ struct Outcome {
   Run run;
 };
 
-Outcome ReadPq(const TextReader& reader, std::string_view data, std::optional<std::string> host_from_path,
-               size_t max_chunk) {
+Outcome ReadPq(const TextReader& reader, std::string_view data,
+               std::optional<std::string> host_from_path, size_t max_chunk) {
   Outcome o;
   RunBuilder builder;
   ReaderContext ctx;
@@ -56,28 +56,32 @@ void Check(const Outcome& o, uint64_t line_count, bool path_host) {
              run.network.port_counters.size());
   for (const IbPortCounters& c : run.network.port_counters) {
     FUZZ_CHECK(c.src.file == 0, "record names file {}", c.src.file);
-    FUZZ_CHECK(c.src.line >= 1 && c.src.line <= line_count, "record at line {} of {}", c.src.line, line_count);
+    FUZZ_CHECK(c.src.line >= 1 && c.src.line <= line_count, "record at line {} of {}", c.src.line,
+               line_count);
     FUZZ_CHECK(!c.host || !c.host->empty(), "empty host at line {}", c.src.line);
     FUZZ_CHECK(c.port >= 0 && c.port <= 255, "port {}", c.port);
     FUZZ_CHECK(!c.lid || (*c.lid >= 0 && *c.lid <= 0xFFFF), "lid {}", c.lid.value_or(0));
-    for (const auto* v : {&c.xmit_data_bytes, &c.rcv_data_bytes, &c.xmit_pkts, &c.rcv_pkts, &c.xmit_wait_ticks,
-                          &c.xmit_discards, &c.symbol_errors, &c.link_error_recoveries, &c.link_downed,
-                          &c.rcv_errors}) {
+    for (const auto* v : {&c.xmit_data_bytes, &c.rcv_data_bytes, &c.xmit_pkts, &c.rcv_pkts,
+                          &c.xmit_wait_ticks, &c.xmit_discards, &c.symbol_errors,
+                          &c.link_error_recoveries, &c.link_downed, &c.rcv_errors}) {
       FUZZ_CHECK(!*v || **v >= 0, "negative counter {} at line {}", v->value_or(0), c.src.line);
     }
-    FUZZ_CHECK(!c.xmit_data_bytes || *c.xmit_data_bytes % 4 == 0, "xmit bytes {}", c.xmit_data_bytes.value_or(0));
-    FUZZ_CHECK(!c.rcv_data_bytes || *c.rcv_data_bytes % 4 == 0, "rcv bytes {}", c.rcv_data_bytes.value_or(0));
+    FUZZ_CHECK(!c.xmit_data_bytes || *c.xmit_data_bytes % 4 == 0, "xmit bytes {}",
+               c.xmit_data_bytes.value_or(0));
+    FUZZ_CHECK(!c.rcv_data_bytes || *c.rcv_data_bytes % 4 == 0, "rcv bytes {}",
+               c.rcv_data_bytes.value_or(0));
     for (const std::string& s : c.saturated) {
-      FUZZ_CHECK(!(s == "PortXmitData" && c.xmit_data_bytes) && !(s == "PortXmitWait" && c.xmit_wait_ticks),
+      FUZZ_CHECK(!(s == "PortXmitData" && c.xmit_data_bytes) &&
+                     !(s == "PortXmitWait" && c.xmit_wait_ticks),
                  "{} saturated and kept", s);
     }
   }
   uint64_t no_host = run.diagnostics.count(DiagCode::kNetNoHost);
-  FUZZ_CHECK(no_host <= (path_host ? 0u : 1u), "{} network.no_host notes (host from path: {})", no_host,
-             path_host);
+  FUZZ_CHECK(no_host <= (path_host ? 0u : 1u), "{} network.no_host notes (host from path: {})",
+             no_host, path_host);
   for (const DiagExample& e : run.diagnostics.examples(DiagCode::kNetBadRecord)) {
-    FUZZ_CHECK(e.line >= 1 && e.line <= line_count, "network.bad_record at line {} of {}: {}", e.line,
-               line_count, e.message);
+    FUZZ_CHECK(e.line >= 1 && e.line <= line_count, "network.bad_record at line {} of {}: {}",
+               e.line, line_count, e.message);
   }
 }
 
@@ -101,7 +105,8 @@ LAGGARD_FUZZ_TARGET(perfquery) {
   if (long_lines) return 0;  // over-long lines are skipped: line counts differ
   Check(small, line_count, false);
   Check(hosted, line_count, true);
-  FUZZ_CHECK(small.taken == large.taken, "{} records in small chunks, {} in large ones", small.taken, large.taken);
+  FUZZ_CHECK(small.taken == large.taken, "{} records in small chunks, {} in large ones",
+             small.taken, large.taken);
   for (size_t c = 0; c < static_cast<size_t>(DiagCode::kCount); ++c) {
     auto code = static_cast<DiagCode>(c);
     FUZZ_CHECK(small.run.diagnostics.count(code) == large.run.diagnostics.count(code),

@@ -14,15 +14,15 @@
 // to ./fuzz_smoke-crash-<target>, which `fuzz_smoke TARGET FILE` (or the
 // libFuzzer binary) replays.
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
-#include <fcntl.h>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -98,17 +98,52 @@ class Rng {
   uint64_t state_;
 };
 
-constexpr char kBytes[] = {'\0', '\n', '\r', ',', ';', '\t', '"', '\'', '{', '}', '[', ']', ':',
-                           ' ',  '-',  '+',  '.', 'e', '0', '1', '5', '9', '#', '\\', '\x1f',
-                           '\x8b', '\x7f', '\xff', '\xfe', '\xc2', '\xb5'};
+constexpr char kBytes[] = {'\0',   '\n',   '\r',   ',',    ';',    '\t',   '"',   '\'',
+                           '{',    '}',    '[',    ']',    ':',    ' ',    '-',   '+',
+                           '.',    'e',    '0',    '1',    '5',    '9',    '#',   '\\',
+                           '\x1f', '\x8b', '\x7f', '\xff', '\xfe', '\xc2', '\xb5'};
 constexpr std::string_view kTokens[] = {
-    "rank", "step", "time", "iteration", " | ", "elapsed time per iteration (ms):",
-    "current time:", "ms", "us", "ns", "s", "sec", "\xc2\xb5s", "-1", "0", "4194304",
-    "4194305", "9223372036854775807", "-9223372036854775808", "18446744073709551616", "1e308",
-    "-1e308", "1e-400", "nan", "inf", "0x10", "2024-02-02T15:50:01.123+01:00", "1706860208.35",
-    "9999-12-31T23:59:59Z", "0000-01-01 00:00", "\"rank\":", "\"step\":", "\"duration\":",
-    "\"step_time_ms\":", "{\"rank\":1,\"step\":2,\"duration\":0.5}\n", "rank,step,duration\n",
-    "[rank3]: ", "\r\n", "\"\"", "\\u0000", "\\ud800",
+    "rank",
+    "step",
+    "time",
+    "iteration",
+    " | ",
+    "elapsed time per iteration (ms):",
+    "current time:",
+    "ms",
+    "us",
+    "ns",
+    "s",
+    "sec",
+    "\xc2\xb5s",
+    "-1",
+    "0",
+    "4194304",
+    "4194305",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "1e308",
+    "-1e308",
+    "1e-400",
+    "nan",
+    "inf",
+    "0x10",
+    "2024-02-02T15:50:01.123+01:00",
+    "1706860208.35",
+    "9999-12-31T23:59:59Z",
+    "0000-01-01 00:00",
+    "\"rank\":",
+    "\"step\":",
+    "\"duration\":",
+    "\"step_time_ms\":",
+    "{\"rank\":1,\"step\":2,\"duration\":0.5}\n",
+    "rank,step,duration\n",
+    "[rank3]: ",
+    "\r\n",
+    "\"\"",
+    "\\u0000",
+    "\\ud800",
 };
 
 std::string Mutate(const std::string& seed, const std::vector<std::string>& seeds, Rng& rng) {

@@ -26,13 +26,15 @@ void CheckReport(const agent::StepReport& r) {
   FUZZ_CHECK(r.phases.size() <= agent::kMaxPhases, "{} phases", r.phases.size());
   for (const auto& [name, d] : r.phases) {
     FUZZ_CHECK(!name.empty() && name.size() <= 32, "phase name '{}'", name);
-    for (char c : name) FUZZ_CHECK((c >= 'a' && c <= 'z') || IsDigit(c) || c == '_', "phase name '{}'", name);
+    for (char c : name)
+      FUZZ_CHECK((c >= 'a' && c <= 'z') || IsDigit(c) || c == '_', "phase name '{}'", name);
     FUZZ_CHECK(d >= 0, "phase {} duration {}", name, d);
   }
   if (r.host) {
     FUZZ_CHECK(!r.host->empty() && r.host->size() <= 255, "host '{}'", *r.host);
     for (char c : *r.host) {
-      FUZZ_CHECK(IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' || c == '_',
+      FUZZ_CHECK(IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
+                     c == '-' || c == '_',
                  "host '{}'", *r.host);
     }
   }
@@ -73,7 +75,8 @@ LAGGARD_FUZZ_TARGET(step_datagram) {
   uint64_t content = 0;
   for (std::string_view line : Split(input, '\n')) content += !Trim(line).empty();
   FUZZ_CHECK(sink.datagrams == 1, "{} datagrams counted", sink.datagrams);
-  FUZZ_CHECK(sink.steps + sink.bad == content, "{} lines, {} steps + {} bad", content, sink.steps, sink.bad);
+  FUZZ_CHECK(sink.steps + sink.bad == content, "{} lines, {} steps + {} bad", content, sink.steps,
+             sink.bad);
 
   // Each line alone, and the sysfs value parsers on it.
   for (std::string_view line : Split(exact.view(), '\n')) {
@@ -82,7 +85,8 @@ LAGGARD_FUZZ_TARGET(step_datagram) {
     std::string why;
     agent::LineKind kind = agent::ParseStepLine(line, r, bad, why);
     if (kind == agent::LineKind::kStep) CheckReport(r);
-    if (kind == agent::LineKind::kBad) FUZZ_CHECK(bad < agent::BadLine::kCount && !why.empty(), "bad without reason");
+    if (kind == agent::LineKind::kBad)
+      FUZZ_CHECK(bad < agent::BadLine::kCount && !why.empty(), "bad without reason");
     double gbps = -1;
     std::optional<int32_t> width;
     if (agent::ParseIbRate(line, gbps, width)) FUZZ_CHECK(gbps >= 0, "rate {}", gbps);

@@ -16,9 +16,9 @@
 namespace laggard::fuzz {
 namespace {
 
-void ReadAndCheck(const TextReader& reader, const std::vector<std::unique_ptr<LineMatcher>>& matchers,
-                  std::string_view input, std::optional<int32_t> rank_from_path,
-                  size_t max_chunk) {
+void ReadAndCheck(const TextReader& reader,
+                  const std::vector<std::unique_ptr<LineMatcher>>& matchers, std::string_view input,
+                  std::optional<int32_t> rank_from_path, size_t max_chunk) {
   ReaderOutcome o = ReadInMemory(reader, input, rank_from_path, max_chunk);
   CheckRunInvariants(o.run);
   FUZZ_CHECK(o.bytes_read == input.size(), "reader stopped after {} of {} bytes", o.bytes_read,

@@ -20,8 +20,8 @@
 namespace laggard::fuzz {
 namespace {
 
-constexpr TimeUnit kUnits[] = {TimeUnit::kSeconds, TimeUnit::kMilliseconds,
-                               TimeUnit::kMicroseconds, TimeUnit::kNanoseconds};
+constexpr TimeUnit kUnits[] = {TimeUnit::kSeconds, TimeUnit::kMilliseconds, TimeUnit::kMicroseconds,
+                               TimeUnit::kNanoseconds};
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
@@ -76,8 +76,8 @@ LAGGARD_FUZZ_TARGET(time_parsers) {
   std::string formatted = FormatTimestamp(instant);
   auto back = ParseTimestamp(formatted);
   int64_t want = FloorDiv(instant, 1'000'000) * 1'000'000;
-  FUZZ_CHECK(back == want, "FormatTimestamp({}) = \"{}\" parses as {}, want {}", instant,
-             formatted, back.value_or(-1), want);
+  FUZZ_CHECK(back == want, "FormatTimestamp({}) = \"{}\" parses as {}, want {}", instant, formatted,
+             back.value_or(-1), want);
 
   // Any instant can be formatted, the extremes included.
   FormatTimestamp(INT64_MIN + static_cast<int64_t>(h % 10'000'000'000));

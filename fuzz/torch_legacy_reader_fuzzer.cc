@@ -94,8 +94,8 @@ void CheckPrefix(const TraceOutcome& whole, const TraceOutcome& cut, size_t at, 
   }
   for (const CollectiveCall& coll : c->collectives) {
     FUZZ_CHECK(whole_ops.count({coll.start_ns, coll.dur_ns, cut.run.names.Get(coll.kernel)}) > 0,
-               "cut at byte {} of {} gives a collective {} at {} ns that is no op of the whole",
-               at, size, cut.run.names.Get(coll.kernel), coll.start_ns);
+               "cut at byte {} of {} gives a collective {} at {} ns that is no op of the whole", at,
+               size, cut.run.names.Get(coll.kernel), coll.start_ns);
   }
   FUZZ_CHECK(IsSubMultiset(SortedOpKeys(cut.run), SortedOpKeys(whole.run)),
              "cut at byte {} of {} gives ops the whole does not have", at, size);

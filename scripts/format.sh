@@ -13,11 +13,13 @@ mapfile -t files < <(git ls-files -- 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.
   'bench/*.cc' 'bench/*.h' 'fuzz/*.cc' 'fuzz/*.h' 2>/dev/null || \
   find src tests bench fuzz \( -name '*.cc' -o -name '*.h' \))
 if [ "${1:-}" = --check ]; then
-  bad=0
-  for f in "${files[@]}"; do
-    if ! clang-format --style=file "$f" | cmp -s - "$f"; then echo "format: $f differs"; bad=1; fi
-  done
-  [ $bad -eq 0 ] && echo "format: ${#files[@]} files as .clang-format says"
-  exit $bad
+  # One clang-format process for every file (one per file took 40 s here).
+  if out=$(clang-format --style=file --dry-run -Werror "${files[@]}" 2>&1); then
+    echo "format: ${#files[@]} files as .clang-format says"
+    exit 0
+  fi
+  printf '%s\n' "$out" | sed -n 's/^\([^: ]*\):[0-9]*:[0-9]*: error:.*/format: \1 differs/p' | sort -u
+  echo "format: run scripts/format.sh to rewrite them"
+  exit 1
 fi
 clang-format --style=file -i "${files[@]}"

@@ -99,7 +99,7 @@ inline HttpResult Get(int port, const std::string& path, int timeout_ms = 5000,
 }
 
 struct ConcurrentResult {
-  int ok = 0;       // status 200 and the body contains `marker`
+  int ok = 0;  // status 200 and the body contains `marker`
   int failed = 0;
   double seconds = 0;
   double max_latency_s = 0;
@@ -125,7 +125,8 @@ inline ConcurrentResult GetConcurrently(int port, const std::string& path, int n
     if (c.fd < 0) {
       c.done = true;
       ++res.failed;
-      if (res.first_error.empty()) res.first_error = "connect failed: errno " + std::to_string(errno);
+      if (res.first_error.empty())
+        res.first_error = "connect failed: errno " + std::to_string(errno);
     } else {
       ++open;
     }

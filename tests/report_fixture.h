@@ -1,8 +1,8 @@
 // A diagnosed, simulated run for the report tests (HTML page, merged trace):
-// 16 ranks (or FixtureOptions::ranks) on 8-GPU nodes, 200 steps of 0.8 s, rank 5 (node-00 GPU 5) computing
-// 21% slower from step 60; optionally torch.profiler traces of steps
-// 150-152 with host clocks up to 4 ms apart, and GPU samples every second
-// in which rank 5's GPU runs hot and slow from its onset.
+// 16 ranks (or FixtureOptions::ranks) on 8-GPU nodes, 200 steps of 0.8 s, rank 5 (node-00 GPU 5)
+// computing 21% slower from step 60; optionally torch.profiler traces of steps 150-152 with host
+// clocks up to 4 ms apart, and GPU samples every second in which rank 5's GPU runs hot and slow
+// from its onset.
 
 #ifndef LAGGARD_TESTS_REPORT_FIXTURE_H_
 #define LAGGARD_TESTS_REPORT_FIXTURE_H_
@@ -75,7 +75,8 @@ inline void AddGpuSamples(Run& run, int ranks) {
   }
 }
 
-inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir, const FixtureOptions& o = {}) {
+inline std::unique_ptr<Diagnosed> SimulatedRun(const std::string& dir,
+                                               const FixtureOptions& o = {}) {
   std::vector<std::string> paths;
   if (o.step_logs) {
     sim::StepLogScenario sc;

@@ -71,8 +71,8 @@ inline std::string ReadFile(const std::string& path) {
 
 // Ingests `paths` with the standard readers (and `step_pattern`, if any).
 inline laggard::Run IngestPaths(const std::vector<std::string>& paths,
-                       std::optional<std::string> step_pattern = std::nullopt,
-                       std::optional<std::string> rank_from = std::nullopt) {
+                                std::optional<std::string> step_pattern = std::nullopt,
+                                std::optional<std::string> rank_from = std::nullopt) {
   auto readers = MakeDefaultTextReaders(step_pattern);
   EXPECT_TRUE(readers.ok()) << readers.status().message();
   IngestOptions options;

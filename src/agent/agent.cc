@@ -95,11 +95,13 @@ JsonLine GpuLine(std::string_view record, const GpuSnapshot& g, TimeNs t, const 
 
 std::string IbStateText(const IbPortSample& p) {
   return fmt::format("{}|{}|{}|{}", p.state.value_or(""), p.phys_state.value_or(""),
-                     p.rate_gbps ? JsonNumber(*p.rate_gbps) : "", p.width ? std::to_string(*p.width) : "");
+                     p.rate_gbps ? JsonNumber(*p.rate_gbps) : "",
+                     p.width ? std::to_string(*p.width) : "");
 }
 
 std::string NetStateText(const NetIfSample& n) {
-  return fmt::format("{}|{}", n.speed_mbps ? std::to_string(*n.speed_mbps) : "", n.operstate.value_or(""));
+  return fmt::format("{}|{}", n.speed_mbps ? std::to_string(*n.speed_mbps) : "",
+                     n.operstate.value_or(""));
 }
 
 }  // namespace
@@ -122,8 +124,11 @@ std::optional<DurationNs> ParseDurationFlag(std::string_view text) {
 
 Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, std::string backend_note,
              const Clock& clock)
-    : o_(std::move(options)), backend_(std::move(backend)), backend_note_(std::move(backend_note)),
-      clock_(clock), started_ns_(clock.Now()) {
+    : o_(std::move(options)),
+      backend_(std::move(backend)),
+      backend_note_(std::move(backend_note)),
+      clock_(clock),
+      started_ns_(clock.Now()) {
   if (backend_) sampler_ = std::make_unique<GpuSampler>(*backend_);
   if (o_.sysfs_root) sysfs_.emplace(*o_.sysfs_root);
 }
@@ -200,8 +205,9 @@ void Agent::SampleOnce() {
   if (sysfs_) links = sysfs_->Read();
   LogHardware(gpus, links, now);
   FlushLogs();
-  DurationNs took = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - t0).count();
+  DurationNs took =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::lock_guard<std::mutex> lock(mu_);
   counters_.sysfs_parse_errors += links.parse_errors;
   gpus_ = std::move(gpus);
@@ -237,7 +243,8 @@ void Agent::LogHardware(const std::vector<GpuSnapshot>& gpus, const HostLinks& l
   if (!hw_log_) return;
   std::lock_guard<std::mutex> lock(log_mu_);
   std::vector<bool> was_lost(gpus.size(), false);
-  for (size_t i = 0; i < gpus.size() && i < logged_gpus_.size(); ++i) was_lost[i] = logged_gpus_[i].lost;
+  for (size_t i = 0; i < gpus.size() && i < logged_gpus_.size(); ++i)
+    was_lost[i] = logged_gpus_[i].lost;
   logged_gpus_ = gpus;
   if (!gpu_info_logged_ && !gpus.empty()) {
     for (const std::string& l : GpuInfoLines(now)) hw_log_->Append(l);
@@ -254,7 +261,8 @@ void Agent::LogHardware(const std::vector<GpuSnapshot>& gpus, const HostLinks& l
     if (auto n = g.nvlinks_active()) line.Num("nvlink_up", *n);
     hw_log_->Append(line.Done());
     for (uint64_t xid : g.new_xids) {
-      hw_log_->Append(GpuLine("gpu_xid", g, now, o_.host).Num("xid", static_cast<double>(xid)).Done());
+      hw_log_->Append(
+          GpuLine("gpu_xid", g, now, o_.host).Num("xid", static_cast<double>(xid)).Done());
     }
   }
   bool periodic = now - links_logged_ns_ >= o_.link_log_interval_ns;
@@ -331,7 +339,8 @@ void Agent::OnStep(const StepReport& report, StepSource source) {
     auto it = ranks_.find(report.rank);
     if (it == ranks_.end()) {
       if (ranks_.size() >= o_.max_ranks) {
-        ++counters_.bad_lines[static_cast<size_t>(BadLine::kTooManyRanks)][static_cast<size_t>(source)];
+        ++counters_
+              .bad_lines[static_cast<size_t>(BadLine::kTooManyRanks)][static_cast<size_t>(source)];
         ++version_;
         return;
       }
@@ -357,10 +366,10 @@ void Agent::OnStep(const StepReport& report, StepSource source) {
   // A line of the JSONL step format (ingest/common/field_names.h): "timestamp" is the
   // step's start; phases get a "phase_" prefix so no phase name can collide
   // with a step field.
-  std::string line = fmt::format("{{\"rank\":{},\"step\":{},\"step_time_s\":{},\"timestamp\":{},\"host\":{}",
-                                 report.rank, report.step,
-                                 JsonNumber(static_cast<double>(report.duration_ns) / 1e9),
-                                 JsonString(FormatTimestamp(end - report.duration_ns)), JsonString(o_.host));
+  std::string line = fmt::format(
+      "{{\"rank\":{},\"step\":{},\"step_time_s\":{},\"timestamp\":{},\"host\":{}", report.rank,
+      report.step, JsonNumber(static_cast<double>(report.duration_ns) / 1e9),
+      JsonString(FormatTimestamp(end - report.duration_ns)), JsonString(o_.host));
   if (report.gpu) line += fmt::format(",\"gpu\":{}", *report.gpu);
   if (o_.job) line += ",\"job\":" + JsonString(*o_.job);
   for (const auto& [phase, d] : report.phases) {
@@ -421,8 +430,9 @@ HttpResponse Agent::Health() {
       "{{\"status\":{},\"host\":{},\"gpu_backend\":{},\"gpu_backend_note\":{},\"gpus\":{},"
       "\"gpus_lost\":{},\"samples\":{},\"last_sample_age_s\":{},\"ranks\":{}}}\n",
       JsonString(stalled ? "stalled" : "ok"), JsonString(o_.host),
-      JsonString(backend_ ? backend_->kind() : "none"), JsonString(backend_note_), gpus_.size(), lost,
-      counters_.samples, counters_.samples > 0 ? JsonNumber(static_cast<double>(now - last) / 1e9) : "null",
+      JsonString(backend_ ? backend_->kind() : "none"), JsonString(backend_note_), gpus_.size(),
+      lost, counters_.samples,
+      counters_.samples > 0 ? JsonNumber(static_cast<double>(now - last) / 1e9) : "null",
       ranks_.size());
   return r;
 }

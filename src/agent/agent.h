@@ -46,13 +46,13 @@ namespace laggard::agent {
 
 struct AgentOptions {
   std::string listen = "127.0.0.1:9400";
-  DurationNs interval_ns = 1'000'000'000;  // 100 ms (10 Hz) .. 1 h
-  IntakeOptions intake;                    // CLI default: UDP 127.0.0.1:9401
-  std::optional<std::string> log_dir;      // no rolling log when unset
-  uint64_t log_max_bytes = 64ull << 20;    // per file
-  int log_files = 5;                       // per log, the current one included
+  DurationNs interval_ns = 1'000'000'000;       // 100 ms (10 Hz) .. 1 h
+  IntakeOptions intake;                         // CLI default: UDP 127.0.0.1:9401
+  std::optional<std::string> log_dir;           // no rolling log when unset
+  uint64_t log_max_bytes = 64ull << 20;         // per file
+  int log_files = 5;                            // per log, the current one included
   std::optional<std::string> sysfs_root = "/";  // nullopt: do not read sysfs
-  std::string host;                        // label and log host
+  std::string host;                             // label and log host
   std::optional<std::string> job;
   DurationNs rank_ttl_ns = 600'000'000'000;  // forget ranks silent this long
   size_t max_ranks = 4096;

@@ -39,16 +39,16 @@ FakeField FakePiecewise(std::vector<FakeSegment> segments) {
 }
 
 FakeGpuBackend::FakeGpuBackend(std::vector<FakeGpu> gpus, const Clock& clock)
-    : gpus_(std::move(gpus)), xid_polled_s_(gpus_.size(), -1e300), clock_(clock),
+    : gpus_(std::move(gpus)),
+      xid_polled_s_(gpus_.size(), -1e300),
+      clock_(clock),
       start_(clock.Now()) {
   for (size_t i = 0; i < gpus_.size(); ++i) {
     if (!gpus_[i].uuid) gpus_[i].uuid = fmt::format("GPU-fake-0000-{}", i);
   }
 }
 
-double FakeGpuBackend::Elapsed() const {
-  return static_cast<double>(clock_.Now() - start_) / 1e9;
-}
+double FakeGpuBackend::Elapsed() const { return static_cast<double>(clock_.Now() - start_) / 1e9; }
 
 int FakeGpuBackend::Gate(unsigned gpu) {
   ++calls_;
@@ -115,12 +115,15 @@ Status ParseField(const json& spec, const std::string& where, FakeField& out) {
   }
   if (spec.is_string()) {
     auto code = NvmlErrorFromName(spec.get<std::string>());
-    if (!code) return Status::Error(fmt::format("{}: unknown NVML error '{}'", where, spec.get<std::string>()));
+    if (!code)
+      return Status::Error(
+          fmt::format("{}: unknown NVML error '{}'", where, spec.get<std::string>()));
     out = FakeError(*code);
     return Status::Ok();
   }
   if (!spec.is_array()) {
-    return Status::Error(fmt::format("{}: expected a number, an error name or a list of segments", where));
+    return Status::Error(
+        fmt::format("{}: expected a number, an error name or a list of segments", where));
   }
   std::vector<FakeSegment> segs;
   for (size_t i = 0; i < spec.size(); ++i) {
@@ -132,14 +135,15 @@ Status ParseField(const json& spec, const std::string& where, FakeField& out) {
     FakeSegment seg;
     seg.from_s = s["from_s"].get<double>();
     if (s.contains("error")) {
-      auto code = s["error"].is_string() ? NvmlErrorFromName(s["error"].get<std::string>())
-                                         : std::nullopt;
+      auto code =
+          s["error"].is_string() ? NvmlErrorFromName(s["error"].get<std::string>()) : std::nullopt;
       if (!code) return Status::Error(fmt::format("{}: unknown NVML error", at));
       seg.code = *code;
     } else if (s.contains("value") && s["value"].is_number()) {
       seg.value = s["value"].get<double>();
       if (s.contains("to_value")) {
-        if (!s["to_value"].is_number()) return Status::Error(fmt::format("{}: to_value must be a number", at));
+        if (!s["to_value"].is_number())
+          return Status::Error(fmt::format("{}: to_value must be a number", at));
         seg.to_value = s["to_value"].get<double>();
       }
     } else {
@@ -158,7 +162,8 @@ Status ParseGpu(const json& g, size_t index, FakeGpu& out) {
                            {"bus_id", &out.bus_id},
                            {"name", &out.name}}) {
     if (!g.contains(key)) continue;
-    if (!g[key].is_string()) return Status::Error(fmt::format("{}.{}: expected a string", where, key));
+    if (!g[key].is_string())
+      return Status::Error(fmt::format("{}.{}: expected a string", where, key));
     *slot = g[key].get<std::string>();
   }
   if (g.contains("fields")) {
@@ -167,7 +172,8 @@ Status ParseGpu(const json& g, size_t index, FakeGpu& out) {
       auto field = GpuFieldFromName(name);
       if (!field) return Status::Error(fmt::format("{}.fields: unknown field '{}'", where, name));
       FakeField f;
-      if (Status st = ParseField(spec, fmt::format("{}.fields.{}", where, name), f); !st.ok()) return st;
+      if (Status st = ParseField(spec, fmt::format("{}.fields.{}", where, name), f); !st.ok())
+        return st;
       out.fields[*field] = std::move(f);
     }
   }
@@ -188,7 +194,8 @@ Status ParseGpu(const json& g, size_t index, FakeGpu& out) {
   if (!delay.ok()) return delay.status();
   out.delay_ms = static_cast<int>(delay->value_or(0));
   if (g.contains("xid_events")) {
-    if (!g["xid_events"].is_boolean()) return Status::Error(where + ".xid_events: expected true or false");
+    if (!g["xid_events"].is_boolean())
+      return Status::Error(where + ".xid_events: expected true or false");
     out.xid_events = g["xid_events"].get<bool>();
   }
   if (g.contains("nvlink_down")) {

@@ -70,8 +70,8 @@ struct FakeGpu {
   std::map<GpuField, FakeField> fields;
   unsigned nvlinks = 0;
   std::vector<std::pair<unsigned, double>> nvlink_down;  // (link, from_s)
-  bool xid_events = true;  // false: PollXids answers NOT_SUPPORTED
-  std::vector<std::pair<double, uint64_t>> xids;        // (at_s, xid)
+  bool xid_events = true;                                // false: PollXids answers NOT_SUPPORTED
+  std::vector<std::pair<double, uint64_t>> xids;         // (at_s, xid)
   std::optional<double> lost_from_s;
   int delay_ms = 0;
 };

@@ -52,8 +52,7 @@ void GpuSampler::SampleOne(unsigned gpu, TimeNs now) {
     int rc = backend_.ReadText(gpu, kTexts[t].first, value);
     if (!Check(s, kTexts[t].second, rc)) return lost();
     if (rc == kNvmlSuccess) {
-      std::optional<std::string>& slot =
-          t == 0 ? s.uuid : (t == 1 ? s.bus_id : s.name);
+      std::optional<std::string>& slot = t == 0 ? s.uuid : (t == 1 ? s.bus_id : s.name);
       slot = std::move(value);
     }
     c.text_done[t] = rc == kNvmlSuccess || NvmlFieldAbsent(rc);

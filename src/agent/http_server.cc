@@ -134,8 +134,8 @@ class ConnectionThreads final : public httplib::TaskQueue {
     for (;;) {
       if (jobs_.empty()) {
         ++idle_;
-        bool woke = cv_.wait_for(lock, std::chrono::seconds(2),
-                                 [&] { return stop_ || !jobs_.empty(); });
+        bool woke =
+            cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stop_ || !jobs_.empty(); });
         --idle_;
         if (!woke || jobs_.empty()) break;
       }
@@ -248,11 +248,12 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::Get(const std::string& path, Handler handler) {
-  impl_->server.Get(path, [h = std::move(handler)](const httplib::Request&, httplib::Response& res) {
-    HttpResponse r = h();
-    res.status = r.status;
-    res.set_content(std::move(r.body), r.content_type.c_str());
-  });
+  impl_->server.Get(path,
+                    [h = std::move(handler)](const httplib::Request&, httplib::Response& res) {
+                      HttpResponse r = h();
+                      res.status = r.status;
+                      res.set_content(std::move(r.body), r.content_type.c_str());
+                    });
 }
 
 Status HttpServer::Listen(const std::string& host_port) {
@@ -266,7 +267,8 @@ Status HttpServer::Listen(const std::string& host_port) {
     if (port_ <= 0) return Status::Error(fmt::format("--listen {}: cannot bind", host_port));
   } else {
     if (!impl_->server.bind_to_port(host, port)) {
-      return Status::Error(fmt::format("--listen {}: cannot bind (address in use or not local?)", host_port));
+      return Status::Error(
+          fmt::format("--listen {}: cannot bind (address in use or not local?)", host_port));
     }
     port_ = port;
   }

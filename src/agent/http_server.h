@@ -43,12 +43,12 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
 
-  static constexpr int kHeadTimeoutMs = 1000;       // the request head must arrive by then
-  static constexpr int kHeadGraceMs = 100;          // a head later than this counts as slow
-  static constexpr int kIoTimeoutMs = 5000;         // each read or write of a request served
-  static constexpr int kMaxWaitingPerClient = 32;   // connections of one address awaiting a head
-  static constexpr size_t kMaxWaitingThreads = 512; // threads beyond `threads` for waiting heads
-  static constexpr size_t kMaxHeadBytes = 8192;     // a longer head is refused
+  static constexpr int kHeadTimeoutMs = 1000;        // the request head must arrive by then
+  static constexpr int kHeadGraceMs = 100;           // a head later than this counts as slow
+  static constexpr int kIoTimeoutMs = 5000;          // each read or write of a request served
+  static constexpr int kMaxWaitingPerClient = 32;    // connections of one address awaiting a head
+  static constexpr size_t kMaxWaitingThreads = 512;  // threads beyond `threads` for waiting heads
+  static constexpr size_t kMaxHeadBytes = 8192;      // a longer head is refused
   static constexpr size_t kKeepAliveRequests = 100;
 
   explicit HttpServer(int threads);

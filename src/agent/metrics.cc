@@ -26,7 +26,8 @@ constexpr GpuMetric kGpuMetrics[] = {
     {GpuField::kSmClockMhz, "laggard_gpu_sm_clock_mhz", "Current SM clock."},
     {GpuField::kSmClockMaxMhz, "laggard_gpu_sm_clock_max_mhz", "Maximum SM clock of the GPU."},
     {GpuField::kMemClockMhz, "laggard_gpu_mem_clock_mhz", "Current memory clock."},
-    {GpuField::kMemClockMaxMhz, "laggard_gpu_mem_clock_max_mhz", "Maximum memory clock of the GPU."},
+    {GpuField::kMemClockMaxMhz, "laggard_gpu_mem_clock_max_mhz",
+     "Maximum memory clock of the GPU."},
     {GpuField::kPowerW, "laggard_gpu_power_watts", "Power draw."},
     {GpuField::kPowerLimitW, "laggard_gpu_power_limit_watts",
      "Enforced power limit (after every limiter, e.g. nvidia-smi -pl)."},
@@ -37,9 +38,11 @@ constexpr GpuMetric kGpuMetrics[] = {
     {GpuField::kMemUtilPct, "laggard_gpu_mem_utilization_percent",
      "Percent of the last sample period during which device memory was read or written."},
     {GpuField::kPcieGen, "laggard_gpu_pcie_link_gen", "Current PCIe link generation."},
-    {GpuField::kPcieGenMax, "laggard_gpu_pcie_link_gen_max", "Maximum PCIe link generation of the GPU and system."},
+    {GpuField::kPcieGenMax, "laggard_gpu_pcie_link_gen_max",
+     "Maximum PCIe link generation of the GPU and system."},
     {GpuField::kPcieWidth, "laggard_gpu_pcie_link_width", "Current PCIe link width (lanes)."},
-    {GpuField::kPcieWidthMax, "laggard_gpu_pcie_link_width_max", "Maximum PCIe link width (lanes)."},
+    {GpuField::kPcieWidthMax, "laggard_gpu_pcie_link_width_max",
+     "Maximum PCIe link width (lanes)."},
     {GpuField::kPcieTxKbS, "laggard_gpu_pcie_tx_kilobytes_per_second",
      "PCIe transmit throughput over NVML's 20 ms window, KB/s."},
     {GpuField::kPcieRxKbS, "laggard_gpu_pcie_rx_kilobytes_per_second",
@@ -162,7 +165,8 @@ class MetricsRenderer {
     l.emplace_back("rank", std::to_string(r.rank));
     if (r.gpu) {
       l.emplace_back("gpu", std::to_string(*r.gpu));
-      if (*r.gpu >= 0 && static_cast<size_t>(*r.gpu) < gpus_.size() && gpus_[static_cast<size_t>(*r.gpu)].uuid) {
+      if (*r.gpu >= 0 && static_cast<size_t>(*r.gpu) < gpus_.size() &&
+          gpus_[static_cast<size_t>(*r.gpu)].uuid) {
         l.emplace_back("uuid", *gpus_[static_cast<size_t>(*r.gpu)].uuid);
       }
     }
@@ -173,7 +177,8 @@ class MetricsRenderer {
   // A family whose samples `emit` writes; dropped, header and all, when it
   // writes none. Returns whether the family was kept.
   template <typename Emit>
-  bool OptionalFamily(std::string_view name, std::string_view type, std::string_view help, Emit&& emit) {
+  bool OptionalFamily(std::string_view name, std::string_view type, std::string_view help,
+                      Emit&& emit) {
     size_t mark = w_.text().size();
     w_.Family(name, type, help);
     size_t header_end = w_.text().size();
@@ -191,13 +196,15 @@ class MetricsRenderer {
   }
   // A family with one sample per rank, `value(rank)`.
   template <typename Value>
-  void RankFamily(std::string_view name, std::string_view type, std::string_view help, Value&& value) {
+  void RankFamily(std::string_view name, std::string_view type, std::string_view help,
+                  Value&& value) {
     w_.Family(name, type, help);
     for (const RankSteps& r : ranks_) w_.Sample(name, RankLabels(r), value(r));
   }
   // A family with one sample per IB port, `value(port)`, for the ports that have it.
   template <typename Value>
-  void PortFamily(std::string_view name, std::string_view type, std::string_view help, Value&& value) {
+  void PortFamily(std::string_view name, std::string_view type, std::string_view help,
+                  Value&& value) {
     w_.Family(name, type, help);
     for (const IbPortSample& p : links_.ib_ports) {
       if (std::optional<double> v = value(p)) w_.Sample(name, PortLabels(p), *v);
@@ -218,21 +225,27 @@ class MetricsRenderer {
     }
   }
   // A counter per rolling log.
-  void PerLog(std::string_view name, std::string_view help, const std::map<std::string, uint64_t>& counts) {
+  void PerLog(std::string_view name, std::string_view help,
+              const std::map<std::string, uint64_t>& counts) {
     w_.Family(name, "counter", help);
-    for (const auto& [log, v] : counts) w_.Sample(name, With({{"log", log}}), static_cast<double>(v));
+    for (const auto& [log, v] : counts)
+      w_.Sample(name, With({{"log", log}}), static_cast<double>(v));
   }
 
   void AgentHealth() {
     w_.Family("laggard_agent_info", "gauge", "Constant 1; the agent's version and GPU backend.");
-    w_.Sample("laggard_agent_info", With({{"version", in_.version}, {"gpu_backend", in_.gpu_backend}}), 1);
+    w_.Sample("laggard_agent_info",
+              With({{"version", in_.version}, {"gpu_backend", in_.gpu_backend}}), 1);
     w_.Family("laggard_agent_gpus", "gauge", "GPUs the backend reports.");
     w_.Sample("laggard_agent_gpus", base_, static_cast<double>(gpus_.size()));
-    w_.Family("laggard_agent_samples_total", "counter", "Sampling rounds done (GPUs and host links).");
+    w_.Family("laggard_agent_samples_total", "counter",
+              "Sampling rounds done (GPUs and host links).");
     w_.Sample("laggard_agent_samples_total", base_, static_cast<double>(c_.samples));
     if (c_.samples > 0) {
-      w_.Family("laggard_agent_sample_duration_seconds", "gauge", "Duration of the last sampling round.");
-      w_.Sample("laggard_agent_sample_duration_seconds", base_, ToSeconds(c_.last_sample_duration_ns));
+      w_.Family("laggard_agent_sample_duration_seconds", "gauge",
+                "Duration of the last sampling round.");
+      w_.Sample("laggard_agent_sample_duration_seconds", base_,
+                ToSeconds(c_.last_sample_duration_ns));
       w_.Family("laggard_agent_last_sample_timestamp_seconds", "gauge",
                 "Unix time of the last sampling round.");
       w_.Sample("laggard_agent_last_sample_timestamp_seconds", base_, ToSeconds(c_.last_sample_ns));
@@ -240,10 +253,12 @@ class MetricsRenderer {
   }
 
   void AgentIntake() {
-    PerSource("laggard_agent_step_datagrams_total", "Step datagrams received, by transport.", c_.datagrams);
+    PerSource("laggard_agent_step_datagrams_total", "Step datagrams received, by transport.",
+              c_.datagrams);
     PerSource("laggard_agent_step_reports_total", "Step reports accepted, by transport.", c_.steps);
-    w_.Family("laggard_agent_step_lines_bad_total", "counter",
-              "Step lines refused, by reason and transport (see docs/agent.md for the line format).");
+    w_.Family(
+        "laggard_agent_step_lines_bad_total", "counter",
+        "Step lines refused, by reason and transport (see docs/agent.md for the line format).");
     for (size_t b = 0; b < c_.bad_lines.size(); ++b) {
       for (size_t s = 0; s < c_.bad_lines[b].size(); ++s) {
         w_.Sample("laggard_agent_step_lines_bad_total",
@@ -257,14 +272,15 @@ class MetricsRenderer {
     w_.Sample("laggard_agent_ranks_expired_total", base_, static_cast<double>(c_.ranks_expired));
     w_.Family("laggard_agent_sysfs_parse_errors_total", "counter",
               "sysfs attributes with unexpected contents.");
-    w_.Sample("laggard_agent_sysfs_parse_errors_total", base_, static_cast<double>(c_.sysfs_parse_errors));
+    w_.Sample("laggard_agent_sysfs_parse_errors_total", base_,
+              static_cast<double>(c_.sysfs_parse_errors));
   }
 
   void AgentLogs() {
     if (c_.log_bytes.empty()) return;
     PerLog("laggard_agent_log_bytes_total", "Bytes written to the rolling logs.", c_.log_bytes);
-    PerLog("laggard_agent_log_write_errors_total", "Rolling-log writes that failed (the line was dropped).",
-           c_.log_write_errors);
+    PerLog("laggard_agent_log_write_errors_total",
+           "Rolling-log writes that failed (the line was dropped).", c_.log_write_errors);
     PerLog("laggard_agent_log_rotations_total", "Rolling-log rotations.", c_.log_rotations);
   }
 
@@ -276,26 +292,28 @@ class MetricsRenderer {
                 if (g.bus_id) extra.emplace_back("bus_id", *g.bus_id);
                 w_.Sample("laggard_gpu_info", GpuLabels(g, std::move(extra)), 1);
               });
-    GpuFamily("laggard_gpu_lost", "gauge",
-              "1 when NVML reports the GPU lost (GPU_IS_LOST: fallen off the bus); its other "
-              "metrics are absent meanwhile.",
-              [&](const GpuSnapshot& g) { w_.Sample("laggard_gpu_lost", GpuLabels(g), g.lost ? 1 : 0); });
+    GpuFamily(
+        "laggard_gpu_lost", "gauge",
+        "1 when NVML reports the GPU lost (GPU_IS_LOST: fallen off the bus); its other "
+        "metrics are absent meanwhile.",
+        [&](const GpuSnapshot& g) { w_.Sample("laggard_gpu_lost", GpuLabels(g), g.lost ? 1 : 0); });
     for (const GpuMetric& m : kGpuMetrics) {
       GpuFamily(m.name, "gauge", m.help, [&](const GpuSnapshot& g) {
         if (auto v = g[m.field]) w_.Sample(m.name, GpuLabels(g), *v);
       });
     }
-    GpuFamily("laggard_gpu_clock_event_active", "gauge",
-              "1 when the clock-event (throttle) reason is active, 0 when not; one series per reason.",
-              [&](const GpuSnapshot& g) {
-                auto v = g[GpuField::kClockEvents];
-                if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
-                uint64_t bits = static_cast<uint64_t>(*v);
-                for (auto [bit, name] : ClockEventBits()) {
-                  w_.Sample("laggard_gpu_clock_event_active", GpuLabels(g, {{"reason", std::string(name)}}),
-                            (bits & bit) != 0 ? 1 : 0);
-                }
-              });
+    GpuFamily(
+        "laggard_gpu_clock_event_active", "gauge",
+        "1 when the clock-event (throttle) reason is active, 0 when not; one series per reason.",
+        [&](const GpuSnapshot& g) {
+          auto v = g[GpuField::kClockEvents];
+          if (!v || !(*v >= 0 && *v < 1.8e19)) return;  // a bitmask; anything else is not one
+          uint64_t bits = static_cast<uint64_t>(*v);
+          for (auto [bit, name] : ClockEventBits()) {
+            w_.Sample("laggard_gpu_clock_event_active",
+                      GpuLabels(g, {{"reason", std::string(name)}}), (bits & bit) != 0 ? 1 : 0);
+          }
+        });
     GpuNvlinks();
     GpuEvents();
   }
@@ -303,54 +321,62 @@ class MetricsRenderer {
   void GpuNvlinks() {
     GpuFamily("laggard_gpu_nvlinks_active", "gauge", "NVLinks of the GPU that are active.",
               [&](const GpuSnapshot& g) {
-                if (auto n = g.nvlinks_active()) w_.Sample("laggard_gpu_nvlinks_active", GpuLabels(g), *n);
+                if (auto n = g.nvlinks_active())
+                  w_.Sample("laggard_gpu_nvlinks_active", GpuLabels(g), *n);
               });
     GpuFamily("laggard_gpu_nvlinks", "gauge", "NVLinks the GPU has.", [&](const GpuSnapshot& g) {
-      if (g.nvlinks_known) w_.Sample("laggard_gpu_nvlinks", GpuLabels(g), static_cast<double>(g.nvlinks.size()));
+      if (g.nvlinks_known)
+        w_.Sample("laggard_gpu_nvlinks", GpuLabels(g), static_cast<double>(g.nvlinks.size()));
     });
     GpuFamily("laggard_gpu_nvlink_link_active", "gauge", "1 when the NVLink is active, per link.",
               [&](const GpuSnapshot& g) {
                 for (size_t l = 0; l < g.nvlinks.size(); ++l) {
-                  w_.Sample("laggard_gpu_nvlink_link_active", GpuLabels(g, {{"link", std::to_string(l)}}),
-                            g.nvlinks[l] ? 1 : 0);
+                  w_.Sample("laggard_gpu_nvlink_link_active",
+                            GpuLabels(g, {{"link", std::to_string(l)}}), g.nvlinks[l] ? 1 : 0);
                 }
               });
   }
 
   void GpuEvents() {
-    GpuFamily("laggard_gpu_xid_events_total", "counter", "XID events seen since the agent started, by XID.",
-              [&](const GpuSnapshot& g) {
+    GpuFamily("laggard_gpu_xid_events_total", "counter",
+              "XID events seen since the agent started, by XID.", [&](const GpuSnapshot& g) {
                 for (const auto& [xid, n] : g.xid_counts) {
-                  w_.Sample("laggard_gpu_xid_events_total", GpuLabels(g, {{"xid", std::to_string(xid)}}),
-                            static_cast<double>(n));
+                  w_.Sample("laggard_gpu_xid_events_total",
+                            GpuLabels(g, {{"xid", std::to_string(xid)}}), static_cast<double>(n));
                 }
               });
     GpuFamily("laggard_gpu_last_xid", "gauge", "The most recent XID seen since the agent started.",
               [&](const GpuSnapshot& g) {
-                if (g.last_xid) w_.Sample("laggard_gpu_last_xid", GpuLabels(g), static_cast<double>(*g.last_xid));
+                if (g.last_xid)
+                  w_.Sample("laggard_gpu_last_xid", GpuLabels(g), static_cast<double>(*g.last_xid));
               });
-    GpuFamily("laggard_gpu_query_errors_total", "counter",
-              "NVML queries that failed with an error other than NOT_SUPPORTED, by field and error.",
-              [&](const GpuSnapshot& g) {
-                for (const auto& [key, n] : g.query_errors) {
-                  w_.Sample("laggard_gpu_query_errors_total",
-                            GpuLabels(g, {{"field", key.first}, {"error", key.second}}), static_cast<double>(n));
-                }
-              });
+    GpuFamily(
+        "laggard_gpu_query_errors_total", "counter",
+        "NVML queries that failed with an error other than NOT_SUPPORTED, by field and error.",
+        [&](const GpuSnapshot& g) {
+          for (const auto& [key, n] : g.query_errors) {
+            w_.Sample("laggard_gpu_query_errors_total",
+                      GpuLabels(g, {{"field", key.first}, {"error", key.second}}),
+                      static_cast<double>(n));
+          }
+        });
   }
 
   void Steps() {
     if (ranks_.empty()) return;
-    RankFamily("laggard_step_duration_seconds", "gauge", "Duration of the rank's last reported step.",
+    RankFamily("laggard_step_duration_seconds", "gauge",
+               "Duration of the rank's last reported step.",
                [](const RankSteps& r) { return ToSeconds(r.last_duration_ns); });
     RankFamily("laggard_step_last", "gauge", "Number of the rank's last reported step.",
                [](const RankSteps& r) { return static_cast<double>(r.last_step); });
     RankFamily("laggard_steps_total", "counter", "Steps the rank reported since the agent started.",
                [](const RankSteps& r) { return static_cast<double>(r.reports); });
     RankFamily("laggard_step_seconds_total", "counter",
-               "Sum of the rank's reported step times; rate(...) / rate(laggard_steps_total) is the mean step time.",
+               "Sum of the rank's reported step times; rate(...) / rate(laggard_steps_total) is "
+               "the mean step time.",
                [](const RankSteps& r) { return r.seconds_total; });
-    RankFamily("laggard_step_last_report_timestamp_seconds", "gauge", "Unix time of the rank's last report.",
+    RankFamily("laggard_step_last_report_timestamp_seconds", "gauge",
+               "Unix time of the rank's last report.",
                [](const RankSteps& r) { return ToSeconds(r.last_report_ns); });
     bool phases = OptionalFamily("laggard_step_phase_seconds", "gauge",
                                  "A phase's time in the rank's last step that reported it.", [&] {
@@ -374,13 +400,19 @@ class MetricsRenderer {
     if (links_.ib_ports.empty()) return;
     using Value = std::optional<double>;
     PortFamily("laggard_ib_port_active", "gauge", "1 when the InfiniBand port's state is ACTIVE.",
-               [](const IbPortSample& p) { return p.state_code ? Value(*p.state_code == 4 ? 1 : 0) : Value(); });
-    PortFamily("laggard_ib_port_state", "gauge", "Port state code: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
+               [](const IbPortSample& p) {
+                 return p.state_code ? Value(*p.state_code == 4 ? 1 : 0) : Value();
+               });
+    PortFamily("laggard_ib_port_state", "gauge",
+               "Port state code: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
                [](const IbPortSample& p) { return p.state_code ? Value(*p.state_code) : Value(); });
     PortFamily("laggard_ib_port_phys_state", "gauge",
-               "Physical state code: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, "
+               "Physical state code: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, "
+               "5 LinkUp, "
                "6 LinkErrorRecovery, 7 PhyTest.",
-               [](const IbPortSample& p) { return p.phys_state_code ? Value(*p.phys_state_code) : Value(); });
+               [](const IbPortSample& p) {
+                 return p.phys_state_code ? Value(*p.phys_state_code) : Value();
+               });
     PortFamily("laggard_ib_port_rate_gbps", "gauge", "Port data rate (active width x speed), Gb/s.",
                [](const IbPortSample& p) { return p.rate_gbps; });
     PortFamily("laggard_ib_port_width", "gauge", "Active link width in lanes (4 for 4X).",
@@ -391,33 +423,37 @@ class MetricsRenderer {
         return it != p.counters.end() ? Value(static_cast<double>(it->second)) : Value();
       };
     };
-    PortFamily("laggard_ib_port_transmit_bytes_total", "counter", "Bytes transmitted (port_xmit_data x 4).",
-               counter("port_xmit_data"));
-    PortFamily("laggard_ib_port_receive_bytes_total", "counter", "Bytes received (port_rcv_data x 4).",
-               counter("port_rcv_data"));
+    PortFamily("laggard_ib_port_transmit_bytes_total", "counter",
+               "Bytes transmitted (port_xmit_data x 4).", counter("port_xmit_data"));
+    PortFamily("laggard_ib_port_receive_bytes_total", "counter",
+               "Bytes received (port_rcv_data x 4).", counter("port_rcv_data"));
     w_.Family("laggard_ib_port_counter_total", "counter",
               "Other port counters as the kernel names them (symbol_error, link_downed, "
               "port_rcv_errors, port_xmit_discards ...).");
     for (const auto& p : links_.ib_ports) {
       for (const auto& [name, v] : p.counters) {
         if (name == "port_xmit_data" || name == "port_rcv_data") continue;
-        w_.Sample("laggard_ib_port_counter_total", PortLabels(p, {{"counter", name}}), static_cast<double>(v));
+        w_.Sample("laggard_ib_port_counter_total", PortLabels(p, {{"counter", name}}),
+                  static_cast<double>(v));
       }
     }
   }
 
   void NetIfs() {
     if (links_.net_ifs.empty()) return;
-    w_.Family("laggard_net_up", "gauge", "1 when the interface's operstate is up, 0 when down; absent when unknown.");
+    w_.Family("laggard_net_up", "gauge",
+              "1 when the interface's operstate is up, 0 when down; absent when unknown.");
     for (const auto& n : links_.net_ifs) {
       if (n.operstate && (*n.operstate == "up" || *n.operstate == "down")) {
         w_.Sample("laggard_net_up", With({{"iface", n.iface}}), *n.operstate == "up" ? 1 : 0);
       }
     }
-    w_.Family("laggard_net_speed_mbps", "gauge", "Negotiated link speed, Mb/s (absent when the link is down).");
+    w_.Family("laggard_net_speed_mbps", "gauge",
+              "Negotiated link speed, Mb/s (absent when the link is down).");
     for (const auto& n : links_.net_ifs) {
       if (n.speed_mbps) {
-        w_.Sample("laggard_net_speed_mbps", With({{"iface", n.iface}}), static_cast<double>(*n.speed_mbps));
+        w_.Sample("laggard_net_speed_mbps", With({{"iface", n.iface}}),
+                  static_cast<double>(*n.speed_mbps));
       }
     }
   }
@@ -429,10 +465,13 @@ class MetricsRenderer {
       std::optional<int32_t> PcieLinkSample::*field;
     };
     constexpr PcieMetric kPcie[] = {
-        {"laggard_pcie_link_gen", "Current PCIe link generation of the device.", &PcieLinkSample::gen},
-        {"laggard_pcie_link_gen_max", "Maximum PCIe link generation of the device.", &PcieLinkSample::max_gen},
+        {"laggard_pcie_link_gen", "Current PCIe link generation of the device.",
+         &PcieLinkSample::gen},
+        {"laggard_pcie_link_gen_max", "Maximum PCIe link generation of the device.",
+         &PcieLinkSample::max_gen},
         {"laggard_pcie_link_width", "Current PCIe link width (lanes).", &PcieLinkSample::width},
-        {"laggard_pcie_link_width_max", "Maximum PCIe link width (lanes).", &PcieLinkSample::max_width},
+        {"laggard_pcie_link_width_max", "Maximum PCIe link width (lanes).",
+         &PcieLinkSample::max_width},
     };
     for (const PcieMetric& m : kPcie) {
       w_.Family(m.name, "gauge", m.help);

@@ -42,16 +42,16 @@ struct nvmlEventData_t {  // nvmlEventSetWait_v2
   unsigned int computeInstanceId;
 };
 
-constexpr int kClockSm = 1;             // NVML_CLOCK_SM
-constexpr int kClockMem = 2;            // NVML_CLOCK_MEM
-constexpr int kTemperatureGpu = 0;      // NVML_TEMPERATURE_GPU
-constexpr int kPcieTxBytes = 0;         // NVML_PCIE_UTIL_TX_BYTES
-constexpr int kPcieRxBytes = 1;         // NVML_PCIE_UTIL_RX_BYTES
-constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-constexpr int kVolatileEcc = 0;         // NVML_VOLATILE_ECC
+constexpr int kClockSm = 1;                    // NVML_CLOCK_SM
+constexpr int kClockMem = 2;                   // NVML_CLOCK_MEM
+constexpr int kTemperatureGpu = 0;             // NVML_TEMPERATURE_GPU
+constexpr int kPcieTxBytes = 0;                // NVML_PCIE_UTIL_TX_BYTES
+constexpr int kPcieRxBytes = 1;                // NVML_PCIE_UTIL_RX_BYTES
+constexpr int kMemoryErrorUncorrected = 1;     // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kVolatileEcc = 0;                // NVML_VOLATILE_ECC
 constexpr unsigned long long kEventXid = 0x8;  // nvmlEventTypeXidCriticalError
-constexpr unsigned kUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
-constexpr unsigned kNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kUuidBufferSize = 96;       // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+constexpr unsigned kNameBufferSize = 96;       // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 
 struct Api {
   nvmlReturn_t (*init)() = nullptr;
@@ -253,7 +253,8 @@ class NvmlBackend final : public GpuBackend {
       if (api_.event_set_wait(events_, &ev, 0) != kNvmlSuccess) return;
       if ((ev.eventType & kEventXid) == 0) continue;
       for (Device& d : devices_) {
-        if (d.handle == ev.device && d.pending_xids.size() < 1024) d.pending_xids.push_back(ev.eventData);
+        if (d.handle == ev.device && d.pending_xids.size() < 1024)
+          d.pending_xids.push_back(ev.eventData);
       }
     }
   }
@@ -295,11 +296,24 @@ constexpr ErrorName kErrorNames[] = {
 };
 
 constexpr std::string_view kFieldNames[kGpuFieldCount] = {
-    "temp_c",         "sm_clock_mhz",   "sm_clock_max_mhz", "mem_clock_mhz",
-    "mem_clock_max_mhz", "power_w",     "power_limit_w",    "power_limit_default_w",
-    "util_pct",       "mem_util_pct",   "pcie_gen",         "pcie_gen_max",
-    "pcie_width",     "pcie_width_max", "pcie_tx_kb_s",     "pcie_rx_kb_s",
-    "clock_events",   "ecc_uncorrected_volatile",
+    "temp_c",
+    "sm_clock_mhz",
+    "sm_clock_max_mhz",
+    "mem_clock_mhz",
+    "mem_clock_max_mhz",
+    "power_w",
+    "power_limit_w",
+    "power_limit_default_w",
+    "util_pct",
+    "mem_util_pct",
+    "pcie_gen",
+    "pcie_gen_max",
+    "pcie_width",
+    "pcie_width_max",
+    "pcie_tx_kb_s",
+    "pcie_rx_kb_s",
+    "clock_events",
+    "ecc_uncorrected_volatile",
 };
 
 }  // namespace
@@ -373,9 +387,10 @@ StatusOr<std::unique_ptr<GpuBackend>> OpenNvml(const std::string& library) {
   Resolve(h, api.event_set_wait, {"nvmlEventSetWait_v2"});
   Resolve(h, api.event_set_free, {"nvmlEventSetFree"});
   if (api.init == nullptr || api.device_count == nullptr || api.handle_by_index == nullptr) {
-    return Status::Error(fmt::format("{} lacks nvmlInit / nvmlDeviceGetCount / "
-                                     "nvmlDeviceGetHandleByIndex; not an NVML library",
-                                     library));
+    return Status::Error(
+        fmt::format("{} lacks nvmlInit / nvmlDeviceGetCount / "
+                    "nvmlDeviceGetHandleByIndex; not an NVML library",
+                    library));
   }
   if (int rc = api.init(); rc != kNvmlSuccess) {
     return Status::Error(fmt::format("nvmlInit failed: {} (is the NVIDIA kernel driver loaded?)",

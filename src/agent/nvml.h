@@ -81,9 +81,9 @@ enum class GpuField : uint8_t {
   kPcieGenMax,
   kPcieWidth,
   kPcieWidthMax,
-  kPcieTxKbS,           // KB/s over NVML's 20 ms window
+  kPcieTxKbS,  // KB/s over NVML's 20 ms window
   kPcieRxKbS,
-  kClockEvents,         // clock_event:: bitmask (model/hardware.h)
+  kClockEvents,  // clock_event:: bitmask (model/hardware.h)
   kEccUncorrectedVolatile,
   kCount,
 };

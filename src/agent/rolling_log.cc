@@ -32,9 +32,13 @@ std::string JsonString(std::string_view s) {
   return out;
 }
 
-RollingLog::RollingLog(std::string dir, std::string stem, uint64_t max_bytes, int files, Header header)
-    : dir_(std::move(dir)), stem_(std::move(stem)), max_bytes_(max_bytes),
-      files_(files < 1 ? 1 : files), header_(std::move(header)) {}
+RollingLog::RollingLog(std::string dir, std::string stem, uint64_t max_bytes, int files,
+                       Header header)
+    : dir_(std::move(dir)),
+      stem_(std::move(stem)),
+      max_bytes_(max_bytes),
+      files_(files < 1 ? 1 : files),
+      header_(std::move(header)) {}
 
 RollingLog::~RollingLog() {
   if (file_ != nullptr) std::fclose(file_);
@@ -48,7 +52,8 @@ std::string RollingLog::path(int generation) const {
 Status RollingLog::Open() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) return Status::Error(fmt::format("cannot create log directory {}: {}", dir_, ec.message()));
+  if (ec)
+    return Status::Error(fmt::format("cannot create log directory {}: {}", dir_, ec.message()));
   if (!OpenCurrent()) {
     return Status::Error(fmt::format("cannot open {}: {}", path(), std::strerror(errno)));
   }
@@ -87,7 +92,8 @@ void RollingLog::Rotate() {
 }
 
 void RollingLog::Write(std::string_view line) {
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fputc('\n', file_) == EOF) {
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+      std::fputc('\n', file_) == EOF) {
     ++write_errors_;
     return;
   }

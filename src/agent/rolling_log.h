@@ -31,7 +31,8 @@ class RollingLog {
  public:
   using Header = std::function<std::vector<std::string>()>;
 
-  RollingLog(std::string dir, std::string stem, uint64_t max_bytes, int files, Header header = nullptr);
+  RollingLog(std::string dir, std::string stem, uint64_t max_bytes, int files,
+             Header header = nullptr);
   ~RollingLog();
   RollingLog(const RollingLog&) = delete;
   RollingLog& operator=(const RollingLog&) = delete;

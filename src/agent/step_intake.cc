@@ -84,9 +84,11 @@ LineKind ParseArticle(std::string_view line, StepReport& out, BadLine& bad, std:
     auto value = ParseDouble(TakeWhile(line, p, IsNumberChar));
     SkipBlanks(line, p);
     std::string_view unit_text = TakeWhile(line, p, IsUnitChar);
-    std::optional<TimeUnit> unit = unit_text.empty() ? TimeUnit::kSeconds : ParseTimeUnit(unit_text);
+    std::optional<TimeUnit> unit =
+        unit_text.empty() ? TimeUnit::kSeconds : ParseTimeUnit(unit_text);
     if (!value || !unit) {
-      why = !value ? "no number after 'time'" : fmt::format("unknown time unit '{}'", Printable(unit_text, 16));
+      why = !value ? "no number after 'time'"
+                   : fmt::format("unknown time unit '{}'", Printable(unit_text, 16));
       continue;
     }
     auto d = ToDurationNs(*value, *unit);
@@ -110,9 +112,7 @@ LineKind ParseArticle(std::string_view line, StepReport& out, BadLine& bad, std:
 }
 
 bool IsNameChar(char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '_'; }
-bool IsHostChar(char c) {
-  return IsAlpha(c) || IsDigit(c) || c == '.' || c == '-' || c == '_';
-}
+bool IsHostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '.' || c == '-' || c == '_'; }
 
 // Splits "compute_ms" into ("compute", ms); false without a unit suffix.
 bool SplitUnitKey(std::string_view key, std::string_view& name, TimeUnit& unit) {
@@ -165,7 +165,8 @@ LineKind ParseKeyValue(std::string_view rest, StepReport& out, BadLine& bad, std
       out.gpu = *v;
     } else if (key == "host") {
       size_t q = 0;
-      if (value.empty() || value.size() > 255 || TakeWhile(value, q, IsHostChar).size() != value.size()) {
+      if (value.empty() || value.size() > 255 ||
+          TakeWhile(value, q, IsHostChar).size() != value.size()) {
         return bad_value();
       }
       out.host = std::string(value);
@@ -273,7 +274,7 @@ struct StepIntake::Tail {
   uint64_t offset = 0;
   ino_t inode = 0;
   bool seen = false;
-  std::string partial;  // an unfinished last line
+  std::string partial;    // an unfinished last line
   bool skipping = false;  // inside an over-long line, until its newline
 };
 
@@ -302,14 +303,17 @@ Status StepIntake::Open(const IntakeOptions& options) {
     hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
     addrinfo* res = nullptr;
     std::string port_text = std::to_string(port);
-    if (int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res); rc != 0 || res == nullptr) {
-      return Status::Error(fmt::format("--udp: '{}' is not a numeric address ({})", host, gai_strerror(rc)));
+    if (int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res);
+        rc != 0 || res == nullptr) {
+      return Status::Error(
+          fmt::format("--udp: '{}' is not a numeric address ({})", host, gai_strerror(rc)));
     }
     udp_fd_ = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int err = udp_fd_ < 0 ? errno : 0;
     if (udp_fd_ >= 0 && bind(udp_fd_, res->ai_addr, res->ai_addrlen) != 0) err = errno;
     freeaddrinfo(res);
-    if (err != 0) return Status::Error(fmt::format("--udp {}: {}", *options.udp, std::strerror(err)));
+    if (err != 0)
+      return Status::Error(fmt::format("--udp {}: {}", *options.udp, std::strerror(err)));
     int rcvbuf = 4 << 20;  // bursts of step reports from many ranks
     setsockopt(udp_fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_storage bound{};
@@ -324,9 +328,10 @@ Status StepIntake::Open(const IntakeOptions& options) {
     const std::string& path = *options.unix_path;
     sockaddr_un addr{};
     if (path.empty() || path.size() >= sizeof addr.sun_path) {
-      return Status::Error(fmt::format("--unix: path must be 1..{} bytes", sizeof addr.sun_path - 1));
+      return Status::Error(
+          fmt::format("--unix: path must be 1..{} bytes", sizeof addr.sun_path - 1));
     }
-    struct stat st{};
+    struct stat st {};
     if (lstat(path.c_str(), &st) == 0) {
       if (!S_ISSOCK(st.st_mode)) {
         return Status::Error(fmt::format("--unix {}: exists and is not a socket", path));
@@ -345,7 +350,7 @@ Status StepIntake::Open(const IntakeOptions& options) {
   for (const std::string& f : options.tail_files) {
     auto t = std::make_unique<Tail>();
     t->path = f;
-    struct stat st{};
+    struct stat st {};
     if (stat(f.c_str(), &st) == 0) {
       t->offset = static_cast<uint64_t>(st.st_size);
       t->inode = st.st_ino;
@@ -379,7 +384,8 @@ void StepIntake::HandleDatagram(std::string_view data, StepSource source) {
   size_t pos = 0;
   while (pos <= data.size()) {
     size_t nl = data.find('\n', pos);
-    std::string_view line = data.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view line =
+        data.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? data.size() + 1 : nl + 1;
     if (Trim(line).empty()) continue;
     StepReport r;
@@ -398,7 +404,7 @@ void StepIntake::HandleDatagram(std::string_view data, StepSource source) {
 void StepIntake::PollTails() {
   for (auto& tp : tails_) {
     Tail& t = *tp;
-    struct stat st{};
+    struct stat st {};
     if (stat(t.path.c_str(), &st) != 0) continue;  // not there (yet, or rotated away)
     if (!t.seen || st.st_ino != t.inode || static_cast<uint64_t>(st.st_size) < t.offset) {
       t.offset = 0;  // a new file (rotation) or a truncated one
@@ -411,7 +417,8 @@ void StepIntake::PollTails() {
     std::ifstream in(t.path, std::ios::binary);
     if (!in) continue;
     in.seekg(static_cast<std::streamoff>(t.offset));
-    std::string buf(std::min<uint64_t>(static_cast<uint64_t>(st.st_size) - t.offset, 1 << 20), '\0');
+    std::string buf(std::min<uint64_t>(static_cast<uint64_t>(st.st_size) - t.offset, 1 << 20),
+                    '\0');
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     buf.resize(static_cast<size_t>(in.gcount()));
     t.offset += buf.size();
@@ -438,7 +445,8 @@ void StepIntake::PollTails() {
       std::string why;
       std::string_view line = t.partial;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      LineKind kind = line.size() > kMaxStepLine ? LineKind::kNotStep : ParseStepLine(line, r, bad, why);
+      LineKind kind =
+          line.size() > kMaxStepLine ? LineKind::kNotStep : ParseStepLine(line, r, bad, why);
       if (kind == LineKind::kStep) sink_.OnStep(r, StepSource::kTail);
       else if (kind == LineKind::kBad) sink_.OnBadLine(bad, StepSource::kTail, why);
       t.partial.clear();

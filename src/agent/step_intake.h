@@ -64,11 +64,11 @@ enum class LineKind { kStep, kNotStep, kBad };
 
 // Why a line was refused; the names label laggard_agent_step_lines_bad_total.
 enum class BadLine : uint8_t {
-  kNotAStepLine,   // a datagram line in neither form
-  kMissingField,   // no rank, step or step time
-  kBadValue,       // a value that is not a number, negative, out of range
-  kTooLong,        // a line over kMaxStepLine bytes
-  kTooManyRanks,   // more ranks than the agent tracks (AgentOptions::max_ranks)
+  kNotAStepLine,  // a datagram line in neither form
+  kMissingField,  // no rank, step or step time
+  kBadValue,      // a value that is not a number, negative, out of range
+  kTooLong,       // a line over kMaxStepLine bytes
+  kTooManyRanks,  // more ranks than the agent tracks (AgentOptions::max_ranks)
   kCount,
 };
 std::string_view BadLineName(BadLine b);
@@ -91,7 +91,7 @@ class StepSink {
 };
 
 struct IntakeOptions {
-  std::optional<std::string> udp;   // "127.0.0.1:9401"; port 0: any free port
+  std::optional<std::string> udp;  // "127.0.0.1:9401"; port 0: any free port
   std::optional<std::string> unix_path;
   std::vector<std::string> tail_files;
 };

@@ -45,8 +45,8 @@ struct IbPortSample {
   std::optional<int32_t> phys_state_code;  // 5 LinkUp, 3 Disabled, 2 Polling ...
   std::optional<std::string> phys_state;   // "LinkUp", as the kernel prints it
   std::optional<double> rate_gbps;
-  std::optional<int32_t> width;            // lanes
-  std::optional<std::string> link_layer;   // "InfiniBand", "Ethernet"
+  std::optional<int32_t> width;              // lanes
+  std::optional<std::string> link_layer;     // "InfiniBand", "Ethernet"
   std::map<std::string, uint64_t> counters;  // counters/<name>; *_data in bytes
 };
 
@@ -57,8 +57,8 @@ struct NetIfSample {
 };
 
 struct PcieLinkSample {
-  std::string address;  // "0000:18:00.0"
-  std::optional<std::string> vendor;  // "0x10de"
+  std::string address;                      // "0000:18:00.0"
+  std::optional<std::string> vendor;        // "0x10de"
   std::optional<std::string> device_class;  // "0x030200"
   std::optional<double> speed_gts, max_speed_gts;
   std::optional<int32_t> gen, max_gen;

@@ -20,8 +20,8 @@ constexpr int64_t kNoStep = std::numeric_limits<int64_t>::min();
 // steps (see the header).
 bool ByStep(const std::vector<const RankTrace*>& traces) {
   return !traces.empty() && std::all_of(traces.begin(), traces.end(), [](const RankTrace* t) {
-           return t->cpu_only && !t->steps.empty();
-         });
+    return t->cpu_only && !t->steps.empty();
+  });
 }
 
 // The number of the last step of `t` to start at or before `ts`; kNoStep
@@ -65,9 +65,10 @@ std::vector<std::vector<Arrival>> MatchCollectives(const std::vector<const RankT
     if (arrivals.size() < 2) continue;
     std::sort(arrivals.begin(), arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.rank_index < b.rank_index; });
-    bool unique = std::adjacent_find(arrivals.begin(), arrivals.end(), [](const Arrival& a, const Arrival& b) {
-                    return a.rank_index == b.rank_index;
-                  }) == arrivals.end();
+    bool unique = std::adjacent_find(arrivals.begin(), arrivals.end(),
+                                     [](const Arrival& a, const Arrival& b) {
+                                       return a.rank_index == b.rank_index;
+                                     }) == arrivals.end();
     if (unique) matched.push_back(std::move(arrivals));
   }
   return matched;

@@ -145,10 +145,12 @@ std::string_view SlowdownBandName(SlowdownBand b) {
 
 std::string RankListText(const std::vector<int32_t>& ranks) {
   bool consecutive = ranks.size() >= 3;
-  for (size_t i = 1; i < ranks.size() && consecutive; ++i) consecutive = ranks[i] == ranks[i - 1] + 1;
+  for (size_t i = 1; i < ranks.size() && consecutive; ++i)
+    consecutive = ranks[i] == ranks[i - 1] + 1;
   if (consecutive) return fmt::format("{}-{}", ranks.front(), ranks.back());
   std::string s;
-  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", ranks[i]);
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i)
+    s += fmt::format("{}{}", i ? ", " : "", ranks[i]);
   if (ranks.size() > 8) s += fmt::format(", ... ({} ranks)", ranks.size());
   return s;
 }

@@ -127,7 +127,7 @@ struct Entity {
   std::optional<int32_t> gpu;
   std::optional<std::string> nic;          // "mlx5_1 port 1", "eth0"
   std::optional<std::string> switch_name;  // from the host -> switch map
-  bool job = false;  // the job as a whole
+  bool job = false;                        // the job as a whole
 };
 
 // One piece of support for a finding, located in the input when possible.
@@ -140,18 +140,18 @@ struct Finding {
   FindingCode code = FindingCode::kCount;
   Severity severity = Severity::kInfo;
   Entity entity;
-  std::string message;     // one line with the measured numbers
-  double confidence = 0;   // 0..1 that the finding is right
+  std::string message;    // one line with the measured numbers
+  double confidence = 0;  // 0..1 that the finding is right
   std::vector<Evidence> evidence;
   std::vector<std::string> next_steps;
 
   // Numbers the verdict and reports use; nullopt when not applicable.
-  std::optional<double> slowdown;        // mean relative excess over peers (0.21 = +21%)
-  std::optional<double> spike;           // excess on the slow steps of a periodic /
-                                         // intermittent pattern
+  std::optional<double> slowdown;  // mean relative excess over peers (0.21 = +21%)
+  std::optional<double> spike;     // excess on the slow steps of a periodic /
+                                   // intermittent pattern
   std::optional<int64_t> onset_step;
   std::optional<TimeNs> onset_time;
-  std::optional<int64_t> end_step;       // last slow step when it recovered / episode end
+  std::optional<int64_t> end_step;  // last slow step when it recovered / episode end
   std::optional<Pattern> pattern;
   std::optional<double> period_steps;
   std::optional<double> period_s;

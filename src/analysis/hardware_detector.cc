@@ -76,11 +76,14 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
     if (s.util_pct) util.push_back(*s.util_pct);
     if (s.clock_events) {
       if (ThermalReason(s)) ++thermal;
-      if (loaded && (*s.clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)))
+      if (loaded &&
+          (*s.clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)))
         ++power_reason;
     }
-    std::optional<double> limit = s.power_limit_w ? s.power_limit_w : g.facts.enforced_power_limit_w;
-    if (loaded && s.power_w && limit && *limit > 0 && *s.power_w >= o.power_pinned * *limit) ++pinned;
+    std::optional<double> limit =
+        s.power_limit_w ? s.power_limit_w : g.facts.enforced_power_limit_w;
+    if (loaded && s.power_w && limit && *limit > 0 && *s.power_w >= o.power_pinned * *limit)
+      ++pinned;
   }
   st.sm_clock_mhz = Median(clocks);
   if (!temps.empty()) {
@@ -158,7 +161,8 @@ void MeasurePcie(const GpuRecord& g, const HardwareDetectorOptions& o, GpuMetric
     if (x.pcie_gen && Loaded(x, o) && x.util_pct) {
       gen_loaded = gen_loaded ? std::min(*gen_loaded, *x.pcie_gen) : *x.pcie_gen;
     }
-    if (x.pcie_width) width_seen = width_seen ? std::min(*width_seen, *x.pcie_width) : *x.pcie_width;
+    if (x.pcie_width)
+      width_seen = width_seen ? std::min(*width_seen, *x.pcie_width) : *x.pcie_width;
   }
   if (!width_seen) width_seen = g.facts.pcie_width_current;
   bool busy_static = gm.stats.util_pct_median && *gm.stats.util_pct_median >= o.load_util_pct;
@@ -170,12 +174,14 @@ void MeasurePcie(const GpuRecord& g, const HardwareDetectorOptions& o, GpuMetric
 std::vector<std::string> ErrorsOf(const GpuFacts& fx) {
   std::vector<std::string> errs;
   if (fx.ecc_uncorrected_volatile.value_or(0) > 0)
-    errs.push_back(fmt::format("{} uncorrectable ECC errors (volatile)", *fx.ecc_uncorrected_volatile));
+    errs.push_back(
+        fmt::format("{} uncorrectable ECC errors (volatile)", *fx.ecc_uncorrected_volatile));
   if (fx.retired_pages_pending.value_or(false)) errs.push_back("page retirement pending");
   if (fx.remapping_failure.value_or(false)) errs.push_back("row remapping failure");
   if (!fx.xids.empty()) {
     std::string list;
-    for (size_t k = 0; k < fx.xids.size() && k < 5; ++k) list += (k ? "," : "") + std::to_string(fx.xids[k]);
+    for (size_t k = 0; k < fx.xids.size() && k < 5; ++k)
+      list += (k ? "," : "") + std::to_string(fx.xids[k]);
     errs.push_back(fmt::format("XID {}", list));
   }
   if (fx.diag_failed.value_or(false)) {
@@ -300,15 +306,15 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
     f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
                              100 * st.thermal_reason_share);
   }
-  f.evidence.push_back(SourceOf(gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C",
-                                                100 * st.hot_share, o.hot_temp_c)));
+  f.evidence.push_back(SourceOf(
+      gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C", 100 * st.hot_share, o.hot_temp_c)));
   f.overlaps_slow_steps = gm.thermal_overlap;
   double conf = 0.6 + (clock.low ? 0.15 : 0) + (st.thermal_reason_share >= o.min_share ? 0.1 : 0);
   Relate(f, st, suspects, conf);
-  f.next_steps.push_back(fmt::format(
-      "improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
-      "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
-      st.host.value_or("the host"), st.gpu, st.gpu));
+  f.next_steps.push_back(
+      fmt::format("improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
+                  "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
+                  st.host.value_or("the host"), st.gpu, st.gpu));
   return f;
 }
 
@@ -341,8 +347,8 @@ std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
           : std::string(),
       *st.thermal_tail_sm_clock_mhz, *peer_clock, gm.peer_is_max ? "max" : "same-model peers",
       -100 * (1 - *st.thermal_tail_sm_clock_mhz / *peer_clock), st.temp_c_max.value_or(0));
-  f.evidence.push_back(SourceOf(gm, fmt::format("thermal slowdown in the last {} samples",
-                                                st.thermal_tail_samples)));
+  f.evidence.push_back(SourceOf(
+      gm, fmt::format("thermal slowdown in the last {} samples", st.thermal_tail_samples)));
   f.confidence = 0.45;
   if (!IsSuspect(suspects, st.rank) && !suspects.empty()) {
     f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
@@ -367,13 +373,15 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
     limit_lowered = true;
     limit_text = fmt::format("enforced power limit {:.0f} W, below its default {:.0f} W",
                              *st.power_limit_w, *default_limit);
-  } else if (st.power_limit_w && peer_limit && *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
+  } else if (st.power_limit_w && peer_limit &&
+             *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
     limit_lowered = true;
     limit_text = fmt::format("enforced power limit {:.0f} W, below its peers' {:.0f} W",
                              *st.power_limit_w, *peer_limit);
   }
-  bool pinned = (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
-                clock.low;
+  bool pinned =
+      (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
+      clock.low;
   if (!limit_lowered && !pinned) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuPowerCap;
@@ -382,9 +390,9 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   f.message = GpuName(st) + ": ";
   if (limit_lowered) f.message += limit_text;
   if (pinned) {
-    f.message += fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}",
-                             limit_lowered ? "; " : "",
-                             100 * std::max(st.pinned_share, st.power_reason_share), clock.text);
+    f.message +=
+        fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}", limit_lowered ? "; " : "",
+                    100 * std::max(st.pinned_share, st.power_reason_share), clock.text);
   } else if (gm.clock_gap) {
     f.message += "; " + clock.text;
   }
@@ -540,7 +548,8 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
     s.slow_from_ns = f.onset_time;
     const StepSeries* series = run.FindRank(*f.entity.rank);
     if (series == nullptr || series->steps.empty()) continue;
-    if (!s.slow_from_ns && series->steps.front().start_ns) s.slow_from_ns = series->steps.front().start_ns;
+    if (!s.slow_from_ns && series->steps.front().start_ns)
+      s.slow_from_ns = series->steps.front().start_ns;
     const StepRecord* last = &series->steps.back();
     if (f.end_step) {
       for (const StepRecord& r : series->steps) {

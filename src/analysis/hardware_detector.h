@@ -104,7 +104,7 @@ struct GpuStats {
   std::optional<double> temp_c_max;
   std::optional<double> temp_c_median;
   std::optional<double> power_w_median;
-  std::optional<double> power_limit_w;      // enforced
+  std::optional<double> power_limit_w;  // enforced
   std::optional<double> util_pct_median;
   double hot_share = 0;
   double thermal_reason_share = 0;
@@ -133,14 +133,14 @@ struct GpuMetrics {
   std::optional<double> default_power_limit_w;
   std::optional<double> app_sm_clock_mhz;
   std::optional<double> max_sm_clock_mhz;
-  std::optional<int32_t> pcie_gen_max;     // the lower of the GPU's and the slot's
+  std::optional<int32_t> pcie_gen_max;  // the lower of the GPU's and the slot's
   std::optional<int32_t> pcie_width_max;
   std::optional<int32_t> pcie_gen_loaded;  // lowest in a loaded sample, or current when busy
   std::optional<int32_t> pcie_width_seen;  // lowest in any sample, or current
   std::optional<std::string> bus_id;
   std::optional<int32_t> nvlink_up;
-  std::optional<double> nvlink_expected;   // peers' median, else links present
-  std::vector<std::string> errors;         // in words, in the order of the rules
+  std::optional<double> nvlink_expected;  // peers' median, else links present
+  std::vector<std::string> errors;        // in words, in the order of the rules
   // Overlap with the slow steps of the GPU's rank (nullopt: not suspected,
   // or times cannot be compared) of samples that are hot or thermally
   // throttled; pinned at the power limit or SW power capped; loaded with

@@ -14,7 +14,8 @@ std::optional<double> UnlaunchedShare(const TraceStep& s) {
 
 }  // namespace
 
-HostGapComparison CompareHostGaps(const RankTrace& suspect, const std::vector<const RankTrace*>& peers) {
+HostGapComparison CompareHostGaps(const RankTrace& suspect,
+                                  const std::vector<const RankTrace*>& peers) {
   HostGapComparison h;
   if (!suspect.idle_unlaunched_ns || !suspect.idle_queued_ns) return h;
   std::vector<double> unl, que;
@@ -53,12 +54,14 @@ HostGapComparison CompareHostGaps(const RankTrace& suspect, const std::vector<co
 std::string DescribeHostGaps(const HostGapComparison& h) {
   if (!h.known) return "no launch calls linked to their kernels";
   if (h.step) {
-    return fmt::format("GPU idle {:.0f}% of step {} with an empty launch queue, peers {}", 100 * h.step_share,
-                       *h.step,
-                       h.peer_step_share ? fmt::format("{:.0f}%", 100 * *h.peer_step_share) : std::string("unknown"));
+    return fmt::format("GPU idle {:.0f}% of step {} with an empty launch queue, peers {}",
+                       100 * h.step_share, *h.step,
+                       h.peer_step_share ? fmt::format("{:.0f}%", 100 * *h.peer_step_share)
+                                         : std::string("unknown"));
   }
   return fmt::format("GPU idle {:.2f} ms with an empty launch queue, peers {:.2f} ms",
-                     static_cast<double>(h.unlaunched_ns) / 1e6, static_cast<double>(h.peer_unlaunched_ns) / 1e6);
+                     static_cast<double>(h.unlaunched_ns) / 1e6,
+                     static_cast<double>(h.peer_unlaunched_ns) / 1e6);
 }
 
 }  // namespace laggard

@@ -30,11 +30,11 @@ struct HostGapComparison {
   // False when the suspect or every peer has no op linked to its launch:
   // then nothing below is known.
   bool known = false;
-  DurationNs unlaunched_ns = 0;       // suspect, whole trace
+  DurationNs unlaunched_ns = 0;  // suspect, whole trace
   DurationNs queued_ns = 0;
   DurationNs peer_unlaunched_ns = 0;  // median over the peers that know
   DurationNs peer_queued_ns = 0;
-  size_t peers = 0;                   // peers that know
+  size_t peers = 0;  // peers that know
   // The suspect's step with the largest unlaunched share, and the median
   // share of the peers in their step of the same number.
   std::optional<int64_t> step;
@@ -42,7 +42,8 @@ struct HostGapComparison {
   std::optional<double> peer_step_share;
 };
 
-HostGapComparison CompareHostGaps(const RankTrace& suspect, const std::vector<const RankTrace*>& peers);
+HostGapComparison CompareHostGaps(const RankTrace& suspect,
+                                  const std::vector<const RankTrace*>& peers);
 
 // "GPU idle 38% of step 3 with an empty launch queue, peers 4%" or, without
 // steps, "GPU idle 12.00 ms with an empty launch queue, peers 0.40 ms".

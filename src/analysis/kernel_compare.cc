@@ -44,7 +44,8 @@ std::vector<DurationNs> SelfTimes(const std::vector<TraceOp>& ops) {
     while (!stack.empty() && ops[stack.back()].start_ns + ops[stack.back()].dur_ns <= op.start_ns) {
       stack.pop_back();
     }
-    if (!stack.empty() && op.start_ns + op.dur_ns <= ops[stack.back()].start_ns + ops[stack.back()].dur_ns) {
+    if (!stack.empty() &&
+        op.start_ns + op.dur_ns <= ops[stack.back()].start_ns + ops[stack.back()].dur_ns) {
       self[stack.back()] -= op.dur_ns;
     }
     stack.push_back(i);
@@ -117,8 +118,8 @@ KernelComparison Compare(const KeyTable& mine, const std::vector<const KeyTable*
 
 }  // namespace
 
-KernelComparison CompareKernels(const RankTrace& suspect, const std::vector<const RankTrace*>& peers,
-                                size_t min_launches) {
+KernelComparison CompareKernels(const RankTrace& suspect,
+                                const std::vector<const RankTrace*>& peers, size_t min_launches) {
   KeyTable mine = PerKey(suspect);
   std::vector<KeyTable> tables;
   tables.reserve(peers.size());
@@ -137,7 +138,8 @@ std::vector<KernelComparison> CompareEachWithPeers(const std::vector<const RankT
   const size_t n = traces.size();
   for (size_t i = 0; i < n; ++i) {
     std::vector<const KeyTable*> peers;
-    for (size_t j = 1; j < n && peers.size() < max_peers; ++j) peers.push_back(&tables[(i + j) % n]);
+    for (size_t j = 1; j < n && peers.size() < max_peers; ++j)
+      peers.push_back(&tables[(i + j) % n]);
     out.push_back(Compare(tables[i], peers, min_launches));
   }
   return out;
@@ -146,10 +148,12 @@ std::vector<KernelComparison> CompareEachWithPeers(const std::vector<const RankT
 std::string DescribeTopKernel(const KernelComparison& k, const NameTable& names, int32_t rank,
                               size_t peers) {
   std::string name = Printable(names.Get(k.top_name), 60);
-  std::string shape = k.top_shape == kNoShape ? std::string() : fmt::format(" [{}]", names.Get(k.top_shape));
-  return fmt::format("`{}`{} {:.2f}x {} on rank {} across {} launches vs {}", name, shape, k.top_ratio,
-                     k.top_ratio >= 1 ? "slower" : "faster", rank, k.top_launches,
-                     peers == 1 ? std::string("a healthy peer") : fmt::format("the median of {} peers", peers));
+  std::string shape =
+      k.top_shape == kNoShape ? std::string() : fmt::format(" [{}]", names.Get(k.top_shape));
+  return fmt::format(
+      "`{}`{} {:.2f}x {} on rank {} across {} launches vs {}", name, shape, k.top_ratio,
+      k.top_ratio >= 1 ? "slower" : "faster", rank, k.top_launches,
+      peers == 1 ? std::string("a healthy peer") : fmt::format("the median of {} peers", peers));
 }
 
 }  // namespace laggard

@@ -19,8 +19,8 @@
 // aten::addmm, an autograd node holds its backward ops), so an op's time
 // there is its self time, its duration less its direct children's on the
 // same thread: the innermost ops, where the work is, carry the weight, and
-// a wrapper is not counted again for the work inside it. The reader caps distinct shapes per file (4096), so the keys
-// stay bounded; ops past the cap fall back to their name.
+// a wrapper is not counted again for the work inside it. The reader caps distinct shapes per file
+// (4096), so the keys stay bounded; ops past the cap fall back to their name.
 //
 // Thread-safety: pure functions.
 
@@ -37,9 +37,9 @@
 namespace laggard {
 
 struct KernelComparison {
-  double ratio = 1.0;      // time-weighted geometric mean over the keys compared
-  double weight_ns = 0;    // the peers' time in those keys; 0: nothing comparable
-  size_t keys = 0;         // (name, shape) keys compared
+  double ratio = 1.0;    // time-weighted geometric mean over the keys compared
+  double weight_ns = 0;  // the peers' time in those keys; 0: nothing comparable
+  size_t keys = 0;       // (name, shape) keys compared
   size_t keys_with_shape = 0;
   // The key that adds the most to the ratio (weight x log ratio).
   uint32_t top_name = 0;
@@ -48,7 +48,8 @@ struct KernelComparison {
   size_t top_launches = 0;  // on the suspect
 };
 
-KernelComparison CompareKernels(const RankTrace& suspect, const std::vector<const RankTrace*>& peers,
+KernelComparison CompareKernels(const RankTrace& suspect,
+                                const std::vector<const RankTrace*>& peers,
                                 size_t min_launches = 3);
 
 // Each trace's comparison with up to max_peers of the others (the next

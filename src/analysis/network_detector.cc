@@ -18,8 +18,8 @@ namespace {
 
 // A net.shared_switch finding naming switch `sw` and its hosts (sorted,
 // the first as the entity's host) with all their ranks.
-Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted, Pattern pattern,
-                      const RankMap& ranks) {
+Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted,
+                      Pattern pattern, const RankMap& ranks) {
   Finding f;
   f.code = FindingCode::kNetSharedSwitch;
   f.severity = Describe(f.code).severity;
@@ -100,9 +100,11 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
       f.cause = "port_down";
       size_t peers = pm.active_elsewhere;
       f.message = fmt::format("{} on {}: state {}, physical state {}{}", nic,
-                              p.host.value_or("unknown host"), *p.state,
-                              p.phys_state.value_or("?"), RanksText(f.ranks));
-      if (peers > 0) f.message += fmt::format("; the same port is Active on {} other host{}", peers, peers == 1 ? "" : "s");
+                              p.host.value_or("unknown host"), *p.state, p.phys_state.value_or("?"),
+                              RanksText(f.ranks));
+      if (peers > 0)
+        f.message += fmt::format("; the same port is Active on {} other host{}", peers,
+                                 peers == 1 ? "" : "s");
       f.confidence = peers > 0 ? 0.85 : 0.5;
       if (peers == 0) f.severity = Severity::kWarning;
       f.evidence.push_back({f.message, p.src});
@@ -130,7 +132,8 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
     Finding f = HostFinding(FindingCode::kNetLinkDegraded, p.host, ranks, net.switch_of);
     f.entity.nic = nic;
     f.cause = "nic_degraded";
-    f.message = fmt::format("{} on {}: {}{}", nic, p.host.value_or("unknown host"), what, RanksText(f.ranks));
+    f.message = fmt::format("{} on {}: {}{}", nic, p.host.value_or("unknown host"), what,
+                            RanksText(f.ranks));
     f.confidence = 0.8;
     f.evidence.push_back({f.message, p.src});
     f.next_steps.push_back(fmt::format(
@@ -152,13 +155,14 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
       Finding f = HostFinding(FindingCode::kNetPortDown, l.host, ranks, net.switch_of);
       f.entity.nic = l.iface;
       f.cause = "port_down";
-      f.message = fmt::format("{} on {}: link not detected{}", l.iface, l.host.value_or("unknown host"),
-                              RanksText(f.ranks));
+      f.message = fmt::format("{} on {}: link not detected{}", l.iface,
+                              l.host.value_or("unknown host"), RanksText(f.ranks));
       f.confidence = lm.peer_speeds == 0 ? 0.5 : 0.8;
       f.evidence.push_back({f.message, l.src});
-      f.next_steps.push_back(fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
-                                         "`ip link show {}`",
-                                         l.iface, l.host.value_or("the host"), l.iface, l.iface));
+      f.next_steps.push_back(
+          fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
+                      "`ip link show {}`",
+                      l.iface, l.host.value_or("the host"), l.iface, l.iface));
       if (l.host) d.bad_hosts.insert(*l.host);
       d.a.findings.push_back(std::move(f));
       continue;
@@ -171,13 +175,15 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
     Finding f = HostFinding(FindingCode::kNetLinkDegraded, l.host, ranks, net.switch_of);
     f.entity.nic = l.iface;
     f.cause = "nic_degraded";
-    f.message = fmt::format("{} on {}: {} Mb/s vs {:.0f} Mb/s on its peers{}", l.iface,
-                            l.host.value_or("unknown host"), *l.speed_mbps, *med, RanksText(f.ranks));
+    f.message =
+        fmt::format("{} on {}: {} Mb/s vs {:.0f} Mb/s on its peers{}", l.iface,
+                    l.host.value_or("unknown host"), *l.speed_mbps, *med, RanksText(f.ranks));
     f.confidence = 0.8;
     f.evidence.push_back({f.message, l.src});
-    f.next_steps.push_back(fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
-                                       "reseat or replace the cable / transceiver",
-                                       l.iface, l.host.value_or("the host"), l.iface));
+    f.next_steps.push_back(
+        fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
+                    "reseat or replace the cable / transceiver",
+                    l.iface, l.host.value_or("the host"), l.iface));
     if (l.host) d.bad_hosts.insert(*l.host);
     d.a.findings.push_back(std::move(f));
   }
@@ -190,7 +196,8 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
   const NetworkData& net = *m.net;
   const std::vector<NcclTestStats>& tests = d.a.nccl_tests;
   // (group, host) -> (low runs, runs): a host is judged within each group.
-  std::map<std::pair<std::pair<std::string, size_t>, std::string>, std::pair<size_t, size_t>> host_low;
+  std::map<std::pair<std::pair<std::string, size_t>, std::string>, std::pair<size_t, size_t>>
+      host_low;
   std::vector<size_t> low_runs;
   for (const NcclTestGroup& g : m.nccl_test_groups) {
     if (g.runs.size() < 2) continue;
@@ -215,10 +222,11 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
   std::sort(culprits.begin(), culprits.end(), NaturalLess);
   auto run_text = [&](size_t i) {
     const NcclTestStats& s = tests[i];
-    return fmt::format("{} on {}: {:.1f} GB/s bus bandwidth at large sizes vs {:.1f} GB/s median of "
-                       "comparable runs ({:.2f}x)",
-                       s.collective, HostList(s.hosts), *s.large_busbw_gbps, *s.peer_busbw_gbps,
-                       *s.large_busbw_gbps / *s.peer_busbw_gbps);
+    return fmt::format(
+        "{} on {}: {:.1f} GB/s bus bandwidth at large sizes vs {:.1f} GB/s median of "
+        "comparable runs ({:.2f}x)",
+        s.collective, HostList(s.hosts), *s.large_busbw_gbps, *s.peer_busbw_gbps,
+        *s.large_busbw_gbps / *s.peer_busbw_gbps);
   };
   if (!culprits.empty()) {
     for (const std::string& h : culprits) {
@@ -233,13 +241,15 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
         ratios.push_back(*s.large_busbw_gbps / *s.peer_busbw_gbps);
         f.evidence.push_back({run_text(i), net.nccl_tests[i].src});
       }
-      f.message = fmt::format("every nccl-tests run with {} is slow: {} runs at {:.2f}x the bus "
-                              "bandwidth of comparable runs{}",
-                              h, n, Median(ratios).value_or(0), RanksText(f.ranks));
+      f.message = fmt::format(
+          "every nccl-tests run with {} is slow: {} runs at {:.2f}x the bus "
+          "bandwidth of comparable runs{}",
+          h, n, Median(ratios).value_or(0), RanksText(f.ranks));
       f.slowdown = 1 - Median(ratios).value_or(1);
       f.confidence = 0.8;
       f.next_steps.push_back(fmt::format("check {}'s NICs: `ibstat` and `ethtool` on it", h));
-      f.next_steps.push_back(PairTestCommand(h, HealthyHost(ranks, std::set<std::string>(culprits.begin(), culprits.end()))));
+      f.next_steps.push_back(PairTestCommand(
+          h, HealthyHost(ranks, std::set<std::string>(culprits.begin(), culprits.end()))));
       d.bad_hosts.insert(h);
       d.a.findings.push_back(std::move(f));
     }
@@ -247,17 +257,21 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
   }
   for (size_t i : low_runs) {
     const NcclTestStats& s = tests[i];
-    Finding f = HostFinding(FindingCode::kNetBandwidthLow,
-                            s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
-                            ranks, net.switch_of);
+    Finding f =
+        HostFinding(FindingCode::kNetBandwidthLow,
+                    s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
+                    ranks, net.switch_of);
     f.cause = "nic_degraded";
     f.message = run_text(i);
     f.slowdown = 1 - *s.large_busbw_gbps / *s.peer_busbw_gbps;
     f.confidence = 0.65;
     f.evidence.push_back({run_text(i), net.nccl_tests[i].src});
     if (!s.hosts.empty()) {
-      f.next_steps.push_back(fmt::format("check the NICs of {}: `ibstat` and `ethtool` on each", HostList(s.hosts)));
-      f.next_steps.push_back(PairTestCommand(s.hosts.front(), HealthyHost(ranks, std::set<std::string>(s.hosts.begin(), s.hosts.end()))));
+      f.next_steps.push_back(
+          fmt::format("check the NICs of {}: `ibstat` and `ethtool` on each", HostList(s.hosts)));
+      f.next_steps.push_back(PairTestCommand(
+          s.hosts.front(),
+          HealthyHost(ranks, std::set<std::string>(s.hosts.begin(), s.hosts.end()))));
     }
     for (const std::string& h : s.hosts) d.bad_hosts.insert(h);
     d.a.findings.push_back(std::move(f));
@@ -269,17 +283,20 @@ void DecideTestErrors(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
   for (size_t i = 0; i < net.nccl_tests.size(); ++i) {
     const NcclTestRun& r = net.nccl_tests[i];
     int64_t wrong = 0;
-    for (const NcclTestRow& row : r.rows) wrong += row.oop_wrong.value_or(0) + row.ip_wrong.value_or(0);
+    for (const NcclTestRow& row : r.rows)
+      wrong += row.oop_wrong.value_or(0) + row.ip_wrong.value_or(0);
     if (wrong == 0 && r.errors.empty()) continue;
     const NcclTestStats& s = d.a.nccl_tests[i];
-    Finding f = HostFinding(FindingCode::kNetTestErrors,
-                            s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
-                            ranks, net.switch_of);
+    Finding f =
+        HostFinding(FindingCode::kNetTestErrors,
+                    s.hosts.size() == 1 ? std::optional<std::string>(s.hosts[0]) : std::nullopt,
+                    ranks, net.switch_of);
     f.message = fmt::format("{} on {}: {} wrong results{}", s.collective, HostList(s.hosts), wrong,
                             r.errors.empty() ? "" : "; " + r.errors.front());
     f.confidence = 0.7;
     f.evidence.push_back({f.message, r.src});
-    f.next_steps.push_back("rerun the test with NCCL_DEBUG=INFO and check the hosts' GPUs with `dcgmi diag -r 2`");
+    f.next_steps.push_back(
+        "rerun the test with NCCL_DEBUG=INFO and check the hosts' GPUs with `dcgmi diag -r 2`");
     d.a.findings.push_back(std::move(f));
   }
 }
@@ -308,9 +325,9 @@ void DecideTransports(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
       if (g || j.gdr_hosts * 2 < j.gdr.size() || j.gdr_hosts == 0) continue;
       Finding f = HostFinding(FindingCode::kNetNoGdr, h, ranks, net.switch_of);
       f.cause = "no_gdr";
-      f.message = fmt::format(
-          "NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}", h,
-          j.gdr_hosts, j.gdr.size(), RanksText(f.ranks));
+      f.message =
+          fmt::format("NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}",
+                      h, j.gdr_hosts, j.gdr.size(), RanksText(f.ranks));
       f.confidence = 0.7;
       f.evidence.push_back({f.message, j.where.at(h)});
       f.next_steps.push_back(fmt::format(
@@ -334,7 +351,8 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
   if (close * 2 > near.size()) {
     for (const GpuNicPath& n : near) {
       if (n.link < 3) continue;
-      std::optional<std::string> host = n.host.empty() ? std::nullopt : std::optional<std::string>(n.host);
+      std::optional<std::string> host =
+          n.host.empty() ? std::nullopt : std::optional<std::string>(n.host);
       Finding f = HostFinding(FindingCode::kNetPoorPath, host, ranks, net.switch_of);
       f.cause = "poor_path";
       int32_t gpu = std::atoi(n.gpu.c_str() + 3);
@@ -344,15 +362,17 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
         f.ranks.clear();
         if (f.entity.rank) f.ranks.push_back(*f.entity.rank);
       }
-      f.message = fmt::format("{} of {}: nearest NIC is {} away (across the CPU interconnect) while "
-                              "{} of {} GPUs have one on their PCIe switch",
-                              n.gpu, n.host.empty() ? "unknown host" : n.host,
-                              n.link == 3 ? "NODE" : "SYS", close, near.size());
+      f.message = fmt::format(
+          "{} of {}: nearest NIC is {} away (across the CPU interconnect) while "
+          "{} of {} GPUs have one on their PCIe switch",
+          n.gpu, n.host.empty() ? "unknown host" : n.host, n.link == 3 ? "NODE" : "SYS", close,
+          near.size());
       f.severity = Severity::kWarning;
       f.confidence = 0.6;
       f.evidence.push_back({f.message, n.src});
-      f.next_steps.push_back("check `nvidia-smi topo -m` and NCCL's NIC choice (NCCL_DEBUG=INFO, "
-                             "NCCL_IB_HCA); pin the rank to the GPU next to its NIC");
+      f.next_steps.push_back(
+          "check `nvidia-smi topo -m` and NCCL's NIC choice (NCCL_DEBUG=INFO, "
+          "NCCL_IB_HCA); pin the rank to the GPU next to its NIC");
       d.a.findings.push_back(std::move(f));
     }
   }
@@ -371,9 +391,10 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
         load.fair);
     f.confidence = 0.6;
     f.evidence.push_back({f.message, t.src});
-    f.next_steps.push_back("check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO "
-                           "\"NET/IB : Using\"); set NCCL_IB_HCA or fix the PCIe placement so each "
-                           "GPU has its own rail");
+    f.next_steps.push_back(
+        "check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO "
+        "\"NET/IB : Using\"); set NCCL_IB_HCA or fix the PCIe placement so each "
+        "GPU has its own rail");
     d.a.findings.push_back(std::move(f));
   }
 }
@@ -426,13 +447,15 @@ std::optional<Finding> SlowHostsSwitchFinding(const NetworkMetrics& m, const Ran
     auto r = ranks.RanksOnHost(h);
     f.ranks.insert(f.ranks.end(), r.begin(), r.end());
   }
-  f.message = fmt::format("the slow hosts {} all hang off switch {}, hosts on the other {} "
-                          "switch{} are fine: likely traffic from outside the job",
-                          HostList(sorted), sw, switches.size() - 1, switches.size() == 2 ? "" : "es");
+  f.message = fmt::format(
+      "the slow hosts {} all hang off switch {}, hosts on the other {} "
+      "switch{} are fine: likely traffic from outside the job",
+      HostList(sorted), sw, switches.size() - 1, switches.size() == 2 ? "" : "es");
   f.confidence = 0.6;
   auto src = net.switch_src.find(sorted.front());
-  f.evidence.push_back({f.message, src != net.switch_src.end() ? std::optional<SourceRef>(src->second)
-                                                               : std::nullopt});
+  f.evidence.push_back({f.message, src != net.switch_src.end()
+                                       ? std::optional<SourceRef>(src->second)
+                                       : std::nullopt});
   f.next_steps.push_back(fmt::format(
       "check switch {}'s other tenants and its port counters (congestion, pause frames); ask "
       "the network team whether another job shares it",
@@ -486,12 +509,14 @@ std::optional<Finding> SwitchGroupFinding(const NetworkMetrics& m, const RankMap
         "the hosts of one switch slow down together, likely traffic from outside the job",
         sw, HostList(sorted), ratio, others, o.switch_peer_ratio);
     auto src = net.switch_src.find(sorted.front());
-    f.evidence.push_back({f.message, src != net.switch_src.end() ? std::optional<SourceRef>(src->second)
-                                                                 : std::nullopt});
+    f.evidence.push_back({f.message, src != net.switch_src.end()
+                                         ? std::optional<SourceRef>(src->second)
+                                         : std::nullopt});
     f.next_steps.push_back(fmt::format(
         "check switch {}'s other tenants and its port counters (congestion, pause frames, "
         "PortXmitWait with `perfquery` on the hosts' ports); ask the network team whether another "
-        "job shares it; rerun nccl-tests between {} and a host on another switch while the job is slow",
+        "job shares it; rerun nccl-tests between {} and a host on another switch while the job is "
+        "slow",
         sw, sorted.front()));
     return f;
   }
@@ -580,9 +605,10 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkMetrics& m, const R
             ? fmt::format("its least-waiting host {:.1f} robust deviations above theirs", *w.min_z)
             : std::string("too few hosts elsewhere for a spread");
     if (!w.by_z) {
-      spread += fmt::format("; even its least-waiting host waits {:.1f}x their median and more "
-                            "than any of them",
-                            w.least_times);
+      spread += fmt::format(
+          "; even its least-waiting host waits {:.1f}x their median and more "
+          "than any of them",
+          w.least_times);
     }
     f.message = fmt::format(
         "{} on switch {} ({}) waits {:.1f}x as long per byte sent as the {} host{} on the "
@@ -624,8 +650,10 @@ size_t CongestedIntervals(const NetworkMetrics& m,
       for (auto& [h, r] : ratio) (net.switch_of.at(h) == sw ? mine : others).push_back(r);
       // One host elsewhere is enough against port_interval_min_hosts_vs_one
       // hosts on the switch (each must be above it).
-      size_t need_others = mine.size() >= o.port_interval_min_hosts_vs_one ? 1 : o.port_interval_min_hosts;
-      if (mine.size() < std::max(on_switch, o.port_interval_min_hosts) || others.size() < need_others) {
+      size_t need_others =
+          mine.size() >= o.port_interval_min_hosts_vs_one ? 1 : o.port_interval_min_hosts;
+      if (mine.size() < std::max(on_switch, o.port_interval_min_hosts) ||
+          others.size() < need_others) {
         continue;
       }
       double least = *std::min_element(mine.begin(), mine.end());
@@ -654,7 +682,8 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkMetrics& m, const
   std::map<std::string, std::vector<std::string>> by_switch;
   for (auto& [h, v] : rows) by_switch[net.switch_of.at(h)].push_back(h);
   if (by_switch.size() < 2) return std::nullopt;
-  std::map<std::string, std::vector<size_t>> congested;  // switch -> intervals (index of the end snapshot)
+  std::map<std::string, std::vector<size_t>>
+      congested;  // switch -> intervals (index of the end snapshot)
   size_t intervals = CongestedIntervals(m, by_switch, o, congested);
   std::string top;
   size_t top_count = 0, second = 0;
@@ -677,7 +706,8 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkMetrics& m, const
     const PortSample& end = first_host[k];
     const PortSample& begin = first_host[k - 1];
     if (begin.time_ns && end.time_ns) {
-      return fmt::format("{} to {}", FormatTimestamp(*begin.time_ns), FormatTimestamp(*end.time_ns));
+      return fmt::format("{} to {}", FormatTimestamp(*begin.time_ns),
+                         FormatTimestamp(*end.time_ns));
     }
     return fmt::format("snapshots {} to {}", k, k + 1);
   };
@@ -690,8 +720,8 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkMetrics& m, const
       "snapshots (PortXmitWait / PortXmitData deltas; first {}, last {}); other switches at most "
       "{}: credit back-pressure on that switch's links that comes and goes, likely traffic from "
       "outside the job",
-      top, HostList(sorted), o.port_interval_ratio, ks.size(), intervals, when(ks.front()), when(ks.back()),
-      second);
+      top, HostList(sorted), o.port_interval_ratio, ks.size(), intervals, when(ks.front()),
+      when(ks.back()), second);
   f.evidence.push_back({f.message, first_host[ks.front()].src});
   f.next_steps.push_back(fmt::format(
       "ask the network team what else runs through switch {} at those times (`perfquery` "
@@ -716,7 +746,8 @@ void DecideSwitches(const NetworkMetrics& m, const RankMap& ranks,
   if (!counters) counters = PortCounterIntervalFinding(m, ranks, o);
   if (auto& f = counters) {
     auto same = std::find_if(d.a.findings.begin(), d.a.findings.end(), [&](const Finding& g) {
-      return g.code == FindingCode::kNetSharedSwitch && g.entity.switch_name == f->entity.switch_name;
+      return g.code == FindingCode::kNetSharedSwitch &&
+             g.entity.switch_name == f->entity.switch_name;
     });
     if (same != d.a.findings.end()) {
       same->evidence.push_back(f->evidence.front());

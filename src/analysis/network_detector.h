@@ -145,7 +145,7 @@ struct NetworkAnalysis {
 struct IbPortMetrics {
   std::optional<double> peer_rate_gbps;  // median
   size_t peer_rates = 0;
-  std::optional<double> peer_width;      // median lanes
+  std::optional<double> peer_width;  // median lanes
   size_t peer_widths = 0;
   size_t active_elsewhere = 0;  // Active ports of the same CA name and port number
 };
@@ -167,7 +167,7 @@ struct NcclTestGroup {
 // count; logs of unrelated jobs in one directory are not peers).
 struct NcclJobTransports {
   std::map<std::string, std::set<std::string>> nets;  // host -> NET/… used
-  std::map<std::string, bool> gdr;                     // host -> some GDR connection
+  std::map<std::string, bool> gdr;                    // host -> some GDR connection
   std::map<std::string, SourceRef> where;
   size_t ib_hosts = 0;   // hosts using NET/IB
   size_t gdr_hosts = 0;  // hosts with GDR
@@ -203,7 +203,7 @@ struct NetworkMetrics {
   const NetworkData* net = nullptr;
   std::vector<IbPortMetrics> ib_ports;
   std::vector<EthLinkMetrics> eth_links;
-  std::vector<NcclTestStats> nccl_tests;  // with peer_busbw_gbps in groups of >= 2
+  std::vector<NcclTestStats> nccl_tests;        // with peer_busbw_gbps in groups of >= 2
   std::vector<NcclTestGroup> nccl_test_groups;  // by (collective, ranks)
   // Per host, its best large-size ratio to comparable runs (runs of >= 2 hosts).
   std::map<std::string, double> best_busbw_ratio;

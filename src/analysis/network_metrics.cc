@@ -55,7 +55,8 @@ void MeasureLinks(const NetworkData& net, NetworkMetrics& m) {
   }
   std::map<std::string, std::vector<double>> speeds;  // iface -> speeds
   for (const EthLink& l : net.eth_links) {
-    if (l.speed_mbps && l.link_detected != false) speeds[l.iface].push_back(static_cast<double>(*l.speed_mbps));
+    if (l.speed_mbps && l.link_detected != false)
+      speeds[l.iface].push_back(static_cast<double>(*l.speed_mbps));
   }
   std::map<std::string, std::optional<double>> speed_medians;
   for (const EthLink& l : net.eth_links) {
@@ -107,7 +108,8 @@ void MeasureNcclTests(const NetworkData& net, NetworkMetrics& m) {
   // Per host, its best run against comparable runs (a healthy host paired
   // with a congested one looks slow in that run, not in all of them).
   for (const NcclTestStats& s : m.nccl_tests) {
-    if (!s.large_busbw_gbps || !s.peer_busbw_gbps || *s.peer_busbw_gbps <= 0 || s.hosts.size() < 2) continue;
+    if (!s.large_busbw_gbps || !s.peer_busbw_gbps || *s.peer_busbw_gbps <= 0 || s.hosts.size() < 2)
+      continue;
     double r = *s.large_busbw_gbps / *s.peer_busbw_gbps;
     for (const std::string& h : s.hosts) {
       auto [it, fresh] = m.best_busbw_ratio.emplace(h, r);
@@ -221,7 +223,8 @@ void MeasurePortWaits(const NetworkData& net, const NetworkDetectorOptions& o, N
   for (auto& [h, v] : hosts) data.push_back(v.data_bytes);
   double typical = Median(data).value_or(0);
   for (auto& [h, v] : hosts) {
-    if (v.data_bytes <= 0 || v.wait_ticks <= 0 || v.data_bytes < o.port_min_data_share * typical) continue;
+    if (v.data_bytes <= 0 || v.wait_ticks <= 0 || v.data_bytes < o.port_min_data_share * typical)
+      continue;
     if (!net.switch_of.count(h)) continue;
     m.port_wait_log_ratio[h] = std::log(v.wait_ticks / v.data_bytes);
     m.port_wait_src[h] = v.src;
@@ -232,7 +235,8 @@ void MeasurePortWaits(const NetworkData& net, const NetworkDetectorOptions& o, N
 // summed per snapshot, in time order (file order when untimed).
 std::map<std::string, std::vector<PortSample>> PortSeries(const NetworkData& net) {
   // host -> (lid, port) -> the port's snapshots in file order.
-  std::map<std::string, std::map<std::pair<int64_t, int32_t>, std::vector<const IbPortCounters*>>> series;
+  std::map<std::string, std::map<std::pair<int64_t, int32_t>, std::vector<const IbPortCounters*>>>
+      series;
   for (const IbPortCounters& c : net.port_counters) {
     if (!c.host || !c.lid || !c.xmit_wait_ticks || !c.xmit_data_bytes) continue;
     if (!net.switch_of.count(*c.host)) continue;
@@ -242,7 +246,8 @@ std::map<std::string, std::vector<PortSample>> PortSeries(const NetworkData& net
   for (auto& [h, ports] : series) {
     size_t n = SIZE_MAX;
     for (auto& [key, v] : ports) {
-      bool timed = std::all_of(v.begin(), v.end(), [](const IbPortCounters* c) { return c->time_ns.has_value(); });
+      bool timed = std::all_of(v.begin(), v.end(),
+                               [](const IbPortCounters* c) { return c->time_ns.has_value(); });
       if (timed) {
         std::stable_sort(v.begin(), v.end(), [](const IbPortCounters* a, const IbPortCounters* b) {
           return *a->time_ns < *b->time_ns;
@@ -256,7 +261,8 @@ std::map<std::string, std::vector<PortSample>> PortSeries(const NetworkData& net
         PortSample& sm = samples[k];
         sm.wait_ticks += static_cast<double>(*v[k]->xmit_wait_ticks);
         sm.data_bytes += static_cast<double>(*v[k]->xmit_data_bytes);
-        if (v[k]->time_ns && (!sm.time_ns || *v[k]->time_ns > *sm.time_ns)) sm.time_ns = v[k]->time_ns;
+        if (v[k]->time_ns && (!sm.time_ns || *v[k]->time_ns > *sm.time_ns))
+          sm.time_ns = v[k]->time_ns;
         if (!sm.src) sm.src = v[k]->src;
       }
     }

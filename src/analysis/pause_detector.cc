@@ -68,10 +68,8 @@ PauseMetrics MeasurePauses(const Run& run, const StepAnalysis& steps, const Trac
     for (const GpuSample& x : gpus[i].samples) {
       if (!x.util_pct) continue;
       SampleCounts& n = at[x.time_ns];
-      if (*x.util_pct >= o.busy_util_pct)
-        ++n.busy;
-      else if (*x.util_pct <= o.dip_util_pct)
-        ++n.dipping;
+      if (*x.util_pct >= o.busy_util_pct) ++n.busy;
+      else if (*x.util_pct <= o.dip_util_pct) ++n.dipping;
     }
   }
   for (size_t i : saturated) m.saturated.push_back(GpuPauses{i, PausesOf(gpus[i], at, o)});

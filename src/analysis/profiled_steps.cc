@@ -36,8 +36,8 @@ std::optional<RankShift> BestShift(const RankTrace& trace, const StepSeries& ser
       auto it = logged.find(t.step + k);
       DurationNs d = t.end_ns - t.start_ns;
       if (it == logged.end() || it->second <= 0 || d <= 0) continue;
-      errors.push_back(std::fabs(std::log(static_cast<double>(d) /
-                                          static_cast<double>(it->second))));
+      errors.push_back(
+          std::fabs(std::log(static_cast<double>(d) / static_cast<double>(it->second))));
     }
     if (errors.size() < kMinMatchedSteps) continue;
     // The mean tells shifts apart where steps of equal length make several
@@ -62,9 +62,9 @@ std::optional<LogStepRange> ProfiledLogSteps(const Run& run, int64_t max_shift,
     std::optional<RankShift> s = BestShift(trace, *series, max_shift);
     if (!s || s->mismatch > max_mismatch) continue;
     if (out && out->shift != s->shift) return std::nullopt;  // ranks disagree: no mapping
-    auto [lo, hi] = std::minmax_element(
-        trace.steps.begin(), trace.steps.end(),
-        [](const TraceStep& a, const TraceStep& b) { return a.step < b.step; });
+    auto [lo, hi] =
+        std::minmax_element(trace.steps.begin(), trace.steps.end(),
+                            [](const TraceStep& a, const TraceStep& b) { return a.step < b.step; });
     int64_t first = lo->step + s->shift, last = hi->step + s->shift;
     if (!out) {
       out = LogStepRange{first, last, s->shift, 0};

@@ -61,7 +61,8 @@ RankMap RankMap::Build(const Run& run, std::optional<int32_t> gpus_per_node) {
   {
     std::map<std::string, std::vector<int32_t>> unplaced;
     for (const StepSeries& s : run.ranks) {
-      if (s.info.host && !m.gpu_of_.count(s.info.rank)) unplaced[*s.info.host].push_back(s.info.rank);
+      if (s.info.host && !m.gpu_of_.count(s.info.rank))
+        unplaced[*s.info.host].push_back(s.info.rank);
     }
     for (auto& [host, ranks] : unplaced) {
       std::set<int32_t> gpus;
@@ -73,7 +74,8 @@ RankMap RankMap::Build(const Run& run, std::optional<int32_t> gpus_per_node) {
         if (where.first == host) all.push_back(r);
       }
       std::sort(all.begin(), all.end());
-      bool consecutive = !all.empty() && all.back() - all.front() + 1 == static_cast<int32_t>(all.size());
+      bool consecutive =
+          !all.empty() && all.back() - all.front() + 1 == static_cast<int32_t>(all.size());
       bool gpus_match = gpus.size() == all.size() && !gpus.empty() && *gpus.begin() == 0 &&
                         *gpus.rbegin() == static_cast<int32_t>(gpus.size()) - 1;
       if (!consecutive || !gpus_match) continue;

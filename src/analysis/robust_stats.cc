@@ -31,8 +31,8 @@ void QuantilesInPlace(std::span<double> v, std::span<const double> qs, std::span
     double pos = std::clamp(qs[i], 0.0, 1.0) * static_cast<double>(v.size() - 1);
     size_t lo = std::max(from, static_cast<size_t>(std::floor(pos)));
     double frac = pos - static_cast<double>(lo);
-    std::nth_element(v.begin() + static_cast<ptrdiff_t>(from), v.begin() + static_cast<ptrdiff_t>(lo),
-                     v.end());
+    std::nth_element(v.begin() + static_cast<ptrdiff_t>(from),
+                     v.begin() + static_cast<ptrdiff_t>(lo), v.end());
     from = lo;
     double a = v[lo];
     double b = a;

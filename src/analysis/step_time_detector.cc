@@ -59,7 +59,8 @@ std::optional<double> DetectPeriod(const std::vector<int64_t>& slow_steps,
   if (burst_starts_out) *burst_starts_out = starts;
   if (starts.size() < opt.min_bursts) return std::nullopt;
   std::vector<double> gaps;
-  for (size_t i = 1; i < starts.size(); ++i) gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]));
+  for (size_t i = 1; i < starts.size(); ++i)
+    gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]));
   double period = *Median(gaps);
   double tolerance = std::max(1.0, opt.period_tolerance * period);
   if (period < 2) return std::nullopt;
@@ -105,13 +106,14 @@ Finding NoPeersFinding(const StepMetrics& m) {
   f.severity = Describe(f.code).severity;
   f.entity.job = true;
   f.confidence = 1.0;
-  f.message = m.attributed
-                  ? fmt::format("only rank {} has step times: there are no peers to compare it "
-                                "with",
-                                m.series[0]->info.rank)
-                  : fmt::format("{} step series without a rank (e.g. a Megatron log written by "
-                                "one rank): peers cannot be compared",
-                                m.series.size());
+  f.message = m.attributed ? fmt::format(
+                                 "only rank {} has step times: there are no peers to compare it "
+                                 "with",
+                                 m.series[0]->info.rank)
+                           : fmt::format(
+                                 "{} step series without a rank (e.g. a Megatron log written by "
+                                 "one rank): peers cannot be compared",
+                                 m.series.size());
   f.next_steps.push_back(
       "log step times on every rank (the article: print(f\"rank {rank}, step {i}, time "
       "{dt:.4f}s\")), or name each file's rank with --rank-from");
@@ -125,8 +127,8 @@ std::optional<Finding> StageImbalanceFinding(const StepMetrics& m, const StepDet
   const auto& group_medians = m.group_rank_medians_s;
   std::vector<double> stage_median(groups, 0);
   for (size_t g = 0; g < groups; ++g) stage_median[g] = Median(group_medians[g]).value_or(0);
-  size_t worst = static_cast<size_t>(
-      std::max_element(stage_median.begin(), stage_median.end()) - stage_median.begin());
+  size_t worst = static_cast<size_t>(std::max_element(stage_median.begin(), stage_median.end()) -
+                                     stage_median.begin());
   std::vector<double> others;
   for (size_t g = 0; g < groups; ++g) {
     if (g != worst) others.push_back(stage_median[g]);
@@ -285,19 +287,20 @@ Finding StragglerFinding(const StepMetrics& m, size_t r, const RankPattern& p,
   if (f.pattern == Pattern::kIntermittent) conf = std::min(conf, 0.6);
   if (st.steps_used < 20) conf -= 0.15;
   f.confidence = std::clamp(conf, 0.1, 0.95);
-  f.evidence.push_back(Evidence{
-      fmt::format("median step time {} over {} steps after warm-up, p90 {}, MAD {}",
-                  Seconds(st.seconds->median), st.steps_used, Seconds(st.seconds->p90),
-                  Seconds(st.seconds->mad)),
-      SourceOf(s, m.step_numbers.empty() ? 0 : OnsetsOf(m, r).first_step.value_or(0))});
+  f.evidence.push_back(
+      Evidence{fmt::format("median step time {} over {} steps after warm-up, p90 {}, MAD {}",
+                           Seconds(st.seconds->median), st.steps_used, Seconds(st.seconds->p90),
+                           Seconds(st.seconds->mad)),
+               SourceOf(s, m.step_numbers.empty() ? 0 : OnsetsOf(m, r).first_step.value_or(0))});
   f.evidence.push_back(Evidence{fmt::format("{}", BandText(excess)), std::nullopt});
   if (f.onset_step) {
     f.evidence.push_back(Evidence{fmt::format("first slow step {}", StepNo(*f.onset_step)),
                                   SourceOf(s, *f.onset_step)});
   }
   if (st.slowest_share > 0) {
-    f.evidence.push_back(Evidence{
-        fmt::format("slowest of all ranks in {:.0f}% of steps", 100 * st.slowest_share), std::nullopt});
+    f.evidence.push_back(
+        Evidence{fmt::format("slowest of all ranks in {:.0f}% of steps", 100 * st.slowest_share),
+                 std::nullopt});
   }
   // A healthy peer for the comparison the article asks for.
   size_t healthy = 0;
@@ -315,8 +318,8 @@ Finding StragglerFinding(const StepMetrics& m, size_t r, const RankPattern& p,
       s.info.rank, peer.rank));
   if (s.info.host) {
     f.next_steps.push_back(fmt::format(
-        "on {} and a healthy host at the same time: nvidia-smi dmon -s pucvmt -d 1{}",
-        *s.info.host, s.info.local_gpu ? fmt::format(" -i {}", *s.info.local_gpu) : ""));
+        "on {} and a healthy host at the same time: nvidia-smi dmon -s pucvmt -d 1{}", *s.info.host,
+        s.info.local_gpu ? fmt::format(" -i {}", *s.info.local_gpu) : ""));
   } else {
     f.next_steps.push_back(
         "on the suspect's node and a healthy one at the same time: nvidia-smi dmon -s pucvmt "
@@ -395,7 +398,8 @@ std::vector<Episode> FindEpisodes(const StepMetrics& m, double base, double leve
         e.slowest_rank = rank;
       }
     }
-    if (!meds.empty()) e.slowest_share = static_cast<double>(best) / static_cast<double>(meds.size());
+    if (!meds.empty())
+      e.slowest_share = static_cast<double>(best) / static_cast<double>(meds.size());
   }
   return episodes;
 }
@@ -452,15 +456,14 @@ Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const 
   f.slowdown = e.median_step_s / base - 1;
   f.confidence = 0.8;
   bool to_end = e.end_step == m.step_numbers.back();
-  f.message = fmt::format("the whole job slowed in steps {}-{}{}: {} per step instead of {} ({})",
-                          StepNo(e.start_step), StepNo(e.end_step),
-                          to_end ? " (until the last step)" : "", Seconds(e.median_step_s),
-                          Seconds(base), Percent(*f.slowdown));
+  f.message =
+      fmt::format("the whole job slowed in steps {}-{}{}: {} per step instead of {} ({})",
+                  StepNo(e.start_step), StepNo(e.end_step), to_end ? " (until the last step)" : "",
+                  Seconds(e.median_step_s), Seconds(base), Percent(*f.slowdown));
   if (e.slowest_rank && !job.synchronised && m.comparable) {
-    f.evidence.push_back(Evidence{
-        fmt::format("rank {} was the slowest in {:.0f}% of these steps", *e.slowest_rank,
-                    100 * e.slowest_share),
-        std::nullopt});
+    f.evidence.push_back(Evidence{fmt::format("rank {} was the slowest in {:.0f}% of these steps",
+                                              *e.slowest_rank, 100 * e.slowest_share),
+                                  std::nullopt});
   }
   if (m.comparable && !job.synchronised) {
     f.next_steps.push_back(
@@ -509,8 +512,8 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
     return;
   const double base = *out.job.baseline_step_s;
   const double level =
-      base * std::max(opt.episode_factor,
-                      1 + opt.episode_sigmas * out.job.step_noise_sigma.value_or(0));
+      base *
+      std::max(opt.episode_factor, 1 + opt.episode_sigmas * out.job.step_noise_sigma.value_or(0));
   std::vector<int64_t> slow_cols_steps;
   out.job.episodes = FindEpisodes(m, base, level, slow_cols_steps);
   std::vector<int64_t> starts;
@@ -543,8 +546,8 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
     out.findings.push_back(JobSlowdownFinding(m, out.job, e));
   }
   if (eps.size() > kMaxEpisodeFindings) {
-    out.findings.back().message +=
-        fmt::format(" (and {} more episodes, see the JSON report)", eps.size() - kMaxEpisodeFindings);
+    out.findings.back().message += fmt::format(" (and {} more episodes, see the JSON report)",
+                                               eps.size() - kMaxEpisodeFindings);
   }
 }
 

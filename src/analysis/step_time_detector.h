@@ -127,7 +127,7 @@ struct StepDetectorOptions {
 struct RankStepStats {
   RankInfo info;
   size_t steps_total = 0;
-  size_t steps_used = 0;  // after warm-up
+  size_t steps_used = 0;           // after warm-up
   std::optional<Summary> seconds;  // of step durations in seconds
   std::optional<double> excess;    // vs peers' median
   std::optional<double> z;
@@ -150,7 +150,7 @@ struct JobStepStats {
   size_t ranks = 0;
   size_t steps = 0;  // distinct step numbers analysed
   std::optional<double> median_step_s;
-  std::optional<double> baseline_step_s;  // 25th percentile of per-step medians
+  std::optional<double> baseline_step_s;   // 25th percentile of per-step medians
   std::optional<double> sync_spread;       // median per-step (p90 - p10) / median
   std::optional<double> sync_rank_offset;  // largest |rank offset| (see above)
   bool synchronised = false;
@@ -180,7 +180,7 @@ struct StepAnalysis {
 // first point and the change-point segments of the series (indices into x)
 // with the step numbers where each begins and ends.
 struct RankOnsets {
-  size_t points = 0;                   // length of x
+  size_t points = 0;                  // length of x
   std::optional<int64_t> first_step;  // step of x[0]
   std::vector<Segment> segments;
   std::vector<int64_t> segment_first_step;  // step of x[segment.begin]
@@ -193,8 +193,8 @@ struct StepMetrics {
   // The series analysed (run.ranks, else run.unattributed), for the ranks'
   // identity and the steps' wall clock and source in findings.
   std::vector<const StepSeries*> series;
-  bool attributed = false;  // the series carry ranks
-  bool comparable = false;  // attributed and >= 2 series: peers exist
+  bool attributed = false;            // the series carry ranks
+  bool comparable = false;            // attributed and >= 2 series: peers exist
   std::vector<int64_t> step_numbers;  // the analysed steps, ascending
   // Per step across all ranks: median seconds (0 where none logged it), how
   // many ranks logged it, and the index of the slowest (-1: none).

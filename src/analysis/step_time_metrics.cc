@@ -51,7 +51,8 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
       merges = kMaxMerges + 1;  // not ascending (a Run not from Finalize): sort instead
       break;
     }
-    if (std::includes(m.step_numbers.begin(), m.step_numbers.end(), own.begin(), own.end())) continue;
+    if (std::includes(m.step_numbers.begin(), m.step_numbers.end(), own.begin(), own.end()))
+      continue;
     merged.clear();
     std::set_union(m.step_numbers.begin(), m.step_numbers.end(), own.begin(), own.end(),
                    std::back_inserter(merged));
@@ -62,7 +63,8 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
     m.step_numbers.clear();
     for (size_t r = 0; r < series.size(); ++r) {
       const auto& steps = series[r]->steps;
-      for (size_t i = m.first_used[r]; i < steps.size(); ++i) m.step_numbers.push_back(steps[i].step);
+      for (size_t i = m.first_used[r]; i < steps.size(); ++i)
+        m.step_numbers.push_back(steps[i].step);
     }
     std::sort(m.step_numbers.begin(), m.step_numbers.end());
     m.step_numbers.erase(std::unique(m.step_numbers.begin(), m.step_numbers.end()),
@@ -85,7 +87,8 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
   for (size_t r0 = 0; r0 < R; r0 += kBlock) {
     for (size_t c0 = 0; c0 < C; c0 += kBlock) {
       for (size_t r = r0; r < std::min(R, r0 + kBlock); ++r) {
-        for (size_t c = c0; c < std::min(C, c0 + kBlock); ++c) m.by_step[c * R + r] = m.values[r * C + c];
+        for (size_t c = c0; c < std::min(C, c0 + kBlock); ++c)
+          m.by_step[c * R + r] = m.values[r * C + c];
       }
     }
   }
@@ -236,8 +239,9 @@ void MeasureRanks(StepMetrics& m) {
     }
   }
   for (size_t r = 0; r < R; ++r) {
-    m.ranks[r].slowest_share =
-        slowest_count_total ? static_cast<double>(counts[r]) / static_cast<double>(slowest_count_total) : 0;
+    m.ranks[r].slowest_share = slowest_count_total ? static_cast<double>(counts[r]) /
+                                                         static_cast<double>(slowest_count_total)
+                                                   : 0;
   }
 }
 

@@ -29,8 +29,9 @@ std::string BackendWord(const TraceMetrics& m, size_t ri) {
   if (ri >= m.traces.size() || m.traces[ri] == nullptr || m.names == nullptr) return "NCCL";
   for (const CollectiveCall& c : m.traces[ri]->collectives) {
     std::string_view name = m.names->Get(c.kernel);
-    for (auto [prefix, word] : {std::pair{"gloo", "gloo collectives"}, {"mpi", "MPI collectives"},
-                                 {"ucc", "UCC collectives"}}) {
+    for (auto [prefix, word] : {std::pair{"gloo", "gloo collectives"},
+                                {"mpi", "MPI collectives"},
+                                {"ucc", "UCC collectives"}}) {
       if (name.rfind(prefix, 0) == 0) return word;
     }
   }
@@ -214,7 +215,8 @@ Finding GroupFinding(const TraceMetrics& m, const TraceSuspect& s, const Suspect
         RankListText(ranks), where));
   } else {
     f.next_steps.push_back(fmt::format(
-        "compare the trace of rank {} with a healthy rank's around the late collectives", ranks.front()));
+        "compare the trace of rank {} with a healthy rank's around the late collectives",
+        ranks.front()));
   }
   return f;
 }
@@ -284,10 +286,11 @@ std::optional<Finding> JobIdleFinding(const TraceMetrics& m, const TraceDetector
 void AddHostGapEvidence(Finding& h, const HostGapComparison& hg, int32_t rank, uint32_t file) {
   h.message += fmt::format("; rank {}: {}", rank, DescribeHostGaps(hg));
   h.evidence.push_back(Evidence{
-      fmt::format("GPU idle with an empty launch queue {} on rank {} vs {} (median of {} peers); idle "
-                  "with launches queued {} vs {}",
-                  Ms(hg.unlaunched_ns), rank, Ms(hg.peer_unlaunched_ns), hg.peers, Ms(hg.queued_ns),
-                  Ms(hg.peer_queued_ns)),
+      fmt::format(
+          "GPU idle with an empty launch queue {} on rank {} vs {} (median of {} peers); idle "
+          "with launches queued {} vs {}",
+          Ms(hg.unlaunched_ns), rank, Ms(hg.peer_unlaunched_ns), hg.peers, Ms(hg.queued_ns),
+          Ms(hg.peer_queued_ns)),
       SourceRef{file, 0}});
 }
 
@@ -309,8 +312,9 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
       Ms(static_cast<DurationNs>(m.delay_ns[s.rank])), 100 * s.delay_share,
       Ms(cand.median_wait_ns.value_or(0)), Ms(ps.median_wait_ns.value_or(0)), ps.rank);
   if (s.compute_excess) {
-    f.message += fmt::format("; its compute per step stands out: {:.1f}% above the median rank's in every profiled step",
-                             100 * *s.compute_excess);
+    f.message += fmt::format(
+        "; its compute per step stands out: {:.1f}% above the median rank's in every profiled step",
+        100 * *s.compute_excess);
   } else if (s.idle_share) {
     f.message += fmt::format(
         "; it runs no op on any thread for {:.0f}% of its profile, against at most {:.0f}% on any "
@@ -324,20 +328,21 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
         *s.op_ratio);
   } else if (s.from_group) {
     f.message += fmt::format(
-        "; its mean lateness over all collectives is {} above the other ranks', {:.0f}x their spread",
+        "; its mean lateness over all collectives is {} above the other ranks', {:.0f}x their "
+        "spread",
         Ms(static_cast<DurationNs>(s.group_excess)), opt.group_sigmas);
   }
   for (auto [off, ri] : m.last_offsets) {
     if (ri != s.rank) continue;
-    f.evidence.push_back(Evidence{fmt::format("late collective on rank {} (byte offset {})", cand.rank, off),
-                                  SourceRef{m.ranks[ri].file, 0}});
+    f.evidence.push_back(
+        Evidence{fmt::format("late collective on rank {} (byte offset {})", cand.rank, off),
+                 SourceRef{m.ranks[ri].file, 0}});
   }
   if (s.victim != s.rank) {
     const RankTraceStats& victim = m.ranks[s.victim];
     f.evidence.push_back(Evidence{
         fmt::format("rank {} spends the most time in {} ({}): a victim waiting, not the culprit",
-                    victim.rank, BackendWord(m, s.victim),
-                    Ms(victim.collective_ns)),
+                    victim.rank, BackendWord(m, s.victim), Ms(victim.collective_ns)),
         SourceRef{victim.file, 0}});
   }
   return f;
@@ -361,8 +366,8 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
   double total_lateness = 0;
   for (double l : m.lateness_ns[s.rank]) total_lateness += std::max(0.0, l);
   // CPU ops: the host's own noise first (trace_detector.h, "CPU noise").
-  double min_ratio = cand.cpu_only ? std::max(opt.kernel_ratio, 1 + opt.cpu_op_noise)
-                                   : opt.kernel_ratio;
+  double min_ratio =
+      cand.cpu_only ? std::max(opt.kernel_ratio, 1 + opt.cpu_op_noise) : opt.kernel_ratio;
   if (cand.cpu_only && m.ranks.size() >= 3 && m.op_ratio.size() == m.ranks.size()) {
     // With >= 3 ranks the other ranks' own spread is measured (each one's
     // ops against its peers'): slow ops must stand out from it as the op
@@ -374,11 +379,12 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
     }
     min_ratio = std::max(min_ratio, std::exp(opt.op_outlier_over_next * others));
   }
-  const bool slow_ops = (weight_sum > 0 && kernel_ratio >= min_ratio) || s.compute_excess ||
-                        s.op_ratio;
-  const bool idles = hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
-                                    opt.host_stall_share * total_lateness
-                              : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness;
+  const bool slow_ops =
+      (weight_sum > 0 && kernel_ratio >= min_ratio) || s.compute_excess || s.op_ratio;
+  const bool idles = hg.known
+                         ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
+                               opt.host_stall_share * total_lateness
+                         : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness;
   // CPU ops vary with the host's load far more than GPU kernels do, so a
   // stalled rank's ops can run a few percent slow too: the larger of the
   // two explains the lateness (the ops' extra time, ratio - 1 of its
@@ -404,13 +410,14 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
         cand.cpu_only ? "ops" : "kernels", kc.keys_with_shape > 0 ? " and launch shape" : "",
         c.top_kernel);
     if (s.compute_excess) {
-      k.message += fmt::format("; its compute time is {:.1f}% above the median rank's in every profiled step",
-                               100 * *s.compute_excess);
+      k.message += fmt::format(
+          "; its compute time is {:.1f}% above the median rank's in every profiled step",
+          100 * *s.compute_excess);
     }
-    k.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}",
-                                              Ms(cand.compute_busy_ns), cand.rank,
-                                              Ms(ps.compute_busy_ns), ps.rank),
-                                  SourceRef{cand.file, 0}});
+    k.evidence.push_back(
+        Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}",
+                             Ms(cand.compute_busy_ns), cand.rank, Ms(ps.compute_busy_ns), ps.rank),
+                 SourceRef{cand.file, 0}});
     if (cand.cpu_only) {
       k.next_steps.push_back(fmt::format(
           "rank {} computes slowly on its CPU: compare its host's CPU load and frequency with a "
@@ -447,10 +454,11 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
                                               Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
                                   SourceRef{cand.file, 0}});
     if (hg.known) AddHostGapEvidence(h, hg, cand.rank, cand.file);
-    h.next_steps.push_back(fmt::format(
-        "look at rank {}'s host: data loader workers and I/O, CPU contention (top / pidstat on {}), "
-        "Python GC; compare its CPU trace with rank {}'s around the gaps",
-        cand.rank, cand.host.value_or("its node"), ps.rank));
+    h.next_steps.push_back(
+        fmt::format("look at rank {}'s host: data loader workers and I/O, CPU contention (top / "
+                    "pidstat on {}), "
+                    "Python GC; compare its CPU trace with rank {}'s around the gaps",
+                    cand.rank, cand.host.value_or("its node"), ps.rank));
     out.findings.push_back(std::move(h));
   } else if (const double floor = cand.cpu_only ? opt.cpu_unexplained_min_cost_share
                                                 : opt.unexplained_min_cost_share;
@@ -523,8 +531,9 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
       "it",
       st.rank, k.ratio, k.keys, opt.op_outlier_over_next, m.ranks[s.rank].rank, Ms(late),
       m.ranks[s.rank].rank);
-  f.evidence.push_back(Evidence{fmt::format("compute busy {} on rank {}", Ms(st.compute_busy_ns), st.rank),
-                                SourceRef{st.file, 0}});
+  f.evidence.push_back(
+      Evidence{fmt::format("compute busy {} on rank {}", Ms(st.compute_busy_ns), st.rank),
+               SourceRef{st.file, 0}});
   f.next_steps.push_back(fmt::format(
       "rank {} computes slowly on its CPU too: compare its host's CPU load and frequency with a "
       "healthy rank's (top / pidstat -u 1, cpupower frequency-info), its threads' pinning "

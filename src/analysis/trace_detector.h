@@ -183,7 +183,7 @@ struct TraceBusyStats {
   size_t gaps = 0;                 // idle intervals >= 10 us
   DurationNs largest_gap_ns = 0;
   size_t collectives = 0;
-  DurationNs collective_ns = 0;    // total time in communication ops
+  DurationNs collective_ns = 0;  // total time in communication ops
 };
 
 struct RankTraceStats : TraceBusyStats {
@@ -320,9 +320,9 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& metrics, const TraceDetectorOp
 // CPU-only jobs: the op outlier (see "op outlier" above) among the ranks
 // other than `exclude`: its index and op ratio. FindTraceSuspect looks at
 // every rank; DecideTraces, for a second slow rank, at all but the culprit.
-std::optional<std::pair<size_t, double>> FindOpOutlier(const TraceMetrics& metrics,
-                                                       const TraceDetectorOptions& options,
-                                                       std::optional<size_t> exclude = std::nullopt);
+std::optional<std::pair<size_t, double>> FindOpOutlier(
+    const TraceMetrics& metrics, const TraceDetectorOptions& options,
+    std::optional<size_t> exclude = std::nullopt);
 SuspectComparison CompareSuspect(const TraceMetrics& metrics, const TraceSuspect& suspect,
                                  const TraceDetectorOptions& options);
 // Findings in this order: no match, clock offsets, then the late rank (and

@@ -183,7 +183,8 @@ void MeasureArrivals(const std::vector<std::vector<Arrival>>& matched,
   std::vector<std::vector<double>> wait(R);
   std::vector<size_t> seen(R, 0);
   std::vector<double> transfers;
-  std::vector<std::vector<TimeNs>> last_starts(R);  // own-clock starts of the calls a rank was last at
+  std::vector<std::vector<TimeNs>> last_starts(
+      R);  // own-clock starts of the calls a rank was last at
   m.lateness_ns.assign(R, {});
   m.last_count.assign(R, 0);
   m.delay_ns.assign(R, 0);
@@ -248,7 +249,8 @@ std::vector<const RankTrace*> HealthyPeers(const TraceMetrics& m, size_t suspect
   auto lateness = [&](size_t ri) {
     return ranks[ri].median_lateness_ns ? std::abs(*ranks[ri].median_lateness_ns) : INT64_MAX;
   };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lateness(a) < lateness(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return lateness(a) < lateness(b); });
   std::vector<const RankTrace*> out;
   if (peer != suspect) out.push_back(m.traces[peer]);
   for (size_t ri : order) {
@@ -291,9 +293,8 @@ TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& opt) {
   std::vector<DurationNs> offset = ClockOffsets(matched, m);
   MeasureArrivals(matched, offset, m);
   m.compute = ComputeMatrix(m.traces, opt.min_gap_ns);
-  m.cpu_only = !m.traces.empty() &&
-               std::all_of(m.traces.begin(), m.traces.end(),
-                           [](const RankTrace* t) { return t->cpu_only; });
+  m.cpu_only = !m.traces.empty() && std::all_of(m.traces.begin(), m.traces.end(),
+                                                [](const RankTrace* t) { return t->cpu_only; });
   if (m.cpu_only && m.traces.size() >= 2)
     m.op_ratio = CompareEachWithPeers(m.traces, opt.max_kernel_peers, opt.min_launches);
   return m;

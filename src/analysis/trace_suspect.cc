@@ -49,7 +49,8 @@ std::vector<size_t> FindLateGroup(const std::vector<std::vector<double>>& latene
     std::vector<size_t> group;
     for (size_t j = i; j < n; ++j) group.push_back(mean[j].second);
     std::sort(group.begin(), group.end());
-    double low = MedianNs(std::vector<double>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i)));
+    double low =
+        MedianNs(std::vector<double>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i)));
     *excess_out = v[i] - low;  // the least late member's lateness over a normal rank's
     return group;
   }
@@ -128,9 +129,11 @@ std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m
   for (size_t ri = 0; ri < R; ++ri) {
     if (ri != best) second = std::max(second, mean[ri]);
   }
-  double need = std::max(cpu_only ? opt.cpu_op_noise : opt.compute_outlier_min,
-                         opt.compute_outlier_sigmas * sigma / std::sqrt(static_cast<double>(steps)));
-  if (!always[best] || mean[best] < need || mean[best] < 2 * std::max(0.0, second)) return std::nullopt;
+  double need =
+      std::max(cpu_only ? opt.cpu_op_noise : opt.compute_outlier_min,
+               opt.compute_outlier_sigmas * sigma / std::sqrt(static_cast<double>(steps)));
+  if (!always[best] || mean[best] < need || mean[best] < 2 * std::max(0.0, second))
+    return std::nullopt;
   return std::make_pair(best, mean[best]);
 }
 
@@ -155,7 +158,8 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
     for (size_t ri = 0; ri < R; ++ri) v.push_back(m.per[ri][s]);
     double med = MedianNs(v);
     if (med <= 0) return {};
-    for (size_t ri = 0; ri < R; ++ri) mean[ri] += (m.per[ri][s] / med - 1) / static_cast<double>(steps);
+    for (size_t ri = 0; ri < R; ++ri)
+      mean[ri] += (m.per[ri][s] / med - 1) / static_cast<double>(steps);
   }
   std::vector<std::pair<double, size_t>> sorted;
   for (size_t ri = 0; ri < R; ++ri) sorted.push_back({mean[ri], ri});
@@ -219,8 +223,8 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
   std::vector<size_t> distinct = slowest;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  const double need = cpu_only ? std::max(opt.variable_work_cv, opt.cpu_variable_work_cv)
-                               : opt.variable_work_cv;
+  const double need =
+      cpu_only ? std::max(opt.variable_work_cv, opt.cpu_variable_work_cv) : opt.variable_work_cv;
   if (cv < need || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
   Finding f;
   f.code = FindingCode::kTraceVariableWork;
@@ -230,13 +234,16 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
   f.cause = "variable_work";
   f.slowdown = MedianNs(spikes);
   f.message = fmt::format(
-      "compute per step differs between ranks by {:.1f}% (robust spread over {} ranks, median of {} "
-      "profiled steps; fixed-shape training varies 1-3%), the slowest rank {:+.0f}% over the median, "
+      "compute per step differs between ranks by {:.1f}% (robust spread over {} ranks, median of "
+      "{} "
+      "profiled steps; fixed-shape training varies 1-3%), the slowest rank {:+.0f}% over the "
+      "median, "
       "and {} different ranks are slowest in {} steps: the work per rank varies from step to step, "
       "no GPU is slow",
       100 * cv, R, steps, 100 * *f.slowdown, distinct.size(), steps);
   f.next_steps.push_back(
-      "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use a "
+      "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use "
+      "a "
       "token-count-balanced sampler; log tokens per rank per step to confirm");
   return f;
 }
@@ -481,7 +488,8 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
         s.op_ratio = oo->second;
       }
     }
-    if (!s.late && s.group.empty()) s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
+    if (!s.late && s.group.empty())
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
   }
   FindPeerAndVictim(m, s);
   return s;

@@ -30,8 +30,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
-  StatusOr(Status status) : v_(std::move(status)) {}     // NOLINT: must be an error
+  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: must be an error
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string_view>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
@@ -101,8 +101,9 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
   cmd->add_option("--udp", f.udp, "HOST:PORT for step datagrams, or 'off'")->capture_default_str();
   cmd->add_option("--unix", f.unix_path, "path of a Unix datagram socket for step reports");
   cmd->add_option("--tail", f.tail, "log file to follow for step lines (repeatable)");
-  cmd->add_option("--log-dir", f.log_dir,
-                  "write rolling JSONL logs (steps.jsonl, hardware.jsonl) here for `laggard diagnose`");
+  cmd->add_option(
+      "--log-dir", f.log_dir,
+      "write rolling JSONL logs (steps.jsonl, hardware.jsonl) here for `laggard diagnose`");
   cmd->add_option("--log-max-mb", f.log_max_mb, "size of one log file before rotation, MB")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -116,7 +117,8 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
   cmd->add_option("--nvml-lib", f.nvml_lib, "NVML library to load")->capture_default_str();
   cmd->add_option("--host", f.host, "host label (default: the host name)");
   cmd->add_option("--job", f.job, "job label on every series");
-  cmd->add_option("--rank-ttl", f.rank_ttl, "forget a rank silent this long")->capture_default_str();
+  cmd->add_option("--rank-ttl", f.rank_ttl, "forget a rank silent this long")
+      ->capture_default_str();
   cmd->add_option("--http-threads", f.http_threads, "HTTP worker threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -196,7 +198,9 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
       a.Start();
       std::string listen_host = f.listen.substr(0, f.listen.rfind(':'));
       out << fmt::format("laggard agent: serving http://{}:{}/metrics", listen_host, a.http_port());
-      if (o.intake.udp) out << fmt::format("; steps on udp {}:{}", o.intake.udp->substr(0, o.intake.udp->rfind(':')), a.udp_port());
+      if (o.intake.udp)
+        out << fmt::format("; steps on udp {}:{}",
+                           o.intake.udp->substr(0, o.intake.udp->rfind(':')), a.udp_port());
       if (o.intake.unix_path) out << "; steps on unix " << *o.intake.unix_path;
       if (o.log_dir) out << "; logging to " << *o.log_dir;
       out << "\n" << std::flush;
@@ -223,8 +227,9 @@ struct SimulateArgs {
   int collectives = 0, nodes_per_switch = 0, pipeline_stages = 0;
   int64_t start_time_s = 0;
   std::string step_format = "article", step_timing = "end-to-end";
-  bool no_traces = false, gzip_traces = false, no_hardware = false, no_network = false, no_nccl_tests = false,
-       no_nccl_debug = false, step_logs_only = false, no_effects = false, quiet = false;
+  bool no_traces = false, gzip_traces = false, no_hardware = false, no_network = false,
+       no_nccl_tests = false, no_nccl_debug = false, step_logs_only = false, no_effects = false,
+       quiet = false;
   int trace_steps = 5, trace_first_step = -1, threads = 0;
 };
 
@@ -273,7 +278,8 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
     else oo.step_format.reset();
   }
   if (given("--step-timing") || a.scenario_file.empty()) {
-    oo.step_timing = a.step_timing == "compute" ? sim::StepTiming::kCompute : sim::StepTiming::kEndToEnd;
+    oo.step_timing =
+        a.step_timing == "compute" ? sim::StepTiming::kCompute : sim::StepTiming::kEndToEnd;
   }
   if (a.no_traces || a.step_logs_only) oo.traces = false;
   if (given("--trace-steps")) oo.trace_steps = a.trace_steps;
@@ -292,59 +298,72 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
     return kExitNoInput;
   }
   if (!a.quiet) {
-    double increase = summary->healthy_mean_step_s > 0 ? summary->mean_step_s / summary->healthy_mean_step_s - 1 : 0;
+    double increase = summary->healthy_mean_step_s > 0
+                          ? summary->mean_step_s / summary->healthy_mean_step_s - 1
+                          : 0;
     out << fmt::format(
         "laggard simulate: {} ranks ({} nodes x {} GPUs), {} steps, seed {}\n"
         "  faults:    {}\n"
         "  mean step: {:.4f} s (healthy {:.4f} s, {:+.1f}%)\n"
         "  wrote {} files, {:.1f} MB to {} in {:.2f} s (physics {:.2f} s)\n"
         "  truth:     {}/truth.json\n",
-        sc.nodes * sc.gpus_per_node, sc.nodes, sc.gpus_per_node, sc.steps, sc.seed, summary->headline,
-        summary->mean_step_s, summary->healthy_mean_step_s, 100 * increase, summary->files,
-        static_cast<double>(summary->bytes) / 1e6, a.out_dir, summary->simulate_s + summary->write_s,
-        summary->simulate_s, a.out_dir);
+        sc.nodes * sc.gpus_per_node, sc.nodes, sc.gpus_per_node, sc.steps, sc.seed,
+        summary->headline, summary->mean_step_s, summary->healthy_mean_step_s, 100 * increase,
+        summary->files, static_cast<double>(summary->bytes) / 1e6, a.out_dir,
+        summary->simulate_s + summary->write_s, summary->simulate_s, a.out_dir);
   }
   return kExitOk;
 }
 
 void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
   cmd->add_option("-o,--out", a.out_dir, "directory to write the run into")->required();
-  cmd->add_option("--scenario", a.scenario_file, "scenario file (JSON); options given here override it");
-  cmd->add_option("--fault", a.faults,
-                  "KIND[@TARGET][:SEVERITY][,onset=S][,end=S][,period=N][,duration=N][,cause=gc|checkpoint], "
-                  "e.g. thermal@node-01:5:0.2, nic_degraded@node-03:mlx5_2, "
-                  "shared_switch_congestion@node-04..node-07:0.5,period=40 (repeatable)");
+  cmd->add_option("--scenario", a.scenario_file,
+                  "scenario file (JSON); options given here override it");
+  cmd->add_option(
+      "--fault", a.faults,
+      "KIND[@TARGET][:SEVERITY][,onset=S][,end=S][,period=N][,duration=N][,cause=gc|checkpoint], "
+      "e.g. thermal@node-01:5:0.2, nic_degraded@node-03:mlx5_2, "
+      "shared_switch_congestion@node-04..node-07:0.5,period=40 (repeatable)");
   cmd->add_option("--nodes", a.nodes, "nodes")->capture_default_str();
-  cmd->add_option("--gpus-per-node", a.gpus_per_node, "GPUs (ranks) per node")->capture_default_str();
+  cmd->add_option("--gpus-per-node", a.gpus_per_node, "GPUs (ranks) per node")
+      ->capture_default_str();
   cmd->add_option("--steps", a.steps, "training steps")->capture_default_str();
   cmd->add_option("--seed", a.seed, "random seed")->capture_default_str();
   cmd->add_option("--compute-ms", a.compute_ms, "GPU compute per step at full clock (default 750)");
-  cmd->add_option("--jitter", a.jitter, "relative standard deviation of compute per step (default 0.015)");
-  cmd->add_option("--collectives", a.collectives, "all-reduces (gradient buckets) per step (default 4)");
+  cmd->add_option("--jitter", a.jitter,
+                  "relative standard deviation of compute per step (default 0.015)");
+  cmd->add_option("--collectives", a.collectives,
+                  "all-reduces (gradient buckets) per step (default 4)");
   cmd->add_option("--bucket-mib", a.bucket_mib, "bytes of one gradient bucket, MiB (default 4096)");
   cmd->add_option("--warmup-s", a.warmup_s, "extra time of the first step (default 2)");
   cmd->add_option("--clock-offset-ms", a.clock_offset_ms, "largest host clock offset (default 5)");
   cmd->add_option("--start-time", a.start_time_s, "job start, Unix seconds (default 1764000000)");
   cmd->add_option("--nodes-per-switch", a.nodes_per_switch, "nodes per leaf switch (default 4)");
-  cmd->add_option("--pipeline-stages", a.pipeline_stages, "pipeline stages for pipeline_stage_imbalance (default 4)");
+  cmd->add_option("--pipeline-stages", a.pipeline_stages,
+                  "pipeline stages for pipeline_stage_imbalance (default 4)");
   cmd->add_option("--step-format", a.step_format, "step logs: article, csv, jsonl or none")
       ->check(CLI::IsMember({"article", "csv", "jsonl", "none"}))
       ->capture_default_str();
   cmd->add_option("--step-timing", a.step_timing,
-                  "end-to-end (equal on all ranks, as real loops print) or compute (without collective time)")
+                  "end-to-end (equal on all ranks, as real loops print) or compute (without "
+                  "collective time)")
       ->check(CLI::IsMember({"end-to-end", "compute"}))
       ->capture_default_str();
   cmd->add_flag("--no-traces", a.no_traces, "no profiler traces");
   cmd->add_option("--trace-steps", a.trace_steps, "profiled steps per rank")->capture_default_str();
-  cmd->add_option("--trace-first-step", a.trace_first_step, "first profiled step (default: the last ones but one)");
+  cmd->add_option("--trace-first-step", a.trace_first_step,
+                  "first profiled step (default: the last ones but one)");
   cmd->add_flag("--gzip-traces", a.gzip_traces, "write traces as .json.gz");
   cmd->add_flag("--no-hardware", a.no_hardware, "no nvidia-smi files");
   cmd->add_flag("--no-network", a.no_network, "no ibstat, ethtool or switch map");
   cmd->add_flag("--no-nccl-tests", a.no_nccl_tests, "no nccl-tests output");
   cmd->add_flag("--no-nccl-debug", a.no_nccl_debug, "no NCCL_DEBUG log");
-  cmd->add_flag("--step-logs-only", a.step_logs_only, "only step logs and truth.json (for scale runs)");
-  cmd->add_flag("--no-effects", a.no_effects, "skip the healthy control run (truth.json has no measured effects)");
-  cmd->add_option("--threads", a.threads, "writer threads (default: one per core)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--step-logs-only", a.step_logs_only,
+                "only step logs and truth.json (for scale runs)");
+  cmd->add_flag("--no-effects", a.no_effects,
+                "skip the healthy control run (truth.json has no measured effects)");
+  cmd->add_option("--threads", a.threads, "writer threads (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("-q,--quiet", a.quiet, "print nothing on success");
 }
 
@@ -451,11 +470,13 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   AddFailOnFlag(watch, watch_opts.fail_on);
   AgentFlags agent_flags;
   CLI::App* agent_cmd = app.add_subcommand(
-      "agent", "per-node agent: GPU (NVML), link (sysfs) and step metrics on /metrics, rolling logs");
+      "agent",
+      "per-node agent: GPU (NVML), link (sysfs) and step metrics on /metrics, rolling logs");
   AddAgentFlags(agent_cmd, agent_flags);
   SimulateArgs sim_args;
   CLI::App* simulate = app.add_subcommand(
-      "simulate", "write a simulated run directory (real tool formats, injected faults, truth.json)");
+      "simulate",
+      "write a simulated run directory (real tool formats, injected faults, truth.json)");
   AddSimulateFlags(simulate, sim_args);
   simulate->footer(SimulateFooter());
 
@@ -464,9 +485,10 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   } catch (const CLI::ExtrasError& e) {
     // A first word that is no command: say so, rather than "not expected".
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
-      err << fmt::format("laggard: unknown command '{}'; the commands are diagnose, inspect, "
-                         "formats, demo, watch, agent, simulate (laggard --help)\n",
-                         argv[1]);
+      err << fmt::format(
+          "laggard: unknown command '{}'; the commands are diagnose, inspect, "
+          "formats, demo, watch, agent, simulate (laggard --help)\n",
+          argv[1]);
       return kExitNoInput;
     }
     return app.exit(e, out, err) == 0 ? kExitOk : kExitNoInput;

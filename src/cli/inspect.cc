@@ -4,8 +4,8 @@
 #include <fstream>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
@@ -24,12 +24,9 @@ Json Opt(const std::optional<T>& v) {
 
 std::string_view KindName(DiagKind kind) {
   switch (kind) {
-    case DiagKind::kBadRecord:
-      return "bad_record";
-    case DiagKind::kSkippedFile:
-      return "skipped_file";
-    case DiagKind::kNote:
-      return "note";
+    case DiagKind::kBadRecord: return "bad_record";
+    case DiagKind::kSkippedFile: return "skipped_file";
+    case DiagKind::kNote: return "note";
   }
   return "note";
 }
@@ -128,10 +125,14 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   j["bytes"] = info.bytes;
   j["records"] = info.records;
   if (f.step_records > 0 || f.ranks > 0) {
-    j["steps"] = {{"records", f.step_records},     {"unattributed", f.unattributed_steps},
-                  {"ranks", f.ranks},              {"first_rank", Opt(f.first_rank)},
-                  {"last_rank", Opt(f.last_rank)}, {"distinct_steps", f.distinct_steps},
-                  {"first_step", Opt(f.first_step)}, {"last_step", Opt(f.last_step)}};
+    j["steps"] = {{"records", f.step_records},
+                  {"unattributed", f.unattributed_steps},
+                  {"ranks", f.ranks},
+                  {"first_rank", Opt(f.first_rank)},
+                  {"last_rank", Opt(f.last_rank)},
+                  {"distinct_steps", f.distinct_steps},
+                  {"first_step", Opt(f.first_step)},
+                  {"last_step", Opt(f.last_step)}};
   } else {
     j["steps"] = nullptr;
   }
@@ -240,7 +241,8 @@ std::string NetworkText(const NetworkFacts& n) {
   if (n.ib_ports > 0) parts.push_back(Plural(n.ib_ports, "IB port", "IB ports"));
   if (n.eth_links > 0) parts.push_back(Plural(n.eth_links, "Ethernet link", "Ethernet links"));
   if (n.nccl_tests > 0) {
-    parts.push_back(fmt::format("{} ({})", Plural(n.nccl_tests, "nccl-tests run", "nccl-tests runs"),
+    parts.push_back(fmt::format("{} ({})",
+                                Plural(n.nccl_tests, "nccl-tests run", "nccl-tests runs"),
                                 Plural(n.nccl_test_rows, "row", "rows")));
   }
   if (n.nccl_ranks > 0) parts.push_back(Plural(n.nccl_ranks, "NCCL process", "NCCL processes"));
@@ -257,11 +259,10 @@ std::string NetworkText(const NetworkFacts& n) {
 std::string TraceText(const TraceFacts& t) {
   std::string who = t.rank ? fmt::format("rank {}", *t.rank) : "no rank";
   if (t.world_size) who += fmt::format(" of {}", *t.world_size);
-  std::string s = fmt::format("{} trace, {}{}: {}, {} events, {} ({}), {}", t.producer, who,
-                              t.cpu_only ? ", CPU only" : "", Plural(t.steps, "step", "steps"),
-                              t.events, Plural(t.ops, "op", "ops"),
-                              Plural(t.kernels, "kernel", "kernels"),
-                              Plural(t.collectives, "collective", "collectives"));
+  std::string s = fmt::format(
+      "{} trace, {}{}: {}, {} events, {} ({}), {}", t.producer, who, t.cpu_only ? ", CPU only" : "",
+      Plural(t.steps, "step", "steps"), t.events, Plural(t.ops, "op", "ops"),
+      Plural(t.kernels, "kernel", "kernels"), Plural(t.collectives, "collective", "collectives"));
   if (t.truncated) s += fmt::format(", truncated (~{} events lost)", t.events_lost);
   return s;
 }
@@ -296,8 +297,8 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
     constexpr size_t kShownHosts = 3;
     std::vector<std::string> shown(f.hosts.begin(),
                                    f.hosts.begin() + std::min(f.hosts.size(), kShownHosts));
-    std::string h = fmt::format("{} {}", f.hosts.size() == 1 ? "host" : "hosts",
-                                fmt::join(shown, ", "));
+    std::string h =
+        fmt::format("{} {}", f.hosts.size() == 1 ? "host" : "hosts", fmt::join(shown, ", "));
     if (f.hosts.size() > kShownHosts) h += fmt::format(" +{} more", f.hosts.size() - kShownHosts);
     parts.push_back(std::move(h));
   }
@@ -337,9 +338,10 @@ void DiagnosticsText(const Diagnostics& d, bool with_file, std::string_view inde
 
 void InspectText(const Run& run, const std::vector<FileFacts>& facts, std::ostream& out) {
   RunTotals t = TotalsOf(run);
-  out << fmt::format("laggard inspect: {}, {} read, {} skipped (what ingest made of them; no "
-                     "diagnosis)\n\n",
-                     Plural(t.files, "file", "files"), t.files_read, t.files_skipped);
+  out << fmt::format(
+      "laggard inspect: {}, {} read, {} skipped (what ingest made of them; no "
+      "diagnosis)\n\n",
+      Plural(t.files, "file", "files"), t.files_read, t.files_skipped);
   // A path longer than the column sits on its own line, the row below it.
   constexpr size_t kMaxPathWidth = 60;
   size_t path_w = 4, format_w = 7;
@@ -372,8 +374,7 @@ void InspectText(const Run& run, const std::vector<FileFacts>& facts, std::ostre
   if (t.unattributed_steps > 0) out << fmt::format(", {} without a rank", t.unattributed_steps);
   out << fmt::format("\n  traces   {}", t.traces);
   if (t.traces > 0) {
-    out << fmt::format(": {} events, {} ({}), {}", t.trace_events,
-                       Plural(t.trace_ops, "op", "ops"),
+    out << fmt::format(": {} events, {} ({}), {}", t.trace_events, Plural(t.trace_ops, "op", "ops"),
                        Plural(t.trace_kernels, "kernel", "kernels"),
                        Plural(t.trace_collectives, "collective", "collectives"));
   }
@@ -424,11 +425,12 @@ int Inspect(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   // As diagnose: nothing to analyse is a failure, whatever was recognised.
   if (run->total_steps() == 0 && run->traces.empty() && run->hardware.gpus.empty() &&
       run->network.empty()) {
-    err << fmt::format("laggard: no usable step times, traces, GPU metrics or network data in {} "
-                       "({} skipped)\n",
-                       Plural(run->files.size(), "file", "files"),
-                       std::count_if(run->files.begin(), run->files.end(),
-                                     [](const InputFileInfo& f) { return f.format.empty(); }));
+    err << fmt::format(
+        "laggard: no usable step times, traces, GPU metrics or network data in {} "
+        "({} skipped)\n",
+        Plural(run->files.size(), "file", "files"),
+        std::count_if(run->files.begin(), run->files.end(),
+                      [](const InputFileInfo& f) { return f.format.empty(); }));
     return kExitNoInput;
   }
   return kExitOk;

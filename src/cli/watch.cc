@@ -8,15 +8,15 @@
 #include <mutex>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analyze_run.h"
 #include "cli/app.h"
 #include "cli/diagnose.h"
-#include "ingest/prometheus/prometheus_source.h"
-#include "analysis/analyze_run.h"
 #include "ingest/common/prometheus_text.h"
+#include "ingest/prometheus/prometheus_source.h"
 #include "verdict/verdict.h"
 
 namespace laggard {
@@ -47,9 +47,9 @@ std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t erro
   }
   s += "# HELP laggard_verdict_status The current verdict's status (1 for the active one).\n";
   s += "# TYPE laggard_verdict_status gauge\n";
-  for (VerdictStatus st : {VerdictStatus::kStraggler, VerdictStatus::kNoStraggler,
-                           VerdictStatus::kInconclusive, VerdictStatus::kJobWide,
-                           VerdictStatus::kCommBound}) {
+  for (VerdictStatus st :
+       {VerdictStatus::kStraggler, VerdictStatus::kNoStraggler, VerdictStatus::kInconclusive,
+        VerdictStatus::kJobWide, VerdictStatus::kCommBound}) {
     s += fmt::format("laggard_verdict_status{{status=\"{}\"}} {}\n", VerdictStatusName(st),
                      st == v.status ? 1 : 0);
   }

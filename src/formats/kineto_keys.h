@@ -105,11 +105,11 @@ inline constexpr std::string_view kTid = "tid";
 inline constexpr std::string_view kTs = "ts";    // microseconds, whatever displayTimeUnit says
 inline constexpr std::string_view kDur = "dur";  // microseconds
 inline constexpr std::string_view kArgs = "args";
-inline constexpr std::string_view kId = "id";  // of a flow event
-inline constexpr std::string_view kBindingPoint = "bp";  // of a flow end
+inline constexpr std::string_view kId = "id";                    // of a flow event
+inline constexpr std::string_view kBindingPoint = "bp";          // of a flow end
 inline constexpr std::string_view kBindingPointEnclosing = "e";  // its value: the enclosing slice
-inline constexpr std::string_view kScope = "s";  // of an instant event
-inline constexpr std::string_view kScopeGlobal = "g";  // its value: the whole trace
+inline constexpr std::string_view kScope = "s";                  // of an instant event
+inline constexpr std::string_view kScopeGlobal = "g";            // its value: the whole trace
 
 inline constexpr std::string_view kPhQuoted = "\"ph\"";
 inline constexpr std::string_view kCatQuoted = "\"cat\"";
@@ -143,7 +143,7 @@ inline constexpr std::string_view kCpuOp = "cpu_op";
 inline constexpr std::string_view kUserAnnotation = "user_annotation";
 inline constexpr std::string_view kCudaRuntime = "cuda_runtime";
 inline constexpr std::string_view kCudaDriver = "cuda_driver";
-inline constexpr std::string_view kFlow = "ac2g";  // launch -> kernel arrows
+inline constexpr std::string_view kFlow = "ac2g";    // launch -> kernel arrows
 inline constexpr std::string_view kTrace = "Trace";  // the profiler's own span
 // older spellings
 inline constexpr std::string_view kKernelLegacy = "Kernel";

@@ -37,8 +37,8 @@ StatusOr<Regex> CompileRegex(const std::string& pattern, uint32_t flags) {
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    return Status::Error(fmt::format("pattern '{}' does not compile at offset {}: {}", pattern,
-                                     off, reinterpret_cast<char*>(msg)));
+    return Status::Error(fmt::format("pattern '{}' does not compile at offset {}: {}", pattern, off,
+                                     reinterpret_cast<char*>(msg)));
   }
   return Regex(code);
 }
@@ -47,8 +47,8 @@ StatusOr<Regex> CompileRegex(const std::string& pattern, uint32_t flags) {
 std::optional<int32_t> MatchRank(const pcre2_code* re, std::string_view text) {
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
   std::optional<int32_t> result;
-  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md,
-                       nullptr);
+  int rc =
+      pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md, nullptr);
   if (rc > 1) {
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     int n = pcre2_substring_number_from_name(re, reinterpret_cast<PCRE2_SPTR>("rank"));
@@ -66,8 +66,8 @@ std::optional<int32_t> MatchRank(const pcre2_code* re, std::string_view text) {
 std::optional<std::string> MatchHost(const pcre2_code* re, std::string_view text) {
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
   std::optional<std::string> result;
-  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md,
-                       nullptr);
+  int rc =
+      pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md, nullptr);
   if (rc > 0) {
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     int n = pcre2_substring_number_from_name(re, reinterpret_cast<PCRE2_SPTR>("host"));
@@ -118,7 +118,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   }
   if (head->empty() && head_damage) {
     diag.AddAtOffset(head_damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                     : DiagCode::kGzipCorrupt,
+                                                                   : DiagCode::kGzipCorrupt,
                      path, head_damage->compressed_offset, head_damage->message);
     return;
   }
@@ -207,7 +207,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
   }
   if (const auto& damage = (*source)->damage()) {
     diag.AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                               : DiagCode::kGzipCorrupt,
+                                                              : DiagCode::kGzipCorrupt,
                      path, damage->compressed_offset, damage->message);
   }
   if (result.records == 0 && result.format == "text-log" &&
@@ -332,11 +332,12 @@ std::optional<int32_t> BuiltinRankFromPath(std::string_view path) {
 std::optional<std::string> BuiltinHostFromPath(std::string_view path, std::string_view root) {
   // Folder names that sort data by kind, not by host.
   static constexpr std::string_view kNotHosts[] = {
-      "logs", "log", "traces", "trace", "profiler", "profiles", "metrics", "gpu", "gpus",
-      "hardware", "hw", "network", "net", "nvidia_smi", "nvidia-smi", "nvsmi", "dcgm", "ib",
-      "ib_eth", "ethtool", "ibstat", "nccl", "nccl_tests", "nccl-tests", "nccl_debug", "topo",
-      "steps", "step_logs", "tb", "tensorboard", "data", "out", "output", "outputs", "results",
-      "run", "runs", "tmp", "nodes", "hosts"};
+      "logs",       "log",         "traces",     "trace",      "profiler", "profiles", "metrics",
+      "gpu",        "gpus",        "hardware",   "hw",         "network",  "net",      "nvidia_smi",
+      "nvidia-smi", "nvsmi",       "dcgm",       "ib",         "ib_eth",   "ethtool",  "ibstat",
+      "nccl",       "nccl_tests",  "nccl-tests", "nccl_debug", "topo",     "steps",    "step_logs",
+      "tb",         "tensorboard", "data",       "out",        "output",   "outputs",  "results",
+      "run",        "runs",        "tmp",        "nodes",      "hosts"};
   if (root.empty() || path.size() <= root.size() || path.substr(0, root.size()) != root) {
     return std::nullopt;
   }
@@ -345,8 +346,8 @@ std::optional<std::string> BuiltinHostFromPath(std::string_view path, std::strin
   for (const fs::path& part : rel) dirs.push_back(part.string());
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     std::string lower = ToLower(*it);
-    bool kind_folder = std::find(std::begin(kNotHosts), std::end(kNotHosts), lower) !=
-                       std::end(kNotHosts);
+    bool kind_folder =
+        std::find(std::begin(kNotHosts), std::end(kNotHosts), lower) != std::end(kNotHosts);
     // rank3/ and worker3/ name ranks, not hosts.
     if (kind_folder || MatchRank(BuiltinRankRegex(), *it) || it->empty() || *it == ".") continue;
     return *it;
@@ -394,7 +395,8 @@ StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& 
     if (ec == std::errc::too_many_symbolic_link_levels) {
       return Status::Error(fmt::format("{}: symlink loop", given));
     }
-    if (ec || !fs::exists(st)) return Status::Error(fmt::format("{}: no such file or directory", given));
+    if (ec || !fs::exists(st))
+      return Status::Error(fmt::format("{}: no such file or directory", given));
     if (!fs::is_directory(st)) {
       add(given, "");
       continue;
@@ -445,13 +447,15 @@ StatusOr<std::vector<FileRankEntry>> ReadFileRanks(const std::string& map_path) 
     if (l.empty() || l.front() == '#') continue;
     size_t sep = l.find(',') != std::string_view::npos ? l.rfind(',') : l.find_last_of(" \t");
     auto bad = [&](std::string_view why) {
-      return Status::Error(fmt::format("--file-ranks {}:{}: {}: '{}' (want 'PATH RANK' or 'PATH,RANK')",
-                                       map_path, line, why, l.substr(0, 120)));
+      return Status::Error(
+          fmt::format("--file-ranks {}:{}: {}: '{}' (want 'PATH RANK' or 'PATH,RANK')", map_path,
+                      line, why, l.substr(0, 120)));
     };
     if (sep == std::string_view::npos) return bad("no rank after the path");
     std::string_view path = Trim(l.substr(0, sep));
     std::optional<int32_t> rank = ParseInt<int32_t>(Trim(l.substr(sep + 1)));
-    if (!rank || *rank < 0 || *rank > kMaxRank) return bad("the rank is not an integer in [0, 4194304]");
+    if (!rank || *rank < 0 || *rank > kMaxRank)
+      return bad("the rank is not an integer in [0, 4194304]");
     while (path.substr(0, 2) == "./") path.remove_prefix(2);
     if (path.empty()) return bad("no path");
     entries.push_back(FileRankEntry{std::string(path), *rank, line});
@@ -561,7 +565,8 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   auto worker = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], mapped_ranks[i], readers,
-                  trace_readers, rank_from.get(), step_marker, comm_kernels, gzip_decode, results[i]);
+                  trace_readers, rank_from.get(), step_marker, comm_kernels, gzip_decode,
+                  results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
       if (options.progress) options.progress(d, files.size(), bytes.load());
@@ -602,9 +607,9 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   }
   for (const StepSeries& s : run.unattributed) {
     const std::string& path = run.files[*s.file].path;
-    run.diagnostics.Add(DiagCode::kRankUnknown, path, 0,
-                        fmt::format("{} step records without a rank (use --rank-from to name it)",
-                                    s.steps.size()));
+    run.diagnostics.Add(
+        DiagCode::kRankUnknown, path, 0,
+        fmt::format("{} step records without a rank (use --rank-from to name it)", s.steps.size()));
   }
   return run;
 }

@@ -123,7 +123,7 @@ struct FileFacts {
   uint64_t unattributed_steps = 0;  // of step_records: without a rank
   uint64_t ranks = 0;               // ranks the file named
   std::optional<int32_t> first_rank, last_rank;
-  uint64_t distinct_steps = 0;      // step numbers among step_records
+  uint64_t distinct_steps = 0;  // step numbers among step_records
   std::optional<int64_t> first_step, last_step;
   std::vector<TraceFacts> traces;
   uint64_t gpus = 0;  // GPU records (one per GPU, MIG instance and time base)

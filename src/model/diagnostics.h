@@ -83,8 +83,8 @@ const DiagInfo& Describe(DiagCode code);
 
 // One located example of a diagnostic, for the report.
 struct DiagExample {
-  std::string file;  // path as given by the user
-  uint64_t line = 0;  // 1-based line, or 0 when `offset` locates it
+  std::string file;     // path as given by the user
+  uint64_t line = 0;    // 1-based line, or 0 when `offset` locates it
   uint64_t offset = 0;  // byte offset (decompressed) when there is no line
   std::string message;
 };

@@ -77,8 +77,8 @@ struct GpuSample {
   std::optional<double> mem_util_pct;
   std::optional<double> pcie_rx_mb_s;
   std::optional<double> pcie_tx_mb_s;
-  std::optional<int32_t> pcie_gen;      // current link generation at this time
-  std::optional<int32_t> pcie_width;    // current link width (lanes) at this time
+  std::optional<int32_t> pcie_gen;       // current link generation at this time
+  std::optional<int32_t> pcie_width;     // current link width (lanes) at this time
   std::optional<uint64_t> clock_events;  // clock_event:: bitmask of active reasons
   std::optional<int32_t> perf_state;     // performance state: 0 for P0 (fastest) .. 15 for P15
   SourceRef src;
@@ -129,14 +129,14 @@ struct GpuFacts {
   std::optional<int32_t> pcie_gen_host_max;  // the host slot's capability
   std::optional<int32_t> pcie_width_current;
   std::optional<int32_t> pcie_width_max;
-  std::optional<int32_t> nvlink_up;          // links active
-  std::optional<int32_t> nvlink_total;       // links present
-  std::optional<double> nvlink_speed_gb_s;   // per-link speed of the active links
+  std::optional<int32_t> nvlink_up;         // links active
+  std::optional<int32_t> nvlink_total;      // links present
+  std::optional<double> nvlink_speed_gb_s;  // per-link speed of the active links
   std::optional<int64_t> ecc_uncorrected_volatile;
   std::optional<int64_t> ecc_uncorrected_aggregate;
   std::optional<int64_t> retired_pages_dbe;
   std::optional<bool> retired_pages_pending;
-  std::optional<bool> remapping_failure;     // "Remapping Failure Occurred: Yes"
+  std::optional<bool> remapping_failure;  // "Remapping Failure Occurred: Yes"
   std::optional<int64_t> remapped_rows_uncorrectable;
   std::optional<bool> remapped_rows_pending;  // a row remap waits for a GPU reset
   std::vector<int64_t> xids;                  // XID codes seen
@@ -152,8 +152,8 @@ struct GpuRecord {
   std::optional<std::string> host;
   int32_t index = 0;  // GPU index on its host, as the tool numbers it
   std::optional<std::string> uuid;
-  std::optional<std::string> bus_id;       // "00000000:18:00.0"
-  std::optional<std::string> mig_instance; // MIG GPU instance, when the data is per instance
+  std::optional<std::string> bus_id;        // "00000000:18:00.0"
+  std::optional<std::string> mig_instance;  // MIG GPU instance, when the data is per instance
   GpuFacts facts;
   std::vector<GpuSample> samples;
   bool time_is_approximate = false;

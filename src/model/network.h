@@ -35,21 +35,21 @@ namespace laggard {
 // One InfiniBand (or RoCE) port, from ibstat, ibstatus or ibv_devinfo.
 struct IbPort {
   std::optional<std::string> host;
-  std::string ca;                       // "mlx5_0"
+  std::string ca;  // "mlx5_0"
   int32_t port = 1;
-  std::optional<std::string> state;     // "Active", "Down", "Init", "Polling", "Armed"
+  std::optional<std::string> state;       // "Active", "Down", "Init", "Polling", "Armed"
   std::optional<std::string> phys_state;  // "LinkUp", "Disabled", "Polling", ...
-  std::optional<double> rate_gbps;      // 400, 200, 100 ...
-  std::optional<int32_t> width;         // lanes: 4 for "4X", 1 for "1X"
+  std::optional<double> rate_gbps;        // 400, 200, 100 ...
+  std::optional<int32_t> width;           // lanes: 4 for "4X", 1 for "1X"
   std::optional<std::string> link_layer;  // "InfiniBand", "Ethernet"
   std::optional<int64_t> base_lid;
   std::optional<std::string> port_guid;
-  std::optional<std::string> ca_type;   // "MT4129"
+  std::optional<std::string> ca_type;  // "MT4129"
   std::optional<std::string> firmware;
   SourceRef src;
   // Appended for the ibstat / ibstatus / ibv_devinfo readers.
-  std::optional<int64_t> sm_lid;        // 0 on a port that sees no subnet manager
-  std::optional<std::string> node_guid;  // "0x946dae0300cde72c" (GUIDs normalised to this form)
+  std::optional<int64_t> sm_lid;            // 0 on a port that sees no subnet manager
+  std::optional<std::string> node_guid;     // "0x946dae0300cde72c" (GUIDs normalised to this form)
   std::optional<int32_t> active_mtu_bytes;  // ibv_devinfo: 1024 on a RoCE port with max 4096 ...
   std::optional<int32_t> max_mtu_bytes;
 };
@@ -59,11 +59,11 @@ struct IbPort {
 // record of the same host (or directory, without host) and interface.
 struct EthLink {
   std::optional<std::string> host;
-  std::string iface;                     // "eth0", "bond0"
-  std::optional<int64_t> speed_mbps;     // nullopt for "Unknown!"
-  std::optional<std::string> duplex;     // "Full", "Half"
+  std::string iface;                  // "eth0", "bond0"
+  std::optional<int64_t> speed_mbps;  // nullopt for "Unknown!"
+  std::optional<std::string> duplex;  // "Full", "Half"
   std::optional<bool> link_detected;
-  std::optional<std::string> port;       // "FIBRE", "Direct Attach Copper", "Twisted Pair"
+  std::optional<std::string> port;          // "FIBRE", "Direct Attach Copper", "Twisted Pair"
   std::map<std::string, int64_t> counters;  // ethtool -S, by name
   SourceRef src;
   // Appended for the ethtool reader: link modes as printed ("100000baseCR4/Full"),
@@ -81,7 +81,7 @@ struct NcclTestRank {
   std::optional<int64_t> pid;
   std::string host;
   std::optional<int32_t> device;
-  std::optional<std::string> bus_id;    // "0xc7" as printed
+  std::optional<std::string> bus_id;  // "0xc7" as printed
   std::optional<std::string> gpu_name;
 };
 
@@ -89,26 +89,26 @@ struct NcclTestRank {
 struct NcclTestRow {
   int64_t size_bytes = 0;
   std::optional<int64_t> count;
-  std::optional<std::string> type;      // "float"
-  std::optional<std::string> redop;     // "sum", "none"
+  std::optional<std::string> type;   // "float"
+  std::optional<std::string> redop;  // "sum", "none"
   std::optional<int64_t> root;
   std::optional<double> oop_time_us, oop_algbw_gbps, oop_busbw_gbps;
-  std::optional<int64_t> oop_wrong;     // nullopt for "N/A" (validation off)
+  std::optional<int64_t> oop_wrong;  // nullopt for "N/A" (validation off)
   std::optional<double> ip_time_us, ip_algbw_gbps, ip_busbw_gbps;
   std::optional<int64_t> ip_wrong;
   SourceRef src;
 };
 
 struct NcclTestRun {
-  std::string collective;               // "all_reduce", from the binary or the table
+  std::string collective;  // "all_reduce", from the binary or the table
   std::optional<int32_t> threads, gpus_per_thread, iters, warmup_iters;
   std::vector<NcclTestRank> ranks;
   std::vector<NcclTestRow> rows;
-  std::optional<double> avg_busbw_gbps;  // "# Avg bus bandwidth : 41.6967"
-  std::optional<int64_t> out_of_bounds;  // "# Out of bounds values : 0 OK"
-  std::vector<std::string> errors;       // error lines the run printed
+  std::optional<double> avg_busbw_gbps;       // "# Avg bus bandwidth : 41.6967"
+  std::optional<int64_t> out_of_bounds;       // "# Out of bounds values : 0 OK"
+  std::vector<std::string> errors;            // error lines the run printed
   std::optional<std::string> host_from_path;  // when the output names no host
-  SourceRef src;                         // the header line
+  SourceRef src;                              // the header line
   // "2.19.3": from an "NCCL version 2.19.3+cuda12.2" line inside the output,
   // else from "# nccl-tests version ... nccl-library=21903".
   std::optional<std::string> nccl_version;
@@ -120,36 +120,36 @@ struct NcclConnection {
   std::optional<int32_t> channel;
   int32_t from_rank = 0;
   int32_t to_rank = 0;
-  std::string via;                      // "P2P/IPC", "SHM", "NET/IB/0/GDRDMA", "NET/Socket/1"
-  std::optional<std::string> kind;      // "ring", "tree", "send", "recv" when printed
+  std::string via;                  // "P2P/IPC", "SHM", "NET/IB/0/GDRDMA", "NET/Socket/1"
+  std::optional<std::string> kind;  // "ring", "tree", "send", "recv" when printed
 };
 
 // What NCCL said about one process (host, pid, CUDA device).
 struct NcclRankInfo {
-  std::optional<std::string> host;       // nullopt: no "host:pid:tid" prefix, none from the path
+  std::optional<std::string> host;  // nullopt: no "host:pid:tid" prefix, none from the path
   std::optional<int64_t> pid;
-  std::optional<int32_t> cuda_device;    // the "[3]" of the line prefix
-  std::optional<int32_t> rank;           // from "Init COMPLETE" / "comm ... rank N"
+  std::optional<int32_t> cuda_device;  // the "[3]" of the line prefix
+  std::optional<int32_t> rank;         // from "Init COMPLETE" / "comm ... rank N"
   std::optional<int32_t> nranks;
   std::optional<std::string> bus_id;
   std::optional<std::string> nccl_version;  // "2.19.3"
-  std::optional<std::string> net;        // "IB", "Socket" (the NET/… chosen)
-  std::vector<std::string> nics;         // "mlx5_0:1/IB", "eth0:10.0.0.1<0>"
-  std::optional<bool> gdr;               // GPU Direct RDMA in use for some connection
+  std::optional<std::string> net;           // "IB", "Socket" (the NET/… chosen)
+  std::vector<std::string> nics;            // "mlx5_0:1/IB", "eth0:10.0.0.1<0>"
+  std::optional<bool> gdr;                  // GPU Direct RDMA in use for some connection
   std::vector<NcclConnection> connections;
-  std::vector<std::string> warnings;     // "NCCL WARN ..." lines
-  SourceRef src;                         // first line of this process
+  std::vector<std::string> warnings;  // "NCCL WARN ..." lines
+  SourceRef src;                      // first line of this process
 };
 
 // `nvidia-smi topo -m`: the matrix as printed, rows and columns by device
 // name ("GPU0", "NIC1", "mlx5_0" after the NIC legend is applied).
 struct TopologyMatrix {
   std::optional<std::string> host;
-  std::vector<std::string> devices;                     // column order
-  std::vector<std::vector<std::string>> link;          // link[i][j]: "X", "NV12", "PIX", "SYS", ...
-  std::map<std::string, std::string> cpu_affinity;      // GPU -> "0-127"
-  std::map<std::string, std::string> numa_affinity;     // GPU -> "0"
-  std::map<std::string, std::string> nic_names;        // "NIC0" -> "mlx5_0"
+  std::vector<std::string> devices;                  // column order
+  std::vector<std::vector<std::string>> link;        // link[i][j]: "X", "NV12", "PIX", "SYS", ...
+  std::map<std::string, std::string> cpu_affinity;   // GPU -> "0-127"
+  std::map<std::string, std::string> numa_affinity;  // GPU -> "0"
+  std::map<std::string, std::string> nic_names;      // "NIC0" -> "mlx5_0"
   SourceRef src;
 };
 
@@ -177,8 +177,8 @@ struct IbPortCounters {
   std::optional<int64_t> link_error_recoveries;
   std::optional<int64_t> link_downed;
   std::optional<int64_t> rcv_errors;
-  std::vector<std::string> saturated;      // names of 32-bit counters at their maximum
-  SourceRef src;                           // the header line
+  std::vector<std::string> saturated;  // names of 32-bit counters at their maximum
+  SourceRef src;                       // the header line
   // When the snapshot was taken: the latest timestamp line (`date -u
   // +%Y-%m-%dT%H:%M:%SZ`, `date -Is`, `date +%s`, plain `date`) printed
   // before the block by a sampling loop; nullopt when none was. A file of
@@ -198,8 +198,7 @@ struct NetworkData {
 
   bool empty() const {
     return ib_ports.empty() && eth_links.empty() && nccl_tests.empty() && nccl_ranks.empty() &&
-           topologies.empty() && switch_of.empty() &&
-           port_counters.empty();
+           topologies.empty() && switch_of.empty() && port_counters.empty();
   }
 };
 

@@ -89,7 +89,8 @@ void RunBuilder::FlushSteps() {
       r.step = p.step;
       r.duration_ns = p.duration_ns;
       r.src = SourceRef{p.file, p.line};
-      if (p.has_start) [[unlikely]] r.start_ns = pending_starts_[next_start++];
+      if (p.has_start) [[unlikely]]
+        r.start_ns = pending_starts_[next_start++];
     }
     PendingBlock().swap(block);
   }
@@ -138,7 +139,8 @@ void RunBuilder::SetRole(int32_t rank, std::optional<int32_t> pipeline_stage,
                          std::optional<int32_t> data_parallel_index) {
   StepSeries& s = SeriesFor(rank);
   if (pipeline_stage && !s.info.pipeline_stage) s.info.pipeline_stage = pipeline_stage;
-  if (data_parallel_index && !s.info.data_parallel_index) s.info.data_parallel_index = data_parallel_index;
+  if (data_parallel_index && !s.info.data_parallel_index)
+    s.info.data_parallel_index = data_parallel_index;
 }
 
 void RunBuilder::SetHostWhereUnknown(const std::string& host) {
@@ -259,8 +261,8 @@ void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
       double rel = kept.duration_ns > 0
                        ? static_cast<double>(diff_ns) / static_cast<double>(kept.duration_ns)
                        : 1.0;
-      if (dup.src.file != kept.src.file && (rel <= kSameStepRelTolerance ||
-                                            diff_ns <= kSameStepAbsToleranceNs)) {
+      if (dup.src.file != kept.src.file &&
+          (rel <= kSameStepRelTolerance || diff_ns <= kSameStepAbsToleranceNs)) {
         RepeatedFiles& r = repeated[{kept.src.file, dup.src.file}];
         if (r.steps++ == 0) r.first_line = dup.src.line;
         r.max_rel_diff = std::max(r.max_rel_diff, rel);
@@ -349,8 +351,8 @@ void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) 
   // GPUs of unknown host are the same GPU only within one file: GPU 0 of
   // two anonymous nvidia-smi dumps may be two machines.
   auto key = [](const GpuRecord& g) {
-    std::string host = g.host ? "h:" + *g.host
-                              : "f:" + std::to_string(g.files.empty() ? 0 : g.files.front());
+    std::string host =
+        g.host ? "h:" + *g.host : "f:" + std::to_string(g.files.empty() ? 0 : g.files.front());
     return std::make_tuple(host, g.index, g.mig_instance.value_or(""));
   };
   std::stable_sort(gpus.begin(), gpus.end(),
@@ -367,7 +369,8 @@ void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) 
     if (!dst.bus_id) dst.bus_id = g.bus_id;
     dst.samples.insert(dst.samples.end(), g.samples.begin(), g.samples.end());
     for (uint32_t f : g.files) {
-      if (std::find(dst.files.begin(), dst.files.end(), f) == dst.files.end()) dst.files.push_back(f);
+      if (std::find(dst.files.begin(), dst.files.end(), f) == dst.files.end())
+        dst.files.push_back(f);
     }
   };
   std::vector<GpuRecord> out;
@@ -494,13 +497,15 @@ void RunBuilder::Finalize(Run& run) {
       auto [it, fresh] = seen.emplace(std::make_pair(t.world_size.value_or(-1), *t.rank), t.file);
       if (!fresh) {
         diagnostics_.Add(DiagCode::kTraceDuplicateRank, run.files[t.file].path, 0,
-                         fmt::format("rank {} already traced in {}; this trace is not matched", *t.rank,
-                                     run.files[it->second].path));
+                         fmt::format("rank {} already traced in {}; this trace is not matched",
+                                     *t.rank, run.files[it->second].path));
       }
     }
     if (world_sizes.size() > 1) {
       std::string list;
-      for (auto [w, n] : world_sizes) list += fmt::format("{}{} trace{} of world size {}", list.empty() ? "" : ", ", n, n == 1 ? "" : "s", w);
+      for (auto [w, n] : world_sizes)
+        list += fmt::format("{}{} trace{} of world size {}", list.empty() ? "" : ", ", n,
+                            n == 1 ? "" : "s", w);
       diagnostics_.Add(DiagCode::kTraceMixedJobs, "", 0,
                        list + "; ranks are matched only within the job with the most traces");
     }
@@ -521,10 +526,10 @@ void RunBuilder::Finalize(Run& run) {
         expect = s.info.rank + 1;
       }
       if (missing > static_cast<uint64_t>(listed)) list += ", ...";
-      diagnostics_.Add(DiagCode::kRankMissing, "", 0,
-                       fmt::format("{} of ranks 0..{} have no step records: {}", missing, max_rank,
-                                   list),
-                       missing);
+      diagnostics_.Add(
+          DiagCode::kRankMissing, "", 0,
+          fmt::format("{} of ranks 0..{} have no step records: {}", missing, max_rank, list),
+          missing);
     }
     // Uneven step counts: compare with the most common count.
     std::map<size_t, size_t> count_freq;

@@ -64,10 +64,10 @@ struct StepSeries {
 };
 
 struct InputFileInfo {
-  std::string path;     // as given by the user (or found under a given directory)
-  std::string format;   // reader name, or "" when skipped
-  uint64_t bytes = 0;   // decompressed bytes read
-  uint64_t records = 0; // step records taken from the file
+  std::string path;      // as given by the user (or found under a given directory)
+  std::string format;    // reader name, or "" when skipped
+  uint64_t bytes = 0;    // decompressed bytes read
+  uint64_t records = 0;  // step records taken from the file
   bool used = false;
 };
 
@@ -106,9 +106,11 @@ class RunBuilder {
   void AddStep(int32_t rank, int64_t step, DurationNs duration, std::optional<TimeNs> start,
                SourceRef src) {
     uint32_t index = SeriesIndex(rank);
-    if (pending_.size() == pending_.capacity()) [[unlikely]] NewPendingBlock();
+    if (pending_.size() == pending_.capacity()) [[unlikely]]
+      NewPendingBlock();
     pending_.push_back(PendingStep{step, duration, index, src.file, src.line, start.has_value()});
-    if (start.has_value()) [[unlikely]] pending_starts_.push_back(*start);
+    if (start.has_value()) [[unlikely]]
+      pending_starts_.push_back(*start);
     ++pending_count_[index];
   }
   // Moves the buffered steps into their series, keeping their order, and
@@ -166,7 +168,8 @@ class RunBuilder {
   uint32_t SeriesIndex(int32_t rank) {
     size_t r = static_cast<size_t>(rank);
     if (r >= slot_.size()) slot_.resize(r + 1, 0);
-    if (slot_[r] == 0) [[unlikely]] AddSeries(rank);
+    if (slot_[r] == 0) [[unlikely]]
+      AddSeries(rank);
     return slot_[r] - 1;
   }
   StepSeries& SeriesFor(int32_t rank) { return series_[SeriesIndex(rank)]; }
@@ -202,7 +205,9 @@ class RunBuilder {
     T* allocate(size_t n) { return static_cast<T*>(AllocateHugePageHinted(n * sizeof(T))); }
     void deallocate(T* p, size_t n) { FreeHugePageHinted(p, n * sizeof(T)); }
     template <typename U>
-    bool operator==(const HugePageAllocator<U>&) const { return true; }
+    bool operator==(const HugePageAllocator<U>&) const {
+      return true;
+    }
   };
   static void* AllocateHugePageHinted(size_t bytes);
   static void FreeHugePageHinted(void* p, size_t bytes);

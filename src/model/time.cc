@@ -50,17 +50,24 @@ std::optional<TimeUnit> ParseTimeUnit(std::string_view text) {
     std::string_view name;
     TimeUnit unit;
   } kNames[] = {
-      {"s", TimeUnit::kSeconds},        {"sec", TimeUnit::kSeconds},
-      {"secs", TimeUnit::kSeconds},     {"second", TimeUnit::kSeconds},
-      {"seconds", TimeUnit::kSeconds},  {"ms", TimeUnit::kMilliseconds},
-      {"msec", TimeUnit::kMilliseconds}, {"msecs", TimeUnit::kMilliseconds},
+      {"s", TimeUnit::kSeconds},
+      {"sec", TimeUnit::kSeconds},
+      {"secs", TimeUnit::kSeconds},
+      {"second", TimeUnit::kSeconds},
+      {"seconds", TimeUnit::kSeconds},
+      {"ms", TimeUnit::kMilliseconds},
+      {"msec", TimeUnit::kMilliseconds},
+      {"msecs", TimeUnit::kMilliseconds},
       {"millisecond", TimeUnit::kMilliseconds},
       {"milliseconds", TimeUnit::kMilliseconds},
-      {"us", TimeUnit::kMicroseconds},  {"\xc2\xb5s", TimeUnit::kMicroseconds},
-      {"usec", TimeUnit::kMicroseconds}, {"usecs", TimeUnit::kMicroseconds},
+      {"us", TimeUnit::kMicroseconds},
+      {"\xc2\xb5s", TimeUnit::kMicroseconds},
+      {"usec", TimeUnit::kMicroseconds},
+      {"usecs", TimeUnit::kMicroseconds},
       {"microsecond", TimeUnit::kMicroseconds},
       {"microseconds", TimeUnit::kMicroseconds},
-      {"ns", TimeUnit::kNanoseconds},   {"nsec", TimeUnit::kNanoseconds},
+      {"ns", TimeUnit::kNanoseconds},
+      {"nsec", TimeUnit::kNanoseconds},
       {"nanosecond", TimeUnit::kNanoseconds},
       {"nanoseconds", TimeUnit::kNanoseconds},
   };
@@ -92,12 +99,16 @@ std::optional<TimeNs> ParseIso8601(std::string_view text) {
   // YYYY-MM-DD[T| ]HH:MM[:SS[.frac]][Z|+HH:MM|-HH:MM|+HHMM]
   size_t pos = 0;
   int year, month, day, hour, minute, second = 0;
-  if (!ReadFixed(text, pos, 4, year) || pos >= text.size() || text[pos++] != '-') return std::nullopt;
-  if (!ReadFixed(text, pos, 2, month) || pos >= text.size() || text[pos++] != '-') return std::nullopt;
+  if (!ReadFixed(text, pos, 4, year) || pos >= text.size() || text[pos++] != '-')
+    return std::nullopt;
+  if (!ReadFixed(text, pos, 2, month) || pos >= text.size() || text[pos++] != '-')
+    return std::nullopt;
   if (!ReadFixed(text, pos, 2, day)) return std::nullopt;
-  if (pos >= text.size() || (text[pos] != 'T' && text[pos] != ' ' && text[pos] != 't')) return std::nullopt;
+  if (pos >= text.size() || (text[pos] != 'T' && text[pos] != ' ' && text[pos] != 't'))
+    return std::nullopt;
   ++pos;
-  if (!ReadFixed(text, pos, 2, hour) || pos >= text.size() || text[pos++] != ':') return std::nullopt;
+  if (!ReadFixed(text, pos, 2, hour) || pos >= text.size() || text[pos++] != ':')
+    return std::nullopt;
   if (!ReadFixed(text, pos, 2, minute)) return std::nullopt;
   int64_t frac_ns = 0;
   if (pos < text.size() && text[pos] == ':') {
@@ -159,10 +170,12 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text) {
   // Epoch number, parsed exactly (a double cannot hold ns since 1970).
   size_t dot = text.find('.');
   std::string_view int_part = text.substr(0, dot);
-  std::string_view frac_part = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  std::string_view frac_part =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
   int64_t whole = 0;
   auto [end, ec] = std::from_chars(int_part.data(), int_part.data() + int_part.size(), whole);
-  if (int_part.empty() || ec != std::errc() || end != int_part.data() + int_part.size() || whole < 0) {
+  if (int_part.empty() || ec != std::errc() || end != int_part.data() + int_part.size() ||
+      whole < 0) {
     return std::nullopt;
   }
   for (char c : frac_part) {
@@ -196,10 +209,11 @@ std::string FormatTimestamp(TimeNs t) {
   int64_t rem = secs - days * 86400;
   year_month_day ymd{sys_days{std::chrono::days{days}}};
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<int>(rem / 3600), static_cast<int>((rem / 60) % 60),
-                static_cast<int>(rem % 60), static_cast<int>(ms));
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<int>(rem / 3600),
+                static_cast<int>((rem / 60) % 60), static_cast<int>(rem % 60),
+                static_cast<int>(ms));
   return buf;
 }
 

@@ -11,11 +11,10 @@
 //                      Kineto says about it (name, size, group, sequence)
 //
 // Times are TimeNs on the trace's own clock (Kineto: baseTimeNanoseconds +
-// ts in us; nsys: the session's utcEpochNs + its relative ns). Clocks of different ranks may disagree
-// by milliseconds; the trace detector estimates the offsets, readers never
-// adjust them. A trace timed from its own start (TraceOrigin::kFileStart:
-// torch's legacy profiler) says so, and ingest moves it onto a reference
-// rank's clock once every file is read (RankTrace::alignment,
+// ts in us; nsys: the session's utcEpochNs + its relative ns). Clocks of different ranks may
+// disagree by milliseconds; the trace detector estimates the offsets, readers never adjust them. A
+// trace timed from its own start (TraceOrigin::kFileStart: torch's legacy profiler) says so, and
+// ingest moves it onto a reference rank's clock once every file is read (RankTrace::alignment,
 // ingest/traces/common/clock_alignment.h).
 //
 // Memory: one TraceOp is 32 bytes; a 1 GB Kineto trace holds ~1-2 M device
@@ -66,10 +65,10 @@ inline constexpr uint32_t kNoShape = UINT32_MAX;
 struct TraceOp {
   TimeNs start_ns = 0;
   DurationNs dur_ns = 0;
-  uint32_t name = 0;       // NameTable id
-  int32_t stream = -1;     // CUDA stream / HIP queue, or CPU thread id
+  uint32_t name = 0;    // NameTable id
+  int32_t stream = -1;  // CUDA stream / HIP queue, or CPU thread id
   OpClass cls = OpClass::kOtherCompute;
-  int16_t device = -1;     // GPU index, -1 for CPU ops
+  int16_t device = -1;  // GPU index, -1 for CPU ops
   // NameTable id of the kernel's launch configuration, "grid 132x1x1 block
   // 128x1x1" (Kineto args grid / block, nsys gridX..blockZ), or kNoShape. It
   // sits in what was padding: TraceOp stays 32 bytes.
@@ -80,13 +79,13 @@ static_assert(sizeof(TraceOp) == 32, "TraceOp is held per device op: keep it at 
 struct CollectiveCall {
   TimeNs start_ns = 0;
   DurationNs dur_ns = 0;
-  uint32_t kernel = 0;              // NameTable id of the kernel / op name
-  uint32_t collective = 0;          // NameTable id: "allreduce", "allgather", ... ("" unknown)
-  std::optional<uint32_t> group;    // NameTable id of the process group name
-  std::optional<int64_t> seq;       // sequence number within the group, when traced
-  std::optional<int64_t> nelems;    // input message elements
+  uint32_t kernel = 0;            // NameTable id of the kernel / op name
+  uint32_t collective = 0;        // NameTable id: "allreduce", "allgather", ... ("" unknown)
+  std::optional<uint32_t> group;  // NameTable id of the process group name
+  std::optional<int64_t> seq;     // sequence number within the group, when traced
+  std::optional<int64_t> nelems;  // input message elements
   std::optional<int32_t> group_size;
-  uint64_t offset = 0;              // byte offset of the event in its file (evidence)
+  uint64_t offset = 0;  // byte offset of the event in its file (evidence)
 };
 
 struct TraceStep {
@@ -139,10 +138,10 @@ struct RankTrace {
   TraceOrigin origin = TraceOrigin::kHostClock;
   std::optional<ClockAlignment> alignment;  // of a kFileStart trace, once aligned
   std::vector<TraceStep> steps;
-  std::vector<TraceOp> ops;                  // sorted by start_ns
-  std::vector<CollectiveCall> collectives;   // sorted by start_ns
-  uint64_t events_total = 0;     // events seen in the file
-  uint64_t events_lost = 0;      // events after a truncation point (estimate)
+  std::vector<TraceOp> ops;                 // sorted by start_ns
+  std::vector<CollectiveCall> collectives;  // sorted by start_ns
+  uint64_t events_total = 0;                // events seen in the file
+  uint64_t events_lost = 0;                 // events after a truncation point (estimate)
   bool truncated = false;
   // Host-side gaps over the whole trace (first to last op on `device`), as
   // in TraceStep: idle, and its split by whether the next op's launch call

@@ -91,7 +91,8 @@ std::string RenderHtmlDocument(const Json& report) {
     summary = report["verdict"]["summary"].get<std::string>();
   }
   std::string tool = "laggard";
-  if (report.contains("tool") && report["tool"].contains("version") && report["tool"]["version"].is_string()) {
+  if (report.contains("tool") && report["tool"].contains("version") &&
+      report["tool"]["version"].is_string()) {
     tool += " " + report["tool"]["version"].get<std::string>();
   }
   std::string schema = report.contains("schema") && report["schema"].is_string()
@@ -107,7 +108,9 @@ std::string RenderHtmlDocument(const Json& report) {
   html += "<title>" + EscapeHtml(summary) + "</title>\n<style>\n";
   html += HtmlStyleCss();
   html += "</style>\n</head>\n<body>\n";
-  html += "<header class=\"top\"><span class=\"brand\">laggard</span><span class=\"meta\">straggler report";
+  html +=
+      "<header class=\"top\"><span class=\"brand\">laggard</span><span class=\"meta\">straggler "
+      "report";
   if (!schema.empty()) html += " · " + EscapeHtml(schema);
   html += "</span></header>\n";
   html += "<div id=\"laggard-status\" data-state=\"pending\"></div>\n";

@@ -95,7 +95,8 @@ Json NetworkJson(const Run& run, const NetworkAnalysis& na) {
                      {"large_busbw_gbps", Opt(s.large_busbw_gbps)},
                      {"peer_busbw_gbps", Opt(s.peer_busbw_gbps)},
                      {"avg_busbw_gbps", Opt(r.avg_busbw_gbps)},
-                     {"file", r.src.file < run.files.size() ? Json(run.files[r.src.file].path) : Json(nullptr)}});
+                     {"file", r.src.file < run.files.size() ? Json(run.files[r.src.file].path)
+                                                            : Json(nullptr)}});
   }
   Json nccl = Json::array();
   for (const NcclRankInfo& r : net.nccl_ranks) {

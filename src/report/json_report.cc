@@ -46,7 +46,8 @@ void TraceBusyJson(const Run& run, const TraceBusyStats& t, Json& j) {
   j["idle_s"] = Num(ToSeconds(t.idle_ns));
   Json by_class = Json::object();
   for (size_t c = 0; c < t.busy_by_class_ns.size(); ++c) {
-    by_class[std::string(OpClassName(static_cast<OpClass>(c)))] = Num(ToSeconds(t.busy_by_class_ns[c]));
+    by_class[std::string(OpClassName(static_cast<OpClass>(c)))] =
+        Num(ToSeconds(t.busy_by_class_ns[c]));
   }
   j["busy_by_class_s"] = std::move(by_class);
   j["gaps"] = t.gaps;
@@ -275,7 +276,9 @@ namespace {
 // nlohmann's dump(2), except that an array of numbers (and nulls) stays on
 // one line: the series section holds thousands of them.
 void Pretty(const Json& j, int indent, std::string& out) {
-  auto scalar = [&](const Json& v) { out += v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  auto scalar = [&](const Json& v) {
+    out += v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
   auto pad = [&](int n) { out.append(static_cast<size_t>(n), ' '); };
   if (j.is_object()) {
     if (j.empty()) return out += "{}", void();
@@ -292,7 +295,8 @@ void Pretty(const Json& j, int indent, std::string& out) {
     out += "}";
   } else if (j.is_array()) {
     if (j.empty()) return out += "[]", void();
-    bool flat = std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number() || v.is_null(); });
+    bool flat =
+        std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number() || v.is_null(); });
     out += flat ? "[" : "[\n";
     for (size_t i = 0; i < j.size(); ++i) {
       if (flat) {

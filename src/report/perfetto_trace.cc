@@ -114,20 +114,26 @@ class TraceWriter {
     ++events_;
   }
   void ProcessName(int pid, std::string_view name, int sort) {
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":{0},\"args\":{{\"name\":{1}}}",
-                      pid, Str(name)));
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":{0},\"args\":{{\"sort_index\":{1}}}",
-                      pid, sort));
+    Event(fmt::format(
+        "\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":{0},\"args\":{{\"name\":{1}}}",
+        pid, Str(name)));
+    Event(
+        fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":{0},\"args\":"
+                    "{{\"sort_index\":{1}}}",
+                    pid, sort));
   }
   void ThreadName(int pid, int tid, std::string_view name, int sort) {
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}",
-                      pid, tid, Str(name)));
-    Event(fmt::format("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}",
-                      pid, tid, sort));
+    Event(fmt::format(
+        "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}", pid,
+        tid, Str(name)));
+    Event(
+        fmt::format("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{"
+                    "\"sort_index\":{}}}",
+                    pid, tid, sort));
   }
   void Finish(const Json& other) {
-    out_ << "\n],\n\"otherData\":"
-         << other.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n}\n";
+    out_ << "\n],\n\"otherData\":" << other.dump(-1, ' ', false, Json::error_handler_t::replace)
+         << "\n}\n";
   }
   size_t events() const { return events_; }
 
@@ -445,8 +451,9 @@ void MergedTraceWriter::WriteGpuCounters() {
     int64_t shift = l_.HostShift(g.host);
     std::vector<const GpuSample*> samples;
     for (const GpuSample& s : g.samples) samples.push_back(&s);
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const GpuSample* a, const GpuSample* b) { return a->time_ns < b->time_ns; });
+    std::stable_sort(samples.begin(), samples.end(), [](const GpuSample* a, const GpuSample* b) {
+      return a->time_ns < b->time_ns;
+    });
     std::string suffix = g.time_is_approximate ? " (time approximate)" : "";
     if (g.time_is_approximate) {
       approximate_.push_back(fmt::format("{} GPU {}", g.host.value_or("unknown host"), g.index));
@@ -455,8 +462,9 @@ void MergedTraceWriter::WriteGpuCounters() {
       const char* key;
       std::optional<double> GpuSample::*field;
     };
-    for (Metric m : {Metric{"temp_c", &GpuSample::temp_c}, Metric{"sm_clock_mhz", &GpuSample::sm_clock_mhz},
-                     Metric{"power_w", &GpuSample::power_w}}) {
+    for (Metric m :
+         {Metric{"temp_c", &GpuSample::temp_c}, Metric{"sm_clock_mhz", &GpuSample::sm_clock_mhz},
+          Metric{"power_w", &GpuSample::power_w}}) {
       // Perfetto names a counter track "<name> <arg>", chrome://tracing
       // "<name>" with one series per arg: one arg, "value".
       std::string name = Str(fmt::format("GPU {} {}{}", g.index, m.key, suffix));
@@ -464,9 +472,10 @@ void MergedTraceWriter::WriteGpuCounters() {
         const std::optional<double>& v = s->*m.field;
         if (!v) continue;
         int64_t ts = g.time_is_approximate ? s->time_ns : s->time_ns - shift - t0_;
-        w_.Event(fmt::format("\"ph\":\"C\",\"name\":{},\"cat\":\"gpu\",\"pid\":{},\"ts\":{},"
-                             "\"args\":{{\"value\":{}}}",
-                             name, pid, Micros(ts), report_json::Num(*v).dump()));
+        w_.Event(
+            fmt::format("\"ph\":\"C\",\"name\":{},\"cat\":\"gpu\",\"pid\":{},\"ts\":{},"
+                        "\"args\":{{\"value\":{}}}",
+                        name, pid, Micros(ts), report_json::Num(*v).dump()));
         ++counters_;
       }
     }

@@ -90,7 +90,8 @@ Json BuildSeries(const ReportInput& in) {
   size_t bucket = std::max<size_t>(1, (all_steps.size() + max_columns - 1) / max_columns);
   size_t columns = (all_steps.size() + bucket - 1) / bucket;
   auto column_of = [&](int64_t step) {
-    return static_cast<size_t>(std::lower_bound(all_steps.begin(), all_steps.end(), step) - all_steps.begin()) /
+    return static_cast<size_t>(std::lower_bound(all_steps.begin(), all_steps.end(), step) -
+                               all_steps.begin()) /
            bucket;
   };
 
@@ -141,7 +142,8 @@ Json BuildSeries(const ReportInput& in) {
   // GPUs: which rank used each (host, index), when the step logs or traces say.
   std::map<std::pair<std::string, int32_t>, int32_t> rank_of_gpu;
   for (const StepSeries& s : run.ranks) {
-    if (s.info.host && s.info.local_gpu) rank_of_gpu.emplace(std::make_pair(*s.info.host, *s.info.local_gpu), s.info.rank);
+    if (s.info.host && s.info.local_gpu)
+      rank_of_gpu.emplace(std::make_pair(*s.info.host, *s.info.local_gpu), s.info.rank);
   }
   for (const RankTraceStats& st : in.traces.ranks) {
     if (st.trace >= run.traces.size()) continue;
@@ -177,7 +179,8 @@ Json BuildSeries(const ReportInput& in) {
       t_s.push_back(Seconds(c[pick].start, origin));
       lateness.push_back(Num(static_cast<double>(c[pick].lateness) / 1e6));
     }
-    collectives.push_back({{"rank", rank}, {"t_s", std::move(t_s)}, {"lateness_ms", std::move(lateness)}});
+    collectives.push_back(
+        {{"rank", rank}, {"t_s", std::move(t_s)}, {"lateness_ms", std::move(lateness)}});
   }
 
   Json gpus = Json::array();
@@ -189,7 +192,8 @@ Json BuildSeries(const ReportInput& in) {
     Json t_s = Json::array(), temp = Json::array(), clock = Json::array(), power = Json::array();
     for (size_t i = 0; i < s.size(); i += stride) {
       size_t end = std::min(s.size(), i + stride);
-      t_s.push_back(g.time_is_approximate ? Num(ToSeconds(s[i].time_ns)) : Seconds(s[i].time_ns, origin));
+      t_s.push_back(g.time_is_approximate ? Num(ToSeconds(s[i].time_ns))
+                                          : Seconds(s[i].time_ns, origin));
       temp.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.temp_c; }));
       clock.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.sm_clock_mhz; }));
       power.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.power_w; }));

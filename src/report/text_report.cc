@@ -76,7 +76,8 @@ std::optional<double> ToMs(const std::optional<DurationNs>& ns) {
 
 // One row's cells, for a ranked or unranked trace or the median of ranks.
 struct TraceRow {
-  std::string label, host, steps, window, busy, compute, comm, copy, idle, gap, last, lateness, offset;
+  std::string label, host, steps, window, busy, compute, comm, copy, idle, gap, last, lateness,
+      offset;
 };
 
 TraceRow BusyRow(std::string label, const TraceBusyStats& t) {
@@ -118,7 +119,8 @@ double MedianOf(const std::vector<RankTraceStats>& ranks, Get get) {
 TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
   TraceBusyStats m;
   auto pick = [&](auto field) {
-    return static_cast<DurationNs>(MedianOf(ranks, [&](const RankTraceStats& t) { return t.*field; }));
+    return static_cast<DurationNs>(
+        MedianOf(ranks, [&](const RankTraceStats& t) { return t.*field; }));
   };
   m.window_ns = pick(&TraceBusyStats::window_ns);
   // Shares are medians of each rank's share, scaled back onto the median window.
@@ -137,7 +139,8 @@ TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
            t.busy_by_class_ns[static_cast<size_t>(OpClass::kMemset)];
   });
   m.largest_gap_ns = pick(&TraceBusyStats::largest_gap_ns);
-  m.steps = static_cast<size_t>(std::lround(MedianOf(ranks, [](const RankTraceStats& t) { return t.steps; })));
+  m.steps = static_cast<size_t>(
+      std::lround(MedianOf(ranks, [](const RankTraceStats& t) { return t.steps; })));
   TraceRow r = BusyRow(fmt::format("median of {}", ranks.size()), m);
   r.host = "";
   std::vector<double> late;
@@ -150,18 +153,19 @@ TraceRow MedianRow(const std::vector<RankTraceStats>& ranks) {
 
 void PrintTraceRows(const std::vector<TraceRow>& rows, std::ostream& out) {
   std::vector<TraceRow> all;
-  all.push_back(TraceRow{"rank", "host", "steps", "window", "busy", "compute", "comm", "memcpy", "idle",
-                         "largest gap", "last at", "lateness", "clock offset"});
+  all.push_back(TraceRow{"rank", "host", "steps", "window", "busy", "compute", "comm", "memcpy",
+                         "idle", "largest gap", "last at", "lateness", "clock offset"});
   all.insert(all.end(), rows.begin(), rows.end());
   std::array<size_t, 13> w{};
   for (const TraceRow& r : all) {
-    const std::string* cells[] = {&r.label, &r.host, &r.steps, &r.window, &r.busy, &r.compute, &r.comm,
-                                  &r.copy,  &r.idle, &r.gap,   &r.last,   &r.lateness, &r.offset};
+    const std::string* cells[] = {&r.label,   &r.host,     &r.steps, &r.window, &r.busy,
+                                  &r.compute, &r.comm,     &r.copy,  &r.idle,   &r.gap,
+                                  &r.last,    &r.lateness, &r.offset};
     for (size_t i = 0; i < w.size(); ++i) w[i] = std::max(w[i], cells[i]->size());
   }
   for (const TraceRow& r : all) {
     std::string line = fmt::format("  {:<{}}  {:<{}}", r.label, w[0], r.host, w[1]);
-    const std::string* cells[] = {&r.steps, &r.window, &r.busy, &r.compute, &r.comm, &r.copy,
+    const std::string* cells[] = {&r.steps, &r.window, &r.busy, &r.compute,  &r.comm,  &r.copy,
                                   &r.idle,  &r.gap,    &r.last, &r.lateness, &r.offset};
     for (size_t i = 0; i < 11; ++i) line += fmt::format("  {:>{}}", *cells[i], w[i + 2]);
     while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -186,20 +190,23 @@ void RenderTraceTable(const ReportInput& in, std::ostream& out) {
       return std::make_tuple(culprits.count(t->rank) > 0, t->delay_caused_ns,
                              t->median_lateness_ns.value_or(0), t->compute_busy_ns);
     };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](const RankTraceStats* a, const RankTraceStats* b) { return key(a) > key(b); });
+    std::stable_sort(
+        order.begin(), order.end(),
+        [&](const RankTraceStats* a, const RankTraceStats* b) { return key(a) > key(b); });
     for (size_t i = 0; i < kTopTraceRows; ++i) rows.push_back(RankRow(*order[i]));
     rows.push_back(MedianRow(ranks));
   }
   const std::vector<TraceBusyStats>& unranked = in.traces.unranked;
-  const size_t unranked_rows = unranked.size() <= kAllTraceRowsUpTo ? unranked.size() : kTopTraceRows;
+  const size_t unranked_rows =
+      unranked.size() <= kAllTraceRowsUpTo ? unranked.size() : kTopTraceRows;
   for (size_t i = 0; i < unranked_rows; ++i) {
     rows.push_back(BusyRow(fmt::format("no rank #{}", i + 1), unranked[i]));
   }
   if (rows.empty()) return;
   PrintTraceRows(rows, out);
   if (ranks.size() > kAllTraceRowsUpTo) {
-    out << fmt::format("  ... {} more ranks (all of them: --json or --html)\n", ranks.size() - kTopTraceRows);
+    out << fmt::format("  ... {} more ranks (all of them: --json or --html)\n",
+                       ranks.size() - kTopTraceRows);
   }
   for (size_t i = 0; i < unranked_rows; ++i) {
     const uint32_t f = unranked[i].file;
@@ -227,8 +234,8 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   if (chain) {
     out << "\n" << style("evidence", "1") << "\n";
     for (const Culprit& c : v.culprits) {
-      std::string who = c.entity.rank ? fmt::format("rank {}", *c.entity.rank)
-                                      : c.entity.host.value_or("job");
+      std::string who =
+          c.entity.rank ? fmt::format("rank {}", *c.entity.rank) : c.entity.host.value_or("job");
       if (c.entity.rank && c.entity.host) {
         who += fmt::format(" ({}{})", *c.entity.host,
                            c.entity.gpu ? fmt::format(" GPU {}", *c.entity.gpu) : "");
@@ -247,16 +254,20 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     out << fmt::format("job: {}, {} analysed, median step {:.4g} s",
                        Count(job.ranks, "rank", "ranks"), Count(job.steps, "step", "steps"),
                        *job.median_step_s);
-    if (job.sync_spread) out << fmt::format(", per-step spread across ranks (p90-p10) {:.2f}%", 100 * *job.sync_spread);
+    if (job.sync_spread)
+      out << fmt::format(", per-step spread across ranks (p90-p10) {:.2f}%",
+                         100 * *job.sync_spread);
     out << "\n";
   }
 
   if (!in.traces.ranks.empty() || !in.traces.unranked.empty()) {
     out << fmt::format("traces: {}, {} matched", Count(in.traces.ranks.size(), "rank", "ranks"),
                        Count(in.traces.instances, "collective instance", "collective instances"));
-    if (!in.traces.unranked.empty()) out << fmt::format(", {} without a rank", in.traces.unranked.size());
+    if (!in.traces.unranked.empty())
+      out << fmt::format(", {} without a rank", in.traces.unranked.size());
     if (in.traces.median_transfer_ns) {
-      out << fmt::format(", median transfer {:.3g} ms", static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
+      out << fmt::format(", median transfer {:.3g} ms",
+                         static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
     }
     out << "\n";
     RenderTraceTable(in, out);
@@ -269,7 +280,8 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     for (const Finding* fp : findings) {
       const Finding& f = *fp;
       if (shown++ >= options.max_findings) {
-        out << fmt::format("  ... and {} more (see --json)\n", findings.size() - options.max_findings);
+        out << fmt::format("  ... and {} more (see --json)\n",
+                           findings.size() - options.max_findings);
         break;
       }
       out << fmt::format("  [{}] {} ({}, confidence {:.2f})\n",

@@ -115,15 +115,17 @@ void Simulator::PrepareSwitches() {
     if (sw[static_cast<size_t>(n)] >= 0) continue;
     if (switches.empty() || switches.back().size() >= static_cast<size_t>(sc_.nodes_per_switch) ||
         std::any_of(faults_.begin(), faults_.end(), [&](const ActiveFault& a) {
-          return a.f->kind == FaultKind::kSharedSwitchCongestion && a.f->target.nodes == switches.back();
+          return a.f->kind == FaultKind::kSharedSwitchCongestion &&
+                 a.f->target.nodes == switches.back();
         })) {
       switches.emplace_back();
     }
     sw[static_cast<size_t>(n)] = static_cast<int>(switches.size()) - 1;
     switches.back().push_back(n);
   }
-  std::stable_sort(switches.begin(), switches.end(),
-                   [](const std::vector<int>& a, const std::vector<int>& b) { return a.front() < b.front(); });
+  std::stable_sort(
+      switches.begin(), switches.end(),
+      [](const std::vector<int>& a, const std::vector<int>& b) { return a.front() < b.front(); });
   run_.switches_ = switches;
 }
 
@@ -142,13 +144,16 @@ void Simulator::FillNodeStates() {
     if (!Active(a, last, all)) continue;
     for (auto [n, i] : a.ent.gpus) {
       NodeState& st = run_.node_states_[static_cast<size_t>(n)];
-      if (a.f->kind == FaultKind::kPowerCap) st.power_limit_w[static_cast<size_t>(i)] = PowerCapFor(a.severity);
-      if (a.f->kind == FaultKind::kClocksLocked) st.locked_clock_mhz[static_cast<size_t>(i)] = LockedClockFor(a.severity);
+      if (a.f->kind == FaultKind::kPowerCap)
+        st.power_limit_w[static_cast<size_t>(i)] = PowerCapFor(a.severity);
+      if (a.f->kind == FaultKind::kClocksLocked)
+        st.locked_clock_mhz[static_cast<size_t>(i)] = LockedClockFor(a.severity);
     }
   }
 }
 
-void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::vector<Pass>& alone) {
+void Simulator::MeasureEffects(const Pass& all, const Pass& healthy,
+                               const std::vector<Pass>& alone) {
   int steps = sc_.steps;
   auto mean = [](const std::vector<double>& v, int from) {
     double sum = 0;
@@ -172,7 +177,8 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::
     }
     double step_sum = 0, comm_sum = 0;
     for (int s : active) {
-      step_sum += faulty.step_s[static_cast<size_t>(s)] / healthy.step_s[static_cast<size_t>(s)] - 1;
+      step_sum +=
+          faulty.step_s[static_cast<size_t>(s)] / healthy.step_s[static_cast<size_t>(s)] - 1;
       double h = healthy.transfer_ns[static_cast<size_t>(s)];
       comm_sum += h > 0 ? faulty.transfer_ns[static_cast<size_t>(s)] / h - 1 : 0;
     }
@@ -197,8 +203,11 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::
     for (int s : active) {
       bool hit = false;
       if (!a.ranks.empty()) {
-        double c = faulty.culprit_compute[i][static_cast<size_t>(s)] / healthy.culprit_compute[i][static_cast<size_t>(s)] - 1;
-        double h = faulty.culprit_host[i][static_cast<size_t>(s)] - healthy.culprit_host[i][static_cast<size_t>(s)];
+        double c = faulty.culprit_compute[i][static_cast<size_t>(s)] /
+                       healthy.culprit_compute[i][static_cast<size_t>(s)] -
+                   1;
+        double h = faulty.culprit_host[i][static_cast<size_t>(s)] -
+                   healthy.culprit_host[i][static_cast<size_t>(s)];
         hit = std::abs(c) > 0.01 || h > 1e6;
       }
       double ht = healthy.transfer_ns[static_cast<size_t>(s)];
@@ -214,7 +223,8 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::
       if (ht > 0 && faulty.transfer_ns[0] / ht - 1 > 0.01) e.effect_onset_step = 0;
     }
     // Hardware state at the end.
-    e.temp_c = e.sm_clock_mhz = e.power_limit_w = e.nic_rate_gbps = std::numeric_limits<double>::quiet_NaN();
+    e.temp_c = e.sm_clock_mhz = e.power_limit_w = e.nic_rate_gbps =
+        std::numeric_limits<double>::quiet_NaN();
     if (!a.ent.gpus.empty() && run_.has_gpus()) {
       auto [n, gi] = a.ent.gpus.front();
       const GpuSample& gs = run_.gpu_sample(n, gi, steps - 1);
@@ -222,7 +232,10 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::
       e.sm_clock_mhz = gs.sm_clock_mhz;
       e.power_limit_w = gs.power_limit_w;
       e.pcie_width = gs.pcie_width;
-      e.nvlinks_active = run_.node_states_.empty() ? -1 : run_.node_states_[static_cast<size_t>(n)].nvlinks_active[static_cast<size_t>(gi)];
+      e.nvlinks_active =
+          run_.node_states_.empty()
+              ? -1
+              : run_.node_states_[static_cast<size_t>(n)].nvlinks_active[static_cast<size_t>(gi)];
     }
     if (!a.ent.nics.empty() && !run_.node_states_.empty()) {
       auto [n, ni] = a.ent.nics.front();
@@ -235,7 +248,8 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy, const std::
 StatusOr<ClusterRun> Simulator::Run() {
   Prepare();
   if (opt_.trace_first_step) {
-    if (opt_.trace_steps < 1 || *opt_.trace_first_step < 0 || *opt_.trace_first_step + opt_.trace_steps > sc_.steps) {
+    if (opt_.trace_steps < 1 || *opt_.trace_first_step < 0 ||
+        *opt_.trace_first_step + opt_.trace_steps > sc_.steps) {
       return Status::Error(fmt::format("trace window {}+{} is outside steps 0..{}",
                                        *opt_.trace_first_step, opt_.trace_steps, sc_.steps - 1));
     }
@@ -270,7 +284,8 @@ StatusOr<ClusterRun> Simulator::Run() {
   for (std::thread& t : pool) t.join();
   FillNodeStates();
   if (opt_.measure_effects) {
-    std::vector<Pass> alone(std::make_move_iterator(extra.begin() + 1), std::make_move_iterator(extra.end()));
+    std::vector<Pass> alone(std::make_move_iterator(extra.begin() + 1),
+                            std::make_move_iterator(extra.end()));
     MeasureEffects(faulty, extra.front(), alone);
   } else {
     MeasureEffects(faulty, faulty, {});
@@ -278,7 +293,8 @@ StatusOr<ClusterRun> Simulator::Run() {
   return std::move(run_);
 }
 
-StatusOr<ClusterRun> SimulateCluster(const ClusterScenario& scenario, const SimulateOptions& options) {
+StatusOr<ClusterRun> SimulateCluster(const ClusterScenario& scenario,
+                                     const SimulateOptions& options) {
   ClusterScenario sc = scenario;
   if (Status st = ResolveScenario(&sc); !st.ok()) return st;
   Simulator sim(sc, options);

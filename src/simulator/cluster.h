@@ -83,12 +83,19 @@ enum class FaultKind : uint8_t {
   kSequenceLengthImbalance,  // batches of unequal sequence length
 };
 
-enum class CauseClass : uint8_t { kNone, kComputeSlow, kCommunication, kHostStall, kExternal, kImbalance };
+enum class CauseClass : uint8_t {
+  kNone,
+  kComputeSlow,
+  kCommunication,
+  kHostStall,
+  kExternal,
+  kImbalance
+};
 
 std::string_view FaultKindName(FaultKind kind);  // "thermal", "nic_degraded", ...
 std::optional<FaultKind> ParseFaultKind(std::string_view name);
-std::span<const FaultKind> AllFaultKinds();      // every kind but kNone
-std::string_view CauseClassName(CauseClass c);   // "compute_slow", ...
+std::span<const FaultKind> AllFaultKinds();     // every kind but kNone
+std::string_view CauseClassName(CauseClass c);  // "compute_slow", ...
 CauseClass CauseClassOf(FaultKind kind);
 // The severity a fault gets when none is given, and what it means.
 double DefaultSeverity(FaultKind kind);
@@ -99,11 +106,11 @@ struct FaultTarget {
     kDefault,  // none given: drawn from the seed (a GPU, a host, a NIC, ...)
     kJob,      // every rank ("all")
     kRank,
-    kHost,     // every GPU / rank / NIC of one node
-    kGpu,      // node + index
-    kNic,      // node + index (mlx5_<index>, the rail of GPU <index>)
-    kNodes,    // a group of nodes (shared_switch_congestion)
-    kStage,    // a pipeline stage
+    kHost,   // every GPU / rank / NIC of one node
+    kGpu,    // node + index
+    kNic,    // node + index (mlx5_<index>, the rail of GPU <index>)
+    kNodes,  // a group of nodes (shared_switch_congestion)
+    kStage,  // a pipeline stage
   };
   Kind kind = Kind::kDefault;
   int rank = -1;
@@ -121,8 +128,8 @@ struct Fault {
   std::optional<int> end_step;      // last step it is present (recovered after)
   std::optional<int> period_steps;  // present `duration_steps` steps out of every `period_steps`
   int duration_steps = 1;
-  std::string cause;                // periodic_interference: "gc" (default) or "checkpoint"
-  std::string spec;                 // as the user wrote it, for messages
+  std::string cause;  // periodic_interference: "gc" (default) or "checkpoint"
+  std::string spec;   // as the user wrote it, for messages
 };
 
 struct ClusterScenario {
@@ -130,16 +137,16 @@ struct ClusterScenario {
   int gpus_per_node = 8;
   int steps = 200;
   uint64_t seed = 1;
-  double compute_ms = 750;          // GPU compute per step at f_max
-  double jitter = 0.015;            // relative standard deviation of compute per rank-step
-  int collectives_per_step = 4;     // DDP gradient buckets, one all-reduce each
-  int64_t bucket_bytes = 4LL << 30; // bf16 gradients per bucket (the first is 1 MiB, as in DDP)
-  int kernels_per_step = 48;        // compute kernels per step in the traces
-  double warmup_s = 2;              // extra host time of step 0 (NCCL init, compilation)
+  double compute_ms = 750;           // GPU compute per step at f_max
+  double jitter = 0.015;             // relative standard deviation of compute per rank-step
+  int collectives_per_step = 4;      // DDP gradient buckets, one all-reduce each
+  int64_t bucket_bytes = 4LL << 30;  // bf16 gradients per bucket (the first is 1 MiB, as in DDP)
+  int kernels_per_step = 48;         // compute kernels per step in the traces
+  double warmup_s = 2;               // extra host time of step 0 (NCCL init, compilation)
   double max_clock_offset_ms = 5;
   int64_t start_time_s = 1'764'000'000;  // 2025-11-24T16:00:00Z, true clock
-  int nodes_per_switch = 4;         // leaf switch size in switch-map.csv
-  int pipeline_stages = 4;          // pipeline_stage_imbalance: ranks in contiguous stages
+  int nodes_per_switch = 4;              // leaf switch size in switch-map.csv
+  int pipeline_stages = 4;               // pipeline_stage_imbalance: ranks in contiguous stages
   std::vector<Fault> faults;
 
   int ranks() const { return nodes * gpus_per_node; }
@@ -192,7 +199,7 @@ struct GpuSample {
   float temp_c = 0;
   float sm_clock_mhz = 0;
   float power_w = 0;
-  float util_pct = 0;    // kernels (compute or NCCL) running
+  float util_pct = 0;       // kernels (compute or NCCL) running
   float sm_active_pct = 0;  // compute kernels running
   float power_limit_w = 0;
   uint16_t reasons = 0;
@@ -210,10 +217,10 @@ struct NicState {
 // A node's devices as they are at the end of the run (what -q, ibstat,
 // topo and nccl-tests show).
 struct NodeState {
-  std::vector<NicState> nics;          // mlx5_0 .. mlx5_<G-1>, rail i serves GPU i
-  std::vector<int> nvlinks_active;     // per GPU
-  std::vector<int> pcie_width;         // per GPU
-  std::vector<double> power_limit_w;   // per GPU
+  std::vector<NicState> nics;                           // mlx5_0 .. mlx5_<G-1>, rail i serves GPU i
+  std::vector<int> nvlinks_active;                      // per GPU
+  std::vector<int> pcie_width;                          // per GPU
+  std::vector<double> power_limit_w;                    // per GPU
   std::vector<std::optional<double>> locked_clock_mhz;  // per GPU
   bool socket_fallback = false;
   // The NIC carrying rail i's traffic to other nodes (i itself, or a
@@ -226,11 +233,11 @@ struct NodeState {
 
 // What each fault did, measured against the same seed without faults.
 struct FaultEffect {
-  std::optional<int> effect_onset_step;   // first step the rank(s) it hits were slowed
-  double compute_slowdown = 0;   // culprit's compute time / healthy, -1, at the end
-  double comm_slowdown = 0;      // collective transfer time / healthy, -1, while active
-  double host_stall_s = 0;       // extra host time per affected step
-  double step_time_increase = 0; // job step time / healthy, -1, while active
+  std::optional<int> effect_onset_step;  // first step the rank(s) it hits were slowed
+  double compute_slowdown = 0;           // culprit's compute time / healthy, -1, at the end
+  double comm_slowdown = 0;              // collective transfer time / healthy, -1, while active
+  double host_stall_s = 0;               // extra host time per affected step
+  double step_time_increase = 0;         // job step time / healthy, -1, while active
   // Hardware state the fault produced, for truth.json (NaN: not applicable).
   double temp_c = 0;
   double sm_clock_mhz = 0;
@@ -241,13 +248,13 @@ struct FaultEffect {
 };
 
 struct SimulateOptions {
-  bool record_steps = true;      // step start times (and compute times) of every rank
-  bool record_compute = false;   // compute-only step times (step timing "compute")
-  bool record_gpus = true;       // GpuSample per GPU and step, node states
+  bool record_steps = true;             // step start times (and compute times) of every rank
+  bool record_compute = false;          // compute-only step times (step timing "compute")
+  bool record_gpus = true;              // GpuSample per GPU and step, node states
   std::optional<int> trace_first_step;  // record ScheduledSteps for this window
   int trace_steps = 0;
-  bool measure_effects = true;   // simulate the healthy control too
-  int threads = 1;               // the control runs go on threads of their own
+  bool measure_effects = true;  // simulate the healthy control too
+  int threads = 1;              // the control runs go on threads of their own
 };
 
 class ClusterRun {
@@ -259,12 +266,16 @@ class ClusterRun {
   // True-clock start of `step` on `rank`; step == steps() is the end of the
   // last step.
   int64_t step_start_ns(int rank, int step) const {
-    return starts_[static_cast<size_t>(step) * static_cast<size_t>(ranks()) + static_cast<size_t>(rank)];
+    return starts_[static_cast<size_t>(step) * static_cast<size_t>(ranks()) +
+                   static_cast<size_t>(rank)];
   }
-  int64_t step_ns(int rank, int step) const { return step_start_ns(rank, step + 1) - step_start_ns(rank, step); }
+  int64_t step_ns(int rank, int step) const {
+    return step_start_ns(rank, step + 1) - step_start_ns(rank, step);
+  }
   // Step time without the time spent inside collectives (record_compute).
   int64_t compute_step_ns(int rank, int step) const {
-    return compute_[static_cast<size_t>(step) * static_cast<size_t>(ranks()) + static_cast<size_t>(rank)];
+    return compute_[static_cast<size_t>(step) * static_cast<size_t>(ranks()) +
+                    static_cast<size_t>(rank)];
   }
   bool has_steps() const { return !starts_.empty(); }
   bool has_compute() const { return !compute_.empty(); }
@@ -275,7 +286,9 @@ class ClusterRun {
   // GPU samples: [node][gpu][step]; empty without record_gpus.
   const GpuSample& gpu_sample(int node, int gpu, int step) const {
     return gpu_samples_[(static_cast<size_t>(node) * static_cast<size_t>(sc_.gpus_per_node) +
-                         static_cast<size_t>(gpu)) * static_cast<size_t>(sc_.steps) + static_cast<size_t>(step)];
+                         static_cast<size_t>(gpu)) *
+                            static_cast<size_t>(sc_.steps) +
+                        static_cast<size_t>(step)];
   }
   bool has_gpus() const { return !gpu_samples_.empty(); }
   const std::vector<NodeState>& node_states() const { return node_states_; }
@@ -287,7 +300,8 @@ class ClusterRun {
   std::optional<int> trace_first_step() const { return trace_first_; }
   int trace_steps() const { return trace_steps_; }
   const ScheduledStep& scheduled(int rank, int window_step) const {
-    return schedule_[static_cast<size_t>(window_step) * static_cast<size_t>(ranks()) + static_cast<size_t>(rank)];
+    return schedule_[static_cast<size_t>(window_step) * static_cast<size_t>(ranks()) +
+                     static_cast<size_t>(rank)];
   }
 
   // Mean step time (rank 0, after step 0) with and without the faults.
@@ -322,7 +336,8 @@ class ClusterRun {
 };
 
 // Simulates a resolved scenario (ResolveScenario first).
-StatusOr<ClusterRun> SimulateCluster(const ClusterScenario& scenario, const SimulateOptions& options);
+StatusOr<ClusterRun> SimulateCluster(const ClusterScenario& scenario,
+                                     const SimulateOptions& options);
 
 // Whether fault `f` is present at `step`.
 bool FaultActive(const Fault& f, int step);

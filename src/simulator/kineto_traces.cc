@@ -37,10 +37,10 @@ constexpr int64_t kSec = 1'000'000'000;
 
 constexpr int kComputeStream = 7;
 constexpr int kNcclStream = 24;
-constexpr int kNumSms = 132;                     // H100 SXM
-constexpr int64_t kLaunchLatencyNs = 4 * kUs;    // cudaLaunchKernel to kernel start, idle GPU
-constexpr int64_t kNcclLatencyNs = 20 * kUs;     // per all-reduce, on top of bytes / bus bw
-constexpr int64_t kInputBytes = 8LL << 20;       // one batch copied host to device
+constexpr int kNumSms = 132;                   // H100 SXM
+constexpr int64_t kLaunchLatencyNs = 4 * kUs;  // cudaLaunchKernel to kernel start, idle GPU
+constexpr int64_t kNcclLatencyNs = 20 * kUs;   // per all-reduce, on top of bytes / bus bw
+constexpr int64_t kInputBytes = 8LL << 20;     // one batch copied host to device
 constexpr double kPcieGbps = 24;
 
 // One kind of compute kernel: the name CUPTI reports, the aten op that
@@ -56,57 +56,81 @@ struct KernelKind {
 // and CUTLASS GEMMs, flash-attention 2, ATen elementwise), and the fused
 // AdamW step.
 constexpr KernelKind kKinds[] = {
-    {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
-     "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+    {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, "
+     "float>(int, float, "
+     "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
+     "c10::BFloat16*)",
      "aten::native_layer_norm", 45, 30, 0, 16384, 256},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_"
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_"
+     "segment_k_off_"
      "kernel__5x_cublas",
      "aten::addmm", 520, 168, 213248, 132, 384},
-    {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
-     "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, "
+    {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+     "cutlass::bfloat16_t, "
+     "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, "
+     "false, true, "
      "false, false>(Flash_fwd_params)",
      "aten::_flash_attention_forward", 410, 255, 49152, 1024, 128},
     {"void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>"
      "(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8::Params)",
      "aten::addmm", 180, 126, 12288, 512, 128},
-    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)",
+    {"void at::native::vectorized_elementwise_kernel<4, "
+     "at::native::CUDAFunctor_add<c10::BFloat16>, "
+     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+     "at::detail::Array<char*, 3>)",
      "aten::add", 35, 28, 0, 8192, 128},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_"
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_"
+     "segment_k_off_"
      "kernel__5x_cublas",
      "aten::addmm", 700, 168, 213248, 132, 384},
-    {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    {"void at::native::vectorized_elementwise_kernel<4, "
+     "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::"
      "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl("
-     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
+     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() "
+     "const::{lambda()#4}::"
      "operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
      "aten::gelu", 60, 32, 0, 16384, 128},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_"
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_"
+     "segment_k_off_"
      "kernel__5x_cublas",
      "aten::mm", 700, 168, 213248, 132, 384},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+     "segment_k_off_"
      "kernel__5x_cublas",
      "aten::mm", 690, 154, 147456, 132, 256},
     {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl("
-     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
-     "operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3> >(int, "
-     "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
-     "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, "
+     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() "
+     "const::{lambda()#4}::"
+     "operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3> "
+     ">(int, "
+     "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+     "at::native::GeluType)::{lambda()#2}::"
+     "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, "
+     "c10::BFloat16)#1}, "
      "at::detail::Array<char*, 3>)",
      "aten::gelu_backward", 90, 32, 0, 16384, 128},
-    {"void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, "
-     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, true, false, "
+    {"void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, "
+     "2, 4, 2, false, "
+     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, "
+     "true, false, "
      "false, false, false, false, false>(Flash_bwd_params)",
      "aten::_flash_attention_backward", 1050, 255, 147456, 1024, 256},
-    {"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>("
-     "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, "
+    {"void at::native::(anonymous "
+     "namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>("
+     "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 "
+     "const*, "
      "c10::BFloat16*, int)",
      "aten::native_layer_norm_backward", 80, 40, 0, 8192, 256},
-    {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+     "namespace)::"
      "TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
-     "(at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, bool, float*, "
-     "float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
-     "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, "
+     "(at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, "
+     "bool, float*, "
+     "float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous "
+     "namespace)::"
+     "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, "
+     "double, double, "
      "double, bool, bool, float*, float*)",
      "aten::_fused_adamw_", 350, 72, 0, 320, 512},
 };
@@ -116,11 +140,11 @@ constexpr uint16_t kOptimizerKind = 12;
 
 // The work of one step, the same on every rank and step.
 struct StepLayout {
-  std::vector<uint16_t> kinds;      // compute kernels in launch order
-  int forward_end = 0;              // kernels [0, forward_end) are forward (main thread)
-  int optimizer_begin = 0;          // kernels [optimizer_begin, end) are the optimizer
+  std::vector<uint16_t> kinds;        // compute kernels in launch order
+  int forward_end = 0;                // kernels [0, forward_end) are forward (main thread)
+  int optimizer_begin = 0;            // kernels [optimizer_begin, end) are the optimizer
   std::vector<int> collective_after;  // collective k follows kernel collective_after[k] - 1
-  std::vector<int64_t> nelems;      // per collective
+  std::vector<int64_t> nelems;        // per collective
 };
 
 StepLayout MakeLayout(const TraceScenario& sc) {
@@ -131,7 +155,8 @@ StepLayout MakeLayout(const TraceScenario& sc) {
   int bwd = std::min(rest, std::max(c, rest * 3 / 5));
   int fwd = rest - bwd;
   for (int i = 0; i < fwd; ++i) l.kinds.push_back(kForwardPattern[i % std::size(kForwardPattern)]);
-  for (int i = 0; i < bwd; ++i) l.kinds.push_back(kBackwardPattern[i % std::size(kBackwardPattern)]);
+  for (int i = 0; i < bwd; ++i)
+    l.kinds.push_back(kBackwardPattern[i % std::size(kBackwardPattern)]);
   for (int i = 0; i < opt; ++i) l.kinds.push_back(kOptimizerKind);
   l.forward_end = fwd;
   l.optimizer_begin = fwd + bwd;
@@ -140,7 +165,8 @@ StepLayout MakeLayout(const TraceScenario& sc) {
     // Bucket k holds an equal share of the backward kernels; DDP's first
     // bucket is 1 MiB.
     l.collective_after.push_back(fwd + static_cast<int>(static_cast<int64_t>(bwd) * (k + 1) / c));
-    int64_t bytes = (k == 0 && c > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes;
+    int64_t bytes =
+        (k == 0 && c > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes;
     l.nelems.push_back(std::max<int64_t>(1, bytes / elem));
   }
   return l;
@@ -175,7 +201,7 @@ struct Shared {
   std::string nccl_kernel_args;
   std::string dtype;
   std::string nccl_version;
-  std::string group_ranks;     // "Process Group Ranks" as PyTorch writes it
+  std::string group_ranks;  // "Process Group Ranks" as PyTorch writes it
   std::string device_properties;
 
   explicit Shared(const TraceScenario& s) : sc(s) {}
@@ -197,7 +223,8 @@ std::string LaunchArgs(int regs, int smem, int grid, int block) {
   int occupancy = std::min(100, static_cast<int>(warps_per_sm / 64 * 100));
   return MembersText([&](Members& m) {
     m.Num(keys::args::kRegistersPerThread, regs).Num(keys::args::kSharedMemory, smem);
-    m.Num(keys::args::kBlocksPerSm, blocks_per_sm, "{:.6f}").Num(keys::args::kWarpsPerSm, warps_per_sm, "{:.6f}");
+    m.Num(keys::args::kBlocksPerSm, blocks_per_sm, "{:.6f}")
+        .Num(keys::args::kWarpsPerSm, warps_per_sm, "{:.6f}");
     m.Num(keys::args::kGrid, grid, "[{}, 1, 1]").Num(keys::args::kBlock, block, "[{}, 1, 1]");
     m.Num(keys::args::kEstAchievedOccupancy, occupancy);
   });
@@ -217,9 +244,11 @@ std::unique_ptr<Shared> MakeShared(const TraceScenario& sc) {
   sh->nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
   sh->collectives = sc.collectives_per_step;
   sh->clock_offsets_ns = HostClockOffsetsNs(sc);
-  for (const KernelKind& k : kKinds) sh->kind_args.push_back(LaunchArgs(k.regs, k.smem, k.grid, k.block));
+  for (const KernelKind& k : kKinds)
+    sh->kind_args.push_back(LaunchArgs(k.regs, k.smem, k.grid, k.block));
   if (sc.legacy_nccl) {
-    sh->nccl_kernel = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+    sh->nccl_kernel =
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
     sh->dtype = "Float";
     sh->nccl_version = "2.17.1";
   } else {
@@ -234,11 +263,20 @@ std::unique_ptr<Shared> MakeShared(const TraceScenario& sc) {
     namespace device = keys::device;
     props += g ? ",\n    {" : "    {";
     props += MembersText([&](Members& m) {
-      m.Num(device::kId, g).Str(device::kName, "NVIDIA H100 80GB HBM3").Num(device::kTotalGlobalMem, 85029158912);
-      m.Num(device::kComputeMajor, 9).Num(device::kComputeMinor, 0).Num(device::kMaxThreadsPerBlock, 1024);
-      m.Num(device::kMaxThreadsPerMultiprocessor, 2048).Num(device::kRegsPerBlock, 65536).Num(device::kWarpSize, 32);
-      m.Num(device::kSharedMemPerBlock, 49152).Num(device::kNumSms, kNumSms).Num(device::kRegsPerMultiprocessor, 65536);
-      m.Num(device::kSharedMemPerBlockOptin, 232448).Num(device::kSharedMemPerMultiprocessor, 233472);
+      m.Num(device::kId, g)
+          .Str(device::kName, "NVIDIA H100 80GB HBM3")
+          .Num(device::kTotalGlobalMem, 85029158912);
+      m.Num(device::kComputeMajor, 9)
+          .Num(device::kComputeMinor, 0)
+          .Num(device::kMaxThreadsPerBlock, 1024);
+      m.Num(device::kMaxThreadsPerMultiprocessor, 2048)
+          .Num(device::kRegsPerBlock, 65536)
+          .Num(device::kWarpSize, 32);
+      m.Num(device::kSharedMemPerBlock, 49152)
+          .Num(device::kNumSms, kNumSms)
+          .Num(device::kRegsPerMultiprocessor, 65536);
+      m.Num(device::kSharedMemPerBlockOptin, 232448)
+          .Num(device::kSharedMemPerMultiprocessor, 233472);
     });
     props += "}";
   }
@@ -248,7 +286,8 @@ std::unique_ptr<Shared> MakeShared(const TraceScenario& sc) {
 
 StepPlan MakePlan(const Shared& sh, int rank, int timeline_step) {
   const TraceScenario& sc = sh.sc;
-  Rng rng(StreamSeed(sc.seed, kPlanTag, static_cast<uint64_t>(rank), static_cast<uint64_t>(timeline_step)));
+  Rng rng(StreamSeed(sc.seed, kPlanTag, static_cast<uint64_t>(rank),
+                     static_cast<uint64_t>(timeline_step)));
   double j = sc.jitter;
   double slow = sc.compute_slow && sc.compute_slow->rank == rank ? sc.compute_slow->factor : 1;
   StepPlan p;
@@ -279,9 +318,11 @@ StepPlan MakePlan(const Shared& sh, int rank, int timeline_step) {
 // Transfer time of collective k of a timeline step: the same for every rank.
 int64_t TransferNs(const Shared& sh, int timeline_step, int k) {
   const TraceScenario& sc = sh.sc;
-  Rng rng(StreamSeed(sc.seed, kNetTag, static_cast<uint64_t>(timeline_step), static_cast<uint64_t>(k)));
+  Rng rng(
+      StreamSeed(sc.seed, kNetTag, static_cast<uint64_t>(timeline_step), static_cast<uint64_t>(k)));
   int n = sc.ranks;
-  double bytes = static_cast<double>(sh.layout.nelems[static_cast<size_t>(k)]) * (sc.legacy_nccl ? 4 : 2);
+  double bytes =
+      static_cast<double>(sh.layout.nelems[static_cast<size_t>(k)]) * (sc.legacy_nccl ? 4 : 2);
   double wire_ns = 2.0 * (n - 1) / n * bytes / sc.bus_bw_gbps;  // GB/s == bytes/ns
   double factor = sc.network_slow ? sc.network_slow->factor : 1;
   return Scaled((kNcclLatencyNs + wire_ns * factor) * Jitter(rng, sc.jitter), 1);
@@ -316,20 +357,28 @@ class RankStepSim {
  public:
   // With `fixed`, the step's times come from it (ScheduledStep) and kernels
   // are scaled to fit them.
-  RankStepSim(const Shared& sh, const RankInfo& ri, const StepPlan& plan, int step_index, int64_t start_ns,
-              TraceWriter* out, const ScheduledStep* fixed = nullptr)
-      : sh_(sh), ri_(ri), plan_(plan), step_index_(step_index), start_ns_(start_ns), out_(out), fixed_(fixed) {
+  RankStepSim(const Shared& sh, const RankInfo& ri, const StepPlan& plan, int step_index,
+              int64_t start_ns, TraceWriter* out, const ScheduledStep* fixed = nullptr)
+      : sh_(sh),
+        ri_(ri),
+        plan_(plan),
+        step_index_(step_index),
+        start_ns_(start_ns),
+        out_(out),
+        fixed_(fixed) {
     cpu_ = start_ns + (fixed_ ? fixed_->host_gap_ns : 0);
     gpu_free_ = start_ns;  // the previous step's loss.item() waited for the GPU
     step_ext_ = out_ ? out_->NewExternalId() : 0;
     // Data loader: a data stall is host time spent here.
     int64_t dl_start = cpu_ + 6 * kUs;
     if (out_) {
-      out_->HostEvent(keys::category::kUserAnnotation, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-                      ri_.main_tid, dl_start, plan_.dataloader_ns, out_->NewExternalId());
+      out_->HostEvent(keys::category::kUserAnnotation,
+                      "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ri_.main_tid,
+                      dl_start, plan_.dataloader_ns, out_->NewExternalId());
     }
     cpu_ = dl_start + plan_.dataloader_ns + 3 * kUs;
-    Memcpy("aten::copy_", "Memcpy HtoD (Pinned -> Device)", kInputBytes, plan_.h2d_ns, /*blocking=*/false);
+    Memcpy("aten::copy_", "Memcpy HtoD (Pinned -> Device)", kInputBytes, plan_.h2d_ns,
+           /*blocking=*/false);
   }
 
   // Launches the compute before collective k and the collective itself;
@@ -347,24 +396,31 @@ class RankStepSim {
       int64_t nelems = sh_.layout.nelems[static_cast<size_t>(k)];
       comm_args_ = MembersText([&](Members& m) {
         namespace args = keys::args;
-        m.Str(args::kCollectiveName, "allreduce").Num(args::kInMsgNelems, nelems).Num(args::kOutMsgNelems, nelems);
-        m.Num(args::kGroupSize, sh_.sc.ranks).Str(args::kDtype, sh_.dtype).Str(args::kInSplitSize, "[]");
+        m.Str(args::kCollectiveName, "allreduce")
+            .Num(args::kInMsgNelems, nelems)
+            .Num(args::kOutMsgNelems, nelems);
+        m.Num(args::kGroupSize, sh_.sc.ranks)
+            .Str(args::kDtype, sh_.dtype)
+            .Str(args::kInSplitSize, "[]");
         m.Str(args::kOutSplitSize, "[]").Str(args::kProcessGroupName, "0");
         m.Str(args::kProcessGroupDesc, "default_pg").Str(args::kProcessGroupRanks, sh_.group_ranks);
         m.Num(args::kSeq, Seq(k));
       });
-      out_->HostEvent(keys::category::kCpuOp, keys::name::kRecordParamComms, tid, c0, host_ns, comm_ext_,
-                      MembersText([&](Members& m) {
+      out_->HostEvent(keys::category::kCpuOp, keys::name::kRecordParamComms, tid, c0, host_ns,
+                      comm_ext_, MembersText([&](Members& m) {
                         m.Num(keys::args::kRank, ri_.rank).Num(keys::args::kGlobalRankStart, 0);
                         m.Num(keys::args::kGlobalRankStride, 1).More(comm_args_);
                       }));
-      out_->HostEvent(keys::category::kUserAnnotation, "nccl:all_reduce", tid, c0 + 3 * kUs, host_ns - 10 * kUs,
-                      out_->NewExternalId());
-      out_->Runtime("cudaEventRecord", tid, c0 + 8 * kUs, 1500, comm_ext_, 135, out_->NewCorrelation(), false);
-      out_->Runtime("cudaStreamWaitEvent", tid, c0 + 11 * kUs, 1000, comm_ext_, 147, out_->NewCorrelation(), false);
+      out_->HostEvent(keys::category::kUserAnnotation, "nccl:all_reduce", tid, c0 + 3 * kUs,
+                      host_ns - 10 * kUs, out_->NewExternalId());
+      out_->Runtime("cudaEventRecord", tid, c0 + 8 * kUs, 1500, comm_ext_, 135,
+                    out_->NewCorrelation(), false);
+      out_->Runtime("cudaStreamWaitEvent", tid, c0 + 11 * kUs, 1000, comm_ext_, 147,
+                    out_->NewCorrelation(), false);
       comm_corr_ = out_->NewCorrelation();
       out_->Runtime("cudaLaunchKernelExC", tid, launch, 10 * kUs, comm_ext_, 430, comm_corr_, true);
-      out_->Runtime("cudaEventRecord", tid, c0 + 26 * kUs, 1000, comm_ext_, 135, out_->NewCorrelation(), false);
+      out_->Runtime("cudaEventRecord", tid, c0 + 26 * kUs, 1000, comm_ext_, 135,
+                    out_->NewCorrelation(), false);
     }
     cpu_ = c0 + host_ns + 1 * kUs;
     // The NCCL stream waits for the compute stream (the bucket's gradients).
@@ -376,10 +432,11 @@ class RankStepSim {
   // Collective k ended (its last rank arrived and the transfer finished) at
   // `end_ns`; this rank sees it end a little later by its skew.
   void EndCollective(int k, int64_t end_ns) {
-    int64_t end = fixed_ ? fixed_->end_ns[static_cast<size_t>(k)] : end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
+    int64_t end = fixed_ ? fixed_->end_ns[static_cast<size_t>(k)]
+                         : end_ns + plan_.end_skew_ns[static_cast<size_t>(k)];
     if (out_) {
-      out_->Device(keys::category::kKernel, sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_, comm_ext_,
-                   comm_corr_, fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
+      out_->Device(keys::category::kKernel, sh_.nccl_kernel, kNcclStream, arrival_, end - arrival_,
+                   comm_ext_, comm_corr_, fmt::format("{}, {}", sh_.nccl_kernel_args, comm_args_));
     }
     gpu_free_ = end;  // compute waits for the all-reduce (synchronous training)
   }
@@ -390,19 +447,21 @@ class RankStepSim {
     int64_t opt_start = cpu_;
     int64_t opt_ext = out_ ? out_->NewExternalId() : 0;
     cpu_ += 5 * kUs;
-    RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()), fixed_ ? fixed_->optimizer_end_ns : -1);
+    RunKernelsUntil(static_cast<int>(sh_.layout.kinds.size()),
+                    fixed_ ? fixed_->optimizer_end_ns : -1);
     if (out_) {
-      out_->HostEvent(keys::category::kUserAnnotation, "Optimizer.step#AdamW.step", ri_.main_tid, opt_start,
-                      cpu_ - opt_start, opt_ext);
+      out_->HostEvent(keys::category::kUserAnnotation, "Optimizer.step#AdamW.step", ri_.main_tid,
+                      opt_start, cpu_ - opt_start, opt_ext);
     }
     cpu_ += 3 * kUs;
     Memcpy("aten::item", "Memcpy DtoH (Device -> Pageable)", 4, plan_.d2h_ns, /*blocking=*/true);
     int64_t next = fixed_ ? fixed_->next_start_ns : cpu_ + 12 * kUs;
     if (out_) {
-      std::string name = sh_.sc.step_name.empty()
-                             ? fmt::format("{}{}", keys::name::kProfilerStep, sh_.sc.first_step + step_index_)
-                             : sh_.sc.step_name;
-      out_->HostEvent(keys::category::kUserAnnotation, name, ri_.main_tid, start_ns_, next - start_ns_, step_ext_);
+      std::string name = sh_.sc.step_name.empty() ? fmt::format("{}{}", keys::name::kProfilerStep,
+                                                                sh_.sc.first_step + step_index_)
+                                                  : sh_.sc.step_name;
+      out_->HostEvent(keys::category::kUserAnnotation, name, ri_.main_tid, start_ns_,
+                      next - start_ns_, step_ext_);
     }
     return next;
   }
@@ -421,7 +480,8 @@ class RankStepSim {
   void RunKernelsUntil(int end, int64_t fit_end_ns) {
     if (fit_end_ns < 0) {
       for (; next_kernel_ < end; ++next_kernel_) {
-        Launch(next_kernel_, [&](int64_t) { return plan_.kernels[static_cast<size_t>(next_kernel_)].dur_ns; });
+        Launch(next_kernel_,
+               [&](int64_t) { return plan_.kernels[static_cast<size_t>(next_kernel_)].dur_ns; });
       }
       return;
     }
@@ -450,7 +510,8 @@ class RankStepSim {
   void Launch(int i, DurationFn duration_at) {
     const PlannedKernel& pk = plan_.kernels[static_cast<size_t>(i)];
     const KernelKind& kind = kKinds[sh_.layout.kinds[static_cast<size_t>(i)]];
-    int tid = (i >= sh_.layout.forward_end && i < sh_.layout.optimizer_begin) ? ri_.autograd_tid : ri_.main_tid;
+    int tid = (i >= sh_.layout.forward_end && i < sh_.layout.optimizer_begin) ? ri_.autograd_tid
+                                                                              : ri_.main_tid;
     int64_t op_start = cpu_;
     int64_t rt_start = op_start + (pk.op_ns - pk.launch_ns) * 3 / 5;
     int64_t start = std::max(rt_start + kLaunchLatencyNs, gpu_free_ + pk.gap_ns);
@@ -469,7 +530,8 @@ class RankStepSim {
 
   // A copy on the compute stream; a blocking one (loss.item() to pageable
   // memory) holds the host until the GPU has done everything before it.
-  void Memcpy(std::string_view op, std::string_view name, int64_t bytes, int64_t dur, bool blocking) {
+  void Memcpy(std::string_view op, std::string_view name, int64_t bytes, int64_t dur,
+              bool blocking) {
     int64_t op_start = cpu_;
     int64_t rt_start = op_start + 8 * kUs;
     int64_t start = std::max(rt_start + kLaunchLatencyNs, gpu_free_ + 2 * kUs);
@@ -479,7 +541,8 @@ class RankStepSim {
       int64_t ext = out_->NewExternalId();
       int64_t corr = out_->NewCorrelation();
       out_->HostEvent(keys::category::kCpuOp, op, ri_.main_tid, op_start, op_end - op_start, ext);
-      out_->Runtime("cudaMemcpyAsync", ri_.main_tid, rt_start, rt_end - rt_start, ext, 41, corr, true);
+      out_->Runtime("cudaMemcpyAsync", ri_.main_tid, rt_start, rt_end - rt_start, ext, 41, corr,
+                    true);
       double gbps = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, dur));
       std::string args = MembersText([&](Members& m) {
         m.Num(keys::args::kBytes, bytes).Num(keys::args::kMemoryBandwidth, gbps, "{:.6f}");
@@ -519,7 +582,9 @@ struct Timeline {
   std::vector<int64_t> step_start;      // [(timeline steps + 1) * ranks]
   std::vector<int64_t> collective_end;  // [timeline steps * collectives]
   int64_t start(int s, int r) const { return step_start[static_cast<size_t>(s) * ranks + r]; }
-  int64_t end(int s, int k) const { return collective_end[static_cast<size_t>(s) * collectives + k]; }
+  int64_t end(int s, int k) const {
+    return collective_end[static_cast<size_t>(s) * collectives + k];
+  }
 };
 
 // Simulates the warm-up step and `steps` profiled steps.
@@ -540,8 +605,8 @@ Timeline SimulateTimeline(const Shared& sh, int profiled_steps) {
     sims.reserve(static_cast<size_t>(sc.ranks));
     for (int r = 0; r < sc.ranks; ++r) {
       plans[static_cast<size_t>(r)] = MakePlan(sh, r, s);
-      sims.emplace_back(sh, infos[static_cast<size_t>(r)], plans[static_cast<size_t>(r)], s - 1, t.start(s, r),
-                        nullptr);
+      sims.emplace_back(sh, infos[static_cast<size_t>(r)], plans[static_cast<size_t>(r)], s - 1,
+                        t.start(s, r), nullptr);
     }
     for (int k = 0; k < sh.collectives; ++k) {
       int64_t last_arrival = 0;
@@ -551,7 +616,8 @@ Timeline SimulateTimeline(const Shared& sh, int profiled_steps) {
       for (auto& sim : sims) sim.EndCollective(k, end);
     }
     for (int r = 0; r < sc.ranks; ++r) {
-      t.step_start[static_cast<size_t>(s + 1) * sc.ranks + r] = sims[static_cast<size_t>(r)].Finish();
+      t.step_start[static_cast<size_t>(s + 1) * sc.ranks + r] =
+          sims[static_cast<size_t>(r)].Finish();
     }
   }
   return t;
@@ -563,14 +629,21 @@ void WriteHeader(const Shared& sh, const RankInfo& ri, TraceWriter& w) {
   for (int r = 0; r < sc.ranks; ++r) ranks_list += fmt::format("{}{}", r ? ", " : "", r);
   namespace dist = keys::distributed;
   std::string pg_config = MembersText([&](Members& m) {
-    m.Str(dist::kPgName, "0").Str(dist::kPgDesc, "default_pg").Str(dist::kBackendConfig, "cuda:nccl");
+    m.Str(dist::kPgName, "0")
+        .Str(dist::kPgDesc, "default_pg")
+        .Str(dist::kBackendConfig, "cuda:nccl");
     m.Num(dist::kPgSize, sc.ranks).Json(dist::kRanks, "[" + ranks_list + "]");
   });
   std::string dist_info = MembersText([&](Members& m) {
-    m.Str(dist::kBackend, "nccl").Num(dist::kRank, ri.rank).Num(dist::kWorldSize, sc.ranks).Num(dist::kPgCount, 1);
+    m.Str(dist::kBackend, "nccl")
+        .Num(dist::kRank, ri.rank)
+        .Num(dist::kWorldSize, sc.ranks)
+        .Num(dist::kPgCount, 1);
     m.Json(dist::kPgConfig, "[{" + pg_config + "}]").Str(dist::kNcclVersion, sh.nccl_version);
   });
-  auto member = [&](std::string_view key, std::string_view json) { w.Raw(fmt::format("  \"{}\": {},\n", key, json)); };
+  auto member = [&](std::string_view key, std::string_view json) {
+    w.Raw(fmt::format("  \"{}\": {},\n", key, json));
+  };
   w.Raw("{\n");
   member(keys::top::kSchemaVersion, "1");
   member(keys::top::kDeviceProperties, "[\n" + sh.device_properties + "\n  ]");
@@ -582,20 +655,25 @@ void WriteHeader(const Shared& sh, const RankInfo& ri, TraceWriter& w) {
   w.Raw(fmt::format("  \"{}\": [\n", keys::top::kTraceEvents));
 }
 
-void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_name, int64_t span_start,
-                 int64_t span_end, TraceWriter& w) {
+void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_name,
+                 int64_t span_start, int64_t span_end, TraceWriter& w) {
   namespace event = keys::event;
   namespace name = keys::name;
   // A metadata event (ph M) of `pid` (JSON) and `tid`, with one member in args.
-  auto meta = [&](std::string_view event_name, std::string_view pid, int64_t tid, const std::string& arg) {
+  auto meta = [&](std::string_view event_name, std::string_view pid, int64_t tid,
+                  const std::string& arg) {
     Members m = w.Open();
     m.Str(event::kName, event_name).Str(event::kPh, keys::phase::kMetadata).Key(event::kTs);
     w.Time(span_start);
     m.Json(event::kPid, pid).Num(event::kTid, tid).Json(event::kArgs, "{" + arg + "}");
     w.Raw("},\n");
   };
-  auto str = [](std::string_view key, std::string_view v) { return MembersText([&](Members& m) { m.Str(key, v); }); };
-  auto num = [](std::string_view key, int64_t v) { return MembersText([&](Members& m) { m.Num(key, v); }); };
+  auto str = [](std::string_view key, std::string_view v) {
+    return MembersText([&](Members& m) { m.Str(key, v); });
+  };
+  auto num = [](std::string_view key, int64_t v) {
+    return MembersText([&](Members& m) { m.Num(key, v); });
+  };
   namespace arg = keys::args;
   std::string pid = std::to_string(ri.pid);
   std::string gpu = std::to_string(ri.gpu);
@@ -609,7 +687,8 @@ void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_
     meta(name::kThreadName, gpu, stream, str(arg::kName, fmt::format("stream {} ", stream)));
     meta(name::kThreadSortIndex, gpu, stream, num(arg::kSortIndex, stream));
   }
-  meta(name::kThreadName, pid, ri.main_tid, str(arg::kName, fmt::format("thread {} (python3)", ri.main_tid)));
+  meta(name::kThreadName, pid, ri.main_tid,
+       str(arg::kName, fmt::format("thread {} (python3)", ri.main_tid)));
   meta(name::kThreadSortIndex, pid, ri.main_tid, num(arg::kSortIndex, ri.main_tid));
   meta(name::kThreadName, pid, ri.autograd_tid,
        str(arg::kName, fmt::format("thread {} (pt_autograd_0)", ri.autograd_tid)));
@@ -617,13 +696,18 @@ void WriteFooter(const Shared& sh, const RankInfo& ri, const std::string& trace_
   Members span = w.Open();  // the profiler's own span
   span.Str(event::kPh, keys::phase::kComplete).Str(event::kCat, keys::category::kTrace);
   w.TimeAndDuration(span, span_start, span_end - span_start);
-  span.Str(event::kPid, "Spans").Str(event::kTid, "PyTorch Profiler").Str(event::kName, "PyTorch Profiler (0)");
+  span.Str(event::kPid, "Spans")
+      .Str(event::kTid, "PyTorch Profiler")
+      .Str(event::kName, "PyTorch Profiler (0)");
   span.Json(event::kArgs, "{" + num(arg::kOpCount, 0) + "}");
   w.Raw("},\n");
   meta(name::kProcessSortIndex, "\"Spans\"", 0, num(arg::kSortIndex, 536870912));
-  auto instant = [&](std::string_view event_name, std::string_view pid_text, std::string_view tid_text, int64_t ts) {
+  auto instant = [&](std::string_view event_name, std::string_view pid_text,
+                     std::string_view tid_text, int64_t ts) {
     Members m = w.Open();
-    m.Str(event::kName, event_name).Str(event::kPh, keys::phase::kInstant).Str(event::kScope, event::kScopeGlobal);
+    m.Str(event::kName, event_name)
+        .Str(event::kPh, keys::phase::kInstant)
+        .Str(event::kScope, event::kScopeGlobal);
     m.Str(event::kPid, pid_text).Str(event::kTid, tid_text).Key(event::kTs);
     w.Time(ts);
   };
@@ -680,15 +764,18 @@ Status Validate(const TraceScenario& sc) {
   }
   if (sc.first_step < 0) return Status::Error("trace scenario: first_step must not be negative");
   if (sc.collectives_per_step < 0 || sc.kernels_per_step < sc.collectives_per_step + 2) {
-    return Status::Error(fmt::format("trace scenario: kernels_per_step ({}) must be at least collectives_per_step ({}) + 2",
-                                     sc.kernels_per_step, sc.collectives_per_step));
+    return Status::Error(fmt::format(
+        "trace scenario: kernels_per_step ({}) must be at least collectives_per_step ({}) + 2",
+        sc.kernels_per_step, sc.collectives_per_step));
   }
   if (sc.bucket_bytes < 1 || !(sc.bus_bw_gbps > 0) || !(sc.jitter >= 0 && sc.jitter < 1)) {
-    return Status::Error("trace scenario: bucket_bytes and bus_bw_gbps must be positive, jitter in [0, 1)");
+    return Status::Error(
+        "trace scenario: bucket_bytes and bus_bw_gbps must be positive, jitter in [0, 1)");
   }
   auto bad_rank = [&](int r) { return r < 0 || r >= sc.ranks; };
   if (sc.compute_slow && (bad_rank(sc.compute_slow->rank) || !(sc.compute_slow->factor > 0))) {
-    return Status::Error("trace scenario: compute_slow needs a rank in range and a positive factor");
+    return Status::Error(
+        "trace scenario: compute_slow needs a rank in range and a positive factor");
   }
   if (sc.data_stall && (bad_rank(sc.data_stall->rank) || !(sc.data_stall->seconds >= 0))) {
     return Status::Error("trace scenario: data_stall needs a rank in range and seconds >= 0");
@@ -701,16 +788,19 @@ Status Validate(const TraceScenario& sc) {
   }
   int nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
   if (!sc.clock_offsets_ns.empty() && static_cast<int>(sc.clock_offsets_ns.size()) != nodes) {
-    return Status::Error(
-        fmt::format("trace scenario: {} clock offsets for {} nodes", sc.clock_offsets_ns.size(), nodes));
+    return Status::Error(fmt::format("trace scenario: {} clock offsets for {} nodes",
+                                     sc.clock_offsets_ns.size(), nodes));
   }
   for (int64_t o : HostClockOffsetsNs(sc)) {
-    if (std::abs(o) > 1000 * kSec) return Status::Error("trace scenario: clock offsets must stay within 1000 s");
+    if (std::abs(o) > 1000 * kSec)
+      return Status::Error("trace scenario: clock offsets must stay within 1000 s");
   }
   return Status::Ok();
 }
 
-std::string JsonOrNull(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : "null"; }
+std::string JsonOrNull(const std::optional<double>& v) {
+  return v ? fmt::format("{}", *v) : "null";
+}
 
 Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
   std::string kind = "none";
@@ -718,15 +808,16 @@ Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
   std::optional<double> factor, stall_s;
   std::vector<std::string> faults;
   if (sc.compute_slow) {
-    faults.push_back(fmt::format("{{\"kind\": \"compute_slow\", \"rank\": {}, \"factor\": {}}}", sc.compute_slow->rank,
-                                 sc.compute_slow->factor));
+    faults.push_back(fmt::format("{{\"kind\": \"compute_slow\", \"rank\": {}, \"factor\": {}}}",
+                                 sc.compute_slow->rank, sc.compute_slow->factor));
   }
   if (sc.data_stall) {
-    faults.push_back(fmt::format("{{\"kind\": \"data_stall\", \"rank\": {}, \"seconds\": {}}}", sc.data_stall->rank,
-                                 sc.data_stall->seconds));
+    faults.push_back(fmt::format("{{\"kind\": \"data_stall\", \"rank\": {}, \"seconds\": {}}}",
+                                 sc.data_stall->rank, sc.data_stall->seconds));
   }
   if (sc.network_slow) {
-    faults.push_back(fmt::format("{{\"kind\": \"network_slow\", \"rank\": null, \"factor\": {}}}", sc.network_slow->factor));
+    faults.push_back(fmt::format("{{\"kind\": \"network_slow\", \"rank\": null, \"factor\": {}}}",
+                                 sc.network_slow->factor));
   }
   // The headline fault: a rank fault names the culprit; a slow network is
   // job-wide and names none.
@@ -745,26 +836,32 @@ Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
   std::vector<int64_t> offsets = HostClockOffsetsNs(sc);
   int nodes = static_cast<int>(offsets.size());
   std::string out = fmt::format(
-      "{{\n  \"schema\": \"laggard.sim.kineto_traces/1\",\n  \"seed\": {},\n  \"ranks\": {},\n  \"gpus_per_node\": {},\n"
+      "{{\n  \"schema\": \"laggard.sim.kineto_traces/1\",\n  \"seed\": {},\n  \"ranks\": {},\n  "
+      "\"gpus_per_node\": {},\n"
       "  \"nodes\": {},\n  \"first_step\": {},\n  \"steps\": {},\n  \"kernels_per_step\": {},\n"
       "  \"collectives_per_step\": {},\n  \"bus_bw_gbps\": {},\n  \"fault\": \"{}\",\n",
       sc.seed, sc.ranks, sc.gpus_per_node, nodes, sc.first_step, sc.steps, sc.kernels_per_step,
       sc.collectives_per_step, sc.bus_bw_gbps, kind);
   out += fmt::format("  \"culprit_rank\": {},\n", culprit ? std::to_string(*culprit) : "null");
-  out += fmt::format("  \"culprit_host\": {},\n",
-                     culprit ? fmt::format("\"{}\"", HostName(*culprit / sc.gpus_per_node)) : "null");
-  out += fmt::format("  \"culprit_gpu\": {},\n", culprit ? std::to_string(*culprit % sc.gpus_per_node) : "null");
-  out += fmt::format("  \"factor\": {},\n  \"stall_s\": {},\n", JsonOrNull(factor), JsonOrNull(stall_s));
+  out +=
+      fmt::format("  \"culprit_host\": {},\n",
+                  culprit ? fmt::format("\"{}\"", HostName(*culprit / sc.gpus_per_node)) : "null");
+  out += fmt::format("  \"culprit_gpu\": {},\n",
+                     culprit ? std::to_string(*culprit % sc.gpus_per_node) : "null");
+  out += fmt::format("  \"factor\": {},\n  \"stall_s\": {},\n", JsonOrNull(factor),
+                     JsonOrNull(stall_s));
   out += fmt::format("  \"faults\": [{}],\n", fmt::join(faults, ", "));
-  out += "  \"clock_offset_convention\": \"host_time = true_time + offset\",\n  \"clock_offsets_ns\": {";
+  out +=
+      "  \"clock_offset_convention\": \"host_time = true_time + offset\",\n  \"clock_offsets_ns\": "
+      "{";
   for (int n = 0; n < nodes; ++n) {
     out += fmt::format("{}\"{}\": {}", n ? ", " : "", HostName(n), offsets[static_cast<size_t>(n)]);
   }
   out += "},\n  \"files\": [\n";
   for (int r = 0; r < sc.ranks; ++r) {
-    out += fmt::format("    {{\"rank\": {}, \"host\": \"{}\", \"gpu\": {}, \"path\": \"{}\"}}{}\n", r,
-                       HostName(r / sc.gpus_per_node), r % sc.gpus_per_node, KinetoTracePath(sc, r, gzip),
-                       r + 1 < sc.ranks ? "," : "");
+    out += fmt::format("    {{\"rank\": {}, \"host\": \"{}\", \"gpu\": {}, \"path\": \"{}\"}}{}\n",
+                       r, HostName(r / sc.gpus_per_node), r % sc.gpus_per_node,
+                       KinetoTracePath(sc, r, gzip), r + 1 < sc.ranks ? "," : "");
   }
   out += "  ]\n}\n";
   std::string path = dir + "/truth.json";
@@ -777,23 +874,26 @@ Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
 }  // namespace
 
 std::vector<int64_t> HostClockOffsetsNs(const TraceScenario& sc) {
-  int nodes = (std::max(sc.ranks, 0) + std::max(sc.gpus_per_node, 1) - 1) / std::max(sc.gpus_per_node, 1);
+  int nodes =
+      (std::max(sc.ranks, 0) + std::max(sc.gpus_per_node, 1) - 1) / std::max(sc.gpus_per_node, 1);
   std::vector<int64_t> offsets(static_cast<size_t>(nodes), 0);
   if (!sc.clock_offsets_ns.empty()) {
-    for (size_t n = 0; n < offsets.size() && n < sc.clock_offsets_ns.size(); ++n) offsets[n] = sc.clock_offsets_ns[n];
+    for (size_t n = 0; n < offsets.size() && n < sc.clock_offsets_ns.size(); ++n)
+      offsets[n] = sc.clock_offsets_ns[n];
     return offsets;
   }
   if (sc.max_clock_offset_ms <= 0) return offsets;
   Rng rng(StreamSeed(sc.seed, kClockTag, 0, 0));
-  for (int64_t& o : offsets) o = std::llround((2 * rng.Uniform() - 1) * sc.max_clock_offset_ms * kMs);
+  for (int64_t& o : offsets)
+    o = std::llround((2 * rng.Uniform() - 1) * sc.max_clock_offset_ms * kMs);
   return offsets;
 }
 
 std::string KinetoTracePath(const TraceScenario& sc, int rank, bool gzip) {
   // torch.profiler.tensorboard_trace_handler names files <worker>.<time>.pt.trace.json.
   int64_t ms = sc.start_time_s * 1000 + (rank * 7) % 1000;
-  return fmt::format("{}/rank-{}.{}.pt.trace.json{}", HostName(rank / std::max(sc.gpus_per_node, 1)), rank, ms,
-                     gzip ? ".gz" : "");
+  return fmt::format("{}/rank-{}.{}.pt.trace.json{}",
+                     HostName(rank / std::max(sc.gpus_per_node, 1)), rank, ms, gzip ? ".gz" : "");
 }
 
 StatusOr<uint64_t> KinetoBytesPerStep(const TraceScenario& scenario) {
@@ -818,18 +918,21 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
   std::error_code ec;
   for (int n = 0; n < sh->nodes; ++n) {
     std::filesystem::create_directories(dir + "/" + HostName(n), ec);
-    if (ec) return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
+    if (ec)
+      return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
   }
   Timeline t;
   if (!scenario.schedule) t = SimulateTimeline(*sh, scenario.steps);
 
   // Ranks are independent once the timeline is known: write them in parallel.
-  int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, scenario.ranks);
+  int workers =
+      std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, scenario.ranks);
   std::vector<Status> results(static_cast<size_t>(scenario.ranks));
   std::atomic<int> next{0};
   auto work = [&] {
     for (int r = next++; r < scenario.ranks; r = next++) {
-      results[static_cast<size_t>(r)] = WriteRank(*sh, scenario.schedule ? nullptr : &t, r, dir, gzip);
+      results[static_cast<size_t>(r)] =
+          WriteRank(*sh, scenario.schedule ? nullptr : &t, r, dir, gzip);
     }
   };
   std::vector<std::thread> threads;
@@ -844,7 +947,9 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
 
 int64_t CollectiveBytes(const TraceScenario& sc, int k) {
   int elem = sc.legacy_nccl ? 4 : 2;
-  int64_t bytes = (k == 0 && sc.collectives_per_step > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes;
+  int64_t bytes = (k == 0 && sc.collectives_per_step > 1)
+                      ? std::min<int64_t>(1 << 20, sc.bucket_bytes)
+                      : sc.bucket_bytes;
   return std::max<int64_t>(1, bytes / elem) * elem;
 }
 

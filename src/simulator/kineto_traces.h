@@ -88,14 +88,14 @@ struct NetworkSlowFault {
 // start. Kernel gaps and launch latencies are the writer's own.
 struct ScheduledStep {
   int64_t start_ns = 0;
-  int64_t host_gap_ns = 0;          // host time with no events before the data loader
+  int64_t host_gap_ns = 0;  // host time with no events before the data loader
   int64_t dataloader_ns = 0;
   int64_t h2d_ns = 0;
   std::vector<int64_t> arrival_ns;  // per collective: this rank's NCCL kernel starts
   std::vector<int64_t> end_ns;      // per collective: this rank's NCCL kernel ends
   int64_t optimizer_end_ns = 0;     // the last optimizer kernel ends
   int64_t d2h_ns = 0;
-  int64_t next_start_ns = 0;        // ProfilerStep#N ends, #N+1 starts
+  int64_t next_start_ns = 0;  // ProfilerStep#N ends, #N+1 starts
 };
 
 // The host and GPU time between events that ScheduledStep times rely on: the
@@ -110,25 +110,25 @@ inline constexpr int64_t kCopyToNextStepNs = 20'000;
 struct TraceScenario {
   int ranks = 8;
   int gpus_per_node = 8;
-  int steps = 4;          // profiled steps
-  int first_step = 100;   // ProfilerStep#100, #101, ...
+  int steps = 4;         // profiled steps
+  int first_step = 100;  // ProfilerStep#100, #101, ...
   // "" : steps are ProfilerStep#N ranges (profiler.step()); else ranges of
   // this name without a number, as record_function("train_step") writes
   // them (read with --step-marker).
   std::string step_name;
   uint64_t seed = 1;
-  double jitter = 0.01;   // relative standard deviation of every duration
+  double jitter = 0.01;  // relative standard deviation of every duration
 
   // Work per step. kernels_per_step counts compute kernels (GEMM, attention,
   // elementwise, optimizer), not NCCL kernels; it must be at least
   // collectives_per_step + 2. Raise both (and steps) for large traces:
   // KinetoBytesPerStep() says how much each step adds to each file.
   int kernels_per_step = 96;
-  int collectives_per_step = 4;        // DDP gradient buckets, one all-reduce each
-  int64_t bucket_bytes = 25LL << 20;   // DDP bucket_cap_mb = 25 (the first bucket is 1 MiB)
-  double bus_bw_gbps = 100;            // NCCL bus bandwidth of one all-reduce
-  bool legacy_nccl = false;  // NCCL 2.17 kernel names ("ncclKernel_..."), fp32
-                             // gradients; else NCCL 2.21 ("ncclDevKernel_..."), bf16
+  int collectives_per_step = 4;       // DDP gradient buckets, one all-reduce each
+  int64_t bucket_bytes = 25LL << 20;  // DDP bucket_cap_mb = 25 (the first bucket is 1 MiB)
+  double bus_bw_gbps = 100;           // NCCL bus bandwidth of one all-reduce
+  bool legacy_nccl = false;           // NCCL 2.17 kernel names ("ncclKernel_..."), fp32
+                                      // gradients; else NCCL 2.21 ("ncclDevKernel_..."), bf16
 
   std::optional<ComputeSlowFault> compute_slow;
   std::optional<DataStallFault> data_stall;

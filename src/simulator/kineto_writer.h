@@ -29,8 +29,8 @@ namespace keys = laggard::kineto_keys;
 
 inline constexpr size_t kFlushBytes = 1 << 20;  // a TraceWriter's buffer, then written
 
-// The members of one JSON object as Kineto writes them: "key": value, ", " between them. Keys come from the
-// catalogue (formats/kineto_keys.h); the simulator's strings need no escapes.
+// The members of one JSON object as Kineto writes them: "key": value, ", " between them. Keys come
+// from the catalogue (formats/kineto_keys.h); the simulator's strings need no escapes.
 class Members {
  public:
   explicit Members(fmt::memory_buffer& out) : out_(out) {}
@@ -39,7 +39,9 @@ class Members {
     first_ = false;
     return *this;
   }
-  Members& Str(std::string_view key, std::string_view value) { return Key(key).Put("\"").Put(value).Put("\""); }
+  Members& Str(std::string_view key, std::string_view value) {
+    return Key(key).Put("\"").Put(value).Put("\"");
+  }
   Members& Json(std::string_view key, std::string_view json) { return Key(key).Put(json); }
   template <typename T>
   Members& Num(std::string_view key, const T& value, std::string_view format = "{}") {
@@ -93,7 +95,9 @@ class Sink {
 
   bool Write(std::string_view data) {
     if (data.empty()) return true;
-    if (gz_) return gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) == static_cast<int>(data.size());
+    if (gz_)
+      return gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) ==
+             static_cast<int>(data.size());
     return file_ && std::fwrite(data.data(), 1, data.size(), file_) == data.size();
   }
 
@@ -149,9 +153,12 @@ class TraceWriter {
     Duration(dur_ns);
   }
   // A complete event (ph X) up to its "dur".
-  Members Complete(std::string_view cat, std::string_view name, int pid, int tid, int64_t ts, int64_t dur) {
+  Members Complete(std::string_view cat, std::string_view name, int pid, int tid, int64_t ts,
+                   int64_t dur) {
     Members m = Open();
-    m.Str(keys::event::kPh, keys::phase::kComplete).Str(keys::event::kCat, cat).Str(keys::event::kName, name);
+    m.Str(keys::event::kPh, keys::phase::kComplete)
+        .Str(keys::event::kCat, cat)
+        .Str(keys::event::kName, name);
     m.Num(keys::event::kPid, pid).Num(keys::event::kTid, tid);
     TimeAndDuration(m, ts, dur);
     return m;
@@ -165,10 +172,14 @@ class TraceWriter {
   // A flow event (ph s / f) of launch correlation `corr`.
   Members Flow(std::string_view ph, int64_t corr, int pid, int tid, int64_t ts) {
     Members f = Open();
-    f.Str(keys::event::kPh, ph).Num(keys::event::kId, corr).Num(keys::event::kPid, pid).Num(keys::event::kTid, tid);
+    f.Str(keys::event::kPh, ph)
+        .Num(keys::event::kId, corr)
+        .Num(keys::event::kPid, pid)
+        .Num(keys::event::kTid, tid);
     f.Key(keys::event::kTs);
     Time(ts);
-    return f.Str(keys::event::kCat, keys::category::kFlow).Str(keys::event::kName, keys::category::kFlow);
+    return f.Str(keys::event::kCat, keys::category::kFlow)
+        .Str(keys::event::kName, keys::category::kFlow);
   }
 
   // "ts": host-clock us relative to the base time, three decimals (Kineto's fmtTs).
@@ -182,21 +193,26 @@ class TraceWriter {
   }
 
   // cpu_op or user_annotation on a host thread; `more_args`: members after the common ones.
-  void HostEvent(std::string_view cat, std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext,
-                 std::string_view more_args = {}) {
+  void HostEvent(std::string_view cat, std::string_view name, int tid, int64_t ts, int64_t dur,
+                 int64_t ext, std::string_view more_args = {}) {
     Members event = Complete(cat, name, ri_.pid, tid, ts, dur);
     Members a = Args(event);
-    a.Num(keys::args::kExternalId, ext).Num(keys::args::kRecordFunctionId, ext).Num(keys::args::kEvIdx, ev_idx_++);
+    a.Num(keys::args::kExternalId, ext)
+        .Num(keys::args::kRecordFunctionId, ext)
+        .Num(keys::args::kEvIdx, ev_idx_++);
     a.More(more_args);
     Raw("}},\n");
     MaybeFlush();
   }
 
   // cuda_runtime call; with a flow start when it launches GPU work.
-  void Runtime(std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext, int cbid, int64_t corr,
-               bool flow) {
+  void Runtime(std::string_view name, int tid, int64_t ts, int64_t dur, int64_t ext, int cbid,
+               int64_t corr, bool flow) {
     Members event = Complete(keys::category::kCudaRuntime, name, ri_.pid, tid, ts, dur);
-    Args(event).Num(keys::args::kExternalId, ext).Num(keys::args::kCbid, cbid).Num(keys::args::kCorrelation, corr);
+    Args(event)
+        .Num(keys::args::kExternalId, ext)
+        .Num(keys::args::kCbid, cbid)
+        .Num(keys::args::kCorrelation, corr);
     Raw("}},\n");
     if (flow) {
       Flow(keys::phase::kFlowStart, corr, ri_.pid, tid, ts);
@@ -206,22 +222,26 @@ class TraceWriter {
   }
 
   // GPU kernel or memcpy on `stream`, with the flow end of its launch.
-  void Device(std::string_view cat, std::string_view name, int stream, int64_t ts, int64_t dur, int64_t ext,
-              int64_t corr, std::string_view args) {
+  void Device(std::string_view cat, std::string_view name, int stream, int64_t ts, int64_t dur,
+              int64_t ext, int64_t corr, std::string_view args) {
     namespace arg = keys::args;
     Members event = Complete(cat, name, ri_.gpu, stream, ts, dur);
     Members a = Args(event);
-    a.Num(arg::kExternalId, ext).Num(arg::kQueued, 0).Num(arg::kDevice, ri_.gpu).Num(arg::kContext, 1);
+    a.Num(arg::kExternalId, ext)
+        .Num(arg::kQueued, 0)
+        .Num(arg::kDevice, ri_.gpu)
+        .Num(arg::kContext, 1);
     a.Num(arg::kStream, stream).Num(arg::kCorrelation, corr).More(args);
     Raw("}},\n");
-    Flow(keys::phase::kFlowEnd, corr, ri_.gpu, stream, ts).Str(keys::event::kBindingPoint,
-                                                              keys::event::kBindingPointEnclosing);
+    Flow(keys::phase::kFlowEnd, corr, ri_.gpu, stream, ts)
+        .Str(keys::event::kBindingPoint, keys::event::kBindingPointEnclosing);
     Raw("},\n");
     MaybeFlush();
   }
 
   void Flush() {
-    if (sink_ && !failed_ && !sink_->Write(std::string_view(buf_.data(), buf_.size()))) failed_ = true;
+    if (sink_ && !failed_ && !sink_->Write(std::string_view(buf_.data(), buf_.size())))
+      failed_ = true;
     flushed_ += buf_.size();
     buf_.clear();
   }

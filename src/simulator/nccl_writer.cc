@@ -28,12 +28,15 @@ std::vector<std::pair<int, int>> Pairs(int nodes) {
       for (int b = a + 1; b < nodes; ++b) pairs.emplace_back(a, b);
     }
   } else {
-    for (int a = 0; a < nodes; ++a) pairs.emplace_back(std::min(a, (a + 1) % nodes), std::max(a, (a + 1) % nodes));
+    for (int a = 0; a < nodes; ++a)
+      pairs.emplace_back(std::min(a, (a + 1) % nodes), std::max(a, (a + 1) % nodes));
   }
   return pairs;
 }
 
-int Singles(const ClusterRun& run) { return run.scenario().gpus_per_node > 1 ? run.scenario().nodes : 0; }
+int Singles(const ClusterRun& run) {
+  return run.scenario().gpus_per_node > 1 ? run.scenario().nodes : 0;
+}
 
 std::string TimeStr(double us) {
   if (us >= 10000.0) return fmt::format("{:7.0f}", us);
@@ -84,18 +87,26 @@ Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* fil
   int n = g * static_cast<int>(nodes.size());
   double ring = 2.0 * (n - 1) / n;
   OutFile f(ctx.dir + "/nccl-tests/all_reduce_perf_" + name + ".txt");
-  f.Raw("# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 "
-        "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n");
+  f.Raw(
+      "# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+      "iters: 20 "
+      "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n");
   for (int r = 0; r < n; ++r) {
     int node = nodes[static_cast<size_t>(r / g)], gpu = r % g;
-    f.Print("#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [0x{:02x}] NVIDIA H100 80GB HBM3\n", r,
-            41000 + node * 61 + gpu, HostName(node), gpu, GpuBusId(gpu));
+    f.Print(
+        "#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [0x{:02x}] NVIDIA H100 80GB "
+        "HBM3\n",
+        r, 41000 + node * 61 + gpu, HostName(node), gpu, GpuBusId(gpu));
   }
   f.Print("NCCL version {}\n", kNcclVersion);
-  f.Raw("#\n"
-        "#                                                              out-of-place                       in-place\n"
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
+  f.Raw(
+      "#\n"
+      "#                                                              out-of-place                 "
+      "      in-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+      "(us)  (GB/s)  (GB/s)\n");
   Rng rng(run.scenario().seed ^ (0xabcdef12ull * static_cast<uint64_t>(index + 1)));
   double sum = 0;
   int count = 0;
@@ -103,7 +114,8 @@ Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* fil
     f.Print("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", size, size / 4, "float", "sum", -1);
     for (int place = 0; place < 2; ++place) {
       double latency_us = 30 + 5 * std::log2(static_cast<double>(n));
-      double us = (latency_us + ring * static_cast<double>(size) / (busbw * 1e3)) * (1 + 0.01 * (2 * rng.Uniform() - 1));
+      double us = (latency_us + ring * static_cast<double>(size) / (busbw * 1e3)) *
+                  (1 + 0.01 * (2 * rng.Uniform() - 1));
       double algbw = static_cast<double>(size) / 1e3 / us;
       double bus = algbw * ring;
       sum += std::round(bus * 100) / 100;
@@ -153,13 +165,16 @@ Status WriteNcclDebug(const RunContext& ctx, uint64_t* bytes, int* files) {
       f.Print(" [RO]; OOB eth0:{}<0>\n", ip);
       f.Print("{}Using network IB\n", p0);
     }
-    f.Print("{}ncclCommInitRank comm 0x{:x} rank {} nranks {} cudaDev {} nvmlDev {} busId {:x}000 commId 0x{:x} - "
-            "Init START\n", p0, comm, r, n, gpu, gpu, GpuBusId(gpu), comm_id);
+    f.Print(
+        "{}ncclCommInitRank comm 0x{:x} rank {} nranks {} cudaDev {} nvmlDev {} busId {:x}000 "
+        "commId 0x{:x} - "
+        "Init START\n",
+        p0, comm, r, n, gpu, gpu, GpuBusId(gpu), comm_id);
     f.Print("{}Setting affinity for GPU {} to {}\n", p1, gpu,
             gpu < (g + 1) / 2 ? "ff,ffffffff,ffff0000,00000000,00ffffff,ffffffff"
                               : "ffffff00,00000000,0000ffff,ffffffff,ff000000,00000000");
-    f.Print("{}comm 0x{:x} rank {} nRanks {} nNodes {} localRanks {} localRank {} MNNVL 0\n", p1, comm, r, n, nodes, g,
-            gpu);
+    f.Print("{}comm 0x{:x} rank {} nRanks {} nNodes {} localRanks {} localRank {} MNNVL 0\n", p1,
+            comm, r, n, nodes, g, gpu);
     if (r == 0) {
       for (int c = 0; c < nch; ++c) {
         f.Print("{}Channel {:02d}/{:02d} : ", p1, c, nch);
@@ -180,14 +195,16 @@ Status WriteNcclDebug(const RunContext& ctx, uint64_t* bytes, int* files) {
       }
     }
     while (down.size() < 3) down.push_back(-1);
-    f.Print("{}Trees [0] {}/{}/{}->{}->{} [1] {}/{}/{}->{}->{}\n", p1, down[0], down[1], down[2], r, up, down[0],
-            down[1], down[2], r, up);
+    f.Print("{}Trees [0] {}/{}/{}->{}->{} [1] {}/{}/{}->{}->{}\n", p1, down[0], down[1], down[2], r,
+            up, down[0], down[1], down[2], r, up);
     f.Print("{}P2P Chunksize set to 524288\n", p1);
     for (int c = 0; c < nch; ++c) {
       int e = c % g, x = (e + g - 1) % g;
       auto intra = [&](int a, int b) {
-        return ns.nvlinks_active[static_cast<size_t>(a)] > 0 && ns.nvlinks_active[static_cast<size_t>(b)] > 0
-                   ? "P2P/IPC" : "SHM/direct/direct";
+        return ns.nvlinks_active[static_cast<size_t>(a)] > 0 &&
+                       ns.nvlinks_active[static_cast<size_t>(b)] > 0
+                   ? "P2P/IPC"
+                   : "SHM/direct/direct";
       };
       auto net = [&](int local) {
         if (socket) return std::string("NET/Socket/0");
@@ -196,26 +213,31 @@ Status WriteNcclDebug(const RunContext& ctx, uint64_t* bytes, int* files) {
       };
       if (gpu == e && nodes > 1) {
         int prev_node = (node + nodes - 1) % nodes;
-        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] [receive] via {}\n", p1, c, rank_of(prev_node, x), x, r, gpu,
-                net(gpu));
+        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] [receive] via {}\n", p1, c,
+                rank_of(prev_node, x), x, r, gpu, net(gpu));
       }
       if (gpu == x && nodes > 1) {
         int next_node = (node + 1) % nodes;
-        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] [send] via {}\n", p1, c, r, gpu, rank_of(next_node, e), e,
-                net(gpu));
+        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] [send] via {}\n", p1, c, r, gpu,
+                rank_of(next_node, e), e, net(gpu));
       } else if (g > 1) {
         int next = (gpu + 1) % g;
-        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] via {}\n", p1, c, r, gpu, rank_of(node, next), next,
-                intra(gpu, next));
+        f.Print("{}Channel {:02d}/0 : {}[{}] -> {}[{}] via {}\n", p1, c, r, gpu,
+                rank_of(node, next), next, intra(gpu, next));
       }
     }
     f.Print("{}Connected all rings\n", p1);
     f.Print("{}Connected all trees\n", p1);
     f.Print("{}threadThresholds 8/8/64 | {}/8/64 | 512 | 512\n", p1, 8 * n);
-    f.Print("{}{} coll channels, {} collnet channels, 0 nvls channels, {} p2p channels, 2 p2p channels per peer\n", p1,
-            nch, nch, nch);
-    f.Print("{}ncclCommInitRank comm 0x{:x} rank {} nranks {} cudaDev {} nvmlDev {} busId {:x}000 commId 0x{:x} - "
-            "Init COMPLETE\n", p0, comm, r, n, gpu, gpu, GpuBusId(gpu), comm_id);
+    f.Print(
+        "{}{} coll channels, {} collnet channels, 0 nvls channels, {} p2p channels, 2 p2p channels "
+        "per peer\n",
+        p1, nch, nch, nch);
+    f.Print(
+        "{}ncclCommInitRank comm 0x{:x} rank {} nranks {} cudaDev {} nvmlDev {} busId {:x}000 "
+        "commId 0x{:x} - "
+        "Init COMPLETE\n",
+        p0, comm, r, n, gpu, gpu, GpuBusId(gpu), comm_id);
   }
   if (Status st = f.Close(bytes); !st.ok()) return st;
   ++*files;

@@ -32,7 +32,8 @@ double Simulator::CongestionFactor(int node, int step, const Mask& on) const {
   double f = 1;
   for (const ActiveFault& a : faults_) {
     if (a.f->kind != FaultKind::kSharedSwitchCongestion || !Active(a, step, on)) continue;
-    if (std::find(a.ent.nodes.begin(), a.ent.nodes.end(), node) != a.ent.nodes.end()) f *= 1 - a.severity;
+    if (std::find(a.ent.nodes.begin(), a.ent.nodes.end(), node) != a.ent.nodes.end())
+      f *= 1 - a.severity;
   }
   return f;
 }
@@ -63,7 +64,8 @@ Simulator::NodeLinks Simulator::LinksOf(int n, int step, const Mask& on, bool fa
       case FaultKind::kNvlinkDown:
         for (auto [nn, i] : a.ent.gpus) {
           if (nn == n) {
-            int down = std::clamp(static_cast<int>(std::lround(a.severity * kNvlinksPerGpu)), 1, kNvlinksPerGpu);
+            int down = std::clamp(static_cast<int>(std::lround(a.severity * kNvlinksPerGpu)), 1,
+                                  kNvlinksPerGpu);
             int& links = l.nvlinks[static_cast<size_t>(i)];
             links = std::min(links, kNvlinksPerGpu - down);
           }
@@ -80,8 +82,7 @@ Simulator::NodeLinks Simulator::LinksOf(int n, int step, const Mask& on, bool fa
       case FaultKind::kSocketFallback:
         if (a.f->target.node == n) l.socket = true;
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return l;
@@ -142,8 +143,8 @@ void Simulator::NodeBusBw(const NodeLinks& l, double& intra, double& inter, Node
   }
 }
 
-void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& intra, std::vector<double>& inter,
-                               std::vector<NodeState>* states) const {
+void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& intra,
+                               std::vector<double>& inter, std::vector<NodeState>* states) const {
   int nodes = sc_.nodes;
   intra.assign(static_cast<size_t>(nodes), std::numeric_limits<double>::infinity());
   inter.assign(static_cast<size_t>(nodes), std::numeric_limits<double>::infinity());
@@ -151,8 +152,10 @@ void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& in
   std::vector<char> touched(static_cast<size_t>(nodes), 0);
   for (const ActiveFault& a : faults_) {
     FaultKind k = a.f->kind;
-    if ((k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown || k == FaultKind::kNicDegraded ||
-         k == FaultKind::kIbPortDown || k == FaultKind::kSocketFallback) && Active(a, step, on)) {
+    if ((k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown ||
+         k == FaultKind::kNicDegraded || k == FaultKind::kIbPortDown ||
+         k == FaultKind::kSocketFallback) &&
+        Active(a, step, on)) {
       for (int n : a.ent.nodes) touched[static_cast<size_t>(n)] = 1;
     }
   }
@@ -167,7 +170,8 @@ void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& in
       inter[static_cast<size_t>(n)] = healthy_out;
       continue;
     }
-    NodeBusBw(LinksOf(n, step, on, faulty), intra[static_cast<size_t>(n)], inter[static_cast<size_t>(n)], st);
+    NodeBusBw(LinksOf(n, step, on, faulty), intra[static_cast<size_t>(n)],
+              inter[static_cast<size_t>(n)], st);
     if (!faulty) {
       healthy_in = intra[static_cast<size_t>(n)];
       healthy_out = inter[static_cast<size_t>(n)];
@@ -176,12 +180,13 @@ void Simulator::NodeBandwidths(int step, const Mask& on, std::vector<double>& in
   }
 }
 
-double Simulator::JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step,
-                           const Mask& on) const {
+double Simulator::JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter,
+                           int step, const Mask& on) const {
   double bw = std::numeric_limits<double>::infinity();
   for (int n = 0; n < sc_.nodes; ++n) {
     double b = intra[static_cast<size_t>(n)];
-    if (sc_.nodes > 1) b = std::min(b, inter[static_cast<size_t>(n)] * CongestionFactor(n, step, on));
+    if (sc_.nodes > 1)
+      b = std::min(b, inter[static_cast<size_t>(n)] * CongestionFactor(n, step, on));
     bw = std::min(bw, b);
   }
   return bw;

@@ -83,7 +83,8 @@ std::vector<Snapshot> PortCounterModel(const ClusterRun& run, int node) {
   const NodeState& ns = run.node_states()[static_cast<size_t>(node)];
   int g = sc.gpus_per_node;
   auto gs = static_cast<size_t>(g);
-  Rng rng(Rng(sc.seed ^ 0x7065726671756572ull).Next() ^ (static_cast<uint64_t>(node) * 0x9e3779b97f4a7c15ull));
+  Rng rng(Rng(sc.seed ^ 0x7065726671756572ull).Next() ^
+          (static_cast<uint64_t>(node) * 0x9e3779b97f4a7c15ull));
   double host_share = 0.04 * std::exp(0.12 * rng.Normal());
   std::vector<double> port_share(gs);
   for (double& w : port_share) w = host_share * std::exp(0.05 * rng.Normal());
@@ -105,8 +106,8 @@ std::vector<Snapshot> PortCounterModel(const ClusterRun& run, int node) {
     int k_count = sc.collectives_per_step;
     double per_step = 0;
     for (int k = 0; k < k_count; ++k) {
-      per_step += static_cast<double>((k == 0 && k_count > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes)
-                                                              : sc.bucket_bytes);
+      per_step += static_cast<double>(
+          (k == 0 && k_count > 1) ? std::min<int64_t>(1 << 20, sc.bucket_bytes) : sc.bucket_bytes);
     }
     double r = sc.ranks();
     double node_bytes = 2 * (r - 1) / r * per_step * sc.steps;
@@ -126,7 +127,8 @@ std::vector<Snapshot> PortCounterModel(const ClusterRun& run, int node) {
     double extra = 0;  // s / (1 - s) x share of the interval's steps congested
     for (const Fault& f : sc.faults) {
       if (f.kind != FaultKind::kSharedSwitchCongestion) continue;
-      if (std::find(f.target.nodes.begin(), f.target.nodes.end(), node) == f.target.nodes.end()) continue;
+      if (std::find(f.target.nodes.begin(), f.target.nodes.end(), node) == f.target.nodes.end())
+        continue;
       int active = 0;
       for (int s = from; s < to; ++s) active += FaultActive(f, s);
       double sev = f.severity.value_or(DefaultSeverity(f.kind));
@@ -146,7 +148,8 @@ std::vector<Snapshot> PortCounterModel(const ClusterRun& run, int node) {
       if (traffic && nic.up) {
         double sent = static_cast<double>(p.xmit_bytes - bytes_at(i, from));
         double send_ns = sent / (nic.rate_gbps * kIbEfficiency / 8);
-        wait[i] += static_cast<uint64_t>(std::llround(send_ns * (port_share[i] * host_var * port_var + extra)));
+        wait[i] += static_cast<uint64_t>(
+            std::llround(send_ns * (port_share[i] * host_var * port_var + extra)));
       }
       p.xmit_wait_ticks = wait[i];
       p.symbol_errors = errors[i];
@@ -193,7 +196,8 @@ void PerfqueryBlock(OutFile& f, int lid, const PortTotals& p) {
 }
 
 uint64_t Guid(int node, int ca) {
-  return 0x946dae0300c00000ull + (static_cast<uint64_t>(node) << 8) * 16 + static_cast<uint64_t>(ca) * 4;
+  return 0x946dae0300c00000ull + (static_cast<uint64_t>(node) << 8) * 16 +
+         static_cast<uint64_t>(ca) * 4;
 }
 
 }  // namespace
@@ -208,31 +212,44 @@ Status WriteNetworkFiles(const RunContext& ctx, int node, uint64_t* bytes, int* 
     const NicState& nic = ns.nics[static_cast<size_t>(ca)];
     uint64_t guid = Guid(node, ca);
     ib.Print("CA 'mlx5_{}'\n", ca);
-    ib.Raw("\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n\tHardware version: 0\n");
+    ib.Raw(
+        "\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n\tHardware "
+        "version: 0\n");
     ib.Print("\tNode GUID: 0x{:016x}\n\tSystem image GUID: 0x{:016x}\n\tPort 1:\n", guid, guid);
     if (nic.up) {
-      ib.Print("\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: {}\n\t\tBase lid: {}\n\t\tLMC: 0\n\t\tSM lid: 1\n",
-               static_cast<int>(nic.rate_gbps), 2 + node * g + ca);
+      ib.Print(
+          "\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: {}\n\t\tBase lid: {}\n\t\tLMC: "
+          "0\n\t\tSM lid: 1\n",
+          static_cast<int>(nic.rate_gbps), 2 + node * g + ca);
     } else {
-      ib.Raw("\t\tState: Down\n\t\tPhysical state: Polling\n\t\tRate: 10\n\t\tBase lid: 0\n\t\tLMC: 0\n\t\tSM lid: 0\n");
+      ib.Raw(
+          "\t\tState: Down\n\t\tPhysical state: Polling\n\t\tRate: 10\n\t\tBase lid: 0\n\t\tLMC: "
+          "0\n\t\tSM lid: 0\n");
     }
-    ib.Print("\t\tCapability mask: 0xa751e848\n\t\tPort GUID: 0x{:016x}\n\t\tLink layer: InfiniBand\n", guid);
+    ib.Print(
+        "\t\tCapability mask: 0xa751e848\n\t\tPort GUID: 0x{:016x}\n\t\tLink layer: InfiniBand\n",
+        guid);
   }
   uint64_t eth_guid = Guid(node, g);
   ib.Print("CA 'mlx5_{}'\n", g);
-  ib.Raw("\tCA type: MT4125\n\tNumber of ports: 1\n\tFirmware version: 22.38.1002\n\tHardware version: 0\n");
-  ib.Print("\tNode GUID: 0x{:016x}\n\tSystem image GUID: 0x{:016x}\n\tPort 1:\n", eth_guid, eth_guid);
-  ib.Print("\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: {}\n\t\tBase lid: 0\n\t\tLMC: 0\n\t\tSM lid: 0\n"
-           "\t\tCapability mask: 0x00010000\n\t\tPort GUID: 0x{:016x}\n\t\tLink layer: Ethernet\n",
-           static_cast<int>(kEthRateGbps), eth_guid ^ 0x0200000000000000ull);
+  ib.Raw(
+      "\tCA type: MT4125\n\tNumber of ports: 1\n\tFirmware version: 22.38.1002\n\tHardware "
+      "version: 0\n");
+  ib.Print("\tNode GUID: 0x{:016x}\n\tSystem image GUID: 0x{:016x}\n\tPort 1:\n", eth_guid,
+           eth_guid);
+  ib.Print(
+      "\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: {}\n\t\tBase lid: 0\n\t\tLMC: "
+      "0\n\t\tSM lid: 0\n"
+      "\t\tCapability mask: 0x00010000\n\t\tPort GUID: 0x{:016x}\n\t\tLink layer: Ethernet\n",
+      static_cast<int>(kEthRateGbps), eth_guid ^ 0x0200000000000000ull);
   if (Status st = ib.Close(bytes); !st.ok()) return st;
   ++*files;
 
   OutFile eth(dir + "ethtool-eth0.txt");
-  static constexpr const char* kModes[] = {"1000baseKX/Full",   "10000baseKR/Full",   "25000baseCR/Full",
-                                           "25000baseKR/Full",  "25000baseSR/Full",   "50000baseCR2/Full",
-                                           "50000baseKR2/Full", "100000baseKR4/Full", "100000baseSR4/Full",
-                                           "100000baseCR4/Full", "100000baseLR4_ER4/Full"};
+  static constexpr const char* kModes[] = {
+      "1000baseKX/Full",    "10000baseKR/Full",   "25000baseCR/Full",      "25000baseKR/Full",
+      "25000baseSR/Full",   "50000baseCR2/Full",  "50000baseKR2/Full",     "100000baseKR4/Full",
+      "100000baseSR4/Full", "100000baseCR4/Full", "100000baseLR4_ER4/Full"};
   auto modes = [&](const char* label) {
     eth.Print("\t{}", label);
     for (size_t i = 0; i < std::size(kModes); ++i) {
@@ -242,21 +259,24 @@ Status WriteNetworkFiles(const RunContext& ctx, int node, uint64_t* bytes, int* 
   };
   eth.Raw("Settings for eth0:\n\tSupported ports: [ FIBRE ]\n");
   modes("Supported link modes:   ");
-  eth.Raw("\tSupported pause frame use: Symmetric\n\tSupports auto-negotiation: Yes\n"
-          "\tSupported FEC modes: None\t RS\t BASER\n");
+  eth.Raw(
+      "\tSupported pause frame use: Symmetric\n\tSupports auto-negotiation: Yes\n"
+      "\tSupported FEC modes: None\t RS\t BASER\n");
   modes("Advertised link modes:  ");
-  eth.Raw("\tAdvertised pause frame use: Symmetric\n\tAdvertised auto-negotiation: Yes\n"
-          "\tAdvertised FEC modes: None\t RS\t BASER\n"
-          "\tLink partner advertised link modes:  Not reported\n"
-          "\tLink partner advertised pause frame use: No\n"
-          "\tLink partner advertised auto-negotiation: Yes\n"
-          "\tLink partner advertised FEC modes: Not reported\n");
+  eth.Raw(
+      "\tAdvertised pause frame use: Symmetric\n\tAdvertised auto-negotiation: Yes\n"
+      "\tAdvertised FEC modes: None\t RS\t BASER\n"
+      "\tLink partner advertised link modes:  Not reported\n"
+      "\tLink partner advertised pause frame use: No\n"
+      "\tLink partner advertised auto-negotiation: Yes\n"
+      "\tLink partner advertised FEC modes: Not reported\n");
   eth.Print("\tSpeed: {}Mb/s\n", static_cast<int>(kEthRateGbps * 1000));
-  eth.Raw("\tDuplex: Full\n\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tPHYAD: 0\n"
-          "\tTransceiver: internal\n\tSupports Wake-on: d\n\tWake-on: d\n"
-          "        Current message level: 0x00000004 (4)\n"
-          "                               link\n"
-          "\tLink detected: yes\n");
+  eth.Raw(
+      "\tDuplex: Full\n\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tPHYAD: 0\n"
+      "\tTransceiver: internal\n\tSupports Wake-on: d\n\tWake-on: d\n"
+      "        Current message level: 0x00000004 (4)\n"
+      "                               link\n"
+      "\tLink detected: yes\n");
   if (Status st = eth.Close(bytes); !st.ok()) return st;
   ++*files;
 
@@ -265,15 +285,17 @@ Status WriteNetworkFiles(const RunContext& ctx, int node, uint64_t* bytes, int* 
   int rank = node * g;
   for (const Snapshot& snap : PortCounterModel(run, node)) {
     Civil c = ToCivil(ctx.host_ns(node, run.step_start_ns(rank, snap.step)));
-    pq.Print("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}Z\n", c.year, c.month, c.day, c.hour, c.minute, c.second);
+    pq.Print("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}Z\n", c.year, c.month, c.day, c.hour,
+             c.minute, c.second);
     for (int ca = 0; ca < g; ++ca) {
       if (ns.nics[static_cast<size_t>(ca)].up) {
         PerfqueryBlock(pq, 2 + node * g + ca, snap.ports[static_cast<size_t>(ca)]);
       } else {
         // The port has no LID: the PMA query cannot be sent.
-        pq.Print("ibwarn: [{}] mad_rpc: _do_madrpc failed; dport (Lid 0)\n"
-                 "perfquery: iberror: failed: classportinfo query\n",
-                 4100 + node * 16 + ca);
+        pq.Print(
+            "ibwarn: [{}] mad_rpc: _do_madrpc failed; dport (Lid 0)\n"
+            "perfquery: iberror: failed: classportinfo query\n",
+            4100 + node * 16 + ca);
       }
     }
   }
@@ -290,7 +312,8 @@ Status WriteSwitchMap(const RunContext& ctx, uint64_t* bytes, int* files) {
   for (size_t s = 0; s < switches.size(); ++s) {
     for (int n : switches[s]) of[static_cast<size_t>(n)] = static_cast<int>(s);
   }
-  for (size_t n = 0; n < of.size(); ++n) f.Print("{},leaf-{:02d}\n", HostName(static_cast<int>(n)), of[n]);
+  for (size_t n = 0; n < of.size(); ++n)
+    f.Print("{},leaf-{:02d}\n", HostName(static_cast<int>(n)), of[n]);
   if (Status st = f.Close(bytes); !st.ok()) return st;
   ++*files;
   return Status::Ok();

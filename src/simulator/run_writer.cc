@@ -31,7 +31,8 @@ void AppendFixed(fmt::memory_buffer& b, int64_t v, int decimals) {
   b.push_back('.');
   int64_t frac = v % p;
   char digits[8];
-  for (int i = decimals - 1; i >= 0; --i, frac /= 10) digits[i] = static_cast<char>('0' + frac % 10);
+  for (int i = decimals - 1; i >= 0; --i, frac /= 10)
+    digits[i] = static_cast<char>('0' + frac % 10);
   b.append(digits, digits + decimals);
 }
 
@@ -40,7 +41,9 @@ void AppendInt(fmt::memory_buffer& b, int64_t v) {
   b.append(i.data(), i.data() + i.size());
 }
 
-void AppendStr(fmt::memory_buffer& b, std::string_view s) { b.append(s.data(), s.data() + s.size()); }
+void AppendStr(fmt::memory_buffer& b, std::string_view s) {
+  b.append(s.data(), s.data() + s.size());
+}
 
 // The step logs of one rank: the article's line, CSV or JSON Lines, on its
 // host's clock. Times are rounded to the printed precision in integer ns.
@@ -49,7 +52,9 @@ Status WriteStepLog(const RunContext& ctx, int rank, uint64_t* bytes, int* files
   const ClusterScenario& sc = run.scenario();
   int g = sc.gpus_per_node, node = rank / g;
   StepLogFormat format = *ctx.opt.step_format;
-  const char* ext = format == StepLogFormat::kArticle ? "log" : format == StepLogFormat::kCsv ? "csv" : "jsonl";
+  const char* ext = format == StepLogFormat::kArticle ? "log"
+                    : format == StepLogFormat::kCsv   ? "csv"
+                                                      : "jsonl";
   OutFile f(fmt::format("{}/{}/rank-{}.{}", ctx.dir, HostName(node), rank, ext));
   fmt::memory_buffer& b = f.buf();
   b.reserve(static_cast<size_t>(sc.steps) * (format == StepLogFormat::kArticle ? 40 : 64));
@@ -59,7 +64,8 @@ Status WriteStepLog(const RunContext& ctx, int rank, uint64_t* bytes, int* files
   std::string csv_mid = fmt::format(",{},{},{},", host, rank, rank % g);
   if (format == StepLogFormat::kCsv) f.Raw("timestamp,host,rank,local_rank,step,step_time_ms\n");
   for (int s = 0; s < sc.steps; ++s) {
-    int64_t dur = std::max<int64_t>(0, compute ? run.compute_step_ns(rank, s) : run.step_ns(rank, s));
+    int64_t dur =
+        std::max<int64_t>(0, compute ? run.compute_step_ns(rank, s) : run.step_ns(rank, s));
     int64_t start = ctx.host_ns(node, run.step_start_ns(rank, s));
     switch (format) {
       case StepLogFormat::kArticle:  // rank 3, step 17, time 0.8123s
@@ -92,8 +98,8 @@ Status WriteStepLog(const RunContext& ctx, int rank, uint64_t* bytes, int* files
 }
 
 // Runs tasks on `threads` threads; stops handing out work after a failure.
-Status RunTasks(std::vector<std::function<Status(uint64_t*, int*)>>& tasks, int threads, uint64_t* bytes,
-                int* files) {
+Status RunTasks(std::vector<std::function<Status(uint64_t*, int*)>>& tasks, int threads,
+                uint64_t* bytes, int* files) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -173,8 +179,8 @@ int DefaultTraceFirstStep(int total_steps, int trace_steps) {
   return std::max(0, total_steps - trace_steps - 1);
 }
 
-StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const RunOutputOptions& opt,
-                                     const std::string& dir) {
+StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in,
+                                     const RunOutputOptions& opt, const std::string& dir) {
   auto t0 = std::chrono::steady_clock::now();
   ClusterScenario scenario = scenario_in;
   if (Status st = ResolveScenario(&scenario); !st.ok()) return st;
@@ -184,13 +190,16 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const R
   so.record_compute = opt.step_format && opt.step_timing == StepTiming::kCompute;
   so.record_gpus = hardware;
   so.measure_effects = opt.measure_effects;
-  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = opt.threads > 0
+                    ? opt.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   so.threads = threads;
   if (opt.traces) {
     if (opt.trace_steps < 1) return Status::Error("trace steps must be at least 1");
     int steps = std::min(opt.trace_steps, scenario.steps);
     so.trace_steps = steps;
-    so.trace_first_step = opt.trace_first_step.value_or(DefaultTraceFirstStep(scenario.steps, steps));
+    so.trace_first_step =
+        opt.trace_first_step.value_or(DefaultTraceFirstStep(scenario.steps, steps));
   }
   auto run = SimulateCluster(scenario, so);
   if (!run.ok()) return run.status();
@@ -203,11 +212,13 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const R
   if (ec) return Status::Error(fmt::format("{}: cannot create: {}", dir, ec.message()));
   for (int n = 0; n < scenario.nodes; ++n) {
     std::filesystem::create_directories(dir + "/" + HostName(n), ec);
-    if (ec) return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
+    if (ec)
+      return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
   }
   if (opt.nccl_tests && NcclTestCount(*run) > 0) {
     std::filesystem::create_directories(dir + "/nccl-tests", ec);
-    if (ec) return Status::Error(fmt::format("{}/nccl-tests: cannot create: {}", dir, ec.message()));
+    if (ec)
+      return Status::Error(fmt::format("{}/nccl-tests: cannot create: {}", dir, ec.message()));
   }
 
   RunContext ctx{*run, opt, dir};
@@ -228,16 +239,20 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const R
     }
   }
   for (int n = 0; n < scenario.nodes; ++n) {
-    if (hardware) tasks.push_back([&ctx, n](uint64_t* b, int* f) { return WriteNvidiaSmiFiles(ctx, n, b, f); });
-    if (opt.network) tasks.push_back([&ctx, n](uint64_t* b, int* f) { return WriteNetworkFiles(ctx, n, b, f); });
+    if (hardware)
+      tasks.push_back([&ctx, n](uint64_t* b, int* f) { return WriteNvidiaSmiFiles(ctx, n, b, f); });
+    if (opt.network)
+      tasks.push_back([&ctx, n](uint64_t* b, int* f) { return WriteNetworkFiles(ctx, n, b, f); });
   }
-  if (opt.network) tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteSwitchMap(ctx, b, f); });
+  if (opt.network)
+    tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteSwitchMap(ctx, b, f); });
   if (opt.nccl_tests) {
     for (int i = 0; i < NcclTestCount(*run); ++i) {
       tasks.push_back([&ctx, i](uint64_t* b, int* f) { return WriteNcclTest(ctx, i, b, f); });
     }
   }
-  if (opt.nccl_debug) tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteNcclDebug(ctx, b, f); });
+  if (opt.nccl_debug)
+    tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteNcclDebug(ctx, b, f); });
   tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteTruth(ctx, b, f); });
 
   if (Status st = RunTasks(tasks, threads, &summary.bytes, &summary.files); !st.ok()) return st;
@@ -261,7 +276,8 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in, const R
     if (Status st = WriteKinetoTraces(ts, dir, opt.gzip_traces); !st.ok()) return st;
     summary.files += scenario.ranks();
     for (int rank = 0; rank < scenario.ranks(); ++rank) {
-      summary.bytes += std::filesystem::file_size(dir + "/" + KinetoTracePath(ts, rank, opt.gzip_traces), ec);
+      summary.bytes +=
+          std::filesystem::file_size(dir + "/" + KinetoTracePath(ts, rank, opt.gzip_traces), ec);
     }
   }
   summary.write_s = Seconds(t1);

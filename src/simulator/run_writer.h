@@ -51,14 +51,14 @@ struct RunOutputOptions {
   int trace_steps = 5;
   std::optional<int> trace_first_step;  // default: the last trace_steps steps but one
   bool gzip_traces = false;
-  bool hardware = true;    // nvidia-smi files
-  bool network = true;     // ibstat, ethtool, switch-map.csv
+  bool hardware = true;  // nvidia-smi files
+  bool network = true;   // ibstat, ethtool, switch-map.csv
   bool nccl_tests = true;
   bool nccl_debug = true;
   bool measure_effects = true;  // simulate the healthy control for truth.json's effects
   int dmon_interval_s = 1;
   int query_interval_s = 5;
-  int threads = 0;         // 0: one per core
+  int threads = 0;  // 0: one per core
 };
 
 struct RunSummary {
@@ -73,8 +73,8 @@ struct RunSummary {
 
 // Simulates `scenario` and writes DIR (created; existing files are
 // overwritten, others left alone).
-StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario, const RunOutputOptions& options,
-                                     const std::string& dir);
+StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario,
+                                     const RunOutputOptions& options, const std::string& dir);
 
 // "thermal@node-01:5:0.2,onset=50" -> Fault. Grammar:
 //   KIND[@TARGET][:SEVERITY][,onset=S][,end=S][,period=N][,duration=N][,cause=gc|checkpoint]
@@ -87,7 +87,8 @@ StatusOr<Fault> ParseFaultSpec(std::string_view spec);
 
 // Reads a scenario file (JSON): cluster keys, "faults" (spec strings or
 // objects) and "outputs"; see docs/simulator.md. Unknown keys are errors.
-Status ParseScenarioJson(std::string_view text, ClusterScenario* scenario, RunOutputOptions* outputs);
+Status ParseScenarioJson(std::string_view text, ClusterScenario* scenario,
+                         RunOutputOptions* outputs);
 
 // The default trace window: the last `steps` steps but one.
 int DefaultTraceFirstStep(int total_steps, int trace_steps);

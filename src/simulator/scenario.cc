@@ -59,8 +59,8 @@ Status FaultError(const Fault& f, std::string_view why) {
 // Ranges of the job's size and shape; clamps the pipeline to the ranks.
 Status ResolveShape(ClusterScenario& sc) {
   if (sc.nodes < 1 || sc.gpus_per_node < 1 || sc.gpus_per_node > kMaxGpusPerNode || sc.steps < 1) {
-    return Status::Error(fmt::format("need nodes >= 1, 1 <= gpus per node <= {}, steps >= 1",
-                                     kMaxGpusPerNode));
+    return Status::Error(
+        fmt::format("need nodes >= 1, 1 <= gpus per node <= {}, steps >= 1", kMaxGpusPerNode));
   }
   if (static_cast<int64_t>(sc.nodes) * sc.gpus_per_node > kMaxRanks) {
     return Status::Error(fmt::format("at most {} ranks", kMaxRanks));
@@ -69,17 +69,23 @@ Status ResolveShape(ClusterScenario& sc) {
     return Status::Error("ranks x steps must stay below 2^31");
   }
   if (!(sc.compute_ms > 0 && sc.compute_ms < 1e6) || !(sc.jitter >= 0 && sc.jitter < 0.5) ||
-      !(sc.warmup_s >= 0 && sc.warmup_s < 1e4) || !(sc.max_clock_offset_ms >= 0 && sc.max_clock_offset_ms < 1e6)) {
-    return Status::Error("compute_ms in (0, 1e6), jitter in [0, 0.5), warmup_s and clock offsets non-negative");
+      !(sc.warmup_s >= 0 && sc.warmup_s < 1e4) ||
+      !(sc.max_clock_offset_ms >= 0 && sc.max_clock_offset_ms < 1e6)) {
+    return Status::Error(
+        "compute_ms in (0, 1e6), jitter in [0, 0.5), warmup_s and clock offsets non-negative");
   }
   if (sc.collectives_per_step < 1 || sc.collectives_per_step > 64 || sc.bucket_bytes < 1 ||
       sc.kernels_per_step < sc.collectives_per_step + 2) {
-    return Status::Error("1..64 collectives per step, positive bucket bytes, kernels per step >= collectives + 2");
+    return Status::Error(
+        "1..64 collectives per step, positive bucket bytes, kernels per step >= collectives + 2");
   }
-  bool pipeline_fault = std::any_of(sc.faults.begin(), sc.faults.end(),
-                                    [](const Fault& f) { return f.kind == FaultKind::kPipelineStageImbalance; });
-  if (sc.nodes_per_switch < 1 || sc.pipeline_stages < 1 || (pipeline_fault && sc.pipeline_stages > sc.ranks())) {
-    return Status::Error("nodes per switch must be >= 1 and pipeline stages between 1 and the number of ranks");
+  bool pipeline_fault = std::any_of(sc.faults.begin(), sc.faults.end(), [](const Fault& f) {
+    return f.kind == FaultKind::kPipelineStageImbalance;
+  });
+  if (sc.nodes_per_switch < 1 || sc.pipeline_stages < 1 ||
+      (pipeline_fault && sc.pipeline_stages > sc.ranks())) {
+    return Status::Error(
+        "nodes per switch must be >= 1 and pipeline stages between 1 and the number of ranks");
   }
   sc.pipeline_stages = std::min(sc.pipeline_stages, sc.ranks());
   return Status::Ok();
@@ -106,7 +112,8 @@ void DrawDefaultTarget(const ClusterScenario& sc, size_t index, Fault& f) {
     int switches = (sc.nodes + sc.nodes_per_switch - 1) / sc.nodes_per_switch;
     int s = rand_int(switches);
     t.kind = FaultTarget::Kind::kNodes;
-    for (int n = s * sc.nodes_per_switch; n < std::min(sc.nodes, (s + 1) * sc.nodes_per_switch); ++n) {
+    for (int n = s * sc.nodes_per_switch; n < std::min(sc.nodes, (s + 1) * sc.nodes_per_switch);
+         ++n) {
       t.nodes.push_back(n);
     }
   } else if (f.kind == FaultKind::kDataLoaderStall || f.kind == FaultKind::kPeriodicInterference) {
@@ -126,7 +133,8 @@ Status CheckTargetRange(const ClusterScenario& sc, const Fault& f) {
   if (t.kind == FaultTarget::Kind::kRank && (t.rank < 0 || t.rank >= sc.ranks())) {
     return FaultError(f, fmt::format("rank {} is not in 0..{}", t.rank, sc.ranks() - 1));
   }
-  if ((t.kind == FaultTarget::Kind::kHost || t.kind == FaultTarget::Kind::kGpu || t.kind == FaultTarget::Kind::kNic) &&
+  if ((t.kind == FaultTarget::Kind::kHost || t.kind == FaultTarget::Kind::kGpu ||
+       t.kind == FaultTarget::Kind::kNic) &&
       (t.node < 0 || t.node >= sc.nodes)) {
     return FaultError(f, fmt::format("node {} is not in 0..{}", t.node, sc.nodes - 1));
   }
@@ -135,7 +143,8 @@ Status CheckTargetRange(const ClusterScenario& sc, const Fault& f) {
     return FaultError(f, fmt::format("index {} is not in 0..{}", t.index, sc.gpus_per_node - 1));
   }
   for (int n : t.nodes) {
-    if (n < 0 || n >= sc.nodes) return FaultError(f, fmt::format("node {} is not in 0..{}", n, sc.nodes - 1));
+    if (n < 0 || n >= sc.nodes)
+      return FaultError(f, fmt::format("node {} is not in 0..{}", n, sc.nodes - 1));
   }
   if (t.kind == FaultTarget::Kind::kStage && (t.stage < 0 || t.stage >= sc.pipeline_stages)) {
     return FaultError(f, fmt::format("stage {} is not in 0..{}", t.stage, sc.pipeline_stages - 1));
@@ -155,7 +164,8 @@ void ConvertTarget(const ClusterScenario& sc, Fault& f) {
   }
   if (t.kind == FaultTarget::Kind::kGpu && IsNicKind(f.kind)) t.kind = FaultTarget::Kind::kNic;
   if (t.kind == FaultTarget::Kind::kNic && IsGpuKind(f.kind)) t.kind = FaultTarget::Kind::kGpu;
-  if ((t.kind == FaultTarget::Kind::kRank || t.kind == FaultTarget::Kind::kGpu || t.kind == FaultTarget::Kind::kNic) &&
+  if ((t.kind == FaultTarget::Kind::kRank || t.kind == FaultTarget::Kind::kGpu ||
+       t.kind == FaultTarget::Kind::kNic) &&
       (f.kind == FaultKind::kSocketFallback || f.kind == FaultKind::kHostCpuContention)) {
     if (t.kind == FaultTarget::Kind::kRank) t.node = t.rank / sc.gpus_per_node;
     t.kind = FaultTarget::Kind::kHost;
@@ -166,7 +176,8 @@ void ConvertTarget(const ClusterScenario& sc, Fault& f) {
   }
   if (t.kind == FaultTarget::Kind::kGpu &&
       (f.kind == FaultKind::kDataLoaderStall || f.kind == FaultKind::kPeriodicInterference ||
-       f.kind == FaultKind::kSequenceLengthImbalance || f.kind == FaultKind::kPipelineStageImbalance)) {
+       f.kind == FaultKind::kSequenceLengthImbalance ||
+       f.kind == FaultKind::kPipelineStageImbalance)) {
     t.kind = FaultTarget::Kind::kRank;
     t.rank = t.node * sc.gpus_per_node + t.index;
   }
@@ -183,11 +194,14 @@ Status CheckTargetKind(const ClusterScenario& sc, Fault& f) {
   if (IsGpuKind(f.kind)) ok = allowed({K::kGpu, K::kHost, K::kJob});
   else if (f.kind == FaultKind::kNicDegraded) ok = allowed({K::kNic, K::kHost});
   else if (f.kind == FaultKind::kIbPortDown) ok = allowed({K::kNic});
-  else if (f.kind == FaultKind::kSocketFallback || f.kind == FaultKind::kHostCpuContention) ok = allowed({K::kHost});
+  else if (f.kind == FaultKind::kSocketFallback || f.kind == FaultKind::kHostCpuContention)
+    ok = allowed({K::kHost});
   else if (f.kind == FaultKind::kSharedSwitchCongestion) ok = allowed({K::kNodes});
   else if (f.kind == FaultKind::kPipelineStageImbalance) ok = allowed({K::kStage, K::kRank});
   else ok = allowed({K::kRank, K::kHost, K::kJob});
-  if (!ok) return FaultError(f, fmt::format("{} cannot target {}", FaultKindName(f.kind), DescribeTarget(sc, t)));
+  if (!ok)
+    return FaultError(
+        f, fmt::format("{} cannot target {}", FaultKindName(f.kind), DescribeTarget(sc, t)));
   if (f.kind == FaultKind::kIbPortDown && sc.gpus_per_node < 2) {
     return FaultError(f, "ib_port_down needs a second NIC on the node to fall back to");
   }
@@ -206,7 +220,8 @@ Status ResolveSeverity(Fault& f) {
   switch (f.kind) {
     case FaultKind::kThermal:
     case FaultKind::kClocksLocked:
-      if (s > 1) return FaultError(f, "severity (compute slowdown) must be at most 1.0 (half the clock)");
+      if (s > 1)
+        return FaultError(f, "severity (compute slowdown) must be at most 1.0 (half the clock)");
       break;
     case FaultKind::kPowerCap:
       if (internal::PowerCapFor(s) <= kMinPowerLimitW && s > 0.75) {
@@ -232,7 +247,8 @@ Status ResolveSeverity(Fault& f) {
 // Onset, end and period; faults fixed when NCCL initialises start at step 0,
 // periodic kinds get their default period (and a gc or checkpoint cause).
 Status ResolveTiming(const ClusterScenario& sc, Fault& f) {
-  if (f.kind == FaultKind::kSocketFallback || f.kind == FaultKind::kIbPortDown || f.kind == FaultKind::kNvlinkDown) {
+  if (f.kind == FaultKind::kSocketFallback || f.kind == FaultKind::kIbPortDown ||
+      f.kind == FaultKind::kNvlinkDown) {
     f.onset_step = 0;  // chosen when NCCL initialises; a link lost mid-run would abort the job
     f.end_step.reset();
     f.period_steps.reset();
@@ -241,14 +257,16 @@ Status ResolveTiming(const ClusterScenario& sc, Fault& f) {
     return FaultError(f, "onset must be >= 0 and <= end");
   }
   if (f.onset_step >= sc.steps) {
-    return FaultError(f, fmt::format("onset step {} is after the last step ({})", f.onset_step, sc.steps - 1));
+    return FaultError(
+        f, fmt::format("onset step {} is after the last step ({})", f.onset_step, sc.steps - 1));
   }
   if (f.kind == FaultKind::kPeriodicInterference && !f.period_steps) f.period_steps = 50;
   if (f.kind == FaultKind::kSharedSwitchCongestion && !f.period_steps) {
     f.period_steps = 40;
     if (f.duration_steps <= 1) f.duration_steps = 10;
   }
-  if (f.period_steps && (*f.period_steps < 1 || f.duration_steps < 1 || f.duration_steps > *f.period_steps)) {
+  if (f.period_steps &&
+      (*f.period_steps < 1 || f.duration_steps < 1 || f.duration_steps > *f.period_steps)) {
     return FaultError(f, "period must be >= 1 and 1 <= duration <= period");
   }
   if (f.kind == FaultKind::kPeriodicInterference && f.cause.empty()) {
@@ -333,7 +351,8 @@ CauseClass CauseClassOf(FaultKind kind) { return Info(kind).cause_class; }
 double DefaultSeverity(FaultKind kind) { return Info(kind).default_severity; }
 
 bool FaultActive(const Fault& f, int step) {
-  if (f.kind == FaultKind::kNone || step < f.onset_step || (f.end_step && step > *f.end_step)) return false;
+  if (f.kind == FaultKind::kNone || step < f.onset_step || (f.end_step && step > *f.end_step))
+    return false;
   if (!f.period_steps) return true;
   return (step - f.onset_step) % *f.period_steps < f.duration_steps;
 }
@@ -354,7 +373,8 @@ std::string DescribeTarget(const ClusterScenario& sc, const FaultTarget& t) {
         names.push_back(HostName(t.nodes[i]));
         if (i > 0 && t.nodes[i] != t.nodes[i - 1] + 1) contiguous = false;
       }
-      if (contiguous && t.nodes.size() > 2) return fmt::format("{}..{}", names.front(), names.back());
+      if (contiguous && t.nodes.size() > 2)
+        return fmt::format("{}..{}", names.front(), names.back());
       return fmt::format("{}", fmt::join(names, "+"));
     }
   }
@@ -380,9 +400,7 @@ FaultEntities EntitiesOf(const ClusterScenario& sc, const Fault& f) {
   };
   switch (t.kind) {
     case FaultTarget::Kind::kDefault:
-    case FaultTarget::Kind::kJob:
-      e.job_wide = f.kind != FaultKind::kNone;
-      break;
+    case FaultTarget::Kind::kJob: e.job_wide = f.kind != FaultKind::kNone; break;
     case FaultTarget::Kind::kRank:
       e.ranks.push_back(t.rank);
       add_node(t.rank / g);

@@ -125,7 +125,8 @@ Status Member(const Json& obj, const char* key, T* out, std::string_view where) 
   return Status::Ok();
 }
 
-Status CheckKeys(const Json& obj, std::initializer_list<std::string_view> keys, std::string_view where) {
+Status CheckKeys(const Json& obj, std::initializer_list<std::string_view> keys,
+                 std::string_view where) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
       return Status::Error(fmt::format("scenario: unknown key '{}' in {}", it.key(), where));
@@ -135,8 +136,10 @@ Status CheckKeys(const Json& obj, std::initializer_list<std::string_view> keys, 
 }
 
 Status ParseFaultObject(const Json& j, Fault* out) {
-  if (Status st = CheckKeys(j, {"kind", "target", "severity", "onset_step", "end_step", "period_steps",
-                                "duration_steps", "cause"}, "a fault");
+  if (Status st = CheckKeys(j,
+                            {"kind", "target", "severity", "onset_step", "end_step", "period_steps",
+                             "duration_steps", "cause"},
+                            "a fault");
       !st.ok()) {
     return st;
   }
@@ -171,24 +174,27 @@ Status ParseFaultObject(const Json& j, Fault* out) {
 
 Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out) {
   if (!doc.is_object()) return Status::Error("scenario: the file must hold one JSON object");
-  if (Status st = CheckKeys(doc, {"nodes", "gpus_per_node", "steps", "seed", "compute_ms", "jitter",
-                                  "collectives_per_step", "bucket_mib", "kernels_per_step", "warmup_s",
-                                  "max_clock_offset_ms", "start_time_s", "nodes_per_switch", "pipeline_stages",
-                                  "faults", "outputs"}, "the scenario");
+  if (Status st = CheckKeys(doc,
+                            {"nodes", "gpus_per_node", "steps", "seed", "compute_ms", "jitter",
+                             "collectives_per_step", "bucket_mib", "kernels_per_step", "warmup_s",
+                             "max_clock_offset_ms", "start_time_s", "nodes_per_switch",
+                             "pipeline_stages", "faults", "outputs"},
+                            "the scenario");
       !st.ok()) {
     return st;
   }
   const char* w = "scenario";
-  for (Status st : {Member(doc, "nodes", &sc->nodes, w), Member(doc, "gpus_per_node", &sc->gpus_per_node, w),
-                    Member(doc, "steps", &sc->steps, w), Member(doc, "seed", &sc->seed, w),
-                    Member(doc, "compute_ms", &sc->compute_ms, w), Member(doc, "jitter", &sc->jitter, w),
-                    Member(doc, "collectives_per_step", &sc->collectives_per_step, w),
-                    Member(doc, "kernels_per_step", &sc->kernels_per_step, w),
-                    Member(doc, "warmup_s", &sc->warmup_s, w),
-                    Member(doc, "max_clock_offset_ms", &sc->max_clock_offset_ms, w),
-                    Member(doc, "start_time_s", &sc->start_time_s, w),
-                    Member(doc, "nodes_per_switch", &sc->nodes_per_switch, w),
-                    Member(doc, "pipeline_stages", &sc->pipeline_stages, w)}) {
+  for (Status st :
+       {Member(doc, "nodes", &sc->nodes, w), Member(doc, "gpus_per_node", &sc->gpus_per_node, w),
+        Member(doc, "steps", &sc->steps, w), Member(doc, "seed", &sc->seed, w),
+        Member(doc, "compute_ms", &sc->compute_ms, w), Member(doc, "jitter", &sc->jitter, w),
+        Member(doc, "collectives_per_step", &sc->collectives_per_step, w),
+        Member(doc, "kernels_per_step", &sc->kernels_per_step, w),
+        Member(doc, "warmup_s", &sc->warmup_s, w),
+        Member(doc, "max_clock_offset_ms", &sc->max_clock_offset_ms, w),
+        Member(doc, "start_time_s", &sc->start_time_s, w),
+        Member(doc, "nodes_per_switch", &sc->nodes_per_switch, w),
+        Member(doc, "pipeline_stages", &sc->pipeline_stages, w)}) {
     if (!st.ok()) return st;
   }
   if (doc.contains("bucket_mib")) {
@@ -216,23 +222,29 @@ Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out
   if (auto it = doc.find("outputs"); it != doc.end()) {
     const Json& o = *it;
     if (!o.is_object()) return Status::Error("scenario: outputs must be an object");
-    if (Status st = CheckKeys(o, {"step_format", "step_timing", "traces", "trace_steps", "trace_first_step",
-                                  "gzip_traces", "hardware", "network", "nccl_tests", "nccl_debug",
-                                  "measure_effects", "dmon_interval_s", "query_interval_s"}, "outputs");
+    if (Status st =
+            CheckKeys(o,
+                      {"step_format", "step_timing", "traces", "trace_steps", "trace_first_step",
+                       "gzip_traces", "hardware", "network", "nccl_tests", "nccl_debug",
+                       "measure_effects", "dmon_interval_s", "query_interval_s"},
+                      "outputs");
         !st.ok()) {
       return st;
     }
     const char* ow = "outputs";
     std::string format, timing;
     int first = -1;
-    for (Status st : {Member(o, "step_format", &format, ow), Member(o, "step_timing", &timing, ow),
-                      Member(o, "traces", &out->traces, ow), Member(o, "trace_steps", &out->trace_steps, ow),
-                      Member(o, "trace_first_step", &first, ow), Member(o, "gzip_traces", &out->gzip_traces, ow),
-                      Member(o, "hardware", &out->hardware, ow), Member(o, "network", &out->network, ow),
-                      Member(o, "nccl_tests", &out->nccl_tests, ow), Member(o, "nccl_debug", &out->nccl_debug, ow),
-                      Member(o, "measure_effects", &out->measure_effects, ow),
-                      Member(o, "dmon_interval_s", &out->dmon_interval_s, ow),
-                      Member(o, "query_interval_s", &out->query_interval_s, ow)}) {
+    for (Status st :
+         {Member(o, "step_format", &format, ow), Member(o, "step_timing", &timing, ow),
+          Member(o, "traces", &out->traces, ow), Member(o, "trace_steps", &out->trace_steps, ow),
+          Member(o, "trace_first_step", &first, ow),
+          Member(o, "gzip_traces", &out->gzip_traces, ow),
+          Member(o, "hardware", &out->hardware, ow), Member(o, "network", &out->network, ow),
+          Member(o, "nccl_tests", &out->nccl_tests, ow),
+          Member(o, "nccl_debug", &out->nccl_debug, ow),
+          Member(o, "measure_effects", &out->measure_effects, ow),
+          Member(o, "dmon_interval_s", &out->dmon_interval_s, ow),
+          Member(o, "query_interval_s", &out->query_interval_s, ow)}) {
       if (!st.ok()) return st;
     }
     if (o.contains("trace_first_step")) out->trace_first_step = first;
@@ -299,7 +311,8 @@ StatusOr<Fault> ParseFaultSpec(std::string_view spec_in) {
   if (!opts.empty()) {
     for (std::string_view opt : Split(opts, ',')) {
       size_t eq = opt.find('=');
-      if (eq == std::string_view::npos) return bad(fmt::format("option '{}' is not key=value", opt));
+      if (eq == std::string_view::npos)
+        return bad(fmt::format("option '{}' is not key=value", opt));
       std::string_view key = Trim(opt.substr(0, eq)), value = Trim(opt.substr(eq + 1));
       if (key == "cause") {
         f.cause = std::string(value);
@@ -311,13 +324,15 @@ StatusOr<Fault> ParseFaultSpec(std::string_view spec_in) {
       else if (key == "end") f.end_step = *v;
       else if (key == "period") f.period_steps = *v;
       else if (key == "duration") f.duration_steps = *v;
-      else return bad(fmt::format("unknown option '{}' (onset, end, period, duration, cause)", key));
+      else
+        return bad(fmt::format("unknown option '{}' (onset, end, period, duration, cause)", key));
     }
   }
   return f;
 }
 
-Status ParseScenarioJson(std::string_view text, ClusterScenario* scenario, RunOutputOptions* outputs) {
+Status ParseScenarioJson(std::string_view text, ClusterScenario* scenario,
+                         RunOutputOptions* outputs) {
   Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Status::Error("scenario: not valid JSON");
   try {

@@ -25,13 +25,21 @@ inline constexpr int64_t kSec = 1'000'000'000;
 
 inline bool IsGpuKind(FaultKind k) {
   return k == FaultKind::kThermal || k == FaultKind::kPowerCap || k == FaultKind::kClocksLocked ||
-         k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown || k == FaultKind::kSlowKernel;
+         k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown ||
+         k == FaultKind::kSlowKernel;
 }
-inline bool IsNicKind(FaultKind k) { return k == FaultKind::kNicDegraded || k == FaultKind::kIbPortDown; }
+inline bool IsNicKind(FaultKind k) {
+  return k == FaultKind::kNicDegraded || k == FaultKind::kIbPortDown;
+}
 
 // Random streams: one per purpose and key, independent of each other.
 enum StreamTag : uint64_t {
-  kRankTag = 11, kJobTag = 12, kGpuTag = 13, kClockTag = 14, kFaultTag = 15, kTargetTag = 16,
+  kRankTag = 11,
+  kJobTag = 12,
+  kGpuTag = 13,
+  kClockTag = 14,
+  kFaultTag = 15,
+  kTargetTag = 16,
 };
 inline uint64_t Seed(uint64_t seed, StreamTag tag, uint64_t a, uint64_t b = 0) {
   uint64_t h = Rng(seed ^ (tag * 0xd1b54a32d192ed03ull)).Next() ^ (a * 0x9e3779b97f4a7c15ull);
@@ -53,7 +61,8 @@ inline double DegradedIbRate(double severity) {
 
 // PCIe width after losing `severity` of the bandwidth: x16 halves per step.
 inline int DowngradedWidth(double severity) {
-  int halvings = std::clamp(static_cast<int>(std::lround(std::log2(1 / std::max(1e-9, 1 - severity)))), 1, 4);
+  int halvings =
+      std::clamp(static_cast<int>(std::lround(std::log2(1 / std::max(1e-9, 1 - severity)))), 1, 4);
   return 16 >> halvings;
 }
 
@@ -68,13 +77,16 @@ inline double PowerCapFor(double severity) {
   return std::max(kMinPowerLimitW, std::round(cap / 5) * 5);
 }
 
-inline double LockedClockFor(double severity) { return QuantizeClock(kMaxSmClockMhz / (1 + severity)); }
+inline double LockedClockFor(double severity) {
+  return QuantizeClock(kMaxSmClockMhz / (1 + severity));
+}
 
 // Thermal resistance that settles a busy GPU where the thermal law holds
 // it at 1/(1+s) of f_max.
 inline double FaultyThermalResistance(double severity, double p_dyn) {
   double r = 1 / (1 + severity);
-  double t_eq = std::min(kShutdownTempC - 0.5, kMaxOperatingTempC + (1 - r) / kThermalClockDropPerC);
+  double t_eq =
+      std::min(kShutdownTempC - 0.5, kMaxOperatingTempC + (1 - r) / kThermalClockDropPerC);
   double p_eq = kIdlePowerW + p_dyn * r * r * r * 0.97;
   return (t_eq - kInletTempC) / p_eq;
 }

@@ -40,20 +40,22 @@ struct Simulator::PassState {
   // Per rank: compute time this step, work and host time the faults add,
   // the SM clock as a share of f_max.
   std::vector<double> compute, work, host_extra, gap_extra, clock_ratio;
-  std::vector<double> temp_c;  // per tracked GPU
+  std::vector<double> temp_c;        // per tracked GPU
   std::vector<double> intra, inter;  // per node, GB/s
   std::vector<char> last_net_active;
   double busbw_gbps = 0;
   std::vector<int64_t> transfer_ns;  // per collective, this step
   double n_ranks = 0;
-  double ring = 0;          // 2(n-1)/n
+  double ring = 0;  // 2(n-1)/n
   double latency_ns = 0;
-  double compute_ns = 0;    // compute per step at f_max
-  double total_bytes = 0;   // of every collective of a step
+  double compute_ns = 0;   // compute per step at f_max
+  double total_bytes = 0;  // of every collective of a step
 };
 
 ScheduledStep& Simulator::Scheduled(int s, size_t rank) {
-  return run_.schedule_[static_cast<size_t>(s - *opt_.trace_first_step) * static_cast<size_t>(ranks_) + rank];
+  return run_
+      .schedule_[static_cast<size_t>(s - *opt_.trace_first_step) * static_cast<size_t>(ranks_) +
+                 rank];
 }
 
 Simulator::PassState Simulator::StartPass(Pass& pass) {
@@ -62,12 +64,14 @@ Simulator::PassState Simulator::StartPass(Pass& pass) {
   PassState st;
   st.on = &pass.enabled;
   st.record = pass.record;
-  st.any_fault = std::any_of(pass.enabled.begin(), pass.enabled.end(), [](char c) { return c != 0; });
+  st.any_fault =
+      std::any_of(pass.enabled.begin(), pass.enabled.end(), [](char c) { return c != 0; });
   if (st.record && opt_.record_steps) {
     run_.starts_.assign(static_cast<size_t>(steps + 1) * R, 0);
     if (opt_.record_compute) run_.compute_.assign(static_cast<size_t>(steps) * R, 0);
   }
-  if (st.record && opt_.record_gpus) run_.gpu_samples_.assign(R * static_cast<size_t>(steps), GpuSample());
+  if (st.record && opt_.record_gpus)
+    run_.gpu_samples_.assign(R * static_cast<size_t>(steps), GpuSample());
   if (st.record && opt_.trace_first_step) {
     run_.trace_first_ = opt_.trace_first_step;
     run_.trace_steps_ = opt_.trace_steps;
@@ -79,14 +83,16 @@ Simulator::PassState Simulator::StartPass(Pass& pass) {
   pass.culprit_host.assign(faults_.size(), std::vector<double>(static_cast<size_t>(steps), 0));
 
   st.rngs.reserve(R);
-  for (int r = 0; r < ranks_; ++r) st.rngs.emplace_back(Seed(sc_.seed, internal::kRankTag, static_cast<uint64_t>(r)));
+  for (int r = 0; r < ranks_; ++r)
+    st.rngs.emplace_back(Seed(sc_.seed, internal::kRankTag, static_cast<uint64_t>(r)));
   st.job = Rng(Seed(sc_.seed, internal::kJobTag, 0));
   for (auto* v : {&st.start, &st.arrival, &st.host_ns, &st.d2h, &st.wait}) v->assign(R, 0);
   for (auto* v : {&st.compute, &st.work, &st.host_extra, &st.gap_extra}) v->assign(R, 0.0);
   st.clock_ratio.assign(R, 1.0);
   for (int r = 0; r < ranks_; ++r) {
     Rng first(Seed(sc_.seed, internal::kRankTag, static_cast<uint64_t>(r), 1));
-    st.start[static_cast<size_t>(r)] = sc_.start_time_s * kSec + static_cast<int64_t>(50 * kUs * first.Uniform());
+    st.start[static_cast<size_t>(r)] =
+        sc_.start_time_s * kSec + static_cast<int64_t>(50 * kUs * first.Uniform());
   }
   // GPU thermal state of the tracked GPUs: idle temperature at the start.
   st.temp_c.resize(tracked_.size());
@@ -117,7 +123,8 @@ void Simulator::SimulatePass(Pass& pass) {
   }
   if (st.record && opt_.record_steps) {
     const size_t R = static_cast<size_t>(ranks_);
-    for (size_t r = 0; r < R; ++r) run_.starts_[static_cast<size_t>(sc_.steps) * R + r] = st.start[r];
+    for (size_t r = 0; r < R; ++r)
+      run_.starts_[static_cast<size_t>(sc_.steps) * R + r] = st.start[r];
   }
 }
 
@@ -125,9 +132,9 @@ void Simulator::UpdateNetwork(PassState& st, int s) const {
   std::vector<char> net_active;
   for (const ActiveFault& a : faults_) {
     FaultKind k = a.f->kind;
-    bool net = k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown || k == FaultKind::kNicDegraded ||
-               k == FaultKind::kIbPortDown || k == FaultKind::kSocketFallback ||
-               k == FaultKind::kSharedSwitchCongestion;
+    bool net = k == FaultKind::kPcieDowngrade || k == FaultKind::kNvlinkDown ||
+               k == FaultKind::kNicDegraded || k == FaultKind::kIbPortDown ||
+               k == FaultKind::kSocketFallback || k == FaultKind::kSharedSwitchCongestion;
     if (net) net_active.push_back(Active(a, s, *st.on));
   }
   if (s == 0 || net_active != st.last_net_active) {
@@ -141,9 +148,10 @@ void Simulator::DrawTransfers(Pass& pass, PassState& st, int s) const {
   double transfer_total = 0;
   for (int k = 0; k < sc_.collectives_per_step; ++k) {
     double jit = std::max(0.5, 1 + 0.5 * sc_.jitter * st.job.Normal());
-    double wire = st.n_ranks > 1 && std::isfinite(st.busbw_gbps)
-                      ? st.ring * static_cast<double>(bytes_[static_cast<size_t>(k)]) / st.busbw_gbps
-                      : 0;
+    double wire =
+        st.n_ranks > 1 && std::isfinite(st.busbw_gbps)
+            ? st.ring * static_cast<double>(bytes_[static_cast<size_t>(k)]) / st.busbw_gbps
+            : 0;
     st.transfer_ns[static_cast<size_t>(k)] = std::llround((st.latency_ns + wire) * jit);
     transfer_total += static_cast<double>(st.transfer_ns[static_cast<size_t>(k)]);
   }
@@ -188,14 +196,14 @@ void Simulator::ApplyRankFaults(PassState& st, int s) const {
       case FaultKind::kDataLoaderStall:
         for (int r : a.ranks) {
           Rng fr = fault_rng(r);
-          st.host_extra[static_cast<size_t>(r)] += sev * compute_ns * std::max(0.5, 1 + 0.1 * fr.Normal());
+          st.host_extra[static_cast<size_t>(r)] +=
+              sev * compute_ns * std::max(0.5, 1 + 0.1 * fr.Normal());
         }
         break;
       case FaultKind::kPeriodicInterference:
         for (int r : a.ranks) st.gap_extra[static_cast<size_t>(r)] += sev * compute_ns;
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -213,16 +221,21 @@ void Simulator::SetGpuClocks(PassState& st, int s) {
           continue;
         }
         if (k == FaultKind::kPowerCap) cap = std::min(cap, internal::PowerCapFor(a.severity));
-        if (k == FaultKind::kClocksLocked) lock = std::min(lock, internal::LockedClockFor(a.severity) / kMaxSmClockMhz);
+        if (k == FaultKind::kClocksLocked)
+          lock = std::min(lock, internal::LockedClockFor(a.severity) / kMaxSmClockMhz);
       }
     }
     const GpuConst& gc = gpus_[static_cast<size_t>(r)];
-    double power_ratio = cap < kIdlePowerW + gc.p_dyn ? std::cbrt(std::max(0.01, (cap - kIdlePowerW) / gc.p_dyn)) : 1;
+    double power_ratio = cap < kIdlePowerW + gc.p_dyn
+                             ? std::cbrt(std::max(0.01, (cap - kIdlePowerW) / gc.p_dyn))
+                             : 1;
     double thermal_ratio = internal::ThermalClockRatio(st.temp_c[i]);
-    double mhz = internal::QuantizeClock(kMaxSmClockMhz * std::min({1.0, lock, power_ratio, thermal_ratio}));
+    double mhz =
+        internal::QuantizeClock(kMaxSmClockMhz * std::min({1.0, lock, power_ratio, thermal_ratio}));
     st.clock_ratio[static_cast<size_t>(r)] = mhz / kMaxSmClockMhz;
     if (!record_gpus) continue;
-    GpuSample& gs = run_.gpu_samples_[static_cast<size_t>(r) * static_cast<size_t>(sc_.steps) + static_cast<size_t>(s)];
+    GpuSample& gs = run_.gpu_samples_[static_cast<size_t>(r) * static_cast<size_t>(sc_.steps) +
+                                      static_cast<size_t>(s)];
     gs.temp_c = static_cast<float>(st.temp_c[i]);
     gs.sm_clock_mhz = static_cast<float>(mhz);
     gs.power_limit_w = static_cast<float>(cap);
@@ -247,13 +260,15 @@ void Simulator::RunHostAndFirstCompute(PassState& st, int s) {
     st.compute[r] = c;
     int node = static_cast<int>(r) / g_, gpu = static_cast<int>(r) % g_;
     double pcie = kPcieGen5x16GBps * PcieWidth(node, gpu, s, *st.on) / 16.0;
-    int64_t dl = std::llround(300 * kUs * (1 + 1.7 * sc_.jitter * (2 * u_dl - 1)) + st.host_extra[r]);
+    int64_t dl =
+        std::llround(300 * kUs * (1 + 1.7 * sc_.jitter * (2 * u_dl - 1)) + st.host_extra[r]);
     if (s == 0) dl += std::llround(sc_.warmup_s * kSec);
     int64_t gap = std::llround(st.gap_extra[r]);
     int64_t h2d = std::llround(static_cast<double>(kInputBytes) / (pcie / 2) * (1 + 0.02 * u_h2d));
     st.d2h[r] = std::llround(1800 * (1 + 0.2 * u_d2h));
     st.host_ns[r] = gap + dl;
-    st.arrival[r] = st.start[r] + gap + dl + kHostToCopyNs + h2d + std::llround(c * shares_[0]) + kComputeToNcclNs;
+    st.arrival[r] = st.start[r] + gap + dl + kHostToCopyNs + h2d + std::llround(c * shares_[0]) +
+                    kComputeToNcclNs;
     st.wait[r] = 0;
     if (st.record && st.in_window) {
       ScheduledStep& sched = Scheduled(s, r);
@@ -317,7 +332,8 @@ void Simulator::AdvanceGpu(PassState& st, int s, size_t r, int64_t dur) {
     gs.util_pct = static_cast<float>(100 * (c + w) / d);
     gs.sm_active_pct = static_cast<float>(100 * c / d);
     double inter_bytes = sc_.nodes > 1 ? st.ring * st.total_bytes / g_ : 0;
-    gs.pcie_rx_mbps = static_cast<float>((static_cast<double>(kInputBytes) + inter_bytes) / d * 1e3);
+    gs.pcie_rx_mbps =
+        static_cast<float>((static_cast<double>(kInputBytes) + inter_bytes) / d * 1e3);
     gs.pcie_tx_mbps = static_cast<float>(inter_bytes / d * 1e3);
   }
   t = t_ss + (t - t_ss) * std::exp(-d / (kThermalTauS * kSec));

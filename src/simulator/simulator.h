@@ -35,7 +35,7 @@ class Simulator {
  private:
   // Per-GPU constants drawn from the seed: no two GPUs are identical.
   struct GpuConst {
-    double silicon = 1;    // compute time factor (~0.3% spread)
+    double silicon = 1;  // compute time factor (~0.3% spread)
     double r_th = kThermalResistanceCPerW;
     double p_dyn = kDynamicPowerW;
   };
@@ -53,8 +53,8 @@ class Simulator {
   struct Pass {
     std::vector<char> enabled;  // per faults_ slot: whether the fault acts in this pass
     bool record = false;
-    std::vector<double> step_s;        // rank 0 step time per step
-    std::vector<double> transfer_ns;   // sum of transfer times per step
+    std::vector<double> step_s;                        // rank 0 step time per step
+    std::vector<double> transfer_ns;                   // sum of transfer times per step
     std::vector<std::vector<double>> culprit_compute;  // per fault: compute ns of its first rank
     std::vector<std::vector<double>> culprit_host;     // per fault: host ns of its first rank
   };
@@ -73,7 +73,9 @@ class Simulator {
 
   using Mask = std::vector<char>;  // per faults_ slot
   // Whether fault `a` acts at `step` in a pass with mask `on`.
-  static bool Active(const ActiveFault& a, int step, const Mask& on) { return on[a.slot] && FaultActive(*a.f, step); }
+  static bool Active(const ActiveFault& a, int step, const Mask& on) {
+    return on[a.slot] && FaultActive(*a.f, step);
+  }
 
   // cluster.cc
   void Prepare();
@@ -84,14 +86,15 @@ class Simulator {
 
   // network_model.cc. Bandwidths of each node given the faults active at
   // `step`; `states`, when given, gets each node's links.
-  void NodeBandwidths(int step, const Mask& on, std::vector<double>& intra, std::vector<double>& inter,
-                      std::vector<NodeState>* states) const;
+  void NodeBandwidths(int step, const Mask& on, std::vector<double>& intra,
+                      std::vector<double>& inter, std::vector<NodeState>* states) const;
   // `node`'s links at `step`; healthy ones unless `faulty` (a network fault touches the node).
   NodeLinks LinksOf(int node, int step, const Mask& on, bool faulty) const;
   // All-reduce bus bandwidth inside a node with `links` and through its NICs;
   // fills `st` (when given) with the links and the rail each NIC carries.
   void NodeBusBw(const NodeLinks& links, double& intra, double& inter, NodeState* st) const;
-  double JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step, const Mask& on) const;
+  double JobBusBw(const std::vector<double>& intra, const std::vector<double>& inter, int step,
+                  const Mask& on) const;
   double CongestionFactor(int node, int step, const Mask& on) const;
   int PcieWidth(int node, int gpu, int step, const Mask& on) const;
 
@@ -99,13 +102,13 @@ class Simulator {
   // in this order; each draws from its streams in rank order.
   void SimulatePass(Pass& pass);
   PassState StartPass(Pass& pass);
-  void UpdateNetwork(PassState& st, int s) const;       // when the active network faults change
+  void UpdateNetwork(PassState& st, int s) const;  // when the active network faults change
   void DrawTransfers(Pass& pass, PassState& st, int s) const;  // the job stream, per collective
-  void ApplyRankFaults(PassState& st, int s) const;     // work and host time per rank
-  void SetGpuClocks(PassState& st, int s);              // clock of each tracked GPU
-  void RunHostAndFirstCompute(PassState& st, int s);    // rank streams: jitter, host, copies
-  void RunCollectives(PassState& st, int s);            // rank streams: per-rank skew
-  void FinishStep(Pass& pass, PassState& st, int s);    // step end, what the pass records
+  void ApplyRankFaults(PassState& st, int s) const;            // work and host time per rank
+  void SetGpuClocks(PassState& st, int s);                     // clock of each tracked GPU
+  void RunHostAndFirstCompute(PassState& st, int s);           // rank streams: jitter, host, copies
+  void RunCollectives(PassState& st, int s);                   // rank streams: per-rank skew
+  void FinishStep(Pass& pass, PassState& st, int s);           // step end, what the pass records
   void AdvanceGpu(PassState& st, int s, size_t rank, int64_t step_ns);  // power and temperature
   ScheduledStep& Scheduled(int s, size_t rank);
 

@@ -12,7 +12,6 @@
 namespace laggard::sim {
 namespace {
 
-
 bool Active(int step, int onset, std::optional<int> end, std::optional<int> period, int burst) {
   if (step < onset || (end && step > *end)) return false;
   if (!period) return true;
@@ -33,8 +32,8 @@ std::vector<std::vector<double>> SimulateStepTimes(const StepLogScenario& sc) {
     double job = 1;
     for (const JobSlowdown& j : sc.job_slowdowns) {
       int len = j.end_step - j.start_step;
-      if (Active(s, j.start_step, j.period ? std::nullopt : std::optional<int>(j.end_step), j.period,
-                 len + 1)) {
+      if (Active(s, j.start_step, j.period ? std::nullopt : std::optional<int>(j.end_step),
+                 j.period, len + 1)) {
         job *= j.factor;
       }
     }
@@ -42,7 +41,8 @@ std::vector<std::vector<double>> SimulateStepTimes(const StepLogScenario& sc) {
     for (int r = 0; r < sc.ranks; ++r) {
       double v = sc.base_step_s * std::max(0.5, 1 + sc.jitter * rng.Normal()) * job;
       for (const RankSlowdown& d : sc.rank_slowdowns) {
-        if (d.rank == r && Active(s, d.onset_step, d.end_step, d.period, d.burst)) v *= 1 + d.slowdown;
+        if (d.rank == r && Active(s, d.onset_step, d.end_step, d.period, d.burst))
+          v *= 1 + d.slowdown;
       }
       if (sc.spike_probability > 0 && rng.Uniform() < sc.spike_probability) v *= 1 + sc.spike_size;
       t[static_cast<size_t>(r)][static_cast<size_t>(s)] = v;
@@ -52,7 +52,8 @@ std::vector<std::vector<double>> SimulateStepTimes(const StepLogScenario& sc) {
       for (int r = 0; r < sc.ranks; ++r) {
         double read = sc.timer_noise_s * rng.Normal();
         double& prev = last_read[static_cast<size_t>(r)];
-        t[static_cast<size_t>(r)][static_cast<size_t>(s)] = std::max(0.5 * step_max, step_max + read - prev);
+        t[static_cast<size_t>(r)][static_cast<size_t>(s)] =
+            std::max(0.5 * step_max, step_max + read - prev);
         prev = read;
       }
     } else if (sc.synchronised) {
@@ -68,7 +69,8 @@ void WriteArticleLines(const StepLogScenario& sc, std::ostream& out) {
   auto t = SimulateStepTimes(sc);
   for (int s = 0; s < sc.steps; ++s) {
     for (int r = 0; r < sc.ranks; ++r) {
-      out << fmt::format("rank {}, step {}, time {:.4f}s\n", r, s, t[static_cast<size_t>(r)][static_cast<size_t>(s)]);
+      out << fmt::format("rank {}, step {}, time {:.4f}s\n", r, s,
+                         t[static_cast<size_t>(r)][static_cast<size_t>(s)]);
     }
   }
 }
@@ -79,14 +81,17 @@ Status WriteStepLogs(const StepLogScenario& sc, StepLogFormat format, const std:
   if (ec) return Status::Error(fmt::format("{}: cannot create: {}", dir, ec.message()));
   auto t = SimulateStepTimes(sc);
   int nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
-  const char* ext = format == StepLogFormat::kArticle ? "log" : format == StepLogFormat::kCsv ? "csv" : "jsonl";
+  const char* ext = format == StepLogFormat::kArticle ? "log"
+                    : format == StepLogFormat::kCsv   ? "csv"
+                                                      : "jsonl";
   for (int n = 0; n < nodes; ++n) {
     std::string path = fmt::format("{}/{}.{}", dir, HostName(n), ext);
     std::ofstream out(path);
     if (!out) return Status::Error(fmt::format("{}: cannot write", path));
     if (format == StepLogFormat::kCsv) out << "timestamp,host,rank,local_rank,step,step_time_ms\n";
     // Each rank's clock: start + sum of its previous steps.
-    std::vector<double> clock(static_cast<size_t>(sc.gpus_per_node), static_cast<double>(sc.start_time_s));
+    std::vector<double> clock(static_cast<size_t>(sc.gpus_per_node),
+                              static_cast<double>(sc.start_time_s));
     for (int s = 0; s < sc.steps; ++s) {
       for (int g = 0; g < sc.gpus_per_node; ++g) {
         int r = n * sc.gpus_per_node + g;

@@ -38,7 +38,7 @@ struct RankSlowdown {
 struct JobSlowdown {
   int start_step = 0;
   int end_step = 0;
-  double factor = 10;  // 0.8 s -> 8 s
+  double factor = 10;         // 0.8 s -> 8 s
   std::optional<int> period;  // repeat every `period` steps from start_step
 };
 

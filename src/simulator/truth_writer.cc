@@ -16,11 +16,14 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 std::string Cause(const Fault& f) {
-  if (f.kind == FaultKind::kPeriodicInterference) return f.cause == "checkpoint" ? "checkpoint" : "gc_pause";
+  if (f.kind == FaultKind::kPeriodicInterference)
+    return f.cause == "checkpoint" ? "checkpoint" : "gc_pause";
   return std::string(FaultKindName(f.kind));
 }
 
-Json NumberOrNull(double v) { return std::isfinite(v) ? Json(std::round(v * 1e4) / 1e4) : Json(nullptr); }
+Json NumberOrNull(double v) {
+  return std::isfinite(v) ? Json(std::round(v * 1e4) / 1e4) : Json(nullptr);
+}
 
 template <typename T>
 Json OptionalOrNull(const std::optional<T>& v) {
@@ -33,7 +36,9 @@ std::optional<size_t> Primary(const ClusterRun& run) {
   const auto& faults = run.scenario().faults;
   for (size_t i = 0; i < faults.size(); ++i) {
     if (faults[i].kind == FaultKind::kNone) continue;
-    if (!best || run.effects()[i].step_time_increase > run.effects()[*best].step_time_increase + 1e-9) best = i;
+    if (!best ||
+        run.effects()[i].step_time_increase > run.effects()[*best].step_time_increase + 1e-9)
+      best = i;
   }
   return best;
 }
@@ -49,10 +54,14 @@ Json Culprits(const ClusterRun& run, const Fault& f) {
     }
   } else if (!e.nics.empty()) {
     for (auto [n, i] : e.nics) {
-      out.push_back({{"rank", nullptr}, {"host", HostName(n)}, {"gpu", nullptr}, {"nic", fmt::format("mlx5_{}", i)}});
+      out.push_back({{"rank", nullptr},
+                     {"host", HostName(n)},
+                     {"gpu", nullptr},
+                     {"nic", fmt::format("mlx5_{}", i)}});
     }
   } else {
-    for (int n : e.nodes) out.push_back({{"rank", nullptr}, {"host", HostName(n)}, {"gpu", nullptr}, {"nic", nullptr}});
+    for (int n : e.nodes)
+      out.push_back({{"rank", nullptr}, {"host", HostName(n)}, {"gpu", nullptr}, {"nic", nullptr}});
   }
   return out;
 }
@@ -86,8 +95,8 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   t["end_time_ns"] = ctx.job_end_ns;
   t["mean_step_s"] = NumberOrNull(run.mean_step_s());
   t["healthy_mean_step_s"] = NumberOrNull(run.healthy_mean_step_s());
-  t["step_time_increase"] =
-      NumberOrNull(run.healthy_mean_step_s() > 0 ? run.mean_step_s() / run.healthy_mean_step_s() - 1 : 0);
+  t["step_time_increase"] = NumberOrNull(
+      run.healthy_mean_step_s() > 0 ? run.mean_step_s() / run.healthy_mean_step_s() - 1 : 0);
   t["step_timing"] = ctx.opt.step_timing == StepTiming::kCompute ? "compute" : "end_to_end";
   if (run.trace_first_step()) {
     t["trace_window"] = {{"first_step", *run.trace_first_step()}, {"steps", run.trace_steps()}};
@@ -96,13 +105,17 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   }
   t["clock_offset_convention"] = "host_time = true_time + offset";
   Json offsets = Json::object();
-  for (int n = 0; n < sc.nodes; ++n) offsets[HostName(n)] = run.clock_offsets_ns()[static_cast<size_t>(n)];
+  for (int n = 0; n < sc.nodes; ++n)
+    offsets[HostName(n)] = run.clock_offsets_ns()[static_cast<size_t>(n)];
   t["clock_offsets_ns"] = offsets;
 
   Json expected;
   std::optional<size_t> primary = Primary(run);
   if (!primary) {
-    expected = {{"status", "no_straggler"}, {"culprits", Json::array()}, {"cause_class", "none"}, {"cause", "none"}};
+    expected = {{"status", "no_straggler"},
+                {"culprits", Json::array()},
+                {"cause_class", "none"},
+                {"cause", "none"}};
   } else {
     const Fault& f = sc.faults[*primary];
     FaultEntities e = EntitiesOf(sc, f);
@@ -133,16 +146,20 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
     ent["hosts"] = hosts;
     Json gpus = Json::array();
     for (auto [n, gi] : e.gpus) {
-      gpus.push_back({{"host", HostName(n)}, {"gpu", gi}, {"uuid", run.gpu_uuids()[static_cast<size_t>(n * g + gi)]}});
+      gpus.push_back({{"host", HostName(n)},
+                      {"gpu", gi},
+                      {"uuid", run.gpu_uuids()[static_cast<size_t>(n * g + gi)]}});
     }
     ent["gpus"] = gpus;
     Json nics = Json::array();
-    for (auto [n, ni] : e.nics) nics.push_back({{"host", HostName(n)}, {"nic", fmt::format("mlx5_{}", ni)}});
+    for (auto [n, ni] : e.nics)
+      nics.push_back({{"host", HostName(n)}, {"nic", fmt::format("mlx5_{}", ni)}});
     ent["nics"] = nics;
     if (f.kind == FaultKind::kSharedSwitchCongestion) {
       const auto& sw = run.switches();
       for (size_t s = 0; s < sw.size(); ++s) {
-        if (!e.nodes.empty() && std::find(sw[s].begin(), sw[s].end(), e.nodes.front()) != sw[s].end()) {
+        if (!e.nodes.empty() &&
+            std::find(sw[s].begin(), sw[s].end(), e.nodes.front()) != sw[s].end()) {
           ent["switch"] = fmt::format("leaf-{:02d}", s);
         }
       }
@@ -165,12 +182,13 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
                    {"comm_slowdown", NumberOrNull(eff.comm_slowdown)},
                    {"host_stall_s", NumberOrNull(eff.host_stall_s)},
                    {"step_time_increase", NumberOrNull(eff.step_time_increase)}};
-    j["hardware"] = {{"temp_c", NumberOrNull(eff.temp_c)},
-                     {"sm_clock_mhz", NumberOrNull(eff.sm_clock_mhz)},
-                     {"power_limit_w", NumberOrNull(eff.power_limit_w)},
-                     {"pcie_width", eff.pcie_width > 0 ? Json(eff.pcie_width) : Json(nullptr)},
-                     {"nvlinks_active", eff.nvlinks_active >= 0 ? Json(eff.nvlinks_active) : Json(nullptr)},
-                     {"nic_rate_gbps", NumberOrNull(eff.nic_rate_gbps)}};
+    j["hardware"] = {
+        {"temp_c", NumberOrNull(eff.temp_c)},
+        {"sm_clock_mhz", NumberOrNull(eff.sm_clock_mhz)},
+        {"power_limit_w", NumberOrNull(eff.power_limit_w)},
+        {"pcie_width", eff.pcie_width > 0 ? Json(eff.pcie_width) : Json(nullptr)},
+        {"nvlinks_active", eff.nvlinks_active >= 0 ? Json(eff.nvlinks_active) : Json(nullptr)},
+        {"nic_rate_gbps", NumberOrNull(eff.nic_rate_gbps)}};
     faults.push_back(std::move(j));
   }
   t["faults"] = faults;

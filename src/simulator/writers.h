@@ -47,7 +47,9 @@ struct RunContext {
   std::string dir;
   int64_t job_start_ns = 0;  // true clock: the first step's start on rank 0
   int64_t job_end_ns = 0;    // true clock: the last step's end on rank 0
-  int64_t host_ns(int node, int64_t true_ns) const { return true_ns + run.clock_offsets_ns()[static_cast<size_t>(node)]; }
+  int64_t host_ns(int node, int64_t true_ns) const {
+    return true_ns + run.clock_offsets_ns()[static_cast<size_t>(node)];
+  }
 };
 
 // PCI bus id of GPU i ("18" in 00000000:18:00.0), as on an HGX H100 board.

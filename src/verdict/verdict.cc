@@ -21,7 +21,8 @@ std::string EntityName(const Entity& e) {
 std::string PatternText(const Finding* f) {
   if (!f->pattern) return "";
   if (f->pattern == Pattern::kPeriodic && f->period_steps && f->spike) {
-    return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike, *f->period_steps);
+    return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike,
+                       *f->period_steps);
   }
   if (f->pattern == Pattern::kIntermittent && f->spike) {
     return fmt::format(" (intermittent: {:+.0f}% on some steps)", 100 * *f->spike);
@@ -35,7 +36,9 @@ const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code) {
   }
   return nullptr;
 }
-const Finding* FirstOf(const StepAnalysis& a, FindingCode code) { return FirstOf(a.findings, code); }
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code) {
+  return FirstOf(a.findings, code);
+}
 
 void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from) {
   for (const std::string& s : from) {
@@ -125,14 +128,16 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   } else if (stall) {
     c.cause_class = CauseClass::kHostStall;
     c.confidence = std::max(c.confidence, stall->confidence);
-    why = cpu_only ? "host stall: its CPU ops run at the normal speed, but it runs none for a while "
-                     "before its work (data loader, a sleep, Python)"
-                   : "host stall: kernels are normal, the GPU idles waiting for the host";
+    why = cpu_only
+              ? "host stall: its CPU ops run at the normal speed, but it runs none for a while "
+                "before its work (data loader, a sleep, Python)"
+              : "host stall: kernels are normal, the GPU idles waiting for the host";
   }
   // Step times: agreement raises confidence, a different rank lowers it.
   std::vector<int32_t> step_ranks;
   for (const Finding& f : steps.findings) {
-    if (f.code == FindingCode::kStepStraggler && f.entity.rank) step_ranks.push_back(*f.entity.rank);
+    if (f.code == FindingCode::kStepStraggler && f.entity.rank)
+      step_ranks.push_back(*f.entity.rank);
   }
   bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
   if (agrees) {
@@ -162,7 +167,8 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   // another rank).
   std::string also;
   for (const Finding& f : traces.findings) {
-    if (f.code != FindingCode::kTraceComputeSlow || !f.entity.rank || f.entity.rank == c.entity.rank)
+    if (f.code != FindingCode::kTraceComputeSlow || !f.entity.rank ||
+        f.entity.rank == c.entity.rank)
       continue;
     Culprit second = CulpritOf(f, CauseClass::kComputeSlow, kSingleSourceCap);
     second.evidence.push_back("traces: " + f.message);
@@ -178,11 +184,13 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
       continue;
     v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
   }
-  v.throughput_lost = steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
+  v.throughput_lost =
+      steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
-  v.summary = fmt::format("verdict: {} is the straggler — {}, confidence {}", EntityName(c.entity), why,
-                          ConfidenceWord(c.confidence));
-  if (v.throughput_lost) v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  v.summary = fmt::format("verdict: {} is the straggler — {}, confidence {}", EntityName(c.entity),
+                          why, ConfidenceWord(c.confidence));
+  if (v.throughput_lost)
+    v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
   v.summary += also;
   if (slow) AddSteps(v.next_steps, slow->next_steps);
   if (stall) AddSteps(v.next_steps, stall->next_steps);
@@ -242,7 +250,8 @@ std::string StragglerSummary(const Verdict& v);
 // block of ranks. Slow kernels on several GPUs with no hardware finding
 // are taken for more work (imbalance) until GPU metrics say otherwise
 // (DecideVerdict joins them); idle GPUs mean the host.
-Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces, const Finding& g) {
+Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces,
+                     const Finding& g) {
   Verdict v;
   v.status = VerdictStatus::kStraggler;
   Culprit c;
@@ -267,10 +276,11 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
                                  [&](const GpuRecord& gpu) { return gpu.host == host; });
     });
     c.confidence = std::min(c.confidence, metrics ? kImbalanceInferredCap : kImbalanceAssumedCap);
-    c.evidence.push_back(metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
-                                   "per step (pipeline stage / partition), not slower work"
-                                 : "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / "
-                                   "partition) is assumed; GPU metrics would rule out a hardware cause");
+    c.evidence.push_back(
+        metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
+                  "per step (pipeline stage / partition), not slower work"
+                : "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / "
+                  "partition) is assumed; GPU metrics would rule out a hardware cause");
   } else {
     c.cause_class = CauseClass::kUnknown;
   }
@@ -353,14 +363,15 @@ std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAna
     return JobCulpritVerdict(*vw, CauseClass::kImbalance, "traces",
                              "verdict: workload imbalance — " + vw->message);
   }
-  if (const Finding* hs = FirstOf(traces.findings, FindingCode::kTraceHostStall); hs && hs->entity.job) {
+  if (const Finding* hs = FirstOf(traces.findings, FindingCode::kTraceHostStall);
+      hs && hs->entity.job) {
     return JobCulpritVerdict(*hs, CauseClass::kHostStall, "traces",
                              "verdict: job-wide host stall — " + hs->message);
   }
   if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
-    Verdict v = JobCulpritVerdict(*comm, CauseClass::kCommunication, "traces",
-                                  "verdict: communication-bound — " + comm->message +
-                                      "; no single rank is to blame");
+    Verdict v = JobCulpritVerdict(
+        *comm, CauseClass::kCommunication, "traces",
+        "verdict: communication-bound — " + comm->message + "; no single rank is to blame");
     v.status = VerdictStatus::kCommBound;
     return v;
   }
@@ -570,9 +581,11 @@ std::string CauseWords(const Culprit& c) {
 std::string CulpritName(const Culprit& c) {
   if (c.ranks.size() > 1) {
     if (c.cause == "shared_switch" && c.entity.switch_name) {
-      return fmt::format("the hosts of switch {} (ranks {})", *c.entity.switch_name, RankListText(c.ranks));
+      return fmt::format("the hosts of switch {} (ranks {})", *c.entity.switch_name,
+                         RankListText(c.ranks));
     }
-    if (!c.entity.rank && c.entity.host) return fmt::format("{} (ranks {})", *c.entity.host, RankListText(c.ranks));
+    if (!c.entity.rank && c.entity.host)
+      return fmt::format("{} (ranks {})", *c.entity.host, RankListText(c.ranks));
     return fmt::format("ranks {}", RankListText(c.ranks));
   }
   if (c.entity.rank) return EntityName(c.entity);
@@ -732,14 +745,17 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
   // PCIe link downgraded: that link is the slow rail (the GPU's share of
   // every ring, GPUDirect RDMA), so the GPU is the culprit, not the NIC.
   for (Culprit& c : out) {
-    bool bandwidth_only = std::all_of(a.network.findings.begin(), a.network.findings.end(), [&](const Finding& f) {
-      return !IsNetCause(f.code) || f.code == FindingCode::kNetBandwidthLow || !OnHost(f, c.entity.host);
-    });
+    bool bandwidth_only =
+        std::all_of(a.network.findings.begin(), a.network.findings.end(), [&](const Finding& f) {
+          return !IsNetCause(f.code) || f.code == FindingCode::kNetBandwidthLow ||
+                 !OnHost(f, c.entity.host);
+        });
     if (!bandwidth_only || c.entity.rank) continue;
     const Finding* pcie = nullptr;
     size_t n = 0;
     for (const Finding& f : a.hardware.findings) {
-      if (f.code == FindingCode::kGpuPcieDowngrade && OnHost(f, c.entity.host) && f.entity.gpu) pcie = &f, ++n;
+      if (f.code == FindingCode::kGpuPcieDowngrade && OnHost(f, c.entity.host) && f.entity.gpu)
+        pcie = &f, ++n;
     }
     if (n != 1) continue;
     c.entity.rank = pcie->entity.rank;
@@ -766,11 +782,14 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
       continue;
     }
     const bool counters = f.pattern == Pattern::kPortCounters;
-    bool covered = std::any_of(out.begin(), out.end(), [&](const Culprit& c) {
-      return c.entity.switch_name == f.entity.switch_name;
-    }) || std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-      return c.entity.host && std::find(f.ranks.begin(), f.ranks.end(), c.entity.rank.value_or(-1)) != f.ranks.end();
-    });
+    bool covered = std::any_of(out.begin(), out.end(),
+                               [&](const Culprit& c) {
+                                 return c.entity.switch_name == f.entity.switch_name;
+                               }) ||
+                   std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+                     return c.entity.host && std::find(f.ranks.begin(), f.ranks.end(),
+                                                       c.entity.rank.value_or(-1)) != f.ranks.end();
+                   });
     if (covered || (v.status == VerdictStatus::kStraggler && !counters)) continue;
     const Finding* episodes = FirstOf(a.steps, FindingCode::kPeriodicSlowdown);
     if (!episodes) episodes = FirstOf(a.steps, FindingCode::kJobSlowdown);
@@ -854,7 +873,8 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   c.cause = f.cause;
   c.confidence = std::min(kContradictedCap, f.confidence);
   c.evidence.push_back("GPU: " + f.message);
-  if (late_trace != nullptr && late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
+  if (late_trace != nullptr &&
+      late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
     c.evidence.push_back("traces: " + late_trace->message);
   } else {
     c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
@@ -888,15 +908,18 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
     };
     if (c.entity.host && run.hardware.Find(*c.entity.host, c.entity.gpu.value_or(-1)) == nullptr &&
         !mentions("nvidia-smi dmon")) {
-      AddSteps(next_steps,
-               {fmt::format("no GPU metrics for {}: run `nvidia-smi dmon -s pucvmt -o DT -d 1` there and on a "
-                            "healthy host at the same time, and `nvidia-smi -q` once",
-                            *c.entity.host)});
+      AddSteps(
+          next_steps,
+          {fmt::format(
+              "no GPU metrics for {}: run `nvidia-smi dmon -s pucvmt -o DT -d 1` there and on a "
+              "healthy host at the same time, and `nvidia-smi -q` once",
+              *c.entity.host)});
     }
     if (run.traces.empty() && !mentions("trace")) {
-      AddSteps(next_steps, {fmt::format("add profiler traces of 2 steps from rank {} and a healthy rank to "
-                                        "tell compute-slow from waiting",
-                                        *c.entity.rank)});
+      AddSteps(next_steps,
+               {fmt::format("add profiler traces of 2 steps from rank {} and a healthy rank to "
+                            "tell compute-slow from waiting",
+                            *c.entity.rank)});
     }
     break;
   }
@@ -905,10 +928,12 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
 std::string StragglerSummary(const Verdict& v) {
   const Culprit& top = v.culprits.front();
   std::string s = fmt::format("verdict: {} {} — {}", CulpritName(top),
-                              top.ranks.size() > 1 ? "are the stragglers" : "is the straggler", CauseWords(top));
+                              top.ranks.size() > 1 ? "are the stragglers" : "is the straggler",
+                              CauseWords(top));
   if (top.slowdown && top.entity.rank) s += fmt::format(" ({:+.0f}%)", 100 * *top.slowdown);
   s += fmt::format(", confidence {}", ConfidenceWord(top.confidence));
-  if (v.throughput_lost) s += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  if (v.throughput_lost)
+    s += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
   for (size_t i = 1; i < v.culprits.size() && i < 3; ++i) {
     const Culprit& c = v.culprits[i];
     s += fmt::format("; also {} — {} (confidence {})", CulpritName(c), CauseWords(c),
@@ -930,7 +955,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {
     for (Culprit& c : v.culprits) {
-      changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
+      changed |=
+          c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
     }
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
@@ -973,8 +999,9 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     for (Culprit& c : net) v.culprits.push_back(std::move(c));
   }
   if (changed) {
-    std::stable_sort(v.culprits.begin(), v.culprits.end(),
-                     [](const Culprit& x, const Culprit& y) { return x.confidence > y.confidence; });
+    std::stable_sort(v.culprits.begin(), v.culprits.end(), [](const Culprit& x, const Culprit& y) {
+      return x.confidence > y.confidence;
+    });
   }
   AskForMissing(run, v, next);
   if (v.status == VerdictStatus::kInconclusive && run.ranks.empty() && run.traces.empty()) {

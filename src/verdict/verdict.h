@@ -119,7 +119,7 @@ struct Culprit {
 
 struct Verdict {
   VerdictStatus status = VerdictStatus::kNoStraggler;
-  std::string summary;  // the terminal's first line, starting with "verdict:"
+  std::string summary;            // the terminal's first line, starting with "verdict:"
   std::vector<Culprit> culprits;  // most likely first
   std::optional<double> throughput_lost;
   std::optional<double> gpu_hours_per_day;

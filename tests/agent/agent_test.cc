@@ -51,7 +51,8 @@ struct Exposition {
   std::map<std::string, std::string> types;
   std::vector<std::string> errors;
 
-  std::optional<double> Get(const std::string& name, std::map<std::string, std::string> labels) const {
+  std::optional<double> Get(const std::string& name,
+                            std::map<std::string, std::string> labels) const {
     std::string key = name + "{";
     bool first = true;
     for (const auto& [k, v] : labels) {
@@ -69,7 +70,8 @@ struct Exposition {
     for (const auto& [key, v] : samples) {
       if (key.rfind(name + "{", 0) != 0) continue;
       bool all = true;
-      for (const auto& [k, val] : labels) all = all && key.find(k + "=\"" + val + "\"") != std::string::npos;
+      for (const auto& [k, val] : labels)
+        all = all && key.find(k + "=\"" + val + "\"") != std::string::npos;
       n += all ? 1 : 0;
     }
     return n;
@@ -106,7 +108,8 @@ Exposition Parse(const std::string& text) {
     size_t brace = line.find('{');
     size_t sp = line.rfind(' ');
     std::string name = line.substr(0, std::min(brace, sp));
-    if (name != family) e.errors.push_back("line " + std::to_string(line_no) + ": " + name + " outside its family");
+    if (name != family)
+      e.errors.push_back("line " + std::to_string(line_no) + ": " + name + " outside its family");
     std::map<std::string, std::string> labels;
     if (brace != std::string::npos && brace < sp) {
       size_t p = brace + 1;
@@ -262,9 +265,10 @@ TEST(AgentMetricsTest, NotSupportedFieldsAreAbsentNotZero) {
   rig.agent->SampleOnce();
   Exposition e = rig.Scrape();
   EXPECT_EQ(e.Get("laggard_gpu_temp_celsius", G(0, "GPU-old")), 70);
-  for (const char* absent : {"laggard_gpu_ecc_uncorrected_volatile_errors", "laggard_gpu_power_watts",
-                             "laggard_gpu_sm_clock_mhz", "laggard_gpu_nvlinks",
-                             "laggard_gpu_clock_event_active", "laggard_gpu_query_errors_total"}) {
+  for (const char* absent :
+       {"laggard_gpu_ecc_uncorrected_volatile_errors", "laggard_gpu_power_watts",
+        "laggard_gpu_sm_clock_mhz", "laggard_gpu_nvlinks", "laggard_gpu_clock_event_active",
+        "laggard_gpu_query_errors_total"}) {
     EXPECT_EQ(e.Count(absent), 0) << absent;
   }
   auto info = G(0, "GPU-old");  // no name, no bus id: those labels are left out
@@ -273,9 +277,9 @@ TEST(AgentMetricsTest, NotSupportedFieldsAreAbsentNotZero) {
 
 TEST(AgentMetricsTest, TimeoutIsCountedAndTheFieldSkippedThatRound) {
   FakeGpu g = H100(0);
-  g.fields[GpuField::kTempC] =
-      FakePiecewise({{0, kNvmlSuccess, 50, std::nullopt}, {5, kNvmlErrorTimeout, 0, std::nullopt},
-                     {8, kNvmlSuccess, 52, std::nullopt}});
+  g.fields[GpuField::kTempC] = FakePiecewise({{0, kNvmlSuccess, 50, std::nullopt},
+                                              {5, kNvmlErrorTimeout, 0, std::nullopt},
+                                              {8, kNvmlSuccess, 52, std::nullopt}});
   Rig rig({g});
   for (int s : {6, 7}) {
     rig.clock.Set(kT0 + s * kSecond);
@@ -393,7 +397,8 @@ TEST(FakeGpuScriptTest, ErrorsNameTheKeyAtFault) {
       {R"({"gpu": []})", "expected {\"gpus\""},
       {R"({"gpus": [{"fields": {"temprature": 3}}]})", "unknown field 'temprature'"},
       {R"({"gpus": [{"fields": {"temp_c": "MELTED"}}]})", "unknown NVML error 'MELTED'"},
-      {R"({"gpus": [{"fields": {"temp_c": [{"value": 3}]}}]})", "gpus[0].fields.temp_c[0]: a segment needs a numeric from_s"},
+      {R"({"gpus": [{"fields": {"temp_c": [{"value": 3}]}}]})",
+       "gpus[0].fields.temp_c[0]: a segment needs a numeric from_s"},
       {R"({"gpus": [{"nvlinks": 99}]})", "gpus[0].nvlinks"},
       {R"({"gpus": [{"xids": [{"at_s": 1}]}]})", "each entry needs at_s and xid"},
   };
@@ -444,7 +449,8 @@ TEST(NvmlLoaderTest, StubLibraryIsReadThroughDlopenNewestSymbolsFirst) {
 TEST(NvmlLoaderTest, MissingLibraryIsAnErrorTheAgentSurvives) {
   auto backend = OpenNvml("/nonexistent/libnvidia-ml.so.1");
   ASSERT_FALSE(backend.ok());
-  EXPECT_NE(backend.status().message().find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  EXPECT_NE(backend.status().message().find("cannot load /nonexistent/libnvidia-ml.so.1"),
+            std::string::npos);
   auto not_nvml = OpenNvml("libz.so.1");
   ASSERT_FALSE(not_nvml.ok());
   EXPECT_NE(not_nvml.status().message().find("not an NVML library"), std::string::npos);
@@ -455,7 +461,9 @@ TEST(NvmlLoaderTest, MissingLibraryIsAnErrorTheAgentSurvives) {
   agent.SampleOnce();
   Exposition e = Parse(agent.Metrics());
   EXPECT_EQ(e.Get("laggard_agent_gpus", {{"host", "node-1"}}), 0);
-  EXPECT_EQ(e.Get("laggard_agent_info", {{"host", "node-1"}, {"version", "test"}, {"gpu_backend", "none"}}), 1);
+  EXPECT_EQ(e.Get("laggard_agent_info",
+                  {{"host", "node-1"}, {"version", "test"}, {"gpu_backend", "none"}}),
+            1);
   EXPECT_NE(agent.Health().body.find("cannot load"), std::string::npos);
 }
 
@@ -491,10 +499,12 @@ void WriteSysfs(const std::string& root) {
   WriteFile(net + "/eth0/speed", "25000\n");
   WriteFile(net + "/eth0/operstate", "up\n");
   std::filesystem::create_directories(root + "/sys/devices/pci0000:00/0000:00:03.0");
-  std::filesystem::create_symlink(root + "/sys/devices/pci0000:00/0000:00:03.0", net + "/eth0/device");
+  std::filesystem::create_symlink(root + "/sys/devices/pci0000:00/0000:00:03.0",
+                                  net + "/eth0/device");
   WriteFile(net + "/eth1/speed", "-1\n");
   WriteFile(net + "/eth1/operstate", "down\n");
-  std::filesystem::create_symlink(root + "/sys/devices/pci0000:00/0000:00:03.0", net + "/eth1/device");
+  std::filesystem::create_symlink(root + "/sys/devices/pci0000:00/0000:00:03.0",
+                                  net + "/eth1/device");
   WriteFile(net + "/bond0/speed", "200000\n");
   WriteFile(net + "/bond0/operstate", "up\n");
   WriteFile(net + "/bond0/bonding/mode", "802.3ad 4\n");
@@ -600,8 +610,10 @@ TEST(SysfsTest, LinkMetricsComeFromTheTree) {
   Rig rig({}, o);
   rig.agent->SampleOnce();
   Exposition e = rig.Scrape();
-  std::map<std::string, std::string> port0 = {{"host", "node-1"}, {"device", "mlx5_0"}, {"port", "1"}};
-  std::map<std::string, std::string> port1 = {{"host", "node-1"}, {"device", "mlx5_1"}, {"port", "1"}};
+  std::map<std::string, std::string> port0 = {
+      {"host", "node-1"}, {"device", "mlx5_0"}, {"port", "1"}};
+  std::map<std::string, std::string> port1 = {
+      {"host", "node-1"}, {"device", "mlx5_1"}, {"port", "1"}};
   EXPECT_EQ(e.Get("laggard_ib_port_active", port0), 1);
   EXPECT_EQ(e.Get("laggard_ib_port_active", port1), 0);
   EXPECT_EQ(e.Get("laggard_ib_port_rate_gbps", port0), 400);
@@ -612,7 +624,8 @@ TEST(SysfsTest, LinkMetricsComeFromTheTree) {
   EXPECT_EQ(e.Get("laggard_net_speed_mbps", {{"host", "node-1"}, {"iface", "eth0"}}), 25000);
   EXPECT_EQ(e.Get("laggard_net_up", {{"host", "node-1"}, {"iface", "eth1"}}), 0);
   EXPECT_FALSE(e.Get("laggard_net_speed_mbps", {{"host", "node-1"}, {"iface", "eth1"}}));
-  std::map<std::string, std::string> gpu_link = {{"host", "node-1"}, {"device", "0000:18:00.0"}, {"class", "0x030200"}};
+  std::map<std::string, std::string> gpu_link = {
+      {"host", "node-1"}, {"device", "0000:18:00.0"}, {"class", "0x030200"}};
   EXPECT_EQ(e.Get("laggard_pcie_link_width", gpu_link), 8);
   EXPECT_EQ(e.Get("laggard_pcie_link_width_max", gpu_link), 16);
   EXPECT_EQ(e.Get("laggard_agent_sysfs_parse_errors_total", {{"host", "node-1"}}), 1);
@@ -626,8 +639,9 @@ TEST(StepLineTest, ArticleLineIsAcceptedAsIs) {
   EXPECT_EQ(r.rank, 3);
   EXPECT_EQ(r.step, 120);
   EXPECT_EQ(r.duration_ns, 812'300'000);
-  ASSERT_EQ(ParseStepLine("[rank3]: 2024-05-01 12:00:01 Rank=7; Step: 8 | time=812 ms", r, bad, why),
-            LineKind::kStep);
+  ASSERT_EQ(
+      ParseStepLine("[rank3]: 2024-05-01 12:00:01 Rank=7; Step: 8 | time=812 ms", r, bad, why),
+      LineKind::kStep);
   EXPECT_EQ(r.rank, 7);
   EXPECT_EQ(r.duration_ns, 812'000'000);
   EXPECT_EQ(ParseStepLine("epoch 3 loss 2.1", r, bad, why), LineKind::kNotStep);
@@ -641,9 +655,10 @@ TEST(StepLineTest, KeyValueLineCarriesPhasesHostGpuAndTime) {
   StepReport r;
   BadLine bad;
   std::string why;
-  ASSERT_EQ(ParseStepLine("laggard-step rank=3 step=120 time_s=0.81 compute_s=0.62 data_ms=15 host=node-1 "
-                          "gpu=3 ts=1714564800.5 future_key=x",
-                          r, bad, why),
+  ASSERT_EQ(ParseStepLine(
+                "laggard-step rank=3 step=120 time_s=0.81 compute_s=0.62 data_ms=15 host=node-1 "
+                "gpu=3 ts=1714564800.5 future_key=x",
+                r, bad, why),
             LineKind::kStep)
       << why;
   EXPECT_EQ(r.rank, 3);
@@ -719,28 +734,34 @@ TEST(StepIntakeTest, UdpReportsBecomeStepMetricsAndBadDatagramsAreCounted) {
   ASSERT_GT(port, 0);
   rig.agent->intake()->Start();
   SendUdp(port, "rank 0, step 10, time 0.80s");
-  SendUdp(port, "laggard-step rank=1 step=10 time_s=0.97 compute_s=0.9 gpu=1\nrank 0, step 11, time 0.81s\n");
-  SendUdp(port, "hello agent");                              // not a step line
-  SendUdp(port, "laggard-step rank=2 step=x time_s=1");      // bad value
-  SendUdp(port, "laggard-step rank=2 step=3");               // missing time
-  SendUdp(port, std::string(5000, 'r'));                     // too long
-  SendUdp(port, std::string("\xff\xfe\0\x01", 4));           // binary junk
+  SendUdp(
+      port,
+      "laggard-step rank=1 step=10 time_s=0.97 compute_s=0.9 gpu=1\nrank 0, step 11, time 0.81s\n");
+  SendUdp(port, "hello agent");                          // not a step line
+  SendUdp(port, "laggard-step rank=2 step=x time_s=1");  // bad value
+  SendUdp(port, "laggard-step rank=2 step=3");           // missing time
+  SendUdp(port, std::string(5000, 'r'));                 // too long
+  SendUdp(port, std::string("\xff\xfe\0\x01", 4));       // binary junk
   ASSERT_TRUE(WaitFor([&] {
-    return Parse(rig.agent->Metrics()).Get("laggard_agent_step_datagrams_total",
-                                           {{"host", "node-1"}, {"source", "udp"}}) == 7;
+    return Parse(rig.agent->Metrics())
+               .Get("laggard_agent_step_datagrams_total",
+                    {{"host", "node-1"}, {"source", "udp"}}) == 7;
   }));
   rig.agent->SampleOnce();  // GPU uuids for the rank labels
   Exposition e = rig.Scrape();
   EXPECT_EQ(e.Get("laggard_step_duration_seconds", {{"host", "node-1"}, {"rank", "0"}}), 0.81);
   EXPECT_EQ(e.Get("laggard_step_last", {{"host", "node-1"}, {"rank", "0"}}), 11);
   EXPECT_EQ(e.Get("laggard_steps_total", {{"host", "node-1"}, {"rank", "0"}}), 2);
-  EXPECT_NEAR(*e.Get("laggard_step_seconds_total", {{"host", "node-1"}, {"rank", "0"}}), 1.61, 1e-9);
-  std::map<std::string, std::string> r1 = {{"host", "node-1"}, {"rank", "1"}, {"gpu", "1"}, {"uuid", "GPU-00000001"}};
+  EXPECT_NEAR(*e.Get("laggard_step_seconds_total", {{"host", "node-1"}, {"rank", "0"}}), 1.61,
+              1e-9);
+  std::map<std::string, std::string> r1 = {
+      {"host", "node-1"}, {"rank", "1"}, {"gpu", "1"}, {"uuid", "GPU-00000001"}};
   EXPECT_EQ(e.Get("laggard_step_duration_seconds", r1), 0.97);
   r1["phase"] = "compute";
   EXPECT_EQ(e.Get("laggard_step_phase_seconds", r1), 0.9);
   auto bad = [&](const char* reason) {
-    return e.Get("laggard_agent_step_lines_bad_total", {{"host", "node-1"}, {"reason", reason}, {"source", "udp"}});
+    return e.Get("laggard_agent_step_lines_bad_total",
+                 {{"host", "node-1"}, {"reason", reason}, {"source", "udp"}});
   };
   EXPECT_EQ(bad("not_a_step_line"), 2);
   EXPECT_EQ(bad("bad_value"), 1);
@@ -753,7 +774,8 @@ TEST(StepIntakeTest, UdpReportsBecomeStepMetricsAndBadDatagramsAreCounted) {
 TEST(StepIntakeTest, UnixSocketAndTailedLogFeedTheSameMetrics) {
   TempDir dir;
   std::string sock = dir.File("steps.sock");
-  std::string log = WriteFile(dir.File("train.log"), "rank 5, step 1, time 9.9s\n");  // before start: skipped
+  std::string log =
+      WriteFile(dir.File("train.log"), "rank 5, step 1, time 9.9s\n");  // before start: skipped
   AgentOptions o = TestOptions();
   o.intake.unix_path = sock;
   o.intake.tail_files = {log};
@@ -764,12 +786,14 @@ TEST(StepIntakeTest, UnixSocketAndTailedLogFeedTheSameMetrics) {
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
   std::string line = "laggard-step rank=4 step=2 time_s=1.25";
-  ASSERT_EQ(sendto(fd, line.data(), line.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
-            static_cast<ssize_t>(line.size()));
+  ASSERT_EQ(
+      sendto(fd, line.data(), line.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+      static_cast<ssize_t>(line.size()));
   close(fd);
   {
     std::ofstream out(log, std::ios::app);
-    out << "INFO loss 2.31\nrank 5, step 2, time 0.5s\nrank 5, step 3, tim";  // last line unfinished
+    out << "INFO loss 2.31\nrank 5, step 2, time 0.5s\nrank 5, step 3, tim";  // last line
+                                                                              // unfinished
   }
   ASSERT_TRUE(WaitFor([&] {
     Exposition e = Parse(rig.agent->Metrics());
@@ -781,17 +805,20 @@ TEST(StepIntakeTest, UnixSocketAndTailedLogFeedTheSameMetrics) {
     out << "e 0.75s\n";
   }
   ASSERT_TRUE(WaitFor([&] {
-    return Parse(rig.agent->Metrics()).Get("laggard_step_last", {{"host", "node-1"}, {"rank", "5"}}) == 3;
+    return Parse(rig.agent->Metrics())
+               .Get("laggard_step_last", {{"host", "node-1"}, {"rank", "5"}}) == 3;
   }));
   Exposition e = rig.Scrape();
   EXPECT_EQ(e.Get("laggard_step_duration_seconds", {{"host", "node-1"}, {"rank", "5"}}), 0.75);
-  EXPECT_EQ(e.Get("laggard_steps_total", {{"host", "node-1"}, {"rank", "5"}}), 2);  // not the old line
+  EXPECT_EQ(e.Get("laggard_steps_total", {{"host", "node-1"}, {"rank", "5"}}),
+            2);  // not the old line
   EXPECT_EQ(e.Get("laggard_agent_step_reports_total", {{"host", "node-1"}, {"source", "tail"}}), 2);
   // Rotation: the log is replaced by a new, shorter file.
   std::filesystem::remove(log);
   WriteFile(log, "rank 5, step 4, time 0.5s\n");
   ASSERT_TRUE(WaitFor([&] {
-    return Parse(rig.agent->Metrics()).Get("laggard_step_last", {{"host", "node-1"}, {"rank", "5"}}) == 4;
+    return Parse(rig.agent->Metrics())
+               .Get("laggard_step_last", {{"host", "node-1"}, {"rank", "5"}}) == 4;
   }));
   rig.agent->Stop();
   EXPECT_FALSE(std::filesystem::exists(sock));  // removed on stop
@@ -842,7 +869,8 @@ TEST(RollingLogTest, RotationKeepsAtMostNFilesOfBoundedSize) {
     return std::vector<std::string>{"{\"header\":true}"};
   });
   ASSERT_TRUE(log.Open().ok());
-  for (int i = 0; i < 200; ++i) log.Append(fmt::format("{{\"line\":{:05d},\"pad\":\"0123456789012345678901234567890\"}}", i));
+  for (int i = 0; i < 200; ++i)
+    log.Append(fmt::format("{{\"line\":{:05d},\"pad\":\"0123456789012345678901234567890\"}}", i));
   log.Flush();
   namespace fs = std::filesystem;
   EXPECT_TRUE(fs::exists(log.path(0)));
@@ -852,10 +880,13 @@ TEST(RollingLogTest, RotationKeepsAtMostNFilesOfBoundedSize) {
   EXPECT_EQ(fs::path(log.path(2)).filename(), "steps.2.jsonl");
   for (int g = 0; g < 3; ++g) {
     EXPECT_LE(fs::file_size(log.path(g)), 1000u) << g;
-    EXPECT_EQ(ReadFile(log.path(g)).rfind("{\"header\":true}\n", 0), 0u) << g;  // each file starts with it
+    EXPECT_EQ(ReadFile(log.path(g)).rfind("{\"header\":true}\n", 0), 0u)
+        << g;  // each file starts with it
   }
-  EXPECT_NE(ReadFile(log.path(0)).find("\"line\":00199"), std::string::npos);  // newest in the current file
-  EXPECT_EQ(ReadFile(log.path(2)).find("\"line\":00000"), std::string::npos);  // oldest rotated away
+  EXPECT_NE(ReadFile(log.path(0)).find("\"line\":00199"),
+            std::string::npos);  // newest in the current file
+  EXPECT_EQ(ReadFile(log.path(2)).find("\"line\":00000"),
+            std::string::npos);  // oldest rotated away
   EXPECT_GT(log.rotations(), 2u);
   EXPECT_EQ(headers, static_cast<int>(log.rotations()) + 1);
   EXPECT_EQ(log.write_errors(), 0u);
@@ -873,7 +904,8 @@ TEST(RollingLogTest, UnwritableDirectoryFailsOpen) {
 TEST(AgentLogTest, LogsAreReadBackByDiagnoseWithoutBadRecords) {
   TempDir dir;
   FakeGpu hot = H100(1);
-  hot.fields[GpuField::kTempC] = FakePiecewise({{0, kNvmlSuccess, 60, std::nullopt}, {2, kNvmlSuccess, 92, std::nullopt}});
+  hot.fields[GpuField::kTempC] =
+      FakePiecewise({{0, kNvmlSuccess, 60, std::nullopt}, {2, kNvmlSuccess, 92, std::nullopt}});
   hot.xids = {{1.5, 79}};
   FakeGpu lost = H100(2);
   lost.lost_from_s = 2;
@@ -937,14 +969,18 @@ TEST(AgentHttpTest, ServesMetricsAndHealthOverHttp) {
   rig.agent->Start();
   int port = rig.agent->http_port();
   ASSERT_GT(port, 0);
-  ASSERT_TRUE(WaitFor([&] { return rig.agent->Health().status == 200 && probe::Get(port, "/healthz").status == 200; }));
+  ASSERT_TRUE(WaitFor([&] {
+    return rig.agent->Health().status == 200 && probe::Get(port, "/healthz").status == 200;
+  }));
   // Healthy as soon as the sampler runs; the first GPU sample may land a
   // moment later (seen under load), so wait for it on the page itself.
   probe::HttpResult m;
   ASSERT_TRUE(WaitFor([&] {
     m = probe::Get(port, "/metrics");
-    return m.status == 200 && Parse(m.body).Get("laggard_gpu_temp_celsius", G(0, "GPU-00000000")).has_value();
-  })) << m.status << " " << m.error;
+    return m.status == 200 &&
+           Parse(m.body).Get("laggard_gpu_temp_celsius", G(0, "GPU-00000000")).has_value();
+  })) << m.status
+      << " " << m.error;
   EXPECT_NE(m.headers.find("text/plain; version=0.0.4"), std::string::npos) << m.headers;
   Exposition e = Parse(m.body);
   EXPECT_TRUE(e.errors.empty());
@@ -973,7 +1009,8 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
   rig.agent->Start();
   int port = rig.agent->http_port();
   ASSERT_TRUE(WaitFor([&] { return probe::Get(port, "/healthz").status == 200; }));
-  probe::ConcurrentResult r = probe::GetConcurrently(port, "/metrics", 300, "laggard_gpu_temp_celsius");
+  probe::ConcurrentResult r =
+      probe::GetConcurrently(port, "/metrics", 300, "laggard_gpu_temp_celsius");
   EXPECT_EQ(r.ok, 300) << r.first_error;
   EXPECT_EQ(r.failed, 0) << r.first_error;
   rig.agent->Stop();
@@ -1013,7 +1050,8 @@ TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
   ASSERT_EQ(probe::Get(port, "/metrics").status, 200);
   std::vector<int> slow;
   for (int i = 0; i < 100; ++i) slow.push_back(SlowClient(port, "127.0.0.1"));
-  for (int i = 0; i < 40; ++i) slow.push_back(SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
+  for (int i = 0; i < 40; ++i)
+    slow.push_back(SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
   for (int fd : slow) ASSERT_GE(fd, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all past the grace
   for (int i = 0; i < 5; ++i) {
@@ -1133,8 +1171,9 @@ TEST(AgentProcessTest, SigtermFlushesTheLogsAndExitsZero) {
                                  R"({"gpus": [{"fields": {"temp_c": 71, "sm_clock_mhz": 1755}}]})");
   for (int sig : {SIGTERM, SIGINT}) {
     std::string logs = dir.File("logs-" + std::to_string(sig));
-    AgentProcess p({"agent", "--listen", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--fake-gpus", script,
-                    "--log-dir", logs, "--sysfs-root", "off", "--interval", "100ms", "--host", "node-7"});
+    AgentProcess p({"agent", "--listen", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--fake-gpus",
+                    script, "--log-dir", logs, "--sysfs-root", "off", "--interval", "100ms",
+                    "--host", "node-7"});
     std::string out = p.ReadUntil("\n");
     int http = PortAfter(out, "http://127.0.0.1:");
     int udp = PortAfter(out, "steps on udp 127.0.0.1:");
@@ -1142,12 +1181,19 @@ TEST(AgentProcessTest, SigtermFlushesTheLogsAndExitsZero) {
     ASSERT_GT(udp, 0) << out;
     SendUdp(udp, "rank 2, step 17, time 0.8123s");
     ASSERT_TRUE(WaitFor([&] {
-      return Parse(probe::Get(http, "/metrics").body).Get("laggard_step_last", {{"host", "node-7"}, {"rank", "2"}}) == 17;
+      return Parse(probe::Get(http, "/metrics").body)
+                 .Get("laggard_step_last", {{"host", "node-7"}, {"rank", "2"}}) == 17;
     }));
-    EXPECT_EQ(Parse(probe::Get(http, "/metrics").body).Get("laggard_gpu_temp_celsius", {{"host", "node-7"}, {"gpu", "0"}, {"uuid", "GPU-fake-0000-0"}}), 71);
+    EXPECT_EQ(Parse(probe::Get(http, "/metrics").body)
+                  .Get("laggard_gpu_temp_celsius",
+                       {{"host", "node-7"}, {"gpu", "0"}, {"uuid", "GPU-fake-0000-0"}}),
+              71);
     EXPECT_EQ(p.Signal(sig), 0);
-    EXPECT_NE(p.ReadUntil("stopped").find("laggard agent: stopped, logs flushed"), std::string::npos);
-    EXPECT_NE(ReadFile(logs + "/steps.jsonl").find("{\"rank\":2,\"step\":17,\"step_time_s\":0.8123,"), std::string::npos);
+    EXPECT_NE(p.ReadUntil("stopped").find("laggard agent: stopped, logs flushed"),
+              std::string::npos);
+    EXPECT_NE(
+        ReadFile(logs + "/steps.jsonl").find("{\"rank\":2,\"step\":17,\"step_time_s\":0.8123,"),
+        std::string::npos);
     EXPECT_NE(ReadFile(logs + "/hardware.jsonl").find("\"temp_c\":71"), std::string::npos);
     EXPECT_EQ(probe::Get(http, "/healthz").status, 0);  // the port is closed
   }
@@ -1209,7 +1255,8 @@ TEST(PythonHelperTest, ReportsReachAUdpSocketInTheAgentFormat) {
       "r.step(121, 0.8)\n"
       "u = laggard_step.Reporter(rank=1, addr=\"unix:{}\")\n"
       "u.step(1, 0.5)\n"
-      "assert (r.sent, r.dropped, u.sent, u.dropped) == (2, 0, 0, 1), (r.sent, r.dropped, u.sent, u.dropped)\n"
+      "assert (r.sent, r.dropped, u.sent, u.dropped) == (2, 0, 0, 1), (r.sent, r.dropped, u.sent, "
+      "u.dropped)\n"
       "' 2>&1",
       dir.path(), LAGGARD_SOURCE_DIR, port, sock_path);
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

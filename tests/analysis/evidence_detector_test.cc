@@ -430,7 +430,8 @@ TEST(NetworkDetectorTest, SocketFallbackOnOneHost) {
   EXPECT_EQ(fallback[0]->entity.host, "node-03");
 }
 
-TopologyMatrix Topo(const std::string& host, const std::vector<std::vector<std::string>>& gpu_to_nic) {
+TopologyMatrix Topo(const std::string& host,
+                    const std::vector<std::vector<std::string>>& gpu_to_nic) {
   // 4 GPUs x 2 NICs; GPU-GPU links NV18.
   TopologyMatrix t;
   t.host = host;
@@ -447,15 +448,18 @@ TopologyMatrix Topo(const std::string& host, const std::vector<std::vector<std::
 TEST(NetworkDetectorTest, ThreeGpusBehindOneOfTwoNicsShareIt) {
   Cluster c;
   c.network = [](NetworkData& n) {
-    n.topologies.push_back(Topo("node-00", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"PXB", "SYS"}, {"SYS", "PIX"}}));
-    n.topologies.push_back(Topo("node-01", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"SYS", "PIX"}, {"SYS", "PIX"}}));
+    n.topologies.push_back(
+        Topo("node-00", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"PXB", "SYS"}, {"SYS", "PIX"}}));
+    n.topologies.push_back(
+        Topo("node-01", {{"PIX", "SYS"}, {"PIX", "SYS"}, {"SYS", "PIX"}, {"SYS", "PIX"}}));
   };
   Result r = Diagnose(c);
   auto shared = Codes(r, FindingCode::kNetNicShared);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.host, "node-00");
   EXPECT_EQ(shared[0]->entity.nic, "NIC0");
-  EXPECT_NE(shared[0]->message.find("3 GPUs (GPU0, GPU1, GPU2)"), std::string::npos) << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("3 GPUs (GPU0, GPU1, GPU2)"), std::string::npos)
+      << shared[0]->message;
 }
 
 TEST(NetworkDetectorTest, SlowHostsOnOneSwitchPointOutsideTheJob) {
@@ -486,8 +490,8 @@ TEST(NetworkDetectorTest, SlowHostsOfOneSwitchWithFaultsOfTheirOwnAreNotTheSwitc
       r.gdr = h != 1;
       n.nccl_ranks.push_back(r);
     }
-    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
-                   {"node-03", "leaf-2"}};
+    n.switch_of = {
+        {"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"}, {"node-03", "leaf-2"}};
   };
   Result r = Diagnose(c);
   EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
@@ -537,7 +541,8 @@ TEST(NetworkDetectorTest, HostsOfOneSwitchSlowTogetherPointOutsideTheJob) {
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1");
   EXPECT_EQ(shared[0]->pattern, Pattern::kSwitchGroup);
-  EXPECT_TRUE(Codes(r, FindingCode::kNetBandwidthLow).empty()) << "0.83x is above the 0.7x of one slow host";
+  EXPECT_TRUE(Codes(r, FindingCode::kNetBandwidthLow).empty())
+      << "0.83x is above the 0.7x of one slow host";
   // Synchronised step times: the switch's hosts are the culprit, outside the job.
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
   const Culprit& top = r.v.culprits.front();
@@ -580,7 +585,7 @@ void SwitchCounters(NetworkData& n, const std::map<std::string, double>& wait_pe
 }
 
 std::map<std::string, double> Waits(double leaf1, double others = 0.04) {
-  return {{"node-00", leaf1}, {"node-01", leaf1 * 1.1}, {"node-02", others},
+  return {{"node-00", leaf1},         {"node-01", leaf1 * 1.1},   {"node-02", others},
           {"node-03", others * 1.05}, {"node-04", others * 0.95}, {"node-05", others}};
 }
 
@@ -649,10 +654,16 @@ TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaitingMuchLongerNamesItsSwitchWi
 TEST(NetworkDetectorTest, FourHostsWaitingFarLongerThanTheOneHostElsewhereNameTheirSwitch) {
   Cluster c;
   c.network = [](NetworkData& n) {
-    SwitchCounters(n, {{"node-00", 0.16}, {"node-01", 0.17}, {"node-02", 0.15}, {"node-03", 0.16},
+    SwitchCounters(n, {{"node-00", 0.16},
+                       {"node-01", 0.17},
+                       {"node-02", 0.15},
+                       {"node-03", 0.16},
                        {"node-04", 0.04}});
-    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
-                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+    n.switch_of = {{"node-00", "leaf-1"},
+                   {"node-01", "leaf-1"},
+                   {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"},
+                   {"node-04", "leaf-2"}};
   };
   Result r = Diagnose(c);
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
@@ -665,10 +676,16 @@ TEST(NetworkDetectorTest, FourHostsWaitingFarLongerThanTheOneHostElsewhereNameTh
   EXPECT_EQ(r.v.culprits.front().entity.switch_name, "leaf-1");
   // 1.8x the other host is within what leaves differ by: nothing.
   c.network = [](NetworkData& n) {
-    SwitchCounters(n, {{"node-00", 0.072}, {"node-01", 0.075}, {"node-02", 0.07}, {"node-03", 0.072},
+    SwitchCounters(n, {{"node-00", 0.072},
+                       {"node-01", 0.075},
+                       {"node-02", 0.07},
+                       {"node-03", 0.072},
                        {"node-04", 0.04}});
-    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
-                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+    n.switch_of = {{"node-00", "leaf-1"},
+                   {"node-01", "leaf-1"},
+                   {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"},
+                   {"node-04", "leaf-2"}};
   };
   EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
 }
@@ -679,8 +696,12 @@ TEST(NetworkDetectorTest, FourHostsWaitingFarLongerThanTheOneHostElsewhereNameTh
 TEST(NetworkDetectorTest, HostsAboveEveryOtherByMultiplesNameTheirSwitchDespiteANoisySpread) {
   Cluster c;
   c.network = [](NetworkData& n) {
-    SwitchCounters(n, {{"node-00", 0.105}, {"node-01", 0.108}, {"node-02", 0.052},
-                       {"node-03", 0.032}, {"node-04", 0.041}, {"node-05", 0.028}});
+    SwitchCounters(n, {{"node-00", 0.105},
+                       {"node-01", 0.108},
+                       {"node-02", 0.052},
+                       {"node-03", 0.032},
+                       {"node-04", 0.041},
+                       {"node-05", 0.028}});
     n.switch_of["node-01"] = "leaf-1";
   };
   Result r = Diagnose(c);
@@ -693,8 +714,12 @@ TEST(NetworkDetectorTest, HostsAboveEveryOtherByMultiplesNameTheirSwitchDespiteA
       << shared[0]->message;
   // One of the others as high as leaf-1's least: not apart.
   c.network = [](NetworkData& n) {
-    SwitchCounters(n, {{"node-00", 0.105}, {"node-01", 0.108}, {"node-02", 0.11},
-                       {"node-03", 0.032}, {"node-04", 0.041}, {"node-05", 0.028}});
+    SwitchCounters(n, {{"node-00", 0.105},
+                       {"node-01", 0.108},
+                       {"node-02", 0.11},
+                       {"node-03", 0.032},
+                       {"node-04", 0.041},
+                       {"node-05", 0.028}});
   };
   EXPECT_TRUE(Codes(Diagnose(c), FindingCode::kNetSharedSwitch).empty());
 }
@@ -744,7 +769,8 @@ TEST(NetworkDetectorTest, HostsThatSentAlmostNothingOverInfinibandAreLeftOut) {
 // 2026-11-29T22:00:00Z (+0.3 s per host: each host's clock and loop), each
 // interval sending 100 GB per port and waiting wait(host, interval) per
 // byte x a deterministic +-10% noise per (host, port, interval).
-void SnapshotCounters(NetworkData& n, int intervals, const std::function<double(const std::string&, int)>& wait,
+void SnapshotCounters(NetworkData& n, int intervals,
+                      const std::function<double(const std::string&, int)>& wait,
                       bool timed = true) {
   n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-2"},
                  {"node-03", "leaf-2"}, {"node-04", "leaf-3"}, {"node-05", "leaf-3"}};
@@ -792,11 +818,14 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsNameASwitchCongestedInSomeInterval
   EXPECT_EQ(shared[0]->confidence, 0.6);
   const std::string& m = shared[0]->message;
   EXPECT_NE(m.find("in 2 of 11 intervals"), std::string::npos) << m;
-  EXPECT_NE(m.find("first 2026-11-29T22:00:10.000Z to 2026-11-29T22:00:20.000Z"), std::string::npos) << m;
-  EXPECT_NE(m.find("last 2026-11-29T22:00:50.000Z to 2026-11-29T22:01:00.000Z"), std::string::npos) << m;
+  EXPECT_NE(m.find("first 2026-11-29T22:00:10.000Z to 2026-11-29T22:00:20.000Z"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("last 2026-11-29T22:00:50.000Z to 2026-11-29T22:01:00.000Z"), std::string::npos)
+      << m;
   ASSERT_EQ(shared[0]->evidence.size(), 1u);
   ASSERT_TRUE(shared[0]->evidence[0].source.has_value());
-  EXPECT_EQ(shared[0]->evidence[0].source->line, 1u + 53u * 2u);  // the snapshot ending the first interval
+  EXPECT_EQ(shared[0]->evidence[0].source->line,
+            1u + 53u * 2u);  // the snapshot ending the first interval
   ASSERT_EQ(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
   EXPECT_EQ(r.v.culprits.front().entity.switch_name, "leaf-1");
   // Without timestamps the snapshots align by their order.
@@ -804,7 +833,8 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsNameASwitchCongestedInSomeInterval
   Result untimed = Diagnose(c);
   shared = Codes(untimed, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
-  EXPECT_NE(shared[0]->message.find("first snapshots 2 to 3"), std::string::npos) << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("first snapshots 2 to 3"), std::string::npos)
+      << shared[0]->message;
 }
 
 TEST(NetworkDetectorTest, PortCounterSnapshotsOfDifferentCountsAlignByTime) {
@@ -820,7 +850,8 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsOfDifferentCountsAlignByTime) {
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
-  EXPECT_NE(shared[0]->message.find("in 2 of 10 intervals"), std::string::npos) << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("in 2 of 10 intervals"), std::string::npos)
+      << shared[0]->message;
 }
 
 TEST(NetworkDetectorTest, PortCounterSnapshotsCongestedOnceOrOnTwoSwitchesAlikeNameNoSwitch) {
@@ -852,19 +883,25 @@ TEST(NetworkDetectorTest, PortCounterSnapshotsCongestedOnceOrOnTwoSwitchesAlikeN
 // Four hosts on leaf-1, one elsewhere: each of the four above it, by 2x, in
 // two intervals names leaf-1; two against one is too easy by chance.
 TEST(NetworkDetectorTest, PortCounterSnapshotsOfFourHostsAgainstOneElsewhereNameTheirSwitch) {
-  auto congested = [](const std::string& h, int k) { return h != "node-04" && (k == 3 || k == 7) ? 0.12 : 0.04; };
+  auto congested = [](const std::string& h, int k) {
+    return h != "node-04" && (k == 3 || k == 7) ? 0.12 : 0.04;
+  };
   Cluster c;
   c.network = [&](NetworkData& n) {
     SnapshotCounters(n, 11, congested);
     std::erase_if(n.port_counters, [](const IbPortCounters& p) { return p.host == "node-05"; });
-    n.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-02", "leaf-1"},
-                   {"node-03", "leaf-1"}, {"node-04", "leaf-2"}};
+    n.switch_of = {{"node-00", "leaf-1"},
+                   {"node-01", "leaf-1"},
+                   {"node-02", "leaf-1"},
+                   {"node-03", "leaf-1"},
+                   {"node-04", "leaf-2"}};
   };
   Result r = Diagnose(c);
   auto shared = Codes(r, FindingCode::kNetSharedSwitch);
   ASSERT_EQ(shared.size(), 1u);
   EXPECT_EQ(shared[0]->entity.switch_name, "leaf-1") << shared[0]->message;
-  EXPECT_NE(shared[0]->message.find("in 2 of 11 intervals"), std::string::npos) << shared[0]->message;
+  EXPECT_NE(shared[0]->message.find("in 2 of 11 intervals"), std::string::npos)
+      << shared[0]->message;
   c.network = [&](NetworkData& n) {
     SnapshotCounters(n, 11, congested);
     std::erase_if(n.port_counters, [](const IbPortCounters& p) {

@@ -152,7 +152,7 @@ TEST(HardwareMetricsTest, AGpuBelowItsPeersMeasuresItsClockGapAndOverlap) {
   EXPECT_EQ(g.clock_overlap, true);
   EXPECT_EQ(g.thermal_overlap, false);
   EXPECT_FALSE(m.gpus[0].clock_overlap);  // rank 0 is not suspected
-  ASSERT_TRUE(g.source);  // no facts: the first sample
+  ASSERT_TRUE(g.source);                  // no facts: the first sample
   EXPECT_EQ(g.source->line, 1u);
 
   HardwareAnalysis a = DecideHardware(m, suspects, opt);

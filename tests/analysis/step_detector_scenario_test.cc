@@ -130,9 +130,10 @@ TEST(StepScenarioTest, PeriodicWholeJobSlowdownIsJobWide) {
   EXPECT_DOUBLE_EQ(*f[0]->period_steps, 50);
   // The next slow step to profile: one period after the last episode.
   int64_t next = d.steps.job.episodes.back().start_step + 50;
-  bool asks = std::any_of(d.verdict.next_steps.begin(), d.verdict.next_steps.end(), [&](const std::string& s) {
-    return s.find(fmt::format("step {} ", next)) != std::string::npos;
-  });
+  bool asks = std::any_of(d.verdict.next_steps.begin(), d.verdict.next_steps.end(),
+                          [&](const std::string& s) {
+                            return s.find(fmt::format("step {} ", next)) != std::string::npos;
+                          });
   EXPECT_TRUE(asks) << d.verdict.next_steps.back();
 }
 
@@ -239,7 +240,8 @@ TEST(StepScenarioTest, HealthyJobHasNoCulprit) {
   for (uint64_t seed = 20; seed < 26; ++seed) {
     auto sc = Base(seed);
     Diagnosis d = Diagnose(sc, sim::StepLogFormat::kArticle);
-    EXPECT_EQ(d.verdict.status, VerdictStatus::kNoStraggler) << "seed " << seed << ": " << d.verdict.summary;
+    EXPECT_EQ(d.verdict.status, VerdictStatus::kNoStraggler)
+        << "seed " << seed << ": " << d.verdict.summary;
     EXPECT_TRUE(d.verdict.culprits.empty());
   }
 }
@@ -263,7 +265,8 @@ TEST(StepScenarioTest, RanksAreComparedWithinTheirPipelineStage) {
   for (int s = 0; s < 60; ++s) {
     for (int r = 0; r < 16; ++r) {
       int stage = r / 4;
-      double t = 800 * (1 + 0.01 * ((s * 7 + r * 3) % 5 - 2) / 2.0) * (stage == 3 ? 1.15 : 1) * (r == 5 ? 1.2 : 1);
+      double t = 800 * (1 + 0.01 * ((s * 7 + r * 3) % 5 - 2) / 2.0) * (stage == 3 ? 1.15 : 1) *
+                 (r == 5 ? 1.2 : 1);
       csv += fmt::format("{},{},{},{},{:.2f}\n", r, stage, r % 4, s, t);
     }
   }

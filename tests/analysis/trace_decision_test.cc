@@ -243,12 +243,12 @@ TEST(CollectiveMatchTest, CallsMatchBySeqElseByOrderAndAmbiguousKeysAreDropped) 
     t.collectives.push_back(c);
   };
   call(a, 0, 0, 7);
-  call(b, 5, 0, 7);       // seq 0 of group 7 on both ranks
-  call(a, 100, 1, 7);     // seq 1 on rank a only
+  call(b, 5, 0, 7);    // seq 0 of group 7 on both ranks
+  call(a, 100, 1, 7);  // seq 1 on rank a only
   call(a, 200, std::nullopt, 8);
   call(b, 205, std::nullopt, 8);  // the first unsequenced call of group 8 on each
   call(b, 300, 2, 7);
-  call(b, 310, 2, 7);     // seq 2 twice on rank b: ambiguous
+  call(b, 310, 2, 7);  // seq 2 twice on rank b: ambiguous
   call(a, 305, 2, 7);
   std::vector<std::vector<Arrival>> matched = MatchCollectives({&a, &b});
   ASSERT_EQ(matched.size(), 2u);

@@ -69,8 +69,9 @@ Loaded ReadKinetoText(const std::string& json) {
 }
 
 // Kineto's layout for a kernel and for its launch call.
-std::string Kernel(const std::string& name, int64_t ts_us, int64_t dur_us, int64_t corr,
-                   const std::string& shape_args = R"J(, "grid": [132, 1, 1], "block": [128, 1, 1])J") {
+std::string Kernel(
+    const std::string& name, int64_t ts_us, int64_t dur_us, int64_t corr,
+    const std::string& shape_args = R"J(, "grid": [132, 1, 1], "block": [128, 1, 1])J") {
   return fmt::format(
       R"J({{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, )J"
       R"J("args": {{"External id": 1, "queued": 0, "device": 0, "context": 1, "stream": 7, )J"
@@ -78,7 +79,8 @@ std::string Kernel(const std::string& name, int64_t ts_us, int64_t dur_us, int64
       name, ts_us, dur_us, corr, shape_args);
 }
 
-std::string Launch(const std::string& cat, const std::string& name, const std::string& ts_us, int64_t corr) {
+std::string Launch(const std::string& cat, const std::string& name, const std::string& ts_us,
+                   int64_t corr) {
   return fmt::format(
       R"J({{"ph": "X", "cat": "{}", "name": "{}", "pid": 10, "tid": 10, "ts": {}, "dur": 4, )J"
       R"J("args": {{"External id": 1, "cbid": 211, "correlation": {}}}}})J",
@@ -126,8 +128,8 @@ TEST(TraceDepthReaderTest, AKernelLaunchedWithSeveralShapesKeepsEachShape) {
       R"J(, "grid": [264, 1, 1], "block": [128, 1, 1])J",
       R"J(, "grid": [132, 1, 1], "block": [256, 1, 1])J",
   };
-  const std::vector<std::string> texts = {"grid 132x1x1 block 128x1x1", "grid 264x1x1 block 128x1x1",
-                                          "grid 132x1x1 block 256x1x1"};
+  const std::vector<std::string> texts = {
+      "grid 132x1x1 block 128x1x1", "grid 264x1x1 block 128x1x1", "grid 132x1x1 block 256x1x1"};
   std::vector<std::string> events;
   std::vector<std::string> expected;
   for (int i = 0; i < 60; ++i) {
@@ -145,7 +147,8 @@ TEST(TraceDepthReaderTest, AKernelLaunchedWithSeveralShapesKeepsEachShape) {
 }
 
 TEST(TraceDepthReaderTest, KinetoCorpusFractionalTimesAndSteps) {
-  std::string path = kCorpus + "/kineto/hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  std::string path =
+      kCorpus + "/kineto/hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
   REQUIRE_FILE(path);
   Loaded l = ReadKineto(path);
   const RankTrace& t = l.trace();
@@ -194,7 +197,8 @@ TEST(TraceDepthReaderTest, KinetoCorpusHipAndLegacyRuntimeCategories) {
 }
 
 TEST(TraceDepthReaderTest, KinetoCpuOnlyTraceHasNoLaunchSplit) {
-  std::string path = kCorpus + "/kineto/hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  std::string path =
+      kCorpus + "/kineto/hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
   REQUIRE_FILE(path);
   Loaded l = ReadKineto(path);
   EXPECT_TRUE(l.trace().cpu_only);
@@ -231,9 +235,12 @@ TEST(TraceDepthReaderTest, GapSplitsAtTheLaunchCall) {
   // idle 20 us, 15 unlaunched, 5 queued. Kernel 3 [1050, 1060) launched at
   // 1002 us (queued early): 10 us queued.
   Loaded l = ReadKinetoText(Wrap({
-      Launch("cuda_runtime", "cudaLaunchKernel", "999", 1), Kernel("gemm_a", 1000, 10, 1),
-      Launch("cuda_runtime", "cudaLaunchKernel", "1025", 2), Kernel("gemm_a", 1030, 10, 2),
-      Launch("cuda_driver", "cuLaunchKernel", "1002", 3), Kernel("gemm_a", 1050, 10, 3),
+      Launch("cuda_runtime", "cudaLaunchKernel", "999", 1),
+      Kernel("gemm_a", 1000, 10, 1),
+      Launch("cuda_runtime", "cudaLaunchKernel", "1025", 2),
+      Kernel("gemm_a", 1030, 10, 2),
+      Launch("cuda_driver", "cuLaunchKernel", "1002", 3),
+      Kernel("gemm_a", 1050, 10, 3),
       Launch("cuda_runtime", "cudaStreamSynchronize", "1003", 4),  // no op: not a launch
       R"J({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 10, "tid": 10, "ts": 990, "dur": 50})J",
   }));
@@ -260,8 +267,10 @@ TEST(TraceDepthReaderTest, UnlinkedKernelsCountAsIdleButNotSplit) {
   // A launch whose correlation matches no kernel links nothing; the kernel
   // after the gap has no launch, so the gap is idle but in neither part.
   Loaded partial = ReadKinetoText(Wrap({
-      Launch("cuda_runtime", "cudaLaunchKernel", "999", 1), Kernel("k", 1000, 10, 1),
-      Launch("cuda_runtime", "cudaLaunchKernel", "1020", 99), Kernel("k", 1030, 10, 2),
+      Launch("cuda_runtime", "cudaLaunchKernel", "999", 1),
+      Kernel("k", 1000, 10, 1),
+      Launch("cuda_runtime", "cudaLaunchKernel", "1020", 99),
+      Kernel("k", 1030, 10, 2),
   }));
   EXPECT_EQ(partial.trace().launches_linked, 1u);
   EXPECT_EQ(partial.trace().gpu_idle_ns, 20'000);
@@ -271,8 +280,10 @@ TEST(TraceDepthReaderTest, UnlinkedKernelsCountAsIdleButNotSplit) {
 
 TEST(TraceDepthReaderTest, BadLaunchCallIsCountedAndTheRestKept) {
   Loaded l = ReadKinetoText(Wrap({
-      Launch("cuda_runtime", "cudaLaunchKernel", "\"abc\"", 1), Kernel("k", 1000, 10, 1),
-      Launch("cuda_runtime", "cudaLaunchKernel", "1025", 2), Kernel("k", 1030, 10, 2),
+      Launch("cuda_runtime", "cudaLaunchKernel", "\"abc\"", 1),
+      Kernel("k", 1000, 10, 1),
+      Launch("cuda_runtime", "cudaLaunchKernel", "1025", 2),
+      Kernel("k", 1030, 10, 2),
   }));
   EXPECT_EQ(l.run.diagnostics.count(DiagCode::kTraceBadEvent), 1u);
   EXPECT_EQ(l.trace().ops.size(), 2u);
@@ -297,10 +308,10 @@ TEST(TraceDepthReaderTest, MalformedGridFallsBackToNoShape) {
 struct Job {
   int ranks = 6;
   int steps = 4;
-  int stall_rank = -1;            // host late before each step's first launch
+  int stall_rank = -1;  // host late before each step's first launch
   DurationNs stall_ns = 0;
-  bool stall_queued = false;      // the stall is a queued wait, not a late launch
-  int slow_rank = -1;             // shape B kernels run slow_factor as long
+  bool stall_queued = false;  // the stall is a queued wait, not a late launch
+  int slow_rank = -1;         // shape B kernels run slow_factor as long
   double slow_factor = 1.0;
   bool with_launches = true;
 };
@@ -330,7 +341,8 @@ Run SimulateJob(const Job& job) {
       for (int k = 0; k < 120; ++k) {
         bool b = k % 6 == 5;
         DurationNs d = b ? 4'000'000 : 1'000'000;
-        if (b && static_cast<int>(r) == job.slow_rank) d = static_cast<DurationNs>(static_cast<double>(d) * job.slow_factor);
+        if (b && static_cast<int>(r) == job.slow_rank)
+          d = static_cast<DurationNs>(static_cast<double>(d) * job.slow_factor);
         d += static_cast<DurationNs>((r * 7919 + static_cast<size_t>(k) * 104729) % 3'000);
         TimeNs launch = clock - 50'000;
         if (k == 0 && stalled) {
@@ -399,8 +411,7 @@ TEST(TraceDepthDetectorTest, LateLaunchesMakeAHostStallWithStepNumbers) {
   // 30 ms of ~212 ms steps (180 ms of kernels, the stall, the collective):
   // 14%; the peers' queues are never empty.
   EXPECT_NE(h->message.find("rank 4: GPU idle 14% of step "), std::string::npos) << h->message;
-  EXPECT_NE(h->message.find(" with an empty launch queue, peers 0%"),
-            std::string::npos)
+  EXPECT_NE(h->message.find(" with an empty launch queue, peers 0%"), std::string::npos)
       << h->message;
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   EXPECT_EQ(v.culprits.at(0).cause_class, CauseClass::kHostStall);
@@ -459,7 +470,8 @@ TEST(TraceDepthDetectorTest, PerShapeRatioFindsASlowdownNameOnlyDilutes) {
   for (RankTrace& t : names_only.traces) {
     for (TraceOp& op : t.ops) op.shape = kNoShape;
   }
-  std::vector<const RankTrace*> np = {&names_only.traces[0], &names_only.traces[1], &names_only.traces[3]};
+  std::vector<const RankTrace*> np = {&names_only.traces[0], &names_only.traces[1],
+                                      &names_only.traces[3]};
   KernelComparison by_name = CompareKernels(names_only.traces[2], np);
   EXPECT_EQ(by_name.keys, 1u);
   EXPECT_LT(by_name.ratio, 1.05);
@@ -468,9 +480,11 @@ TEST(TraceDepthDetectorTest, PerShapeRatioFindsASlowdownNameOnlyDilutes) {
   ASSERT_EQ(a.culprit, 2);
   const Finding* k = Find(a, FindingCode::kTraceComputeSlow);
   ASSERT_NE(k, nullptr);
-  EXPECT_NE(k->message.find("[grid 528x1x1 block 256x1x1] 1.30x slower on rank 2 across 80 launches vs the median "
-                            "of 4 peers"),
-            std::string::npos)
+  EXPECT_NE(
+      k->message.find(
+          "[grid 528x1x1 block 256x1x1] 1.30x slower on rank 2 across 80 launches vs the median "
+          "of 4 peers"),
+      std::string::npos)
       << k->message;
   EXPECT_EQ(Find(a, FindingCode::kTraceHostStall), nullptr);
 }
@@ -499,7 +513,8 @@ std::string GlooRank(int rank, int late_rank, double late_us) {
     ev.push_back(fmt::format(
         R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1074, "tid": 1074, "ts": {:.3f}, "dur": 210109.162, "args": {{"External id": {}, "Record function id": 0, "Ev Idx": {}}}}})J",
         551 + step, step_start, step + 1, step));
-    double compute_end = step_start + 15000.0 + (rank * 37 % 11) + (rank == late_rank ? late_us : 0.0);
+    double compute_end =
+        step_start + 15000.0 + (rank * 37 % 11) + (rank == late_rank ? late_us : 0.0);
     ev.push_back(fmt::format(
         R"J({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1074, "tid": 1074, "ts": {:.3f}, "dur": {:.3f}, "args": {{"External id": {}, "Record function id": 0, "Input Dims": [[64, 128], [128, 64]], "Ev Idx": {}}}}})J",
         step_start + 10.0, compute_end - step_start - 10.0, 100 + step, 100 + step));
@@ -520,18 +535,22 @@ std::string GlooRank(int rank, int late_rank, double late_us) {
     }
   }
   std::string s = fmt::format(
-      "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": {{\"backend\": \"gloo\", "
+      "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": "
+      "{{\"backend\": \"gloo\", "
       "\"rank\": {}, \"world_size\": 4, \"pg_count\": 1}},\n  \"traceEvents\": [\n",
       rank);
   for (size_t i = 0; i < ev.size(); ++i) s += (i ? ",\n  " : "  ") + ev[i];
-  return s + "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1719853884000000000\n}\n";
+  return s +
+         "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": "
+         "1719853884000000000\n}\n";
 }
 
 TEST(TraceDepthGlooTest, CpuOnlyRankLateAtEveryCollectiveIsNamed) {
   TempDir dir;
   std::vector<std::string> paths;
   for (int r = 0; r < 4; ++r) {
-    paths.push_back(WriteFile(dir.File(fmt::format("rank-{}.pt.trace.json", r)), GlooRank(r, 2, 25000.0)));
+    paths.push_back(
+        WriteFile(dir.File(fmt::format("rank-{}.pt.trace.json", r)), GlooRank(r, 2, 25000.0)));
   }
   auto kineto = MakeKinetoTraceReader();
   IngestOptions options;
@@ -549,14 +568,16 @@ TEST(TraceDepthGlooTest, CpuOnlyRankLateAtEveryCollectiveIsNamed) {
   ASSERT_EQ(a.culprit, 2);
   const Finding* late = Find(a, FindingCode::kTraceLateArrival);
   ASSERT_NE(late, nullptr);
-  EXPECT_NE(late->message.find("rank 2 arrives last at 10 of 10 collectives"), std::string::npos) << late->message;
+  EXPECT_NE(late->message.find("rank 2 arrives last at 10 of 10 collectives"), std::string::npos)
+      << late->message;
 }
 
 TEST(TraceDepthGlooTest, CpuOnlyHealthyRanksHaveNoCulprit) {
   TempDir dir;
   std::vector<std::string> paths;
   for (int r = 0; r < 4; ++r) {
-    paths.push_back(WriteFile(dir.File(fmt::format("rank-{}.pt.trace.json", r)), GlooRank(r, -1, 0.0)));
+    paths.push_back(
+        WriteFile(dir.File(fmt::format("rank-{}.pt.trace.json", r)), GlooRank(r, -1, 0.0)));
   }
   auto kineto = MakeKinetoTraceReader();
   IngestOptions options;

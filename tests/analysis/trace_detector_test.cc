@@ -54,7 +54,8 @@ laggard::Run Simulate(int ranks, int steps, const Fault& fault) {
         if (phase == 0 && r == fault.stall_rank) clock += fault.stall_ns;
         if (phase == 0) clock += fault.every_rank_stall_ns;
         auto kernel = [&](uint32_t name, DurationNs d, OpClass cls) {
-          DurationNs dd = static_cast<DurationNs>(static_cast<double>(d) * f) + (r * 7919 + s * 104729) % 20'000;
+          DurationNs dd = static_cast<DurationNs>(static_cast<double>(d) * f) +
+                          (r * 7919 + s * 104729) % 20'000;
           t.ops.push_back(TraceOp{clock, dd, name, 7, cls, 0});
           clock += dd + 5'000;
         };
@@ -93,11 +94,14 @@ laggard::Run Simulate(int ranks, int steps, const Fault& fault) {
     if (fault.ranks_per_host > 0) t.host = fmt::format("node-{:02d}", r / fault.ranks_per_host);
     t.file = static_cast<uint32_t>(r);
     t.device = 0;
-    DurationNs off = r < static_cast<int>(fault.clock_offset.size()) ? fault.clock_offset[static_cast<size_t>(r)] : 0;
+    DurationNs off = r < static_cast<int>(fault.clock_offset.size())
+                         ? fault.clock_offset[static_cast<size_t>(r)]
+                         : 0;
     for (auto& op : t.ops) op.start_ns += off;
     for (auto& c : t.collectives) c.start_ns += off;
     for (auto& st : t.steps) st.start_ns += off, st.end_ns += off;
-    std::sort(t.ops.begin(), t.ops.end(), [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; });
+    std::sort(t.ops.begin(), t.ops.end(),
+              [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; });
     run.traces.push_back(std::move(t));
     run.files.push_back(InputFileInfo{"rank" + std::to_string(r) + ".json", "kineto", 0, 0, true});
   }
@@ -152,7 +156,8 @@ TEST(TraceDetectorTest, EveryGpuOfASingleHostJobIdlingIsThatHostStalling) {
   EXPECT_EQ(g->cause, "host_stall");
   EXPECT_EQ(g->entity.host, "node-00");
   EXPECT_EQ(g->ranks, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_NE(g->message.find("every GPU of node-00, the job's only host, idles"), std::string::npos) << g->message;
+  EXPECT_NE(g->message.find("every GPU of node-00, the job's only host, idles"), std::string::npos)
+      << g->message;
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   ASSERT_EQ(v.status, VerdictStatus::kStraggler) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.host, "node-00");
@@ -274,7 +279,8 @@ TEST(TraceDetectorTest, ClockOffsetsOfSeveralMsAreRemoved) {
   EXPECT_EQ(a.culprit, 2);
   ASSERT_TRUE(a.ranks[4].clock_offset_ns);
   // Offsets are relative to the median rank, so compare differences.
-  EXPECT_NEAR(static_cast<double>(*a.ranks[1].clock_offset_ns - *a.ranks[4].clock_offset_ns), 16e6, 0.2e6);
+  EXPECT_NEAR(static_cast<double>(*a.ranks[1].clock_offset_ns - *a.ranks[4].clock_offset_ns), 16e6,
+              0.2e6);
   EXPECT_NE(Find(a, FindingCode::kTraceClockOffsets), nullptr);
 }
 

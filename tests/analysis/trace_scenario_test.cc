@@ -115,17 +115,24 @@ void WriteCustomAllReduceTraces(const std::string& dir) {
             events.empty() ? "" : ",\n", name, ts, dur, rank);
       };
       kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", t, gemm);
-      kernel("void cross_device_reduce_2stage<__nv_bfloat16, 2>(RankData*, RankSignals, Signal*, __nv_bfloat16*, int, int)", t + gemm, end - (t + gemm));
-      events += ",\n" + fmt::format(
-          R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 2000}})J",
-          step, t - 10);
+      kernel(
+          "void cross_device_reduce_2stage<__nv_bfloat16, 2>(RankData*, RankSignals, Signal*, "
+          "__nv_bfloat16*, int, int)",
+          t + gemm, end - (t + gemm));
+      events +=
+          ",\n" +
+          fmt::format(
+              R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 2000}})J",
+              step, t - 10);
       t = end + 300;
     }
-    WriteFile(fmt::format("{}/rank-{}.pt.trace.json", dir, rank),
-              fmt::format(R"J({{"distributedInfo": {{"backend": "nccl", "rank": {}, "world_size": 2}}, "traceEvents": [
+    WriteFile(
+        fmt::format("{}/rank-{}.pt.trace.json", dir, rank),
+        fmt::format(
+            R"J({{"distributedInfo": {{"backend": "nccl", "rank": {}, "world_size": 2}}, "traceEvents": [
 {}
 ]}})J",
-                          rank, events));
+            rank, events));
   }
 }
 
@@ -163,7 +170,8 @@ TEST(TraceScenarioTest, HealthyJobHasNoCulprit) {
     sc.max_clock_offset_ms = 5;
     ASSERT_TRUE(sim::WriteKinetoTraces(sc, dir.path()).ok());
     nlohmann::json r = Diagnose(dir.path());
-    EXPECT_TRUE(r["verdict"]["culprits"].empty()) << "seed " << seed << ": " << r["verdict"]["summary"];
+    EXPECT_TRUE(r["verdict"]["culprits"].empty())
+        << "seed " << seed << ": " << r["verdict"]["summary"];
   }
 }
 

@@ -50,7 +50,8 @@ std::string FourRanks(bool garbled) {
   for (int s = 0; s < 30; ++s) {
     for (int r = 0; r < 4; ++r) {
       double t = 0.8 + 0.004 * ((s * 7 + r * 3) % 5) + (r == 2 ? 0.2 : 0);
-      text += "rank " + std::to_string(r) + ", step " + std::to_string(s) + ", time " + std::to_string(t) + "s\n";
+      text += "rank " + std::to_string(r) + ", step " + std::to_string(s) + ", time " +
+              std::to_string(t) + "s\n";
     }
   }
   if (garbled) text += "rank 1, step 31, time ???\n";
@@ -99,7 +100,9 @@ TEST(CliTest, NoUsableInputIsAClearNonZeroExit) {
   WriteFile(dir.File("notes.txt"), "nothing about steps here\n");
   Result r = RunCli({"diagnose", dir.path()});
   EXPECT_EQ(r.rc, kExitNoInput);
-  EXPECT_NE(r.err.find("no usable step times, traces, GPU metrics or network data"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no usable step times, traces, GPU metrics or network data"),
+            std::string::npos)
+      << r.err;
   Result missing = RunCli({"diagnose", "/no/such/laggard/path"});
   EXPECT_EQ(missing.rc, kExitNoInput);
   EXPECT_NE(missing.err.find("/no/such/laggard/path"), std::string::npos);
@@ -117,14 +120,14 @@ TEST(CliTest, DemoDiagnosesItsSimulatedRun) {
   TempDir dir;
   Result r = RunCli({"demo", "-o", dir.path()});
   EXPECT_EQ(r.rc, kExitOk) << r.err;
-  EXPECT_NE(r.out.find("verdict: rank 13 (node-01 GPU 5) is the straggler"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict: rank 13 (node-01 GPU 5) is the straggler"), std::string::npos)
+      << r.out;
   EXPECT_TRUE(std::filesystem::exists(dir.File("report.json")));
   EXPECT_TRUE(std::filesystem::exists(dir.File("report.html")));
   EXPECT_TRUE(std::filesystem::exists(dir.File("trace.json")));
   EXPECT_NE(r.out.find("HTML report:  " + dir.File("report.html")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("merged trace: " + dir.File("trace.json")), std::string::npos) << r.out;
 }
-
 
 TEST(CliTest, NegativeOrAbsurdOptionValuesAreUsageErrors) {
   TempDir dir;
@@ -197,8 +200,8 @@ TEST(CliTest, TwoOutputsToOnePathAreRefusedBeforeReading) {
 TEST(CliTest, AnOutputThatCannotBeWrittenKeepsTheVerdictAndItsOwnExitCode) {
   TempDir dir;
   WriteFile(dir.File("train.log"), FourRanks(false));
-  Result r = RunCli({"diagnose", dir.File("train.log"), "--html", dir.File("report.html"),
-                     "--json", dir.path() + "/no/such/dir/report.json"});
+  Result r = RunCli({"diagnose", dir.File("train.log"), "--html", dir.File("report.html"), "--json",
+                     dir.path() + "/no/such/dir/report.json"});
   EXPECT_EQ(r.rc, kExitOutputFailed);
   EXPECT_NE(kExitOutputFailed, kExitNoInput);
   EXPECT_EQ(r.out.rfind("verdict: rank 2 is the straggler", 0), 0u) << r.out;
@@ -217,8 +220,9 @@ TEST(CliTest, FailOnGivesItsExitCodeOnlyForTheVerdictsNamed) {
   EXPECT_EQ(hit.out.rfind("verdict: rank 2 is the straggler", 0), 0u);
   EXPECT_NE(hit.err.find("--fail-on"), std::string::npos);
   EXPECT_EQ(RunCli({"diagnose", "--fail-on", "inconclusive,job-wide", dir.path()}).rc, kExitOk);
-  EXPECT_EQ(RunCli({"diagnose", "--fail-on", "inconclusive", "--fail-on", "straggler", dir.path()}).rc,
-            kExitFailOn);
+  EXPECT_EQ(
+      RunCli({"diagnose", "--fail-on", "inconclusive", "--fail-on", "straggler", dir.path()}).rc,
+      kExitFailOn);
   EXPECT_EQ(RunCli({"diagnose", "--fail-on", "slow", dir.path()}).rc, kExitNoInput);
   EXPECT_EQ(RunCli({"watch", "--fail-on", "straggler"}).rc, kExitNoInput);
 }
@@ -284,8 +288,8 @@ TEST(CliTest, UnknownCommandSaysSoAndBareLaggardPrintsUsage) {
 TEST(CliTest, HelpHasExamplesExitCodesAndTheFormatList) {
   Result help = RunCli({"--help"});
   EXPECT_EQ(help.rc, kExitOk);
-  for (const char* want : {"Examples:", "laggard diagnose run/", "Exit codes:",
-                           "3  an output (--json, --html, --trace) was not written",
+  for (const char* want : {"Examples:", "laggard diagnose run/",
+                           "Exit codes:", "3  an output (--json, --html, --trace) was not written",
                            "4  --fail-on", "laggard formats"}) {
     EXPECT_NE(help.out.find(want), std::string::npos) << want << "\n" << help.out;
   }

@@ -162,7 +162,9 @@ TEST(InspectTest, JsonToAFileKeepsTheTextOnStdout) {
 TEST(InspectTest, SkippedFileSaysWhy) {
   TempDir dir;
   WriteFile(dir.File("train.log"), kTwoRanks);
-  WriteFile(dir.File("blob.bin"), std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0\0", 12));
+  WriteFile(dir.File("blob.bin"), std::string("\x7f"
+                                              "ELF\x02\x01\x01\0\0\0\0\0",
+                                              12));
   Result r = RunCli({"inspect", "--json", "-", dir.path()});
   ASSERT_EQ(r.rc, kExitOk) << r.err;
   Json doc = Json::parse(r.out);

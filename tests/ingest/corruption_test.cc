@@ -114,8 +114,8 @@ TEST(CorruptionTest, TruncatedGzipKeepsEveryCompleteLineBeforeTheCut) {
     if (decodable.empty()) continue;  // nothing decoded yet: see the header-only case
     int complete = 0;
     for (char c : decodable) complete += c == '\n';
-    laggard::Run run = IngestPaths({WriteFile(dir.File("rank0-" + std::to_string(cut) + ".log.gz"),
-                                     gz.substr(0, cut))});
+    laggard::Run run = IngestPaths(
+        {WriteFile(dir.File("rank0-" + std::to_string(cut) + ".log.gz"), gz.substr(0, cut))});
     EXPECT_EQ(StepsOf(run, 0), ExpectedSteps(0, complete));
     EXPECT_EQ(Count(run, DiagCode::kGzipTruncated), 1u);
     EXPECT_EQ(Count(run, DiagCode::kGzipCorrupt), 0u);
@@ -184,7 +184,8 @@ TEST(CorruptionTest, GarbageAfterGzipDataKeepsEveryLine) {
 
 TEST(CorruptionTest, ConcatenatedGzipMembersAreAllRead) {
   TempDir dir;
-  std::string gz = GzipParts({ArticleLines(0, 5)}, nullptr) + GzipParts({ArticleLines(5, 9)}, nullptr);
+  std::string gz =
+      GzipParts({ArticleLines(0, 5)}, nullptr) + GzipParts({ArticleLines(5, 9)}, nullptr);
   laggard::Run run = IngestPaths({WriteFile(dir.File("rank0.log.gz"), gz)});
   EXPECT_EQ(StepsOf(run, 0), ExpectedSteps(0, 9));
   EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
@@ -241,14 +242,15 @@ TEST(CorruptionTest, EmptyGzipFileIsCountedAsEmpty) {
 
 TEST(CorruptionTest, GarbledArticleLinesAreCountedWithFileAndLine) {
   TempDir dir;
-  std::string log = "starting\n"                                   // 1
-                    "rank 0, step 1, time 0.8s\n"                  // 2
-                    "rank 0, step 2, time\n"                       // 3: no value
-                    "rank 0, step two, time 0.8s\n"                // 4: no step number
-                    "rank 0, step 4, time 0.8 fortnights\n"        // 5: unknown unit
-                    "rank 0, step 5 time 0.8s\n"                   // 6: kept (no comma needed)
-                    "ranking of steps: 3\n"                        // 7: not a record
-                    "rank 0, step 7, time 0.8s\n";                 // 8
+  std::string log =
+      "starting\n"                             // 1
+      "rank 0, step 1, time 0.8s\n"            // 2
+      "rank 0, step 2, time\n"                 // 3: no value
+      "rank 0, step two, time 0.8s\n"          // 4: no step number
+      "rank 0, step 4, time 0.8 fortnights\n"  // 5: unknown unit
+      "rank 0, step 5 time 0.8s\n"             // 6: kept (no comma needed)
+      "ranking of steps: 3\n"                  // 7: not a record
+      "rank 0, step 7, time 0.8s\n";           // 8
   std::string path = WriteFile(dir.File("rank0.log"), log);
   laggard::Run run = IngestPaths({path});
   EXPECT_EQ(Count(run, DiagCode::kStepGarbled), 3u);
@@ -264,18 +266,22 @@ TEST(CorruptionTest, GarbledArticleLinesAreCountedWithFileAndLine) {
 
 TEST(CorruptionTest, ZeroAndNegativeDurationsAreNotUsed) {
   TempDir dir;
-  std::string log = "rank 0, step 1, time 0.8s\n"
-                    "rank 0, step 2, time 0s\n"
-                    "rank 0, step 3, time -0.5s\n"
-                    "rank 0, step 4, time 0.8s\n";
-  std::string csv = "rank,step,duration_ms\n"
-                    "1,1,800\n"
-                    "1,2,-3\n"
-                    "1,3,0\n";
-  std::string jsonl = "{\"rank\": 2, \"step\": 1, \"duration\": 0.8}\n"
-                      "{\"rank\": 2, \"step\": 2, \"duration\": -1e-3}\n";
-  laggard::Run run = IngestPaths({WriteFile(dir.File("a.log"), log), WriteFile(dir.File("b.csv"), csv),
-                         WriteFile(dir.File("c.jsonl"), jsonl)});
+  std::string log =
+      "rank 0, step 1, time 0.8s\n"
+      "rank 0, step 2, time 0s\n"
+      "rank 0, step 3, time -0.5s\n"
+      "rank 0, step 4, time 0.8s\n";
+  std::string csv =
+      "rank,step,duration_ms\n"
+      "1,1,800\n"
+      "1,2,-3\n"
+      "1,3,0\n";
+  std::string jsonl =
+      "{\"rank\": 2, \"step\": 1, \"duration\": 0.8}\n"
+      "{\"rank\": 2, \"step\": 2, \"duration\": -1e-3}\n";
+  laggard::Run run =
+      IngestPaths({WriteFile(dir.File("a.log"), log), WriteFile(dir.File("b.csv"), csv),
+                   WriteFile(dir.File("c.jsonl"), jsonl)});
   EXPECT_EQ(Count(run, DiagCode::kStepNonPositiveDuration), 5u);
   EXPECT_EQ(ExampleLines(run, DiagCode::kStepNonPositiveDuration),
             (std::vector<uint64_t>{2, 3, 3, 4, 2}));
@@ -287,9 +293,10 @@ TEST(CorruptionTest, ZeroAndNegativeDurationsAreNotUsed) {
 
 TEST(CorruptionTest, DuplicateStepsKeepTheFirstAndAreCounted) {
   TempDir dir;
-  std::string log = "rank 0, step 1, time 0.5s\n"
-                    "rank 0, step 2, time 0.6s\n"
-                    "rank 0, step 1, time 0.9s\n";  // line 3 repeats step 1
+  std::string log =
+      "rank 0, step 1, time 0.5s\n"
+      "rank 0, step 2, time 0.6s\n"
+      "rank 0, step 1, time 0.9s\n";  // line 3 repeats step 1
   std::string path = WriteFile(dir.File("train.log"), log);
   laggard::Run run = IngestPaths({path});
   EXPECT_EQ(Count(run, DiagCode::kStepDuplicate), 1u);
@@ -331,14 +338,15 @@ TEST(CorruptionTest, StepsGivenByTwoFilesOfOneLoopAreOneNoteNotBadRecords) {
 
 TEST(CorruptionTest, CsvRowsWithMissingFieldsAreBadRows) {
   TempDir dir;
-  std::string csv = "rank,step,duration_ms\n"  // 1
-                    "0,1,800\n"                // 2
-                    "0,2,\n"                   // 3: no duration
-                    "0,,800\n"                 // 4: no step
-                    ",4,800\n"                 // 5: no rank
-                    "0\n"                      // 6: one field
-                    "0,6,800\n"                // 7
-                    "0,7,fast\n";              // 8: not a time
+  std::string csv =
+      "rank,step,duration_ms\n"  // 1
+      "0,1,800\n"                // 2
+      "0,2,\n"                   // 3: no duration
+      "0,,800\n"                 // 4: no step
+      ",4,800\n"                 // 5: no rank
+      "0\n"                      // 6: one field
+      "0,6,800\n"                // 7
+      "0,7,fast\n";              // 8: not a time
   std::string path = WriteFile(dir.File("steps.csv"), csv);
   laggard::Run run = IngestPaths({path});
   EXPECT_EQ(Count(run, DiagCode::kCsvBadRow), 5u);
@@ -349,13 +357,14 @@ TEST(CorruptionTest, CsvRowsWithMissingFieldsAreBadRows) {
 
 TEST(CorruptionTest, BrokenJsonLinesAreCountedAndTheRestRead) {
   TempDir dir;
-  std::string jsonl = "{\"rank\": 0, \"step\": 1, \"duration\": 0.8}\n"  // 1
-                      "{\"rank\": 0, \"step\": 2, \"duration\": \n"       // 2: cut object
-                      "not json at all\n"                                 // 3
-                      "{\"rank\": 0, \"duration\": 0.8}\n"                // 4: no step
-                      "[1, 2, 3]\n"                                       // 5: not an object
-                      "{\"rank\": 0, \"step\": 6, \"duration\": \"slow\"}\n"  // 6: not a time
-                      "{\"rank\": 0, \"step\": 7, \"duration\": 0.8}\n";  // 7
+  std::string jsonl =
+      "{\"rank\": 0, \"step\": 1, \"duration\": 0.8}\n"       // 1
+      "{\"rank\": 0, \"step\": 2, \"duration\": \n"           // 2: cut object
+      "not json at all\n"                                     // 3
+      "{\"rank\": 0, \"duration\": 0.8}\n"                    // 4: no step
+      "[1, 2, 3]\n"                                           // 5: not an object
+      "{\"rank\": 0, \"step\": 6, \"duration\": \"slow\"}\n"  // 6: not a time
+      "{\"rank\": 0, \"step\": 7, \"duration\": 0.8}\n";      // 7
   std::string path = WriteFile(dir.File("steps.jsonl"), jsonl);
   laggard::Run run = IngestPaths({path});
   EXPECT_EQ(Count(run, DiagCode::kJsonlBadLine), 5u);
@@ -368,7 +377,8 @@ TEST(CorruptionTest, OverLongLineIsCountedAndFollowingLinesRead) {
   TempDir dir;
   for (size_t long_length : {LineReader::kMaxLine + 10, LineReader::kMaxLine * 3}) {
     SCOPED_TRACE("line of " + std::to_string(long_length) + " bytes");
-    std::string log = ArticleLines(0, 2) + std::string(long_length, 'x') + "\n" + ArticleLines(2, 6);
+    std::string log =
+        ArticleLines(0, 2) + std::string(long_length, 'x') + "\n" + ArticleLines(2, 6);
     std::string path = WriteFile(dir.File("rank0-" + std::to_string(long_length) + ".log"), log);
     laggard::Run run = IngestPaths({path});
     EXPECT_EQ(Count(run, DiagCode::kLineTooLong), 1u);
@@ -388,7 +398,8 @@ TEST(CorruptionTest, CrlfLineEndingsAreRead) {
   EXPECT_EQ(StepsOf(run, 0), ExpectedSteps(0, 4));
   EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
   laggard::Run csv_run = IngestPaths({WriteFile(dir.File("steps.csv"), csv)});
-  EXPECT_EQ((StepsOf(csv_run, 0)), (std::vector<std::pair<int64_t, int64_t>>{{10, 800}, {11, 801}}));
+  EXPECT_EQ((StepsOf(csv_run, 0)),
+            (std::vector<std::pair<int64_t, int64_t>>{{10, 800}, {11, 801}}));
   EXPECT_EQ(csv_run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 }
 
@@ -435,7 +446,8 @@ laggard::Run IngestWithTraces(const std::vector<std::string>& paths) {
 // The exporter's template, one event.
 std::string LegacyEvent(const std::string& name, int ts, int dur) {
   return "{\"name\": \"" + name + "\", \"ph\": \"X\", \"ts\": " + std::to_string(ts) +
-         ", \"dur\": " + std::to_string(dur) + ", \"tid\": 1, \"pid\": \"CPU functions\", "
+         ", \"dur\": " + std::to_string(dur) +
+         ", \"tid\": 1, \"pid\": \"CPU functions\", "
          "\"args\": {}}";
 }
 

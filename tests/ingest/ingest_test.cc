@@ -33,7 +33,9 @@ TEST(IngestTest, WalksDirectoriesAndListsUnknownFilesAsSkipped) {
   WriteGzip(dir.File("a/b/rank1.log.gz"), "rank 1, step 1, time 0.9s\n");
   WriteFile(dir.File("README.md"), "# notes\nnothing to see\n");
   WriteFile(dir.File("empty.log"), "");
-  WriteFile(dir.File("model.bin"), std::string("\x7f" "ELF\0\0\0", 7));
+  WriteFile(dir.File("model.bin"), std::string("\x7f"
+                                               "ELF\0\0\0",
+                                               7));
   WriteFile(dir.File(".hidden/rank9.log"), "rank 9, step 1, time 0.8s\n");
   laggard::Run run = IngestPaths({dir.path()});
   ASSERT_EQ(run.ranks.size(), 2u);
@@ -104,9 +106,9 @@ TEST(IngestTest, TheSameFileReachedTwiceIsReadOnce) {
   WriteFile(dir.File("run/node-02/rank1.log"),
             "rank 1, step 1, time 0.8s\nrank 1, step 2, time 0.9s\n");
   std::filesystem::create_hard_link(dir.File("run/node-01/rank0.log"), dir.File("rank0-link.log"));
-  laggard::Run run = IngestPaths({dir.File("run"), dir.File("run"), dir.File("run/node-02"),
-                                  dir.File("run/../run/node-01/rank0.log"),
-                                  dir.File("rank0-link.log")});
+  laggard::Run run =
+      IngestPaths({dir.File("run"), dir.File("run"), dir.File("run/node-02"),
+                   dir.File("run/../run/node-01/rank0.log"), dir.File("rank0-link.log")});
   EXPECT_EQ(run.files.size(), 2u);
   EXPECT_EQ(run.diagnostics.count(DiagCode::kStepDuplicate), 0u);
   EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
@@ -177,7 +179,7 @@ TEST(IngestTest, AFileRanksListNamesTheRanksOfFilesThatDoNot) {
   std::string map = WriteFile(dir.File("ranks.txt"),
                               "# file rank\n"
                               "train.out 9\n"
-                              "./host-a/train.out,3\n"   // longer: wins for host-a
+                              "./host-a/train.out,3\n"  // longer: wins for host-a
                               "host-c/rank1.log 7\n"
                               "\n"
                               "gone/train.out 4\n");
@@ -199,15 +201,19 @@ TEST(IngestTest, AFileRanksListNamesTheRanksOfFilesThatDoNot) {
 TEST(IngestTest, AMalformedOrAmbiguousFileRanksListFailsWithItsLine) {
   TempDir dir;
   WriteFile(dir.File("host-a/train.out"), std::string(kMegatronLine));
-  auto bad = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m1"), "host-a/train.out 3\nx.out seven\n"));
+  auto bad = IngestWithFileRanks(dir.path(),
+                                 WriteFile(dir.File("m1"), "host-a/train.out 3\nx.out seven\n"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("m1:2:"), std::string::npos) << bad.status().message();
   auto no_rank = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m2"), "justapath\n"));
   ASSERT_FALSE(no_rank.ok());
-  EXPECT_NE(no_rank.status().message().find("m2:1:"), std::string::npos) << no_rank.status().message();
-  auto twice = IngestWithFileRanks(dir.path(), WriteFile(dir.File("m3"), "train.out 1\ntrain.out 2\n"));
+  EXPECT_NE(no_rank.status().message().find("m2:1:"), std::string::npos)
+      << no_rank.status().message();
+  auto twice =
+      IngestWithFileRanks(dir.path(), WriteFile(dir.File("m3"), "train.out 1\ntrain.out 2\n"));
   ASSERT_FALSE(twice.ok());
-  EXPECT_NE(twice.status().message().find("lines 1 and 2"), std::string::npos) << twice.status().message();
+  EXPECT_NE(twice.status().message().find("lines 1 and 2"), std::string::npos)
+      << twice.status().message();
   auto missing = IngestWithFileRanks(dir.path(), dir.File("no-such-map"));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
@@ -217,7 +223,8 @@ TEST(IngestTest, ResultDoesNotDependOnThreadCount) {
   TempDir dir;
   for (int r = 0; r < 6; ++r) {
     std::string text;
-    for (int s = 0; s < 50; ++s) text += "rank " + std::to_string(r) + ", step " + std::to_string(s) + ", time 0.8s\n";
+    for (int s = 0; s < 50; ++s)
+      text += "rank " + std::to_string(r) + ", step " + std::to_string(s) + ", time 0.8s\n";
     text += "rank " + std::to_string(r) + ", step x, time 0.8s\n";
     WriteFile(dir.File("rank" + std::to_string(r) + ".log"), text);
   }
@@ -230,7 +237,8 @@ TEST(IngestTest, ResultDoesNotDependOnThreadCount) {
   auto b = Ingest({dir.path()}, readers->readers, two);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->ranks.size(), b->ranks.size());
-  for (size_t i = 0; i < a->ranks.size(); ++i) EXPECT_EQ(a->ranks[i].steps.size(), b->ranks[i].steps.size());
+  for (size_t i = 0; i < a->ranks.size(); ++i)
+    EXPECT_EQ(a->ranks[i].steps.size(), b->ranks[i].steps.size());
   const auto& ea = a->diagnostics.examples(DiagCode::kStepGarbled);
   const auto& eb = b->diagnostics.examples(DiagCode::kStepGarbled);
   ASSERT_EQ(ea.size(), eb.size());

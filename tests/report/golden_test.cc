@@ -49,7 +49,8 @@ std::vector<std::string> Cases() {
   std::vector<std::string> out;
   fs::path root = fs::path(LAGGARD_SOURCE_DIR) / "tests" / "golden";
   for (const auto& e : fs::directory_iterator(root)) {
-    if (e.is_directory() && fs::exists(e.path() / "cmd")) out.push_back(e.path().filename().string());
+    if (e.is_directory() && fs::exists(e.path() / "cmd"))
+      out.push_back(e.path().filename().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -96,7 +97,8 @@ TEST_P(GoldenTest, OutputMatchesExpected) {
   if (fs::exists(dir / "cwd") && Trim(Slurp(dir / "cwd")) == "corpus") {
     ASSERT_FALSE(simulated) << dir << ": `simulate` and `cwd` do not combine";
     fs::path corpus = LAGGARD_CORPUS_DIR;
-    if (!fs::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus << "; skipping";
+    if (!fs::exists(corpus))
+      GTEST_SKIP() << "shared corpus not found at " << corpus << "; skipping";
     cwd = corpus.parent_path();
     in_corpus = true;
   }
@@ -115,10 +117,12 @@ TEST_P(GoldenTest, OutputMatchesExpected) {
     for (const auto& a : Words(dir / "simulate")) sim_args.push_back(a);
     sim_args.insert(sim_args.end(), {"--quiet", "-o", (scratch.path() / "sim").string()});
     std::ostringstream sim_out, sim_err;
-    ASSERT_EQ(RunArgs(sim_args, sim_out, sim_err), 0) << "laggard simulate failed: " << sim_err.str();
+    ASSERT_EQ(RunArgs(sim_args, sim_out, sim_err), 0)
+        << "laggard simulate failed: " << sim_err.str();
     cwd = scratch.path();
     for (std::string& a : args) {
-      for (size_t at = a.find("$SIM"); at != std::string::npos; at = a.find("$SIM", at + 3)) a.replace(at, 4, "sim");
+      for (size_t at = a.find("$SIM"); at != std::string::npos; at = a.find("$SIM", at + 3))
+        a.replace(at, 4, "sim");
     }
   }
 
@@ -144,7 +148,8 @@ TEST_P(GoldenTest, OutputMatchesExpected) {
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param;
-                           for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
                          });
 

@@ -109,16 +109,19 @@ TEST(HtmlReportTest, TextFromTheInputCannotEndTheScriptElement) {
   doc["verdict"]["summary"] = "verdict: </script><script>alert(1)</script> & <b>";
   std::string html = report_json::RenderHtmlDocument(doc);
   EXPECT_EQ(Count(html, "</script>"), 4u);
-  EXPECT_NE(html.find("<title>verdict: &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;</title>"),
+  EXPECT_NE(html.find("<title>verdict: &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; "
+                      "&lt;b&gt;</title>"),
             std::string::npos);
-  EXPECT_EQ(Json::parse(ScriptElement(html, kDocumentScript))["verdict"]["summary"], doc["verdict"]["summary"]);
+  EXPECT_EQ(Json::parse(ScriptElement(html, kDocumentScript))["verdict"]["summary"],
+            doc["verdict"]["summary"]);
 }
 
 // --- headless Chromium -------------------------------------------------------
 
 std::string FindChromium() {
   if (const char* env = getenv("LAGGARD_CHROMIUM")) return env;
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+  for (const char* p :
+       {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
     if (access(p, X_OK) == 0) return p;
   }
   return "";
@@ -138,16 +141,18 @@ struct BrowserResult {
 
 // Runs chromium headless on `html` with `mode` ("--dump-dom" or
 // "--screenshot=PATH") and returns its stdout (the DOM) and stderr.
-BrowserResult RunChromium(const std::string& chromium, const fs::path& html, const std::string& name,
-                          const std::string& mode) {
+BrowserResult RunChromium(const std::string& chromium, const fs::path& html,
+                          const std::string& name, const std::string& mode) {
   fs::path out = OutputDir();
   fs::path profile = out / ("profile-" + name);
   fs::path dom = out / (name + ".dom.html"), log = out / (name + ".chromium.log");
-  std::string cmd = "timeout 120 '" + chromium +
-                    "' --headless --disable-gpu --no-sandbox --no-first-run --disable-dev-shm-usage "
-                    "--hide-scrollbars --enable-logging=stderr --v=0 --window-size=1400,3200 "
-                    "--user-data-dir='" + profile.string() + "' " + mode + " 'file://" +
-                    fs::absolute(html).string() + "' > '" + dom.string() + "' 2> '" + log.string() + "'";
+  std::string cmd =
+      "timeout 120 '" + chromium +
+      "' --headless --disable-gpu --no-sandbox --no-first-run --disable-dev-shm-usage "
+      "--hide-scrollbars --enable-logging=stderr --v=0 --window-size=1400,3200 "
+      "--user-data-dir='" +
+      profile.string() + "' " + mode + " 'file://" + fs::absolute(html).string() + "' > '" +
+      dom.string() + "' 2> '" + log.string() + "'";
   BrowserResult r;
   int status = std::system(cmd.c_str());
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -190,10 +195,20 @@ void CheckPageRenders(const PageCase& c) {
   if (c.add_network) {
     // The network section as the network detector will add it: any shape of
     // objects and arrays renders as tables.
-    doc["network"] = {{"ib_ports", Json::array({{{"host", "node-00"}, {"ca", "mlx5_0"}, {"port", 1}, {"state", "Active"}, {"rate_gbps", 400}},
-                                                {{"host", "node-01"}, {"ca", "mlx5_0"}, {"port", 1}, {"state", "Down"}, {"rate_gbps", nullptr}}})},
-                      {"nccl_tests", Json::array({{{"collective", "all_reduce"}, {"avg_busbw_gbps", 41.7}, {"ranks", 16}}})},
-                      {"switch_of", {{"node-00", "leaf-1"}, {"node-01", "leaf-2"}}}};
+    doc["network"] = {
+        {"ib_ports", Json::array({{{"host", "node-00"},
+                                   {"ca", "mlx5_0"},
+                                   {"port", 1},
+                                   {"state", "Active"},
+                                   {"rate_gbps", 400}},
+                                  {{"host", "node-01"},
+                                   {"ca", "mlx5_0"},
+                                   {"port", 1},
+                                   {"state", "Down"},
+                                   {"rate_gbps", nullptr}}})},
+        {"nccl_tests",
+         Json::array({{{"collective", "all_reduce"}, {"avg_busbw_gbps", 41.7}, {"ranks", 16}}})},
+        {"switch_of", {{"node-00", "leaf-1"}, {"node-01", "leaf-2"}}}};
   }
   fs::path html = OutputDir() / (c.name + ".html");
   WriteFile(html.string(), report_json::RenderHtmlDocument(doc));
@@ -201,8 +216,10 @@ void CheckPageRenders(const PageCase& c) {
   BrowserResult r = RunChromium(chromium, html, c.name, "--dump-dom");
   ASSERT_EQ(r.rc, 0) << "chromium failed; log in " << OutputDir() / (c.name + ".chromium.log");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.dom, m, std::regex(R"re(id="laggard-status" data-state="(\w+)" data-charts="(\d+)")re")))
-      << "no status marker: the page script did not finish\n" << r.dom.substr(0, 2000);
+  ASSERT_TRUE(std::regex_search(
+      r.dom, m, std::regex(R"re(id="laggard-status" data-state="(\w+)" data-charts="(\d+)")re")))
+      << "no status marker: the page script did not finish\n"
+      << r.dom.substr(0, 2000);
   EXPECT_EQ(m[1].str(), "ok") << "page reported an error";
   EXPECT_GE(std::stoul(m[2].str()), c.min_charts);
   EXPECT_EQ(Count(r.dom, "class=\"laggard-error\""), 0u) << r.dom.substr(0, 4000);
@@ -222,7 +239,8 @@ void CheckPageRenders(const PageCase& c) {
 
   fs::path png = OutputDir() / (c.name + ".png");
   fs::remove(png);
-  BrowserResult shot = RunChromium(chromium, html, c.name + "-shot", "--screenshot='" + png.string() + "'");
+  BrowserResult shot =
+      RunChromium(chromium, html, c.name + "-shot", "--screenshot='" + png.string() + "'");
   EXPECT_EQ(shot.rc, 0);
   ASSERT_TRUE(fs::exists(png)) << "no screenshot at " << png;
   EXPECT_GT(fs::file_size(png), 50'000u) << "screenshot looks empty: " << png;
@@ -235,11 +253,13 @@ TEST(HtmlReportBrowserTest, FullReportRendersEveryChartWithoutErrors) {
 }
 
 TEST(HtmlReportBrowserTest, StepLogsOnlyReportSkipsAbsentSignals) {
-  CheckPageRenders(PageCase{"steps_only", FixtureOptions{.traces = false, .hardware = false}, false, 3});
+  CheckPageRenders(
+      PageCase{"steps_only", FixtureOptions{.traces = false, .hardware = false}, false, 3});
 }
 
 TEST(HtmlReportBrowserTest, TracesOnlyReportRenders) {
-  CheckPageRenders(PageCase{"traces_only", FixtureOptions{.step_logs = false, .hardware = false}, false, 2});
+  CheckPageRenders(
+      PageCase{"traces_only", FixtureOptions{.step_logs = false, .hardware = false}, false, 2});
 }
 
 TEST(HtmlReportBrowserTest, ManyRanksRender) {
@@ -248,7 +268,8 @@ TEST(HtmlReportBrowserTest, ManyRanksRender) {
 }
 
 TEST(HtmlReportBrowserTest, EmptyRunRendersTheVerdictAndDataQuality) {
-  CheckPageRenders(PageCase{"empty", FixtureOptions{.step_logs = false, .traces = false, .hardware = false}, false, 0});
+  CheckPageRenders(PageCase{
+      "empty", FixtureOptions{.step_logs = false, .traces = false, .hardware = false}, false, 0});
 }
 
 // --- the CLI -----------------------------------------------------------------
@@ -268,7 +289,9 @@ TEST(HtmlReportCliTest, DiagnoseWritesTheHtmlReportAndTheMergedTrace) {
   TempDir dir;
   SimulatedRun(dir.path(), FixtureOptions{.hardware = false});
   std::string out, err;
-  int rc = RunCli({"diagnose", "--html", dir.File("r.html"), "--trace", dir.File("t.json"), dir.path()}, &out, &err);
+  int rc =
+      RunCli({"diagnose", "--html", dir.File("r.html"), "--trace", dir.File("t.json"), dir.path()},
+             &out, &err);
   EXPECT_EQ(rc, kExitOk) << err;
   EXPECT_EQ(out.rfind("verdict: rank 5", 0), 0u) << out;
   std::string html = ReadFile(dir.File("r.html"));

@@ -33,7 +33,7 @@ std::string MergedTraceText(const Diagnosed& d) {
 Json MergedTrace(const Diagnosed& d) { return Json::parse(MergedTraceText(d)); }
 
 struct Tracks {
-  std::map<int, std::string> process;                  // pid -> name
+  std::map<int, std::string> process;                 // pid -> name
   std::map<std::pair<int, int>, std::string> thread;  // (pid, tid) -> name
   std::pair<int, int> Find(const std::string& name) const {
     for (auto& [key, n] : thread) {
@@ -119,14 +119,16 @@ TEST_F(MergedTraceTest, TopLevelKeysComeInTheOrderPerfettoReads) {
   // ... and keeps tids global: rank tracks never reuse a pid as tid.
   Tracks t = NamedTracks(*trace_);
   for (auto& [key, name] : t.thread) {
-    EXPECT_FALSE(t.process.count(key.second)) << "track " << name << " has tid " << key.second << ", a pid";
+    EXPECT_FALSE(t.process.count(key.second))
+        << "track " << name << " has tid " << key.second << ", a pid";
   }
 }
 
 TEST_F(MergedTraceTest, OneProcessPerHostAndOneNamedTrackPerRank) {
   Tracks t = NamedTracks(*trace_);
   std::set<std::string> names;
-  for (auto& [pid, name] : t.process) EXPECT_TRUE(names.insert(name).second) << "two processes named " << name;
+  for (auto& [pid, name] : t.process)
+    EXPECT_TRUE(names.insert(name).second) << "two processes named " << name;
   EXPECT_EQ(names, (std::set<std::string>{"job", "node-00", "node-01"}));
   for (int r = 0; r < 16; ++r) {
     auto [pid, tid] = t.Find("rank " + std::to_string(r));
@@ -289,7 +291,9 @@ TEST_F(MergedTraceTest, FindingsAreInstantsAtTheirOnsetStep) {
 
 TEST(MergedTraceLayoutTest, StepsWithoutStartTimesAreLaidEndToEndFromZero) {
   TempDir dir;
-  auto d = SimulatedRun(dir.path(), FixtureOptions{.format = sim::StepLogFormat::kArticle, .traces = false, .hardware = false});
+  auto d = SimulatedRun(
+      dir.path(),
+      FixtureOptions{.format = sim::StepLogFormat::kArticle, .traces = false, .hardware = false});
   Json t = MergedTrace(*d);
   EXPECT_EQ(t["otherData"]["steps_timing"], "laid_end_to_end");
   EXPECT_EQ(t["otherData"]["ranks_laid_end_to_end"].size(), 16u);
@@ -316,8 +320,10 @@ Diagnosed OneRank(const std::vector<double>& starts_ms, double dur_ms) {
   s.info.rank = 0;
   s.info.host = "h";
   for (size_t i = 0; i < starts_ms.size(); ++i) {
-    s.steps.push_back(StepRecord{static_cast<int64_t>(i), static_cast<DurationNs>(dur_ms * 1e6),
-                                 5'000'000'000 + static_cast<TimeNs>(starts_ms[i] * 1e6), {}});
+    s.steps.push_back(StepRecord{static_cast<int64_t>(i),
+                                 static_cast<DurationNs>(dur_ms * 1e6),
+                                 5'000'000'000 + static_cast<TimeNs>(starts_ms[i] * 1e6),
+                                 {}});
   }
   testing_util::Diagnose(d);
   return d;
@@ -326,7 +332,8 @@ Diagnosed OneRank(const std::vector<double>& starts_ms, double dur_ms) {
 std::map<std::string, std::pair<int, int>> TrackOfSlice(const Json& t) {
   std::map<std::string, std::pair<int, int>> where;
   for (const Json& e : t["traceEvents"]) {
-    if (e["ph"] == "X") where[e["name"].get<std::string>()] = {e["pid"].get<int>(), e["tid"].get<int>()};
+    if (e["ph"] == "X")
+      where[e["name"].get<std::string>()] = {e["pid"].get<int>(), e["tid"].get<int>()};
   }
   return where;
 }

@@ -49,7 +49,8 @@ TEST(TextReportTest, ASmallJobShowsEveryRankInRankOrder) {
   auto d = SimulatedRun(dir.path(), FixtureOptions{.hardware = false, .ranks = 8});
   std::vector<std::string> table = TraceTable(Text(d->input()));
   ASSERT_EQ(table.size(), 9u) << Text(d->input());  // header + 8 ranks
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(FirstCell(table[static_cast<size_t>(r) + 1]), std::to_string(r));
+  for (int r = 0; r < 8; ++r)
+    EXPECT_EQ(FirstCell(table[static_cast<size_t>(r) + 1]), std::to_string(r));
   EXPECT_NE(table[0].find("compute"), std::string::npos);
   EXPECT_NE(table[0].find("idle"), std::string::npos);
 }

@@ -22,8 +22,8 @@ namespace laggard {
 namespace {
 
 using nlohmann::json;
-using testing_util::ReadGzip;
 using testing_util::ReadFile;
+using testing_util::ReadGzip;
 using testing_util::TempDir;
 
 // One NCCL kernel, on the true clock (host clock minus the truth's offset).
@@ -106,8 +106,9 @@ Traces Write(const sim::TraceScenario& sc, const TempDir& dir, bool gzip = false
 }
 
 size_t Count(const json& doc, const std::string& key, const std::string& value) {
-  return static_cast<size_t>(std::count_if(doc["traceEvents"].begin(), doc["traceEvents"].end(),
-                                           [&](const json& e) { return e.value(key, "") == value; }));
+  return static_cast<size_t>(
+      std::count_if(doc["traceEvents"].begin(), doc["traceEvents"].end(),
+                    [&](const json& e) { return e.value(key, "") == value; }));
 }
 
 TEST(KinetoTracesSimTest, FilesHaveTheKinetoLayoutAndTheScenariosEventCounts) {
@@ -147,8 +148,8 @@ TEST(KinetoTracesSimTest, FilesHaveTheKinetoLayoutAndTheScenariosEventCounts) {
   for (const json& e : t.ranks[0].doc["traceEvents"]) {
     if (e.value("name", "").rfind("ProfilerStep#", 0) == 0) names.insert(e["name"]);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"ProfilerStep#100", "ProfilerStep#101", "ProfilerStep#102",
-                                           "ProfilerStep#103"}));
+  EXPECT_EQ(names, (std::set<std::string>{"ProfilerStep#100", "ProfilerStep#101",
+                                          "ProfilerStep#102", "ProfilerStep#103"}));
   EXPECT_EQ(t.truth["fault"], "compute_slow");
   EXPECT_EQ(t.truth["culprit_rank"], 5);
   EXPECT_EQ(t.truth["culprit_host"], "node-00");
@@ -165,7 +166,8 @@ TEST(KinetoTracesSimTest, NcclKernelCarriesTheCollectiveArgs) {
     }
   }
   ASSERT_NE(nccl, nullptr);
-  EXPECT_EQ((*nccl)["name"], "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  EXPECT_EQ((*nccl)["name"],
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   const json& a = (*nccl)["args"];
   EXPECT_EQ(a["Collective name"], "allreduce");
   EXPECT_EQ(a["dtype"], "BFloat16");
@@ -190,7 +192,8 @@ TEST(KinetoTracesSimTest, CollectiveEndsAreSimultaneousOnTheTrueClock) {
   EXPECT_GT(std::abs(offsets[0] - offsets[1]), 100'000);
   for (const auto& [seq, c0] : t.ranks[0].collectives) {
     for (const RankFile& rf : t.ranks) {
-      EXPECT_NEAR(rf.collectives.at(seq).end_ns, c0.end_ns, 3'000) << "Seq " << seq << " rank " << rf.rank;
+      EXPECT_NEAR(rf.collectives.at(seq).end_ns, c0.end_ns, 3'000)
+          << "Seq " << seq << " rank " << rf.rank;
     }
   }
 }
@@ -230,7 +233,8 @@ TEST(KinetoTracesSimTest, EndToEndStepTimesAreEqualAcrossRanks) {
   }
 }
 
-TEST(KinetoTracesSimTest, DataStallCulpritHasNormalKernelsAndArrivesLastAtEachStepsFirstCollective) {
+TEST(KinetoTracesSimTest,
+     DataStallCulpritHasNormalKernelsAndArrivesLastAtEachStepsFirstCollective) {
   TempDir dir;
   sim::TraceScenario sc = Base(6);
   sc.data_stall = sim::DataStallFault{9, 0.2};
@@ -353,7 +357,8 @@ TEST(KinetoTracesSimTest, LegacyNcclNamesAndHeaderBaseTime) {
   for (const json& e : d["traceEvents"]) {
     if (e.value("cat", "") != "kernel" || !e["args"].contains("Seq")) continue;
     ++nccl;
-    EXPECT_EQ(e["name"], "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)");
+    EXPECT_EQ(e["name"],
+              "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)");
     EXPECT_EQ(e["args"]["dtype"], "Float");
     EXPECT_EQ(e["args"]["Group size"], 40);
     // PyTorch writes at most 30 ranks of a group.

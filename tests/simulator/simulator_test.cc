@@ -87,7 +87,8 @@ std::vector<std::string> Fields(const std::string& line, char sep = ' ') {
 
 // dmon rows of one GPU: column name -> value, for rows while the job ran
 // (fb > 1000 MB).
-std::vector<std::map<std::string, double>> DmonRows(const Sim& s, const std::string& host, int gpu) {
+std::vector<std::map<std::string, double>> DmonRows(const Sim& s, const std::string& host,
+                                                    int gpu) {
   auto lines = Lines(s.File(host + "/nvidia-smi-dmon.txt"));
   std::vector<std::string> cols = Fields(lines.at(0).substr(1));  // "Date Time gpu pwr ..."
   std::vector<std::map<std::string, double>> rows;
@@ -120,7 +121,8 @@ std::string QueryValue(const std::string& block, const std::string& label, size_
 }
 
 // query CSV rows of one GPU: header name -> text value.
-std::vector<std::map<std::string, std::string>> CsvRows(const Sim& s, const std::string& host, int gpu) {
+std::vector<std::map<std::string, std::string>> CsvRows(const Sim& s, const std::string& host,
+                                                        int gpu) {
   auto lines = Lines(s.File(host + "/nvidia-smi-query.csv"));
   auto header = Fields(lines.at(0), ',');
   std::vector<std::map<std::string, std::string>> rows;
@@ -136,7 +138,8 @@ std::vector<std::map<std::string, std::string>> CsvRows(const Sim& s, const std:
 }
 
 // ibstat: CA name -> (State, Rate).
-std::map<std::string, std::pair<std::string, std::string>> Ibstat(const Sim& s, const std::string& host) {
+std::map<std::string, std::pair<std::string, std::string>> Ibstat(const Sim& s,
+                                                                  const std::string& host) {
   std::map<std::string, std::pair<std::string, std::string>> out;
   std::string ca;
   for (const std::string& line : Lines(s.File(host + "/ibstat.txt"))) {
@@ -169,7 +172,8 @@ std::vector<double> StepTimes(const Sim& s, int rank, int gpus_per_node) {
 
 double Mean(const std::vector<double>& v, size_t from = 0) {
   if (v.size() <= from) return 0;
-  return std::accumulate(v.begin() + static_cast<long>(from), v.end(), 0.0) / static_cast<double>(v.size() - from);
+  return std::accumulate(v.begin() + static_cast<long>(from), v.end(), 0.0) /
+         static_cast<double>(v.size() - from);
 }
 
 // One rank's trace: per profiled step, compute kernel time, NCCL kernel
@@ -185,7 +189,8 @@ TraceStats Trace(const Sim& s, int rank, int gpus_per_node) {
   std::string host = fmt::format("node-{:02d}", rank / gpus_per_node);
   for (const auto& e : fs::directory_iterator(s.dir.File(host))) {
     std::string name = e.path().filename().string();
-    if (!StartsWith(name, fmt::format("rank-{}.", rank)) || !EndsWith(name, ".pt.trace.json")) continue;
+    if (!StartsWith(name, fmt::format("rank-{}.", rank)) || !EndsWith(name, ".pt.trace.json"))
+      continue;
     json doc = json::parse(ReadFile(e.path().string()));
     int64_t base = doc["baseTimeNanoseconds"];
     std::vector<std::pair<double, double>> steps;  // (ts, dur)
@@ -195,7 +200,8 @@ TraceStats Trace(const Sim& s, int rank, int gpus_per_node) {
       if (ev.value("ph", "") != "X") continue;
       std::string n = ev.value("name", "");
       if (StartsWith(n, "ProfilerStep#")) steps.emplace_back(ev["ts"], ev["dur"]);
-      else if (ev.value("cat", "") == "kernel") kernels.emplace_back(ev["ts"], ev["dur"], ev["args"].contains("Seq"));
+      else if (ev.value("cat", "") == "kernel")
+        kernels.emplace_back(ev["ts"], ev["dur"], ev["args"].contains("Seq"));
       else if (StartsWith(n, "enumerate(DataLoader)")) loaders.emplace_back(ev["ts"], ev["dur"]);
     }
     std::sort(steps.begin(), steps.end());
@@ -222,7 +228,8 @@ TraceStats Trace(const Sim& s, int rank, int gpus_per_node) {
 std::map<std::string, std::string> ReadTree(const std::string& root) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) files[fs::relative(e.path(), root).string()] = ReadFile(e.path().string());
+    if (e.is_regular_file())
+      files[fs::relative(e.path(), root).string()] = ReadFile(e.path().string());
   }
   return files;
 }
@@ -256,9 +263,10 @@ TEST(SimulatorTest, SameSeedWritesIdenticalFilesWithEveryFaultKindAndAnyThreadCo
        {"thermal@node-00:0:25%", "power_cap@node-00:1:25%", "clocks_locked@node-00:2:25%",
         "pcie_downgrade@node-00:3:50%", "nvlink_down@node-01:0", "slow_kernel@rank5:25%",
         "nic_degraded@node-01:mlx5_1:50%", "ib_port_down@node-02:mlx5_2", "socket_fallback@node-03",
-        "shared_switch_congestion@node-02..node-03:50%,period=20,duration=5", "host_cpu_contention@node-02:25%",
-        "data_loader_stall@rank9:25%", "periodic_interference@rank10:100%,period=20",
-        "pipeline_stage_imbalance@stage3:25%", "sequence_length_imbalance@all:25%"}) {
+        "shared_switch_congestion@node-02..node-03:50%,period=20,duration=5",
+        "host_cpu_contention@node-02:25%", "data_loader_stall@rank9:25%",
+        "periodic_interference@rank10:100%,period=20", "pipeline_stage_imbalance@stage3:25%",
+        "sequence_length_imbalance@all:25%"}) {
     sc.faults.push_back(F(spec));
   }
   sim::RunOutputOptions one = Outputs(), four = Outputs();
@@ -272,7 +280,8 @@ TEST(SimulatorTest, SameSeedWritesIdenticalFilesWithEveryFaultKindAndAnyThreadCo
   EXPECT_EQ(a.truth["faults"].size(), 15u);
   for (const auto& [name, content] : ta) {
     ASSERT_TRUE(tb.count(name)) << name;
-    EXPECT_TRUE(tb[name] == content) << name << " differs between 1 and 4 writer threads with the same seed";
+    EXPECT_TRUE(tb[name] == content)
+        << name << " differs between 1 and 4 writer threads with the same seed";
   }
 }
 
@@ -280,15 +289,19 @@ TEST(SimulatorTest, RunDirectoryHasEveryFileOfTheLayout) {
   Sim s;
   Write(s, Small(3, 2, 30));
   for (const char* host : {"node-00", "node-01", "node-02"}) {
-    for (const char* f : {"nvidia-smi-dmon.txt", "nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi-topo.txt",
-                          "nvidia-smi-nvlink.txt", "ibstat.txt", "ethtool-eth0.txt", "perfquery.txt"}) {
+    for (const char* f :
+         {"nvidia-smi-dmon.txt", "nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi-topo.txt",
+          "nvidia-smi-nvlink.txt", "ibstat.txt", "ethtool-eth0.txt", "perfquery.txt"}) {
       EXPECT_TRUE(fs::exists(s.dir.File(std::string(host) + "/" + f))) << host << "/" << f;
     }
   }
-  for (int r = 0; r < 6; ++r) EXPECT_TRUE(fs::exists(s.dir.File(fmt::format("node-{:02d}/rank-{}.log", r / 2, r))));
-  for (const char* f : {"nccl-tests/all_reduce_perf_node-00.txt", "nccl-tests/all_reduce_perf_node-00_node-01.txt",
-                        "nccl-tests/all_reduce_perf_node-00_node-02.txt", "nccl-tests/all_reduce_perf_node-01_node-02.txt",
-                        "nccl-debug.log", "switch-map.csv", "truth.json"}) {
+  for (int r = 0; r < 6; ++r)
+    EXPECT_TRUE(fs::exists(s.dir.File(fmt::format("node-{:02d}/rank-{}.log", r / 2, r))));
+  for (const char* f :
+       {"nccl-tests/all_reduce_perf_node-00.txt", "nccl-tests/all_reduce_perf_node-00_node-01.txt",
+        "nccl-tests/all_reduce_perf_node-00_node-02.txt",
+        "nccl-tests/all_reduce_perf_node-01_node-02.txt", "nccl-debug.log", "switch-map.csv",
+        "truth.json"}) {
     EXPECT_TRUE(fs::exists(s.dir.File(f))) << f;
   }
   // One trace per rank, in its host's directory.
@@ -297,11 +310,14 @@ TEST(SimulatorTest, RunDirectoryHasEveryFileOfTheLayout) {
     traces += EndsWith(e.path().string(), ".pt.trace.json") ? 1 : 0;
   }
   EXPECT_EQ(traces, 6);
-  EXPECT_EQ(s.File("switch-map.csv"), "host,switch\nnode-00,leaf-00\nnode-01,leaf-00\nnode-02,leaf-00\n");
+  EXPECT_EQ(s.File("switch-map.csv"),
+            "host,switch\nnode-00,leaf-00\nnode-01,leaf-00\nnode-02,leaf-00\n");
   // Real layouts: the dmon header, the article's step line, nccl-tests' table.
   auto dmon = Lines(s.File("node-00/nvidia-smi-dmon.txt"));
-  EXPECT_EQ(dmon[0].rfind("#Date        Time         gpu    pwr  gtemp  mtemp     sm    mem", 0), 0u);
-  EXPECT_EQ(dmon[1].rfind("#YYYYMMDD    HH:MM:SS     Idx      W      C      C      %      %", 0), 0u);
+  EXPECT_EQ(dmon[0].rfind("#Date        Time         gpu    pwr  gtemp  mtemp     sm    mem", 0),
+            0u);
+  EXPECT_EQ(dmon[1].rfind("#YYYYMMDD    HH:MM:SS     Idx      W      C      C      %      %", 0),
+            0u);
   EXPECT_EQ(dmon[2].size(), dmon[0].size());
   std::string line = Lines(s.File("node-01/rank-3.log"))[5];
   EXPECT_EQ(line.rfind("rank 3, step 5, time ", 0), 0u) << line;
@@ -309,7 +325,8 @@ TEST(SimulatorTest, RunDirectoryHasEveryFileOfTheLayout) {
   std::string nt = s.File("nccl-tests/all_reduce_perf_node-00_node-01.txt");
   EXPECT_NE(nt.find("#  Rank  3 Group  0 Pid"), std::string::npos);
   EXPECT_NE(nt.find("  1073741824     268435456     float     sum      -1"), std::string::npos);
-  EXPECT_NE(s.File("node-02/nvidia-smi-topo.txt").find("GPU0\t X \tNV18\tPIX\t"), std::string::npos);
+  EXPECT_NE(s.File("node-02/nvidia-smi-topo.txt").find("GPU0\t X \tNV18\tPIX\t"),
+            std::string::npos);
 }
 
 TEST(SimulatorTest, HealthyControlHasNoFaultMarks) {
@@ -336,15 +353,18 @@ TEST(SimulatorTest, HealthyControlHasNoFaultMarks) {
     }
     for (const auto& [ca, st] : Ibstat(s, host)) {
       EXPECT_EQ(st.first, "Active") << ca;
-      EXPECT_TRUE(st.second == "400" || (ca == "mlx5_8" && st.second == "100")) << ca << " " << st.second;
+      EXPECT_TRUE(st.second == "400" || (ca == "mlx5_8" && st.second == "100"))
+          << ca << " " << st.second;
     }
-    EXPECT_EQ(s.File(std::string(host) + "/nvidia-smi-nvlink.txt").find("inactive"), std::string::npos);
+    EXPECT_EQ(s.File(std::string(host) + "/nvidia-smi-nvlink.txt").find("inactive"),
+              std::string::npos);
   }
   std::string nccl = s.File("nccl-debug.log");
   EXPECT_EQ(nccl.find("NET/Socket"), std::string::npos);
   EXPECT_EQ(nccl.find("SHM/"), std::string::npos);
   EXPECT_NE(nccl.find("via NET/IB/0/GDRDMA"), std::string::npos);
-  EXPECT_NEAR(AvgBusBw(s, "node-00_node-01"), AvgBusBw(s, "node-00"), 0.05 * AvgBusBw(s, "node-00"));
+  EXPECT_NEAR(AvgBusBw(s, "node-00_node-01"), AvgBusBw(s, "node-00"),
+              0.05 * AvgBusBw(s, "node-00"));
 }
 
 TEST(SimulatorTest, ThermalGpuThrottlesItsRankComputesLongestAndWaitsLeast) {
@@ -383,7 +403,8 @@ TEST(SimulatorTest, ThermalGpuThrottlesItsRankComputesLongestAndWaitsLeast) {
   }
   // Step logs: synchronised, and the whole job slowed.
   auto t0 = StepTimes(s, 0, 4), t6 = StepTimes(s, 6, 4);
-  for (size_t i = 0; i < t0.size(); ++i) EXPECT_NEAR(t0[i], t6[i], 0.003) << "step " << i;  // < 0.5%
+  for (size_t i = 0; i < t0.size(); ++i)
+    EXPECT_NEAR(t0[i], t6[i], 0.003) << "step " << i;  // < 0.5%
   // Truth.
   const json& e = s.truth["expected"];
   EXPECT_EQ(e["status"], "straggler");
@@ -479,7 +500,8 @@ TEST(SimulatorTest, SocketFallbackHostUsesNetSocket) {
   Write(s, sc);
   int socket_lines = 0;
   for (const std::string& line : Lines(s.File("nccl-debug.log"))) {
-    bool socket = line.find("NET/Socket") != std::string::npos || line.find("Using network Socket") != std::string::npos;
+    bool socket = line.find("NET/Socket") != std::string::npos ||
+                  line.find("Using network Socket") != std::string::npos;
     if (socket) {
       ++socket_lines;
       EXPECT_EQ(line.rfind("node-02:", 0), 0u) << line;
@@ -556,7 +578,8 @@ TEST(SimulatorTest, DataLoaderStallIsAHostGapOnItsRank) {
   EXPECT_NEAR(Mean(stalled.dataloader_us), 0.3 * 750e3, 0.2 * 0.3 * 750e3);
   EXPECT_LT(Mean(peer.dataloader_us), 1000);
   EXPECT_NEAR(Mean(stalled.compute_us), Mean(peer.compute_us), 0.05 * Mean(peer.compute_us));
-  EXPECT_LT(DmonRows(s, "node-00", 2).back().at("sm"), DmonRows(s, "node-00", 3).back().at("sm") - 10);
+  EXPECT_LT(DmonRows(s, "node-00", 2).back().at("sm"),
+            DmonRows(s, "node-00", 3).back().at("sm") - 10);
   EXPECT_EQ(s.truth["expected"]["cause_class"], "host_stall");
   EXPECT_NEAR(s.truth["faults"][0]["effect"]["host_stall_s"].get<double>(), 0.225, 0.03);
 }
@@ -570,10 +593,12 @@ TEST(SimulatorTest, SharedSwitchCongestionIsPeriodicOnOneSwitch) {
   o.hardware = false;
   Write(s, sc, o);
   EXPECT_EQ(s.File("switch-map.csv"),
-            "host,switch\nnode-00,leaf-00\nnode-01,leaf-00\nnode-02,leaf-01\nnode-03,leaf-02\nnode-04,leaf-02\n"
+            "host,switch\nnode-00,leaf-00\nnode-01,leaf-00\nnode-02,leaf-01\nnode-03,leaf-02\nnode-"
+            "04,leaf-02\n"
             "node-05,leaf-02\n");
   auto t = StepTimes(s, 0, 1);
-  double quiet = Mean({t[20], t[21], t[22], t[23], t[24]}), busy = Mean({t[10], t[11], t[12], t[13], t[14]});
+  double quiet = Mean({t[20], t[21], t[22], t[23], t[24]}),
+         busy = Mean({t[10], t[11], t[12], t[13], t[14]});
   EXPECT_GT(busy, quiet * 1.05);
   EXPECT_GT(Mean({t[30], t[31], t[32]}), quiet * 1.05);
   const json& f = s.truth["faults"][0];
@@ -593,7 +618,8 @@ std::vector<double> WaitPerWord(const std::string& text) {
   for (const std::string& l : Lines(text)) {
     if (!l.empty() && l[0] >= '0' && l[0] <= '9') out.clear();  // a snapshot's date line
     if (l.rfind("PortXmitData:", 0) == 0) data = std::stod(l.substr(l.find_last_of('.') + 1));
-    if (l.rfind("PortXmitWait:", 0) == 0) out.push_back(std::stod(l.substr(l.find_last_of('.') + 1)) / data);
+    if (l.rfind("PortXmitWait:", 0) == 0)
+      out.push_back(std::stod(l.substr(l.find_last_of('.') + 1)) / data);
   }
   return out;
 }
@@ -612,20 +638,24 @@ TEST(SimulatorTest, PerfqueryCountersShowTheCongestedSwitchsHostsWaiting) {
   ASSERT_EQ(lines.size(), 8u * (1u + 2u * 26u));
   EXPECT_EQ(lines[0].size(), 20u);
   EXPECT_EQ(lines[0].back(), 'Z');
-  EXPECT_EQ(lines[1], "# Port extended counters: Lid 2 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  EXPECT_EQ(lines[1],
+            "# Port extended counters: Lid 2 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
   EXPECT_EQ(lines[2], "PortSelect:......................1");
-  EXPECT_EQ(lines[27], "# Port extended counters: Lid 3 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
+  EXPECT_EQ(lines[27],
+            "# Port extended counters: Lid 3 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)");
   // The lids are ibstat's base lids.
   EXPECT_NE(s.File("node-00/ibstat.txt").find("Base lid: 3\n"), std::string::npos);
   // Quiet hosts wait ~4% of their sending time; the congested switch's hosts
   // wait 0.5 / 0.5 x 25% of the steps more.
   double quiet = 0, congested = 0;
   for (int n : {0, 1, 2, 3}) {
-    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n)))) quiet = std::max(quiet, w);
+    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n))))
+      quiet = std::max(quiet, w);
   }
   congested = 1e9;
   for (int n : {4, 5}) {
-    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n)))) congested = std::min(congested, w);
+    for (double w : WaitPerWord(s.File(fmt::format("node-{:02d}/perfquery.txt", n))))
+      congested = std::min(congested, w);
   }
   EXPECT_GT(congested, 3 * quiet);
   // The same seed without the fault: identical traffic, no extra wait.
@@ -689,7 +719,8 @@ TEST(SimulatorTest, PerfquerySnapshotsShowTheCongestionInTheIntervalsItIsActive)
   };
   auto congested = intervals(4);
   ASSERT_EQ(congested.size(), 8u);
-  for (size_t i = 1; i < congested.size(); ++i) EXPECT_LT(congested[i - 1].first, congested[i].first);
+  for (size_t i = 1; i < congested.size(); ++i)
+    EXPECT_LT(congested[i - 1].first, congested[i].first);
   auto quiet = intervals(0);
   ASSERT_EQ(quiet.size(), 8u);
   // Steps 10-19 and 50-59 are congested (0.3 / 0.7 of the sending time on
@@ -714,7 +745,8 @@ TEST(SimulatorTest, PeriodicInterferenceSlowsEveryPeriodthStep) {
   o.traces = false;
   Write(s, sc, o);
   auto t = StepTimes(s, 3, 4);
-  for (int step : {5, 20, 35, 50}) EXPECT_GT(t[static_cast<size_t>(step)], t[static_cast<size_t>(step + 1)] + 0.3);
+  for (int step : {5, 20, 35, 50})
+    EXPECT_GT(t[static_cast<size_t>(step)], t[static_cast<size_t>(step + 1)] + 0.3);
   EXPECT_EQ(s.truth["faults"][0]["cause"], "gc_pause");
   EXPECT_EQ(s.truth["faults"][0]["period_steps"], 15);
 }
@@ -764,13 +796,15 @@ TEST(SimulatorTest, StepLogsTracesAndSamplesShareOneTimeline) {
       ASSERT_EQ(f[4], std::to_string(10 + i));
       // Same step start on the host clock (CSV has us, Kineto ns), same duration.
       double csv_start_s = std::stod(f[0]);
-      EXPECT_NEAR(csv_start_s, static_cast<double>(t.step_start_ns[static_cast<size_t>(i)]) / 1e9, 2e-6);
+      EXPECT_NEAR(csv_start_s, static_cast<double>(t.step_start_ns[static_cast<size_t>(i)]) / 1e9,
+                  2e-6);
       EXPECT_NEAR(std::stod(f[5]) * 1e3, t.step_dur_us[static_cast<size_t>(i)], 2.0);
     }
   }
   // Host clocks differ by the offsets in truth.json: the same collective ends
   // at the same true time on both hosts.
-  int64_t off0 = s.truth["clock_offsets_ns"]["node-00"], off1 = s.truth["clock_offsets_ns"]["node-01"];
+  int64_t off0 = s.truth["clock_offsets_ns"]["node-00"],
+          off1 = s.truth["clock_offsets_ns"]["node-01"];
   EXPECT_NE(off0, off1);
   TraceStats a = Trace(s, 0, 4), b = Trace(s, 4, 4);
   for (size_t i = 0; i < 3; ++i) {
@@ -795,7 +829,8 @@ TEST(SimulatorTest, ComputeStepTimingShowsTheCulpritInStepLogs) {
 TEST(SimulatorTest, SeveralFaultsCombineAndTheLargestLeads) {
   Sim s;
   sim::ClusterScenario sc = Small(3, 2, 120);
-  sc.faults = {F("slow_kernel@rank1:0.05"), F("socket_fallback@node-02"), F("host_cpu_contention@node-00:0.1")};
+  sc.faults = {F("slow_kernel@rank1:0.05"), F("socket_fallback@node-02"),
+               F("host_cpu_contention@node-00:0.1")};
   Write(s, sc);
   ASSERT_EQ(s.truth["faults"].size(), 3u);
   EXPECT_EQ(s.truth["expected"]["cause"], "socket_fallback");
@@ -820,7 +855,8 @@ TEST(SimulatorTest, DefaultTargetsAreDrawnFromTheSeed) {
   sim::ClusterScenario again = Small(4, 4, 10);
   again.faults = {F("thermal"), F("nic_degraded"), F("data_loader_stall")};
   ASSERT_TRUE(sim::ResolveScenario(&again).ok());
-  EXPECT_EQ(sim::DescribeTarget(sc, sc.faults[0].target), sim::DescribeTarget(again, again.faults[0].target));
+  EXPECT_EQ(sim::DescribeTarget(sc, sc.faults[0].target),
+            sim::DescribeTarget(again, again.faults[0].target));
   EXPECT_EQ(sc.faults[2].target.rank, again.faults[2].target.rank);
 }
 
@@ -853,13 +889,15 @@ TEST(SimulatorTest, FaultSpecsParseTargetsSeveritiesAndOptions) {
   f = F("slow_kernel:0.1");
   EXPECT_EQ(f.target.kind, sim::FaultTarget::Kind::kDefault);
   EXPECT_DOUBLE_EQ(*f.severity, 0.1);
-  for (const char* bad : {"overheat@node-01", "thermal@node-01:x", "thermal:7", "thermal@node-01:5,onset",
-                          "thermal@node-01:5,bogus=1", "shared_switch_congestion@node-05..node-02"}) {
+  for (const char* bad :
+       {"overheat@node-01", "thermal@node-01:x", "thermal:7", "thermal@node-01:5,onset",
+        "thermal@node-01:5,bogus=1", "shared_switch_congestion@node-05..node-02"}) {
     EXPECT_FALSE(sim::ParseFaultSpec(bad).ok()) << bad;
   }
   // Targets outside the cluster are caught when resolved.
-  for (const char* spec : {"thermal@node-09:1", "thermal@node-01:4", "data_loader_stall@rank99",
-                           "ib_port_down@node-01", "thermal@node-01:1:1.5", "pipeline_stage_imbalance@stage9"}) {
+  for (const char* spec :
+       {"thermal@node-09:1", "thermal@node-01:4", "data_loader_stall@rank99",
+        "ib_port_down@node-01", "thermal@node-01:1:1.5", "pipeline_stage_imbalance@stage9"}) {
     sim::ClusterScenario sc = Small(2, 4, 10);
     sc.faults = {F(spec)};
     EXPECT_FALSE(sim::ResolveScenario(&sc).ok()) << spec;
@@ -890,8 +928,8 @@ TEST(SimulatorTest, ScenarioFileSetsTheClusterFaultsAndOutputs) {
   EXPECT_FALSE(o.nccl_debug);
   EXPECT_TRUE(o.hardware);
   sim::ClusterScenario sc2;
-  for (const char* bad : {R"({"nodez": 3})", R"({"nodes": "3"})", R"({"faults": [7]})", "{", R"([1])",
-                          R"({"outputs": {"step_format": "xml"}})"}) {
+  for (const char* bad : {R"({"nodez": 3})", R"({"nodes": "3"})", R"({"faults": [7]})", "{",
+                          R"([1])", R"({"outputs": {"step_format": "xml"}})"}) {
     EXPECT_FALSE(sim::ParseScenarioJson(bad, &sc2, &o).ok()) << bad;
   }
 }
@@ -899,21 +937,37 @@ TEST(SimulatorTest, ScenarioFileSetsTheClusterFaultsAndOutputs) {
 TEST(SimulatorTest, CliSimulateWritesTheRunAndReportsIt) {
   TempDir dir;
   std::string out_dir = dir.File("run");
-  std::vector<std::string> args = {"laggard", "simulate", "--nodes", "2", "--gpus-per-node", "2", "--steps", "20",
-                                   "--seed", "3", "--fault", "thermal@node-01:1:0.2", "--no-traces",
-                                   "--step-format", "csv", "-o", out_dir};
+  std::vector<std::string> args = {"laggard",
+                                   "simulate",
+                                   "--nodes",
+                                   "2",
+                                   "--gpus-per-node",
+                                   "2",
+                                   "--steps",
+                                   "20",
+                                   "--seed",
+                                   "3",
+                                   "--fault",
+                                   "thermal@node-01:1:0.2",
+                                   "--no-traces",
+                                   "--step-format",
+                                   "csv",
+                                   "-o",
+                                   out_dir};
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
   int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err);
   ASSERT_EQ(rc, kExitOk) << err.str();
-  EXPECT_NE(out.str().find("4 ranks (2 nodes x 2 GPUs), 20 steps, seed 3"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("4 ranks (2 nodes x 2 GPUs), 20 steps, seed 3"), std::string::npos)
+      << out.str();
   EXPECT_NE(out.str().find("thermal@node-01:1:0.2"), std::string::npos);
   EXPECT_TRUE(fs::exists(out_dir + "/node-01/rank-3.csv"));
   EXPECT_TRUE(fs::exists(out_dir + "/truth.json"));
   EXPECT_FALSE(fs::exists(out_dir + "/node-01/rank-3.log"));
   std::ostringstream out2, err2;
-  std::vector<std::string> bad = {"laggard", "simulate", "--fault", "thermal@node-09:1", "-o", out_dir};
+  std::vector<std::string> bad = {"laggard",           "simulate", "--fault",
+                                  "thermal@node-09:1", "-o",       out_dir};
   std::vector<const char*> argv2;
   for (const auto& a : bad) argv2.push_back(a.c_str());
   EXPECT_EQ(RunLaggard(static_cast<int>(argv2.size()), argv2.data(), out2, err2), kExitNoInput);

@@ -89,7 +89,8 @@ TEST(VerdictScenarioTest, ContendedHostIsNamedWithAllItsRanksAsAHostStall) {
   EXPECT_EQ(c.cause_class, CauseClass::kHostStall) << d.v.summary;
   EXPECT_EQ(c.entity.host, "node-02");
   EXPECT_EQ(c.ranks, (std::vector<int32_t>{16, 17, 18, 19, 20, 21, 22, 23}));
-  EXPECT_NE(d.v.summary.find("node-02 (ranks 16-23) are the stragglers"), std::string::npos) << d.v.summary;
+  EXPECT_NE(d.v.summary.find("node-02 (ranks 16-23) are the stragglers"), std::string::npos)
+      << d.v.summary;
 }
 
 TEST(VerdictScenarioTest, ContendedHostAmongManyIsNamedByItsIdleGpusEvenWhenOneRankIsLast) {
@@ -207,12 +208,14 @@ TEST(VerdictScenarioTest, ADegradedNicOfASingleHostJobIsNoCulpritButTheHeavierSt
   Diagnosis d = Simulate(scenario(1), dir);
   ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
   ASSERT_NE(Find(d.a.network.findings, FindingCode::kNetLinkDegraded), nullptr) << d.v.summary;
-  for (const Culprit& c : d.v.culprits) EXPECT_NE(c.cause_class, CauseClass::kCommunication) << d.v.summary;
+  for (const Culprit& c : d.v.culprits)
+    EXPECT_NE(c.cause_class, CauseClass::kCommunication) << d.v.summary;
   EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kImbalance) << d.v.summary;
   TempDir dir2;
   Diagnosis two = Simulate(scenario(2), dir2);
   bool nic_named = false;
-  for (const Culprit& c : two.v.culprits) nic_named |= c.cause_class == CauseClass::kCommunication && c.entity.host == "node-00";
+  for (const Culprit& c : two.v.culprits)
+    nic_named |= c.cause_class == CauseClass::kCommunication && c.entity.host == "node-00";
   EXPECT_TRUE(nic_named) << two.v.summary;
 }
 
@@ -250,7 +253,8 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   EXPECT_EQ(c.cause_class, CauseClass::kHostStall);
   EXPECT_LE(c.confidence, 0.5);
   ASSERT_EQ(c.evidence.size(), 2u);
-  EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos) << c.evidence[1];
+  EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos)
+      << c.evidence[1];
 }
 
 TEST(VerdictScenarioTest, ShortPauseIsNamedOncePerPauseAcrossDmonAndQueryLogs) {
@@ -270,7 +274,8 @@ TEST(VerdictScenarioTest, ShortPauseIsNamedOncePerPauseAcrossDmonAndQueryLogs) {
   ASSERT_EQ(c.evidence.size(), 2u);
   size_t spikes = d.a.steps.job.spike_steps.size();
   EXPECT_GE(spikes, 2u);
-  EXPECT_NE(c.evidence[0].find(fmt::format("utilisation {} times", spikes)), std::string::npos) << c.evidence[0];
+  EXPECT_NE(c.evidence[0].find(fmt::format("utilisation {} times", spikes)), std::string::npos)
+      << c.evidence[0];
 }
 
 TEST(VerdictScenarioTest, SmallPerStepVariableWorkIsStillImbalance) {
@@ -320,7 +325,8 @@ TEST(VerdictScenarioTest, LateRankTooLittleToBlameAloneIsNamedByItsGpuClocks) {
     ++unexplained;
     ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << "seed " << seed << ": " << d.v.summary;
     EXPECT_EQ(d.v.culprits.front().entity.rank, 17) << "seed " << seed << ": " << d.v.summary;
-    EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kComputeSlow) << "seed " << seed << ": " << d.v.summary;
+    EXPECT_EQ(d.v.culprits.front().cause_class, CauseClass::kComputeSlow)
+        << "seed " << seed << ": " << d.v.summary;
   }
   EXPECT_GE(unexplained, 1);
 }
@@ -328,11 +334,14 @@ TEST(VerdictScenarioTest, LateRankTooLittleToBlameAloneIsNamedByItsGpuClocks) {
 TEST(VerdictScenarioTest, HealthyRunsBlameNoGroupAndNoRank) {
   for (uint64_t seed : {1u, 2u, 3u, 4u}) {
     TempDir dir;
-    Diagnosis d = Simulate(Scenario(seed, 2 + static_cast<int>(seed % 3), sim::FaultKind::kNone, 0), dir);
+    Diagnosis d =
+        Simulate(Scenario(seed, 2 + static_cast<int>(seed % 3), sim::FaultKind::kNone, 0), dir);
     EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceLateGroup), nullptr) << "seed " << seed;
-    EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr) << "seed " << seed;
+    EXPECT_EQ(Find(d.a.traces.findings, FindingCode::kTraceVariableWork), nullptr)
+        << "seed " << seed;
     EXPECT_NE(d.v.status, VerdictStatus::kStraggler) << "seed " << seed << ": " << d.v.summary;
-    EXPECT_EQ(Find(d.a.network.findings, FindingCode::kNetSharedSwitch), nullptr) << "seed " << seed;
+    EXPECT_EQ(Find(d.a.network.findings, FindingCode::kNetSharedSwitch), nullptr)
+        << "seed " << seed;
   }
 }
 

@@ -64,15 +64,35 @@ Kind KindOf(std::string_view record) {
 }
 
 // Numeric keys this reader knows, by record family.
-constexpr std::string_view kNumberKeys[] = {
-    "gpu", "temp_c", "sm_clock_mhz", "mem_clock_mhz", "power_w", "power_limit_w", "util_pct",
-    "mem_util_pct", "pcie_gen", "pcie_width", "pcie_tx_mb_s", "pcie_rx_mb_s", "clock_events",
-    "ecc_uncorrected_volatile", "nvlink_up", "max_sm_clock_mhz", "max_mem_clock_mhz",
-    "default_power_limit_w", "pcie_gen_max", "pcie_width_max", "nvlink_total", "xid", "port",
-    "rate_gbps", "width", "speed_mbps"};
-constexpr std::string_view kStringKeys[] = {"record", "time", "host", "uuid", "bus_id", "name",
-                                            "ca", "state", "phys_state", "link_layer", "iface",
-                                            "operstate"};
+constexpr std::string_view kNumberKeys[] = {"gpu",
+                                            "temp_c",
+                                            "sm_clock_mhz",
+                                            "mem_clock_mhz",
+                                            "power_w",
+                                            "power_limit_w",
+                                            "util_pct",
+                                            "mem_util_pct",
+                                            "pcie_gen",
+                                            "pcie_width",
+                                            "pcie_tx_mb_s",
+                                            "pcie_rx_mb_s",
+                                            "clock_events",
+                                            "ecc_uncorrected_volatile",
+                                            "nvlink_up",
+                                            "max_sm_clock_mhz",
+                                            "max_mem_clock_mhz",
+                                            "default_power_limit_w",
+                                            "pcie_gen_max",
+                                            "pcie_width_max",
+                                            "nvlink_total",
+                                            "xid",
+                                            "port",
+                                            "rate_gbps",
+                                            "width",
+                                            "speed_mbps"};
+constexpr std::string_view kStringKeys[] = {"record",     "time",       "host",  "uuid",
+                                            "bus_id",     "name",       "ca",    "state",
+                                            "phys_state", "link_layer", "iface", "operstate"};
 constexpr std::string_view kIgnoredKeys[] = {"counters"};
 
 template <size_t N>
@@ -89,7 +109,9 @@ struct Line {
   std::vector<std::string> unknown_keys;
 
   const std::optional<double>& N(std::string_view k) const { return num[IndexOf(kNumberKeys, k)]; }
-  const std::optional<std::string>& S(std::string_view k) const { return str[IndexOf(kStringKeys, k)]; }
+  const std::optional<std::string>& S(std::string_view k) const {
+    return str[IndexOf(kStringKeys, k)];
+  }
 };
 
 // Reads one object; false (with `why`) when it is not an object of known
@@ -186,9 +208,9 @@ class AgentLogFile {
       return;
     }
     if (kind == Kind::kUnknown) {  // a newer agent's record: noted, every line
-      ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
-                      fmt::format("agent log record kind '{}' is not read",
-                                  Printable(*l.S("record"), 40)));
+      ctx_.diag().Add(
+          DiagCode::kHwUnknownField, ctx_.path, n,
+          fmt::format("agent log record kind '{}' is not read", Printable(*l.S("record"), 40)));
       return;
     }
     for (const std::string& k : l.unknown_keys) {

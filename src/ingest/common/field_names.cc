@@ -25,9 +25,8 @@ FieldName ClassifyFieldName(std::string_view raw) {
   size_t br = name.find_first_of("([");
   if (br != std::string::npos) {
     size_t close = name.find_first_of(")]", br);
-    unit = ParseTimeUnit(std::string_view(name).substr(br + 1, close == std::string::npos
-                                                                    ? std::string::npos
-                                                                    : close - br - 1));
+    unit = ParseTimeUnit(std::string_view(name).substr(
+        br + 1, close == std::string::npos ? std::string::npos : close - br - 1));
     name = std::string(Trim(std::string_view(name).substr(0, br)));
   } else if (size_t sp = name.rfind(' '); sp != std::string::npos) {
     if (auto u = ParseTimeUnit(std::string_view(name).substr(sp + 1))) {
@@ -56,15 +55,15 @@ FieldName ClassifyFieldName(std::string_view raw) {
                    "batch_idx", "step_id"})) {
     return {StepField::kStep, std::nullopt};
   }
-  if (OneOf(name, {"start", "start_time", "start_ts", "timestamp", "ts", "wall_time",
-                   "datetime", "begin", "time_start", "wallclock"})) {
+  if (OneOf(name, {"start", "start_time", "start_ts", "timestamp", "ts", "wall_time", "datetime",
+                   "begin", "time_start", "wallclock"})) {
     return {StepField::kStart, std::nullopt};
   }
   if (OneOf(name, {"host", "hostname", "node", "node_name", "nodename"})) {
     return {StepField::kHost, std::nullopt};
   }
-  if (OneOf(name, {"gpu", "gpu_index", "gpu_id", "local_rank", "local_gpu", "device",
-                   "cuda_device"})) {
+  if (OneOf(name,
+            {"gpu", "gpu_index", "gpu_id", "local_rank", "local_gpu", "device", "cuda_device"})) {
     return {StepField::kGpu, std::nullopt};
   }
   if (OneOf(name, {"pipeline_stage", "pp_rank", "stage", "pp_stage", "pipeline_rank"})) {
@@ -73,9 +72,9 @@ FieldName ClassifyFieldName(std::string_view raw) {
   if (OneOf(name, {"dp_rank", "data_parallel_rank", "dp_index", "data_parallel_index"})) {
     return {StepField::kDpRank, std::nullopt};
   }
-  if (OneOf(base, {"duration", "step_time", "steptime", "elapsed", "elapsed_time",
-                   "iteration_time", "iter_time", "step_duration", "latency", "dt",
-                   "time_per_step", "step_seconds"})) {
+  if (OneOf(base,
+            {"duration", "step_time", "steptime", "elapsed", "elapsed_time", "iteration_time",
+             "iter_time", "step_duration", "latency", "dt", "time_per_step", "step_seconds"})) {
     return {StepField::kDuration, unit};
   }
   if (base == "time") return {StepField::kAmbiguousTime, unit};

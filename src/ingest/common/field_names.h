@@ -26,7 +26,18 @@
 
 namespace laggard {
 
-enum class StepField { kNone, kRank, kStep, kDuration, kAmbiguousTime, kStart, kHost, kGpu, kStage, kDpRank };
+enum class StepField {
+  kNone,
+  kRank,
+  kStep,
+  kDuration,
+  kAmbiguousTime,
+  kStart,
+  kHost,
+  kGpu,
+  kStage,
+  kDpRank
+};
 
 struct FieldName {
   StepField field = StepField::kNone;
@@ -38,7 +49,8 @@ FieldName ClassifyFieldName(std::string_view name);
 // Maps a header / key list to column indexes; -1 when absent. A plain "time"
 // becomes the duration when no other duration column exists.
 struct FieldLayout {
-  int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1, dp_rank = -1;
+  int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1,
+      dp_rank = -1;
   std::optional<TimeUnit> duration_unit;
   bool usable(bool rank_known_elsewhere) const {
     return step >= 0 && duration >= 0 && (rank >= 0 || rank_known_elsewhere);

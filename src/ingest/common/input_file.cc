@@ -1,14 +1,14 @@
 #include "ingest/common/input_file.h"
 
 #include <fcntl.h>
+#include <isa-l/igzip_lib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <isa-l/igzip_lib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <system_error>
@@ -83,20 +83,14 @@ class PlainSource final : public ByteSource {
 // What isa-l's inflate error codes mean, in words a user can act on.
 const char* IsalErrorText(int rc) {
   switch (rc) {
-    case ISAL_INVALID_BLOCK:
-      return "invalid deflate block";
-    case ISAL_INVALID_SYMBOL:
-      return "invalid deflate code";
-    case ISAL_INVALID_LOOKBACK:
-      return "back-reference before the start of the data";
-    case ISAL_INVALID_WRAPPER:
-      return "invalid gzip header";
-    case ISAL_UNSUPPORTED_METHOD:
-      return "compression method is not deflate";
+    case ISAL_INVALID_BLOCK: return "invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "invalid deflate code";
+    case ISAL_INVALID_LOOKBACK: return "back-reference before the start of the data";
+    case ISAL_INVALID_WRAPPER: return "invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD: return "compression method is not deflate";
     case ISAL_INCORRECT_CHECKSUM:
       return "CRC-32 or length in the gzip trailer does not match the data";
-    default:
-      return "inflate error";
+    default: return "inflate error";
   }
 }
 
@@ -135,10 +129,10 @@ class GzipSource final : public ByteSource {
       if (!in_member_) {
         if (members_ > 0 && st.next_in[0] != 0x1f) {
           // Every member before was complete: nothing was cut.
-          damage_ = StreamDamage{StreamDamage::kCorrupt, consumed_,
-                                 fmt::format("non-gzip bytes after the gzip data at byte {}",
-                                             consumed_),
-                                 /*output_cut=*/false};
+          damage_ =
+              StreamDamage{StreamDamage::kCorrupt, consumed_,
+                           fmt::format("non-gzip bytes after the gzip data at byte {}", consumed_),
+                           /*output_cut=*/false};
           done_ = true;
           break;
         }
@@ -154,9 +148,9 @@ class GzipSource final : public ByteSource {
       if (rc < 0 || (rc == ISAL_DECOMP_OK && st.avail_in == avail_in && st.avail_out == want &&
                      st.block_state != ISAL_BLOCK_FINISH)) {
         // An error, or (never seen) a call that neither read nor wrote.
-        damage_ = StreamDamage{StreamDamage::kCorrupt, consumed_,
-                               fmt::format("gzip data corrupt near byte {}: {}", consumed_,
-                                           IsalErrorText(rc))};
+        damage_ = StreamDamage{
+            StreamDamage::kCorrupt, consumed_,
+            fmt::format("gzip data corrupt near byte {}: {}", consumed_, IsalErrorText(rc))};
         done_ = true;
         break;
       }
@@ -308,8 +302,8 @@ class DecodeAheadSource final : public ByteSource {
   bool worker_done_ = false;  // no block will be added
   bool stop_ = false;         // the reader is gone
   // Reader side, touched only by the reading thread.
-  size_t head_ = 0;           // the block being read (or to read next)
-  bool holding_ = false;      // the reader is inside block head_
+  size_t head_ = 0;       // the block being read (or to read next)
+  bool holding_ = false;  // the reader is inside block head_
   size_t current_len_ = 0;
   size_t pos_ = 0;
   std::optional<StreamDamage> damage_;

@@ -25,10 +25,10 @@ inline constexpr int kSniffAnyText = 5;     // any text: read for lack of a bett
 inline constexpr int kSniffWeak = 30;       // a line others print too (a header alone)
 inline constexpr int kSniffPart = 40;       // part of the file is this format, amid other text
 inline constexpr int kSniffPlausible = 50;  // the container or header fits, content unchecked
-inline constexpr int kSniffLikely = 60;     // a record of this format parses, nothing says otherwise
-inline constexpr int kSniffStrong = 90;     // this format's layout, one detail unconfirmed
-inline constexpr int kSniffSure = 95;       // a header and a record only this format prints
-inline constexpr int kSniffCertain = 100;   // a banner or top-level key only this format writes
+inline constexpr int kSniffLikely = 60;    // a record of this format parses, nothing says otherwise
+inline constexpr int kSniffStrong = 90;    // this format's layout, one detail unconfirmed
+inline constexpr int kSniffSure = 95;      // a header and a record only this format prints
+inline constexpr int kSniffCertain = 100;  // a banner or top-level key only this format writes
 
 // Which lines of a sniffing head ForEachHeadLine() hands out. By default
 // the complete lines, without their "\n" or "\r\n"; the last line is left

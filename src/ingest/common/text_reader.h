@@ -94,9 +94,8 @@ void ForEachNonBlankLine(LineReader& lines, Fn&& fn) {
 // when the record was taken.
 // The common case is inline (it runs once per record); anything to count
 // goes to AddParsedStepSlow().
-bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
-                       int64_t step, std::optional<DurationNs> duration,
-                       std::optional<TimeNs> start);
+bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
+                       std::optional<DurationNs> duration, std::optional<TimeNs> start);
 inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
                           int64_t step, std::optional<DurationNs> duration,
                           std::optional<TimeNs> start) {

@@ -28,11 +28,11 @@
 #include <unordered_set>
 
 #include "base/text.h"
-#include "ingest/dcgm/dcgm_fields.h"
-#include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/common/prometheus_text.h"
 #include "ingest/common/sniff.h"
+#include "ingest/dcgm/dcgm_fields.h"
 #include "ingest/dcgm/dcgm_readers.h"
+#include "ingest/dcgm/gpu_record_table.h"
 
 namespace laggard {
 namespace {
@@ -64,10 +64,8 @@ bool WritesSample(DcgmSink sink) {
     case DcgmSink::kSlowdownTempC:
     case DcgmSink::kShutdownTempC:
     case DcgmSink::kMaxOperatingTempC:
-    case DcgmSink::kUnused:
-      return false;
-    default:
-      return true;
+    case DcgmSink::kUnused: return false;
+    default: return true;
   }
 }
 
@@ -180,8 +178,7 @@ class DcgmExporterReader final : public TextReader {
       if (!xid_count) {
         field = DcgmFieldByName(l.metric);
         if (field == nullptr || field->sink == DcgmSink::kUnused) {
-          note_once("m:" + l.metric, n,
-                    fmt::format("{} is not used", Printable(l.metric, 60)));
+          note_once("m:" + l.metric, n, fmt::format("{} is not used", Printable(l.metric, 60)));
           continue;
         }
       }

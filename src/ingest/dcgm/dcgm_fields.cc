@@ -92,7 +92,7 @@ constexpr DcgmField kFields[] = {
     {1012, "PROF_NVLINK_RX_BYTES", "NVLRX", S::kNvlinkRxBytesS, false},
 };
 
-constexpr double kFp64Blank = 140737488355328.0;     // 2^47, DCGM_FP64_BLANK
+constexpr double kFp64Blank = 140737488355328.0;       // 2^47, DCGM_FP64_BLANK
 constexpr double kInt64Blank = 9223372036854775792.0;  // 0x7ffffffffffffff0, DCGM_INT64_BLANK
 
 // Largest double below which every integer is exact, so a bitmask or
@@ -356,8 +356,7 @@ std::optional<bool> ApplyCounter(DcgmSink sink, ValueCheck& c, GpuSample& s) {
       return c.CounterNs(s.low_util_violation_ns, "low utilisation violation time");
     case S::kReliabilityViolationNs:
       return c.CounterNs(s.reliability_violation_ns, "reliability violation time");
-    case S::kGrEngineActive:
-      return c.Fraction(s.gr_engine_active_pct, "graphics engine activity");
+    case S::kGrEngineActive: return c.Fraction(s.gr_engine_active_pct, "graphics engine activity");
     case S::kSmActive: return c.Fraction(s.sm_active_pct, "SM activity");
     case S::kSmOccupancy: return c.Fraction(s.sm_occupancy_pct, "SM occupancy");
     case S::kTensorActive: return c.Fraction(s.tensor_active_pct, "tensor pipe activity");

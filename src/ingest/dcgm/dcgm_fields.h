@@ -43,7 +43,7 @@ enum class DcgmSink : uint8_t {
   kMaxPowerLimitW,
   kUtilPct,
   kMemUtilPct,
-  kPcieTxKbS,     // DEV_PCIE_TX_THROUGHPUT; PROF bytes win over it
+  kPcieTxKbS,  // DEV_PCIE_TX_THROUGHPUT; PROF bytes win over it
   kPcieRxKbS,
   kPcieTxBytesS,  // PROF_PCIE_TX_BYTES
   kPcieRxBytesS,

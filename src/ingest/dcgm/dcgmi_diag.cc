@@ -50,8 +50,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/dcgm/dcgm_readers.h"
+#include "ingest/dcgm/gpu_record_table.h"
 
 namespace laggard {
 namespace {

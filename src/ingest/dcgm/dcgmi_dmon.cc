@@ -32,8 +32,8 @@
 #include "base/text.h"
 #include "ingest/common/sniff.h"
 #include "ingest/dcgm/dcgm_fields.h"
-#include "ingest/dcgm/gpu_record_table.h"
 #include "ingest/dcgm/dcgm_readers.h"
+#include "ingest/dcgm/gpu_record_table.h"
 
 namespace laggard {
 namespace {
@@ -199,9 +199,9 @@ class DcgmiDmonFile {
     bool complete = values.size() == columns_.size();
     for (std::string_view v : values) complete = complete && !v.empty();
     if (!complete) {
-      Bad(n, fmt::format("{} values for {} columns: \"{}\"",
-                         words.size() >= 2 ? words.size() - 2 : 0, columns_.size(),
-                         Printable(t, 100)));
+      Bad(n,
+          fmt::format("{} values for {} columns: \"{}\"", words.size() >= 2 ? words.size() - 2 : 0,
+                      columns_.size(), Printable(t, 100)));
       return;
     }
     if (entity == Entity::kOther) {
@@ -231,8 +231,8 @@ class DcgmiDmonFile {
     }
     std::string bad_what = StoreValues(record, values, n);
     if (!bad_what.empty()) {
-      Bad(n, fmt::format("{} {}: {}; the row's other values were kept", words.front(), *id,
-                         bad_what));
+      Bad(n,
+          fmt::format("{} {}: {}; the row's other values were kept", words.front(), *id, bad_what));
     }
     ++taken_;
   }

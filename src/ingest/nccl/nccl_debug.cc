@@ -1,12 +1,13 @@
 // NCCL_DEBUG=INFO logs: the line collector (nccl_debug.h) and the reader of
 // whole NCCL logs. Worked example of what one process's lines give:
 //
-//   node-a:919:1150 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>
-//   node-a:919:1150 [0] NCCL INFO Using network IB
-//   node-a:919:1150 [0] NCCL INFO comm 0x5612 rank 8 nranks 16 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x9a - Init START
+//   node-a:919:1150 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB
+//   eth0:10.0.0.1<0> node-a:919:1150 [0] NCCL INFO Using network IB node-a:919:1150 [0] NCCL INFO
+//   comm 0x5612 rank 8 nranks 16 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x9a - Init START
 //   node-a:919:1150 [0] NCCL INFO Channel 00/0 : 8[0] -> 15[7] via P2P/IPC/read
 //   node-a:919:1150 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [receive] via NET/IB/0/GDRDMA
-//   node-a:919:1150 [0] NCCL INFO comm 0x5612 rank 8 nranks 16 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x9a - Init COMPLETE
+//   node-a:919:1150 [0] NCCL INFO comm 0x5612 rank 8 nranks 16 cudaDev 0 nvmlDev 0 busId 1b000
+//   commId 0x9a - Init COMPLETE
 //
 // -> host "node-a", pid 919, cudaDev 0, rank 8 of 16, bus id "1b000", net
 //    "IB", nics {"mlx5_0:1/IB", "mlx5_1:1/IB"}, gdr true, two connections.
@@ -48,9 +49,11 @@ struct HostPidTid {
 // "node-a:919:1150", also behind a launcher tag: "[default0]:node-a:919:1150".
 std::optional<HostPidTid> HostPidTidToken(std::string_view tok) {
   size_t c2 = tok.rfind(':');
-  if (c2 == std::string_view::npos || c2 == 0 || !AllDigits(tok.substr(c2 + 1))) return std::nullopt;
+  if (c2 == std::string_view::npos || c2 == 0 || !AllDigits(tok.substr(c2 + 1)))
+    return std::nullopt;
   size_t c1 = tok.rfind(':', c2 - 1);
-  if (c1 == std::string_view::npos || !AllDigits(tok.substr(c1 + 1, c2 - c1 - 1))) return std::nullopt;
+  if (c1 == std::string_view::npos || !AllDigits(tok.substr(c1 + 1, c2 - c1 - 1)))
+    return std::nullopt;
   std::string_view host = tok.substr(0, c1);
   size_t tag = host.rfind(':');
   if (tag != std::string_view::npos) host = host.substr(tag + 1);
@@ -121,7 +124,8 @@ std::optional<std::string> VersionOf(std::string_view text) {
   if (toks.empty()) return std::nullopt;
   std::string_view v = toks[0];
   v = v.substr(0, v.find('+'));
-  if (v.empty() || !IsDigit(v.front()) || v.find('.') == std::string_view::npos) return std::nullopt;
+  if (v.empty() || !IsDigit(v.front()) || v.find('.') == std::string_view::npos)
+    return std::nullopt;
   for (char c : v) {
     if (!IsDigit(c) && c != '.') return std::nullopt;
   }
@@ -177,18 +181,18 @@ bool NcclLogCollector::Offer(std::string_view line, uint64_t line_number, Reader
     if (v != std::string_view::npos) {
       auto version = VersionOf(line.substr(v + 13));
       if (!version) {
-        ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, line_number,
-                       fmt::format("NCCL version line without a version: \"{}\"",
-                                   Printable(line, 100)));
+        ctx.diag().Add(
+            DiagCode::kNetBadRecord, ctx.path, line_number,
+            fmt::format("NCCL version line without a version: \"{}\"", Printable(line, 100)));
       } else if (!banner_version_) {
         banner_version_ = std::move(version);
       }
       return true;
     }
     if (HasProcessPrefix(line)) {
-      ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, line_number,
-                     fmt::format("NCCL log line without INFO/WARN (cut?): \"{}\"",
-                                 Printable(line, 100)));
+      ctx.diag().Add(
+          DiagCode::kNetBadRecord, ctx.path, line_number,
+          fmt::format("NCCL log line without INFO/WARN (cut?): \"{}\"", Printable(line, 100)));
       return true;
     }
     return false;

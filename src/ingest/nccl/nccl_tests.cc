@@ -1,11 +1,12 @@
 // nccl-tests output: what every *_perf binary (all_reduce_perf,
 // all_gather_perf, alltoall_perf, sendrecv_perf, ...) prints, e.g.
 //
-//   # nThread 1 nGpus 1 minBytes 536870912 maxBytes 2147483648 step: 2(factor) warmup iters: 50 iters: 50 ...
-//   # Using devices
-//   #  Rank  0 Group  0 Pid   1164 on node-a device  0 [0x10] NVIDIA A800-SXM4-80GB
-//   #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-//      536870912     134217728     float     sum      -1    24942   21.52   41.26      0    24966   21.50   41.22      0
+//   # nThread 1 nGpus 1 minBytes 536870912 maxBytes 2147483648 step: 2(factor) warmup iters: 50
+//   iters: 50 ... # Using devices #  Rank  0 Group  0 Pid   1164 on node-a device  0 [0x10] NVIDIA
+//   A800-SXM4-80GB #       size         count      type   redop    root     time   algbw   busbw
+//   #wrong     time   algbw   busbw #wrong
+//      536870912     134217728     float     sum      -1    24942   21.52   41.26      0
+//      24966   21.50   41.22      0
 //   # Out of bounds values : 0 OK
 //   # Avg bus bandwidth    : 41.6967
 //
@@ -105,8 +106,8 @@ std::string_view StripLauncherPrefix(std::string_view line) {
 }
 
 constexpr std::array<std::string_view, 12> kKnownBinaries = {
-    "all_reduce", "all_gather",    "alltoall", "alltoallv", "broadcast", "reduce",
-    "reduce_scatter", "gather",    "scatter",  "sendrecv",  "hypercube", "all_reduce_group"};
+    "all_reduce",     "all_gather", "alltoall", "alltoallv", "broadcast", "reduce",
+    "reduce_scatter", "gather",     "scatter",  "sendrecv",  "hypercube", "all_reduce_group"};
 
 // "./build/all_reduce_perf" -> "all_reduce"; "alltoall_perf_mpi" -> "alltoall".
 // With `known_only`, names outside the nccl-tests set are refused (for
@@ -144,8 +145,8 @@ std::optional<std::string> VersionFromCode(std::string_view text) {
 
 bool IsErrorLine(std::string_view t) {
   static constexpr std::string_view kMarkers[] = {
-      "Test NCCL failure", "Test CUDA failure", "Test failure", "NCCL WARN", "FAILED",
-      "Segmentation fault", "mpirun noticed", "Aborted"};
+      "Test NCCL failure",  "Test CUDA failure", "Test failure", "NCCL WARN", "FAILED",
+      "Segmentation fault", "mpirun noticed",    "Aborted"};
   for (std::string_view m : kMarkers) {
     if (t.find(m) != std::string_view::npos) return true;
   }
@@ -336,8 +337,8 @@ class NcclTestsReader final : public TextReader {
       if (t.empty() || t[0] != '#') return true;
       std::string_view body = Trim(t.substr(1));
       if ((StartsWith(body, "nThread ") && body.find("nGpus") != std::string_view::npos) ||
-          StartsWith(body, "Collective test starting:") ||
-          StartsWith(body, "nccl-tests version") || LayoutFromHeader(body)) {
+          StartsWith(body, "Collective test starting:") || StartsWith(body, "nccl-tests version") ||
+          LayoutFromHeader(body)) {
         best = kSniffSure;
         return false;
       }

@@ -113,7 +113,7 @@ struct Stream {
   Block block = Block::kNone;
   uint64_t line = 0;
   bool has_field = false;
-  bool explained = false;  // an ethtool message says why fields are missing
+  bool explained = false;      // an ethtool message says why fields are missing
   Modes modes = Modes::kNone;  // the list continuation lines extend
   EthLink link;
   // Records of the last settings block, which following statistics join.

@@ -80,8 +80,8 @@ IbValue StateByCode(const CodedState& s, std::span<const std::string_view> by_co
 }  // namespace
 
 IbValue ParseIbPortState(std::string_view text) {
-  static constexpr std::string_view kByCode[] = {"", "Down", "Init", "Armed", "Active",
-                                                 "ActiveDefer"};
+  static constexpr std::string_view kByCode[] = {"",      "Down",   "Init",
+                                                 "Armed", "Active", "ActiveDefer"};
   std::optional<CodedState> state = SplitState(text);
   if (!state) return {std::nullopt, false};
   std::string s = state->squashed;
@@ -95,10 +95,13 @@ IbValue ParseIbPortState(std::string_view text) {
 }
 
 IbValue ParseIbPhysState(std::string_view text) {
-  static constexpr std::string_view kNames[] = {"",         "Sleep",
-                                                "Polling",  "Disabled",
+  static constexpr std::string_view kNames[] = {"",
+                                                "Sleep",
+                                                "Polling",
+                                                "Disabled",
                                                 "PortConfigurationTraining",
-                                                "LinkUp",   "LinkErrorRecovery",
+                                                "LinkUp",
+                                                "LinkErrorRecovery",
                                                 "PhyTest"};
   std::optional<CodedState> state = SplitState(text);
   if (!state) return {std::nullopt, false};

@@ -59,8 +59,8 @@
 
 #include "base/text.h"
 #include "ingest/network/net_streams.h"
-#include "model/time.h"
 #include "ingest/network/network_readers.h"
+#include "model/time.h"
 
 namespace laggard {
 namespace {
@@ -182,8 +182,18 @@ bool SplitDotted(std::string_view line, std::string_view& name, std::string_view
 }
 
 enum class Field : uint8_t {
-  kXmitData, kRcvData, kXmitPkts, kRcvPkts, kXmitWait, kXmitDiscards,
-  kSymbolErrors, kLinkRecoveries, kLinkDowned, kRcvErrors, kIgnored, kUnknown
+  kXmitData,
+  kRcvData,
+  kXmitPkts,
+  kRcvPkts,
+  kXmitWait,
+  kXmitDiscards,
+  kSymbolErrors,
+  kLinkRecoveries,
+  kLinkDowned,
+  kRcvErrors,
+  kIgnored,
+  kUnknown
 };
 
 struct FieldInfo {
@@ -199,16 +209,31 @@ FieldInfo Lookup(std::string_view name) {
   if (name == "PortXmitWait" || name == "XmtWait") return {Field::kXmitWait, 32};
   if (name == "PortXmitDiscards" || name == "XmtDiscards") return {Field::kXmitDiscards, 16};
   if (name == "SymbolErrorCounter" || name == "SymbolErrors") return {Field::kSymbolErrors, 16};
-  if (name == "LinkErrorRecoveryCounter" || name == "LinkRecovers") return {Field::kLinkRecoveries, 8};
+  if (name == "LinkErrorRecoveryCounter" || name == "LinkRecovers")
+    return {Field::kLinkRecoveries, 8};
   if (name == "LinkDownedCounter" || name == "LinkDowned") return {Field::kLinkDowned, 8};
   if (name == "PortRcvErrors" || name == "RcvErrors") return {Field::kRcvErrors, 16};
-  static constexpr std::string_view kIgnored[] = {
-      "PortSelect", "CounterSelect", "CounterSelect2", "PortUnicastXmitPkts", "PortUnicastRcvPkts",
-      "PortMulticastXmitPkts", "PortMulticastRcvPkts", "PortRcvRemotePhysicalErrors",
-      "RcvRemotePhysErrors", "PortRcvSwitchRelayErrors", "RcvSwRelayErrors", "PortXmitConstraintErrors",
-      "XmtConstraintErrors", "PortRcvConstraintErrors", "RcvConstraintErrors", "LocalLinkIntegrityErrors",
-      "LinkIntegrityErrors", "ExcessiveBufferOverrunErrors", "ExcBufOverrunErrors", "VL15Dropped",
-      "QP1Dropped"};
+  static constexpr std::string_view kIgnored[] = {"PortSelect",
+                                                  "CounterSelect",
+                                                  "CounterSelect2",
+                                                  "PortUnicastXmitPkts",
+                                                  "PortUnicastRcvPkts",
+                                                  "PortMulticastXmitPkts",
+                                                  "PortMulticastRcvPkts",
+                                                  "PortRcvRemotePhysicalErrors",
+                                                  "RcvRemotePhysErrors",
+                                                  "PortRcvSwitchRelayErrors",
+                                                  "RcvSwRelayErrors",
+                                                  "PortXmitConstraintErrors",
+                                                  "XmtConstraintErrors",
+                                                  "PortRcvConstraintErrors",
+                                                  "RcvConstraintErrors",
+                                                  "LocalLinkIntegrityErrors",
+                                                  "LinkIntegrityErrors",
+                                                  "ExcessiveBufferOverrunErrors",
+                                                  "ExcBufOverrunErrors",
+                                                  "VL15Dropped",
+                                                  "QP1Dropped"};
   for (std::string_view n : kIgnored) {
     if (name == n) return {Field::kIgnored, 0};
   }
@@ -238,7 +263,7 @@ struct Stream {
   bool extended = false;
   bool block_has_field = false;
   uint64_t block_line = 0;
-  std::optional<size_t> record;  // index into Reader's records
+  std::optional<size_t> record;   // index into Reader's records
   std::optional<TimeNs> time_ns;  // the latest timestamp line
   int64_t snapshot = 0;           // timestamp lines seen
 };

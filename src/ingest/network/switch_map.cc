@@ -119,9 +119,9 @@ class SwitchMapReader final : public TextReader {
         SplitFields(t, delim, fields);
         cols = ColumnsOf(fields);
         if (cols.host < 0 || cols.sw < 0) {
-          ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n,
-                         fmt::format("header \"{}\" names no host and switch columns",
-                                     Printable(t, 100)));
+          ctx.diag().Add(
+              DiagCode::kNetBadRecord, ctx.path, n,
+              fmt::format("header \"{}\" names no host and switch columns", Printable(t, 100)));
           return 0;
         }
         have_header = true;
@@ -143,9 +143,10 @@ class SwitchMapReader final : public TextReader {
       auto [it, fresh] = net.switch_of.emplace(std::string(host), std::string(sw));
       if (!fresh) {
         if (it->second != sw) {
-          ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, n,
-                         fmt::format("host '{}' mapped again, to '{}'; the first switch '{}' is kept",
-                                     Printable(host, 60), Printable(sw, 60), Printable(it->second, 60)));
+          ctx.diag().Add(
+              DiagCode::kNetBadRecord, ctx.path, n,
+              fmt::format("host '{}' mapped again, to '{}'; the first switch '{}' is kept",
+                          Printable(host, 60), Printable(sw, 60), Printable(it->second, 60)));
         }
         continue;
       }

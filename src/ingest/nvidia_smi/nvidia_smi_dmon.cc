@@ -35,8 +35,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
+#include "ingest/nvidia_smi/nvidia_smi_util.h"
 
 namespace laggard {
 namespace {
@@ -152,8 +152,8 @@ std::optional<TimeNs> ParseDateTime(std::string_view date, std::string_view time
   for (char c : date) {
     if (!IsDigit(c)) return std::nullopt;
   }
-  std::string iso = fmt::format("{}-{}-{}T{}Z", date.substr(0, 4), date.substr(4, 2),
-                                date.substr(6, 2), time);
+  std::string iso =
+      fmt::format("{}-{}-{}T{}Z", date.substr(0, 4), date.substr(4, 2), date.substr(6, 2), time);
   return ParseTimestamp(iso);
 }
 
@@ -337,12 +337,14 @@ class DmonFile {
     std::string how =
         !file_mode_ || *file_mode_ == TimeMode::kAbsolute ? std::string()
         : *file_mode_ == TimeMode::kTimeOfDay
-            ? std::string("dmon printed a Time but no Date column (-o T): times are offsets from "
-                          "the first row; rerun with -o DT for absolute times")
-            : fmt::format("dmon printed no Time column: times are row index x {} s ({}); rerun "
-                          "with -o DT for absolute times",
-                          ToSeconds(interval_),
-                          interval_from_file_ ? "-d of the captured command" : "assumed");
+            ? std::string(
+                  "dmon printed a Time but no Date column (-o T): times are offsets from "
+                  "the first row; rerun with -o DT for absolute times")
+            : fmt::format(
+                  "dmon printed no Time column: times are row index x {} s ({}); rerun "
+                  "with -o DT for absolute times",
+                  ToSeconds(interval_),
+                  interval_from_file_ ? "-d of the captured command" : "assumed");
     EmitGpuRecords(ctx_, by_index_, approximate, how);
   }
 

@@ -20,8 +20,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
+#include "ingest/nvidia_smi/nvidia_smi_util.h"
 
 namespace laggard {
 namespace {

@@ -52,8 +52,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/nvidia_smi/nvidia_smi_text.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
+#include "ingest/nvidia_smi/nvidia_smi_text.h"
 
 namespace laggard {
 namespace {
@@ -146,8 +146,8 @@ struct Block {
   std::optional<int32_t> minor;
   GpuFacts facts;
   GpuSample sample;
-  bool full = false;            // has "Product Name": an unfiltered -q block
-  bool has_processes = false;   // its closing "Processes" entry was seen
+  bool full = false;           // has "Product Name": an unfiltered -q block
+  bool has_processes = false;  // its closing "Processes" entry was seen
   std::optional<int32_t> gen_max, gen_device_max, gen_host_max, gen_current;
   std::optional<int32_t> width_max, width_current;
   std::optional<double> power_draw, power_average, power_instant;
@@ -510,9 +510,9 @@ class QParser {
   nvsmi::GpuCollector collector_;
   Snapshot snapshot_;
   std::optional<Block> block_;
-  bool started_ = false;  // the banner or a GPU block was seen
-  std::vector<Section> stack_;  // open sections inside the block
-  std::string path_;            // their names joined with '/', lower case
+  bool started_ = false;          // the banner or a GPU block was seen
+  std::vector<Section> stack_;    // open sections inside the block
+  std::string path_;              // their names joined with '/', lower case
   bool pending_heading_ = false;  // the last line was a heading: does a child follow?
   int pending_heading_indent_ = 0;
   uint64_t pending_heading_line_ = 0;

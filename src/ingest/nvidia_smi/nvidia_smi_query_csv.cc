@@ -41,8 +41,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/nvidia_smi/nvidia_smi_util.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
+#include "ingest/nvidia_smi/nvidia_smi_util.h"
 
 namespace laggard {
 namespace {
@@ -167,27 +167,65 @@ constexpr FieldSpec kFields[] = {
 // nvidia-smi --query-gpu fields laggard does not use: these families and
 // names are skipped without a note.
 constexpr std::string_view kIgnoredPrefixes[] = {
-    "pci.",         "pcie.",          "accounting.",  "driver_model.",    "inforom.",
-    "reset_status.", "gom.",          "gpu_operation_mode.", "clocks.",   "clocks_event_reasons",
-    "clocks_throttle_reasons", "memory.", "encoder.",  "ecc.",            "retired_pages.",
-    "temperature.", "power.",         "utilization.", "mig.",             "gsp.",
-    "protected_memory.", "fabric.",   "vgpu_",        "dramencryption.",  "platform.",
-    "c2c.",         "module_id",      "gpu_",
+    "pci.",
+    "pcie.",
+    "accounting.",
+    "driver_model.",
+    "inforom.",
+    "reset_status.",
+    "gom.",
+    "gpu_operation_mode.",
+    "clocks.",
+    "clocks_event_reasons",
+    "clocks_throttle_reasons",
+    "memory.",
+    "encoder.",
+    "ecc.",
+    "retired_pages.",
+    "temperature.",
+    "power.",
+    "utilization.",
+    "mig.",
+    "gsp.",
+    "protected_memory.",
+    "fabric.",
+    "vgpu_",
+    "dramencryption.",
+    "platform.",
+    "c2c.",
+    "module_id",
+    "gpu_",
 };
 constexpr std::string_view kIgnoredNames[] = {
-    "count",          "display_mode",   "display_attached", "display_active",
-    "persistence_mode", "addressing_mode", "vbios_version",  "fan.speed",
-    "pstate",         "compute_mode",   "compute_cap",      "gpu_recovery_action",
+    "count",          "display_mode",     "display_attached",
+    "display_active", "persistence_mode", "addressing_mode",
+    "vbios_version",  "fan.speed",        "pstate",
+    "compute_mode",   "compute_cap",      "gpu_recovery_action",
 };
 
 // Fields of the other --query-* switches (compute apps, accounted apps,
 // retired pages, remapped rows, supported clocks): a header holding one is
 // not --query-gpu output.
 constexpr std::string_view kOtherQueryNames[] = {
-    "pid", "process_name", "used_gpu_memory", "used_memory", "retired_pages.address",
-    "retired_pages.cause", "remapped_rows.correctable", "remapped_rows.uncorrectable",
-    "remapped_rows.pending", "remapped_rows.failure", "memory", "graphics", "sm", "video",
-    "gpu_utilization", "mem_utilization", "max_memory_usage", "time", "is_running",
+    "pid",
+    "process_name",
+    "used_gpu_memory",
+    "used_memory",
+    "retired_pages.address",
+    "retired_pages.cause",
+    "remapped_rows.correctable",
+    "remapped_rows.uncorrectable",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+    "memory",
+    "graphics",
+    "sm",
+    "video",
+    "gpu_utilization",
+    "mem_utilization",
+    "max_memory_usage",
+    "time",
+    "is_running",
 };
 
 struct Column {
@@ -237,7 +275,8 @@ bool LooksLikeFieldName(std::string_view printed) {
   }
   if (printed.empty()) return false;
   for (char c : printed) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '.' || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '.' || c == '_';
     if (!ok) return false;
   }
   return !IsDigit(printed.front());
@@ -281,7 +320,8 @@ bool LooksLikeSmiValue(std::string_view v) {
   v = Trim(v);
   if (ParseNvidiaSmiTimestamp(v)) return true;
   if (StartsWith(v, "GPU-") && v.size() >= 36) return true;
-  if (v.size() == 16 && v[8] == ':' && v[11] == ':' && v[14] == '.') return true;  // 00000000:18:00.0
+  if (v.size() == 16 && v[8] == ':' && v[11] == ':' && v[14] == '.')
+    return true;  // 00000000:18:00.0
   if (v.size() >= 3 && v.front() == '[' && v.back() == ']') return true;
   static constexpr std::string_view kUnits[] = {" MHz", " W", " MiB", " %"};
   for (std::string_view u : kUnits) {
@@ -298,7 +338,8 @@ bool IsCommandLine(std::string_view line) {
 // "0x0000000000000004" -> 4.
 std::optional<uint64_t> ParseHexMask(std::string_view v) {
   v = Trim(v);
-  if (v.size() < 3 || v.size() > 18 || v[0] != '0' || (v[1] != 'x' && v[1] != 'X')) return std::nullopt;
+  if (v.size() < 3 || v.size() > 18 || v[0] != '0' || (v[1] != 'x' && v[1] != 'X'))
+    return std::nullopt;
   uint64_t out = 0;
   auto [end, ec] = std::from_chars(v.data() + 2, v.data() + v.size(), out, 16);
   if (ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
@@ -361,7 +402,8 @@ bool ReadValue(const Column& c, std::string_view v, RowValues& r) {
   auto integer = [&](std::optional<int32_t>& out) {
     if (absent) return true;
     auto d = ParseNumberWithUnit(v, c.unit);
-    if (!d || *d != static_cast<double>(static_cast<int32_t>(*d)) || *d < 0 || *d > 1024) return false;
+    if (!d || *d != static_cast<double>(static_cast<int32_t>(*d)) || *d < 0 || *d > 1024)
+      return false;
     out = static_cast<int32_t>(*d);
     return true;
   };
@@ -450,12 +492,22 @@ bool ReadValue(const Column& c, std::string_view v, RowValues& r) {
 
 bool IsSampleField(Field f) {
   switch (f) {
-    case Field::kTemp: case Field::kMemTemp: case Field::kSmClock: case Field::kGraphicsClock:
-    case Field::kMemClock: case Field::kPowerDraw: case Field::kPowerDrawAverage:
-    case Field::kPowerDrawInstant: case Field::kPowerLimit: case Field::kEnforcedPowerLimit:
-    case Field::kUtil: case Field::kMemUtil: case Field::kPcieGenCurrent:
-    case Field::kPcieWidthCurrent: case Field::kClockEventsActive: case Field::kClockEventBit:
-      return true;
+    case Field::kTemp:
+    case Field::kMemTemp:
+    case Field::kSmClock:
+    case Field::kGraphicsClock:
+    case Field::kMemClock:
+    case Field::kPowerDraw:
+    case Field::kPowerDrawAverage:
+    case Field::kPowerDrawInstant:
+    case Field::kPowerLimit:
+    case Field::kEnforcedPowerLimit:
+    case Field::kUtil:
+    case Field::kMemUtil:
+    case Field::kPcieGenCurrent:
+    case Field::kPcieWidthCurrent:
+    case Field::kClockEventsActive:
+    case Field::kClockEventBit: return true;
     default: return false;
   }
 }
@@ -540,9 +592,9 @@ class QueryCsvFile {
       if (c.field == Field::kUnknown &&
           std::find(noted_.begin(), noted_.end(), c.name) == noted_.end()) {
         noted_.push_back(c.name);
-        ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
-                        fmt::format("nvidia-smi --query-gpu field '{}' is not one laggard reads",
-                                    c.name));
+        ctx_.diag().Add(
+            DiagCode::kHwUnknownField, ctx_.path, n,
+            fmt::format("nvidia-smi --query-gpu field '{}' is not one laggard reads", c.name));
       }
     }
     if (!file_has_timestamp_) file_has_timestamp_ = timestamp_col_ >= 0;
@@ -657,12 +709,12 @@ class QueryCsvFile {
   void Finish() {
     bool approximate = file_has_timestamp_.has_value() && !*file_has_timestamp_;
     std::string how =
-        approximate
-            ? fmt::format("the query has no timestamp field: times are row index x {} s ({}); "
+        approximate ? fmt::format(
+                          "the query has no timestamp field: times are row index x {} s ({}); "
                           "add timestamp to --query-gpu for absolute times",
                           ToSeconds(interval_),
                           interval_from_file_ ? "-l/-lms of the captured command" : "assumed")
-            : std::string();
+                    : std::string();
     EmitGpuRecords(ctx_, by_index_, approximate, how);
   }
 

@@ -34,8 +34,8 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
-#include "ingest/nvidia_smi/nvidia_smi_text.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"
+#include "ingest/nvidia_smi/nvidia_smi_text.h"
 
 namespace laggard {
 namespace {
@@ -172,14 +172,13 @@ class TableParser {
     } else if (row == 1) {
       MetricsRow(cells, body, n);
     } else if (row == kSkipGroup) {
-      Bad(n, fmt::format("row of a GPU whose first row was unreadable: \"{}\"",
-                         Printable(body, 100)));
+      Bad(n,
+          fmt::format("row of a GPU whose first row was unreadable: \"{}\"", Printable(body, 100)));
     }
   }
 
   // "   0  NVIDIA H100 80GB HBM3          On  | 00000000:19:00.0 Off |       0 "
-  void IdentityRow(const std::vector<std::string_view>& cells, std::string_view body,
-                   uint64_t n) {
+  void IdentityRow(const std::vector<std::string_view>& cells, std::string_view body, uint64_t n) {
     std::vector<std::string_view> id = SplitBlanks(cells[0]);
     std::vector<std::string_view> bus = SplitBlanks(cells[1]);
     std::optional<int32_t> index = id.empty() ? std::nullopt : ParseInt<int32_t>(id[0]);

@@ -13,8 +13,10 @@ bool IsUnavailable(std::string_view value) {
   value = Trim(value);
   if (value.size() >= 2 && value.front() == '[' && value.back() == ']') return true;
   static constexpr std::string_view kWords[] = {
-      "N/A",     "Not Supported",            "Not Available", "Unknown Error",
-      "Unknown", "Insufficient Permissions", "ERR!",          "GPU requires reset",
+      "N/A",           "Not Supported",
+      "Not Available", "Unknown Error",
+      "Unknown",       "Insufficient Permissions",
+      "ERR!",          "GPU requires reset",
   };
   for (std::string_view w : kWords) {
     if (EqualsIgnoreCase(value, w)) return true;

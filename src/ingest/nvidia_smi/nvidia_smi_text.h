@@ -63,8 +63,8 @@ class GpuCollector {
 
   // Adds a sample of snapshot number `snapshot` (0-based, in file order),
   // taken at `time` when the snapshot printed a date, read from `line`.
-  void AddSample(int32_t index, GpuSample sample, uint32_t snapshot,
-                 std::optional<TimeNs> time, uint64_t line);
+  void AddSample(int32_t index, GpuSample sample, uint32_t snapshot, std::optional<TimeNs> time,
+                 uint64_t line);
 
   // Sets the sample times and hands the records to ctx.out. When every
   // sample has a date, times are absolute; otherwise all of the file's

@@ -79,8 +79,8 @@ bool IsDeviceName(std::string_view t) {
 bool IsCell(std::string_view t) {
   if (t.empty()) return false;
   for (char c : t) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || IsDigit(c) || c == '#' ||
-          c == '_' || c == '-' || c == '+')) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || IsDigit(c) || c == '#' || c == '_' ||
+          c == '-' || c == '+')) {
       return false;
     }
   }
@@ -131,8 +131,8 @@ std::optional<Header> ParseHeader(std::string_view line) {
       bool match = k + words <= rest.size();
       for (size_t w = 0; match && w < words; ++w) match = rest[k + w] == name[w];
       if (match) {
-        h.columns.push_back(fmt::format("{} {}{}{}", name[0], name[1], name[2].empty() ? "" : " ",
-                                        name[2]));
+        h.columns.push_back(
+            fmt::format("{} {}{}{}", name[0], name[1], name[2].empty() ? "" : " ", name[2]));
         used = words;
         break;
       }
@@ -203,9 +203,9 @@ class NvidiaSmiTopoReader final : public TextReader {
       size_t seen = 0;
       for (bool s : cur->seen) seen += s;
       if (seen < cur->seen.size()) {
-        ctx.diag().Add(DiagCode::kNetBadRecord, ctx.path, cur->header_line,
-                       fmt::format("topology matrix has {} of its {} rows (cut?)", seen,
-                                   cur->seen.size()));
+        ctx.diag().Add(
+            DiagCode::kNetBadRecord, ctx.path, cur->header_line,
+            fmt::format("topology matrix has {} of its {} rows (cut?)", seen, cur->seen.size()));
       }
       for (std::string& d : cur->m.devices) {
         auto it = cur->m.nic_names.find(d);
@@ -295,14 +295,16 @@ class NvidiaSmiTopoReader final : public TextReader {
       }
       while (values.size() > columns.size() && values.back().empty()) values.pop_back();
       if (values.size() > columns.size()) {
-        bad(n, fmt::format("topology row with {} values beyond the header's columns; they were "
-                           "ignored",
-                           values.size() - columns.size()),
+        bad(n,
+            fmt::format("topology row with {} values beyond the header's columns; they were "
+                        "ignored",
+                        values.size() - columns.size()),
             t);
       }
       for (size_t k = 0; k < values.size() && k < columns.size(); ++k) {
         if (Unknown(values[k])) continue;
-        if (columns[k] == "CPU Affinity") cur->m.cpu_affinity[devices[row]] = std::string(values[k]);
+        if (columns[k] == "CPU Affinity")
+          cur->m.cpu_affinity[devices[row]] = std::string(values[k]);
         if (columns[k] == "NUMA Affinity") {
           cur->m.numa_affinity[devices[row]] = std::string(values[k]);
         }

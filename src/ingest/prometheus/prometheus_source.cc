@@ -70,8 +70,8 @@ StatusOr<std::vector<PromSeries>> ParsePrometheusResponse(std::string_view body)
   nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Status::Error("Prometheus answer is not JSON");
   if (doc.value("status", "") != "success") {
-    return Status::Error(fmt::format("Prometheus error: {} {}", doc.value("errorType", ""),
-                                     doc.value("error", "")));
+    return Status::Error(
+        fmt::format("Prometheus error: {} {}", doc.value("errorType", ""), doc.value("error", "")));
   }
   const nlohmann::json& data = doc["data"];
   if (!data.is_object() || !data["result"].is_array()) {
@@ -79,7 +79,8 @@ StatusOr<std::vector<PromSeries>> ParsePrometheusResponse(std::string_view body)
   }
   std::vector<PromSeries> out;
   auto point = [](const nlohmann::json& p) -> std::optional<std::pair<TimeNs, double>> {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) return std::nullopt;
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string())
+      return std::nullopt;
     auto v = ParseDouble(p[1].get<std::string>());
     if (!v || !std::isfinite(*v)) return std::nullopt;
     return std::make_pair(FromSeconds(p[0].get<double>()), *v);
@@ -112,20 +113,16 @@ std::string HttpErrorText(httplib::Error e) {
   switch (e) {
     case httplib::Error::Connection:
       return "connection failed (nothing listening there, refused, or the host unreachable)";
-    case httplib::Error::ConnectionTimeout:
-      return "connection timed out";
+    case httplib::Error::ConnectionTimeout: return "connection timed out";
     case httplib::Error::Read:
       return "the connection broke while reading the answer (or it timed out)";
-    case httplib::Error::Write:
-      return "the connection broke while sending the query";
+    case httplib::Error::Write: return "the connection broke while sending the query";
     case httplib::Error::SSLConnection:
     case httplib::Error::SSLServerVerification:
     case httplib::Error::SSLLoadingCerts:
       return "TLS failed (laggard speaks plain http:// to Prometheus)";
-    case httplib::Error::ExceedRedirectCount:
-      return "too many redirects";
-    default:
-      return "request failed (" + httplib::to_string(e) + ")";
+    case httplib::Error::ExceedRedirectCount: return "too many redirects";
+    default: return "request failed (" + httplib::to_string(e) + ")";
   }
 }
 
@@ -228,7 +225,8 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
         }
       }
     }
-    for (const PromSeries& s : metric(dcgm ? "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" : "laggard_gpu_clock_event_reasons")) {
+    for (const PromSeries& s :
+         metric(dcgm ? "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" : "laggard_gpu_clock_event_reasons")) {
       auto key = gpu_key(s);
       if (!key) continue;
       record(*key, s);

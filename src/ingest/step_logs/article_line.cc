@@ -83,7 +83,8 @@ inline bool ReadDouble(std::string_view s, size_t& p, double& v) {
   size_t q = p;
   uint64_t m = 0;
   size_t digits = 0, frac = 0;
-  while (q < s.size() && IsDigit(s[q]) && digits < 20) m = m * 10 + static_cast<uint64_t>(s[q++] - '0'), ++digits;
+  while (q < s.size() && IsDigit(s[q]) && digits < 20)
+    m = m * 10 + static_cast<uint64_t>(s[q++] - '0'), ++digits;
   if (digits > 0 && q < s.size() && s[q] == '.') {
     ++q;
     while (q < s.size() && IsDigit(s[q]) && digits < 20) {
@@ -161,13 +162,13 @@ inline bool MatchExactArticleLine(std::string_view s, ParsedStep& out) {
   }
   if (p < s.size() && s[p] == 's') ++p;
   if (p != s.size()) return false;
-  static constexpr uint64_t kPow10[] = {1,         10,         100,         1'000,
-                                        10'000,    100'000,    1'000'000,   10'000'000,
-                                        100'000'000, 1'000'000'000};
+  static constexpr uint64_t kPow10[] = {1,       10,        100,        1'000,       10'000,
+                                        100'000, 1'000'000, 10'000'000, 100'000'000, 1'000'000'000};
   out.rank = static_cast<int64_t>(rank);
   out.step = static_cast<int64_t>(step);
   out.unit = TimeUnit::kSeconds;
-  out.duration = static_cast<DurationNs>(int_part * kPow10[9] + frac_part * kPow10[9 - frac_digits]);
+  out.duration =
+      static_cast<DurationNs>(int_part * kPow10[9] + frac_part * kPow10[9 - frac_digits]);
   return true;
 }
 
@@ -213,7 +214,8 @@ class ArticleLineMatcher final : public LineMatcher {
       }
       SkipBlanks(line, p);
       size_t unit_start = p;
-      while (p < line.size() && (IsAlpha(line[p]) || static_cast<unsigned char>(line[p]) >= 0x80)) ++p;
+      while (p < line.size() && (IsAlpha(line[p]) || static_cast<unsigned char>(line[p]) >= 0x80))
+        ++p;
       TimeUnit unit = TimeUnit::kSeconds;
       if (p == unit_start + 1 && ToLowerAscii(line[unit_start]) == 's') {
         // "s", what ParseTimeUnit() would say, without the table walk.

@@ -54,7 +54,8 @@ void SplitCsv(std::string_view line, char delim, std::vector<std::string_view>& 
       p = line.find(delim, q);
     } else {
       size_t e = line.find(delim, p);
-      fields.push_back(line.substr(p, e == std::string_view::npos ? std::string_view::npos : e - p));
+      fields.push_back(
+          line.substr(p, e == std::string_view::npos ? std::string_view::npos : e - p));
       p = e;
     }
     if (p == std::string_view::npos) return;
@@ -117,9 +118,9 @@ uint64_t ReadRankMap(LineReader& lines, ReaderContext& ctx, const FieldLayout& l
     int32_t gpu = gpu_text ? ParseInt<int32_t>(*gpu_text).value_or(-1) : -1;
     if (rank < 0 || rank > kMaxRank || (gpu_text && (gpu < 0 || gpu >= 1024)) ||
         (!host && gpu < 0)) {
-      ctx.diag().Add(DiagCode::kCsvBadRow, ctx.path, n,
-                     fmt::format("rank map row needs a rank and a host or GPU: \"{}\"",
-                                 Printable(line, 100)));
+      ctx.diag().Add(
+          DiagCode::kCsvBadRow, ctx.path, n,
+          fmt::format("rank map row needs a rank and a host or GPU: \"{}\"", Printable(line, 100)));
       continue;
     }
     if (host) ctx.out->SetHost(rank, *host, ctx.path, n);
@@ -190,8 +191,8 @@ class CsvStepReader final : public TextReader {
       }
       auto dur_text = field(layout.duration);
       TimeUnit unit_used = TimeUnit::kSeconds;
-      auto duration = dur_text ? ParseDurationValue(*dur_text, layout.duration_unit, unit_used)
-                               : std::nullopt;
+      auto duration =
+          dur_text ? ParseDurationValue(*dur_text, layout.duration_unit, unit_used) : std::nullopt;
       if (!duration) {
         ctx.diag().Add(DiagCode::kCsvBadRow, ctx.path, n,
                        fmt::format("duration is not a time: \"{}\"", Printable(line, 100)));
@@ -215,7 +216,8 @@ class CsvStepReader final : public TextReader {
       }
       if (auto g = field(layout.gpu)) {
         auto gpu = ParseInt<int32_t>(*g);
-        if (gpu && *gpu >= 0 && *gpu < 1024) ctx.out->SetLocalGpu(static_cast<int32_t>(r), *gpu, ctx.path, n);
+        if (gpu && *gpu >= 0 && *gpu < 1024)
+          ctx.out->SetLocalGpu(static_cast<int32_t>(r), *gpu, ctx.path, n);
       }
     }
     if (__builtin_popcount(units_seen) > 1) {

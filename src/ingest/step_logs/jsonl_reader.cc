@@ -107,7 +107,7 @@ bool ReadObject(od::document& doc, LineFields& out, std::string& why) {
       case StepField::kAmbiguousTime: {
         bool is_explicit = name.field == StepField::kDuration;
         if (out.duration_explicit && !is_explicit) break;  // keep the better key
-        if (out.duration && out.duration_explicit) break;   // first explicit key wins
+        if (out.duration && out.duration_explicit) break;  // first explicit key wins
         auto s = ScalarText(value);
         TimeUnit unit = TimeUnit::kSeconds;
         auto d = s ? ParseDurationValue(*s, name.unit, unit) : std::nullopt;
@@ -173,7 +173,8 @@ class JsonlStepReader final : public TextReader {
         if (!v || *v < 0 || *v > kMaxRank) return std::nullopt;
         return static_cast<int32_t>(*v);
       };
-      if (f.stage || f.dp_rank) ctx.out->SetRole(static_cast<int32_t>(r), role(f.stage), role(f.dp_rank));
+      if (f.stage || f.dp_rank)
+        ctx.out->SetRole(static_cast<int32_t>(r), role(f.stage), role(f.dp_rank));
       if (f.gpu && *f.gpu >= 0 && *f.gpu < 1024)
         ctx.out->SetLocalGpu(static_cast<int32_t>(r), static_cast<int32_t>(*f.gpu), ctx.path, n);
     }

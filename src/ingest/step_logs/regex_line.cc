@@ -115,9 +115,9 @@ class RegexLineMatcher final : public LineMatcher {
     // The value may carry its own unit ("812ms").
     std::string_view text = Trim(*dur);
     size_t num_end = 0;
-    while (num_end < text.size() && (IsDigit(text[num_end]) || text[num_end] == '.' ||
-                                     text[num_end] == '-' || text[num_end] == 'e' ||
-                                     text[num_end] == 'E' || text[num_end] == '+')) {
+    while (num_end < text.size() &&
+           (IsDigit(text[num_end]) || text[num_end] == '.' || text[num_end] == '-' ||
+            text[num_end] == 'e' || text[num_end] == 'E' || text[num_end] == '+')) {
       ++num_end;
     }
     auto value = ParseDouble(text.substr(0, num_end));
@@ -148,8 +148,7 @@ class RegexLineMatcher final : public LineMatcher {
  private:
   RegexLineMatcher() = default;
   std::unique_ptr<pcre2_code, CodeDeleter> code_;
-  int rank_ = -1, step_ = -1, duration_ = -1, start_ = -1, host_ = -1, gpu_ = -1,
-      unit_group_ = -1;
+  int rank_ = -1, step_ = -1, duration_ = -1, start_ = -1, host_ = -1, gpu_ = -1, unit_group_ = -1;
   std::optional<TimeUnit> duration_unit_;
 };
 

@@ -19,7 +19,9 @@ std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
   if (line.empty() || line[0] != '[') return std::nullopt;
   size_t p = 1;
   size_t word = p;
-  while (p < line.size() && ((line[p] >= 'a' && line[p] <= 'z') || (line[p] >= 'A' && line[p] <= 'Z'))) ++p;
+  while (p < line.size() &&
+         ((line[p] >= 'a' && line[p] <= 'z') || (line[p] >= 'A' && line[p] <= 'Z')))
+    ++p;
   std::string_view w = line.substr(word, p - word);
   if (!EqualsIgnoreCase(w, "rank") && w != "default") return std::nullopt;
   while (p < line.size() && line[p] == ' ') ++p;

@@ -98,18 +98,24 @@ TEST(AgentLogReaderTest, SniffBeatsTheGenericReadersAndClaimsNothingElse) {
   ASSERT_NE(agent_log, nullptr);
   EXPECT_EQ(agent_log->Sniff(kGood), 100);
   EXPECT_LT(best_other, 100);
-  EXPECT_EQ(agent_log->Sniff(R"({"rank":3,"step":1,"step_time_s":0.8})" "\n"), 0);
+  EXPECT_EQ(agent_log->Sniff(R"({"rank":3,"step":1,"step_time_s":0.8})"
+                             "\n"),
+            0);
   EXPECT_EQ(agent_log->Sniff("rank 3, step 1, time 0.8s\n"), 0);
-  EXPECT_EQ(agent_log->Sniff(R"({"record":"tpu_sample","time":"x"})" "\n"), 0);
+  EXPECT_EQ(agent_log->Sniff(R"({"record":"tpu_sample","time":"x"})"
+                             "\n"),
+            0);
   // A first line cut by the sniff window still counts by its prefix.
-  EXPECT_EQ(agent_log->Sniff(R"({"record":"gpu_sample","time":"2024-05-01T12:00:00.000Z","ho)"), 100);
+  EXPECT_EQ(agent_log->Sniff(R"({"record":"gpu_sample","time":"2024-05-01T12:00:00.000Z","ho)"),
+            100);
 }
 
 TEST(AgentLogReaderTest, HostComesFromThePathWhenTheLineHasNone) {
   TempDir dir;
-  std::string text =
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","gpu":2,"temp_c":50})" "\n"
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","gpu":2,"temp_c":51})" "\n";
+  std::string text = R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","gpu":2,"temp_c":50})"
+                     "\n"
+                     R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","gpu":2,"temp_c":51})"
+                     "\n";
   WriteFile(dir.File("node-9/hardware.jsonl"), text);
   laggard::Run run = IngestPaths({dir.path()});  // run/node-9/...: the directory names the host
   ASSERT_EQ(run.hardware.gpus.size(), 1u);
@@ -126,8 +132,10 @@ TEST(AgentLogReaderTest, HostComesFromThePathWhenTheLineHasNone) {
 TEST(AgentLogReaderTest, ChangingPowerLimitStaysPerSample) {
   TempDir dir;
   std::string text =
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","host":"h","gpu":0,"power_limit_w":700,"nvlink_up":18})" "\n"
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","host":"h","gpu":0,"power_limit_w":400,"nvlink_up":17})" "\n";
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","host":"h","gpu":0,"power_limit_w":700,"nvlink_up":18})"
+      "\n"
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","host":"h","gpu":0,"power_limit_w":400,"nvlink_up":17})"
+      "\n";
   laggard::Run run = IngestPaths({WriteFile(dir.File("hardware.jsonl"), text)});
   ASSERT_EQ(run.hardware.gpus.size(), 1u);
   const GpuRecord& g = run.hardware.gpus[0];
@@ -139,16 +147,25 @@ TEST(AgentLogReaderTest, ChangingPowerLimitStaysPerSample) {
 TEST(AgentLogReaderTest, CorruptLinesAreCountedWithTheirLineAndTheRestIsRead) {
   TempDir dir;
   std::string text =
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","host":"h","gpu":0,"temp_c":50})" "\n"  // 1 ok
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","host":"h","gpu":0,"temp_c":"hot"})" "\n"  // 2 type
-      R"({"record":"gpu_sample","time":"yesterday","host":"h","gpu":0,"temp_c":51})" "\n"  // 3 time
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:03Z","host":"h","temp_c":52})" "\n"  // 4 no gpu
-      R"({"record":"gpu_sample","time":"2024-05-01T12:00:04Z","host":"h","gpu":0,"temp_c":53,"fan_pct":40})" "\n"  // 5 ok + unknown key
-      R"({"record":"tpu_sample","time":"2024-05-01T12:00:05Z","host":"h"})" "\n"  // 6 unknown kind
-      R"({"time":"2024-05-01T12:00:06Z","host":"h","gpu":0})" "\n"  // 7 no record
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:00Z","host":"h","gpu":0,"temp_c":50})"
+      "\n"  // 1 ok
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:01Z","host":"h","gpu":0,"temp_c":"hot"})"
+      "\n"  // 2 type
+      R"({"record":"gpu_sample","time":"yesterday","host":"h","gpu":0,"temp_c":51})"
+      "\n"  // 3 time
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:03Z","host":"h","temp_c":52})"
+      "\n"  // 4 no gpu
+      R"({"record":"gpu_sample","time":"2024-05-01T12:00:04Z","host":"h","gpu":0,"temp_c":53,"fan_pct":40})"
+      "\n"  // 5 ok + unknown key
+      R"({"record":"tpu_sample","time":"2024-05-01T12:00:05Z","host":"h"})"
+      "\n"  // 6 unknown kind
+      R"({"time":"2024-05-01T12:00:06Z","host":"h","gpu":0})"
+      "\n"              // 7 no record
       "garbage line\n"  // 8
-      R"({"record":"ib_port","time":"2024-05-01T12:00:08Z","host":"h","port":1})" "\n"  // 9 no ca
-      R"({"record":"gpu_xid","time":"2024-05-01T12:00:09Z","host":"h","gpu":0})" "\n"  // 10 no xid
+      R"({"record":"ib_port","time":"2024-05-01T12:00:08Z","host":"h","port":1})"
+      "\n"  // 9 no ca
+      R"({"record":"gpu_xid","time":"2024-05-01T12:00:09Z","host":"h","gpu":0})"
+      "\n"  // 10 no xid
       R"({"record":"gpu_sample","time":"2024-05-01T12:00:10Z","host":"h","gpu":0,"temp_c":54)";  // 11 truncated
   laggard::Run run = IngestPaths({WriteFile(dir.File("hardware.jsonl"), text)});
   EXPECT_EQ(run.files[0].format, "agent_log");
@@ -160,11 +177,13 @@ TEST(AgentLogReaderTest, CorruptLinesAreCountedWithTheirLineAndTheRestIsRead) {
   EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 1u);
   EXPECT_EQ(run.diagnostics.count(DiagCode::kHwUnknownField), 2u);  // fan_pct, tpu_sample
   std::vector<uint64_t> lines;
-  for (const DiagExample& ex : run.diagnostics.examples(DiagCode::kHwBadRecord)) lines.push_back(ex.line);
+  for (const DiagExample& ex : run.diagnostics.examples(DiagCode::kHwBadRecord))
+    lines.push_back(ex.line);
   EXPECT_EQ(lines, (std::vector<uint64_t>{2, 3, 4, 7, 8}));  // the first five examples
   EXPECT_EQ(run.diagnostics.examples(DiagCode::kNetBadRecord)[0].line, 9u);
-  EXPECT_NE(run.diagnostics.examples(DiagCode::kHwBadRecord)[0].message.find("'temp_c' is not a number"),
-            std::string::npos);
+  EXPECT_NE(
+      run.diagnostics.examples(DiagCode::kHwBadRecord)[0].message.find("'temp_c' is not a number"),
+      std::string::npos);
   EXPECT_NE(run.diagnostics.examples(DiagCode::kHwBadRecord)[1].message.find("not a timestamp"),
             std::string::npos);
 }
@@ -172,9 +191,12 @@ TEST(AgentLogReaderTest, CorruptLinesAreCountedWithTheirLineAndTheRestIsRead) {
 TEST(AgentLogReaderTest, StepLinesInTheSameDirectoryAreNotHardwareRecords) {
   TempDir dir;
   WriteFile(dir.File("log/hardware.jsonl"), kGood);
-  WriteFile(dir.File("log/steps.jsonl"),
-            R"({"rank":0,"step":1,"step_time_s":0.8,"timestamp":"2024-05-01T12:00:00.000Z","host":"node-1","gpu":0,"phase_compute_s":0.7})" "\n"
-            R"({"rank":1,"step":1,"step_time_s":0.9,"timestamp":"2024-05-01T12:00:00.000Z","host":"node-1","gpu":1})" "\n");
+  WriteFile(
+      dir.File("log/steps.jsonl"),
+      R"({"rank":0,"step":1,"step_time_s":0.8,"timestamp":"2024-05-01T12:00:00.000Z","host":"node-1","gpu":0,"phase_compute_s":0.7})"
+      "\n"
+      R"({"rank":1,"step":1,"step_time_s":0.9,"timestamp":"2024-05-01T12:00:00.000Z","host":"node-1","gpu":1})"
+      "\n");
   laggard::Run run = IngestPaths({dir.File("log")});
   ASSERT_EQ(run.files.size(), 2u);
   EXPECT_EQ(run.files[0].format, "agent_log");

@@ -13,7 +13,8 @@ using testing_util::TempDir;
 using testing_util::WriteFile;
 using testing_util::WriteGzip;
 
-std::vector<std::string> AllLines(const std::string& path, std::optional<StreamDamage>* damage = nullptr) {
+std::vector<std::string> AllLines(const std::string& path,
+                                  std::optional<StreamDamage>* damage = nullptr) {
   auto src = OpenByteSource(path);
   EXPECT_TRUE(src.ok());
   LineReader reader(**src);
@@ -38,7 +39,8 @@ TEST(InputFileTest, ConcatenatedGzipMembersAreAllRead) {
   TempDir dir;
   WriteGzip(dir.File("a.gz"), "one\n");
   WriteGzip(dir.File("b.gz"), "two\n");
-  std::string both = testing_util::ReadFile(dir.File("a.gz")) + testing_util::ReadFile(dir.File("b.gz"));
+  std::string both =
+      testing_util::ReadFile(dir.File("a.gz")) + testing_util::ReadFile(dir.File("b.gz"));
   std::optional<StreamDamage> damage;
   auto lines = AllLines(WriteFile(dir.File("ab.gz"), both), &damage);
   EXPECT_EQ(lines, (std::vector<std::string>{"one", "two"}));
@@ -102,8 +104,8 @@ std::string NumberedLines(int first, int last) {
   std::string text;
   for (int i = first; i < last; ++i) {
     uint64_t id = (static_cast<uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ULL;
-    text += "rank 0, step " + std::to_string(i) + ", time 0.8s, id " +
-            std::to_string(id >> 40) + "\n";
+    text +=
+        "rank 0, step " + std::to_string(i) + ", time 0.8s, id " + std::to_string(id >> 40) + "\n";
   }
   return text;
 }
@@ -192,8 +194,7 @@ TEST(InputFileTest, GzipWithBadDeflateDataKeepsTheLinesBefore) {
   TempDir dir;
   const std::string before = NumberedLines(0, 20000);
   std::vector<size_t> offsets;
-  std::string gz =
-      GzipMemberWithName({before, NumberedLines(20000, 40000)}, "a.log", &offsets);
+  std::string gz = GzipMemberWithName({before, NumberedLines(20000, 40000)}, "a.log", &offsets);
   // The second part's first deflate block gets the reserved block type 3.
   gz[offsets[1]] = '\x07';
   std::optional<StreamDamage> damage;

@@ -24,8 +24,7 @@ TEST(SniffTest, HeadLinesLeaveOutTheCutLastLineAndTakeOffCrlf) {
 }
 
 TEST(SniffTest, HeadLinesWithLastHandOutTheUnterminatedLine) {
-  EXPECT_EQ(HeadLinesOf("a\nlast\r", {.with_last = true}),
-            (std::vector<std::string>{"a", "last"}));
+  EXPECT_EQ(HeadLinesOf("a\nlast\r", {.with_last = true}), (std::vector<std::string>{"a", "last"}));
   EXPECT_EQ(HeadLinesOf("a\n", {.with_last = true}), (std::vector<std::string>{"a"}));
 }
 

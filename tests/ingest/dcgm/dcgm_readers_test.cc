@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "ingest/dcgm/dcgm_fields.h"
 #include "ingest/common/prometheus_text.h"
+#include "ingest/dcgm/dcgm_fields.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -32,13 +32,13 @@ std::string CorpusFile(const std::string& name) {
   return std::string(LAGGARD_CORPUS_DIR) + "/" + name;
 }
 
-#define REQUIRE_CORPUS_FILE(path)                                                      \
+#define REQUIRE_CORPUS_FILE(path) \
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared corpus not found: " << path
 
 // Ingests one file written as <tmp>/<host>/<name> (the directory names the
 // host) or <tmp>/<name> when host is empty.
 laggard::Run IngestText(const TempDir& dir, const std::string& name, const std::string& content,
-               const std::string& host = "node-a") {
+                        const std::string& host = "node-a") {
   std::string path =
       WriteFile(host.empty() ? dir.File(name) : dir.File(host + "/" + name), content);
   return IngestPaths({dir.path()});
@@ -178,8 +178,8 @@ TEST(PrometheusTextTest, ReadsOpenMetricsSecondsAndSkipsExemplars) {
 
 TEST(PrometheusTextTest, FormattedSamplesReadBackUnchanged) {
   std::vector<prom::Label> labels = {{"gpu", "0"}, {"msg", "a \"b\" \\ c\nd"}, {"odd.name", "x"}};
-  for (double v : std::vector<double>{0.0, -0.0, 1.5, -2e-300, 409.692, 1e21, NAN, INFINITY,
-                                     -INFINITY}) {
+  for (double v :
+       std::vector<double>{0.0, -0.0, 1.5, -2e-300, 409.692, 1e21, NAN, INFINITY, -INFINITY}) {
     std::string text = prom::FormatSample("DCGM_FI_DEV_POWER_USAGE", labels, v, 1700000000000);
     prom::Line l = Parse(text);
     EXPECT_EQ(l.metric, "DCGM_FI_DEV_POWER_USAGE");
@@ -477,8 +477,9 @@ TEST(DcgmiDmonTest, RowsBecomeSamplesAtTheCommandsInterval) {
 }
 
 TEST(DcgmiDmonTest, WithoutACommandLineSamplesAreOneSecondApart) {
-  std::string text = "#Entity   TMPTR        SMCLK\nID        C\nGPU 0     45           1410\n"
-                     "GPU 0     46           1400\n";
+  std::string text =
+      "#Entity   TMPTR        SMCLK\nID        C\nGPU 0     45           1410\n"
+      "GPU 0     46           1400\n";
   TempDir dir;
   laggard::Run run = IngestText(dir, "dmon.txt", text);
   const GpuRecord* g0 = FindGpu(run, "node-a", 0);
@@ -525,8 +526,9 @@ TEST(DcgmiDmonTest, StringColumnsWithBlanksAreCutAtTheHeaderPositions) {
 }
 
 TEST(DcgmiDmonTest, FieldIdsOfTheCommandLineNameUnknownColumns) {
-  std::string text = "dcgmi dmon -e 150,240\n#Entity   TEMPX        PWVIO\nID\n"
-                     "GPU 0     70           1000\n";
+  std::string text =
+      "dcgmi dmon -e 150,240\n#Entity   TEMPX        PWVIO\nID\n"
+      "GPU 0     70           1000\n";
   TempDir dir;
   laggard::Run run = IngestText(dir, "dmon.txt", text);
   const GpuRecord* g0 = FindGpu(run, "node-a", 0);

@@ -24,12 +24,12 @@ std::string CorpusFile(const std::string& rel) {
   return std::string(LAGGARD_CORPUS_DIR) + "/" + rel;
 }
 
-#define REQUIRE_CORPUS(rel)                                                               \
-  do {                                                                                    \
-    if (!std::filesystem::exists(CorpusFile(rel))) {                                      \
-      GTEST_SKIP() << "corpus file " << CorpusFile(rel)                                   \
-                   << " absent (LAGGARD_CORPUS_DIR has no shared corpus); skipping";      \
-    }                                                                                     \
+#define REQUIRE_CORPUS(rel)                                                          \
+  do {                                                                               \
+    if (!std::filesystem::exists(CorpusFile(rel))) {                                 \
+      GTEST_SKIP() << "corpus file " << CorpusFile(rel)                              \
+                   << " absent (LAGGARD_CORPUS_DIR has no shared corpus); skipping"; \
+    }                                                                                \
   } while (0)
 
 // What one reader made of one file: the builder holds network() and diag().
@@ -223,7 +223,7 @@ TEST(NcclTestsReaderTest, EachHeaderStartsANewRun) {
   EXPECT_EQ(a.ranks[1].gpu_name, "NVIDIA H100 80GB HBM3");
   ASSERT_EQ(a.rows.size(), 2u);
   EXPECT_DOUBLE_EQ(*a.rows[1].oop_time_us, 120000);  // "1.2e+05"
-  EXPECT_EQ(a.rows[1].oop_wrong, 1000000);            // "%g" of 1000000
+  EXPECT_EQ(a.rows[1].oop_wrong, 1000000);           // "%g" of 1000000
   EXPECT_DOUBLE_EQ(*a.avg_busbw_gbps, 0.001);
 
   const NcclTestRun& b = o.net().nccl_tests[1];
@@ -412,7 +412,7 @@ TEST(NcclTestsReaderTest, OutputWithoutRankLinesTakesItsHostFromThePathOrNotesNo
   EXPECT_EQ(with_host.count(DiagCode::kNetNoHost), 0u);
   Outcome without;
   ReadText(TestsReader(), text + text, without);
-  EXPECT_EQ(without.net().nccl_tests.size(), 2u);  // the second header follows a table
+  EXPECT_EQ(without.net().nccl_tests.size(), 2u);      // the second header follows a table
   EXPECT_EQ(without.count(DiagCode::kNetNoHost), 1u);  // once per file
 }
 
@@ -494,7 +494,8 @@ TEST(NcclTestsCorruptionTest, UnknownColumnsAreSkippedByName) {
 
 TEST(NcclDebugCorpusTest, BigscienceLogHas32RanksOnFourHosts) {
   REQUIRE_CORPUS("nccl_debug/bigscience_all_reduce_bench-a100-n4.txt");
-  laggard::Run run = IngestPaths({CorpusFile("nccl_debug/bigscience_all_reduce_bench-a100-n4.txt")});
+  laggard::Run run =
+      IngestPaths({CorpusFile("nccl_debug/bigscience_all_reduce_bench-a100-n4.txt")});
   ASSERT_EQ(run.files.size(), 1u);
   EXPECT_EQ(run.files[0].format, "nccl-debug");
   const NetworkData& net = run.network;
@@ -708,7 +709,7 @@ TEST(NcclDebugReaderTest, SniffRanksHeadsDominatedByNcclLinesAboveStepLogs) {
   EXPECT_EQ(sniff(nccl + step), 65);
   EXPECT_EQ(sniff(nccl + nccl + nccl + step + step + step + step), 40);  // below 60, above 5
   EXPECT_EQ(sniff(step + step), 0);
-  EXPECT_EQ(sniff(nccl + step + step + step), 0);  // one line in passing
+  EXPECT_EQ(sniff(nccl + step + step + step), 0);         // one line in passing
   EXPECT_EQ(sniff("NCCL version 2.19.3+cuda12.2\n"), 0);  // no line with a level
   EXPECT_EQ(sniff("# nThread 1 nGpus 1\n"), 0);
   EXPECT_EQ(sniff("\tGPU0\tGPU1\nGPU0\t X \tNV4\n"), 0);
@@ -720,11 +721,14 @@ TEST(NcclDebugReaderTest, SniffRanksHeadsDominatedByNcclLinesAboveStepLogs) {
 TEST(NcclDebugReaderTest, TrainingLogDominatedByNcclLinesKeepsItsSteps) {
   std::string text;
   for (int i = 0; i < 2000; ++i) {
-    text += fmt::format("node-a:100:100 [0] NCCL INFO Channel {:02}/0 : 0[0] -> 1[1] via "
-                        "P2P/CUMEM/read\n", i % 32);
+    text += fmt::format(
+        "node-a:100:100 [0] NCCL INFO Channel {:02}/0 : 0[0] -> 1[1] via "
+        "P2P/CUMEM/read\n",
+        i % 32);
   }
-  text += "node-a:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 - Init "
-          "COMPLETE\n";
+  text +=
+      "node-a:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 - Init "
+      "COMPLETE\n";
   for (int s = 1; s <= 5; ++s) text += fmt::format("rank 0, step {}, time 0.8s\n", s);
   ASSERT_GT(text.size(), kSniffBytes);
   TempDir dir;
@@ -738,9 +742,10 @@ TEST(NcclDebugReaderTest, TrainingLogDominatedByNcclLinesKeepsItsSteps) {
 }
 
 TEST(NcclDebugReaderTest, LogWithAFewNcclLinesAndStepsBeyondTheHeadKeepsBoth) {
-  std::string text = "node-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-                     "node-a:100:100 [0] NCCL INFO NET/Plugin : No plugin found\n"
-                     "node-a:100:100 [0] NCCL INFO Using network IB\n";
+  std::string text =
+      "node-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "node-a:100:100 [0] NCCL INFO NET/Plugin : No plugin found\n"
+      "node-a:100:100 [0] NCCL INFO Using network IB\n";
   for (int i = 0; i < 3000; ++i) text += fmt::format("loading shard {} of 3000\n", i);
   for (int s = 1; s <= 5; ++s) text += fmt::format("rank 0, step {}, time 0.8s\n", s);
   TempDir dir;
@@ -767,11 +772,11 @@ TEST(NcclDebugCorruptionTest, GarbledNcclLinesAreCountedWithTheirLines) {
   Outcome o;
   ReadText(DebugReader(),
            "h:1:1 [0] NCCL INFO Using network IB\n"
-           "h:1:1 [0] NCCL IN\n"                                                  // cut
-           "h:1:1 [0] NCCL INFO Channel 00/0 : x[0] -> 1[1] via P2P/IPC\n"        // bad rank
+           "h:1:1 [0] NCCL IN\n"                                            // cut
+           "h:1:1 [0] NCCL INFO Channel 00/0 : x[0] -> 1[1] via P2P/IPC\n"  // bad rank
            "h:1:1 [0] NCCL INFO comm 0x1 rank abc nranks 8 cudaDev 0 - Init COMPLETE\n"
            "h:1:1 [0] NCCL INFO comm 0x1 rank 9 nranks 8 cudaDev 0 - Init COMPLETE\n"  // 9 >= 8
-           "h:1:1 [0] NCCL INFO NET/IB : Using [RO]; OOB eth0:10.0.0.1<0>\n"      // no devices
+           "h:1:1 [0] NCCL INFO NET/IB : Using [RO]; OOB eth0:10.0.0.1<0>\n"           // no devices
            "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [sideways] via P2P/IPC\n"
            "NCCL version \n"
            "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC\n"
@@ -783,7 +788,8 @@ TEST(NcclDebugCorruptionTest, GarbledNcclLinesAreCountedWithTheirLines) {
   EXPECT_EQ(p.rank, 0);  // from the one good connection
   EXPECT_EQ(p.connections.size(), 1u);
   EXPECT_EQ(o.count(DiagCode::kNetBadRecord), 7u);
-  EXPECT_EQ(o.lines(DiagCode::kNetBadRecord), (std::vector<uint64_t>{2, 3, 4, 5, 6}));  // 5 examples
+  EXPECT_EQ(o.lines(DiagCode::kNetBadRecord),
+            (std::vector<uint64_t>{2, 3, 4, 5, 6}));  // 5 examples
 }
 
 TEST(NcclDebugCorruptionTest, TruncatedLogKeepsWhatCameBefore) {
@@ -814,8 +820,8 @@ TEST(TopoCorpusTest, TwoGtx1080TiOnOneHostBridge) {
   EXPECT_EQ(m.host, "box-1");
   EXPECT_EQ(m.devices, (std::vector<std::string>{"GPU0", "GPU1"}));
   EXPECT_EQ(m.link, (std::vector<std::vector<std::string>>{{"X", "PHB"}, {"PHB", "X"}}));
-  EXPECT_EQ(m.cpu_affinity, (std::map<std::string, std::string>{{"GPU0", "0-11"},
-                                                                  {"GPU1", "0-11"}}));
+  EXPECT_EQ(m.cpu_affinity,
+            (std::map<std::string, std::string>{{"GPU0", "0-11"}, {"GPU1", "0-11"}}));
   EXPECT_TRUE(m.numa_affinity.empty());  // N/A
   EXPECT_TRUE(m.nic_names.empty());
   EXPECT_EQ(m.src.line, 1u);
@@ -830,10 +836,10 @@ TEST(TopoCorpusTest, FourA10WithTwoNicsNamedByTheLegend) {
   const TopologyMatrix& m = run.network.topologies[0];
   EXPECT_EQ(m.host, std::nullopt);
   EXPECT_EQ(run.diagnostics.count(DiagCode::kNetNoHost), 1u);
-  EXPECT_EQ(m.devices, (std::vector<std::string>{"GPU0", "GPU1", "GPU2", "GPU3", "mlx5_0",
-                                                 "mlx5_1"}));
-  EXPECT_EQ(m.nic_names, (std::map<std::string, std::string>{{"NIC0", "mlx5_0"},
-                                                               {"NIC1", "mlx5_1"}}));
+  EXPECT_EQ(m.devices,
+            (std::vector<std::string>{"GPU0", "GPU1", "GPU2", "GPU3", "mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(m.nic_names,
+            (std::map<std::string, std::string>{{"NIC0", "mlx5_0"}, {"NIC1", "mlx5_1"}}));
   ASSERT_EQ(m.link.size(), 6u);
   EXPECT_EQ(m.link[0][1], "SYS");
   EXPECT_EQ(m.link[4][5], "PIX");
@@ -952,12 +958,12 @@ TEST(TopoCorruptionTest, GarbledCellsUnknownRowsAndExtraValuesAreCounted) {
   Outcome o;
   ReadText(TopoReader(),
            "\tGPU0\tGPU1\tCPU Affinity\n"
-           "GPU0\t X \tN?V4\t0-7\n"         // garbled cell
+           "GPU0\t X \tN?V4\t0-7\n"        // garbled cell
            "GPU1\tNV4\t X \t0-7\textra\n"  // value beyond the columns (kept row)
            "GPU9\tNV4\t X \t0-7\n"         // not in the header
            "GPU1\tNV4\t X \t0-7\n"         // repeated
            "GPU0\t X \tNV4\tN/A\n"
-           "  NIC0: \n",                   // legend entry without a name
+           "  NIC0: \n",  // legend entry without a name
            o, "n4");
   const TopologyMatrix& m = o.net().topologies.at(0);
   EXPECT_EQ(m.link[0][1], "NV4");

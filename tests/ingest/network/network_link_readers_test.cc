@@ -22,7 +22,7 @@ using testing_util::WriteFile;
 
 const std::string kCorpus = std::string(LAGGARD_CORPUS_DIR) + "/ib_eth/";
 
-#define REQUIRE_CORPUS()                    \
+#define REQUIRE_CORPUS() \
   if (!fs::exists(kCorpus)) GTEST_SKIP() << "shared corpus not found at " << kCorpus
 
 uint64_t Count(const Run& run, DiagCode code) { return run.diagnostics.count(code); }
@@ -95,7 +95,8 @@ TEST(NetworkCorpusTest, GpudIbstatShowsWhichPortsAreDown) {
       EXPECT_EQ(p.rate_gbps, 40.0);
       EXPECT_EQ(p.ca_type, "MT4125");
     }
-    if (p.state == "Active" && p.link_layer == "InfiniBand" && p.rate_gbps == 400.0) ++ib_active_400;
+    if (p.state == "Active" && p.link_layer == "InfiniBand" && p.rate_gbps == 400.0)
+      ++ib_active_400;
   }
   EXPECT_EQ(down, (std::set<std::string>{"mlx5_2", "mlx5_7", "mlx5_8"}));
   EXPECT_EQ(ib_active_400, 8);
@@ -300,17 +301,17 @@ TEST(IbstatReaderTest, PollingAndInitializingPortsKeepTheirState) {
 TEST(IbstatReaderTest, SinglePortQueryAndFdr10Rate) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibstat_port.txt",
-                       "CA: 'mlx4_0'\n"
-                       "Port 2:\n"
-                       "State: Active\n"
-                       "Physical state: LinkUp\n"
-                       "Rate: 40 (FDR10)\n"
-                       "Base lid: 12\n"
-                       "LMC: 0\n"
-                       "SM lid: 1\n"
-                       "Capability mask: 0x02514868\n"
-                       "Port GUID: 0x0002c903000e0b72\n"
-                       "Link layer: InfiniBand\n");
+                                "CA: 'mlx4_0'\n"
+                                "Port 2:\n"
+                                "State: Active\n"
+                                "Physical state: LinkUp\n"
+                                "Rate: 40 (FDR10)\n"
+                                "Base lid: 12\n"
+                                "LMC: 0\n"
+                                "SM lid: 1\n"
+                                "Capability mask: 0x02514868\n"
+                                "Port GUID: 0x0002c903000e0b72\n"
+                                "Link layer: InfiniBand\n");
   EXPECT_EQ(run.files[0].format, "ibstat");
   ASSERT_EQ(run.network.ib_ports.size(), 1u);
   const IbPort& p = run.network.ib_ports[0];
@@ -356,8 +357,9 @@ TEST(IbstatReaderTest, DshbakCoalescedHostListGivesEveryHostItsPorts) {
   TempDir dir;
   std::string text = "----------------\nnode[01-03]\n----------------\n";
   text += kIbstatTwoPorts;
-  text += "----------------\ngpu-b7\n----------------\nCA 'mlx5_0'\n\tNumber of ports: 1\n"
-          "\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n";
+  text +=
+      "----------------\ngpu-b7\n----------------\nCA 'mlx5_0'\n\tNumber of ports: 1\n"
+      "\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n";
   laggard::Run run = IngestText(dir, "dshbak.txt", text);
   ASSERT_EQ(run.network.ib_ports.size(), 3u * 2u + 1u);
   for (const char* host : {"node01", "node02", "node03"}) {
@@ -370,9 +372,10 @@ TEST(IbstatReaderTest, DshbakCoalescedHostListGivesEveryHostItsPorts) {
 
 TEST(IbstatReaderTest, AnsibleOutputNamesEachHost) {
   TempDir dir;
-  laggard::Run run = IngestText(dir, "ansible.txt",
-                       "gpu-a1 | CHANGED | rc=0 >>\nCA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n"
-                       "gpu-a2 | CHANGED | rc=0 >>\nCA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n");
+  laggard::Run run =
+      IngestText(dir, "ansible.txt",
+                 "gpu-a1 | CHANGED | rc=0 >>\nCA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n"
+                 "gpu-a2 | CHANGED | rc=0 >>\nCA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n");
   ASSERT_EQ(run.network.ib_ports.size(), 2u);
   EXPECT_EQ(FindPort(run, "mlx5_0", 1, "gpu-a1")->state, "Active");
   EXPECT_EQ(FindPort(run, "mlx5_0", 1, "gpu-a2")->state, "Down");
@@ -387,8 +390,8 @@ TEST(IbstatReaderTest, PortGuidListAndShortFormAreRecognisedAndHoldNothing) {
   EXPECT_EQ(guids.diagnostics.TotalOfKind(DiagKind::kSkippedFile), 0u);
 
   laggard::Run short_form = IngestText(dir, "ibstat_s.txt",
-                              "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n"
-                              "CA 'mlx5_1'\n\tCA type: MT4129\n\tNumber of ports: 1\n");
+                                       "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n"
+                                       "CA 'mlx5_1'\n\tCA type: MT4129\n\tNumber of ports: 1\n");
   EXPECT_EQ(short_form.files[0].format, "ibstat");
   EXPECT_TRUE(short_form.network.ib_ports.empty());
   EXPECT_EQ(short_form.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
@@ -412,41 +415,41 @@ TEST(IbstatReaderTest, CrlfLineEndingsReadTheSame) {
 TEST(IbstatusReaderTest, OneLaneAndFourLanePortsAndDownStates) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibstatus.txt",
-                       "Infiniband device 'mlx5_0' port 1 status:\n"
-                       "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f8e\n"
-                       "\tbase lid:\t 0x12\n"
-                       "\tsm lid:\t\t 0x1\n"
-                       "\tstate:\t\t 4: ACTIVE\n"
-                       "\tphys state:\t 5: LinkUp\n"
-                       "\trate:\t\t 100 Gb/sec (4X EDR)\n"
-                       "\tlink_layer:\t InfiniBand\n"
-                       "\n"
-                       "Infiniband device 'mlx5_1' port 1 status:\n"
-                       "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f8f\n"
-                       "\tbase lid:\t 0x13\n"
-                       "\tsm lid:\t\t 0x1\n"
-                       "\tstate:\t\t 4: ACTIVE\n"
-                       "\tphys state:\t 5: LinkUp\n"
-                       "\trate:\t\t 25 Gb/sec (1X EDR)\n"
-                       "\tlink_layer:\t InfiniBand\n"
-                       "\n"
-                       "Infiniband device 'mlx5_2' port 1 status:\n"
-                       "\tdefault gid:\t unknown\n"
-                       "\tbase lid:\t 0xffff\n"
-                       "\tsm lid:\t\t 0x0\n"
-                       "\tstate:\t\t 1: DOWN\n"
-                       "\tphys state:\t 2: Polling\n"
-                       "\trate:\t\t 10 Gb/sec (4X)\n"
-                       "\tlink_layer:\t IB\n"
-                       "\n"
-                       "Infiniband device 'mlx5_3' port 1 status:\n"
-                       "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f90\n"
-                       "\tbase lid:\t unknown\n"
-                       "\tsm lid:\t\t unknown\n"
-                       "\tstate:\t\t 2: INIT\n"
-                       "\tphys state:\t 3: Disabled\n"
-                       "\trate:\t\t 2.5 Gb/sec (1X)\n"
-                       "\tlink_layer:\t InfiniBand\n");
+                                "Infiniband device 'mlx5_0' port 1 status:\n"
+                                "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f8e\n"
+                                "\tbase lid:\t 0x12\n"
+                                "\tsm lid:\t\t 0x1\n"
+                                "\tstate:\t\t 4: ACTIVE\n"
+                                "\tphys state:\t 5: LinkUp\n"
+                                "\trate:\t\t 100 Gb/sec (4X EDR)\n"
+                                "\tlink_layer:\t InfiniBand\n"
+                                "\n"
+                                "Infiniband device 'mlx5_1' port 1 status:\n"
+                                "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f8f\n"
+                                "\tbase lid:\t 0x13\n"
+                                "\tsm lid:\t\t 0x1\n"
+                                "\tstate:\t\t 4: ACTIVE\n"
+                                "\tphys state:\t 5: LinkUp\n"
+                                "\trate:\t\t 25 Gb/sec (1X EDR)\n"
+                                "\tlink_layer:\t InfiniBand\n"
+                                "\n"
+                                "Infiniband device 'mlx5_2' port 1 status:\n"
+                                "\tdefault gid:\t unknown\n"
+                                "\tbase lid:\t 0xffff\n"
+                                "\tsm lid:\t\t 0x0\n"
+                                "\tstate:\t\t 1: DOWN\n"
+                                "\tphys state:\t 2: Polling\n"
+                                "\trate:\t\t 10 Gb/sec (4X)\n"
+                                "\tlink_layer:\t IB\n"
+                                "\n"
+                                "Infiniband device 'mlx5_3' port 1 status:\n"
+                                "\tdefault gid:\t fe80:0000:0000:0000:b859:9f03:00d4:4f90\n"
+                                "\tbase lid:\t unknown\n"
+                                "\tsm lid:\t\t unknown\n"
+                                "\tstate:\t\t 2: INIT\n"
+                                "\tphys state:\t 3: Disabled\n"
+                                "\trate:\t\t 2.5 Gb/sec (1X)\n"
+                                "\tlink_layer:\t InfiniBand\n");
   EXPECT_EQ(run.files[0].format, "ibstatus");
   ASSERT_EQ(run.network.ib_ports.size(), 4u);
   EXPECT_EQ(Count(run, DiagCode::kNetBadRecord), 0u);
@@ -475,14 +478,14 @@ TEST(IbstatusReaderTest, OneLaneAndFourLanePortsAndDownStates) {
 TEST(IbstatusReaderTest, PdshPrefixedBlocksOfTwoHosts) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibstatus_all.txt",
-                       "a01: Infiniband device 'mlx5_0' port 1 status:\n"
-                       "a02: Infiniband device 'mlx5_0' port 1 status:\n"
-                       "a01: \tstate:\t\t 4: ACTIVE\n"
-                       "a02: \tstate:\t\t 1: DOWN\n"
-                       "a01: \trate:\t\t 400 Gb/sec (4X NDR)\n"
-                       "a02: \trate:\t\t 400 Gb/sec (4X NDR)\n"
-                       "a01: \n"
-                       "a02:\n");
+                                "a01: Infiniband device 'mlx5_0' port 1 status:\n"
+                                "a02: Infiniband device 'mlx5_0' port 1 status:\n"
+                                "a01: \tstate:\t\t 4: ACTIVE\n"
+                                "a02: \tstate:\t\t 1: DOWN\n"
+                                "a01: \trate:\t\t 400 Gb/sec (4X NDR)\n"
+                                "a02: \trate:\t\t 400 Gb/sec (4X NDR)\n"
+                                "a01: \n"
+                                "a02:\n");
   ASSERT_EQ(run.network.ib_ports.size(), 2u);
   EXPECT_EQ(FindPort(run, "mlx5_0", 1, "a01")->state, "Active");
   EXPECT_EQ(FindPort(run, "mlx5_0", 1, "a02")->state, "Down");
@@ -494,52 +497,52 @@ TEST(IbstatusReaderTest, PdshPrefixedBlocksOfTwoHosts) {
 
 TEST(IbvDevinfoReaderTest, VerboseOutputGivesRateAsWidthTimesLaneSpeed) {
   TempDir dir;
-  laggard::Run run = IngestText(
-      dir, "ibv_devinfo_v.txt",
-      "hca_id:\tmlx5_0\n"
-      "\ttransport:\t\t\tInfiniBand (0)\n"
-      "\tfw_ver:\t\t\t\t20.35.1012\n"
-      "\tnode_guid:\t\t\t0c42:a103:00b3:c8a0\n"
-      "\tvendor_id:\t\t\t0x02c9\n"
-      "\tvendor_part_id:\t\t\t4123\n"
-      "\tphys_port_cnt:\t\t\t1\n"
-      "\tmax_mr_size:\t\t\t0xffffffffffffffff\n"
-      "\tdevice_cap_flags:\t\t0x25e1361\n"
-      "\t\t\t\t\tBAD_PKEY_CNTR\n"
-      "\t\t\t\t\tBAD_QKEY_CNTR\n"
-      "\tgeneral_odp_caps:\n"
-      "\t\t\t\t\tODP_SUPPORT\n"
-      "\tcompletion timestamp_mask:\t\t\t0x7fffffffffffffff\n"
-      "\tcore clock not supported\n"
-      "\t\tport:\t1\n"
-      "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
-      "\t\t\tmax_mtu:\t\t4096 (5)\n"
-      "\t\t\tactive_mtu:\t\t4096 (5)\n"
-      "\t\t\tsm_lid:\t\t\t1\n"
-      "\t\t\tport_lid:\t\t16\n"
-      "\t\t\tport_lmc:\t\t0x00\n"
-      "\t\t\tlink_layer:\t\tInfiniBand\n"
-      "\t\t\tmax_msg_sz:\t\t0x40000000\n"
-      "\t\t\tactive_width:\t\t4X (2)\n"
-      "\t\t\tactive_speed:\t\t50.0 Gbps (64)\n"
-      "\t\t\tphys_state:\t\tLINK_UP (5)\n"
-      "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:00b3:c8a0\n"
-      "\n"
-      "hca_id:\tmlx5_1\n"
-      "\ttransport:\t\t\tInfiniBand (0)\n"
-      "\tfw_ver:\t\t\t\t22.36.1010\n"
-      "\tnode_guid:\t\t\t0c42:a103:00b3:c8a1\n"
-      "\t\tport:\t1\n"
-      "\t\t\tstate:\t\t\tPORT_DOWN (1)\n"
-      "\t\t\tmax_mtu:\t\t4096 (5)\n"
-      "\t\t\tactive_mtu:\t\t1024 (3)\n"
-      "\t\t\tlink_layer:\t\tEthernet\n"
-      "\t\t\tactive_width:\t\t1X (1)\n"
-      "\t\t\tactive_speed:\t\t25.0 Gbps (32)\n"
-      "\t\t\tphys_state:\t\tDISABLED (3)\n"
-      "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0e42:a1ff:feb3:c8a1, RoCE v1\n"
-      "\t\t\tGID[  1]:\t\tfe80:0000:0000:0000:0e42:a1ff:feb3:c8a1, RoCE v2\n"
-      "\n");
+  laggard::Run run =
+      IngestText(dir, "ibv_devinfo_v.txt",
+                 "hca_id:\tmlx5_0\n"
+                 "\ttransport:\t\t\tInfiniBand (0)\n"
+                 "\tfw_ver:\t\t\t\t20.35.1012\n"
+                 "\tnode_guid:\t\t\t0c42:a103:00b3:c8a0\n"
+                 "\tvendor_id:\t\t\t0x02c9\n"
+                 "\tvendor_part_id:\t\t\t4123\n"
+                 "\tphys_port_cnt:\t\t\t1\n"
+                 "\tmax_mr_size:\t\t\t0xffffffffffffffff\n"
+                 "\tdevice_cap_flags:\t\t0x25e1361\n"
+                 "\t\t\t\t\tBAD_PKEY_CNTR\n"
+                 "\t\t\t\t\tBAD_QKEY_CNTR\n"
+                 "\tgeneral_odp_caps:\n"
+                 "\t\t\t\t\tODP_SUPPORT\n"
+                 "\tcompletion timestamp_mask:\t\t\t0x7fffffffffffffff\n"
+                 "\tcore clock not supported\n"
+                 "\t\tport:\t1\n"
+                 "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+                 "\t\t\tmax_mtu:\t\t4096 (5)\n"
+                 "\t\t\tactive_mtu:\t\t4096 (5)\n"
+                 "\t\t\tsm_lid:\t\t\t1\n"
+                 "\t\t\tport_lid:\t\t16\n"
+                 "\t\t\tport_lmc:\t\t0x00\n"
+                 "\t\t\tlink_layer:\t\tInfiniBand\n"
+                 "\t\t\tmax_msg_sz:\t\t0x40000000\n"
+                 "\t\t\tactive_width:\t\t4X (2)\n"
+                 "\t\t\tactive_speed:\t\t50.0 Gbps (64)\n"
+                 "\t\t\tphys_state:\t\tLINK_UP (5)\n"
+                 "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:00b3:c8a0\n"
+                 "\n"
+                 "hca_id:\tmlx5_1\n"
+                 "\ttransport:\t\t\tInfiniBand (0)\n"
+                 "\tfw_ver:\t\t\t\t22.36.1010\n"
+                 "\tnode_guid:\t\t\t0c42:a103:00b3:c8a1\n"
+                 "\t\tport:\t1\n"
+                 "\t\t\tstate:\t\t\tPORT_DOWN (1)\n"
+                 "\t\t\tmax_mtu:\t\t4096 (5)\n"
+                 "\t\t\tactive_mtu:\t\t1024 (3)\n"
+                 "\t\t\tlink_layer:\t\tEthernet\n"
+                 "\t\t\tactive_width:\t\t1X (1)\n"
+                 "\t\t\tactive_speed:\t\t25.0 Gbps (32)\n"
+                 "\t\t\tphys_state:\t\tDISABLED (3)\n"
+                 "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0e42:a1ff:feb3:c8a1, RoCE v1\n"
+                 "\t\t\tGID[  1]:\t\tfe80:0000:0000:0000:0e42:a1ff:feb3:c8a1, RoCE v2\n"
+                 "\n");
   EXPECT_EQ(run.files[0].format, "ibv_devinfo");
   ASSERT_EQ(run.network.ib_ports.size(), 2u);
   EXPECT_EQ(Count(run, DiagCode::kNetBadRecord), 0u);
@@ -564,18 +567,18 @@ TEST(IbvDevinfoReaderTest, VerboseOutputGivesRateAsWidthTimesLaneSpeed) {
 TEST(IbvDevinfoReaderTest, TwoPortDeviceAndListOutput) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibv_devinfo.txt",
-                       "hca_id:\tmlx4_1\n"
-                       "\ttransport:\t\t\tInfiniBand (0)\n"
-                       "\tphys_port_cnt:\t\t\t2\n"
-                       "\tDevice ports:\n"
-                       "\t\tport:\t1\n"
-                       "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
-                       "\t\t\tport_lid:\t\t22\n"
-                       "\n"
-                       "\t\tport:\t2\n"
-                       "\t\t\tstate:\t\t\tPORT_INIT (2)\n"
-                       "\t\t\tport_lid:\t\t0\n"
-                       "\n");
+                                "hca_id:\tmlx4_1\n"
+                                "\ttransport:\t\t\tInfiniBand (0)\n"
+                                "\tphys_port_cnt:\t\t\t2\n"
+                                "\tDevice ports:\n"
+                                "\t\tport:\t1\n"
+                                "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+                                "\t\t\tport_lid:\t\t22\n"
+                                "\n"
+                                "\t\tport:\t2\n"
+                                "\t\t\tstate:\t\t\tPORT_INIT (2)\n"
+                                "\t\t\tport_lid:\t\t0\n"
+                                "\n");
   ASSERT_EQ(run.network.ib_ports.size(), 2u);
   EXPECT_EQ(FindPort(run, "mlx4_1", 1)->state, "Active");
   EXPECT_EQ(FindPort(run, "mlx4_1", 2)->state, "Init");
@@ -616,8 +619,8 @@ TEST(EthtoolReaderTest, MultiLineLinkModesShowANegotiatedDownLink) {
   EXPECT_EQ(e.speed_mbps, 25000);
   EXPECT_EQ(e.port, "Direct Attach Copper");
   EXPECT_EQ(e.auto_negotiation, true);
-  EXPECT_EQ(e.supported_link_modes,
-            (std::vector<std::string>{"1000baseKX/Full", "25000baseCR/Full", "100000baseCR4/Full"}));
+  EXPECT_EQ(e.supported_link_modes, (std::vector<std::string>{"1000baseKX/Full", "25000baseCR/Full",
+                                                              "100000baseCR4/Full"}));
   EXPECT_EQ(e.advertised_link_modes,
             (std::vector<std::string>{"25000baseCR/Full", "100000baseCR4/Full"}));
   EXPECT_EQ(e.link_detected, true);
@@ -627,14 +630,14 @@ TEST(EthtoolReaderTest, MultiLineLinkModesShowANegotiatedDownLink) {
 TEST(EthtoolReaderTest, UnknownSpeedAndNoLinkStayUnknownNotZero) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ethtool_ens1f1.txt",
-                       "Settings for ens1f1:\n"
-                       "\tSupported ports: [ FIBRE ]\n"
-                       "\tSupported link modes:   Not reported\n"
-                       "\tSpeed: Unknown!\n"
-                       "\tDuplex: Unknown! (255)\n"
-                       "\tAuto-negotiation: off\n"
-                       "\tPort: FIBRE\n"
-                       "\tLink detected: no\n");
+                                "Settings for ens1f1:\n"
+                                "\tSupported ports: [ FIBRE ]\n"
+                                "\tSupported link modes:   Not reported\n"
+                                "\tSpeed: Unknown!\n"
+                                "\tDuplex: Unknown! (255)\n"
+                                "\tAuto-negotiation: off\n"
+                                "\tPort: FIBRE\n"
+                                "\tLink detected: no\n");
   ASSERT_EQ(run.network.eth_links.size(), 1u);
   const EthLink& e = run.network.eth_links[0];
   EXPECT_EQ(e.iface, "ens1f1");
@@ -648,8 +651,9 @@ TEST(EthtoolReaderTest, UnknownSpeedAndNoLinkStayUnknownNotZero) {
 TEST(EthtoolReaderTest, StatisticsAfterSettingsJoinTheSameLink) {
   TempDir dir;
   std::string text = kEthtoolEth0;
-  text += "NIC statistics:\n     rx_packets: 1234567\n     tx_packets: 7654321\n"
-          "     rx_crc_errors_phy: 17\n     [0]: rx_bytes: 99\n";
+  text +=
+      "NIC statistics:\n     rx_packets: 1234567\n     tx_packets: 7654321\n"
+      "     rx_crc_errors_phy: 17\n     [0]: rx_bytes: 99\n";
   laggard::Run run = IngestText(dir, "eth0_all.txt", text);
   ASSERT_EQ(run.network.eth_links.size(), 1u);
   const EthLink& e = run.network.eth_links[0];
@@ -693,16 +697,16 @@ TEST(EthtoolReaderTest, StatisticsWithoutAnyInterfaceNameKeepAnEmptyName) {
 TEST(EthtoolReaderTest, PdshPrefixedSettingsAndStatisticsOfTwoHosts) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ethtool_all.txt",
-                       "gpu01: Settings for ib0:\n"
-                       "gpu02: Settings for ib0:\n"
-                       "gpu01: \tSpeed: 200000Mb/s\n"
-                       "gpu02: \tSpeed: 100000Mb/s\n"
-                       "gpu01: \tLink detected: yes\n"
-                       "gpu02: \tLink detected: yes\n"
-                       "gpu01: NIC statistics:\n"
-                       "gpu01:      rx_packets: 10\n"
-                       "gpu02: NIC statistics:\n"
-                       "gpu02:      rx_packets: 20\n");
+                                "gpu01: Settings for ib0:\n"
+                                "gpu02: Settings for ib0:\n"
+                                "gpu01: \tSpeed: 200000Mb/s\n"
+                                "gpu02: \tSpeed: 100000Mb/s\n"
+                                "gpu01: \tLink detected: yes\n"
+                                "gpu02: \tLink detected: yes\n"
+                                "gpu01: NIC statistics:\n"
+                                "gpu01:      rx_packets: 10\n"
+                                "gpu02: NIC statistics:\n"
+                                "gpu02:      rx_packets: 20\n");
   ASSERT_EQ(run.network.eth_links.size(), 2u);
   EXPECT_EQ(FindLink(run, "ib0", "gpu01")->speed_mbps, 200000);
   EXPECT_EQ(FindLink(run, "ib0", "gpu02")->speed_mbps, 100000);  // the slow one
@@ -725,9 +729,10 @@ TEST(EthtoolReaderTest, EthtoolDriverInfoIsNotTakenForAHostPrefix) {
 
 TEST(SwitchMapReaderTest, HostSwitchCsvFillsTheMap) {
   TempDir dir;
-  laggard::Run run = IngestText(dir, "switches.csv",
-                       "# from the fabric manager\nhost,switch\nnode-01,leaf-3\nnode-02,leaf-3\n"
-                       "node-03,leaf-4\n");
+  laggard::Run run =
+      IngestText(dir, "switches.csv",
+                 "# from the fabric manager\nhost,switch\nnode-01,leaf-3\nnode-02,leaf-3\n"
+                 "node-03,leaf-4\n");
   EXPECT_EQ(run.files[0].format, "switch-map");
   EXPECT_EQ(run.files[0].records, 3u);
   EXPECT_EQ(run.network.switch_of.size(), 3u);
@@ -738,9 +743,9 @@ TEST(SwitchMapReaderTest, HostSwitchCsvFillsTheMap) {
 TEST(SwitchMapReaderTest, OtherColumnNamesDelimitersAndUnknownSwitches) {
   TempDir dir;
   laggard::Run tsv = IngestText(dir, "map.tsv",
-                       "rack\thostname\tleaf_switch\n"
-                       "r1\t\"gpu-a1\"\tsw-a\n"
-                       "r1\tgpu-a2\tN/A\n");
+                                "rack\thostname\tleaf_switch\n"
+                                "r1\t\"gpu-a1\"\tsw-a\n"
+                                "r1\tgpu-a2\tN/A\n");
   EXPECT_EQ(tsv.files[0].format, "switch-map");
   ASSERT_EQ(tsv.network.switch_of.size(), 1u);
   EXPECT_EQ(tsv.network.switch_of.at("gpu-a1"), "sw-a");
@@ -753,7 +758,8 @@ TEST(SwitchMapReaderTest, OtherColumnNamesDelimitersAndUnknownSwitches) {
 
 TEST(SwitchMapReaderTest, AStepCsvWithASwitchColumnStaysAStepCsv) {
   TempDir dir;
-  laggard::Run run = IngestText(dir, "steps.csv", "rank,step,step_time_ms,host,switch\n0,1,800,n1,leaf-1\n");
+  laggard::Run run =
+      IngestText(dir, "steps.csv", "rank,step,step_time_ms,host,switch\n0,1,800,n1,leaf-1\n");
   EXPECT_EQ(run.files[0].format, "csv");
   EXPECT_EQ(run.total_steps(), 1u);
 }
@@ -774,8 +780,8 @@ TEST(HostLinesTest, ExpandsPdshHostLists) {
 TEST(HostLinesTest, TaskLabelsAreStreamsWithoutAHost) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "srun_l.txt",
-                       "0: CA 'mlx5_0'\n1: CA 'mlx5_0'\n0: \tPort 1:\n1: \tPort 1:\n"
-                       "0: \t\tState: Active\n1: \t\tState: Down\n");
+                                "0: CA 'mlx5_0'\n1: CA 'mlx5_0'\n0: \tPort 1:\n1: \tPort 1:\n"
+                                "0: \t\tState: Active\n1: \t\tState: Down\n");
   ASSERT_EQ(run.network.ib_ports.size(), 2u);
   EXPECT_FALSE(run.network.ib_ports[0].host.has_value());
   EXPECT_EQ(Count(run, DiagCode::kNetNoHost), 1u);
@@ -796,8 +802,8 @@ TEST(NetworkCorruptionTest, TruncatedIbstatKeepsCompletePortsAndCountsTheCut) {
   EXPECT_EQ(BadLines(run), (std::vector<uint64_t>{31, 28}));
 
   // Cut right after "Port 1:": the port has no fields.
-  laggard::Run cut_port = IngestText(dir, "ibstat_cut_port.txt",
-                            "CA 'mlx5_0'\n\tNumber of ports: 1\n\tPort 1:\n");
+  laggard::Run cut_port =
+      IngestText(dir, "ibstat_cut_port.txt", "CA 'mlx5_0'\n\tNumber of ports: 1\n\tPort 1:\n");
   EXPECT_TRUE(cut_port.network.ib_ports.empty());
   EXPECT_EQ(BadLines(cut_port), (std::vector<uint64_t>{3}));
 }
@@ -821,15 +827,15 @@ TEST(NetworkCorruptionTest, GarbledIbstatValuesAreCountedAndThePortKept) {
 TEST(NetworkCorruptionTest, IbstatusBadValuesAndTextOutsideBlocks) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibstatus_bad.txt",
-                       "garbage before\n"
-                       "Infiniband device 'mlx5_0' port 1 status:\n"
-                       "\tbase lid:\t 0xZZ\n"
-                       "\tstate:\t\t 9: EXPLODED\n"
-                       "\trate:\t\t fast\n"
-                       "\tphys state:\t 5: LinkUp\n"
-                       "\tno colon here\n"
-                       "\n"
-                       "Infiniband device 'mlx5_1' port 1 status:\n");
+                                "garbage before\n"
+                                "Infiniband device 'mlx5_0' port 1 status:\n"
+                                "\tbase lid:\t 0xZZ\n"
+                                "\tstate:\t\t 9: EXPLODED\n"
+                                "\trate:\t\t fast\n"
+                                "\tphys state:\t 5: LinkUp\n"
+                                "\tno colon here\n"
+                                "\n"
+                                "Infiniband device 'mlx5_1' port 1 status:\n");
   ASSERT_EQ(run.network.ib_ports.size(), 1u);
   const IbPort& p = run.network.ib_ports[0];
   EXPECT_EQ(p.phys_state, "LinkUp");
@@ -837,20 +843,21 @@ TEST(NetworkCorruptionTest, IbstatusBadValuesAndTextOutsideBlocks) {
   EXPECT_FALSE(p.rate_gbps.has_value());
   EXPECT_FALSE(p.base_lid.has_value());
   EXPECT_EQ(Count(run, DiagCode::kNetBadRecord), 6u);
-  EXPECT_EQ(BadLines(run), (std::vector<uint64_t>{1, 3, 4, 5, 7}));  // 5 examples kept; 9 is the 6th
+  EXPECT_EQ(BadLines(run),
+            (std::vector<uint64_t>{1, 3, 4, 5, 7}));  // 5 examples kept; 9 is the 6th
 }
 
 TEST(NetworkCorruptionTest, IbvDevinfoCutAfterPortLineAndUnknownState) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ibv_bad.txt",
-                       "hca_id:\tmlx5_0\n"
-                       "\tnode_guid:\t\t\tnot-a-guid\n"
-                       "\t\tport:\t1\n"
-                       "\t\t\tstate:\t\t\tPORT_ON_FIRE (9)\n"
-                       "\t\t\tactive_mtu:\t\tinvalid MTU (0)\n"
-                       "\t\t\tsm_lid:\t\t\t-4\n"
-                       "\n"
-                       "\t\tport:\t2\n");
+                                "hca_id:\tmlx5_0\n"
+                                "\tnode_guid:\t\t\tnot-a-guid\n"
+                                "\t\tport:\t1\n"
+                                "\t\t\tstate:\t\t\tPORT_ON_FIRE (9)\n"
+                                "\t\t\tactive_mtu:\t\tinvalid MTU (0)\n"
+                                "\t\t\tsm_lid:\t\t\t-4\n"
+                                "\n"
+                                "\t\tport:\t2\n");
   ASSERT_EQ(run.network.ib_ports.size(), 1u);
   EXPECT_FALSE(run.network.ib_ports[0].state.has_value());
   EXPECT_FALSE(run.network.ib_ports[0].active_mtu_bytes.has_value());  // "invalid": unknown
@@ -860,16 +867,16 @@ TEST(NetworkCorruptionTest, IbvDevinfoCutAfterPortLineAndUnknownState) {
 TEST(NetworkCorruptionTest, EthtoolBadSpeedCounterAndUnprintableBytes) {
   TempDir dir;
   laggard::Run run = IngestText(dir, "ethtool_bad.txt",
-                       "Settings for eth3:\n"
-                       "\tSpeed: 1x0Mb/s\n"
-                       "\tDuplex: Sideways\n"
-                       "\tLink detected: maybe\n"
-                       "\t\x01\x02\x03\n"
-                       "\tPort: Twisted Pair\n"
-                       "NIC statistics:\n"
-                       "     rx_packets: lots\n"
-                       "     tx_packets: 12\n"
-                       "Settings for eth4:\n");
+                                "Settings for eth3:\n"
+                                "\tSpeed: 1x0Mb/s\n"
+                                "\tDuplex: Sideways\n"
+                                "\tLink detected: maybe\n"
+                                "\t\x01\x02\x03\n"
+                                "\tPort: Twisted Pair\n"
+                                "NIC statistics:\n"
+                                "     rx_packets: lots\n"
+                                "     tx_packets: 12\n"
+                                "Settings for eth4:\n");
   ASSERT_EQ(run.network.eth_links.size(), 1u);
   const EthLink& e = run.network.eth_links[0];
   EXPECT_EQ(e.iface, "eth3");
@@ -885,9 +892,10 @@ TEST(NetworkCorruptionTest, EthtoolBadSpeedCounterAndUnprintableBytes) {
 
 TEST(NetworkCorruptionTest, EthtoolBlockExplainedByAMessageIsNoError) {
   TempDir dir;
-  laggard::Run run = IngestText(dir, "ethtool_missing.txt",
-                       "Settings for eth9:\nCannot get device settings: No such device\n"
-                       "Cannot get wake-on-lan settings: No such device\nNo data available\n");
+  laggard::Run run =
+      IngestText(dir, "ethtool_missing.txt",
+                 "Settings for eth9:\nCannot get device settings: No such device\n"
+                 "Cannot get wake-on-lan settings: No such device\nNo data available\n");
   EXPECT_TRUE(run.network.eth_links.empty());
   EXPECT_EQ(run.files[0].format, "ethtool");
   EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
@@ -895,8 +903,9 @@ TEST(NetworkCorruptionTest, EthtoolBlockExplainedByAMessageIsNoError) {
 
 TEST(NetworkCorruptionTest, SwitchMapRowsWithoutSwitchAndConflicts) {
   TempDir dir;
-  laggard::Run run = IngestText(dir, "switch_map.csv",
-                       "host,switch\nn1,leaf-1\nn2,\nn1,leaf-2\nn1,leaf-1\n,leaf-9\nn3,leaf-3\n");
+  laggard::Run run =
+      IngestText(dir, "switch_map.csv",
+                 "host,switch\nn1,leaf-1\nn2,\nn1,leaf-2\nn1,leaf-1\n,leaf-9\nn3,leaf-3\n");
   EXPECT_EQ(run.network.switch_of.size(), 2u);
   EXPECT_EQ(run.network.switch_of.at("n1"), "leaf-1");
   EXPECT_EQ(run.network.switch_src.at("n1").line, 2u);

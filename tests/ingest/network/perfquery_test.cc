@@ -87,11 +87,13 @@ Run IngestText(const TempDir& dir, const std::string& name, const std::string& c
 
 std::vector<uint64_t> BadLines(const Run& run) {
   std::vector<uint64_t> lines;
-  for (const DiagExample& e : run.diagnostics.examples(DiagCode::kNetBadRecord)) lines.push_back(e.line);
+  for (const DiagExample& e : run.diagnostics.examples(DiagCode::kNetBadRecord))
+    lines.push_back(e.line);
   return lines;
 }
 
-const IbPortCounters* FindCounters(const Run& run, int64_t lid, std::optional<std::string> host = std::nullopt) {
+const IbPortCounters* FindCounters(const Run& run, int64_t lid,
+                                   std::optional<std::string> host = std::nullopt) {
   for (const IbPortCounters& c : run.network.port_counters) {
     if (c.lid == lid && (!host || c.host == host)) return &c;
   }
@@ -147,8 +149,8 @@ TEST(PerfqueryTest, StandardAndExtendedBlocksOfOnePortMakeOneRecordWith64BitValu
   ASSERT_EQ(run.network.port_counters.size(), 1u);
   const IbPortCounters& c = run.network.port_counters[0];
   EXPECT_TRUE(c.extended);
-  EXPECT_EQ(c.xmit_data_bytes, 4000);   // the extended value replaces the saturated one
-  EXPECT_EQ(c.xmit_wait_ticks, 555);    // 64-bit wins over 32-bit
+  EXPECT_EQ(c.xmit_data_bytes, 4000);  // the extended value replaces the saturated one
+  EXPECT_EQ(c.xmit_wait_ticks, 555);   // 64-bit wins over 32-bit
   EXPECT_EQ(c.xmit_discards, 0);
   EXPECT_TRUE(c.saturated.empty());
   // The other order: the 32-bit block does not overwrite.
@@ -169,7 +171,8 @@ TEST(PerfqueryTest, ASaturatedCounterPrintedAgainReadableIsNoLongerListed) {
   ASSERT_EQ(run.network.port_counters.size(), 1u);
   const IbPortCounters& c = run.network.port_counters[0];
   EXPECT_EQ(c.xmit_data_bytes, 492);
-  EXPECT_EQ(c.saturated, (std::vector<std::string>{"PortRcvData"}));  // named as PortCounters names it
+  EXPECT_EQ(c.saturated,
+            (std::vector<std::string>{"PortRcvData"}));  // named as PortCounters names it
 }
 
 TEST(PerfqueryTest, OneBlockPerPortInOneFile) {
@@ -282,9 +285,9 @@ constexpr TimeNs kSec = 1'000'000'000;
 TEST(PerfquerySnapshotTest, IsoTimestampLinesGiveOneRecordPerPortAndSample) {
   TempDir dir;
   // date -u +%Y-%m-%dT%H:%M:%SZ, date -Is, and a fraction with an offset.
-  laggard::Run run = IngestText(
-      dir, "perfquery.log",
-      Snapshots({"2026-11-29T21:58:41Z", "2026-11-29T21:58:51,250+00:00", "2026-11-29T23:59:01+01:00"}));
+  laggard::Run run = IngestText(dir, "perfquery.log",
+                                Snapshots({"2026-11-29T21:58:41Z", "2026-11-29T21:58:51,250+00:00",
+                                           "2026-11-29T23:59:01+01:00"}));
   EXPECT_EQ(run.files[0].format, "perfquery");
   EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 0u);
   ASSERT_EQ(run.network.port_counters.size(), 6u);
@@ -306,9 +309,10 @@ TEST(PerfquerySnapshotTest, IsoTimestampLinesGiveOneRecordPerPortAndSample) {
 
 TEST(PerfquerySnapshotTest, EpochAndPlainDateTimestamps) {
   TempDir dir;
-  laggard::Run run = IngestText(
-      dir, "perfquery.log",
-      Snapshots({"1795989521", "1795989531.5", "Sun Nov 29 21:59:01 UTC 2026", "Sun Nov 29 21:59:11 2026"}));
+  laggard::Run run =
+      IngestText(dir, "perfquery.log",
+                 Snapshots({"1795989521", "1795989531.5", "Sun Nov 29 21:59:01 UTC 2026",
+                            "Sun Nov 29 21:59:11 2026"}));
   EXPECT_EQ(run.diagnostics.count(DiagCode::kNetBadRecord), 0u);
   auto a = OfLid(run, 75);
   ASSERT_EQ(a.size(), 4u);
@@ -346,10 +350,10 @@ TEST(PerfquerySnapshotTest, TimestampsPerHostOfADshbakCapture) {
 
 TEST(PerfqueryCorruptionTest, MalformedTimestampLinesAreCountedAndTheirSamplesKeptUntimed) {
   TempDir dir;
-  std::string text = Snapshots({"2026-11-29T21:58:41Z",     // 1
-                                "2026-13-29T21:58:51Z",     // 54: month 13
-                                "Mon Nov 29 21:59:01 UTC 2026",  // 107: Nov 29 2026 is a Sunday
-                                "17959895x1",               // 160
+  std::string text = Snapshots({"2026-11-29T21:58:41Z",            // 1
+                                "2026-13-29T21:58:51Z",            // 54: month 13
+                                "Mon Nov 29 21:59:01 UTC 2026",    // 107: Nov 29 2026 is a Sunday
+                                "17959895x1",                      // 160
                                 "Sun Nov 29 21:59:21 UTC 2026"});  // 213
   laggard::Run run = IngestText(dir, "perfquery.log", text);
   EXPECT_EQ(BadLines(run), (std::vector<uint64_t>{54, 107, 160}));
@@ -395,8 +399,10 @@ TEST(PerfquerySniffTest, BeatsGenericReadersAndClaimsNothingElse) {
 TEST(PerfqueryCorruptionTest, GarbledValuesAreCountedAndTheRestKept) {
   TempDir dir;
   std::string text = Extended(50, 1000, 42);
-  text.replace(text.find("PortXmitWait:....................42"), 35, "PortXmitWait:....................4x2");
-  text.replace(text.find("SymbolErrorCounter:..............12"), 35, "SymbolErrorCounter:..............-1");
+  text.replace(text.find("PortXmitWait:....................42"), 35,
+               "PortXmitWait:....................4x2");
+  text.replace(text.find("SymbolErrorCounter:..............12"), 35,
+               "SymbolErrorCounter:..............-1");
   laggard::Run run = IngestText(dir, "pq.txt", text);
   ASSERT_EQ(run.network.port_counters.size(), 1u);
   const IbPortCounters& c = run.network.port_counters[0];
@@ -411,9 +417,9 @@ TEST(PerfqueryCorruptionTest, FailedQueriesGarbledLinesAndCutBlocksAreCounted) {
   TempDir dir;
   std::string text =
       "ibwarn: [4103] mad_rpc: _do_madrpc failed; dport (Lid 0)\n"   // 1
-      "perfquery: iberror: failed: classportinfo query\n"           // 2
+      "perfquery: iberror: failed: classportinfo query\n"            // 2
       "PortXmitWait:....................5\n"                         // 3: outside a block
-      + Extended(60, 100, 7) +                                      // 4..29
+      + Extended(60, 100, 7) +                                       // 4..29
       "this line is noise\n"                                         // 30
       "# Port extended counters: Lid 61 port 1 (CapMask: 0x5A00)\n"  // 31: cut
       "# Port counters: Lid 62 port 1\n"                             // 32

@@ -38,7 +38,7 @@ std::string Corpus(const std::string& name) {
   return std::string(LAGGARD_CORPUS_DIR) + "/nvidia_smi/" + name;
 }
 
-#define REQUIRE_CORPUS_FILE(path)                                                      \
+#define REQUIRE_CORPUS_FILE(path) \
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared corpus not found: " << path
 
 struct ReadResult {
@@ -75,9 +75,8 @@ ReadResult ReadWith(const TextReader& reader, const std::string& path,
   ctx.host_from_path = host;
   ctx.out = &builder;
   result.taken = reader.Read(lines, ctx);
-  result.run.files.push_back(
-      InputFileInfo{path, std::string(reader.name()), lines.bytes(), result.taken,
-                    result.taken > 0});
+  result.run.files.push_back(InputFileInfo{path, std::string(reader.name()), lines.bytes(),
+                                           result.taken, result.taken > 0});
   builder.Finalize(result.run);
   return result;
 }
@@ -312,8 +311,8 @@ TEST(NvidiaSmiSniff, OtherCorpusTextIsNotClaimed) {
   auto q = MakeNvidiaSmiQReader();
   auto table = MakeNvidiaSmiTableReader();
   int files = 0;
-  for (const char* dir : {"dcgm", "ib_eth", "nccl_debug", "nccl_tests", "training_logs",
-                          "kineto", "nsys_sqlite"}) {
+  for (const char* dir :
+       {"dcgm", "ib_eth", "nccl_debug", "nccl_tests", "training_logs", "kineto", "nsys_sqlite"}) {
     for (const auto& entry : std::filesystem::directory_iterator(root + "/" + dir)) {
       SCOPED_TRACE(entry.path().string());
       auto head = ReadHead(entry.path().string(), kSniffBytes);
@@ -665,8 +664,8 @@ TEST(NvidiaSmiQ, OldDriverWordingReadsThrottleReasonsEnforcedLimitAndDoubleBitEc
   EXPECT_EQ(f.pcie_width_current, 8);
   const GpuSample& s = g.samples.at(0);
   EXPECT_EQ(s.time_ns, 1541429459 * kSec);
-  EXPECT_EQ(s.clock_events, clock_event::kSwPowerCap | clock_event::kHwSlowdown |
-                                clock_event::kHwThermalSlowdown);
+  EXPECT_EQ(s.clock_events,
+            clock_event::kSwPowerCap | clock_event::kHwSlowdown | clock_event::kHwThermalSlowdown);
   EXPECT_EQ(s.power_w, 199.5);
   EXPECT_EQ(s.power_limit_w, 200.0);
   EXPECT_EQ(s.temp_c, 84.0);
@@ -1035,14 +1034,14 @@ TEST(NvidiaSmiTableCorpus, UndatedTablesGiveApproximateTimes) {
   const Case kCases[] = {
       {"thamada_A100SXMx4_nvidia_smi.txt", 4, 3, "00000000:D4:00.0", 58, 23, 500, 0, 0,
        "NVIDIA A100-SXM4-80GB", "555.42.02"},
-      {"thamada_A40x10_nvidia_smi.txt", 10, 9, "00000000:D6:00.0", 16, 29, 300, 8, 0,
-       "NVIDIA A40", "550.127.05"},
+      {"thamada_A40x10_nvidia_smi.txt", 10, 9, "00000000:D6:00.0", 16, 29, 300, 8, 0, "NVIDIA A40",
+       "550.127.05"},
       {"thamada_H100SXMx8_nvidia_smi.txt", 8, 7, "00000000:DB:00.0", 75, 29, 700, 0, 0,
        "NVIDIA H100 80GB HBM3", "565.57.01"},
       {"thamada_RTX6000Ada_x8_nvidia_smi.txt", 8, 7, "00000000:E1:00.0", 21, 29, 300, 8,
        std::nullopt, nullptr, "550.127.05"},
-      {"gpud_nvidia-smi.525.125.06.out.0.valid.txt", 1, 0, "00000000:01:00.0", 49, 38, 450, 5,
-       0, nullptr, "525.125.06"},
+      {"gpud_nvidia-smi.525.125.06.out.0.valid.txt", 1, 0, "00000000:01:00.0", 49, 38, 450, 5, 0,
+       nullptr, "525.125.06"},
   };
   REQUIRE_CORPUS_FILE(Corpus(kCases[0].file));
   for (const Case& c : kCases) {
@@ -1183,8 +1182,8 @@ TEST(NvidiaSmiTableCorruption, UnavailableValuesAreUnknown) {
 }
 
 TEST(NvidiaSmiTableCorruption, UnreachableGpuMessageIsCounted) {
-  std::string text = "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n" +
-                     kTable;
+  std::string text =
+      "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n" + kTable;
   ReadResult r = ReadTableText(text);
   EXPECT_EQ(r.count(DiagCode::kHwBadRecord), 1u);
   EXPECT_EQ(r.lines(DiagCode::kHwBadRecord), std::vector<uint64_t>{1});

@@ -25,8 +25,8 @@ using testing_util::WriteFile;
 
 const std::string kCorpus = std::string(LAGGARD_CORPUS_DIR) + "/nvidia_smi/";
 
-#define REQUIRE_CORPUS()                          \
-  if (!std::filesystem::exists(kCorpus)) {        \
+#define REQUIRE_CORPUS()                                      \
+  if (!std::filesystem::exists(kCorpus)) {                    \
     GTEST_SKIP() << "shared corpus not found at " << kCorpus; \
   }
 
@@ -95,7 +95,7 @@ TEST(NvidiaSmiCorpusTest, DmonOnGb10ReadsDashesAsUnknown) {
   EXPECT_EQ(s.util_pct, 0.0);
   EXPECT_EQ(s.mem_util_pct, 0.0);
   EXPECT_FALSE(s.mem_clock_mhz.has_value());  // mclk "-"
-  EXPECT_EQ(s.sm_clock_mhz, 208.0);          // pclk
+  EXPECT_EQ(s.sm_clock_mhz, 208.0);           // pclk
   EXPECT_FALSE(s.clock_events.has_value());
   EXPECT_EQ(s.src.line, 3u);
   EXPECT_TRUE(g.time_is_approximate);
@@ -266,12 +266,18 @@ TEST(NvidiaSmiCorpusTest, GpudQueryFilesAreQTextNotQueryCsv) {
 // ---------------------------------------------------------------- dmon
 
 const char kDmonDT[] =
-    "#Date       Time        gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk  pviol  tviol\n"
-    "#YYYYMMDD   HH:MM:SS    Idx      W      C      C      %      %      %      %    MHz    MHz      %   bool\n"
-    " 20240301   23:59:59      0    310     71     80     98     40      0      0   1593   1980      0      0\n"
-    " 20240301   23:59:59      1    250     91     85     97     41      0      0   1593   1410     12      1\n"
-    " 20240302   00:00:00      0    312     71     80     99     40      0      0   1593   1980      0      0\n"
-    " 20240302   00:00:00      1    249     92     85     97     41      0      0   1593   1395      -      -\n";
+    "#Date       Time        gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk  "
+    "pviol  tviol\n"
+    "#YYYYMMDD   HH:MM:SS    Idx      W      C      C      %      %      %      %    MHz    MHz    "
+    "  %   bool\n"
+    " 20240301   23:59:59      0    310     71     80     98     40      0      0   1593   1980    "
+    "  0      0\n"
+    " 20240301   23:59:59      1    250     91     85     97     41      0      0   1593   1410    "
+    " 12      1\n"
+    " 20240302   00:00:00      0    312     71     80     99     40      0      0   1593   1980    "
+    "  0      0\n"
+    " 20240302   00:00:00      1    249     92     85     97     41      0      0   1593   1395    "
+    "  -      -\n";
 
 TEST(NvidiaSmiDmonTest, DateAndTimeGiveAbsoluteTimesPerGpu) {
   auto in = IngestText("dmon.txt", kDmonDT);
@@ -291,8 +297,7 @@ TEST(NvidiaSmiDmonTest, DateAndTimeGiveAbsoluteTimesPerGpu) {
   EXPECT_EQ(g1.samples[0].mem_clock_mhz, 1593.0);
   EXPECT_EQ(g1.samples[0].util_pct, 97.0);
   // pviol 12 % and tviol 1: power cap and thermal slowdown were active.
-  EXPECT_EQ(g1.samples[0].clock_events,
-            clock_event::kSwPowerCap | clock_event::kSwThermalSlowdown);
+  EXPECT_EQ(g1.samples[0].clock_events, clock_event::kSwPowerCap | clock_event::kSwThermalSlowdown);
   EXPECT_FALSE(g1.samples[1].clock_events.has_value());  // both "-"
   EXPECT_EQ(Gpu(run, 0).samples[0].clock_events, 0u);
   EXPECT_EQ(Count(run, DiagCode::kHwNoHost), 0u);
@@ -346,8 +351,8 @@ TEST(NvidiaSmiDmonTest, RepeatedHeadersAndManyGpusGroupRowsIntoSamples) {
     text += "# gpu    pwr  gtemp     sm    mem   mclk   pclk\n";
     text += "# Idx      W      C      %      %    MHz    MHz\n";
     for (int gpu = 0; gpu < 4; ++gpu) {
-      text += fmt::format("    {}    {}     {}     90     30   1593   {}\n", gpu, 200 + round, 60 + gpu,
-                          1980 - 100 * gpu);
+      text += fmt::format("    {}    {}     {}     90     30   1593   {}\n", gpu, 200 + round,
+                          60 + gpu, 1980 - 100 * gpu);
     }
   }
   auto in = IngestText("dmon.txt", text);
@@ -410,10 +415,14 @@ TEST(NvidiaSmiDmonTest, HeaderWithoutUnitLineUsesDefaultMeanings) {
 }
 
 TEST(NvidiaSmiDmonTest, NewerColumnsAreReadOrSkippedQuietly) {
-  auto in = IngestText("dmon.txt",
-                       "# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk  pviol  tviol     fb   bar1   ccpm  sbecc  dbecc    pci  rxpci  txpci\n"
-                       "# Idx      W      C      C      %      %      %      %      %      %    MHz    MHz      %   bool     MB     MB     MB   errs   errs   errs   MB/s   MB/s\n"
-                       "    0    129     57      -     14      3      0      0      0      0  10501   2055      0      0   4580     77      0      -      -      0    900    300\n");
+  auto in =
+      IngestText("dmon.txt",
+                 "# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   "
+                 "pclk  pviol  tviol     fb   bar1   ccpm  sbecc  dbecc    pci  rxpci  txpci\n"
+                 "# Idx      W      C      C      %      %      %      %      %      %    MHz    "
+                 "MHz      %   bool     MB     MB     MB   errs   errs   errs   MB/s   MB/s\n"
+                 "    0    129     57      -     14      3      0      0      0      0  10501   "
+                 "2055      0      0   4580     77      0      -      -      0    900    300\n");
   const laggard::Run& run = in->run;
   const GpuSample& s = Gpu(run, 0).samples.at(0);
   EXPECT_EQ(s.power_w, 129.0);
@@ -445,16 +454,16 @@ TEST(NvidiaSmiDmonTest, PmonIsNotDmon) {
 
 TEST(NvidiaSmiDmonCorruptionTest, BadRowsAreCountedWithTheirLinesAndTheRestIsKept) {
   auto in = IngestText("dmon.txt",
-                       "# gpu    pwr  gtemp     sm\n"                  // 1
-                       "# Idx      W      C      %\n"                  // 2
-                       "    0    100     50     90\n"                  // 3
-                       "    0    1x0     50     90\n"                  // 4 garbled value
-                       "    x    100     50     90\n"                  // 5 garbled index
-                       "    0    100     50\n"                         // 6 a value short
-                       "    0    100     50     90     12\n"           // 7 a value too many
-                       "Failed to initialize NVML: Unknown Error\n"    // 8
-                       "    0    101     51     91\n"                  // 9
-                       "    0    10");                                 // 10 cut
+                       "# gpu    pwr  gtemp     sm\n"                // 1
+                       "# Idx      W      C      %\n"                // 2
+                       "    0    100     50     90\n"                // 3
+                       "    0    1x0     50     90\n"                // 4 garbled value
+                       "    x    100     50     90\n"                // 5 garbled index
+                       "    0    100     50\n"                       // 6 a value short
+                       "    0    100     50     90     12\n"         // 7 a value too many
+                       "Failed to initialize NVML: Unknown Error\n"  // 8
+                       "    0    101     51     91\n"                // 9
+                       "    0    10");                               // 10 cut
   const laggard::Run& run = in->run;
   EXPECT_EQ(in->file().records, 2u);
   EXPECT_EQ(Count(run, DiagCode::kHwBadRecord), 6u);
@@ -473,7 +482,7 @@ TEST(NvidiaSmiDmonCorruptionTest, UnreadableDateAndChangedTimeColumnsAreBadRows)
                        " 20240301   10:00:00      0    100\n"
                        "# gpu    pwr\n"
                        "# Idx      W\n"
-                       "    0    100\n");                       // 7 no time now
+                       "    0    100\n");  // 7 no time now
   const laggard::Run& run = in->run;
   EXPECT_EQ(in->file().records, 1u);
   EXPECT_EQ(Lines(run, DiagCode::kHwBadRecord), (std::vector<uint64_t>{3, 7}));
@@ -703,15 +712,15 @@ TEST(NvidiaSmiQueryCsvTest, OtherQueriesAndStepCsvAreNotClaimed) {
 
 TEST(NvidiaSmiQueryCsvCorruptionTest, BadRowsAreCountedAndTheRestKept) {
   auto in = IngestText("query.csv",
-                       "timestamp, index, temperature.gpu, power.draw [W]\n"       // 1
-                       "2024/01/31 12:00:00.000, 0, 45, 250.00 W\n"                // 2
-                       "2024/01/31 12:00:01.000, 0, 45\n"                          // 3 short
-                       "2024/01/31 12:00:02.000, 0, hot, 250.00 W\n"               // 4 garbled
-                       "2024/01/31 12:00:03.000, 0, 45, 250.00 MHz\n"              // 5 wrong unit
-                       "yesterday, 0, 45, 250.00 W\n"                              // 6 bad time
-                       "2024/01/31 12:00:05.000, [N/A], 45, 250.00 W\n"            // 7 no index
-                       "2024/01/31 12:00:06.000, 0, [N/A], [Not Supported]\n"      // 8 fine
-                       "2024/01/31 12:00:07.000, 0, 4");                           // 9 cut
+                       "timestamp, index, temperature.gpu, power.draw [W]\n"   // 1
+                       "2024/01/31 12:00:00.000, 0, 45, 250.00 W\n"            // 2
+                       "2024/01/31 12:00:01.000, 0, 45\n"                      // 3 short
+                       "2024/01/31 12:00:02.000, 0, hot, 250.00 W\n"           // 4 garbled
+                       "2024/01/31 12:00:03.000, 0, 45, 250.00 MHz\n"          // 5 wrong unit
+                       "yesterday, 0, 45, 250.00 W\n"                          // 6 bad time
+                       "2024/01/31 12:00:05.000, [N/A], 45, 250.00 W\n"        // 7 no index
+                       "2024/01/31 12:00:06.000, 0, [N/A], [Not Supported]\n"  // 8 fine
+                       "2024/01/31 12:00:07.000, 0, 4");                       // 9 cut
   const laggard::Run& run = in->run;
   EXPECT_EQ(in->file().records, 2u);
   EXPECT_EQ(Count(run, DiagCode::kHwBadRecord), 6u);
@@ -726,16 +735,17 @@ TEST(NvidiaSmiQueryCsvCorruptionTest, BadRowsAreCountedAndTheRestKept) {
 // ---------------------------------------------------------------- nvlink
 
 TEST(NvlinkStatusTest, InactiveAndSlowLinksAreCounted) {
-  auto in = IngestText("nvlink.txt",
-                       "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n"
-                       "\t Link 0: 26.562 GB/s\n"
-                       "\t Link 1: 26.562 GB/s\n"
-                       "\t Link 2: <inactive>\n"
-                       "\t Link 3: 13.281 GB/s\n"
-                       "\t Link 4: 0 GB/s\n"
-                       "GPU 1: NVIDIA H100 PCIe\n"
-                       "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2222)\n"
-                       "\t Link 0: 26.562 GB/s\n");
+  auto in =
+      IngestText("nvlink.txt",
+                 "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n"
+                 "\t Link 0: 26.562 GB/s\n"
+                 "\t Link 1: 26.562 GB/s\n"
+                 "\t Link 2: <inactive>\n"
+                 "\t Link 3: 13.281 GB/s\n"
+                 "\t Link 4: 0 GB/s\n"
+                 "GPU 1: NVIDIA H100 PCIe\n"
+                 "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2222)\n"
+                 "\t Link 0: 26.562 GB/s\n");
   const laggard::Run& run = in->run;
   EXPECT_EQ(in->file().format, "nvidia-smi-nvlink");
   EXPECT_EQ(in->file().records, 3u);
@@ -771,12 +781,12 @@ TEST(NvlinkStatusTest, OtherNvlinkSubcommandsAreNotClaimed) {
 
 TEST(NvlinkStatusCorruptionTest, StrayLinesAreBadRecords) {
   auto in = IngestText("nvlink.txt",
-                       "\t Link 0: 25 GB/s\n"                     // 1 before any GPU
+                       "\t Link 0: 25 GB/s\n"  // 1 before any GPU
                        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-a)\n"
                        "\t Link 0: 25 GB/s\n"
-                       "\t Link 1: 25 GB/\n"                      // 4 cut
+                       "\t Link 1: 25 GB/\n"  // 4 cut
                        "\t Link 2: 25 GB/s\n"
-                       "\t Link 3: 2");                           // 6 cut
+                       "\t Link 3: 2");  // 6 cut
   const laggard::Run& run = in->run;
   EXPECT_EQ(Lines(run, DiagCode::kHwBadRecord), (std::vector<uint64_t>{1, 4, 6}));
   EXPECT_EQ(Gpu(run, 0).facts.nvlink_total, 2);

@@ -10,7 +10,8 @@ namespace laggard {
 namespace {
 
 TEST(PrometheusSourceTest, ParsesAMatrixAnswer) {
-  auto series = ParsePrometheusResponse(R"({"status":"success","data":{"resultType":"matrix","result":[
+  auto series =
+      ParsePrometheusResponse(R"({"status":"success","data":{"resultType":"matrix","result":[
     {"metric":{"__name__":"laggard_gpu_temp_celsius","host":"node-1","gpu":"0","instance":"127.0.0.1:9400"},
      "values":[[1700000000,"71"],[1700000001.5,"72.5"],[1700000002,"NaN"]]}]}})");
   ASSERT_TRUE(series.ok()) << series.status().message();
@@ -79,13 +80,14 @@ TEST(PrometheusSourceTest, StepGaugesBecomeOneRecordPerNewStep) {
 
 TEST(PrometheusSourceTest, AgentAndDcgmGpuSeriesMergePerGpuAndTime) {
   std::map<std::string, std::vector<PromSeries>> m;
-  m["laggard_gpu_temp_celsius"].push_back(
-      Series({{"host", "node-1"}, {"gpu", "0"}, {"uuid", "GPU-abc"}}, {{kT0, 70}, {kT0 + kSec, 93}}));
+  m["laggard_gpu_temp_celsius"].push_back(Series(
+      {{"host", "node-1"}, {"gpu", "0"}, {"uuid", "GPU-abc"}}, {{kT0, 70}, {kT0 + kSec, 93}}));
   m["laggard_gpu_sm_clock_mhz"].push_back(
       Series({{"host", "node-1"}, {"gpu", "0"}}, {{kT0, 1980}, {kT0 + kSec, 1500}}));
   m["laggard_gpu_clock_event_reasons"].push_back(
       Series({{"host", "node-1"}, {"gpu", "0"}}, {{kT0 + kSec, 64}}));
-  m["laggard_gpu_sm_clock_max_mhz"].push_back(Series({{"host", "node-1"}, {"gpu", "0"}}, {{kT0, 1980}}));
+  m["laggard_gpu_sm_clock_max_mhz"].push_back(
+      Series({{"host", "node-1"}, {"gpu", "0"}}, {{kT0, 1980}}));
   m["DCGM_FI_DEV_POWER_USAGE"].push_back(
       Series({{"Hostname", "node-1"}, {"gpu", "0"}, {"modelName", "NVIDIA H100"}}, {{kT0, 650}}));
   m["DCGM_FI_DEV_GPU_TEMP"].push_back(Series({{"Hostname", "node-2"}, {"gpu", "3"}}, {{kT0, 60}}));

@@ -111,10 +111,11 @@ TEST(MegatronLineTest, CurrentTimeGivesTheStart) {
   auto m = MakeMegatronLineMatcher();
   ParsedStep p;
   std::string why;
-  ASSERT_EQ(m->Match("iteration        2/   30000 | current time: 1706860208.78 | consumed samples: "
-                     "32 | elapsed time per iteration (ms): 429.4 |",
-                     p, why),
-            MatchResult::kMatched);
+  ASSERT_EQ(
+      m->Match("iteration        2/   30000 | current time: 1706860208.78 | consumed samples: "
+               "32 | elapsed time per iteration (ms): 429.4 |",
+               p, why),
+      MatchResult::kMatched);
   ASSERT_TRUE(p.start);
   EXPECT_EQ(*p.start, 1706860208'780'000'000 - 429'400'000);
 }
@@ -256,7 +257,8 @@ TEST(TextLogReaderTest, MegatronLogWithoutRankIsAJobLevelSeries) {
 TEST(TextLogReaderTest, UserPatternComesFirst) {
   TempDir dir;
   WriteFile(dir.File("custom.log"), "R4 S10 D0.75\nR4 S11 D0.76\n");
-  laggard::Run run = IngestPaths({dir.path()}, std::string(R"(R(?<rank>\d+) S(?<step>\d+) D(?<time>[\d.]+))"));
+  laggard::Run run =
+      IngestPaths({dir.path()}, std::string(R"(R(?<rank>\d+) S(?<step>\d+) D(?<time>[\d.]+))"));
   ASSERT_EQ(run.ranks.size(), 1u);
   EXPECT_EQ(run.ranks[0].steps[0].duration_ns, 750'000'000);
 }

@@ -145,8 +145,8 @@ void AlignTraceClocks(Run& run) {
     for (DurationNs d : offsets) deviations.push_back(std::abs(d - shift));
     const DurationNs spread = Median(std::move(deviations));
     Shift(t, shift);
-    t.alignment = ClockAlignment{*reference.rank, shift, spread,
-                                 static_cast<uint32_t>(offsets.size())};
+    t.alignment =
+        ClockAlignment{*reference.rank, shift, spread, static_cast<uint32_t>(offsets.size())};
     run.diagnostics.Add(
         DiagCode::kTraceClockAligned, path, 0,
         fmt::format("rank {}: timed from its own profiler start; moved by {} onto rank {}'s clock "

@@ -29,14 +29,10 @@ std::optional<uint32_t> Hex4(std::string_view s, size_t i) {
   for (size_t k = i; k < i + 4; ++k) {
     char c = s[k];
     v <<= 4;
-    if (c >= '0' && c <= '9')
-      v |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      v |= static_cast<uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      v |= static_cast<uint32_t>(c - 'A' + 10);
-    else
-      return std::nullopt;
+    if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
+    else return std::nullopt;
   }
   return v;
 }

@@ -52,8 +52,9 @@ std::vector<TraceStep> StepsOfMarkers(std::vector<MarkerRange> ranges) {
       }
     }
   } else {
-    std::stable_sort(ranges.begin(), ranges.end(),
-                     [](const MarkerRange& a, const MarkerRange& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(ranges.begin(), ranges.end(), [](const MarkerRange& a, const MarkerRange& b) {
+      return a.start_ns < b.start_ns;
+    });
     for (const MarkerRange& r : ranges) {
       steps.push_back(TraceStep{static_cast<int64_t>(steps.size()), r.start_ns, r.end_ns});
     }

@@ -14,12 +14,9 @@ uint32_t* IndexBracketsScalar(const char* p, size_t nblocks, ScanState& st, uint
     for (int i = 0; i < 64; ++i) {
       uint64_t bit = uint64_t{1} << i;
       char c = p[i];
-      if (c == '"')
-        quote |= bit;
-      else if (c == '\\')
-        backslash |= bit;
-      else if (c == '{' || c == '[' || c == '}' || c == ']')
-        brackets |= bit;
+      if (c == '"') quote |= bit;
+      else if (c == '\\') backslash |= bit;
+      else if (c == '{' || c == '[' || c == '}' || c == ']') brackets |= bit;
     }
     out = EmitBrackets(quote, backslash, brackets, st, static_cast<uint32_t>(64 * b), out);
   }

@@ -120,10 +120,8 @@ bool EventTokenizer::WantedOtherLayout(const char* q, const char* const end) {
     escapes = c != nullptr && *c == '\\';
     if (!escapes) return c == nullptr ? nullptr : c + 1;
     for (; c < end; ++c) {  // rare: walk the escapes
-      if (*c == '\\')
-        ++c;
-      else if (*c == '"')
-        return c + 1;
+      if (*c == '\\') ++c;
+      else if (*c == '"') return c + 1;
     }
     return nullptr;
   };
@@ -167,12 +165,9 @@ bool EventTokenizer::WantedOtherLayout(const char* q, const char* const end) {
     }
     if (decisive) {
       std::string_view value(value_begin, static_cast<size_t>(q - value_begin));
-      if (key == keys::event::kPh)
-        ph = value;
-      else if (key == keys::event::kCat)
-        cat = ClassifyCat(value);
-      else
-        name = value;
+      if (key == keys::event::kPh) ph = value;
+      else if (key == keys::event::kCat) cat = ClassifyCat(value);
+      else name = value;
       if (auto decided = Decide(ph, cat, name)) return *decided;
     }
     blanks();

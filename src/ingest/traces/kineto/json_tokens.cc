@@ -62,7 +62,6 @@ std::optional<std::string_view> DecodeString(std::string_view tok, std::string& 
   return std::string_view(scratch);
 }
 
-
 std::optional<int64_t> ParseIntToken(std::string_view tok) {
   if (!tok.empty() && tok.size() <= 18) {  // plain digits (ids, devices, streams): at once
     int64_t v = 0;

@@ -53,7 +53,6 @@ using ::laggard::kMaxAbsTimeUs;
 using ::laggard::ParseMicrosToNs;
 using ::laggard::TrimToken;
 
-
 // Whether [c, end) starts with `lit` (a constant: the compare is inlined).
 [[gnu::always_inline]] inline bool At(const char* c, const char* end, std::string_view lit) {
   return end - c >= static_cast<ptrdiff_t>(lit.size()) &&
@@ -190,13 +189,10 @@ inline const char* FlatDims3(const char* c, const char* end, std::array<int64_t,
   return c + 1;
 }
 
-
 // The content of a JSON string token ("..." with its quotes), unescaped into
 // `scratch` only when it holds a backslash. nullopt when not a string or
 // when an escape is malformed; a lone surrogate decodes to U+FFFD.
 std::optional<std::string_view> DecodeString(std::string_view tok, std::string& scratch);
-
-
 
 // An integer token (or a string holding one); "3.0" is accepted, "3.5" not.
 std::optional<int64_t> ParseIntToken(std::string_view tok);

@@ -288,15 +288,11 @@ RankTrace KinetoParser::Finish(const TraceHeader& header, uint64_t events_total,
   std::sort(t.steps.begin(), t.steps.end(),
             [](const TraceStep& a, const TraceStep& b) { return a.step < b.step; });
 
-  if (header.rank)
-    t.rank = header.rank;
-  else if (ctx_.rank_from_path)
-    t.rank = ctx_.rank_from_path;
+  if (header.rank) t.rank = header.rank;
+  else if (ctx_.rank_from_path) t.rank = ctx_.rank_from_path;
   t.world_size = header.world_size;
-  if (header.dist_host)
-    t.host = header.dist_host;
-  else if (header.top_host)
-    t.host = header.top_host;
+  if (header.dist_host) t.host = header.dist_host;
+  else if (header.top_host) t.host = header.top_host;
   // The device: the one with the most ops (ties: the lowest).
   std::unordered_map<int16_t, uint64_t> per_device;
   for (const TraceOp& op : t.ops) {

@@ -28,10 +28,8 @@ struct EventTokenizer::OnDemand {
       bool decisive = false;
       switch (k[0]) {
         case 'p':
-          if (KeyIs(k, keys::event::kPh))
-            e.ph = TrimToken(v.raw_json_token()), decisive = true;
-          else if (KeyIs(k, keys::event::kPid))
-            e.pid = TrimToken(v.raw_json_token());
+          if (KeyIs(k, keys::event::kPh)) e.ph = TrimToken(v.raw_json_token()), decisive = true;
+          else if (KeyIs(k, keys::event::kPid)) e.pid = TrimToken(v.raw_json_token());
           break;
         case 'c':
           if (KeyIs(k, keys::event::kCat)) {
@@ -44,10 +42,8 @@ struct EventTokenizer::OnDemand {
           if (KeyIs(k, keys::event::kName)) e.name = TrimToken(v.raw_json_token()), decisive = true;
           break;
         case 't':
-          if (KeyIs(k, keys::event::kTs))
-            e.ts = TrimToken(v.raw_json_token());
-          else if (KeyIs(k, keys::event::kTid))
-            e.tid = TrimToken(v.raw_json_token());
+          if (KeyIs(k, keys::event::kTs)) e.ts = TrimToken(v.raw_json_token());
+          else if (KeyIs(k, keys::event::kTid)) e.tid = TrimToken(v.raw_json_token());
           break;
         case 'd':
           if (KeyIs(k, keys::event::kDur)) e.dur = TrimToken(v.raw_json_token());
@@ -121,10 +117,8 @@ struct EventTokenizer::OnDemand {
           if (KeyIs(k, keys::args::kGroupSize)) out = &e.group_size;
           break;
         case 'P':
-          if (KeyIs(k, keys::args::kProcessGroupName))
-            out = &e.pg_name;
-          else if (KeyIs(k, keys::args::kProcessGroupId))
-            out = &e.pg_id;
+          if (KeyIs(k, keys::args::kProcessGroupName)) out = &e.pg_name;
+          else if (KeyIs(k, keys::args::kProcessGroupId)) out = &e.pg_id;
           break;
         case 'S':
           if (KeyIs(k, keys::args::kSeq)) out = &e.seq;

@@ -347,9 +347,9 @@ inline void TraceTokenizer::TakeMember(const std::string& k, const std::string& 
 
 void TraceTokenizer::Cut(const std::string& where) {
   truncated_ = true;
-  diag_.diag().AddAtOffset(DiagCode::kTraceTruncated, diag_.path(), nul_stop_.value_or(End()),
-                           fmt::format("{} {}; {} complete events kept{}", EndWords(), where,
-                                       events_total_, cut_note_));
+  diag_.diag().AddAtOffset(
+      DiagCode::kTraceTruncated, diag_.path(), nul_stop_.value_or(End()),
+      fmt::format("{} {}; {} complete events kept{}", EndWords(), where, events_total_, cut_note_));
 }
 
 void TraceTokenizer::Malformed(const std::string& what) {

@@ -151,8 +151,8 @@ class TraceTokenizer {
   uint64_t buf_off_ = 0;
   size_t len_ = 0;
   bool eof_ = false;
-  uint64_t nul_run_ = 0;    // NUL bytes at the end of what was read
-  uint64_t nul_start_ = 0;  // where that run starts
+  uint64_t nul_run_ = 0;              // NUL bytes at the end of what was read
+  uint64_t nul_start_ = 0;            // where that run starts
   std::optional<uint64_t> nul_stop_;  // where a NUL stretch ended the data
   uint64_t pos_ = 0;
   std::unique_ptr<uint32_t[]> brackets_;

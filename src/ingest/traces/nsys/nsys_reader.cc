@@ -54,8 +54,9 @@ using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 std::string ReadOnlyUri(const std::string& path) {
   std::string uri = "file:";
   for (unsigned char c : path) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(static_cast<char>(c)) ||
-                 c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 IsDigit(static_cast<char>(c)) || c == '/' || c == '-' || c == '_' || c == '.' ||
+                 c == '~';
     if (plain) {
       uri += static_cast<char>(c);
     } else {
@@ -81,7 +82,7 @@ std::string Quote(std::string_view identifier) {
 // cut goes through would read as zeros and NULLs; hidden, that page lies past
 // the end, reading it is SQLITE_CORRUPT, and the scan stops there.
 struct WholePagesFile {
-  sqlite3_file base;  // first: SQLite sees this
+  sqlite3_file base;   // first: SQLite sees this
   sqlite3_file* real;  // the default VFS's file, stored right after this struct
   bool main_db;
 };
@@ -126,11 +127,25 @@ int WpDeviceCharacteristics(sqlite3_file* f) {
 
 // Version 1: no shared memory, no memory mapping (immutable files need
 // neither).
-constexpr sqlite3_io_methods kWholePagesMethods = {
-    1,      WpClose,      WpRead,          WpWrite,
-    WpTruncate, WpSync,   WpFileSize,      WpLock,
-    WpUnlock,   WpCheckReservedLock, WpFileControl, WpSectorSize,
-    WpDeviceCharacteristics, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+constexpr sqlite3_io_methods kWholePagesMethods = {1,
+                                                   WpClose,
+                                                   WpRead,
+                                                   WpWrite,
+                                                   WpTruncate,
+                                                   WpSync,
+                                                   WpFileSize,
+                                                   WpLock,
+                                                   WpUnlock,
+                                                   WpCheckReservedLock,
+                                                   WpFileControl,
+                                                   WpSectorSize,
+                                                   WpDeviceCharacteristics,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr};
 
 int WpOpen(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {
   auto* w = reinterpret_cast<WholePagesFile*>(file);
@@ -150,7 +165,7 @@ int WpOpen(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* o
 // Registers the VFS once (thread-safe static initialisation); nullptr when
 // there is no default VFS to wrap.
 const char* WholePagesVfsName() {
-  static const char* name = [] () -> const char* {
+  static const char* name = []() -> const char* {
     g_real_vfs = sqlite3_vfs_find(nullptr);
     if (g_real_vfs == nullptr) return nullptr;
     static sqlite3_vfs vfs = *g_real_vfs;  // same pAppData: the other methods work as before
@@ -294,11 +309,20 @@ class StringIds {
 
 // CUPTI_ACTIVITY_MEMCPY_KIND (ENUM_CUDA_MEMCPY_OPER in the export).
 std::string_view MemcpyName(std::optional<int64_t> kind) {
-  static constexpr std::array<std::string_view, 14> kNames{
-      "Memcpy",      "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH",
-      "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH",
-      "Memcpy PtoP", "Memcpy HtoD (unified)", "Memcpy DtoH (unified)",
-      "Memcpy DtoD (unified)"};
+  static constexpr std::array<std::string_view, 14> kNames{"Memcpy",
+                                                           "Memcpy HtoD",
+                                                           "Memcpy DtoH",
+                                                           "Memcpy HtoA",
+                                                           "Memcpy AtoH",
+                                                           "Memcpy AtoA",
+                                                           "Memcpy AtoD",
+                                                           "Memcpy DtoA",
+                                                           "Memcpy DtoD",
+                                                           "Memcpy HtoH",
+                                                           "Memcpy PtoP",
+                                                           "Memcpy HtoD (unified)",
+                                                           "Memcpy DtoH (unified)",
+                                                           "Memcpy DtoD (unified)"};
   if (!kind || *kind < 0 || *kind >= static_cast<int64_t>(kNames.size())) return kNames[0];
   return kNames[static_cast<size_t>(*kind)];
 }
@@ -419,7 +443,8 @@ bool IsNsysExport(const std::vector<std::string>& tables) {
   if (Has(tables, "EXPORT_META_DATA") || Has(tables, "META_DATA_EXPORT")) return true;
   if (!Has(tables, "StringIds")) return false;
   return std::any_of(tables.begin(), tables.end(), [](const std::string& t) {
-    return StartsWith(t, "CUPTI_ACTIVITY_KIND_") || t == kNvtxTable || StartsWith(t, "TARGET_INFO_");
+    return StartsWith(t, "CUPTI_ACTIVITY_KIND_") || t == kNvtxTable ||
+           StartsWith(t, "TARGET_INFO_");
   });
 }
 
@@ -440,8 +465,7 @@ StatusOr<ExportFacts> ReadFacts(const std::string& path, Db& db_out) {
   if (ec) facts.file_bytes = 0;
   NsysExportInfo& info = facts.info;
   QueryResult schema = ForEachRow(
-      h, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
-      [&](sqlite3_stmt* s) {
+      h, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", [&](sqlite3_stmt* s) {
         if (auto name = TextAt(s, 0)) info.tables.emplace_back(*name);
       });
   if (schema.error) {
@@ -468,7 +492,8 @@ StatusOr<ExportFacts> ReadFacts(const std::string& path, Db& db_out) {
                                      } else if (*name == "EXPORT_SCHEMA_VERSION") {
                                        info.schema_version = std::string(*value);
                                      } else if (*name == "EXPORT_PARAM_TIME_NORMALIZE") {
-                                       info.times_normalized = EqualsIgnoreCase(Trim(*value), "true");
+                                       info.times_normalized =
+                                           EqualsIgnoreCase(Trim(*value), "true");
                                      }
                                    }));
   }
@@ -599,10 +624,10 @@ class ActivityReader {
       shape_cols += ", " + TColumnOrNull(cols, c);
     }
     auto [launch_col, launch_join] = LaunchJoin(cols);
-    std::string sql = fmt::format(
-        "SELECT t.\"start\", t.\"end\", {}, {}, {}, {}, t.rowid, {}{} FROM {} AS t{}",
-        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), name_col, alt_col,
-        launch_col, shape_cols, Quote(kKernelTable), launch_join);
+    std::string sql =
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, {}, t.rowid, {}{} FROM {} AS t{}",
+                    TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), name_col,
+                    alt_col, launch_col, shape_cols, Quote(kKernelTable), launch_join);
     ReadTable(kKernelTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
       const KernelKind& kind = KernelKindOf(s, 4, 5);
       op.name = kind.name;
@@ -624,10 +649,10 @@ class ActivityReader {
     if (!Has(facts_.info.tables, kMemcpyTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemcpyTable);
     auto [launch_col, launch_join] = LaunchJoin(cols);
-    std::string sql = fmt::format(
-        "SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t{}",
-        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
-        TColumnOrNull(cols, "copyKind"), launch_col, Quote(kMemcpyTable), launch_join);
+    std::string sql =
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t{}",
+                    TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
+                    TColumnOrNull(cols, "copyKind"), launch_col, Quote(kMemcpyTable), launch_join);
     std::array<std::optional<uint32_t>, 16> ids;
     ReadTable(kMemcpyTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
       std::optional<int64_t> kind = IntAt(s, 4);
@@ -642,10 +667,10 @@ class ActivityReader {
     if (!Has(facts_.info.tables, kMemsetTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemsetTable);
     auto [launch_col, launch_join] = LaunchJoin(cols);
-    std::string sql = fmt::format(
-        "SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t{}",
-        TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), launch_col,
-        Quote(kMemsetTable), launch_join);
+    std::string sql =
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t{}",
+                    TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), launch_col,
+                    Quote(kMemsetTable), launch_join);
     uint32_t name = ctx_.out->names().Intern("Memset");
     ReadTable(kMemsetTable, sql, [&](sqlite3_stmt*, TraceOp& op) {
       op.name = name;
@@ -665,7 +690,8 @@ class ActivityReader {
     std::vector<std::string> cols = ColumnsOf(db_, kNvtxTable);
     if (!Has(cols, "start") || !Has(cols, "end")) return;
     std::string sql = fmt::format(
-        "SELECT \"start\", \"end\", {}, {} FROM {} WHERE \"end\" IS NOT NULL AND \"end\" > \"start\"",
+        "SELECT \"start\", \"end\", {}, {} FROM {} WHERE \"end\" IS NOT NULL AND \"end\" > "
+        "\"start\"",
         ColumnOrNull(cols, "text"), ColumnOrNull(cols, "textId"), Quote(kNvtxTable));
     // A range's step by the built-in names, and with --step-marker whether
     // it is the marker and the number it carries.
@@ -849,7 +875,8 @@ class ActivityReader {
     if (kind.cls == OpClass::kOtherCompute) {
       // The short name is what nsys itself shows; give it a say when the
       // demangled one matched nothing.
-      if (auto alt = strings_.Resolve(s, alt_col)) kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
+      if (auto alt = strings_.Resolve(s, alt_col))
+        kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
     }
     if (kind.cls == OpClass::kCommunication) {
       kind.collective = ctx_.out->names().Intern(CollectiveFromKernel(name));

@@ -89,10 +89,10 @@ std::unique_ptr<TraceReader> MakeNsysTraceReader();
 // What an export says about where it was captured; facts the RankTrace has
 // no field for (GPU names, the nsys version) are here for reports and tests.
 struct NsysGpu {
-  int64_t id = 0;                     // TARGET_INFO_GPU.id
+  int64_t id = 0;                      // TARGET_INFO_GPU.id
   std::optional<int32_t> cuda_device;  // cuDevice
-  std::string name;                   // "NVIDIA GeForce GTX 1660 SUPER"
-  std::string bus_location;           // "0000:01:00.0"
+  std::string name;                    // "NVIDIA GeForce GTX 1660 SUPER"
+  std::string bus_location;            // "0000:01:00.0"
   std::string uuid;
 };
 
@@ -101,7 +101,7 @@ struct NsysExportInfo {
   std::string schema_version;   // "3.1.2"
   std::optional<std::string> host;
   std::optional<TimeNs> session_start_ns;  // utcEpochNs
-  bool times_normalized = false;  // exported with --ts-normalize=true
+  bool times_normalized = false;           // exported with --ts-normalize=true
   std::vector<NsysGpu> gpus;
   std::vector<std::string> tables;  // every table, sorted
 };

@@ -300,8 +300,16 @@ class LegacyTraceParser {
 
  private:
   // What an event of a name becomes (see the header).
-  enum class Kind : uint8_t { kStep, kMarked, kBackendComm, kParamComms, kC10dComm, kCommOp, kOp,
-                              kLabel };
+  enum class Kind : uint8_t {
+    kStep,
+    kMarked,
+    kBackendComm,
+    kParamComms,
+    kC10dComm,
+    kCommOp,
+    kOp,
+    kLabel
+  };
   struct NameInfo {
     uint32_t id = 0;
     Kind kind = Kind::kLabel;
@@ -409,16 +417,10 @@ void LegacyTraceParser::TakeComplete(const RawEvent& e, std::string_view name, u
   if (!e.tid.empty() && e.tid.front() == '"') return CountUnused(kUnusedRemote, offset, name);
   NameInfo& info = Name(name);
   switch (info.kind) {
-    case Kind::kMarked:
-      builder_.steps().AddMarked(MarkerRange{info.step, *ts, *ts + *dur});
-      return;
-    case Kind::kStep:
-      builder_.steps().AddBuiltin(*info.step, *ts, *ts + *dur);
-      return;
-    case Kind::kLabel:
-      return CountUnused(kUnusedLabel, offset, name);
-    default:
-      break;
+    case Kind::kMarked: builder_.steps().AddMarked(MarkerRange{info.step, *ts, *ts + *dur}); return;
+    case Kind::kStep: builder_.steps().AddBuiltin(*info.step, *ts, *ts + *dur); return;
+    case Kind::kLabel: return CountUnused(kUnusedLabel, offset, name);
+    default: break;
   }
   TraceOp op;
   op.start_ns = *ts;
@@ -491,10 +493,9 @@ RankTrace LegacyTraceParser::Finish(uint64_t events_total, uint64_t events_lost,
             [](const TraceStep& a, const TraceStep& b) { return a.step < b.step; });
   builder_.AttributeLaunchGaps(t);
   if (!marker_.empty() && !marked) {
-    ctx_.diag().Add(
-        DiagCode::kTraceNoStepMarker, ctx_.path, 0,
-        fmt::format("no range named '{}' (--step-marker); {} ProfilerStep#N steps used", marker_,
-                    t.steps.size()));
+    ctx_.diag().Add(DiagCode::kTraceNoStepMarker, ctx_.path, 0,
+                    fmt::format("no range named '{}' (--step-marker); {} ProfilerStep#N steps used",
+                                marker_, t.steps.size()));
   }
   ReportUnused();
   if (!t.rank) {
@@ -707,7 +708,7 @@ class TorchLegacyTraceReader : public TraceReader {
     }
     if (const auto& damage = (*source)->damage()) {
       ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                       : DiagCode::kGzipCorrupt,
+                                                                      : DiagCode::kGzipCorrupt,
                              path, damage->compressed_offset, damage->message);
     }
     return taken;

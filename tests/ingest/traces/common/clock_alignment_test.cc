@@ -123,8 +123,7 @@ TEST(ClockAlignmentTest, ACallLostAtOneTracesEdgeShiftsNoLaterPair) {
               TraceStep{3, 2500 * kUs, 3500 * kUs}};
   run.traces = {r0, r1};
   EXPECT_EQ(CollectiveEndOffsets(run.traces[0], run.traces[1]),
-            (std::vector<DurationNs>{-600 * kUs, -500 * kUs, -500 * kUs, -500 * kUs,
-                                     -500 * kUs}));
+            (std::vector<DurationNs>{-600 * kUs, -500 * kUs, -500 * kUs, -500 * kUs, -500 * kUs}));
   AlignTraceClocks(run);
   ASSERT_TRUE(run.traces[1].alignment.has_value());
   EXPECT_EQ(run.traces[1].alignment->shift_ns, -500 * kUs);
@@ -212,7 +211,8 @@ TEST(ClockAlignmentTest, RealCaptureTheSlowedRankArrivesLastOnceAligned) {
 }
 
 TEST(ClockAlignmentTest, RealCaptureWithRank1sProfilerStartedFiveSecondsEarlier) {
-  laggard::Run as_read = IngestTraces({kData + "sched_rank0.json.gz", kData + "sched_rank1.json.gz"});
+  laggard::Run as_read =
+      IngestTraces({kData + "sched_rank0.json.gz", kData + "sched_rank1.json.gz"});
   ASSERT_EQ(as_read.traces.size(), 2u);
   ASSERT_TRUE(as_read.traces[1].alignment.has_value());
   TempDir dir;
@@ -229,7 +229,8 @@ TEST(ClockAlignmentTest, RealCaptureWithRank1sProfilerStartedFiveSecondsEarlier)
 }
 
 TEST(ClockAlignmentTest, RealAutogradCaptureWithoutStepsAlignsByOrder) {
-  laggard::Run run = IngestTraces({kData + "autograd_rank0.json.gz", kData + "autograd_rank1.json.gz"});
+  laggard::Run run =
+      IngestTraces({kData + "autograd_rank0.json.gz", kData + "autograd_rank1.json.gz"});
   ASSERT_EQ(run.traces.size(), 2u);
   ASSERT_TRUE(run.traces[1].alignment.has_value());
   EXPECT_EQ(run.traces[1].alignment->matched, 9u);

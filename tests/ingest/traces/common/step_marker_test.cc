@@ -28,9 +28,9 @@ TEST(StepMarkerTest, TheMarkerAloneOrWithANumberIsAStep) {
 }
 
 TEST(StepMarkerTest, OtherNamesThatStartWithTheMarkerAreNotSteps) {
-  for (std::string_view name : {"train_step_fwd", "train_stepper", "train_step 3 backward",
-                                "train_step #", "train_step 1234567890123456789", "train_ste",
-                                "Train_step", " train_step", ""}) {
+  for (std::string_view name :
+       {"train_step_fwd", "train_stepper", "train_step 3 backward", "train_step #",
+        "train_step 1234567890123456789", "train_ste", "Train_step", " train_step", ""}) {
     EXPECT_FALSE(MatchStepMarker("train_step", name)) << name;
   }
   EXPECT_FALSE(MatchStepMarker("", "anything"));
@@ -47,7 +47,8 @@ TEST(StepMarkerTest, NumberedRangesOfOneStepMerge) {
 
 TEST(StepMarkerTest, RangesWithoutNumbersAreNumberedByStart) {
   // One range without a number: all are numbered by their order.
-  std::vector<TraceStep> steps = StepsOfMarkers({{std::nullopt, 300, 400}, {5, 100, 200}, {9, 0, 90}});
+  std::vector<TraceStep> steps =
+      StepsOfMarkers({{std::nullopt, 300, 400}, {5, 100, 200}, {9, 0, 90}});
   ASSERT_EQ(steps.size(), 3u);
   for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(steps[static_cast<size_t>(i)].step, i);
   EXPECT_EQ(steps[0].start_ns, 0);

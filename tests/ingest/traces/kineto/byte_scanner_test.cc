@@ -23,12 +23,9 @@ std::vector<uint32_t> ReferenceBrackets(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[' || c == '}' || c == ']') {
@@ -49,7 +46,8 @@ std::vector<uint32_t> Index(const Indexer& indexer, std::string text, size_t blo
   for (size_t block = 0; block * 64 < text.size(); block += blocks_per_call) {
     size_t n = std::min(blocks_per_call, text.size() / 64 - block);
     uint32_t* end = indexer.fn(text.data() + 64 * block, n, st, out.data());
-    for (uint32_t* q = out.data(); q < end; ++q) all.push_back(static_cast<uint32_t>(64 * block) + *q);
+    for (uint32_t* q = out.data(); q < end; ++q)
+      all.push_back(static_cast<uint32_t>(64 * block) + *q);
   }
   return all;
 }
@@ -82,12 +80,8 @@ TEST(ByteScannerTest, IndexersAgreeOnRandomJsonAcrossBlocksAndCalls) {
     size_t pieces = 1 + pick(120);
     for (size_t i = 0; i < pieces; ++i) {
       switch (pick(4)) {
-        case 0:
-          text += "{[}],: 1"[pick(8)];
-          break;
-        case 1:
-          text += "\"\"";
-          break;
+        case 0: text += "{[}],: 1"[pick(8)]; break;
+        case 1: text += "\"\""; break;
         default: {
           text += '"';
           for (size_t j = pick(40); j > 0; --j) {

@@ -59,8 +59,8 @@ struct Outcome {
 Outcome Read(EventTokenizer& t, std::string_view event) {
   std::string padded = std::string(event) + std::string(kPadBytes, ' ');
   Outcome out;
-  out.result = t.Read(padded.data(), event.size(),
-                      [&](const EventFields& e) { out.fields = Describe(e); });
+  out.result =
+      t.Read(padded.data(), event.size(), [&](const EventFields& e) { out.fields = Describe(e); });
   return out;
 }
 
@@ -90,34 +90,34 @@ TEST(EventTokenizerTest, DevicePassYieldsLaunchCallsAndDeviceOpsWithTheirKeys) {
                                    {"cat_kind", std::to_string(static_cast<int>(Cat::kRuntime))}}));
   Outcome kernel = Read(t, kKernel);
   ASSERT_EQ(kernel.result, EventTokenizer::Result::kRead);
-  EXPECT_EQ(kernel.fields,
-            (Fields{{"ph", "\"X\""},
-                    {"cat", "\"kernel\""},
-                    {"name", "\"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_cublas\""},
-                    {"pid", "0"},
-                    {"tid", "7"},
-                    {"ts", "3600654372.255"},
-                    {"dur", "520.000"},
-                    {"External id", "11"},
-                    {"device", "0"},
-                    {"stream", "7"},
-                    {"correlation", "12"},
-                    {"grid", "132x1x1"},
-                    {"block", "384x1x1"},
-                    {"cat_kind", std::to_string(static_cast<int>(Cat::kKernel))}}));
+  EXPECT_EQ(kernel.fields, (Fields{{"ph", "\"X\""},
+                                   {"cat", "\"kernel\""},
+                                   {"name", "\"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_cublas\""},
+                                   {"pid", "0"},
+                                   {"tid", "7"},
+                                   {"ts", "3600654372.255"},
+                                   {"dur", "520.000"},
+                                   {"External id", "11"},
+                                   {"device", "0"},
+                                   {"stream", "7"},
+                                   {"correlation", "12"},
+                                   {"grid", "132x1x1"},
+                                   {"block", "384x1x1"},
+                                   {"cat_kind", std::to_string(static_cast<int>(Cat::kKernel))}}));
   EXPECT_TRUE(t.saw_runtime());
   EXPECT_FALSE(t.saw_cpu_events());
 }
 
 TEST(EventTokenizerTest, PrefilterDropsWhatNoPassNeeds) {
   EventTokenizer t(Mode::kDevice, "", true);
-  for (std::string_view dropped : {
-           R"J({"ph": "f", "id": 12, "pid": 0, "tid": 7, "ts": 1.0, "cat": "ac2g", "name": "ac2g"})J",
-           R"J({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamIsCapturing", "ts": 1.0})J",
-           R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "ts": 1.0, "dur": 2})J",
-           R"J({"ph": "X", "cat": "python_function", "name": "forward", "ts": 1.0, "dur": 2})J",
-           R"J({"name": "thread_name", "ph": "M", "pid": 0, "tid": 7, "args": {"name": "s"}})J",
-       }) {
+  for (
+      std::string_view dropped : {
+          R"J({"ph": "f", "id": 12, "pid": 0, "tid": 7, "ts": 1.0, "cat": "ac2g", "name": "ac2g"})J",
+          R"J({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamIsCapturing", "ts": 1.0})J",
+          R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "ts": 1.0, "dur": 2})J",
+          R"J({"ph": "X", "cat": "python_function", "name": "forward", "ts": 1.0, "dur": 2})J",
+          R"J({"name": "thread_name", "ph": "M", "pid": 0, "tid": 7, "args": {"name": "s"}})J",
+      }) {
     EXPECT_EQ(Read(t, dropped).result, EventTokenizer::Result::kSkipped) << dropped;
   }
   EXPECT_TRUE(t.saw_cpu_events());

@@ -16,9 +16,9 @@ namespace laggard::kineto {
 namespace {
 
 TEST(JsonTokensTest, MicrosecondsBecomeExactNanoseconds) {
-  EXPECT_EQ(ParseMicrosToNs("3600654368.005"), 3600654368005);  // Kineto's fmtTs
+  EXPECT_EQ(ParseMicrosToNs("3600654368.005"), 3600654368005);              // Kineto's fmtTs
   EXPECT_EQ(ParseMicrosToNs("1712195495505583.123"), 1712195495505583123);  // past a double
-  EXPECT_EQ(ParseMicrosToNs("4458676983543.1836"), 4458676983543184);  // 4th decimal rounds
+  EXPECT_EQ(ParseMicrosToNs("4458676983543.1836"), 4458676983543184);       // 4th decimal rounds
   EXPECT_EQ(ParseMicrosToNs("4458676983543.1834"), 4458676983543183);
   EXPECT_EQ(ParseMicrosToNs("7"), 7000);
   EXPECT_EQ(ParseMicrosToNs("2.5"), 2500);
@@ -56,7 +56,7 @@ TEST(JsonTokensTest, StringsDecodeOnlyWhenEscaped) {
   EXPECT_EQ(DecodeString(R"J("a\"b\\c\/d\n\t")J", scratch), "a\"b\\c/d\n\t");
   EXPECT_EQ(DecodeString(R"J("caf\u00e9")J", scratch), "caf\xC3\xA9");
   EXPECT_EQ(DecodeString(R"J("\ud83d\ude00")J", scratch), "\xF0\x9F\x98\x80");  // a pair
-  EXPECT_EQ(DecodeString(R"J("\ud800x")J", scratch), "\xEF\xBF\xBDx");  // lone: U+FFFD
+  EXPECT_EQ(DecodeString(R"J("\ud800x")J", scratch), "\xEF\xBF\xBDx");          // lone: U+FFFD
   EXPECT_EQ(DecodeString(R"J("\q")J", scratch), std::nullopt);
   EXPECT_EQ(DecodeString(R"J("\u12")J", scratch), std::nullopt);
   EXPECT_EQ(DecodeString("17", scratch), std::nullopt);  // not a string
@@ -78,8 +78,8 @@ TEST(JsonTokensTest, FlatScalarsEndWhereSimdjsonEndsThem) {
   EXPECT_EQ(EndOf(R"J("ab\"c", "x")J", scalar), 7);
   EXPECT_EQ(EndOf("123, ", scalar), 3);
   EXPECT_EQ(EndOf("true}", scalar), 4);
-  EXPECT_EQ(EndOf("1e3\"x\"", scalar), -1);  // stage 1 reads one token: left to On-Demand
-  EXPECT_EQ(EndOf("123", scalar), -1);        // no delimiter before the end
+  EXPECT_EQ(EndOf("1e3\"x\"", scalar), -1);         // stage 1 reads one token: left to On-Demand
+  EXPECT_EQ(EndOf("123", scalar), -1);              // no delimiter before the end
   EXPECT_EQ(EndOf("\"caf\xC3\xA9\"", scalar), -1);  // non-ASCII: left to On-Demand
   auto value = [](const char* c, const char* end) { return FlatValueEnd(c, end); };
   EXPECT_EQ(EndOf("[1, \"a\", 2.5], ", value), 13);

@@ -110,7 +110,7 @@ TEST(KinetoParserTest, BuildsOpsCollectivesAndStepsFromEvents) {
   EXPECT_EQ(p.Name(t.ops[1].shape), "grid 132x1x1 block 384x1x1");
   EXPECT_EQ(t.ops[2].cls, OpClass::kCommunication);
   EXPECT_EQ(t.ops[2].shape, t.ops[1].shape);  // interned once
-  EXPECT_EQ(t.launches_linked, 1u);  // the GEMM, by correlation 21
+  EXPECT_EQ(t.launches_linked, 1u);           // the GEMM, by correlation 21
 
   ASSERT_EQ(t.collectives.size(), 1u);
   const CollectiveCall& c = t.collectives[0];

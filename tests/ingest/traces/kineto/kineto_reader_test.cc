@@ -349,16 +349,17 @@ std::vector<int64_t> StepNumbers(const Loaded& l) {
 
 TEST(KinetoReaderTest, UserNamedStepMarkersReplaceProfilerSteps) {
   TempDir dir;
-  std::string path = WriteFile(dir.File("trace.json"), Wrap({
-      Kernel("ampere_sgemm_128x64_tn", "15", "2"),
-      Range("ProfilerStep#40", "0", "90"),
-      Range("train_step", "50", "40"),                     // Kineto's layout
-      Range("train_step", "10", "30", "cpu_op", false),    // members in another order
-      Range("train_step_fwd", "12", "5"),                  // nested: not a step
-      Range(R"(train\u005fstep)", "95", "5"),                // escaped "_": still the marker
-      Range("train_stepper", "99", "1"),
-      Range("train_step", "60", "2", "gpu_user_annotation"),  // the GPU-side copy
-  }));
+  std::string path = WriteFile(
+      dir.File("trace.json"),
+      Wrap({
+          Kernel("ampere_sgemm_128x64_tn", "15", "2"), Range("ProfilerStep#40", "0", "90"),
+          Range("train_step", "50", "40"),                   // Kineto's layout
+          Range("train_step", "10", "30", "cpu_op", false),  // members in another order
+          Range("train_step_fwd", "12", "5"),                // nested: not a step
+          Range(R"(train\u005fstep)", "95", "5"),            // escaped "_": still the marker
+          Range("train_stepper", "99", "1"),
+          Range("train_step", "60", "2", "gpu_user_annotation"),  // the GPU-side copy
+      }));
   Loaded plain = Load(path);
   EXPECT_EQ(StepNumbers(plain), (std::vector<int64_t>{40}));
 
@@ -375,11 +376,11 @@ TEST(KinetoReaderTest, UserNamedStepMarkersReplaceProfilerSteps) {
 
 TEST(KinetoReaderTest, StepMarkersCarryTheirNumbersOnEveryThread) {
   TempDir dir;
-  std::string path = WriteFile(dir.File("t.json"), Wrap({
-      Range("iter#7", "100", "50"),
-      Range("iter#6", "0", "90"),
-      Range("iter#7", "95", "60"),  // the same step on a second thread
-  }));
+  std::string path = WriteFile(dir.File("t.json"),
+                               Wrap({
+                                   Range("iter#7", "100", "50"), Range("iter#6", "0", "90"),
+                                   Range("iter#7", "95", "60"),  // the same step on a second thread
+                               }));
   EXPECT_TRUE(Load(path).trace()->steps.empty());  // not ProfilerStep#N
   Loaded m = Load(path, std::nullopt, "iter");
   ASSERT_EQ(m.trace()->steps.size(), 2u);
@@ -623,8 +624,8 @@ TEST(KinetoReaderTest, EventsOfOneLayoutKeepTheirOwnValues) {
     const TraceOp& op = l.trace()->ops[static_cast<size_t>(i)];
     EXPECT_EQ(op.start_ns, (1000 + 10 * i) * 1000 + (i % 2 ? 125 : 0)) << "op " << i;
     EXPECT_EQ(op.dur_ns, (1 + i % 7) * 1000 + 500) << "op " << i;
-    EXPECT_EQ(l.Name(op.name), "kernel_" + std::string(static_cast<size_t>(i % 37), 'x') +
-                                   std::to_string(i));
+    EXPECT_EQ(l.Name(op.name),
+              "kernel_" + std::string(static_cast<size_t>(i % 37), 'x') + std::to_string(i));
     EXPECT_EQ(op.device, i % 2) << "op " << i;
     EXPECT_EQ(op.stream, 7 + i % 3) << "op " << i;
     ASSERT_NE(op.shape, kNoShape) << "op " << i;
@@ -650,7 +651,7 @@ TEST(KinetoReaderTest, EventsThatBreakALearnedLayoutAreReadInFull) {
     return R"J(, "dur": 1, "args": {"External id": 1, "device": 0, )J" + a + "}}";
   };
   struct Case {
-    std::string name;  // as read
+    std::string name;        // as read
     std::string event_rest;  // after "ts": N
     int64_t dur_ns = 1000;
     std::string shape = "grid 2x1x1 block 64x1x1";
@@ -823,12 +824,9 @@ std::vector<RefEvent> ReferenceEvents(const std::string& text) {
   for (size_t i = at + 1; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
       continue;
     }
     if (c == '"') {
@@ -842,13 +840,12 @@ std::vector<RefEvent> ReferenceEvents(const std::string& text) {
         auto j = nlohmann::json::parse(text.substr(start, i + 1 - start));
         std::string cat = j.value("cat", ""), name = j.value("name", "");
         bool complete = j.value("ph", "") == "X";
-        e.device = complete &&
-                   (cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" ||
-                    cat == "gpu_memset" || cat == "Memset");
+        e.device = complete && (cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" ||
+                                cat == "Memcpy" || cat == "gpu_memset" || cat == "Memset");
         e.runtime = complete && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime");
-        e.cpu_op = complete && (cat == "cpu_op" || (cat == "user_annotation" &&
-                                                    (name.rfind("nccl:", 0) == 0 ||
-                                                     name.rfind("gloo:", 0) == 0)));
+        e.cpu_op = complete &&
+                   (cat == "cpu_op" || (cat == "user_annotation" && (name.rfind("nccl:", 0) == 0 ||
+                                                                     name.rfind("gloo:", 0) == 0)));
         events.push_back(e);
       }
     }
@@ -902,7 +899,8 @@ TEST(KinetoReaderTest, TruncatedTraceKeepsEveryCompleteEventBeforeTheCut) {
   // One-line JSON with integer ts (rank 0 of the 128-rank job) ...
   CheckCuts(ReadGzip(kCorpus + "hta__trace_filter__sampled_rank-0.json.gz"), 200, 1);
   // ... and Kineto's own pretty-printed layout (ROCm trace).
-  CheckCuts(ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"), 200, 2);
+  CheckCuts(ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"), 200,
+            2);
 }
 
 // A CPU-only trace (GPU tracing off; its header lists GPUs all the same)
@@ -926,9 +924,9 @@ void CheckCpuOnlyCuts(const std::string& text, int cuts) {
     EXPECT_TRUE(l.trace()->truncated);
     EXPECT_EQ(l.diag(DiagCode::kTraceTruncated), 1u);
     ASSERT_EQ(l.run.diagnostics.examples(DiagCode::kTraceTruncated).size(), 1u);
-    EXPECT_NE(l.run.diagnostics.examples(DiagCode::kTraceTruncated)[0].message.find(
-                  "read as CPU-only"),
-              std::string::npos);
+    EXPECT_NE(
+        l.run.diagnostics.examples(DiagCode::kTraceTruncated)[0].message.find("read as CPU-only"),
+        std::string::npos);
     EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
   }
 }
@@ -937,7 +935,8 @@ TEST(KinetoReaderTest, TruncatedCpuOnlyTraceKeepsEveryCpuOpBeforeTheCut) {
   REQUIRE_CORPUS();
   // deviceProperties lists 8 GPUs; no GPU event.
   CheckCpuOnlyCuts(
-      ReadGzip(kCorpus + "hta__distributed_info_unavailable__distributed_info_not_found.json.gz"), 30);
+      ReadGzip(kCorpus + "hta__distributed_info_unavailable__distributed_info_not_found.json.gz"),
+      30);
   // distributedInfo says backend nccl; no GPU event.
   CheckCpuOnlyCuts(ReadGzip(kCorpus + "hta__rank_unavailable__rank_not_found.json.gz"), 30);
 }
@@ -969,8 +968,8 @@ TEST(KinetoReaderTest, ReadingStopsAtALongStretchOfNulBytes) {
     EXPECT_EQ(l.diag(DiagCode::kTraceBadEvent), 0u);
   }
   // A short run of NUL bytes is damage inside the data, not its end.
-  std::string path = WriteFile(dir.File("nul.json"),
-                               head + std::string(100, '\0') + ",\n" + events[0] + "\n]}");
+  std::string path =
+      WriteFile(dir.File("nul.json"), head + std::string(100, '\0') + ",\n" + events[0] + "\n]}");
   Loaded l = Load(path);
   ASSERT_NE(l.trace(), nullptr);
   EXPECT_EQ(l.trace()->ops.size(), 6u);
@@ -1008,7 +1007,8 @@ TEST(KinetoReaderTest, CutGzipKeepsWhatItCanAndSaysSo) {
 
 TEST(KinetoReaderTest, DamagedBytesNeverCrash) {
   REQUIRE_CORPUS();
-  std::string text = ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  std::string text =
+      ReadGzip(kCorpus + "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
   std::mt19937 rng(3);
   TempDir dir;
   const std::string specials = "{}[]\"\\:,\x00\xff";
@@ -1018,15 +1018,9 @@ TEST(KinetoReaderTest, DamagedBytesNeverCrash) {
     for (int e = 0; e < edits; ++e) {
       size_t at = rng() % damaged.size();
       switch (rng() % 3) {
-        case 0:
-          damaged[at] = specials[rng() % specials.size()];
-          break;
-        case 1:
-          damaged.insert(at, 1, specials[rng() % specials.size()]);
-          break;
-        default:
-          damaged.erase(at, rng() % 64);
-          break;
+        case 0: damaged[at] = specials[rng() % specials.size()]; break;
+        case 1: damaged.insert(at, 1, specials[rng() % specials.size()]); break;
+        default: damaged.erase(at, rng() % 64); break;
       }
     }
     Loaded l = Load(WriteFile(dir.File("damaged.json"), damaged));
@@ -1047,8 +1041,7 @@ TEST(KinetoReaderTest, SniffClaimsTracesByContent) {
   EXPECT_GT(reader->Sniff("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"), kSniffSure);
   EXPECT_GT(reader->Sniff("{\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\""),
             kSniffSure);
-  EXPECT_GT(reader->Sniff("[{\"name\": \"k\", \"ph\": \"X\", \"ts\": 1, \"dur\": 2}"),
-            kSniffSure);
+  EXPECT_GT(reader->Sniff("[{\"name\": \"k\", \"ph\": \"X\", \"ts\": 1, \"dur\": 2}"), kSniffSure);
   EXPECT_EQ(
       reader->Sniff(
           "{\"step\": 1, \"duration\": 0.8, \"rank\": 3}\n{\"step\": 2, \"duration\": 0.9}\n"),

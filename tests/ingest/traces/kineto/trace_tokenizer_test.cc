@@ -71,7 +71,8 @@ const std::string kKernel =
     R"J({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5.000, )J"
     R"J("dur": 2.000, "args": {"device": 0, "stream": 7, "correlation": 3}})J";
 const std::string kFlow = R"J({"ph": "f", "id": 3, "pid": 0, "tid": 7, "ts": 5.000})J";
-const std::string kCpuOp = R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.0, "dur": 1})J";
+const std::string kCpuOp =
+    R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.0, "dur": 1})J";
 const std::string kStep =
     R"J({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "ts": 0.5, "dur": 9})J";
 
@@ -138,7 +139,7 @@ TEST(TraceTokenizerTest, CutInsideAnEventKeepsTheEventsBefore) {
   const auto& examples = t.diag->diag().examples(DiagCode::kTraceTruncated);
   ASSERT_EQ(examples.size(), 1u);
   EXPECT_EQ(examples[0].offset, cut);
-  ASSERT_EQ(t.taken.size(), 1u);  // the step
+  ASSERT_EQ(t.taken.size(), 1u);             // the step
   EXPECT_EQ(t.tokenizer->header().rank, 3);  // the header came before the cut
 }
 

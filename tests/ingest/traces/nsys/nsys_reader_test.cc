@@ -35,7 +35,7 @@ std::string CorpusFile(const std::string& name) {
   return std::string(LAGGARD_CORPUS_DIR) + "/nsys_sqlite/" + name;
 }
 
-#define REQUIRE_CORPUS_FILE(path)                                                      \
+#define REQUIRE_CORPUS_FILE(path) \
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared corpus not found: " << path
 
 // One file read by the reader alone, as ingest would call it.
@@ -610,7 +610,8 @@ TEST(NsysReaderTest, RandomBytesNamedSqliteAreCountedNotRead) {
   for (char& c : junk) c = static_cast<char>(rng() & 0xff);
   std::string plain = WriteFile(dir.File("junk.sqlite"), junk);
   // With the SQLite magic in front: the reader is offered it and refuses it.
-  std::string faked = WriteFile(dir.File("fake.sqlite"), std::string("SQLite format 3\0", 16) + junk);
+  std::string faked =
+      WriteFile(dir.File("fake.sqlite"), std::string("SQLite format 3\0", 16) + junk);
 
   laggard::Run run = IngestWithNsys({plain, faked});
   ASSERT_EQ(run.files.size(), 2u);

@@ -105,8 +105,8 @@ TEST(TorchLegacyReaderTest, ScheduledCaptureGivesStepsCpuOpsAndGlooCollectives) 
   // 1452 operators, 12 gloo:all_reduce and 12 c10d::allreduce_; 18 labels
   // (DistributedDataParallel.forward, Optimizer.*) are not ops.
   EXPECT_EQ(t->ops.size(), 1476u);
-  EXPECT_EQ(l.Classes(), (std::map<std::string, int>{{"communication", 24},
-                                                    {"other_compute", 1452}}));
+  EXPECT_EQ(l.Classes(),
+            (std::map<std::string, int>{{"communication", 24}, {"other_compute", 1452}}));
   EXPECT_EQ(l.diag(DiagCode::kTraceEventsUnused), 18u);
   EXPECT_EQ(l.taken, 1476u + 6u);
   for (const TraceOp& op : t->ops) EXPECT_EQ(op.device, -1);
@@ -222,9 +222,8 @@ TEST(TorchLegacyReaderTest, OperatorsLabelsStepsAndCollectivesByName) {
   Loaded l = LoadText(text);
   const RankTrace* t = l.trace();
   ASSERT_NE(t, nullptr);
-  EXPECT_EQ(l.OpNames(), (std::vector<std::string>{"aten::mm", "AddmmBackward0",
-                                                   "c10d::allreduce_", "gloo:all_reduce",
-                                                   "nccl:broadcast"}));
+  EXPECT_EQ(l.OpNames(), (std::vector<std::string>{"aten::mm", "AddmmBackward0", "c10d::allreduce_",
+                                                   "gloo:all_reduce", "nccl:broadcast"}));
   ASSERT_EQ(t->steps.size(), 1u);
   EXPECT_EQ(t->steps[0].step, 4);
   EXPECT_EQ(t->steps[0].end_ns, 1'000'000);
@@ -397,7 +396,8 @@ TEST(TorchLegacyReaderTest, GzipCutInsideTheDataIsCountedBesideTheTruncation) {
   TempDir dir;
   std::string gz;
   {
-    std::string path = WriteGzip(dir.File("whole.json.gz"), ReadGzip(kData + "sched_rank0.json.gz"));
+    std::string path =
+        WriteGzip(dir.File("whole.json.gz"), ReadGzip(kData + "sched_rank0.json.gz"));
     gz = testing_util::ReadFile(path);
   }
   Loaded l = Load(WriteFile(dir.File("cut_rank0.json.gz"), gz.substr(0, gz.size() / 2)));
