@@ -231,8 +231,9 @@ double DescribeStraggler(const StepMetrics& m, size_t r, const RankPattern& p,
     }
     f.pattern = Pattern::kPersistent;
     double rank_median = peer_s * (1 + excess);
-    what = fmt::format("{}: median {} vs peers {}, {}", RankName(s.info), Seconds(rank_median),
-                       Seconds(peer_s), Percent(excess));
+    what = fmt::format("{}: median {}{} vs peers {}, {}", RankName(s.info),
+                       m.basis == StepBasis::kComputeTime ? "compute time " : "",
+                       Seconds(rank_median), Seconds(peer_s), Percent(excess));
     if (whole) {
       what += ", persistent from the first analysed step";
     } else {
@@ -288,7 +289,8 @@ Finding StragglerFinding(const StepMetrics& m, size_t r, const RankPattern& p,
   if (st.steps_used < 20) conf -= 0.15;
   f.confidence = std::clamp(conf, 0.1, 0.95);
   f.evidence.push_back(
-      Evidence{fmt::format("median step time {} over {} steps after warm-up, p90 {}, MAD {}",
+      Evidence{fmt::format("median {} {} over {} steps after warm-up, p90 {}, MAD {}",
+                           m.basis == StepBasis::kComputeTime ? "compute time" : "step time",
                            Seconds(st.seconds->median), st.steps_used, Seconds(st.seconds->p90),
                            Seconds(st.seconds->mad)),
                SourceOf(s, m.step_numbers.empty() ? 0 : OnsetsOf(m, r).first_step.value_or(0))});
@@ -606,12 +608,119 @@ StepAnalysis DecideSteps(const StepMetrics& m, const StepDetectorOptions& opt) {
   return out;
 }
 
+std::string_view StepBasisName(StepBasis b) {
+  return b == StepBasis::kComputeTime ? "compute_time" : "step_time";
+}
+
+std::optional<Run> ComputeOnlyRun(const Run& run, const StepDetectorOptions& opt) {
+  size_t with_compute = 0;
+  for (const StepSeries& s : run.ranks) {
+    if (s.steps.empty()) continue;
+    size_t n = static_cast<size_t>(std::count_if(
+        s.steps.begin(), s.steps.end(), [](const StepRecord& r) { return r.compute_ns > 0; }));
+    if (static_cast<double>(n) < opt.min_compute_share * static_cast<double>(s.steps.size()))
+      return std::nullopt;
+    ++with_compute;
+  }
+  if (with_compute < 2) return std::nullopt;
+  Run out;
+  out.ranks.reserve(run.ranks.size());
+  for (const StepSeries& s : run.ranks) {
+    if (s.steps.empty()) continue;
+    StepSeries& c = out.ranks.emplace_back();
+    c.info = s.info;
+    c.file = s.file;
+    c.steps.reserve(s.steps.size());
+    for (const StepRecord& r : s.steps) {
+      if (r.compute_ns <= 0) continue;
+      StepRecord& x = c.steps.emplace_back(r);
+      x.duration_ns = r.compute_ns;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One pass of the detector over `run`'s durations, read as `basis`.
+struct StepPass {
+  StepMetrics metrics;
+  StepAnalysis analysis;
+};
+StepPass AnalyzeOnce(const Run& run, StepBasis basis, const StepDetectorOptions& opt) {
+  StepPass p;
+  p.metrics = MeasureSteps(run, opt);
+  p.metrics.basis = basis;
+  if (p.metrics.series.empty()) return p;
+  if (p.metrics.comparable && !StepsSynchronised(p.metrics, opt)) MeasureOnsets(p.metrics, opt);
+  p.analysis = DecideSteps(p.metrics, opt);
+  p.analysis.job.basis = basis;
+  p.analysis.job.throughput_lost = ThroughputLost(p.metrics, p.analysis.ranks);
+  return p;
+}
+
+// Per-rank findings come from the compute pass, the job's own slowdowns
+// from the end-to-end pass.
+bool IsPerRankFinding(FindingCode code) {
+  return code == FindingCode::kStepStraggler || code == FindingCode::kStepStageImbalance ||
+         code == FindingCode::kJitter || code == FindingCode::kStepsSynchronised ||
+         code == FindingCode::kNoPeers;
+}
+
+// What the compute pass's flagged ranks cost the end-to-end steps: per
+// step, the slowest rank's compute minus the slowest unflagged rank's, over
+// the sum of the end-to-end per-step medians at the same steps.
+std::optional<double> ComputeThroughputLost(const StepPass& whole, const StepPass& compute) {
+  const StepMetrics& m = compute.metrics;
+  const std::vector<RankStepStats>& ranks = compute.analysis.ranks;
+  if (!m.comparable ||
+      std::none_of(ranks.begin(), ranks.end(), [](const RankStepStats& r) { return r.flagged; }))
+    return std::nullopt;
+  const size_t R = m.series.size(), C = m.step_numbers.size();
+  if (m.seconds_by_step.size() != R * C) return std::nullopt;
+  const std::vector<int64_t>& steps = whole.metrics.step_numbers;
+  double total = 0, saved = 0;
+  for (size_t c = 0; c < C; ++c) {
+    auto it = std::lower_bound(steps.begin(), steps.end(), m.step_numbers[c]);
+    if (it == steps.end() || *it != m.step_numbers[c]) continue;
+    double step_s = whole.metrics.step_median_s[static_cast<size_t>(it - steps.begin())];
+    float all = -1, rest = -1;
+    for (size_t r = 0; r < R; ++r) {
+      float v = m.seconds_by_step[c * R + r];
+      if (std::isnan(v)) continue;
+      all = std::max(all, v);
+      if (!ranks[r].flagged) rest = std::max(rest, v);
+    }
+    if (step_s <= 0 || all <= 0 || rest <= 0) continue;
+    total += step_s;
+    saved += std::min<double>(all - rest, step_s);
+  }
+  if (total <= 0) return std::nullopt;
+  return std::clamp(saved / total, 0.0, 1.0);
+}
+
+}  // namespace
+
 StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
-  StepMetrics metrics = MeasureSteps(run, opt);
-  if (metrics.series.empty()) return StepAnalysis();
-  if (metrics.comparable && !StepsSynchronised(metrics, opt)) MeasureOnsets(metrics, opt);
-  StepAnalysis out = DecideSteps(metrics, opt);
-  out.job.throughput_lost = ThroughputLost(metrics, out.ranks);
+  StepPass whole = AnalyzeOnce(run, StepBasis::kStepTime, opt);
+  std::optional<Run> compute_run = ComputeOnlyRun(run, opt);
+  if (!compute_run) return std::move(whole.analysis);
+  StepPass compute = AnalyzeOnce(*compute_run, StepBasis::kComputeTime, opt);
+  StepAnalysis out;
+  out.job = std::move(whole.analysis.job);
+  out.job.basis = StepBasis::kComputeTime;
+  out.job.step_times_synchronised = out.job.synchronised;
+  out.job.synchronised = compute.analysis.job.synchronised;
+  out.job.throughput_lost = ComputeThroughputLost(whole, compute);
+  out.ranks = std::move(compute.analysis.ranks);
+  for (Finding& f : compute.analysis.findings) {
+    if (IsPerRankFinding(f.code)) out.findings.push_back(std::move(f));
+  }
+  for (Finding& f : whole.analysis.findings) {
+    if (!IsPerRankFinding(f.code)) out.findings.push_back(std::move(f));
+  }
+  // compute.metrics points into compute_run, which dies here; the analysis
+  // holds values only.
   return out;
 }
 

@@ -77,6 +77,21 @@
 //               the verdict uses them only to corroborate a GPU that idles
 //               alone at the same moments)
 //
+//   compute basis when every rank logs its compute-only step time
+//               (StepRecord::compute_ns: a compute column, the agent's
+//               phase_compute_s, laggard_step_phase_seconds{phase="compute"})
+//               on >= min_compute_share (half) of its steps, the per-rank
+//               decisions (stragglers, stage imbalance, jitter,
+//               synchronised) read the compute times: end to end, a
+//               synchronous step waits for the slowest rank and every rank
+//               reports the same time; compute time is what differs (the
+//               article's remedy). The job's own slowdowns (episodes,
+//               spikes, the profiler's window) still read the end-to-end
+//               steps, which a slow network or a pause lengthens too. What
+//               the flagged ranks cost: the slowest unflagged rank's compute
+//               in place of the slowest rank's, per step, over the sum of the
+//               end-to-end step medians.
+//
 // Thread-safety: every function here is a pure function of its inputs.
 
 #ifndef LAGGARD_ANALYSIS_STEP_TIME_DETECTOR_H_
@@ -122,7 +137,13 @@ struct StepDetectorOptions {
   double spike_min = 0.025;
   double spike_sigmas = 5;
   size_t min_steps_for_spikes = 10;
+  double min_compute_share = 0.5;
 };
+
+// What the per-rank comparison read: end-to-end step times, or the
+// compute-only part of each step (see "compute basis" above).
+enum class StepBasis : uint8_t { kStepTime, kComputeTime };
+std::string_view StepBasisName(StepBasis b);  // "step_time", "compute_time"
 
 struct RankStepStats {
   RankInfo info;
@@ -153,7 +174,11 @@ struct JobStepStats {
   std::optional<double> baseline_step_s;   // 25th percentile of per-step medians
   std::optional<double> sync_spread;       // median per-step (p90 - p10) / median
   std::optional<double> sync_rank_offset;  // largest |rank offset| (see above)
-  bool synchronised = false;
+  bool synchronised = false;               // of the times compared (`basis`)
+  StepBasis basis = StepBasis::kStepTime;
+  // With the compute basis: whether the end-to-end step times are
+  // synchronised (they usually are; the compute times then tell).
+  bool step_times_synchronised = false;
   std::optional<double> noise_sigma;  // per-step relative noise, robust
   // Noise of the per-step medians relative to the baseline, from the MAD of
   // consecutive differences / sqrt(2) (blind to a level shift).
@@ -193,9 +218,10 @@ struct StepMetrics {
   // The series analysed (run.ranks, else run.unattributed), for the ranks'
   // identity and the steps' wall clock and source in findings.
   std::vector<const StepSeries*> series;
-  bool attributed = false;            // the series carry ranks
-  bool comparable = false;            // attributed and >= 2 series: peers exist
-  std::vector<int64_t> step_numbers;  // the analysed steps, ascending
+  StepBasis basis = StepBasis::kStepTime;  // what the series' durations are
+  bool attributed = false;                 // the series carry ranks
+  bool comparable = false;                 // attributed and >= 2 series: peers exist
+  std::vector<int64_t> step_numbers;       // the analysed steps, ascending
   // Per step across all ranks: median seconds (0 where none logged it), how
   // many ranks logged it, and the index of the slowest (-1: none).
   std::vector<double> step_median_s;
@@ -254,7 +280,15 @@ StepAnalysis DecideSteps(const StepMetrics& metrics, const StepDetectorOptions& 
 std::optional<double> ThroughputLost(const StepMetrics& metrics,
                                      const std::vector<RankStepStats>& ranks);
 
-// MeasureSteps, MeasureOnsets, DecideSteps, ThroughputLost.
+// The ranks' compute-only steps as a run of their own (durations = the
+// compute times, steps without one left out), when every rank with steps
+// has a compute time on >= min_compute_share of them and >= 2 ranks do;
+// nullopt otherwise. Only `ranks` is filled.
+std::optional<Run> ComputeOnlyRun(const Run& run, const StepDetectorOptions& options);
+
+// MeasureSteps, MeasureOnsets, DecideSteps, ThroughputLost; on the compute
+// basis when ComputeOnlyRun() gives one (then per-rank decisions from it,
+// job slowdowns from `run`'s end-to-end steps).
 StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& options);
 
 }  // namespace laggard

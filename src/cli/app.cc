@@ -278,8 +278,9 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
     else oo.step_format.reset();
   }
   if (given("--step-timing") || a.scenario_file.empty()) {
-    oo.step_timing =
-        a.step_timing == "compute" ? sim::StepTiming::kCompute : sim::StepTiming::kEndToEnd;
+    oo.step_timing = a.step_timing == "compute" ? sim::StepTiming::kCompute
+                     : a.step_timing == "both"  ? sim::StepTiming::kBoth
+                                                : sim::StepTiming::kEndToEnd;
   }
   if (a.no_traces || a.step_logs_only) oo.traces = false;
   if (given("--trace-steps")) oo.trace_steps = a.trace_steps;
@@ -345,9 +346,9 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
       ->check(CLI::IsMember({"article", "csv", "jsonl", "none"}))
       ->capture_default_str();
   cmd->add_option("--step-timing", a.step_timing,
-                  "end-to-end (equal on all ranks, as real loops print) or compute (without "
-                  "collective time)")
-      ->check(CLI::IsMember({"end-to-end", "compute"}))
+                  "end-to-end (equal on all ranks, as real loops print), compute (without "
+                  "collective time) or both (end-to-end with a compute column; csv / jsonl)")
+      ->check(CLI::IsMember({"end-to-end", "compute", "both"}))
       ->capture_default_str();
   cmd->add_flag("--no-traces", a.no_traces, "no profiler traces");
   cmd->add_option("--trace-steps", a.trace_steps, "profiled steps per rank")->capture_default_str();

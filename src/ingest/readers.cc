@@ -14,6 +14,7 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
     matchers.push_back(std::move(m.value()));
   }
   matchers.push_back(MakeArticleLineMatcher());
+  matchers.push_back(MakeKeyValueLineMatcher());
   matchers.push_back(MakeMegatronLineMatcher());
   TextReaderSet set;
   set.owned.push_back(MakeJsonlStepReader());

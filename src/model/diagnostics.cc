@@ -95,6 +95,8 @@ constexpr DiagInfo kCatalogue[] = {
     {"file.duplicate", DiagKind::kNote,
      "the same file (device and inode) reached twice, by two given paths, a folder and its "
      "subfolder, or a hard link: read once, under its first path"},
+    {"step.bad_compute_time", DiagKind::kBadRecord,
+     "a step's compute-only time is not a positive time; the step was kept without it"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -70,6 +70,7 @@ enum class DiagCode : uint16_t {
   kTraceClockAligned,
   kTraceClockUnaligned,
   kFileDuplicate,
+  kStepBadComputeTime,
   kCount,
 };
 

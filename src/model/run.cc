@@ -79,7 +79,7 @@ void RunBuilder::FlushSteps() {
       pending_count_[i] = 0;
     }
   }
-  size_t next_start = 0;
+  size_t next_start = 0, next_compute = 0;
   for (PendingBlock& block : pending_blocks_) {
     for (const PendingStep& p : block) {
       // Fields are stored in place: a StepRecord built on the stack and
@@ -89,17 +89,21 @@ void RunBuilder::FlushSteps() {
       r.step = p.step;
       r.duration_ns = p.duration_ns;
       r.src = SourceRef{p.file, p.line};
-      if (p.has_start) [[unlikely]]
+      if (p.flags & kHasStart) [[unlikely]]
         r.start_ns = pending_starts_[next_start++];
+      if (p.flags & kHasCompute) [[unlikely]]
+        r.compute_ns = pending_computes_[next_compute++];
     }
     PendingBlock().swap(block);
   }
   pending_blocks_.clear();
   std::vector<TimeNs>().swap(pending_starts_);
+  std::vector<DurationNs>().swap(pending_computes_);
 }
 
 void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
-                                     std::optional<TimeNs> start, SourceRef src) {
+                                     std::optional<TimeNs> start, SourceRef src,
+                                     DurationNs compute) {
   if (unattributed_.empty() || unattributed_.back().file != file) {
     auto it = std::find_if(unattributed_.begin(), unattributed_.end(),
                            [&](const StepSeries& s) { return s.file == file; });
@@ -111,7 +115,7 @@ void RunBuilder::AddUnattributedStep(uint32_t file, int64_t step, DurationNs dur
       std::rotate(it, it + 1, unattributed_.end());  // keep the active one last
     }
   }
-  unattributed_.back().steps.push_back(StepRecord{step, duration, start, src});
+  unattributed_.back().steps.push_back(StepRecord{step, duration, start, src, compute});
 }
 
 void RunBuilder::SetHost(int32_t rank, std::string_view host, std::string_view file,
@@ -263,6 +267,8 @@ void SortAndDedup(StepSeries& series, const Run& run, Diagnostics& diag) {
                        : 1.0;
       if (dup.src.file != kept.src.file &&
           (rel <= kSameStepRelTolerance || diff_ns <= kSameStepAbsToleranceNs)) {
+        // The article's lines carry no compute time; a CSV of the same loop may.
+        if (kept.compute_ns == 0) steps[out - 1].compute_ns = dup.compute_ns;
         RepeatedFiles& r = repeated[{kept.src.file, dup.src.file}];
         if (r.steps++ == 0) r.first_line = dup.src.line;
         r.max_rel_diff = std::max(r.max_rel_diff, rel);

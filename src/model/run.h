@@ -46,6 +46,10 @@ struct StepRecord {
   DurationNs duration_ns = 0;
   std::optional<TimeNs> start_ns;  // wall clock at the start of the step, when logged
   SourceRef src;
+  // The step's compute-only part (forward, backward, optimizer: no waiting
+  // in collectives), when logged; 0 when not. In synchronous training every
+  // rank's end-to-end step time is the same, and this is what differs.
+  DurationNs compute_ns = 0;
 };
 
 struct RankInfo {
@@ -103,14 +107,18 @@ class RunBuilder {
   // parser behind that store; the flat buffer is written sequentially and
   // the scatter, in a tight loop, overlaps its misses and sizes every
   // series exactly (no growth copies, no shrink in Finalize()).
+  // `compute` is the step's compute-only time (0: not logged).
   void AddStep(int32_t rank, int64_t step, DurationNs duration, std::optional<TimeNs> start,
-               SourceRef src) {
+               SourceRef src, DurationNs compute = 0) {
     uint32_t index = SeriesIndex(rank);
     if (pending_.size() == pending_.capacity()) [[unlikely]]
       NewPendingBlock();
-    pending_.push_back(PendingStep{step, duration, index, src.file, src.line, start.has_value()});
+    uint32_t flags = (start.has_value() ? kHasStart : 0u) | (compute > 0 ? kHasCompute : 0u);
+    pending_.push_back(PendingStep{step, duration, index, src.file, src.line, flags});
     if (start.has_value()) [[unlikely]]
       pending_starts_.push_back(*start);
+    if (compute > 0) [[unlikely]]
+      pending_computes_.push_back(compute);
     ++pending_count_[index];
   }
   // Moves the buffered steps into their series, keeping their order, and
@@ -119,7 +127,7 @@ class RunBuilder {
   void FlushSteps();
   // Adds one step to the unattributed series of file `file`.
   void AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
-                           std::optional<TimeNs> start, SourceRef src);
+                           std::optional<TimeNs> start, SourceRef src, DurationNs compute = 0);
 
   // Attaches facts about a rank; a later, different value is counted as
   // rank.conflicting_info and ignored.
@@ -188,8 +196,10 @@ class RunBuilder {
     uint32_t series;  // index into series_
     uint32_t file;
     uint32_t line;
-    uint32_t has_start;  // 1: the next entry of pending_starts_ is its start
+    uint32_t flags;  // kHasStart / kHasCompute: the next entry of pending_starts_ /
+                     // pending_computes_ is its start / compute time
   };
+  static constexpr uint32_t kHasStart = 1, kHasCompute = 2;
   static_assert(sizeof(PendingStep) == 32);
 
   // Allocates the large pending blocks on 2 MiB boundaries and asks the
@@ -221,6 +231,7 @@ class RunBuilder {
   std::vector<PendingBlock> pending_blocks_;
   PendingBlock pending_;
   std::vector<TimeNs> pending_starts_;
+  std::vector<DurationNs> pending_computes_;
   std::vector<uint32_t> pending_count_;  // parallel to series_
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;

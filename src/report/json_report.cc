@@ -159,6 +159,9 @@ Json JobJson(const JobStepStats& job) {
   jj["sync_spread"] = Opt(job.sync_spread);
   jj["sync_rank_offset"] = Opt(job.sync_rank_offset);
   jj["synchronised"] = job.synchronised;
+  jj["compared_on"] = StepBasisName(job.basis);
+  jj["step_times_synchronised"] =
+      job.basis == StepBasis::kComputeTime ? job.step_times_synchronised : job.synchronised;
   jj["noise_sigma"] = Opt(job.noise_sigma);
   jj["throughput_lost"] = Opt(job.throughput_lost);
   Json eps = Json::array();

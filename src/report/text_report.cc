@@ -257,6 +257,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     if (job.sync_spread)
       out << fmt::format(", per-step spread across ranks (p90-p10) {:.2f}%",
                          100 * *job.sync_spread);
+    if (job.basis == StepBasis::kComputeTime) out << "; ranks compared on compute-only time";
     out << "\n";
   }
 

@@ -59,10 +59,14 @@ Status WriteStepLog(const RunContext& ctx, int rank, uint64_t* bytes, int* files
   fmt::memory_buffer& b = f.buf();
   b.reserve(static_cast<size_t>(sc.steps) * (format == StepLogFormat::kArticle ? 40 : 64));
   bool compute = ctx.opt.step_timing == StepTiming::kCompute;
+  bool both = ctx.opt.step_timing == StepTiming::kBoth;
   std::string host = HostName(node);
   std::string rank_prefix = fmt::format("rank {}, step ", rank);
   std::string csv_mid = fmt::format(",{},{},{},", host, rank, rank % g);
-  if (format == StepLogFormat::kCsv) f.Raw("timestamp,host,rank,local_rank,step,step_time_ms\n");
+  if (format == StepLogFormat::kCsv) {
+    f.Raw(both ? "timestamp,host,rank,local_rank,step,step_time_ms,compute_ms\n"
+               : "timestamp,host,rank,local_rank,step,step_time_ms\n");
+  }
   for (int s = 0; s < sc.steps; ++s) {
     int64_t dur =
         std::max<int64_t>(0, compute ? run.compute_step_ns(rank, s) : run.step_ns(rank, s));
@@ -81,11 +85,19 @@ Status WriteStepLog(const RunContext& ctx, int rank, uint64_t* bytes, int* files
         AppendInt(b, s);
         b.push_back(',');
         AppendFixed(b, (dur + 500) / 1000, 3);
+        if (both) {
+          b.push_back(',');
+          AppendFixed(b, (std::max<int64_t>(0, run.compute_step_ns(rank, s)) + 500) / 1000, 3);
+        }
         b.push_back('\n');
         break;
       case StepLogFormat::kJsonl:
         f.Print("{{\"rank\": {}, \"step\": {}, \"duration_s\": ", rank, s);
         AppendFixed(b, (dur + 500) / 1000, 6);
+        if (both) {
+          AppendStr(b, ", \"compute_s\": ");
+          AppendFixed(b, (std::max<int64_t>(0, run.compute_step_ns(rank, s)) + 500) / 1000, 6);
+        }
         f.Print(", \"host\": \"{}\", \"local_rank\": {}, \"start\": ", host, rank % g);
         AppendFixed(b, start / 1000, 6);
         AppendStr(b, "}\n");
@@ -187,7 +199,12 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in,
   bool hardware = opt.hardware;
   SimulateOptions so;
   so.record_steps = true;  // step starts place every other file on the timeline
-  so.record_compute = opt.step_format && opt.step_timing == StepTiming::kCompute;
+  so.record_compute = opt.step_format && opt.step_timing != StepTiming::kEndToEnd;
+  if (opt.step_timing == StepTiming::kBoth && opt.step_format == StepLogFormat::kArticle) {
+    return Status::Error(
+        "step timing 'both' needs the csv or jsonl step format: the "
+        "article's line has no place for a compute time");
+  }
   so.record_gpus = hardware;
   so.measure_effects = opt.measure_effects;
   int threads = opt.threads > 0

@@ -42,6 +42,7 @@ namespace laggard::sim {
 enum class StepTiming : uint8_t {
   kEndToEnd,  // what a training loop timing whole steps prints: equal on all ranks
   kCompute,   // the step without the time spent inside collectives
+  kBoth,      // end to end, with the compute-only time beside it (csv / jsonl)
 };
 
 struct RunOutputOptions {

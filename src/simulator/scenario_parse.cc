@@ -258,7 +258,8 @@ Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out
     if (!timing.empty()) {
       if (timing == "end_to_end") out->step_timing = StepTiming::kEndToEnd;
       else if (timing == "compute") out->step_timing = StepTiming::kCompute;
-      else return Status::Error("scenario: outputs.step_timing is end_to_end or compute");
+      else if (timing == "both") out->step_timing = StepTiming::kBoth;
+      else return Status::Error("scenario: outputs.step_timing is end_to_end, compute or both");
     }
   }
   return Status::Ok();

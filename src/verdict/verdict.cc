@@ -9,6 +9,11 @@
 namespace laggard {
 namespace {
 
+// What the step-time detector compared the ranks on, for the summary.
+std::string_view TimesCompared(const StepAnalysis& steps) {
+  return steps.job.basis == StepBasis::kComputeTime ? "compute times" : "step times";
+}
+
 std::string EntityName(const Entity& e) {
   if (!e.rank) return "the job";
   std::string s = fmt::format("rank {}", *e.rank);
@@ -340,8 +345,8 @@ std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
   std::string who = EntityName(top.entity);
   if (v.culprits.size() > 1) who += fmt::format(" (and {} more)", v.culprits.size() - 1);
   v.summary = fmt::format(
-      "verdict: {} is the straggler — cause unknown from step times alone{}, confidence {}", who,
-      PatternText(stragglers.front()), ConfidenceWord(top.confidence));
+      "verdict: {} is the straggler — cause unknown from {} alone{}, confidence {}", who,
+      TimesCompared(steps), PatternText(stragglers.front()), ConfidenceWord(top.confidence));
   if (v.throughput_lost) {
     v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
   }
@@ -497,14 +502,30 @@ Verdict NoCulpritVerdict(const Run& run, const StepAnalysis& steps, const TraceA
     }
     return v;
   }
+  // Every per-rank rule needs >= 3 steps of a rank after warm-up: with
+  // fewer, nothing was judged, and nothing is cleared.
+  size_t judged = 0;
+  for (const RankStepStats& r : steps.ranks) judged += r.seconds && r.steps_used >= 3 ? 1 : 0;
+  if (judged < 2) {
+    v.status = VerdictStatus::kInconclusive;
+    v.summary = fmt::format(
+        "verdict: inconclusive — {} step{} analysed on {} rank{}: too few to compare the ranks "
+        "(each needs 3 or more after warm-up)",
+        steps.job.steps, steps.job.steps == 1 ? "" : "s", steps.job.ranks,
+        steps.job.ranks == 1 ? "" : "s");
+    v.next_steps.push_back(
+        "log more steps per rank, or lower --warmup (the first steps skipped per rank)");
+    return v;
+  }
   v.status = VerdictStatus::kNoStraggler;
   double spread = 0;
   for (const RankStepStats& r : steps.ranks) {
     if (r.excess) spread = std::max(spread, std::abs(*r.excess));
   }
   v.summary = fmt::format(
-      "verdict: no straggler found — {} ranks within {:.1f}% of each other over {} steps",
-      steps.job.ranks, 100 * spread, steps.job.steps);
+      "verdict: no straggler found — {} ranks within {:.1f}% of each other over {} steps{}",
+      steps.job.ranks, 100 * spread, steps.job.steps,
+      steps.job.basis == StepBasis::kComputeTime ? " (compute time)" : "");
   // Rare slow steps on random ranks: benign jitter, named so nobody chases it.
   if (const Finding* jitter = FirstOf(steps, FindingCode::kJitter)) {
     v.summary += "; benign jitter: " + jitter->message;

@@ -241,6 +241,65 @@ TEST(StepMetricsTest, ARankAtTwentyPercentMeasuresItsExcessAndSlowSteps) {
   EXPECT_EQ(whole.job.throughput_lost, ThroughputLost(m, a.ranks));
 }
 
+// A synchronous job of 4 ranks and 40 steps: every rank's step takes the
+// same 1 s (job-wide 1.5 s in steps 20-24), rank 1 computes 0.72 s instead
+// of 0.6 s. `compute_from`: ranks from this one on log no compute time.
+laggard::Run SynchronisedRun(int32_t compute_from = 4) {
+  laggard::Run run;
+  for (int32_t r = 0; r < 4; ++r) {
+    StepSeries& s = run.ranks.emplace_back();
+    s.info.rank = r;
+    for (int64_t i = 0; i < 40; ++i) {
+      StepRecord& x = s.steps.emplace_back();
+      x.step = i;
+      x.duration_ns = i >= 20 && i < 25 ? 1'500'000'000 : 1'000'000'000;
+      double jitter = 1 + 0.004 * static_cast<double>((i * 5 + r * 3) % 5);
+      if (r < compute_from)
+        x.compute_ns = static_cast<DurationNs>(6e8 * (r == 1 ? 1.2 : 1.0) * jitter);
+    }
+  }
+  return run;
+}
+
+TEST(StepComputeBasisTest, ComputeTimesJudgeTheRanksAndStepTimesTheJob) {
+  laggard::Run run = SynchronisedRun();
+  StepDetectorOptions opt;
+  ASSERT_TRUE(ComputeOnlyRun(run, opt).has_value());
+  StepAnalysis a = AnalyzeStepTimes(run, opt);
+  EXPECT_EQ(a.job.basis, StepBasis::kComputeTime);
+  EXPECT_TRUE(a.job.step_times_synchronised);
+  EXPECT_FALSE(a.job.synchronised);
+  std::vector<const Finding*> s = Stragglers(a);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]->entity.rank, 1);
+  EXPECT_NEAR(*s[0]->slowdown, 0.2, 0.02);
+  EXPECT_NE(s[0]->message.find("median compute time"), std::string::npos) << s[0]->message;
+  // The job's own slowdown is read from the end-to-end steps.
+  ASSERT_EQ(a.job.episodes.size(), 1u);
+  EXPECT_EQ(a.job.episodes[0].start_step, 20);
+  size_t synchronised = 0, slowdowns = 0;
+  for (const Finding& f : a.findings) {
+    synchronised += f.code == FindingCode::kStepsSynchronised;
+    slowdowns += f.code == FindingCode::kJobSlowdown;
+  }
+  EXPECT_EQ(synchronised, 0u);
+  EXPECT_EQ(slowdowns, 1u);
+  // After 5 warm-up steps: rank 1's 0.7286 s against the next slowest
+  // rank's 0.6096 s, in each of 35 steps that take 37.5 s end to end.
+  ASSERT_TRUE(a.job.throughput_lost.has_value());
+  EXPECT_NEAR(*a.job.throughput_lost, 35 * (0.72864 - 0.6096) / 37.5, 0.002);
+}
+
+TEST(StepComputeBasisTest, WithoutComputeTimesOnEveryRankStepTimesAreCompared) {
+  laggard::Run run = SynchronisedRun(/*compute_from=*/3);
+  StepDetectorOptions opt;
+  EXPECT_FALSE(ComputeOnlyRun(run, opt).has_value());
+  StepAnalysis a = AnalyzeStepTimes(run, opt);
+  EXPECT_EQ(a.job.basis, StepBasis::kStepTime);
+  EXPECT_TRUE(a.job.synchronised);
+  EXPECT_TRUE(Stragglers(a).empty());
+}
+
 TEST(StepMetricsTest, AnEmptyRunHasNoSeries) {
   laggard::Run run;
   StepMetrics m = MeasureSteps(run, StepDetectorOptions());

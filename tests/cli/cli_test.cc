@@ -373,5 +373,72 @@ TEST(CliTest, SimulatorTruthIsNamedAsTheAnswerKeyNotAnUnknownInput) {
   EXPECT_EQ(r.out.find("text file without step-time records"), std::string::npos) << r.out;
 }
 
+// A synchronous job: every rank's step takes the same wall time (each step
+// waits for the slowest rank in the all-reduce), and rank 2 computes 30%
+// longer. `agent_jsonl`: the agent's steps.jsonl, else a step CSV.
+std::string SynchronisedJobWithComputeTimes(bool agent_jsonl, bool with_compute) {
+  std::string text = agent_jsonl ? ""
+                                 : (with_compute ? "rank,step,step_time_s,compute_s\n"
+                                                 : "rank,step,step_time_s\n");
+  for (int s = 0; s < 40; ++s) {
+    double step = 1.0 + 0.002 * ((s * 7) % 5);
+    for (int r = 0; r < 4; ++r) {
+      double compute = 0.6 * (r == 2 ? 1.3 : 1.0) * (1 + 0.004 * ((s * 5 + r * 3) % 5));
+      if (agent_jsonl) {
+        text += fmt::format(
+            "{{\"rank\":{},\"step\":{},\"step_time_s\":{:.6f},\"host\":\"node-1\",\"gpu\":{}{}}}\n",
+            r, s, step, r,
+            with_compute ? fmt::format(",\"phase_compute_s\":{:.6f}", compute) : std::string());
+      } else if (with_compute) {
+        text += fmt::format("{},{},{:.6f},{:.6f}\n", r, s, step, compute);
+      } else {
+        text += fmt::format("{},{},{:.6f}\n", r, s, step);
+      }
+    }
+  }
+  return text;
+}
+
+TEST(CliTest, ComputeOnlyStepTimeNamesTheRankThatSynchronisedStepTimesHide) {
+  TempDir dir;
+  WriteFile(dir.File("steps.csv"), SynchronisedJobWithComputeTimes(false, false));
+  Result without = RunCli({"diagnose", dir.path()});
+  EXPECT_EQ(without.out.rfind("verdict: inconclusive — step times are synchronised", 0), 0u)
+      << without.out;
+
+  WriteFile(dir.File("steps.csv"), SynchronisedJobWithComputeTimes(false, true));
+  Result r = RunCli({"diagnose", "--json", dir.File("report.json"), dir.path()});
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("verdict: rank 2 is the straggler — cause unknown from compute times", 0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("median compute time"), std::string::npos) << r.out;
+  std::string json = ReadFile(dir.File("report.json"));
+  EXPECT_NE(json.find("\"compared_on\": \"compute_time\""), std::string::npos);
+  EXPECT_NE(json.find("\"step_times_synchronised\": true"), std::string::npos);
+}
+
+TEST(CliTest, TheAgentsStepLogComputePhaseNamesTheStraggler) {
+  TempDir dir;
+  WriteFile(dir.File("steps.jsonl"), SynchronisedJobWithComputeTimes(true, true));
+  Result r = RunCli({"diagnose", dir.path()});
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("verdict: rank 2 (node-1 GPU 2) is the straggler", 0), 0u) << r.out;
+}
+
+TEST(CliTest, TooFewAnalysedStepsAreInconclusiveNotNoStraggler) {
+  TempDir dir;
+  std::string csv = "rank,step,step_time_s\n";
+  for (int s = 0; s < 2; ++s) {
+    for (int r = 0; r < 4; ++r) csv += fmt::format("{},{},{}\n", r, s, 0.8 + 0.01 * r);
+  }
+  WriteFile(dir.File("steps.csv"), csv);
+  Result r = RunCli({"diagnose", "--warmup", "0", dir.path()});
+  EXPECT_EQ(r.out.rfind("verdict: inconclusive — 2 steps analysed on 4 ranks: too few", 0), 0u)
+      << r.out;
+  Result fail = RunCli({"diagnose", "--warmup", "0", "--fail-on", "inconclusive", dir.path()});
+  EXPECT_NE(fail.rc, kExitOk);
+}
+
 }  // namespace
 }  // namespace laggard

@@ -4,7 +4,9 @@
 Starts 4 `laggard agent`s (scripted GPUs: 4 hosts x 2 GPUs; GPU 1 of node-2
 starts throttling -- 93 C, SM clock 1500 MHz, HW thermal slowdown -- at a
 known time), the Python step helper reporting steps for 8 ranks (rank r on
-node-(r//2) GPU r%2; rank 5 runs 30% slower once its GPU throttles), and a
+node-(r//2) GPU r%2; rank 5 computes 30% slower once its GPU throttles; the
+job is synchronous, so every rank reports the same step time and only the
+compute_s phase shows rank 5), and a
 real Prometheus scraping the agents every second. Then runs
 `laggard watch --once` every second from the fault's onset until the verdict
 names rank 5 / node-2 GPU 1 with cause thermal, and reports how long that
@@ -31,6 +33,7 @@ import urllib.request
 FAULT_AT_S = 25.0     # seconds after the agents start
 STEP_S = 0.5
 SLOW = 1.3
+COMPUTE_SHARE = 0.6  # of a healthy step
 HOSTS = 4
 GPUS = 2
 
@@ -100,16 +103,24 @@ def main():
             else:
                 raise RuntimeError("agent on port %d did not come up" % http_port)
 
-        # Steps: one thread per rank, through the real helper.
+        # Steps: one thread per rank, through the real helper. A synchronous
+        # job: every rank reports the same step time (each step waits for the
+        # slowest rank's all-reduce), so only the compute-only times, reported
+        # beside it (compute_s), show which rank is slow.
         def rank_loop(rank):
             host, gpu = rank // GPUS, rank % GPUS
             rep = laggard_step.Reporter(rank=rank, addr="127.0.0.1:%d" % agents[host][1],
                                         gpu=gpu, use_cuda=False)
             step = 0
             while not stop.is_set():
-                slow = rank == 5 and time.time() - t_start >= FAULT_AT_S
-                seconds = STEP_S * (1 + 0.01 * ((step * 7 + rank * 3) % 5 - 2)) * (SLOW if slow else 1)
-                rep.step(step, seconds)
+                faulty = time.time() - t_start >= FAULT_AT_S
+                compute = COMPUTE_SHARE * STEP_S * (1 + 0.01 * ((step * 5 + rank * 3) % 5 - 2))
+                if rank == 5 and faulty:
+                    compute *= SLOW
+                seconds = STEP_S * (1 + 0.01 * ((step * 7) % 5 - 2))
+                if faulty:
+                    seconds += COMPUTE_SHARE * STEP_S * (SLOW - 1)
+                rep.step(step, seconds, compute_s=compute)
                 step += 1
                 stop.wait(STEP_S)
 

@@ -78,6 +78,10 @@ FieldName ClassifyFieldName(std::string_view raw) {
     return {StepField::kDuration, unit};
   }
   if (base == "time") return {StepField::kAmbiguousTime, unit};
+  if (OneOf(base,
+            {"compute", "compute_time", "compute_only", "compute_step_time", "phase_compute"})) {
+    return {StepField::kCompute, unit};
+  }
   return {StepField::kNone, std::nullopt};
 }
 
@@ -103,6 +107,12 @@ FieldLayout LayoutFromNames(const std::vector<std::string_view>& names) {
         if (layout.duration < 0) {
           layout.duration = idx;
           layout.duration_unit = f.unit;
+        }
+        break;
+      case StepField::kCompute:
+        if (layout.compute < 0) {
+          layout.compute = idx;
+          layout.compute_unit = f.unit;
         }
         break;
       case StepField::kAmbiguousTime:

@@ -12,6 +12,10 @@
 //   gpu       gpu, gpu_index, gpu_id, local_rank, local_gpu, device, cuda_device
 //   stage     pipeline_stage, pp_rank, stage, pp_stage (optional role)
 //   dp_rank   dp_rank, data_parallel_rank, dp_index (optional role)
+//   compute   compute, compute_time, compute_only, compute_step_time,
+//             phase_compute (the agent's step log), each optionally with a
+//             unit like durations: the step's compute-only part, without
+//             waiting in collectives (optional)
 //
 // Matching ignores case, surrounding blanks and quotes.
 
@@ -36,7 +40,8 @@ enum class StepField {
   kHost,
   kGpu,
   kStage,
-  kDpRank
+  kDpRank,
+  kCompute
 };
 
 struct FieldName {
@@ -50,8 +55,9 @@ FieldName ClassifyFieldName(std::string_view name);
 // becomes the duration when no other duration column exists.
 struct FieldLayout {
   int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1,
-      dp_rank = -1;
+      dp_rank = -1, compute = -1;
   std::optional<TimeUnit> duration_unit;
+  std::optional<TimeUnit> compute_unit;
   bool usable(bool rank_known_elsewhere) const {
     return step >= 0 && duration >= 0 && (rank >= 0 || rank_known_elsewhere);
   }

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "ingest/common/field_names.h"
+
 namespace laggard {
 
 bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                       std::optional<DurationNs> duration, std::optional<TimeNs> start) {
+                       std::optional<DurationNs> duration, std::optional<TimeNs> start,
+                       DurationNs compute) {
   if ((rank && (*rank < 0 || *rank > kMaxRank)) || step < 0) {
     ctx.diag().Add(DiagCode::kStepBadRankOrStep, ctx.path, line,
                    fmt::format("rank {} step {} out of range", rank ? *rank : -1, step));
@@ -18,11 +21,24 @@ bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t>
     return false;
   }
   if (rank) {
-    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line));
+    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line), compute);
   } else {
-    ctx.out->AddUnattributedStep(ctx.file_index, step, *duration, start, ctx.Ref(line));
+    ctx.out->AddUnattributedStep(ctx.file_index, step, *duration, start, ctx.Ref(line), compute);
   }
   return true;
+}
+
+DurationNs ParseComputeField(ReaderContext& ctx, uint64_t line,
+                             std::optional<std::string_view> text, std::optional<TimeUnit> unit) {
+  if (!text) return 0;
+  TimeUnit used = TimeUnit::kSeconds;
+  std::optional<DurationNs> d = ParseDurationValue(*text, unit, used);
+  if (d && *d > 0) return *d;
+  ctx.diag().Add(DiagCode::kStepBadComputeTime, ctx.path, line,
+                 fmt::format("compute time \"{}\" is not a positive time; the step is kept "
+                             "without it",
+                             Printable(*text, 40)));
+  return 0;
 }
 
 }  // namespace laggard

@@ -94,18 +94,27 @@ void ForEachNonBlankLine(LineReader& lines, Fn&& fn) {
 // when the record was taken.
 // The common case is inline (it runs once per record); anything to count
 // goes to AddParsedStepSlow().
+// `compute` is the step's compute-only time, 0 when the record has none.
 bool AddParsedStepSlow(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                       std::optional<DurationNs> duration, std::optional<TimeNs> start);
+                       std::optional<DurationNs> duration, std::optional<TimeNs> start,
+                       DurationNs compute);
 inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank,
                           int64_t step, std::optional<DurationNs> duration,
-                          std::optional<TimeNs> start) {
+                          std::optional<TimeNs> start, DurationNs compute = 0) {
   if (!rank && ctx.rank_from_path) rank = *ctx.rank_from_path;
   if (rank && *rank >= 0 && *rank <= kMaxRank && step >= 0 && duration && *duration > 0) {
-    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line));
+    ctx.out->AddStep(static_cast<int32_t>(*rank), step, *duration, start, ctx.Ref(line), compute);
     return true;
   }
-  return AddParsedStepSlow(ctx, line, rank, step, duration, start);
+  return AddParsedStepSlow(ctx, line, rank, step, duration, start, compute);
 }
+
+// Reads a compute-only time field of a step record (`text` as written,
+// `unit` from the field's name). Returns 0 when absent; a value that is not
+// a positive time is counted as step.bad_compute_time (the step is kept
+// without it) and gives 0.
+DurationNs ParseComputeField(ReaderContext& ctx, uint64_t line,
+                             std::optional<std::string_view> text, std::optional<TimeUnit> unit);
 
 }  // namespace laggard
 

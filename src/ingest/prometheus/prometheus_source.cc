@@ -161,6 +161,12 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
   for (const PromSeries& s : metric("laggard_step_last")) {
     last_step[{Label(s, "host").value_or(""), Label(s, "rank").value_or("")}] = &s;
   }
+  // The compute-only part of the same step, when the rank reports it.
+  std::map<Key, const PromSeries*> compute_of;
+  for (const PromSeries& s : metric("laggard_step_phase_seconds")) {
+    if (Label(s, "phase") != "compute") continue;
+    compute_of[{Label(s, "host").value_or(""), Label(s, "rank").value_or("")}] = &s;
+  }
   for (const PromSeries& s : metric("laggard_step_duration_seconds")) {
     auto rank = ParseInt<int32_t>(Label(s, "rank").value_or(""));
     if (!rank || *rank < 0 || *rank > kMaxRank) continue;
@@ -172,6 +178,11 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
     std::map<TimeNs, double> step_at;
     if (it != last_step.end()) {
       for (auto [t, v] : it->second->points) step_at[t] = v;
+    }
+    std::map<TimeNs, double> compute_at;
+    if (auto c = compute_of.find({host.value_or(""), Label(s, "rank").value_or("")});
+        c != compute_of.end()) {
+      for (auto [t, v] : c->second->points) compute_at[t] = v;
     }
     std::set<int64_t> seen;
     int64_t pseudo = 0;
@@ -187,7 +198,11 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
       }
       if (!seen.insert(step).second) continue;
       DurationNs d = FromSeconds(seconds);
-      b.AddStep(*rank, step, d, t - d, SourceRef{0, 0});
+      DurationNs compute = 0;
+      if (auto c = compute_at.find(t); c != compute_at.end() && c->second > 0) {
+        compute = FromSeconds(c->second);
+      }
+      b.AddStep(*rank, step, d, t - d, SourceRef{0, 0}, compute);
     }
   }
 

@@ -201,7 +201,8 @@ class CsvStepReader final : public TextReader {
       units_seen |= 1u << static_cast<unsigned>(unit_used);
       std::optional<TimeNs> start;
       if (auto s = field(layout.start)) start = ParseTimestamp(*s);
-      if (!AddParsedStep(ctx, n, rank, *step, duration, start)) continue;
+      DurationNs compute = ParseComputeField(ctx, n, field(layout.compute), layout.compute_unit);
+      if (!AddParsedStep(ctx, n, rank, *step, duration, start, compute)) continue;
       ++taken;
       int64_t r = rank ? *rank : ctx.rank_from_path.value_or(-1);
       if (r < 0) continue;

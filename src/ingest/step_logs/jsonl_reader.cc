@@ -36,6 +36,8 @@ struct LineFields {
   std::optional<int64_t> gpu;
   std::optional<int64_t> stage;
   std::optional<int64_t> dp_rank;
+  std::optional<std::string_view> compute;  // the value's text, as written
+  std::optional<TimeUnit> compute_unit;     // from the key
 };
 
 std::optional<int64_t> IntValue(od::value v) {
@@ -117,6 +119,16 @@ bool ReadObject(od::document& doc, LineFields& out, std::string& why) {
         out.unit = unit;
         break;
       }
+      case StepField::kCompute:
+        if (!out.compute) {
+          // null: not measured. Another non-scalar is kept as its token, so
+          // that it is reported, not silently dropped.
+          od::json_type type;
+          if (!value.type().get(type) && type == od::json_type::null) break;
+          out.compute = ScalarText(value).value_or(Trim(value.raw_json_token()));
+          out.compute_unit = name.unit;
+        }
+        break;
       case StepField::kNone: break;
     }
   }
@@ -164,7 +176,8 @@ class JsonlStepReader final : public TextReader {
         continue;
       }
       units_seen |= 1u << static_cast<unsigned>(f.unit);
-      if (!AddParsedStep(ctx, n, f.rank, *f.step, f.duration, f.start)) continue;
+      DurationNs compute = ParseComputeField(ctx, n, f.compute, f.compute_unit);
+      if (!AddParsedStep(ctx, n, f.rank, *f.step, f.duration, f.start, compute)) continue;
       ++taken;
       int64_t r = f.rank ? *f.rank : ctx.rank_from_path.value_or(-1);
       if (r < 0 || r > kMaxRank) continue;

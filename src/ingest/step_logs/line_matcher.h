@@ -29,6 +29,8 @@ struct ParsedStep {
   std::optional<TimeNs> start;
   std::optional<std::string_view> host;  // views into the line
   std::optional<int64_t> gpu;
+  DurationNs compute = 0;    // the step's compute-only time; 0: none given
+  bool compute_bad = false;  // a compute time was given but is not a positive time
 };
 
 enum class MatchResult { kNoMatch, kGarbled, kMatched };
@@ -45,6 +47,11 @@ class LineMatcher {
 // `:` after the keywords, `;` between fields, any capitalisation of the
 // keywords and any unit ParseTimeUnit() knows (seconds when none).
 std::unique_ptr<LineMatcher> MakeArticleLineMatcher();
+
+// The key=value line of python/laggard_step.py and the agent's intake:
+// `laggard-step rank=3 step=120 time_s=0.81 compute_s=0.62 host=node-1 gpu=3`
+// (key_value_line.cc).
+std::unique_ptr<LineMatcher> MakeKeyValueLineMatcher();
 
 // Megatron-LM / Megatron-DeepSpeed:
 // ` iteration      120/   1000 | ... | elapsed time per iteration (ms): 812.3 | ...`

@@ -31,6 +31,11 @@ std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
   return ParseInt<int64_t>(line.substr(digits, p - digits));
 }
 
+void BadCompute(ReaderContext& ctx, uint64_t line) {
+  ctx.diag().Add(DiagCode::kStepBadComputeTime, ctx.path, line,
+                 "compute time is not a positive time; the step is kept without it");
+}
+
 class TextLogReader final : public TextReader {
  public:
   explicit TextLogReader(std::vector<std::unique_ptr<LineMatcher>> matchers)
@@ -97,14 +102,19 @@ class TextLogReader final : public TextReader {
         if (rank >= 0 && rank <= kMaxRank && parsed.step >= 0 && duration > 0) {
           std::optional<TimeNs> start;
           if (parsed.start.has_value()) start = *parsed.start;
-          ctx.out->AddStep(static_cast<int32_t>(rank), parsed.step, duration, start, ctx.Ref(n));
+          ctx.out->AddStep(static_cast<int32_t>(rank), parsed.step, duration, start, ctx.Ref(n),
+                           parsed.compute);
+          if (parsed.compute_bad) [[unlikely]]
+            BadCompute(ctx, n);
           ++taken;
           continue;
         }
       }
       if (!parsed.rank) parsed.rank = LauncherPrefixRank(line);
-      if (AddParsedStep(ctx, n, parsed.rank, parsed.step, parsed.duration, parsed.start)) {
+      if (AddParsedStep(ctx, n, parsed.rank, parsed.step, parsed.duration, parsed.start,
+                        parsed.compute)) {
         ++taken;
+        if (parsed.compute_bad) BadCompute(ctx, n);
         if (parsed.rank && *parsed.rank >= 0 && *parsed.rank <= kMaxRank) {
           int32_t r = static_cast<int32_t>(*parsed.rank);
           if (parsed.host) ctx.out->SetHost(r, *parsed.host, ctx.path, n);

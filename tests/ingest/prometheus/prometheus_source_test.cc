@@ -78,6 +78,36 @@ TEST(PrometheusSourceTest, StepGaugesBecomeOneRecordPerNewStep) {
   EXPECT_EQ(*s.steps[1].start_ns, kT0 + 2 * kSec - 2'010'000'000);
 }
 
+TEST(PrometheusSourceTest, ComputePhaseGaugeIsTheStepsComputeTime) {
+  std::map<std::string, std::vector<PromSeries>> m;
+  std::vector<std::pair<TimeNs, double>> dur, last, compute, data;
+  for (int i = 0; i < 4; ++i) {
+    dur.push_back({kT0 + i * kSec, 1.0});
+    last.push_back({kT0 + i * kSec, 10 + i});
+    if (i != 2) compute.push_back({kT0 + i * kSec, 0.6 + 0.1 * i});  // step 12 did not report it
+    data.push_back({kT0 + i * kSec, 0.05});
+  }
+  std::map<std::string, std::string> labels{{"host", "node-1"}, {"rank", "3"}};
+  m["laggard_step_duration_seconds"].push_back(Series(labels, dur));
+  m["laggard_step_last"].push_back(Series(labels, last));
+  auto with_phase = [&](std::string phase) {
+    auto l = labels;
+    l["phase"] = std::move(phase);
+    return l;
+  };
+  m["laggard_step_phase_seconds"].push_back(Series(with_phase("data"), data));
+  m["laggard_step_phase_seconds"].push_back(Series(with_phase("compute"), compute));
+  laggard::Run run = RunFromSeries(m);
+  ASSERT_EQ(run.ranks.size(), 1u);
+  const std::vector<StepRecord>& steps = run.ranks[0].steps;
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].compute_ns, 600'000'000);
+  EXPECT_EQ(steps[1].compute_ns, 700'000'000);
+  EXPECT_EQ(steps[2].compute_ns, 0);  // no compute sample: none, not the data phase's
+  EXPECT_EQ(steps[3].compute_ns, 900'000'000);
+  EXPECT_EQ(steps[3].duration_ns, 1'000'000'000);
+}
+
 TEST(PrometheusSourceTest, AgentAndDcgmGpuSeriesMergePerGpuAndTime) {
   std::map<std::string, std::vector<PromSeries>> m;
   m["laggard_gpu_temp_celsius"].push_back(Series(

@@ -94,6 +94,63 @@ TEST(ArticleLineTest, StepRecordsWithBadValuesAreGarbled) {
   EXPECT_EQ(MatchArticle("rank 3, step 7, time 0.8parsecs", p), MatchResult::kGarbled);
 }
 
+MatchResult MatchKeyValue(std::string_view line, ParsedStep& out, std::string* why = nullptr) {
+  static auto m = MakeKeyValueLineMatcher();
+  std::string w;
+  out = ParsedStep();
+  MatchResult r = m->Match(line, out, w);
+  if (why) *why = w;
+  return r;
+}
+
+TEST(KeyValueLineTest, ReadsTheStepReportersLine) {
+  ParsedStep p;
+  ASSERT_EQ(MatchKeyValue("2024-05-01 12:00:01 INFO laggard-step rank=3 step=120 time_s=0.810000 "
+                          "compute_s=0.620000 data_s=0.01 host=node-1 gpu=3 ts=1714564801.5",
+                          p),
+            MatchResult::kMatched);
+  EXPECT_EQ(p.rank, 3);
+  EXPECT_EQ(p.step, 120);
+  EXPECT_EQ(p.duration, 810'000'000);
+  EXPECT_EQ(p.compute, 620'000'000);
+  EXPECT_FALSE(p.compute_bad);
+  EXPECT_EQ(p.host, "node-1");
+  EXPECT_EQ(p.gpu, 3);
+  EXPECT_EQ(p.start, 1714564801'500'000'000 - 810'000'000);
+  ASSERT_EQ(MatchKeyValue("laggard-step rank=0 step=1 time_ms=812 compute_ms=x", p),
+            MatchResult::kMatched);
+  EXPECT_EQ(p.duration, 812'000'000);
+  EXPECT_TRUE(p.compute_bad);
+}
+
+TEST(KeyValueLineTest, MissingRequiredValuesAreGarbledOtherLinesNoMatch) {
+  ParsedStep p;
+  std::string why;
+  EXPECT_EQ(MatchKeyValue("laggard-step rank=3 step=120 compute_s=0.6", p, &why),
+            MatchResult::kGarbled);
+  EXPECT_NE(why.find("time_s="), std::string::npos) << why;
+  EXPECT_EQ(MatchKeyValue("laggard-step rank=x step=1 time_s=1", p), MatchResult::kGarbled);
+  EXPECT_EQ(MatchKeyValue("rank=3 step=120 time_s=0.81", p), MatchResult::kNoMatch);
+}
+
+TEST(TextLogReaderTest, KeyValueLinesGiveComputeTimesAndCountABadOne) {
+  TempDir dir;
+  WriteFile(dir.File("train.log"),
+            "starting\n"
+            "laggard-step rank=0 step=1 time_s=1.0 compute_s=0.6\n"
+            "laggard-step rank=0 step=2 time_s=1.0 compute_s=-1 host=node-1\n"
+            "laggard-step rank=1 step=1 time_s=1.0\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 2u);
+  ASSERT_EQ(run.ranks[0].steps.size(), 2u);
+  EXPECT_EQ(run.ranks[0].steps[0].compute_ns, 600'000'000);
+  EXPECT_EQ(run.ranks[0].steps[1].compute_ns, 0);
+  EXPECT_EQ(run.ranks[0].info.host, "node-1");
+  EXPECT_EQ(run.ranks[1].steps[0].compute_ns, 0);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepBadComputeTime), 1u);
+  EXPECT_EQ(run.diagnostics.examples(DiagCode::kStepBadComputeTime)[0].line, 3u);
+}
+
 TEST(MegatronLineTest, ReadsIterationAndElapsedTime) {
   auto m = MakeMegatronLineMatcher();
   ParsedStep p;
@@ -208,6 +265,57 @@ TEST(JsonlReaderTest, ReadsObjectsWithAnyKeyOrder) {
   EXPECT_EQ(run.ranks[0].steps[0].duration_ns, 800'000'000);
   EXPECT_EQ(run.ranks[0].steps[1].duration_ns, 900'000'000);
   EXPECT_EQ(run.ranks[0].steps[1].start_ns, 1714564800'500'000'000);
+}
+
+TEST(CsvReaderTest, ComputeColumnGivesEachStepsComputeTime) {
+  TempDir dir;
+  WriteFile(dir.File("steps.csv"),
+            "rank,step,step_time_s,compute_ms\n"
+            "0,1,1.0,612.5\n"
+            "0,2,1.0,\n"      // not measured: the step without one
+            "0,3,1.0,oops\n"  // not a time: counted, the step kept
+            "0,4,1.0,-3\n");  // not positive: counted, the step kept
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 1u);
+  const std::vector<StepRecord>& steps = run.ranks[0].steps;
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].compute_ns, 612'500'000);
+  EXPECT_EQ(steps[1].compute_ns, 0);
+  EXPECT_EQ(steps[2].compute_ns, 0);
+  EXPECT_EQ(steps[3].duration_ns, 1'000'000'000);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepBadComputeTime), 2u);
+  EXPECT_EQ(run.diagnostics.examples(DiagCode::kStepBadComputeTime)[0].line, 4u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kCsvBadRow), 0u);
+}
+
+TEST(JsonlReaderTest, AgentStepLogPhaseComputeIsTheComputeTime) {
+  TempDir dir;
+  // As `laggard agent` writes steps.jsonl (agent/agent.cc).
+  WriteFile(dir.File("steps.jsonl"),
+            "{\"rank\":3,\"step\":120,\"step_time_s\":0.81,\"timestamp\":"
+            "\"2024-05-01T12:00:00.000Z\",\"host\":\"node-1\",\"gpu\":3,"
+            "\"phase_data_s\":0.01,\"phase_compute_s\":0.62}\n"
+            "{\"rank\":3,\"step\":121,\"step_time_s\":0.81,\"phase_compute_s\":null}\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 1u);
+  ASSERT_EQ(run.ranks[0].steps.size(), 2u);
+  EXPECT_EQ(run.ranks[0].steps[0].compute_ns, 620'000'000);
+  EXPECT_EQ(run.ranks[0].steps[1].compute_ns, 0);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepBadComputeTime), 0u);
+}
+
+TEST(CsvReaderTest, ARepeatOfTheSameStepByAnotherFileFillsItsComputeTime) {
+  TempDir dir;
+  // The article's line (no compute time) and a CSV of the same loop.
+  WriteFile(dir.File("a_train.log"),
+            "rank 0, step 1, time 1.0000s\nrank 0, step 2, time 1.0000s\n");
+  WriteFile(dir.File("b_steps.csv"), "rank,step,step_time_s,compute_s\n0,1,1.0,0.6\n0,2,1.0,0.7\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 1u);
+  ASSERT_EQ(run.ranks[0].steps.size(), 2u);
+  EXPECT_EQ(run.ranks[0].steps[0].compute_ns, 600'000'000);
+  EXPECT_EQ(run.ranks[0].steps[1].compute_ns, 700'000'000);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepDuplicate), 0u);
 }
 
 TEST(JsonlReaderTest, BrokenLinesAreCounted) {
