@@ -36,6 +36,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -75,6 +76,11 @@ struct Outcome {
   bool combined = false;
   bool second_named = false;    // combined runs: the other fault is a culprit too
   bool first_is_other = false;  // combined runs: the first culprit is the other fault's
+  // Culprits naming no fault's entity (a healthy rank or host named beside
+  // the right one), and the ranks of group culprits outside every fault's.
+  int extra_culprits = 0;
+  int extra_group_ranks = 0;
+  std::string extra;  // the first one, described
 };
 
 bool Matches(const Culprit& c, const nlohmann::json& t) {
@@ -179,6 +185,27 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
     }
     return hit;
   };
+  // Named beside the right culprit: any culprit that names no fault.
+  std::set<int> fault_ranks;
+  std::set<std::string> fault_hosts;
+  for (const nlohmann::json& f : faults) {
+    for (const nlohmann::json& r : f["culprits"]["ranks"]) fault_ranks.insert(r.get<int>());
+    for (const nlohmann::json& h : f["culprits"]["hosts"]) fault_hosts.insert(h.get<std::string>());
+  }
+  for (const Culprit& c : v.culprits) {
+    bool any = false;
+    for (const nlohmann::json& f : faults) any |= names(c, f);
+    if (!any && !c.entity.job) {
+      ++o.extra_culprits;
+      if (o.extra.empty()) o.extra = Describe(c);
+    }
+    if (!fault_ranks.empty()) {
+      for (int r : c.ranks) {
+        o.extra_group_ranks += fault_ranks.count(r) == 0 &&
+                               fault_hosts.count(sim::HostName(r / sc.gpus_per_node)) == 0;
+      }
+    }
+  }
   for (size_t i = 0; o.combined && i < faults.size(); ++i) {
     if (i == expected["fault_index"].get<size_t>()) continue;
     const nlohmann::json& f = faults[i];
@@ -236,8 +263,8 @@ int main(int argc, char** argv) {
   std::map<int, std::array<int, 4>> by_band, by_effect;
   int n = 0, culprit = 0, cause = 0, healthy = 0, false_culprits = 0, ge5 = 0, ge5_culprit = 0,
       ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0,
-      never_acted_named = 0, reached_lower = 0, combined = 0, combined_second = 0,
-      combined_other_first = 0, combined_primary_first = 0;
+      never_acted_named = 0, extra_runs = 0, extra_group_runs = 0, reached_lower = 0, combined = 0,
+      combined_second = 0, combined_other_first = 0, combined_primary_first = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios + extra_healthy; ++i) {
     sim::ClusterScenario sc;
@@ -302,6 +329,8 @@ int main(int argc, char** argv) {
       }
       culprit += o.culprit_ok;
       cause += o.cause_ok;
+      extra_runs += o.culprit_ok && o.extra_culprits > 0;
+      extra_group_runs += o.culprit_ok && o.extra_group_ranks > 0;
       double sev = o.reached.value_or(severity);
       reached_lower += o.reached && Band(*o.reached) != Band(severity);
       auto& bb = by_band[Band(sev)];
@@ -314,7 +343,7 @@ int main(int argc, char** argv) {
       }
     }
     std::cout << fmt::format(
-                     "{:3} {:26} sev {:5.1f}%{} job {:>6} {:5} ranks  {}  got: {}  want: {}\n", i,
+                     "{:3} {:26} sev {:5.1f}%{} job {:>6} {:5} ranks  {}  got: {}  want: {}", i,
                      kind, 100 * severity,
                      o.reached ? fmt::format(" (reached {:.1f}%)", 100 * *o.reached) : "",
                      o.job_slowdown ? fmt::format("{:+.1f}%", 100 * *o.job_slowdown) : "-", o.ranks,
@@ -324,6 +353,11 @@ int main(int argc, char** argv) {
                                         : o.culprit_ok ? "CLASS "
                                                        : "MISS  "),
                      o.got, o.want)
+              << (o.extra_culprits > 0 ? fmt::format("  EXTRA: {}", o.extra) : "")
+              << (o.extra_group_ranks > 0
+                      ? fmt::format("  EXTRA group ranks: {}", o.extra_group_ranks)
+                      : "")
+              << "\n"
               << std::flush;
     if (keep.empty()) fs::remove_all(base + "/" + std::to_string(i));
   }
@@ -354,8 +388,11 @@ int main(int argc, char** argv) {
       "fault is named too (anywhere) in {}\n",
       pct(combined_primary_first, combined), pct(combined_other_first, combined),
       pct(combined_second, combined));
-  std::cout << fmt::format("healthy runs with a false culprit: {}\n\n",
-                           pct(false_culprits, healthy));
+  std::cout << fmt::format("healthy runs with a false culprit: {}\n", pct(false_culprits, healthy));
+  std::cout << fmt::format(
+      "right culprit with a healthy rank / host named beside it: {} of {} runs; with a group "
+      "culprit holding a healthy rank: {}\n\n",
+      extra_runs, faulty, extra_group_runs);
   std::cout << "| severity | runs | culprit | cause |\n|---|---|---|---|\n";
   for (auto& [band, c] : by_band) {
     std::cout << fmt::format("| {} | {} | {} | {} |\n", kBands[band], c[0], pct(c[1], c[0]),
