@@ -145,8 +145,10 @@ std::optional<std::pair<size_t, double>> FindComputeOutlier(const StepCompute& m
 // d = (mean high - mean low) / pooled standard deviation. A block needs
 // d >= block_separation, the high part >= compute_outlier_min above the
 // low one, and the high part's ranks >= block_fill of the rank range they
-// span (the few at the boundary that jitter across the split aside): the
-// top ranks of a healthy job are neither this far apart nor consecutive.
+// span (the few at the boundary that jitter across the split aside), and its
+// least member >= half that excess above the low part: the top ranks of a
+// healthy job are neither this far apart nor consecutive, and a healthy
+// rank beside one slow rank is no block with it.
 std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
                                      const TraceDetectorOptions& opt) {
   const size_t R = m.per.size();
@@ -183,6 +185,12 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
   }
   if (best_k == 0 || best_d < opt.block_separation || best_diff < opt.compute_outlier_min)
     return {};
+  // Every member computes at least half the part's mean excess over the
+  // low part: the high part has >= 2 ranks, so one slow rank and whichever
+  // healthy rank computes most make a "block" whenever the two are
+  // neighbours, and the healthy one would be named (issue 20 item 5).
+  const double low_mean = sum[best_k] / static_cast<double>(best_k);
+  if (sorted[best_k].first - low_mean < best_diff / 2) return {};
   std::vector<size_t> high;
   for (size_t i = best_k; i < R; ++i) high.push_back(sorted[i].second);
   std::sort(high.begin(), high.end());

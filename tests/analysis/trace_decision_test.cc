@@ -121,6 +121,54 @@ TEST(TraceSuspectTest, TheMeanDelayThresholdIsInclusive) {
   EXPECT_FALSE(FindTraceSuspect(Arrivals(exact(at), 1'000'000'000'000), opt).late);
 }
 
+// 64 ranks over 3 profiled steps: rank 20 arrives 2 ms late at each of 10
+// collectives and computes 20% more; every other rank computes 100 ms
+// within +-0.2%, and its neighbour rank 19 happens to be the highest of
+// them (+0.3%). `block`: ranks 16-23 all compute 10% more instead.
+TraceMetrics PowerCappedRank20(bool block) {
+  const size_t R = 64;
+  std::vector<std::vector<double>> a;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<double> arr;
+    for (size_t ri = 0; ri < R; ++ri)
+      arr.push_back(1e7 * i + 1'000.0 * static_cast<double>((ri * 7 + i) % 5));
+    arr[20] += 2'000'000;
+    a.push_back(arr);
+  }
+  TraceMetrics m = Arrivals(a, 300'000'000);
+  m.compute.steps = 3;
+  m.compute.per.assign(R, {});
+  for (size_t ri = 0; ri < R; ++ri) {
+    for (size_t st = 0; st < 3; ++st) {
+      double f = 1 + 0.001 * static_cast<double>((ri * 3 + st) % 5) - 0.002;
+      if (ri == 19) f = 1.003;
+      if (block && ri >= 16 && ri < 24) f = 1.10 + 0.001 * static_cast<double>(st);
+      if (ri == 20) f = block ? 1.10 + 0.001 * static_cast<double>(st) : 1.20;
+      m.compute.per[ri].push_back(1e8 * f);
+    }
+  }
+  return m;
+}
+
+// Issue 20 item 5: the high part of a compute block has >= 2 ranks, so one
+// slow rank and whichever healthy rank computes most formed a "block" when
+// that rank was its neighbour, and the healthy rank was named with it.
+TEST(TraceSuspectTest, AHealthyNeighbourOfOneSlowRankIsNotPulledIntoABlock) {
+  TraceSuspect s = FindTraceSuspect(PowerCappedRank20(false), TraceDetectorOptions());
+  EXPECT_TRUE(s.late);
+  EXPECT_EQ(s.rank, 20u);
+  EXPECT_TRUE(s.group.empty()) << s.group.size() << " ranks, from " << s.group.front();
+}
+
+TEST(TraceSuspectTest, ABlockOfRanksThatAllComputeMoreStaysTheGroup) {
+  TraceSuspect s = FindTraceSuspect(PowerCappedRank20(true), TraceDetectorOptions());
+  EXPECT_FALSE(s.late);
+  ASSERT_EQ(s.group.size(), 8u);
+  EXPECT_EQ(s.group.front(), 16u);
+  EXPECT_EQ(s.group.back(), 23u);
+  EXPECT_EQ(s.basis, GroupBasis::kCompute);
+}
+
 TEST(TraceDecisionTest, SlowKernelsOfTheLateRankAreComputeSlow) {
   TraceMetrics m = Arrivals(OneLate(2, 1'000'000), 100'000'000);
   TraceDetectorOptions opt;
