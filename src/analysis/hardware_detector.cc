@@ -143,6 +143,17 @@ std::optional<bool> Overlap(const GpuRecord& g, const GpuStats& st,
   return std::nullopt;
 }
 
+// The time of `g`'s first sample that `test` holds; nullopt without one, or
+// when the samples' times are approximate.
+std::optional<TimeNs> FirstSample(const GpuRecord& g,
+                                  const std::function<bool(const GpuSample&)>& test) {
+  if (g.time_is_approximate) return std::nullopt;
+  for (const GpuSample& x : g.samples) {
+    if (test(x)) return x.time_ns;
+  }
+  return std::nullopt;
+}
+
 bool IsSuspect(const std::vector<SuspectRank>& suspects, std::optional<int32_t> rank) {
   if (!rank) return false;
   return std::any_of(suspects.begin(), suspects.end(),
@@ -206,6 +217,7 @@ void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i,
   if (st.sm_clock_mhz && peer_clock && *peer_clock > 0)
     gm.clock_gap = 1 - *st.sm_clock_mhz / *peer_clock;
   gm.peer_power_limit_w = PeerMedian(all, i, [](const GpuStats& x) { return x.power_limit_w; });
+  gm.peer_temp_c_max = PeerMedian(all, i, [](const GpuStats& x) { return x.temp_c_max; });
   gm.default_power_limit_w = g.facts.default_power_limit_w;
   gm.app_sm_clock_mhz = g.facts.app_sm_clock_mhz;
   gm.max_sm_clock_mhz = g.facts.max_sm_clock_mhz;
@@ -229,18 +241,24 @@ void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i,
   if (g.facts.src) gm.source = g.facts.src;
   else if (!g.samples.empty()) gm.source = g.samples.front().src;
   double gap_threshold = gm.peer_is_max ? o.clock_gap_vs_max : o.clock_gap;
-  gm.thermal_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+  auto hot = [&](const GpuSample& x) {
     return (x.temp_c && *x.temp_c >= o.hot_temp_c) || ThermalReason(x);
-  });
-  gm.power_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+  };
+  auto pinned = [&](const GpuSample& x) {
     std::optional<double> lim = x.power_limit_w ? x.power_limit_w : st.power_limit_w;
     return (x.power_w && lim && *x.power_w >= o.power_pinned * *lim) ||
            (x.clock_events && (*x.clock_events & clock_event::kSwPowerCap));
-  });
-  gm.clock_overlap = Overlap(g, st, suspects, o, [&](const GpuSample& x) {
+  };
+  auto slow_clock = [&](const GpuSample& x) {
     return x.sm_clock_mhz && peer_clock && Loaded(x, o) &&
            *x.sm_clock_mhz < (1 - gap_threshold) * *peer_clock;
-  });
+  };
+  gm.thermal_overlap = Overlap(g, st, suspects, o, hot);
+  gm.power_overlap = Overlap(g, st, suspects, o, pinned);
+  gm.clock_overlap = Overlap(g, st, suspects, o, slow_clock);
+  gm.thermal_from_ns = FirstSample(g, hot);
+  gm.power_from_ns = FirstSample(g, pinned);
+  gm.clock_from_ns = FirstSample(g, slow_clock);
   gm.any_overlap = Overlap(g, st, suspects, o, [](const GpuSample&) { return true; });
 }
 
@@ -298,10 +316,19 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
   }
   Finding f;
   f.code = FindingCode::kGpuThermal;
+  f.onset_time = gm.thermal_from_ns;
   f.entity = EntityOf(st);
   f.cause = "thermal";
-  f.message = fmt::format("{} reached {:.0f} °C (median {:.0f} °C); {}", GpuName(st),
-                          st.temp_c_max.value_or(0), st.temp_c_median.value_or(0), clock.text);
+  // Beside its peers' peak, so that "91 °C" reads against what the others
+  // reached at the same time, not against a number the reader must know.
+  f.message =
+      fmt::format("{} reached {:.0f} °C (its median {:.0f} °C){}; {}", GpuName(st),
+                  st.temp_c_max.value_or(0), st.temp_c_median.value_or(0),
+                  gm.peer_temp_c_max
+                      ? fmt::format(" vs {:.0f} °C on its same-model peers (median of their peaks)",
+                                    *gm.peer_temp_c_max)
+                      : std::string(),
+                  clock.text);
   if (st.thermal_reason_share > 0) {
     f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
                              100 * st.thermal_reason_share);
@@ -385,6 +412,7 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   if (!limit_lowered && !pinned) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuPowerCap;
+  f.onset_time = gm.power_from_ns;
   f.entity = EntityOf(st);
   f.cause = "power_cap";
   f.message = GpuName(st) + ": ";
@@ -418,6 +446,7 @@ std::optional<Finding> ClocksFinding(const GpuMetrics& gm, const ClockState& clo
   if (!clock.low && !locked) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuClocksLow;
+  f.onset_time = gm.clock_from_ns;
   f.entity = EntityOf(st);
   f.cause = "clocks";
   f.message = GpuName(st) + ": " + clock.text;

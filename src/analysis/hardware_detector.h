@@ -130,6 +130,7 @@ struct GpuMetrics {
   bool peer_is_max = false;         // no same-model peers: compared with its max clock
   std::optional<double> clock_gap;  // 1 - sm_clock / peer_sm_clock
   std::optional<double> peer_power_limit_w;
+  std::optional<double> peer_temp_c_max;  // median of the same-model peers' peaks
   std::optional<double> default_power_limit_w;
   std::optional<double> app_sm_clock_mhz;
   std::optional<double> max_sm_clock_mhz;
@@ -149,6 +150,12 @@ struct GpuMetrics {
   std::optional<bool> power_overlap;
   std::optional<bool> clock_overlap;
   std::optional<bool> any_overlap;
+  // The first hot / power-pinned / low-clock sample (the same tests), the
+  // onset of its finding on the merged timeline; nullopt when there is none
+  // or sample times are approximate.
+  std::optional<TimeNs> thermal_from_ns;
+  std::optional<TimeNs> power_from_ns;
+  std::optional<TimeNs> clock_from_ns;
   std::optional<SourceRef> source;  // of the GPU's facts, else its first sample
 };
 

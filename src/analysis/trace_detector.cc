@@ -22,6 +22,57 @@ namespace {
 
 std::string Ms(DurationNs ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
+// The step of `trace` whose range holds `t`; nullopt when none does.
+std::optional<int64_t> StepAt(const RankTrace& trace, TimeNs t) {
+  for (const TraceStep& st : trace.steps) {
+    if (t >= st.start_ns && t < st.end_ns) return st.step;
+  }
+  return std::nullopt;
+}
+
+// Up to 3 of rank index `ri`'s latest arrivals, in trace order: which
+// collective (its sequence number in its group when traced), in which
+// step, when, and how late against the instance's median rank; the byte
+// offset locates the event in the file.
+std::vector<Evidence> LateCallEvidence(const TraceMetrics& m, size_t ri) {
+  if (ri >= m.traces.size() || m.traces[ri] == nullptr) return {};  // metrics made by hand
+  const RankTrace& trace = *m.traces[ri];
+  const std::vector<std::optional<DurationNs>>& lateness = m.ranks[ri].call_lateness_ns;
+  std::vector<DurationNs> late(lateness.size(), 0);  // 0: unmatched, or early
+  std::vector<size_t> calls;
+  for (size_t c = 0; c < lateness.size() && c < trace.collectives.size(); ++c) {
+    late[c] = lateness[c].value_or(0);
+    if (late[c] > 0) calls.push_back(c);
+  }
+  const size_t n = std::min<size_t>(3, calls.size());
+  std::partial_sort(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(n), calls.end(),
+                    [&](size_t a, size_t b) { return late[a] > late[b]; });
+  calls.resize(n);
+  std::sort(calls.begin(), calls.end());
+  std::vector<Evidence> out;
+  for (size_t c : calls) {
+    const CollectiveCall& call = trace.collectives[c];
+    std::string_view name = m.names ? m.names->Get(call.collective) : std::string_view();
+    if (name.empty() && m.names) name = m.names->Get(call.kernel);
+    std::string what(name.empty() ? std::string_view("collective") : name);
+    if (call.seq) what += fmt::format(" #{}", *call.seq);
+    if (call.group && m.names) what += fmt::format(" (group {})", m.names->Get(*call.group));
+    std::optional<int64_t> step = StepAt(trace, call.start_ns);
+    // Wall clock when the trace has one; a trace timed from its own start
+    // says how far into it.
+    std::string when =
+        trace.origin == TraceOrigin::kHostClock
+            ? FormatTimestamp(call.start_ns)
+            : fmt::format("{:.3f} s into the trace", static_cast<double>(call.start_ns) / 1e9);
+    out.push_back(Evidence{
+        fmt::format("rank {} arrived {} after the median rank at {}{}, {} (byte offset {})",
+                    m.ranks[ri].rank, Ms(late[c]), what,
+                    step ? fmt::format(" in step {}", *step) : std::string(), when, call.offset),
+        SourceRef{m.ranks[ri].file, 0}});
+  }
+  return out;
+}
+
 // The communication library rank index `ri`'s collectives ran in, from
 // their op names ("gloo:all_reduce" -> "gloo collectives"); "NCCL" for
 // device kernels, and when the metrics carry no traces (tests).
@@ -332,12 +383,7 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
         "spread",
         Ms(static_cast<DurationNs>(s.group_excess)), opt.group_sigmas);
   }
-  for (auto [off, ri] : m.last_offsets) {
-    if (ri != s.rank) continue;
-    f.evidence.push_back(
-        Evidence{fmt::format("late collective on rank {} (byte offset {})", cand.rank, off),
-                 SourceRef{m.ranks[ri].file, 0}});
-  }
+  for (Evidence& e : LateCallEvidence(m, s.rank)) f.evidence.push_back(std::move(e));
   if (s.victim != s.rank) {
     const RankTraceStats& victim = m.ranks[s.victim];
     f.evidence.push_back(Evidence{

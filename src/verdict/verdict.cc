@@ -51,6 +51,13 @@ void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from
   }
 }
 
+// Drops from `to` every step `gone` holds.
+void RemoveSteps(std::vector<std::string>& to, const std::vector<std::string>& gone) {
+  std::erase_if(to, [&](const std::string& s) {
+    return std::find(gone.begin(), gone.end(), s) != gone.end();
+  });
+}
+
 // `from`'s next steps first, then those already in `to` (without repeats).
 void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from) {
   std::vector<std::string> first = from;
@@ -645,6 +652,12 @@ bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& 
       c.cause_class = GpuCauseClass(hw->code);
       c.cause = hw->cause;
       c.confidence = Raised(std::max(c.confidence, hw->confidence), kCauseObservedGain);
+      // The traces' "check its hardware metrics" is answered by the GPU
+      // finding, whose own step (cooling, power limit, clocks) replaces it.
+      for (const Finding& t : a.traces.findings) {
+        if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == c.entity.rank)
+          RemoveSteps(next_steps, t.next_steps);
+      }
       PutStepsFirst(next_steps, hw->next_steps);
     }
   }
