@@ -71,6 +71,32 @@ Json MeanOf(const std::vector<GpuSample>& s, size_t a, size_t b, Get get) {
   return n ? Num(sum / static_cast<double>(n)) : Json(nullptr);
 }
 
+// Per traced rank, its collectives' lateness over time, thinned to at most
+// kMaxCollectivePoints in all.
+Json CollectivesJson(const std::vector<std::pair<int32_t, std::vector<AlignedCall>>>& calls,
+                     size_t traced_ranks, std::optional<TimeNs> origin) {
+  Json collectives = Json::array();
+  size_t per_rank = PerItemCap(kMaxCollectivePoints, traced_ranks, 50, 500);
+  for (auto& [rank, c] : calls) {
+    size_t stride = (c.size() + per_rank - 1) / per_rank;
+    Json t_s = Json::array(), lateness = Json::array();
+    for (size_t i = 0; i < c.size(); i += stride) {
+      // The latest arrival of each group of `stride` calls: lateness is what
+      // the chart is for, and a mean would hide the one late call.
+      size_t pick = i;
+      for (size_t j = i; j < std::min(c.size(), i + stride); ++j) {
+        if (c[j].lateness > c[pick].lateness) pick = j;
+      }
+      t_s.push_back(Seconds(c[pick].start, origin));
+      lateness.push_back(Num(static_cast<double>(c[pick].lateness) / 1e6));
+    }
+    collectives.push_back(
+        {{"rank", rank}, {"t_s", std::move(t_s)}, {"lateness_ms", std::move(lateness)}});
+  }
+
+  return collectives;
+}
+
 }  // namespace
 
 Json BuildSeries(const ReportInput& in) {
@@ -164,24 +190,7 @@ Json BuildSeries(const ReportInput& in) {
     medians.push_back(Opt(Median(column_values[c])));
   }
 
-  Json collectives = Json::array();
-  size_t per_rank = PerItemCap(kMaxCollectivePoints, traced_ranks, 50, 500);
-  for (auto& [rank, c] : calls) {
-    size_t stride = (c.size() + per_rank - 1) / per_rank;
-    Json t_s = Json::array(), lateness = Json::array();
-    for (size_t i = 0; i < c.size(); i += stride) {
-      // The latest arrival of each group of `stride` calls: lateness is what
-      // the chart is for, and a mean would hide the one late call.
-      size_t pick = i;
-      for (size_t j = i; j < std::min(c.size(), i + stride); ++j) {
-        if (c[j].lateness > c[pick].lateness) pick = j;
-      }
-      t_s.push_back(Seconds(c[pick].start, origin));
-      lateness.push_back(Num(static_cast<double>(c[pick].lateness) / 1e6));
-    }
-    collectives.push_back(
-        {{"rank", rank}, {"t_s", std::move(t_s)}, {"lateness_ms", std::move(lateness)}});
-  }
+  Json collectives = CollectivesJson(calls, traced_ranks, origin);
 
   Json gpus = Json::array();
   size_t per_gpu = PerItemCap(kMaxGpuPoints, gpus_with_samples, 50, 500);

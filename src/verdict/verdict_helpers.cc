@@ -1,0 +1,92 @@
+#include "verdict/verdict_helpers.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace laggard::verdict_internal {
+
+// What the step-time detector compared the ranks on, for the summary.
+std::string_view TimesCompared(const StepAnalysis& steps) {
+  return steps.job.basis == StepBasis::kComputeTime ? "compute times" : "step times";
+}
+
+std::string EntityName(const Entity& e) {
+  if (!e.rank) return "the job";
+  std::string s = fmt::format("rank {}", *e.rank);
+  if (e.host && e.gpu) s += fmt::format(" ({} GPU {})", *e.host, *e.gpu);
+  else if (e.host) s += fmt::format(" ({})", *e.host);
+  return s;
+}
+
+// "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
+std::string PatternText(const Finding* f) {
+  if (!f->pattern) return "";
+  if (f->pattern == Pattern::kPeriodic && f->period_steps && f->spike) {
+    return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike,
+                       *f->period_steps);
+  }
+  if (f->pattern == Pattern::kIntermittent && f->spike) {
+    return fmt::format(" (intermittent: {:+.0f}% on some steps)", 100 * *f->spike);
+  }
+  return fmt::format(" ({}, {:+.0f}%)", PatternName(*f->pattern), 100 * f->slowdown.value_or(0));
+}
+
+const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code) {
+  for (const Finding& f : findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code) {
+  return FirstOf(a.findings, code);
+}
+
+void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  for (const std::string& s : from) {
+    if (std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
+  }
+}
+
+// Drops from `to` every step `gone` holds.
+void RemoveSteps(std::vector<std::string>& to, const std::vector<std::string>& gone) {
+  std::erase_if(to, [&](const std::string& s) {
+    return std::find(gone.begin(), gone.end(), s) != gone.end();
+  });
+}
+
+// `from`'s next steps first, then those already in `to` (without repeats).
+void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  std::vector<std::string> first = from;
+  AddSteps(first, to);
+  to = std::move(first);
+}
+
+// An agreeing signal's gain, within kMaxConfidence.
+double Raised(double confidence, double gain) {
+  return std::min(kMaxConfidence, confidence + gain);
+}
+
+size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces) {
+  return std::max(steps.job.ranks, traces.ranks.size());
+}
+
+std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world) {
+  if (!throughput_lost || world == 0) return std::nullopt;
+  return *throughput_lost * static_cast<double>(world) * 24.0;
+}
+
+// A culprit of one finding's entity, slowdown, onset and pattern, its
+// confidence at most `cap`.
+Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap) {
+  Culprit c;
+  c.entity = f.entity;
+  c.cause_class = cause_class;
+  c.confidence = std::min(f.confidence, cap);
+  c.slowdown = f.slowdown;
+  c.onset_step = f.onset_step;
+  c.pattern = f.pattern;
+  return c;
+}
+
+}  // namespace laggard::verdict_internal

@@ -1,0 +1,50 @@
+// Small helpers the verdict's rules share (verdict.cc): entity names, the
+// first finding of a code, next-step lists, confidence arithmetic, a culprit
+// from a finding. Internal to src/verdict/.
+
+#ifndef LAGGARD_VERDICT_VERDICT_HELPERS_H_
+#define LAGGARD_VERDICT_VERDICT_HELPERS_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "verdict/verdict.h"
+
+namespace laggard::verdict_internal {
+
+// What the step-time detector compared the ranks on, for the summary.
+std::string_view TimesCompared(const StepAnalysis& steps);
+
+std::string EntityName(const Entity& e);
+
+// "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
+std::string PatternText(const Finding* f);
+
+const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code);
+
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code);
+
+void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from);
+
+// Drops from `to` every step `gone` holds.
+void RemoveSteps(std::vector<std::string>& to, const std::vector<std::string>& gone);
+
+// `from`'s next steps first, then those already in `to` (without repeats).
+void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from);
+
+// An agreeing signal's gain, within kMaxConfidence.
+double Raised(double confidence, double gain);
+
+size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces);
+
+std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world);
+
+// A culprit of one finding's entity, slowdown, onset and pattern, its
+// confidence at most `cap`.
+Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);
+
+}  // namespace laggard::verdict_internal
+
+#endif  // LAGGARD_VERDICT_VERDICT_HELPERS_H_
