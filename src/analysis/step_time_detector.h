@@ -170,6 +170,9 @@ struct Episode {
 struct JobStepStats {
   size_t ranks = 0;
   size_t steps = 0;  // distinct step numbers analysed
+  // The first step analysed: the steps before it are warm-up (each series
+  // skips its first warmup_steps), which step-time charts leave off their scale.
+  std::optional<int64_t> first_step;
   std::optional<double> median_step_s;
   std::optional<double> baseline_step_s;   // 25th percentile of per-step medians
   std::optional<double> sync_spread;       // median per-step (p90 - p10) / median

@@ -645,6 +645,7 @@ TraceAnalysis DecideTraces(const TraceMetrics& m, const TraceSuspect& s, const S
 
   if (s.late) {
     out.culprit = m.ranks[s.rank].rank;
+    out.peer = m.ranks[s.peer].rank;
     if (m.window_ns > 0)
       out.throughput_lost = std::min(1.0, m.delay_ns[s.rank] / static_cast<double>(m.window_ns));
     out.findings.push_back(LateArrivalFinding(m, s, opt));
@@ -654,6 +655,7 @@ TraceAnalysis DecideTraces(const TraceMetrics& m, const TraceSuspect& s, const S
         out.findings.push_back(std::move(*f));
     }
   } else if (!s.group.empty()) {
+    if (c.group_peer < R) out.peer = m.ranks[c.group_peer].rank;
     out.findings.push_back(GroupFinding(m, s, c, opt, out));
   } else if (s.variable_work) {
     out.findings.push_back(*s.variable_work);

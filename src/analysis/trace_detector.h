@@ -211,6 +211,10 @@ struct TraceAnalysis {
   std::optional<DurationNs> median_transfer_ns;
   std::optional<DurationNs> median_step_ns;
   std::optional<int32_t> culprit;
+  // The healthy rank the findings compare the late rank (or late group)
+  // with: TraceSuspect::peer, or the group's peer; nullopt when no one is
+  // late. Every report names this one rank as the healthy peer.
+  std::optional<int32_t> peer;
   // What the culprit costs: per instance it arrived last, its arrival minus
   // the second-to-last arrival, summed, over the profiled window.
   std::optional<double> throughput_lost;

@@ -85,31 +85,63 @@
     var bar = el('span', {class: 'bar'}, el('span', {style: 'width:' + Math.round(100 * c) + '%'}));
     return el('span', {class: 'conf'}, bar, el('span', {text: c.toFixed(2) + ' (' + confWord(c) + ')'}));
   }
-  function table(columns, rows, rowClass) {
+  // A column: {title, get(row) -> text or Node, num, tip(row) -> the cell's
+  // title (its whole value, where the cell shows a cut one)}.
+  function table(columns, rows, rowClass, cls) {
     var head = el('tr', null, columns.map(function (c) {
       return el('th', {class: c.num ? 'num' : null, text: c.title});
     }));
     var body = rows.map(function (r) {
       return el('tr', {class: rowClass ? rowClass(r) : null}, columns.map(function (c) {
         var v = c.get(r);
-        var td = el('td', {class: c.num ? 'num' : null});
+        var td = el('td', {class: c.num ? 'num' : null, title: c.tip ? c.tip(r) : null});
         if (v instanceof Node) td.appendChild(v); else td.textContent = text(v);
         return td;
       }));
     });
-    return el('table', null, el('thead', null, head), el('tbody', null, body));
+    return el('table', {class: cls}, el('thead', null, head), el('tbody', null, body));
   }
   function rankInfo(rank) {
     return (R.ranks || []).find(function (r) { return r.rank === rank; }) || null;
   }
 
-  // ---- who is compared: the culprit and a median healthy peer --------------
+  // ---- who is compared: the culprit and the healthy peer ------------------
 
-  var culpritRanks = ((R.verdict && R.verdict.culprits) || [])
-    .map(function (c) { return c.rank; }).filter(isNum);
+  // Every rank of a culprit: its rank, the ranks of a group culprit, or the
+  // ranks on a culprit host (a host or NIC culprit names no rank).
+  var culpritRanks = [];
+  function addCulpritRank(rank) {
+    if (isNum(rank) && culpritRanks.indexOf(rank) < 0) culpritRanks.push(rank);
+  }
+  function ranksOnHost(host) {
+    var out = [];
+    (R.ranks || []).concat((R.traces && R.traces.ranks) || []).forEach(function (r) {
+      if (r.host === host && isNum(r.rank) && out.indexOf(r.rank) < 0) out.push(r.rank);
+    });
+    return out.sort(function (a, b) { return a - b; });
+  }
+  function ranksOfCulprit(c) {
+    if (isNum(c.rank)) return [c.rank];
+    if ((c.ranks || []).length) return c.ranks.filter(isNum);
+    return c.host ? ranksOnHost(c.host) : [];
+  }
+  var culprits = (R.verdict && R.verdict.culprits) || [];
+  culprits.forEach(function (c) { ranksOfCulprit(c).forEach(addCulpritRank); });
+  function isCulprit(rank) { return culpritRanks.indexOf(rank) >= 0; }
+  function rankList(ranks) {
+    var sorted = ranks.slice().sort(function (a, b) { return a - b; });
+    var runs = [];
+    sorted.forEach(function (r) {
+      var last = runs[runs.length - 1];
+      if (last && r === last[1] + 1) last[1] = r; else runs.push([r, r]);
+    });
+    return runs.map(function (x) { return x[0] === x[1] ? String(x[0]) : x[0] + '–' + x[1]; }).join(', ');
+  }
   var focus = null;  // {rank, label}
-  if (culpritRanks.length) {
-    focus = {rank: culpritRanks[0], label: 'culprit rank ' + culpritRanks[0]};
+  var firstCulprit = culprits.length ? ranksOfCulprit(culprits[0]) : [];
+  if (firstCulprit.length) {
+    focus = {rank: firstCulprit[0], label: 'culprit rank ' + firstCulprit[0] +
+             (firstCulprit.length > 1 ? ' (of ranks ' + rankList(firstCulprit) + ')' : '')};
   } else if (R.traces && isNum(R.traces.culprit)) {
     focus = {rank: R.traces.culprit, label: 'late rank ' + R.traces.culprit};
   } else if ((R.ranks || []).length > 1) {
@@ -117,13 +149,19 @@
       .sort(function (a, b) { return b.median_step_s - a.median_step_s; })[0];
     if (slowest) focus = {rank: slowest.rank, label: 'slowest rank ' + slowest.rank};
   }
-  // The median healthy peer: among ranks neither culprit nor flagged, the one
-  // whose median step time is the median of theirs.
+  // The healthy peer: the one the findings (terminal and JSON) compare the
+  // culprit with, traces.peer. Without one (no traces, or no one late in
+  // them), the rank neither culprit nor flagged whose median step time is the
+  // median of those ranks'. Never a rank of a culprit.
   var peer = null;
   (function () {
+    function usable(rank) { return isNum(rank) && !isCulprit(rank) && (!focus || rank !== focus.rank); }
+    if (R.traces && usable(R.traces.peer)) {
+      peer = {rank: R.traces.peer, label: 'healthy peer rank ' + R.traces.peer};
+      return;
+    }
     var healthy = (R.ranks || []).filter(function (r) {
-      return isNum(r.median_step_s) && !r.flagged && culpritRanks.indexOf(r.rank) < 0 &&
-             (!focus || r.rank !== focus.rank);
+      return isNum(r.median_step_s) && !r.flagged && usable(r.rank);
     });
     if (healthy.length) {
       var m = median(healthy.map(function (r) { return r.median_step_s; }));
@@ -135,7 +173,7 @@
     }
     // Traces only: the rank with the smallest lateness.
     var tr = ((R.traces && R.traces.ranks) || []).filter(function (t) {
-      return isNum(t.median_lateness_ms) && (!focus || t.rank !== focus.rank);
+      return isNum(t.median_lateness_ms) && usable(t.rank);
     }).sort(function (a, b) { return Math.abs(a.median_lateness_ms) - Math.abs(b.median_lateness_ms); });
     if (tr.length) peer = {rank: tr[0].rank, label: 'healthy peer rank ' + tr[0].rank};
   })();
@@ -339,7 +377,7 @@
     var ranks = (R.ranks || []).filter(function (r) { return isNum(r.median_step_s); });
     if (!ranks.length) return false;
     var colors = ranks.map(function (r) {
-      return culpritRanks.indexOf(r.rank) >= 0 ? COLORS.culprit : r.flagged ? COLORS.flagged : COLORS.other;
+      return isCulprit(r.rank) ? COLORS.culprit : r.flagged ? COLORS.flagged : COLORS.other;
     });
     addChart(chartBox(parent), {
       type: 'bar',
@@ -360,6 +398,14 @@
                      suggestedMin: Math.min.apply(null, ranks.map(function (r) { return r.median_step_s; })) * 0.9}}
       }
     });
+    var medians = ranks.map(function (r) { return r.median_step_s; });
+    var lo = Math.min.apply(null, medians), hi = Math.max.apply(null, medians);
+    if (synchronised) {
+      note(parent, synchronisedWhy() + 'So every rank\'s median is the job\'s. ' + noTracesAdvice());
+    } else if (ranks.length > 1 && hi - lo <= FLAT_MEDIANS * median(medians)) {
+      note(parent, 'Every rank\'s median step time is within ' + pct((hi - lo) / median(medians), 2) +
+        ' of the others\': by step times no rank is slower than its peers.');
+    }
     return true;
   }
 
@@ -428,33 +474,58 @@
     var made = 0;
     var timeCharts = [];  // charts on the time axis, aligned after creation
 
-    // Step time.
+    // Step time. The y-scale leaves out the warm-up steps (before
+    // job.first_step, which the detector skips too): a first step of
+    // several seconds would flatten every other step into a line.
+    var firstStep = R.job && isNum(R.job.first_step) ? R.job.first_step : null;
+    var scale = {lo: Infinity, hi: -Infinity}, warm = {lo: Infinity, hi: -Infinity};
+    function points(values) {
+      var pts = [];
+      values.forEach(function (v, c) {
+        var x = timed ? S.start_s[c] : S.steps[c];
+        if (!isNum(x) || !isNum(v)) return;
+        pts.push({x: x, y: v});
+        var into = firstStep !== null && S.steps[c] < firstStep ? warm : scale;
+        into.lo = Math.min(into.lo, v);
+        into.hi = Math.max(into.hi, v);
+      });
+      return pts;
+    }
     var stepSets = [];
     who.forEach(function (w) {
       var s = seriesOf(w.rank);
       if (!s) return;
-      var pts = [];
-      s.step_s.forEach(function (v, c) {
-        var x = timed ? S.start_s[c] : S.steps[c];
-        if (isNum(x) && isNum(v)) pts.push({x: x, y: v});
-      });
+      var pts = points(s.step_s);
       if (pts.length) stepSets.push(lineDataset(w.label, w.color, pts));
     });
     if (stepSets.length) {
-      var med = [];
-      S.median_s.forEach(function (v, c) {
-        var x = timed ? S.start_s[c] : S.steps[c];
-        if (isNum(x) && isNum(v)) med.push({x: x, y: v});
-      });
-      stepSets.push(lineDataset('median of all ranks', COLORS.median, med, true));
+      stepSets.push(lineDataset('median of all ranks', COLORS.median, points(S.median_s), true));
+      var yScale = {title: {display: true, text: 's'}, afterFit: fixedWidth};
+      var warmNote = null;
+      if (isFinite(scale.lo) && isFinite(warm.lo) && (warm.hi > scale.hi || warm.lo < scale.lo)) {
+        var pad = Math.max(0.1 * (scale.hi - scale.lo), 0.01 * scale.hi);
+        yScale.min = scale.lo - pad;
+        yScale.max = scale.hi + pad;
+        var off = [];
+        if (warm.hi > scale.hi) off.push('up to ' + secs(warm.hi));
+        if (warm.lo < scale.lo) off.push('down to ' + secs(warm.lo));
+        warmNote = el('span', {class: 'zoom', text: 'warm-up steps before step ' + firstStep +
+          ' (' + off.join(', ') + ') are off the scale; '});
+      }
+      if (synchronised) {
+        warmNote = el('span', {class: 'zoom'}, warmNote,
+          el('span', {text: 'synchronised: every rank logs the same step time, so the lines coincide '}));
+      }
       var stepNote = el('span', {class: 'zoom'});
-      parent.appendChild(el('h3', {text: 'step time '}, stepNote));
-      timeCharts.push({timed: timed, note: stepNote, chart: addChart(chartBox(parent, 'small'), {
+      parent.appendChild(el('h3', {text: 'step time '}, warmNote, stepNote));
+      var stepBox = chartBox(parent, 'small');
+      stepBox.parentNode.id = 'chart-step-time';
+      timeCharts.push({timed: timed, note: stepNote, chart: addChart(stepBox, {
         type: 'line', data: {datasets: stepSets},
         options: {parsing: false, normalized: true, interaction: {mode: 'nearest', intersect: false},
                   plugins: {legend: {position: 'top', align: 'end', labels: {boxWidth: 14}}},
                   scales: {x: {type: 'linear', title: {display: true, text: timed ? 'seconds since ' + S.origin : 'step'}},
-                           y: {title: {display: true, text: 's'}, afterFit: fixedWidth}}}
+                           y: yScale}}
       })});
       made++;
     }
@@ -538,30 +609,112 @@
     return made;
   }
 
+  // ---- the synchronised case ----------------------------------------------
+  //
+  // When every rank logs the same step time (each step waits for the slowest
+  // rank in the all-reduce: job.synchronised), per-rank step times are flat
+  // and cannot show the culprit; the traces can: who arrives last at the
+  // collectives, and who computes longest.
+
+  var synchronised = !!(R.job && R.job.synchronised);
+  // Medians this close are flat on the chart (the detector's own sync
+  // threshold, StepDetectorOptions::sync_spread).
+  var FLAT_MEDIANS = 0.005;
+  var tracedRanks = ((R.traces && R.traces.ranks) || []).filter(function (t) { return isNum(t.rank); });
+  var lateRanks = tracedRanks.filter(function (t) { return isNum(t.median_lateness_ms); });
+  var computeRanks = tracedRanks.filter(function (t) { return isNum(t.compute_busy_s) && t.steps > 0; });
+
+  function synchronisedWhy() {
+    var spread = R.job && isNum(R.job.sync_spread) ? ' (per-step spread across ranks ' + pct(R.job.sync_spread, 2) + ')' : '';
+    return 'Step times are synchronised: every rank logs the same step time' + spread +
+      ', because each step waits for the slowest rank in the all-reduce. ';
+  }
+  function noTracesAdvice() {
+    return 'To see which rank is slow, add profiler traces of 2 steps from every rank ' +
+      '(torch.profiler: who arrives last at the collectives, who computes longest), ' +
+      'or log compute-only step time (before the gradient all-reduce).';
+  }
+  function note(parent, text) { parent.appendChild(el('p', {class: 'flat-note', text: text})); }
+
+  // Bars per rank, the culprit's red; `value` of a trace rank, in `unit`.
+  function rankValueBars(parent, ranks, value, unit, tip) {
+    var colors = ranks.map(function (t) { return isCulprit(t.rank) ? COLORS.culprit : COLORS.other; });
+    var values = ranks.map(value);
+    var finite = values.filter(isNum);
+    var lo = Math.min.apply(null, finite), hi = Math.max.apply(null, finite);
+    addChart(chartBox(parent), {
+      type: 'bar',
+      data: {labels: ranks.map(function (t) { return String(t.rank); }),
+             datasets: [{label: unit, data: values, backgroundColor: colors, borderWidth: 0}]},
+      options: {
+        plugins: {legend: {display: false},
+                  tooltip: {callbacks: {title: function (it) { return 'rank ' + it[0].label; },
+                                        label: function (it) { return tip(ranks[it.dataIndex], it.raw); }}}},
+        scales: {x: {title: {display: true, text: 'rank'}, grid: {display: false}},
+                 y: {title: {display: true, text: unit}, beginAtZero: lo <= 0,
+                     suggestedMin: lo > 0 ? lo - 0.5 * (hi - lo) : undefined}}
+      }
+    });
+    return true;
+  }
+
+  function renderLatenessBars(parent) {
+    if (lateRanks.length < 2) return false;
+    return rankValueBars(parent, lateRanks, function (t) { return t.median_lateness_ms; },
+      'median lateness (ms)', function (t, v) {
+        return num(v) + ' ms after the median arrival; last at ' + pct(t.share_last, 0) + ' of collectives';
+      });
+  }
+
+  function renderComputeBars(parent) {
+    if (computeRanks.length < 2) return false;
+    return rankValueBars(parent, computeRanks, function (t) { return 1000 * t.compute_busy_s / t.steps; },
+      'compute (ms per profiled step)', function (t, v) {
+        return num(v) + ' ms of ' + (t.cpu_only ? 'CPU ops' : 'kernels') + ' per profiled step';
+      });
+  }
+
   function renderCharts() {
     var S = R.series;
+    var withTraces = synchronised && (lateRanks.length >= 2 || computeRanks.length >= 2);
     if (S && (S.ranks || []).length && (S.steps || []).length) {
-      var h = card('Step time by rank and step',
+      var h = card('Step time by rank and step', withTraces ? null :
         'Each cell is a rank\'s step time relative to the median of all ranks at that step' +
         (S.bucket_steps > 1 ? ' (' + S.bucket_steps + ' steps per column, averaged)' : '') + '.');
-      renderHeatmap(h, S);
+      if (withTraces) {
+        note(h, synchronisedWhy() + 'Step times per rank would be flat here; lateness at the collectives ' +
+          'and compute per rank, from the profiler traces, are charted below instead.');
+      } else {
+        if (synchronised) note(h, synchronisedWhy() + 'So this heatmap is flat. ' + noTracesAdvice());
+        renderHeatmap(h, S);
+      }
     }
     // Sections go into the page before their charts are made: Chart.js
     // sizes a chart from its container, which a detached node does not have.
     var grid = el('div', {class: 'grid2'});
     app.appendChild(grid);
-    var a = el('section', {class: 'card'}, el('h2', {text: 'Median step time per rank'}));
-    var b = el('section', {class: 'card'}, el('h2', {text: 'Compute vs communication per rank'}),
-      el('p', {class: 'sub', text: 'From the profiler traces: time per profiled step.'}));
-    grid.appendChild(a);
-    grid.appendChild(b);
-    if (!renderRankBars(a)) grid.removeChild(a);
-    if (!renderComputeWait(b)) grid.removeChild(b);
-    if (grid.childNodes.length === 1) {
-      grid.style.gridTemplateColumns = '1fr';
-      charts.forEach(function (c) { c.resize(); });
+    var panels = [];
+    function panel(title, sub, draw) {
+      var c = el('section', {class: 'card', id: title.toLowerCase().replace(/[^a-z0-9]+/g, '-')},
+                 el('h2', {text: title}), sub ? el('p', {class: 'sub', text: sub}) : null);
+      grid.appendChild(c);
+      if (draw(c)) panels.push(c); else grid.removeChild(c);
     }
-    if (!grid.childNodes.length) app.removeChild(grid);
+    if (withTraces) {
+      panel('Lateness at collectives per rank',
+        'From the profiler traces: the median of each rank\'s arrival at a collective against the median ' +
+        'arrival. The rank that arrives last holds the others up; culprit in red.', renderLatenessBars);
+      panel('Compute per rank',
+        'From the profiler traces: kernel time (CPU op time in CPU-only traces) per profiled step, ' +
+        'without communication; culprit in red.', renderComputeBars);
+    } else {
+      panel('Median step time per rank', null, renderRankBars);
+    }
+    panel('Compute vs communication per rank', 'From the profiler traces: time per profiled step.', renderComputeWait);
+    if (panels.length === 1) grid.style.gridTemplateColumns = '1fr';
+    if (panels.length === 3) panels[2].style.gridColumn = '1 / -1';
+    if (panels.length % 2) charts.forEach(function (c) { c.resize(); });
+    if (!panels.length) app.removeChild(grid);
     if (focus) {
       var t = el('section', {class: 'card timeline'}, el('h2', {text: 'Timeline: ' + focus.label + (peer ? ' vs ' + peer.label : '')}));
       app.appendChild(t);
@@ -652,7 +805,10 @@
 
   // Any value as table(s): arrays of objects become tables with the union of
   // their keys as columns; objects of scalars become key/value tables.
+  // Their cells stay one line high: a long value is cut to the column's
+  // width (html_report.css, table.generic) and shown whole in its title.
   var MAX_ROWS = 500;
+  var CUT_CHARS = 24;  // about the width a cell keeps (max-width: 16em)
   function cell(v) {
     if (v === null || v === undefined) return '–';
     if (typeof v === 'object') {
@@ -661,6 +817,11 @@
     }
     if (typeof v === 'number') return String(Math.round(v * 1e6) / 1e6);
     return String(v);
+  }
+  function wholeValue(v) {
+    if (v === null || v === undefined) return null;
+    var s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return s.length > CUT_CHARS ? s : null;
   }
   function genericTable(parent, title, value, depth) {
     if (depth > 0) parent.appendChild(el('h3', {text: title}));
@@ -672,8 +833,9 @@
         var rows = value.slice(0, MAX_ROWS);
         parent.appendChild(el('div', {class: 'scroll'}, table(keys.map(function (k) {
           return {title: k, num: rows.every(function (r) { return r[k] === null || r[k] === undefined || typeof r[k] === 'number'; }),
-                  get: function (r) { return cell(r[k]); }};
-        }), rows)));
+                  get: function (r) { return el('div', {class: 'cut', text: cell(r[k])}); },
+                  tip: function (r) { return wholeValue(r[k]); }};
+        }), rows, null, 'generic')));
         if (value.length > MAX_ROWS) parent.appendChild(el('p', {class: 'sub', text: (value.length - MAX_ROWS) + ' more rows in the JSON report'}));
       } else {
         parent.appendChild(el('p', {class: 'mono', text: value.map(cell).join(', ')}));

@@ -154,6 +154,7 @@ Json JobJson(const JobStepStats& job) {
   Json jj;
   jj["ranks"] = job.ranks;
   jj["steps"] = job.steps;
+  jj["first_step"] = Opt(job.first_step);
   jj["median_step_s"] = Opt(job.median_step_s);
   jj["baseline_step_s"] = Opt(job.baseline_step_s);
   jj["sync_spread"] = Opt(job.sync_spread);
@@ -209,6 +210,7 @@ Json TracesJson(const Run& run, const TraceAnalysis& a) {
           {"instances", a.instances},
           {"median_transfer_ms", MsJson(a.median_transfer_ns)},
           {"culprit", Opt(a.culprit)},
+          {"peer", Opt(a.peer)},
           {"throughput_lost", Opt(a.throughput_lost)}};
 }
 

@@ -205,6 +205,7 @@ TEST(StepMetricsTest, ARankAtTwentyPercentMeasuresItsExcessAndSlowSteps) {
   // Warm-up: the first 5 of 12 steps.
   ASSERT_EQ(m.step_numbers.size(), 7u);
   EXPECT_EQ(m.step_numbers.front(), 5);
+  EXPECT_EQ(m.job.first_step, 5);
   EXPECT_EQ(m.job.steps, 7u);
   EXPECT_NEAR(*m.job.median_step_s, 1.0, 1e-6);
   EXPECT_NEAR(*m.ranks[2].excess, 0.2, 1e-6);

@@ -313,10 +313,32 @@ TEST(TraceDetectorTest, SlowNetworkForEveryoneIsCommunicationBound) {
   EXPECT_NE(v.summary.find("verdict: communication-bound"), std::string::npos) << v.summary;
 }
 
+TEST(TraceDetectorTest, ThePeerIsTheHealthyRankTheFindingsName) {
+  Fault fault;
+  fault.compute_slow_rank = 5;
+  fault.compute_factor = 1.2;
+  TraceAnalysis a = AnalyzeTraces(Simulate(8, 4, fault));
+  ASSERT_EQ(a.culprit, 5);
+  ASSERT_TRUE(a.peer);
+  EXPECT_NE(*a.peer, 5);
+  // The least late rank other than the culprit.
+  for (const RankTraceStats& st : a.ranks) {
+    if (st.rank == 5) continue;
+    EXPECT_LE(std::abs(*a.ranks[static_cast<size_t>(*a.peer)].median_lateness_ns),
+              std::abs(*st.median_lateness_ns));
+  }
+  const std::string healthy = fmt::format("healthy rank {}", *a.peer);
+  for (FindingCode code : {FindingCode::kTraceLateArrival, FindingCode::kTraceComputeSlow}) {
+    ASSERT_NE(Find(a, code), nullptr);
+    EXPECT_NE(Find(a, code)->message.find(healthy), std::string::npos) << Find(a, code)->message;
+  }
+}
+
 TEST(TraceDetectorTest, HealthyRanksHaveNoCulprit) {
   laggard::Run run = Simulate(8, 4, Fault());
   TraceAnalysis a = AnalyzeTraces(run);
   EXPECT_FALSE(a.culprit);
+  EXPECT_FALSE(a.peer) << "no one is late: no peer is compared with";
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
   EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
 }

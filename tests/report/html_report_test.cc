@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -114,6 +115,18 @@ TEST(HtmlReportTest, TextFromTheInputCannotEndTheScriptElement) {
             std::string::npos);
   EXPECT_EQ(Json::parse(ScriptElement(html, kDocumentScript))["verdict"]["summary"],
             doc["verdict"]["summary"]);
+}
+
+// Runs the laggard CLI in-process, as a user would from a shell.
+int RunCli(std::vector<std::string> args, std::string* out = nullptr, std::string* err = nullptr) {
+  args.insert(args.begin(), "laggard");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream o, e;
+  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), o, e);
+  if (out) *out = o.str();
+  if (err) *err = e.str();
+  return rc;
 }
 
 // --- headless Chromium -------------------------------------------------------
@@ -272,18 +285,303 @@ TEST(HtmlReportBrowserTest, EmptyRunRendersTheVerdictAndDataQuality) {
       "empty", FixtureOptions{.step_logs = false, .traces = false, .hardware = false}, false, 0});
 }
 
-// --- the CLI -----------------------------------------------------------------
+// --- the common synchronised case, as a user meets it --------------------------
+//
+// `laggard simulate` writes a run as real loops log it: every rank prints the
+// same end-to-end step time, because each step waits for the slowest rank in
+// the all-reduce. `laggard diagnose --json --html` reports it, and the page
+// is opened in headless Chromium with a probe script appended (test-only, not
+// part of the report) that reads what the page drew: the Chart.js charts (card,
+// heading, y-scale, bar labels, values and colours) and the heights of the
+// hardware table's rows. The probe writes them as JSON into <pre id=test-probe>.
 
-int RunCli(std::vector<std::string> args, std::string* out = nullptr, std::string* err = nullptr) {
-  args.insert(args.begin(), "laggard");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream o, e;
-  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), o, e);
-  if (out) *out = o.str();
-  if (err) *err = e.str();
-  return rc;
+constexpr std::string_view kProbeScript = R"js(
+<script>
+(function () {
+  var out = {charts: [], hardware_rows: 0, hardware_row_px: 0, hardware_titles: []};
+  document.querySelectorAll('#section-hardware tbody tr').forEach(function (tr) {
+    out.hardware_rows++;
+    out.hardware_row_px = Math.max(out.hardware_row_px, tr.getBoundingClientRect().height);
+  });
+  document.querySelectorAll('#section-hardware td[title]').forEach(function (td) {
+    out.hardware_titles.push(td.getAttribute('title'));
+  });
+  document.querySelectorAll('canvas').forEach(function (c) {
+    var ch = window.Chart && Chart.getChart(c);
+    if (!ch) return;
+    var card = c.closest('section'), h2 = card && card.querySelector('h2');
+    var before = c.parentNode.previousElementSibling;
+    out.charts.push({
+      card: h2 ? h2.textContent : '',
+      heading: before && before.tagName === 'H3' ? before.textContent : '',
+      y_min: ch.scales.y.min, y_max: ch.scales.y.max,
+      labels: (ch.data.labels || []).map(String),
+      datasets: ch.data.datasets.map(function (d) {
+        return {label: String(d.label),
+                colors: Array.isArray(d.backgroundColor) ? d.backgroundColor : [d.backgroundColor],
+                values: d.data.map(function (v) { return v && typeof v === 'object' ? v.y : v; })};
+      })
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'test-probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+)js";
+
+constexpr std::string_view kCulpritColor = "#d1372b";  // COLORS.culprit of html_report.js
+
+struct SimulatedPage {
+  Json report;  // what --json wrote
+  std::string dom;
+  Json probe;
+};
+
+// Text as Chromium serialises it into the dumped DOM, back to the text.
+std::string Unescape(std::string s) {
+  const std::pair<std::string, std::string> entities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&nbsp;", "\u00a0"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : entities) {
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+      s.replace(p, from.size(), to);
+  }
+  return s;
 }
+
+// Up to 160 characters of `dom` from `what`, for a failure message.
+std::string Around(const std::string& dom, const std::string& what) {
+  size_t at = dom.find(what);
+  return at == std::string::npos ? "(no " + what + ")" : dom.substr(at, 160);
+}
+
+// `laggard simulate` (2 nodes x 4 GPUs, 40 steps, with nvidia-smi files, with
+// `args`), `laggard diagnose --json --html`, and the page in Chromium. Pages
+// are rendered once per name and shared by the tests that read them.
+const SimulatedPage& RenderSimulated(const std::string& name, std::vector<std::string> args) {
+  static std::map<std::string, SimulatedPage> pages;
+  static TempDir dir;
+  if (auto it = pages.find(name); it != pages.end()) return it->second;
+  SimulatedPage& page = pages[name];
+  std::string run = dir.File(name);
+  // ctest runs each test in a process of its own, two at a time: the files
+  // of the page and Chromium's profile are the test's own.
+  const std::string file =
+      name + "-" + testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::vector<std::string> sim = {"simulate",
+                                  "-o",
+                                  run,
+                                  "--nodes",
+                                  "2",
+                                  "--gpus-per-node",
+                                  "4",
+                                  "--steps",
+                                  "40",
+                                  "--no-effects",
+                                  "--no-network",
+                                  "--no-nccl-tests",
+                                  "--no-nccl-debug",
+                                  "-q"};
+  sim.insert(sim.end(), args.begin(), args.end());
+  std::string out, err;
+  EXPECT_EQ(RunCli(sim, &out, &err), kExitOk) << err;
+  fs::path html = OutputDir() / (file + ".html");
+  EXPECT_EQ(RunCli({"diagnose", "--quiet", "--json", dir.File(name + ".json"), "--html",
+                    html.string(), run},
+                   &out, &err),
+            kExitOk)
+      << err;
+  page.report = Json::parse(ReadFile(dir.File(name + ".json")));
+  std::string text = ReadFile(html.string());
+  size_t body = text.rfind("</body>");
+  EXPECT_NE(body, std::string::npos);
+  if (body == std::string::npos) return page;
+  text.insert(body, kProbeScript);
+  fs::path probed = OutputDir() / (file + ".probed.html");
+  WriteFile(probed.string(), text);
+  BrowserResult r = RunChromium(FindChromium(), probed, file, "--dump-dom");
+  EXPECT_EQ(r.rc, 0) << "chromium failed; log in " << OutputDir() / (file + ".chromium.log");
+  page.dom = r.dom;
+  EXPECT_NE(r.dom.find("data-state=\"ok\""), std::string::npos) << "the page reported an error";
+  EXPECT_EQ(Count(r.dom, "class=\"laggard-error\""), 0u);
+  std::smatch m;
+  if (std::regex_search(r.dom, m, std::regex(R"re(<pre id="test-probe">([^<]*)</pre>)re")))
+    page.probe = Json::parse(Unescape(m[1].str()));
+  EXPECT_TRUE(page.probe.is_object()) << "the probe script did not run";
+  return page;
+}
+
+const std::vector<std::string> kSlowKernelRank5 = {"--fault", "slow_kernel@r5"};
+const std::vector<std::string> kSlowKernelRank5NoTraces = {"--fault", "slow_kernel@r5",
+                                                           "--no-traces"};
+
+bool NoChromium() { return FindChromium().empty(); }
+constexpr const char* kNoChromium =
+    "chromium not found (apt-get install chromium, or set LAGGARD_CHROMIUM): browser test of the "
+    "HTML report skipped";
+
+// The chart of the card titled `card` (and, in the timeline, under the
+// heading starting with `heading`), or null.
+const Json* ChartOf(const Json& probe, const std::string& card, const std::string& heading = "") {
+  for (const Json& c : probe["charts"]) {
+    if (c["card"].get<std::string>().find(card) == std::string::npos) continue;
+    if (!heading.empty() && c["heading"].get<std::string>().rfind(heading, 0) != 0) continue;
+    return &c;
+  }
+  return nullptr;
+}
+
+// A card of the page: its DOM from its id to the end of the section.
+std::string CardDom(const std::string& dom, const std::string& id) {
+  size_t at = dom.find("id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  return dom.substr(at, dom.find("</section>", at) - at);
+}
+
+// A bar chart that names every rank, the culprit in the culprit's colour and
+// no other rank in it, and the culprit's bar the tallest.
+void ExpectCulpritBarStandsOut(const Json& chart, int culprit) {
+  const Json& labels = chart["labels"];
+  const Json& ds = chart["datasets"][0];
+  ASSERT_EQ(labels.size(), 8u) << chart.dump();
+  size_t at = labels.size();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == std::to_string(culprit)) at = i;
+  }
+  ASSERT_LT(at, labels.size()) << chart.dump();
+  ASSERT_EQ(ds["colors"].size(), labels.size()) << chart.dump();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    EXPECT_EQ(ds["colors"][i].get<std::string>() == kCulpritColor, i == at)
+        << "rank " << labels[i] << chart.dump();
+    ASSERT_TRUE(ds["values"][i].is_number()) << chart.dump();
+    if (i != at) {
+      EXPECT_LT(ds["values"][i].get<double>(), ds["values"][at].get<double>());
+    }
+  }
+}
+
+TEST(HtmlReportSynchronisedTest, ChartsShowLatenessAndComputePerRankWithTheCulpritHighlighted) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  const SimulatedPage& p = RenderSimulated("sync_slow_kernel", kSlowKernelRank5);
+  ASSERT_TRUE(p.report["job"]["synchronised"].get<bool>())
+      << "the simulated steps are not synchronised";
+  ASSERT_EQ(p.report["verdict"]["culprits"][0]["rank"], 5);
+  // Flat step times are not what the page charts per rank: it says why, and
+  // shows who arrives last at the collectives and who computes longest.
+  EXPECT_EQ(ChartOf(p.probe, "Median step time per rank"), nullptr);
+  const Json* late = ChartOf(p.probe, "Lateness at collectives per rank");
+  ASSERT_NE(late, nullptr) << p.probe["charts"].dump();
+  ExpectCulpritBarStandsOut(*late, 5);
+  const Json* compute = ChartOf(p.probe, "Compute per rank");
+  ASSERT_NE(compute, nullptr) << p.probe["charts"].dump();
+  ExpectCulpritBarStandsOut(*compute, 5);
+  std::string card = CardDom(p.dom, "step-time-by-rank-and-step");
+  EXPECT_NE(card.find("Step times are synchronised"), std::string::npos) << card;
+  EXPECT_NE(card.find("from the profiler traces"), std::string::npos) << card;
+}
+
+TEST(HtmlReportSynchronisedTest, WithoutTracesTheFlatChartsSayWhyAndWhatToAdd) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  const SimulatedPage& p = RenderSimulated("sync_no_traces", kSlowKernelRank5NoTraces);
+  ASSERT_TRUE(p.report["job"]["synchronised"].get<bool>());
+  for (const char* id : {"step-time-by-rank-and-step", "median-step-time-per-rank"}) {
+    std::string card = CardDom(p.dom, id);
+    ASSERT_FALSE(card.empty()) << "no card " << id;
+    EXPECT_NE(card.find("Step times are synchronised"), std::string::npos) << card;
+    EXPECT_NE(card.find("add profiler traces"), std::string::npos) << card;
+  }
+}
+
+TEST(HtmlReportSynchronisedTest, StepChartScaleLeavesOutWarmUpSteps) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  // The simulator's first step takes 2 s longer (--warmup-s), as a real
+  // job's first steps do; the detector skips the first 5 (--warmup).
+  const SimulatedPage& p = RenderSimulated("sync_no_traces", kSlowKernelRank5NoTraces);
+  double median = p.report["job"]["median_step_s"].get<double>();
+  double warmup = p.report["series"]["ranks"][0]["step_s"][0].get<double>();
+  ASSERT_GT(warmup, 2 * median);
+  const Json* chart = ChartOf(p.probe, "Timeline", "step time");
+  ASSERT_NE(chart, nullptr) << p.probe["charts"].dump();
+  EXPECT_LT((*chart)["y_max"].get<double>(), 1.2 * median) << chart->dump();
+  EXPECT_GT((*chart)["y_min"].get<double>(), 0.8 * median) << chart->dump();
+  EXPECT_NE((*chart)["heading"].get<std::string>().find("warm-up"), std::string::npos)
+      << (*chart)["heading"];
+}
+
+// The healthy rank the terminal and the JSON findings compare the culprit
+// with ("... on healthy rank N").
+int HealthyRankOfTheFindings(const Json& report) {
+  std::smatch m;
+  for (const Json& f : report["findings"]) {
+    std::string msg = f["message"].get<std::string>();
+    if (f["code"] == "trace.late_arrival" &&
+        std::regex_search(msg, m, std::regex(R"(healthy rank (\d+))")))
+      return std::stoi(m[1].str());
+  }
+  return -1;
+}
+
+// The timeline's title: "Timeline: culprit rank C vs healthy peer rank P".
+std::pair<int, int> TimelineRanks(const std::string& dom) {
+  std::smatch m;
+  if (!std::regex_search(
+          dom, m,
+          std::regex(
+              R"re(<h2>Timeline: culprit rank (\d+)[^<]* vs healthy peer rank (\d+)</h2>)re")))
+    return {-1, -1};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+}
+
+TEST(HtmlReportSynchronisedTest, TimelineComparesWithTheHealthyPeerTheFindingsName) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  for (auto [name, args] :
+       {std::pair{"sync_slow_kernel", kSlowKernelRank5},
+        std::pair{"sync_data_loader",
+                  std::vector<std::string>{"--fault", "data_loader_stall@r3"}}}) {
+    SCOPED_TRACE(name);
+    const SimulatedPage& p = RenderSimulated(name, args);
+    int culprit = p.report["verdict"]["culprits"][0]["rank"].get<int>();
+    int healthy = HealthyRankOfTheFindings(p.report);
+    ASSERT_GE(healthy, 0) << "no healthy rank named in the findings";
+    ASSERT_NE(healthy, culprit);
+    EXPECT_EQ(p.report["traces"]["peer"], healthy);
+    EXPECT_EQ(TimelineRanks(p.dom), std::make_pair(culprit, healthy)) << Around(p.dom, "Timeline");
+  }
+}
+
+TEST(HtmlReportSynchronisedTest, TimelineNeverComparesWithARankOfTheCulpritGroup) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  // A host whose 4 ranks are all slow: the culprit is the group.
+  const SimulatedPage& p =
+      RenderSimulated("sync_host_contention", {"--fault", "host_cpu_contention@node-01"});
+  const Json& culprit = p.report["verdict"]["culprits"][0];
+  ASSERT_EQ(culprit["ranks"], Json::array({4, 5, 6, 7})) << culprit.dump();
+  auto [focus, peer] = TimelineRanks(p.dom);
+  EXPECT_GE(focus, 4) << Around(p.dom, "Timeline");
+  EXPECT_LE(focus, 7);
+  EXPECT_LT(peer, 4) << "the healthy peer is a culprit";
+  EXPECT_GE(peer, 0);
+  EXPECT_EQ(p.report["traces"]["peer"], peer);
+}
+
+TEST(HtmlReportSynchronisedTest, HardwareTableRowsStayOneLineHigh) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  const SimulatedPage& p = RenderSimulated("sync_no_traces", kSlowKernelRank5NoTraces);
+  EXPECT_EQ(p.probe["hardware_rows"], 8) << p.probe.dump();
+  // One line of 13 px text with its padding; long cells are cut, not wrapped.
+  EXPECT_LE(p.probe["hardware_row_px"].get<double>(), 40) << p.probe.dump();
+  // A cut cell keeps its whole value in its title: the files that described the GPU.
+  bool files = false;
+  for (const Json& t : p.probe["hardware_titles"]) {
+    std::string s = t.get<std::string>();
+    files = files || (s.find("nvidia-smi-q.txt") != std::string::npos &&
+                      s.find("nvidia-smi-dmon.txt") != std::string::npos);
+  }
+  EXPECT_TRUE(files) << p.probe["hardware_titles"].dump();
+}
+
+// --- the CLI -----------------------------------------------------------------
 
 TEST(HtmlReportCliTest, DiagnoseWritesTheHtmlReportAndTheMergedTrace) {
   TempDir dir;
