@@ -8,7 +8,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   Analyses a;
   a.steps = AnalyzeStepTimes(run, options.steps);
   a.traces = AnalyzeTraces(run, options.traces);
-  a.ranks = RankMap::Build(run, options.gpus_per_node);
+  a.ranks = RankMap::Build(run, options.gpus_per_node, options.first_node);
   std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
   a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);

@@ -42,7 +42,10 @@ struct AnalysisOptions {
   HardwareDetectorOptions hardware;
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;
-  std::optional<int32_t> gpus_per_node;  // placement rule for the rank <-> GPU join
+  // The rank <-> GPU join's placement rule (rank_map.h): --gpus-per-node,
+  // and --first-node, the number in the host name of the job's first node.
+  std::optional<int32_t> gpus_per_node;
+  std::optional<int32_t> first_node;
 };
 
 Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options);

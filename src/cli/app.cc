@@ -397,7 +397,8 @@ std::string DiagnoseFooter() {
   return fmt::format(
       "\nExamples:\n"
       "  laggard diagnose run/\n"
-      "  laggard diagnose logs/rank*.log node-01/nvidia-smi.csv --gpus-per-node 8\n"
+      "  laggard diagnose run/ --gpus-per-node 8\n"
+      "      run/logs/rank-*.log, run/node-07/nvidia-smi.csv (suspect), run/node-00/... (healthy)\n"
       "  laggard diagnose run/ --json - | jq .verdict\n"
       "  laggard diagnose run/ --quiet --fail-on straggler,inconclusive\n"
       "\n"

@@ -186,11 +186,17 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "colour output: auto (a terminal, unless NO_COLOR or TERM=dumb), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   AddIngestFlags(cmd, o.input);
-  cmd->add_option(
-         "--gpus-per-node", o.gpus_per_node,
-         "place ranks as node_index x G + local_rank (hosts in natural name order) to join "
-         "GPU metrics with ranks that name no host/GPU")
-      ->check(CLI::Range(1, 1024));
+  CLI::Option* gpus_per_node =
+      cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                      "place ranks as node_index x G + local_rank to join GPU metrics with ranks "
+                      "that name no host/GPU; node_index from the host name's number (node-07), "
+                      "counted from --first-node or from what the inputs show")
+          ->check(CLI::Range(1, 1024));
+  cmd->add_option("--first-node", o.first_node,
+                  "with --gpus-per-node: the number in the host name of the job's first node "
+                  "(rank 0's), e.g. 0 for node-00, 1 for node-01")
+      ->check(CLI::Range(0, 999'999'999))
+      ->needs(gpus_per_node);
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")
       ->check(CLI::Range(0, 1'000'000))
@@ -231,9 +237,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   AnalysisOptions analysis;
   analysis.steps = o.detector;
   analysis.gpus_per_node = o.gpus_per_node;
+  analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
-  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network});
+  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks});
 
   bool to_stdout = false;
   bool outputs_ok = true;

@@ -41,6 +41,7 @@ struct DiagnoseOptions {
   std::vector<std::string> fail_on;
   IngestFlags input;
   std::optional<int32_t> gpus_per_node;
+  std::optional<int32_t> first_node;
   StepDetectorOptions detector;
 };
 

@@ -112,9 +112,15 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
                   "serve the verdict as Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9402)");
   cmd->add_option("--duration", o.duration_s, "stop after this many seconds (0: until interrupted)")
       ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--gpus-per-node", o.gpus_per_node,
-                  "place ranks as node_index x G + local_rank when steps name no GPU")
-      ->check(CLI::Range(1, 1024));
+  CLI::Option* gpus_per_node =
+      cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                      "place ranks as node_index x G + local_rank when steps name no GPU "
+                      "(node_index from the host name's number)")
+          ->check(CLI::Range(1, 1024));
+  cmd->add_option("--first-node", o.first_node,
+                  "with --gpus-per-node: the number in the host name of the job's first node")
+      ->check(CLI::Range(0, 999'999'999))
+      ->needs(gpus_per_node);
 }
 
 int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
@@ -158,6 +164,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   q.step_ns = static_cast<DurationNs>(o.resolution_s * 1e9);
   AnalysisOptions analysis;
   analysis.gpus_per_node = o.gpus_per_node;
+  analysis.first_node = o.first_node;
   uint64_t evaluations = 0, errors = 0;
   std::string last_summary;
   int rc = kExitOk;

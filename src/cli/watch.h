@@ -32,6 +32,7 @@ struct WatchOptions {
   std::string listen;     // host:port for the verdict metrics, "" = off
   double duration_s = 0;  // stop after this long (0 = until SIGINT/SIGTERM)
   std::optional<int32_t> gpus_per_node;
+  std::optional<int32_t> first_node;  // with gpus_per_node (analysis/rank_map.h)
   // With --once: verdict statuses that exit kExitFailOn (cli/diagnose.h).
   std::vector<std::string> fail_on;
 };

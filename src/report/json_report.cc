@@ -256,6 +256,25 @@ Json DataQualityJson(const Run& run) {
   return dq;
 }
 
+// How ranks were tied to GPUs (docs/json-report.md, "rank_map").
+Json RankMapJson(const RankMap& map) {
+  Json ties = Json::array();
+  for (const RankTie& t : map.Ties()) {
+    Json ranges = Json::array();
+    for (const auto& [first, last] : RankRanges(t.ranks)) ranges.push_back({first, last});
+    ties.push_back({{"rule", TieRuleName(t.rule)},
+                    {"how", t.how},
+                    {"ranks", t.ranks.size()},
+                    {"rank_ranges", std::move(ranges)},
+                    {"hosts", t.hosts}});
+  }
+  Json untied = Json::array();
+  for (const UntiedGpus& u : map.untied()) {
+    untied.push_back({{"host", u.host}, {"gpus", u.gpus}, {"why", u.why}, {"to_tie", u.to_tie}});
+  }
+  return {{"ties", std::move(ties)}, {"untied", std::move(untied)}};
+}
+
 }  // namespace
 
 Json BuildReport(const ReportInput& in) {
@@ -270,6 +289,7 @@ Json BuildReport(const ReportInput& in) {
   root["job"] = JobJson(in.steps.job);
   root["traces"] = TracesJson(in.run, in.traces);
   if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
+  if (const RankMap* map = in.RankMapShown()) root["rank_map"] = RankMapJson(*map);
   if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
   root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);

@@ -13,6 +13,7 @@
 
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
+#include "analysis/rank_map.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -31,6 +32,15 @@ struct ReportInput {
   // Hardware and network detectors (nullptr: not run).
   const HardwareAnalysis* hardware = nullptr;
   const NetworkAnalysis* network = nullptr;
+  // The rank <-> GPU join (nullptr: not shown).
+  const RankMap* ranks = nullptr;
+
+  // The rank <-> GPU join when the reports show it: the run has GPU metrics
+  // and ranks were tied to GPUs, or some host's GPUs could not be.
+  const RankMap* RankMapShown() const {
+    if (ranks == nullptr || run.hardware.gpus.empty()) return nullptr;
+    return ranks->Ties().empty() && ranks->untied().empty() ? nullptr : ranks;
+  }
 
   // Findings of every detector, in report order.
   std::vector<const Finding*> AllFindings() const {

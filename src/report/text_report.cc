@@ -218,6 +218,40 @@ void RenderTraceTable(const ReportInput& in, std::ostream& out) {
   }
 }
 
+// How ranks were tied to GPUs, one line per rule, and each host whose GPUs
+// could not be (the first few; --json has all).
+void RenderRankMap(const ReportInput& in, std::ostream& out) {
+  const RankMap* map = in.RankMapShown();
+  if (map == nullptr) return;
+  std::set<std::pair<std::string, int32_t>> gpus;
+  for (const GpuRecord& g : in.run.hardware.gpus) {
+    if (g.host) gpus.insert({*g.host, g.index});
+  }
+  auto tied = std::count_if(gpus.begin(), gpus.end(), [&](const auto& g) {
+    return map->RankOf(g.first, g.second).has_value();
+  });
+  out << fmt::format("ranks to GPUs: {} of {} tied to ranks\n", tied,
+                     Count(gpus.size(), "GPU", "GPUs"));
+  for (const RankTie& t : map->Ties()) {
+    std::string hosts;
+    for (size_t i = 0; i < t.hosts.size() && i < 4; ++i) hosts += (i ? ", " : "") + t.hosts[i];
+    if (t.hosts.size() > 4) hosts += fmt::format(", ... ({} hosts)", t.hosts.size());
+    out << fmt::format("  {} {} on {}: {}\n", t.ranks.size() == 1 ? "rank" : "ranks",
+                       RankRangesText(t.ranks), hosts, t.how);
+  }
+  constexpr size_t kUntiedShown = 4;
+  for (size_t i = 0; i < map->untied().size() && i < kUntiedShown; ++i) {
+    const UntiedGpus& u = map->untied()[i];
+    out << fmt::format("  {} {} of {}: not tied to ranks: {}; to tie them: {}\n",
+                       u.gpus.size() == 1 ? "GPU" : "GPUs", RankRangesText(u.gpus), u.host, u.why,
+                       u.to_tie);
+  }
+  if (map->untied().size() > kUntiedShown) {
+    out << fmt::format("  ... and {} more hosts whose GPUs are not tied (see --json)\n",
+                       map->untied().size() - kUntiedShown);
+  }
+}
+
 }  // namespace
 
 void RenderText(const ReportInput& in, const TextOptions& options, std::ostream& out) {
@@ -273,6 +307,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     out << "\n";
     RenderTraceTable(in, out);
   }
+  RenderRankMap(in, out);
 
   std::vector<const Finding*> findings = in.AllFindings();
   if (!findings.empty()) {

@@ -938,6 +938,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       for (const Finding& f : a.hardware.findings) {
         if (OnGpu(f, hw->entity)) AddSteps(next, f.next_steps);
       }
+      // A GPU no rank could be tied to: what would tie it.
+      if (auto tie = a.ranks.TieStep(hw->entity.host, hw->entity.gpu)) AddSteps(next, {*tie});
       // A GPU link fault shows in nccl-tests / NET findings of its host too:
       // the GPU is the more specific culprit.
       std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw->entity.host; });
