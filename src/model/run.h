@@ -48,8 +48,8 @@ namespace laggard {
 class PackedTime {
  public:
   constexpr PackedTime() = default;
-  constexpr PackedTime(std::nullopt_t) {}  // NOLINT: as std::optional
-  constexpr PackedTime(TimeNs t) : v_(t) {}  // NOLINT: as std::optional
+  constexpr PackedTime(std::nullopt_t) {}                                // NOLINT: as std::optional
+  constexpr PackedTime(TimeNs t) : v_(t) {}                              // NOLINT: as std::optional
   constexpr PackedTime(std::optional<TimeNs> t) : v_(t ? *t : kNone) {}  // NOLINT
   constexpr bool has_value() const { return v_ != kNone; }
   constexpr explicit operator bool() const { return has_value(); }
