@@ -1,6 +1,6 @@
 // Fuzzes the line matchers (line_matcher.h): the article matcher, the
-// Megatron matcher and two user regexes (the fixed `rank step time_ms`
-// pattern and one using every optional group) on one arbitrary line.
+// step reporter's key=value matcher, the Megatron matcher and two user regexes (the fixed `rank
+// step time_ms` pattern and one using every optional group) on one arbitrary line.
 //
 // Invariants:
 //   - kGarbled always says why; kMatched always says which unit was read;
@@ -19,6 +19,7 @@ namespace {
 struct Matchers {
   std::unique_ptr<LineMatcher> article = MakeArticleLineMatcher();
   std::unique_ptr<LineMatcher> megatron = MakeMegatronLineMatcher();
+  std::unique_ptr<LineMatcher> key_value = MakeKeyValueLineMatcher();
   std::unique_ptr<LineMatcher> fixed_regex;
   std::unique_ptr<LineMatcher> full_regex;
   Matchers() {
@@ -109,8 +110,8 @@ LAGGARD_FUZZ_TARGET(line_matchers) {
   // The whole input as one line (embedded '\n' and NUL included: a matcher
   // must not care), then each line of it.
   ExactBuffer whole(input);
-  for (const LineMatcher* matcher :
-       {m.article.get(), m.megatron.get(), m.fixed_regex.get(), m.full_regex.get()}) {
+  for (const LineMatcher* matcher : {m.article.get(), m.key_value.get(), m.megatron.get(),
+                                     m.fixed_regex.get(), m.full_regex.get()}) {
     MatchChecked(*matcher, whole.view());
     for (const RefLine& l : ReferenceLines(input)) {
       ExactBuffer line(l.text);
@@ -134,6 +135,12 @@ LAGGARD_FUZZ_TARGET(line_matchers) {
     ExpectExact(*m.article,
                 fmt::format("{} Rank={}; Step={}; Time={}.{:03d} s", prefix, rank, step, ms, frac),
                 rank, step, ms * 1'000'000'000 + frac * 1'000'000, 4);
+  }
+  if (prefix.find("laggard-step") == std::string::npos) {
+    ExpectExact(*m.key_value,
+                fmt::format("{} laggard-step rank={} step={} time_ms={} compute_s=0.{:03d} host=n1",
+                            prefix, rank, step, ms, frac),
+                rank, step, ms * 1'000'000, 0);
   }
   if (prefix.find("iteration") == std::string::npos) {
     ExpectExact(*m.megatron,

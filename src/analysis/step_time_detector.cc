@@ -667,36 +667,20 @@ bool IsPerRankFinding(FindingCode code) {
          code == FindingCode::kNoPeers;
 }
 
-// What the compute pass's flagged ranks cost the end-to-end steps: per
-// step, the slowest rank's compute minus the slowest unflagged rank's, over
-// the sum of the end-to-end per-step medians at the same steps.
-std::optional<double> ComputeThroughputLost(const StepPass& whole, const StepPass& compute) {
-  const StepMetrics& m = compute.metrics;
-  const std::vector<RankStepStats>& ranks = compute.analysis.ranks;
-  if (!m.comparable ||
-      std::none_of(ranks.begin(), ranks.end(), [](const RankStepStats& r) { return r.flagged; }))
-    return std::nullopt;
-  const size_t R = m.series.size(), C = m.step_numbers.size();
-  if (m.seconds_by_step.size() != R * C) return std::nullopt;
+// Per step the compute pass analysed, the end-to-end pass's median step time
+// at that step (0 where it has none): what the compute pass's flagged ranks
+// cost is read against these.
+std::vector<double> EndToEndStepSeconds(const StepPass& whole, const StepPass& compute) {
   const std::vector<int64_t>& steps = whole.metrics.step_numbers;
-  double total = 0, saved = 0;
-  for (size_t c = 0; c < C; ++c) {
-    auto it = std::lower_bound(steps.begin(), steps.end(), m.step_numbers[c]);
-    if (it == steps.end() || *it != m.step_numbers[c]) continue;
-    double step_s = whole.metrics.step_median_s[static_cast<size_t>(it - steps.begin())];
-    float all = -1, rest = -1;
-    for (size_t r = 0; r < R; ++r) {
-      float v = m.seconds_by_step[c * R + r];
-      if (std::isnan(v)) continue;
-      all = std::max(all, v);
-      if (!ranks[r].flagged) rest = std::max(rest, v);
-    }
-    if (step_s <= 0 || all <= 0 || rest <= 0) continue;
-    total += step_s;
-    saved += std::min<double>(all - rest, step_s);
+  std::vector<double> out;
+  out.reserve(compute.metrics.step_numbers.size());
+  for (int64_t step : compute.metrics.step_numbers) {
+    auto it = std::lower_bound(steps.begin(), steps.end(), step);
+    out.push_back(it != steps.end() && *it == step
+                      ? whole.metrics.step_median_s[static_cast<size_t>(it - steps.begin())]
+                      : 0.0);
   }
-  if (total <= 0) return std::nullopt;
-  return std::clamp(saved / total, 0.0, 1.0);
+  return out;
 }
 
 }  // namespace
@@ -711,7 +695,8 @@ StepAnalysis AnalyzeStepTimes(const Run& run, const StepDetectorOptions& opt) {
   out.job.basis = StepBasis::kComputeTime;
   out.job.step_times_synchronised = out.job.synchronised;
   out.job.synchronised = compute.analysis.job.synchronised;
-  out.job.throughput_lost = ComputeThroughputLost(whole, compute);
+  out.job.throughput_lost =
+      ThroughputLost(compute.metrics, compute.analysis.ranks, EndToEndStepSeconds(whole, compute));
   out.ranks = std::move(compute.analysis.ranks);
   for (Finding& f : compute.analysis.findings) {
     if (IsPerRankFinding(f.code)) out.findings.push_back(std::move(f));

@@ -279,9 +279,13 @@ bool StepsSynchronised(const StepMetrics& metrics, const StepDetectorOptions& op
 StepAnalysis DecideSteps(const StepMetrics& metrics, const StepDetectorOptions& options);
 // What the flagged ranks cost: 1 - (sum over steps of the slowest unflagged
 // rank's time) / (sum of the slowest rank's time); nullopt when no rank is
-// flagged or peers are not comparable.
+// flagged or peers are not comparable. With `step_s` (per analysed step,
+// the end-to-end step time; <= 0 where unknown), the metrics are compute
+// times and the cost is the sum of (slowest - slowest unflagged, at most the
+// step) over the sum of step_s, over the steps that have both.
 std::optional<double> ThroughputLost(const StepMetrics& metrics,
-                                     const std::vector<RankStepStats>& ranks);
+                                     const std::vector<RankStepStats>& ranks,
+                                     std::span<const double> step_s = {});
 
 // The ranks' compute-only steps as a run of their own (durations = the
 // compute times, steps without one left out), when every rank with steps

@@ -392,14 +392,15 @@ void MeasureOnsets(StepMetrics& m, const StepDetectorOptions& opt) {
   }
 }
 
-std::optional<double> ThroughputLost(const StepMetrics& m,
-                                     const std::vector<RankStepStats>& ranks) {
+std::optional<double> ThroughputLost(const StepMetrics& m, const std::vector<RankStepStats>& ranks,
+                                     std::span<const double> step_s) {
   if (!m.comparable || std::none_of(ranks.begin(), ranks.end(),
                                     [](const RankStepStats& st) { return st.flagged; })) {
     return std::nullopt;
   }
   const size_t R = m.series.size(), C = Steps(m);
-  if (m.seconds_by_step.size() != R * C) return std::nullopt;
+  if (m.seconds_by_step.size() != R * C || (!step_s.empty() && step_s.size() != C))
+    return std::nullopt;
   double actual = 0, whatif = 0;
   for (size_t c = 0; c < C; ++c) {
     float all = -1, rest = -1;
@@ -410,12 +411,16 @@ std::optional<double> ThroughputLost(const StepMetrics& m,
       all = std::max(all, v);
       if (!ranks[r].flagged) rest = std::max(rest, v);
     }
-    if (all > 0 && rest > 0) {
+    if (all <= 0 || rest <= 0) continue;
+    if (step_s.empty()) {
       actual += all;
       whatif += rest;
+    } else if (step_s[c] > 0) {
+      actual += step_s[c];
+      whatif += step_s[c] - std::min<double>(all - rest, step_s[c]);
     }
   }
-  if (actual > 0) return std::max(0.0, 1 - whatif / actual);
+  if (actual > 0) return std::clamp(1 - whatif / actual, 0.0, 1.0);
   return std::nullopt;
 }
 

@@ -258,8 +258,6 @@ struct TraceMetrics {
   std::vector<std::vector<std::pair<size_t, double>>> arrivals_ns;
   // Per instance of >= 2 arrivals: the last rank and the delay it caused.
   std::vector<std::pair<size_t, double>> instance_delays;
-  // The first 3 instances' last arrivals: (byte offset, rank index).
-  std::vector<std::pair<uint64_t, size_t>> last_offsets;
   StepCompute compute;
   // Every trace is CPU-only (no device op): the CPU noise floors apply.
   bool cpu_only = false;

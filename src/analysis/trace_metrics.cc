@@ -220,8 +220,6 @@ void MeasureArrivals(const std::vector<std::vector<Arrival>>& matched,
       m.instance_delays.push_back(
           {inst[last_i].rank_index, sorted.back() - sorted[sorted.size() - 2]});
     }
-    if (m.last_offsets.size() < 3)
-      m.last_offsets.push_back({inst[last_i].offset, inst[last_i].rank_index});
   }
   m.median_transfer_ns = static_cast<DurationNs>(MedianNs(transfers));
   m.late_in_several_steps.assign(R, 0);

@@ -11,6 +11,7 @@
 
 #include "cli/app.h"
 #include "cli/formats.h"
+#include "cli/run_cli.h"
 #include "ingest/readers.h"
 #include "test_util.h"
 
@@ -21,20 +22,8 @@ using testing_util::ReadFile;
 using testing_util::TempDir;
 using testing_util::WriteFile;
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result RunCli(std::vector<std::string> args, const Terminal& terminal = {},
-              const std::string& argv0 = "laggard") {
-  args.insert(args.begin(), argv0);
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err, terminal);
-  return {rc, out.str(), err.str()};
-}
+using Result = testing_util::CliResult;
+using testing_util::RunCli;
 
 // Runs in `dir` as the working directory, then returns to the one before.
 struct InDirectory {

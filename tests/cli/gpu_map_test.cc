@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/run_cli.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -22,19 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing_util::TempDir;
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "laggard");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err, Terminal{});
-  return {rc, out.str(), err.str()};
-}
+using Result = testing_util::CliResult;
+using testing_util::RunCli;
 
 // One simulated job, written once: 2 nodes x 8 GPUs, GPU 3 of node-01
 // (rank 11) thermally throttled; step logs in sim/node-NN/rank-R.log.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/run_cli.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -21,19 +22,8 @@ using testing_util::WriteFile;
 using testing_util::WriteGzip;
 using Json = nlohmann::json;
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "laggard");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {rc, out.str(), err.str()};
-}
+using Result = testing_util::CliResult;
+using testing_util::RunCli;
 
 // Article lines of ranks 0 and 1, steps 0..2: 6 records on lines 1..6.
 constexpr const char* kTwoRanks =

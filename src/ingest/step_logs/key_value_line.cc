@@ -10,7 +10,7 @@
 // with the marker whose required values are missing or unreadable is
 // garbled.
 
-#include <charconv>
+#include <fmt/format.h>
 
 #include "base/text.h"
 #include "ingest/step_logs/line_matcher.h"
@@ -33,11 +33,11 @@ bool UnitKey(std::string_view key, std::string_view prefix, TimeUnit& unit) {
   return true;
 }
 
+// A number of `unit`s; nullopt unless the whole value is a finite number.
 std::optional<DurationNs> Duration(std::string_view value, TimeUnit unit) {
-  double v;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
-  return ToDurationNs(v, unit);
+  std::optional<double> v = ParseDouble(value);
+  if (!v) return std::nullopt;
+  return ToDurationNs(*v, unit);
 }
 
 class KeyValueLineMatcher final : public LineMatcher {
@@ -47,36 +47,28 @@ class KeyValueLineMatcher final : public LineMatcher {
   MatchResult Match(std::string_view line, ParsedStep& out, std::string& why) const override {
     size_t at = line.find(kMarker);
     if (at == std::string_view::npos) return MatchResult::kNoMatch;
-    std::string_view rest = line.substr(at + kMarker.size());
     bool have_rank = false, have_step = false;
     std::optional<std::string_view> ts;
-    while (!rest.empty()) {
-      size_t b = rest.find_first_not_of(" \t\r");
-      if (b == std::string_view::npos) break;
-      rest.remove_prefix(b);
-      size_t e = rest.find_first_of(" \t\r");
-      std::string_view token = rest.substr(0, e);
-      rest.remove_prefix(e == std::string_view::npos ? rest.size() : e);
+    // rank= and step=: an integer, else the line is garbled.
+    auto integer = [&](std::string_view value, const char* what, auto& field, bool& have) {
+      std::optional<int64_t> v = ParseInt<int64_t>(value);
+      if (!v) {
+        why = fmt::format("{} is not an integer", what);
+        return false;
+      }
+      field = *v;
+      have = true;
+      return true;
+    };
+    for (std::string_view token : SplitBlanks(line.substr(at + kMarker.size()))) {
       size_t eq = token.find('=');
       if (eq == std::string_view::npos) continue;
       std::string_view key = token.substr(0, eq), value = token.substr(eq + 1);
       TimeUnit unit;
       if (key == "rank") {
-        std::optional<int64_t> r = ParseInt<int64_t>(value);
-        if (!r) {
-          why = "rank is not an integer";
-          return MatchResult::kGarbled;
-        }
-        out.rank = *r;
-        have_rank = true;
+        if (!integer(value, "rank", out.rank, have_rank)) return MatchResult::kGarbled;
       } else if (key == "step") {
-        std::optional<int64_t> s = ParseInt<int64_t>(value);
-        if (!s) {
-          why = "step is not an integer";
-          return MatchResult::kGarbled;
-        }
-        out.step = *s;
-        have_step = true;
+        if (!integer(value, "step", out.step, have_step)) return MatchResult::kGarbled;
       } else if (UnitKey(key, "time", unit)) {
         out.duration = Duration(value, unit);
         out.unit = unit;

@@ -130,6 +130,8 @@ TEST(KeyValueLineTest, MissingRequiredValuesAreGarbledOtherLinesNoMatch) {
             MatchResult::kGarbled);
   EXPECT_NE(why.find("time_s="), std::string::npos) << why;
   EXPECT_EQ(MatchKeyValue("laggard-step rank=x step=1 time_s=1", p), MatchResult::kGarbled);
+  EXPECT_EQ(MatchKeyValue("laggard-step rank=1 step=1 time_s=nan", p), MatchResult::kGarbled);
+  EXPECT_EQ(MatchKeyValue("laggard-step rank=1 step=1 time_s=1e400", p), MatchResult::kGarbled);
   EXPECT_EQ(MatchKeyValue("rank=3 step=120 time_s=0.81", p), MatchResult::kNoMatch);
 }
 
