@@ -81,6 +81,10 @@ constexpr FindingInfo kCatalogue[] = {
      "the steps the profiler recorded ran slower than the rest: the profiler's own cost, not a "
      "slowdown of the job",
      kSteps},
+    {"gpu.power_limit_changed", Severity::kInfo,
+     "GPU's enforced power limit changed during the run (nvidia-smi -pl, a power-capping "
+     "daemon): an event on the timeline",
+     kGpu},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

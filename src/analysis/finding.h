@@ -26,39 +26,40 @@ enum class Severity : uint8_t { kInfo, kWarning, kCritical };
 std::string_view SeverityName(Severity s);
 
 enum class FindingCode : uint16_t {
-  kStepStraggler,       // one rank's steps are slower than its peers'
-  kStepsSynchronised,   // step times are equal on all ranks: cannot name a culprit
-  kJobSlowdown,         // the whole job slowed for a stretch of steps
-  kPeriodicSlowdown,    // slowdowns recur with a period
-  kJitter,              // rare slow steps on random ranks
-  kNoPeers,             // nothing to compare with (one series, or no rank known)
-  kTraceLateArrival,    // a rank arrives last at the collectives: the culprit
-  kTraceComputeSlow,    // its kernels run slower than a healthy peer's
-  kTraceHostStall,      // kernels normal, but it idles before launching them
-  kTraceCommBound,      // no late rank; transfers take much of every step
-  kTraceClockOffsets,   // rank clocks disagree; offsets were removed
-  kTraceNoMatch,        // traces present, but no collective could be matched
-  kGpuThermal,          // hot GPU with its SM clock pulled down
-  kGpuPowerCap,         // power limit lowered, or draw pinned at the cap with low clocks
-  kGpuClocksLow,        // SM clock under load below same-model peers, no thermal/power reason
-  kGpuPcieDowngrade,    // PCIe link below its capability or its peers (under load)
-  kGpuNvlinkDown,       // fewer active NVLinks than same-model peers
-  kGpuErrors,           // XID / ECC / retired pages / row remapping / dcgmi diag failure
-  kGpuIdleWaiting,      // GPUs look idle because they wait: not evidence by itself
-  kNetPortDown,         // IB port not Active, or Ethernet link not detected
-  kNetLinkDegraded,     // IB rate/width or Ethernet speed below peers / capability
-  kNetBandwidthLow,     // nccl-tests bus bandwidth of a host (pair) <= 0.7x comparable runs
-  kNetTestErrors,       // nccl-tests #wrong > 0 or failures
-  kNetSocketFallback,   // NCCL uses NET/Socket where peers use IB
-  kNetNoGdr,            // NCCL without GPU Direct RDMA where peers have it
-  kNetPoorPath,         // a GPU's nearest NIC is across the CPU interconnect (SYS/NODE)
-  kNetSharedSwitch,     // slow hosts share a switch: interference from outside the job
-  kStepStageImbalance,  // one pipeline stage uniformly slower: workload imbalance
-  kNetNicShared,        // more GPUs behind one NIC than the host's NICs share out evenly
-  kTraceLateGroup,      // several ranks (one host's, or a block) arrive late together
-  kTraceVariableWork,   // per-step work differs between ranks, a different rank slowest each step
-  kHostPause,           // one rank pauses at the job's isolated slow steps (pause_detector.h)
-  kStepProfilerWindow,  // the profiled steps ran slower: the profiler's cost, not the job's
+  kStepStraggler,         // one rank's steps are slower than its peers'
+  kStepsSynchronised,     // step times are equal on all ranks: cannot name a culprit
+  kJobSlowdown,           // the whole job slowed for a stretch of steps
+  kPeriodicSlowdown,      // slowdowns recur with a period
+  kJitter,                // rare slow steps on random ranks
+  kNoPeers,               // nothing to compare with (one series, or no rank known)
+  kTraceLateArrival,      // a rank arrives last at the collectives: the culprit
+  kTraceComputeSlow,      // its kernels run slower than a healthy peer's
+  kTraceHostStall,        // kernels normal, but it idles before launching them
+  kTraceCommBound,        // no late rank; transfers take much of every step
+  kTraceClockOffsets,     // rank clocks disagree; offsets were removed
+  kTraceNoMatch,          // traces present, but no collective could be matched
+  kGpuThermal,            // hot GPU with its SM clock pulled down
+  kGpuPowerCap,           // power limit lowered, or draw pinned at the cap with low clocks
+  kGpuClocksLow,          // SM clock under load below same-model peers, no thermal/power reason
+  kGpuPcieDowngrade,      // PCIe link below its capability or its peers (under load)
+  kGpuNvlinkDown,         // fewer active NVLinks than same-model peers
+  kGpuErrors,             // XID / ECC / retired pages / row remapping / dcgmi diag failure
+  kGpuIdleWaiting,        // GPUs look idle because they wait: not evidence by itself
+  kNetPortDown,           // IB port not Active, or Ethernet link not detected
+  kNetLinkDegraded,       // IB rate/width or Ethernet speed below peers / capability
+  kNetBandwidthLow,       // nccl-tests bus bandwidth of a host (pair) <= 0.7x comparable runs
+  kNetTestErrors,         // nccl-tests #wrong > 0 or failures
+  kNetSocketFallback,     // NCCL uses NET/Socket where peers use IB
+  kNetNoGdr,              // NCCL without GPU Direct RDMA where peers have it
+  kNetPoorPath,           // a GPU's nearest NIC is across the CPU interconnect (SYS/NODE)
+  kNetSharedSwitch,       // slow hosts share a switch: interference from outside the job
+  kStepStageImbalance,    // one pipeline stage uniformly slower: workload imbalance
+  kNetNicShared,          // more GPUs behind one NIC than the host's NICs share out evenly
+  kTraceLateGroup,        // several ranks (one host's, or a block) arrive late together
+  kTraceVariableWork,     // per-step work differs between ranks, a different rank slowest each step
+  kHostPause,             // one rank pauses at the job's isolated slow steps (pause_detector.h)
+  kStepProfilerWindow,    // the profiled steps ran slower: the profiler's cost, not the job's
+  kGpuPowerLimitChanged,  // the enforced power limit changed during the run: an event
   kCount,
 };
 

@@ -1,12 +1,14 @@
 #include "analysis/hardware_detector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "analysis/robust_stats.h"
+#include "model/time.h"
 
 namespace laggard {
 namespace {
@@ -51,6 +53,20 @@ void MeasureThermalTail(const GpuRecord& g, const HardwareDetectorOptions& o, Gp
     if (s.sm_clock_mhz) tail_clocks.push_back(*s.sm_clock_mhz);
   }
   st.thermal_tail_sm_clock_mhz = Median(tail_clocks);
+}
+
+// Changes of the enforced limit between consecutive samples (by time) that
+// print one; Run keeps each GPU's samples sorted by time.
+std::vector<PowerLimitChange> LimitChanges(const GpuRecord& g, const HardwareDetectorOptions& o) {
+  std::vector<PowerLimitChange> out;
+  std::optional<double> prev;
+  for (const GpuSample& s : g.samples) {
+    if (!s.power_limit_w) continue;
+    if (prev && std::abs(*s.power_limit_w - *prev) >= o.limit_change_w)
+      out.push_back(PowerLimitChange{s.time_ns, *prev, *s.power_limit_w, s.src});
+    prev = s.power_limit_w;
+  }
+  return out;
 }
 
 GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
@@ -99,6 +115,18 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
       if (s.power_limit_w) limits.push_back(*s.power_limit_w);
     }
     st.power_limit_w = Median(limits);
+  }
+  st.power_limit_changes = LimitChanges(g, o);
+  if (!st.power_limit_changes.empty()) {
+    double low = st.power_limit_changes.front().from_w;
+    for (const PowerLimitChange& c : st.power_limit_changes) low = std::min(low, c.to_w);
+    std::vector<double> capped;
+    for (const GpuSample& s : g.samples) {
+      if (s.power_limit_w && *s.power_limit_w < low + o.limit_change_w && s.sm_clock_mhz &&
+          Loaded(s, o))
+        capped.push_back(*s.sm_clock_mhz);
+    }
+    st.capped_sm_clock_mhz = Median(capped);
   }
   MeasureThermalTail(g, o, st);
   double n = static_cast<double>(std::max<size_t>(1, g.samples.size()));
@@ -200,6 +228,15 @@ std::vector<std::string> ErrorsOf(const GpuFacts& fx) {
                    (fx.diag_messages.empty() ? std::string() : ": " + fx.diag_messages.front()));
   }
   return errs;
+}
+
+// "at 2025-11-24T16:00:23.147Z", or how far into the file when sample
+// times are approximate.
+std::string When(const GpuStats& st, TimeNs t) {
+  if (st.time_is_approximate)
+    return fmt::format("~{:.0f} s into its samples (time approximate)",
+                       static_cast<double>(t) / 1e9);
+  return "at " + FormatTimestamp(t);
 }
 
 // The metrics of GPU i that compare it with its peers and with the slow
@@ -388,31 +425,58 @@ std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
   return f;
 }
 
+// `changes_told`: set when the finding tells the GPU's limit changes.
 std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& clock,
                                     const std::vector<SuspectRank>& suspects,
-                                    const HardwareDetectorOptions& o) {
+                                    const HardwareDetectorOptions& o, bool& changes_told) {
   const GpuStats& st = gm.stats;
   const std::optional<double>& peer_limit = gm.peer_power_limit_w;
   const std::optional<double>& default_limit = gm.default_power_limit_w;
+  // The lowest limit in force, and the change that first set it when that
+  // happened during the run.
+  std::optional<double> limit = st.power_limit_w;
+  const PowerLimitChange* lowered_at = nullptr;
+  for (const PowerLimitChange& c : st.power_limit_changes) {
+    if (c.to_w < c.from_w && (!lowered_at || c.to_w < lowered_at->to_w)) lowered_at = &c;
+  }
+  if (lowered_at && (!limit || lowered_at->to_w <= *limit)) limit = lowered_at->to_w;
+  else lowered_at = nullptr;
+  std::string limit_text =
+      lowered_at ? fmt::format("enforced power limit lowered from {:.0f} W to {:.0f} W {}",
+                               lowered_at->from_w, lowered_at->to_w, When(st, lowered_at->time_ns))
+      : limit    ? fmt::format("enforced power limit {:.0f} W", *limit)
+                 : std::string();
   bool limit_lowered = false;
-  std::string limit_text;
-  if (st.power_limit_w && default_limit && *st.power_limit_w < (1 - o.limit_gap) * *default_limit) {
+  if (limit && default_limit && *limit < (1 - o.limit_gap) * *default_limit) {
     limit_lowered = true;
-    limit_text = fmt::format("enforced power limit {:.0f} W, below its default {:.0f} W",
-                             *st.power_limit_w, *default_limit);
-  } else if (st.power_limit_w && peer_limit &&
-             *st.power_limit_w < (1 - o.limit_gap) * *peer_limit) {
+    limit_text += fmt::format(", below its default {:.0f} W", *default_limit);
+  } else if (limit && peer_limit && *limit < (1 - o.limit_gap) * *peer_limit) {
     limit_lowered = true;
-    limit_text = fmt::format("enforced power limit {:.0f} W, below its peers' {:.0f} W",
-                             *st.power_limit_w, *peer_limit);
+    limit_text += fmt::format(", below its peers' {:.0f} W", *peer_limit);
+  }
+  if (limit_lowered && lowered_at && st.power_limit_w && *st.power_limit_w > lowered_at->to_w) {
+    const PowerLimitChange& back = st.power_limit_changes.back();
+    limit_text += fmt::format(" (raised to {:.0f} W {})", back.to_w, When(st, back.time_ns));
+  }
+  // A cap lifted again: its clocks are those while it held.
+  ClockState capped = clock;
+  if (lowered_at && st.capped_sm_clock_mhz && st.peer_sm_clock_mhz && *st.peer_sm_clock_mhz > 0) {
+    double gap = 1 - *st.capped_sm_clock_mhz / *st.peer_sm_clock_mhz;
+    capped.low = gap >= (gm.peer_is_max ? o.clock_gap_vs_max : o.clock_gap);
+    capped.text = fmt::format(
+        "SM clock {:.0f} MHz under load while capped vs {:.0f} MHz on its {} ({:+.0f}%)",
+        *st.capped_sm_clock_mhz, *st.peer_sm_clock_mhz, gm.peer_is_max ? "max" : "same-model peers",
+        -100 * gap);
   }
   bool pinned =
       (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
-      clock.low;
+      capped.low;
   if (!limit_lowered && !pinned) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuPowerCap;
-  f.onset_time = gm.power_from_ns;
+  f.onset_time = limit_lowered && lowered_at && !st.time_is_approximate
+                     ? std::optional<TimeNs>(lowered_at->time_ns)
+                     : gm.power_from_ns;
   f.entity = EntityOf(st);
   f.cause = "power_cap";
   f.message = GpuName(st) + ": ";
@@ -420,13 +484,15 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   if (pinned) {
     f.message +=
         fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}", limit_lowered ? "; " : "",
-                    100 * std::max(st.pinned_share, st.power_reason_share), clock.text);
+                    100 * std::max(st.pinned_share, st.power_reason_share), capped.text);
   } else if (gm.clock_gap) {
-    f.message += "; " + clock.text;
+    f.message += "; " + capped.text;
   }
-  f.evidence.push_back(SourceOf(gm, limit_lowered ? limit_text : clock.text));
+  changes_told = limit_lowered && lowered_at;
+  if (changes_told) f.evidence.push_back(Evidence{limit_text, lowered_at->src});
+  else f.evidence.push_back(SourceOf(gm, limit_lowered ? limit_text : capped.text));
   f.overlaps_slow_steps = limit_lowered ? gm.any_overlap : gm.power_overlap;
-  double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (clock.low ? 0.15 : 0);
+  double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (capped.low ? 0.15 : 0);
   Relate(f, st, suspects, conf);
   f.next_steps.push_back(fmt::format(
       "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
@@ -531,6 +597,33 @@ std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
   return f;
 }
 
+// The enforced limit changed during the run, and no power finding tells it:
+// an event on the timeline (a limit raised back, or lowered on a GPU that
+// stayed fast).
+std::optional<Finding> LimitChangeFinding(const GpuMetrics& gm) {
+  const GpuStats& st = gm.stats;
+  if (st.power_limit_changes.empty()) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuPowerLimitChanged;
+  f.severity = Describe(f.code).severity;
+  f.entity = EntityOf(st);
+  f.confidence = 0.9;
+  if (!st.time_is_approximate) f.onset_time = st.power_limit_changes.front().time_ns;
+  std::string list;
+  for (size_t k = 0; k < st.power_limit_changes.size(); ++k) {
+    const PowerLimitChange& c = st.power_limit_changes[k];
+    std::string one =
+        fmt::format("{} from {:.0f} W to {:.0f} W {}", c.to_w < c.from_w ? "lowered" : "raised",
+                    c.from_w, c.to_w, When(st, c.time_ns));
+    if (k < 3) list += (k ? "; " : "") + one;
+    f.evidence.push_back(Evidence{"enforced power limit " + one, c.src});
+  }
+  if (st.power_limit_changes.size() > 3)
+    list += fmt::format("; {} more changes", st.power_limit_changes.size() - 3);
+  f.message = GpuName(st) + ": enforced power limit changed during the run: " + list;
+  return f;
+}
+
 // Victims that look idle.
 std::optional<Finding> IdleVictimsFinding(const std::vector<GpuStats>& gpus,
                                           const std::vector<SuspectRank>& suspects,
@@ -618,11 +711,16 @@ HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<Susp
     ClockState clock = ClockOf(gm, o);
     std::optional<Finding> thermal = ThermalFinding(gm, clock, suspects, o);
     if (!thermal) thermal = ThermalTailFinding(gm, suspects, o);
-    std::optional<Finding> power = thermal ? std::nullopt : PowerFinding(gm, clock, suspects, o);
+    bool changes_told = false;
+    std::optional<Finding> power =
+        thermal ? std::nullopt : PowerFinding(gm, clock, suspects, o, changes_told);
     std::optional<Finding> clocks =
         thermal || power ? std::nullopt : ClocksFinding(gm, clock, suspects, o);
     for (std::optional<Finding>* f : {&thermal, &power, &clocks}) {
       if (*f) a.findings.push_back(std::move(**f));
+    }
+    if (!changes_told) {
+      if (std::optional<Finding> f = LimitChangeFinding(gm)) a.findings.push_back(std::move(*f));
     }
     if (std::optional<Finding> f = PcieFinding(gm, suspects)) a.findings.push_back(std::move(*f));
     if (std::optional<Finding> f = NvlinkFinding(gm, suspects)) a.findings.push_back(std::move(*f));

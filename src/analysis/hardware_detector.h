@@ -42,6 +42,11 @@
 //               peers'; or pinned/SW power cap in >= min_power_share (20%)
 //               of loaded samples with clock_gap >= 5% (article: nvidia-smi
 //               -pl, weak supply)
+//               A limit lowered during the run is named with its time and
+//               line (the onset), and the lowest limit is the one compared.
+//   limit change any other change of the enforced limit by >= limit_change_w
+//               (1 W: limits are set in whole watts) is an info event at its
+//               time, not a disagreement between inputs
 //   clocks      clock_gap >= 5% (clock_gap_vs_max, 10%, against max clock)
 //               with no thermal or power reason; or applications clocks
 //               locked below app_clock_locked_ratio (90%) of max
@@ -83,13 +88,23 @@ struct HardwareDetectorOptions {
   double clock_gap_vs_max = 0.10;
   double power_pinned = 0.97;
   double limit_gap = 0.05;
-  double min_share = 0.10;        // of samples, for thermal reasons / hot
+  double min_share = 0.10;  // of samples, for thermal reasons / hot
+  double limit_change_w = 1.0;
   double min_power_share = 0.20;  // of loaded samples, for pinned / power reasons
   size_t thermal_tail_samples = 3;
   double thermal_tail_clock_gap = 0.02;
   double app_clock_locked_ratio = 0.9;
   double idle_victim_util_pct = 80;
   DurationNs time_slack_ns = 5'000'000'000;
+};
+
+// A change of the enforced power limit between two consecutive samples of
+// one GPU (`nvidia-smi -pl`, a power-capping daemon, the BMC).
+struct PowerLimitChange {
+  TimeNs time_ns = 0;  // the first sample with the new limit
+  double from_w = 0;
+  double to_w = 0;
+  SourceRef src;  // that sample's line
 };
 
 struct GpuStats {
@@ -104,7 +119,12 @@ struct GpuStats {
   std::optional<double> temp_c_max;
   std::optional<double> temp_c_median;
   std::optional<double> power_w_median;
-  std::optional<double> power_limit_w;  // enforced
+  std::optional<double> power_limit_w;  // enforced, the latest sample's
+  // Changes of the enforced limit, by time; empty when it never changed.
+  std::vector<PowerLimitChange> power_limit_changes;
+  // With changes: the median loaded SM clock while the lowest limit was in
+  // force (the whole-run median hides a cap that was lifted again).
+  std::optional<double> capped_sm_clock_mhz;
   std::optional<double> util_pct_median;
   double hot_share = 0;
   double thermal_reason_share = 0;

@@ -309,7 +309,10 @@ std::vector<std::string_view> MergeFacts(GpuFacts& dst, const GpuFacts& src) {
   fill(dst.max_mem_clock_mhz, src.max_mem_clock_mhz, "max memory clock");
   fill(dst.app_sm_clock_mhz, src.app_sm_clock_mhz, "applications SM clock");
   fill(dst.default_power_limit_w, src.default_power_limit_w, "default power limit");
-  fill(dst.enforced_power_limit_w, src.enforced_power_limit_w, "enforced power limit");
+  // The enforced power limit can be set at run time (`nvidia-smi -pl`):
+  // inputs taken at other times may differ without disagreeing. MergeGpus()
+  // gives the record the last sampled value.
+  if (!dst.enforced_power_limit_w) dst.enforced_power_limit_w = src.enforced_power_limit_w;
   fill(dst.min_power_limit_w, src.min_power_limit_w, "min power limit");
   fill(dst.max_power_limit_w, src.max_power_limit_w, "max power limit");
   fill(dst.slowdown_temp_c, src.slowdown_temp_c, "slowdown temperature");
@@ -427,6 +430,14 @@ void MergeGpus(std::vector<GpuRecord>& gpus, const Run& run, Diagnostics& diag) 
   for (GpuRecord& g : out) {
     std::stable_sort(g.samples.begin(), g.samples.end(),
                      [](const GpuSample& a, const GpuSample& b) { return a.time_ns < b.time_ns; });
+    // The limit in force now: the latest sample's (a change during the run
+    // is read from the samples, hardware_detector.h).
+    for (auto s = g.samples.rbegin(); s != g.samples.rend(); ++s) {
+      if (s->power_limit_w) {
+        g.facts.enforced_power_limit_w = s->power_limit_w;
+        break;
+      }
+    }
   }
   gpus = std::move(out);
 }

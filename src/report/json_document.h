@@ -43,6 +43,11 @@ Json BuildReport(const ReportInput& in);
 // all on one time origin. Layout in docs/json-report.md.
 Json BuildSeries(const ReportInput& in);
 
+// A source line as {"file", "line"} (null where unknown); an instant as
+// RFC 3339 text, null when absent (json_report.cc).
+Json SourceJson(const Run& run, const SourceRef& src);
+Json TimeJson(const std::optional<TimeNs>& t);
+
 // The `hardware` and `network` sections (json_evidence.cc).
 Json HardwareJson(const Run& run, const HardwareAnalysis& hardware);
 Json NetworkJson(const Run& run, const NetworkAnalysis& network);

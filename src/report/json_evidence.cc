@@ -43,6 +43,14 @@ Json HardwareJson(const Run& run, const HardwareAnalysis& hw) {
     j["power_w_median"] = Opt(st.power_w_median);
     j["power_limit_w"] = Opt(st.power_limit_w);
     j["default_power_limit_w"] = Opt(f.default_power_limit_w);
+    Json changes = Json::array();
+    for (const PowerLimitChange& c : st.power_limit_changes) {
+      changes.push_back({{"time", g.time_is_approximate ? Json(nullptr) : TimeJson(c.time_ns)},
+                         {"from_w", Num(c.from_w)},
+                         {"to_w", Num(c.to_w)},
+                         {"source", SourceJson(run, c.src)}});
+    }
+    j["power_limit_changes"] = std::move(changes);
     j["util_pct_median"] = Opt(st.util_pct_median);
     j["hot_share"] = Num(st.hot_share);
     j["thermal_reason_share"] = Num(st.thermal_reason_share);

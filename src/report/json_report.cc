@@ -22,17 +22,6 @@ Json EntityJson(const Entity& e) {
   return j;
 }
 
-Json SourceJson(const Run& run, const SourceRef& src) {
-  Json j;
-  j["file"] = src.file < run.files.size() ? Json(run.files[src.file].path) : Json(nullptr);
-  j["line"] = src.line > 0 ? Json(src.line) : Json(nullptr);
-  return j;
-}
-
-Json TimeJson(const std::optional<TimeNs>& t) {
-  return t ? Json(FormatTimestamp(*t)) : Json(nullptr);
-}
-
 // A trace's own busy / idle fields, ranked or not, into `j`.
 void TraceBusyJson(const Run& run, const TraceBusyStats& t, Json& j) {
   j["host"] = Opt(t.host);
@@ -276,6 +265,17 @@ Json RankMapJson(const RankMap& map) {
 }
 
 }  // namespace
+
+Json SourceJson(const Run& run, const SourceRef& src) {
+  Json j;
+  j["file"] = src.file < run.files.size() ? Json(run.files[src.file].path) : Json(nullptr);
+  j["line"] = src.line > 0 ? Json(src.line) : Json(nullptr);
+  return j;
+}
+
+Json TimeJson(const std::optional<TimeNs>& t) {
+  return t ? Json(FormatTimestamp(*t)) : Json(nullptr);
+}
 
 Json BuildReport(const ReportInput& in) {
   Json root;

@@ -8,7 +8,8 @@
 //                    (ProfilerStep ranges and collective calls of its trace);
 //                    a slice that would overlap its track's previous one
 //                    without nesting goes to an extra "(overlap k)" track
-//     counters       per GPU: "GPU i temp_c", "GPU i sm_clock_mhz", "GPU i power_w"
+//     counters       per GPU: "GPU i temp_c", "GPU i sm_clock_mhz", "GPU i power_w",
+//                    "GPU i power_limit_w"
 //   instants         findings at their onset, on the rank's track, the
 //                    host's process or the job process
 //
@@ -464,7 +465,8 @@ void MergedTraceWriter::WriteGpuCounters() {
     };
     for (Metric m :
          {Metric{"temp_c", &GpuSample::temp_c}, Metric{"sm_clock_mhz", &GpuSample::sm_clock_mhz},
-          Metric{"power_w", &GpuSample::power_w}}) {
+          Metric{"power_w", &GpuSample::power_w},
+          Metric{"power_limit_w", &GpuSample::power_limit_w}}) {
       // Perfetto names a counter track "<name> <arg>", chrome://tracing
       // "<name>" with one series per arg: one arg, "value".
       std::string name = Str(fmt::format("GPU {} {}{}", g.index, m.key, suffix));

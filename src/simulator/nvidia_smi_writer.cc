@@ -57,6 +57,9 @@ Reading ReadAt(const RunContext& ctx, int node, int gpu, int64_t true_ns) {
   const GpuSample& s0 = run.gpu_sample(node, gpu, 0);
   const GpuSample& sl = run.gpu_sample(node, gpu, steps - 1);
   r.pcie_width = s0.pcie_width;
+  // The power limit is a device setting (`nvidia-smi -pl`): it holds while
+  // the GPU idles before and after the job.
+  r.power_limit_w = true_ns < first ? s0.power_limit_w : sl.power_limit_w;
   if (true_ns < first) {
     r.temp_c = s0.temp_c;
     return r;

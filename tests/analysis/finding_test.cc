@@ -34,7 +34,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kTraceVariableWork).name, "trace.variable_work");
   EXPECT_EQ(Describe(FindingCode::kHostPause).name, "host.pause");
   EXPECT_EQ(Describe(FindingCode::kStepProfilerWindow).name, "step.profiler_window");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kStepProfilerWindow) + 1,
+  EXPECT_EQ(Describe(FindingCode::kGpuPowerLimitChanged).name, "gpu.power_limit_changed");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kGpuPowerLimitChanged) + 1,
             static_cast<size_t>(FindingCode::kCount));
 }
 

@@ -102,6 +102,54 @@ TEST(HardwareDecisionTest, ALoweredPowerLimitIsAPowerCapAndNotAlsoClocks) {
       << a.findings[0].message;
 }
 
+TEST(HardwareDecisionTest, ALimitLoweredMidRunIsAPowerCapFromThatChange) {
+  HardwareMetrics m = Node({0.0, 0.15, 0.0});
+  m.gpus[1].stats.power_limit_w = 300;
+  m.gpus[1].stats.power_limit_changes = {
+      PowerLimitChange{5'000'000'000, 700, 300, SourceRef{0, 7}}};
+  HardwareAnalysis a = DecideHardware(m, {}, HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u) << a.findings.back().message;
+  const Finding& f = a.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kGpuPowerCap);
+  EXPECT_EQ(f.onset_time, 5'000'000'000);
+  EXPECT_NE(f.message.find("lowered from 700 W to 300 W at 1970-01-01T00:00:05.000Z, below its "
+                           "default 700 W"),
+            std::string::npos)
+      << f.message;
+  ASSERT_FALSE(f.evidence.empty());
+  ASSERT_TRUE(f.evidence[0].source);
+  EXPECT_EQ(f.evidence[0].source->line, 7u);
+}
+
+TEST(HardwareDecisionTest, ALimitLoweredAndRaisedBackIsComparedAtItsLowest) {
+  HardwareMetrics m = Node({0.0, 0.0, 0.0});
+  m.gpus[1].stats.power_limit_w = 700;  // in force at the end
+  m.gpus[1].stats.power_limit_changes = {
+      PowerLimitChange{5'000'000'000, 700, 300, SourceRef{0, 7}},
+      PowerLimitChange{9'000'000'000, 300, 700, SourceRef{0, 11}}};
+  HardwareAnalysis a = DecideHardware(m, {}, HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u) << a.findings.back().message;
+  EXPECT_EQ(a.findings[0].code, FindingCode::kGpuPowerCap);
+  EXPECT_NE(a.findings[0].message.find("(raised to 700 W at 1970-01-01T00:00:09.000Z)"),
+            std::string::npos)
+      << a.findings[0].message;
+}
+
+TEST(HardwareDecisionTest, ALimitRaisedMidRunIsAnEventNotACause) {
+  HardwareMetrics m = Node({0.0, 0.0, 0.0});
+  m.gpus[2].stats.power_limit_changes = {
+      PowerLimitChange{5'000'000'000, 600, 700, SourceRef{0, 7}}};
+  HardwareAnalysis a = DecideHardware(m, Suspect(2), HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u) << a.findings.back().message;
+  const Finding& f = a.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kGpuPowerLimitChanged);
+  EXPECT_EQ(f.severity, Severity::kInfo);
+  EXPECT_EQ(f.onset_time, 5'000'000'000);
+  EXPECT_EQ(f.entity.gpu, 2);
+  EXPECT_NE(f.message.find("raised from 600 W to 700 W"), std::string::npos) << f.message;
+  EXPECT_FALSE(f.cause);
+}
+
 // Three H100s of node-00 (ranks 0-2), 10 samples each at full load; GPU 2
 // at 1700 MHz, the others at 1980 MHz.
 laggard::Run TinyRun() {
@@ -162,6 +210,54 @@ TEST(HardwareMetricsTest, AGpuBelowItsPeersMeasuresItsClockGapAndOverlap) {
   HardwareAnalysis whole = AnalyzeHardware(run, ranks, suspects, opt);
   ASSERT_EQ(whole.findings.size(), 1u);
   EXPECT_EQ(whole.findings[0].message, a.findings[0].message);
+}
+
+TEST(HardwareMetricsTest, ALimitChangeBetweenSamplesIsMeasuredAtItsSample) {
+  laggard::Run run = TinyRun();
+  for (GpuSample& s : run.hardware.gpus[1].samples)
+    s.power_limit_w = s.time_ns < 4'000'000'000 ? 700 : 350;
+  RankMap ranks = RankMap::Build(run, std::nullopt);
+  HardwareMetrics m = MeasureHardware(run, ranks, {}, HardwareDetectorOptions());
+  EXPECT_TRUE(m.gpus[0].stats.power_limit_changes.empty());
+  ASSERT_EQ(m.gpus[1].stats.power_limit_changes.size(), 1u);
+  const PowerLimitChange& c = m.gpus[1].stats.power_limit_changes[0];
+  EXPECT_EQ(c.time_ns, 4'000'000'000);
+  EXPECT_EQ(c.from_w, 700);
+  EXPECT_EQ(c.to_w, 350);
+  EXPECT_EQ(c.src.line, 5u);
+}
+
+// Two inputs of one GPU taken at other times (a `nvidia-smi -q` dump at the
+// end, a query CSV through the run) that print other limits: a change, not a
+// disagreement; the limit in force is the latest sample's.
+TEST(HardwareMergeTest, ALimitThatChangedIsNotAConflictingFact) {
+  laggard::Run run;
+  run.files.push_back(InputFileInfo{"query.csv", "nvidia-smi-query", 0, 0, true});
+  run.files.push_back(InputFileInfo{"q.txt", "nvidia-smi-q", 0, 0, true});
+  RunBuilder b;
+  GpuRecord csv;
+  csv.host = "node-00";
+  csv.files = {0};
+  csv.facts.enforced_power_limit_w = 700;  // the CSV's first row
+  for (int t = 0; t < 4; ++t) {
+    GpuSample s;
+    s.time_ns = static_cast<TimeNs>(t) * 1'000'000'000;
+    s.power_limit_w = t < 2 ? 700 : 300;
+    csv.samples.push_back(s);
+  }
+  GpuRecord dump = csv;
+  dump.files = {1};
+  dump.facts.enforced_power_limit_w = 300;
+  dump.samples.resize(1);
+  dump.samples[0].time_ns = 5'000'000'000;
+  dump.samples[0].power_limit_w = 300;
+  b.AddGpu(csv);
+  b.AddGpu(dump);
+  b.Finalize(run);
+  EXPECT_EQ(b.diagnostics().count(DiagCode::kHwConflictingFacts), 0u);
+  ASSERT_EQ(run.hardware.gpus.size(), 1u);
+  EXPECT_EQ(run.hardware.gpus[0].facts.enforced_power_limit_w, 300);
+  EXPECT_EQ(run.hardware.gpus[0].samples.size(), 5u);
 }
 
 }  // namespace

@@ -139,8 +139,10 @@ TEST(AgentLogReaderTest, ChangingPowerLimitStaysPerSample) {
   laggard::Run run = IngestPaths({WriteFile(dir.File("hardware.jsonl"), text)});
   ASSERT_EQ(run.hardware.gpus.size(), 1u);
   const GpuRecord& g = run.hardware.gpus[0];
-  EXPECT_FALSE(g.facts.enforced_power_limit_w);
+  // The limit in force is the latest sample's; the change stays in the samples.
+  EXPECT_EQ(g.facts.enforced_power_limit_w, 400);
   EXPECT_FALSE(g.facts.nvlink_up);
+  EXPECT_EQ(g.samples[0].power_limit_w, 700);
   EXPECT_EQ(g.samples[1].power_limit_w, 400);
 }
 
