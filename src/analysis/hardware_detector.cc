@@ -494,11 +494,21 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   f.overlaps_slow_steps = limit_lowered ? gm.any_overlap : gm.power_overlap;
   double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (capped.low ? 0.15 : 0);
   Relate(f, st, suspects, conf);
-  f.next_steps.push_back(fmt::format(
-      "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
-      "POWER`), and check the node's power supply if the limit is already at its default",
-      st.host.value_or("the host"), st.gpu, st.gpu,
-      default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
+  if (lowered_at && st.power_limit_w && *st.power_limit_w > lowered_at->to_w) {
+    // Restored already: what lowered it will again.
+    f.next_steps.push_back(fmt::format(
+        "find what lowered the power limit of {} GPU {} to {:.0f} W {} (a power-capping daemon, a "
+        "DCGM policy: `dcgmi policy --get`, a job prolog running `nvidia-smi -pl`, the BMC's "
+        "power budget: its event log); it is back at {:.0f} W",
+        st.host.value_or("the host"), st.gpu, lowered_at->to_w, When(st, lowered_at->time_ns),
+        *st.power_limit_w));
+  } else {
+    f.next_steps.push_back(fmt::format(
+        "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
+        "POWER`), and check the node's power supply if the limit is already at its default",
+        st.host.value_or("the host"), st.gpu, st.gpu,
+        default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
+  }
   return f;
 }
 

@@ -564,9 +564,28 @@ Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
       "rank's median within {:.2f}% of the steps' medians): each step waits for the slowest "
       "rank in the collective, so step times cannot name the culprit",
       m.series.size(), 100 * *job.sync_spread, 100 * *job.sync_rank_offset);
-  f.next_steps.push_back(
-      "add profiler traces of 2 steps from every rank (or at least a suspect and a healthy "
-      "rank): the culprit arrives last at each collective and waits least");
+  // Traces given, of steps outside the job's slowdown: they cannot time it.
+  const Episode* untraced = nullptr;
+  if (job.profiled_steps) {
+    for (const Episode& e : job.episodes) {
+      if (e.end_step < job.profiled_steps->first || e.start_step > job.profiled_steps->last) {
+        untraced = &e;
+        break;
+      }
+    }
+  }
+  if (untraced != nullptr) {
+    f.next_steps.push_back(fmt::format(
+        "profile 2 steps inside the slowdown of steps {}-{} on every rank (torch.profiler "
+        "schedule(skip_first={}, wait=0, warmup=1, active=2)): the traces given cover steps "
+        "{}-{}, outside it, where the culprit is not slow",
+        untraced->start_step, untraced->end_step, untraced->start_step, job.profiled_steps->first,
+        job.profiled_steps->last));
+  } else {
+    f.next_steps.push_back(
+        "add profiler traces of 2 steps from every rank (or at least a suspect and a healthy "
+        "rank): the culprit arrives last at each collective and waits least");
+  }
   f.next_steps.push_back(
       "or log compute-only step time (before the gradient all-reduce) on every rank");
   return f;

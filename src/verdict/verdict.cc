@@ -16,11 +16,14 @@ using verdict_internal::CulpritOf;
 using verdict_internal::EntityName;
 using verdict_internal::FirstOf;
 using verdict_internal::GpuHoursPerDay;
+using verdict_internal::HardwareOnlyCulprit;
+using verdict_internal::IsGpuCause;
 using verdict_internal::PatternText;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
 using verdict_internal::TimesCompared;
+using verdict_internal::TimeTieStep;
 using verdict_internal::WorldSize;
 
 // A trace culprit last at fewer than this share of the collectives is late
@@ -371,8 +374,12 @@ std::optional<Verdict> StepsOnlyVerdict(const StepAnalysis& steps) {
     v.status = VerdictStatus::kInconclusive;
     v.summary = fmt::format(
         "verdict: inconclusive — step times are synchronised across {} ranks (spread {:.2f}%), so "
-        "they cannot name the culprit; add traces of 2 steps from every rank",
-        steps.job.ranks, 100 * steps.job.sync_spread.value_or(0));
+        "they cannot name the culprit; {}",
+        steps.job.ranks, 100 * steps.job.sync_spread.value_or(0),
+        steps.job.profiled_steps
+            ? fmt::format("the traces cover steps {}-{} only", steps.job.profiled_steps->first,
+                          steps.job.profiled_steps->last)
+            : std::string("add traces of 2 steps from every rank"));
     if (!steps.job.episodes.empty()) {
       v.summary += fmt::format(" ({} job-wide slowdown episode{} seen)", steps.job.episodes.size(),
                                steps.job.episodes.size() == 1 ? "" : "s");
@@ -484,12 +491,6 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   if (auto v = TracesClearVerdict(steps, traces)) return std::move(*v);
   if (auto v = StepsOnlyVerdict(steps)) return std::move(*v);
   return NoCulpritVerdict(run, steps, traces);
-}
-
-bool IsGpuCause(FindingCode c) {
-  return c == FindingCode::kGpuThermal || c == FindingCode::kGpuPowerCap ||
-         c == FindingCode::kGpuClocksLow || c == FindingCode::kGpuPcieDowngrade ||
-         c == FindingCode::kGpuNvlinkDown;
 }
 
 // PCIe / NVLink link faults slow the GPU's transfers (input copies, its
@@ -799,57 +800,6 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
   return out;
 }
 
-// When neither step times nor traces can tell which rank is slow (step
-// times synchronised, no late arrival), a hardware anomaly on one GPU is the
-// best remaining hypothesis: a degraded NVLink / PCIe link slows the
-// collectives for everyone without making its rank late, and a throttled GPU
-// shows in the GPU metrics even where no trace was taken. Confidence stays
-// at kContradictedCap or below (one signal, unconfirmed by the ranks' timing).
-std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
-  // Without step times nothing says the job is slow at all: GPU findings
-  // stay findings.
-  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
-  std::vector<const Finding*> cands;
-  const Finding* late_trace = nullptr;  // the candidate's rank's late arrival, not blamed alone
-  for (const Finding& f : a.hardware.findings) {
-    if (!IsGpuCause(f.code) || !f.entity.host || !f.entity.gpu) continue;
-    bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
-    // A late-arrival analysis that found nobody late speaks against a
-    // compute cause: the GPU would make its rank late. Unless its rank is
-    // the one last at the collectives, by too little to be blamed on
-    // arrival order alone: the GPU's own metrics explain it.
-    bool late_here = false;
-    std::optional<int32_t> rank = a.ranks.RankOf(*f.entity.host, *f.entity.gpu);
-    for (const Finding& t : a.traces.findings) {
-      if (t.code == FindingCode::kTraceLateArrival && rank && t.entity.rank == rank) {
-        late_here = true;
-        late_trace = &t;
-      }
-    }
-    if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0 && !late_here) continue;
-    cands.push_back(&f);
-  }
-  if (cands.size() != 1) return std::nullopt;
-  const Finding& f = *cands.front();
-  Culprit c;
-  c.entity = f.entity;
-  bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
-  c.cause_class = comm ? CauseClass::kCommunication : CauseClass::kComputeSlow;
-  c.cause = f.cause;
-  c.confidence = std::min(kContradictedCap, f.confidence);
-  c.evidence.push_back("GPU: " + f.message);
-  if (late_trace != nullptr &&
-      late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
-    c.evidence.push_back("traces: " + late_trace->message);
-  } else {
-    c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
-                                "slows every collective, not one rank"
-                              : "step times are synchronised and no traces name a late rank: "
-                                "unconfirmed by timing");
-  }
-  return c;
-}
-
 // The rank that pauses at the job's isolated slow steps (host.pause,
 // pause_detector.h): a host stall, on the finding's evidence.
 Culprit PauseCulprit(const Finding& pause) {
@@ -944,6 +894,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       // the GPU is the more specific culprit.
       std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw->entity.host; });
       net.insert(net.begin(), *hw);
+    } else if (auto tie = TimeTieStep(a)) {
+      AddSteps(next, {*tie});
     }
   }
   if (!net.empty()) {

@@ -45,6 +45,18 @@ std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_los
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);
 
+// Thermal, power cap, clocks, PCIe, NVLink: the GPU findings that name a
+// cause (hardware_culprit.cc).
+bool IsGpuCause(FindingCode c);
+
+// One GPU's hardware anomaly as the culprit where step times and traces
+// cannot name one (hardware_culprit.cc).
+std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a);
+
+// Where that rule cannot tie a GPU's anomaly to a whole-job slowdown because
+// the step logs carry no times: the next step that would.
+std::optional<std::string> TimeTieStep(const Analyses& a);
+
 }  // namespace laggard::verdict_internal
 
 #endif  // LAGGARD_VERDICT_VERDICT_HELPERS_H_

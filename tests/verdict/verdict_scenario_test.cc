@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
@@ -31,10 +32,12 @@ struct Diagnosis {
   Verdict v;
 };
 
-Diagnosis Simulate(const sim::ClusterScenario& in, const TempDir& dir) {
+Diagnosis Simulate(const sim::ClusterScenario& in, const TempDir& dir,
+                   sim::StepLogFormat steps = sim::StepLogFormat::kArticle) {
   sim::ClusterScenario sc = in;
   EXPECT_TRUE(sim::ResolveScenario(&sc).ok());
   sim::RunOutputOptions out;
+  out.step_format = steps;
   out.trace_steps = 3;
   out.measure_effects = false;
   auto written = sim::WriteClusterRun(sc, out, dir.path());
@@ -255,6 +258,42 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   ASSERT_EQ(c.evidence.size(), 2u);
   EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos)
       << c.evidence[1];
+}
+
+// A power cap set at step 15 and lifted after step 35: the traces (the
+// last 3 steps) see a healthy job and step times are synchronised. The job's
+// slowdown began when GPU 5 of node-01's limit was lowered: with timestamped
+// step logs that names rank 13; without times, the verdict says what to log.
+TEST(VerdictScenarioTest, ACapLiftedBeforeTheTracesIsNamedByTheSlowdownItsOnsetStarted) {
+  sim::ClusterScenario sc = Scenario(4, 4, sim::FaultKind::kPowerCap, 0.5);
+  sc.faults[0].target.kind = sim::FaultTarget::Kind::kRank;
+  sc.faults[0].target.rank = 13;
+  sc.faults[0].onset_step = 15;
+  sc.faults[0].end_step = 35;
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir, sim::StepLogFormat::kCsv);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  const Culprit& c = d.v.culprits.front();
+  EXPECT_EQ(c.entity.rank, 13) << d.v.summary;
+  EXPECT_EQ(c.cause, "power_cap");
+  EXPECT_EQ(c.cause_class, CauseClass::kComputeSlow);
+  EXPECT_NEAR(c.confidence, kSingleSourceCap, 1e-9);
+  ASSERT_GE(c.evidence.size(), 3u);
+  EXPECT_NE(c.evidence[0].find("lowered from 700 W to"), std::string::npos) << c.evidence[0];
+  EXPECT_NE(c.evidence[1].find("the whole job slowed in steps 15-"), std::string::npos)
+      << c.evidence[1];
+  EXPECT_NE(c.evidence[2].find("outside that slowdown"), std::string::npos) << c.evidence[2];
+  EXPECT_EQ(d.run.diagnostics.count(DiagCode::kHwConflictingFacts), 0u);
+
+  TempDir untimed_dir;
+  Diagnosis untimed = Simulate(sc, untimed_dir, sim::StepLogFormat::kArticle);
+  EXPECT_EQ(untimed.v.status, VerdictStatus::kInconclusive) << untimed.v.summary;
+  bool asks = std::any_of(untimed.v.next_steps.begin(), untimed.v.next_steps.end(),
+                          [](const std::string& s) {
+                            return s.find("log a timestamp with each step") != std::string::npos &&
+                                   s.find("GPU 5 of node-01's power_cap") != std::string::npos;
+                          });
+  EXPECT_TRUE(asks) << fmt::format("{}", fmt::join(untimed.v.next_steps, "\n"));
 }
 
 TEST(VerdictScenarioTest, ShortPauseIsNamedOncePerPauseAcrossDmonAndQueryLogs) {

@@ -1,0 +1,147 @@
+// The verdict's last hardware rule: when step times are synchronised and
+// no trace names a late rank, a cause seen on one GPU, the stronger when a
+// whole-job slowdown began at the GPU's onset. Internal to src/verdict/.
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "model/time.h"
+#include "verdict/verdict_helpers.h"
+
+namespace laggard::verdict_internal {
+namespace {
+
+// How far a whole-job slowdown's first step may start from a GPU anomaly's
+// onset and still be the same event: nvidia-smi / DCGM sample every 1-5 s
+// and a change point is placed to a step, so 10 s or two steps (judgement).
+constexpr DurationNs kOnsetSlackNs = 10'000'000'000;
+
+// The whole-job slowdown episode that began at `f`'s onset, if any.
+const Episode* EpisodeAtOnset(const Analyses& a, const Finding& f) {
+  if (!f.onset_time) return nullptr;
+  for (const Episode& e : a.steps.job.episodes) {
+    if (!e.start_time) continue;
+    auto slack = std::max<DurationNs>(kOnsetSlackNs,
+                                      static_cast<DurationNs>(2e9 * e.median_step_s));
+    if (std::llabs(*f.onset_time - *e.start_time) <= slack) return &e;
+  }
+  return nullptr;
+}
+
+// Whether the profiled steps overlap `e` (true when unknown: the traces'
+// silence then counts).
+bool Traced(const Analyses& a, const Episode& e) {
+  const std::optional<LogStepRange>& prof = a.steps.job.profiled_steps;
+  return !prof || (prof->first <= e.end_step && prof->last >= e.start_step);
+}
+
+}  // namespace
+
+bool IsGpuCause(FindingCode c) {
+  return c == FindingCode::kGpuThermal || c == FindingCode::kGpuPowerCap ||
+         c == FindingCode::kGpuClocksLow || c == FindingCode::kGpuPcieDowngrade ||
+         c == FindingCode::kGpuNvlinkDown;
+}
+
+// When neither step times nor traces can tell which rank is slow (step
+// times synchronised, no late arrival), a hardware anomaly on one GPU is the
+// best remaining hypothesis: a degraded NVLink / PCIe link slows the
+// collectives for everyone without making its rank late, and a throttled GPU
+// shows in the GPU metrics even where no trace was taken. Confidence stays
+// at kContradictedCap or below (one signal, unconfirmed by the ranks' timing).
+std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
+  // Without step times nothing says the job is slow at all: GPU findings
+  // stay findings.
+  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
+  std::vector<const Finding*> cands;
+  const Finding* late_trace = nullptr;  // the candidate's rank's late arrival, not blamed alone
+  for (const Finding& f : a.hardware.findings) {
+    if (!IsGpuCause(f.code) || !f.entity.host || !f.entity.gpu) continue;
+    bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
+    // A late-arrival analysis that found nobody late speaks against a
+    // compute cause: the GPU would make its rank late. Unless its rank is
+    // the one last at the collectives, by too little to be blamed on
+    // arrival order alone: the GPU's own metrics explain it.
+    bool late_here = false;
+    std::optional<int32_t> rank = a.ranks.RankOf(*f.entity.host, *f.entity.gpu);
+    for (const Finding& t : a.traces.findings) {
+      if (t.code == FindingCode::kTraceLateArrival && rank && t.entity.rank == rank) {
+        late_here = true;
+        late_trace = &t;
+      }
+    }
+    // Nor does it when the traces cover other steps than the whole-job
+    // slowdown that began with the GPU's anomaly (a cap lifted before the
+    // profiler ran).
+    const Episode* ep = EpisodeAtOnset(a, f);
+    bool untraced = ep != nullptr && !Traced(a, *ep);
+    if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0 && !late_here && !untraced)
+      continue;
+    cands.push_back(&f);
+  }
+  // Several GPUs: the one whose onset a whole-job slowdown followed.
+  if (cands.size() > 1) {
+    std::erase_if(cands, [&](const Finding* f) { return EpisodeAtOnset(a, *f) == nullptr; });
+  }
+  if (cands.size() != 1) return std::nullopt;
+  const Finding& f = *cands.front();
+  const Episode* ep = EpisodeAtOnset(a, f);
+  Culprit c;
+  c.entity = f.entity;
+  bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
+  c.cause_class = comm ? CauseClass::kCommunication : CauseClass::kComputeSlow;
+  c.cause = f.cause;
+  // Two signals agree in time: the GPU's own metrics and the job's steps.
+  c.confidence = std::min(ep ? kSingleSourceCap : kContradictedCap, f.confidence);
+  c.onset_step = ep ? std::optional<int64_t>(ep->start_step) : std::nullopt;
+  c.evidence.push_back("GPU: " + f.message);
+  if (ep != nullptr) {
+    double excess = ep->baseline_step_s > 0 ? ep->median_step_s / ep->baseline_step_s - 1 : 0;
+    if (excess > 0) c.slowdown = excess;
+    c.evidence.push_back(fmt::format(
+        "steps: the whole job slowed in steps {}-{} ({:+.0f}%), from {}, {:.1f} s {} this GPU's "
+        "onset",
+        ep->start_step, ep->end_step, 100 * excess, FormatTimestamp(*ep->start_time),
+        static_cast<double>(std::llabs(*ep->start_time - *f.onset_time)) / 1e9,
+        *ep->start_time >= *f.onset_time ? "after" : "before"));
+    const std::optional<LogStepRange>& prof = a.steps.job.profiled_steps;
+    if (prof && !Traced(a, *ep)) {
+      c.evidence.push_back(fmt::format(
+          "traces: the profiled steps {}-{} lie outside that slowdown, so they cannot time it",
+          prof->first, prof->last));
+    }
+  }
+  if (late_trace != nullptr &&
+      late_trace->entity.rank == a.ranks.RankOf(*f.entity.host, *f.entity.gpu)) {
+    c.evidence.push_back("traces: " + late_trace->message);
+  } else if (ep == nullptr) {
+    c.evidence.push_back(comm ? "step times are synchronised and no rank arrives late: a slow link "
+                                "slows every collective, not one rank"
+                              : "step times are synchronised and no traces name a late rank: "
+                                "unconfirmed by timing");
+  }
+  return c;
+}
+
+std::optional<std::string> TimeTieStep(const Analyses& a) {
+  if (!a.steps.job.synchronised) return std::nullopt;
+  const Episode* untimed = nullptr;
+  for (const Episode& e : a.steps.job.episodes) {
+    if (!e.start_time) untimed = untimed ? untimed : &e;
+  }
+  if (untimed == nullptr) return std::nullopt;
+  for (const Finding& f : a.hardware.findings) {
+    if (!IsGpuCause(f.code) || !f.onset_time || !f.entity.host || !f.entity.gpu) continue;
+    return fmt::format(
+        "log a timestamp with each step (a `timestamp` column in the step CSV / JSONL, or "
+        "laggard_step.py) so that GPU {} of {}'s {} from {} can be tied to the whole job's "
+        "slowdown of steps {}-{}: the step logs carry no times",
+        *f.entity.gpu, *f.entity.host, f.cause.value_or("anomaly"), FormatTimestamp(*f.onset_time),
+        untimed->start_step, untimed->end_step);
+  }
+  return std::nullopt;
+}
+
+}  // namespace laggard::verdict_internal
