@@ -15,8 +15,16 @@
 // (b) scrapes    --concurrent connections opened at once, each one GET
 //                /metrics read to the end; ok / failed, wall time and the
 //                slowest; repeated --rounds times
+// (c) slow       for each N of --slow-clients: N connections, each from its
+//     clients    own source address (127.0.0.2, .3, ... inside 127/8), send
+//                `GET /metrics HTTP/1.1\r\nHost: ...\r\n` and nothing more;
+//                after 0.3 s, 5 scrapes of /metrics one after another from
+//                127.0.0.1, 10 s timeout each; scrapes served, worst and
+//                median latency; then the slow connections are closed
+//                (docs/reliability.md, "The agent under load")
 //
-// Usage: agent_bench [--seconds N] [--concurrent N] [--rounds N] [--binary PATH]
+// Usage: agent_bench [--seconds N] [--concurrent N] [--rounds N]
+//                    [--slow-clients N[,N...]] [--binary PATH]
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -24,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -120,14 +130,82 @@ std::string EightGpus() {
   return "{\"gpus\": [\n" + gpus + "]}\n";
 }
 
+// "8,16,200" -> {8, 16, 200}. An entry that is not a positive count is
+// reported and left out.
+std::vector<int> ParseCounts(const std::string& list) {
+  std::vector<int> counts;
+  std::istringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    errno = 0;
+    long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno != 0 || n < 1 || n > 1'000'000) {
+      std::fprintf(stderr, "agent_bench: --slow-clients: \"%s\" is not a count from 1 to 1000000\n",
+                   item.c_str());
+      continue;
+    }
+    counts.push_back(static_cast<int>(n));
+  }
+  return counts;
+}
+
+// The i-th slow client's source address: 127.0.0.2 upwards, counting through
+// the 24 host bits of 127/8 and wrapping before 127.255.255.255.
+std::string SlowSource(int i) {
+  constexpr uint32_t kFirst = 2, kHosts = (1u << 24) - 1 - kFirst;  // 127.0.0.2 .. 127.255.255.254
+  uint32_t host = kFirst + static_cast<uint32_t>(i) % kHosts;
+  return fmt::format("127.{}.{}.{}", host >> 16, (host >> 8) & 0xff, host & 0xff);
+}
+
+// Part (c): `n` slow clients held open while 5 scrapes follow one another.
+void SlowClients(int http, int n) {
+  std::vector<int> slow;
+  slow.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::string source = SlowSource(i);
+    int fd = probe::SlowClient(http, source.c_str());
+    if (fd < 0) {
+      std::printf("(c) %d slow clients: connection %d (from %s) failed: %s; skipped\n", n, i + 1,
+                  source.c_str(), std::strerror(errno));
+      for (int open : slow) close(open);
+      return;
+    }
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  constexpr int kScrapes = 5;
+  std::vector<double> latency_s;
+  int served = 0;
+  std::string first_error;
+  for (int i = 0; i < kScrapes; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    probe::HttpResult r = probe::Get(http, "/metrics", 10000);
+    latency_s.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (r.status == 200 && r.body.find("laggard_gpu_temp_celsius") != std::string::npos) {
+      ++served;
+    } else if (first_error.empty()) {
+      first_error = r.error.empty() ? fmt::format("status {}", r.status) : r.error;
+    }
+  }
+  for (int fd : slow) close(fd);
+  std::sort(latency_s.begin(), latency_s.end());
+  std::printf("(c) %d slow clients: %d/%d scrapes served%s%s, worst %.3f s, median %.3f s\n", n,
+              served, kScrapes, first_error.empty() ? "" : ", first error: ", first_error.c_str(),
+              latency_s.back(), latency_s[kScrapes / 2]);
+}
+
 int Main(int argc, char** argv) {
   int seconds = 60, concurrent = 1000, rounds = 3;
+  std::vector<int> slow_clients{8, 16, 200};
   std::string binary = LAGGARD_BINARY;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--seconds") seconds = std::atoi(argv[i + 1]);
     else if (a == "--concurrent") concurrent = std::atoi(argv[i + 1]);
     else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else if (a == "--slow-clients") slow_clients = ParseCounts(argv[i + 1]);
     else if (a == "--binary") binary = argv[i + 1];
   }
   std::string dir = bench::MakeTempDir("laggard-agent-bench");
@@ -191,8 +269,14 @@ int Main(int argc, char** argv) {
         r.first_error.empty() ? "" : ", first error: ", r.first_error.c_str(), r.seconds,
         r.max_latency_s);
   }
-  std::printf("    RSS after: %.1f MB, peak %.1f MB\n", StatusKb(child.pid, "VmRSS") / 1024.0,
+  std::printf("    RSS after: %.1f MB, peak %.1f MB\n\n", StatusKb(child.pid, "VmRSS") / 1024.0,
               StatusKb(child.pid, "VmHWM") / 1024.0);
+
+  for (int n : slow_clients) SlowClients(http, n);
+  if (!slow_clients.empty()) {
+    std::printf("    RSS after: %.1f MB, peak %.1f MB\n", StatusKb(child.pid, "VmRSS") / 1024.0,
+                StatusKb(child.pid, "VmHWM") / 1024.0);
+  }
 
   kill(child.pid, SIGTERM);
   int status = 0;

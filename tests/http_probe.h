@@ -1,7 +1,8 @@
 // Minimal HTTP/1.1 GET over raw loopback sockets, for the agent tests and
 // bench/agent_bench.cc: one request, and many concurrent ones multiplexed
 // with poll() on one thread (so "1,000 concurrent scrapes" really holds
-// 1,000 connections open at once, without 1,000 client threads).
+// 1,000 connections open at once, without 1,000 client threads); and slow
+// clients that send half a request head and stop.
 
 #ifndef LAGGARD_TESTS_HTTP_PROBE_H_
 #define LAGGARD_TESTS_HTTP_PROBE_H_
@@ -62,6 +63,35 @@ inline int ConnectLoopback(int port, bool nonblocking) {
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+// A connection from `source` (any 127/8 address is loopback on Linux) that
+// sends part of a request head (`GET /metrics HTTP/1.1\r\nHost: ...\r\n`)
+// and then nothing: a client too slow to finish its request. -1 when the
+// socket, bind or connect fails; errno then says why.
+inline int SlowClient(int port, const char* source) {
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  if (inet_pton(AF_INET, source, &from.sin_addr) != 1) {
+    errno = EINVAL;
+    return -1;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  const std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  send(fd, part.data(), part.size(), MSG_NOSIGNAL);
   return fd;
 }
 

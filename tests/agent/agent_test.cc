@@ -1016,24 +1016,6 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
   rig.agent->Stop();
 }
 
-// A connection from `source` (any 127/8 address is loopback on Linux)
-// that sends part of a request head and then nothing.
-int SlowClient(int port, const char* source) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) return -1;
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return -1;
-  std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-  send(fd, part.data(), part.size(), MSG_NOSIGNAL);
-  return fd;
-}
-
 // Slow clients (a partial request head, then silence) do not hold back a
 // scrape: 100 from one address (most refused over the per-client cap) and
 // 40 from 40 others (each waiting out the head timeout on its own thread),
@@ -1049,9 +1031,9 @@ TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
   // must still get a thread of its own).
   ASSERT_EQ(probe::Get(port, "/metrics").status, 200);
   std::vector<int> slow;
-  for (int i = 0; i < 100; ++i) slow.push_back(SlowClient(port, "127.0.0.1"));
+  for (int i = 0; i < 100; ++i) slow.push_back(probe::SlowClient(port, "127.0.0.1"));
   for (int i = 0; i < 40; ++i)
-    slow.push_back(SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
+    slow.push_back(probe::SlowClient(port, fmt::format("127.0.1.{}", i + 2).c_str()));
   for (int fd : slow) ASSERT_GE(fd, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all past the grace
   for (int i = 0; i < 5; ++i) {
