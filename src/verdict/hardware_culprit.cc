@@ -23,8 +23,8 @@ const Episode* EpisodeAtOnset(const Analyses& a, const Finding& f) {
   if (!f.onset_time) return nullptr;
   for (const Episode& e : a.steps.job.episodes) {
     if (!e.start_time) continue;
-    auto slack = std::max<DurationNs>(kOnsetSlackNs,
-                                      static_cast<DurationNs>(2e9 * e.median_step_s));
+    auto slack =
+        std::max<DurationNs>(kOnsetSlackNs, static_cast<DurationNs>(2e9 * e.median_step_s));
     if (std::llabs(*f.onset_time - *e.start_time) <= slack) return &e;
   }
   return nullptr;

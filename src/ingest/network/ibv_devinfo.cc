@@ -231,35 +231,28 @@ class IbvDevinfoFile : public NetFileReader<IbvDevinfoFile, Stream> {
   }
 };
 
-class IbvDevinfoReader final : public TextReader {
- public:
-  std::string_view name() const override { return "ibv_devinfo"; }
-
-  int Sniff(std::string_view head) const override {
-    int score = kSniffNo, lines = 0;
-    bool header = false;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      std::string_view key, value;
-      if (!SplitKeyValue(text, key, value)) return ++lines < 200;
-      if (key == "hca_id" && !value.empty()) {
-        header = true;
-        score = kSniffWeak;  // a header alone
-      } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
-        score = kSniffSure;
-        return false;
-      }
-      return ++lines < 200;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return IbvDevinfoFile(ctx).Read(lines);
-  }
-};
+int SniffIbvDevinfo(std::string_view head) {
+  int score = kSniffNo, lines = 0;
+  bool header = false;
+  ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+    std::string_view key, value;
+    if (!SplitKeyValue(text, key, value)) return ++lines < 200;
+    if (key == "hca_id" && !value.empty()) {
+      header = true;
+      score = kSniffWeak;  // a header alone
+    } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
+      score = kSniffSure;
+      return false;
+    }
+    return ++lines < 200;
+  });
+  return score;
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeIbvDevinfoReader() { return std::make_unique<IbvDevinfoReader>(); }
+std::unique_ptr<TextReader> MakeIbvDevinfoReader() {
+  return MakeFileReader<IbvDevinfoFile>("ibv_devinfo", SniffIbvDevinfo);
+}
 
 }  // namespace laggard
