@@ -288,17 +288,13 @@ class DcgmiDmonFile {
 int SniffDcgmiDmon(std::string_view head) {
   // The header within the first lines (a command line or prompt may come
   // first); nvidia-smi dmon's header is "# gpu" / "#Date".
-  int score = kSniffNo, lines = 0;
-  ForEachHeadLine(head, {.with_last = true}, [&](std::string_view line) {
-    if (IsHeader(line)) {
-      // A bare "#Entity" yields to a step CSV (kSniffStrong), whose reader
-      // skips '#' lines, and beats the text-log reader's kSniffLikely.
-      score = SplitBlanks(line).size() >= 2 ? kSniffSure : kSniffStrong - 10;
-      return false;
-    }
-    return ++lines < 8;
-  });
-  return score;
+  auto header = [](std::string_view line) -> std::optional<int> {
+    if (!IsHeader(line)) return std::nullopt;
+    // A bare "#Entity" yields to a step CSV (kSniffStrong), whose reader
+    // skips '#' lines, and beats the text-log reader's kSniffLikely.
+    return SplitBlanks(line).size() >= 2 ? kSniffSure : kSniffStrong - 10;
+  };
+  return JudgeHeadLines(head, {.with_last = true}, 8, header).value_or(kSniffNo);
 }
 
 }  // namespace

@@ -286,7 +286,7 @@ class IbstatFile : public NetFileReader<IbstatFile, Stream> {
 int SniffIbstat(std::string_view head) {
   int lines = 0, guid_lines = 0, adapter_lines = 0;
   bool header = false, confirmed = false;
-  ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+  ForEachHeadLine(head, {.split_hosts = IsHeader}, [&](std::string_view text) {
     if (Trim(text).empty()) return true;
     ++lines;
     bool single = false;

@@ -161,17 +161,13 @@ class IbstatusFile : public NetFileReader<IbstatusFile, Stream> {
 };
 
 int SniffIbstatus(std::string_view head) {
-  int score = kSniffNo, lines = 0;
-  ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+  auto port_header = [](std::string_view text) -> std::optional<int> {
     std::string_view ca;
     int32_t port = 0;
-    if (PortHeader(text, ca, port)) {
-      score = kSniffSure;
-      return false;
-    }
-    return ++lines < 200;
-  });
-  return score;
+    if (PortHeader(text, ca, port)) return kSniffSure;
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {.split_hosts = IsHeader}, 200, port_header).value_or(kSniffNo);
 }
 
 }  // namespace

@@ -232,21 +232,19 @@ class IbvDevinfoFile : public NetFileReader<IbvDevinfoFile, Stream> {
 };
 
 int SniffIbvDevinfo(std::string_view head) {
-  int score = kSniffNo, lines = 0;
   bool header = false;
-  ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+  auto fields = [&](std::string_view text) -> std::optional<int> {
     std::string_view key, value;
-    if (!SplitKeyValue(text, key, value)) return ++lines < 200;
+    if (!SplitKeyValue(text, key, value)) return std::nullopt;
     if (key == "hca_id" && !value.empty()) {
       header = true;
-      score = kSniffWeak;  // a header alone
     } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
-      score = kSniffSure;
-      return false;
+      return kSniffSure;
     }
-    return ++lines < 200;
-  });
-  return score;
+    return std::nullopt;
+  };
+  std::optional<int> score = JudgeHeadLines(head, {.split_hosts = IsHeader}, 200, fields);
+  return score.value_or(header ? kSniffWeak : kSniffNo);  // a header alone: weak
 }
 
 }  // namespace

@@ -407,7 +407,7 @@ class PerfqueryFile : public NetFileReader<PerfqueryFile, Stream> {
 int SniffPerfquery(std::string_view head) {
   bool header = false, confirmed = false;
   int lines = 0;
-  ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
+  ForEachHeadLine(head, {.split_hosts = IsHeader}, [&](std::string_view text) {
     if (Trim(text).empty()) return true;
     ++lines;
     if (IsHeader(text)) {

@@ -530,24 +530,18 @@ class QParser {
 
 int SniffQ(std::string_view head) {
   bool in_gpu_block = false;  // after a "GPU <bus id>" line, on indented lines
-  int score = kSniffNo, lines = 0;
-  ForEachHeadLine(head, [&](std::string_view raw) {
+  auto banner_or_gpu = [&](std::string_view raw) -> std::optional<int> {
     QLine l = SplitLine(raw);
-    if (!l.body.empty()) {
-      if (IsBanner(l.body)) {
-        score = kSniffCertain;
-        return false;
-      }
-      if (l.indent == 0) {
-        in_gpu_block = !GpuHeaderBusId(l.body).empty();
-      } else if (in_gpu_block && l.has_value) {
-        score = kSniffStrong;
-        return false;
-      }
+    if (l.body.empty()) return std::nullopt;
+    if (IsBanner(l.body)) return kSniffCertain;
+    if (l.indent == 0) {
+      in_gpu_block = !GpuHeaderBusId(l.body).empty();
+    } else if (in_gpu_block && l.has_value) {
+      return kSniffStrong;
     }
-    return ++lines < 400;
-  });
-  return score;
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {}, 400, banner_or_gpu).value_or(kSniffNo);
 }
 
 }  // namespace

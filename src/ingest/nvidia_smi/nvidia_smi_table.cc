@@ -305,24 +305,20 @@ class TableParser {
 };
 
 int SniffTable(std::string_view head) {
-  int score = kSniffNo, lines = 0;
-  ForEachHeadLine(head, [&](std::string_view line) {
+  auto banner = [](std::string_view line) -> std::optional<int> {
     std::string_view body = Trim(line);
-    if (!body.empty() && body.front() == '|') {
-      if (body.find("NVIDIA-SMI") != std::string_view::npos &&
-          body.find("Driver Version") != std::string_view::npos) {
-        score = kSniffCertain;
-        return false;
-      }
-      if (body.find("Bus-Id") != std::string_view::npos &&
-          body.find("Persistence-M") != std::string_view::npos) {
-        score = kSniffSure;
-        return false;
-      }
+    if (body.empty() || body.front() != '|') return std::nullopt;
+    if (body.find("NVIDIA-SMI") != std::string_view::npos &&
+        body.find("Driver Version") != std::string_view::npos) {
+      return kSniffCertain;
     }
-    return ++lines < 50;
-  });
-  return score;
+    if (body.find("Bus-Id") != std::string_view::npos &&
+        body.find("Persistence-M") != std::string_view::npos) {
+      return kSniffSure;
+    }
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {}, 50, banner).value_or(kSniffNo);
 }
 
 }  // namespace
