@@ -28,10 +28,27 @@ using testing_util::RunCli;
 
 TEST(PowerLimitCliTest, ACapLoweredAndRestoredMidRunIsNamedAsAnEventAtItsTime) {
   TempDir dir;
-  Result sim = RunCli({"simulate", "--nodes", "2", "--gpus-per-node", "4", "--steps", "60",
-                       "--seed", "3", "--step-format", "csv", "--trace-steps", "3", "--fault",
-                       "power_cap@node-01:2:0.5,onset=15,end=35", "--no-network",
-                       "--no-nccl-tests", "--no-nccl-debug", "--no-effects", "-q", "-o",
+  Result sim = RunCli({"simulate",
+                       "--nodes",
+                       "2",
+                       "--gpus-per-node",
+                       "4",
+                       "--steps",
+                       "60",
+                       "--seed",
+                       "3",
+                       "--step-format",
+                       "csv",
+                       "--trace-steps",
+                       "3",
+                       "--fault",
+                       "power_cap@node-01:2:0.5,onset=15,end=35",
+                       "--no-network",
+                       "--no-nccl-tests",
+                       "--no-nccl-debug",
+                       "--no-effects",
+                       "-q",
+                       "-o",
                        dir.File("sim")});
   ASSERT_EQ(sim.rc, kExitOk) << sim.err;
 
