@@ -387,27 +387,20 @@ class AgentLogFile {
   std::map<std::pair<std::string, std::string>, EthLink> eth_;
 };
 
-class AgentLogReader final : public TextReader {
- public:
-  std::string_view name() const override { return "agent_log"; }
-
-  int Sniff(std::string_view head) const override {
-    // The first non-blank line decides. The agent writes "record" first; a
-    // line cut by the head's end is judged by that prefix.
-    std::string_view line = FirstNonBlankHeadLine(head);
-    if (!StartsWith(line, "{\"record\":\"")) return kSniffNo;
-    std::string_view rest = line.substr(11);
-    std::string_view kind = rest.substr(0, rest.find('"'));
-    return KindOf(kind) != Kind::kUnknown && kind.size() < rest.size() ? kSniffCertain : kSniffNo;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return AgentLogFile(ctx).Read(lines);
-  }
-};
+int SniffAgentLog(std::string_view head) {
+  // The first non-blank line decides. The agent writes "record" first; a
+  // line cut by the head's end is judged by that prefix.
+  std::string_view line = FirstNonBlankHeadLine(head);
+  if (!StartsWith(line, "{\"record\":\"")) return kSniffNo;
+  std::string_view rest = line.substr(11);
+  std::string_view kind = rest.substr(0, rest.find('"'));
+  return KindOf(kind) != Kind::kUnknown && kind.size() < rest.size() ? kSniffCertain : kSniffNo;
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeAgentLogReader() { return std::make_unique<AgentLogReader>(); }
+std::unique_ptr<TextReader> MakeAgentLogReader() {
+  return MakeFileReader<AgentLogFile>("agent_log", SniffAgentLog);
+}
 
 }  // namespace laggard

@@ -13,10 +13,12 @@
 #ifndef LAGGARD_INGEST_COMMON_SNIFF_H_
 #define LAGGARD_INGEST_COMMON_SNIFF_H_
 
+#include <optional>
 #include <string_view>
 #include <utility>
 
 #include "base/text.h"
+#include "ingest/common/host_lines.h"
 
 namespace laggard {
 
@@ -40,12 +42,18 @@ struct HeadLines {
   // Leave the '\r' of a "\r\n" on the line, for readers whose sniffing
   // matches the line as the head holds it.
   bool keep_cr = false;
+  // For many hosts' outputs in one file (host_lines.h): hand out each line
+  // with its host taken off, the tool's own line, and skip the lines that
+  // only mark where a host's output starts. The format's header test.
+  HostLines::HeaderTest split_hosts = nullptr;
 };
 
 // Calls fn(line) for each line of a sniffing head (see HeadLines) until fn
 // returns false.
 template <typename Fn>
 void ForEachHeadLine(std::string_view head, HeadLines which, Fn&& fn) {
+  std::optional<HostLines> hosts;
+  if (which.split_hosts) hosts.emplace(which.split_hosts);
   size_t pos = 0;
   while (pos < head.size()) {
     size_t nl = head.find('\n', pos);
@@ -54,13 +62,32 @@ void ForEachHeadLine(std::string_view head, HeadLines which, Fn&& fn) {
     std::string_view line = head.substr(pos, end - pos);
     if (!which.keep_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
     pos = end + 1;
-    if (!fn(line)) return;
+    HostLine l{line, {}};
+    if (hosts && !hosts->Split(line, l)) continue;
+    if (!fn(l.text)) return;
   }
 }
 
 template <typename Fn>
 void ForEachHeadLine(std::string_view head, Fn&& fn) {
   ForEachHeadLine(head, HeadLines{}, std::forward<Fn>(fn));
+}
+
+// Judges the lines of a sniffing head in turn (see HeadLines), at most
+// `max_lines` of them: judge(line) returns the score the line decides,
+// which ends the sniff, or nullopt to read on. Returns the score decided;
+// nullopt when no line decided (the caller says what the lines seen make
+// of the file).
+template <typename Judge>
+std::optional<int> JudgeHeadLines(std::string_view head, HeadLines which, int max_lines,
+                                  Judge&& judge) {
+  std::optional<int> score;
+  int lines = 0;
+  ForEachHeadLine(head, which, [&](std::string_view line) {
+    score = judge(line);
+    return !score && ++lines < max_lines;
+  });
+  return score;
 }
 
 // The first line of a head that is not blank, trimmed; "" when there is

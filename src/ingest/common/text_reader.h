@@ -12,6 +12,7 @@
 #define LAGGARD_INGEST_COMMON_TEXT_READER_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -61,6 +62,33 @@ class TextReader {
   // facts, ports, table rows ...); 0 leaves the file marked unused.
   virtual uint64_t Read(LineReader& lines, ReaderContext& ctx) const = 0;
 };
+
+// The reader of a format whose reading is all in one per-file object:
+// Sniff() is a pure function of the head, and Read() is
+// `File(ctx).Read(lines)`, File holding the file's state. Most formats are
+// one: make them with MakeFileReader<File>(name, sniff).
+template <typename File>
+class FileReader final : public TextReader {
+ public:
+  using SniffFn = int (*)(std::string_view head);
+  FileReader(std::string_view name, SniffFn sniff) : name_(name), sniff_(sniff) {}
+
+  std::string_view name() const override { return name_; }
+  int Sniff(std::string_view head) const override { return sniff_(head); }
+  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
+    return File(ctx).Read(lines);
+  }
+
+ private:
+  std::string_view name_;  // a literal
+  SniffFn sniff_;
+};
+
+template <typename File>
+std::unique_ptr<TextReader> MakeFileReader(std::string_view name,
+                                           typename FileReader<File>::SniffFn sniff) {
+  return std::make_unique<FileReader<File>>(name, sniff);
+}
 
 // One line of a file as a reader's line loop hands it out
 // (ForEachNonBlankLine(), network/net_streams.h).

@@ -285,33 +285,22 @@ class DcgmiDmonFile {
   std::string why_;
 };
 
-class DcgmiDmonReader final : public TextReader {
- public:
-  std::string_view name() const override { return "dcgmi-dmon"; }
-
-  int Sniff(std::string_view head) const override {
-    // The header within the first lines (a command line or prompt may come
-    // first); nvidia-smi dmon's header is "# gpu" / "#Date".
-    int score = kSniffNo, lines = 0;
-    ForEachHeadLine(head, {.with_last = true}, [&](std::string_view line) {
-      if (IsHeader(line)) {
-        // A bare "#Entity" yields to a step CSV (kSniffStrong), whose reader
-        // skips '#' lines, and beats the text-log reader's kSniffLikely.
-        score = SplitBlanks(line).size() >= 2 ? kSniffSure : kSniffStrong - 10;
-        return false;
-      }
-      return ++lines < 8;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return DcgmiDmonFile(ctx).Read(lines);
-  }
-};
+int SniffDcgmiDmon(std::string_view head) {
+  // The header within the first lines (a command line or prompt may come
+  // first); nvidia-smi dmon's header is "# gpu" / "#Date".
+  auto header = [](std::string_view line) -> std::optional<int> {
+    if (!IsHeader(line)) return std::nullopt;
+    // A bare "#Entity" yields to a step CSV (kSniffStrong), whose reader
+    // skips '#' lines, and beats the text-log reader's kSniffLikely.
+    return SplitBlanks(line).size() >= 2 ? kSniffSure : kSniffStrong - 10;
+  };
+  return JudgeHeadLines(head, {.with_last = true}, 8, header).value_or(kSniffNo);
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeDcgmiDmonReader() { return std::make_unique<DcgmiDmonReader>(); }
+std::unique_ptr<TextReader> MakeDcgmiDmonReader() {
+  return MakeFileReader<DcgmiDmonFile>("dcgmi-dmon", SniffDcgmiDmon);
+}
 
 }  // namespace laggard

@@ -35,8 +35,8 @@
 // without any field and without an ethtool message saying why (output cut),
 // unprintable bytes.
 
-#include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -282,46 +282,36 @@ class EthtoolFile : public NetFileReader<EthtoolFile, Stream> {
   const std::string path_iface_;
 };
 
-class EthtoolReader final : public TextReader {
- public:
-  std::string_view name() const override { return "ethtool"; }
-
-  int Sniff(std::string_view head) const override {
-    int score = kSniffNo, lines = 0;
-    Block block = Block::kNone;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      // A header alone is weak evidence ("Settings for run:" in a training
-      // log): it beats only the text-log reader's guess for logs without
-      // step lines. The fields under it confirm it.
-      if (SettingsHeader(text)) {
-        block = Block::kSettings;
-        score = std::max(score, kSniffWeak);
-      } else if (IsStatisticsHeader(text)) {
-        block = Block::kStatistics;
-        score = std::max(score, kSniffWeak);
-      } else if (block != Block::kNone && IsIndented(text)) {
-        std::string_view key, value;
-        if (SplitKeyValue(text, key, value) &&
-            (block == Block::kSettings
-                 ? key == "Speed" || key == "Supported ports" || key == "Link detected" ||
-                       key == "Duplex" || key == "Supported link modes"
-                 : ParseInt<int64_t>(value).has_value())) {
-          score = kSniffSure;
-          return false;
-        }
+int SniffEthtool(std::string_view head) {
+  Block block = Block::kNone;
+  auto fields = [&](std::string_view text) -> std::optional<int> {
+    if (SettingsHeader(text)) {
+      block = Block::kSettings;
+    } else if (IsStatisticsHeader(text)) {
+      block = Block::kStatistics;
+    } else if (block != Block::kNone && IsIndented(text)) {
+      std::string_view key, value;
+      if (SplitKeyValue(text, key, value) &&
+          (block == Block::kSettings
+               ? key == "Speed" || key == "Supported ports" || key == "Link detected" ||
+                     key == "Duplex" || key == "Supported link modes"
+               : ParseInt<int64_t>(value).has_value())) {
+        return kSniffSure;
       }
-      return ++lines < 200;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return EthtoolFile(ctx).Read(lines);
-  }
-};
+    }
+    return std::nullopt;
+  };
+  std::optional<int> score = JudgeHeadLines(head, {.split_hosts = IsHeader}, 200, fields);
+  // A header alone is weak evidence ("Settings for run:" in a training
+  // log): it beats only the text-log reader's guess for logs without step
+  // lines. The fields under it confirm it.
+  return score.value_or(block != Block::kNone ? kSniffWeak : kSniffNo);
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeEthtoolReader() { return std::make_unique<EthtoolReader>(); }
+std::unique_ptr<TextReader> MakeEthtoolReader() {
+  return MakeFileReader<EthtoolFile>("ethtool", SniffEthtool);
+}
 
 }  // namespace laggard

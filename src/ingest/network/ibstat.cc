@@ -283,48 +283,41 @@ class IbstatFile : public NetFileReader<IbstatFile, Stream> {
   std::vector<Short> short_adapters_;
 };
 
-class IbstatReader final : public TextReader {
- public:
-  std::string_view name() const override { return "ibstat"; }
-
-  int Sniff(std::string_view head) const override {
-    int lines = 0, guid_lines = 0, adapter_lines = 0;
-    bool header = false, confirmed = false;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      if (Trim(text).empty()) return true;
-      ++lines;
-      bool single = false;
-      if (AdapterHeader(text, single)) {
-        header = true;
-        return true;
-      }
-      std::string_view key, value;
-      if (header && SplitKeyValue(text, key, value) &&
-          (key == "CA type" || key == "Number of ports" || key == "Firmware version" ||
-           key == "Physical state" || key == "Node GUID")) {
-        confirmed = true;
-        return false;
-      }
-      guid_lines += IsGuidLine(text);
-      adapter_lines += IsAdapterNameLine(text);
-      return lines < 200;
-    });
-    if (confirmed) return kSniffSure;
-    if (header) return kSniffWeak;
-    // ibstat -p: nothing but port GUIDs. Claimed so that the text-log
-    // reader (kSniffAnyText) does not take it for an unknown text file; it
-    // holds nothing to read. Above a header alone, as every line is ibstat's.
-    if (lines > 0 && guid_lines == lines) return kSniffWeak + 10;
-    return kSniffNo;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return IbstatFile(ctx).Read(lines);
-  }
-};
+int SniffIbstat(std::string_view head) {
+  int lines = 0, guid_lines = 0, adapter_lines = 0;
+  bool header = false, confirmed = false;
+  ForEachHeadLine(head, {.split_hosts = IsHeader}, [&](std::string_view text) {
+    if (Trim(text).empty()) return true;
+    ++lines;
+    bool single = false;
+    if (AdapterHeader(text, single)) {
+      header = true;
+      return true;
+    }
+    std::string_view key, value;
+    if (header && SplitKeyValue(text, key, value) &&
+        (key == "CA type" || key == "Number of ports" || key == "Firmware version" ||
+         key == "Physical state" || key == "Node GUID")) {
+      confirmed = true;
+      return false;
+    }
+    guid_lines += IsGuidLine(text);
+    adapter_lines += IsAdapterNameLine(text);
+    return lines < 200;
+  });
+  if (confirmed) return kSniffSure;
+  if (header) return kSniffWeak;
+  // ibstat -p: nothing but port GUIDs. Claimed so that the text-log
+  // reader (kSniffAnyText) does not take it for an unknown text file; it
+  // holds nothing to read. Above a header alone, as every line is ibstat's.
+  if (lines > 0 && guid_lines == lines) return kSniffWeak + 10;
+  return kSniffNo;
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeIbstatReader() { return std::make_unique<IbstatReader>(); }
+std::unique_ptr<TextReader> MakeIbstatReader() {
+  return MakeFileReader<IbstatFile>("ibstat", SniffIbstat);
+}
 
 }  // namespace laggard

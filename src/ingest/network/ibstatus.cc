@@ -160,31 +160,20 @@ class IbstatusFile : public NetFileReader<IbstatusFile, Stream> {
   }
 };
 
-class IbstatusReader final : public TextReader {
- public:
-  std::string_view name() const override { return "ibstatus"; }
-
-  int Sniff(std::string_view head) const override {
-    int score = kSniffNo, lines = 0;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      std::string_view ca;
-      int32_t port = 0;
-      if (PortHeader(text, ca, port)) {
-        score = kSniffSure;
-        return false;
-      }
-      return ++lines < 200;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return IbstatusFile(ctx).Read(lines);
-  }
-};
+int SniffIbstatus(std::string_view head) {
+  auto port_header = [](std::string_view text) -> std::optional<int> {
+    std::string_view ca;
+    int32_t port = 0;
+    if (PortHeader(text, ca, port)) return kSniffSure;
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {.split_hosts = IsHeader}, 200, port_header).value_or(kSniffNo);
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeIbstatusReader() { return std::make_unique<IbstatusReader>(); }
+std::unique_ptr<TextReader> MakeIbstatusReader() {
+  return MakeFileReader<IbstatusFile>("ibstatus", SniffIbstatus);
+}
 
 }  // namespace laggard

@@ -231,35 +231,26 @@ class IbvDevinfoFile : public NetFileReader<IbvDevinfoFile, Stream> {
   }
 };
 
-class IbvDevinfoReader final : public TextReader {
- public:
-  std::string_view name() const override { return "ibv_devinfo"; }
-
-  int Sniff(std::string_view head) const override {
-    int score = kSniffNo, lines = 0;
-    bool header = false;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      std::string_view key, value;
-      if (!SplitKeyValue(text, key, value)) return ++lines < 200;
-      if (key == "hca_id" && !value.empty()) {
-        header = true;
-        score = kSniffWeak;  // a header alone
-      } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
-        score = kSniffSure;
-        return false;
-      }
-      return ++lines < 200;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return IbvDevinfoFile(ctx).Read(lines);
-  }
-};
+int SniffIbvDevinfo(std::string_view head) {
+  bool header = false;
+  auto fields = [&](std::string_view text) -> std::optional<int> {
+    std::string_view key, value;
+    if (!SplitKeyValue(text, key, value)) return std::nullopt;
+    if (key == "hca_id" && !value.empty()) {
+      header = true;
+    } else if (header && (key == "transport" || key == "fw_ver" || key == "node_guid")) {
+      return kSniffSure;
+    }
+    return std::nullopt;
+  };
+  std::optional<int> score = JudgeHeadLines(head, {.split_hosts = IsHeader}, 200, fields);
+  return score.value_or(header ? kSniffWeak : kSniffNo);  // a header alone: weak
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeIbvDevinfoReader() { return std::make_unique<IbvDevinfoReader>(); }
+std::unique_ptr<TextReader> MakeIbvDevinfoReader() {
+  return MakeFileReader<IbvDevinfoFile>("ibv_devinfo", SniffIbvDevinfo);
+}
 
 }  // namespace laggard

@@ -73,18 +73,6 @@ class RecordHosts {
   bool noted_ = false;
 };
 
-// Calls fn(text) for each line of a sniffing head (ForEachHeadLine()) with
-// its host taken off, `text` being the tool's own line, until fn returns
-// false. Lines that only mark where a host's output starts are skipped.
-template <typename Fn>
-void ForEachHeadToolLine(std::string_view head, HostLines::HeaderTest is_header, Fn&& fn) {
-  HostLines hosts(is_header);
-  ForEachHeadLine(head, [&](std::string_view raw) {
-    HostLine l;
-    return !hosts.Split(raw, l) || fn(l.text);
-  });
-}
-
 // What NetFileReader::Read() does with a line that is blank once its host
 // is taken off.
 enum class BlankLines : uint8_t {

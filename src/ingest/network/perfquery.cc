@@ -404,40 +404,33 @@ class PerfqueryFile : public NetFileReader<PerfqueryFile, Stream> {
   std::map<std::tuple<std::string, int64_t, int64_t, int32_t>, size_t> index_;
 };
 
-class PerfqueryReader final : public TextReader {
- public:
-  std::string_view name() const override { return "perfquery"; }
-
-  int Sniff(std::string_view head) const override {
-    bool header = false, confirmed = false;
-    int lines = 0;
-    ForEachHeadToolLine(head, IsHeader, [&](std::string_view text) {
-      if (Trim(text).empty()) return true;
-      ++lines;
-      if (IsHeader(text)) {
-        header = true;
-        return true;
-      }
-      std::string_view name, value;
-      if (header && SplitDotted(text, name, value) && Lookup(name).field != Field::kUnknown) {
-        confirmed = true;
-        return false;
-      }
-      // perfquery's own failure lines may come before the first block.
-      return lines < 50;
-    });
-    if (confirmed) return kSniffSure;
-    if (header) return kSniffPlausible;  // a header only perfquery prints, no counter yet
-    return kSniffNo;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return PerfqueryFile(ctx).Read(lines);
-  }
-};
+int SniffPerfquery(std::string_view head) {
+  bool header = false, confirmed = false;
+  int lines = 0;
+  ForEachHeadLine(head, {.split_hosts = IsHeader}, [&](std::string_view text) {
+    if (Trim(text).empty()) return true;
+    ++lines;
+    if (IsHeader(text)) {
+      header = true;
+      return true;
+    }
+    std::string_view name, value;
+    if (header && SplitDotted(text, name, value) && Lookup(name).field != Field::kUnknown) {
+      confirmed = true;
+      return false;
+    }
+    // perfquery's own failure lines may come before the first block.
+    return lines < 50;
+  });
+  if (confirmed) return kSniffSure;
+  if (header) return kSniffPlausible;  // a header only perfquery prints, no counter yet
+  return kSniffNo;
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakePerfqueryReader() { return std::make_unique<PerfqueryReader>(); }
+std::unique_ptr<TextReader> MakePerfqueryReader() {
+  return MakeFileReader<PerfqueryFile>("perfquery", SniffPerfquery);
+}
 
 }  // namespace laggard

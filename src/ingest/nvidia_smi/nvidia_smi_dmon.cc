@@ -396,61 +396,52 @@ class DmonFile {
   uint64_t taken_ = 0;
 };
 
-class NvidiaSmiDmonReader final : public TextReader {
- public:
-  std::string_view name() const override { return "nvidia-smi-dmon"; }
-
-  int Sniff(std::string_view head) const override {
-    std::vector<std::string_view> names, units;
-    int gpu = -1;
-    bool names_pending = false;  // `names` waits for the unit line under it
-    // A names line without units (some captures drop it): trusted when it
-    // holds dmon's own column names, above the text-log reader's
-    // kSniffLikely.
-    auto names_alone = [&] {
-      int known = 0;
-      for (std::string_view n : names) known += IsKnownName(n) && !EqualsIgnoreCase(n, "gpu");
-      return known >= 2;
-    };
-    int score = kSniffNo;
-    ForEachHeadLine(head, [&](std::string_view line) {
-      std::string_view t = Trim(line);
-      if (names_pending) {
-        names_pending = false;
-        if (!t.empty() && t.front() == '#') {
-          HeaderTokens(t, units);
-          if (units.size() == names.size() &&
-              EqualsIgnoreCase(units[static_cast<size_t>(gpu)], "Idx")) {
-            score = kSniffSure;
-            return false;
-          }
-        }
-        if (names_alone()) {
-          score = kSniffLikely + 10;
+int SniffDmon(std::string_view head) {
+  std::vector<std::string_view> names, units;
+  int gpu = -1;
+  bool names_pending = false;  // `names` waits for the unit line under it
+  // A names line without units (some captures drop it): trusted when it
+  // holds dmon's own column names, above the text-log reader's
+  // kSniffLikely.
+  auto names_alone = [&] {
+    int known = 0;
+    for (std::string_view n : names) known += IsKnownName(n) && !EqualsIgnoreCase(n, "gpu");
+    return known >= 2;
+  };
+  int score = kSniffNo;
+  ForEachHeadLine(head, [&](std::string_view line) {
+    std::string_view t = Trim(line);
+    if (names_pending) {
+      names_pending = false;
+      if (!t.empty() && t.front() == '#') {
+        HeaderTokens(t, units);
+        if (units.size() == names.size() &&
+            EqualsIgnoreCase(units[static_cast<size_t>(gpu)], "Idx")) {
+          score = kSniffSure;
           return false;
         }
       }
-      if (t.empty() || t.front() != '#') return true;
-      HeaderTokens(t, names);
-      gpu = IndexOf(names, "gpu");
-      if (gpu < 0) return true;
-      if (IsPmonHeader(names)) return false;
-      names_pending = true;
-      return true;
-    });
-    if (names_pending && names_alone()) score = kSniffLikely + 10;
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    return DmonFile(ctx).Read(lines);
-  }
-};
+      if (names_alone()) {
+        score = kSniffLikely + 10;
+        return false;
+      }
+    }
+    if (t.empty() || t.front() != '#') return true;
+    HeaderTokens(t, names);
+    gpu = IndexOf(names, "gpu");
+    if (gpu < 0) return true;
+    if (IsPmonHeader(names)) return false;
+    names_pending = true;
+    return true;
+  });
+  if (names_pending && names_alone()) score = kSniffLikely + 10;
+  return score;
+}
 
 }  // namespace
 
 std::unique_ptr<TextReader> MakeNvidiaSmiDmonReader() {
-  return std::make_unique<NvidiaSmiDmonReader>();
+  return MakeFileReader<DmonFile>("nvidia-smi-dmon", SniffDmon);
 }
 
 }  // namespace laggard

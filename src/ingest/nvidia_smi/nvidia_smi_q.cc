@@ -172,6 +172,13 @@ class QParser {
  public:
   explicit QParser(ReaderContext& ctx) : ctx_(ctx) {}
 
+  // Reads every line; returns the GPU blocks read.
+  uint64_t Read(LineReader& lines) {
+    std::string_view line;
+    while (lines.Next(line)) Line(line, lines.line_number());
+    return Finish();
+  }
+
   void Line(std::string_view raw, uint64_t n) {
     QLine l = SplitLine(raw);
     if (l.body.empty()) return;
@@ -521,42 +528,26 @@ class QParser {
   size_t blocks_read_ = 0;
 };
 
-class NvidiaSmiQReader final : public TextReader {
- public:
-  std::string_view name() const override { return "nvidia-smi-q"; }
-
-  int Sniff(std::string_view head) const override {
-    bool in_gpu_block = false;  // after a "GPU <bus id>" line, on indented lines
-    int score = kSniffNo, lines = 0;
-    ForEachHeadLine(head, [&](std::string_view raw) {
-      QLine l = SplitLine(raw);
-      if (!l.body.empty()) {
-        if (IsBanner(l.body)) {
-          score = kSniffCertain;
-          return false;
-        }
-        if (l.indent == 0) {
-          in_gpu_block = !GpuHeaderBusId(l.body).empty();
-        } else if (in_gpu_block && l.has_value) {
-          score = kSniffStrong;
-          return false;
-        }
-      }
-      return ++lines < 400;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    QParser parser(ctx);
-    std::string_view line;
-    while (lines.Next(line)) parser.Line(line, lines.line_number());
-    return parser.Finish();
-  }
-};
+int SniffQ(std::string_view head) {
+  bool in_gpu_block = false;  // after a "GPU <bus id>" line, on indented lines
+  auto banner_or_gpu = [&](std::string_view raw) -> std::optional<int> {
+    QLine l = SplitLine(raw);
+    if (l.body.empty()) return std::nullopt;
+    if (IsBanner(l.body)) return kSniffCertain;
+    if (l.indent == 0) {
+      in_gpu_block = !GpuHeaderBusId(l.body).empty();
+    } else if (in_gpu_block && l.has_value) {
+      return kSniffStrong;
+    }
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {}, 400, banner_or_gpu).value_or(kSniffNo);
+}
 
 }  // namespace
 
-std::unique_ptr<TextReader> MakeNvidiaSmiQReader() { return std::make_unique<NvidiaSmiQReader>(); }
+std::unique_ptr<TextReader> MakeNvidiaSmiQReader() {
+  return MakeFileReader<QParser>("nvidia-smi-q", SniffQ);
+}
 
 }  // namespace laggard

@@ -346,34 +346,27 @@ std::optional<uint64_t> ParseHexMask(std::string_view v) {
   return out;
 }
 
-class NvidiaSmiQueryCsvReader final : public TextReader {
- public:
-  std::string_view name() const override { return "nvidia-smi-query-gpu"; }
-
-  int Sniff(std::string_view head) const override {
-    // The first line other than blanks and a command line decides.
-    int score = kSniffNo;
-    ForEachHeadLine(head, [&](std::string_view line) {
-      std::string_view t = Trim(line);
-      if (t.empty() || IsCommandLine(t)) return true;
-      if (!ParseHeader(t).empty()) {
-        score = kSniffSure;
-        return false;
-      }
-      // Without a header (csv,noheader): claimed when the values are
-      // clearly nvidia-smi's, so that the user learns how to fix the capture.
-      std::vector<std::string_view> fields;
-      SplitFields(t, fields);
-      if (fields.size() >= 2 && std::any_of(fields.begin(), fields.end(), LooksLikeSmiValue)) {
-        score = kSniffLikely;
-      }
+int SniffQueryCsv(std::string_view head) {
+  // The first line other than blanks and a command line decides.
+  int score = kSniffNo;
+  ForEachHeadLine(head, [&](std::string_view line) {
+    std::string_view t = Trim(line);
+    if (t.empty() || IsCommandLine(t)) return true;
+    if (!ParseHeader(t).empty()) {
+      score = kSniffSure;
       return false;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override;
-};
+    }
+    // Without a header (csv,noheader): claimed when the values are
+    // clearly nvidia-smi's, so that the user learns how to fix the capture.
+    std::vector<std::string_view> fields;
+    SplitFields(t, fields);
+    if (fields.size() >= 2 && std::any_of(fields.begin(), fields.end(), LooksLikeSmiValue)) {
+      score = kSniffLikely;
+    }
+    return false;
+  });
+  return score;
+}
 
 struct RowValues {
   std::optional<TimeNs> time;
@@ -735,14 +728,10 @@ class QueryCsvFile {
   uint64_t taken_ = 0;
 };
 
-uint64_t NvidiaSmiQueryCsvReader::Read(LineReader& lines, ReaderContext& ctx) const {
-  return QueryCsvFile(ctx).Read(lines);
-}
-
 }  // namespace
 
 std::unique_ptr<TextReader> MakeNvidiaSmiQueryCsvReader() {
-  return std::make_unique<NvidiaSmiQueryCsvReader>();
+  return MakeFileReader<QueryCsvFile>("nvidia-smi-query-gpu", SniffQueryCsv);
 }
 
 }  // namespace laggard

@@ -80,6 +80,13 @@ class TableParser {
  public:
   explicit TableParser(ReaderContext& ctx) : ctx_(ctx) {}
 
+  // Reads every line; returns the GPUs read.
+  uint64_t Read(LineReader& lines) {
+    std::string_view line;
+    while (lines.Next(line)) Line(line, lines.line_number());
+    return Finish();
+  }
+
   void Line(std::string_view raw, uint64_t n) {
     std::string_view body = Trim(raw);
     if (body.empty()) return;
@@ -297,43 +304,27 @@ class TableParser {
   size_t gpus_read_ = 0;
 };
 
-class NvidiaSmiTableReader final : public TextReader {
- public:
-  std::string_view name() const override { return "nvidia-smi-table"; }
-
-  int Sniff(std::string_view head) const override {
-    int score = kSniffNo, lines = 0;
-    ForEachHeadLine(head, [&](std::string_view line) {
-      std::string_view body = Trim(line);
-      if (!body.empty() && body.front() == '|') {
-        if (body.find("NVIDIA-SMI") != std::string_view::npos &&
-            body.find("Driver Version") != std::string_view::npos) {
-          score = kSniffCertain;
-          return false;
-        }
-        if (body.find("Bus-Id") != std::string_view::npos &&
-            body.find("Persistence-M") != std::string_view::npos) {
-          score = kSniffSure;
-          return false;
-        }
-      }
-      return ++lines < 50;
-    });
-    return score;
-  }
-
-  uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
-    TableParser parser(ctx);
-    std::string_view line;
-    while (lines.Next(line)) parser.Line(line, lines.line_number());
-    return parser.Finish();
-  }
-};
+int SniffTable(std::string_view head) {
+  auto banner = [](std::string_view line) -> std::optional<int> {
+    std::string_view body = Trim(line);
+    if (body.empty() || body.front() != '|') return std::nullopt;
+    if (body.find("NVIDIA-SMI") != std::string_view::npos &&
+        body.find("Driver Version") != std::string_view::npos) {
+      return kSniffCertain;
+    }
+    if (body.find("Bus-Id") != std::string_view::npos &&
+        body.find("Persistence-M") != std::string_view::npos) {
+      return kSniffSure;
+    }
+    return std::nullopt;
+  };
+  return JudgeHeadLines(head, {}, 50, banner).value_or(kSniffNo);
+}
 
 }  // namespace
 
 std::unique_ptr<TextReader> MakeNvidiaSmiTableReader() {
-  return std::make_unique<NvidiaSmiTableReader>();
+  return MakeFileReader<TableParser>("nvidia-smi-table", SniffTable);
 }
 
 }  // namespace laggard
