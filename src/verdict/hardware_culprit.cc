@@ -50,7 +50,9 @@ bool IsGpuCause(FindingCode c) {
 // best remaining hypothesis: a degraded NVLink / PCIe link slows the
 // collectives for everyone without making its rank late, and a throttled GPU
 // shows in the GPU metrics even where no trace was taken. Confidence stays
-// at kContradictedCap or below (one signal, unconfirmed by the ranks' timing).
+// at kContradictedCap or below (one signal, unconfirmed by the ranks'
+// timing), or kSingleSourceCap when a whole-job slowdown began at the GPU's
+// onset (EpisodeAtOnset: two signals that agree in time).
 std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   // Without step times nothing says the job is slow at all: GPU findings
   // stay findings.
