@@ -127,6 +127,18 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   return c;
 }
 
+std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_step) {
+  for (const Episode& e : a.steps.job.episodes) {
+    if (e.start_step != start_step || e.median_step_s <= e.baseline_step_s) continue;
+    double in = static_cast<double>(e.steps) * e.median_step_s;
+    double rest = static_cast<double>(a.steps.job.steps - std::min(a.steps.job.steps, e.steps)) *
+                  e.baseline_step_s;
+    if (in + rest <= 0) return std::nullopt;
+    return static_cast<double>(e.steps) * (e.median_step_s - e.baseline_step_s) / (in + rest);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> TimeTieStep(const Analyses& a) {
   if (!a.steps.job.synchronised) return std::nullopt;
   const Episode* untimed = nullptr;

@@ -14,6 +14,7 @@ namespace {
 using verdict_internal::AddSteps;
 using verdict_internal::CulpritOf;
 using verdict_internal::EntityName;
+using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
 using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HardwareOnlyCulprit;
@@ -875,6 +876,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     }
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
+  std::optional<double> hw_cost;  // of the hardware-only culprit's episode
   if (v.status != VerdictStatus::kStraggler) {
     if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
       PutStepsFirst(next, pause->next_steps);
@@ -885,6 +887,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       v.gpu_hours_per_day.reset();
       changed = true;
     } else if (auto hw = HardwareOnlyCulprit(a)) {
+      // Tied to a slowdown episode: what that episode cost.
+      if (hw->onset_step) hw_cost = EpisodeThroughputLost(a, *hw->onset_step);
       for (const Finding& f : a.hardware.findings) {
         if (OnGpu(f, hw->entity)) AddSteps(next, f.next_steps);
       }
@@ -921,6 +925,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     std::stable_sort(v.culprits.begin(), v.culprits.end(), [](const Culprit& x, const Culprit& y) {
       return x.confidence > y.confidence;
     });
+  }
+  if (hw_cost && !v.throughput_lost) {
+    v.throughput_lost = hw_cost;
+    v.gpu_hours_per_day = GpuHoursPerDay(hw_cost, WorldSize(a.steps, a.traces));
   }
   AskForMissing(run, v, next);
   if (v.status == VerdictStatus::kInconclusive && run.ranks.empty() && run.traces.empty()) {

@@ -53,6 +53,11 @@ bool IsGpuCause(FindingCode c);
 // cannot name one (hardware_culprit.cc).
 std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a);
 
+// The share of the job's time the whole-job slowdown episode starting at
+// `start_step` cost: its steps' excess over the baseline / the job's time,
+// the other steps at the baseline (hardware_culprit.cc).
+std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_step);
+
 // Where that rule cannot tie a GPU's anomaly to a whole-job slowdown because
 // the step logs carry no times: the next step that would.
 std::optional<std::string> TimeTieStep(const Analyses& a);

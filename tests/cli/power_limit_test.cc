@@ -3,7 +3,8 @@
 // was capped from step 15 to step 35, with timestamped step CSVs, traces of
 // the last 3 steps (after the cap was lifted) and nvidia-smi's query CSV and
 // -q dump (taken at other times, so they print other limits). The verdict
-// names rank 6 from the slowdown its cap started; the change is an event
+// names rank 6 from the slowdown its cap started, with what that slowdown
+// cost against the simulator's healthy control; the change is an event
 // with its time and line, not "conflicting facts"; the JSON lists the
 // changes and the merged trace draws the limit.
 
@@ -46,7 +47,6 @@ TEST(PowerLimitCliTest, ACapLoweredAndRestoredMidRunIsNamedAsAnEventAtItsTime) {
                        "--no-network",
                        "--no-nccl-tests",
                        "--no-nccl-debug",
-                       "--no-effects",
                        "-q",
                        "-o",
                        dir.File("sim")});
@@ -56,6 +56,7 @@ TEST(PowerLimitCliTest, ACapLoweredAndRestoredMidRunIsNamedAsAnEventAtItsTime) {
   ASSERT_EQ(text.rc, kExitOk) << text.err;
   EXPECT_EQ(text.out.rfind("verdict: rank 6 (node-01 GPU 2) is the straggler", 0), 0u) << text.out;
   EXPECT_NE(text.out.find("compute-slow: power_cap"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("of job throughput"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("enforced power limit lowered from 700 W to"), std::string::npos);
   EXPECT_NE(text.out.find("nvidia-smi-query.csv:"), std::string::npos);
   EXPECT_NE(text.out.find("find what lowered the power limit of node-01 GPU 2"), std::string::npos)
@@ -66,6 +67,11 @@ TEST(PowerLimitCliTest, ACapLoweredAndRestoredMidRunIsNamedAsAnEventAtItsTime) {
   Result json = RunCli({"diagnose", dir.File("sim"), "--json", "-"});
   ASSERT_EQ(json.rc, kExitOk) << json.err;
   nlohmann::json report = nlohmann::json::parse(json.out);
+  // What the cap cost, against the simulator's healthy control of the job.
+  nlohmann::json truth = nlohmann::json::parse(ReadFile(dir.File("sim/truth.json")));
+  double lost = 1 - truth["healthy_mean_step_s"].get<double>() / truth["mean_step_s"].get<double>();
+  ASSERT_TRUE(report["verdict"]["impact"]["throughput_lost"].is_number()) << report["verdict"];
+  EXPECT_NEAR(report["verdict"]["impact"]["throughput_lost"].get<double>(), lost, 0.03);
   const nlohmann::json* gpu = nullptr;
   for (const nlohmann::json& g : report["hardware"]["gpus"]) {
     if (g["host"] == "node-01" && g["gpu"] == 2) gpu = &g;
