@@ -565,16 +565,7 @@ Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
       "rank in the collective, so step times cannot name the culprit",
       m.series.size(), 100 * *job.sync_spread, 100 * *job.sync_rank_offset);
   // Traces given, of steps outside the job's slowdown: they cannot time it.
-  const Episode* untraced = nullptr;
-  if (job.profiled_steps) {
-    for (const Episode& e : job.episodes) {
-      if (e.end_step < job.profiled_steps->first || e.start_step > job.profiled_steps->last) {
-        untraced = &e;
-        break;
-      }
-    }
-  }
-  if (untraced != nullptr) {
+  if (const Episode* untraced = EpisodeOutsideProfile(job)) {
     f.next_steps.push_back(fmt::format(
         "profile 2 steps inside the slowdown of steps {}-{} on every rank (torch.profiler "
         "schedule(skip_first={}, wait=0, warmup=1, active=2)): the traces given cover steps "
@@ -592,6 +583,15 @@ Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
 }
 
 }  // namespace
+
+const Episode* EpisodeOutsideProfile(const JobStepStats& job) {
+  const std::optional<LogStepRange>& prof = job.profiled_steps;
+  if (!prof) return nullptr;
+  for (const Episode& e : job.episodes) {
+    if (e.end_step < prof->first || e.start_step > prof->last) return &e;
+  }
+  return nullptr;
+}
 
 bool StepsSynchronised(const StepMetrics& m, const StepDetectorOptions& opt) {
   return m.comparable && m.job.sync_spread && *m.job.sync_spread < opt.sync_spread &&

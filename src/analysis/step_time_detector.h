@@ -272,6 +272,11 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& options);
 void MeasureOnsets(StepMetrics& metrics, const StepDetectorOptions& options);
 // The synchronised decision (see above).
 bool StepsSynchronised(const StepMetrics& metrics, const StepDetectorOptions& options);
+
+// The first whole-job slowdown episode that the profiled steps miss
+// entirely (the traces cannot time it); nullptr when there is none, or when
+// which steps were profiled is unknown.
+const Episode* EpisodeOutsideProfile(const JobStepStats& job);
 // The findings, in this order: no peers, stage imbalance, stragglers (by
 // rank index), jitter, job slowdowns, synchronised; with the metrics'
 // numbers, the flagged ranks, the job's episodes and `synchronised`

@@ -377,9 +377,9 @@ std::optional<Verdict> StepsOnlyVerdict(const StepAnalysis& steps) {
         "verdict: inconclusive — step times are synchronised across {} ranks (spread {:.2f}%), so "
         "they cannot name the culprit; {}",
         steps.job.ranks, 100 * steps.job.sync_spread.value_or(0),
-        steps.job.profiled_steps
-            ? fmt::format("the traces cover steps {}-{} only", steps.job.profiled_steps->first,
-                          steps.job.profiled_steps->last)
+        EpisodeOutsideProfile(steps.job)
+            ? fmt::format("the traces cover steps {}-{}, outside the slowdown",
+                          steps.job.profiled_steps->first, steps.job.profiled_steps->last)
             : std::string("add traces of 2 steps from every rank"));
     if (!steps.job.episodes.empty()) {
       v.summary += fmt::format(" ({} job-wide slowdown episode{} seen)", steps.job.episodes.size(),

@@ -288,6 +288,7 @@ TEST(VerdictScenarioTest, ACapLiftedBeforeTheTracesIsNamedByTheSlowdownItsOnsetS
   TempDir untimed_dir;
   Diagnosis untimed = Simulate(sc, untimed_dir, sim::StepLogFormat::kArticle);
   EXPECT_EQ(untimed.v.status, VerdictStatus::kInconclusive) << untimed.v.summary;
+  EXPECT_NE(untimed.v.summary.find("outside the slowdown"), std::string::npos) << untimed.v.summary;
   bool asks = std::any_of(untimed.v.next_steps.begin(), untimed.v.next_steps.end(),
                           [](const std::string& s) {
                             return s.find("log a timestamp with each step") != std::string::npos &&
