@@ -52,15 +52,27 @@ inline HttpResult ParseResponse(const std::string& raw) {
   return r;
 }
 
-inline int ConnectLoopback(int port, bool nonblocking) {
+// A connection to 127.0.0.1:`port`, from `source` when given (any 127/8
+// address is loopback on Linux); -1 when the socket, bind or connect fails,
+// errno then says why.
+inline int ConnectLoopback(int port, bool nonblocking, const char* source = nullptr) {
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  if (source != nullptr && inet_pton(AF_INET, source, &from.sin_addr) != 1) {
+    errno = EINVAL;
+    return -1;
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+  if ((source != nullptr && bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) ||
+      (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS)) {
+    int err = errno;
     close(fd);
+    errno = err;
     return -1;
   }
   return fd;
@@ -68,28 +80,11 @@ inline int ConnectLoopback(int port, bool nonblocking) {
 
 // A connection from `source` (any 127/8 address is loopback on Linux) that
 // sends part of a request head (`GET /metrics HTTP/1.1\r\nHost: ...\r\n`)
-// and then nothing: a client too slow to finish its request. -1 when the
-// socket, bind or connect fails; errno then says why.
+// and then nothing: a client too slow to finish its request. -1 as
+// ConnectLoopback().
 inline int SlowClient(int port, const char* source) {
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  if (inet_pton(AF_INET, source, &from.sin_addr) != 1) {
-    errno = EINVAL;
-    return -1;
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = ConnectLoopback(port, false, source);
   if (fd < 0) return -1;
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return -1;
-  }
   const std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   send(fd, part.data(), part.size(), MSG_NOSIGNAL);
   return fd;

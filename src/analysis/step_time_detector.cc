@@ -584,11 +584,14 @@ Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
 
 }  // namespace
 
-const Episode* EpisodeOutsideProfile(const JobStepStats& job) {
+bool ProfileMisses(const JobStepStats& job, const Episode& e) {
   const std::optional<LogStepRange>& prof = job.profiled_steps;
-  if (!prof) return nullptr;
+  return prof && (e.end_step < prof->first || e.start_step > prof->last);
+}
+
+const Episode* EpisodeOutsideProfile(const JobStepStats& job) {
   for (const Episode& e : job.episodes) {
-    if (e.end_step < prof->first || e.start_step > prof->last) return &e;
+    if (ProfileMisses(job, e)) return &e;
   }
   return nullptr;
 }

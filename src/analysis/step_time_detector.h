@@ -273,9 +273,10 @@ void MeasureOnsets(StepMetrics& metrics, const StepDetectorOptions& options);
 // The synchronised decision (see above).
 bool StepsSynchronised(const StepMetrics& metrics, const StepDetectorOptions& options);
 
-// The first whole-job slowdown episode that the profiled steps miss
-// entirely (the traces cannot time it); nullptr when there is none, or when
-// which steps were profiled is unknown.
+// Whether the profiled steps miss episode `e` entirely (the traces cannot
+// time it); false when which steps were profiled is unknown.
+bool ProfileMisses(const JobStepStats& job, const Episode& e);
+// The first whole-job slowdown episode ProfileMisses(); nullptr when none.
 const Episode* EpisodeOutsideProfile(const JobStepStats& job);
 // The findings, in this order: no peers, stage imbalance, stragglers (by
 // rank index), jitter, job slowdowns, synchronised; with the metrics'

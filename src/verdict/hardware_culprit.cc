@@ -30,13 +30,6 @@ const Episode* EpisodeAtOnset(const Analyses& a, const Finding& f) {
   return nullptr;
 }
 
-// Whether the profiled steps overlap `e` (true when unknown: the traces'
-// silence then counts).
-bool Traced(const Analyses& a, const Episode& e) {
-  const std::optional<LogStepRange>& prof = a.steps.job.profiled_steps;
-  return !prof || (prof->first <= e.end_step && prof->last >= e.start_step);
-}
-
 }  // namespace
 
 bool IsGpuCause(FindingCode c) {
@@ -57,7 +50,11 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   // Without step times nothing says the job is slow at all: GPU findings
   // stay findings.
   if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
-  std::vector<const Finding*> cands;
+  struct Candidate {
+    const Finding* finding;
+    const Episode* episode;  // EpisodeAtOnset(), or nullptr
+  };
+  std::vector<Candidate> cands;
   const Finding* late_trace = nullptr;  // the candidate's rank's late arrival, not blamed alone
   for (const Finding& f : a.hardware.findings) {
     if (!IsGpuCause(f.code) || !f.entity.host || !f.entity.gpu) continue;
@@ -78,18 +75,18 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
     // slowdown that began with the GPU's anomaly (a cap lifted before the
     // profiler ran).
     const Episode* ep = EpisodeAtOnset(a, f);
-    bool untraced = ep != nullptr && !Traced(a, *ep);
+    bool untraced = ep != nullptr && ProfileMisses(a.steps.job, *ep);
     if (!comm && !a.traces.ranks.empty() && a.traces.instances > 0 && !late_here && !untraced)
       continue;
-    cands.push_back(&f);
+    cands.push_back(Candidate{&f, ep});
   }
   // Several GPUs: the one whose onset a whole-job slowdown followed.
   if (cands.size() > 1) {
-    std::erase_if(cands, [&](const Finding* f) { return EpisodeAtOnset(a, *f) == nullptr; });
+    std::erase_if(cands, [](const Candidate& x) { return x.episode == nullptr; });
   }
   if (cands.size() != 1) return std::nullopt;
-  const Finding& f = *cands.front();
-  const Episode* ep = EpisodeAtOnset(a, f);
+  const Finding& f = *cands.front().finding;
+  const Episode* ep = cands.front().episode;
   Culprit c;
   c.entity = f.entity;
   bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
@@ -108,11 +105,10 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
         ep->start_step, ep->end_step, 100 * excess, FormatTimestamp(*ep->start_time),
         static_cast<double>(std::llabs(*ep->start_time - *f.onset_time)) / 1e9,
         *ep->start_time >= *f.onset_time ? "after" : "before"));
-    const std::optional<LogStepRange>& prof = a.steps.job.profiled_steps;
-    if (prof && !Traced(a, *ep)) {
+    if (ProfileMisses(a.steps.job, *ep)) {
       c.evidence.push_back(fmt::format(
           "traces: the profiled steps {}-{} lie outside that slowdown, so they cannot time it",
-          prof->first, prof->last));
+          a.steps.job.profiled_steps->first, a.steps.job.profiled_steps->last));
     }
   }
   if (late_trace != nullptr &&
@@ -141,11 +137,10 @@ std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_ste
 
 std::optional<std::string> TimeTieStep(const Analyses& a) {
   if (!a.steps.job.synchronised) return std::nullopt;
-  const Episode* untimed = nullptr;
-  for (const Episode& e : a.steps.job.episodes) {
-    if (!e.start_time) untimed = untimed ? untimed : &e;
-  }
-  if (untimed == nullptr) return std::nullopt;
+  const std::vector<Episode>& eps = a.steps.job.episodes;
+  auto untimed =
+      std::find_if(eps.begin(), eps.end(), [](const Episode& e) { return !e.start_time; });
+  if (untimed == eps.end()) return std::nullopt;
   for (const Finding& f : a.hardware.findings) {
     if (!IsGpuCause(f.code) || !f.onset_time || !f.entity.host || !f.entity.gpu) continue;
     return fmt::format(
