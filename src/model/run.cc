@@ -198,6 +198,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
     }
     traces_.push_back(std::move(t));
   }
+  for (OpTimeline& t : other.op_timelines_) op_timelines_.push_back(std::move(t));
   for (GpuRecord& g : other.gpus_) gpus_.push_back(std::move(g));
   auto append = [](auto& dst, auto& src) {
     for (auto& x : src) dst.push_back(std::move(x));
@@ -497,6 +498,7 @@ void RunBuilder::Finalize(Run& run) {
   for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);
+  run.op_timelines = std::move(op_timelines_);
   run.names = std::move(names_);
   MergeGpus(gpus_, run, diagnostics_);
   run.hardware.gpus = std::move(gpus_);

@@ -8,6 +8,7 @@
 //   │     └── steps[]    StepRecord{step, duration_ns, start_ns?, src}
 //   ├── unattributed[]   step series whose rank is unknown (one per file)
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
+//   ├── op_timelines[]   per-op timelines of model-parallel jobs (model/op_timeline.h)
 //   ├── names            interned kernel / collective names of the traces
 //   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
 //   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
@@ -35,6 +36,7 @@
 #include "model/diagnostics.h"
 #include "model/hardware.h"
 #include "model/network.h"
+#include "model/op_timeline.h"
 #include "model/source.h"
 #include "model/time.h"
 #include "model/trace.h"
@@ -106,6 +108,7 @@ struct Run {
   std::vector<StepSeries> ranks;         // sorted by rank, unique
   std::vector<StepSeries> unattributed;  // rank unknown
   std::vector<RankTrace> traces;         // in file order
+  std::vector<OpTimeline> op_timelines;  // in file order
   NameTable names;
   HardwareData hardware;
   NetworkData network;
@@ -172,6 +175,9 @@ class RunBuilder {
   // A parsed profiler trace. Its name ids refer to `names`, the builder's
   // own table, which MergeFrom() re-maps into the merged one.
   void AddTrace(RankTrace trace) { traces_.push_back(std::move(trace)); }
+  // A per-op timeline of a model-parallel job (Megatron-style timelines).
+  void AddOpTimeline(OpTimeline timeline) { op_timelines_.push_back(std::move(timeline)); }
+  const std::vector<OpTimeline>& op_timelines() const { return op_timelines_; }
   NameTable& names() { return names_; }
 
   // GPU data of one file (hardware readers): one record per GPU per file.
@@ -261,6 +267,7 @@ class RunBuilder {
   std::vector<uint32_t> pending_count_;  // parallel to series_
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
+  std::vector<OpTimeline> op_timelines_;
   NameTable names_;
   std::vector<GpuRecord> gpus_;
   NetworkData network_;
