@@ -97,6 +97,10 @@ struct TimelineOp {
 
 struct TimelineWorker {
   ParallelCoord coord;
+  // False when the file does not say where the worker sits (no thread_name
+  // metadata for its threads): coord is then unset until a --layout maps
+  // `rank` to coordinates.
+  bool coord_known = true;
   std::optional<int32_t> rank;  // global rank, when the file or the layout says
 };
 
