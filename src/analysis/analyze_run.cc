@@ -1,5 +1,6 @@
 #include "analysis/analyze_run.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace laggard {
@@ -9,7 +10,17 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.steps = AnalyzeStepTimes(run, options.steps);
   a.traces = AnalyzeTraces(run, options.traces);
   a.ranks = RankMap::Build(run, options.gpus_per_node, options.first_node);
+  a.pipelines = AnalyzePipelines(run, options.layout, options.pipelines);
   std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
+  // A slow worker of an op timeline is a suspect like a straggler: its GPU's
+  // metrics may say why.
+  for (const Finding& f : a.pipelines.findings) {
+    if (f.code != FindingCode::kPipelineSlowWorker || !f.entity.rank) continue;
+    if (std::none_of(suspects.begin(), suspects.end(),
+                     [&](const SuspectRank& s) { return s.rank == *f.entity.rank; })) {
+      suspects.push_back(SuspectRank{*f.entity.rank, std::nullopt, std::nullopt});
+    }
+  }
   a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
   a.pauses = AnalyzePauses(run, a.steps, a.traces, a.ranks, options.pauses);

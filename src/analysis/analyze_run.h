@@ -17,6 +17,7 @@
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/pause_detector.h"
+#include "analysis/pipeline_detector.h"
 #include "analysis/rank_map.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
@@ -31,6 +32,7 @@ struct Analyses {
   HardwareAnalysis hardware;
   NetworkAnalysis network;
   PauseAnalysis pauses;
+  PipelineAnalysis pipelines;  // one entry per op timeline of the run
   RankMap ranks;
 };
 
@@ -42,6 +44,9 @@ struct AnalysisOptions {
   HardwareDetectorOptions hardware;
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;
+  PipelineDetectorOptions pipelines;
+  // --layout: the parallel layout of op timelines that do not state theirs.
+  std::optional<ParallelLayout> layout;
   // The rank <-> GPU join's placement rule (rank_map.h): --gpus-per-node,
   // and --first-node, the number in the host name of the job's first node.
   std::optional<int32_t> gpus_per_node;

@@ -85,6 +85,21 @@ constexpr FindingInfo kCatalogue[] = {
      "GPU's enforced power limit changed during the run (nvidia-smi -pl, a power-capping "
      "daemon): an event on the timeline",
      kGpu},
+    {"pipeline.stage_imbalance", Severity::kWarning,
+     "one pipeline stage is slower on every data-parallel replica: the layers are not "
+     "partitioned evenly, no worker is faulty",
+     kPipeline},
+    {"pipeline.slow_worker", Severity::kCritical,
+     "one worker is slower than the other replicas of its pipeline stage", kPipeline},
+    {"pipeline.workload_imbalance", Severity::kWarning,
+     "the slowest data-parallel replica changes from step to step: uneven work (sequence "
+     "lengths), not a faulty worker",
+     kPipeline},
+    {"pipeline.slow_communication", Severity::kWarning,
+     "one communication group's transfers hold the step up", kPipeline},
+    {"pipeline.no_layout", Severity::kWarning,
+     "an op timeline without its parallel layout: the what-if replay cannot run", kPipeline,
+     "give the layout: --layout dp=D,pp=P,tp=T (ranks in Megatron order, tp fastest)"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 
@@ -106,6 +121,7 @@ std::string_view FindingCategoryName(FindingCategory c) {
     case kGpu: return "gpu";
     case kNetwork: return "network";
     case kHost: return "host";
+    case kPipeline: return "pipeline";
   }
   return "steps";
 }

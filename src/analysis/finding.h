@@ -60,11 +60,16 @@ enum class FindingCode : uint16_t {
   kHostPause,             // one rank pauses at the job's isolated slow steps (pause_detector.h)
   kStepProfilerWindow,    // the profiled steps ran slower: the profiler's cost, not the job's
   kGpuPowerLimitChanged,  // the enforced power limit changed during the run: an event
+  kPipelineStageImbalance,     // one stage slower on every DP replica: partitioning (what-if)
+  kPipelineSlowWorker,         // one worker slower than the other replicas of its stage
+  kPipelineWorkloadImbalance,  // the slowest replica moves from step to step: the data
+  kPipelineSlowCommunication,  // one op group's transfers hold the step up
+  kPipelineNoLayout,           // an op timeline without layout: the replay needs --layout
   kCount,
 };
 
 // Which kind of evidence a finding comes from: the prefix of its name.
-enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost };
+enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost, kPipeline };
 std::string_view FindingCategoryName(FindingCategory c);  // "steps", "traces", "gpu", ...
 
 struct FindingInfo {
@@ -128,7 +133,12 @@ struct Entity {
   std::optional<int32_t> gpu;
   std::optional<std::string> nic;          // "mlx5_1 port 1", "eth0"
   std::optional<std::string> switch_name;  // from the host -> switch map
-  bool job = false;                        // the job as a whole
+  // Place in a model-parallel layout (op timelines): a worker has all
+  // three, a pipeline stage only pp_stage.
+  std::optional<int32_t> dp_rank;
+  std::optional<int32_t> pp_stage;
+  std::optional<int32_t> tp_rank;
+  bool job = false;  // the job as a whole
 };
 
 // One piece of support for a finding, located in the input when possible.
@@ -150,6 +160,9 @@ struct Finding {
   std::optional<double> slowdown;  // mean relative excess over peers (0.21 = +21%)
   std::optional<double> spike;     // excess on the slow steps of a periodic /
                                    // intermittent pattern
+  // What-if (pipeline findings): the share of step time that removing the
+  // culprit gives back, from the replay (analysis/pipeline_replay.h).
+  std::optional<double> recovered;
   std::optional<int64_t> onset_step;
   std::optional<TimeNs> onset_time;
   std::optional<int64_t> end_step;  // last slow step when it recovered / episode end

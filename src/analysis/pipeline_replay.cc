@@ -83,7 +83,8 @@ class GraphBuilder {
   void Group(std::vector<int32_t> ops) {
     ops.erase(std::remove(ops.begin(), ops.end(), kNone), ops.end());
     if (ops.size() < 2) return;
-    for (int32_t op : ops) group_of_[static_cast<size_t>(op)] = static_cast<int32_t>(groups_.size());
+    for (int32_t op : ops)
+      group_of_[static_cast<size_t>(op)] = static_cast<int32_t>(groups_.size());
     groups_.push_back(std::move(ops));
   }
   Graph Finish();
@@ -124,8 +125,8 @@ void GraphBuilder::Index() {
   for (int32_t i : order) {
     const TimelineOp& op = t_.ops[static_cast<size_t>(i)];
     if (op.worker < 0 || static_cast<size_t>(op.worker) >= t_.workers.size()) continue;
-    size_t s = static_cast<size_t>(
-        std::lower_bound(steps_.begin(), steps_.end(), op.step) - steps_.begin());
+    size_t s = static_cast<size_t>(std::lower_bound(steps_.begin(), steps_.end(), op.step) -
+                                   steps_.begin());
     std::vector<int32_t>& v = Cell(s, op.worker)->of(op.kind);
     if (!v.empty() && t_.ops[static_cast<size_t>(v.back())].seq == op.seq) {
       ++fit_.duplicates;
@@ -158,7 +159,8 @@ void GraphBuilder::WorkerDeps(size_t step, int32_t worker) {
   Chain(dp_stream);
   // First forward of each chunk after that chunk's last all-gather.
   std::map<int32_t, int32_t> last_gather;
-  for (int32_t g : c.of(Kind::kParamsAllGather)) last_gather[t_.ops[static_cast<size_t>(g)].chunk] = g;
+  for (int32_t g : c.of(Kind::kParamsAllGather))
+    last_gather[t_.ops[static_cast<size_t>(g)].chunk] = g;
   std::map<int32_t, int32_t> first_forward;
   for (int32_t f : compute) {
     const TimelineOp& op = t_.ops[static_cast<size_t>(f)];
@@ -215,7 +217,8 @@ void GraphBuilder::TailDeps(WorkerStep& c, const std::vector<int32_t>& compute, 
   TimeNs last_end = 0;
   for (int32_t op : compute) {
     const TimelineOp& o = t_.ops[static_cast<size_t>(op)];
-    if (last == kNone || o.start_ns + o.dur_ns > last_end) last = op, last_end = o.start_ns + o.dur_ns;
+    if (last == kNone || o.start_ns + o.dur_ns > last_end)
+      last = op, last_end = o.start_ns + o.dur_ns;
   }
   int32_t gc = At(&c, Kind::kGc, 0);
   Dep(last, gc);
@@ -259,8 +262,9 @@ void GraphBuilder::Groups(size_t step) {
         WorkerStep* c = Cell(step, WorkerAt(dp, pp, tp));
         if (c == nullptr) continue;
         // Sends pair with the peer stage's receives of the same seq.
-        for (auto [send, recv, delta] : {std::tuple{Kind::kForwardSend, Kind::kForwardRecv, 1},
-                                         std::tuple{Kind::kBackwardSend, Kind::kBackwardRecv, -1}}) {
+        for (auto [send, recv, delta] :
+             {std::tuple{Kind::kForwardSend, Kind::kForwardRecv, 1},
+              std::tuple{Kind::kBackwardSend, Kind::kBackwardRecv, -1}}) {
           int32_t peer = pp + delta;
           if (vpp > 1) peer = (peer + l_.pp) % l_.pp;
           WorkerStep* pc = Cell(step, WorkerAt(dp, peer, tp));
@@ -285,8 +289,8 @@ void GraphBuilder::Groups(size_t step) {
   // DP collectives across the replicas of one (stage, tp).
   for (int32_t pp = 0; pp < l_.pp; ++pp) {
     for (int32_t tp = 0; tp < l_.tp; ++tp) {
-      for (Kind k : {Kind::kParamsAllGather, Kind::kGradsReduceScatter,
-                     Kind::kSeparateGradsAllReduce}) {
+      for (Kind k :
+           {Kind::kParamsAllGather, Kind::kGradsReduceScatter, Kind::kSeparateGradsAllReduce}) {
         size_t n = 0;
         for (int32_t dp = 0; dp < l_.dp; ++dp) {
           if (WorkerStep* c = Cell(step, WorkerAt(dp, pp, tp))) n = std::max(n, c->of(k).size());
@@ -487,15 +491,15 @@ StatusOr<ParallelLayout> ResolveLayout(const OpTimeline& timeline,
                                      l.dp, l.pp, l.tp, l.vpp));
   }
   if (layout && timeline.layout && unplaced.empty() &&
-      (timeline.layout->dp != l.dp || timeline.layout->pp != l.pp ||
-       timeline.layout->tp != l.tp)) {
+      (timeline.layout->dp != l.dp || timeline.layout->pp != l.pp || timeline.layout->tp != l.tp)) {
     return Status::Error(fmt::format(
         "--layout dp={} pp={} tp={} contradicts the timeline's own dp={} pp={} tp={}", l.dp, l.pp,
         l.tp, timeline.layout->dp, timeline.layout->pp, timeline.layout->tp));
   }
   if (static_cast<int64_t>(timeline.workers.size()) > l.world()) {
-    return Status::Error(fmt::format("the timeline has {} workers, more than the layout's {} ({}x{}x{})",
-                                     timeline.workers.size(), l.world(), l.dp, l.pp, l.tp));
+    return Status::Error(
+        fmt::format("the timeline has {} workers, more than the layout's {} ({}x{}x{})",
+                    timeline.workers.size(), l.world(), l.dp, l.pp, l.tp));
   }
   coords->clear();
   std::vector<char> taken(static_cast<size_t>(l.world()), 0);
@@ -511,14 +515,14 @@ StatusOr<ParallelLayout> ResolveLayout(const OpTimeline& timeline,
       c.pp = *w.rank / (l.tp * l.dp);
     }
     if (c.dp < 0 || c.pp < 0 || c.tp < 0 || c.dp >= l.dp || c.pp >= l.pp || c.tp >= l.tp) {
-      return Status::Error(fmt::format("worker dp={} pp={} tp={} is outside the layout dp={} "
-                                       "pp={} tp={}",
-                                       c.dp, c.pp, c.tp, l.dp, l.pp, l.tp));
+      return Status::Error(
+          fmt::format("worker dp={} pp={} tp={} is outside the layout dp={} "
+                      "pp={} tp={}",
+                      c.dp, c.pp, c.tp, l.dp, l.pp, l.tp));
     }
     size_t slot = (static_cast<size_t>(c.pp) * l.dp + c.dp) * l.tp + c.tp;
     if (taken[slot]) {
-      return Status::Error(
-          fmt::format("two workers claim dp={} pp={} tp={}", c.dp, c.pp, c.tp));
+      return Status::Error(fmt::format("two workers claim dp={} pp={} tp={}", c.dp, c.pp, c.tp));
     }
     taken[slot] = 1;
     coords->push_back(c);
@@ -542,9 +546,8 @@ class WhatIfRunner {
     std::array<double, kTimelineOpKinds> typical{};
     for (size_t k = 0; k < by_kind.size(); ++k) {
       if (by_kind[k].empty()) continue;
-      typical[k] = IsCommunicationOp(static_cast<Kind>(k))
-                       ? Median(by_kind[k]).value_or(0)
-                       : *Mean(by_kind[k]);
+      typical[k] = IsCommunicationOp(static_cast<Kind>(k)) ? Median(by_kind[k]).value_or(0)
+                                                           : *Mean(by_kind[k]);
     }
     ideal_.resize(g.op_of.size());
     for (size_t i = 0; i < g.op_of.size(); ++i) {
@@ -587,7 +590,8 @@ class WhatIfRunner {
     std::vector<double> ex(workers, 0);
     for (size_t i = 0; i < g_.op_of.size(); ++i) {
       const TimelineOp& op = t_.ops[static_cast<size_t>(g_.op_of[i])];
-      if (!IsCommunicationOp(op.kind)) ex[static_cast<size_t>(op.worker)] += measured_[i] - ideal_[i];
+      if (!IsCommunicationOp(op.kind))
+        ex[static_cast<size_t>(op.worker)] += measured_[i] - ideal_[i];
     }
     return ex;
   }
@@ -601,8 +605,9 @@ class WhatIfRunner {
 };
 
 void SortGroups(std::vector<WhatIfGroup>& v) {
-  std::stable_sort(v.begin(), v.end(),
-                   [](const WhatIfGroup& a, const WhatIfGroup& b) { return a.slowdown > b.slowdown; });
+  std::stable_sort(v.begin(), v.end(), [](const WhatIfGroup& a, const WhatIfGroup& b) {
+    return a.slowdown > b.slowdown;
+  });
 }
 
 }  // namespace
@@ -670,7 +675,8 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
     st.measured_ns = run.measured_steps()[s];
     st.ideal_ns = run.ideal_steps()[s];
     st.slowdown = st.ideal_ns > 0 ? st.measured_ns / st.ideal_ns : 1;
-    for (const auto& v : stage_steps) st.by_stage.push_back(st.ideal_ns > 0 ? v[s] / st.ideal_ns : 1);
+    for (const auto& v : stage_steps)
+      st.by_stage.push_back(st.ideal_ns > 0 ? v[s] / st.ideal_ns : 1);
     w.per_step.push_back(std::move(st));
   }
   SortGroups(w.by_stage);

@@ -75,13 +75,13 @@ struct ReplayFit {
 
 // One group's effect.
 struct WhatIfGroup {
-  std::string label;             // "3" (stage / DP rank), "forward-compute", "dp0 pp3 tp0"
-  std::optional<int32_t> dp;     // set for a DP rank or a worker
-  std::optional<int32_t> pp;     // set for a stage or a worker
-  std::optional<int32_t> tp;     // set for a worker
-  std::optional<int32_t> worker; // index into OpTimeline::workers
-  double slowdown = 1;           // ideal + this group measured, over ideal
-  double recovered = 0;          // 1 - (measured - this group) / measured
+  std::string label;              // "3" (stage / DP rank), "forward-compute", "dp0 pp3 tp0"
+  std::optional<int32_t> dp;      // set for a DP rank or a worker
+  std::optional<int32_t> pp;      // set for a stage or a worker
+  std::optional<int32_t> tp;      // set for a worker
+  std::optional<int32_t> worker;  // index into OpTimeline::workers
+  double slowdown = 1;            // ideal + this group measured, over ideal
+  double recovered = 0;           // 1 - (measured - this group) / measured
 };
 
 struct WhatIfStep {

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/analyze_run.h"
+#include "base/text.h"
 #include "report/report.h"
 
 namespace laggard {
@@ -171,6 +172,45 @@ bool FailsOn(const std::vector<std::string>& fail_on, VerdictStatus status) {
   return !name.empty() && std::find(fail_on.begin(), fail_on.end(), name) != fail_on.end();
 }
 
+StatusOr<ParallelLayout> ParseLayoutFlag(std::string_view text) {
+  ParallelLayout l;
+  bool any = false;
+  for (std::string_view part : Split(text, ',')) {
+    size_t eq = part.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::Error(fmt::format("'{}' is not key=value (e.g. dp=2,pp=4,tp=1)", part));
+    }
+    std::string_view key = part.substr(0, eq), value = part.substr(eq + 1);
+    if (key == "order") {
+      if (value != "tp-dp-pp" && value != "tp-cp-dp-pp" && value != "tp-cp-ep-dp-pp") {
+        return Status::Error(fmt::format(
+            "order '{}': only Megatron's default (tp-cp-dp-pp, tp fastest) is supported", value));
+      }
+      continue;
+    }
+    int32_t* slot = key == "dp"    ? &l.dp
+                    : key == "pp"  ? &l.pp
+                    : key == "tp"  ? &l.tp
+                    : key == "vpp" ? &l.vpp
+                                   : nullptr;
+    std::optional<int64_t> n = ParseInt<int64_t>(value);
+    if (key == "cp") {
+      if (n != 1) return Status::Error("cp other than 1 is not supported yet");
+      continue;
+    }
+    if (slot == nullptr)
+      return Status::Error(fmt::format("unknown size '{}' (dp, pp, tp, vpp)", key));
+    if (!n || *n < 1 || *n > kMaxRank) {
+      return Status::Error(fmt::format("{}={}: a size from 1 to {}", key, value, kMaxRank));
+    }
+    *slot = static_cast<int32_t>(*n);
+    any = true;
+  }
+  if (!any) return Status::Error("no size given (e.g. dp=2,pp=4,tp=1)");
+  if (l.world() > kMaxRank) return Status::Error(fmt::format("{} ranks is too many", l.world()));
+  return l;
+}
+
 void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
   cmd->add_option("paths", o.paths, "files or directories (walked recursively)")->required();
   cmd->add_option("--json", o.json_out, "write the JSON report to FILE ('-' for stdout)");
@@ -197,6 +237,9 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "(rank 0's), e.g. 0 for node-00, 1 for node-01")
       ->check(CLI::Range(0, 999'999'999))
       ->needs(gpus_per_node);
+  cmd->add_option("--layout", o.layout,
+                  "parallel layout of op timelines that do not state it: dp=D,pp=P,tp=T[,vpp=V] "
+                  "(ranks in Megatron order: tp fastest, then dp, then pp)");
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")
       ->check(CLI::Range(0, 1'000'000))
@@ -235,12 +278,21 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     return kExitNoInput;
   }
   AnalysisOptions analysis;
+  if (!o.layout.empty()) {
+    auto layout = ParseLayoutFlag(o.layout);
+    if (!layout.ok()) {
+      err << "laggard diagnose: --layout: " << layout.status().message() << "\n";
+      return kExitNoInput;
+    }
+    analysis.layout = layout.value();
+  }
   analysis.steps = o.detector;
   analysis.gpus_per_node = o.gpus_per_node;
   analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
-  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks});
+  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
+                         &a.pipelines});
 
   bool to_stdout = false;
   bool outputs_ok = true;

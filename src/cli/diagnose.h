@@ -42,8 +42,15 @@ struct DiagnoseOptions {
   IngestFlags input;
   std::optional<int32_t> gpus_per_node;
   std::optional<int32_t> first_node;
+  // --layout dp=D,pp=P,tp=T[,vpp=V]: the parallel layout of op timelines.
+  std::string layout;
   StepDetectorOptions detector;
 };
+
+// Parses --layout's "dp=2,pp=4,tp=1[,vpp=2][,order=tp-dp-pp]"; sizes not
+// given are 1. Only Megatron's rank order (tp fastest, then dp, then pp;
+// "tp-cp-dp-pp" with cp 1) is accepted.
+StatusOr<ParallelLayout> ParseLayoutFlag(std::string_view text);
 
 // Adds the paths and every diagnose option to `cmd`, bound to `options`.
 void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& options);

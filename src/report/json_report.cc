@@ -18,7 +18,64 @@ Json EntityJson(const Entity& e) {
   j["gpu"] = Opt(e.gpu);
   if (e.nic) j["nic"] = *e.nic;
   if (e.switch_name) j["switch"] = *e.switch_name;
+  if (e.dp_rank || e.pp_stage || e.tp_rank) {
+    j["dp_rank"] = Opt(e.dp_rank);
+    j["pp_stage"] = Opt(e.pp_stage);
+    j["tp_rank"] = Opt(e.tp_rank);
+  }
   if (e.job) j["job"] = true;
+  return j;
+}
+
+Json WhatIfGroupsJson(const std::vector<WhatIfGroup>& groups, const char* key) {
+  Json out = Json::array();
+  for (const WhatIfGroup& g : groups) {
+    Json j;
+    if (std::string_view(key) == "op_type") {
+      j["op_type"] = g.label;
+    } else {
+      if (g.dp || std::string_view(key) == "dp_rank") j["dp_rank"] = Opt(g.dp);
+      if (g.pp || std::string_view(key) == "pp_stage") j["pp_stage"] = Opt(g.pp);
+      if (g.tp) j["tp_rank"] = Opt(g.tp);
+    }
+    j["slowdown"] = Num(g.slowdown);
+    j["recovered"] = Num(g.recovered);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// The what-if replay (docs/json-report.md, "verdict.impact.whatif").
+Json WhatIfJson(const WhatIf& w) {
+  Json j;
+  j["slowdown"] = Num(w.slowdown);
+  j["measured_step_s"] = Num(w.measured_step_ns / 1e9);
+  j["ideal_step_s"] = Num(w.ideal_step_ns / 1e9);
+  j["layout"] = {
+      {"dp", w.layout.dp}, {"pp", w.layout.pp}, {"tp", w.layout.tp}, {"vpp", w.layout.vpp}};
+  j["by_stage"] = WhatIfGroupsJson(w.by_stage, "pp_stage");
+  j["by_dp_rank"] = WhatIfGroupsJson(w.by_dp_rank, "dp_rank");
+  j["by_op_type"] = WhatIfGroupsJson(w.by_op_type, "op_type");
+  j["by_worker"] = WhatIfGroupsJson(w.by_worker, "worker");
+  j["workers_replayed"] = w.workers_replayed;
+  Json steps = Json::array();
+  for (const WhatIfStep& s : w.per_step) {
+    Json by_stage = Json::array();
+    for (double x : s.by_stage) by_stage.push_back(Num(x));
+    steps.push_back({{"step", s.step},
+                     {"measured_s", Num(s.measured_ns / 1e9)},
+                     {"ideal_s", Num(s.ideal_ns / 1e9)},
+                     {"slowdown", Num(s.slowdown)},
+                     {"by_stage", std::move(by_stage)}});
+  }
+  j["per_step"] = std::move(steps);
+  j["unfit"] = {{"ops", w.fit.ops},
+                {"duplicates", w.fit.duplicates},
+                {"missing_compute", w.fit.missing_compute},
+                {"unpaired", w.fit.unpaired},
+                {"incomplete_group", w.fit.incomplete_group},
+                {"cyclic", w.fit.cyclic},
+                {"steps_dropped", w.fit.steps_dropped}};
   return j;
 }
 
@@ -63,6 +120,11 @@ Json CulpritJson(const Culprit& c) {
   j["pattern"] = NameJson(c.pattern, PatternName);
   if (c.entity.nic) j["nic"] = *c.entity.nic;
   if (c.entity.switch_name) j["switch"] = *c.entity.switch_name;
+  if (c.entity.dp_rank || c.entity.pp_stage || c.entity.tp_rank) {
+    j["dp_rank"] = Opt(c.entity.dp_rank);
+    j["pp_stage"] = Opt(c.entity.pp_stage);
+    j["tp_rank"] = Opt(c.entity.tp_rank);
+  }
   if (!c.ranks.empty()) j["ranks"] = c.ranks;
   j["evidence"] = c.evidence;
   return j;
@@ -77,6 +139,7 @@ Json VerdictJson(const Verdict& v) {
   verdict["culprits"] = std::move(culprits);
   verdict["impact"] = {{"throughput_lost", Opt(v.throughput_lost)},
                        {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
+  if (v.whatif) verdict["impact"]["whatif"] = WhatIfJson(*v.whatif);
   verdict["next_steps"] = v.next_steps;
   return verdict;
 }
@@ -90,6 +153,7 @@ Json FindingJson(const Run& run, const Finding& f) {
   j["confidence"] = Num(f.confidence);
   j["slowdown"] = Opt(f.slowdown);
   j["spike"] = Opt(f.spike);
+  if (f.recovered) j["recovered"] = Num(*f.recovered);
   j["band"] = NameJson(f.band, SlowdownBandName);
   j["pattern"] = NameJson(f.pattern, PatternName);
   j["onset_step"] = Opt(f.onset_step);

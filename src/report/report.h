@@ -34,6 +34,8 @@ struct ReportInput {
   const NetworkAnalysis* network = nullptr;
   // The rank <-> GPU join (nullptr: not shown).
   const RankMap* ranks = nullptr;
+  // The pipeline detector's findings (op timelines; nullptr: not run).
+  const PipelineAnalysis* pipelines = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -45,6 +47,9 @@ struct ReportInput {
   // Findings of every detector, in report order.
   std::vector<const Finding*> AllFindings() const {
     std::vector<const Finding*> all;
+    if (pipelines != nullptr) {
+      for (const Finding& f : pipelines->findings) all.push_back(&f);
+    }
     for (const Finding& f : traces.findings) all.push_back(&f);
     for (const Finding& f : steps.findings) all.push_back(&f);
     if (hardware != nullptr) {

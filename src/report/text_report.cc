@@ -252,6 +252,42 @@ void RenderRankMap(const ReportInput& in, std::ostream& out) {
   }
 }
 
+std::string GroupsText(const std::vector<WhatIfGroup>& groups, std::string_view prefix,
+                       size_t max) {
+  std::string s;
+  for (size_t i = 0; i < groups.size() && i < max; ++i) {
+    if (!s.empty()) s += ", ";
+    s += fmt::format("{}{} {:.3f}x", prefix, groups[i].label, groups[i].slowdown);
+  }
+  if (groups.size() > max) s += fmt::format(", ... ({} more)", groups.size() - max);
+  return s;
+}
+
+// The what-if replay of each op timeline: one line per decomposition.
+void RenderWhatIf(const ReportInput& in, std::ostream& out) {
+  if (in.pipelines == nullptr) return;
+  for (const PipelineMetrics& m : in.pipelines->timelines) {
+    if (!m.whatif) continue;
+    const WhatIf& w = *m.whatif;
+    out << fmt::format(
+        "what-if (op timeline, dp {} x pp {} x tp {}, {} steps): {:.3f}x slower than if no op "
+        "straggled ({:.4g} s per step measured, {:.4g} s ideal)\n",
+        w.layout.dp, w.layout.pp, w.layout.tp, w.per_step.size(), w.slowdown,
+        w.measured_step_ns / 1e9, w.ideal_step_ns / 1e9);
+    out << "  by stage:    " << GroupsText(w.by_stage, "stage ", 8) << "\n";
+    out << "  by DP rank:  " << GroupsText(w.by_dp_rank, "dp ", 8) << "\n";
+    out << "  by op type:  " << GroupsText(w.by_op_type, "", 5) << "\n";
+    out << "  by worker:   " << GroupsText(w.by_worker, "", 4) << "\n";
+    if (w.fit.any()) {
+      out << fmt::format(
+          "  ops that do not fit the schedule: {} duplicate, {} without their compute, {} "
+          "unpaired, {} collectives missing members, {} in a cycle ({} steps left out)\n",
+          w.fit.duplicates, w.fit.missing_compute, w.fit.unpaired, w.fit.incomplete_group,
+          w.fit.cyclic, w.fit.steps_dropped);
+    }
+  }
+}
+
 }  // namespace
 
 void RenderText(const ReportInput& in, const TextOptions& options, std::ostream& out) {
@@ -270,6 +306,10 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     for (const Culprit& c : v.culprits) {
       std::string who =
           c.entity.rank ? fmt::format("rank {}", *c.entity.rank) : c.entity.host.value_or("job");
+      if (!c.entity.rank && c.entity.pp_stage) {
+        who = fmt::format("pipeline stage {}", *c.entity.pp_stage);
+        if (!c.ranks.empty()) who += fmt::format(" (ranks {})", RankListText(c.ranks));
+      }
       if (c.entity.rank && c.entity.host) {
         who += fmt::format(" ({}{})", *c.entity.host,
                            c.entity.gpu ? fmt::format(" GPU {}", *c.entity.gpu) : "");
@@ -308,6 +348,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     RenderTraceTable(in, out);
   }
   RenderRankMap(in, out);
+  RenderWhatIf(in, out);
 
   std::vector<const Finding*> findings = in.AllFindings();
   if (!findings.empty()) {

@@ -20,6 +20,7 @@ using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HardwareOnlyCulprit;
 using verdict_internal::IsGpuCause;
 using verdict_internal::PatternText;
+using verdict_internal::PipelineVerdict;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
@@ -867,6 +868,10 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
   Verdict v = BaseVerdict(run, a.steps, a.traces);
+  // An op timeline's verdict where step times and traces name no straggler.
+  if (v.status != VerdictStatus::kStraggler) {
+    if (auto pipeline = PipelineVerdict(a)) v = std::move(*pipeline);
+  }
   bool changed = false;
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {

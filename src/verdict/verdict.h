@@ -124,6 +124,9 @@ struct Verdict {
   std::optional<double> throughput_lost;
   std::optional<double> gpu_hours_per_day;
   std::vector<std::string> next_steps;
+  // The what-if replay of the op timeline the verdict comes from
+  // (analysis/pipeline_replay.h), when there is one.
+  std::optional<WhatIf> whatif;
 };
 
 std::string_view ConfidenceWord(double confidence);

@@ -62,6 +62,11 @@ std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_ste
 // the step logs carry no times: the next step that would.
 std::optional<std::string> TimeTieStep(const Analyses& a);
 
+// The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
+// a stage, a worker, the work or a communication group, with the what-if
+// replay's numbers; nullopt when the pipeline detector found nothing.
+std::optional<Verdict> PipelineVerdict(const Analyses& a);
+
 }  // namespace laggard::verdict_internal
 
 #endif  // LAGGARD_VERDICT_VERDICT_HELPERS_H_

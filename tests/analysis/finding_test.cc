@@ -35,8 +35,11 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHostPause).name, "host.pause");
   EXPECT_EQ(Describe(FindingCode::kStepProfilerWindow).name, "step.profiler_window");
   EXPECT_EQ(Describe(FindingCode::kGpuPowerLimitChanged).name, "gpu.power_limit_changed");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kGpuPowerLimitChanged) + 1,
+  EXPECT_EQ(Describe(FindingCode::kPipelineStageImbalance).name, "pipeline.stage_imbalance");
+  EXPECT_EQ(Describe(FindingCode::kPipelineNoLayout).name, "pipeline.no_layout");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kPipelineNoLayout) + 1,
             static_cast<size_t>(FindingCode::kCount));
+  EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
 }
 
 TEST(FindingCatalogueTest, PatternAndBandWordsAreTheReportsWords) {

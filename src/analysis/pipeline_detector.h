@@ -1,0 +1,109 @@
+// Pipeline detector: for a model-parallel job's op timeline
+// (model/op_timeline.h), which worker, which stage, the work itself or a
+// communication group holds the step up, and what fixing it is worth. Run
+// by AnalyzeRun() (analysis/analyze_run.h) on every OpTimeline of the run;
+// the verdict turns its findings into a culprit and prints the what-if.
+//
+// Assumption: the workers of one (stage, tp position) on different DP
+// replicas do the same work (their role peers). A worker slower than its
+// role peers is faulty or slow; a stage slower on every replica is
+// partitioned heavier; a slowest replica that changes from step to step
+// has more work in those steps (longer sequences); a communication kind
+// whose measured transfers hold the step up is the network's.
+//
+// Metric (MeasurePipeline):
+//   whatif         the replay of pipeline_replay.h: slowdown, by stage, DP
+//                  rank, op type and worker
+//   peer ratio     per worker, the median over steps of its compute time in
+//                  the step (forward + backward + optimizer) over the median
+//                  of its role peers' in that step (dp >= 2)
+//   slowest dp     per step, the replica with the most compute, and the
+//                  spread (its compute over the replicas' median)
+//   comm groups    per communication op type, the workers whose median
+//                  transfer is >= comm_group_ratio x that type's median
+// Decision (DecidePipeline), nothing when slowdown < min_slowdown:
+//   1. communication: the communication op type with the largest group
+//      slowdown, when it exceeds min_group_excess and every compute type's;
+//   2. slow worker: the largest peer ratio >= worker_ratio while every role
+//      peer of it is < peer_quiet_ratio;
+//   3. workload: the slowest replica is a different one often (no replica
+//      is slowest in more than max_top_share of the steps) and the median
+//      spread is >= min_spread;
+//   4. stage imbalance: the stage with the largest group slowdown, when it
+//      exceeds min_group_excess.
+// Each finding carries the what-if's slowdown (as a relative excess) and
+// "recovered" (what removing the culprit gives back).
+//
+// Defaults and where they come from:
+//   min_slowdown 1.03, min_group_excess 0.02: the paper's decomposition
+//     threshold (1.03; StragglerAnalysis --decompose-thres) and two thirds
+//     of it for a group.
+//   worker_ratio 1.05, peer_quiet_ratio 1.02: the article's "suspect" band
+//     starts at 5%; a peer within 2% is normal variation.
+//   max_top_share 0.6, min_spread 1.03: judgement, checked on simulated
+//     runs (bench/pipeline_accuracy, docs/accuracy.md).
+//   comm_group_ratio 1.5: judgement.
+//
+// Thread-safety: pure functions of their inputs.
+
+#ifndef LAGGARD_ANALYSIS_PIPELINE_DETECTOR_H_
+#define LAGGARD_ANALYSIS_PIPELINE_DETECTOR_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/pipeline_replay.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct PipelineDetectorOptions {
+  double min_slowdown = 1.03;
+  double min_group_excess = 0.02;
+  double worker_ratio = 1.05;
+  double peer_quiet_ratio = 1.02;
+  double max_top_share = 0.6;
+  double min_spread = 1.03;
+  double comm_group_ratio = 1.5;
+  WhatIfOptions whatif;
+};
+
+struct PipelineWorkerMetrics {
+  int32_t worker = 0;
+  ParallelCoord coord;
+  std::optional<int32_t> rank;
+  std::optional<double> peer_ratio;  // nullopt without role peers (dp == 1)
+};
+
+struct PipelineMetrics {
+  uint32_t file = 0;  // the timeline's
+  std::optional<WhatIf> whatif;
+  std::optional<std::string> error;  // why the replay did not run
+  std::vector<PipelineWorkerMetrics> workers;
+  std::vector<int32_t> slowest_dp;  // per replayed step
+  std::optional<double> median_spread;
+  std::optional<double> top_share;  // share of steps of the most frequent slowest replica
+  // Per communication op type (WhatIfOpType), the workers with long transfers.
+  std::vector<std::pair<std::string, std::vector<int32_t>>> comm_groups;
+};
+
+struct PipelineAnalysis {
+  std::vector<PipelineMetrics> timelines;
+  std::vector<Finding> findings;
+};
+
+PipelineMetrics MeasurePipeline(const Run& run, const OpTimeline& timeline,
+                                const std::optional<ParallelLayout>& layout,
+                                const PipelineDetectorOptions& options);
+std::vector<Finding> DecidePipeline(const Run& run, const OpTimeline& timeline,
+                                    const PipelineMetrics& m,
+                                    const PipelineDetectorOptions& options);
+PipelineAnalysis AnalyzePipelines(const Run& run, const std::optional<ParallelLayout>& layout,
+                                  const PipelineDetectorOptions& options = {});
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_PIPELINE_DETECTOR_H_

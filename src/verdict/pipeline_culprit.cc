@@ -1,0 +1,101 @@
+// The verdict of an op timeline: the pipeline detector's finding
+// (analysis/pipeline_detector.h) becomes the culprit, and the what-if
+// replay gives its cost. A slow worker is a rank culprit, which the
+// hardware and network evidence of its GPU and host enrich like any other
+// (verdict.cc); a stage, the work or a communication kind is a culprit of
+// the whole job with its ranks.
+
+#include <fmt/format.h>
+
+#include "verdict/verdict_helpers.h"
+
+namespace laggard::verdict_internal {
+namespace {
+
+const Finding* PipelineFinding(const Analyses& a) {
+  for (FindingCode code :
+       {FindingCode::kPipelineSlowWorker, FindingCode::kPipelineSlowCommunication,
+        FindingCode::kPipelineWorkloadImbalance, FindingCode::kPipelineStageImbalance}) {
+    if (const Finding* f = FirstOf(a.pipelines.findings, code)) return f;
+  }
+  return nullptr;
+}
+
+const WhatIf* WhatIfOf(const Analyses& a, const Finding& f) {
+  for (const PipelineMetrics& m : a.pipelines.timelines) {
+    for (const Evidence& e : f.evidence) {
+      if (m.whatif && e.source && e.source->file == m.file) return &*m.whatif;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<Verdict> PipelineVerdict(const Analyses& a) {
+  const Finding* f = PipelineFinding(a);
+  if (f == nullptr) {
+    const Finding* missing = FirstOf(a.pipelines.findings, FindingCode::kPipelineNoLayout);
+    if (missing == nullptr) return std::nullopt;
+    Verdict v;
+    v.status = VerdictStatus::kInconclusive;
+    v.summary = "verdict: inconclusive — " + missing->message;
+    v.next_steps = missing->next_steps;
+    return v;
+  }
+  Verdict v;
+  Culprit c;
+  c.entity = f->entity;
+  c.cause = f->cause;
+  c.confidence = std::min(f->confidence, kSingleSourceCap);
+  c.slowdown = f->slowdown;
+  c.pattern = f->pattern;
+  c.ranks = f->ranks;
+  c.evidence.push_back("what-if: " + f->message);
+  for (const Evidence& e : f->evidence) c.evidence.push_back(e.text);
+  std::string what;
+  switch (f->code) {
+    case FindingCode::kPipelineSlowWorker:
+      v.status = VerdictStatus::kStraggler;
+      c.cause_class = CauseClass::kUnknown;
+      what = fmt::format("{} (dp {}, pp {}, tp {}) is the straggler", EntityName(c.entity),
+                         *c.entity.dp_rank, *c.entity.pp_stage, *c.entity.tp_rank);
+      break;
+    case FindingCode::kPipelineSlowCommunication:
+      v.status = c.ranks.empty() ? VerdictStatus::kCommBound : VerdictStatus::kStraggler;
+      c.cause_class = CauseClass::kCommunication;
+      what = c.ranks.empty() ? std::string("communication-bound")
+                             : fmt::format("ranks {} communicate slowly", RankListText(c.ranks));
+      break;
+    case FindingCode::kPipelineWorkloadImbalance:
+      v.status = VerdictStatus::kJobWide;
+      c.cause_class = CauseClass::kImbalance;
+      what = "workload imbalance: the work moves between replicas, no worker is faulty";
+      break;
+    default:
+      v.status = VerdictStatus::kJobWide;
+      c.cause_class = CauseClass::kImbalance;
+      what = fmt::format(
+          "pipeline stage {} (ranks {}) is the bottleneck: imbalance, no worker "
+          "is faulty",
+          *c.entity.pp_stage, RankListText(c.ranks));
+      break;
+  }
+  v.whatif = WhatIfOf(a, *f) ? std::optional<WhatIf>(*WhatIfOf(a, *f)) : std::nullopt;
+  // What the culprit costs: the share of step time removing it gives back.
+  if (f->recovered && *f->recovered > 0) v.throughput_lost = *f->recovered;
+  if (v.whatif) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, v.whatif->layout.world());
+  v.summary = fmt::format("verdict: {}, confidence {}", what, ConfidenceWord(c.confidence));
+  if (v.whatif) {
+    v.summary +=
+        fmt::format("; the job runs {:.2f}x slower than if no op straggled", v.whatif->slowdown);
+  }
+  if (v.throughput_lost) {
+    v.summary += fmt::format(", removing it recovers ~{:.0f}%", 100 * *v.throughput_lost);
+  }
+  v.next_steps = f->next_steps;
+  v.culprits.push_back(std::move(c));
+  return v;
+}
+
+}  // namespace laggard::verdict_internal
