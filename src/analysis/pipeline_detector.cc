@@ -155,7 +155,7 @@ std::optional<Finding> DecideCommunication(const WhatIf& w, const PipelineMetric
       top_comm->slowdown <= top_compute) {
     return std::nullopt;
   }
-  Finding f = Base(FindingCode::kPipelineSlowCommunication, w, m, top_comm->recovered);
+  Finding f = Base(FindingCode::kPipelineSlowCommunication, w, m, top_comm->recovered.value_or(0));
   std::vector<int32_t> workers;
   for (const auto& [type, slow] : m.comm_groups) {
     if (type == top_comm->label) workers = slow;
@@ -177,7 +177,7 @@ std::optional<Finding> DecideCommunication(const WhatIf& w, const PipelineMetric
   f.next_steps.push_back(fmt::format(
       "run nccl-tests over the ranks of that group ({}), and check their NICs and links (ibstat, "
       "ethtool -S, NCCL_DEBUG=INFO); removing the slow transfers recovers ~{:.0f}% of step time",
-      who, 100 * std::max(0.0, top_comm->recovered)));
+      who, 100 * std::max(0.0, top_comm->recovered.value_or(0))));
   return f;
 }
 
@@ -198,7 +198,7 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
   for (const WhatIfGroup& x : w.by_worker) {
     if (x.worker == top->worker) g = &x;
   }
-  double recovered = g ? g->recovered : 0;
+  double recovered = g ? g->recovered.value_or(0) : 0;
   Finding f = Base(FindingCode::kPipelineSlowWorker, w, m, recovered);
   int32_t rank = RankOf(w, *top);
   f.entity.rank = rank;
@@ -234,7 +234,7 @@ std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
   for (const WhatIfGroup& g : w.by_op_type) {
     if (g.label == TimelineOpName(Kind::kForwardCompute) ||
         g.label == TimelineOpName(Kind::kBackwardCompute)) {
-      recovered += std::max(0.0, g.recovered);
+      recovered += std::max(0.0, g.recovered.value_or(0));
     }
   }
   Finding f = Base(FindingCode::kPipelineWorkloadImbalance, w, m, recovered);
@@ -259,7 +259,7 @@ std::optional<Finding> DecideStage(const WhatIf& w, const PipelineMetrics& m,
                                    const PipelineDetectorOptions& o) {
   if (w.by_stage.empty() || w.by_stage[0].slowdown - 1 < o.min_group_excess) return std::nullopt;
   const WhatIfGroup& s = w.by_stage[0];
-  Finding f = Base(FindingCode::kPipelineStageImbalance, w, m, s.recovered);
+  Finding f = Base(FindingCode::kPipelineStageImbalance, w, m, s.recovered.value_or(0));
   f.entity.pp_stage = s.pp;
   f.entity.job = true;
   f.ranks = StageRanks(w, m, *s.pp);
@@ -300,7 +300,7 @@ std::optional<Finding> DecideStage(const WhatIf& w, const PipelineMetrics& m,
       "such as Megatron's --decoder-last-pipeline-num-layers / "
       "--decoder-first-pipeline-num-layers, "
       "or count the embedding and loss as layers); balanced, the step recovers ~{:.0f}%",
-      *s.pp, 100 * std::max(0.0, s.recovered)));
+      *s.pp, 100 * std::max(0.0, s.recovered.value_or(0))));
   return f;
 }
 

@@ -31,6 +31,8 @@ struct Graph {
   std::vector<int32_t> members;      // graph op indices
   std::vector<int32_t> step_of;      // graph op -> dense step index
   std::vector<char> ends_step;       // graph op is an optimizer
+  std::vector<uint32_t> end_begin;   // CSR per dense step: the ops whose latest end ends it
+  std::vector<int32_t> end_ops;      //   (its optimizers; every op of a step without one)
   std::vector<int64_t> steps;        // dense step index -> step number
   std::vector<char> step_ok;         // per dense step: nothing left out
 };
@@ -413,36 +415,44 @@ Graph GraphBuilder::Finish() {
     if (ga != kNone && gb != kNone) g.deps[count[static_cast<size_t>(gb)]++] = ga;
   }
   fit_.ops = g.op_of.size();
+  // The ops that end each step.
+  std::vector<std::vector<int32_t>> ends(steps_.size()), all(steps_.size());
+  for (size_t i = 0; i < g.op_of.size(); ++i) {
+    size_t st = static_cast<size_t>(g.step_of[i]);
+    (g.ends_step[i] ? ends : all)[st].push_back(static_cast<int32_t>(i));
+  }
+  g.end_begin.push_back(0);
+  for (size_t st = 0; st < steps_.size(); ++st) {
+    const auto& v = ends[st].empty() ? all[st] : ends[st];
+    g.end_ops.insert(g.end_ops.end(), v.begin(), v.end());
+    g.end_begin.push_back(static_cast<uint32_t>(g.end_ops.size()));
+  }
   return g;
 }
 
-// Step times (ns) of one replay with per-graph-op durations `dur`.
+// Step times (ns) of one replay with per-graph-op durations `dur`; `end`
+// is scratch of one value per graph op.
 std::vector<double> Replay(const Graph& g, const std::vector<double>& dur,
                            std::vector<double>& end) {
-  end.assign(g.op_of.size(), 0);
-  std::vector<double> step_end(g.steps.size(), 0);
-  std::vector<double> any_end(g.steps.size(), 0);
-  std::vector<char> has_optimizer(g.steps.size(), 0);
-  for (size_t u = 0; u + 1 < g.unit_begin.size(); ++u) {
+  end.resize(g.op_of.size());
+  const uint32_t* unit = g.unit_begin.data();
+  const uint32_t* dep_begin = g.dep_begin.data();
+  const int32_t* deps = g.deps.data();
+  double* e = end.data();
+  const double* d = dur.data();
+  const size_t units = g.unit_begin.size() - 1;
+  for (size_t u = 0; u < units; ++u) {
     double start = 0;
-    for (uint32_t m = g.unit_begin[u]; m < g.unit_begin[u + 1]; ++m) {
-      for (uint32_t k = g.dep_begin[m]; k < g.dep_begin[m + 1]; ++k) {
-        start = std::max(start, end[static_cast<size_t>(g.deps[k])]);
-      }
+    for (uint32_t m = unit[u]; m < unit[u + 1]; ++m) {
+      for (uint32_t k = dep_begin[m]; k < dep_begin[m + 1]; ++k) start = std::max(start, e[deps[k]]);
     }
-    for (uint32_t m = g.unit_begin[u]; m < g.unit_begin[u + 1]; ++m) {
-      double e = start + dur[m];
-      end[m] = e;
-      size_t s = static_cast<size_t>(g.step_of[m]);
-      any_end[s] = std::max(any_end[s], e);
-      if (g.ends_step[m]) {
-        has_optimizer[s] = 1;
-        step_end[s] = std::max(step_end[s], e);
-      }
-    }
+    for (uint32_t m = unit[u]; m < unit[u + 1]; ++m) e[m] = start + d[m];
   }
-  for (size_t s = 0; s < step_end.size(); ++s) {
-    if (!has_optimizer[s]) step_end[s] = any_end[s];
+  std::vector<double> step_end(g.steps.size(), 0);
+  for (size_t st = 0; st < step_end.size(); ++st) {
+    for (uint32_t k = g.end_begin[st]; k < g.end_begin[st + 1]; ++k) {
+      step_end[st] = std::max(step_end[st], e[g.end_ops[k]]);
+    }
   }
   return step_end;
 }
@@ -532,16 +542,26 @@ StatusOr<ParallelLayout> ResolveLayout(const OpTimeline& timeline,
 
 namespace {
 
-// The replays of one what-if: measured and typical durations per graph op.
+// The replays of one what-if: measured and typical durations per graph op,
+// and each graph op's group keys (stage, DP rank, op type, worker).
 class WhatIfRunner {
  public:
-  WhatIfRunner(const OpTimeline& t, const Graph& g) : t_(t), g_(g) {
-    measured_.resize(g.op_of.size());
+  WhatIfRunner(const OpTimeline& t, const Graph& g, const std::vector<ParallelCoord>& coords,
+               const std::vector<std::string>& types)
+      : g_(g) {
+    const size_t n = g.op_of.size();
+    measured_.resize(n);
+    ideal_.resize(n);
+    pp_.resize(n), dp_.resize(n), type_.resize(n), worker_.resize(n);
     std::array<std::vector<double>, kTimelineOpKinds> by_kind;
-    for (size_t i = 0; i < g.op_of.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const TimelineOp& op = t.ops[static_cast<size_t>(g.op_of[i])];
       measured_[i] = static_cast<double>(op.dur_ns);
       by_kind[static_cast<size_t>(op.kind)].push_back(measured_[i]);
+      const ParallelCoord& c = coords[static_cast<size_t>(op.worker)];
+      pp_[i] = c.pp, dp_[i] = c.dp, worker_[i] = op.worker;
+      type_[i] = static_cast<int32_t>(
+          std::lower_bound(types.begin(), types.end(), WhatIfOpType(op.kind)) - types.begin());
     }
     std::array<double, kTimelineOpKinds> typical{};
     for (size_t k = 0; k < by_kind.size(); ++k) {
@@ -549,8 +569,7 @@ class WhatIfRunner {
       typical[k] = IsCommunicationOp(static_cast<Kind>(k)) ? Median(by_kind[k]).value_or(0)
                                                            : *Mean(by_kind[k]);
     }
-    ideal_.resize(g.op_of.size());
-    for (size_t i = 0; i < g.op_of.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       ideal_[i] = typical[static_cast<size_t>(t.ops[static_cast<size_t>(g.op_of[i])].kind)];
     }
     measured_steps_ = Replay(g, measured_, end_);
@@ -559,55 +578,66 @@ class WhatIfRunner {
     ideal_mean_ = MeanOk(ideal_steps_, g.step_ok);
   }
 
-  // Ideal with the ops `in` selects measured (or measured with them ideal).
-  std::vector<double> With(const std::function<bool(const TimelineOp&)>& in, bool measured_in) {
-    std::vector<double> dur(g_.op_of.size());
-    for (size_t i = 0; i < dur.size(); ++i) {
-      bool sel = in(t_.ops[static_cast<size_t>(g_.op_of[i])]);
-      dur[i] = (sel == measured_in) ? measured_[i] : ideal_[i];
-    }
-    return Replay(g_, dur, end_);
+  enum class Key { kStage, kDp, kType, kWorker };
+  const std::vector<int32_t>& keys(Key k) const {
+    return k == Key::kStage ? pp_ : k == Key::kDp ? dp_ : k == Key::kType ? type_ : worker_;
   }
-  WhatIfGroup Group(std::string label, const std::function<bool(const TimelineOp&)>& in,
-                    std::vector<double>* steps = nullptr) {
-    WhatIfGroup r;
-    r.label = std::move(label);
-    std::vector<double> with = With(in, true);
-    r.slowdown = ideal_mean_ > 0 ? MeanOk(with, g_.step_ok) / ideal_mean_ : 1;
-    std::vector<double> without = With(in, false);
-    r.recovered = measured_mean_ > 0 ? 1 - MeanOk(without, g_.step_ok) / measured_mean_ : 0;
-    if (steps != nullptr) *steps = std::move(with);
-    return r;
+  // Mean step time with the ops whose key is `value` measured, the rest
+  // ideal (measured_in), or the other way round; per-step times in `steps`.
+  double With(Key key, int32_t value, bool measured_in, std::vector<double>* steps = nullptr) {
+    const std::vector<int32_t>& k = keys(key);
+    dur_.resize(k.size());
+    const double* in = measured_in ? measured_.data() : ideal_.data();
+    const double* out = measured_in ? ideal_.data() : measured_.data();
+    for (size_t i = 0; i < k.size(); ++i) dur_[i] = k[i] == value ? in[i] : out[i];
+    std::vector<double> st = Replay(g_, dur_, end_);
+    double mean = MeanOk(st, g_.step_ok);
+    if (steps != nullptr) *steps = std::move(st);
+    return mean;
+  }
+  double Slowdown(double mean) const { return ideal_mean_ > 0 ? mean / ideal_mean_ : 1; }
+  double Recovered(double mean) const {
+    return measured_mean_ > 0 ? 1 - mean / measured_mean_ : 0;
   }
 
-  const Graph& g_graph() const { return g_; }
   double measured_mean() const { return measured_mean_; }
   double ideal_mean() const { return ideal_mean_; }
   const std::vector<double>& measured_steps() const { return measured_steps_; }
   const std::vector<double>& ideal_steps() const { return ideal_steps_; }
   // Per worker: sum over its compute ops of measured - typical.
-  std::vector<double> ComputeExcess(size_t workers) const {
-    std::vector<double> ex(workers, 0);
+  std::vector<double> ComputeExcess(const OpTimeline& t) const {
+    std::vector<double> ex(t.workers.size(), 0);
     for (size_t i = 0; i < g_.op_of.size(); ++i) {
-      const TimelineOp& op = t_.ops[static_cast<size_t>(g_.op_of[i])];
-      if (!IsCommunicationOp(op.kind))
-        ex[static_cast<size_t>(op.worker)] += measured_[i] - ideal_[i];
+      if (!IsCommunicationOp(t.ops[static_cast<size_t>(g_.op_of[i])].kind)) {
+        ex[static_cast<size_t>(worker_[i])] += measured_[i] - ideal_[i];
+      }
     }
     return ex;
   }
 
  private:
-  const OpTimeline& t_;
   const Graph& g_;
-  std::vector<double> measured_, ideal_, end_;
+  std::vector<double> measured_, ideal_, end_, dur_;
+  std::vector<int32_t> pp_, dp_, type_, worker_;
   std::vector<double> measured_steps_, ideal_steps_;
   double measured_mean_ = 0, ideal_mean_ = 0;
 };
 
-void SortGroups(std::vector<WhatIfGroup>& v) {
-  std::stable_sort(v.begin(), v.end(), [](const WhatIfGroup& a, const WhatIfGroup& b) {
-    return a.slowdown > b.slowdown;
-  });
+// Sorts by slowdown and gives the first `top` groups their "recovered"
+// (one more replay each: the group ideal, the rest measured).
+void SortAndRecover(std::vector<WhatIfGroup>& v, WhatIfRunner& run, WhatIfRunner::Key key,
+                    const std::vector<int32_t>& values, size_t top) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return v[a].slowdown > v[b].slowdown; });
+  std::vector<WhatIfGroup> sorted;
+  for (size_t i = 0; i < order.size(); ++i) {
+    WhatIfGroup g = std::move(v[order[i]]);
+    if (i < top) g.recovered = run.Recovered(run.With(key, values[order[i]], false));
+    sorted.push_back(std::move(g));
+  }
+  v = std::move(sorted);
 }
 
 }  // namespace
@@ -621,68 +651,82 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
   w.layout = l.value();
   Graph g = GraphBuilder(timeline, w.layout, coords, w.fit).Build();
   if (g.op_of.empty()) return Status::Error("no op of the timeline fits a training step");
-  WhatIfRunner run(timeline, g);
+  std::vector<std::string> types;
+  for (const TimelineOp& op : timeline.ops) {
+    std::string type = WhatIfOpType(op.kind);
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  }
+  std::sort(types.begin(), types.end());
+  WhatIfRunner run(timeline, g, coords, types);
   w.measured_step_ns = run.measured_mean();
   w.ideal_step_ns = run.ideal_mean();
   w.slowdown = w.ideal_step_ns > 0 ? w.measured_step_ns / w.ideal_step_ns : 1;
-  auto coord = [&](const TimelineOp& op) -> const ParallelCoord& {
-    return coords[static_cast<size_t>(op.worker)];
-  };
-  std::vector<std::vector<double>> stage_steps(static_cast<size_t>(w.layout.pp));
-  for (int32_t p = 0; p < w.layout.pp; ++p) {
-    WhatIfGroup gr = run.Group(
-        std::to_string(p), [&](const TimelineOp& op) { return coord(op).pp == p; },
-        &stage_steps[static_cast<size_t>(p)]);
-    gr.pp = p;
-    w.by_stage.push_back(std::move(gr));
-  }
-  for (int32_t d = 0; d < w.layout.dp; ++d) {
-    WhatIfGroup gr =
-        run.Group(std::to_string(d), [&](const TimelineOp& op) { return coord(op).dp == d; });
-    gr.dp = d;
-    w.by_dp_rank.push_back(std::move(gr));
-  }
-  std::vector<std::string> types;
-  for (const TimelineOp& op : timeline.ops) types.push_back(WhatIfOpType(op.kind));
-  std::sort(types.begin(), types.end());
-  types.erase(std::unique(types.begin(), types.end()), types.end());
-  for (const std::string& type : types) {
-    w.by_op_type.push_back(
-        run.Group(type, [&](const TimelineOp& op) { return WhatIfOpType(op.kind) == type; }));
-  }
-  // Workers: all, or those whose compute exceeds its typical time most.
-  std::vector<double> excess = run.ComputeExcess(timeline.workers.size());
-  std::vector<int32_t> workers(timeline.workers.size());
-  std::iota(workers.begin(), workers.end(), 0);
-  if (workers.size() > options.max_worker_groups) {
-    std::stable_sort(workers.begin(), workers.end(), [&](int32_t a, int32_t b) {
-      return excess[static_cast<size_t>(a)] > excess[static_cast<size_t>(b)];
-    });
-    workers.resize(options.max_worker_groups);
-  }
-  for (int32_t wk : workers) {
-    const ParallelCoord& c = coords[static_cast<size_t>(wk)];
-    WhatIfGroup gr = run.Group(fmt::format("dp{} pp{} tp{}", c.dp, c.pp, c.tp),
-                               [&](const TimelineOp& op) { return op.worker == wk; });
-    gr.dp = c.dp, gr.pp = c.pp, gr.tp = c.tp, gr.worker = wk;
-    w.by_worker.push_back(std::move(gr));
+  using Key = WhatIfRunner::Key;
+  const size_t top = options.recovered_groups;
+  std::vector<std::vector<double>> stage_steps(static_cast<size_t>(w.layout.pp),
+                                               run.ideal_steps());
+  std::vector<int32_t> values;
+  if (options.decompose) {
+    for (int32_t p = 0; p < w.layout.pp; ++p) {
+      WhatIfGroup gr;
+      gr.label = std::to_string(p);
+      gr.pp = p;
+      gr.slowdown = run.Slowdown(run.With(Key::kStage, p, true, &stage_steps[static_cast<size_t>(p)]));
+      w.by_stage.push_back(std::move(gr));
+      values.push_back(p);
+    }
+    SortAndRecover(w.by_stage, run, Key::kStage, values, top);
+    values.clear();
+    for (int32_t d = 0; d < w.layout.dp; ++d) {
+      WhatIfGroup gr;
+      gr.label = std::to_string(d);
+      gr.dp = d;
+      gr.slowdown = run.Slowdown(run.With(Key::kDp, d, true));
+      w.by_dp_rank.push_back(std::move(gr));
+      values.push_back(d);
+    }
+    SortAndRecover(w.by_dp_rank, run, Key::kDp, values, top);
+    values.clear();
+    for (size_t i = 0; i < types.size(); ++i) {
+      WhatIfGroup gr;
+      gr.label = types[i];
+      gr.slowdown = run.Slowdown(run.With(Key::kType, static_cast<int32_t>(i), true));
+      w.by_op_type.push_back(std::move(gr));
+      values.push_back(static_cast<int32_t>(i));
+    }
+    SortAndRecover(w.by_op_type, run, Key::kType, values, top);
+    values.clear();
+    // Workers: all, or those whose compute exceeds its typical time most.
+    std::vector<double> excess = run.ComputeExcess(timeline);
+    std::vector<int32_t> workers(timeline.workers.size());
+    std::iota(workers.begin(), workers.end(), 0);
+    if (workers.size() > options.max_worker_groups) {
+      std::stable_sort(workers.begin(), workers.end(), [&](int32_t a, int32_t b) {
+        return excess[static_cast<size_t>(a)] > excess[static_cast<size_t>(b)];
+      });
+      workers.resize(options.max_worker_groups);
+    }
+    for (int32_t wk : workers) {
+      const ParallelCoord& c = coords[static_cast<size_t>(wk)];
+      WhatIfGroup gr;
+      gr.label = fmt::format("dp{} pp{} tp{}", c.dp, c.pp, c.tp);
+      gr.dp = c.dp, gr.pp = c.pp, gr.tp = c.tp, gr.worker = wk;
+      gr.slowdown = run.Slowdown(run.With(Key::kWorker, wk, true));
+      w.by_worker.push_back(std::move(gr));
+    }
+    SortAndRecover(w.by_worker, run, Key::kWorker, workers, top);
   }
   w.workers_replayed = w.by_worker.size();
-  for (size_t s = 0; s < g.steps.size(); ++s) {
-    if (!g.step_ok[s]) continue;
-    WhatIfStep st;
-    st.step = g.steps[s];
-    st.measured_ns = run.measured_steps()[s];
-    st.ideal_ns = run.ideal_steps()[s];
-    st.slowdown = st.ideal_ns > 0 ? st.measured_ns / st.ideal_ns : 1;
-    for (const auto& v : stage_steps)
-      st.by_stage.push_back(st.ideal_ns > 0 ? v[s] / st.ideal_ns : 1);
-    w.per_step.push_back(std::move(st));
+  for (size_t st = 0; st < g.steps.size(); ++st) {
+    if (!g.step_ok[st]) continue;
+    WhatIfStep ws;
+    ws.step = g.steps[st];
+    ws.measured_ns = run.measured_steps()[st];
+    ws.ideal_ns = run.ideal_steps()[st];
+    ws.slowdown = ws.ideal_ns > 0 ? ws.measured_ns / ws.ideal_ns : 1;
+    for (const auto& v : stage_steps) ws.by_stage.push_back(ws.ideal_ns > 0 ? v[st] / ws.ideal_ns : 1);
+    w.per_step.push_back(std::move(ws));
   }
-  SortGroups(w.by_stage);
-  SortGroups(w.by_dp_rank);
-  SortGroups(w.by_op_type);
-  SortGroups(w.by_worker);
   return w;
 }
 

@@ -80,8 +80,10 @@ struct WhatIfGroup {
   std::optional<int32_t> pp;      // set for a stage or a worker
   std::optional<int32_t> tp;      // set for a worker
   std::optional<int32_t> worker;  // index into OpTimeline::workers
-  double slowdown = 1;            // ideal + this group measured, over ideal
-  double recovered = 0;           // 1 - (measured - this group) / measured
+  double slowdown = 1;  // ideal + this group measured, over ideal
+  // 1 - (measured with this group ideal) / measured; for the first
+  // WhatIfOptions::recovered_groups of each decomposition only.
+  std::optional<double> recovered;
 };
 
 struct WhatIfStep {
@@ -111,6 +113,11 @@ struct WhatIfOptions {
   // Each worker group is one replay: past this many workers, only the ones
   // whose compute exceeds its typical duration most are replayed.
   size_t max_worker_groups = 64;
+  // False: the measured and ideal replays only (no group replays).
+  bool decompose = true;
+  // Groups of each decomposition (the largest first) that get "recovered":
+  // one more replay each.
+  size_t recovered_groups = 3;
 };
 
 // The layout of `timeline`: its own, else `layout` (--layout), which then

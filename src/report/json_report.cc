@@ -39,7 +39,7 @@ Json WhatIfGroupsJson(const std::vector<WhatIfGroup>& groups, const char* key) {
       if (g.tp) j["tp_rank"] = Opt(g.tp);
     }
     j["slowdown"] = Num(g.slowdown);
-    j["recovered"] = Num(g.recovered);
+    j["recovered"] = g.recovered ? Num(*g.recovered) : Json(nullptr);
     out.push_back(std::move(j));
   }
   return out;

@@ -51,7 +51,7 @@ TEST(PipelineReplayTest, HeavyStageLeadsTheStageDecomposition) {
   EXPECT_GT(w.value().slowdown, 1.05);
   EXPECT_EQ(w.value().by_stage.front().pp, 3);
   EXPECT_GT(w.value().by_stage.front().slowdown, w.value().slowdown);
-  EXPECT_GT(w.value().by_stage.front().recovered, 0.05);
+  EXPECT_GT(w.value().by_stage.front().recovered.value_or(0), 0.05);
   // Both replicas of the stage alike.
   EXPECT_EQ(w.value().by_worker[0].pp, 3);
   EXPECT_EQ(w.value().by_worker[1].pp, 3);
