@@ -19,6 +19,7 @@
 #include "cli/watch.h"
 #include "report/report.h"
 #include "simulator/kineto_traces.h"
+#include "simulator/pipeline_sim.h"
 #include "simulator/run_writer.h"
 #include "simulator/step_logs.h"
 
@@ -231,10 +232,84 @@ struct SimulateArgs {
        no_nccl_tests = false, no_nccl_debug = false, step_logs_only = false, no_effects = false,
        quiet = false;
   int trace_steps = 5, trace_first_step = -1, threads = 0;
+  std::string layout;  // given: a 3D-parallel job (pipeline_sim.h) instead of the cluster
+  int microbatches = 8;
 };
+
+// `laggard simulate --layout dp=D,pp=P,tp=T`: a Megatron job's op timeline
+// (timeline.json.gz) and its what-if truth, instead of the cluster.
+int SimulatePipelineJob(CLI::App* cmd, const SimulateArgs& a, std::ostream& out,
+                        std::ostream& err) {
+  auto given = [&](const char* name) { return cmd->count(name) > 0; };
+  for (const char* cluster_only : {"--scenario",         "--nodes",           "--gpus-per-node",
+                                   "--compute-ms",       "--collectives",     "--bucket-mib",
+                                   "--warmup-s",         "--clock-offset-ms", "--start-time",
+                                   "--nodes-per-switch", "--pipeline-stages", "--step-format",
+                                   "--step-timing",      "--no-traces",       "--trace-steps",
+                                   "--trace-first-step", "--gzip-traces",     "--no-hardware",
+                                   "--no-network",       "--no-nccl-tests",   "--no-nccl-debug",
+                                   "--step-logs-only",   "--no-effects"}) {
+    if (given(cluster_only)) {
+      err << "laggard simulate: " << cluster_only
+          << " is a cluster option; --layout simulates a 3D-parallel job (options: --layout, "
+             "--microbatches, --steps, --seed, --jitter, --fault)\n";
+      return kExitNoInput;
+    }
+  }
+  auto layout = sim::ParsePipelineLayout(a.layout);
+  if (!layout.ok()) {
+    err << "laggard simulate: " << layout.status().message() << "\n";
+    return kExitNoInput;
+  }
+  sim::PipelineScenario sc;
+  sc.layout = *layout;
+  sc.microbatches = a.microbatches;
+  sc.steps = given("--steps") ? a.steps : 32;
+  sc.seed = a.seed;
+  if (given("--jitter")) sc.costs.compute_cv = a.jitter;
+  if (a.faults.size() > 1) {
+    err << "laggard simulate: --layout takes one --fault (or none)\n";
+    return kExitNoInput;
+  }
+  if (!a.faults.empty()) {
+    auto f = sim::ParsePipelineFault(a.faults.front());
+    if (!f.ok()) {
+      err << "laggard simulate: " << f.status().message() << "\n";
+      return kExitNoInput;
+    }
+    sc.fault = std::move(f.value());
+  }
+  auto summary = sim::WritePipelineRun(sc, a.out_dir);
+  if (!summary.ok()) {
+    err << "laggard simulate: " << summary.status().message() << "\n";
+    return kExitNoInput;
+  }
+  if (!a.quiet) {
+    const sim::PipelineResult& r = summary->result;
+    const sim::PipelineFault& f = r.scenario.fault;
+    out << fmt::format(
+        "laggard simulate: dp {} x pp {} x tp {} ({} workers), 1F1B, {} microbatches, {} steps, "
+        "seed {}\n"
+        "  fault:     {} (class {})\n"
+        "  mean step: {:.4f} s (ideal {:.4f} s): what-if slowdown {:.4f}\n"
+        "  wrote {}/timeline.json.gz ({} events, {:.1f} MB) in {:.2f} s\n"
+        "  truth:     {}/truth.json\n",
+        sc.layout.dp, sc.layout.pp, sc.layout.tp, sc.layout.world(), sc.microbatches, sc.steps,
+        sc.seed, f.kind == sim::PipelineFaultKind::kNone ? "none (healthy control)" : f.spec,
+        sim::PipelineFaultClassName(f.kind), r.mean_actual_us / 1e6, r.mean_ideal_us / 1e6,
+        r.slowdown, a.out_dir, r.events, static_cast<double>(summary->bytes) / 1e6, summary->wall_s,
+        a.out_dir);
+  }
+  return kExitOk;
+}
 
 // Applies the options the user gave over the scenario file's values.
 int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostream& err) {
+  if (cmd->count("--layout") > 0) return SimulatePipelineJob(cmd, a, out, err);
+  if (cmd->count("--microbatches") > 0) {
+    err << "laggard simulate: --microbatches needs --layout (a 3D-parallel job)\n";
+    return kExitNoInput;
+  }
   sim::ClusterScenario sc;
   sim::RunOutputOptions oo;
   if (!a.scenario_file.empty()) {
@@ -365,6 +440,11 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
                 "skip the healthy control run (truth.json has no measured effects)");
   cmd->add_option("--threads", a.threads, "writer threads (default: one per core)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--layout", a.layout,
+                  "dp=D,pp=P,tp=T: simulate a 3D-parallel Megatron job (1F1B) and write its op "
+                  "timeline (timeline.json.gz) instead of a cluster");
+  cmd->add_option("--microbatches", a.microbatches, "microbatches per step with --layout (>= pp)")
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", a.quiet, "print nothing on success");
 }
 
@@ -423,6 +503,18 @@ std::string SimulateFooter() {
        "  `duration` steps of every `period`. What each kind changes: docs/simulator.md.\n"
        "\nExample: laggard simulate --nodes 4 --fault thermal@node-01:5:0.2,onset=60 "
        "--fault nic_degraded@node-03:mlx5_2 -o run/\n";
+  s += "\n3D-parallel jobs (--layout dp=D,pp=P,tp=T; writes timeline.json.gz and truth.json):\n"
+       "  --fault KIND[@KEY=N[,KEY=N...]][:FACTOR][,onset=S][,end=S], one at most:\n";
+  for (auto k : {sim::PipelineFaultKind::kSlowWorker, sim::PipelineFaultKind::kHeavyStage,
+                 sim::PipelineFaultKind::kSeqlen, sim::PipelineFaultKind::kSlowLink}) {
+    s += fmt::format("  {:<26} {}, {:g}\n", sim::PipelineFaultKindName(k),
+                     sim::PipelineFaultClassName(k), sim::DefaultPipelineFactor(k));
+  }
+  s += "  slow_worker@dp=1,pp=2,tp=0:1.3  heavy_stage@pp=3:1.25  seqlen:0.15 (the cv)\n"
+       "  slow_link@dp=0,pp=1:3 (the link of replica 0 between stages 1 and 2)\n"
+       "  slow_link@pp=2:3 (stage 2's data-parallel group). Omitted keys: drawn from the seed.\n"
+       "Example: laggard simulate --layout dp=2,pp=4,tp=1 --microbatches 8 --steps 32 "
+       "--fault heavy_stage@pp=3:1.25 -o job/\n";
   return s;
 }
 
