@@ -206,23 +206,47 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
   f.entity.pp_stage = top->coord.pp;
   f.entity.tp_rank = top->coord.tp;
   f.slowdown = *top->peer_ratio - 1;
-  f.message = fmt::format(
-      "rank {} (dp {}, pp {}, tp {}) computes {:+.0f}% longer than the other replicas of stage "
-      "{}{}",
-      rank, top->coord.dp, top->coord.pp, top->coord.tp, 100 * (*top->peer_ratio - 1),
-      top->coord.pp,
-      g ? fmt::format("; alone it makes the step {} the ideal", Times(g->slowdown)) : "");
+  // Tensor-parallel ranks wait for each other inside every op: a slow one
+  // makes its whole TP group slow, and the timeline cannot say which.
+  std::vector<int32_t> tp_group;
+  for (const PipelineWorkerMetrics& x : m.workers) {
+    if (x.coord.dp == top->coord.dp && x.coord.pp == top->coord.pp && x.peer_ratio &&
+        *x.peer_ratio >= o.worker_ratio) {
+      tp_group.push_back(RankOf(w, x));
+    }
+  }
+  std::sort(tp_group.begin(), tp_group.end());
+  std::string alone =
+      g ? fmt::format("; alone it makes the step {} the ideal", Times(g->slowdown)) : "";
+  if (tp_group.size() > 1) {
+    f.ranks = tp_group;
+    f.entity.tp_rank.reset();
+    f.message = fmt::format(
+        "the tensor-parallel group of dp {}, pp {} (ranks {}) computes {:+.0f}% longer than the "
+        "other replicas of stage {}{}: its ranks wait for each other inside every op, so the "
+        "timeline cannot say which of them is slow",
+        top->coord.dp, top->coord.pp, RankListText(tp_group), 100 * (*top->peer_ratio - 1),
+        top->coord.pp, alone);
+  } else {
+    f.message = fmt::format(
+        "rank {} (dp {}, pp {}, tp {}) computes {:+.0f}% longer than the other replicas of "
+        "stage {}{}",
+        rank, top->coord.dp, top->coord.pp, top->coord.tp, 100 * (*top->peer_ratio - 1),
+        top->coord.pp, alone);
+  }
   f.confidence = 0.7;
   f.cause = "slow_worker";
   f.evidence.push_back({fmt::format("median over steps of its forward + backward time over its "
                                     "role peers' (same stage and TP rank): {}",
                                     Times(*top->peer_ratio)),
                         SourceRef{m.file, 0}});
+  std::string who = tp_group.size() > 1 ? fmt::format("ranks {}", RankListText(tp_group))
+                                        : fmt::format("rank {}", rank);
   f.next_steps.push_back(fmt::format(
-      "check rank {}'s GPU and host: its clocks, temperature and power limit (nvidia-smi -q -d "
-      "PERFORMANCE,CLOCK,TEMPERATURE,POWER), its PCIe link, other processes on it; replacing it "
-      "recovers ~{:.0f}% of step time",
-      rank, 100 * std::max(0.0, recovered)));
+      "check the GPU and host of {}: clocks, temperature and power limit (nvidia-smi -q -d "
+      "PERFORMANCE,CLOCK,TEMPERATURE,POWER), the PCIe link, other processes; fixing it recovers "
+      "~{:.0f}% of step time",
+      who, 100 * std::max(0.0, recovered)));
   return f;
 }
 

@@ -58,8 +58,12 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
     case FindingCode::kPipelineSlowWorker:
       v.status = VerdictStatus::kStraggler;
       c.cause_class = CauseClass::kUnknown;
-      what = fmt::format("{} (dp {}, pp {}, tp {}) is the straggler", EntityName(c.entity),
-                         *c.entity.dp_rank, *c.entity.pp_stage, *c.entity.tp_rank);
+      what = c.entity.tp_rank
+                 ? fmt::format("{} (dp {}, pp {}, tp {}) is the straggler", EntityName(c.entity),
+                               *c.entity.dp_rank, *c.entity.pp_stage, *c.entity.tp_rank)
+                 : fmt::format("the tensor-parallel group of dp {}, pp {} (ranks {}) is the "
+                               "straggler",
+                               *c.entity.dp_rank, *c.entity.pp_stage, RankListText(c.ranks));
       break;
     case FindingCode::kPipelineSlowCommunication:
       v.status = c.ranks.empty() ? VerdictStatus::kCommBound : VerdictStatus::kStraggler;
