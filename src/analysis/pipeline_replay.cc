@@ -574,6 +574,7 @@ class WhatIfRunner {
     }
     measured_steps_ = Replay(g, measured_, end_);
     ideal_steps_ = Replay(g, ideal_, end_);
+    ideal_end_ = end_;
     measured_mean_ = MeanOk(measured_steps_, g.step_ok);
     ideal_mean_ = MeanOk(ideal_steps_, g.step_ok);
   }
@@ -600,6 +601,16 @@ class WhatIfRunner {
     return measured_mean_ > 0 ? 1 - mean / measured_mean_ : 0;
   }
 
+  // The ideal replay's start and end per timeline op (NaN: not replayed).
+  void IdealTimeline(size_t ops, std::vector<float>& start, std::vector<float>& end) const {
+    start.assign(ops, std::nanf(""));
+    end.assign(ops, std::nanf(""));
+    for (size_t i = 0; i < g_.op_of.size(); ++i) {
+      size_t op = static_cast<size_t>(g_.op_of[i]);
+      end[op] = static_cast<float>(ideal_end_[i]);
+      start[op] = static_cast<float>(ideal_end_[i] - ideal_[i]);
+    }
+  }
   double measured_mean() const { return measured_mean_; }
   double ideal_mean() const { return ideal_mean_; }
   const std::vector<double>& measured_steps() const { return measured_steps_; }
@@ -617,7 +628,7 @@ class WhatIfRunner {
 
  private:
   const Graph& g_;
-  std::vector<double> measured_, ideal_, end_, dur_;
+  std::vector<double> measured_, ideal_, end_, dur_, ideal_end_;
   std::vector<int32_t> pp_, dp_, type_, worker_;
   std::vector<double> measured_steps_, ideal_steps_;
   double measured_mean_ = 0, ideal_mean_ = 0;
@@ -717,6 +728,9 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
     SortAndRecover(w.by_worker, run, Key::kWorker, workers, top);
   }
   w.workers_replayed = w.by_worker.size();
+  if (options.keep_ideal_timeline) {
+    run.IdealTimeline(timeline.ops.size(), w.ideal_start_ns, w.ideal_end_ns);
+  }
   for (size_t st = 0; st < g.steps.size(); ++st) {
     if (!g.step_ok[st]) continue;
     WhatIfStep ws;

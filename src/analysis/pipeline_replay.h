@@ -106,7 +106,12 @@ struct WhatIf {
   std::vector<WhatIfGroup> by_worker;  // every worker up to max_worker_groups, else the heaviest
   std::vector<WhatIfStep> per_step;    // in step order
   ReplayFit fit;
-  size_t workers_replayed = 0;  // by_worker's size, of layout.world() workers
+  size_t workers_replayed = 0;
+  // The ideal replay per timeline op (index as OpTimeline::ops): start and
+  // end in ns from its step's start; empty with keep_ideal_timeline off,
+  // NaN for an op that was not replayed. The merged trace draws the ideal
+  // step beside the measured one from these.
+  std::vector<float> ideal_start_ns, ideal_end_ns;  // by_worker's size, of layout.world() workers
 };
 
 struct WhatIfOptions {
@@ -118,6 +123,8 @@ struct WhatIfOptions {
   // Groups of each decomposition (the largest first) that get "recovered":
   // one more replay each.
   size_t recovered_groups = 3;
+  // Keep WhatIf::ideal_start_ns / ideal_end_ns (8 bytes per op).
+  bool keep_ideal_timeline = true;
 };
 
 // The layout of `timeline`: its own, else `layout` (--layout), which then
