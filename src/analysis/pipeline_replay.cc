@@ -110,32 +110,48 @@ void GraphBuilder::Index() {
     const ParallelCoord& c = coords_[w];
     worker_at_[(static_cast<size_t>(c.pp) * l_.dp + c.dp) * l_.tp + c.tp] = static_cast<int32_t>(w);
   }
-  for (const TimelineOp& op : t_.ops) steps_.push_back(op.step);
+  // Steps: ops come grouped by step in every real file, so most repeat the
+  // previous op's.
+  for (const TimelineOp& op : t_.ops) {
+    if (steps_.empty() || steps_.back() != op.step) steps_.push_back(op.step);
+  }
   std::sort(steps_.begin(), steps_.end());
   steps_.erase(std::unique(steps_.begin(), steps_.end()), steps_.end());
   cells_.assign(steps_.size() * t_.workers.size(), WorkerStep());
   step_index_.assign(t_.ops.size(), kNone);
-  // Ops in (kind, seq, start) order, so that each cell's vectors come sorted.
-  std::vector<int32_t> order(t_.ops.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+  size_t s = 0;
+  for (size_t i = 0; i < t_.ops.size(); ++i) {
+    const TimelineOp& op = t_.ops[i];
+    if (op.worker < 0 || static_cast<size_t>(op.worker) >= t_.workers.size()) continue;
+    if (steps_[s] != op.step) {
+      s = static_cast<size_t>(std::lower_bound(steps_.begin(), steps_.end(), op.step) -
+                              steps_.begin());
+    }
+    Cell(s, op.worker)->of(op.kind).push_back(static_cast<int32_t>(i));
+  }
+  // Each cell's ops of one kind in (seq, start) order; a repeated seq is a
+  // duplicate, left out.
+  auto before = [&](int32_t a, int32_t b) {
     const TimelineOp& x = t_.ops[static_cast<size_t>(a)];
     const TimelineOp& y = t_.ops[static_cast<size_t>(b)];
     return std::tie(x.seq, x.start_ns, a) < std::tie(y.seq, y.start_ns, b);
-  });
-  std::vector<int32_t> last_seq;
-  for (int32_t i : order) {
-    const TimelineOp& op = t_.ops[static_cast<size_t>(i)];
-    if (op.worker < 0 || static_cast<size_t>(op.worker) >= t_.workers.size()) continue;
-    size_t s = static_cast<size_t>(std::lower_bound(steps_.begin(), steps_.end(), op.step) -
-                                   steps_.begin());
-    std::vector<int32_t>& v = Cell(s, op.worker)->of(op.kind);
-    if (!v.empty() && t_.ops[static_cast<size_t>(v.back())].seq == op.seq) {
-      ++fit_.duplicates;
-      continue;
+  };
+  for (size_t c = 0; c < cells_.size(); ++c) {
+    for (int k = 0; k < kTimelineOpKinds; ++k) {
+      std::vector<int32_t>& v = cells_[c].of(static_cast<Kind>(k));
+      if (!std::is_sorted(v.begin(), v.end(), before)) std::sort(v.begin(), v.end(), before);
+      size_t out = 0;
+      for (size_t j = 0; j < v.size(); ++j) {
+        if (out > 0 && t_.ops[static_cast<size_t>(v[out - 1])].seq ==
+                           t_.ops[static_cast<size_t>(v[j])].seq) {
+          ++fit_.duplicates;
+          continue;
+        }
+        v[out++] = v[j];
+        step_index_[static_cast<size_t>(v[j])] = static_cast<int32_t>(c / t_.workers.size());
+      }
+      v.resize(out);
     }
-    v.push_back(i);
-    step_index_[static_cast<size_t>(i)] = static_cast<int32_t>(s);
   }
 }
 
@@ -549,6 +565,12 @@ class WhatIfRunner {
   WhatIfRunner(const OpTimeline& t, const Graph& g, const std::vector<ParallelCoord>& coords,
                const std::vector<std::string>& types)
       : g_(g) {
+    std::array<int32_t, kTimelineOpKinds> type_of_kind{};
+    for (int k = 0; k < kTimelineOpKinds; ++k) {
+      type_of_kind[static_cast<size_t>(k)] = static_cast<int32_t>(
+          std::lower_bound(types.begin(), types.end(), WhatIfOpType(static_cast<Kind>(k))) -
+          types.begin());
+    }
     const size_t n = g.op_of.size();
     measured_.resize(n);
     ideal_.resize(n);
@@ -560,8 +582,7 @@ class WhatIfRunner {
       by_kind[static_cast<size_t>(op.kind)].push_back(measured_[i]);
       const ParallelCoord& c = coords[static_cast<size_t>(op.worker)];
       pp_[i] = c.pp, dp_[i] = c.dp, worker_[i] = op.worker;
-      type_[i] = static_cast<int32_t>(
-          std::lower_bound(types.begin(), types.end(), WhatIfOpType(op.kind)) - types.begin());
+      type_[i] = type_of_kind[static_cast<size_t>(op.kind)];
     }
     std::array<double, kTimelineOpKinds> typical{};
     for (size_t k = 0; k < by_kind.size(); ++k) {
@@ -662,10 +683,15 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
   w.layout = l.value();
   Graph g = GraphBuilder(timeline, w.layout, coords, w.fit).Build();
   if (g.op_of.empty()) return Status::Error("no op of the timeline fits a training step");
+  std::array<bool, kTimelineOpKinds> present{};
+  for (const TimelineOp& op : timeline.ops) present[static_cast<size_t>(op.kind)] = true;
   std::vector<std::string> types;
-  for (const TimelineOp& op : timeline.ops) {
-    std::string type = WhatIfOpType(op.kind);
-    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  for (int k = 0; k < kTimelineOpKinds; ++k) {
+    std::string type = WhatIfOpType(static_cast<Kind>(k));
+    if (present[static_cast<size_t>(k)] &&
+        std::find(types.begin(), types.end(), type) == types.end()) {
+      types.push_back(type);
+    }
   }
   std::sort(types.begin(), types.end());
   WhatIfRunner run(timeline, g, coords, types);
