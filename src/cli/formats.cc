@@ -41,6 +41,8 @@ constexpr std::array kDescriptions = {
     Entry{"nccl-debug", "NCCL_DEBUG=INFO logs"},
     Entry{"kineto", "torch.profiler / Kineto Chrome trace JSON (.json, .json.gz)"},
     Entry{"torch-legacy", "the legacy autograd profiler's trace (PyTorch without Kineto)"},
+    Entry{"megatron-timeline",
+          "Megatron-style op timeline (StragglerAnalysis to_timeline.py Chrome trace)"},
     Entry{"nsys-sqlite", "Nsight Systems SQLite export (nsys export --type sqlite)"},
 };
 

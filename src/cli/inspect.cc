@@ -98,6 +98,28 @@ Json TraceJson(const TraceFacts& t) {
           {"ops_by_class", std::move(by_class)}};
 }
 
+Json LayoutJson(const std::optional<ParallelLayout>& l) {
+  if (!l) return nullptr;
+  return {{"dp", l->dp}, {"pp", l->pp}, {"tp", l->tp}, {"vpp", l->vpp}};
+}
+
+Json TimelineJson(const TimelineFacts& t) {
+  Json by_kind;
+  for (size_t k = 0; k < t.ops_by_kind.size(); ++k) {
+    by_kind[std::string(TimelineOpName(static_cast<TimelineOpKind>(k)))] = t.ops_by_kind[k];
+  }
+  return {{"workers", t.workers},
+          {"workers_placed", t.workers_placed},
+          {"first_rank", Opt(t.first_rank)},
+          {"last_rank", Opt(t.last_rank)},
+          {"layout", LayoutJson(t.layout)},
+          {"ops", t.ops},
+          {"steps", t.steps},
+          {"first_step", Opt(t.first_step)},
+          {"last_step", Opt(t.last_step)},
+          {"ops_by_kind", std::move(by_kind)}};
+}
+
 Json NetworkJson(const NetworkFacts& n) {
   return {{"records", n.records()},
           {"ib_ports", n.ib_ports},
@@ -139,6 +161,9 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   Json traces = Json::array();
   for (const TraceFacts& t : f.traces) traces.push_back(TraceJson(t));
   j["traces"] = std::move(traces);
+  Json timelines = Json::array();
+  for (const TimelineFacts& t : f.op_timelines) timelines.push_back(TimelineJson(t));
+  j["op_timelines"] = std::move(timelines);
   j["gpus"] = f.gpus > 0 ? Json{{"gpus", f.gpus}, {"samples", f.gpu_samples}} : Json(nullptr);
   j["network"] = f.network.records() > 0 || f.network.nccl_test_rows > 0 ? NetworkJson(f.network)
                                                                          : Json(nullptr);
@@ -154,6 +179,7 @@ struct RunTotals {
   uint64_t ranks = 0, step_records = 0, unattributed_steps = 0;
   std::optional<int64_t> first_step, last_step;
   uint64_t traces = 0, trace_events = 0, trace_ops = 0, trace_kernels = 0, trace_collectives = 0;
+  uint64_t op_timelines = 0, timeline_workers = 0, timeline_ops = 0;
   uint64_t gpus = 0, gpu_samples = 0;
   NetworkFacts network;
 };
@@ -186,6 +212,11 @@ RunTotals TotalsOf(const Run& run) {
     t.trace_kernels += f.kernels;
     t.trace_collectives += f.collectives;
   }
+  t.op_timelines = run.op_timelines.size();
+  for (const OpTimeline& timeline : run.op_timelines) {
+    t.timeline_workers += timeline.workers.size();
+    t.timeline_ops += timeline.ops.size();
+  }
   t.gpus = run.hardware.gpus.size();
   for (const GpuRecord& g : run.hardware.gpus) t.gpu_samples += g.samples.size();
   t.network = CountNetwork(run.network);
@@ -207,6 +238,9 @@ Json TotalsJson(const RunTotals& t, const Diagnostics& d) {
           {"trace_ops", t.trace_ops},
           {"trace_kernels", t.trace_kernels},
           {"trace_collectives", t.trace_collectives},
+          {"op_timelines", t.op_timelines},
+          {"timeline_workers", t.timeline_workers},
+          {"timeline_ops", t.timeline_ops},
           {"gpus", t.gpus},
           {"gpu_samples", t.gpu_samples},
           {"network", NetworkJson(t.network)},
@@ -267,6 +301,27 @@ std::string TraceText(const TraceFacts& t) {
   return s;
 }
 
+std::string LayoutText(const ParallelLayout& l) {
+  std::string s = fmt::format("dp {} x pp {} x tp {}", l.dp, l.pp, l.tp);
+  if (l.vpp > 1) s += fmt::format(", vpp {}", l.vpp);
+  return s;
+}
+
+std::string TimelineText(const TimelineFacts& t) {
+  std::string workers = Plural(t.workers, "worker", "workers");
+  if (t.first_rank) workers += fmt::format(" (ranks {})", Range(t.first_rank, t.last_rank));
+  std::string layout = t.layout ? "layout " + LayoutText(*t.layout)
+                                : fmt::format("layout unknown ({} of {} workers placed)",
+                                              t.workers_placed, t.workers);
+  std::string s =
+      fmt::format("op timeline, {}, {}: {}", workers, layout, Plural(t.ops, "op", "ops"));
+  if (t.first_step) {
+    s += fmt::format(", {} ({})", Plural(t.steps, "step", "steps"),
+                     Range(t.first_step, t.last_step));
+  }
+  return s;
+}
+
 // The "gave" column of a file: what its records are, in words.
 std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   if (info.format.empty()) {
@@ -288,6 +343,7 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
     parts.push_back(std::move(s));
   }
   for (const TraceFacts& t : f.traces) parts.push_back(TraceText(t));
+  for (const TimelineFacts& t : f.op_timelines) parts.push_back(TimelineText(t));
   if (f.gpus > 0) {
     parts.push_back(fmt::format("{}, {}", Plural(f.gpus, "GPU", "GPUs"),
                                 Plural(f.gpu_samples, "sample", "samples")));
@@ -378,6 +434,11 @@ void InspectText(const Run& run, const std::vector<FileFacts>& facts, std::ostre
                        Plural(t.trace_kernels, "kernel", "kernels"),
                        Plural(t.trace_collectives, "collective", "collectives"));
   }
+  if (t.op_timelines > 0) {
+    out << fmt::format("\n  timelines {}: {} of {}", t.op_timelines,
+                       Plural(t.timeline_ops, "op", "ops"),
+                       Plural(t.timeline_workers, "worker", "workers"));
+  }
   out << fmt::format("\n  GPUs     {}, {}\n", t.gpus, Plural(t.gpu_samples, "sample", "samples"));
   out << fmt::format("  network  {}", Plural(t.network.records(), "record", "records"));
   if (t.network.records() > 0) out << ": " << NetworkText(t.network);
@@ -423,10 +484,10 @@ int Inspect(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.json_out != "-") InspectText(*run, facts, out);
   // As diagnose: nothing to analyse is a failure, whatever was recognised.
-  if (run->total_steps() == 0 && run->traces.empty() && run->hardware.gpus.empty() &&
-      run->network.empty()) {
+  if (run->total_steps() == 0 && run->traces.empty() && run->op_timelines.empty() &&
+      run->hardware.gpus.empty() && run->network.empty()) {
     err << fmt::format(
-        "laggard: no usable step times, traces, GPU metrics or network data in {} "
+        "laggard: no usable step times, traces, op timelines, GPU metrics or network data in {} "
         "({} skipped)\n",
         Plural(run->files.size(), "file", "files"),
         std::count_if(run->files.begin(), run->files.end(),

@@ -242,6 +242,33 @@ TraceFacts FactsOfTrace(const RankTrace& t) {
   return tf;
 }
 
+TimelineFacts FactsOfTimeline(const OpTimeline& t) {
+  TimelineFacts tf;
+  tf.workers = t.workers.size();
+  for (const TimelineWorker& w : t.workers) {
+    if (w.coord_known) ++tf.workers_placed;
+    if (!w.rank) continue;
+    if (!tf.first_rank || *w.rank < *tf.first_rank) tf.first_rank = w.rank;
+    if (!tf.last_rank || *w.rank > *tf.last_rank) tf.last_rank = w.rank;
+  }
+  tf.layout = t.layout;
+  tf.ops = t.ops.size();
+  std::vector<int64_t> steps;
+  steps.reserve(t.ops.size());
+  for (const TimelineOp& op : t.ops) {
+    ++tf.ops_by_kind[static_cast<size_t>(op.kind)];
+    steps.push_back(op.step);
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  tf.steps = steps.size();
+  if (!steps.empty()) {
+    tf.first_step = steps.front();
+    tf.last_step = steps.back();
+  }
+  return tf;
+}
+
 NetworkFacts CountNetwork(const NetworkData& n) {
   NetworkFacts f;
   f.ib_ports = n.ib_ports.size();
@@ -289,6 +316,7 @@ FileFacts FactsOf(const RunBuilder& b) {
     f.traces.push_back(FactsOfTrace(t));
     if (t.host) hosts.push_back(*t.host);
   }
+  for (const OpTimeline& t : b.op_timelines()) f.op_timelines.push_back(FactsOfTimeline(t));
   for (const GpuRecord& g : b.gpus()) {
     ++f.gpus;
     f.gpu_samples += g.samples.size();

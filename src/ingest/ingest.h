@@ -86,6 +86,18 @@ struct TraceFacts {
   std::array<uint64_t, static_cast<size_t>(OpClass::kCount)> ops_by_class{};  // by OpClass
 };
 
+// One op timeline as its reader gave it (a FileFacts entry).
+struct TimelineFacts {
+  uint64_t workers = 0;
+  uint64_t workers_placed = 0;  // with their (dp, pp, tp) known
+  std::optional<int32_t> first_rank, last_rank;
+  std::optional<ParallelLayout> layout;
+  uint64_t ops = 0;
+  uint64_t steps = 0;  // distinct step numbers
+  std::optional<int64_t> first_step, last_step;
+  std::array<uint64_t, kTimelineOpKinds> ops_by_kind{};  // by TimelineOpKind
+};
+
 // Network records of one file, by kind (model/network.h).
 struct NetworkFacts {
   uint64_t ib_ports = 0;
@@ -104,9 +116,11 @@ struct NetworkFacts {
   }
 };
 
-// The facts of one trace, and the network records by kind: what FileFacts
-// holds per file, for a whole run's traces and network data too.
+// The facts of one trace or op timeline, and the network records by kind:
+// what FileFacts holds per file, for a whole run's traces, timelines and
+// network data too.
 TraceFacts FactsOfTrace(const RankTrace& trace);
+TimelineFacts FactsOfTimeline(const OpTimeline& timeline);
 NetworkFacts CountNetwork(const NetworkData& network);
 
 // What reading one input file gave, counted on its reader's output before
@@ -126,6 +140,7 @@ struct FileFacts {
   uint64_t distinct_steps = 0;  // step numbers among step_records
   std::optional<int64_t> first_step, last_step;
   std::vector<TraceFacts> traces;
+  std::vector<TimelineFacts> op_timelines;
   uint64_t gpus = 0;  // GPU records (one per GPU, MIG instance and time base)
   uint64_t gpu_samples = 0;
   NetworkFacts network;

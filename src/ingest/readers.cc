@@ -1,6 +1,7 @@
 #include "ingest/readers.h"
 
 #include "ingest/traces/kineto/kineto_reader.h"
+#include "ingest/traces/megatron/megatron_timeline_reader.h"
 #include "ingest/traces/nsys/nsys_reader.h"
 #include "ingest/traces/torch_legacy/torch_legacy_reader.h"
 
@@ -57,6 +58,9 @@ TraceReaderSet MakeDefaultTraceReaders() {
   // A bare array whose first event has "pid": "CPU functions": above the
   // Kineto reader's array level, below its "traceEvents" level.
   set.owned.push_back(MakeTorchLegacyTraceReader());
+  // A bare array whose first event is a Megatron op (or its thread_name):
+  // above the Kineto reader's array level too.
+  set.owned.push_back(MakeMegatronTimelineReader());
   set.owned.push_back(MakeNsysTraceReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;

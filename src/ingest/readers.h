@@ -40,7 +40,8 @@ struct TextReaderSet {
 StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>& step_pattern);
 
 // The standard trace readers: Kineto / Chrome trace JSON, the legacy autograd
-// profiler's Chrome trace (torch without Kineto), Nsight Systems SQLite.
+// profiler's Chrome trace (torch without Kineto), Megatron-style op timelines
+// (StragglerAnalysis' Chrome trace), Nsight Systems SQLite.
 struct TraceReaderSet {
   std::vector<std::unique_ptr<TraceReader>> owned;
   std::vector<const TraceReader*> readers;

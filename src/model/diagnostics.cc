@@ -97,6 +97,12 @@ constexpr DiagInfo kCatalogue[] = {
      "subfolder, or a hard link: read once, under its first path"},
     {"step.bad_compute_time", DiagKind::kBadRecord,
      "a step's compute-only time is not a positive time; the step was kept without it"},
+    {"timeline.op_unknown", DiagKind::kNote,
+     "op timeline events of an op type outside the Megatron vocabulary (tp-comm ops, data-load, "
+     "forward-backward, ...); not taken, counted per name"},
+    {"timeline.layout_unknown", DiagKind::kNote,
+     "op timeline whose workers' places (dp, pp, tp) or layout the file does not give (no "
+     "thread_name metadata, threads named alike, DP ranks not 0..n-1) or gives in part"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

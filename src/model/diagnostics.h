@@ -71,6 +71,8 @@ enum class DiagCode : uint16_t {
   kTraceClockUnaligned,
   kFileDuplicate,
   kStepBadComputeTime,
+  kTimelineOpUnknown,
+  kTimelineLayoutUnknown,
   kCount,
 };
 

@@ -256,8 +256,10 @@ TEST(InspectTest, NoUsableInputOrBadUsageExitsTwo) {
   Result none = RunCli({"inspect", empty.path()});
   EXPECT_EQ(none.rc, kExitNoInput);
   EXPECT_EQ(none.out.rfind("laggard inspect: 0 files, 0 read, 0 skipped", 0), 0u) << none.out;
-  EXPECT_NE(none.err.find("no usable step times, traces, GPU metrics or network data in 0 files"),
-            std::string::npos)
+  EXPECT_NE(
+      none.err.find(
+          "no usable step times, traces, op timelines, GPU metrics or network data in 0 files"),
+      std::string::npos)
       << none.err;
 
   TempDir skipped_only;

@@ -1,8 +1,8 @@
-// Corruption suite for the step-log parsers and the legacy torch trace
-// reader: damaged, truncated, binary, empty and malformed inputs go through
-// the whole of Ingest() with the standard readers, and each test checks
-// what a user would see: which records were kept (with their values) and
-// which diagnostic was counted, with its file and line (or byte offset).
+// Corruption suite for the step-log parsers, the legacy torch trace reader
+// and the Megatron op timeline reader: damaged, truncated, binary, empty and malformed inputs go
+// through the whole of Ingest() with the standard readers, and each test checks what a user would
+// see: which records were kept (with their values) and which diagnostic was counted, with its file
+// and line (or byte offset).
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -531,6 +531,109 @@ TEST(CorruptionTest, LegacyTraceOfGarbageAfterItsBracketIsReadInFull) {
   ASSERT_EQ(run.traces.size(), 1u);
   EXPECT_EQ(run.traces[0].ops.size(), 5u);
   EXPECT_EQ(Count(run, DiagCode::kTraceBadEvent), 1u);
+}
+
+// Megatron-style op timelines (StragglerAnalysis' export): ops first, the
+// thread_name metadata after them, as the exporter writes them.
+
+std::string TimelineOp(int i) {
+  return "{\"name\":\"forward-compute\",\"cat\":\"forward-compute\",\"pid\":" +
+         std::to_string(i % 2) + ",\"tid\":" + std::to_string((i % 2) * 5) +
+         ",\"ts\":" + std::to_string(i * 100) + ".5,\"dur\":" + std::to_string(50 + i) +
+         ",\"ph\":\"X\",\"args\":{\"step\":" + std::to_string(i / 2) +
+         ",\"model_chunk\":0,\"mb_id\":0,\"seq_id\":0}}";
+}
+
+std::string Timeline(int ops) {
+  std::string s = "[";
+  for (int i = 0; i < ops; ++i) s += (i ? "," : "") + TimelineOp(i);
+  for (int dp = 0; dp < 2; ++dp) {
+    s += ",{\"name\":\"thread_name\",\"pid\":" + std::to_string(dp) +
+         ",\"tid\":" + std::to_string(dp * 5) +
+         ",\"ph\":\"M\",\"args\":{\"name\":\"PP rank 0, TP rank 0, compute\"}}";
+  }
+  return s + "]";
+}
+
+TEST(CorruptionTest, TimelineCutByAKilledJobKeepsItsCompleteOpsWithoutTheirPlaces) {
+  TempDir dir;
+  std::string whole = Timeline(40);
+  size_t cut = whole.find(TimelineOp(30)) + 20;
+  std::string path = WriteFile(dir.File("timeline.json"), whole.substr(0, cut));
+  laggard::Run run = IngestWithTraces({path});
+  EXPECT_EQ(run.files[0].format, "megatron-timeline");
+  ASSERT_EQ(run.op_timelines.size(), 1u);
+  const OpTimeline& t = run.op_timelines[0];
+  EXPECT_EQ(t.ops.size(), 30u);
+  EXPECT_EQ(t.ops.back().dur_ns, (50 + 29) * 1000);
+  // The metadata came after the cut: the workers are there, not placed.
+  ASSERT_EQ(t.workers.size(), 2u);
+  EXPECT_FALSE(t.workers[0].coord_known);
+  EXPECT_FALSE(t.layout.has_value());
+  ASSERT_EQ(Count(run, DiagCode::kTraceTruncated), 1u);
+  const DiagExample& e = run.diagnostics.examples(DiagCode::kTraceTruncated)[0];
+  EXPECT_EQ(e.file, path);
+  EXPECT_EQ(e.offset, cut);
+  EXPECT_NE(e.message.find("30 complete events kept"), std::string::npos) << e.message;
+  EXPECT_EQ(Count(run, DiagCode::kTimelineLayoutUnknown), 1u);
+  // Whole, the same file places both workers.
+  laggard::Run full = IngestWithTraces({WriteFile(dir.File("whole.json"), whole)});
+  ASSERT_EQ(full.op_timelines.size(), 1u);
+  EXPECT_EQ(full.op_timelines[0].layout, (ParallelLayout{2, 1, 1, 1}));
+  EXPECT_EQ(full.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+}
+
+TEST(CorruptionTest, TimelineGzipCutKeepsWhatDecodes) {
+  TempDir dir;
+  std::string text = Timeline(300);
+  std::vector<size_t> offsets;
+  std::string gz = GzipParts({text.substr(0, 9000), text.substr(9000)}, &offsets);
+  std::string path = WriteFile(dir.File("timeline.json.gz"), gz.substr(0, offsets[1] + 10));
+  laggard::Run run = IngestWithTraces({path});
+  ASSERT_EQ(run.op_timelines.size(), 1u);
+  std::string decoded = InflatePrefix(gz.substr(0, offsets[1] + 10));
+  uint64_t complete = 0;
+  for (size_t p = decoded.find("}}"); p != std::string::npos; p = decoded.find("}}", p + 2)) {
+    ++complete;
+  }
+  EXPECT_EQ(run.op_timelines[0].ops.size(), complete);
+  EXPECT_EQ(Count(run, DiagCode::kGzipTruncated), 1u);
+  EXPECT_EQ(Count(run, DiagCode::kTraceTruncated), 1u);
+}
+
+TEST(CorruptionTest, TimelineMutationsAreBadEventsAtTheirOffsets) {
+  TempDir dir;
+  std::string text = Timeline(10);
+  // Op 3 loses its ':' after "ts"; op 6 gets "dur": -5; a stray byte sits
+  // between ops 7 and 8.
+  auto replace = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("\"ts\":300.5", "\"ts\"300.5");
+  replace("\"dur\":56", "\"dur\":-5");
+  replace(
+      "\"step\":3,\"model_chunk\":0,\"mb_id\":0,\"seq_id\":0}},{\"name\":\"forward-compute\","
+      "\"cat\":"
+      "\"forward-compute\",\"pid\":0,\"tid\":0,\"ts\":800.5",
+      "\"step\":3,\"model_chunk\":0,\"mb_id\":0,\"seq_id\":0}},x,{\"name\":\"forward-compute\","
+      "\"cat\":\"forward-compute\",\"pid\":0,\"tid\":0,\"ts\":800.5");
+  size_t e3 = text.find(
+      "{\"name\":\"forward-compute\",\"cat\":\"forward-compute\",\"pid\":1,\"tid\":5,"
+      "\"ts\"300.5");
+  size_t e6 = text.find("\"dur\":-5");
+  e6 = text.rfind("{\"name\"", e6);
+  size_t stray = text.find(",x,") + 1;
+  laggard::Run run = IngestWithTraces({WriteFile(dir.File("timeline.json"), text)});
+  ASSERT_EQ(run.op_timelines.size(), 1u);
+  EXPECT_EQ(run.op_timelines[0].ops.size(), 8u);
+  ASSERT_EQ(Count(run, DiagCode::kTraceBadEvent), 3u);
+  const auto& ex = run.diagnostics.examples(DiagCode::kTraceBadEvent);
+  EXPECT_EQ(ex[0].offset, e3);
+  EXPECT_EQ(ex[1].offset, e6);
+  EXPECT_EQ(ex[2].offset, stray);
+  EXPECT_EQ(run.op_timelines[0].ops.back().start_ns, 900'500) << "op 9, after the stray byte";
+  EXPECT_EQ(run.op_timelines[0].layout, (ParallelLayout{2, 1, 1, 1}));
+  EXPECT_EQ(Count(run, DiagCode::kTraceTruncated), 0u);
 }
 
 }  // namespace
