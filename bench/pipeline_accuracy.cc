@@ -9,7 +9,7 @@
 // Scenarios: the five classes in turn (none, worker, stage, workload,
 // communication), dp 2-8, pp 2-8, tp 1-2, microbatches pp to 2 pp, 8-16
 // steps; severities drawn uniformly: slow worker and heavy stage x1.1-1.5,
-// sequence-length cv 0.1-0.3, slow link x2-5 (half a stage's DP group,
+// sequence-length cv 0.1-0.3, slow link x3-10 (half a stage's DP group,
 // half a p2p link between two stages of one replica).
 // Scores:
 //   class      the verdict's class is the truth's: worker (a rank culprit
@@ -113,8 +113,8 @@ Outcome RunOne(uint64_t seed, int index, const fs::path& dir) {
       // Half a stage's DP group, half a p2p link between two stages.
       int pp = std::uniform_int_distribution<int>(0, sc.layout.pp - 2)(rng);
       int dp = std::uniform_int_distribution<int>(0, sc.layout.dp - 1)(rng);
-      spec = rng() % 2 ? fmt::format("slow_link@pp={}:{:.3f}", pp, uniform(2, 5))
-                       : fmt::format("slow_link@dp={},pp={}:{:.3f}", dp, pp, uniform(2, 5));
+      spec = rng() % 2 ? fmt::format("slow_link@pp={}:{:.3f}", pp, uniform(3, 10))
+                       : fmt::format("slow_link@dp={},pp={}:{:.3f}", dp, pp, uniform(3, 10));
       break;
     }
   }

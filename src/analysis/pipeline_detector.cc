@@ -71,6 +71,22 @@ void MeasurePeers(const WhatIf& w, const std::vector<ParallelCoord>& coords,
       spreads.push_back(*top / *med);
   }
   m.median_spread = Median(std::move(spreads));
+  // Per replica, its persistent share: the median over steps of its compute
+  // over the replicas' median in the step.
+  std::vector<std::vector<double>> shares(static_cast<size_t>(std::max(w.layout.dp, 1)));
+  for (size_t s = 0; s < n_steps && w.layout.dp >= 2; ++s) {
+    std::vector<double> replica(static_cast<size_t>(w.layout.dp), 0);
+    for (size_t j = 0; j < coords.size(); ++j)
+      replica[static_cast<size_t>(coords[j].dp)] += comp[j][s];
+    std::optional<double> med = Median(replica);
+    if (!med || *med <= 0) continue;
+    for (size_t d = 0; d < replica.size(); ++d) shares[d].push_back(replica[d] / *med);
+  }
+  for (auto& v : shares) {
+    if (std::optional<double> b = Median(std::move(v))) {
+      m.replica_bias = std::max(m.replica_bias.value_or(0), *b);
+    }
+  }
   size_t most = 0;
   for (auto [dp, n] : top_count) most = std::max(most, n);
   if (!m.slowest_dp.empty()) {
@@ -199,6 +215,9 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
     if (x.worker == top->worker) g = &x;
   }
   double recovered = g ? g->recovered.value_or(0) : 0;
+  // A worker slow by chance in a job whose work moves (sequence lengths)
+  // gives nothing back when made typical: not the straggler.
+  if (recovered < o.min_worker_recovered) return std::nullopt;
   Finding f = Base(FindingCode::kPipelineSlowWorker, w, m, recovered);
   int32_t rank = RankOf(w, *top);
   f.entity.rank = rank;
@@ -252,8 +271,14 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
 
 std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
                                       const PipelineDetectorOptions& o) {
-  if (!m.top_share || !m.median_spread || m.slowest_dp.size() < 4) return std::nullopt;
-  if (*m.top_share > o.max_top_share || *m.median_spread < o.min_spread) return std::nullopt;
+  if (!m.top_share || !m.median_spread || !m.replica_bias || m.slowest_dp.size() < 4) {
+    return std::nullopt;
+  }
+  // Spread every step, but no replica persistently heavier: the work moves.
+  if (*m.median_spread < o.min_spread ||
+      *m.replica_bias - 1 > o.max_bias_share * (*m.median_spread - 1)) {
+    return std::nullopt;
+  }
   double recovered = 0;
   for (const WhatIfGroup& g : w.by_op_type) {
     if (g.label == TimelineOpName(Kind::kForwardCompute) ||
@@ -266,9 +291,11 @@ std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
   f.pattern = Pattern::kJobWide;
   f.message = fmt::format(
       "the slowest data-parallel replica changes from step to step (the most frequent one is "
-      "slowest in {:.0f}% of {} steps), {:+.0f}% more compute than the median replica: uneven "
-      "work per step, not a faulty worker",
-      100 * *m.top_share, m.slowest_dp.size(), 100 * (*m.median_spread - 1));
+      "slowest in {:.0f}% of {} steps), {:+.0f}% more compute than the median replica each "
+      "step while no replica is persistently heavier than {:+.1f}%: uneven work per step, not "
+      "a faulty worker",
+      100 * *m.top_share, m.slowest_dp.size(), 100 * (*m.median_spread - 1),
+      100 * (*m.replica_bias - 1));
   f.confidence = 0.6;
   f.cause = "workload_imbalance";
   f.evidence.push_back(

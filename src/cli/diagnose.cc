@@ -140,7 +140,7 @@ bool WriteOutput(const Output& o, const Run& run, std::ostream& err) {
 
 bool NoUsableInput(const Run& run) {
   return run.total_steps() == 0 && run.traces.empty() && run.hardware.gpus.empty() &&
-         run.network.empty();
+         run.network.empty() && run.op_timelines.empty();
 }
 
 std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
@@ -310,24 +310,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     text.color = ColourWanted(o.color, terminal.stdout_is_tty, terminal);
     RenderText(*in, text, out);
   }
-  if (NoUsableInput(*run) && !run->op_timelines.empty()) {
-    // Read, and shown by `laggard inspect`, but no detector takes op
-    // timelines yet: say so rather than "no usable input".
-    uint64_t ops = 0;
-    for (const OpTimeline& t : run->op_timelines) ops += t.ops.size();
-    err << fmt::format(
-        "laggard: {} read ({}), but diagnose does not analyse op timelines yet; no step times, "
-        "traces, GPU metrics or network data in {} ({} skipped); `laggard inspect` shows what "
-        "was read\n",
-        Plural(run->op_timelines.size(), "op timeline", "op timelines"), Plural(ops, "op", "ops"),
-        Plural(run->files.size(), "file", "files"),
-        std::count_if(run->files.begin(), run->files.end(),
-                      [](const InputFileInfo& f) { return f.format.empty(); }));
-    return kExitNoInput;
-  }
   if (NoUsableInput(*run)) {
     err << fmt::format(
-        "laggard: no usable step times, traces, GPU metrics or network data in {} ({} "
+        "laggard: no usable step times, traces, op timelines, GPU metrics or network data in {} "
+        "({} "
         "skipped); see data quality above\n",
         Plural(run->files.size(), "file", "files"),
         std::count_if(run->files.begin(), run->files.end(),
