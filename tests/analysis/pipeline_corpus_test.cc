@@ -47,7 +47,7 @@ class PipelineCorpusTest : public ::testing::Test {
 
   const WhatIf& whatif() const { return *analyses_.pipelines.timelines.at(0).whatif; }
 
-  Run run_;
+  laggard::Run run_;  // qualified: testing::Test has a member Run()
   Analyses analyses_;
   Verdict verdict_;
   nlohmann::json published_;
