@@ -5,6 +5,10 @@
 //   <script>                   Chart.js from Debian's libjs-chart.js, embedded
 //                              at build time (cmake/embed_file.cmake)
 //   <script>                   html_report.js: renders the document
+//   <script id=laggard-op-timelines>, <script> html_whatif.js: only for a run
+//                              with an op timeline's what-if replay, the
+//                              data of its section and the script that
+//                              draws it there (html_whatif.cc)
 //
 // No URL is loaded: the page opens offline from a file. The page reports its
 // own state in #laggard-status (data-state "pending", "ok" or "error") and
@@ -23,6 +27,7 @@ namespace report_json {
 std::string_view ChartJsSource();
 std::string_view ChartJsSource_version();
 std::string_view HtmlAppJs();
+std::string_view HtmlWhatIfJs();
 std::string_view HtmlStyleCss();
 
 namespace {
@@ -84,7 +89,7 @@ constexpr std::string_view kErrorCapture = R"js(
 
 }  // namespace
 
-std::string RenderHtmlDocument(const Json& report) {
+std::string RenderHtmlDocument(const Json& report, const Json& whatifs) {
   std::string summary = "laggard report";
   if (report.contains("verdict") && report["verdict"].contains("summary") &&
       report["verdict"]["summary"].is_string()) {
@@ -128,14 +133,23 @@ std::string RenderHtmlDocument(const Json& report) {
   html += ChartJsSource();
   html += "\n</script>\n<script>\n";
   html += HtmlAppJs();
-  html += "\n</script>\n</body>\n</html>\n";
+  html += "\n</script>\n";
+  if (whatifs.is_array() && !whatifs.empty()) {
+    html += "<script type=\"application/json\" id=\"laggard-op-timelines\">";
+    html += JsonForScript(whatifs);
+    html += "</script>\n<script>\n";
+    html += HtmlWhatIfJs();
+    html += "\n</script>\n";
+  }
+  html += "</body>\n</html>\n";
   return html;
 }
 
 }  // namespace report_json
 
 std::string RenderHtml(const ReportInput& in) {
-  return report_json::RenderHtmlDocument(report_json::BuildReport(in));
+  return report_json::RenderHtmlDocument(report_json::BuildReport(in),
+                                         report_json::OpTimelineWhatIfs(in));
 }
 
 }  // namespace laggard

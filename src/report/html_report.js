@@ -901,6 +901,9 @@
     }
   }
 
+  // For the scripts embedded after this one (html_whatif.js).
+  window.laggardPage = {el: el, table: table, excessColor: excessColor, secs: secs, pct: pct};
+
   renderVerdict();
   renderCharts();
   renderFindings();

@@ -54,7 +54,19 @@ Json NetworkJson(const Run& run, const NetworkAnalysis& network);
 
 // The HTML page for a report document (html_report.cc). Takes the document
 // so tests can add sections (e.g. `network`) the run does not have yet.
-std::string RenderHtmlDocument(const Json& report);
+// `whatifs` (OpTimelineWhatIfs()), when not empty, is embedded beside it
+// for the page's "What-if (op timeline)" section.
+std::string RenderHtmlDocument(const Json& report, const Json& whatifs = Json::array());
+
+// The page's "What-if (op timeline)" section (html_whatif.cc): per op
+// timeline with a what-if replay, its headline numbers, findings, grid and
+// top groups (docs/html-report.md).
+Json OpTimelineWhatIfs(const ReportInput& in);
+// The grid: rows are pipeline stages, columns DP ranks; a cell is the
+// by_worker slowdown of that (dp, pp) worker (with tp > 1 the largest of
+// its tp ranks'), null when the replay did not decompose it. Past 4,096
+// cells only the DP ranks with a replayed worker are columns.
+Json WhatIfHeatmap(const WhatIf& w, const std::vector<TimelineWorker>& workers);
 
 }  // namespace laggard::report_json
 

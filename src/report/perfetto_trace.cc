@@ -12,6 +12,9 @@
 //                    "GPU i power_limit_w"
 //   instants         findings at their onset, on the rank's track, the
 //                    host's process or the job process
+//   pid last+1..     per op timeline and DP rank: "op timeline: DP rank d
+//                    (measured)" and "... (ideal, what-if)", a thread per
+//                    (pp, tp) worker (perfetto_op_timeline.cc)
 //
 // Clocks: a trace's times have its rank's clock offset (as the trace detector
 // estimated it) removed; step starts and GPU samples of a host have the
@@ -26,27 +29,21 @@
 
 #include "report/json_document.h"
 #include "report/report.h"
+#include "report/trace_writer.h"
 
 namespace laggard {
 namespace {
 
 using report_json::Json;
+using report_trace::AssignLanes;
+using report_trace::Micros;
+using report_trace::TraceStr;
+using report_trace::TraceWriter;
 
 // Step slices written per track at most; the rest is counted in otherData.
 constexpr size_t kMaxStepEventsTotal = 2'000'000;
 constexpr size_t kMinStepEventsPerTrack = 2'000;
 constexpr int kFirstTid = 1'000'000;
-
-std::string Str(std::string_view s) {
-  return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// Microseconds with nanosecond precision: 1234567 ns -> "1234.567".
-std::string Micros(int64_t ns) {
-  bool neg = ns < 0;
-  uint64_t a = neg ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
-  return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
-}
 
 std::optional<int64_t> MedianOf(std::vector<int64_t> v) {
   if (v.empty()) return std::nullopt;
@@ -63,28 +60,6 @@ struct Slice {
   std::string args;  // JSON object text, "" for none
 };
 
-// Assigns each slice (sorted by start, longer first on ties) the first lane
-// where it nests properly: it starts after every open slice ended, or lies
-// inside the innermost open one. Perfetto rejects partial overlaps on one
-// track, so overlapping slices get their own lanes.
-std::vector<size_t> AssignLanes(const std::vector<Slice>& slices) {
-  std::vector<std::vector<TimeNs>> open;  // per lane: ends of open slices, innermost last
-  std::vector<size_t> lane(slices.size());
-  for (size_t i = 0; i < slices.size(); ++i) {
-    TimeNs s = slices[i].start, e = slices[i].start + slices[i].dur;
-    size_t l = 0;
-    for (; l < open.size(); ++l) {
-      std::vector<TimeNs>& stack = open[l];
-      while (!stack.empty() && stack.back() <= s) stack.pop_back();
-      if (stack.empty() || e <= stack.back()) break;
-    }
-    if (l == open.size()) open.emplace_back();
-    open[l].push_back(e);
-    lane[i] = l;
-  }
-  return lane;
-}
-
 // Logged times are rounded (a CSV with millisecond timestamps and
 // durations), so step N often "ends" a fraction of a millisecond after step
 // N+1 starts. Such a slice is cut at the next one's start, when the overlap
@@ -99,50 +74,6 @@ void TrimRoundingOverlaps(std::vector<Slice>& slices) {
     if (a_end - b.start <= 1'000'000 + a.dur / 100) a.dur = b.start - a.start;
   }
 }
-
-class TraceWriter {
- public:
-  // Perfetto reads the top-level keys in order and stops at one it does not
-  // know: displayTimeUnit first (it counts one found after the first chunk
-  // as "too late"), then traceEvents, then otherData.
-  explicit TraceWriter(std::ostream& out) : out_(out) {
-    out_ << "{\"displayTimeUnit\":\"ms\",\n\"traceEvents\":[\n";
-  }
-
-  void Event(const std::string& body) {
-    out_ << (first_ ? "" : ",\n") << "{" << body << "}";
-    first_ = false;
-    ++events_;
-  }
-  void ProcessName(int pid, std::string_view name, int sort) {
-    Event(fmt::format(
-        "\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":{0},\"args\":{{\"name\":{1}}}",
-        pid, Str(name)));
-    Event(
-        fmt::format("\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":{0},\"args\":"
-                    "{{\"sort_index\":{1}}}",
-                    pid, sort));
-  }
-  void ThreadName(int pid, int tid, std::string_view name, int sort) {
-    Event(fmt::format(
-        "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}", pid,
-        tid, Str(name)));
-    Event(
-        fmt::format("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{"
-                    "\"sort_index\":{}}}",
-                    pid, tid, sort));
-  }
-  void Finish(const Json& other) {
-    out_ << "\n],\n\"otherData\":" << other.dump(-1, ' ', false, Json::error_handler_t::replace)
-         << "\n}\n";
-  }
-  size_t events() const { return events_; }
-
- private:
-  std::ostream& out_;
-  bool first_ = true;
-  size_t events_ = 0;
-};
 
 // Where a rank's step slices were put: the track, and the ts of each step.
 struct RankTrack {
@@ -251,6 +182,7 @@ void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findin
   for (const Finding* f : findings) {
     if (f->onset_time) see(*f->onset_time - l.HostShift(f->entity.host));
   }
+  if (std::optional<TimeNs> ops = report_trace::OpTimelinesStart(run)) see(*ops);
 }
 
 // Writes the tracks in order: the job process, per host its ranks' steps
@@ -275,6 +207,11 @@ class MergedTraceWriter {
   void WriteUnattributedSteps();
   void WriteGpuCounters();
   void WriteFindings(const std::vector<const Finding*>& findings);
+  // After every host process: pids from the unknown host's + 1.
+  void WriteOpTimelines() {
+    if (run_.op_timelines.empty()) return;
+    op_timelines_ = report_trace::WriteOpTimelines(in_, t0_, l_.unknown_pid + 1, next_tid_, w_);
+  }
   void Finish();
 
  private:
@@ -310,6 +247,7 @@ class MergedTraceWriter {
   Json approximate_ = Json::array();
   Json untimed_ = Json::array();
   Json notes_ = Json::array();
+  Json op_timelines_;  // otherData's "op_timelines", when the run has any
   std::map<int32_t, RankTrack> rank_tracks_;
 };
 
@@ -321,7 +259,10 @@ int MergedTraceWriter::WriteSlices(int pid, const std::string& label, int sort,
     return a.start != b.start ? a.start < b.start : a.dur > b.dur;
   });
   TrimRoundingOverlaps(slices);
-  std::vector<size_t> lane = AssignLanes(slices);
+  std::vector<std::pair<TimeNs, TimeNs>> spans;
+  spans.reserve(slices.size());
+  for (const Slice& s : slices) spans.emplace_back(s.start, s.start + s.dur);
+  std::vector<size_t> lane = AssignLanes(spans);
   size_t lanes = slices.empty() ? 1 : *std::max_element(lane.begin(), lane.end()) + 1;
   int first_tid = next_tid_;
   for (size_t i = 0; i < lanes; ++i) {
@@ -334,7 +275,7 @@ int MergedTraceWriter::WriteSlices(int pid, const std::string& label, int sort,
     int64_t ts = anchored ? s.start - t0_ : s.start;
     std::string body = fmt::format(
         "\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}",
-        Str(s.name), s.cat, pid, first_tid + static_cast<int>(lane[i]), Micros(ts),
+        TraceStr(s.name), s.cat, pid, first_tid + static_cast<int>(lane[i]), Micros(ts),
         Micros(std::max<int64_t>(0, s.dur)));
     if (!s.args.empty()) body += ",\"args\":" + s.args;
     w_.Event(body);
@@ -469,7 +410,7 @@ void MergedTraceWriter::WriteGpuCounters() {
           Metric{"power_limit_w", &GpuSample::power_limit_w}}) {
       // Perfetto names a counter track "<name> <arg>", chrome://tracing
       // "<name>" with one series per arg: one arg, "value".
-      std::string name = Str(fmt::format("GPU {} {}{}", g.index, m.key, suffix));
+      std::string name = TraceStr(fmt::format("GPU {} {}{}", g.index, m.key, suffix));
       for (const GpuSample* s : samples) {
         const std::optional<double>& v = s->*m.field;
         if (!v) continue;
@@ -547,7 +488,7 @@ void MergedTraceWriter::WriteFindings(const std::vector<const Finding*>& finding
       where = fmt::format("\"s\":\"t\",\"pid\":1,\"tid\":{}", job_tid_);
     }
     w_.Event(fmt::format("\"ph\":\"i\",\"name\":{},\"cat\":\"finding\",{},\"ts\":{},\"args\":{}",
-                         Str(code), where, Micros(std::max<int64_t>(0, *ts)),
+                         TraceStr(code), where, Micros(std::max<int64_t>(0, *ts)),
                          args.dump(-1, ' ', false, Json::error_handler_t::replace)));
   }
 }
@@ -572,6 +513,10 @@ void MergedTraceWriter::Finish() {
   other["counter_events"] = counters_;
   other["findings_without_time"] = std::move(untimed_);
   other["notes"] = std::move(notes_);
+  if (!op_timelines_.is_null()) {
+    other["op_timelines"] = std::move(op_timelines_);
+    other["op_timeline_ops_limit"] = report_trace::kMaxOpTimelineOps;
+  }
   w_.Finish(other);
 }
 
@@ -588,6 +533,7 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
   w.WriteUnattributedSteps();
   w.WriteGpuCounters();
   w.WriteFindings(findings);
+  w.WriteOpTimelines();
   w.Finish();
 }
 

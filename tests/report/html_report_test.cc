@@ -19,6 +19,7 @@
 
 #include "cli/app.h"
 #include "report/json_document.h"
+#include "report/pipeline_report_fixture.h"
 #include "report_fixture.h"
 
 namespace laggard {
@@ -28,6 +29,8 @@ namespace fs = std::filesystem;
 using report_json::Json;
 using testing_util::Diagnosed;
 using testing_util::FixtureOptions;
+using testing_util::PipelineFault;
+using testing_util::PipelineRun;
 using testing_util::ReadFile;
 using testing_util::SimulatedRun;
 using testing_util::TempDir;
@@ -127,6 +130,120 @@ int RunCli(std::vector<std::string> args, std::string* out = nullptr, std::strin
   if (out) *out = o.str();
   if (err) *err = e.str();
   return rc;
+}
+
+// --- the what-if section of op timelines ------------------------------------
+
+// The what-if grid's cells: (pp, dp) -> slowdown, NaN for "not replayed".
+std::map<std::pair<int, int>, double> HeatmapCells(const Json& view) {
+  std::map<std::pair<int, int>, double> cells;
+  const Json& h = view["heatmap"];
+  for (size_t pp = 0; pp < h["cells"].size(); ++pp) {
+    for (size_t i = 0; i < h["cells"][pp].size(); ++i) {
+      const Json& c = h["cells"][pp][i];
+      cells[{static_cast<int>(pp), h["dp_ranks"][i].get<int>()}] =
+          c.is_null() ? std::nan("") : c["slowdown"].get<double>();
+    }
+  }
+  return cells;
+}
+
+TEST(HtmlWhatIfTest, SlowWorkerLightsItsOwnCellOnly) {
+  auto d = PipelineRun(4, 2, PipelineFault::kSlowWorker);  // dp 1 pp 1 computes 30% longer
+  Json views = report_json::OpTimelineWhatIfs(d->input());
+  ASSERT_EQ(views.size(), 1u);
+  std::map<std::pair<int, int>, double> cells = HeatmapCells(views[0]);
+  ASSERT_EQ(cells.size(), 8u);  // 2 stages x 4 DP ranks
+  for (auto [at, slowdown] : cells) {
+    if (at == std::pair(1, 1)) {
+      EXPECT_GT(slowdown, 1.1) << "the slow worker's cell";
+    } else {
+      EXPECT_LT(slowdown, 1.02) << "stage " << at.first << " DP rank " << at.second;
+    }
+  }
+  EXPECT_EQ(views[0]["heatmap"]["cells"][1][1]["rank"], 5);  // Megatron order: dp + 4 x pp
+  EXPECT_EQ(views[0]["findings"][0]["code"], "pipeline.slow_worker");
+  EXPECT_NEAR(views[0]["slowdown"].get<double>(), d->whatif().slowdown, 1e-5);
+}
+
+TEST(HtmlWhatIfTest, HeavyStageLightsEveryDpRankOfThatStage) {
+  auto d = PipelineRun(2, 4, PipelineFault::kHeavyStage);  // stage 3 computes 25% longer
+  Json views = report_json::OpTimelineWhatIfs(d->input());
+  ASSERT_EQ(views.size(), 1u);
+  std::map<std::pair<int, int>, double> cells = HeatmapCells(views[0]);
+  ASSERT_EQ(cells.size(), 8u);
+  for (auto [at, slowdown] : cells) {
+    if (at.first == 3) {
+      EXPECT_GT(slowdown, 1.05) << "DP rank " << at.second << " of the heavy stage";
+    } else {
+      EXPECT_LT(slowdown, 1.02) << "stage " << at.first << " DP rank " << at.second;
+    }
+  }
+  // The top of the stage decomposition is stage 3.
+  EXPECT_EQ(views[0]["by_stage"]["top"][0]["group"], "stage 3");
+  EXPECT_EQ(views[0]["by_op_type"]["top"].size(),
+            std::min<size_t>(6, d->whatif().by_op_type.size()));
+}
+
+TEST(HtmlWhatIfTest, WorkloadThatMovesBetweenReplicasLightsEveryCell) {
+  // DP rank step % 4 computes 20% longer: every worker is slow in some steps.
+  auto d = PipelineRun(4, 2, PipelineFault::kWorkload, 8);
+  Json views = report_json::OpTimelineWhatIfs(d->input());
+  ASSERT_EQ(views.size(), 1u);
+  std::map<std::pair<int, int>, double> cells = HeatmapCells(views[0]);
+  ASSERT_EQ(cells.size(), 8u);
+  for (auto [at, slowdown] : cells) {
+    EXPECT_GT(slowdown, 1.02) << "stage " << at.first << " DP rank " << at.second;
+    EXPECT_LT(slowdown, views[0]["slowdown"].get<double>()) << "no cell holds it all";
+  }
+}
+
+TEST(HtmlWhatIfTest, BalancedJobLightsNothing) {
+  auto d = PipelineRun(2, 2, PipelineFault::kNone);
+  Json views = report_json::OpTimelineWhatIfs(d->input());
+  ASSERT_EQ(views.size(), 1u);
+  for (auto [at, slowdown] : HeatmapCells(views[0])) EXPECT_NEAR(slowdown, 1.0, 0.005);
+  EXPECT_TRUE(views[0]["findings"].empty());
+}
+
+TEST(HtmlWhatIfTest, CellIsTheSlowestTpRankAndUnreplayedWorkersAreNull) {
+  WhatIf w;
+  w.layout = ParallelLayout{2, 1, 2, 1};
+  auto worker = [](int32_t dp, int32_t tp, double slowdown) {
+    WhatIfGroup g;
+    g.label = fmt::format("dp{} pp0 tp{}", dp, tp);
+    g.dp = dp;
+    g.pp = 0;
+    g.tp = tp;
+    g.worker = dp * 2 + tp;
+    g.slowdown = slowdown;
+    return g;
+  };
+  w.by_worker = {worker(0, 1, 1.3), worker(0, 0, 1.1)};  // DP rank 1 was not replayed
+  std::vector<TimelineWorker> workers(4);
+  workers[1].rank = 1;
+  Json h = report_json::WhatIfHeatmap(w, workers);
+  ASSERT_EQ(h["cells"].size(), 1u);
+  EXPECT_EQ(h["cells"][0][0]["slowdown"], 1.3);
+  EXPECT_EQ(h["cells"][0][0]["worker"], "dp0 pp0 tp1");
+  EXPECT_EQ(h["cells"][0][0]["rank"], 1);
+  EXPECT_EQ(h["cells"][0][0]["tp_replayed"], 2);
+  EXPECT_TRUE(h["cells"][0][1].is_null());
+}
+
+TEST(HtmlWhatIfTest, PageEmbedsTheSectionDataBesideTheUnchangedReportDocument) {
+  auto d = PipelineRun(4, 2, PipelineFault::kSlowWorker);
+  std::string html = RenderHtml(d->input());
+  EXPECT_EQ(Json::parse(ScriptElement(html, kDocumentScript)), Json::parse(RenderJson(d->input())));
+  std::string tag;
+  std::string data = ScriptElement(html, kPageScript + 1, &tag);
+  EXPECT_NE(tag.find("id=\"laggard-op-timelines\""), std::string::npos) << tag;
+  EXPECT_EQ(Json::parse(data), report_json::OpTimelineWhatIfs(d->input()));
+  EXPECT_NE(ScriptElement(html, kPageScript + 2).find("laggardPage"), std::string::npos);
+  // A run without op timelines gets neither.
+  TempDir dir;
+  auto plain = SimulatedRun(dir.path(), FixtureOptions{.traces = false, .hardware = false});
+  EXPECT_EQ(Count(RenderHtml(plain->input()), "laggard-op-timelines"), 0u);
 }
 
 // --- headless Chromium -------------------------------------------------------
@@ -368,7 +485,7 @@ const SimulatedPage& RenderSimulated(const std::string& name, std::vector<std::s
   // ctest runs each test in a process of its own, two at a time: the files
   // of the page and Chromium's profile are the test's own.
   const std::string file =
-      name + "-" + testing::UnitTest::GetInstance()->current_test_info()->name();
+      name + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::vector<std::string> sim = {"simulate",
                                   "-o",
                                   run,
@@ -579,6 +696,80 @@ TEST(HtmlReportSynchronisedTest, HardwareTableRowsStayOneLineHigh) {
                       s.find("nvidia-smi-dmon.txt") != std::string::npos);
   }
   EXPECT_TRUE(files) << p.probe["hardware_titles"].dump();
+}
+
+// The what-if section in Chromium: a probe reads the drawn grid's cells
+// (place, value, computed background) and the order of the cards.
+constexpr std::string_view kWhatIfProbe = R"js(
+<script>
+(function () {
+  var out = {cards: [], cells: [], tables: 0};
+  document.querySelectorAll('#app > section').forEach(function (s) { out.cards.push(s.id || s.className); });
+  document.querySelectorAll('#whatif-op-timeline-0 table.whatif-heatmap td').forEach(function (td) {
+    out.cells.push({dp: +td.getAttribute('data-dp'), pp: +td.getAttribute('data-pp'),
+                    slowdown: td.hasAttribute('data-slowdown') ? +td.getAttribute('data-slowdown') : null,
+                    bg: getComputedStyle(td).backgroundColor, text: td.textContent});
+  });
+  out.tables = document.querySelectorAll('#whatif-op-timeline-0 .whatif-groups table').length;
+  var pre = document.createElement('pre');
+  pre.id = 'test-probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+)js";
+
+// The smallest of a CSS "rgb(r, g, b)" colour's channels: near 255 for the
+// grid's white (1.00x), lower the redder the cell.
+int MinChannel(const std::string& rgb) {
+  std::smatch m;
+  if (!std::regex_search(rgb, m, std::regex(R"(rgba?\((\d+), (\d+), (\d+))"))) return -1;
+  return std::min({std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str())});
+}
+
+TEST(HtmlReportBrowserTest, WhatIfGridLightsTheSlowWorkersCellAfterTheVerdict) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  auto d = PipelineRun(4, 2, PipelineFault::kSlowWorker);
+  std::string text = RenderHtml(d->input());
+  text.insert(text.rfind("</body>"), kWhatIfProbe);
+  fs::path html = OutputDir() / "whatif.html";
+  WriteFile(html.string(), text);
+  BrowserResult r = RunChromium(FindChromium(), html, "whatif", "--dump-dom");
+  ASSERT_EQ(r.rc, 0) << "chromium failed; log in " << OutputDir() / "whatif.chromium.log";
+  EXPECT_NE(r.dom.find("data-state=\"ok\""), std::string::npos) << "the page reported an error";
+  EXPECT_NE(r.dom.find("data-whatif=\"1\""), std::string::npos)
+      << "the what-if script did not finish";
+  EXPECT_EQ(Count(r.dom, "class=\"laggard-error\""), 0u) << r.dom.substr(0, 4000);
+  EXPECT_TRUE(ConsoleErrors(r.log).empty()) << ConsoleErrors(r.log).front();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.dom, m, std::regex(R"re(<pre id="test-probe">([^<]*)</pre>)re")));
+  Json probe = Json::parse(Unescape(m[1].str()));
+  // Verdict, next steps, then the what-if, before the evidence.
+  const Json& cards = probe["cards"];
+  auto at = [&](const std::string& id) {
+    return std::find(cards.begin(), cards.end(), id) - cards.begin();
+  };
+  ASSERT_LT(at("whatif-op-timeline-0"), static_cast<long>(cards.size())) << cards;
+  EXPECT_EQ(cards[0], "card verdict straggler") << cards;
+  EXPECT_EQ(at("whatif-op-timeline-0"), at("next-steps") + 1) << cards;
+  EXPECT_LT(at("whatif-op-timeline-0"), at("evidence")) << cards;
+  ASSERT_EQ(probe["cells"].size(), 8u) << probe;
+  for (const Json& c : probe["cells"]) {
+    bool slow = c["dp"] == 1 && c["pp"] == 1;
+    int channel = MinChannel(c["bg"].get<std::string>());
+    if (slow) {
+      EXPECT_LT(channel, 160) << "the slow worker's cell is not lit: " << c;
+    } else {
+      EXPECT_GT(channel, 200) << "a healthy worker's cell is lit: " << c;
+    }
+  }
+  EXPECT_EQ(probe["tables"], 3) << "by stage, by DP rank, by op type";
+  fs::path png = OutputDir() / "whatif.png";
+  fs::remove(png);
+  BrowserResult shot =
+      RunChromium(FindChromium(), html, "whatif-shot", "--screenshot='" + png.string() + "'");
+  EXPECT_EQ(shot.rc, 0);
+  EXPECT_TRUE(fs::exists(png)) << "no screenshot at " << png;
 }
 
 // --- the CLI -----------------------------------------------------------------
