@@ -56,10 +56,10 @@ DurationNs NoisyDuration(TimelineOpKind k, int32_t dp, int32_t pp, int64_t step,
   h *= 0x5bd1e995u;
   h ^= h >> 15;
   double noise = 1 + 0.02 * (static_cast<double>(h % 1000) / 1000.0 - 0.5);
-  double heavy = pp == 7 && (k == TimelineOpKind::kForwardCompute ||
-                             k == TimelineOpKind::kBackwardCompute)
-                     ? 1.2
-                     : 1;
+  double heavy =
+      pp == 7 && (k == TimelineOpKind::kForwardCompute || k == TimelineOpKind::kBackwardCompute)
+          ? 1.2
+          : 1;
   return static_cast<DurationNs>(static_cast<double>(testing::BaseDuration(k)) * noise * heavy);
 }
 
@@ -80,8 +80,8 @@ Sample RunRow(const OpTimeline& t, bool decompose) {
   s.slowdown = w.value().slowdown;
   s.ops = w.value().fit.ops;
   s.replays = 2;
-  for (const auto* v : {&w.value().by_stage, &w.value().by_dp_rank, &w.value().by_op_type,
-                        &w.value().by_worker}) {
+  for (const auto* v :
+       {&w.value().by_stage, &w.value().by_dp_rank, &w.value().by_op_type, &w.value().by_worker}) {
     for (const WhatIfGroup& g : *v) s.replays += g.recovered ? 2 : 1;
   }
   return s;

@@ -1,7 +1,9 @@
 #include "analysis/pipeline_detector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -94,6 +96,59 @@ void MeasurePeers(const WhatIf& w, const std::vector<ParallelCoord>& coords,
   }
 }
 
+// How much a microbatch's work varies, and how much of that is one
+// replica's: each forward / backward op over the median of its (kind,
+// stage), averaged per (step, replica, microbatch) over stages and TP ranks.
+// Longer sequences make one microbatch heavier on every stage; a slow
+// worker makes one replica's heavier on one stage, in every step.
+void MeasureWork(const OpTimeline& t, const std::vector<ParallelCoord>& coords,
+                 PipelineMetrics& m) {
+  std::map<std::pair<int, int32_t>, std::vector<double>> by_kind_stage;
+  for (const TimelineOp& op : t.ops) {
+    if (IsWorkOp(op.kind)) {
+      by_kind_stage[{static_cast<int>(op.kind), coords[static_cast<size_t>(op.worker)].pp}]
+          .push_back(static_cast<double>(op.dur_ns));
+    }
+  }
+  std::map<std::pair<int, int32_t>, double> median;
+  for (auto& [key, v] : by_kind_stage) median[key] = Median(std::move(v)).value_or(0);
+  std::map<std::tuple<int64_t, int32_t, int32_t>, std::pair<double, int>> units;
+  for (const TimelineOp& op : t.ops) {
+    if (!IsWorkOp(op.kind)) continue;
+    const ParallelCoord& c = coords[static_cast<size_t>(op.worker)];
+    double med = median[{static_cast<int>(op.kind), c.pp}];
+    if (med <= 0) continue;
+    auto& u = units[{op.step, c.dp, op.microbatch >= 0 ? op.microbatch : op.seq}];
+    u.first += static_cast<double>(op.dur_ns) / med;
+    ++u.second;
+  }
+  if (units.size() < 4) return;
+  std::vector<double> x;
+  std::map<int32_t, std::pair<double, int>> per_dp;
+  for (const auto& [key, u] : units) {
+    double v = u.first / u.second;
+    x.push_back(v);
+    auto& d = per_dp[std::get<1>(key)];
+    d.first += v;
+    ++d.second;
+  }
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  double var = 0;
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(x.size());
+  double between = 0;
+  for (const auto& [dp, d] : per_dp) {
+    double dm = d.first / d.second;
+    between += d.second * (dm - mean) * (dm - mean);
+  }
+  between /= static_cast<double>(x.size());
+  if (mean <= 0) return;
+  m.work_cv = std::sqrt(var) / mean;
+  m.work_dp_share = var > 0 ? between / var : 0;
+}
+
 void MeasureCommGroups(const OpTimeline& t, const PipelineDetectorOptions& o, PipelineMetrics& m) {
   std::map<std::string, std::vector<std::vector<double>>> per_type;  // type -> worker -> durs
   for (const TimelineOp& op : t.ops) {
@@ -160,15 +215,20 @@ std::vector<int32_t> StageRanks(const WhatIf& w, const PipelineMetrics& m, int32
 std::optional<Finding> DecideCommunication(const WhatIf& w, const PipelineMetrics& m,
                                            const PipelineDetectorOptions& o) {
   const WhatIfGroup* top_comm = nullptr;
-  double top_compute = 1;
+  double comm_excess = 0;  // over every communication type: a slow p2p link
+                           // slows both its forward and backward transfers
   for (const WhatIfGroup& g : w.by_op_type) {
     auto kind = TimelineOpFromName(g.label);
     bool comm = g.label.find("pp-comm") != std::string::npos || (kind && IsCommunicationOp(*kind));
-    if (comm && (top_comm == nullptr || g.slowdown > top_comm->slowdown)) top_comm = &g;
-    if (!comm) top_compute = std::max(top_compute, g.slowdown);
+    if (!comm) continue;
+    comm_excess += std::max(0.0, g.slowdown - 1);
+    if (top_comm == nullptr || g.slowdown > top_comm->slowdown) top_comm = &g;
   }
-  if (top_comm == nullptr || top_comm->slowdown - 1 < o.min_group_excess ||
-      top_comm->slowdown <= top_compute) {
+  // Transfers explain at least half the slowdown (op noise lifts the
+  // compute types a little, so "more than every compute type" missed real
+  // links).
+  if (top_comm == nullptr || comm_excess < o.min_group_excess ||
+      comm_excess < o.min_comm_share * (w.slowdown - 1)) {
     return std::nullopt;
   }
   Finding f = Base(FindingCode::kPipelineSlowCommunication, w, m, top_comm->recovered.value_or(0));
@@ -212,7 +272,7 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
   }
   const WhatIfGroup* g = nullptr;
   for (const WhatIfGroup& x : w.by_worker) {
-    if (x.worker == top->worker) g = &x;
+    if (x.dp == top->coord.dp && x.pp == top->coord.pp) g = &x;
   }
   double recovered = g ? g->recovered.value_or(0) : 0;
   // A worker slow by chance in a job whose work moves (sequence lengths)
@@ -271,14 +331,10 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
 
 std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
                                       const PipelineDetectorOptions& o) {
-  if (!m.top_share || !m.median_spread || !m.replica_bias || m.slowest_dp.size() < 4) {
-    return std::nullopt;
-  }
-  // Spread every step, but no replica persistently heavier: the work moves.
-  if (*m.median_spread < o.min_spread ||
-      *m.replica_bias - 1 > o.max_bias_share * (*m.median_spread - 1)) {
-    return std::nullopt;
-  }
+  if (!m.work_cv || !m.work_dp_share) return std::nullopt;
+  // Microbatches differ in work on every stage, and not because one
+  // replica is slower: the work moves.
+  if (*m.work_cv < o.min_work_cv || *m.work_dp_share > o.max_work_dp_share) return std::nullopt;
   double recovered = 0;
   for (const WhatIfGroup& g : w.by_op_type) {
     if (g.label == TimelineOpName(Kind::kForwardCompute) ||
@@ -290,12 +346,10 @@ std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
   f.entity.job = true;
   f.pattern = Pattern::kJobWide;
   f.message = fmt::format(
-      "the slowest data-parallel replica changes from step to step (the most frequent one is "
-      "slowest in {:.0f}% of {} steps), {:+.0f}% more compute than the median replica each "
-      "step while no replica is persistently heavier than {:+.1f}%: uneven work per step, not "
-      "a faulty worker",
-      100 * *m.top_share, m.slowest_dp.size(), 100 * (*m.median_spread - 1),
-      100 * (*m.replica_bias - 1));
+      "the work of a microbatch varies by {:.0f}% (cv) on every stage alike, and only {:.0f}% "
+      "of that variation is one replica's: uneven work (sequence lengths), not a faulty "
+      "worker; the slowest replica changes from step to step",
+      100 * *m.work_cv, 100 * *m.work_dp_share);
   f.confidence = 0.6;
   f.cause = "workload_imbalance";
   f.evidence.push_back(
@@ -384,6 +438,7 @@ PipelineMetrics MeasurePipeline(const Run& run, const OpTimeline& timeline,
   }
   std::vector<int64_t> steps;
   MeasurePeers(*m.whatif, coords, ComputePerStep(timeline, steps), m);
+  MeasureWork(timeline, coords, m);
   MeasureCommGroups(timeline, options, m);
   return m;
 }
@@ -407,7 +462,7 @@ std::vector<Finding> DecidePipeline(const Run& run, const OpTimeline& timeline,
   }
   const WhatIf& w = *m.whatif;
   if (w.slowdown < o.min_slowdown) return out;
-  for (auto decide : {DecideCommunication, DecideWorker, DecideWorkload, DecideStage}) {
+  for (auto decide : {DecideCommunication, DecideWorkload, DecideWorker, DecideStage}) {
     if (std::optional<Finding> f = decide(w, m, o)) {
       out.push_back(std::move(*f));
       break;

@@ -142,8 +142,8 @@ void GraphBuilder::Index() {
       if (!std::is_sorted(v.begin(), v.end(), before)) std::sort(v.begin(), v.end(), before);
       size_t out = 0;
       for (size_t j = 0; j < v.size(); ++j) {
-        if (out > 0 && t_.ops[static_cast<size_t>(v[out - 1])].seq ==
-                           t_.ops[static_cast<size_t>(v[j])].seq) {
+        if (out > 0 &&
+            t_.ops[static_cast<size_t>(v[out - 1])].seq == t_.ops[static_cast<size_t>(v[j])].seq) {
           ++fit_.duplicates;
           continue;
         }
@@ -460,7 +460,8 @@ std::vector<double> Replay(const Graph& g, const std::vector<double>& dur,
   for (size_t u = 0; u < units; ++u) {
     double start = 0;
     for (uint32_t m = unit[u]; m < unit[u + 1]; ++m) {
-      for (uint32_t k = dep_begin[m]; k < dep_begin[m + 1]; ++k) start = std::max(start, e[deps[k]]);
+      for (uint32_t k = dep_begin[m]; k < dep_begin[m + 1]; ++k)
+        start = std::max(start, e[deps[k]]);
     }
     for (uint32_t m = unit[u]; m < unit[u + 1]; ++m) e[m] = start + d[m];
   }
@@ -563,7 +564,7 @@ namespace {
 class WhatIfRunner {
  public:
   WhatIfRunner(const OpTimeline& t, const Graph& g, const std::vector<ParallelCoord>& coords,
-               const std::vector<std::string>& types)
+               const std::vector<std::string>& types, int32_t pp_count)
       : g_(g) {
     std::array<int32_t, kTimelineOpKinds> type_of_kind{};
     for (int k = 0; k < kTimelineOpKinds; ++k) {
@@ -574,7 +575,7 @@ class WhatIfRunner {
     const size_t n = g.op_of.size();
     measured_.resize(n);
     ideal_.resize(n);
-    pp_.resize(n), dp_.resize(n), type_.resize(n), worker_.resize(n);
+    pp_.resize(n), dp_.resize(n), type_.resize(n), worker_.resize(n), cell_.resize(n);
     std::array<std::vector<double>, kTimelineOpKinds> by_kind;
     for (size_t i = 0; i < n; ++i) {
       const TimelineOp& op = t.ops[static_cast<size_t>(g.op_of[i])];
@@ -582,6 +583,7 @@ class WhatIfRunner {
       by_kind[static_cast<size_t>(op.kind)].push_back(measured_[i]);
       const ParallelCoord& c = coords[static_cast<size_t>(op.worker)];
       pp_[i] = c.pp, dp_[i] = c.dp, worker_[i] = op.worker;
+      cell_[i] = c.dp * pp_count + c.pp;
       type_[i] = type_of_kind[static_cast<size_t>(op.kind)];
     }
     std::array<double, kTimelineOpKinds> typical{};
@@ -600,9 +602,16 @@ class WhatIfRunner {
     ideal_mean_ = MeanOk(ideal_steps_, g.step_ok);
   }
 
-  enum class Key { kStage, kDp, kType, kWorker };
+  enum class Key { kStage, kDp, kType, kWorker, kCell };
   const std::vector<int32_t>& keys(Key k) const {
-    return k == Key::kStage ? pp_ : k == Key::kDp ? dp_ : k == Key::kType ? type_ : worker_;
+    switch (k) {
+      case Key::kStage: return pp_;
+      case Key::kDp: return dp_;
+      case Key::kType: return type_;
+      case Key::kWorker: return worker_;
+      case Key::kCell: break;
+    }
+    return cell_;
   }
   // Mean step time with the ops whose key is `value` measured, the rest
   // ideal (measured_in), or the other way round; per-step times in `steps`.
@@ -618,9 +627,7 @@ class WhatIfRunner {
     return mean;
   }
   double Slowdown(double mean) const { return ideal_mean_ > 0 ? mean / ideal_mean_ : 1; }
-  double Recovered(double mean) const {
-    return measured_mean_ > 0 ? 1 - mean / measured_mean_ : 0;
-  }
+  double Recovered(double mean) const { return measured_mean_ > 0 ? 1 - mean / measured_mean_ : 0; }
 
   // The ideal replay's start and end per timeline op (NaN: not replayed).
   void IdealTimeline(size_t ops, std::vector<float>& start, std::vector<float>& end) const {
@@ -650,7 +657,7 @@ class WhatIfRunner {
  private:
   const Graph& g_;
   std::vector<double> measured_, ideal_, end_, dur_, ideal_end_;
-  std::vector<int32_t> pp_, dp_, type_, worker_;
+  std::vector<int32_t> pp_, dp_, type_, worker_, cell_;  // cell: dp x pp + pp
   std::vector<double> measured_steps_, ideal_steps_;
   double measured_mean_ = 0, ideal_mean_ = 0;
 };
@@ -694,21 +701,21 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
     }
   }
   std::sort(types.begin(), types.end());
-  WhatIfRunner run(timeline, g, coords, types);
+  WhatIfRunner run(timeline, g, coords, types, w.layout.pp);
   w.measured_step_ns = run.measured_mean();
   w.ideal_step_ns = run.ideal_mean();
   w.slowdown = w.ideal_step_ns > 0 ? w.measured_step_ns / w.ideal_step_ns : 1;
   using Key = WhatIfRunner::Key;
   const size_t top = options.recovered_groups;
-  std::vector<std::vector<double>> stage_steps(static_cast<size_t>(w.layout.pp),
-                                               run.ideal_steps());
+  std::vector<std::vector<double>> stage_steps(static_cast<size_t>(w.layout.pp), run.ideal_steps());
   std::vector<int32_t> values;
   if (options.decompose) {
     for (int32_t p = 0; p < w.layout.pp; ++p) {
       WhatIfGroup gr;
       gr.label = std::to_string(p);
       gr.pp = p;
-      gr.slowdown = run.Slowdown(run.With(Key::kStage, p, true, &stage_steps[static_cast<size_t>(p)]));
+      gr.slowdown =
+          run.Slowdown(run.With(Key::kStage, p, true, &stage_steps[static_cast<size_t>(p)]));
       w.by_stage.push_back(std::move(gr));
       values.push_back(p);
     }
@@ -733,25 +740,38 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
     }
     SortAndRecover(w.by_op_type, run, Key::kType, values, top);
     values.clear();
-    // Workers: all, or those whose compute exceeds its typical time most.
+    // Workers (dp, pp): all, or those whose compute exceeds its typical
+    // time most. The tensor-parallel ranks of one are replayed together:
+    // they wait for each other inside every op.
     std::vector<double> excess = run.ComputeExcess(timeline);
-    std::vector<int32_t> workers(timeline.workers.size());
-    std::iota(workers.begin(), workers.end(), 0);
-    if (workers.size() > options.max_worker_groups) {
-      std::stable_sort(workers.begin(), workers.end(), [&](int32_t a, int32_t b) {
-        return excess[static_cast<size_t>(a)] > excess[static_cast<size_t>(b)];
-      });
-      workers.resize(options.max_worker_groups);
+    std::map<int32_t, double> cell_excess;
+    std::map<int32_t, int32_t> cell_worker;  // its only worker, when tp is 1
+    for (size_t i = 0; i < coords.size(); ++i) {
+      int32_t cell = coords[i].dp * w.layout.pp + coords[i].pp;
+      cell_excess[cell] += excess[i];
+      cell_worker[cell] = static_cast<int32_t>(i);
     }
-    for (int32_t wk : workers) {
-      const ParallelCoord& c = coords[static_cast<size_t>(wk)];
+    std::vector<int32_t> cells;
+    for (const auto& [cell, ex] : cell_excess) cells.push_back(cell);
+    if (cells.size() > options.max_worker_groups) {
+      std::stable_sort(cells.begin(), cells.end(),
+                       [&](int32_t a, int32_t b) { return cell_excess[a] > cell_excess[b]; });
+      cells.resize(options.max_worker_groups);
+    }
+    for (int32_t cell : cells) {
       WhatIfGroup gr;
-      gr.label = fmt::format("dp{} pp{} tp{}", c.dp, c.pp, c.tp);
-      gr.dp = c.dp, gr.pp = c.pp, gr.tp = c.tp, gr.worker = wk;
-      gr.slowdown = run.Slowdown(run.With(Key::kWorker, wk, true));
+      gr.dp = cell / w.layout.pp, gr.pp = cell % w.layout.pp;
+      if (w.layout.tp == 1) {
+        gr.tp = 0;
+        gr.worker = cell_worker[cell];
+        gr.label = fmt::format("dp{} pp{} tp0", *gr.dp, *gr.pp);
+      } else {
+        gr.label = fmt::format("dp{} pp{} (tp 0-{})", *gr.dp, *gr.pp, w.layout.tp - 1);
+      }
+      gr.slowdown = run.Slowdown(run.With(Key::kCell, cell, true));
       w.by_worker.push_back(std::move(gr));
     }
-    SortAndRecover(w.by_worker, run, Key::kWorker, workers, top);
+    SortAndRecover(w.by_worker, run, Key::kCell, cells, top);
   }
   w.workers_replayed = w.by_worker.size();
   if (options.keep_ideal_timeline) {
@@ -764,7 +784,8 @@ StatusOr<WhatIf> RunWhatIf(const OpTimeline& timeline, const std::optional<Paral
     ws.measured_ns = run.measured_steps()[st];
     ws.ideal_ns = run.ideal_steps()[st];
     ws.slowdown = ws.ideal_ns > 0 ? ws.measured_ns / ws.ideal_ns : 1;
-    for (const auto& v : stage_steps) ws.by_stage.push_back(ws.ideal_ns > 0 ? v[st] / ws.ideal_ns : 1);
+    for (const auto& v : stage_steps)
+      ws.by_stage.push_back(ws.ideal_ns > 0 ? v[st] / ws.ideal_ns : 1);
     w.per_step.push_back(std::move(ws));
   }
   return w;

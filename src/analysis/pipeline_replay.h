@@ -80,7 +80,7 @@ struct WhatIfGroup {
   std::optional<int32_t> pp;      // set for a stage or a worker
   std::optional<int32_t> tp;      // set for a worker
   std::optional<int32_t> worker;  // index into OpTimeline::workers
-  double slowdown = 1;  // ideal + this group measured, over ideal
+  double slowdown = 1;            // ideal + this group measured, over ideal
   // 1 - (measured with this group ideal) / measured; for the first
   // WhatIfOptions::recovered_groups of each decomposition only.
   std::optional<double> recovered;
@@ -103,15 +103,18 @@ struct WhatIf {
   std::vector<WhatIfGroup> by_stage;
   std::vector<WhatIfGroup> by_dp_rank;
   std::vector<WhatIfGroup> by_op_type;
-  std::vector<WhatIfGroup> by_worker;  // every worker up to max_worker_groups, else the heaviest
-  std::vector<WhatIfStep> per_step;    // in step order
+  // Per (dp, pp) worker, its tensor-parallel ranks together (they wait for
+  // each other inside every op; tp set only when tp is 1): every one up to
+  // max_worker_groups, else the heaviest.
+  std::vector<WhatIfGroup> by_worker;
+  std::vector<WhatIfStep> per_step;  // in step order
   ReplayFit fit;
-  size_t workers_replayed = 0;
+  size_t workers_replayed = 0;  // by_worker's size
   // The ideal replay per timeline op (index as OpTimeline::ops): start and
   // end in ns from its step's start; empty with keep_ideal_timeline off,
   // NaN for an op that was not replayed. The merged trace draws the ideal
   // step beside the measured one from these.
-  std::vector<float> ideal_start_ns, ideal_end_ns;  // by_worker's size, of layout.world() workers
+  std::vector<float> ideal_start_ns, ideal_end_ns;
 };
 
 struct WhatIfOptions {

@@ -61,9 +61,10 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
       what = c.entity.tp_rank
                  ? fmt::format("{} (dp {}, pp {}, tp {}) is the straggler", EntityName(c.entity),
                                *c.entity.dp_rank, *c.entity.pp_stage, *c.entity.tp_rank)
-                 : fmt::format("the tensor-parallel group of dp {}, pp {} (ranks {}) is the "
-                               "straggler",
-                               *c.entity.dp_rank, *c.entity.pp_stage, RankListText(c.ranks));
+                 : fmt::format(
+                       "the tensor-parallel group of dp {}, pp {} (ranks {}) is the "
+                       "straggler",
+                       *c.entity.dp_rank, *c.entity.pp_stage, RankListText(c.ranks));
       break;
     case FindingCode::kPipelineSlowCommunication:
       v.status = c.ranks.empty() ? VerdictStatus::kCommBound : VerdictStatus::kStraggler;

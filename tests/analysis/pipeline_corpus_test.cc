@@ -26,9 +26,8 @@ const std::string kDir = std::string(LAGGARD_CORPUS_DIR) + "/megatron_timeline/"
 const std::string kTimeline = kDir + "bytedance_StragglerAnalysis_timeline-ST.json.gz";
 const std::string kResult = kDir + "bytedance_StragglerAnalysis_result-ST.json";
 
-#define REQUIRE_CORPUS()                        \
-  if (!std::filesystem::exists(kTimeline) ||    \
-      !std::filesystem::exists(kResult))        \
+#define REQUIRE_CORPUS()                                                        \
+  if (!std::filesystem::exists(kTimeline) || !std::filesystem::exists(kResult)) \
   GTEST_SKIP() << "shared corpus not found at " << kDir
 
 class PipelineCorpusTest : public ::testing::Test {

@@ -497,7 +497,8 @@ TEST(MegatronTimelineReaderTest, AnEventOverOneMiBIsABadEventWhereverTheChunksEn
     EXPECT_EQ(l.timeline()->ops.size(), 2u) << pad;
     ASSERT_EQ(l.diag(DiagCode::kTraceBadEvent), 1u) << pad;
     EXPECT_EQ(l.examples(DiagCode::kTraceBadEvent)[0].offset, text.find(big)) << pad;
-    EXPECT_NE(l.examples(DiagCode::kTraceBadEvent)[0].message.find("over 1 MiB"), std::string::npos);
+    EXPECT_NE(l.examples(DiagCode::kTraceBadEvent)[0].message.find("over 1 MiB"),
+              std::string::npos);
   }
 }
 
