@@ -73,22 +73,6 @@ void MeasurePeers(const WhatIf& w, const std::vector<ParallelCoord>& coords,
       spreads.push_back(*top / *med);
   }
   m.median_spread = Median(std::move(spreads));
-  // Per replica, its persistent share: the median over steps of its compute
-  // over the replicas' median in the step.
-  std::vector<std::vector<double>> shares(static_cast<size_t>(std::max(w.layout.dp, 1)));
-  for (size_t s = 0; s < n_steps && w.layout.dp >= 2; ++s) {
-    std::vector<double> replica(static_cast<size_t>(w.layout.dp), 0);
-    for (size_t j = 0; j < coords.size(); ++j)
-      replica[static_cast<size_t>(coords[j].dp)] += comp[j][s];
-    std::optional<double> med = Median(replica);
-    if (!med || *med <= 0) continue;
-    for (size_t d = 0; d < replica.size(); ++d) shares[d].push_back(replica[d] / *med);
-  }
-  for (auto& v : shares) {
-    if (std::optional<double> b = Median(std::move(v))) {
-      m.replica_bias = std::max(m.replica_bias.value_or(0), *b);
-    }
-  }
   size_t most = 0;
   for (auto [dp, n] : top_count) most = std::max(most, n);
   if (!m.slowest_dp.empty()) {
@@ -104,8 +88,11 @@ void MeasurePeers(const WhatIf& w, const std::vector<ParallelCoord>& coords,
 void MeasureWork(const OpTimeline& t, const std::vector<ParallelCoord>& coords,
                  PipelineMetrics& m) {
   std::map<std::pair<int, int32_t>, std::vector<double>> by_kind_stage;
+  auto valid = [&](const TimelineOp& op) {
+    return IsWorkOp(op.kind) && op.worker >= 0 && static_cast<size_t>(op.worker) < coords.size();
+  };
   for (const TimelineOp& op : t.ops) {
-    if (IsWorkOp(op.kind)) {
+    if (valid(op)) {
       by_kind_stage[{static_cast<int>(op.kind), coords[static_cast<size_t>(op.worker)].pp}]
           .push_back(static_cast<double>(op.dur_ns));
     }
@@ -114,7 +101,7 @@ void MeasureWork(const OpTimeline& t, const std::vector<ParallelCoord>& coords,
   for (auto& [key, v] : by_kind_stage) median[key] = Median(std::move(v)).value_or(0);
   std::map<std::tuple<int64_t, int32_t, int32_t>, std::pair<double, int>> units;
   for (const TimelineOp& op : t.ops) {
-    if (!IsWorkOp(op.kind)) continue;
+    if (!valid(op)) continue;
     const ParallelCoord& c = coords[static_cast<size_t>(op.worker)];
     double med = median[{static_cast<int>(op.kind), c.pp}];
     if (med <= 0) continue;
@@ -347,8 +334,7 @@ std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
   f.pattern = Pattern::kJobWide;
   f.message = fmt::format(
       "the work of a microbatch varies by {:.0f}% (cv) on every stage alike, and only {:.0f}% "
-      "of that variation is one replica's: uneven work (sequence lengths), not a faulty "
-      "worker; the slowest replica changes from step to step",
+      "of that variation is one replica's: uneven work (sequence lengths), not a faulty worker",
       100 * *m.work_cv, 100 * *m.work_dp_share);
   f.confidence = 0.6;
   f.cause = "workload_imbalance";

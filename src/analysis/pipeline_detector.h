@@ -18,7 +18,11 @@
 //                  the step (forward + backward + optimizer) over the median
 //                  of its role peers' in that step (dp >= 2)
 //   slowest dp     per step, the replica with the most compute, and the
-//                  spread (its compute over the replicas' median)
+//                  spread (its compute over the replicas' median): evidence
+//                  of a workload finding, never its reason
+//   work           per (step, replica, microbatch), its forward / backward
+//                  over their (kind, stage) medians: cv, and the share of
+//                  its variance between replicas (MeasureWork)
 //   comm groups    per communication op type, the workers whose median
 //                  transfer is >= comm_group_ratio x that type's median
 // Decision (DecidePipeline), nothing when slowdown < min_slowdown:
@@ -77,7 +81,6 @@ struct PipelineDetectorOptions {
   double min_work_cv = 0.04;
   double max_work_dp_share = 0.5;
   double min_worker_recovered = 0.01;
-  double min_spread = 1.03;
   double comm_group_ratio = 1.5;
   double min_comm_share = 0.5;
   WhatIfOptions whatif;
@@ -98,7 +101,6 @@ struct PipelineMetrics {
   std::vector<int32_t> slowest_dp;  // per replayed step
   std::optional<double> median_spread;
   std::optional<double> top_share;      // share of steps of the most frequent slowest replica
-  std::optional<double> replica_bias;   // the largest per-replica median share (1 = none)
   std::optional<double> work_cv;        // of a microbatch's work (MeasureWork)
   std::optional<double> work_dp_share;  // of that variance, the share between replicas
   // Per communication op type (WhatIfOpType), the workers with long transfers.
