@@ -86,7 +86,15 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
           *c.entity.pp_stage, RankListText(c.ranks));
       break;
   }
-  v.whatif = WhatIfOf(a, *f) ? std::optional<WhatIf>(*WhatIfOf(a, *f)) : std::nullopt;
+  if (const WhatIf* w = WhatIfOf(a, *f)) {
+    v.whatif = *w;
+    // The per-op ideal times stay with the analysis (the merged trace's);
+    // the verdict keeps the numbers.
+    v.whatif->ideal_start_ns.clear();
+    v.whatif->ideal_end_ns.clear();
+    v.whatif->ideal_start_ns.shrink_to_fit();
+    v.whatif->ideal_end_ns.shrink_to_fit();
+  }
   // What the culprit costs: the share of step time removing it gives back.
   if (f->recovered && *f->recovered > 0) v.throughput_lost = *f->recovered;
   if (v.whatif) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, v.whatif->layout.world());
