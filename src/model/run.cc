@@ -214,6 +214,9 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
       network_.switch_src[host] = other.network_.switch_src[host];
     }
   }
+  append(hang_.groups, other.hang_.groups);
+  append(hang_.dumps, other.hang_.dumps);
+  append(hang_.events, other.hang_.events);
   diagnostics_.MergeFrom(other.diagnostics_);
   other = RunBuilder();
 }
@@ -504,6 +507,7 @@ void RunBuilder::Finalize(Run& run) {
   run.hardware.gpus = std::move(gpus_);
   MergeEthCounters(network_.eth_links, run);
   run.network = std::move(network_);
+  run.hang = std::move(hang_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
 
   // Traces of one job: the same rank twice, or several world sizes.

@@ -13,6 +13,8 @@
 //   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
 //   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
 //   │                    topology, switch map (model/network.h)
+//   ├── hang             process groups, Flight Recorder dumps, watchdog and
+//   │                    timeout lines of a stopped job (model/hang.h)
 //   └── diagnostics      counted bad records (data quality)
 //
 // Parsers never build a Run directly: they call RunBuilder, which indexes
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "model/diagnostics.h"
+#include "model/hang.h"
 #include "model/hardware.h"
 #include "model/network.h"
 #include "model/op_timeline.h"
@@ -112,6 +115,7 @@ struct Run {
   NameTable names;
   HardwareData hardware;
   NetworkData network;
+  HangData hang;
   Diagnostics diagnostics;
 
   uint64_t total_steps() const;
@@ -184,6 +188,8 @@ class RunBuilder {
   void AddGpu(GpuRecord gpu) { gpus_.push_back(std::move(gpu)); }
   // Network data (network readers append to the vectors).
   NetworkData& network() { return network_; }
+  // Hang evidence (Flight Recorder and watchdog-log readers append to it).
+  HangData& hang() { return hang_; }
 
   // What the builder holds so far, for a summary of one file's reading
   // (Ingest's FileFacts). Steps still buffered are not in series(): call
@@ -193,6 +199,7 @@ class RunBuilder {
   const std::vector<RankTrace>& traces() const { return traces_; }
   const std::vector<GpuRecord>& gpus() const { return gpus_; }
   const NetworkData& network() const { return network_; }
+  const HangData& hang() const { return hang_; }
   const Diagnostics& diagnostics() const { return diagnostics_; }
 
   // Appends everything of `other` (ranks, records, diagnostics).
@@ -271,6 +278,7 @@ class RunBuilder {
   NameTable names_;
   std::vector<GpuRecord> gpus_;
   NetworkData network_;
+  HangData hang_;
   Diagnostics diagnostics_;
 };
 

@@ -1,0 +1,31 @@
+#include "model/hang.h"
+
+namespace laggard {
+
+std::string_view CollectiveStateName(CollectiveState s) {
+  switch (s) {
+    case CollectiveState::kUnknown: return "unknown";
+    case CollectiveState::kScheduled: return "scheduled";
+    case CollectiveState::kStarted: return "started";
+    case CollectiveState::kCompleted: return "completed";
+  }
+  return "unknown";
+}
+
+std::string_view HangEventKindName(HangEventKind k) {
+  switch (k) {
+    case HangEventKind::kWatchdogTimeout: return "watchdog_timeout";
+    case HangEventKind::kWatchdogException: return "watchdog_exception";
+    case HangEventKind::kBlockingWaitTimeout: return "blocking_wait_timeout";
+    case HangEventKind::kDesyncReport: return "desync_report";
+    case HangEventKind::kCollectiveMismatch: return "collective_mismatch";
+    case HangEventKind::kGlooTimeout: return "gloo_timeout";
+    case HangEventKind::kTransportError: return "transport_error";
+    case HangEventKind::kRemoteError: return "remote_error";
+    case HangEventKind::kProcessExited: return "process_exited";
+    case HangEventKind::kCount: break;
+  }
+  return "unknown";
+}
+
+}  // namespace laggard
