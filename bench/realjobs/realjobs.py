@@ -55,6 +55,7 @@ import host_noise  # noqa: E402  (bench/realjobs/host_noise.py)
 # host made: its ranks run on unequal cores. Reported apart (docs/accuracy.md).
 CALM_CORE_RATIO = 1.15
 JOB = os.path.join(HERE, "ddp_job.py")
+PIPELINE_JOB = os.path.join(HERE, "pipeline_job.py")
 # Debian's torch is installed for the system interpreter, not a pyenv one.
 TORCH_PYTHON = "/usr/bin/python3"
 PIN = False  # --pin sets it
@@ -72,8 +73,14 @@ class Scenario:
     """One job: world size, faults per rank ({rank: [spec, ...]}), what is expected."""
 
     def __init__(self, name, kind, severity, world, faults, comm_rank=None,
-                 comm_mbit=None, steps=40, asserted=True):
+                 comm_mbit=None, steps=40, asserted=True, layout=None, all_ranks=None,
+                 heavy_stage=None):
         self.name = name
+        # Pipeline jobs (pipeline_job.py): (dp, pp), faults every rank gets
+        # (heavy_stage:S:K), and the stage a heavy_stage fault makes heavier.
+        self.layout = layout
+        self.all_ranks = all_ranks or []
+        self.heavy_stage = heavy_stage
         self.kind = kind            # fault kind, "healthy" or "two_faults"
         self.severity = severity    # a label: "2.0x", "50ms", ...
         self.world = world
@@ -98,8 +105,13 @@ class Scenario:
             faults.append({"rank": self.comm_rank, "kind": "comm",
                            "spec": [f"tc rate {self.comm_mbit}mbit"],
                            "cause_class": "communication", "onset_step": 0})
-        return {"scenario": self.name, "kind": self.kind, "severity": self.severity,
-                "world": self.world, "steps": self.steps, "faults": faults}
+        truth = {"scenario": self.name, "kind": self.kind, "severity": self.severity,
+                 "world": self.world, "steps": self.steps, "faults": faults}
+        if self.layout:
+            truth["layout"] = {"dp": self.layout[0], "pp": self.layout[1], "tp": 1}
+        if self.heavy_stage is not None:
+            truth["heavy_stage"] = self.heavy_stage
+        return truth
 
 
 def scenarios(worlds, quick):
@@ -135,6 +147,26 @@ def scenarios(worlds, quick):
         # error a user trusts least.
         for i in range(3 if w == 2 else 2 if w == 4 else 1):
             out.append(Scenario(f"w{w}_healthy_{i}", "healthy", "-", w, {}))
+    return out
+
+
+def pipeline_scenarios(quick):
+    """dp x pp jobs (pipeline_job.py): a heavier stage, a slow worker, healthy."""
+    out = []
+    for dp, pp in ((2, 2),) if quick else ((2, 2), (2, 3)):
+        w = dp * pp
+        tag = f"dp{dp}pp{pp}"
+        last_stage = pp - 1
+        for k in ((3,) if quick else (2, 3)):
+            out.append(Scenario(f"{tag}_heavy_stage_{k}x", "heavy_stage", f"{k}x layers", w, {},
+                                layout=(dp, pp), all_ranks=[f"heavy_stage:{last_stage}:{k}"],
+                                heavy_stage=last_stage))
+        for f in ((3.0,) if quick else (2.0, 3.0)):
+            out.append(Scenario(f"{tag}_compute_{f}", "compute", f"{f}x", w, {1: [f"compute:{f}"]},
+                                layout=(dp, pp)))
+        for i in range(1 if quick else 2):
+            out.append(Scenario(f"{tag}_healthy_{i}", "healthy", "-", w, {}, layout=(dp, pp),
+                                asserted=not quick))
     return out
 
 
@@ -196,9 +228,11 @@ def run_job(sc, out_dir, port, seed, timeout_s):
         for rank in range(sc.world):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(sc.world),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-            cmd = [TORCH_PYTHON, JOB, "--out", out_dir, "--steps", str(sc.steps),
-                   "--seed", str(seed)]
-            for spec in sc.faults.get(rank, []):
+            cmd = [TORCH_PYTHON, PIPELINE_JOB if sc.layout else JOB, "--out", out_dir,
+                   "--steps", str(sc.steps), "--seed", str(seed)]
+            if sc.layout:
+                cmd += ["--dp", str(sc.layout[0]), "--pp", str(sc.layout[1])]
+            for spec in sc.all_ranks + sc.faults.get(rank, []):
                 cmd += ["--fault", spec]
             if netns:
                 env["MASTER_ADDR"] = netns.host_ip
@@ -269,6 +303,13 @@ def score(truth, report):
     false_culprits = sum(1 for c in culprits if c["rank"] not in faulty)
     got = ", ".join(f"rank {c['rank']} {c['cause_class']}" for c in culprits) or "no culprit"
     words = f"{v['status']}: {got}"
+    if truth["kind"] == "heavy_stage":
+        # The stage, as an imbalance of the job: no rank of it is faulty.
+        stage = [c for c in v["culprits"] if c.get("pp_stage") == truth["heavy_stage"]
+                 and c.get("rank") is None and c["cause_class"] == "imbalance"]
+        got = ", ".join(f"stage {c.get('pp_stage')} {c['cause_class']}" if c.get("rank") is None
+                        else f"rank {c['rank']} {c['cause_class']}" for c in v["culprits"])
+        return bool(stage) and not culprits, len(culprits), f"{v['status']}: {got or 'no culprit'}"
     if truth["kind"] == "healthy":
         return (not culprits and v["status"] not in ("job_wide", "communication_bound"),
                 false_culprits, words)
@@ -292,6 +333,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--laggard", required=True, help="the laggard binary")
     p.add_argument("--quick", action="store_true", help="3 two-rank runs (the test subset)")
+    p.add_argument("--pipeline", action="store_true",
+                   help="dp x pp pipeline jobs (pipeline_job.py) instead of DDP jobs")
     p.add_argument("--worlds", default="2,4,8")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--only", default="", help="run scenarios whose name contains this")
@@ -313,7 +356,8 @@ def main():
               "(install Debian's python3-torch)")
         return 77
     worlds = [int(w) for w in a.worlds.split(",")]
-    runs = [s for s in scenarios(worlds, a.quick) if a.only in s.name]
+    runs = pipeline_scenarios(a.quick) if a.pipeline else scenarios(worlds, a.quick)
+    runs = [s for s in runs if a.only in s.name]
     reps = 1 if a.quick else a.reps
     root = a.keep or tempfile.mkdtemp(prefix="laggard-realjobs-")
     results = []

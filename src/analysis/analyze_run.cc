@@ -1,5 +1,7 @@
 #include "analysis/analyze_run.h"
 
+#include "analysis/stage_balance.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -7,10 +9,24 @@ namespace laggard {
 
 Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   Analyses a;
-  a.steps = AnalyzeStepTimes(run, options.steps);
+  a.layout = ResolveRunLayout(run, options.layout);
+  StepDetectorOptions step_options = options.steps;
+  if (a.layout.layout) step_options.layout = a.layout.layout->layout;
+  a.steps = AnalyzeStepTimes(run, step_options);
   a.traces = AnalyzeTraces(run, options.traces);
   a.ranks = RankMap::Build(run, options.gpus_per_node, options.first_node);
   a.pipelines = AnalyzePipelines(run, options.layout, options.pipelines);
+  // Traced ranks against their role peers, stage against stage.
+  if (a.layout.layout && a.layout.layout->pipelined()) {
+    StageBalance balance = AnalyzeStageBalance(a.traces, *a.layout.layout);
+    if (balance.finding) {
+      a.pipelines.findings.push_back(std::move(*balance.finding));
+      // Compute that differs between ranks is the stages' here, not work
+      // that moves: the trace detector compared every rank with every other.
+      std::erase_if(a.traces.findings,
+                    [](const Finding& f) { return f.code == FindingCode::kTraceVariableWork; });
+    }
+  }
   std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);
   // A slow worker of an op timeline is a suspect like a straggler: its GPU's
   // metrics may say why.

@@ -16,6 +16,7 @@
 
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
+#include "analysis/parallel_layout.h"
 #include "analysis/pause_detector.h"
 #include "analysis/pipeline_detector.h"
 #include "analysis/rank_map.h"
@@ -34,6 +35,11 @@ struct Analyses {
   PauseAnalysis pauses;
   PipelineAnalysis pipelines;  // one entry per op timeline of the run
   RankMap ranks;
+  // The run's parallel layout (parallel_layout.h) and the statements not
+  // used; with pp >= 2 the step-time detector groups ranks by stage and
+  // the traces' stages are compared (stage_balance.h, its finding in
+  // pipelines.findings).
+  RunLayoutResult layout;
 };
 
 // Every detector's thresholds, in one place; each member's defaults and
@@ -45,7 +51,8 @@ struct AnalysisOptions {
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;
   PipelineDetectorOptions pipelines;
-  // --layout: the parallel layout of op timelines that do not state theirs.
+  // --layout: the parallel layout of the run, and of op timelines that do
+  // not state theirs.
   std::optional<ParallelLayout> layout;
   // The rank <-> GPU join's placement rule (rank_map.h): --gpus-per-node,
   // and --first-node, the number in the host name of the job's first node.

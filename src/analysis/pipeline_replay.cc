@@ -537,9 +537,7 @@ StatusOr<ParallelLayout> ResolveLayout(const OpTimeline& timeline,
         return Status::Error(fmt::format("a worker's rank {} is outside the layout's {} ranks",
                                          w.rank.value_or(-1), l.world()));
       }
-      c.tp = *w.rank % l.tp;
-      c.dp = (*w.rank / l.tp) % l.dp;
-      c.pp = *w.rank / (l.tp * l.dp);
+      c = MegatronCoord(l, *w.rank);
     }
     if (c.dp < 0 || c.pp < 0 || c.tp < 0 || c.dp >= l.dp || c.pp >= l.pp || c.tp >= l.tp) {
       return Status::Error(

@@ -127,6 +127,9 @@ struct StepDetectorOptions {
   double sync_rank_offset = 0.01;
   size_t min_stage_ranks = 3;
   double stage_separation = 3;
+  // The run's parallel layout (analysis/parallel_layout.h), when one is
+  // stated: it gives the stage of ranks whose RankInfo has none.
+  std::optional<ParallelLayout> layout;
   double episode_factor = 1.3;
   double episode_sigmas = 4;
   size_t min_episode_steps = 3;

@@ -119,22 +119,30 @@ std::optional<double> ExcessAt(const StepMetrics& m, size_t r, size_t c) {
 void GroupByStage(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size();
   m.group_of.assign(R, 0);
+  // A rank's stage: its own (a rank map), else the run layout's.
+  auto stage_of = [&](const StepSeries* s) -> std::optional<int32_t> {
+    if (s->info.pipeline_stage) return s->info.pipeline_stage;
+    if (opt.layout && s->info.rank < opt.layout->world()) {
+      return MegatronCoord(*opt.layout, s->info.rank).pp;
+    }
+    return std::nullopt;
+  };
+  std::vector<std::optional<int32_t>> stage(R);
+  for (size_t r = 0; r < R; ++r) stage[r] = stage_of(m.series[r]);
   std::map<int32_t, size_t> stage_index;
   std::map<int32_t, size_t> stage_size;
-  bool staged = std::all_of(m.series.begin(), m.series.end(),
-                            [](const StepSeries* s) { return s->info.pipeline_stage.has_value(); });
-  for (const StepSeries* s : m.series) {
-    if (staged) ++stage_size[*s->info.pipeline_stage];
-  }
+  bool staged = std::all_of(stage.begin(), stage.end(),
+                            [](const std::optional<int32_t>& s) { return s.has_value(); });
+  for (size_t r = 0; r < R && staged; ++r) ++stage_size[*stage[r]];
   staged = staged && stage_size.size() > 1 &&
            std::all_of(stage_size.begin(), stage_size.end(),
                        [&](const auto& kv) { return kv.second >= opt.min_stage_ranks; });
   if (staged) {
-    for (auto& [stage, n] : stage_size) {
-      stage_index.emplace(stage, stage_index.size());
-      m.group_stage.push_back(stage);
+    for (auto& [st, n] : stage_size) {
+      stage_index.emplace(st, stage_index.size());
+      m.group_stage.push_back(st);
     }
-    for (size_t r = 0; r < R; ++r) m.group_of[r] = stage_index[*m.series[r]->info.pipeline_stage];
+    for (size_t r = 0; r < R; ++r) m.group_of[r] = stage_index[*stage[r]];
   }
 }
 

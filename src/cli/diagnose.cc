@@ -292,7 +292,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
   in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
-                         &a.pipelines});
+                         &a.pipelines, &a.layout});
 
   bool to_stdout = false;
   bool outputs_ok = true;

@@ -103,6 +103,9 @@ constexpr DiagInfo kCatalogue[] = {
     {"timeline.layout_unknown", DiagKind::kNote,
      "op timeline whose workers' places (dp, pp, tp) or layout the file does not give (no "
      "thread_name metadata, threads named alike, DP ranks not 0..n-1) or gives in part"},
+    {"layout.contradicts", DiagKind::kNote,
+     "a stated parallel layout that contradicts itself (sizes that do not multiply to the world "
+     "size) or another file's or the ranks seen; it is not used"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -73,6 +73,7 @@ enum class DiagCode : uint16_t {
   kStepBadComputeTime,
   kTimelineOpUnknown,
   kTimelineLayoutUnknown,
+  kLayoutContradicts,
   kCount,
 };
 

@@ -4,6 +4,16 @@
 
 namespace laggard {
 
+const char* LayoutSourceName(LayoutSource s) {
+  switch (s) {
+    case LayoutSource::kFlag: return "flag";
+    case LayoutSource::kOpTimeline: return "op_timeline";
+    case LayoutSource::kLaunchLog: return "launch_log";
+    case LayoutSource::kProcessGroups: return "process_groups";
+  }
+  return "unknown";
+}
+
 std::string_view TimelineOpName(TimelineOpKind kind) {
   return megatron_timeline::kOpTypes[static_cast<size_t>(kind)];
 }

@@ -26,35 +26,11 @@
 #include <string_view>
 #include <vector>
 
+#include "model/parallel_layout.h"
 #include "model/source.h"
 #include "model/time.h"
 
 namespace laggard {
-
-// How the ranks of a job are split: data-, pipeline-, tensor-parallel sizes
-// and the virtual pipeline (interleaved 1F1B) chunks per stage.
-struct ParallelLayout {
-  int32_t dp = 1;
-  int32_t pp = 1;
-  int32_t tp = 1;
-  int32_t vpp = 1;
-  int64_t world() const { return int64_t{dp} * pp * tp; }
-  friend bool operator==(const ParallelLayout&, const ParallelLayout&) = default;
-};
-
-// One worker's place in the layout.
-struct ParallelCoord {
-  int32_t dp = 0;
-  int32_t pp = 0;
-  int32_t tp = 0;
-  friend bool operator==(const ParallelCoord&, const ParallelCoord&) = default;
-  friend auto operator<=>(const ParallelCoord&, const ParallelCoord&) = default;
-};
-
-// Megatron's rank order (tp fastest, then dp, then pp: "tp-dp-pp").
-inline int64_t MegatronRank(const ParallelLayout& l, const ParallelCoord& c) {
-  return c.tp + int64_t{l.tp} * (c.dp + int64_t{l.dp} * c.pp);
-}
 
 // The op types of a Megatron step (formats/megatron_timeline.h spells them).
 enum class TimelineOpKind : uint8_t {

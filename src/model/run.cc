@@ -199,6 +199,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
     traces_.push_back(std::move(t));
   }
   for (OpTimeline& t : other.op_timelines_) op_timelines_.push_back(std::move(t));
+  for (const LayoutStatement& l : other.layouts_) layouts_.push_back(l);
   for (GpuRecord& g : other.gpus_) gpus_.push_back(std::move(g));
   auto append = [](auto& dst, auto& src) {
     for (auto& x : src) dst.push_back(std::move(x));
@@ -502,6 +503,7 @@ void RunBuilder::Finalize(Run& run) {
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);
   run.op_timelines = std::move(op_timelines_);
+  run.layouts = std::move(layouts_);
   run.names = std::move(names_);
   MergeGpus(gpus_, run, diagnostics_);
   run.hardware.gpus = std::move(gpus_);

@@ -9,6 +9,7 @@
 //   ├── unattributed[]   step series whose rank is unknown (one per file)
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
 //   ├── op_timelines[]   per-op timelines of model-parallel jobs (model/op_timeline.h)
+//   ├── layouts[]        parallel layouts the files state (model/parallel_layout.h)
 //   ├── names            interned kernel / collective names of the traces
 //   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
 //   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
@@ -112,6 +113,7 @@ struct Run {
   std::vector<StepSeries> unattributed;  // rank unknown
   std::vector<RankTrace> traces;         // in file order
   std::vector<OpTimeline> op_timelines;  // in file order
+  std::vector<LayoutStatement> layouts;  // in file order
   NameTable names;
   HardwareData hardware;
   NetworkData network;
@@ -182,6 +184,8 @@ class RunBuilder {
   // A per-op timeline of a model-parallel job (Megatron-style timelines).
   void AddOpTimeline(OpTimeline timeline) { op_timelines_.push_back(std::move(timeline)); }
   const std::vector<OpTimeline>& op_timelines() const { return op_timelines_; }
+  // A parallel layout a file states (a launch log's layout line).
+  void AddLayout(LayoutStatement layout) { layouts_.push_back(layout); }
   NameTable& names() { return names_; }
 
   // GPU data of one file (hardware readers): one record per GPU per file.
@@ -275,6 +279,7 @@ class RunBuilder {
   std::vector<StepSeries> unattributed_;
   std::vector<RankTrace> traces_;
   std::vector<OpTimeline> op_timelines_;
+  std::vector<LayoutStatement> layouts_;
   NameTable names_;
   std::vector<GpuRecord> gpus_;
   NetworkData network_;

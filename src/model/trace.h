@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/process_group.h"
 #include "model/time.h"
 
 namespace laggard {
@@ -133,7 +134,10 @@ struct RankTrace {
   std::optional<int32_t> world_size;
   std::optional<std::string> host;
   std::optional<int32_t> device;  // the GPU this rank used, when one dominates
-  std::string producer;           // "kineto", "nsys", "torch-legacy"
+  // The process groups this rank is in (Kineto distributedInfo.pg_config),
+  // as the file lists them; empty when it does not.
+  std::vector<ProcessGroupInfo> groups;
+  std::string producer;  // "kineto", "nsys", "torch-legacy"
   bool cpu_only = false;
   TraceOrigin origin = TraceOrigin::kHostClock;
   std::optional<ClockAlignment> alignment;  // of a kFileStart trace, once aligned

@@ -341,6 +341,30 @@ Json TimeJson(const std::optional<TimeNs>& t) {
   return t ? Json(FormatTimestamp(*t)) : Json(nullptr);
 }
 
+namespace {
+
+// The run's parallel layout: {dp, pp, tp, cp, vpp, source, file, line} or
+// null, and the statements not used.
+Json LayoutJson(const Run& run, const RunLayoutResult& r) {
+  Json j;
+  if (r.layout) {
+    const ParallelLayout& l = r.layout->layout;
+    j = {{"dp", l.dp}, {"pp", l.pp},   {"tp", l.tp},
+         {"cp", l.cp}, {"vpp", l.vpp}, {"source", LayoutSourceName(r.layout->source)}};
+    Json src = r.layout->src ? SourceJson(run, *r.layout->src) : Json(nullptr);
+    j["source_file"] = src.is_null() ? Json(nullptr) : src["file"];
+    j["source_line"] = src.is_null() ? Json(nullptr) : src["line"];
+  } else {
+    j = nullptr;
+  }
+  Json out;
+  out["layout"] = std::move(j);
+  out["not_used"] = r.conflicts;
+  return out;
+}
+
+}  // namespace
+
 Json BuildReport(const ReportInput& in) {
   Json root;
   root["schema"] = kReportSchema;
@@ -355,6 +379,9 @@ Json BuildReport(const ReportInput& in) {
   if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
   if (const RankMap* map = in.RankMapShown()) root["rank_map"] = RankMapJson(*map);
   if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
+  if (in.layout != nullptr && (in.layout->layout || !in.layout->conflicts.empty())) {
+    root["parallel_layout"] = LayoutJson(in.run, *in.layout);
+  }
   root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);
   return root;

@@ -13,6 +13,7 @@
 
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
+#include "analysis/parallel_layout.h"
 #include "analysis/rank_map.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
@@ -36,6 +37,8 @@ struct ReportInput {
   const RankMap* ranks = nullptr;
   // The pipeline detector's findings (op timelines; nullptr: not run).
   const PipelineAnalysis* pipelines = nullptr;
+  // The run's parallel layout and the statements not used (nullptr: none).
+  const RunLayoutResult* layout = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.

@@ -263,6 +263,26 @@ std::string GroupsText(const std::vector<WhatIfGroup>& groups, std::string_view 
   return s;
 }
 
+// The run's parallel layout, where it comes from, and statements not used.
+void RenderLayout(const ReportInput& in, std::ostream& out) {
+  if (in.layout == nullptr) return;
+  if (const auto& r = in.layout->layout) {
+    const ParallelLayout& l = r->layout;
+    std::string from = LayoutSourceName(r->source);
+    if (r->src && r->src->file < in.run.files.size()) {
+      from += " " + in.run.files[r->src->file].path;
+      if (r->src->line > 0) from += fmt::format(":{}", r->src->line);
+    }
+    out << fmt::format(
+        "parallel layout: dp {} x pp {} x tp {}{}{} ({}); ranks compared with "
+        "their role peers (same stage and tp rank)\n",
+        l.dp, l.pp, l.tp, l.cp > 1 ? fmt::format(" x cp {}", l.cp) : "",
+        l.vpp > 1 ? fmt::format(", {} virtual stages", l.vpp) : "", from);
+  }
+  for (const std::string& c : in.layout->conflicts)
+    out << "parallel layout not used: " << c << "\n";
+}
+
 // The what-if replay of each op timeline: one line per decomposition.
 void RenderWhatIf(const ReportInput& in, std::ostream& out) {
   if (in.pipelines == nullptr) return;
@@ -348,6 +368,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     RenderTraceTable(in, out);
   }
   RenderRankMap(in, out);
+  RenderLayout(in, out);
   RenderWhatIf(in, out);
 
   std::vector<const Finding*> findings = in.AllFindings();

@@ -51,7 +51,8 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
   c.slowdown = f->slowdown;
   c.pattern = f->pattern;
   c.ranks = f->ranks;
-  c.evidence.push_back("what-if: " + f->message);
+  const WhatIf* whatif = WhatIfOf(a, *f);
+  c.evidence.push_back(whatif ? "what-if: " + f->message : f->message);
   for (const Evidence& e : f->evidence) c.evidence.push_back(e.text);
   std::string what;
   switch (f->code) {
@@ -86,8 +87,8 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
           *c.entity.pp_stage, RankListText(c.ranks));
       break;
   }
-  if (const WhatIf* w = WhatIfOf(a, *f)) {
-    v.whatif = *w;
+  if (whatif != nullptr) {
+    v.whatif = *whatif;
     // The per-op ideal times stay with the analysis (the merged trace's);
     // the verdict keeps the numbers.
     v.whatif->ideal_start_ns.clear();

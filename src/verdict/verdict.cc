@@ -862,14 +862,38 @@ std::string StragglerSummary(const Verdict& v) {
 
 }  // namespace
 
+namespace {
+
+// Whether every culprit of `v` is a rank of the stage that a stage
+// imbalance finding names (stage_balance.h: its ranks compute alike).
+bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a) {
+  const Finding* stage = FirstOf(a.pipelines.findings, FindingCode::kPipelineStageImbalance);
+  if (stage == nullptr || v.culprits.empty()) return false;
+  auto in_stage = [&](int32_t r) {
+    return std::find(stage->ranks.begin(), stage->ranks.end(), r) != stage->ranks.end();
+  };
+  for (const Culprit& c : v.culprits) {
+    if (!c.ranks.empty()) {
+      if (!std::all_of(c.ranks.begin(), c.ranks.end(), in_stage)) return false;
+    } else if (!c.entity.rank || !in_stage(*c.entity.rank)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   return BaseVerdict(run, steps, traces);
 }
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
   Verdict v = BaseVerdict(run, a.steps, a.traces);
-  // An op timeline's verdict where step times and traces name no straggler.
-  if (v.status != VerdictStatus::kStraggler) {
+  // An op timeline's verdict where step times and traces name no straggler,
+  // and a stage's where the stragglers named are that stage's ranks, alike:
+  // the stage is partitioned heavier, its ranks are not faulty.
+  if (v.status != VerdictStatus::kStraggler || CulpritsAreAnImbalancedStage(v, a)) {
     if (auto pipeline = PipelineVerdict(a)) v = std::move(*pipeline);
   }
   bool changed = false;

@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
+#include "ingest/step_logs/megatron_layout.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -70,6 +71,7 @@ class TextLogReader final : public TextReader {
     const ParsedStep empty;
     ParsedStep parsed;
     std::string why;
+    MegatronLayoutScanner layout;
     while (lines.Next(line)) {
       MatchResult result = MatchResult::kNoMatch;
       for (const auto& m : matchers_) {
@@ -81,7 +83,10 @@ class TextLogReader final : public TextReader {
         }
         if (r == MatchResult::kGarbled) result = r;
       }
-      if (result == MatchResult::kNoMatch) continue;
+      if (result == MatchResult::kNoMatch) {
+        layout.Offer(line, static_cast<uint32_t>(lines.line_number()));
+        continue;
+      }
       uint64_t n = lines.line_number();
       if (result == MatchResult::kGarbled) {
         ctx.diag().Add(DiagCode::kStepGarbled, ctx.path, n,
@@ -122,6 +127,14 @@ class TextLogReader final : public TextReader {
             ctx.out->SetLocalGpu(r, static_cast<int32_t>(*parsed.gpu), ctx.path, n);
         }
       }
+    }
+    std::string problem;
+    if (auto stated = layout.Result(&problem)) {
+      stated->src = ctx.Ref(stated->src.line);
+      ctx.out->AddLayout(*stated);
+    } else if (!problem.empty()) {
+      ctx.diag().Add(DiagCode::kLayoutContradicts, ctx.path, layout.line(),
+                     "Megatron's layout line: " + problem + "; not used");
     }
     if (__builtin_popcount(units_seen) > 1) {
       ctx.diag().Add(DiagCode::kMixedUnits, ctx.path, 0,

@@ -291,6 +291,12 @@ RankTrace KinetoParser::Finish(const TraceHeader& header, uint64_t events_total,
   if (header.rank) t.rank = header.rank;
   else if (ctx_.rank_from_path) t.rank = ctx_.rank_from_path;
   t.world_size = header.world_size;
+  t.groups = header.groups;
+  for (ProcessGroupInfo& g : t.groups) {
+    // "ranks": [] stands for every rank only when the group is the world's size.
+    if (g.whole_world && !(g.size && t.world_size && *g.size == *t.world_size))
+      g.whole_world = false;
+  }
   if (header.dist_host) t.host = header.dist_host;
   else if (header.top_host) t.host = header.top_host;
   // The device: the one with the most ops (ties: the lowest).

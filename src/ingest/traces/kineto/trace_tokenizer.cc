@@ -340,8 +340,64 @@ inline void TraceTokenizer::TakeMember(const std::string& k, const std::string& 
                  key == keys::distributed::kHost) {
         auto s = DecodeString(tok, scratch);
         if (s && !s->empty()) header_.dist_host = std::string(*s);
+      } else if (key == keys::distributed::kPgConfig) {
+        TakeProcessGroups(tok);
       }
     }
+  }
+}
+
+// distributedInfo.pg_config: [{"pg_name": "0", "pg_desc": "default_pg",
+// "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}, ...] (torch
+// >= 2.1; "ranks" is [] in newer torch for a group of every rank). Entries
+// that are not objects, and members of the wrong type, are skipped: the
+// groups are context, not events, and a bad one costs only the layout.
+void TraceTokenizer::TakeProcessGroups(std::string_view json) {
+  simdjson::padded_string padded(json);
+  od::parser parser;
+  od::document doc;
+  od::array groups;
+  if (parser.iterate(padded).get(doc) || doc.get_array().get(groups)) return;
+  for (auto entry : groups) {
+    od::object obj;
+    if (entry.get_object().get(obj)) return;
+    ProcessGroupInfo g;
+    bool listed = false;
+    for (auto field_result : obj) {
+      od::field field;
+      if (std::move(field_result).get(field)) return;
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return;
+      std::string_view s;
+      if (key == keys::distributed::kPgName) {
+        if (!field.value().get_string().get(s)) g.id = std::string(s);
+      } else if (key == keys::distributed::kPgDesc) {
+        if (!field.value().get_string().get(s)) g.desc = std::string(s);
+      } else if (key == keys::distributed::kPgSize) {
+        int64_t n = 0;
+        if (!field.value().get_int64().get(n) && n > 0 && n <= int64_t{kMaxRank} + 1)
+          g.size = static_cast<int32_t>(n);
+      } else if (key == keys::distributed::kRanks) {
+        od::array ranks;
+        if (field.value().get_array().get(ranks)) continue;
+        listed = true;
+        for (auto r : ranks) {
+          int64_t v = 0;
+          if (r.get_int64().get(v) || v < 0 || v > kMaxRank) {
+            g.ranks.clear();
+            listed = false;
+            break;
+          }
+          g.ranks.push_back(static_cast<int32_t>(v));
+        }
+      }
+    }
+    if (g.id.empty()) continue;
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+    g.whole_world = listed && g.ranks.empty();  // "ranks": [] (checked against the world size
+                                                // once the whole header is read)
+    header_.groups.push_back(std::move(g));
   }
 }
 

@@ -32,11 +32,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ingest/common/input_file.h"
 #include "ingest/traces/kineto/byte_scanner.h"
 #include "ingest/traces/kineto/event_tokenizer.h"
 #include "ingest/traces/kineto/kineto_event.h"
+#include "model/process_group.h"
 
 namespace laggard::kineto {
 
@@ -62,6 +64,7 @@ struct TraceHeader {
   std::optional<int32_t> world_size;     // distributedInfo.world_size
   std::optional<std::string> dist_host;  // distributedInfo.hostname / host_name / host
   std::optional<std::string> top_host;   // top-level host_name / hostname
+  std::vector<ProcessGroupInfo> groups;  // distributedInfo.pg_config (the groups this rank is in)
   bool gpu_job = false;  // deviceProperties lists a GPU, or the backend is NCCL-like
 };
 
@@ -133,6 +136,7 @@ class TraceTokenizer {
   inline bool SkipNested(std::string* cap);
   inline void ParseRootObject();
   inline void TakeMember(const std::string& k, const std::string& text);
+  void TakeProcessGroups(std::string_view json);
   void Cut(const std::string& where);
   void Malformed(const std::string& what);
   void ReportDamage();
