@@ -73,6 +73,12 @@ enum class DiagCode : uint16_t {
   kStepBadComputeTime,
   kTimelineOpUnknown,
   kTimelineLayoutUnknown,
+  kHangDumpTruncated,
+  kHangDumpCorrupt,
+  kHangDumpRefused,
+  kHangDumpBadEntry,
+  kHangDumpNoRank,
+  kHangDumpVersionUnknown,
   kCount,
 };
 
