@@ -538,8 +538,9 @@ class FlightRecorderReader : public TraceReader {
     // nlohmann reports the position one past the byte it stopped at; a stop
     // with only blanks left is the end of the data.
     size_t byte = at > 0 ? at - 1 : 0;
-    bool truncated = Trim(data.substr(std::min(at, data.size()))).empty() &&
-                     b.error.find("unexpected end of input") != std::string::npos;
+    bool truncated =
+        at >= data.size() || (Trim(data.substr(at)).empty() &&
+                              b.error.find("unexpected end of input") != std::string::npos);
     std::string error = b.error.empty() ? std::string("invalid JSON") : Printable(b.error, 200);
     return MapTop(b.root, "json", true, truncated, truncated ? data.size() : byte, error, ctx);
   }
