@@ -237,7 +237,9 @@ TEST(FlightRecorderReader, SniffsDumpsAndLeavesKinetoTracesAlone) {
 }
 
 TEST(Pickle, RejectsReduceAndNamesTheOpcode) {
-  std::string data = "\x80\x02(Nt" "R.";  // a tuple, then REDUCE
+  std::string data =
+      "\x80\x02(Nt"
+      "R.";  // a tuple, then REDUCE
   pickle::UnpickleResult r = pickle::Unpickle(data);
   EXPECT_EQ(r.stop, pickle::UnpickleResult::Stop::kForbidden);
   EXPECT_EQ(r.error_offset, 5u);
@@ -278,10 +280,22 @@ TEST(Pickle, BoundsDepth) {
 
 TEST(Pickle, ReadsTorchIntegerAndFloatEncodings) {
   // {"a": -1 (BININT), "b": 70000 (BININT), "c": 2^40 (LONG1 8), "d": 1.5}
-  std::string data = std::string("\x80\x02}(X\x01\x00\x00\x00" "aJ\xff\xff\xff\xff", 15) +
-                     std::string("X\x01\x00\x00\x00" "bJ\x70\x11\x01\x00", 11) +
-                     std::string("X\x01\x00\x00\x00" "c\x8a\x08\x00\x00\x00\x00\x00\x01\x00\x00", 16) +
-                     std::string("X\x01\x00\x00\x00" "dG\x3f\xf8\x00\x00\x00\x00\x00\x00u.", 17);
+  std::string data = std::string(
+                         "\x80\x02}(X\x01\x00\x00\x00"
+                         "aJ\xff\xff\xff\xff",
+                         15) +
+                     std::string(
+                         "X\x01\x00\x00\x00"
+                         "bJ\x70\x11\x01\x00",
+                         11) +
+                     std::string(
+                         "X\x01\x00\x00\x00"
+                         "c\x8a\x08\x00\x00\x00\x00\x00\x01\x00\x00",
+                         16) +
+                     std::string(
+                         "X\x01\x00\x00\x00"
+                         "dG\x3f\xf8\x00\x00\x00\x00\x00\x00u.",
+                         17);
   pickle::UnpickleResult r = pickle::Unpickle(data);
   ASSERT_TRUE(r.complete) << r.error;
   EXPECT_EQ(r.value->Get("a")->i, -1);
