@@ -40,6 +40,7 @@ int LaggardFuzz_time_parsers(const uint8_t* data, size_t size);
 int LaggardFuzz_kineto_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_torch_legacy_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_megatron_timeline_reader(const uint8_t* data, size_t size);
+int LaggardFuzz_flight_recorder(const uint8_t* data, size_t size);
 int LaggardFuzz_nsys_reader(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi_q(const uint8_t* data, size_t size);
 int LaggardFuzz_nvidia_smi(const uint8_t* data, size_t size);
@@ -72,6 +73,7 @@ constexpr Target kTargets[] = {
     {"kineto_reader", LaggardFuzz_kineto_reader, 300},
     {"torch_legacy_reader", LaggardFuzz_torch_legacy_reader, 200},
     {"megatron_timeline_reader", LaggardFuzz_megatron_timeline_reader, 200},
+    {"flight_recorder", LaggardFuzz_flight_recorder, 200},
     {"nsys_reader", LaggardFuzz_nsys_reader, 200},
     {"nvidia_smi_q", LaggardFuzz_nvidia_smi_q, 400},
     {"nvidia_smi", LaggardFuzz_nvidia_smi, 150},

@@ -120,6 +120,37 @@ Json TimelineJson(const TimelineFacts& t) {
           {"ops_by_kind", std::move(by_kind)}};
 }
 
+Json EntryJson(const CollectiveRecord& r) {
+  return {{"record_id", r.record_id},
+          {"pg_id", r.pg_id},
+          {"collective_seq", Opt(r.collective_seq)},
+          {"p2p_seq", Opt(r.p2p_seq)},
+          {"op", r.op},
+          {"state", CollectiveStateName(r.state)},
+          {"duration_ms", Opt(r.duration_ms)}};
+}
+
+Json DumpJson(const DumpFacts& d) {
+  Json status = Json::array();
+  for (const GroupProgress& p : d.status) {
+    status.push_back({{"pg_id", p.pg_id},
+                      {"last_enqueued", Opt(p.last_enqueued)},
+                      {"last_started", Opt(p.last_started)},
+                      {"last_completed", Opt(p.last_completed)}});
+  }
+  Json last = Json::array();
+  for (const CollectiveRecord& r : d.last_entries) last.push_back(EntryJson(r));
+  return {
+      {"rank", Opt(d.rank)},
+      {"version", d.version.empty() ? Json(nullptr) : Json(d.version)},
+      {"format", d.format},
+      {"comm_lib_version", d.comm_lib_version.empty() ? Json(nullptr) : Json(d.comm_lib_version)},
+      {"truncated", d.truncated},
+      {"entries", d.entries},
+      {"groups", std::move(status)},
+      {"last_entries", std::move(last)}};
+}
+
 Json NetworkJson(const NetworkFacts& n) {
   return {{"records", n.records()},
           {"ib_ports", n.ib_ports},
@@ -164,6 +195,12 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   Json timelines = Json::array();
   for (const TimelineFacts& t : f.op_timelines) timelines.push_back(TimelineJson(t));
   j["op_timelines"] = std::move(timelines);
+  // Only for files that hold dumps, so that other files' output is as it was.
+  if (!f.dumps.empty()) {
+    Json dumps = Json::array();
+    for (const DumpFacts& d : f.dumps) dumps.push_back(DumpJson(d));
+    j["flight_recorder"] = std::move(dumps);
+  }
   j["gpus"] = f.gpus > 0 ? Json{{"gpus", f.gpus}, {"samples", f.gpu_samples}} : Json(nullptr);
   j["network"] = f.network.records() > 0 || f.network.nccl_test_rows > 0 ? NetworkJson(f.network)
                                                                          : Json(nullptr);
@@ -180,6 +217,7 @@ struct RunTotals {
   std::optional<int64_t> first_step, last_step;
   uint64_t traces = 0, trace_events = 0, trace_ops = 0, trace_kernels = 0, trace_collectives = 0;
   uint64_t op_timelines = 0, timeline_workers = 0, timeline_ops = 0;
+  uint64_t fr_dumps = 0, fr_entries = 0, process_groups = 0;
   uint64_t gpus = 0, gpu_samples = 0;
   NetworkFacts network;
 };
@@ -217,6 +255,9 @@ RunTotals TotalsOf(const Run& run) {
     t.timeline_workers += timeline.workers.size();
     t.timeline_ops += timeline.ops.size();
   }
+  t.fr_dumps = run.hang.dumps.size();
+  for (const FlightRecorderDump& d : run.hang.dumps) t.fr_entries += d.entries.size();
+  t.process_groups = run.hang.groups.size();
   t.gpus = run.hardware.gpus.size();
   for (const GpuRecord& g : run.hardware.gpus) t.gpu_samples += g.samples.size();
   t.network = CountNetwork(run.network);
@@ -224,29 +265,36 @@ RunTotals TotalsOf(const Run& run) {
 }
 
 Json TotalsJson(const RunTotals& t, const Diagnostics& d) {
-  return {{"files", t.files},
-          {"files_read", t.files_read},
-          {"files_skipped", t.files_skipped},
-          {"records", t.records},
-          {"ranks", t.ranks},
-          {"step_records", t.step_records},
-          {"unattributed_steps", t.unattributed_steps},
-          {"first_step", Opt(t.first_step)},
-          {"last_step", Opt(t.last_step)},
-          {"traces", t.traces},
-          {"trace_events", t.trace_events},
-          {"trace_ops", t.trace_ops},
-          {"trace_kernels", t.trace_kernels},
-          {"trace_collectives", t.trace_collectives},
-          {"op_timelines", t.op_timelines},
-          {"timeline_workers", t.timeline_workers},
-          {"timeline_ops", t.timeline_ops},
-          {"gpus", t.gpus},
-          {"gpu_samples", t.gpu_samples},
-          {"network", NetworkJson(t.network)},
-          {"bad_records", d.TotalOfKind(DiagKind::kBadRecord)},
-          {"skipped_files", d.TotalOfKind(DiagKind::kSkippedFile)},
-          {"notes", d.TotalOfKind(DiagKind::kNote)}};
+  Json j = {{"files", t.files},
+            {"files_read", t.files_read},
+            {"files_skipped", t.files_skipped},
+            {"records", t.records},
+            {"ranks", t.ranks},
+            {"step_records", t.step_records},
+            {"unattributed_steps", t.unattributed_steps},
+            {"first_step", Opt(t.first_step)},
+            {"last_step", Opt(t.last_step)},
+            {"traces", t.traces},
+            {"trace_events", t.trace_events},
+            {"trace_ops", t.trace_ops},
+            {"trace_kernels", t.trace_kernels},
+            {"trace_collectives", t.trace_collectives},
+            {"op_timelines", t.op_timelines},
+            {"timeline_workers", t.timeline_workers},
+            {"timeline_ops", t.timeline_ops},
+            {"gpus", t.gpus},
+            {"gpu_samples", t.gpu_samples},
+            {"network", NetworkJson(t.network)},
+            {"bad_records", d.TotalOfKind(DiagKind::kBadRecord)},
+            {"skipped_files", d.TotalOfKind(DiagKind::kSkippedFile)},
+            {"notes", d.TotalOfKind(DiagKind::kNote)}};
+  // Only for runs with dumps, as FileJson's "flight_recorder".
+  if (t.fr_dumps > 0 || t.process_groups > 0) {
+    j["flight_recorder_dumps"] = t.fr_dumps;
+    j["flight_recorder_entries"] = t.fr_entries;
+    j["process_groups"] = t.process_groups;
+  }
+  return j;
 }
 
 std::string InspectJson(const Run& run, const std::vector<FileFacts>& facts) {
@@ -322,6 +370,27 @@ std::string TimelineText(const TimelineFacts& t) {
   return s;
 }
 
+// "Flight Recorder dump, rank 3, version 2.10 (pickle), truncated: 5
+// entries, last #4 nccl:all_reduce completed; pg 0 enqueued 6 started 6
+// completed 5".
+std::string DumpText(const DumpFacts& d) {
+  auto seq = [](const std::optional<int64_t>& v) { return v ? fmt::format("{}", *v) : "?"; };
+  std::string s = fmt::format("Flight Recorder dump, {}, version {} ({})",
+                              d.rank ? fmt::format("rank {}", *d.rank) : "no rank",
+                              d.version.empty() ? "?" : d.version, d.format);
+  if (d.truncated) s += ", truncated";
+  s += ": " + Plural(d.entries, "entry", "entries");
+  if (!d.last_entries.empty()) {
+    const CollectiveRecord& r = d.last_entries.back();
+    s += fmt::format(", last #{} {} {}", r.record_id, r.op, CollectiveStateName(r.state));
+  }
+  for (const GroupProgress& p : d.status) {
+    s += fmt::format("; pg {} enqueued {} started {} completed {}", p.pg_id, seq(p.last_enqueued),
+                     seq(p.last_started), seq(p.last_completed));
+  }
+  return s;
+}
+
 // The "gave" column of a file: what its records are, in words.
 std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   if (info.format.empty()) {
@@ -344,6 +413,8 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   }
   for (const TraceFacts& t : f.traces) parts.push_back(TraceText(t));
   for (const TimelineFacts& t : f.op_timelines) parts.push_back(TimelineText(t));
+  for (const DumpFacts& d : f.dumps) parts.push_back(DumpText(d));
+  if (f.groups > 0) parts.push_back(Plural(f.groups, "process group", "process groups"));
   if (f.gpus > 0) {
     parts.push_back(fmt::format("{}, {}", Plural(f.gpus, "GPU", "GPUs"),
                                 Plural(f.gpu_samples, "sample", "samples")));
@@ -439,6 +510,12 @@ void InspectText(const Run& run, const std::vector<FileFacts>& facts, std::ostre
                        Plural(t.timeline_ops, "op", "ops"),
                        Plural(t.timeline_workers, "worker", "workers"));
   }
+  if (t.fr_dumps > 0 || t.process_groups > 0) {
+    out << fmt::format("\n  hangs    {}: {}, {}",
+                       Plural(t.fr_dumps, "Flight Recorder dump", "Flight Recorder dumps"),
+                       Plural(t.fr_entries, "entry", "entries"),
+                       Plural(t.process_groups, "process group record", "process group records"));
+  }
   out << fmt::format("\n  GPUs     {}, {}\n", t.gpus, Plural(t.gpu_samples, "sample", "samples"));
   out << fmt::format("  network  {}", Plural(t.network.records(), "record", "records"));
   if (t.network.records() > 0) out << ": " << NetworkText(t.network);
@@ -485,7 +562,7 @@ int Inspect(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   if (o.json_out != "-") InspectText(*run, facts, out);
   // As diagnose: nothing to analyse is a failure, whatever was recognised.
   if (run->total_steps() == 0 && run->traces.empty() && run->op_timelines.empty() &&
-      run->hardware.gpus.empty() && run->network.empty()) {
+      run->hardware.gpus.empty() && run->network.empty() && run->hang.empty()) {
     err << fmt::format(
         "laggard: no usable step times, traces, op timelines, GPU metrics or network data in {} "
         "({} skipped)\n",

@@ -242,6 +242,24 @@ TraceFacts FactsOfTrace(const RankTrace& t) {
   return tf;
 }
 
+DumpFacts FactsOfDump(const FlightRecorderDump& d) {
+  DumpFacts f;
+  f.rank = d.rank;
+  f.version = d.version;
+  f.format = d.format;
+  f.comm_lib_version = d.comm_lib_version;
+  f.truncated = d.truncated;
+  f.entries = d.entries.size();
+  f.status = d.status;
+  size_t first = d.entries.size() - std::min(d.entries.size(), DumpFacts::kLastEntries);
+  for (size_t i = first; i < d.entries.size(); ++i) {
+    CollectiveRecord r = d.entries[i];
+    r.frames.clear();
+    f.last_entries.push_back(std::move(r));
+  }
+  return f;
+}
+
 TimelineFacts FactsOfTimeline(const OpTimeline& t) {
   TimelineFacts tf;
   tf.workers = t.workers.size();
@@ -317,6 +335,8 @@ FileFacts FactsOf(const RunBuilder& b) {
     if (t.host) hosts.push_back(*t.host);
   }
   for (const OpTimeline& t : b.op_timelines()) f.op_timelines.push_back(FactsOfTimeline(t));
+  for (const FlightRecorderDump& d : b.hang().dumps) f.dumps.push_back(FactsOfDump(d));
+  f.groups = b.hang().groups.size();
   for (const GpuRecord& g : b.gpus()) {
     ++f.gpus;
     f.gpu_samples += g.samples.size();

@@ -98,6 +98,20 @@ struct TimelineFacts {
   std::array<uint64_t, kTimelineOpKinds> ops_by_kind{};  // by TimelineOpKind
 };
 
+// One Flight Recorder dump as its reader gave it (a FileFacts entry): its
+// header, per-group progress and the last few entries of its ring buffer.
+struct DumpFacts {
+  static constexpr size_t kLastEntries = 3;
+  std::optional<int32_t> rank;
+  std::string version;
+  std::string format;  // "pickle" or "json"
+  std::string comm_lib_version;
+  bool truncated = false;
+  uint64_t entries = 0;
+  std::vector<GroupProgress> status;
+  std::vector<CollectiveRecord> last_entries;  // the last kLastEntries, frames dropped
+};
+
 // Network records of one file, by kind (model/network.h).
 struct NetworkFacts {
   uint64_t ib_ports = 0;
@@ -121,6 +135,7 @@ struct NetworkFacts {
 // network data too.
 TraceFacts FactsOfTrace(const RankTrace& trace);
 TimelineFacts FactsOfTimeline(const OpTimeline& timeline);
+DumpFacts FactsOfDump(const FlightRecorderDump& dump);
 NetworkFacts CountNetwork(const NetworkData& network);
 
 // What reading one input file gave, counted on its reader's output before
@@ -141,7 +156,9 @@ struct FileFacts {
   std::optional<int64_t> first_step, last_step;
   std::vector<TraceFacts> traces;
   std::vector<TimelineFacts> op_timelines;
-  uint64_t gpus = 0;  // GPU records (one per GPU, MIG instance and time base)
+  std::vector<DumpFacts> dumps;  // Flight Recorder dumps
+  uint64_t groups = 0;           // process groups the file names (FR pg_config)
+  uint64_t gpus = 0;             // GPU records (one per GPU, MIG instance and time base)
   uint64_t gpu_samples = 0;
   NetworkFacts network;
   std::vector<std::string> hosts;  // hosts of its ranks, traces, GPUs and network records; sorted

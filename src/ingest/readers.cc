@@ -1,5 +1,6 @@
 #include "ingest/readers.h"
 
+#include "ingest/hangs/flight_recorder_reader.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/megatron/megatron_timeline_reader.h"
 #include "ingest/traces/nsys/nsys_reader.h"
@@ -62,6 +63,9 @@ TraceReaderSet MakeDefaultTraceReaders() {
   // above the Kineto reader's array level too.
   set.owned.push_back(MakeMegatronTimelineReader());
   set.owned.push_back(MakeNsysTraceReader());
+  // Flight Recorder dumps: a pickle or a JSON object with pg_status / an
+  // entry's collective_seq_id, which the Kineto reader never claims.
+  set.owned.push_back(MakeFlightRecorderReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

@@ -106,6 +106,24 @@ constexpr DiagInfo kCatalogue[] = {
     {"layout.contradicts", DiagKind::kNote,
      "a stated parallel layout that contradicts itself (sizes that do not multiply to the world "
      "size) or another file's or the ranks seen; it is not used"},
+    {"hang.dump_truncated", DiagKind::kBadRecord,
+     "Flight Recorder dump ends early (the process died while writing it?); every complete "
+     "entry and group status before the cut was used"},
+    {"hang.dump_corrupt", DiagKind::kBadRecord,
+     "Flight Recorder dump whose pickle or JSON is damaged at the offset given; what was "
+     "complete before the damage was used"},
+    {"hang.dump_refused", DiagKind::kBadRecord,
+     "pickle that holds an opcode Flight Recorder dumps never write (GLOBAL, REDUCE, BUILD, ... "
+     "that name or call code), or that is not a dump's dict; refused unread, nothing of it run"},
+    {"hang.dump_bad_entry", DiagKind::kBadRecord,
+     "Flight Recorder entry or group record with a missing or wrong-type field (record_id, "
+     "profiling_name, state, a seq that is no integer); skipped"},
+    {"hang.dump_no_rank", DiagKind::kNote,
+     "Flight Recorder dump whose rank is unknown (no number at the end of its file name, "
+     "nccl_trace_rank_<N>, and none from --rank-from / --file-ranks)"},
+    {"hang.dump_version_unknown", DiagKind::kNote,
+     "Flight Recorder dump of a version this reader was not checked against (2.3 - 2.10) or "
+     "without one; read by the keys it shares with those"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -74,6 +74,12 @@ enum class DiagCode : uint16_t {
   kTimelineOpUnknown,
   kTimelineLayoutUnknown,
   kLayoutContradicts,
+  kHangDumpTruncated,
+  kHangDumpCorrupt,
+  kHangDumpRefused,
+  kHangDumpBadEntry,
+  kHangDumpNoRank,
+  kHangDumpVersionUnknown,
   kCount,
 };
 

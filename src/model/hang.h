@@ -63,6 +63,7 @@ struct CollectiveRecord {
   std::vector<std::string> output_dtypes;
   std::optional<bool> retired;
   std::optional<double> timeout_ms;  // timeout_ms
+  std::optional<bool> is_p2p;        // is_p2p: a send / recv, matched by p2p_seq, not by group
   std::vector<StackFrame> frames;    // innermost first, as FR writes them
 };
 
@@ -76,13 +77,14 @@ struct GroupProgress {
 
 // One rank's Flight Recorder dump.
 struct FlightRecorderDump {
-  uint32_t file = 0;            // index into Run::files
-  std::optional<int32_t> rank;  // from the dump's own fields, else the file name
-  std::string version;          // "2.4", "2.10" ...
-  std::string format;           // "pickle" or "json"
+  uint32_t file = 0;             // index into Run::files
+  std::optional<int32_t> rank;   // from the dump's own fields, else the file name
+  std::string version;           // "2.4", "2.10" ...
+  std::string format;            // "pickle" or "json"
+  std::string comm_lib_version;  // NCCL's: nccl_version (2.7-2.9), comm_lib_version (2.10)
   std::vector<GroupProgress> status;
   std::vector<CollectiveRecord> entries;
-  bool truncated = false;  // the file ended inside the dump
+  bool truncated = false;  // incomplete: the file ended inside the dump, or damage stopped it
 };
 
 // What a hang-related log line says.
