@@ -262,8 +262,9 @@ bool MaybeHangLine(std::string_view line) {
   if (line.size() < 12) return line.find(':') != npos || line.find("(END)") != npos;
   // Words at least one form of each kind holds; the usual log line holds none.
   static constexpr std::string_view kWords[] = {
-      "atchdog", "NCCL",        "nccl",     "imed out",   "ismatch", "didn't", "gloo", "exitcode",
-      "Signal ", "ChildFailed", "--More--", "peer ranks", "host ",   "rank ",  "join",
+      "atchdog", "NCCL",        "nccl",     "imed out",   "imeout", "ismatch",
+      "didn't",  "join",        "gloo",     "NET/",       "ibv_",   "exitcode",
+      "Signal ", "ChildFailed", "--More--", "peer ranks", "host ",  "rank ",
   };
   for (std::string_view w : kWords) {
     if (line.find(w) != npos) return true;
