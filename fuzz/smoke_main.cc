@@ -51,6 +51,7 @@ int LaggardFuzz_step_datagram(const uint8_t* data, size_t size);
 int LaggardFuzz_nccl(const uint8_t* data, size_t size);
 int LaggardFuzz_dcgm(const uint8_t* data, size_t size);
 int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
+int LaggardFuzz_watchdog_lines(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -84,6 +85,7 @@ constexpr Target kTargets[] = {
     {"nccl", LaggardFuzz_nccl, 80},
     {"dcgm", LaggardFuzz_dcgm, 60},
     {"prometheus_text", LaggardFuzz_prometheus_text, 300},
+    {"watchdog_lines", LaggardFuzz_watchdog_lines, 200},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -163,6 +163,47 @@ Json NetworkJson(const NetworkFacts& n) {
           {"switch_map_hosts", n.switch_map_hosts}};
 }
 
+Json HangEventJson(const HangEvent& e) {
+  auto str = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
+  return {{"kind", HangEventKindName(e.kind)},
+          {"line", e.src.line},
+          {"rank", Opt(e.rank)},
+          {"group_rank", Opt(e.group_rank)},
+          {"pg_id", str(e.pg_id)},
+          {"pg_desc", str(e.pg_desc)},
+          {"pg_guid", str(e.pg_guid)},
+          {"seq", Opt(e.seq)},
+          {"last_enqueued", Opt(e.last_enqueued)},
+          {"last_completed", Opt(e.last_completed)},
+          {"op", str(e.op)},
+          {"timeout_ms", Opt(e.timeout_ms)},
+          {"ran_for_ms", Opt(e.ran_for_ms)},
+          {"ranks_named", e.ranks_named},
+          {"local_rank", Opt(e.local_rank)},
+          {"exit_code", Opt(e.exit_code)},
+          {"error_code", Opt(e.error_code)},
+          {"host", str(e.host)},
+          {"peer", str(e.peer)},
+          {"time", e.time_ns ? Json(FormatTimestamp(*e.time_ns)) : Json(nullptr)},
+          {"yearless_time_ns", Opt(e.yearless_time_ns)}};
+}
+
+Json HangJson(const HangFacts& h) {
+  Json by_kind;
+  for (size_t k = 0; k < h.by_kind.size(); ++k) {
+    if (h.by_kind[k] > 0)
+      by_kind[std::string(HangEventKindName(static_cast<HangEventKind>(k)))] = h.by_kind[k];
+  }
+  Json shown = Json::array();
+  for (const HangEvent& e : h.shown) shown.push_back(HangEventJson(e));
+  return {{"events", h.events},
+          {"by_kind", std::move(by_kind)},
+          {"groups", h.groups},
+          {"truncated", h.truncated},
+          {"truncation", h.truncation.empty() ? Json(nullptr) : Json(h.truncation)},
+          {"first_events", std::move(shown)}};
+}
+
 Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   Json j;
   j["path"] = info.path;
@@ -204,6 +245,7 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   j["gpus"] = f.gpus > 0 ? Json{{"gpus", f.gpus}, {"samples", f.gpu_samples}} : Json(nullptr);
   j["network"] = f.network.records() > 0 || f.network.nccl_test_rows > 0 ? NetworkJson(f.network)
                                                                          : Json(nullptr);
+  if (f.hang.events > 0) j["hang"] = HangJson(f.hang);
   j["hosts"] = f.hosts;
   j["data_quality"] = DiagnosticsJson(f.diagnostics, false);
   return j;
@@ -220,6 +262,7 @@ struct RunTotals {
   uint64_t fr_dumps = 0, fr_entries = 0, process_groups = 0;
   uint64_t gpus = 0, gpu_samples = 0;
   NetworkFacts network;
+  uint64_t hang_events = 0, hang_groups = 0, hang_logs_truncated = 0;
 };
 
 RunTotals TotalsOf(const Run& run) {
@@ -261,6 +304,9 @@ RunTotals TotalsOf(const Run& run) {
   t.gpus = run.hardware.gpus.size();
   for (const GpuRecord& g : run.hardware.gpus) t.gpu_samples += g.samples.size();
   t.network = CountNetwork(run.network);
+  t.hang_events = run.hang.events.size();
+  t.hang_groups = run.hang.groups.size();
+  for (const HangLogInfo& log : run.hang.logs) t.hang_logs_truncated += log.truncated;
   return t;
 }
 
@@ -288,11 +334,16 @@ Json TotalsJson(const RunTotals& t, const Diagnostics& d) {
             {"bad_records", d.TotalOfKind(DiagKind::kBadRecord)},
             {"skipped_files", d.TotalOfKind(DiagKind::kSkippedFile)},
             {"notes", d.TotalOfKind(DiagKind::kNote)}};
-  // Only for runs with dumps, as FileJson's "flight_recorder".
+  // Only for runs with hang evidence, as FileJson's "flight_recorder" and
+  // "hang": other runs' output is as it was.
   if (t.fr_dumps > 0 || t.process_groups > 0) {
     j["flight_recorder_dumps"] = t.fr_dumps;
     j["flight_recorder_entries"] = t.fr_entries;
     j["process_groups"] = t.process_groups;
+  }
+  if (t.hang_events > 0 || t.hang_logs_truncated > 0) {
+    j["hang_events"] = t.hang_events;
+    j["hang_logs_truncated"] = t.hang_logs_truncated;
   }
   return j;
 }
@@ -391,6 +442,19 @@ std::string DumpText(const DumpFacts& d) {
   return s;
 }
 
+std::string HangText(const HangFacts& h) {
+  std::vector<std::string> kinds;
+  for (size_t k = 0; k < h.by_kind.size(); ++k) {
+    if (h.by_kind[k] == 0) continue;
+    kinds.push_back(
+        fmt::format("{} {}", h.by_kind[k], HangEventKindName(static_cast<HangEventKind>(k))));
+  }
+  std::string s =
+      fmt::format("{} ({})", Plural(h.events, "hang event", "hang events"), fmt::join(kinds, ", "));
+  if (h.truncated) s += fmt::format(", log truncated: {}", h.truncation);
+  return s;
+}
+
 // The "gave" column of a file: what its records are, in words.
 std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   if (info.format.empty()) {
@@ -420,6 +484,7 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
                                 Plural(f.gpu_samples, "sample", "samples")));
   }
   if (f.network.records() > 0) parts.push_back(NetworkText(f.network));
+  if (f.hang.events > 0) parts.push_back(HangText(f.hang));
   if (!f.hosts.empty()) {
     constexpr size_t kShownHosts = 3;
     std::vector<std::string> shown(f.hosts.begin(),
@@ -519,6 +584,15 @@ void InspectText(const Run& run, const std::vector<FileFacts>& facts, std::ostre
   out << fmt::format("\n  GPUs     {}, {}\n", t.gpus, Plural(t.gpu_samples, "sample", "samples"));
   out << fmt::format("  network  {}", Plural(t.network.records(), "record", "records"));
   if (t.network.records() > 0) out << ": " << NetworkText(t.network);
+  if (t.hang_events > 0) {
+    out << fmt::format("\n  hang     {}", Plural(t.hang_events, "event", "events"));
+    if (t.hang_groups > 0) {
+      out << fmt::format(", {}", Plural(t.hang_groups, "process group", "process groups"));
+    }
+    if (t.hang_logs_truncated > 0) {
+      out << fmt::format(", {} truncated", Plural(t.hang_logs_truncated, "log", "logs"));
+    }
+  }
   out << "\n";
 
   const Diagnostics& d = run.diagnostics;

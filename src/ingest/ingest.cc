@@ -358,6 +358,19 @@ FileFacts FactsOf(const RunBuilder& b) {
   for (const IbPortCounters& c : n.port_counters) host_of(c.host);
   for (const auto& [host, sw] : n.switch_of) host_of(host);
 
+  const HangData& hang = b.hang();
+  f.hang.events = hang.events.size();
+  f.hang.groups = hang.groups.size();
+  for (const HangEvent& e : hang.events) {
+    ++f.hang.by_kind[static_cast<size_t>(e.kind)];
+    if (f.hang.shown.size() < HangFacts::kShownEvents) f.hang.shown.push_back(e);
+    if (!e.host.empty()) hosts.push_back(e.host);
+  }
+  for (const HangLogInfo& log : hang.logs) {
+    f.hang.truncated = f.hang.truncated || log.truncated;
+    if (f.hang.truncation.empty()) f.hang.truncation = log.truncation;
+  }
+
   std::sort(hosts.begin(), hosts.end());
   hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
   f.hosts = std::move(hosts);

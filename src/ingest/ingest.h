@@ -130,6 +130,17 @@ struct NetworkFacts {
   }
 };
 
+// Hang lines of one file (model/hang.h), by kind, and the first of them.
+struct HangFacts {
+  static constexpr size_t kShownEvents = 50;
+  uint64_t events = 0;
+  std::array<uint64_t, static_cast<size_t>(HangEventKind::kCount)> by_kind{};
+  uint64_t groups = 0;           // process groups the lines named
+  bool truncated = false;        // HangLogInfo::truncated
+  std::string truncation;        // HangLogInfo::truncation
+  std::vector<HangEvent> shown;  // the first kShownEvents events
+};
+
 // The facts of one trace or op timeline, and the network records by kind:
 // what FileFacts holds per file, for a whole run's traces, timelines and
 // network data too.
@@ -161,6 +172,7 @@ struct FileFacts {
   uint64_t gpus = 0;             // GPU records (one per GPU, MIG instance and time base)
   uint64_t gpu_samples = 0;
   NetworkFacts network;
+  HangFacts hang;
   std::vector<std::string> hosts;  // hosts of its ranks, traces, GPUs and network records; sorted
 };
 

@@ -8,6 +8,22 @@
 
 namespace laggard {
 
+namespace {
+
+// The step-line matchers of a text-log reader; `step_pattern` compiles
+// (MakeDefaultTextReaders() checked it).
+std::vector<std::unique_ptr<LineMatcher>> StepMatchers(
+    const std::optional<std::string>& step_pattern) {
+  std::vector<std::unique_ptr<LineMatcher>> matchers;
+  if (step_pattern) matchers.push_back(std::move(MakeRegexLineMatcher(*step_pattern).value()));
+  matchers.push_back(MakeArticleLineMatcher());
+  matchers.push_back(MakeKeyValueLineMatcher());
+  matchers.push_back(MakeMegatronLineMatcher());
+  return matchers;
+}
+
+}  // namespace
+
 StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>& step_pattern) {
   std::vector<std::unique_ptr<LineMatcher>> matchers;
   if (step_pattern) {
@@ -49,6 +65,9 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
   set.owned.push_back(MakeNcclTestsReader());
   set.owned.push_back(MakeNcclDebugReader(MakeTextLogReader(std::move(nccl_log_matchers))));
   set.owned.push_back(MakeNvidiaSmiTopoReader());
+  // Logs whose head holds hang lines and no step line: read by a text-log
+  // reader of its own, which takes step and hang lines alike.
+  set.owned.push_back(MakeHangLogReader(MakeTextLogReader(StepMatchers(step_pattern))));
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

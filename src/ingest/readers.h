@@ -18,6 +18,7 @@
 #include "ingest/agent_log/agent_log_reader.h"
 #include "ingest/common/text_reader.h"
 #include "ingest/dcgm/dcgm_readers.h"
+#include "ingest/hangs/hang_readers.h"
 #include "ingest/nccl/nccl_readers.h"
 #include "ingest/network/network_readers.h"
 #include "ingest/nvidia_smi/nvidia_smi_readers.h"

@@ -23,6 +23,7 @@ std::string_view HangEventKindName(HangEventKind k) {
     case HangEventKind::kTransportError: return "transport_error";
     case HangEventKind::kRemoteError: return "remote_error";
     case HangEventKind::kProcessExited: return "process_exited";
+    case HangEventKind::kWatchdogTerminated: return "watchdog_terminated";
     case HangEventKind::kCount: break;
   }
   return "unknown";

@@ -98,6 +98,9 @@ enum class HangEventKind : uint8_t {
   kTransportError,       // NCCL: "NET/IB : Got completion from peer ... with error 12"
   kRemoteError,          // ncclRemoteError / "remote process exited or there was a network error"
   kProcessExited,        // torchrun: "exitcode: -6", "Signal 6 (SIGABRT) received"
+  kWatchdogTerminated,   // "Process group watchdog thread terminated with exception: ...",
+                         // "Some NCCL operations have failed or timed out": the watchdog
+                         // takes the process down
   kCount,
 };
 std::string_view HangEventKindName(HangEventKind k);
@@ -106,9 +109,10 @@ struct HangEvent {
   HangEventKind kind = HangEventKind::kWatchdogTimeout;
   std::optional<int32_t> rank;        // global rank ("[rank12]:", "[Rank 3]" of the default group)
   std::optional<int32_t> group_rank;  // rank within pg_id ("[PG 1 Rank 0]")
-  std::string pg_id;                  // "" unknown
-  std::string pg_desc;
-  std::optional<int64_t> seq;             // SeqNum / "at work: N"
+  std::string pg_id;                  // "" unknown; "PG 1", "PG ID 2" -> "1", "2"
+  std::string pg_desc;                // "(default_pg)" -> "default_pg"
+  std::string pg_guid;                // "PG GUID 9" (torch 2.5+: the FR dump's pg_name)
+  std::optional<int64_t> seq;         // SeqNum / "at work: N"
   std::optional<int64_t> last_enqueued;   // "last enqueued NCCL work: N"
   std::optional<int64_t> last_completed;  // "last completed NCCL work: N"
   std::string op;                         // OpType=ALLREDUCE, "all_reduce"
@@ -116,19 +120,38 @@ struct HangEvent {
   std::optional<int64_t> numel_out;
   std::optional<double> timeout_ms;
   std::optional<double> ran_for_ms;
-  std::vector<int32_t> ranks_named;  // ranks a desync report / mismatch names
-  std::string host;                  // host of the line, or of the peer in error
-  std::string peer;                  // "peer 10.0.0.2<34567>", NIC / device
-  std::optional<TimeNs> time_ns;     // the line's own timestamp, when it has one
-  std::string text;                  // the line, cut to 512 bytes
+  std::vector<int32_t> ranks_named;   // ranks a desync report / mismatch names
+  std::optional<int32_t> local_rank;  // torchrun's "local_rank: 3"
+  std::optional<int32_t> exit_code;   // torchrun's "exitcode: -6" (-N: killed by signal N)
+  std::optional<int32_t> error_code;  // NET/IB "with error 12" / "status=12" (ibv_wc_status)
+  std::string host;                   // host of the line, or of the peer in error
+  std::string peer;                   // "peer 10.0.0.2<34567>", NIC / device
+  std::optional<TimeNs> time_ns;      // the line's own dated timestamp, when it has one
+  // glog's "[E1015 10:11:12.345678 ...]" has no year: ns since Jan 1 00:00
+  // of an unknown year, in the writer's local time as printed. Orders the
+  // lines of one job (across a New Year it wraps); never a TimeNs.
+  std::optional<int64_t> yearless_time_ns;
+  std::string text;  // the line, cut to 512 bytes
   SourceRef src;
+};
+
+// A log that held hang lines (HangEvent), as its reader saw it. The
+// detector needs to know whether a log is whole: a log cut by a pager or a
+// full disk says nothing about the ranks whose lines it no longer shows.
+struct HangLogInfo {
+  uint32_t file = 0;       // index into Run::files
+  uint64_t events = 0;     // HangEvents the file gave
+  uint64_t lines = 0;      // lines read
+  bool truncated = false;  // ends in a pager prompt ("(END)", "--More--") or inside a hang line
+  std::string truncation;  // why `truncated`, in words; "" when not
 };
 
 struct HangData {
   std::vector<ProcessGroupInfo> groups;
   std::vector<FlightRecorderDump> dumps;
   std::vector<HangEvent> events;
-  bool empty() const { return groups.empty() && dumps.empty() && events.empty(); }
+  std::vector<HangLogInfo> logs;
+  bool empty() const { return groups.empty() && dumps.empty() && events.empty() && logs.empty(); }
 };
 
 }  // namespace laggard

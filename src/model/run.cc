@@ -218,6 +218,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
   append(hang_.groups, other.hang_.groups);
   append(hang_.dumps, other.hang_.dumps);
   append(hang_.events, other.hang_.events);
+  append(hang_.logs, other.hang_.logs);
   diagnostics_.MergeFrom(other.diagnostics_);
   other = RunBuilder();
 }

@@ -42,6 +42,10 @@ struct ReaderContext {
   // How a reader that opens the file itself decodes gzip: Decode::kAhead
   // when Ingest has a core to spare for a decoder thread.
   Decode gzip_decode = Decode::kInline;
+  // Set by a reader that has read the file's hang lines (hangs/
+  // watchdog_lines.h) itself before it hands the file to another reader
+  // (the NCCL_DEBUG reader to its text-log reader), so that they are read once.
+  bool hang_lines_read = false;
 
   Diagnostics& diag() { return out->diagnostics(); }
   SourceRef Ref(uint64_t line) const {

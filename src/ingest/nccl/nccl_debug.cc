@@ -18,6 +18,7 @@
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
+#include "ingest/hangs/watchdog_lines.h"
 #include "ingest/nccl/nccl_readers.h"
 
 namespace laggard {
@@ -484,15 +485,22 @@ class NcclDebugReader final : public TextReader {
   // NCCL lines go to the collector; when other lines were seen too (a
   // training log run with NCCL_DEBUG=INFO), the file is read a second time
   // by `step_lines_`, so that step records after the NCCL start-up are kept.
+  // Hang lines (NCCL WARN transport errors, and the watchdog lines among the
+  // other lines) are read in the first pass, so the second skips them.
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
     NcclLogCollector collector;
+    HangLineCollector hangs;
     uint64_t other = 0;
     std::string_view line;
     while (lines.Next(line)) {
       if (Trim(line).empty()) continue;
-      if (!collector.Offer(line, lines.line_number(), ctx)) ++other;
+      bool nccl = collector.Offer(line, lines.line_number(), ctx);
+      if (!nccl) ++other;
+      if (!nccl || line.find("NCCL WARN") != std::string_view::npos) {
+        hangs.Offer(line, lines.line_number(), ctx);
+      }
     }
-    uint64_t taken = collector.Finish(ctx);
+    uint64_t taken = collector.Finish(ctx) + hangs.Finish(lines.line_number(), ctx);
     if (step_lines_ == nullptr || other == 0) return taken;
     auto source = OpenByteSource(ctx.path);
     if (!source.ok()) {
@@ -501,7 +509,11 @@ class NcclDebugReader final : public TextReader {
       return taken;
     }
     LineReader again(**source);
-    return taken + step_lines_->Read(again, ctx);
+    bool hang_lines_read = ctx.hang_lines_read;
+    ctx.hang_lines_read = true;
+    uint64_t steps = step_lines_->Read(again, ctx);
+    ctx.hang_lines_read = hang_lines_read;
+    return taken + steps;
   }
 
  private:

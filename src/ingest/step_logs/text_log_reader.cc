@@ -4,12 +4,18 @@
 //
 // A launcher prefix such as torchrun's "[rank3]:" or "[default3]:" gives the
 // rank of lines whose own text has none (Megatron iteration lines).
+//
+// Lines no matcher takes are offered to the hang-line collector
+// (hangs/watchdog_lines.h): watchdog timeouts, NCCL and gloo errors and
+// torchrun's failure table in the same log reach RunBuilder::hang(), and
+// count among the records taken. A step line never reaches it.
 
 #include <fmt/format.h>
 
 #include "base/text.h"
 #include "ingest/common/sniff.h"
 #include "ingest/step_logs/megatron_layout.h"
+#include "ingest/hangs/watchdog_lines.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -72,6 +78,8 @@ class TextLogReader final : public TextReader {
     ParsedStep parsed;
     std::string why;
     MegatronLayoutScanner layout;
+    HangLineCollector hangs;
+    const bool read_hangs = !ctx.hang_lines_read;
     while (lines.Next(line)) {
       MatchResult result = MatchResult::kNoMatch;
       for (const auto& m : matchers_) {
@@ -85,6 +93,7 @@ class TextLogReader final : public TextReader {
       }
       if (result == MatchResult::kNoMatch) {
         layout.Offer(line, static_cast<uint32_t>(lines.line_number()));
+        if (read_hangs) hangs.Offer(line, lines.line_number(), ctx);
         continue;
       }
       uint64_t n = lines.line_number();
@@ -136,6 +145,7 @@ class TextLogReader final : public TextReader {
       ctx.diag().Add(DiagCode::kLayoutContradicts, ctx.path, layout.line(),
                      "Megatron's layout line: " + problem + "; not used");
     }
+    taken += hangs.Finish(lines.line_number(), ctx);
     if (__builtin_popcount(units_seen) > 1) {
       ctx.diag().Add(DiagCode::kMixedUnits, ctx.path, 0,
                      "step times are written in more than one unit; each was converted");

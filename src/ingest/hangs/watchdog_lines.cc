@@ -1,0 +1,500 @@
+#include "ingest/hangs/watchdog_lines.h"
+
+#include <algorithm>
+#include <array>
+
+#include "base/text.h"
+#include "model/time.h"
+
+namespace laggard {
+namespace {
+
+constexpr size_t npos = std::string_view::npos;
+
+bool Has(std::string_view s, std::string_view word) { return s.find(word) != npos; }
+
+// Digits (with an optional '-') at s[pos...]; nullopt when none.
+std::optional<int64_t> IntAt(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return std::nullopt;
+  size_t end = pos;
+  if (s[end] == '-') ++end;
+  size_t digits = end;
+  while (end < s.size() && IsDigit(s[end])) ++end;
+  if (end == digits || end - digits > 18) return std::nullopt;
+  return ParseInt<int64_t>(s.substr(pos, end - pos));
+}
+
+// The integer right after the first `key` in `s` (blanks skipped).
+std::optional<int64_t> IntAfter(std::string_view s, std::string_view key) {
+  size_t at = s.find(key);
+  if (at == npos) return std::nullopt;
+  size_t pos = at + key.size();
+  while (pos < s.size() && s[pos] == ' ') ++pos;
+  return IntAt(s, pos);
+}
+
+std::optional<int32_t> Int32(std::optional<int64_t> v) {
+  if (!v || *v < INT32_MIN || *v > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(*v);
+}
+
+// A rank: 0 .. kMaxRank.
+std::optional<int32_t> Rank(std::optional<int64_t> v) {
+  if (!v || *v < 0 || *v > kMaxRank) return std::nullopt;
+  return static_cast<int32_t>(*v);
+}
+
+// The word after `key`, up to ',' ')' or a blank: "OpType=ALLREDUCE,".
+std::string WordAfter(std::string_view s, std::string_view key) {
+  size_t at = s.find(key);
+  if (at == npos) return {};
+  size_t pos = at + key.size();
+  size_t end = pos;
+  while (end < s.size() && s[end] != ',' && s[end] != ')' && s[end] != ' ') ++end;
+  return std::string(s.substr(pos, end - pos));
+}
+
+// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
+std::string CutText(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n));
+}
+
+// Days before each month in a leap year, so that Feb 29 has a day of its own.
+constexpr std::array<int, 12> kDaysBefore = {0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335};
+
+// glog's "E1015 10:11:12.345678" after the severity: ns since Jan 1 00:00.
+// c10's glog prints the month unpadded: "321 02:07:08" is March 21.
+std::optional<int64_t> GlogYearlessTime(std::string_view s) {
+  size_t sp = s.find(' ');
+  if ((sp != 3 && sp != 4) || s.size() < sp + 9) return std::nullopt;
+  std::string_view t = s.substr(sp + 1);
+  if (t[2] != ':' || t[5] != ':') return std::nullopt;
+  size_t mlen = sp - 2;
+  auto month = ParseFixedDigits(s.substr(0, mlen), mlen, mlen);
+  auto day = ParseFixedDigits(s.substr(mlen, 2), 2, 2);
+  auto hh = ParseFixedDigits(t.substr(0, 2), 2, 2);
+  auto mm = ParseFixedDigits(t.substr(3, 2), 2, 2);
+  auto ss = ParseFixedDigits(t.substr(6, 2), 2, 2);
+  if (!month || !day || !hh || !mm || !ss || *month < 1 || *month > 12 || *day < 1 || *day > 31 ||
+      *hh > 23 || *mm > 59 || *ss > 60)
+    return std::nullopt;
+  int64_t ns = 0;
+  size_t pos = 8;
+  if (pos < t.size() && t[pos] == '.') {
+    int64_t scale = 100'000'000;
+    for (++pos; pos < t.size() && IsDigit(t[pos]); ++pos) {
+      ns += (t[pos] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  int64_t days = kDaysBefore[*month - 1] + *day - 1;
+  int64_t secs = ((days * 24 + *hh) * 60 + *mm) * 60 + *ss;
+  return secs * 1'000'000'000 + ns;
+}
+
+// "[rank12]:" near the start of a line (after launcher tags, dates).
+struct RankPrefix {
+  std::optional<int32_t> rank;
+  size_t end = 0;  // first byte after it; 0 when there is none
+};
+RankPrefix FindRankPrefix(std::string_view line) {
+  RankPrefix out;
+  size_t at = line.substr(0, std::min<size_t>(line.size(), 200)).find("[rank");
+  if (at == npos) return out;
+  size_t pos = at + 5;
+  size_t digits = pos;
+  while (pos < line.size() && IsDigit(line[pos])) ++pos;
+  if (pos == digits || pos + 1 >= line.size() || line[pos] != ']' || line[pos + 1] != ':')
+    return out;
+  out.rank = Rank(ParseInt<int64_t>(line.substr(digits, pos - digits)));
+  out.end = pos + 2;
+  return out;
+}
+
+// glog's header "[E1015 10:11:12.345678 123 ProcessGroupNCCL.cpp:1664]" or
+// torch 1.x's "[E ProcessGroupNCCL.cpp:737]" at `pos`. Returns the byte
+// after it (pos when there is none) and its time when it has one.
+size_t SkipGlogHeader(std::string_view line, size_t pos, std::optional<int64_t>& yearless) {
+  while (pos < line.size() && line[pos] == ' ') ++pos;
+  if (pos + 3 >= line.size() || line[pos] != '[') return pos;
+  char sev = line[pos + 1];
+  if (sev != 'E' && sev != 'W' && sev != 'I' && sev != 'F') return pos;
+  size_t close = line.find(']', pos);
+  if (close == npos) return pos;
+  std::string_view inside = line.substr(pos + 2, close - pos - 2);
+  if (inside.find(".cpp:") == npos && inside.find(".cc:") == npos && inside.find(".h:") == npos)
+    return pos;
+  if (!inside.empty() && IsDigit(inside[0])) yearless = GlogYearlessTime(inside);
+  return close + 1;
+}
+
+// "[PG 1 Rank 0]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]",
+// "[PG 0 (default_pg) Rank 3]", "[Rank 3]" at `pos` (blanks skipped).
+size_t ReadGroupBracket(std::string_view line, size_t pos, HangEvent& e) {
+  while (pos < line.size() && line[pos] == ' ') ++pos;
+  if (pos >= line.size() || line[pos] != '[') return pos;
+  size_t close = line.find(']', pos);
+  if (close == npos) return pos;
+  std::string_view inside = line.substr(pos + 1, close - pos - 1);
+  if (!StartsWith(inside, "PG ") && !StartsWith(inside, "Rank ")) return pos;
+  std::vector<std::string_view> toks = SplitBlanks(inside);
+  // A token may carry the description: "0(default_pg)".
+  auto take_desc = [&](std::string_view& tok) {
+    size_t paren = tok.find('(');
+    if (paren == npos) return;
+    std::string_view desc = tok.substr(paren + 1);
+    if (!desc.empty() && desc.back() == ')') desc.remove_suffix(1);
+    e.pg_desc = std::string(desc);
+    tok = tok.substr(0, paren);
+  };
+  for (size_t i = 0; i < toks.size(); ++i) {
+    std::string_view next = i + 1 < toks.size() ? toks[i + 1] : std::string_view();
+    if (toks[i] == "PG" && (next == "ID" || next == "GUID") && i + 2 < toks.size()) {
+      std::string_view v = toks[i + 2];
+      take_desc(v);
+      (next == "ID" ? e.pg_id : e.pg_guid) = std::string(v);
+      i += 2;
+    } else if (toks[i] == "PG" && !next.empty()) {
+      std::string_view v = next;
+      take_desc(v);
+      e.pg_id = std::string(v);
+      ++i;
+    } else if (toks[i] == "Rank" && !next.empty()) {
+      e.group_rank = Rank(ParseInt<int64_t>(next));
+      ++i;
+    } else if (StartsWith(toks[i], "(")) {
+      std::string_view v = toks[i];
+      take_desc(v);
+    }
+  }
+  return close + 1;
+}
+
+// "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1,
+// Timeout(ms)=600000) ran for 600013 milliseconds".
+void ReadWorkNccl(std::string_view body, HangEvent& e) {
+  e.seq = IntAfter(body, "SeqNum=");
+  e.op = WordAfter(body, "OpType=");
+  e.numel_in = IntAfter(body, "NumelIn=");
+  e.numel_out = IntAfter(body, "NumelOut=");
+  if (auto t = IntAfter(body, "Timeout(ms)=")) e.timeout_ms = static_cast<double>(*t);
+  if (auto r = IntAfter(body, "ran for ")) e.ran_for_ms = static_cast<double>(*r);
+}
+
+// "[7] finished ..." / "[0, 1, 2] started ..." / "Rank 3 is running":
+// the ranks a desync or mismatch report names.
+void ReadRankList(std::string_view s, std::vector<int32_t>& out) {
+  size_t open = s.find('[');
+  size_t close = open == npos ? npos : s.find(']', open);
+  if (open == npos || close == npos) return;
+  for (std::string_view tok : Split(s.substr(open + 1, close - open - 1), ',')) {
+    if (auto r = Rank(ParseInt<int64_t>(Trim(tok)))) out.push_back(*r);
+  }
+}
+
+// "10.0.0.2<42155>" after "from peer " / "from " / "remote peer ".
+std::string PeerAfter(std::string_view s, std::string_view key) {
+  size_t at = s.find(key);
+  if (at == npos) return {};
+  size_t pos = at + key.size();
+  size_t end = pos;
+  while (end < s.size() && s[end] != ' ' && s[end] != ',') ++end;
+  return std::string(s.substr(pos, end - pos));
+}
+
+// gloo's "[10.0.0.2]:12345" -> "10.0.0.2:12345".
+std::string GlooPeer(std::string_view s, size_t from) {
+  size_t open = s.find('[', from);
+  size_t close = open == npos ? npos : s.find("]:", open);
+  if (close == npos) return {};
+  size_t end = close + 2;
+  while (end < s.size() && IsDigit(s[end])) ++end;
+  return std::string(s.substr(open + 1, close - open - 1)) +
+         std::string(s.substr(close + 1, end - close - 1));
+}
+
+// The host of NCCL's "host:pid:tid [dev] ... NCCL WARN" prefix, if any.
+std::string NcclHost(std::string_view line) {
+  size_t level = line.find(" NCCL ");
+  if (level == npos) return {};
+  for (std::string_view tok : SplitBlanks(line.substr(0, level))) {
+    size_t c2 = tok.rfind(':');
+    if (c2 == npos || c2 == 0) continue;
+    size_t c1 = tok.rfind(':', c2 - 1);
+    if (c1 == npos || c1 == 0) continue;
+    auto pid = ParseInt<int64_t>(tok.substr(c1 + 1, c2 - c1 - 1));
+    auto tid = ParseInt<int64_t>(tok.substr(c2 + 1));
+    if (!pid || !tid) continue;
+    std::string_view host = tok.substr(0, c1);
+    size_t tag = host.rfind(':');
+    if (tag != npos) host = host.substr(tag + 1);
+    if (!host.empty()) return std::string(host);
+  }
+  return {};
+}
+
+// Full dates some launchers and loggers put before the line:
+// "[2024-02-09 09:09:15,164] torch.distributed..." / "2025-02-18 12:54 [rank13]:".
+std::optional<TimeNs> DatedPrefix(std::string_view line) {
+  size_t pos = line.size() > 0 && line[0] == '[' ? 1 : 0;
+  if (line.size() < pos + 16 || !IsDigit(line[pos]) || line[pos + 4] != '-') return std::nullopt;
+  size_t end = pos;
+  while (end < line.size() && end - pos < 26 && line[end] != ']' &&
+         (IsDigit(line[end]) || line[end] == '-' || line[end] == ':' || line[end] == ' ' ||
+          line[end] == '.' || line[end] == ','))
+    ++end;
+  std::string text(Trim(line.substr(pos, end - pos)));
+  std::replace(text.begin(), text.end(), ',', '.');
+  return ParseTimestamp(text);
+}
+
+}  // namespace
+
+bool IsPagerPrompt(std::string_view line) {
+  std::string_view t = Trim(line);
+  return t == "(END)" || t == ":" || StartsWith(t, "--More--") || StartsWith(t, "--更多--");
+}
+
+bool MaybeHangLine(std::string_view line) {
+  if (line.size() < 12) return line.find(':') != npos || line.find("(END)") != npos;
+  // Words at least one form of each kind holds; the usual log line holds none.
+  static constexpr std::string_view kWords[] = {
+      "atchdog", "NCCL",        "nccl",     "imed out",   "imeout", "ismatch",
+      "didn't",  "join",        "gloo",     "NET/",       "ibv_",   "exitcode",
+      "Signal ", "ChildFailed", "--More--", "peer ranks", "host ",  "rank ",
+  };
+  for (std::string_view w : kWords) {
+    if (line.find(w) != npos) return true;
+  }
+  return false;
+}
+
+std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
+  if (cut != nullptr) *cut = false;
+  HangEvent e;
+  RankPrefix prefix = FindRankPrefix(line);
+  e.rank = prefix.rank;
+  size_t pos = SkipGlogHeader(line, prefix.end, e.yearless_time_ns);
+  pos = ReadGroupBracket(line, pos, e);
+  std::string_view body = line.substr(pos);
+  bool ended = true;  // the form's last words are there
+  auto is = [&](HangEventKind k) {
+    e.kind = k;
+    return true;
+  };
+
+  bool found = false;
+  if (Has(body, "terminated with exception")) {
+    found = is(HangEventKind::kWatchdogTerminated);
+    ReadWorkNccl(body, e);
+  } else if (Has(body, "Watchdog caught collective operation timeout")) {
+    found = is(HangEventKind::kWatchdogTimeout);
+    ReadWorkNccl(body, e);
+    ended = Has(body, "before timing out");
+  } else if (Has(body, "timed out in blocking wait") || Has(body, "Operation timed out!")) {
+    found = is(HangEventKind::kBlockingWaitTimeout);
+    ReadWorkNccl(body, e);
+  } else if (Has(body, "detected by watchdog at work: ") || Has(body, "Timeout at NCCL work: ")) {
+    found = is(HangEventKind::kWatchdogException);
+    e.seq = Has(body, "at work: ") ? IntAfter(body, "at work: ") : IntAfter(body, "NCCL work: ");
+    e.last_enqueued = IntAfter(body, "last enqueued NCCL work: ");
+    e.last_completed = IntAfter(body, "last completed NCCL work: ");
+    ended = e.last_completed.has_value();
+  } else if (Has(body, "detected by watchdog at work sequence id: ")) {
+    // torch 2.7+: "failure detected by watchdog at work sequence id: 241 PG
+    // status: last enqueued work: 315, last completed work: 183".
+    found = is(HangEventKind::kWatchdogException);
+    e.seq = IntAfter(body, "work sequence id: ");
+    e.last_enqueued = IntAfter(body, "last enqueued work: ");
+    e.last_completed = IntAfter(body, "last completed work: ");
+    ended = e.last_completed.has_value();
+  } else if (Has(body, "Some NCCL operations have failed or timed out")) {
+    found = is(HangEventKind::kWatchdogTerminated);
+  } else if (Has(body, "Detected mismatch between collectives")) {
+    found = is(HangEventKind::kCollectiveMismatch);
+    e.seq = IntAfter(body, "SequenceNumber=");
+    if (!e.seq) e.seq = IntAfter(body, "The sequence number is: ");
+    e.op = WordAfter(body, "OpType=");
+    for (size_t at = 0; (at = body.find("Rank ", at)) != npos; at += 5) {
+      size_t after = at + 5;
+      auto r = Rank(IntAt(body, after));
+      if (!r) continue;
+      size_t p = after;
+      while (p < body.size() && IsDigit(body[p])) ++p;
+      if (StartsWith(body.substr(p), " is running")) e.ranks_named.push_back(*r);
+    }
+  } else if (Has(body, "didn't join collective #") || Has(body, "didn't finish collective #") ||
+             Has(body, "Timeout at collective: ") || Has(body, "has not joined")) {
+    // TORCH_NCCL_DESYNC_DEBUG's report, one line per finding:
+    // "[7] finished collective #182, but didn't join collective #183 (count from 1)".
+    found = is(HangEventKind::kDesyncReport);
+    ReadRankList(body, e.ranks_named);
+    if (Has(body, "didn't join collective #")) {
+      e.seq = IntAfter(body, "didn't join collective #");
+    } else if (Has(body, "didn't finish collective #")) {
+      e.seq = IntAfter(body, "didn't finish collective #");
+    } else if (Has(body, "Timeout at collective: ")) {
+      e.op = WordAfter(body, "Timeout at collective: ");
+      e.seq = IntAfter(body, ", #");
+    } else {
+      e.seq = IntAfter(body, "#");
+    }
+  } else if (Has(body, "ncclRemoteError") ||
+             Has(body, "remote process exited or there was a network error") ||
+             Has(body, "Connection closed by remote peer")) {
+    found = is(HangEventKind::kRemoteError);
+    e.host = NcclHost(line);
+    if (Has(body, "from peer ")) e.peer = PeerAfter(body, "from peer ");
+    if (e.peer.empty() && Has(body, "remote peer ")) e.peer = PeerAfter(body, "remote peer ");
+    e.error_code = Int32(IntAfter(body, "with error "));
+  } else if ((Has(body, "NET/IB") && Has(body, "Got completion")) ||
+             (Has(body, "NET/OFI") && Has(body, "completed with error")) ||
+             Has(body, "ibv_poll_cq") ||
+             (Has(body, "NCCL WARN") && Has(body, "Call to recv from "))) {
+    found = is(HangEventKind::kTransportError);
+    e.host = NcclHost(line);
+    e.peer = PeerAfter(body, "from peer ");
+    if (e.peer.empty()) e.peer = PeerAfter(body, "Call to recv from ");
+    e.error_code = Int32(IntAfter(body, "with error "));
+    if (!e.error_code) e.error_code = Int32(IntAfter(body, "status="));
+  } else if (Has(body, "gloo") &&
+             (Has(body, "Connection closed by peer") || Has(body, "Connection reset by peer"))) {
+    found = is(HangEventKind::kGlooTimeout);
+    e.peer = GlooPeer(body, body.find("] "));
+  } else if (Has(body, "Timed out waiting ") &&
+             (Has(body, "operation to complete") || Has(body, "gloo"))) {
+    found = is(HangEventKind::kGlooTimeout);
+    if (auto t = IntAfter(body, "Timed out waiting ")) e.timeout_ms = static_cast<double>(*t);
+  } else if (Has(body, " is connected to ") && Has(body, " peer ranks")) {
+    // gloo's full-mesh connect timeout: "Rank 1 is connected to 0 peer
+    // ranks. Expected number of connected peer ranks is : 1".
+    found = is(HangEventKind::kGlooTimeout);
+    size_t r = body.find("Rank ");
+    if (r != npos) e.group_rank = Rank(IntAt(body, r + 5));
+  } else if (Has(body, "exitcode")) {
+    // torchrun: "exitcode  : -6 (pid: 1234)" (failure table) or
+    // "failed (exitcode: -6) local_rank: 0 (pid: 1234) of binary: ...".
+    auto code = Int32(IntAfter(body, "exitcode: "));
+    if (!code) {
+      size_t at = body.find("exitcode");
+      size_t colon = body.find(':', at);
+      if (colon != npos && Trim(body.substr(at + 8, colon - at - 8)).empty()) {
+        code = Int32(IntAfter(body.substr(colon), ":"));
+      }
+    }
+    if (code) {
+      found = is(HangEventKind::kProcessExited);
+      e.exit_code = code;
+      e.local_rank = Rank(IntAfter(body, "local_rank: "));
+    }
+  } else if (Has(body, "Signal ") && Has(body, " received by PID") && !Has(body, "traceback")) {
+    auto sig = Int32(IntAfter(body, "Signal "));
+    if (sig && *sig > 0) {
+      found = is(HangEventKind::kProcessExited);
+      e.exit_code = -*sig;
+    }
+  } else if (Has(body, "ChildFailedError:")) {
+    found = is(HangEventKind::kProcessExited);
+  }
+  if (!found) return std::nullopt;
+  // The default group numbers its ranks globally.
+  if (!e.rank && e.group_rank && (e.pg_id == "0" || e.pg_desc == "default_pg")) {
+    e.rank = e.group_rank;
+  }
+  if (!e.yearless_time_ns) e.time_ns = DatedPrefix(line);
+  e.text = CutText(line, kHangTextBytes);
+  if (cut != nullptr) *cut = !ended;
+  return e;
+}
+
+bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx) {
+  if (!MaybeHangLine(line)) {
+    if (!line.empty() && !Trim(line).empty()) last_line_ = line_number;
+    return false;
+  }
+  std::string_view t = Trim(line);
+  if (t.empty()) return false;
+  last_line_ = line_number;
+  if (IsPagerPrompt(t)) {
+    pager_line_ = line_number;
+    return false;
+  }
+  // torchrun's failure table: "[1]:" starts an entry, "host : h" and
+  // "rank : 3 (local_rank: 3)" come before its "exitcode : -6 (pid: N)".
+  auto field = [&](std::string_view name) -> std::optional<std::string_view> {
+    if (!StartsWith(t, name)) return std::nullopt;
+    std::string_view rest = Trim(t.substr(name.size()));
+    if (rest.empty() || rest[0] != ':') return std::nullopt;
+    return Trim(rest.substr(1));
+  };
+  if (t.size() >= 3 && t[0] == '[' && t.back() == ':' && IsDigit(t[1])) {
+    table_ = TableEntry();
+    return false;
+  }
+  if (auto host = field("host")) {
+    table_.host = std::string(*host);
+    return false;
+  }
+  if (auto rank = field("rank")) {
+    table_.rank = Rank(IntAt(*rank, 0));
+    table_.local_rank = Rank(IntAfter(*rank, "local_rank: "));
+    return false;
+  }
+  bool cut = false;
+  std::optional<HangEvent> e = ParseHangLine(line, &cut);
+  if (!e) return false;
+  if (e->kind == HangEventKind::kProcessExited && field("exitcode")) {
+    e->rank = table_.rank;
+    if (!e->local_rank) e->local_rank = table_.local_rank;
+    e->host = table_.host;
+    table_ = TableEntry();
+  } else if (!e->rank && e->kind != HangEventKind::kProcessExited && ctx.rank_from_path) {
+    e->rank = ctx.rank_from_path;
+  }
+  if (e->host.empty() && ctx.host_from_path && e->kind != HangEventKind::kProcessExited) {
+    e->host = *ctx.host_from_path;
+  }
+  if (cut) cut_line_ = line_number;
+  e->src = ctx.Ref(line_number);
+  if (!e->pg_id.empty() || !e->pg_guid.empty()) AddGroup(*e, line_number, ctx);
+  ctx.out->hang().events.push_back(std::move(*e));
+  ++events_;
+  return true;
+}
+
+void HangLineCollector::AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx) {
+  std::string key = e.pg_id + '\x1f' + e.pg_guid + '\x1f' + e.pg_desc;
+  if (std::find(groups_seen_.begin(), groups_seen_.end(), key) != groups_seen_.end()) return;
+  groups_seen_.push_back(std::move(key));
+  ProcessGroupInfo g;
+  g.id = e.pg_guid.empty() ? e.pg_id : e.pg_guid;
+  g.desc = e.pg_desc;
+  g.whole_world = e.pg_id == "0" || e.pg_desc == "default_pg";
+  g.src = ctx.Ref(line_number);
+  ctx.out->hang().groups.push_back(std::move(g));
+}
+
+uint64_t HangLineCollector::Finish(uint64_t lines_read, ReaderContext& ctx) {
+  uint64_t n = events_;
+  if (n > 0) {
+    HangLogInfo info;
+    info.file = ctx.file_index;
+    info.events = n;
+    info.lines = lines_read;
+    if (pager_line_ != 0 && pager_line_ == last_line_) {
+      info.truncated = true;
+      info.truncation = "ends in a pager prompt: the lines after the page shown are missing";
+    } else if (cut_line_ != 0 && cut_line_ == last_line_) {
+      info.truncated = true;
+      info.truncation = "ends inside a hang line";
+    }
+    ctx.out->hang().logs.push_back(std::move(info));
+  }
+  *this = HangLineCollector();
+  return n;
+}
+
+}  // namespace laggard
