@@ -18,9 +18,9 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "ingest/hangs/flight_recorder_reader.h"
-#include "ingest/hangs/pickle_reader.h"
 #include "ingest/ingest.h"
+#include "ingest/traces/flight_recorder/flight_recorder_reader.h"
+#include "ingest/traces/flight_recorder/pickle_reader.h"
 
 namespace laggard::fuzz {
 namespace {
@@ -91,8 +91,8 @@ LAGGARD_FUZZ_TARGET(flight_recorder) {
     if (!cut.run.hang.dumps.empty() && !whole.run.hang.dumps.empty()) {
       const auto& c = cut.run.hang.dumps[0].entries;
       const auto& w = whole.run.hang.dumps[0].entries;
-      FUZZ_CHECK(c.size() <= w.size(), "cut at {} of {}: {} entries, whole {}", at, size,
-                 c.size(), w.size());
+      FUZZ_CHECK(c.size() <= w.size(), "cut at {} of {}: {} entries, whole {}", at, size, c.size(),
+                 w.size());
       for (size_t i = 0; i < c.size(); ++i) {
         FUZZ_CHECK(c[i].record_id == w[i].record_id && c[i].op == w[i].op,
                    "cut at {} of {}: entry {} differs from the whole's", at, size, i);

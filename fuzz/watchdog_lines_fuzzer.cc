@@ -1,4 +1,4 @@
-// Fuzzes the hang-line matcher (ingest/hangs/watchdog_lines.h) on each line
+// Fuzzes the hang-line matcher (ingest/common/hang_lines.h) on each line
 // of an arbitrary input, and the hang-line collector over the whole input.
 //
 // Invariants:
@@ -12,7 +12,7 @@
 
 #include "base/text.h"
 #include "fuzz_support.h"
-#include "ingest/hangs/watchdog_lines.h"
+#include "ingest/common/hang_lines.h"
 
 namespace laggard::fuzz {
 namespace {

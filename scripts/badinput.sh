@@ -204,8 +204,11 @@ for path in files:
         cut = min(max(cut, 1), max(1, len(data) - 1))
         exp = expected_ops(events, cut) if events else None
         # Line formats: held to the same file cut at the start of the line.
+        # Binary files (pickled Flight Recorder dumps, SQLite) have no lines:
+        # a '\n' byte in them is data.
+        binary = data[:1] == b"\x80" or b"\0" in data[:4096]
         line_start = data.rfind(b"\n", 0, cut) + 1
-        prefix = data[:line_start] if not events and 0 < line_start < cut else None
+        prefix = data[:line_start] if not events and not binary and 0 < line_start < cut else None
         jobs.append((name, data[:cut], exp, prefix))
         labels.append((rel, f"cut at {cut}", "kineto" if events else "lines"))
     for k in range(mutations):

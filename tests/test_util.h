@@ -83,6 +83,19 @@ inline laggard::Run IngestPaths(const std::vector<std::string>& paths,
   return run.ok() ? std::move(run.value()) : laggard::Run();
 }
 
+// As IngestPaths, with every trace reader too (Kineto, nsys, Megatron
+// timelines, Flight Recorder dumps).
+inline laggard::Run IngestAll(const std::vector<std::string>& paths) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  EXPECT_TRUE(readers.ok()) << readers.status().message();
+  laggard::TraceReaderSet traces = laggard::MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.threads = 2;
+  auto run = Ingest(paths, readers->readers, options, traces.readers);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  return run.ok() ? std::move(run.value()) : laggard::Run();
+}
+
 }  // namespace laggard::testing_util
 
 #endif  // LAGGARD_TESTS_TEST_UTIL_H_

@@ -40,6 +40,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.hardware = AnalyzeHardware(run, a.ranks, suspects, options.hardware);
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
   a.pauses = AnalyzePauses(run, a.steps, a.traces, a.ranks, options.pauses);
+  a.hang = AnalyzeHang(run, options.hang);
   return a;
 }
 

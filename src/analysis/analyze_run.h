@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "analysis/hang_detector.h"
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
@@ -40,6 +41,7 @@ struct Analyses {
   // the traces' stages are compared (stage_balance.h, its finding in
   // pipelines.findings).
   RunLayoutResult layout;
+  HangAnalysis hang;  // a stopped job's evidence (hang_detector.h)
 };
 
 // Every detector's thresholds, in one place; each member's defaults and
@@ -51,6 +53,7 @@ struct AnalysisOptions {
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;
   PipelineDetectorOptions pipelines;
+  HangDetectorOptions hang;
   // --layout: the parallel layout of the run, and of op timelines that do
   // not state theirs.
   std::optional<ParallelLayout> layout;

@@ -100,6 +100,25 @@ constexpr FindingInfo kCatalogue[] = {
     {"pipeline.no_layout", Severity::kWarning,
      "an op timeline without its parallel layout: the what-if replay cannot run", kPipeline,
      "give the layout: --layout dp=D,pp=P,tp=T (ranks in Megatron order, tp fastest)"},
+    {"hang.not_joined", Severity::kCritical,
+     "ranks never reached the collective the other ranks of their group wait in", kHang},
+    {"hang.desync", Severity::kCritical,
+     "the ranks of a group are at different collectives, or run different ops under one "
+     "sequence number",
+     kHang},
+    {"hang.stuck_collective", Severity::kCritical,
+     "every rank of a group joined the collective and none completed it: the network or NCCL",
+     kHang},
+    {"hang.transport_error", Severity::kCritical,
+     "a network transport error between ranks (NET/IB completion error, gloo connection "
+     "closed, ncclRemoteError)",
+     kHang},
+    {"hang.process_missing", Severity::kCritical, "a rank's process exited or was killed", kHang},
+    {"hang.inconclusive", Severity::kWarning,
+     "the job hung, and the evidence given does not tell which rank", kHang,
+     "collect Flight Recorder dumps from every rank (TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+     "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_), the "
+     "full stderr of every rank, and an `ncclras` snapshot while it hangs (NCCL >= 2.24)"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 
@@ -122,6 +141,7 @@ std::string_view FindingCategoryName(FindingCategory c) {
     case kNetwork: return "network";
     case kHost: return "host";
     case kPipeline: return "pipeline";
+    case kHang: return "hang";
   }
   return "steps";
 }

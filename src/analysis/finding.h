@@ -65,11 +65,17 @@ enum class FindingCode : uint16_t {
   kPipelineWorkloadImbalance,  // the slowest replica moves from step to step: the data
   kPipelineSlowCommunication,  // one op group's transfers hold the step up
   kPipelineNoLayout,           // an op timeline without layout: the replay needs --layout
+  kHangNotJoined,              // ranks never reached the collective the others wait in
+  kHangDesync,                 // ranks at different collectives, or different ops at one number
+  kHangStuckCollective,        // every member joined, none completed: network / NCCL
+  kHangTransportError,         // a NIC / peer-level error (NET/IB, gloo, ncclRemoteError)
+  kHangProcessMissing,         // a rank's process exited or was killed
+  kHangInconclusive,           // a hang, but the evidence does not tell which rank
   kCount,
 };
 
 // Which kind of evidence a finding comes from: the prefix of its name.
-enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost, kPipeline };
+enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost, kPipeline, kHang };
 std::string_view FindingCategoryName(FindingCategory c);  // "steps", "traces", "gpu", ...
 
 struct FindingInfo {

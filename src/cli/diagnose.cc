@@ -140,7 +140,8 @@ bool WriteOutput(const Output& o, const Run& run, std::ostream& err) {
 
 bool NoUsableInput(const Run& run) {
   return run.total_steps() == 0 && run.traces.empty() && run.hardware.gpus.empty() &&
-         run.network.empty() && run.op_timelines.empty();
+         run.network.empty() && run.op_timelines.empty() && run.hang.dumps.empty() &&
+         run.hang.events.empty();
 }
 
 std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
@@ -158,9 +159,10 @@ bool ColourWanted(std::string_view mode, bool tty, const Terminal& terminal) {
 void AddFailOnFlag(CLI::App* cmd, std::vector<std::string>& fail_on) {
   cmd->add_option("--fail-on", fail_on,
                   "exit 4 when the verdict is one of: straggler, job-wide, communication-bound, "
-                  "inconclusive (comma-separated or repeated; for CI, cron, Slurm epilogs)")
+                  "inconclusive, hang (comma-separated or repeated; for CI, cron, Slurm epilogs)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"straggler", "job-wide", "communication-bound", "inconclusive"}));
+      ->check(
+          CLI::IsMember({"straggler", "job-wide", "communication-bound", "inconclusive", "hang"}));
 }
 
 bool FailsOn(const std::vector<std::string>& fail_on, VerdictStatus status) {
@@ -168,6 +170,7 @@ bool FailsOn(const std::vector<std::string>& fail_on, VerdictStatus status) {
                           : status == VerdictStatus::kJobWide      ? "job-wide"
                           : status == VerdictStatus::kCommBound    ? "communication-bound"
                           : status == VerdictStatus::kInconclusive ? "inconclusive"
+                          : status == VerdictStatus::kHang         ? "hang"
                                                                    : "";
   return !name.empty() && std::find(fail_on.begin(), fail_on.end(), name) != fail_on.end();
 }
@@ -238,8 +241,10 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
       ->check(CLI::Range(0, 999'999'999))
       ->needs(gpus_per_node);
   cmd->add_option("--layout", o.layout,
-                  "parallel layout of op timelines that do not state it: dp=D,pp=P,tp=T[,vpp=V] "
-                  "(ranks in Megatron order: tp fastest, then dp, then pp)");
+                  "parallel layout of the run (and of op timelines that do not state it): "
+                  "dp=D,pp=P,tp=T[,vpp=V] (ranks in Megatron order: tp fastest, then dp, then "
+                  "pp); without it, a Megatron launch log's layout line or Kineto process groups "
+                  "named TENSOR/PIPELINE/DATA_PARALLEL_GROUP or mesh_<dim> give it");
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")
       ->check(CLI::Range(0, 1'000'000))
@@ -292,7 +297,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
   in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
-                         &a.pipelines, &a.layout});
+                         &a.pipelines, &a.layout, &a.hang});
 
   bool to_stdout = false;
   bool outputs_ok = true;
@@ -312,7 +317,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   }
   if (NoUsableInput(*run)) {
     err << fmt::format(
-        "laggard: no usable step times, traces, op timelines, GPU metrics or network data in {} "
+        "laggard: no usable step times, traces, op timelines, GPU metrics, network data or hang "
+        "evidence in {} "
         "({} "
         "skipped); see data quality above\n",
         Plural(run->files.size(), "file", "files"),

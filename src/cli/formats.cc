@@ -44,6 +44,11 @@ constexpr std::array kDescriptions = {
     Entry{"megatron-timeline",
           "Megatron-style op timeline (StragglerAnalysis to_timeline.py Chrome trace)"},
     Entry{"nsys-sqlite", "Nsight Systems SQLite export (nsys export --type sqlite)"},
+    Entry{"flight-recorder",
+          "PyTorch Flight Recorder dump (TORCH_NCCL_DUMP_ON_TIMEOUT: pickle or JSON, per rank)"},
+    Entry{"hang-log",
+          "rank log holding only hang lines (ProcessGroupNCCL watchdog, gloo, NCCL errors, "
+          "torchrun failures)"},
 };
 
 }  // namespace

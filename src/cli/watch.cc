@@ -49,7 +49,7 @@ std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t erro
   s += "# TYPE laggard_verdict_status gauge\n";
   for (VerdictStatus st :
        {VerdictStatus::kStraggler, VerdictStatus::kNoStraggler, VerdictStatus::kInconclusive,
-        VerdictStatus::kJobWide, VerdictStatus::kCommBound}) {
+        VerdictStatus::kJobWide, VerdictStatus::kCommBound, VerdictStatus::kHang}) {
     s += fmt::format("laggard_verdict_status{{status=\"{}\"}} {}\n", VerdictStatusName(st),
                      st == v.status ? 1 : 0);
   }

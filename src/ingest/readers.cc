@@ -1,6 +1,6 @@
 #include "ingest/readers.h"
 
-#include "ingest/hangs/flight_recorder_reader.h"
+#include "ingest/traces/flight_recorder/flight_recorder_reader.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/megatron/megatron_timeline_reader.h"
 #include "ingest/traces/nsys/nsys_reader.h"

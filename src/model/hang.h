@@ -1,7 +1,7 @@
 // Hang part of the run model: what the ranks of a stopped job say about the
 // collectives of their process groups. Readers of PyTorch Flight Recorder
-// dumps (ingest/hangs/flight_recorder*) and of watchdog / timeout / NCCL
-// error lines in rank logs (ingest/hangs/watchdog_log*) fill it; the hang
+// dumps (ingest/traces/flight_recorder/) and of watchdog / timeout / NCCL
+// error lines in rank logs (ingest/common/hang_lines.h) fill it; the hang
 // detector reads it.
 //
 //   HangData

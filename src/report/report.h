@@ -11,6 +11,7 @@
 #include <ostream>
 #include <string>
 
+#include "analysis/hang_detector.h"
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
@@ -39,6 +40,8 @@ struct ReportInput {
   const PipelineAnalysis* pipelines = nullptr;
   // The run's parallel layout and the statements not used (nullptr: none).
   const RunLayoutResult* layout = nullptr;
+  // The hang detector's findings (nullptr: not run).
+  const HangAnalysis* hang = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -50,6 +53,9 @@ struct ReportInput {
   // Findings of every detector, in report order.
   std::vector<const Finding*> AllFindings() const {
     std::vector<const Finding*> all;
+    if (hang != nullptr) {
+      for (const Finding& f : hang->findings) all.push_back(&f);
+    }
     if (pipelines != nullptr) {
       for (const Finding& f : pipelines->findings) all.push_back(&f);
     }

@@ -17,6 +17,7 @@ using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
 using verdict_internal::GpuHoursPerDay;
+using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprit;
 using verdict_internal::IsGpuCause;
 using verdict_internal::PatternText;
@@ -159,6 +160,7 @@ std::string_view VerdictStatusName(VerdictStatus s) {
     case VerdictStatus::kInconclusive: return "inconclusive";
     case VerdictStatus::kJobWide: return "job_wide";
     case VerdictStatus::kCommBound: return "communication_bound";
+    case VerdictStatus::kHang: return "hang";
   }
   return "inconclusive";
 }
@@ -889,6 +891,8 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
 }
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
+  // A stopped job: the hang is the verdict, whatever the steps before it did.
+  if (auto hang = HangVerdict(a)) return *hang;
   Verdict v = BaseVerdict(run, a.steps, a.traces);
   // An op timeline's verdict where step times and traces name no straggler,
   // and a stage's where the stragglers named are that stage's ranks, alike:

@@ -79,9 +79,9 @@ inline constexpr double kMediumConfidence = 0.5;
 // kCommBound: no rank holds the others up, and collective transfers take
 // most of every rank's step: the network is slow for everyone, or one link
 // of it that the traces cannot place (a ring runs at its slowest link).
-enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kCommBound };
+enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kCommBound, kHang };
 // "straggler", "no_straggler", "inconclusive", "job_wide",
-// "communication_bound".
+// "communication_bound", "hang" (the job stopped: analysis/hang_detector.h).
 std::string_view VerdictStatusName(VerdictStatus s);
 
 // What kind of cause slows a culprit. Serialized by CauseClassName(); the

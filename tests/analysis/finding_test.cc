@@ -37,9 +37,12 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kGpuPowerLimitChanged).name, "gpu.power_limit_changed");
   EXPECT_EQ(Describe(FindingCode::kPipelineStageImbalance).name, "pipeline.stage_imbalance");
   EXPECT_EQ(Describe(FindingCode::kPipelineNoLayout).name, "pipeline.no_layout");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kPipelineNoLayout) + 1,
+  EXPECT_EQ(Describe(FindingCode::kHangNotJoined).name, "hang.not_joined");
+  EXPECT_EQ(Describe(FindingCode::kHangInconclusive).name, "hang.inconclusive");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangInconclusive) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
+  EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");
 }
 
 TEST(FindingCatalogueTest, PatternAndBandWordsAreTheReportsWords) {

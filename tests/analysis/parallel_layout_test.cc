@@ -14,6 +14,7 @@
 namespace laggard {
 namespace {
 
+using testing_util::IngestAll;
 using testing_util::IngestPaths;
 using testing_util::TempDir;
 using testing_util::WriteFile;
@@ -78,7 +79,7 @@ TEST(MegatronLayoutTest, CorpusMegatronDeepSpeedLogStatesItsLayout) {
   const std::string path = std::string(LAGGARD_CORPUS_DIR) +
                            "/training_logs/bigscience_meg_ds_3d_gpt2_perf_n16-ds-off.out";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared corpus not found at " << path;
-  Run run = IngestPaths({path});
+  laggard::Run run = IngestPaths({path});
   ASSERT_EQ(run.layouts.size(), 1u);
   EXPECT_EQ(run.layouts[0].layout, (ParallelLayout{.dp = 1, .pp = 16, .tp = 4}));
   EXPECT_EQ(run.layouts[0].source, LayoutSource::kLaunchLog);
@@ -121,7 +122,7 @@ std::string KinetoWithGroups(int rank, const std::string& tp_desc = "TENSOR_MODE
 
 TEST(ProcessGroupLayoutTest, KinetoReaderKeepsTheProcessGroups) {
   TempDir dir;
-  Run run = IngestPaths({WriteFile(dir.path() + "/rank3.json", KinetoWithGroups(3))});
+  laggard::Run run = IngestAll({WriteFile(dir.path() + "/rank3.json", KinetoWithGroups(3))});
   ASSERT_EQ(run.traces.size(), 1u);
   const auto& g = run.traces[0].groups;
   ASSERT_EQ(g.size(), 4u);
@@ -138,7 +139,7 @@ TEST(ProcessGroupLayoutTest, NamedGroupsGiveTheLayout) {
     paths.push_back(
         WriteFile(dir.path() + "/rank" + std::to_string(r) + ".json", KinetoWithGroups(r)));
   }
-  Run run = IngestPaths(paths);
+  laggard::Run run = IngestAll(paths);
   RunLayoutResult res = ResolveRunLayout(run, std::nullopt);
   ASSERT_TRUE(res.layout);
   EXPECT_EQ(res.layout->layout, (ParallelLayout{.dp = 2, .pp = 2, .tp = 2}));
@@ -151,8 +152,9 @@ TEST(ProcessGroupLayoutTest, GroupsAgainstMegatronsOrderGiveNoLayout) {
   TempDir dir;
   // The tensor-parallel group of rank 0 is {0, 2}: a data-parallel group in
   // Megatron's order, so the description and the members disagree.
-  Run run = IngestPaths({WriteFile(dir.path() + "/rank0.json", KinetoWithGroups(0, "mesh_dp")),
-                         WriteFile(dir.path() + "/rank1.json", KinetoWithGroups(1))});
+  laggard::Run run =
+      IngestAll({WriteFile(dir.path() + "/rank0.json", KinetoWithGroups(0, "mesh_dp")),
+                 WriteFile(dir.path() + "/rank1.json", KinetoWithGroups(1))});
   RunLayoutResult res = ResolveRunLayout(run, std::nullopt);
   EXPECT_FALSE(res.layout);
   ASSERT_FALSE(res.conflicts.empty());
@@ -165,7 +167,7 @@ TEST(ProcessGroupLayoutTest, UndescribedGroupsGiveNoLayout) {
        {"DATA_PARALLEL_GROUP", "TENSOR_MODEL_PARALLEL_GROUP", "PIPELINE_MODEL_PARALLEL_GROUP"}) {
     t.replace(t.find(d), std::string_view(d).size(), "undefined");
   }
-  Run run = IngestPaths({WriteFile(dir.path() + "/rank0.json", t)});
+  laggard::Run run = IngestAll({WriteFile(dir.path() + "/rank0.json", t)});
   EXPECT_FALSE(ResolveRunLayout(run, std::nullopt).layout);
 }
 
@@ -180,13 +182,13 @@ TEST(RunLayoutTest, FlagWinsAndLaunchLogsMustAgree) {
                          std::to_string(pp) + "\nrank 0, step 1, time 0.5s\nrank " +
                          std::to_string(dp * pp - 1) + ", step 1, time 0.5s\n");
   };
-  Run agree = IngestPaths({log("a.log", 2, 2), log("b.log", 2, 2)});
+  laggard::Run agree = IngestPaths({log("a.log", 2, 2), log("b.log", 2, 2)});
   RunLayoutResult a = ResolveRunLayout(agree, std::nullopt);
   ASSERT_TRUE(a.layout);
   EXPECT_EQ(a.layout->source, LayoutSource::kLaunchLog);
   EXPECT_EQ(a.layout->layout, (ParallelLayout{.dp = 2, .pp = 2, .tp = 1}));
 
-  Run disagree = IngestPaths({log("c.log", 2, 2), log("d.log", 1, 4)});
+  laggard::Run disagree = IngestPaths({log("c.log", 2, 2), log("d.log", 1, 4)});
   RunLayoutResult d = ResolveRunLayout(disagree, std::nullopt);
   EXPECT_FALSE(d.layout);
   ASSERT_EQ(d.conflicts.size(), 1u);

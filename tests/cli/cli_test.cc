@@ -89,8 +89,10 @@ TEST(CliTest, NoUsableInputIsAClearNonZeroExit) {
   WriteFile(dir.File("notes.txt"), "nothing about steps here\n");
   Result r = RunCli({"diagnose", dir.path()});
   EXPECT_EQ(r.rc, kExitNoInput);
-  EXPECT_NE(r.err.find("no usable step times, traces, op timelines, GPU metrics or network data"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "no usable step times, traces, op timelines, GPU metrics, network data or hang evidence"),
+      std::string::npos)
       << r.err;
   Result missing = RunCli({"diagnose", "/no/such/laggard/path"});
   EXPECT_EQ(missing.rc, kExitNoInput);

@@ -43,7 +43,7 @@ struct ReaderContext {
   // when Ingest has a core to spare for a decoder thread.
   Decode gzip_decode = Decode::kInline;
   // Set by a reader that has read the file's hang lines (hangs/
-  // watchdog_lines.h) itself before it hands the file to another reader
+  // ingest/common/hang_lines.h) itself before it hands the file to another reader
   // (the NCCL_DEBUG reader to its text-log reader), so that they are read once.
   bool hang_lines_read = false;
 

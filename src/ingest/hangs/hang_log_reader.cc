@@ -1,6 +1,6 @@
+#include "ingest/common/hang_lines.h"
 #include "ingest/common/sniff.h"
 #include "ingest/hangs/hang_readers.h"
-#include "ingest/hangs/watchdog_lines.h"
 
 namespace laggard {
 namespace {

@@ -10,7 +10,7 @@
 
 namespace laggard {
 
-// Rank and launcher logs that hold hang lines (watchdog_lines.h) and no
+// Rank and launcher logs that hold hang lines (ingest/common/hang_lines.h) and no
 // step line in their head: a torchrun stderr that ends in a watchdog
 // timeout and the failure table. `step_lines` (a text-log reader, which
 // reads hang lines too) reads the file, so step records further down are

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/hang_lines.h"
 #include "ingest/common/sniff.h"
-#include "ingest/hangs/watchdog_lines.h"
 #include "ingest/nccl/nccl_readers.h"
 
 namespace laggard {
@@ -485,8 +485,9 @@ class NcclDebugReader final : public TextReader {
   // NCCL lines go to the collector; when other lines were seen too (a
   // training log run with NCCL_DEBUG=INFO), the file is read a second time
   // by `step_lines_`, so that step records after the NCCL start-up are kept.
-  // Hang lines (NCCL WARN transport errors, and the watchdog lines among the
-  // other lines) are read in the first pass, so the second skips them.
+  // Hang lines (NCCL WARN transport errors, ncclRemoteError, the watchdog
+  // lines among the other lines) are read in the first pass, so the second
+  // skips them.
   uint64_t Read(LineReader& lines, ReaderContext& ctx) const override {
     NcclLogCollector collector;
     HangLineCollector hangs;
@@ -496,9 +497,9 @@ class NcclDebugReader final : public TextReader {
       if (Trim(line).empty()) continue;
       bool nccl = collector.Offer(line, lines.line_number(), ctx);
       if (!nccl) ++other;
-      if (!nccl || line.find("NCCL WARN") != std::string_view::npos) {
-        hangs.Offer(line, lines.line_number(), ctx);
-      }
+      // Every line: NCCL's own lines carry transport errors, and a line the
+      // collector takes for its "NCCL version" can be an ncclRemoteError.
+      hangs.Offer(line, lines.line_number(), ctx);
     }
     uint64_t taken = collector.Finish(ctx) + hangs.Finish(lines.line_number(), ctx);
     if (step_lines_ == nullptr || other == 0) return taken;

@@ -6,16 +6,16 @@
 // rank of lines whose own text has none (Megatron iteration lines).
 //
 // Lines no matcher takes are offered to the hang-line collector
-// (hangs/watchdog_lines.h): watchdog timeouts, NCCL and gloo errors and
+// (common/hang_lines.h): watchdog timeouts, NCCL and gloo errors and
 // torchrun's failure table in the same log reach RunBuilder::hang(), and
 // count among the records taken. A step line never reaches it.
 
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "ingest/common/hang_lines.h"
 #include "ingest/common/sniff.h"
 #include "ingest/step_logs/megatron_layout.h"
-#include "ingest/hangs/watchdog_lines.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {

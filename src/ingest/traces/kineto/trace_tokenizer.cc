@@ -300,64 +300,14 @@ inline void TraceTokenizer::ParseRootObject() {
   }
 }
 
-inline void TraceTokenizer::TakeMember(const std::string& k, const std::string& text) {
-  std::string scratch;
-  if (k == keys::top::kDeviceProperties) {
-    if (text.find('{') != std::string::npos) header_.gpu_job = true;  // one object per GPU
-  } else if (k == keys::top::kBaseTimeNanoseconds) {
-    auto v = ParseIntToken(text);
-    if (v && *v >= 0 && *v <= kMaxBaseNs) header_.base_ns = *v;
-  } else if (k == keys::top::kHostName || k == keys::top::kHostname) {
-    auto s = DecodeString(text, scratch);
-    if (s && !s->empty()) header_.top_host = std::string(*s);
-  } else if (k == keys::top::kDistributedInfo) {
-    simdjson::padded_string padded(text);
-    od::parser parser;
-    od::document doc;
-    od::object obj;
-    if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return;
-    for (auto field_result : obj) {
-      od::field field;
-      if (std::move(field_result).get(field)) return;
-      std::string_view key;
-      if (field.unescaped_key().get(key)) return;
-      std::string_view tok = field.value().raw_json_token();
-      if (key == keys::distributed::kRank) {
-        auto r = ParseIntToken(tok);
-        if (r && *r >= 0 && *r <= kMaxRank) header_.rank = static_cast<int32_t>(*r);
-      } else if (key == keys::distributed::kWorldSize) {
-        auto w = ParseIntToken(tok);
-        if (w && *w > 0 && *w <= int64_t{kMaxRank} + 1)
-          header_.world_size = static_cast<int32_t>(*w);
-      } else if (key == keys::distributed::kBackend) {
-        auto b = DecodeString(tok, scratch);
-        if (b && (b->find("nccl") != std::string_view::npos ||
-                  b->find("rccl") != std::string_view::npos ||
-                  b->find("xccl") != std::string_view::npos)) {
-          header_.gpu_job = true;
-        }
-      } else if (key == keys::distributed::kHostname || key == keys::distributed::kHostName ||
-                 key == keys::distributed::kHost) {
-        auto s = DecodeString(tok, scratch);
-        if (s && !s->empty()) header_.dist_host = std::string(*s);
-      } else if (key == keys::distributed::kPgConfig) {
-        TakeProcessGroups(tok);
-      }
-    }
-  }
-}
+namespace {
 
 // distributedInfo.pg_config: [{"pg_name": "0", "pg_desc": "default_pg",
 // "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}, ...] (torch
 // >= 2.1; "ranks" is [] in newer torch for a group of every rank). Entries
 // that are not objects, and members of the wrong type, are skipped: the
 // groups are context, not events, and a bad one costs only the layout.
-void TraceTokenizer::TakeProcessGroups(std::string_view json) {
-  simdjson::padded_string padded(json);
-  od::parser parser;
-  od::document doc;
-  od::array groups;
-  if (parser.iterate(padded).get(doc) || doc.get_array().get(groups)) return;
+void TakeProcessGroups(od::array& groups, TraceHeader& header) {
   for (auto entry : groups) {
     od::object obj;
     if (entry.get_object().get(obj)) return;
@@ -397,7 +347,59 @@ void TraceTokenizer::TakeProcessGroups(std::string_view json) {
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
     g.whole_world = listed && g.ranks.empty();  // "ranks": [] (checked against the world size
                                                 // once the whole header is read)
-    header_.groups.push_back(std::move(g));
+    header.groups.push_back(std::move(g));
+  }
+}
+
+}  // namespace
+
+inline void TraceTokenizer::TakeMember(const std::string& k, const std::string& text) {
+  std::string scratch;
+  if (k == keys::top::kDeviceProperties) {
+    if (text.find('{') != std::string::npos) header_.gpu_job = true;  // one object per GPU
+  } else if (k == keys::top::kBaseTimeNanoseconds) {
+    auto v = ParseIntToken(text);
+    if (v && *v >= 0 && *v <= kMaxBaseNs) header_.base_ns = *v;
+  } else if (k == keys::top::kHostName || k == keys::top::kHostname) {
+    auto s = DecodeString(text, scratch);
+    if (s && !s->empty()) header_.top_host = std::string(*s);
+  } else if (k == keys::top::kDistributedInfo) {
+    simdjson::padded_string padded(text);
+    od::parser parser;
+    od::document doc;
+    od::object obj;
+    if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return;
+    for (auto field_result : obj) {
+      od::field field;
+      if (std::move(field_result).get(field)) return;
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return;
+      if (key == keys::distributed::kPgConfig) {
+        od::array groups;
+        if (!field.value().get_array().get(groups)) TakeProcessGroups(groups, header_);
+        continue;
+      }
+      std::string_view tok = field.value().raw_json_token();
+      if (key == keys::distributed::kRank) {
+        auto r = ParseIntToken(tok);
+        if (r && *r >= 0 && *r <= kMaxRank) header_.rank = static_cast<int32_t>(*r);
+      } else if (key == keys::distributed::kWorldSize) {
+        auto w = ParseIntToken(tok);
+        if (w && *w > 0 && *w <= int64_t{kMaxRank} + 1)
+          header_.world_size = static_cast<int32_t>(*w);
+      } else if (key == keys::distributed::kBackend) {
+        auto b = DecodeString(tok, scratch);
+        if (b && (b->find("nccl") != std::string_view::npos ||
+                  b->find("rccl") != std::string_view::npos ||
+                  b->find("xccl") != std::string_view::npos)) {
+          header_.gpu_job = true;
+        }
+      } else if (key == keys::distributed::kHostname || key == keys::distributed::kHostName ||
+                 key == keys::distributed::kHost) {
+        auto s = DecodeString(tok, scratch);
+        if (s && !s->empty()) header_.dist_host = std::string(*s);
+      }
+    }
   }
 }
 

@@ -136,7 +136,6 @@ class TraceTokenizer {
   inline bool SkipNested(std::string* cap);
   inline void ParseRootObject();
   inline void TakeMember(const std::string& k, const std::string& text);
-  void TakeProcessGroups(std::string_view json);
   void Cut(const std::string& where);
   void Malformed(const std::string& what);
   void ReportDamage();

@@ -1,4 +1,4 @@
-#include "ingest/hangs/flight_recorder_reader.h"
+#include "ingest/traces/flight_recorder/flight_recorder_reader.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "base/text.h"
 #include "ingest/common/input_file.h"
 #include "ingest/common/sniff.h"
-#include "ingest/hangs/pickle_reader.h"
+#include "ingest/traces/flight_recorder/pickle_reader.h"
 
 namespace laggard {
 namespace {

@@ -66,8 +66,8 @@
 //
 // Thread-safety: the reader is stateless; each Read() owns its buffers.
 
-#ifndef LAGGARD_INGEST_HANGS_FLIGHT_RECORDER_READER_H_
-#define LAGGARD_INGEST_HANGS_FLIGHT_RECORDER_READER_H_
+#ifndef LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_FLIGHT_RECORDER_READER_H_
+#define LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_FLIGHT_RECORDER_READER_H_
 
 #include <cstdint>
 #include <memory>
@@ -82,4 +82,4 @@ std::unique_ptr<TraceReader> MakeFlightRecorderReader();
 
 }  // namespace laggard
 
-#endif  // LAGGARD_INGEST_HANGS_FLIGHT_RECORDER_READER_H_
+#endif  // LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_FLIGHT_RECORDER_READER_H_

@@ -31,8 +31,8 @@
 //
 // Thread-safety: pure functions; the values are immutable once returned.
 
-#ifndef LAGGARD_INGEST_HANGS_PICKLE_READER_H_
-#define LAGGARD_INGEST_HANGS_PICKLE_READER_H_
+#ifndef LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_PICKLE_READER_H_
+#define LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_PICKLE_READER_H_
 
 #include <cstdint>
 #include <memory>
@@ -99,4 +99,4 @@ std::string_view OpcodeName(uint8_t op);
 
 }  // namespace laggard::pickle
 
-#endif  // LAGGARD_INGEST_HANGS_PICKLE_READER_H_
+#endif  // LAGGARD_INGEST_TRACES_FLIGHT_RECORDER_PICKLE_READER_H_

@@ -1,4 +1,4 @@
-// Hang lines in rank logs (ingest/hangs/watchdog_lines.h): each line form on
+// Hang lines in rank logs (ingest/common/hang_lines.h): each line form on
 // the real lines of tests/data/hangs/ (sources in its README and each
 // file's comments), the global / group rank split, and how the step-log,
 // NCCL_DEBUG and hang-log readers share a log.
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "ingest/hangs/watchdog_lines.h"
+#include "ingest/common/hang_lines.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -4,15 +4,15 @@
 // reader, cut and damaged pickles, refused opcodes and the unpickler's
 // bounds.
 
-#include "ingest/hangs/flight_recorder_reader.h"
+#include "ingest/traces/flight_recorder/flight_recorder_reader.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "ingest/common/sniff.h"
-#include "ingest/hangs/pickle_reader.h"
 #include "ingest/ingest.h"
+#include "ingest/traces/flight_recorder/pickle_reader.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "ingest/hangs/pickle_reader.h"
+#include "ingest/traces/flight_recorder/pickle_reader.h"
 
 #include <algorithm>
 #include <bit>
@@ -164,16 +164,20 @@ class Unpickler {
       return Malformed(
           fmt::format("changes a {} that is already inside another value", KindName(parent.kind)));
     }
-    child->frozen = true;
-    parent.expanded += child->expanded;
-    parent.depth = std::max(parent.depth, child->depth + 1);
-    if (parent.expanded > kMaxExpandedNodes) {
+    // Limits first: a refused child leaves the parent as it was (Salvage()
+    // keeps what was added before).
+    const uint64_t expanded = parent.expanded + child->expanded;
+    const uint32_t depth = std::max(parent.depth, child->depth + 1);
+    if (expanded > kMaxExpandedNodes) {
       return Malformed(
           fmt::format("memo references expand past {} values; refused", kMaxExpandedNodes));
     }
-    if (parent.depth > kMaxDepth) {
+    if (depth > kMaxDepth) {
       return Malformed(fmt::format("values nest deeper than {}", kMaxDepth));
     }
+    child->frozen = true;
+    parent.expanded = expanded;
+    parent.depth = depth;
     return std::nullopt;
   }
 
@@ -358,6 +362,13 @@ class Unpickler {
         if (m == 0) return Malformed("no value below the MARK to add items to");
         return AddItems(*stack_[m - 1], m);
       }
+      default: return StepValue(op);
+    }
+  }
+
+  // Opcodes that push a scalar, or put / get the memo.
+  std::optional<Stopped> StepValue(uint8_t op) {
+    switch (op) {
       case 'X': {
         uint32_t n;
         if (!TakeLe(n)) return Truncated();

@@ -30,8 +30,8 @@
 //
 // Not thread-safe; one collector per file.
 
-#ifndef LAGGARD_INGEST_HANGS_WATCHDOG_LINES_H_
-#define LAGGARD_INGEST_HANGS_WATCHDOG_LINES_H_
+#ifndef LAGGARD_INGEST_COMMON_HANG_LINES_H_
+#define LAGGARD_INGEST_COMMON_HANG_LINES_H_
 
 #include <cstdint>
 #include <optional>
@@ -94,4 +94,4 @@ class HangLineCollector {
 
 }  // namespace laggard
 
-#endif  // LAGGARD_INGEST_HANGS_WATCHDOG_LINES_H_
+#endif  // LAGGARD_INGEST_COMMON_HANG_LINES_H_

@@ -1,0 +1,564 @@
+#include "analysis/hang_detector.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "analysis/parallel_layout.h"
+
+namespace laggard {
+namespace {
+
+constexpr double kConfidenceAllDumps = 0.85;
+constexpr double kConfidencePartial = 0.6;
+constexpr double kConfidenceLines = 0.5;
+
+bool IsDefaultGroup(std::string_view id, std::string_view desc) {
+  return id == "0" || desc == "default_pg";
+}
+
+std::string RankList(const std::vector<int32_t>& ranks, size_t max) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size() && i < max; ++i) parts.push_back(std::to_string(ranks[i]));
+  std::string s = fmt::format("{}", fmt::join(parts, ", "));
+  if (ranks.size() > max) s += fmt::format(" (+{} more)", ranks.size() - max);
+  return s;
+}
+
+// "rank 2" / "ranks 0, 1, 3".
+std::string Ranks(const std::vector<int32_t>& ranks, size_t max) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks, max);
+}
+
+std::string SizesText(const std::vector<std::vector<int64_t>>& sizes) {
+  std::vector<std::string> parts;
+  for (const auto& s : sizes) parts.push_back(fmt::format("[{}]", fmt::join(s, ", ")));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+std::string FramesText(const std::vector<StackFrame>& frames) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < frames.size() && i < 4; ++i) {
+    parts.push_back(fmt::format("{} ({}:{})", frames[i].name, frames[i].file, frames[i].line));
+  }
+  return fmt::format("{}", fmt::join(parts, " <- "));
+}
+
+class Collector {
+ public:
+  explicit Collector(const Run& run) : run_(run) {}
+
+  HangRankState& State(const std::string& pg_id, const std::string& desc, int32_t rank) {
+    Group& g = groups_[pg_id];
+    if (g.desc.empty()) g.desc = desc;
+    HangRankState& s = g.ranks[rank];
+    s.rank = rank;
+    return s;
+  }
+
+  void FromDumps() {
+    for (const FlightRecorderDump& d : run_.hang.dumps) {
+      if (!d.rank) continue;
+      for (const GroupProgress& p : d.status) {
+        HangRankState& s = State(p.pg_id, "", *d.rank);
+        s.from_dump = true;
+        s.enqueued = p.last_enqueued;
+        s.completed = p.last_completed;
+        s.src = SourceRef{d.file, 0};
+      }
+      // The entry each group waits in (its first not completed), else its
+      // last one: op, sizes and stack.
+      for (const CollectiveRecord& e : d.entries) {
+        if (e.is_p2p.value_or(false) || !e.collective_seq) continue;
+        auto git = groups_.find(e.pg_id);
+        if (git == groups_.end()) continue;
+        auto rit = git->second.ranks.find(*d.rank);
+        if (rit == git->second.ranks.end()) continue;
+        HangRankState& s = rit->second;
+        if (git->second.desc.empty()) git->second.desc = e.pg_desc;
+        const int64_t waiting = s.completed.value_or(-1) + 1;
+        if (*e.collective_seq == waiting) {
+          s.op_waiting = e.op;
+          s.sizes_waiting = SizesText(e.input_sizes);
+          s.frames = e.frames;
+        } else if (s.op_waiting.empty() && *e.collective_seq < waiting) {
+          s.frames = e.frames;  // the latest entry before it, until the one waited in shows
+        }
+      }
+    }
+  }
+
+  void FromEvents() {
+    for (const HangEvent& e : run_.hang.events) {
+      const bool timeout = e.kind == HangEventKind::kWatchdogTimeout ||
+                           e.kind == HangEventKind::kWatchdogException ||
+                           e.kind == HangEventKind::kBlockingWaitTimeout;
+      if (!timeout) continue;
+      std::string id = e.pg_id;
+      if (id.empty()) id = e.pg_desc == "default_pg" ? "0" : "?";
+      std::optional<int32_t> rank = e.rank;
+      if (!rank && IsDefaultGroup(id, e.pg_desc)) rank = e.group_rank;
+      if (!rank) continue;
+      HangRankState& s = State(id, e.pg_desc, *rank);
+      if (!s.src) s.src = e.src;
+      if (e.seq) s.timed_out = s.timed_out ? std::min(*s.timed_out, *e.seq) : *e.seq;
+      if (s.from_dump) continue;  // the dump's numbers are the rank's own, exact
+      if (e.last_completed) {
+        s.completed = std::max(s.completed.value_or(-1), *e.last_completed);
+        s.completed_inferred = false;
+      }
+      if (e.last_enqueued) s.enqueued = std::max(s.enqueued.value_or(-1), *e.last_enqueued);
+      if (e.kind == HangEventKind::kWatchdogTimeout && e.seq) {
+        // Collectives of a group complete in order: the ones before the
+        // timed-out work had completed, it had been enqueued.
+        if (!s.completed) {
+          s.completed = *e.seq - 1;
+          s.completed_inferred = true;
+        }
+        s.enqueued = std::max(s.enqueued.value_or(*e.seq), *e.seq);
+      }
+      if (s.op_waiting.empty() && !e.op.empty()) s.op_waiting = e.op;
+    }
+  }
+
+  // The groups, with members and the stuck collective.
+  std::vector<HangGroupState> Finish(std::optional<int32_t> world) const {
+    std::vector<HangGroupState> out;
+    for (const auto& [id, g] : groups_) {
+      HangGroupState gs;
+      gs.pg_id = id;
+      gs.pg_desc = g.desc;
+      for (const auto& [rank, s] : g.ranks) gs.ranks.push_back(s);
+      for (const ProcessGroupInfo& info : run_.hang.groups) {
+        if (info.id == id && !info.ranks.empty()) gs.members = info.ranks;
+        if (gs.pg_desc.empty() && info.id == id) gs.pg_desc = info.desc;
+      }
+      if (gs.members.empty() && world && IsDefaultGroup(id, gs.pg_desc)) {
+        for (int32_t r = 0; r < *world; ++r) gs.members.push_back(r);
+      }
+      for (const HangRankState& s : gs.ranks) {
+        if (!Waiting(s)) continue;
+        int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
+        gs.stuck_seq = gs.stuck_seq ? std::min(*gs.stuck_seq, n) : n;
+      }
+      out.push_back(std::move(gs));
+    }
+    return out;
+  }
+
+  // Waiting in a collective: enqueued past what it completed, or timed out.
+  static bool Waiting(const HangRankState& s) {
+    if (s.enqueued && s.completed) return *s.enqueued > *s.completed;
+    return s.timed_out.has_value();
+  }
+
+ private:
+  struct Group {
+    std::string desc;
+    std::map<int32_t, HangRankState> ranks;
+  };
+  const Run& run_;
+  std::map<std::string, Group> groups_;
+};
+
+std::optional<int32_t> WorldOf(const Run& run) {
+  int32_t world = RanksSeen(run);
+  for (const RankTrace& t : run.traces) {
+    if (t.world_size) world = std::max(world, *t.world_size);
+  }
+  for (const ProcessGroupInfo& g : run.hang.groups) {
+    if (IsDefaultGroup(g.id, g.desc) && g.size) world = std::max(world, *g.size);
+    for (int32_t r : g.ranks) world = std::max(world, r + 1);
+  }
+  for (const FlightRecorderDump& d : run.hang.dumps) {
+    if (d.rank) world = std::max(world, *d.rank + 1);
+  }
+  for (const HangEvent& e : run.hang.events) {
+    if (e.rank) world = std::max(world, *e.rank + 1);
+  }
+  if (world <= 0) return std::nullopt;
+  return world;
+}
+
+std::string GroupName(const HangGroupState& g) {
+  if (g.pg_id == "?") return "a process group the lines do not name";
+  return g.pg_desc.empty() ? fmt::format("process group {}", g.pg_id)
+                           : fmt::format("process group {} ({})", g.pg_id, g.pg_desc);
+}
+
+Finding Base(FindingCode code) {
+  Finding f;
+  f.code = code;
+  f.severity = Describe(code).severity;
+  return f;
+}
+
+double ConfidenceOf(const HangGroupState& g) {
+  bool dumps = std::all_of(g.ranks.begin(), g.ranks.end(),
+                           [](const HangRankState& s) { return s.from_dump; });
+  if (!dumps) return kConfidenceLines;
+  return !g.members.empty() && g.ranks.size() == g.members.size() ? kConfidenceAllDumps
+                                                                  : kConfidencePartial;
+}
+
+void AddStateEvidence(Finding& f, const HangRankState& s) {
+  std::string where = fmt::format("rank {}: last enqueued #{}, last completed #{}", s.rank,
+                                  s.enqueued ? std::to_string(*s.enqueued) : "?",
+                                  s.completed ? std::to_string(*s.completed) : "?");
+  if (!s.op_waiting.empty()) {
+    where += fmt::format(", waiting in {}", s.op_waiting);
+    if (!s.sizes_waiting.empty() && s.sizes_waiting != "[]") where += " " + s.sizes_waiting;
+  }
+  if (s.timed_out) where += fmt::format(", watchdog on #{}", *s.timed_out);
+  f.evidence.push_back({where, s.src});
+  if (!s.frames.empty()) {
+    f.evidence.push_back(
+        {fmt::format("rank {}'s last entry's stack: {}", s.rank, FramesText(s.frames)), s.src});
+  }
+}
+
+std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorOptions& o) {
+  if (!g.stuck_seq) return std::nullopt;
+  const int64_t n = *g.stuck_seq;
+  // Different ops or sizes at N.
+  std::map<std::string, std::vector<int32_t>> by_op;
+  for (const HangRankState& s : g.ranks) {
+    if (!Collector::Waiting(s) || !s.completed || *s.completed + 1 != n) continue;
+    if (!s.from_dump || s.op_waiting.empty()) continue;
+    by_op[s.op_waiting + " " + s.sizes_waiting].push_back(s.rank);
+  }
+  if (by_op.size() > 1) {
+    auto majority = std::max_element(by_op.begin(), by_op.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    Finding f = Base(FindingCode::kHangDesync);
+    for (const auto& [op, ranks] : by_op) {
+      if (&op == &majority->first) continue;
+      f.ranks.insert(f.ranks.end(), ranks.begin(), ranks.end());
+    }
+    std::sort(f.ranks.begin(), f.ranks.end());
+    f.entity.rank = f.ranks.front();
+    std::vector<std::string> ops;
+    for (const auto& [op, ranks] : by_op) {
+      ops.push_back(fmt::format("{} on rank {}", op, RankList(ranks, o.max_ranks_listed)));
+    }
+    f.message = fmt::format(
+        "{}: collective #{} is not the same on every rank ({}): {} called a different op",
+        GroupName(g), n, fmt::join(ops, "; "), Ranks(f.ranks, o.max_ranks_listed));
+    f.confidence = ConfidenceOf(g);
+    for (const HangRankState& s : g.ranks) AddStateEvidence(f, s);
+    f.next_steps.push_back(fmt::format(
+        "find where rank {} calls {} differently: a collective under a condition only some ranks "
+        "take, or tensors of rank-dependent shape; TORCH_DISTRIBUTED_DEBUG=DETAIL catches the "
+        "mismatch at its call",
+        f.ranks.front(), majority->first));
+    return f;
+  }
+  // Ranks past N (they completed it) while others wait in it.
+  std::vector<int32_t> behind, ahead;
+  int64_t furthest = n - 1;
+  for (const HangRankState& s : g.ranks) {
+    if (!s.completed) continue;
+    if (*s.completed >= n && !s.completed_inferred) {
+      ahead.push_back(s.rank);
+      furthest = std::max(furthest, *s.completed);
+    } else if (Collector::Waiting(s) && *s.completed + 1 == n) {
+      behind.push_back(s.rank);
+    }
+  }
+  if (ahead.empty() || behind.empty()) return std::nullopt;
+  Finding f = Base(FindingCode::kHangDesync);
+  f.ranks = behind;
+  f.entity.rank = behind.front();
+  f.message = fmt::format(
+      "{}: {} wait in collective #{} while {} completed it and went on (up to #{}): the "
+      "ranks are at different collectives; {} behind by {}",
+      GroupName(g), Ranks(behind, o.max_ranks_listed), n, Ranks(ahead, o.max_ranks_listed),
+      furthest, Ranks(behind, o.max_ranks_listed), furthest - (n - 1));
+  f.confidence = ConfidenceOf(g);
+  for (const HangRankState& s : g.ranks) AddStateEvidence(f, s);
+  f.next_steps.push_back(fmt::format(
+      "the ranks' collective sequences differ: compare the code paths of ranks {} and {} (a "
+      "collective some ranks skip, an uneven number of batches); rerun with "
+      "TORCH_DISTRIBUTED_DEBUG=DETAIL",
+      RankList(behind, 4), RankList(ahead, 4)));
+  return f;
+}
+
+std::optional<Finding> DecideNotJoined(const HangGroupState& g, const HangDetectorOptions& o) {
+  if (!g.stuck_seq) return std::nullopt;
+  const int64_t n = *g.stuck_seq;
+  std::vector<int32_t> missing, waiting;
+  for (const HangRankState& s : g.ranks) {
+    if (Collector::Waiting(s)) {
+      waiting.push_back(s.rank);
+    } else if (s.completed && *s.completed < n) {
+      missing.push_back(s.rank);  // done with all it enqueued, never enqueued #n
+    }
+  }
+  if (missing.empty() || waiting.empty()) return std::nullopt;
+  Finding f = Base(FindingCode::kHangNotJoined);
+  f.ranks = missing;
+  f.entity.rank = missing.front();
+  std::string op;
+  for (const HangRankState& s : g.ranks) {
+    if (Collector::Waiting(s) && !s.op_waiting.empty()) op = " (" + s.op_waiting + ")";
+  }
+  f.message = fmt::format(
+      "{}: {} never reached collective #{}{}, which {} wait in: finished #{} and stopped "
+      "before it",
+      GroupName(g), Ranks(missing, o.max_ranks_listed), n, op, Ranks(waiting, o.max_ranks_listed),
+      n - 1);
+  f.confidence = ConfidenceOf(g);
+  for (const HangRankState& s : g.ranks) {
+    if (std::find(missing.begin(), missing.end(), s.rank) != missing.end()) AddStateEvidence(f, s);
+  }
+  for (const HangRankState& s : g.ranks) {
+    if (Collector::Waiting(s) && f.evidence.size() < 8) AddStateEvidence(f, s);
+  }
+  f.next_steps.push_back(fmt::format(
+      "see where rank {} is: `py-spy dump --pid PID` on its host (every python process of it); "
+      "check its GPU (`dmesg | grep -i xid`, `nvidia-smi -q`) and host (CPU, memory, a stalled "
+      "data loader or checkpoint write)",
+      missing.front()));
+  return f;
+}
+
+std::optional<Finding> DecideStuck(const HangGroupState& g, const HangDetectorOptions& o) {
+  if (!g.stuck_seq || g.members.empty() || g.ranks.size() < g.members.size()) return std::nullopt;
+  for (const HangRankState& s : g.ranks) {
+    if (!Collector::Waiting(s) || !s.completed || *s.completed + 1 != *g.stuck_seq) {
+      return std::nullopt;
+    }
+  }
+  Finding f = Base(FindingCode::kHangStuckCollective);
+  f.entity.job = true;
+  f.ranks = g.members;
+  f.message = fmt::format(
+      "{}: every one of its {} ranks joined collective #{}{} and none completed it: the "
+      "transfer itself is stuck (network or NCCL), no rank is missing",
+      GroupName(g), g.members.size(), *g.stuck_seq,
+      g.ranks.front().op_waiting.empty() ? "" : " (" + g.ranks.front().op_waiting + ")");
+  f.confidence = ConfidenceOf(g);
+  for (size_t i = 0; i < g.ranks.size() && i < 4; ++i) AddStateEvidence(f, g.ranks[i]);
+  f.next_steps.push_back(fmt::format(
+      "check the network between ranks {}: NCCL_DEBUG=INFO logs for NET/IB errors, ibstat and "
+      "port counters of their hosts, nccl-tests across them",
+      RankList(g.members, o.max_ranks_listed)));
+  return f;
+}
+
+// PyTorch's own desync report names the ranks that did not join.
+std::optional<Finding> DecideFromReports(const Run& run, const HangDetectorOptions& o) {
+  for (FindingCode code : {FindingCode::kHangDesync, FindingCode::kHangNotJoined}) {
+    const HangEventKind kind = code == FindingCode::kHangDesync ? HangEventKind::kCollectiveMismatch
+                                                                : HangEventKind::kDesyncReport;
+    std::set<int32_t> named;
+    std::vector<const HangEvent*> lines;
+    for (const HangEvent& e : run.hang.events) {
+      if (e.kind != kind || e.ranks_named.empty()) continue;
+      named.insert(e.ranks_named.begin(), e.ranks_named.end());
+      lines.push_back(&e);
+    }
+    if (named.empty()) continue;
+    Finding f = Base(code);
+    f.ranks.assign(named.begin(), named.end());
+    f.entity.rank = f.ranks.front();
+    f.message = code == FindingCode::kHangDesync
+                    ? fmt::format(
+                          "torch.distributed's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) "
+                          "found ranks {} running a different collective than their peers",
+                          RankList(f.ranks, o.max_ranks_listed))
+                    : fmt::format(
+                          "PyTorch's desync report names ranks {} as not joining the collective "
+                          "the others wait in",
+                          RankList(f.ranks, o.max_ranks_listed));
+    f.confidence = kConfidenceLines + 0.1;
+    for (size_t i = 0; i < lines.size() && i < 4; ++i) {
+      f.evidence.push_back({lines[i]->text, lines[i]->src});
+    }
+    f.next_steps.push_back(
+        code == FindingCode::kHangDesync
+            ? fmt::format("find where rank {} calls a different collective than its peers (the "
+                          "mismatch message gives both)",
+                          f.ranks.front())
+            : fmt::format("see where rank {} is: `py-spy dump --pid PID` on its host; check its "
+                          "GPU (`dmesg | grep -i xid`) and host",
+                          f.ranks.front()));
+    return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> DecideProcessMissing(const Run& run, const HangDetectorOptions& o) {
+  // The watchdog aborts its own process (SIGABRT, exit -6) after a
+  // timeout: that exit is the hang's consequence, not its cause.
+  std::map<int32_t, const HangEvent*> exited;
+  for (const HangEvent& e : run.hang.events) {
+    if (e.kind != HangEventKind::kProcessExited || !e.rank) continue;
+    if (e.exit_code && *e.exit_code == -6) continue;
+    exited.emplace(*e.rank, &e);
+  }
+  if (exited.empty()) return std::nullopt;
+  Finding f = Base(FindingCode::kHangProcessMissing);
+  for (const auto& [rank, e] : exited) {
+    f.ranks.push_back(rank);
+    f.evidence.push_back({e->text, e->src});
+  }
+  f.entity.rank = f.ranks.front();
+  const HangEvent& first = *exited.begin()->second;
+  if (!first.host.empty()) f.entity.host = first.host;
+  f.message = fmt::format("the process of rank {} exited{}{} while its peers waited for it",
+                          RankList(f.ranks, o.max_ranks_listed),
+                          first.exit_code ? fmt::format(" (exit code {})", *first.exit_code) : "",
+                          first.host.empty() ? "" : " on " + first.host);
+  f.confidence = kConfidenceLines;
+  f.next_steps.push_back(fmt::format(
+      "read rank {}'s stderr for the error before it exited; exit -9 is a kill (the OOM "
+      "killer: `dmesg | grep -i oom`), a negative code -N is signal N",
+      f.ranks.front()));
+  return f;
+}
+
+std::optional<Finding> DecideTransport(const Run& run, const HangDetectorOptions& o) {
+  std::vector<const HangEvent*> lines;
+  std::set<int32_t> ranks;
+  for (const HangEvent& e : run.hang.events) {
+    if (e.kind != HangEventKind::kTransportError && e.kind != HangEventKind::kRemoteError) continue;
+    lines.push_back(&e);
+    if (e.rank) ranks.insert(*e.rank);
+  }
+  if (lines.empty()) return std::nullopt;
+  Finding f = Base(FindingCode::kHangTransportError);
+  f.ranks.assign(ranks.begin(), ranks.end());
+  const HangEvent* first = lines.front();
+  for (const HangEvent* e : lines) {
+    if (e->kind == HangEventKind::kTransportError) {
+      first = e;
+      break;
+    }
+  }
+  if (!first->host.empty()) f.entity.host = first->host;
+  if (!first->peer.empty()) f.entity.nic = first->peer;
+  if (f.ranks.size() == 1) f.entity.rank = f.ranks.front();
+  if (!f.entity.host && !f.entity.rank) f.entity.job = true;
+  f.message = fmt::format("{} transport error{}{}{}{}", lines.size(), lines.size() == 1 ? "" : "s",
+                          first->host.empty() ? "" : " on " + first->host,
+                          first->peer.empty() ? "" : ", peer " + first->peer,
+                          first->error_code ? fmt::format(", error {}", *first->error_code) : "");
+  if (!ranks.empty()) f.message += ", ranks " + RankList(f.ranks, o.max_ranks_listed);
+  f.confidence = kConfidenceLines;
+  for (size_t i = 0; i < lines.size() && i < 4; ++i) {
+    f.evidence.push_back({lines[i]->text, lines[i]->src});
+  }
+  f.next_steps.push_back(fmt::format(
+      "check the NIC and link{}{}: ibstat, port counters (symbol errors, link downed), "
+      "`dmesg | grep -i mlx5`; IB error 12 (retry exceeded) means the peer stopped answering: "
+      "check the peer host too",
+      first->host.empty() ? "" : " of " + first->host,
+      first->peer.empty() ? "" : " towards " + first->peer));
+  return f;
+}
+
+Finding Inconclusive(const Run& run, const std::vector<HangGroupState>& groups,
+                     const HangDetectorOptions& o) {
+  Finding f = Base(FindingCode::kHangInconclusive);
+  f.entity.job = true;
+  std::vector<std::string> parts;
+  for (const HangGroupState& g : groups) {
+    std::vector<int32_t> silent;
+    for (int32_t m : g.members) {
+      if (std::none_of(g.ranks.begin(), g.ranks.end(),
+                       [&](const HangRankState& s) { return s.rank == m; })) {
+        silent.push_back(m);
+      }
+    }
+    std::vector<int32_t> reported;
+    for (const HangRankState& s : g.ranks) reported.push_back(s.rank);
+    std::string p =
+        fmt::format("{}: ranks {} reported", GroupName(g), RankList(reported, o.max_ranks_listed));
+    if (g.stuck_seq) p += fmt::format(", waiting in #{}", *g.stuck_seq);
+    if (!silent.empty()) {
+      p += fmt::format(
+          "; ranks {} said nothing (no dump, no hang line): not evidence that they "
+          "are the ones missing",
+          RankList(silent, o.max_ranks_listed));
+    }
+    parts.push_back(p);
+  }
+  f.message = parts.empty()
+                  ? std::string("the inputs show a hang but no rank's progress in a process group")
+                  : fmt::format("the evidence does not tell which rank held the job: {}",
+                                fmt::join(parts, "; "));
+  for (const HangLogInfo& log : run.hang.logs) {
+    if (!log.truncated) continue;
+    f.evidence.push_back(
+        {fmt::format("log cut short ({}): the ranks it no longer shows may be there",
+                     log.truncation),
+         SourceRef{log.file, 0}});
+  }
+  for (const HangGroupState& g : groups) {
+    for (size_t i = 0; i < g.ranks.size() && f.evidence.size() < 8; ++i) {
+      AddStateEvidence(f, g.ranks[i]);
+    }
+  }
+  f.confidence = 0.3;
+  f.next_steps.push_back(std::string(Describe(FindingCode::kHangInconclusive).next_step));
+  return f;
+}
+
+}  // namespace
+
+HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
+  HangAnalysis a;
+  a.hang = !run.hang.dumps.empty() || !run.hang.events.empty();
+  if (!a.hang) return a;
+  a.world = WorldOf(run);
+  Collector c(run);
+  c.FromDumps();
+  c.FromEvents();
+  a.groups = c.Finish(a.world);
+
+  // The decided finding first: per group desync, then not joined; then
+  // PyTorch's own reports; a process that died; transport errors; a
+  // collective stuck with everyone in it; else inconclusive.
+  std::optional<Finding> decided;
+  for (const HangGroupState& g : a.groups) {
+    if ((decided = DecideDesync(g, o))) break;
+  }
+  if (!decided) {
+    for (const HangGroupState& g : a.groups) {
+      if ((decided = DecideNotJoined(g, o))) break;
+    }
+  }
+  if (!decided) decided = DecideFromReports(run, o);
+  std::optional<Finding> exited = DecideProcessMissing(run, o);
+  std::optional<Finding> transport = DecideTransport(run, o);
+  std::optional<Finding> stuck;
+  for (const HangGroupState& g : a.groups) {
+    if ((stuck = DecideStuck(g, o))) break;
+  }
+  if (!decided && exited) decided = std::exchange(exited, std::nullopt);
+  if (!decided && transport) {
+    // A stuck collective with transport errors beside it: the errors name
+    // where.
+    decided = std::exchange(transport, std::nullopt);
+    if (stuck) {
+      decided->evidence.insert(decided->evidence.begin(), {stuck->message, std::nullopt});
+      stuck.reset();
+    }
+  }
+  if (!decided && stuck) decided = std::exchange(stuck, std::nullopt);
+  if (!decided) decided = Inconclusive(run, a.groups, o);
+  a.findings.push_back(std::move(*decided));
+  for (auto* extra : {&exited, &transport, &stuck}) {
+    if (*extra) a.findings.push_back(std::move(**extra));
+  }
+  return a;
+}
+
+}  // namespace laggard
