@@ -11,6 +11,13 @@ torch.profiler traces) and scores the verdict against the job's truth.json.
   bench/realjobs/realjobs.py --laggard ... --quick                           # the test subset
   bench/realjobs/realjobs.py --laggard ... --only compute_2.0 --keep /tmp/rj  # one scenario, files kept
   bench/realjobs/realjobs.py --laggard ... --rescore /tmp/rj                 # re-diagnose kept runs
+  bench/realjobs/realjobs.py --laggard ... --pipeline [--quick]              # dp x pp pipeline jobs
+
+Pipeline jobs (--pipeline, pipeline_job.py: GPipe over gloo send / recv, DP
+all-reduce per stage, Megatron's layout line in rank 0's log): a last stage
+with K x the layers is right when a culprit is that stage (pp_stage, class
+imbalance) and no rank is named; a compute-slow rank and healthy runs are
+scored as above.
 
 Scoring, per run:
   fault run     right when the verdict's first culprit is the faulty rank and
