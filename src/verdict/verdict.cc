@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
-#include "analysis/stage_balance.h"
 #include "verdict/verdict_helpers.h"
 
 namespace laggard {
@@ -15,6 +13,7 @@ namespace {
 
 using verdict_internal::AddSteps;
 using verdict_internal::CulpritOf;
+using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
@@ -862,50 +861,6 @@ std::string StragglerSummary(const Verdict& v) {
   }
   if (v.culprits.size() > 3) s += fmt::format("; and {} more", v.culprits.size() - 3);
   return s;
-}
-
-}  // namespace
-
-namespace {
-
-// Traced compute per profiled step of `rank`, when traced.
-std::optional<double> ComputePerStep(const TraceAnalysis& traces, int32_t rank) {
-  for (const RankTraceStats& s : traces.ranks) {
-    if (s.rank == rank && s.steps > 0) {
-      return static_cast<double>(s.compute_busy_ns) / static_cast<double>(s.steps);
-    }
-  }
-  return std::nullopt;
-}
-
-// Whether every culprit of `v` is explained by the stage a stage imbalance
-// finding names (stage_balance.h): a rank of that stage (its ranks compute
-// alike), or a rank that computes no more than its role peers (same stage
-// and tp rank): compared with ranks of other stages it looked slow, against
-// its own role it is not.
-bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a) {
-  const Finding* stage = FirstOf(a.pipelines.findings, FindingCode::kPipelineStageImbalance);
-  if (stage == nullptr || v.culprits.empty() || !a.layout.layout) return false;
-  const RunLayout& layout = *a.layout.layout;
-  auto explained = [&](int32_t r) {
-    if (std::find(stage->ranks.begin(), stage->ranks.end(), r) != stage->ranks.end()) return true;
-    auto own = ComputePerStep(a.traces, r);
-    std::vector<double> peers;
-    for (int32_t p : layout.RolePeers(r)) {
-      if (p == r) continue;
-      if (auto c = ComputePerStep(a.traces, p)) peers.push_back(*c);
-    }
-    auto median = Median(peers);
-    return own && median && *median > 0 && *own / *median < 1 + StageBalanceOptions().member_band;
-  };
-  for (const Culprit& c : v.culprits) {
-    if (!c.ranks.empty()) {
-      if (!std::all_of(c.ranks.begin(), c.ranks.end(), explained)) return false;
-    } else if (!c.entity.rank || !explained(*c.entity.rank)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace

@@ -67,6 +67,11 @@ std::optional<std::string> TimeTieStep(const Analyses& a);
 // replay's numbers; nullopt when the pipeline detector found nothing.
 std::optional<Verdict> PipelineVerdict(const Analyses& a);
 
+// Whether every culprit of `v` is explained by the stage that a stage
+// imbalance finding names (pipeline_culprit.cc): then PipelineVerdict()'s
+// stage replaces them.
+bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a);
+
 // The verdict of a stopped job (hang_culprit.cc): the hang detector's first
 // finding as the culprit, with what the step times said about it before;
 // nullopt when the run holds no hang evidence.
