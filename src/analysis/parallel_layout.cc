@@ -52,13 +52,6 @@ std::string_view AxisName(Axis a) {
   return "?";
 }
 
-std::string LayoutText(const ParallelLayout& l) {
-  std::string s = fmt::format("dp={},pp={},tp={}", l.dp, l.pp, l.tp);
-  if (l.cp > 1) s += fmt::format(",cp={}", l.cp);
-  if (l.vpp > 1) s += fmt::format(",vpp={}", l.vpp);
-  return s;
-}
-
 // Whether `ranks` is one group of `axis` in layout `l`: members differ in
 // that axis only (data: dp, or dp shard / replicate, which both vary the dp
 // coordinate).

@@ -86,11 +86,9 @@ StageBalance AnalyzeStageBalance(const TraceAnalysis& traces, const RunLayout& l
   f.evidence.push_back({fmt::format("stage {}'s ranks alike (within {:.0f}%): {}", heavy.stage,
                                     100 * o.member_band, fmt::join(members, ", ")),
                         SourceRef{file_of[heavy.ranks[0]], 0}});
-  f.evidence.push_back({fmt::format("layout {} from {}",
-                                    fmt::format("dp={},pp={},tp={}", layout.layout.dp,
-                                                layout.layout.pp, layout.layout.tp),
-                                    LayoutSourceName(layout.source)),
-                        layout.src});
+  f.evidence.push_back(
+      {fmt::format("layout {} from {}", LayoutText(layout.layout), LayoutSourceName(layout.source)),
+       layout.src});
   if (layout.layout.dp < 2) {
     f.evidence.push_back(
         {"one data-parallel replica: a slow GPU on this stage would look the same; check its "

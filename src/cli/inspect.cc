@@ -400,7 +400,7 @@ std::string TraceText(const TraceFacts& t) {
   return s;
 }
 
-std::string LayoutText(const ParallelLayout& l) {
+std::string LayoutWords(const ParallelLayout& l) {
   std::string s = fmt::format("dp {} x pp {} x tp {}", l.dp, l.pp, l.tp);
   if (l.vpp > 1) s += fmt::format(", vpp {}", l.vpp);
   return s;
@@ -409,7 +409,7 @@ std::string LayoutText(const ParallelLayout& l) {
 std::string TimelineText(const TimelineFacts& t) {
   std::string workers = Plural(t.workers, "worker", "workers");
   if (t.first_rank) workers += fmt::format(" (ranks {})", Range(t.first_rank, t.last_rank));
-  std::string layout = t.layout ? "layout " + LayoutText(*t.layout)
+  std::string layout = t.layout ? "layout " + LayoutWords(*t.layout)
                                 : fmt::format("layout unknown ({} of {} workers placed)",
                                               t.workers_placed, t.workers);
   std::string s =

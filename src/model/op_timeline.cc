@@ -1,8 +1,17 @@
 #include "model/op_timeline.h"
 
+#include <fmt/format.h>
+
 #include "formats/megatron_timeline.h"
 
 namespace laggard {
+
+std::string LayoutText(const ParallelLayout& l) {
+  std::string s = fmt::format("dp={},pp={},tp={}", l.dp, l.pp, l.tp);
+  if (l.cp > 1) s += fmt::format(",cp={}", l.cp);
+  if (l.vpp > 1) s += fmt::format(",vpp={}", l.vpp);
+  return s;
+}
 
 const char* LayoutSourceName(LayoutSource s) {
   switch (s) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "model/source.h"
 
@@ -63,6 +64,9 @@ enum class LayoutSource : uint8_t {
   kProcessGroups,  // torch process groups (Kineto pg_config), by their members
 };
 const char* LayoutSourceName(LayoutSource s);
+
+// "dp=2,pp=4,tp=1" (",cp=C" / ",vpp=V" when > 1): --layout's own syntax.
+std::string LayoutText(const ParallelLayout& l);
 
 // One statement of a run's layout by one file.
 struct LayoutStatement {

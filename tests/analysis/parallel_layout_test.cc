@@ -160,6 +160,46 @@ TEST(ProcessGroupLayoutTest, GroupsAgainstMegatronsOrderGiveNoLayout) {
   ASSERT_FALSE(res.conflicts.empty());
 }
 
+// Real producers: HTA's test traces (torch 2.x) in the shared corpus.
+TEST(ProcessGroupLayoutTest, CorpusTracesKeepTheirProcessGroups) {
+  const std::string dir = std::string(LAGGARD_CORPUS_DIR) + "/kineto/";
+  const std::string nccl = dir + "hta__nccl_parser_config__nccl_data.json.gz";
+  const std::string gloo = dir + "hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  if (!std::filesystem::exists(nccl) || !std::filesystem::exists(gloo)) {
+    GTEST_SKIP() << "shared corpus not found at " << dir;
+  }
+  laggard::Run a = IngestAll({nccl});
+  ASSERT_EQ(a.traces.size(), 1u);
+  ASSERT_EQ(a.traces[0].groups.size(), 1u);
+  EXPECT_EQ(a.traces[0].groups[0].desc, "default_pg");
+  EXPECT_EQ(a.traces[0].groups[0].ranks, (std::vector<int32_t>{0, 1}));
+  laggard::Run b = IngestAll({gloo});
+  ASSERT_EQ(b.traces.size(), 1u);
+  ASSERT_EQ(b.traces[0].groups.size(), 11u);  // default_pg, 9 numbered, one hash-named
+  EXPECT_EQ(b.traces[0].groups[1].desc, "undefined");
+  EXPECT_EQ(b.traces[0].groups[1].ranks.size(), 300u);
+  // Undescribed groups of every rank: no layout, and no claim of one.
+  RunLayoutResult res = ResolveRunLayout(b, std::nullopt);
+  EXPECT_FALSE(res.layout);
+  EXPECT_TRUE(res.conflicts.empty());
+}
+
+TEST(ProcessGroupLayoutTest, BadGroupEntriesAreSkippedAndTheTraceStillReads) {
+  TempDir dir;
+  std::string t = KinetoWithGroups(1);
+  const std::string good = "\"pg_config\": [";
+  t.replace(t.find(good), good.size(),
+            good +
+                "7, {\"pg_name\": \"9\", \"pg_desc\": \"DATA_PARALLEL_GROUP\", \"ranks\": "
+                "[\"a\", -3]}, {\"pg_desc\": \"no name\", \"ranks\": [1]}, ");
+  laggard::Run run = IngestAll({WriteFile(dir.path() + "/rank1.json", t)});
+  ASSERT_EQ(run.traces.size(), 1u);
+  EXPECT_EQ(run.traces[0].ops.size(), 1u);
+  // The first entry is no object: the groups of that list are not trusted.
+  EXPECT_TRUE(run.traces[0].groups.empty());
+  EXPECT_FALSE(ResolveRunLayout(run, std::nullopt).layout);
+}
+
 TEST(ProcessGroupLayoutTest, UndescribedGroupsGiveNoLayout) {
   TempDir dir;
   std::string t = KinetoWithGroups(0);
