@@ -156,7 +156,12 @@ class TraceBuilder {
   [[gnu::always_inline]] void AddLaunchCall(uint32_t correlation, TimeNs start_ns) {
     PushBig(launches_, LaunchCall{correlation, start_ns});
   }
-  void ReserveOps(size_t more) { ops_.reserve(ops_.size() + more); }
+  // Room for `more` ops added with AddOpLaunchedAt (ops and launch times),
+  // so that neither vector doubles past what it holds.
+  void ReserveLaunchedOps(size_t more) {
+    ops_.reserve(ops_.size() + more);
+    launch_ns_.reserve(launch_ns_.size() + more);
+  }
   // The ops added since the last run are one run (one nsys table), most
   // likely in start order already: Finish() sorts runs apart, then merges.
   void EndOpRun();

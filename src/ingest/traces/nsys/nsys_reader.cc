@@ -18,6 +18,7 @@
 #include "ingest/traces/common/kernel_names.h"
 #include "ingest/traces/common/step_marker.h"
 #include "ingest/traces/common/trace_builder.h"
+#include "ingest/traces/nsys/launch_calls.h"
 #include "ingest/traces/nsys/sqlite_db.h"
 
 namespace laggard {
@@ -29,6 +30,7 @@ using nsys_sqlite::Db;
 using nsys_sqlite::ForEachRow;
 using nsys_sqlite::Has;
 using nsys_sqlite::IntAt;
+using nsys_sqlite::LaunchCalls;
 using nsys_sqlite::OpenReadOnly;
 using nsys_sqlite::QueryResult;
 using nsys_sqlite::Quote;
@@ -388,30 +390,30 @@ class ActivityReader {
     std::vector<std::string> cols = ColumnsOf(db_, kKernelTable);
     // The op's name: the demangled one, as Kineto shows it; older or
     // hand-made exports may only have a short, mangled or plain name.
-    std::string name_col = "NULL", alt_col = "NULL";
+    // The short name is fetched by rowid for the few kernels whose demangled
+    // name classifies as nothing (a column less on every row).
+    std::string name_col = "NULL";
     for (std::string_view c : {"demangledName", "shortName", "mangledName", "name"}) {
       if (Has(cols, c)) {
-        name_col = Quote(c);
+        name_col = "t." + Quote(c);
         break;
       }
     }
-    if (Has(cols, "demangledName") && Has(cols, "shortName")) alt_col = Quote("shortName");
-    if (name_col != "NULL") name_col = "t." + name_col;
-    if (alt_col != "NULL") alt_col = "t." + alt_col;
+    if (Has(cols, "demangledName") && Has(cols, "shortName")) PrepareAltName();
     std::string shape_cols;
     for (std::string_view c : {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"}) {
       shape_cols += ", " + TColumnOrNull(cols, c);
     }
-    auto [launch_col, launch_join] = LaunchJoin(cols);
+    const LaunchMatch launch = PrepareLaunches(cols);
     std::string sql =
-        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, {}, t.rowid, {}{} FROM {} AS t{}",
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {}{} FROM {} AS t",
                     TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), name_col,
-                    alt_col, launch_col, shape_cols, Quote(kKernelTable), launch_join);
-    ReadTable(kKernelTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
-      const KernelKind& kind = KernelKindOf(s, 4, 5);
+                    LaunchCols(cols), shape_cols, Quote(kKernelTable));
+    ReadTable(kKernelTable, sql, launch, [&](sqlite3_stmt* s, TraceOp& op) {
+      const KernelKind& kind = KernelKindOf(s, 4);
       op.name = kind.name;
       op.cls = kind.cls;
-      op.shape = ShapeOf(s, 8);
+      op.shape = ShapeOf(s, 9);
       if (op.cls == OpClass::kCommunication) {
         CollectiveCall call;
         call.start_ns = op.start_ns;
@@ -427,13 +429,13 @@ class ActivityReader {
   void ReadMemcpy() {
     if (!Has(facts_.info.tables, kMemcpyTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemcpyTable);
-    auto [launch_col, launch_join] = LaunchJoin(cols);
+    const LaunchMatch launch = PrepareLaunches(cols);
     std::string sql =
-        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t{}",
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, {}, NULL, t.rowid, {} FROM {} AS t",
                     TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
-                    TColumnOrNull(cols, "copyKind"), launch_col, Quote(kMemcpyTable), launch_join);
+                    TColumnOrNull(cols, "copyKind"), LaunchCols(cols), Quote(kMemcpyTable));
     std::array<std::optional<uint32_t>, 16> ids;
-    ReadTable(kMemcpyTable, sql, [&](sqlite3_stmt* s, TraceOp& op) {
+    ReadTable(kMemcpyTable, sql, launch, [&](sqlite3_stmt* s, TraceOp& op) {
       std::optional<int64_t> kind = IntAt(s, 4);
       size_t slot = (kind && *kind >= 0 && *kind < 15) ? static_cast<size_t>(*kind) : 15;
       if (!ids[slot]) ids[slot] = ctx_.out->names().Intern(MemcpyName(kind));
@@ -445,13 +447,13 @@ class ActivityReader {
   void ReadMemset() {
     if (!Has(facts_.info.tables, kMemsetTable)) return;
     std::vector<std::string> cols = ColumnsOf(db_, kMemsetTable);
-    auto [launch_col, launch_join] = LaunchJoin(cols);
+    const LaunchMatch launch = PrepareLaunches(cols);
     std::string sql =
-        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t{}",
-                    TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"), launch_col,
-                    Quote(kMemsetTable), launch_join);
+        fmt::format("SELECT t.\"start\", t.\"end\", {}, {}, NULL, NULL, t.rowid, {} FROM {} AS t",
+                    TColumnOrNull(cols, "deviceId"), TColumnOrNull(cols, "streamId"),
+                    LaunchCols(cols), Quote(kMemsetTable));
     uint32_t name = ctx_.out->names().Intern("Memset");
-    ReadTable(kMemsetTable, sql, [&](sqlite3_stmt*, TraceOp& op) {
+    ReadTable(kMemsetTable, sql, launch, [&](sqlite3_stmt*, TraceOp& op) {
       op.name = name;
       op.cls = OpClass::kMemset;
     });
@@ -523,6 +525,7 @@ class ActivityReader {
   void AttributeLaunchGaps(RankTrace& trace) { trace_.AttributeLaunchGaps(trace); }
 
   RankTrace Finish() {
+    launches_.reset();  // the activity tables are read: free the index first
     RankTrace trace = trace_.Finish(/*shift_ns=*/0, RepeatedSteps::kEarliest);
     for (const auto& [table, bad] : bad_) {
       ctx_.diag().Add(DiagCode::kTraceBadEvent, ctx_.path, 0,
@@ -553,24 +556,46 @@ class ActivityReader {
     return out;
   }
 
-  // The launch start of each row of an activity table (with columns `cols`,
-  // aliased t): a select expression and a join with the runtime API calls
-  // by correlationId, within the same process when both tables say which
-  // (RUNTIME.globalTid and the op's globalPid carry the pid in bits 24-55).
-  // nsys exports have no index on correlationId; SQLite builds one for the
-  // join. ("NULL", "") without a RUNTIME table or correlation columns.
-  std::pair<std::string, std::string> LaunchJoin(const std::vector<std::string>& cols) {
-    if (!Has(facts_.info.tables, kRuntimeTable) || !Has(cols, "correlationId")) return {"NULL", ""};
-    if (!runtime_cols_) runtime_cols_ = ColumnsOf(db_, kRuntimeTable);
-    const std::vector<std::string>& rc = *runtime_cols_;
-    if (!Has(rc, "correlationId") || !Has(rc, "start")) return {"NULL", ""};
-    bool by_pid = Has(rc, "globalTid") && Has(cols, "globalPid");
-    std::string join = fmt::format(
-        " LEFT JOIN (SELECT \"correlationId\" AS c, {} AS p, min(\"start\") AS s FROM {} WHERE "
-        "\"correlationId\" IS NOT NULL GROUP BY 1, 2) AS l ON l.c = t.\"correlationId\"{}",
-        by_pid ? "\"globalTid\" >> 24" : "0", Quote(kRuntimeTable),
-        by_pid ? " AND l.p = (t.\"globalPid\" >> 24)" : "");
-    return {"l.s", join};
+  // How the rows of an activity table find their launch call: by
+  // correlationId within the same process when both tables say which
+  // (RUNTIME.globalTid and the op's globalPid carry the pid in bits 24-55),
+  // by correlationId alone when neither does or the op table does not.
+  enum class LaunchMatch { kNone, kSameProcess, kAnyProcess };
+
+  // Reads the runtime calls once (the first table with a correlationId).
+  LaunchMatch PrepareLaunches(const std::vector<std::string>& cols) {
+    if (!Has(facts_.info.tables, kRuntimeTable) || !Has(cols, "correlationId")) {
+      return LaunchMatch::kNone;
+    }
+    if (!launches_) {
+      launches_.emplace();
+      std::vector<std::string> rc = ColumnsOf(db_, kRuntimeTable);
+      runtime_usable_ = Has(rc, "correlationId") && Has(rc, "start");
+      if (runtime_usable_) {
+        QueryResult r = launches_->Read(db_, std::string(kRuntimeTable), Has(rc, "globalTid"),
+                                        static_cast<uint64_t>(MaxRowid(kRuntimeTable).value_or(0)));
+        if (r.error) failures_.push_back(fmt::format("{}: {}", kRuntimeTable, *r.error));
+      }
+    }
+    if (!runtime_usable_) return LaunchMatch::kNone;
+    return !launches_->by_pid() || Has(cols, "globalPid") ? LaunchMatch::kSameProcess
+                                                          : LaunchMatch::kAnyProcess;
+  }
+
+  // Columns 7 and 8 of ReadTable's query: correlationId and globalPid.
+  static std::string LaunchCols(const std::vector<std::string>& cols) {
+    return fmt::format("{}, {}", TColumnOrNull(cols, "correlationId"),
+                       TColumnOrNull(cols, "globalPid"));
+  }
+
+  std::optional<int64_t> LaunchStart(sqlite3_stmt* s, LaunchMatch match) const {
+    if (match == LaunchMatch::kNone) return std::nullopt;
+    std::optional<int64_t> corr = IntAt(s, 7);
+    if (!corr) return std::nullopt;
+    if (match == LaunchMatch::kAnyProcess) return launches_->FindAnyProcess(*corr);
+    std::optional<int64_t> pid = IntAt(s, 8);
+    if (pid) *pid >>= 24;  // globalPid: the pid sits in bits 24-55
+    return launches_->Find(pid, *corr);
   }
 
   // "grid 132x1x1 block 128x1x1" from the six columns from `col`, interned;
@@ -586,10 +611,10 @@ class ActivityReader {
   }
 
   // Columns of `sql`: 0 start, 1 end, 2 deviceId, 3 streamId, then the
-  // table's own (4, 5), 6 rowid, 7 the launch call's start (or NULL), then
-  // the table's own again. `fill` sets name and class.
+  // table's own (4, 5), 6 rowid, 7 correlationId and 8 pid (LaunchCols),
+  // then the table's own again. `fill` sets name and class.
   template <typename Fill>
-  void ReadTable(std::string_view table, const std::string& sql, Fill&& fill) {
+  void ReadTable(std::string_view table, const std::string& sql, LaunchMatch launch, Fill&& fill) {
     Reserve(table);
     QueryResult r = ForEachRow(db_, sql, [&](sqlite3_stmt* s) {
       ++rows_;
@@ -614,7 +639,7 @@ class ActivityReader {
         op.stream = static_cast<int32_t>(*stream);
       }
       fill(s, op);
-      trace_.AddOpLaunchedAt(op, Shift(IntAt(s, 7)));
+      trace_.AddOpLaunchedAt(op, Shift(LaunchStart(s, launch)));
     });
     if (r.error) failures_.push_back(fmt::format("{}: {}", table, *r.error));
     trace_.EndOpRun();
@@ -624,19 +649,47 @@ class ActivityReader {
   // scan); bounded by the file size so that a forged rowid cannot make it
   // allocate more than the file could hold.
   void Reserve(std::string_view table) {
-    std::optional<int64_t> max_rowid;
-    ForEachRow(db_, fmt::format("SELECT max(rowid) FROM {}", Quote(table)),
-               [&](sqlite3_stmt* s) { max_rowid = IntAt(s, 0); });
+    std::optional<int64_t> max_rowid = MaxRowid(table);
     if (!max_rowid || *max_rowid <= 0) return;
     uint64_t bound = facts_.file_bytes / 16;  // an nsys row takes far more than 16 bytes
     uint64_t rows = std::min(static_cast<uint64_t>(*max_rowid), bound);
-    trace_.ReserveOps(rows);
+    trace_.ReserveLaunchedOps(rows);
+  }
+
+  void PrepareAltName() {
+    sqlite3_stmt* raw = nullptr;
+    std::string sql =
+        fmt::format("SELECT \"shortName\" FROM {} WHERE rowid = ?", Quote(kKernelTable));
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) == SQLITE_OK) {
+      alt_name_.reset(raw);
+    } else {
+      sqlite3_finalize(raw);
+    }
+  }
+
+  // The short name of the kernel row `rowid` (a rowid search), resolved.
+  std::optional<std::string> AltName(std::optional<int64_t> rowid) {
+    if (!alt_name_ || !rowid) return std::nullopt;
+    sqlite3_stmt* s = alt_name_.get();
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, *rowid);
+    std::optional<std::string> name;
+    if (sqlite3_step(s) == SQLITE_ROW) name = strings_.Resolve(s, 0);
+    sqlite3_reset(s);
+    return name;
+  }
+
+  std::optional<int64_t> MaxRowid(std::string_view table) {
+    std::optional<int64_t> max_rowid;
+    ForEachRow(db_, fmt::format("SELECT max(rowid) FROM {}", Quote(table)),
+               [&](sqlite3_stmt* s) { max_rowid = IntAt(s, 0); });
+    return max_rowid;
   }
 
   // Name, class and collective of the kernel in row `s`, cached by the
   // name's StringIds id (or text): a trace has millions of launches of a few
   // hundred kernels.
-  const KernelKind& KernelKindOf(sqlite3_stmt* s, int name_col, int alt_col) {
+  const KernelKind& KernelKindOf(sqlite3_stmt* s, int name_col) {
     const bool by_id = sqlite3_column_type(s, name_col) == SQLITE_INTEGER;
     const int64_t id = by_id ? sqlite3_column_int64(s, name_col) : 0;
     std::string text;
@@ -654,8 +707,7 @@ class ActivityReader {
     if (kind.cls == OpClass::kOtherCompute) {
       // The short name is what nsys itself shows; give it a say when the
       // demangled one matched nothing.
-      if (auto alt = strings_.Resolve(s, alt_col))
-        kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
+      if (auto alt = AltName(IntAt(s, 6))) kind.cls = ClassifyKernelName(*alt, ctx_.comm_kernels);
     }
     if (kind.cls == OpClass::kCommunication) {
       kind.collective = ctx_.out->names().Intern(CollectiveFromKernel(name));
@@ -674,7 +726,9 @@ class ActivityReader {
   std::map<std::string, BadRows> bad_;
   std::vector<std::string> failures_;
   std::unordered_map<int64_t, KernelKind> by_id_;
-  std::optional<std::vector<std::string>> runtime_cols_;
+  Stmt alt_name_;                        // a kernel row's shortName by rowid
+  std::optional<LaunchCalls> launches_;  // read by the first PrepareLaunches
+  bool runtime_usable_ = false;
   std::unordered_map<std::string, KernelKind> by_text_;
 };
 

@@ -168,11 +168,6 @@ StatusOr<Db> OpenReadOnly(const std::string& path) {
   return db;
 }
 
-std::optional<int64_t> IntAt(sqlite3_stmt* s, int col) {
-  if (sqlite3_column_type(s, col) != SQLITE_INTEGER) return std::nullopt;
-  return sqlite3_column_int64(s, col);
-}
-
 std::optional<std::string_view> TextAt(sqlite3_stmt* s, int col) {
   if (sqlite3_column_type(s, col) != SQLITE_TEXT) return std::nullopt;
   const unsigned char* p = sqlite3_column_text(s, col);
