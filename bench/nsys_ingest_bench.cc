@@ -185,40 +185,52 @@ bool CopiesRows(const std::string& table) {
   return true;
 }
 
-// Writes the export to `path`; "" or what went wrong.
-std::string GenerateExport(const std::string& schema, const std::string& path, uint64_t rows) {
+// What the generated export takes from the schema file.
+struct SchemaFile {
+  std::vector<std::pair<std::string, std::string>> objects;  // name, CREATE sql
+  int64_t page_size = 4096;
+  int64_t max_string_id = 0;
+  int64_t global_pid = 283534665187328;  // the corpus export's
+};
+
+bool ReadSchemaFile(const std::string& schema, SchemaFile& out) {
   sqlite3* src = nullptr;
   if (sqlite3_open_v2(schema.c_str(), &src, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     sqlite3_close(src);
-    return fmt::format("cannot open {}", schema);
+    return false;
   }
-  std::vector<std::pair<std::string, std::string>> objects;  // name, sql
-  int64_t page_size = 4096, max_string = 0, global_pid = 283534665187328;
-  {
-    sqlite3_stmt* q = nullptr;
-    sqlite3_prepare_v2(src,
-                       "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN "
-                       "('table', 'index') ORDER BY type DESC",
-                       -1, &q, nullptr);
-    while (q != nullptr && sqlite3_step(q) == SQLITE_ROW) {
-      objects.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)),
-                           reinterpret_cast<const char*>(sqlite3_column_text(q, 1)));
+  sqlite3_stmt* q = nullptr;
+  sqlite3_prepare_v2(src,
+                     "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN "
+                     "('table', 'index') ORDER BY type DESC",
+                     -1, &q, nullptr);
+  while (q != nullptr && sqlite3_step(q) == SQLITE_ROW) {
+    out.objects.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)),
+                             reinterpret_cast<const char*>(sqlite3_column_text(q, 1)));
+  }
+  sqlite3_finalize(q);
+  auto one = [&](const char* sql, int64_t& value) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(src, sql, -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
+      value = sqlite3_column_int64(st, 0);
     }
-    sqlite3_finalize(q);
-    auto one = [&](const char* sql, int64_t& out) {
-      sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v2(src, sql, -1, &s, nullptr) == SQLITE_OK &&
-          sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
-        out = sqlite3_column_int64(s, 0);
-      }
-      sqlite3_finalize(s);
-    };
-    one("PRAGMA page_size", page_size);
-    one("SELECT max(id) FROM StringIds", max_string);
-    one("SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1", global_pid);
-  }
+    sqlite3_finalize(st);
+  };
+  one("PRAGMA page_size", out.page_size);
+  one("SELECT max(id) FROM StringIds", out.max_string_id);
+  one("SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1", out.global_pid);
   sqlite3_close(src);
-  if (objects.empty()) return fmt::format("{} holds no tables", schema);
+  return !out.objects.empty();
+}
+
+// Writes the export to `path`; "" or what went wrong.
+std::string GenerateExport(const std::string& schema, const std::string& path, uint64_t rows) {
+  SchemaFile file;
+  if (!ReadSchemaFile(schema, file)) return fmt::format("cannot read the tables of {}", schema);
+  const std::vector<std::pair<std::string, std::string>>& objects = file.objects;
+  const int64_t page_size = file.page_size, max_string = file.max_string_id;
+  const int64_t global_pid = file.global_pid;
 
   fs::remove(path);
   sqlite3* db = nullptr;
@@ -376,8 +388,8 @@ Sample ReadOnly(const std::string& path) {
   return s;
 }
 
-// A bare scan: every column of every row fetched as an integer; `counts`
-// says whether the rows are kernel rows (for the rate).
+// A bare scan: every column of every row fetched as an integer (summed, so
+// that nothing is optimised away); the rows stepped, or ok = false.
 uint64_t Scan(sqlite3* db, const char* sql, bool& ok) {
   sqlite3_stmt* q = nullptr;
   if (sqlite3_prepare_v2(db, sql, -1, &q, nullptr) != SQLITE_OK) {
@@ -563,8 +575,8 @@ int Main(int argc, char** argv) {
     o.schema = std::string(LAGGARD_CORPUS_DIR) + "/nsys_sqlite/cuckoo_hash_report1.sqlite";
   if (!fs::exists(o.schema)) {
     std::fprintf(stderr,
-                 "nsys_ingest_bench: no nsys export to take the schema from at %s (the corpus, "
-                 "../shared/corpus, is absent); pass --schema PATH\n",
+                 "nsys_ingest_bench: no nsys export at %s to take the schema from (the "
+                 "default is the shared corpus's, ../shared/corpus); pass --schema PATH\n",
                  o.schema.c_str());
     return 2;
   }
