@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace laggard::bench {
@@ -156,6 +158,86 @@ Sample RunInChild(const std::function<Sample()>& body) {
     s.peak_rss_kb = -s.peak_rss_kb;
   }
   return s;
+}
+
+// --- Rounds ---------------------------------------------------------------
+//
+// A table's rows, each run once per round for several rounds, so that a burst
+// of other work on the machine hits all rows alike. Sample also needs `bool
+// ok`, `double cpu_s` and `double wall_s`.
+
+template <typename Sample>
+struct Measurement {
+  std::string name;
+  std::function<Sample()> body;
+};
+
+template <typename Sample>
+struct RoundsRow {
+  std::string name;
+  Sample s;  // the round with the lowest CPU time, with the highest peak RSS of all
+  std::vector<double> cpu_s, wall_s;  // every good round's
+  double steal_s = 0, ran_s = 0;      // steal over the row's rounds, and their wall time
+
+  // The share of the VM's CPU time the hypervisor gave to other guests
+  // while the row ran (NaN where /proc/stat does not say).
+  double steal_share() const {
+    double cpus = std::max(1u, std::thread::hardware_concurrency());
+    return ran_s > 0 ? steal_s / (ran_s * cpus) : 0;
+  }
+};
+
+// The order statistics of `v` (not empty): min, median, max.
+struct Spread {
+  double min = 0, median = 0, max = 0;
+};
+inline Spread SpreadOf(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {v.front(), median, v.back()};
+}
+
+// "min / median / max" of `v`, `digits` after the point.
+inline std::string SpreadText(const std::vector<double>& v, int digits = 2) {
+  Spread s = SpreadOf(v);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.*f / %.*f / %.*f", digits, s.min, digits, s.median, digits,
+                s.max);
+  return buf;
+}
+
+// Runs every measurement once per round (each in its own child), `rounds`
+// times; a row that fails keeps that failure and is not run again.
+// Prints a line per round with the load average.
+template <typename Sample>
+std::vector<RoundsRow<Sample>> RunRounds(const std::vector<Measurement<Sample>>& ms, int rounds) {
+  std::vector<RoundsRow<Sample>> rows;
+  for (const Measurement<Sample>& m : ms) rows.push_back({m.name, Sample(), {}, {}, 0, 0});
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < ms.size(); ++i) {
+      RoundsRow<Sample>& row = rows[i];
+      if (round > 0 && !row.s.ok) continue;
+      const double steal0 = StealSeconds();
+      const auto t0 = std::chrono::steady_clock::now();
+      Sample s = RunInChild<Sample>(ms[i].body);
+      row.steal_s += StealSeconds() - steal0;
+      row.ran_s += Seconds(t0, std::chrono::steady_clock::now());
+      if (!s.ok) {  // reported as failed, whichever round it was
+        row.s = s;
+        continue;
+      }
+      row.cpu_s.push_back(s.cpu_s);
+      row.wall_s.push_back(s.wall_s);
+      long peak = std::max(row.s.peak_rss_kb, s.peak_rss_kb);
+      if (round == 0 || s.cpu_s < row.s.cpu_s) row.s = s;
+      row.s.peak_rss_kb = peak;
+    }
+    std::printf("round %d of %d done, load average %s\n", round + 1, rounds, LoadAverage().c_str());
+    std::fflush(stdout);
+  }
+  return rows;
 }
 
 }  // namespace laggard::bench

@@ -54,7 +54,6 @@
 
 #include "bench_child.h"
 
-#include "analysis/robust_stats.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 
@@ -67,9 +66,7 @@ using bench::CpuModel;
 using bench::CpuSeconds;
 using bench::g_rss_reset_works;
 using bench::LoadAverage;
-using bench::RunInChild;
 using bench::Seconds;
-using bench::StealSeconds;
 
 constexpr int kStreams = 8;
 constexpr int kKernelsPerStep = 2000;
@@ -464,52 +461,8 @@ Sample IngestExport(const std::string& path, uint64_t kernel_rows) {
 
 // --- The table ---------------------------------------------------------------
 
-struct Measurement {
-  std::string name;
-  std::function<Sample()> body;
-};
-
-struct Row {
-  std::string name;
-  Sample s;  // the last round's, with the highest peak RSS
-  std::vector<double> cpu_s, wall_s;
-  double steal_s = 0, ran_s = 0;
-};
-
-std::vector<Row> RunRounds(const std::vector<Measurement>& ms, int rounds) {
-  std::vector<Row> rows;
-  for (const Measurement& m : ms) rows.push_back({m.name, Sample(), {}, {}, 0, 0});
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t i = 0; i < ms.size(); ++i) {
-      Row& row = rows[i];
-      if (round > 0 && !row.s.ok) continue;
-      const double steal0 = StealSeconds();
-      const auto t0 = Clock::now();
-      Sample s = RunInChild<Sample>(ms[i].body);
-      row.steal_s += StealSeconds() - steal0;
-      row.ran_s += Seconds(t0, Clock::now());
-      if (!s.ok) {
-        row.s = s;
-        continue;
-      }
-      row.cpu_s.push_back(s.cpu_s);
-      row.wall_s.push_back(s.wall_s);
-      long peak = std::max(row.s.peak_rss_kb, s.peak_rss_kb);
-      row.s = s;
-      row.s.peak_rss_kb = peak;
-    }
-    fmt::print("round {} of {} done, load average {}\n", round + 1, rounds, LoadAverage());
-  }
-  return rows;
-}
-
-double StealShare(const Row& r) {
-  double cpus = std::max(1u, std::thread::hardware_concurrency());
-  return r.ran_s > 0 ? r.steal_s / (r.ran_s * cpus) : 0;
-}
-
-double Min(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-double Max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+using Measurement = bench::Measurement<Sample>;
+using Row = bench::RoundsRow<Sample>;
 
 void PrintTable(const std::vector<Row>& rows, uint64_t kernel_rows) {
   fmt::print("{:<44} {:>9} {:>8} {:>19} {:>7} {:>9} {:>7} {:>6}\n", "measurement", "M rows/s",
@@ -522,20 +475,18 @@ void PrintTable(const std::vector<Row>& rows, uint64_t kernel_rows) {
       fmt::print("{:<44} failed: {}\n", r.name, r.s.note);
       continue;
     }
-    const double med_cpu = Median(r.cpu_s).value_or(0), med_wall = Median(r.wall_s).value_or(0);
+    const bench::Spread cpu = bench::SpreadOf(r.cpu_s), wall = bench::SpreadOf(r.wall_s);
     const double rows_m = static_cast<double>(kernel_rows) / 1e6;
     const double rss = static_cast<double>(r.s.peak_rss_kb) * 1024;
-    std::string rate = r.s.rows > 0 ? fmt::format("{:.2f}", rows_m / Min(r.cpu_s)) : "-";
-    std::string rate_wall = r.s.rows > 0 ? fmt::format("{:.2f}", rows_m / med_wall) : "-";
+    std::string rate = r.s.rows > 0 ? fmt::format("{:.2f}", rows_m / cpu.min) : "-";
+    std::string rate_wall = r.s.rows > 0 ? fmt::format("{:.2f}", rows_m / wall.median) : "-";
     if (r.s.rows == 0 && r.s.bytes > 0) {  // the read row: GB/s instead
-      rate = fmt::format("{:.2f} GB/s", static_cast<double>(r.s.bytes) / Min(r.cpu_s) / 1e9);
-      rate_wall = fmt::format("{:.2f}", static_cast<double>(r.s.bytes) / med_wall / 1e9);
+      rate = fmt::format("{:.2f} GB/s", static_cast<double>(r.s.bytes) / cpu.min / 1e9);
+      rate_wall = fmt::format("{:.2f}", static_cast<double>(r.s.bytes) / wall.median / 1e9);
     }
-    fmt::print(
-        "{:<44} {:>9} {:>8} {:>5.2f} / {:>5.2f} / {:>5.2f} {:>7.2f} {:>6.0f} MB {:>7.1f} "
-        "{:>5.1f}%\n",
-        r.name, rate, rate_wall, Min(r.cpu_s), med_cpu, Max(r.cpu_s), med_wall, rss / 1e6,
-        rss / static_cast<double>(kernel_rows), 100 * StealShare(r));
+    fmt::print("{:<44} {:>9} {:>8} {:>19} {:>7.2f} {:>6.0f} MB {:>7.1f} {:>5.1f}%\n", r.name, rate,
+               rate_wall, bench::SpreadText(r.cpu_s), wall.median, rss / 1e6,
+               rss / static_cast<double>(kernel_rows), 100 * r.steal_share());
   }
 }
 
@@ -615,18 +566,19 @@ int Main(int argc, char** argv) {
        [&] { return BareScan(path, true, false, true); }},
       {"(b) laggard Ingest(), threads=1", [&] { return IngestExport(path, rows); }},
   };
-  std::vector<Row> table = RunRounds(ms, o.repeat);
+  std::vector<Row> table = bench::RunRounds(ms, o.repeat);
   fmt::print("\n");
   PrintTable(table, rows);
   const Row& kernel = table[1];
   const Row& both = table[3];
   const Row& ingest = table[5];
   if (kernel.s.ok && both.s.ok && ingest.s.ok) {
-    const double ingest_cpu = Median(ingest.cpu_s).value_or(0);
+    const double ingest_cpu = bench::SpreadOf(ingest.cpu_s).median;
     fmt::print(
         "\ningest / bare KERNEL scan: {:.2f}x CPU; ingest / bare KERNEL + RUNTIME scans: {:.2f}x "
         "CPU (medians)\n",
-        ingest_cpu / Median(kernel.cpu_s).value_or(1), ingest_cpu / Median(both.cpu_s).value_or(1));
+        ingest_cpu / bench::SpreadOf(kernel.cpu_s).median,
+        ingest_cpu / bench::SpreadOf(both.cpu_s).median);
     fmt::print("ingest: {}\n", ingest.s.note);
   }
   if (!g_rss_reset_works) {

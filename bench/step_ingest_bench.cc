@@ -12,13 +12,21 @@
 //   (b) ingest     Ingest() of the one file, threads=1: single-core parse
 //   (c) ingest     the same lines split into 8 files (one per node group),
 //                  threads=1 and threads=2: scaling across files
-//   (d) diagnose   AnalyzeStepTimes + DecideVerdict on the Run of (b)
-//   (e) total      (b) + (d) in one process, as `laggard diagnose` does
+//   (d) diagnose   AnalyzeStepTimes + DecideVerdict on the Run of (b), timed
+//                  alone
+//   (e) total      (b) + (d) in one process, as `laggard diagnose` does; and
+//                  the same from the 8 files on 2 threads
 //   (f) peak RSS   of every child (getrusage ru_maxrss)
 // and the gzip variant of (a) and (b). MB are 10^6 bytes (of decompressed
 // text in the rates). The files sit in the page cache after generation, so
-// the numbers are parse speed, not disk speed. Times are the best of
-// --repeat runs: other work on the machine only ever slows a run down.
+// the numbers are parse speed, not disk speed. Every row runs once per
+// round, --repeat rounds (5, at least 3); the table prints min / median /
+// max wall and CPU s, rates from the median round, the highest peak RSS, and
+// "steal": the share of the VM's CPU time the hypervisor gave to other
+// guests while the row ran (/proc/stat).
+//
+// At the scale of the largest jobs: --ranks 100000 --steps 1000 (10^8
+// records, ~3.6 GB of text; issue 25).
 //
 // Usage: step_ingest_bench [--ranks N] [--steps N] [--repeat N]
 //                          [--dir PATH] [--keep] [--gzip-level 1-9]
@@ -91,22 +99,6 @@ struct Sample {
   char note[256] = {};
 };
 
-// The fastest run; the highest peak RSS of all runs.
-Sample Repeat(int n, const std::function<Sample()>& body) {
-  std::vector<Sample> runs;
-  for (int i = 0; i < n; ++i) {
-    runs.push_back(RunInChild<Sample>(body));
-    if (!runs.back().ok) return runs.back();
-  }
-  long peak = 0;
-  for (const Sample& s : runs) peak = std::max(peak, s.peak_rss_kb);
-  std::sort(runs.begin(), runs.end(),
-            [](const Sample& a, const Sample& b) { return a.wall_s < b.wall_s; });
-  Sample best = runs.front();
-  best.peak_rss_kb = peak;
-  return best;
-}
-
 // (a): the floor of any line-oriented ingest.
 Sample SplitLines(const std::string& path) {
   Sample s;
@@ -132,8 +124,13 @@ Sample SplitLines(const std::string& path) {
   return s;
 }
 
-// (b), (c), (d), (e): Ingest(), then optionally the diagnosis.
-Sample IngestAndMaybeDiagnose(const std::string& path, int threads, bool diagnose) {
+// What a row of IngestAndMaybeDiagnose times.
+enum class Timed { kIngest, kDiagnoseOnly, kTotal };
+
+// (b), (c), (d), (e): Ingest(), then optionally the diagnosis; the sample's
+// times are the ingest's, the diagnosis's alone (d), or both (e).
+Sample IngestAndMaybeDiagnose(const std::string& path, int threads, Timed timed) {
+  const bool diagnose = timed != Timed::kIngest;
   Sample s;
   // The reader set of `laggard diagnose` without --step-pattern.
   auto readers = MakeDefaultTextReaders(std::nullopt);
@@ -147,6 +144,7 @@ Sample IngestAndMaybeDiagnose(const std::string& path, int threads, bool diagnos
   auto t0 = Clock::now();
   auto run = Ingest({path}, readers->readers, options);
   auto t1 = Clock::now();
+  const double cpu_ingested = CpuSeconds();
   if (!run.ok()) {
     std::snprintf(s.note, sizeof s.note, "%s", run.status().message().c_str());
     return s;
@@ -162,10 +160,10 @@ Sample IngestAndMaybeDiagnose(const std::string& path, int threads, bool diagnos
     auto t3 = Clock::now();
     s.analyze_s = Seconds(t1, t2);
     s.verdict_s = Seconds(t2, t3);
-    s.wall_s = Seconds(t0, t3);
+    s.wall_s = timed == Timed::kDiagnoseOnly ? Seconds(t1, t3) : Seconds(t0, t3);
     std::snprintf(s.note, sizeof s.note, "%s", verdict.summary.c_str());
   }
-  s.cpu_s = CpuSeconds() - cpu0;
+  s.cpu_s = CpuSeconds() - (timed == Timed::kDiagnoseOnly ? cpu_ingested : cpu0);
   s.ok = true;
   return s;
 }
@@ -201,25 +199,27 @@ std::string Rate(double count, double seconds, double unit) {
   return seconds > 0 ? fmt::format("{:.1f}", count / seconds / unit) : "-";
 }
 
-struct Row {
-  std::string name;
-  Sample s;
-  bool throughput = true;  // lines/s and MB/s make sense for this row
-};
+using Row = bench::RoundsRow<Sample>;
 
-void PrintTable(const std::vector<Row>& rows) {
-  fmt::print("{:<44} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "measurement", "seconds", "Mlines/s",
-             "MB/s", "CPU s", "peak RSS");
-  fmt::print("{:-<96}\n", "");
-  for (const Row& r : rows) {
+// Wall-time rates from the median round; times as min / median / max.
+void PrintTable(const std::vector<Row>& rows, const std::vector<bool>& throughput) {
+  fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23} {:>10} {:>6}\n", "measurement", "Mlines/s", "MB/s",
+             "wall s", "CPU s", "peak RSS", "steal");
+  fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23}\n", "", "median", "median", "min / median / max",
+             "min / median / max");
+  fmt::print("{:-<131}\n", "");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
     if (!r.s.ok) {
       fmt::print("{:<44} failed: {}\n", r.name, r.s.note);
       continue;
     }
-    fmt::print("{:<44} {:>9.3f} {:>9} {:>9} {:>9.2f} {:>7.0f} MB\n", r.name, r.s.wall_s,
-               r.throughput ? Rate(static_cast<double>(r.s.lines), r.s.wall_s, 1e6) : "-",
-               r.throughput ? Rate(static_cast<double>(r.s.bytes), r.s.wall_s, 1e6) : "-",
-               r.s.cpu_s, static_cast<double>(r.s.peak_rss_kb) * 1024 / 1e6);
+    const double wall = bench::SpreadOf(r.wall_s).median;
+    fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23} {:>7.0f} MB {:>5.1f}%\n", r.name,
+               throughput[i] ? Rate(static_cast<double>(r.s.lines), wall, 1e6) : "-",
+               throughput[i] ? Rate(static_cast<double>(r.s.bytes), wall, 1e6) : "-",
+               bench::SpreadText(r.wall_s, 3), bench::SpreadText(r.cpu_s, 3),
+               static_cast<double>(r.s.peak_rss_kb) * 1024 / 1e6, 100 * r.steal_share());
   }
 }
 
@@ -233,7 +233,7 @@ bool ParseArgs(int argc, char** argv, BenchOptions& o) {
     } else if ((a == "--ranks" || a == "--steps" || a == "--repeat" || a == "--gzip-level") &&
                (v = value()) != nullptr) {
       int n = std::atoi(v);
-      if (n <= 0) return false;
+      if (n <= 0 || (a == "--repeat" && n < 3)) return false;
       (a == "--ranks"    ? o.ranks
        : a == "--steps"  ? o.steps
        : a == "--repeat" ? o.repeat
@@ -303,48 +303,58 @@ int Main(int argc, char** argv) {
   malloc_trim(0);
   fmt::print(
       "data in {} ({:.1f} MB text, {:.1f} MB gzip -{}), generated in {:.1f} s; "
-      "best of {} runs\n\n",
+      "{} rounds\n\n",
       o.dir, static_cast<double>(fs::file_size(log)) / 1e6,
       static_cast<double>(fs::file_size(gz)) / 1e6, o.gzip_level, Seconds(g0, Clock::now()),
       o.repeat);
 
-  int r = o.repeat;
-  std::vector<Row> rows;
-  rows.push_back({"(a) baseline: read + split lines", Repeat(r, [&] { return SplitLines(log); })});
-  rows.push_back({"(b) Ingest, 1 file, threads=1",
-                  Repeat(r, [&] { return IngestAndMaybeDiagnose(log, 1, false); })});
-  rows.push_back({"(c) Ingest, 8 files, threads=1",
-                  Repeat(r, [&] { return IngestAndMaybeDiagnose(split_dir, 1, false); })});
-  rows.push_back({"(c) Ingest, 8 files, threads=2",
-                  Repeat(r, [&] { return IngestAndMaybeDiagnose(split_dir, 2, false); })});
-  Sample total = Repeat(r, [&] { return IngestAndMaybeDiagnose(log, 1, true); });
-  Sample diagnose = total;
-  diagnose.wall_s = total.analyze_s + total.verdict_s;
-  diagnose.cpu_s = 0;
-  rows.push_back({fmt::format("(d) AnalyzeStepTimes + DecideVerdict"), diagnose, false});
-  rows.push_back({"(e) total: Ingest(1 file, threads=1) + (d)", total});
-  rows.push_back(
-      {"gz (a) baseline: inflate + split lines", Repeat(r, [&] { return SplitLines(gz); })});
-  rows.push_back({"gz (b) Ingest, 1 .gz file, threads=1",
-                  Repeat(r, [&] { return IngestAndMaybeDiagnose(gz, 1, false); })});
-  PrintTable(rows);
+  using M = bench::Measurement<Sample>;
+  std::vector<M> ms = {
+      {"(a) baseline: read + split lines", [&] { return SplitLines(log); }},
+      {"(b) Ingest, 1 file, threads=1",
+       [&] { return IngestAndMaybeDiagnose(log, 1, Timed::kIngest); }},
+      {"(c) Ingest, 8 files, threads=1",
+       [&] { return IngestAndMaybeDiagnose(split_dir, 1, Timed::kIngest); }},
+      {"(c) Ingest, 8 files, threads=2",
+       [&] { return IngestAndMaybeDiagnose(split_dir, 2, Timed::kIngest); }},
+      {"(d) AnalyzeStepTimes + DecideVerdict",
+       [&] { return IngestAndMaybeDiagnose(log, 1, Timed::kDiagnoseOnly); }},
+      {"(e) total: Ingest(1 file, threads=1) + (d)",
+       [&] { return IngestAndMaybeDiagnose(log, 1, Timed::kTotal); }},
+      {"(e) total: Ingest(8 files, threads=2) + (d)",
+       [&] { return IngestAndMaybeDiagnose(split_dir, 2, Timed::kTotal); }},
+      {"gz (a) baseline: inflate + split lines", [&] { return SplitLines(gz); }},
+      {"gz (b) Ingest, 1 .gz file, threads=1",
+       [&] { return IngestAndMaybeDiagnose(gz, 1, Timed::kIngest); }},
+  };
+  const std::vector<bool> throughput = {true, true, true, true, false, true, true, true, true};
+  std::vector<Row> rows = bench::RunRounds(ms, o.repeat);
+  fmt::print("\n");
+  PrintTable(rows, throughput);
   fmt::print("load average {} at the end\n", LoadAverage());
 
   const Sample& a = rows[0].s;
   const Sample& b = rows[1].s;
-  const Sample& c1 = rows[2].s;
-  const Sample& c2 = rows[3].s;
+  const Sample& total = rows[5].s;
+  const Sample& total2 = rows[6].s;
+  auto median_wall = [&](size_t i) { return bench::SpreadOf(rows[i].wall_s).median; };
   fmt::print(
-      "\n(d) split: AnalyzeStepTimes {:.3f} s, DecideVerdict {:.3f} s "
+      "\n(d) split (best round of (e)): AnalyzeStepTimes {:.3f} s, DecideVerdict {:.3f} s "
       "(its peak RSS is (e)'s: it needs the Run in memory)\n",
       total.analyze_s, total.verdict_s);
   fmt::print("(e) {}\n", total.note);
   if (a.ok && b.ok) {
     fmt::print("full ingest / bare baseline: {:.2f}x the time ({:.0f}% of the baseline's MB/s)\n",
-               b.wall_s / a.wall_s, 100.0 * a.wall_s / b.wall_s);
+               median_wall(1) / median_wall(0), 100.0 * median_wall(0) / median_wall(1));
   }
-  if (c1.ok && c2.ok)
-    fmt::print("threads=2 / threads=1 on 8 files: {:.2f}x speed-up\n", c1.wall_s / c2.wall_s);
+  if (rows[2].s.ok && rows[3].s.ok) {
+    fmt::print("threads=2 / threads=1 on 8 files: {:.2f}x speed-up (medians)\n",
+               median_wall(2) / median_wall(3));
+  }
+  if (b.ok) {
+    fmt::print("peak RSS of (b): {:.1f} B per step record\n",
+               static_cast<double>(b.peak_rss_kb) * 1024 / static_cast<double>(b.lines));
+  }
   if (b.ok && a.ok && b.lines != a.lines) {
     fmt::print("WARNING: Ingest took {} records from {} lines\n", b.lines, a.lines);
   }
@@ -352,14 +362,21 @@ int Main(int argc, char** argv) {
     fmt::print("WARNING: /proc/self/clear_refs not writable: peak RSS includes the parent's\n");
   }
 
-  double mbps = b.ok ? static_cast<double>(b.bytes) / b.wall_s / 1e6 : 0;
+  double mbps = b.ok ? static_cast<double>(b.bytes) / median_wall(1) / 1e6 : 0;
   double peak_mb = static_cast<double>(total.peak_rss_kb) * 1024 / 1e6;
+  const double total_wall = total.ok ? median_wall(5) : 0;
   auto verdict = [](bool met) { return met ? "met" : "MISSED"; };
   fmt::print(
       "\ntargets: single-core parse >= 200 MB/s: {:.0f} MB/s, {}; "
       "parse + diagnose < 10 s: {:.2f} s, {}; peak RSS < 1 GB: {:.0f} MB, {}\n",
-      mbps, verdict(mbps >= 200), total.wall_s, verdict(total.ok && total.wall_s < 10), peak_mb,
+      mbps, verdict(mbps >= 200), total_wall, verdict(total.ok && total_wall < 10), peak_mb,
       verdict(total.ok && peak_mb < 1000));
+  if (total2.ok) {
+    fmt::print(
+        "records: {}; on 2 threads from 8 files, ingest {:.2f} s, ingest + diagnose {:.2f} s "
+        "(medians)\n",
+        total2.lines, median_wall(3), median_wall(6));
+  }
 
   if (!o.keep) {
     std::error_code ec;

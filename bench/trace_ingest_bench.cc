@@ -522,19 +522,20 @@ std::string StealText(const Row& r) {
 }
 
 void PrintTable(const std::vector<Row>& rows) {
-  fmt::print("{:<58} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9} {:>6}\n", "measurement", "GB/s",
+  fmt::print("{:<58} {:>8} {:>8} {:>8} {:>20} {:>8} {:>10} {:>9} {:>6}\n", "measurement", "GB/s",
              "GB/s", "GB/s", "CPU s", "wall s", "peak RSS", "RSS/size", "steal");
-  fmt::print("{:<58} {:>8} {:>8} {:>8}\n", "", "per CPU", "median", "wall");
-  fmt::print("{:-<131}\n", "");
+  fmt::print("{:<58} {:>8} {:>8} {:>8} {:>20}\n", "", "per CPU", "median", "wall",
+             "min / median / max");
+  fmt::print("{:-<143}\n", "");
   for (const Row& r : rows) {
     if (!r.s.ok) {
       fmt::print("{:<58} failed: {}\n", r.name, r.s.note);
       continue;
     }
     double rss_bytes = static_cast<double>(r.s.peak_rss_kb) * 1024;
-    fmt::print("{:<58} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.0f} MB {:>9} {:>6}\n",
+    fmt::print("{:<58} {:>8.2f} {:>8.2f} {:>8.2f} {:>20} {:>8.2f} {:>7.0f} MB {:>9} {:>6}\n",
                r.name, Gbps(r.s, r.s.cpu_s), Gbps(r.s, r.median_cpu_s()), Gbps(r.s, r.s.wall_s),
-               r.s.cpu_s, r.s.wall_s, rss_bytes / 1e6,
+               bench::SpreadText(r.cpu_s), r.s.wall_s, rss_bytes / 1e6,
                r.file_bytes > 0
                    ? fmt::format("{:.3f}", rss_bytes / static_cast<double>(r.file_bytes))
                    : "-",
