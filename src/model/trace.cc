@@ -66,13 +66,13 @@ struct StepSpreader {
 
 }  // namespace
 
-void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeNs>>& launch_ns) {
+void AttributeLaunchGaps(RankTrace& trace, const LaunchTimes& launch_ns) {
   auto counts = [&](const TraceOp& op) {
     return op.device >= 0 && (!trace.device || op.device == *trace.device);
   };
   trace.launches_linked = 0;
   for (size_t i = 0; i < trace.ops.size() && i < launch_ns.size(); ++i) {
-    if (launch_ns[i] && counts(trace.ops[i])) ++trace.launches_linked;
+    if (launch_ns[i] != kNoLaunch && counts(trace.ops[i])) ++trace.launches_linked;
   }
   const bool linked = trace.launches_linked > 0;
   auto zero_or_none = [&] { return linked ? std::optional<DurationNs>(0) : std::nullopt; };
@@ -100,8 +100,8 @@ void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeN
       TimeNs a = cur_end, b = op.start_ns;
       trace.gpu_idle_ns += b - a;
       spread.Add(a, b, [](TraceStep& s) -> DurationNs& { return s.gpu_idle_ns; });
-      if (i < launch_ns.size() && launch_ns[i]) {
-        TimeNs split = std::min(std::max(*launch_ns[i], a), b);
+      if (i < launch_ns.size() && launch_ns[i] != kNoLaunch) {
+        TimeNs split = std::min(std::max(launch_ns[i], a), b);
         *trace.idle_unlaunched_ns += split - a;
         *trace.idle_queued_ns += b - split;
         spread.Add(a, split, [](TraceStep& s) -> DurationNs& { return *s.idle_unlaunched_ns; });
@@ -112,7 +112,7 @@ void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeN
   }
 }
 
-void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns) {
+void SortOpsByStart(std::vector<TraceOp>& ops, LaunchTimes& launch_ns) {
   auto by_start = [](const TraceOp& a, const TraceOp& b) { return a.start_ns < b.start_ns; };
   if (std::is_sorted(ops.begin(), ops.end(), by_start)) return;
   if (launch_ns.size() != ops.size()) {
@@ -128,7 +128,7 @@ void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i] == i) continue;
     TraceOp op = ops[i];
-    std::optional<TimeNs> launch = launch_ns[i];
+    TimeNs launch = launch_ns[i];
     size_t j = i;
     for (;;) {
       size_t k = order[j];

@@ -24,6 +24,7 @@
 #define LAGGARD_MODEL_TRACE_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -158,9 +159,14 @@ struct RankTrace {
   uint64_t launches_linked = 0;
 };
 
+// A launch time that is not known (LaunchTimes): 8 bytes an op, where a
+// std::optional<TimeNs> takes 16, for traces of tens of millions of ops.
+inline constexpr TimeNs kNoLaunch = std::numeric_limits<TimeNs>::min();
+using LaunchTimes = std::vector<TimeNs>;
+
 // Fills the host-side gap fields of `trace` (RankTrace and each TraceStep)
 // from its ops (sorted by start_ns) and `launch_ns`, parallel to trace.ops:
-// the host time the launch call of each op began, nullopt when unknown.
+// the host time the launch call of each op began, kNoLaunch when unknown.
 // Only the ops of trace.device (every device op when unset) count; CPU ops
 // never do. Readers call it once, after sorting, with a vector they then
 // free: launch times are not kept per op.
@@ -170,12 +176,12 @@ struct RankTrace {
 // Example: ops [0, 10) and [30, 40) us, the second launched at 25 us: idle
 // 20 us, unlaunched 15 us (10..25), queued 5 us (25..30). Launched at 5 us
 // (before the gap): 0 unlaunched, 20 queued.
-void AttributeLaunchGaps(RankTrace& trace, const std::vector<std::optional<TimeNs>>& launch_ns);
+void AttributeLaunchGaps(RankTrace& trace, const LaunchTimes& launch_ns);
 
 // Sorts `ops` by start_ns (stable) and permutes `launch_ns` (empty, or
 // parallel to ops) alongside, in place: 4 bytes per op of extra memory (and
 // stable_sort's buffer of indices), not a second copy of the ops.
-void SortOpsByStart(std::vector<TraceOp>& ops, std::vector<std::optional<TimeNs>>& launch_ns);
+void SortOpsByStart(std::vector<TraceOp>& ops, LaunchTimes& launch_ns);
 
 }  // namespace laggard
 

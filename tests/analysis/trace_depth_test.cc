@@ -330,7 +330,7 @@ Run SimulateJob(const Job& job) {
   uint32_t group = run.names.Intern("0");
   size_t R = static_cast<size_t>(job.ranks);
   std::vector<RankTrace> traces(R);
-  std::vector<std::vector<std::optional<TimeNs>>> launches(R);
+  std::vector<LaunchTimes> launches(R);
   std::vector<TimeNs> now(R, 1'000'000'000);
   for (int s = 0; s < job.steps; ++s) {
     std::vector<TimeNs> step_start = now, arrival(R);

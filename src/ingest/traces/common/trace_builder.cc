@@ -64,17 +64,17 @@ void TraceBuilder::CompleteCollectives() {
 // The start of each op's launch call (parallel to the ops, before sorting),
 // by correlation; empty when there are no launch calls. Frees the launch
 // lists.
-std::vector<std::optional<TimeNs>> TraceBuilder::LinkLaunches(size_t n_ops, TimeNs shift_ns) {
-  std::vector<std::optional<TimeNs>> out;
+LaunchTimes TraceBuilder::LinkLaunches(size_t n_ops, TimeNs shift_ns) {
+  LaunchTimes out;
   if (launches_.empty() || op_correlation_.size() != n_ops) return out;
-  out.resize(n_ops);
+  out.resize(n_ops, kNoLaunch);
   // CUPTI numbers correlations densely from 1: a table indexed by them
   // links in one pass (a sort plus a search per op took a tenth of the
   // ingest). Sparse ids fall back to sort + binary search.
   uint32_t max_corr = 0;
   for (const LaunchCall& l : launches_) max_corr = std::max(max_corr, l.correlation);
   if (max_corr <= 4 * launches_.size() + 65536) {
-    constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
+    constexpr TimeNs kUnset = kNoLaunch;
     std::vector<TimeNs> by_corr(static_cast<size_t>(max_corr) + 1, kUnset);
     for (const LaunchCall& l : launches_) {
       if (by_corr[l.correlation] == kUnset) by_corr[l.correlation] = l.start_ns;
@@ -139,8 +139,8 @@ RankTrace TraceBuilder::Finish(TimeNs shift_ns, RepeatedSteps repeats) {
   } else if (!any_launch_ || launch_ns_.size() != t.ops.size()) {
     launch_ns_.clear();
   } else if (shift_ns != 0) {
-    for (std::optional<TimeNs>& l : launch_ns_) {
-      if (l) *l += shift_ns;
+    for (TimeNs& l : launch_ns_) {
+      if (l != kNoLaunch) l += shift_ns;
     }
   }
   SortOps(t.ops);
@@ -155,7 +155,7 @@ RankTrace TraceBuilder::Finish(TimeNs shift_ns, RepeatedSteps repeats) {
 
 void TraceBuilder::AttributeLaunchGaps(RankTrace& trace) {
   ::laggard::AttributeLaunchGaps(trace, launch_ns_);
-  std::vector<std::optional<TimeNs>>().swap(launch_ns_);
+  LaunchTimes().swap(launch_ns_);
 }
 
 }  // namespace laggard

@@ -146,7 +146,7 @@ class TraceBuilder {
   void AddOpLaunchedAt(const TraceOp& op, std::optional<TimeNs> launch_ns) {
     ops_.push_back(op);
     any_launch_ |= launch_ns.has_value();
-    launch_ns_.push_back(launch_ns);
+    launch_ns_.push_back(launch_ns.value_or(kNoLaunch));
   }
   [[gnu::always_inline]] void AddCorrelatedOp(const TraceOp& op, uint32_t correlation) {
     PushBig(ops_, op);
@@ -198,14 +198,14 @@ class TraceBuilder {
   };
 
   void CompleteCollectives();
-  std::vector<std::optional<TimeNs>> LinkLaunches(size_t n_ops, TimeNs shift_ns);
+  LaunchTimes LinkLaunches(size_t n_ops, TimeNs shift_ns);
   void SortOps(std::vector<TraceOp>& ops);
 
   NameTable& names_;
   ShapeTable shapes_;
   std::vector<TraceOp> ops_;
   std::vector<size_t> run_ends_;  // ops index where each run ends, after a leading 0
-  std::vector<std::optional<TimeNs>> launch_ns_;  // parallel to ops_, or empty
+  LaunchTimes launch_ns_;         // parallel to ops_ (kNoLaunch: unknown), or empty
   bool any_launch_ = false;
   std::vector<uint32_t> op_correlation_;  // parallel to ops_, or empty
   std::vector<LaunchCall> launches_;
