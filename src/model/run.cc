@@ -33,7 +33,20 @@ void RunBuilder::AddSeries(int32_t rank) {
   series_.emplace_back();
   series_.back().info.rank = rank;
   pending_count_.push_back(0);
-  slot_[static_cast<size_t>(rank)] = static_cast<uint32_t>(series_.size());
+  slot_[static_cast<size_t>(rank - slot_base_)] = static_cast<uint32_t>(series_.size());
+}
+
+// Ranks read in descending order must not shift the table once per rank:
+// it grows down by at least its own size (down to rank 0).
+void RunBuilder::GrowSlotsDown(int32_t rank) {
+  if (slot_.empty()) {
+    slot_base_ = rank;
+    return;
+  }
+  int64_t base = std::min<int64_t>(rank, int64_t{slot_base_} - static_cast<int64_t>(slot_.size()));
+  base = std::max<int64_t>(base, 0);
+  slot_.insert(slot_.begin(), static_cast<size_t>(slot_base_ - base), 0);
+  slot_base_ = static_cast<int32_t>(base);
 }
 
 namespace {
@@ -499,6 +512,7 @@ void RunBuilder::Finalize(Run& run) {
             [](const StepSeries& x, const StepSeries& y) { return x.info.rank < y.info.rank; });
   series_.clear();
   slot_.clear();
+  slot_base_ = INT32_MAX;
   pending_count_.clear();
   for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
   run.unattributed = std::move(unattributed_);

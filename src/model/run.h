@@ -214,20 +214,28 @@ class RunBuilder {
   void Finalize(Run& run);
 
  private:
-  // Ranks are looked up through a dense table of 4-byte slots (16 MiB at
-  // kMaxRank), the series themselves are stored only for ranks that exist.
+  // Ranks are looked up through a dense table of 4-byte slots over the
+  // ranks from the lowest to the highest this builder has seen (16 MiB at
+  // most, at kMaxRank); the series themselves are stored only for ranks that
+  // exist. From slot_base_, not from 0: a node's file holds 8 ranks of
+  // 100,000, and one builder per file must not each clear a table of all.
   uint32_t SeriesIndex(int32_t rank) {
-    size_t r = static_cast<size_t>(rank);
+    if (rank < slot_base_) [[unlikely]]
+      GrowSlotsDown(rank);
+    size_t r = static_cast<size_t>(rank - slot_base_);
     if (r >= slot_.size()) slot_.resize(r + 1, 0);
     if (slot_[r] == 0) [[unlikely]]
       AddSeries(rank);
     return slot_[r] - 1;
   }
+  void GrowSlotsDown(int32_t rank);
   StepSeries& SeriesFor(int32_t rank) { return series_[SeriesIndex(rank)]; }
   void AddSeries(int32_t rank);
   void NewPendingBlock();
   bool present(int32_t rank) const {
-    return static_cast<size_t>(rank) < slot_.size() && slot_[static_cast<size_t>(rank)] != 0;
+    if (rank < slot_base_) return false;
+    size_t r = static_cast<size_t>(rank - slot_base_);
+    return r < slot_.size() && slot_[r] != 0;
   }
 
   // A buffered step: 32 bytes, not a StepRecord's 40 plus the index, as
@@ -266,7 +274,8 @@ class RunBuilder {
   static void FreeHugePageHinted(void* p, size_t bytes);
   using PendingBlock = std::vector<PendingStep, HugePageAllocator<PendingStep>>;
 
-  std::vector<uint32_t> slot_;      // rank -> 1 + index into series_, 0 when absent
+  std::vector<uint32_t> slot_;      // rank - slot_base_ -> 1 + index into series_, 0 when absent
+  int32_t slot_base_ = INT32_MAX;   // the rank of slot_[0] (none yet: past every rank)
   std::vector<StepSeries> series_;  // in order of first appearance
   // Steps not yet in series_: full earlier blocks, then the one being
   // filled (blocks never move, so filling never copies), and how many of

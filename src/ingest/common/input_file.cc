@@ -406,17 +406,17 @@ bool LooksBinary(std::string_view head) {
   return odd * 20 > text_bytes;
 }
 
-LineReader::LineReader(ByteSource& source) : source_(source), buf_(kChunk + kMaxLine) {}
+LineReader::LineReader(ByteSource& source) : source_(source), buf_(new char[kBufBytes]) {}
 
 bool LineReader::Refill() {
   if (eof_) return false;
   // Move the unfinished line to the front, then read behind it.
   size_t keep = end_ - begin_;
-  if (begin_ > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + begin_, keep);
+  if (begin_ > 0 && keep > 0) std::memmove(buf_.get(), buf_.get() + begin_, keep);
   begin_ = 0;
   end_ = keep;
-  size_t room = buf_.size() - end_;
-  size_t got = source_.Read(buf_.data() + end_, room);
+  size_t room = kBufBytes - end_;
+  size_t got = source_.Read(buf_.get() + end_, room);
   if (got == 0) {
     eof_ = true;
     return false;
@@ -428,7 +428,7 @@ bool LineReader::Refill() {
 
 bool LineReader::Next(std::string_view& line) {
   while (true) {
-    const char* start = buf_.data() + begin_;
+    const char* start = buf_.get() + begin_;
     const char* nl = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
     if (nl != nullptr) {
       size_t len = static_cast<size_t>(nl - start);
@@ -466,7 +466,7 @@ bool LineReader::Next(std::string_view& line) {
       }
       if (end_ > begin_) {  // last line without a newline
         size_t len = end_ - begin_;
-        start = buf_.data() + begin_;
+        start = buf_.get() + begin_;
         begin_ = end_;
         ++line_number_;
         if (skipping_) {

@@ -98,8 +98,12 @@ class LineReader {
  private:
   bool Refill();
 
+  static constexpr size_t kBufBytes = kChunk + kMaxLine;
+
   ByteSource& source_;
-  std::vector<char> buf_;
+  // Not value-initialised: a file of a few KB touches a few pages of it, not
+  // 2 MiB (a 100,000-rank job has a file per rank or per node).
+  std::unique_ptr<char[]> buf_;
   size_t begin_ = 0;  // first unconsumed byte
   size_t end_ = 0;    // end of valid data
   bool eof_ = false;
