@@ -27,7 +27,8 @@ class LaunchCalls {
  public:
   // Reads the runtime table `table` of `db`: correlationId and start, and
   // the process (globalTid bits 24-55) when `by_pid`. `rows_hint`: about how
-  // many rows it has (its largest rowid), which bounds the dense table.
+  // many rows it has (its largest rowid, bounded by the file size), which
+  // bounds the dense table: 2 x rows_hint + 65,536 entries of 8 bytes at most.
   QueryResult Read(sqlite3* db, const std::string& table, bool by_pid, uint64_t rows_hint);
 
   bool by_pid() const { return by_pid_; }

@@ -572,8 +572,12 @@ class ActivityReader {
       std::vector<std::string> rc = ColumnsOf(db_, kRuntimeTable);
       runtime_usable_ = Has(rc, "correlationId") && Has(rc, "start");
       if (runtime_usable_) {
-        QueryResult r = launches_->Read(db_, std::string(kRuntimeTable), Has(rc, "globalTid"),
-                                        static_cast<uint64_t>(MaxRowid(kRuntimeTable).value_or(0)));
+        // The dense index is sized by the largest rowid, bounded by the file
+        // size (as in Reserve): a forged rowid cannot make it outgrow the file.
+        int64_t max_rowid = std::max<int64_t>(MaxRowid(kRuntimeTable).value_or(0), 0);
+        uint64_t hint = std::min(static_cast<uint64_t>(max_rowid), facts_.file_bytes / 16);
+        QueryResult r =
+            launches_->Read(db_, std::string(kRuntimeTable), Has(rc, "globalTid"), hint);
         if (r.error) failures_.push_back(fmt::format("{}: {}", kRuntimeTable, *r.error));
       }
     }
