@@ -9,6 +9,7 @@
 #ifndef LAGGARD_BENCH_BENCH_CHILD_H_
 #define LAGGARD_BENCH_BENCH_CHILD_H_
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -112,6 +113,24 @@ inline bool GzipFile(const std::string& from, const std::string& to, int level) 
 inline std::string MakeTempDir(const std::string& prefix) {
   std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   return mkdtemp(templ.data()) == nullptr ? std::string() : templ;
+}
+
+// Reads `path` to the end in read(2) calls of `chunk` bytes into `buf` (at
+// least `chunk` long): the page-cache floor of a reader. The bytes read, or
+// -1 when the file cannot be opened (errno says why); `checksum` sums the
+// last byte of every read, so that nothing is optimised away.
+inline int64_t ReadThrough(const std::string& path, char* buf, size_t chunk, uint64_t& checksum) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  int64_t bytes = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, chunk);
+    if (n <= 0) break;
+    bytes += n;
+    checksum += static_cast<unsigned char>(buf[n - 1]);
+  }
+  close(fd);
+  return bytes;
 }
 
 // False once a child could not reset its peak-RSS mark (then the peaks

@@ -367,17 +367,11 @@ Sample ReadOnly(const std::string& path) {
   Sample s;
   double cpu0 = CpuSeconds();
   auto t0 = Clock::now();
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
   std::vector<char> buf(1 << 20);
   uint64_t sum = 0;
-  for (;;) {
-    ssize_t n = read(fd, buf.data(), buf.size());
-    if (n <= 0) break;
-    s.bytes += static_cast<uint64_t>(n);
-    sum += static_cast<unsigned char>(buf[static_cast<size_t>(n) - 1]);
-  }
-  close(fd);
+  int64_t bytes = bench::ReadThrough(path, buf.data(), buf.size(), sum);
+  if (bytes < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
+  s.bytes = static_cast<uint64_t>(bytes);
   s.wall_s = Seconds(t0, Clock::now());
   s.cpu_s = CpuSeconds() - cpu0;
   s.ops = sum;

@@ -206,17 +206,11 @@ Sample ReadOnly(const std::string& path) {
   Sample s;
   double cpu0 = CpuSeconds();
   auto t0 = Clock::now();
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
   ChunkBuffer buf(kChunkBytes);
   uint64_t sum = 0;
-  for (;;) {
-    ssize_t n = read(fd, buf.data, kChunkBytes);
-    if (n <= 0) break;
-    s.bytes += static_cast<uint64_t>(n);
-    sum += static_cast<unsigned char>(buf.data[n - 1]);
-  }
-  close(fd);
+  int64_t bytes = bench::ReadThrough(path, buf.data, kChunkBytes, sum);
+  if (bytes < 0) return Failed(fmt::format("open {}: {}", path, std::strerror(errno)));
+  s.bytes = static_cast<uint64_t>(bytes);
   s.wall_s = Seconds(t0, Clock::now());
   s.cpu_s = CpuSeconds() - cpu0;
   s.events = sum;
