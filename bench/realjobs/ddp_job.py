@@ -19,6 +19,12 @@ Faults (--fault, this rank only; several may be given):
   host_stall:MS         the loop sleeps MS between the batch and forward
   periodic:MS:K         the loop sleeps MS every K-th step
   onset:S               faults act only from loop step S on
+  hang_after:S          at step S, after the backward's all-reduce and the
+                        optimizer, the rank stops for good before its step
+                        ends (no step line): the others report step S and
+                        block in step S+1's all-reduce
+  hang_before:S         at step S the rank stops before its forward: every
+                        rank's last step is S-1
 A communication-throttled rank needs no flag here: the launcher runs it in
 its own network namespace behind a `tc` rate limit.
 
@@ -29,6 +35,7 @@ as evenly as the kernel schedules them.
 
 import argparse
 import csv
+import datetime
 import os
 import sys
 import time
@@ -40,9 +47,16 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 
 
+def hang_forever():
+    """A hung rank: alive, holding its sockets, doing nothing (the launcher kills it)."""
+    while True:
+        time.sleep(3600)
+
+
 def parse_faults(specs):
     faults = {"compute": 1.0, "data_stall_ms": 0.0, "host_stall_ms": 0.0,
-              "periodic_ms": 0.0, "periodic_every": 0, "onset": 0}
+              "periodic_ms": 0.0, "periodic_every": 0, "onset": 0,
+              "hang_after": None, "hang_before": None}
     for spec in specs:
         kind, _, rest = spec.partition(":")
         args = rest.split(":") if rest else []
@@ -57,6 +71,8 @@ def parse_faults(specs):
             faults["periodic_every"] = int(args[1])
         elif kind == "onset":
             faults["onset"] = int(args[0])
+        elif kind in ("hang_after", "hang_before"):
+            faults[kind] = int(args[0])
         else:
             sys.exit(f"ddp_job.py: unknown fault {spec!r}")
     return faults
@@ -111,6 +127,11 @@ def main():
     p.add_argument("--record-shapes", action="store_true")
     p.add_argument("--fault", action="append", default=[])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout-s", type=float, default=None,
+                   help="the process group's timeout (torch's default: 30 min)")
+    p.add_argument("--report", default=None,
+                   help="also report each step to a laggard agent at this UDP address "
+                        "(python/laggard_step.py)")
     a = p.parse_args()
 
     rank = int(os.environ["RANK"])
@@ -118,7 +139,17 @@ def main():
     faults = parse_faults(a.fault)
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    if a.timeout_s is not None:
+        dist.init_process_group("gloo", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=a.timeout_s))
+    else:
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+    reporter = None
+    if a.report:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "..", "..", "python"))
+        import laggard_step
+        reporter = laggard_step.Reporter(rank=rank, addr=a.report)
 
     classes = 10
     data = RandomBatches(a.batch * (a.steps + 2), a.features, classes, a.batch,
@@ -149,6 +180,8 @@ def main():
                                 record_shapes=a.record_shapes) as prof:
         for step in range(a.steps):
             faulty = step >= faults["onset"]
+            if faults["hang_before"] == step:
+                hang_forever()
             data.current_step = step
             t0 = time.perf_counter()
             x, y = next(batches)
@@ -165,8 +198,12 @@ def main():
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if faults["hang_after"] == step:
+                hang_forever()
             dt = time.perf_counter() - t0
             print(f"rank {rank}, step {step}, time {dt:.4f}s", file=log, flush=True)
+            if reporter is not None:
+                reporter.step(step, dt)
             rows.writerow([rank, step, f"{dt * 1000.0:.3f}"])
             prof.step()
     log.close()

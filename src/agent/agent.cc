@@ -1,10 +1,13 @@
 #include "agent/agent.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "analysis/robust_stats.h"
+#include "analysis/stall_detector.h"
 #include "base/text.h"
 
 namespace laggard::agent {
@@ -354,6 +357,12 @@ void Agent::OnStep(const StepReport& report, StepSource source) {
     r.last_report_ns = now;
     ++r.reports;
     r.seconds_total += static_cast<double>(report.duration_ns) / 1e9;
+    if (r.recent_ns.size() < RankSteps::kRecentSteps) {
+      r.recent_ns.push_back(report.duration_ns);
+    } else {
+      r.recent_ns[r.recent_next] = report.duration_ns;
+      r.recent_next = (r.recent_next + 1) % RankSteps::kRecentSteps;
+    }
     for (const auto& [phase, d] : report.phases) {
       if (r.last_phase_ns.size() >= kMaxPhases && !r.last_phase_ns.count(phase)) continue;
       r.last_phase_ns[phase] = d;
@@ -385,6 +394,7 @@ std::string Agent::Metrics() {
   std::string body;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    UpdateStalls(clock_.Now());
     if (rendered_version_ != version_) {
       std::vector<RankSteps> ranks;
       ranks.reserve(ranks_.size());
@@ -411,6 +421,31 @@ std::string Agent::Metrics() {
   w.Sample("laggard_agent_scrapes_total", l, static_cast<double>(scrapes));
   body += w.text();
   return body;
+}
+
+void Agent::UpdateStalls(TimeNs now) {
+  std::vector<RankProgress> progress;
+  progress.reserve(ranks_.size());
+  std::vector<double> recent;
+  for (const auto& [rank, r] : ranks_) {
+    if (r.recent_ns.empty()) continue;
+    RankProgress p;
+    p.rank = static_cast<int32_t>(std::clamp<int64_t>(rank, 0, INT32_MAX));
+    p.last_step = r.last_step;
+    p.last_report_ns = r.last_report_ns;
+    p.reports = r.reports;
+    recent.assign(r.recent_ns.begin(), r.recent_ns.end());
+    p.typical_ns = static_cast<DurationNs>(Median(recent).value_or(0));
+    progress.push_back(p);
+  }
+  StallAnalysis stall = FindStalls(progress, now);
+  for (auto& [rank, r] : ranks_) {
+    bool stalled = std::any_of(stall.stalled.begin(), stall.stalled.end(),
+                               [&](const StalledRank& s) { return s.rank == rank; });
+    if (stalled == r.stalled) continue;
+    r.stalled = stalled;
+    ++version_;
+  }
 }
 
 HttpResponse Agent::Health() {

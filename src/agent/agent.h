@@ -2,7 +2,9 @@
 // samples the GPUs through a GpuBackend (real NVML or scripted fakes) and the
 // host links from sysfs; between rounds it takes step reports from training
 // processes (step_intake.h). It serves everything as Prometheus metrics on
-// /metrics (metrics.h), its own health on /healthz, and keeps two rolling
+// /metrics (metrics.h; laggard_rank_stalled: a rank of this host that stopped
+// behind the others, analysis/stall_detector.h, decided at each scrape), its
+// own health on /healthz, and keeps two rolling
 // JSON Lines logs that `laggard diagnose` reads like any other input:
 //
 //   <log-dir>/steps.jsonl      one line per step report, in the JSONL step
@@ -98,6 +100,8 @@ class Agent final : public StepSink {
 
  private:
   void SamplingLoop();
+  // Marks the ranks the stall detector finds stalled at `now` (under mu_).
+  void UpdateStalls(TimeNs now);
   void LogHardware(const std::vector<GpuSnapshot>& gpus, const HostLinks& links, TimeNs now);
   std::vector<std::string> GpuInfoLines(TimeNs now) const;
 

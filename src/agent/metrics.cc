@@ -378,6 +378,11 @@ class MetricsRenderer {
     RankFamily("laggard_step_last_report_timestamp_seconds", "gauge",
                "Unix time of the rank's last report.",
                [](const RankSteps& r) { return ToSeconds(r.last_report_ns); });
+    RankFamily("laggard_rank_stalled", "gauge",
+               "1 while the rank has reported no step for 1.5 x its typical step + 5 s and "
+               "another rank of this host reported a later step (it holds the others up); "
+               "else 0.",
+               [](const RankSteps& r) { return r.stalled ? 1.0 : 0.0; });
     bool phases = OptionalFamily("laggard_step_phase_seconds", "gauge",
                                  "A phase's time in the rank's last step that reported it.", [&] {
                                    for (const RankSteps& r : ranks_) {

@@ -40,6 +40,14 @@ struct RankSteps {
   double seconds_total = 0;  // sum of reported step times
   std::map<std::string, DurationNs> last_phase_ns;
   std::map<std::string, double> phase_seconds_total;
+  // The last kRecentSteps step times, oldest overwritten first (the stall
+  // detector's typical step: their median).
+  static constexpr size_t kRecentSteps = 32;
+  std::vector<DurationNs> recent_ns;
+  size_t recent_next = 0;
+  // The stall detector's word at the last /metrics (analysis/stall_detector.h):
+  // silent for well over a step while other ranks of this host are ahead.
+  bool stalled = false;
 };
 
 struct AgentCounters {

@@ -41,6 +41,8 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
   a.pauses = AnalyzePauses(run, a.steps, a.traces, a.ranks, options.pauses);
   a.hang = AnalyzeHang(run, options.hang);
+  if (options.live_now_ns)
+    a.stall = FindStalls(ProgressFromSteps(run), *options.live_now_ns, options.stall);
   return a;
 }
 

@@ -2,9 +2,10 @@
 // order: step times and traces first, then the rank <-> GPU join, then the
 // hardware and network detectors (which get the ranks the first two
 // suspect, to relate anomalies to slow steps) and the pause detector (which
-// reads the step and trace results). Called by `laggard diagnose` and
-// `laggard watch` (src/cli), the accuracy benchmark and tests; its result
-// goes to DecideVerdict() (verdict/verdict.h) and the reports.
+// reads the step and trace results); live, the stall detector. Called by
+// `laggard diagnose` and `laggard watch` (src/cli), the accuracy benchmark
+// and tests; its result goes to DecideVerdict() (verdict/verdict.h) and the
+// reports.
 //
 // Thread-safety: AnalyzeRun() is a pure function of its inputs.
 
@@ -21,6 +22,7 @@
 #include "analysis/pause_detector.h"
 #include "analysis/pipeline_detector.h"
 #include "analysis/rank_map.h"
+#include "analysis/stall_detector.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -41,7 +43,8 @@ struct Analyses {
   // the traces' stages are compared (stage_balance.h, its finding in
   // pipelines.findings).
   RunLayoutResult layout;
-  HangAnalysis hang;  // a stopped job's evidence (hang_detector.h)
+  HangAnalysis hang;    // a stopped job's evidence (hang_detector.h)
+  StallAnalysis stall;  // live only: ranks whose steps stopped (stall_detector.h)
 };
 
 // Every detector's thresholds, in one place; each member's defaults and
@@ -54,6 +57,11 @@ struct AnalysisOptions {
   PauseDetectorOptions pauses;
   PipelineDetectorOptions pipelines;
   HangDetectorOptions hang;
+  StallDetectorOptions stall;
+  // Live evaluation (`laggard watch`): the end of the window, "now", from
+  // which the stall detector measures how long each rank has been silent.
+  // Unset offline: a file has no now.
+  std::optional<TimeNs> live_now_ns;
   // --layout: the parallel layout of the run, and of op timelines that do
   // not state theirs.
   std::optional<ParallelLayout> layout;

@@ -119,6 +119,14 @@ constexpr FindingInfo kCatalogue[] = {
      "collect Flight Recorder dumps from every rank (TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
      "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_), the "
      "full stderr of every rank, and an `ncclras` snapshot while it hangs (NCCL >= 2.24)"},
+    {"hang.rank_stalled", Severity::kCritical,
+     "a rank stopped reporting steps while the other ranks, a step ahead, wait for it", kHang},
+    {"hang.job_stalled", Severity::kWarning,
+     "every rank stopped reporting steps at the same step: a hang, or the end of the job", kHang,
+     "while it hangs: py-spy dump --pid <pid> on every rank (the one not inside a collective is "
+     "the one the others wait for), and an `ncclras` snapshot (NCCL >= 2.24); for the next "
+     "time, Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+     "TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_)"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

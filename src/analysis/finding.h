@@ -71,6 +71,8 @@ enum class FindingCode : uint16_t {
   kHangTransportError,         // a NIC / peer-level error (NET/IB, gloo, ncclRemoteError)
   kHangProcessMissing,         // a rank's process exited or was killed
   kHangInconclusive,           // a hang, but the evidence does not tell which rank
+  kHangRankStalled,            // live: a rank stopped reporting steps behind the others
+  kHangJobStalled,             // live: every rank stopped reporting steps at one step
   kCount,
 };
 

@@ -31,6 +31,27 @@ TimeNs NowNs() {
       .count();
 }
 
+// Live stall alerts (analysis/stall_detector.h): one laggard_rank_stalled
+// sample per stalled rank, and whether the whole job stopped.
+std::string StallMetrics(const StallAnalysis& stall, const Run& run) {
+  std::string s;
+  s += "# HELP laggard_rank_stalled A rank that stopped reporting steps while other ranks, "
+       "ahead of it, wait (value 1; only stalled ranks are listed).\n";
+  s += "# TYPE laggard_rank_stalled gauge\n";
+  for (const StalledRank& r : stall.stalled) {
+    const StepSeries* series = run.FindRank(r.rank);
+    std::string host = series && series->info.host ? *series->info.host : "";
+    s += prom::FormatSample("laggard_rank_stalled",
+                            {{"rank", std::to_string(r.rank)}, {"host", host}}, 1) +
+         "\n";
+  }
+  s += "# HELP laggard_job_stalled 1 while every rank has stopped reporting steps at one step "
+       "(a hang whose rank the steps do not tell, or the end of the job).\n";
+  s += "# TYPE laggard_job_stalled gauge\n";
+  s += fmt::format("laggard_job_stalled {}\n", stall.job_stalled ? 1 : 0);
+  return s;
+}
+
 // The verdict as Prometheus text exposition.
 std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t errors, TimeNs at) {
   std::string s;
@@ -68,7 +89,7 @@ std::string VerdictMetrics(const Verdict& v, uint64_t evaluations, uint64_t erro
   return s;
 }
 
-std::string JsonLine(const Verdict& v, const Run& run, TimeNs at) {
+std::string JsonLine(const Verdict& v, const Run& run, const StallAnalysis& stall, TimeNs at) {
   nlohmann::ordered_json j;
   j["time"] = FormatTimestamp(at);
   j["status"] = VerdictStatusName(v.status);
@@ -85,6 +106,15 @@ std::string JsonLine(const Verdict& v, const Run& run, TimeNs at) {
     culprits.push_back(std::move(x));
   }
   j["culprits"] = std::move(culprits);
+  nlohmann::ordered_json stalled = nlohmann::ordered_json::array();
+  for (const StalledRank& r : stall.stalled) {
+    stalled.push_back({{"rank", r.rank},
+                       {"last_step", r.last_step},
+                       {"silent_s", ToSeconds(r.silent_ns)},
+                       {"steps_behind", r.steps_behind}});
+  }
+  j["stalled"] = std::move(stalled);
+  j["job_stalled"] = stall.job_stalled;
   j["ranks"] = run.ranks.size();
   j["gpus"] = run.hardware.gpus.size();
   j["next_steps"] = v.next_steps;
@@ -173,6 +203,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     TimeNs now = NowNs();
     q.end_ns = now;
     q.start_ns = now - static_cast<DurationNs>(o.window_s * 1e9);
+    analysis.live_now_ns = now;
     auto run = LoadFromPrometheus(q);
     ++evaluations;
     if (!run.ok()) {
@@ -186,7 +217,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
       Analyses a = AnalyzeRun(*run, analysis);
       Verdict v = DecideVerdict(*run, a);
       if (o.json) {
-        out << JsonLine(v, *run, now) << "\n";
+        out << JsonLine(v, *run, a.stall, now) << "\n";
       } else if (v.summary != last_summary || o.once) {
         out << fmt::format("[{}] {}\n", FormatTimestamp(now), v.summary);
         if (o.once) {
@@ -197,7 +228,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
       last_summary = v.summary;
       if (o.once && FailsOn(o.fail_on, v.status)) rc = kExitFailOn;
       std::lock_guard<std::mutex> lock(mu);
-      metrics = VerdictMetrics(v, evaluations, errors, now);
+      metrics = VerdictMetrics(v, evaluations, errors, now) + StallMetrics(a.stall, *run);
     }
     if (o.once) break;
     TimeNs wake = now + static_cast<DurationNs>(o.interval_s * 1e9);

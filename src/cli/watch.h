@@ -1,10 +1,12 @@
 // `laggard watch`: the live diagnosis. Every --interval it reads the last
 // --window of laggard agent (and dcgm-exporter) series from Prometheus
 // (ingest/prometheus/prometheus_source.h), runs the same detectors and verdict as
-// `laggard diagnose`, and prints the verdict when it changes (--json: one
-// JSON line per evaluation, for alerting). --once evaluates one window and
-// exits (cron / CI). --listen serves the verdict as Prometheus metrics
-// (laggard_straggler{rank,host,gpu,cause_class,cause}) for alert rules and
+// `laggard diagnose`, plus the live stall detector with the window's end as
+// now (analysis/stall_detector.h), and prints the verdict when it changes
+// (--json: one JSON line per evaluation, for alerting). --once evaluates one
+// window and exits (cron / CI). --listen serves the verdict as Prometheus
+// metrics (laggard_straggler{rank,host,gpu,cause_class,cause},
+// laggard_rank_stalled{rank,host}, laggard_job_stalled) for alert rules and
 // Grafana; docs/watch.md.
 
 #ifndef LAGGARD_CLI_WATCH_H_

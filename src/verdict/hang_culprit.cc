@@ -1,6 +1,7 @@
 // The verdict of a stopped job: a hang outranks any slowness, since the job
 // makes no progress at all. The hang detector's decided finding
-// (analysis/hang_detector.h) is the culprit; a rank that the step times
+// (analysis/hang_detector.h) is the culprit, else, live, the stall
+// detector's (analysis/stall_detector.h: every stalled rank a culprit); a rank that the step times
 // showed slow before it stopped is said to be (the straggler that became a
 // hang), and an inconclusive hang says what to collect.
 
@@ -28,6 +29,7 @@ std::string_view CauseOf(FindingCode code) {
     case FindingCode::kHangStuckCollective: return "stuck_collective";
     case FindingCode::kHangTransportError: return "transport_error";
     case FindingCode::kHangProcessMissing: return "process_missing";
+    case FindingCode::kHangRankStalled: return "stalled";
     default: return "hang";
   }
 }
@@ -35,12 +37,24 @@ std::string_view CauseOf(FindingCode code) {
 }  // namespace
 
 std::optional<Verdict> HangVerdict(const Analyses& a) {
-  if (!a.hang.hang || a.hang.findings.empty()) return std::nullopt;
-  const Finding& f = a.hang.findings.front();
+  // The ranks' own word (dumps, watchdog lines) first; live, the steps that
+  // stopped (analysis/stall_detector.h).
+  const std::vector<Finding>* findings = nullptr;
+  if (a.hang.hang && !a.hang.findings.empty()) {
+    findings = &a.hang.findings;
+  } else if (!a.stall.findings.empty()) {
+    findings = &a.stall.findings;
+  } else {
+    return std::nullopt;
+  }
+  const Finding& f = findings->front();
   Verdict v;
-  if (f.code == FindingCode::kHangInconclusive) {
+  if (f.code == FindingCode::kHangInconclusive || f.code == FindingCode::kHangJobStalled) {
     v.status = VerdictStatus::kInconclusive;
-    v.summary = "verdict: the job hung; inconclusive — " + f.message;
+    v.summary = std::string(f.code == FindingCode::kHangJobStalled
+                                ? "verdict: the job stopped; inconclusive — "
+                                : "verdict: the job hung; inconclusive — ") +
+                f.message;
     v.next_steps = f.next_steps;
     return v;
   }
@@ -71,8 +85,19 @@ std::optional<Verdict> HangVerdict(const Analyses& a) {
   if (!before.empty()) v.summary += "; " + before;
   v.next_steps = f.next_steps;
   v.culprits.push_back(std::move(c));
-  for (size_t i = 1; i < a.hang.findings.size(); ++i) {
-    AddSteps(v.next_steps, a.hang.findings[i].next_steps);
+  for (size_t i = 1; i < findings->size(); ++i) {
+    const Finding& g = (*findings)[i];
+    AddSteps(v.next_steps, g.next_steps);
+    // Every stalled rank is a culprit: ranks of one host hang together.
+    if (g.code != FindingCode::kHangRankStalled) continue;
+    Culprit more;
+    more.entity = g.entity;
+    more.cause_class = ClassOf(g.code);
+    more.cause = std::string(CauseOf(g.code));
+    more.confidence = g.confidence;
+    more.evidence.push_back(g.message);
+    for (const Evidence& e : g.evidence) more.evidence.push_back(e.text);
+    v.culprits.push_back(std::move(more));
   }
   return v;
 }

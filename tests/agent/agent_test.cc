@@ -843,6 +843,60 @@ TEST(StepIntakeTest, SilentRanksExpire) {
   EXPECT_EQ(e.Get("laggard_agent_ranks_expired_total", {{"host", "node-1"}}), 1);
 }
 
+// A synchronous job on one host: rank 1 hangs after the collective of step
+// 9, before reporting it; ranks 0, 2, 3 report step 9 and wait in step 10.
+TEST(StepIntakeTest, RankThatStopsBehindTheOthersIsStalled) {
+  Rig rig({}, TestOptions());
+  auto report = [&](int64_t rank, int64_t step) {
+    StepReport r;
+    r.rank = rank;
+    r.step = step;
+    r.duration_ns = kSecond;
+    rig.agent->OnStep(r, StepSource::kUdp);
+  };
+  for (int64_t step = 0; step < 10; ++step) {
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      if (rank == 1 && step == 9) continue;
+      report(rank, step);
+    }
+    rig.clock.Advance(kSecond);
+  }
+  // Silence threshold: 1.5 x 1 s + 5 s = 6.5 s after rank 1's last report
+  // (step 8, 2 s before the clock's time now).
+  rig.clock.Advance(4 * kSecond);
+  EXPECT_EQ(rig.Scrape().Get("laggard_rank_stalled", {{"host", "node-1"}, {"rank", "1"}}), 0);
+  rig.clock.Advance(1 * kSecond);
+  Exposition e = rig.Scrape();
+  EXPECT_EQ(e.Get("laggard_rank_stalled", {{"host", "node-1"}, {"rank", "1"}}), 1);
+  for (const char* rank : {"0", "2", "3"}) {
+    EXPECT_EQ(e.Get("laggard_rank_stalled", {{"host", "node-1"}, {"rank", rank}}), 0) << rank;
+  }
+  // It reports again: the alert clears at the next scrape.
+  report(1, 9);
+  EXPECT_EQ(rig.Scrape().Get("laggard_rank_stalled", {{"host", "node-1"}, {"rank", "1"}}), 0);
+}
+
+// Every rank stopped at the same step: no rank is behind, none is blamed.
+TEST(StepIntakeTest, RanksThatStopTogetherAreNotStalled) {
+  Rig rig({}, TestOptions());
+  for (int64_t step = 0; step < 10; ++step) {
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      StepReport r;
+      r.rank = rank;
+      r.step = step;
+      r.duration_ns = kSecond;
+      rig.agent->OnStep(r, StepSource::kUdp);
+    }
+    rig.clock.Advance(kSecond);
+  }
+  rig.clock.Advance(60 * kSecond);
+  Exposition e = rig.Scrape();
+  EXPECT_EQ(e.Count("laggard_rank_stalled"), 4);
+  for (const char* rank : {"0", "1", "2", "3"}) {
+    EXPECT_EQ(e.Get("laggard_rank_stalled", {{"host", "node-1"}, {"rank", rank}}), 0) << rank;
+  }
+}
+
 TEST(StepIntakeTest, RanksBeyondTheLimitAreCountedNotTracked) {
   AgentOptions o = TestOptions();
   o.max_ranks = 2;

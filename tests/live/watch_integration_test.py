@@ -10,8 +10,13 @@ compute_s phase shows rank 5), and a
 real Prometheus scraping the agents every second. Then runs
 `laggard watch --once` every second from the fault's onset until the verdict
 names rank 5 / node-2 GPU 1 with cause thermal, and reports how long that
-took. Finally checks `laggard watch --listen`'s own metrics. Everything it
-starts is stopped; nothing listens outside 127.0.0.0/8.
+took. Then checks `laggard watch --listen`'s own metrics. Finally rank 5
+hangs after the all-reduce of a step, before reporting it (the others report
+that step and block in the next all-reduce, a threading.Barrier here): the
+node agent's laggard_rank_stalled{rank="5"}, `watch --listen`'s, and the
+`watch --once` verdict (status hang, rank 5, cause stalled) must each come
+within 2 x the median step time + 10 s of rank 5's last report. Everything
+it starts is stopped; nothing listens outside 127.0.0.0/8.
 
 usage: watch_integration_test.py LAGGARD_BINARY PYTHON_HELPER_DIR
 Exit 77 (ctest: skipped) when Prometheus is not installed.
@@ -77,6 +82,10 @@ def main():
     work = tempfile.mkdtemp(prefix="laggard-watch-it-")
     procs = []
     stop = threading.Event()
+    # The all-reduce of each step: no rank leaves it before all arrived.
+    allreduce = threading.Barrier(HOSTS * GPUS)
+    hang = threading.Event()  # rank 5 hangs after its next all-reduce
+    last_report = {}
     try:
         agents = []
         t_start = time.time()
@@ -113,6 +122,14 @@ def main():
                                         gpu=gpu, use_cuda=False)
             step = 0
             while not stop.is_set():
+                stop.wait(STEP_S)  # compute
+                try:
+                    allreduce.wait()
+                except threading.BrokenBarrierError:
+                    return
+                if rank == 5 and hang.is_set():
+                    stop.wait()  # hung after the all-reduce, before its step ends
+                    return
                 faulty = time.time() - t_start >= FAULT_AT_S
                 compute = COMPUTE_SHARE * STEP_S * (1 + 0.01 * ((step * 5 + rank * 3) % 5 - 2))
                 if rank == 5 and faulty:
@@ -121,8 +138,8 @@ def main():
                 if faulty:
                     seconds += COMPUTE_SHARE * STEP_S * (SLOW - 1)
                 rep.step(step, seconds, compute_s=compute)
+                last_report[rank] = (step, time.time())
                 step += 1
-                stop.wait(STEP_S)
 
         threads = [threading.Thread(target=rank_loop, args=(r,), daemon=True) for r in range(HOSTS * GPUS)]
         for t in threads:
@@ -198,10 +215,57 @@ def main():
                          r'cause="thermal"\} 0\.\d+', metrics), metrics
         assert 'laggard_verdict_status{status="straggler"} 1' in metrics, metrics
         w.wait(timeout=30)
+
+        # Rank 5 hangs; the others wait in the next all-reduce.
+        listen = free_port()
+        w = subprocess.Popen([laggard, "watch", "--window", "30", "--interval", "1", "--duration", "60",
+                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(w)
+        hang.set()
+        while 5 in last_report and time.time() - last_report[5][1] < 2 * STEP_S:
+            time.sleep(0.05)  # rank 5's last report is in
+        hung_step, hung_at = last_report[5]
+        budget = 2 * (STEP_S + COMPUTE_SHARE * STEP_S * (SLOW - 1)) + 10  # 2 x the median step + 10 s
+        agent_url = "http://127.0.0.1:%d/metrics" % agents[2][0]
+        seen = {}
+        while time.time() - hung_at < budget + 10 and len(seen) < 3:
+            now = time.time() - hung_at
+            if "agent" not in seen:
+                m = urllib.request.urlopen(agent_url, timeout=1).read().decode()
+                if re.search(r'laggard_rank_stalled\{host="node-2",rank="5",gpu="1"[^}]*\} 1\n', m):
+                    seen["agent"] = now
+            if "watch --listen" not in seen:
+                try:
+                    m = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % listen, timeout=1).read().decode()
+                    if 'laggard_rank_stalled{rank="5",host="node-2"} 1' in m:
+                        seen["watch --listen"] = now
+                except OSError:
+                    pass
+            if "watch --once" not in seen:
+                r = subprocess.run([laggard, "watch", "--once", "--json", "--window", "30",
+                                    "--prometheus", url], capture_output=True, text=True, timeout=60)
+                if r.returncode == 0 and r.stdout.strip():
+                    v = json.loads(r.stdout.strip().splitlines()[-1])
+                    top = v["culprits"][0] if v["culprits"] else {}
+                    if v["status"] == "hang" and top.get("rank") == 5 and top.get("cause") == "stalled":
+                        seen["watch --once"] = time.time() - hung_at
+                        print("hang verdict:", v["summary"])
+                        assert [s["rank"] for s in v["stalled"]] == [5], v
+                        assert not v["job_stalled"], v
+            time.sleep(0.25)
+        others = sorted(st for rk, (st, _) in last_report.items() if rk != 5)
+        print("rank 5 hung after step %d; the others' last step: %s" % (hung_step, others))
+        for what in ("agent", "watch --listen", "watch --once"):
+            print("time from rank 5's last report to the stall alert (%s): %s (target <= %.1f s)"
+                  % (what, "%.1f s" % seen[what] if what in seen else "never", budget))
+        assert all(what in seen and seen[what] <= budget
+                   for what in ("agent", "watch --listen", "watch --once")), seen
         print("PASSED")
         return 0
     finally:
         stop.set()
+        allreduce.abort()
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
