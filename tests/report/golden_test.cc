@@ -14,6 +14,10 @@
 //              paths read sim/node-00/... whatever the temporary directory.
 //              Not combined with `cwd`.
 //   expected   the expected stdout (usually the JSON report)
+//   extract    optional: an element id; only the text of that element of
+//              stdout (`<template id="laggard-hang">...</template>` of an
+//              HTML report) is compared, so a case checks one section of a
+//              page without the embedded Chart.js
 //   exit_code  optional expected exit status (default 0)
 //
 // A golden records what laggard says today, not the truth: a simulated case
@@ -62,6 +66,21 @@ std::vector<std::string> Words(const fs::path& p) {
   std::istringstream in(Slurp(p));
   for (std::string w; in >> w;) out.push_back(w);
   return out;
+}
+
+// The text inside the element `id` of an HTML page (between its start tag
+// and the end tag of that name), plus a newline; "" when absent.
+std::string ElementText(const std::string& html, const std::string& id) {
+  size_t at = html.find("id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  size_t open = html.rfind('<', at);
+  size_t name_end = html.find_first_of(" >", open);
+  size_t body = html.find('>', at);
+  if (open == std::string::npos || body == std::string::npos) return "";
+  std::string close = "</" + html.substr(open + 1, name_end - open - 1) + ">";
+  size_t end = html.find(close, body);
+  if (end == std::string::npos) return "";
+  return html.substr(body + 1, end - body - 1) + "\n";
 }
 
 int RunArgs(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -133,16 +152,22 @@ TEST_P(GoldenTest, OutputMatchesExpected) {
   fs::current_path(old);
 
   int want_rc = fs::exists(dir / "exit_code") ? std::stoi(Slurp(dir / "exit_code")) : 0;
+  std::string got = out.str();
+  if (fs::exists(dir / "extract")) {
+    std::string id(Trim(Slurp(dir / "extract")));
+    got = ElementText(got, id);
+    EXPECT_FALSE(got.empty()) << "no element id=\"" << id << "\" in the output of " << dir;
+  }
   if (getenv("LAGGARD_REBASELINE") != nullptr) {
-    std::ofstream(dir / "expected", std::ios::binary) << out.str();
+    std::ofstream(dir / "expected", std::ios::binary) << got;
     if (rc != 0) std::ofstream(dir / "exit_code") << rc << "\n";
     else fs::remove(dir / "exit_code");
     GTEST_SKIP() << "rebaselined " << GetParam();
   }
   EXPECT_EQ(rc, want_rc) << err.str();
   std::string expected = Slurp(dir / "expected");
-  EXPECT_EQ(out.str(), expected) << "golden mismatch in " << dir
-                                 << "; if intended, run scripts/rebaseline.sh and read the diff";
+  EXPECT_EQ(got, expected) << "golden mismatch in " << dir
+                           << "; if intended, run scripts/rebaseline.sh and read the diff";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenTest, ::testing::ValuesIn(Cases()),
