@@ -5,6 +5,10 @@
 //   <script>                   Chart.js from Debian's libjs-chart.js, embedded
 //                              at build time (cmake/embed_file.cmake)
 //   <script>                   html_report.js: renders the document
+//   <template id=laggard-hang> only for a run the hang detector found a hang
+//                              in: the Hang section as HTML (html_hang.cc),
+//                              which the page script moves after the next
+//                              steps
 //   <script id=laggard-op-timelines>, <script> html_whatif.js: only for a run
 //                              with an op timeline's what-if replay, the
 //                              data of its section and the script that
@@ -30,8 +34,6 @@ std::string_view HtmlAppJs();
 std::string_view HtmlWhatIfJs();
 std::string_view HtmlStyleCss();
 
-namespace {
-
 std::string EscapeHtml(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -46,6 +48,8 @@ std::string EscapeHtml(std::string_view s) {
   }
   return out;
 }
+
+namespace {
 
 // JSON inside <script>: the only sequence that could end the element early
 // is "</script" (or "<!--"); '<' appears in JSON only inside strings, where
@@ -89,7 +93,8 @@ constexpr std::string_view kErrorCapture = R"js(
 
 }  // namespace
 
-std::string RenderHtmlDocument(const Json& report, const Json& whatifs) {
+std::string RenderHtmlDocument(const Json& report, const Json& whatifs,
+                               std::string_view hang_html) {
   std::string summary = "laggard report";
   if (report.contains("verdict") && report["verdict"].contains("summary") &&
       report["verdict"]["summary"].is_string()) {
@@ -127,6 +132,12 @@ std::string RenderHtmlDocument(const Json& report, const Json& whatifs) {
   html += "<footer>" + EscapeHtml(tool) + " · charts drawn with Chart.js";
   if (!chart_version.empty()) html += " " + EscapeHtml(chart_version);
   html += " (embedded) · self-contained, no network access</footer>\n";
+  // Its text is escaped (html_hang.cc): nothing in it can end the element.
+  if (!hang_html.empty()) {
+    html += "<template id=\"laggard-hang\">";
+    html += hang_html;
+    html += "</template>\n";
+  }
   html += "<script type=\"application/json\" id=\"laggard-report\">";
   html += JsonForScript(report);
   html += "</script>\n<script>\n";
@@ -149,7 +160,8 @@ std::string RenderHtmlDocument(const Json& report, const Json& whatifs) {
 
 std::string RenderHtml(const ReportInput& in) {
   return report_json::RenderHtmlDocument(report_json::BuildReport(in),
-                                         report_json::OpTimelineWhatIfs(in));
+                                         report_json::OpTimelineWhatIfs(in),
+                                         report_json::HangSectionHtml(in));
 }
 
 }  // namespace laggard

@@ -25,7 +25,7 @@
     flagged: '#f0a73a'
   };
   var KNOWN_SECTIONS = ['schema', 'tool', 'verdict', 'findings', 'ranks', 'job', 'traces',
-                        'data_quality', 'series'];
+                        'data_quality', 'series', 'hang'];
 
   // ---- small helpers -------------------------------------------------------
 
@@ -904,7 +904,19 @@
   // For the scripts embedded after this one (html_whatif.js).
   window.laggardPage = {el: el, table: table, excessColor: excessColor, secs: secs, pct: pct};
 
+  // The Hang section: written as HTML by html_hang.cc into a <template>,
+  // moved here after the verdict and the next steps.
+  function placeHang() {
+    var t = document.getElementById('laggard-hang');
+    if (!t) return;
+    var after = document.getElementById('next-steps') || app.querySelector('.card.verdict');
+    var node = document.importNode(t.content, true);
+    if (after && after.parentNode === app) app.insertBefore(node, after.nextSibling);
+    else app.appendChild(node);
+  }
+
   renderVerdict();
+  placeHang();
   renderCharts();
   renderFindings();
   renderRanks();

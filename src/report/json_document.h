@@ -52,11 +52,31 @@ Json TimeJson(const std::optional<TimeNs>& t);
 Json HardwareJson(const Run& run, const HardwareAnalysis& hardware);
 Json NetworkJson(const Run& run, const NetworkAnalysis& network);
 
+// The `hang` section: per process group of the hang detector its members,
+// stuck collective and per reporting rank its progress (json_report.cc).
+Json HangJson(const HangAnalysis& hang);
+
 // The HTML page for a report document (html_report.cc). Takes the document
 // so tests can add sections (e.g. `network`) the run does not have yet.
 // `whatifs` (OpTimelineWhatIfs()), when not empty, is embedded beside it
-// for the page's "What-if (op timeline)" section.
-std::string RenderHtmlDocument(const Json& report, const Json& whatifs = Json::array());
+// for the page's "What-if (op timeline)" section; `hang_html`
+// (HangSectionHtml()), when not empty, in a <template id="laggard-hang">
+// that the page script puts after the next steps.
+std::string RenderHtmlDocument(const Json& report, const Json& whatifs = Json::array(),
+                               std::string_view hang_html = {});
+
+// `s` with & < > " as HTML entities (html_report.cc).
+std::string EscapeHtml(std::string_view s);
+
+// The page's "Hang" section as HTML (html_hang.cc), "" when the hang
+// detector did not run or found no hang: the decided finding and its next
+// steps, and per process group (the decided finding's first, at most
+// kMaxHangGroups) a table of at most kMaxHangRows members (the culprits and
+// the ranks ahead kept first), each with its progress and a state cell:
+// culprit, ahead, stuck, waiting, reported, or no evidence.
+inline constexpr size_t kMaxHangGroups = 8;
+inline constexpr size_t kMaxHangRows = 256;
+std::string HangSectionHtml(const ReportInput& in);
 
 // The page's "What-if (op timeline)" section (html_whatif.cc): per op
 // timeline with a what-if replay, its headline numbers, findings, grid and

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "report/hang_view.h"
 #include "report/json_document.h"
 #include "report/report.h"
 
@@ -365,6 +366,27 @@ Json LayoutJson(const Run& run, const RunLayoutResult& r) {
 
 }  // namespace
 
+Json HangJson(const HangAnalysis& hang) {
+  Json groups = Json::array();
+  for (const HangGroupState& g : hang.groups) {
+    Json ranks = Json::array();
+    for (const HangRankState& s : g.ranks) {
+      ranks.push_back({{"rank", s.rank},
+                       {"enqueued", Opt(s.enqueued)},
+                       {"completed", Opt(s.completed)},
+                       {"waiting_in", Opt(report_hang::WaitingIn(s))},
+                       {"op", s.op_waiting.empty() ? Json(nullptr) : Json(s.op_waiting)},
+                       {"from_dump", s.from_dump}});
+    }
+    groups.push_back({{"pg_id", g.pg_id},
+                      {"desc", g.pg_desc.empty() ? Json(nullptr) : Json(g.pg_desc)},
+                      {"members", g.members},
+                      {"stuck_seq", Opt(g.stuck_seq)},
+                      {"ranks", std::move(ranks)}});
+  }
+  return {{"world", Opt(hang.world)}, {"groups", std::move(groups)}};
+}
+
 Json BuildReport(const ReportInput& in) {
   Json root;
   root["schema"] = kReportSchema;
@@ -382,6 +404,7 @@ Json BuildReport(const ReportInput& in) {
   if (in.layout != nullptr && (in.layout->layout || !in.layout->conflicts.empty())) {
     root["parallel_layout"] = LayoutJson(in.run, *in.layout);
   }
+  if (in.hang != nullptr && in.hang->hang) root["hang"] = HangJson(*in.hang);
   root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);
   return root;

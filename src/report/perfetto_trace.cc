@@ -12,6 +12,9 @@
 //                    "GPU i power_limit_w"
 //   instants         findings at their onset, on the rank's track, the
 //                    host's process or the job process
+//   hangs            per rank that dumped: "rank N collectives (Flight
+//                    Recorder)"; dated hang lines and the decided hang
+//                    finding as instants (perfetto_hang.cc)
 //   pid last+1..     per op timeline and DP rank: "op timeline: DP rank d
 //                    (measured)" and "... (ideal, what-if)", a thread per
 //                    (pp, tp) worker (perfetto_op_timeline.cc)
@@ -27,6 +30,7 @@
 #include <map>
 #include <set>
 
+#include "report/hang_view.h"
 #include "report/json_document.h"
 #include "report/report.h"
 #include "report/trace_writer.h"
@@ -52,13 +56,8 @@ std::optional<int64_t> MedianOf(std::vector<int64_t> v) {
   return *mid;
 }
 
-struct Slice {
-  TimeNs start = 0;  // absolute, or relative to the origin when !anchored
-  DurationNs dur = 0;
-  std::string name;
-  std::string cat;
-  std::string args;  // JSON object text, "" for none
-};
+// start: absolute, or relative to the origin when !anchored.
+using Slice = report_trace::TraceSlice;
 
 // Logged times are rounded (a CSV with millisecond timestamps and
 // durations), so step N often "ends" a fraction of a millisecond after step
@@ -127,6 +126,9 @@ void AssignPids(const ReportInput& in, Layout& l) {
   for (const GpuRecord& g : in.run.hardware.gpus) {
     if (g.host) host_set.insert(*g.host);
   }
+  // Ranks known only from Flight Recorder dumps and hang lines get tracks
+  // too (on the unknown host: neither says which host it ran on).
+  for (int32_t rank : report_trace::HangRanks(in.run)) l.host_of_rank.try_emplace(rank);
   int next_pid = 2;
   for (const std::string& h : host_set) l.pid_of[h] = next_pid++;
   l.unknown_pid = next_pid;
@@ -146,7 +148,8 @@ void AssignHostOffsets(const ReportInput& in, Layout& l) {
 }
 
 // The origin: the earliest absolute instant that will be written.
-void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findings, Layout& l) {
+void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findings,
+                const report_trace::HangTimeline& hang, Layout& l) {
   const Run& run = in.run;
   auto see = [&](TimeNs t) { l.origin = l.origin ? std::min(*l.origin, t) : t; };
   l.rank_logged.assign(run.ranks.size(), false);
@@ -183,6 +186,11 @@ void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findin
     if (f->onset_time) see(*f->onset_time - l.HostShift(f->entity.host));
   }
   if (std::optional<TimeNs> ops = report_trace::OpTimelinesStart(run)) see(*ops);
+  for (const auto& [rank, slices] : hang.entries) {
+    for (const Slice& sl : slices) see(sl.start);
+  }
+  for (const report_trace::HangInstant& i : hang.instants) see(i.time);
+  if (hang.decided) see(hang.decided->time);
 }
 
 // Writes the tracks in order: the job process, per host its ranks' steps
@@ -190,8 +198,9 @@ void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findin
 // then process names and otherData.
 class MergedTraceWriter {
  public:
-  MergedTraceWriter(const ReportInput& in, const Layout& layout, std::ostream& os)
-      : in_(in), run_(in.run), l_(layout), t0_(layout.t0()), w_(os) {
+  MergedTraceWriter(const ReportInput& in, const Layout& layout,
+                    const report_trace::HangTimeline& hang, std::ostream& os)
+      : in_(in), run_(in.run), l_(layout), hang_(hang), t0_(layout.t0()), w_(os) {
     size_t track_count = run_.ranks.size() + run_.unattributed.size();
     per_track_ =
         std::max(kMinStepEventsPerTrack, kMaxStepEventsTotal / std::max<size_t>(1, track_count));
@@ -207,6 +216,7 @@ class MergedTraceWriter {
   void WriteUnattributedSteps();
   void WriteGpuCounters();
   void WriteFindings(const std::vector<const Finding*>& findings);
+  void WriteHangInstants();
   // After every host process: pids from the unknown host's + 1.
   void WriteOpTimelines() {
     if (run_.op_timelines.empty()) return;
@@ -224,7 +234,8 @@ class MergedTraceWriter {
     return l_.unknown_pid;
   }
   int WriteSlices(int pid, const std::string& label, int sort, std::vector<Slice> slices,
-                  bool anchored);
+                  bool anchored, bool trim = true);
+  std::string TrackOf(std::optional<int32_t> rank) const;
   std::vector<Slice> StepSlices(const StepSeries& s, bool logged,
                                 std::map<int64_t, int64_t>& step_ts);
   std::vector<Slice> TraceSlices(const RankTraceStats& st) const;
@@ -234,6 +245,7 @@ class MergedTraceWriter {
   const ReportInput& in_;
   const Run& run_;
   const Layout& l_;
+  const report_trace::HangTimeline& hang_;
   const TimeNs t0_;
   TraceWriter w_;
   int next_tid_ = kFirstTid;
@@ -252,13 +264,14 @@ class MergedTraceWriter {
 };
 
 // Writes `slices` (absolute times when anchored) on the track `label`, lanes
-// as needed; returns the first lane's tid.
+// as needed; returns the first lane's tid. `trim`: logged times, whose
+// rounding overlaps are cut (TrimRoundingOverlaps).
 int MergedTraceWriter::WriteSlices(int pid, const std::string& label, int sort,
-                                   std::vector<Slice> slices, bool anchored) {
+                                   std::vector<Slice> slices, bool anchored, bool trim) {
   std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
     return a.start != b.start ? a.start < b.start : a.dur > b.dur;
   });
-  TrimRoundingOverlaps(slices);
+  if (trim) TrimRoundingOverlaps(slices);
   std::vector<std::pair<TimeNs, TimeNs>> spans;
   spans.reserve(slices.size());
   for (const Slice& s : slices) spans.emplace_back(s.start, s.start + s.dur);
@@ -365,6 +378,11 @@ void MergedTraceWriter::WriteRanks() {
         WriteSlices(pid, fmt::format("rank {} collectives", rank), rank * 8 + 4,
                     TraceSlices(*it->second), true);
       }
+      auto fr = hang_.entries.find(rank);
+      if (fr != hang_.entries.end()) {
+        WriteSlices(pid, fmt::format("rank {} collectives (Flight Recorder)", rank), rank * 8 + 6,
+                    fr->second, true, false);
+      }
       rank_tracks_[rank] = std::move(track);
     }
   }
@@ -462,7 +480,10 @@ std::optional<int64_t> MergedTraceWriter::FindingTs(const Finding& f, bool from_
 void MergedTraceWriter::WriteFindings(const std::vector<const Finding*>& findings) {
   std::set<const Finding*> from_traces;
   for (const Finding& f : in_.traces.findings) from_traces.insert(&f);
+  // The decided hang finding, when it has a time, is WriteHangInstants()'s.
+  const Finding* hang_decided = hang_.decided ? report_hang::DecidedFinding(in_.hang) : nullptr;
   for (const Finding* fp : findings) {
+    if (fp == hang_decided) continue;
     const Finding& f = *fp;
     const RankTrack* track = nullptr;
     if (f.entity.rank) {
@@ -493,6 +514,29 @@ void MergedTraceWriter::WriteFindings(const std::vector<const Finding*>& finding
   }
 }
 
+// "pid, tid" of a rank's steps track, else of the job's findings track.
+std::string MergedTraceWriter::TrackOf(std::optional<int32_t> rank) const {
+  auto it = rank ? rank_tracks_.find(*rank) : rank_tracks_.end();
+  if (it != rank_tracks_.end()) {
+    return fmt::format("\"pid\":{},\"tid\":{}", it->second.pid, it->second.tid);
+  }
+  return fmt::format("\"pid\":1,\"tid\":{}", job_tid_);
+}
+
+// Dated hang lines on their rank's track, and the decided hang finding at
+// its stuck collective on the culprit's track (both on the aligned clock).
+void MergedTraceWriter::WriteHangInstants() {
+  auto write = [&](const report_trace::HangInstant& i, std::string_view cat) {
+    w_.Event(fmt::format(
+        "\"ph\":\"i\",\"name\":{},\"cat\":\"{}\",\"s\":\"t\",{},\"ts\":{},"
+        "\"args\":{}",
+        TraceStr(i.name), cat, TrackOf(i.rank), Micros(std::max<int64_t>(0, i.time - t0_)),
+        i.args.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  };
+  for (const report_trace::HangInstant& i : hang_.instants) write(i, "hang_line");
+  if (hang_.decided) write(*hang_.decided, "finding");
+}
+
 void MergedTraceWriter::Finish() {
   for (auto& [host, pid] : l_.pid_of) w_.ProcessName(pid, host, pid);
   if (unknown_used_) w_.ProcessName(l_.unknown_pid, "unknown host", l_.unknown_pid);
@@ -513,6 +557,7 @@ void MergedTraceWriter::Finish() {
   other["counter_events"] = counters_;
   other["findings_without_time"] = std::move(untimed_);
   other["notes"] = std::move(notes_);
+  if (!in_.run.hang.dumps.empty() || !in_.run.hang.events.empty()) other["hang"] = hang_.other;
   if (!op_timelines_.is_null()) {
     other["op_timelines"] = std::move(op_timelines_);
     other["op_timeline_ops_limit"] = report_trace::kMaxOpTimelineOps;
@@ -527,12 +572,19 @@ void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
   Layout layout;
   AssignPids(in, layout);
   AssignHostOffsets(in, layout);
-  FindOrigin(in, findings, layout);
-  MergedTraceWriter w(in, layout, os);
+  report_trace::HangTimeline hang =
+      report_trace::BuildHangTimeline(in, [&layout](std::optional<int32_t> rank) -> int64_t {
+        if (!rank) return 0;
+        auto it = layout.host_of_rank.find(*rank);
+        return it == layout.host_of_rank.end() ? 0 : layout.HostShift(it->second);
+      });
+  FindOrigin(in, findings, hang, layout);
+  MergedTraceWriter w(in, layout, hang, os);
   w.WriteRanks();
   w.WriteUnattributedSteps();
   w.WriteGpuCounters();
   w.WriteFindings(findings);
+  w.WriteHangInstants();
   w.WriteOpTimelines();
   w.Finish();
 }

@@ -1,7 +1,8 @@
 // Building blocks of the merged Chrome/Perfetto trace (docs/merged-trace.md),
 // shared by its writers inside src/report/: perfetto_trace.cc (steps,
-// collectives, GPU counters, findings) and perfetto_op_timeline.cc (the ops
-// of op timelines, measured and ideal). Not part of the public report API
+// collectives, GPU counters, findings), perfetto_op_timeline.cc (the ops
+// of op timelines, measured and ideal) and perfetto_hang.cc (Flight
+// Recorder entries and hang lines). Not part of the public report API
 // (report.h).
 //
 // TraceWriter streams the JSON object one event at a time; nothing is kept
@@ -11,6 +12,8 @@
 #define LAGGARD_REPORT_TRACE_WRITER_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -35,6 +38,16 @@ inline std::string Micros(int64_t ns) {
   uint64_t a = neg ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
   return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
 }
+
+// One "X" event before it is written: `start` absolute (or relative to the
+// origin where the writer says so), `args` a JSON object's text or "".
+struct TraceSlice {
+  TimeNs start = 0;
+  DurationNs dur = 0;
+  std::string name;
+  std::string cat;
+  std::string args;
+};
 
 // Assigns each span [start, end) (sorted by start, longer first on ties)
 // the first lane where it nests properly: it starts after every open span
@@ -124,6 +137,55 @@ Json WriteOpTimelines(const ReportInput& in, TimeNs t0, int first_pid, int& next
 
 // The earliest op start of the run's op timelines (part of the trace's origin).
 std::optional<TimeNs> OpTimelinesStart(const Run& run);
+
+// What a stopped job's hang evidence puts on the timeline (perfetto_hang.cc,
+// docs/merged-trace.md "Hangs"), with every time on the aligned clock
+// (absolute ns, the rank's host offset removed) and not yet relative to
+// the origin:
+//   entries    per rank with a Flight Recorder dump, its entries as slices
+//              from started (else created) to completed; one never
+//              completed runs to the last time any dump or hang line shows
+//              and is named "... (never completed)"; args pg, seq, state,
+//              sizes, and the stack of the rank's last entry
+//   instants   hang lines with a dated timestamp (HangEvent::time_ns,
+//              never the yearless glog time), on their global rank's track
+//              or the job's
+//   decided    the hang detector's decided finding at the time its group's
+//              stuck collective was first started (else created) on any
+//              rank, else at a hang line's time about that collective, else
+//              its onset_time; on its rank's track or the job's. nullopt:
+//              no time, it stays with the other findings
+// At most `max_entries` entries in all (the last ones of each rank's ring
+// buffer, at least kMinHangEntriesPerRank each) and `max_instants` lines;
+// `other` (otherData.hang) counts what was written and left out.
+inline constexpr size_t kMaxHangEntries = 1'000'000;
+inline constexpr size_t kMinHangEntriesPerRank = 200;
+inline constexpr size_t kMaxHangInstants = 100'000;
+
+struct HangInstant {
+  TimeNs time = 0;
+  std::optional<int32_t> rank;  // its track; nullopt: the job's
+  std::string name;
+  Json args;
+};
+
+struct HangTimeline {
+  std::map<int32_t, std::vector<TraceSlice>> entries;
+  std::vector<HangInstant> instants;
+  std::optional<HangInstant> decided;
+  Json other;
+};
+
+// `shift(rank)`: the ns to remove from that rank's wall-clock times (its
+// host's clock offset; 0 for an unknown rank).
+HangTimeline BuildHangTimeline(const ReportInput& in,
+                               const std::function<int64_t(std::optional<int32_t>)>& shift,
+                               size_t max_entries = kMaxHangEntries,
+                               size_t max_instants = kMaxHangInstants);
+
+// The global ranks the run's hang data name (dumps' and hang lines'): they
+// get tracks even without steps or traces.
+std::vector<int32_t> HangRanks(const Run& run);
 
 }  // namespace laggard::report_trace
 

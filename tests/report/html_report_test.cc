@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "report/hang_report_fixture.h"
 #include "report/json_document.h"
 #include "report/pipeline_report_fixture.h"
 #include "report_fixture.h"
@@ -803,6 +804,110 @@ TEST(HtmlReportCliTest, UnwritableReportPathIsAnError) {
   rc = RunCli({"diagnose", "--trace", dir.File("missing/dir/t.json"), dir.path()}, &out, &err);
   EXPECT_EQ(rc, kExitOutputFailed);
   EXPECT_NE(err.find("cannot write"), std::string::npos) << err;
+}
+
+// --- the Hang section ----------------------------------------------------------
+
+// The <tr> of `rank` in the first table of process group `pg`.
+std::string RowOf(const std::string& html, const std::string& pg, int rank) {
+  size_t table = html.find("data-pg=\"" + pg + "\"");
+  if (table == std::string::npos) return "";
+  size_t at = html.find(fmt::format("data-rank=\"{}\"", rank), table);
+  if (at == std::string::npos) return "";
+  size_t start = html.rfind("<tr", at), end = html.find("</tr>", at);
+  return html.substr(start, end - start);
+}
+
+TEST(HtmlHangTest, CulpritIsMarkedAndASilentMemberIsNoEvidence) {
+  testing_util::HangDiagnosed h;
+  testing_util::NotJoinedHang(h);
+  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangNotJoined);
+  std::string html = report_json::HangSectionHtml(h.input());
+  ASSERT_NE(html.find("<h2>Hang</h2>"), std::string::npos);
+  EXPECT_NE(html.find(report_json::EscapeHtml(h.hang.findings.front().message)), std::string::npos);
+  EXPECT_NE(html.find("<li>see where rank 2 is"), std::string::npos) << "its next steps";
+  std::string r2 = RowOf(html, "0", 2);
+  EXPECT_NE(r2.find("class=\"culprit\""), std::string::npos) << r2;
+  EXPECT_NE(r2.find("data-state=\"culprit\""), std::string::npos) << r2;
+  EXPECT_NE(r2.find("never reached #6"), std::string::npos) << r2;
+  for (int waiting : {0, 1}) {
+    std::string r = RowOf(html, "0", waiting);
+    EXPECT_NE(r.find("data-state=\"waiting\""), std::string::npos) << r;
+    EXPECT_NE(r.find("nccl:all_reduce #6 [[1024]]"), std::string::npos) << r;
+    EXPECT_NE(r.find("Flight Recorder dump"), std::string::npos) << r;
+  }
+  // Rank 3 gave no dump and no line: listed, never guilty.
+  std::string r3 = RowOf(html, "0", 3);
+  EXPECT_NE(r3.find("data-state=\"no_evidence\""), std::string::npos) << r3;
+  EXPECT_NE(r3.find("no evidence"), std::string::npos) << r3;
+  EXPECT_EQ(r3.find("culprit"), std::string::npos) << r3;
+}
+
+TEST(HtmlHangTest, RanksAheadAreMarkedAndTheOnesBehindAreTheCulprits) {
+  testing_util::HangDiagnosed h;
+  laggard::Run& run = h.d.run;
+  run.hang.groups.push_back(ProcessGroupInfo{"0", "default_pg", {0, 1}, 2, false, {}});
+  // Rank 0 completed #9 and waits in #10; rank 1 is still in #7.
+  run.hang.dumps.push_back(testing_util::FrDump(
+      0, 10, 9, {testing_util::Entry(9, 1.0, 1.1), testing_util::Entry(10, 2.0, std::nullopt)}));
+  run.hang.dumps.push_back(
+      testing_util::FrDump(1, 7, 6, {testing_util::Entry(7, 1.5, std::nullopt)}));
+  h.hang = AnalyzeHang(run);
+  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangDesync)
+      << h.hang.findings.front().message;
+  std::string html = report_json::HangSectionHtml(h.input());
+  EXPECT_NE(RowOf(html, "0", 0).find("data-state=\"ahead\""), std::string::npos) << html;
+  EXPECT_NE(RowOf(html, "0", 0).find("ahead: completed #9"), std::string::npos) << html;
+  EXPECT_NE(RowOf(html, "0", 1).find("data-state=\"culprit\""), std::string::npos) << html;
+}
+
+TEST(HtmlHangTest, InputTextIsEscapedAndNoHangWritesNoSection) {
+  testing_util::HangDiagnosed h;
+  testing_util::NotJoinedHang(h, "<img src=x onerror=alert(1)></template>");
+  std::string html = report_json::HangSectionHtml(h.input());
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("</template>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+
+  testing_util::HangDiagnosed none;
+  testing_util::Diagnose(none.d);
+  none.hang = AnalyzeHang(none.d.run);
+  EXPECT_EQ(report_json::HangSectionHtml(none.input()), "");
+  EXPECT_EQ(RenderHtml(none.input()).find("<template id=\"laggard-hang\">"), std::string::npos);
+}
+
+TEST(HtmlHangBrowserTest, TheHangSectionFollowsTheNextStepsWithTheCulpritMarked) {
+  std::string chromium = FindChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium not found: browser test skipped";
+  TempDir dir;
+  std::string out, err;
+  fs::path html = OutputDir() / "hang.html";
+  int rc = RunCli({"diagnose", "--html", html.string(),
+                   std::string(LAGGARD_SOURCE_DIR) + "/tests/data/hangs/fr_v2.10"},
+                  &out, &err);
+  ASSERT_EQ(rc, kExitOk) << err;
+  BrowserResult r = RunChromium(chromium, html, "hang", "--dump-dom");
+  ASSERT_EQ(r.rc, 0);
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.dom, m, std::regex(R"re(id="laggard-status" data-state="(\w+)")re")))
+      << r.dom.substr(0, 2000);
+  EXPECT_EQ(m[1].str(), "ok");
+  EXPECT_EQ(Count(r.dom, "class=\"laggard-error\""), 0u);
+  EXPECT_TRUE(ConsoleErrors(r.log).empty()) << ConsoleErrors(r.log).front();
+  size_t main = r.dom.find("<main id=\"app\"");
+  size_t next = r.dom.find("id=\"next-steps\"", main);
+  size_t hang = r.dom.find("id=\"hang\"", main);
+  ASSERT_NE(next, std::string::npos);
+  ASSERT_NE(hang, std::string::npos) << "the section was not moved into the page";
+  EXPECT_LT(next, hang);
+  EXPECT_LT(hang, r.dom.find("id=\"evidence\"", main));
+  EXPECT_NE(RowOf(r.dom.substr(hang), "0", 2).find("data-state=\"culprit\""), std::string::npos);
+  EXPECT_EQ(r.dom.find("id=\"section-hang\""), std::string::npos) << "not rendered twice";
+  fs::path png = OutputDir() / "hang.png";
+  fs::remove(png);
+  RunChromium(chromium, html, "hang-shot", "--screenshot='" + png.string() + "'");
+  EXPECT_TRUE(fs::exists(png));
 }
 
 }  // namespace

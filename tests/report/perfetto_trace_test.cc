@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/hang_report_fixture.h"
+#include "report/trace_writer.h"
 #include "report_fixture.h"
 
 namespace laggard {
@@ -402,6 +404,127 @@ TEST(MergedTraceLayoutTest, GpuSamplesWithoutADateAreMarkedApproximate) {
   EXPECT_EQ(ts, (std::vector<double>{0, 1e6, 2e6, 3e6, 4e6}));
   EXPECT_EQ(t["otherData"]["gpus_time_approximate"], Json::array({"node-07 GPU 2"}));
   EXPECT_EQ(NamedTracks(t).Pid("node-07"), 2);
+}
+
+// --- hangs: Flight Recorder entries and hang lines --------------------------
+
+std::vector<Json> EventsOn(const Json& t, std::pair<int, int> track, const std::string& ph) {
+  std::vector<Json> out;
+  for (const Json& e : t["traceEvents"]) {
+    if (e["ph"] == ph && e["pid"] == track.first && e["tid"] == track.second) out.push_back(e);
+  }
+  return out;
+}
+
+// ts of an absolute instant, given the trace's origin.
+double TsOf(const Json& t, TimeNs at) {
+  return static_cast<double>(at - t["otherData"]["origin_ns"].get<int64_t>()) / 1e3;
+}
+
+TEST(MergedTraceHangTest, FlightRecorderEntriesAreSlicesAndANeverCompletedOneRunsToTheLastTime) {
+  testing_util::HangDiagnosed h;
+  testing_util::NotJoinedHang(h);
+  std::ostringstream out;
+  WriteMergedTrace(h.input(), out);
+  Json t = Json::parse(out.str());
+  // The earliest instant written: rank 2's start of #5.
+  EXPECT_EQ(t["otherData"]["origin_ns"], testing_util::Sec(10.05));
+  Tracks tracks = NamedTracks(t);
+  auto fr0 = tracks.Find("rank 0 collectives (Flight Recorder)");
+  ASSERT_NE(fr0.first, -1);
+  EXPECT_EQ(tracks.Find("rank 3 collectives (Flight Recorder)").first, -1) << "rank 3 never dumped";
+  std::vector<Json> slices = EventsOn(t, fr0, "X");
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(slices[0]["name"], "nccl:all_reduce #5");
+  EXPECT_NEAR(slices[0]["ts"].get<double>(), TsOf(t, testing_util::Sec(10.1)), 0.01);
+  EXPECT_NEAR(slices[0]["dur"].get<double>(), 200'000, 0.01);
+  EXPECT_EQ(slices[0]["args"]["state"], "completed");
+  EXPECT_FALSE(slices[0]["args"].contains("frames")) << "only the last entry has its stack";
+  // #6 never completed: it runs to the last time shown (rank 0's dated
+  // watchdog line, 15.0 s).
+  EXPECT_EQ(slices[1]["name"], "nccl:all_reduce #6 (never completed)");
+  EXPECT_NEAR(slices[1]["ts"].get<double>(), TsOf(t, testing_util::Sec(11.2)), 0.01);
+  EXPECT_NEAR(slices[1]["dur"].get<double>(), 3.8e6, 0.01);
+  EXPECT_EQ(slices[1]["args"]["pg"], "0");
+  EXPECT_EQ(slices[1]["args"]["seq"], 6);
+  EXPECT_EQ(slices[1]["args"]["state"], "started");
+  EXPECT_EQ(slices[1]["args"]["input_sizes"], Json::parse("[[1024]]"));
+  ASSERT_EQ(slices[1]["args"]["frames"].size(), 2u);
+  EXPECT_EQ(slices[1]["args"]["frames"][0], "all_reduce (distributed_c10d.py:2501)");
+  EXPECT_EQ(t["otherData"]["hang"]["fr_entries"], 5);
+  EXPECT_EQ(t["otherData"]["hang"]["fr_entries_written"], 5);
+  EXPECT_EQ(t["otherData"]["hang"]["fr_entries_omitted"], 0);
+}
+
+TEST(MergedTraceHangTest, DatedHangLinesAndTheDecidedFindingAreInstantsOnTheirRanks) {
+  testing_util::HangDiagnosed h;
+  testing_util::NotJoinedHang(h);
+  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangNotJoined);
+  std::ostringstream out;
+  WriteMergedTrace(h.input(), out);
+  Json t = Json::parse(out.str());
+  Tracks tracks = NamedTracks(t);
+  // Rank 0's dated watchdog line; rank 1's yearless one is no time.
+  std::vector<Json> r0 = EventsOn(t, tracks.Find("rank 0"), "i");
+  ASSERT_EQ(r0.size(), 1u);
+  EXPECT_EQ(r0[0]["name"], "watchdog_timeout");
+  EXPECT_NEAR(r0[0]["ts"].get<double>(), TsOf(t, testing_util::Sec(15.0)), 0.01);
+  EXPECT_EQ(r0[0]["args"]["seq"], 6);
+  EXPECT_TRUE(EventsOn(t, tracks.Find("rank 1"), "i").empty());
+  EXPECT_EQ(t["otherData"]["hang"]["hang_lines_without_time"], 1);
+  // The decided finding: on the culprit's track, when #6 first started.
+  std::vector<Json> r2 = EventsOn(t, tracks.Find("rank 2"), "i");
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]["name"], "hang.not_joined");
+  EXPECT_EQ(r2[0]["cat"], "finding");
+  EXPECT_NEAR(r2[0]["ts"].get<double>(), TsOf(t, testing_util::Sec(11.2)), 0.01);
+  EXPECT_EQ(r2[0]["args"]["message"], h.hang.findings.front().message);
+  EXPECT_EQ(r2[0]["args"]["stuck_seq"], 6);
+  for (const Json& code : t["otherData"]["findings_without_time"]) {
+    EXPECT_NE(code, "hang.not_joined") << "written once, with its time";
+  }
+}
+
+TEST(MergedTraceHangTest, EntriesTakeTheirRanksClockShift) {
+  testing_util::HangDiagnosed h;
+  testing_util::NotJoinedHang(h);
+  report_trace::HangTimeline tl = report_trace::BuildHangTimeline(
+      h.input(), [](std::optional<int32_t> r) -> int64_t { return r == 1 ? 3'000'000 : 0; });
+  ASSERT_EQ(tl.entries.at(1).size(), 2u);
+  EXPECT_EQ(tl.entries.at(1)[0].start, testing_util::Sec(10.15) - 3'000'000);
+  EXPECT_EQ(tl.entries.at(1)[0].dur, testing_util::Sec(10.3) - testing_util::Sec(10.15));
+  EXPECT_EQ(tl.entries.at(0)[0].start, testing_util::Sec(10.1));
+}
+
+TEST(MergedTraceHangTest, EntriesPastTheBoundAreCountedAndTheLastOnesKept) {
+  testing_util::HangDiagnosed h;
+  for (int32_t rank : {0, 1}) {
+    std::vector<CollectiveRecord> entries;
+    for (int64_t seq = 1; seq <= 300; ++seq) {
+      entries.push_back(testing_util::Entry(seq, seq * 0.01, seq * 0.01 + 0.005));
+    }
+    h.d.run.hang.dumps.push_back(testing_util::FrDump(rank, 300, 300, std::move(entries)));
+  }
+  h.hang = AnalyzeHang(h.d.run);
+  // 100 in all asked: each rank keeps its last kMinHangEntriesPerRank (200).
+  report_trace::HangTimeline tl = report_trace::BuildHangTimeline(
+      h.input(), [](std::optional<int32_t>) -> int64_t { return 0; }, 100);
+  ASSERT_EQ(tl.entries.at(0).size(), report_trace::kMinHangEntriesPerRank);
+  EXPECT_EQ(tl.entries.at(0).front().name, "nccl:all_reduce #101");
+  EXPECT_EQ(tl.entries.at(0).back().name, "nccl:all_reduce #300");
+  EXPECT_EQ(tl.other["fr_entries"], 600);
+  EXPECT_EQ(tl.other["fr_entries_written"], 400);
+  EXPECT_EQ(tl.other["fr_entries_omitted"], 200);
+}
+
+TEST(MergedTraceHangTest, ARunWithoutHangDataHasNoHangPart) {
+  TempDir dir;
+  auto d = SimulatedRun(dir.path(), FixtureOptions{.traces = false, .hardware = false});
+  Json t = MergedTrace(*d);
+  EXPECT_FALSE(t["otherData"].contains("hang"));
+  for (auto& [key, name] : NamedTracks(t).thread) {
+    EXPECT_EQ(name.find("Flight Recorder"), std::string::npos) << name;
+  }
 }
 
 }  // namespace
