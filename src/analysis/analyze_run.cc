@@ -41,6 +41,11 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
   a.pauses = AnalyzePauses(run, a.steps, a.traces, a.ranks, options.pauses);
   a.hang = AnalyzeHang(run, options.hang);
+  // The steps of a hung job: live, from now; offline, where the logs end
+  // once the ranks' lines said it hung.
+  if (!options.live_now_ns && a.hang.hang) {
+    a.stall = FindStallsAtHang(ProgressFromSteps(run, /*need_clock=*/false), options.stall);
+  }
   if (options.live_now_ns)
     a.stall = FindStalls(ProgressFromSteps(run), *options.live_now_ns, options.stall);
   return a;

@@ -72,7 +72,76 @@ Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, Dura
   return f;
 }
 
+// Offline, at a hang the ranks' own lines established: where the step logs
+// end.
+Finding BehindAtHang(const RankProgress& p, const StalledRank& s, size_t later, size_t judged,
+                     const std::optional<SourceRef>& ahead_src) {
+  Finding f;
+  f.code = FindingCode::kHangRankStalled;
+  f.severity = Describe(f.code).severity;
+  f.entity.rank = p.rank;
+  f.entity.host = p.host;
+  f.entity.gpu = p.gpu;
+  f.onset_step = s.last_step + 1;
+  int64_t next = s.last_step + 1;
+  f.message = fmt::format(
+      "rank {}{} never finished step {}: its steps end at step {}, while {} of the {} ranks "
+      "finished step {} before the job hung{}",
+      p.rank, Where(p), next, s.last_step, later, judged, s.last_step + s.steps_behind,
+      s.steps_behind > 1 ? "" : " (they wait for it)");
+  f.evidence.push_back({fmt::format("rank {}'s last step: {}", p.rank, s.last_step), p.last_src});
+  if (ahead_src) {
+    f.evidence.push_back(
+        {fmt::format("a rank ahead: step {}", s.last_step + s.steps_behind), ahead_src});
+  }
+  // Step logs only: a log flushed late ends early too.
+  f.confidence = 0.6;
+  f.next_steps.push_back(fmt::format(
+      "if it still hangs, py-spy dump rank {}'s process{}; else read its stderr after step {} "
+      "(a Python exception, an OOM kill, a data-loader error) and check that its log is not "
+      "just buffered (print(..., flush=True))",
+      p.rank, p.host ? " on " + *p.host : "", s.last_step));
+  f.next_steps.push_back(
+      "for the next time: Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+      "TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_) say which collective each rank is in");
+  return f;
+}
+
 }  // namespace
+
+StallAnalysis FindStallsAtHang(const std::vector<RankProgress>& ranks,
+                               const StallDetectorOptions& o) {
+  StallAnalysis a;
+  std::vector<const RankProgress*> judged;
+  for (const RankProgress& p : ranks) {
+    if (p.reports >= o.min_steps) judged.push_back(&p);
+  }
+  if (judged.size() < 2) return a;
+  a.judged = true;
+  a.at_hang = true;
+  int64_t top_step = judged.front()->last_step;
+  for (const RankProgress* p : judged) top_step = std::max(top_step, p->last_step);
+  a.job_step = top_step;
+  std::vector<const RankProgress*> behind;
+  const RankProgress* top = nullptr;
+  for (const RankProgress* p : judged) {
+    if (p->last_step < top_step) behind.push_back(p);
+    if (p->last_step == top_step && top == nullptr) top = p;
+  }
+  if (behind.empty() || behind.size() > judged.size() - behind.size()) return a;
+  for (const RankProgress* p : behind) {
+    StalledRank s;
+    s.rank = p->rank;
+    s.last_step = p->last_step;
+    s.steps_behind = top_step - p->last_step;
+    a.stalled.push_back(s);
+    size_t later = std::count_if(judged.begin(), judged.end(), [&](const RankProgress* q) {
+      return q->last_step > p->last_step;
+    });
+    a.findings.push_back(BehindAtHang(*p, s, later, judged.size(), top->last_src));
+  }
+  return a;
+}
 
 StallAnalysis FindStalls(const std::vector<RankProgress>& ranks, TimeNs now_ns,
                          const StallDetectorOptions& o) {
@@ -142,20 +211,21 @@ StallAnalysis FindStalls(const std::vector<RankProgress>& ranks, TimeNs now_ns,
   return a;
 }
 
-std::vector<RankProgress> ProgressFromSteps(const Run& run) {
+std::vector<RankProgress> ProgressFromSteps(const Run& run, bool need_clock) {
   std::vector<RankProgress> out;
   out.reserve(run.ranks.size());
   std::vector<double> recent;
   for (const StepSeries& s : run.ranks) {
     if (s.steps.empty()) continue;
     const StepRecord& last = s.steps.back();
-    if (!last.start_ns) continue;  // no wall clock: when it stopped is unknown
+    if (need_clock && !last.start_ns) continue;  // when it stopped is unknown
     RankProgress p;
     p.rank = s.info.rank;
     p.host = s.info.host;
     p.gpu = s.info.local_gpu;
     p.last_step = last.step;
-    p.last_report_ns = *last.start_ns + last.duration_ns;
+    p.last_report_ns = last.start_ns ? *last.start_ns + last.duration_ns : 0;
+    p.last_src = last.src;
     p.reports = s.steps.size();
     recent.clear();
     size_t from = s.steps.size() > kTypicalOf ? s.steps.size() - kTypicalOf : 0;

@@ -1,8 +1,9 @@
 // Stall detector: live, while a job runs, which rank stopped reporting steps
 // while the others wait for it. Run by the node agent on its own ranks
 // (agent/metrics.h: laggard_rank_stalled) and by `laggard watch` on every
-// rank Prometheus has (AnalysisOptions::live_now_ns); offline inputs have no
-// "now", so `laggard diagnose` does not run it.
+// rank Prometheus has (AnalysisOptions::live_now_ns). Offline inputs have no
+// "now": `laggard diagnose` runs only FindStallsAtHang() (below), when the
+// ranks' own lines say the job hung.
 //
 // A synchronous job cannot finish a step without every rank: when one rank
 // stops, the others stop one collective later. Step reports alone therefore
@@ -33,6 +34,13 @@
 // Ranks that reported fewer than `min_steps` steps are not judged: their
 // typical step is unknown.
 //
+// Offline, once the ranks' own lines say the job hung (watchdog / gloo
+// timeouts, analysis/hang_detector.h) but not which rank held it,
+// FindStallsAtHang() applies the same "behind" rule to where the step logs
+// end, with no clock: a minority of ranks whose last step is below the
+// others' never finished a step the others finished (confidence 0.6: a log
+// flushed late ends early too).
+//
 // Thread-safety: pure functions.
 
 #ifndef LAGGARD_ANALYSIS_STALL_DETECTOR_H_
@@ -45,6 +53,7 @@
 
 #include "analysis/finding.h"
 #include "model/run.h"
+#include "model/source.h"
 #include "model/time.h"
 
 namespace laggard {
@@ -62,9 +71,10 @@ struct RankProgress {
   std::optional<std::string> host;
   std::optional<int32_t> gpu;
   int64_t last_step = 0;
-  TimeNs last_report_ns = 0;  // end of its last reported step
+  TimeNs last_report_ns = 0;  // end of its last reported step (0: no clock)
   DurationNs typical_ns = 0;  // median of its recent step times
   size_t reports = 0;
+  std::optional<SourceRef> last_src;  // where its last step was read
 };
 
 struct StalledRank {
@@ -75,7 +85,8 @@ struct StalledRank {
 };
 
 struct StallAnalysis {
-  bool judged = false;               // ran live, with at least two judged ranks
+  bool judged = false;               // ran, with at least two judged ranks
+  bool at_hang = false;              // FindStallsAtHang(): offline, no clock
   DurationNs typical_ns = 0;         // T
   DurationNs silence_ns = 0;         // the silence threshold
   std::vector<StalledRank> stalled;  // ascending rank
@@ -86,10 +97,13 @@ struct StallAnalysis {
 
 StallAnalysis FindStalls(const std::vector<RankProgress>& ranks, TimeNs now_ns,
                          const StallDetectorOptions& options = {});
+StallAnalysis FindStallsAtHang(const std::vector<RankProgress>& ranks,
+                               const StallDetectorOptions& options = {});
 
 // Each rank's progress from a run's step records (the records' ends;
-// typical = median of the last 32 step times).
-std::vector<RankProgress> ProgressFromSteps(const Run& run);
+// typical = median of the last 32 step times). With `need_clock`, ranks
+// whose last record has no wall clock are left out.
+std::vector<RankProgress> ProgressFromSteps(const Run& run, bool need_clock = true);
 
 }  // namespace laggard
 

@@ -16,6 +16,7 @@
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
 #include "analysis/rank_map.h"
+#include "analysis/stall_detector.h"
 #include "analysis/step_time_detector.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
@@ -42,6 +43,8 @@ struct ReportInput {
   const RunLayoutResult* layout = nullptr;
   // The hang detector's findings (nullptr: not run).
   const HangAnalysis* hang = nullptr;
+  // The stall detector's (analysis/stall_detector.h; nullptr: not run).
+  const StallAnalysis* stall = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -55,6 +58,9 @@ struct ReportInput {
     std::vector<const Finding*> all;
     if (hang != nullptr) {
       for (const Finding& f : hang->findings) all.push_back(&f);
+    }
+    if (stall != nullptr) {
+      for (const Finding& f : stall->findings) all.push_back(&f);
     }
     if (pipelines != nullptr) {
       for (const Finding& f : pipelines->findings) all.push_back(&f);

@@ -39,8 +39,14 @@ std::string_view CauseOf(FindingCode code) {
 std::optional<Verdict> HangVerdict(const Analyses& a) {
   // The ranks' own word (dumps, watchdog lines) first; live, the steps that
   // stopped (analysis/stall_detector.h).
+  // stopped (analysis/stall_detector.h); a stalled rank outranks a hang the
+  // lines could not place.
+  bool hang = a.hang.hang && !a.hang.findings.empty();
+  bool placed = hang && a.hang.findings.front().code != FindingCode::kHangInconclusive;
+  bool stalled =
+      !a.stall.findings.empty() && a.stall.findings.front().code == FindingCode::kHangRankStalled;
   const std::vector<Finding>* findings = nullptr;
-  if (a.hang.hang && !a.hang.findings.empty()) {
+  if (placed || (hang && !stalled)) {
     findings = &a.hang.findings;
   } else if (!a.stall.findings.empty()) {
     findings = &a.stall.findings;
@@ -67,6 +73,9 @@ std::optional<Verdict> HangVerdict(const Analyses& a) {
   if (f.ranks.size() > 1) c.ranks = f.ranks;
   c.evidence.push_back(f.message);
   for (const Evidence& e : f.evidence) c.evidence.push_back(e.text);
+  if (hang && findings == &a.stall.findings) {
+    c.evidence.push_back("the ranks' lines: " + a.hang.findings.front().message);
+  }
   // The straggler before the hang.
   std::vector<int32_t> named = f.ranks;
   if (named.empty() && f.entity.rank) named.push_back(*f.entity.rank);

@@ -39,7 +39,9 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kPipelineNoLayout).name, "pipeline.no_layout");
   EXPECT_EQ(Describe(FindingCode::kHangNotJoined).name, "hang.not_joined");
   EXPECT_EQ(Describe(FindingCode::kHangInconclusive).name, "hang.inconclusive");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangInconclusive) + 1,
+  EXPECT_EQ(Describe(FindingCode::kHangRankStalled).name, "hang.rank_stalled");
+  EXPECT_EQ(Describe(FindingCode::kHangJobStalled).name, "hang.job_stalled");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangJobStalled) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

@@ -134,6 +134,29 @@ TEST(StallDetectorTest, RanksWithTooFewReportsAreNotJudged) {
   EXPECT_FALSE(FindStalls({}, kT0).judged);
 }
 
+TEST(StallDetectorTest, AtAHangTheRankWhoseStepsEndBehindIsNamedWithoutAClock) {
+  std::vector<RankProgress> ranks = SyncHang();
+  for (RankProgress& p : ranks) p.last_report_ns = 0;  // article lines: no wall clock
+  ranks[5].last_src = SourceRef{5, 49};
+  StallAnalysis a = FindStallsAtHang(ranks);
+  EXPECT_TRUE(a.at_hang);
+  ASSERT_EQ(a.stalled.size(), 1u);
+  EXPECT_EQ(a.stalled[0].rank, 5);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].code, FindingCode::kHangRankStalled);
+  EXPECT_EQ(a.findings[0].message,
+            "rank 5 (node-1 GPU 1) never finished step 49: its steps end at step 48, while 7 of "
+            "the 8 ranks finished step 49 before the job hung (they wait for it)");
+  EXPECT_EQ(a.findings[0].confidence, 0.6);
+  ASSERT_FALSE(a.findings[0].evidence.empty());
+  EXPECT_EQ(a.findings[0].evidence[0].source->line, 49u);
+  // Every log ends at one step, or most end behind: nobody is named.
+  for (RankProgress& p : ranks) p.last_step = 49;
+  EXPECT_TRUE(FindStallsAtHang(ranks).findings.empty());
+  for (RankProgress& p : ranks) p.last_step = p.rank == 0 ? 49 : 48;
+  EXPECT_TRUE(FindStallsAtHang(ranks).findings.empty());
+}
+
 // A run as `laggard watch` builds it from Prometheus: step records with
 // their wall clock. Rank 3 of 4 reported steps 0-18, the others 0-19.
 laggard::Run LiveRun() {
