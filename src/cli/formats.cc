@@ -49,6 +49,8 @@ constexpr std::array kDescriptions = {
     Entry{"hang-log",
           "rank log holding only hang lines (ProcessGroupNCCL watchdog, gloo, NCCL errors, "
           "torchrun failures)"},
+    Entry{"ncclras",
+          "NCCL RAS status report (ncclras, echo status | nc localhost 28028; NCCL 2.24+)"},
 };
 
 }  // namespace

@@ -68,6 +68,9 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
   // Logs whose head holds hang lines and no step line: read by a text-log
   // reader of its own, which takes step and hang lines alike.
   set.owned.push_back(MakeHangLogReader(MakeTextLogReader(StepMatchers(step_pattern))));
+  // NCCL RAS reports: banner and table heads only RAS prints, above every
+  // reader that could take the file as text.
+  set.owned.push_back(MakeNcclRasReader());
   for (const auto& r : set.owned) set.readers.push_back(r.get());
   return set;
 }

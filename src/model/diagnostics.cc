@@ -124,6 +124,13 @@ constexpr DiagInfo kCatalogue[] = {
     {"hang.dump_version_unknown", DiagKind::kNote,
      "Flight Recorder dump of a version this reader was not checked against (2.3 - 2.10) or "
      "without one; read by the keys it shares with those"},
+    {"hang.ras_bad_line", DiagKind::kBadRecord,
+     "line of an NCCL RAS status report (ncclras) that does not read as the line RAS prints "
+     "there (a table row with missing columns, a rank line without its rank); skipped"},
+    {"hang.ras_truncated", DiagKind::kNote,
+     "NCCL RAS status report that ends before its Warnings section (the query was cut or "
+     "timed out): what it printed before was used, what it would have printed after is "
+     "unknown"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -80,6 +80,8 @@ enum class DiagCode : uint16_t {
   kHangDumpBadEntry,
   kHangDumpNoRank,
   kHangDumpVersionUnknown,
+  kHangRasBadLine,
+  kHangRasTruncated,
   kCount,
 };
 

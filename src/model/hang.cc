@@ -29,4 +29,16 @@ std::string_view HangEventKindName(HangEventKind k) {
   return "unknown";
 }
 
+std::string_view RasRankIssueName(RasRankIssue i) {
+  switch (i) {
+    case RasRankIssue::kMissing: return "missing";
+    case RasRankIssue::kNoComm: return "nocomm";
+    case RasRankIssue::kStatus: return "status";
+    case RasRankIssue::kOpCount: return "op_count";
+    case RasRankIssue::kError: return "error";
+    case RasRankIssue::kCount: break;
+  }
+  return "unknown";
+}
+
 }  // namespace laggard

@@ -1,7 +1,8 @@
 // Hang part of the run model: what the ranks of a stopped job say about the
 // collectives of their process groups. Readers of PyTorch Flight Recorder
-// dumps (ingest/traces/flight_recorder/) and of watchdog / timeout / NCCL
-// error lines in rank logs (ingest/common/hang_lines.h) fill it; the hang
+// dumps (ingest/traces/flight_recorder/), of watchdog / timeout / NCCL
+// error lines in rank logs (ingest/common/hang_lines.h) and of NCCL RAS
+// status reports (ingest/hangs/ncclras_reader.cc) fill it; the hang
 // detector reads it.
 //
 //   HangData
@@ -10,13 +11,19 @@
 //   ├── dumps[]      one per Flight Recorder dump (one rank's ring buffer):
 //   │     ├── status[]   per group: last enqueued / started / completed seq
 //   │     └── entries[]  the collectives and p2p ops of the ring buffer
-//   └── events[]     one per watchdog / timeout / desync / mismatch /
-//                    transport error line, with what it names
+//   ├── events[]     one per watchdog / timeout / desync / mismatch /
+//   │                transport error line, with what it names
+//   └── ras[]        one per NCCL RAS status report (`ncclras`, NCCL >= 2.24):
+//         ├── comm_groups[]  the summary table's rows
+//         ├── comms[]        the communicators the report details (#0-0 ...)
+//         │     └── ranks[]  the ranks it names, with what it says of each
+//         └── processes[]    processes it could not reach (INCOMPLETE, DEAD)
 //
 // Ranks: `rank` fields are global ranks ("[rank12]:" prefixes, FR dumps'
 // own rank). A rank inside a process group ("[PG 1 Rank 0]", "[Rank 3]" of
-// a subgroup) is `group_rank`, never mixed with the global one. Unknown
-// facts are std::nullopt.
+// a subgroup) is `group_rank`, never mixed with the global one. RAS names
+// ranks within an NCCL communicator (`comm_rank`), which are global ranks
+// only for a communicator of the whole job. Unknown facts are std::nullopt.
 
 #ifndef LAGGARD_MODEL_HANG_H_
 #define LAGGARD_MODEL_HANG_H_
@@ -146,12 +153,108 @@ struct HangLogInfo {
   std::string truncation;  // why `truncated`, in words; "" when not
 };
 
+// What a RAS report says of one rank of a communicator ("Rank 7 has launched
+// up to operation 60 -- GPU 3 managed by process 1650386 on node node1").
+// RAS names a rank only when it is an outlier: few ranks (by default at most
+// 10 and at most 25% of the communicator) share what it says.
+enum class RasRankIssue : uint8_t {
+  kMissing,  // no data from its process: INCOMPLETE, "Missing communicator data"
+  kNoComm,   // its process answered but is not in the communicator (NOCOMM / UNKNOWN)
+  kStatus,   // its status differs from the others' ("has status FINALIZE")
+  kOpCount,  // its operation count differs ("has launched up to operation 60")
+  kError,    // it reported an NCCL error ("reported Remote process error")
+  kCount,
+};
+std::string_view RasRankIssueName(RasRankIssue i);
+
+struct RasRank {
+  int32_t comm_rank = 0;
+  RasRankIssue issue = RasRankIssue::kMissing;
+  std::string op;                       // kOpCount: "AllReduce" (2.26+), "collective" (2.24, 2.25)
+  std::optional<int64_t> ops_launched;  // kOpCount: "launched up to operation N"; 0: none
+  std::string status;                   // kStatus: RUNNING, INIT, FINALIZE, ABORT, NOCOMM, UNKNOWN
+  std::string error;                    // kError: "Remote process error", "System error" ...
+  std::optional<int32_t> gpu;           // CUDA device
+  std::optional<int64_t> pid;
+  std::string node;  // the process's IP address as RAS prints it
+  SourceRef src;
+};
+
+// "26 ranks have launched up to operation 6650": how many ranks of a
+// communicator share one count, printed for every count when they differ.
+struct RasOpCount {
+  std::string op;  // as RasRank::op
+  int64_t ops_launched = 0;
+  int32_t ranks = 0;
+  SourceRef src;
+};
+
+// A communicator the report details under Errors or Warnings.
+struct RasCommunicator {
+  std::string id;                        // "#0-0": summary group 0, communicator 0 of it
+  std::string hash;                      // "27a079b828ff1a75", as NCCL_DEBUG=INFO prints commHash
+  int32_t group = 0;                     // index into RasReport::comm_groups' `index`
+  std::vector<std::string> problems;     // INCOMPLETE, ERROR, MISMATCH (each heading seen)
+  std::optional<int32_t> ranks_missing;  // "Missing communicator data from N ranks"
+  std::vector<RasOpCount> op_counts;
+  std::vector<RasRank> ranks;
+  SourceRef src;
+};
+
+// A row of the summary table: communicators alike in size, nodes, status
+// and errors.
+struct RasCommGroup {
+  int32_t index = 0;
+  int32_t comms = 0;           // "Comms in group"
+  int32_t nodes = 0;           // "Nodes per comm"
+  std::string ranks_per_node;  // "8" or "7-8"
+  int32_t ranks_per_comm = 0;  // the communicators' size
+  int32_t ranks_in_group = 0;  // distinct GPUs of the group that reported
+  std::string status;          // RUNNING, INIT, FINALIZE, ABORT, NOCOMM, UNKNOWN
+  std::string errors;          // OK, MISMATCH, INCOMPLETE, ERROR or a comma list of them
+  SourceRef src;
+};
+
+// A process the report could not reach: "Process 3487984 on node
+// 172.16.64.213 managing GPU 5" under INCOMPLETE (no answer this time) or
+// DEAD (no answer for 60 s: RAS gave up on it).
+struct RasProcess {
+  int64_t pid = 0;
+  std::string node;
+  std::vector<int32_t> gpus;  // CUDA devices
+  bool dead = false;
+  SourceRef src;
+};
+
+// One RAS status report: what `ncclras` (or `echo status | nc localhost
+// 28028`) printed, from the version banner to the Warnings section.
+struct RasReport {
+  uint32_t file = 0;         // index into Run::files
+  std::string nccl_version;  // "2.30.7"; "" when the banner was not captured
+  // Job summary totals, when the consistent table was printed.
+  std::optional<int32_t> nodes;
+  std::optional<int32_t> processes;
+  std::optional<int32_t> gpus;
+  std::vector<RasCommGroup> comm_groups;
+  std::vector<RasCommunicator> comms;
+  std::vector<RasProcess> processes_lost;
+  std::optional<int32_t> processes_missing;  // "Missing communicator data from N job processes"
+  std::optional<int32_t> processes_dead;     // "N job processes are considered dead"
+  std::optional<int32_t> timeouts;           // "Encountered N communication timeouts"
+  bool no_comms = false;                     // "No communicator data collected!"
+  bool complete = false;                     // the report reached its Warnings section
+  SourceRef src;                             // its "Job summary" (or first) line
+};
+
 struct HangData {
   std::vector<ProcessGroupInfo> groups;
   std::vector<FlightRecorderDump> dumps;
   std::vector<HangEvent> events;
   std::vector<HangLogInfo> logs;
-  bool empty() const { return groups.empty() && dumps.empty() && events.empty() && logs.empty(); }
+  std::vector<RasReport> ras;
+  bool empty() const {
+    return groups.empty() && dumps.empty() && events.empty() && logs.empty() && ras.empty();
+  }
 };
 
 }  // namespace laggard

@@ -232,6 +232,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
   append(hang_.dumps, other.hang_.dumps);
   append(hang_.events, other.hang_.events);
   append(hang_.logs, other.hang_.logs);
+  append(hang_.ras, other.hang_.ras);
   diagnostics_.MergeFrom(other.diagnostics_);
   other = RunBuilder();
 }

@@ -17,6 +17,13 @@ namespace laggard {
 // kept; without it only hang lines are read.
 std::unique_ptr<TextReader> MakeHangLogReader(std::unique_ptr<TextReader> step_lines = nullptr);
 
+// NCCL RAS status reports (`ncclras`, `echo status | nc localhost 28028`;
+// NCCL 2.24 and later), one file holding one or more: the job summary, the
+// communicators' table and what its Errors and Warnings sections name
+// (missing and dead processes, ranks behind in their operation counts),
+// into RunBuilder::hang().ras.
+std::unique_ptr<TextReader> MakeNcclRasReader();
+
 }  // namespace laggard
 
 #endif  // LAGGARD_INGEST_HANGS_HANG_READERS_H_
