@@ -1,7 +1,8 @@
 // Hang detector: when a job stopped (a watchdog fired, a collective timed
 // out), which rank did not arrive, at which collective of which process
 // group, and what the evidence says about why. Reads Run::hang (Flight
-// Recorder dumps and the hang lines of rank logs, model/hang.h); run by
+// Recorder dumps, the hang lines of rank logs and NCCL RAS status reports,
+// model/hang.h); run by
 // AnalyzeRun(); the verdict makes its first decided finding the culprit.
 //
 // Metric (per process group, per rank that reported):
@@ -18,7 +19,14 @@
 // The group's stuck collective N = the smallest "waiting in" over its
 // reporting ranks. Members: the group's ranks (FR / Kineto pg_config), the
 // world for the default group (world: the largest of the ranks seen in any
-// input, the groups' sizes); unknown otherwise.
+// input, the groups' sizes, a RAS report's largest communicator); unknown
+// otherwise.
+//
+// RAS (NCCL >= 2.24, `ncclras`) names ranks within an NCCL communicator:
+// global ranks in a communicator as large as the world, "rank N of
+// communicator <hash>" otherwise. It names a rank only as an outlier (by
+// default at most 10 ranks and 25% of the communicator share what it says);
+// the rest are counts, and a rank it does not name is never blamed.
 //
 // Decision, first that holds (each a finding with evidence and next step):
 //   hang.desync          ranks at N run different ops or sizes under that
@@ -32,7 +40,22 @@
 //                        report names ranks that did not join. Their last
 //                        entry's stack (FR frames) is evidence
 //   hang.process_missing a rank's process exited or was killed (torchrun's
-//                        exitcode / signal lines), no rank left behind
+//                        exitcode / signal lines), no rank left behind; or
+//                        RAS could not reach a process (INCOMPLETE: no
+//                        answer to its query, confidence 0.6; DEAD: none
+//                        for 60 s, 0.8): its pid, node, GPUs and the ranks
+//                        RAS lists as missing with it
+//   hang.not_joined (RAS) a communicator's ranks launched different numbers
+//                        of operations ("Rank 5 has launched up to
+//                        operation 1200" while 7 ranks reached 1201): the
+//                        ranks below the highest count never called the
+//                        next collective. RAS counts launches, which run
+//                        ahead of completion, so one query showing it is
+//                        taken only beside other hang evidence (0.4); the
+//                        same counts in two queries are a hang (0.7); a
+//                        later complete query without the mismatch
+//                        resolves it. A rank RAS names above the others'
+//                        count is ahead, never blamed
 //   hang.transport_error NET/IB completion errors, gloo connection losses,
 //                        ncclRemoteError: the host and peer
 //   hang.stuck_collective every member reported, every one enqueued N and
@@ -41,7 +64,9 @@
 //                        that did not report are listed (never blamed), and
 //                        what to collect. A log cut by a pager says so.
 // A rank that is absent from the evidence is never the culprit: absence is
-// what a truncated log or a missing dump looks like.
+// what a truncated log or a missing dump looks like. A RAS report whose
+// only problem is a MISMATCH in one query, or that shows none, is no hang
+// evidence on its own.
 //
 // Thread-safety: pure function.
 
