@@ -141,7 +141,7 @@ bool WriteOutput(const Output& o, const Run& run, std::ostream& err) {
 bool NoUsableInput(const Run& run) {
   return run.total_steps() == 0 && run.traces.empty() && run.hardware.gpus.empty() &&
          run.network.empty() && run.op_timelines.empty() && run.hang.dumps.empty() &&
-         run.hang.events.empty();
+         run.hang.events.empty() && run.hang.ras.empty();
 }
 
 std::string Plural(uint64_t n, std::string_view one, std::string_view many) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "verdict/verdict_helpers.h"
 
@@ -34,12 +35,61 @@ std::string_view CauseOf(FindingCode code) {
   }
 }
 
+// The earliest dated hang line (a watchdog, a timeout): when the job was
+// seen stopped.
+std::optional<TimeNs> FirstHangLine(const Run& run) {
+  std::optional<TimeNs> first;
+  for (const HangEvent& e : run.hang.events) {
+    if (e.time_ns && (!first || *e.time_ns < *first)) first = e.time_ns;
+  }
+  return first;
+}
+
+// The network beside the hang, on one timeline: network findings on the
+// hosts the hang finding names (the culprit's; a group's hosts for a stuck
+// collective or a transport error, every host when none is known), each
+// with its time against the first hang line. A stuck collective or a
+// transport error with the network's own evidence beside it gains
+// confidence and takes that finding's next step first.
+void AddNetworkEvidence(const Run& run, const Analyses& a, const Finding& f, Culprit& c,
+                        Verdict& v) {
+  bool network_class =
+      f.code == FindingCode::kHangStuckCollective || f.code == FindingCode::kHangTransportError;
+  std::set<std::string> hosts;
+  if (f.entity.host) hosts.insert(*f.entity.host);
+  std::vector<int32_t> ranks = f.ranks;
+  if (f.entity.rank) ranks.push_back(*f.entity.rank);
+  for (int32_t r : ranks) {
+    if (auto g = a.ranks.GpuOf(r)) hosts.insert(g->first);
+  }
+  if (hosts.empty() && !network_class) return;
+  std::optional<TimeNs> hung = FirstHangLine(run);
+  size_t added = 0;
+  for (const Finding& n : a.network.findings) {
+    if (n.severity == Severity::kInfo) continue;
+    if (!hosts.empty() && (!n.entity.host || !hosts.count(*n.entity.host))) continue;
+    std::string when;
+    if (n.onset_time && hung) {
+      double s = ToSeconds(*hung - *n.onset_time);
+      when = s >= 0 ? fmt::format(" ({:.0f} s before the first hang line)", s)
+                    : fmt::format(" ({:.0f} s after the first hang line)", -s);
+    }
+    c.evidence.push_back(fmt::format("network beside the hang: {}{}", n.message, when));
+    if (network_class && added == 0) {
+      c.confidence = Raised(c.confidence, 0.1);
+      std::vector<std::string> first = n.next_steps;
+      AddSteps(first, v.next_steps);
+      v.next_steps = std::move(first);
+    }
+    if (++added == 4) break;
+  }
+}
+
 }  // namespace
 
-std::optional<Verdict> HangVerdict(const Analyses& a) {
-  // The ranks' own word (dumps, watchdog lines) first; live, the steps that
-  // stopped (analysis/stall_detector.h).
-  // stopped (analysis/stall_detector.h); a stalled rank outranks a hang the
+std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a) {
+  // The ranks' own word (dumps, watchdog lines) first; then the steps that
+  // stopped (analysis/stall_detector.h): a stalled rank outranks a hang the
   // lines could not place.
   bool hang = a.hang.hang && !a.hang.findings.empty();
   bool placed = hang && a.hang.findings.front().code != FindingCode::kHangInconclusive;
@@ -89,10 +139,11 @@ std::optional<Verdict> HangVerdict(const Analyses& a) {
     c.confidence = Raised(c.confidence, 0.1);
     break;
   }
+  v.next_steps = f.next_steps;
+  AddNetworkEvidence(run, a, f, c, v);
   v.summary =
       fmt::format("verdict: hang — {}, confidence {}", f.message, ConfidenceWord(c.confidence));
   if (!before.empty()) v.summary += "; " + before;
-  v.next_steps = f.next_steps;
   v.culprits.push_back(std::move(c));
   for (size_t i = 1; i < findings->size(); ++i) {
     const Finding& g = (*findings)[i];

@@ -871,7 +871,7 @@ Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnal
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
   // A stopped job: the hang is the verdict, whatever the steps before it did.
-  if (auto hang = HangVerdict(a)) return *hang;
+  if (auto hang = HangVerdict(run, a)) return *hang;
   Verdict v = BaseVerdict(run, a.steps, a.traces);
   // An op timeline's verdict where step times and traces name no straggler,
   // and a stage's where the stragglers named are that stage's ranks, alike:

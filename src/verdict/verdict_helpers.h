@@ -75,7 +75,7 @@ bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a);
 // The verdict of a stopped job (hang_culprit.cc): the hang detector's first
 // finding as the culprit, with what the step times said about it before;
 // nullopt when the run holds no hang evidence.
-std::optional<Verdict> HangVerdict(const Analyses& a);
+std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a);
 
 }  // namespace laggard::verdict_internal
 
