@@ -48,16 +48,26 @@ const WhatIf* WhatIfOf(const Analyses& a, const Finding& f) {
 
 // Whether every culprit of `v` is explained by the stage a stage imbalance
 // finding names (stage_balance.h): a rank of that stage (its ranks compute
-// alike), or a rank that computes no more than its role peers (same stage
-// and tp rank): compared with ranks of other stages it looked slow, against
-// its own role it is not.
+// alike); a rank that computes no more than its role peers (same stage and
+// tp rank): compared with ranks of other stages it looked slow, against its
+// own role it is not; or a rank that computes less per step than the heavy
+// stage's ranks: it waits for that stage whatever its own speed, so it is
+// not what holds the pipeline up (a shared host's noise can make one rank
+// of a light stage 20% slower than its role peer and still half the heavy
+// stage's time; CI run of 2026-12-02).
 bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a) {
   const Finding* stage = FirstOf(a.pipelines.findings, FindingCode::kPipelineStageImbalance);
   if (stage == nullptr || v.culprits.empty() || !a.layout.layout) return false;
   const RunLayout& layout = *a.layout.layout;
+  std::vector<double> heavy;
+  for (int32_t r : stage->ranks) {
+    if (auto c = ComputePerStep(a.traces, r)) heavy.push_back(*c);
+  }
+  const std::optional<double> heavy_median = Median(heavy);
   auto explained = [&](int32_t r) {
     if (std::find(stage->ranks.begin(), stage->ranks.end(), r) != stage->ranks.end()) return true;
     auto own = ComputePerStep(a.traces, r);
+    if (own && heavy_median && *own < *heavy_median) return true;
     std::vector<double> peers;
     for (int32_t p : layout.RolePeers(r)) {
       if (p == r) continue;

@@ -117,6 +117,23 @@ TEST(RealJobBadInputTest, TwoJobsInOneFolderAreCountedNotMixed) {
   EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall) << v.summary;
 }
 
+// A real dp 2 x pp 2 pipeline job (pipeline_job.py) whose last stage has 3x
+// the layers, on a host whose noise made rank 0 (stage 0) 18% slower than
+// its role peer rank 1 and late at 29 of 96 collectives; CI's draw of
+// 2026-12-02 named it compute-slow. It still computes half of what stage
+// 1's ranks do per step, so the stage is the bottleneck, no worker.
+TEST(RealPipelineJobTest, ANoisyLightStageRankGivesWayToTheHeavyStage) {
+  Verdict v = Diagnose(kData + "dp2pp2_heavy_stage_3x");
+  EXPECT_EQ(VerdictStatusName(v.status), VerdictStatusName(VerdictStatus::kJobWide)) << v.summary;
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  const Culprit& c = v.culprits[0];
+  EXPECT_EQ(CauseClassName(c.cause_class), CauseClassName(CauseClass::kImbalance)) << v.summary;
+  EXPECT_FALSE(c.entity.rank.has_value()) << v.summary;
+  ASSERT_TRUE(c.entity.pp_stage.has_value()) << v.summary;
+  EXPECT_EQ(*c.entity.pp_stage, 1) << v.summary;
+  EXPECT_EQ(c.ranks, (std::vector<int32_t>{2, 3})) << v.summary;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Runs, RealJobTest,
     ::testing::Values(
