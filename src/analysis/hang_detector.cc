@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "analysis/hang_episodes.h"
 #include "analysis/parallel_layout.h"
 
 namespace laggard {
@@ -50,7 +51,7 @@ std::string FramesText(const std::vector<StackFrame>& frames) {
 
 class Collector {
  public:
-  explicit Collector(const Run& run) : run_(run) {}
+  Collector(const Run& run, const std::vector<HangEvent>& events) : run_(run), events_(events) {}
 
   HangRankState& State(const std::string& pg_id, const std::string& desc, int32_t rank) {
     Group& g = groups_[pg_id];
@@ -93,7 +94,7 @@ class Collector {
   }
 
   void FromEvents() {
-    for (const HangEvent& e : run_.hang.events) {
+    for (const HangEvent& e : events_) {
       const bool timeout = e.kind == HangEventKind::kWatchdogTimeout ||
                            e.kind == HangEventKind::kWatchdogException ||
                            e.kind == HangEventKind::kBlockingWaitTimeout;
@@ -162,10 +163,11 @@ class Collector {
     std::map<int32_t, HangRankState> ranks;
   };
   const Run& run_;
+  const std::vector<HangEvent>& events_;  // the latest stop's (hang_episodes.h)
   std::map<std::string, Group> groups_;
 };
 
-std::optional<int32_t> WorldOf(const Run& run) {
+std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& events) {
   int32_t world = RanksSeen(run);
   for (const RankTrace& t : run.traces) {
     if (t.world_size) world = std::max(world, *t.world_size);
@@ -177,7 +179,7 @@ std::optional<int32_t> WorldOf(const Run& run) {
   for (const FlightRecorderDump& d : run.hang.dumps) {
     if (d.rank) world = std::max(world, *d.rank + 1);
   }
-  for (const HangEvent& e : run.hang.events) {
+  for (const HangEvent& e : events) {
     if (e.rank) world = std::max(world, *e.rank + 1);
   }
   // A RAS report's largest communicator: every rank of the job is in the
@@ -280,10 +282,11 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
   f.ranks = behind;
   f.entity.rank = behind.front();
   f.message = fmt::format(
-      "{}: {} wait in collective #{} while {} completed it and went on (up to #{}): the "
+      "{}: {} {} in collective #{} while {} completed it and went on (up to #{}): the "
       "ranks are at different collectives; {} behind by {}",
-      GroupName(g), Ranks(behind, o.max_ranks_listed), n, Ranks(ahead, o.max_ranks_listed),
-      furthest, Ranks(behind, o.max_ranks_listed), furthest - (n - 1));
+      GroupName(g), Ranks(behind, o.max_ranks_listed), behind.size() == 1 ? "waits" : "wait", n,
+      Ranks(ahead, o.max_ranks_listed), furthest, Ranks(behind, o.max_ranks_listed),
+      furthest - (n - 1));
   f.confidence = ConfidenceOf(g);
   for (const HangRankState& s : g.ranks) AddStateEvidence(f, s);
   f.next_steps.push_back(fmt::format(
@@ -358,13 +361,14 @@ std::optional<Finding> DecideStuck(const HangGroupState& g, const HangDetectorOp
 }
 
 // PyTorch's own desync report names the ranks that did not join.
-std::optional<Finding> DecideFromReports(const Run& run, const HangDetectorOptions& o) {
+std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
+                                         const HangDetectorOptions& o) {
   for (FindingCode code : {FindingCode::kHangDesync, FindingCode::kHangNotJoined}) {
     const HangEventKind kind = code == FindingCode::kHangDesync ? HangEventKind::kCollectiveMismatch
                                                                 : HangEventKind::kDesyncReport;
     std::set<int32_t> named;
     std::vector<const HangEvent*> lines;
-    for (const HangEvent& e : run.hang.events) {
+    for (const HangEvent& e : events) {
       if (e.kind != kind || e.ranks_named.empty()) continue;
       named.insert(e.ranks_named.begin(), e.ranks_named.end());
       lines.push_back(&e);
@@ -399,11 +403,12 @@ std::optional<Finding> DecideFromReports(const Run& run, const HangDetectorOptio
   return std::nullopt;
 }
 
-std::optional<Finding> DecideProcessMissing(const Run& run, const HangDetectorOptions& o) {
+std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events,
+                                            const HangDetectorOptions& o) {
   // The watchdog aborts its own process (SIGABRT, exit -6) after a
   // timeout: that exit is the hang's consequence, not its cause.
   std::map<int32_t, const HangEvent*> exited;
-  for (const HangEvent& e : run.hang.events) {
+  for (const HangEvent& e : events) {
     if (e.kind != HangEventKind::kProcessExited || !e.rank) continue;
     if (e.exit_code && *e.exit_code == -6) continue;
     exited.emplace(*e.rank, &e);
@@ -429,10 +434,11 @@ std::optional<Finding> DecideProcessMissing(const Run& run, const HangDetectorOp
   return f;
 }
 
-std::optional<Finding> DecideTransport(const Run& run, const HangDetectorOptions& o) {
+std::optional<Finding> DecideTransport(const std::vector<HangEvent>& events,
+                                       const HangDetectorOptions& o) {
   std::vector<const HangEvent*> lines;
   std::set<int32_t> ranks;
-  for (const HangEvent& e : run.hang.events) {
+  for (const HangEvent& e : events) {
     if (e.kind != HangEventKind::kTransportError && e.kind != HangEventKind::kRemoteError) continue;
     lines.push_back(&e);
     if (e.rank) ranks.insert(*e.rank);
@@ -761,18 +767,53 @@ Finding Inconclusive(const Run& run, const std::vector<HangGroupState>& groups,
   return f;
 }
 
+// Which stop the finding is about, when the lines hold more than one.
+void AddEpisodeEvidence(const HangEpisodeChoice& c, Finding& f) {
+  if (c.episodes() == 1) return;
+  std::vector<Evidence> lines;
+  size_t left = 0;
+  for (const HangEpisodeSpan& s : c.earlier) left += s.events;
+  lines.push_back(
+      {fmt::format("the hang lines hold {} stops more than an hour apart (a log appended across "
+                   "restarts, or several jobs): this is the last, from {}; the {} of the "
+                   "earlier ones were not used, since sequence numbers start again at a restart",
+                   c.episodes(), c.first_yearless_ns ? YearlessText(*c.first_yearless_ns) : "?",
+                   fmt::format("{} line{}", left, left == 1 ? "" : "s")),
+       std::nullopt});
+  for (size_t i = c.earlier.size(); i-- > 0 && lines.size() < 4;) {
+    const HangEpisodeSpan& s = c.earlier[i];
+    lines.push_back({fmt::format("an earlier stop: {} hang line{} from {} to {}", s.events,
+                                 s.events == 1 ? "" : "s", YearlessText(s.first_yearless_ns),
+                                 YearlessText(s.last_yearless_ns)),
+                     s.first});
+  }
+  f.evidence.insert(f.evidence.begin(), lines.begin(), lines.end());
+}
+
 }  // namespace
 
 HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
   HangAnalysis a;
-  const bool other = !run.hang.dumps.empty() || !run.hang.events.empty();
+  // The latest stop's lines only: a log appended across restarts holds
+  // several, with sequence numbers that start again.
+  const HangEpisodeChoice episodes = LatestHangEpisode(run.hang.events);
+  std::vector<HangEvent> latest;
+  if (episodes.episodes() > 1) {
+    latest.reserve(episodes.chosen.size());
+    for (size_t i : episodes.chosen) latest.push_back(run.hang.events[i]);
+  }
+  const std::vector<HangEvent>& events = episodes.episodes() > 1 ? latest : run.hang.events;
+  a.episodes = episodes.episodes();
+  a.events_left_out = run.hang.events.size() - events.size();
+
+  const bool other = !run.hang.dumps.empty() || !events.empty();
   a.hang = other || RasShowsProblem(run);
-  std::optional<int32_t> world = WorldOf(run);
+  std::optional<int32_t> world = WorldOf(run, events);
   std::optional<Finding> ras_behind = DecideRasBehind(run, world, other || a.hang, o);
   a.hang = a.hang || ras_behind.has_value();
   if (!a.hang) return a;
   a.world = world;
-  Collector c(run);
+  Collector c(run, events);
   c.FromDumps();
   c.FromEvents();
   a.groups = c.Finish(a.world);
@@ -790,9 +831,9 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
       if ((decided = DecideNotJoined(g, o))) break;
     }
   }
-  if (!decided) decided = DecideFromReports(run, o);
-  std::optional<Finding> exited = DecideProcessMissing(run, o);
-  std::optional<Finding> transport = DecideTransport(run, o);
+  if (!decided) decided = DecideFromReports(events, o);
+  std::optional<Finding> exited = DecideProcessMissing(events, o);
+  std::optional<Finding> transport = DecideTransport(events, o);
   std::optional<Finding> stuck;
   for (const HangGroupState& g : a.groups) {
     if ((stuck = DecideStuck(g, o))) break;
@@ -812,6 +853,7 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
   }
   if (!decided && stuck) decided = std::exchange(stuck, std::nullopt);
   if (!decided) decided = Inconclusive(run, a.groups, o);
+  AddEpisodeEvidence(episodes, *decided);
   a.findings.push_back(std::move(*decided));
   for (auto* extra : {&exited, &ras_lost, &ras_behind, &transport, &stuck}) {
     if (*extra) a.findings.push_back(std::move(**extra));

@@ -116,6 +116,10 @@ struct HangAnalysis {
   std::optional<int32_t> world;
   std::vector<HangGroupState> groups;
   std::vector<Finding> findings;  // the decided finding first, then the others
+  // Stops the hang lines hold (analysis/hang_episodes.h): only the latest
+  // is analysed; the lines of the others are counted, not used.
+  size_t episodes = 1;
+  size_t events_left_out = 0;
 };
 
 HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& options = {});

@@ -384,7 +384,10 @@ Json HangJson(const HangAnalysis& hang) {
                       {"stuck_seq", Opt(g.stuck_seq)},
                       {"ranks", std::move(ranks)}});
   }
-  return {{"world", Opt(hang.world)}, {"groups", std::move(groups)}};
+  return {{"world", Opt(hang.world)},
+          {"stops", hang.episodes},
+          {"lines_left_out", hang.events_left_out},
+          {"groups", std::move(groups)}};
 }
 
 Json BuildReport(const ReportInput& in) {
