@@ -4,12 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "analysis/hang_episodes.h"
 #include "analysis/parallel_layout.h"
+#include "base/text.h"
 
 namespace laggard {
 namespace {
@@ -148,7 +150,44 @@ class Collector {
       }
       out.push_back(std::move(gs));
     }
+    DropRepeatedUnnamed(out);
     return out;
+  }
+
+  // torch 2.x prints a timeout's "[Rank 0] Watchdog caught ..." without
+  // its group and the "[PG 1 Rank 0] Exception ..." beside it with it: a
+  // rank's state in the unnamed group that a named group holds with the
+  // same collective is that group's, said twice.
+  static void DropRepeatedUnnamed(std::vector<HangGroupState>& groups) {
+    auto unnamed = std::find_if(groups.begin(), groups.end(),
+                                [](const HangGroupState& g) { return g.pg_id == "?"; });
+    if (unnamed == groups.end()) return;
+    auto waiting_in = [](const HangRankState& s) -> std::optional<int64_t> {
+      if (s.timed_out) return s.timed_out;
+      if (Waiting(s) && s.completed) return *s.completed + 1;
+      return std::nullopt;
+    };
+    std::erase_if(unnamed->ranks, [&](const HangRankState& s) {
+      const std::optional<int64_t> n = waiting_in(s);
+      if (!n) return false;
+      for (const HangGroupState& g : groups) {
+        if (&g == &*unnamed) continue;
+        for (const HangRankState& t : g.ranks) {
+          if (t.rank == s.rank && (waiting_in(t) == n || t.timed_out == n)) return true;
+        }
+      }
+      return false;
+    });
+    if (unnamed->ranks.empty()) {
+      groups.erase(unnamed);
+    } else {
+      unnamed->stuck_seq.reset();
+      for (const HangRankState& s : unnamed->ranks) {
+        if (!Waiting(s)) continue;
+        int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
+        unnamed->stuck_seq = unnamed->stuck_seq ? std::min(*unnamed->stuck_seq, n) : n;
+      }
+    }
   }
 
   // Waiting in a collective: enqueued past what it completed, or timed out.
@@ -380,12 +419,12 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
     f.message = code == FindingCode::kHangDesync
                     ? fmt::format(
                           "torch.distributed's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) "
-                          "found ranks {} running a different collective than their peers",
-                          RankList(f.ranks, o.max_ranks_listed))
+                          "found {} running a different collective than their peers",
+                          Ranks(f.ranks, o.max_ranks_listed))
                     : fmt::format(
-                          "PyTorch's desync report names ranks {} as not joining the collective "
+                          "PyTorch's desync report names {} as not joining the collective "
                           "the others wait in",
-                          RankList(f.ranks, o.max_ranks_listed));
+                          Ranks(f.ranks, o.max_ranks_listed));
     f.confidence = kConfidenceLines + 0.1;
     for (size_t i = 0; i < lines.size() && i < 4; ++i) {
       f.evidence.push_back({lines[i]->text, lines[i]->src});
@@ -434,14 +473,30 @@ std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events
   return f;
 }
 
-std::optional<Finding> DecideTransport(const std::vector<HangEvent>& events,
+// The rank of an NCCL line's process: its own, or the one NCCL_DEBUG=INFO's
+// comm init lines of the same host and pid gave (model/network.h), when
+// that communicator is the largest seen (a rank of a smaller one is not
+// the global rank).
+std::optional<int32_t> NcclLineRank(const Run& run, const HangEvent& e) {
+  if (e.rank) return e.rank;
+  if (!e.pid || e.host.empty()) return std::nullopt;
+  int32_t largest = 0;
+  for (const NcclRankInfo& r : run.network.nccl_ranks)
+    largest = std::max(largest, r.nranks.value_or(0));
+  for (const NcclRankInfo& r : run.network.nccl_ranks) {
+    if (r.rank && r.pid == e.pid && r.host == e.host && r.nranks == largest) return r.rank;
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events,
                                        const HangDetectorOptions& o) {
   std::vector<const HangEvent*> lines;
   std::set<int32_t> ranks;
   for (const HangEvent& e : events) {
     if (e.kind != HangEventKind::kTransportError && e.kind != HangEventKind::kRemoteError) continue;
     lines.push_back(&e);
-    if (e.rank) ranks.insert(*e.rank);
+    if (auto r = NcclLineRank(run, e)) ranks.insert(*r);
   }
   if (lines.empty()) return std::nullopt;
   Finding f = Base(FindingCode::kHangTransportError);
@@ -453,15 +508,43 @@ std::optional<Finding> DecideTransport(const std::vector<HangEvent>& events,
       break;
     }
   }
-  if (!first->host.empty()) f.entity.host = first->host;
-  if (!first->peer.empty()) f.entity.nic = first->peer;
+  // The hosts that printed them, in order of their first line: errors on
+  // several hosts are not one host's link.
+  std::vector<std::pair<std::string, size_t>> hosts;
+  for (const HangEvent* e : lines) {
+    if (e->host.empty()) continue;
+    auto it =
+        std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == e->host; });
+    if (it == hosts.end()) {
+      hosts.emplace_back(e->host, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  const std::string detail =
+      fmt::format("{}{}", first->peer.empty() ? "" : ", peer " + first->peer,
+                  first->error_code ? fmt::format(", error {}", *first->error_code) : "");
+  if (hosts.size() <= 1) {
+    if (!first->host.empty()) f.entity.host = first->host;
+    if (!first->peer.empty()) f.entity.nic = first->peer;
+    f.message = fmt::format("{} transport error{}{}{}", lines.size(), lines.size() == 1 ? "" : "s",
+                            first->host.empty() ? "" : " on " + first->host, detail);
+  } else {
+    std::vector<std::string> each;
+    for (const auto& [host, n] : hosts) {
+      if (each.size() == 4) {
+        each.push_back(fmt::format("{} more", hosts.size() - 4));
+        break;
+      }
+      each.push_back(fmt::format("{} ({})", host, n));
+    }
+    f.message = fmt::format("{} transport errors on {} hosts: {}; the first NET error{}{}",
+                            lines.size(), hosts.size(), fmt::join(each, ", "),
+                            first->host.empty() ? "" : " on " + first->host, detail);
+  }
   if (f.ranks.size() == 1) f.entity.rank = f.ranks.front();
   if (!f.entity.host && !f.entity.rank) f.entity.job = true;
-  f.message = fmt::format("{} transport error{}{}{}{}", lines.size(), lines.size() == 1 ? "" : "s",
-                          first->host.empty() ? "" : " on " + first->host,
-                          first->peer.empty() ? "" : ", peer " + first->peer,
-                          first->error_code ? fmt::format(", error {}", *first->error_code) : "");
-  if (!ranks.empty()) f.message += ", ranks " + RankList(f.ranks, o.max_ranks_listed);
+  if (!ranks.empty()) f.message += ", " + Ranks(f.ranks, o.max_ranks_listed);
   f.confidence = kConfidenceLines;
   for (size_t i = 0; i < lines.size() && i < 4; ++i) {
     f.evidence.push_back({lines[i]->text, lines[i]->src});
@@ -720,8 +803,41 @@ std::optional<Finding> DecideRasBehind(const Run& run, std::optional<int32_t> wo
   return std::nullopt;
 }
 
-Finding Inconclusive(const Run& run, const std::vector<HangGroupState>& groups,
-                     const HangDetectorOptions& o) {
+// What hang lines that place no rank in a group show: "2 watchdog
+// timeouts, 3 process exits (exit codes -6, 1)", and the first line of
+// each kind as evidence.
+std::string UnplacedLines(const std::vector<HangEvent>& events, Finding& f) {
+  static constexpr std::string_view kWords[] = {
+      "watchdog timeout",    "watchdog exception", "blocking-wait timeout", "desync report",
+      "collective mismatch", "gloo error",         "NCCL transport error",  "remote error",
+      "process exit",        "watchdog abort line"};
+  static_assert(std::size(kWords) == static_cast<size_t>(HangEventKind::kCount));
+  std::array<size_t, std::size(kWords)> count{};
+  std::array<const HangEvent*, std::size(kWords)> first{};
+  std::set<int32_t> exits;
+  for (const HangEvent& e : events) {
+    size_t k = static_cast<size_t>(e.kind);
+    if (count[k]++ == 0) first[k] = &e;
+    if (e.exit_code) exits.insert(*e.exit_code);
+  }
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < count.size(); ++k) {
+    if (count[k] == 0) continue;
+    std::string p = fmt::format("{} {}{}", count[k], kWords[k], count[k] == 1 ? "" : "s");
+    if (static_cast<HangEventKind>(k) == HangEventKind::kProcessExited && !exits.empty()) {
+      p += fmt::format(" (exit code{} {})", exits.size() == 1 ? "" : "s", fmt::join(exits, ", "));
+    }
+    parts.push_back(std::move(p));
+    if (f.evidence.size() < 6) {
+      f.evidence.push_back(
+          {fmt::format("first {}: {}", kWords[k], Printable(first[k]->text, 160)), first[k]->src});
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+Finding Inconclusive(const Run& run, const std::vector<HangEvent>& events,
+                     const std::vector<HangGroupState>& groups, const HangDetectorOptions& o) {
   Finding f = Base(FindingCode::kHangInconclusive);
   f.entity.job = true;
   std::vector<std::string> parts;
@@ -736,20 +852,33 @@ Finding Inconclusive(const Run& run, const std::vector<HangGroupState>& groups,
     std::vector<int32_t> reported;
     for (const HangRankState& s : g.ranks) reported.push_back(s.rank);
     std::string p =
-        fmt::format("{}: ranks {} reported", GroupName(g), RankList(reported, o.max_ranks_listed));
+        fmt::format("{}: {} reported", GroupName(g), Ranks(reported, o.max_ranks_listed));
     if (g.stuck_seq) p += fmt::format(", waiting in #{}", *g.stuck_seq);
     if (!silent.empty()) {
       p += fmt::format(
-          "; ranks {} said nothing (no dump, no hang line): not evidence that they "
-          "are the ones missing",
-          RankList(silent, o.max_ranks_listed));
+          "; {} said nothing (no dump, no hang line): not evidence that {} the ones "
+          "missing",
+          Ranks(silent, o.max_ranks_listed), silent.size() == 1 ? "it is" : "they are");
     }
     parts.push_back(p);
   }
-  f.message = parts.empty()
-                  ? std::string("the inputs show a hang but no rank's progress in a process group")
-                  : fmt::format("the evidence does not tell which rank held the job: {}",
-                                fmt::join(parts, "; "));
+  if (parts.empty()) {
+    // No line names a global rank or the group its rank belongs to
+    // (torch 1.x's "[Rank M]" is the rank in a group it does not name;
+    // torchrun names local ranks): what the lines are, not who held it.
+    const std::string lines = events.empty() ? std::string() : UnplacedLines(events, f);
+    f.message = lines.empty()
+                    ? std::string(
+                          "the inputs show a hang but no rank's progress in a process "
+                          "group")
+                    : fmt::format(
+                          "the inputs show a hang, but no line places a rank in a process "
+                          "group (no global rank, no group named): {}",
+                          lines);
+  } else {
+    f.message = fmt::format("the evidence does not tell which rank held the job: {}",
+                            fmt::join(parts, "; "));
+  }
   for (const HangLogInfo& log : run.hang.logs) {
     if (!log.truncated) continue;
     f.evidence.push_back(
@@ -833,7 +962,7 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
   }
   if (!decided) decided = DecideFromReports(events, o);
   std::optional<Finding> exited = DecideProcessMissing(events, o);
-  std::optional<Finding> transport = DecideTransport(events, o);
+  std::optional<Finding> transport = DecideTransport(run, events, o);
   std::optional<Finding> stuck;
   for (const HangGroupState& g : a.groups) {
     if ((stuck = DecideStuck(g, o))) break;
@@ -852,7 +981,7 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
     }
   }
   if (!decided && stuck) decided = std::exchange(stuck, std::nullopt);
-  if (!decided) decided = Inconclusive(run, a.groups, o);
+  if (!decided) decided = Inconclusive(run, events, a.groups, o);
   AddEpisodeEvidence(episodes, *decided);
   a.findings.push_back(std::move(*decided));
   for (auto* extra : {&exited, &ras_lost, &ras_behind, &transport, &stuck}) {

@@ -132,6 +132,7 @@ struct HangEvent {
   std::optional<int32_t> exit_code;   // torchrun's "exitcode: -6" (-N: killed by signal N)
   std::optional<int32_t> error_code;  // NET/IB "with error 12" / "status=12" (ibv_wc_status)
   std::string host;                   // host of the line, or of the peer in error
+  std::optional<int64_t> pid;         // NCCL's "host:pid:tid" prefix
   std::string peer;                   // "peer 10.0.0.2<34567>", NIC / device
   std::optional<TimeNs> time_ns;      // the line's own dated timestamp, when it has one
   // glog's "[E1015 10:11:12.345678 ...]" has no year: ns since Jan 1 00:00

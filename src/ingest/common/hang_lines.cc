@@ -217,7 +217,9 @@ std::string GlooPeer(std::string_view s, size_t from) {
 }
 
 // The host of NCCL's "host:pid:tid [dev] ... NCCL WARN" prefix, if any.
-std::string NcclHost(std::string_view line) {
+// The "host:pid:tid" prefix of an NCCL line: the host, and the pid into
+// `pid` when given.
+std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nullptr) {
   size_t level = line.find(" NCCL ");
   if (level == npos) return {};
   for (std::string_view tok : SplitBlanks(line.substr(0, level))) {
@@ -231,7 +233,9 @@ std::string NcclHost(std::string_view line) {
     std::string_view host = tok.substr(0, c1);
     size_t tag = host.rfind(':');
     if (tag != npos) host = host.substr(tag + 1);
-    if (!host.empty()) return std::string(host);
+    if (host.empty()) continue;
+    if (pid_out != nullptr) *pid_out = pid;
+    return std::string(host);
   }
   return {};
 }
@@ -359,6 +363,12 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
     // "[7] finished collective #182, but didn't join collective #183 (count from 1)".
     found = is(HangEventKind::kDesyncReport);
     ReadRankList(body, e.ranks_named);
+    if (Has(body, "Timeout at collective: ")) {
+      // "- [0] Timeout at collective: ALLREDUCE, #315": the reporting
+      // rank's own timeout, not a rank the report blames.
+      if (!e.rank && e.ranks_named.size() == 1) e.rank = e.ranks_named.front();
+      e.ranks_named.clear();
+    }
     if (Has(body, "didn't join collective #")) {
       e.seq = IntAfter(body, "didn't join collective #");
     } else if (Has(body, "didn't finish collective #")) {
@@ -373,7 +383,7 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
              Has(body, "remote process exited or there was a network error") ||
              Has(body, "Connection closed by remote peer")) {
     found = is(HangEventKind::kRemoteError);
-    e.host = NcclHost(line);
+    e.host = NcclHost(line, &e.pid);
     if (Has(body, "from peer ")) e.peer = PeerAfter(body, "from peer ");
     if (e.peer.empty() && Has(body, "remote peer ")) e.peer = PeerAfter(body, "remote peer ");
     e.error_code = Int32(IntAfter(body, "with error "));
@@ -382,7 +392,7 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
              Has(body, "ibv_poll_cq") ||
              (Has(body, "NCCL WARN") && Has(body, "Call to recv from "))) {
     found = is(HangEventKind::kTransportError);
-    e.host = NcclHost(line);
+    e.host = NcclHost(line, &e.pid);
     e.peer = PeerAfter(body, "from peer ");
     if (e.peer.empty()) e.peer = PeerAfter(body, "Call to recv from ");
     e.error_code = Int32(IntAfter(body, "with error "));
