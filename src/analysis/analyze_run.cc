@@ -7,13 +7,43 @@
 
 namespace laggard {
 
+namespace {
+
+// In a pipeline a stage's ranks wait for the stage before them at every
+// receive, so the ranks of one stage "arrive late together" by the
+// schedule's doing. With stages that compute alike (no stage imbalance),
+// a late group that is exactly one stage is that, not a straggler: real
+// healthy dp 2 x pp 2 jobs named stage 1's ranks so (2026-12-03).
+void DropStageLateGroup(const RunLayout& layout, TraceAnalysis& traces) {
+  auto is_stage = [&](const Finding& f) {
+    if (f.code != FindingCode::kTraceLateGroup || f.ranks.empty()) return false;
+    std::vector<int32_t> ranks = f.ranks;
+    std::sort(ranks.begin(), ranks.end());
+    return ranks == layout.StageRanks(layout.Coord(ranks.front()).pp);
+  };
+  if (std::none_of(traces.findings.begin(), traces.findings.end(), is_stage)) return;
+  std::erase_if(traces.findings, is_stage);
+  traces.culprit.reset();
+  traces.throughput_lost.reset();
+}
+
+}  // namespace
+
 Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   Analyses a;
   a.layout = ResolveRunLayout(run, options.layout);
   StepDetectorOptions step_options = options.steps;
   if (a.layout.layout) step_options.layout = a.layout.layout->layout;
   a.steps = AnalyzeStepTimes(run, step_options);
-  a.traces = AnalyzeTraces(run, options.traces);
+  TraceDetectorOptions trace_options = options.traces;
+  if (a.layout.layout && a.layout.layout->pipelined() && trace_options.role_of_rank.empty()) {
+    const RunLayout& l = *a.layout.layout;
+    for (int32_t r = 0; r < l.layout.world(); ++r) {
+      std::vector<int32_t> peers = l.RolePeers(r);
+      trace_options.role_of_rank.push_back(peers.empty() ? r : peers.front());
+    }
+  }
+  a.traces = AnalyzeTraces(run, trace_options);
   a.ranks = RankMap::Build(run, options.gpus_per_node, options.first_node);
   a.pipelines = AnalyzePipelines(run, options.layout, options.pipelines);
   // Traced ranks against their role peers, stage against stage.
@@ -25,6 +55,8 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
       // that moves: the trace detector compared every rank with every other.
       std::erase_if(a.traces.findings,
                     [](const Finding& f) { return f.code == FindingCode::kTraceVariableWork; });
+    } else {
+      DropStageLateGroup(*a.layout.layout, a.traces);
     }
   }
   std::vector<SuspectRank> suspects = SuspectRanks(run, a.steps, a.traces);

@@ -44,6 +44,9 @@ namespace laggard {
 struct StageBalanceOptions {
   double stage_ratio = 1.10;
   double member_band = 0.15;
+  // The heavy stage's excess over the next must be at least this many times
+  // the largest spread (max / min - 1) between role peers of any stage.
+  double over_peer_spread = 2;
 };
 
 struct StageCompute {

@@ -165,6 +165,11 @@ struct TraceDetectorOptions {
   double idle_outlier_over_next = 2.5;
   double second_rank_min_lateness = 0.01;
   DurationNs clock_offset_report_ns = 1'000'000;
+  // Each global rank's role in a pipelined layout (analysis/parallel_layout.h:
+  // its role peers' lowest rank), indexed by rank; empty: every rank has
+  // the same work. Variable work is measured after each role's own typical
+  // compute is taken out: pipeline stages differ by design.
+  std::vector<int32_t> role_of_rank;
 };
 
 // One trace's own time, whether or not it has a rank.
@@ -265,6 +270,12 @@ struct TraceMetrics {
   // other ranks (CompareEachWithPeers: self time of the same ops by name
   // and shape), indexed like `ranks`; empty when any trace has device ops.
   std::vector<KernelComparison> op_ratio;
+  // Each rank's role (TraceDetectorOptions::role_of_rank), indexed like
+  // `ranks`; empty when the options give none. Ops are still compared
+  // across roles: with one role peer per rank on a shared host, pairwise
+  // ratios were too noisy to tell a 3x rank (real dp 2 x pp 2 jobs,
+  // 2026-12-03); variable work is measured per role.
+  std::vector<int32_t> role;
 };
 
 // How a late group was found: late together, an idle host, or a compute block.

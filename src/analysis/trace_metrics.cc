@@ -278,6 +278,13 @@ TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& opt) {
     m.ranks.push_back(std::move(st));
     m.device.push_back(t->device);
   }
+  for (const RankTraceStats& st : m.ranks) {
+    if (st.rank < 0 || static_cast<size_t>(st.rank) >= opt.role_of_rank.size()) {
+      m.role.clear();
+      break;
+    }
+    m.role.push_back(opt.role_of_rank[static_cast<size_t>(st.rank)]);
+  }
   // Step length, from ProfilerStep ranges.
   std::vector<double> lens;
   for (const RankTrace* t : m.traces) {

@@ -206,8 +206,45 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
 // jitter; healthy simulated runs measure 1.1-1.5%); above
 // variable_work_cv, with a different slowest rank across steps, the data
 // differs (sequence lengths, batches).
-std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
-                                           const TraceDetectorOptions& opt) {
+// Each traced rank's role (TraceDetectorOptions::role_of_rank), by rank
+// index; empty when the options give none or a rank has none.
+const std::vector<int32_t>& RoleOfEach(const TraceMetrics& m, const TraceDetectorOptions&) {
+  return m.role;
+}
+
+// `compute` with each rank's steps scaled by (all ranks' mean) / (its
+// role's mean), when the ranks have roles of their own (role[ri] per rank
+// index); false when they do not.
+bool ScaleByRole(StepCompute& compute, const std::vector<int32_t>& role) {
+  const size_t R = compute.per.size();
+  if (role.size() != R) return false;
+  std::map<int32_t, std::pair<double, size_t>> sum;  // role -> (sum, count)
+  double all = 0;
+  size_t n = 0;
+  for (size_t ri = 0; ri < R; ++ri) {
+    for (double v : compute.per[ri]) {
+      sum[role[ri]].first += v;
+      ++sum[role[ri]].second;
+      all += v;
+      ++n;
+    }
+  }
+  if (sum.size() < 2 || n == 0 || all <= 0) return false;
+  const double mean = all / static_cast<double>(n);
+  for (size_t ri = 0; ri < R; ++ri) {
+    const auto& [total, count] = sum[role[ri]];
+    if (total <= 0) continue;
+    const double scale = mean / (total / static_cast<double>(count));
+    for (double& v : compute.per[ri]) v *= scale;
+  }
+  return true;
+}
+
+std::optional<Finding> VariableWorkFinding(const StepCompute& measured, bool cpu_only,
+                                           const TraceDetectorOptions& opt,
+                                           const std::vector<int32_t>& role) {
+  StepCompute m = measured;
+  const bool by_role = ScaleByRole(m, role);
   const size_t R = m.per.size();
   const size_t steps = m.steps;
   const auto& per = m.per;
@@ -249,6 +286,10 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& m, bool cpu_only,
       "and {} different ranks are slowest in {} steps: the work per rank varies from step to step, "
       "no GPU is slow",
       100 * cv, R, steps, 100 * *f.slowdown, distinct.size(), steps);
+  if (by_role) {
+    f.message +=
+        " (each rank against its role peers: every pipeline stage's own typical compute taken out)";
+  }
   f.next_steps.push_back(
       "balance the work per rank: bucket or pack sequences by length, pad to fixed shapes, or use "
       "a "
@@ -463,7 +504,7 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
     // jobs): varying work changes the ops' shapes, not their speed.
     bool slow_ops = oo && oo->first == s.rank;
     if (extra_idle < opt.host_stall_share * m.delay_ns[s.rank] && !slow_ops) {
-      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, RoleOfEach(m, opt));
       if (s.variable_work) s.late = false;
     }
   }
@@ -497,7 +538,7 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
       }
     }
     if (!s.late && s.group.empty())
-      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt);
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, RoleOfEach(m, opt));
   }
   FindPeerAndVictim(m, s);
   return s;

@@ -144,6 +144,10 @@ INSTANTIATE_TEST_SUITE_P(
         // between ranks, which is not variable work.
         Expected{"w4_healthy", VerdictStatus::kNoStraggler, {}},
         Expected{"w2_compute_1.2", VerdictStatus::kStraggler, {{1, CauseClass::kComputeSlow}}},
+        // A healthy dp 2 x pp 2 pipeline: stage 1's ranks wait for stage 0
+        // at every receive ("late together"), and per-step compute spreads
+        // 26% between ranks on the shared host; neither is a straggler.
+        Expected{"dp2pp2_healthy", VerdictStatus::kNoStraggler, {}},
         Expected{"w2_data_stall_15ms", VerdictStatus::kStraggler, {{0, CauseClass::kHostStall}}},
         // Rank 1 sleeps 250 ms before every 5th step's forward.
         Expected{"w2_periodic_250ms",
