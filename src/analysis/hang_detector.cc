@@ -419,8 +419,13 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
     f.message = code == FindingCode::kHangDesync
                     ? fmt::format(
                           "torch.distributed's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) "
-                          "found {} running a different collective than their peers",
-                          Ranks(f.ranks, o.max_ranks_listed))
+                          "found {} running different collectives at one sequence number{} ({} "
+                          "check{}; each names both sides of a pair, which side took the wrong "
+                          "path is in the code)",
+                          Ranks(f.ranks, o.max_ranks_listed),
+                          lines.front()->seq ? fmt::format(", first #{}", *lines.front()->seq)
+                                             : std::string(),
+                          lines.size(), lines.size() == 1 ? "" : "s")
                     : fmt::format(
                           "PyTorch's desync report names {} as not joining the collective "
                           "the others wait in",
