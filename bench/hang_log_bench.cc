@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "bench_child.h"
+#include "bench_lines.h"
 
 #include "analysis/analyze_run.h"
 #include "analysis/hang_detector.h"
@@ -146,30 +147,6 @@ uint64_t WriteLog(const std::string& path, int ranks, int mb, int culprit) {
   return out ? fs::file_size(path) : 0;
 }
 
-Sample SplitLines(const std::string& path) {
-  Sample s;
-  double cpu0 = CpuSeconds();
-  auto t0 = Clock::now();
-  auto source = OpenByteSource(path);
-  if (!source.ok()) {
-    std::snprintf(s.note, sizeof s.note, "%s", source.status().message().c_str());
-    return s;
-  }
-  LineReader lines(**source);
-  std::string_view line;
-  uint64_t n = 0, chars = 0;
-  while (lines.Next(line)) {
-    ++n;
-    chars += line.size();
-  }
-  s.wall_s = Seconds(t0, Clock::now());
-  s.cpu_s = CpuSeconds() - cpu0;
-  s.bytes = lines.bytes();
-  s.lines = n;
-  s.ok = chars > 0;
-  return s;
-}
-
 enum class Timed { kIngest, kAnalyzeHang, kTotal };
 
 Sample Measure(const std::string& path, Timed timed) {
@@ -214,10 +191,6 @@ Sample Measure(const std::string& path, Timed timed) {
   s.cpu_s = CpuSeconds() - cpu0;
   s.ok = true;
   return s;
-}
-
-std::string Rate(double n, double s, double unit) {
-  return s > 0 ? fmt::format("{:.1f}", n / s / unit) : "-";
 }
 
 bool ParseArgs(int argc, char** argv, BenchOptions& o) {
@@ -276,30 +249,16 @@ int Main(int argc, char** argv) {
 
   using M = bench::Measurement<Sample>;
   std::vector<M> ms = {
-      {"(a) baseline: read + split lines", [&] { return SplitLines(log); }},
+      {"(a) baseline: read + split lines", [&] { return bench::SplitLines<Sample>(log); }},
       {"(b) Ingest (diagnose's text readers)", [&] { return Measure(log, Timed::kIngest); }},
       {"(c) AnalyzeHang alone", [&] { return Measure(log, Timed::kAnalyzeHang); }},
       {"(d) total: Ingest + AnalyzeRun + verdict", [&] { return Measure(log, Timed::kTotal); }},
   };
   std::vector<bench::RoundsRow<Sample>> rows = bench::RunRounds(ms, o.repeat);
-  fmt::print("\n{:<42} {:>9} {:>9} {:>23} {:>23} {:>10} {:>6}\n", "measurement", "Mlines/s", "MB/s",
-             "wall s", "CPU s", "peak RSS", "steal");
-  fmt::print("{:<42} {:>9} {:>9} {:>23} {:>23}\n", "", "median", "median", "min / median / max",
-             "min / median / max");
-  fmt::print("{:-<129}\n", "");
-  for (const auto& r : rows) {
-    if (!r.s.ok) {
-      fmt::print("{:<42} failed: {}\n", r.name, r.s.note);
-      continue;
-    }
-    const double wall = bench::SpreadOf(r.wall_s).median;
-    const bool rates = &r != &rows[2];
-    fmt::print("{:<42} {:>9} {:>9} {:>23} {:>23} {:>7.0f} MB {:>5.1f}%\n", r.name,
-               rates && &r == &rows[0] ? Rate(static_cast<double>(r.s.lines), wall, 1e6) : "-",
-               rates ? Rate(static_cast<double>(r.s.bytes), wall, 1e6) : "-",
-               bench::SpreadText(r.wall_s, 3), bench::SpreadText(r.cpu_s, 3),
-               static_cast<double>(r.s.peak_rss_kb) * 1024 / 1e6, 100 * r.steal_share());
-  }
+  fmt::print("\n");
+  // Mlines/s for the line split only (the others take hang lines, not
+  // lines); AnalyzeHang reads no bytes.
+  bench::PrintRoundsTable(rows, {true, false, false, false}, {true, true, false, true}, 42);
   const Sample& b = rows[1].s;
   const Sample& d = rows[3].s;
   fmt::print("\nhang lines taken: {} ({} per rank)\n", b.lines,

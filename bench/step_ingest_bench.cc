@@ -53,6 +53,7 @@
 #include <fmt/format.h>
 
 #include "bench_child.h"
+#include "bench_lines.h"
 
 #include "analysis/step_time_detector.h"
 #include "ingest/common/input_file.h"
@@ -98,31 +99,6 @@ struct Sample {
   long peak_rss_kb = 0;
   char note[256] = {};
 };
-
-// (a): the floor of any line-oriented ingest.
-Sample SplitLines(const std::string& path) {
-  Sample s;
-  double cpu0 = CpuSeconds();
-  auto t0 = Clock::now();
-  auto source = OpenByteSource(path);
-  if (!source.ok()) {
-    std::snprintf(s.note, sizeof s.note, "%s", source.status().message().c_str());
-    return s;
-  }
-  LineReader lines(**source);
-  std::string_view line;
-  uint64_t n = 0, chars = 0;
-  while (lines.Next(line)) {
-    ++n;
-    chars += line.size();  // touch the result so the loop is not elided
-  }
-  s.wall_s = Seconds(t0, Clock::now());
-  s.cpu_s = CpuSeconds() - cpu0;
-  s.bytes = lines.bytes();
-  s.lines = n;
-  s.ok = chars > 0;
-  return s;
-}
 
 // What a row of IngestAndMaybeDiagnose times.
 enum class Timed { kIngest, kDiagnoseOnly, kTotal };
@@ -195,33 +171,7 @@ bool SplitByNodeGroup(const std::string& path, int ranks, const std::string& dir
   return true;
 }
 
-std::string Rate(double count, double seconds, double unit) {
-  return seconds > 0 ? fmt::format("{:.1f}", count / seconds / unit) : "-";
-}
-
 using Row = bench::RoundsRow<Sample>;
-
-// Wall-time rates from the median round; times as min / median / max.
-void PrintTable(const std::vector<Row>& rows, const std::vector<bool>& throughput) {
-  fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23} {:>10} {:>6}\n", "measurement", "Mlines/s", "MB/s",
-             "wall s", "CPU s", "peak RSS", "steal");
-  fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23}\n", "", "median", "median", "min / median / max",
-             "min / median / max");
-  fmt::print("{:-<131}\n", "");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    if (!r.s.ok) {
-      fmt::print("{:<44} failed: {}\n", r.name, r.s.note);
-      continue;
-    }
-    const double wall = bench::SpreadOf(r.wall_s).median;
-    fmt::print("{:<44} {:>9} {:>9} {:>23} {:>23} {:>7.0f} MB {:>5.1f}%\n", r.name,
-               throughput[i] ? Rate(static_cast<double>(r.s.lines), wall, 1e6) : "-",
-               throughput[i] ? Rate(static_cast<double>(r.s.bytes), wall, 1e6) : "-",
-               bench::SpreadText(r.wall_s, 3), bench::SpreadText(r.cpu_s, 3),
-               static_cast<double>(r.s.peak_rss_kb) * 1024 / 1e6, 100 * r.steal_share());
-  }
-}
 
 bool ParseArgs(int argc, char** argv, BenchOptions& o) {
   for (int i = 1; i < argc; ++i) {
@@ -310,7 +260,7 @@ int Main(int argc, char** argv) {
 
   using M = bench::Measurement<Sample>;
   std::vector<M> ms = {
-      {"(a) baseline: read + split lines", [&] { return SplitLines(log); }},
+      {"(a) baseline: read + split lines", [&] { return bench::SplitLines<Sample>(log); }},
       {"(b) Ingest, 1 file, threads=1",
        [&] { return IngestAndMaybeDiagnose(log, 1, Timed::kIngest); }},
       {"(c) Ingest, 8 files, threads=1",
@@ -323,14 +273,14 @@ int Main(int argc, char** argv) {
        [&] { return IngestAndMaybeDiagnose(log, 1, Timed::kTotal); }},
       {"(e) total: Ingest(8 files, threads=2) + (d)",
        [&] { return IngestAndMaybeDiagnose(split_dir, 2, Timed::kTotal); }},
-      {"gz (a) baseline: inflate + split lines", [&] { return SplitLines(gz); }},
+      {"gz (a) baseline: inflate + split lines", [&] { return bench::SplitLines<Sample>(gz); }},
       {"gz (b) Ingest, 1 .gz file, threads=1",
        [&] { return IngestAndMaybeDiagnose(gz, 1, Timed::kIngest); }},
   };
   const std::vector<bool> throughput = {true, true, true, true, false, true, true, true, true};
   std::vector<Row> rows = bench::RunRounds(ms, o.repeat);
   fmt::print("\n");
-  PrintTable(rows, throughput);
+  bench::PrintRoundsTable(rows, throughput, throughput);
   fmt::print("load average {} at the end\n", LoadAverage());
 
   const Sample& a = rows[0].s;

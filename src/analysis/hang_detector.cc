@@ -143,11 +143,7 @@ class Collector {
       if (gs.members.empty() && world && IsDefaultGroup(id, gs.pg_desc)) {
         for (int32_t r = 0; r < *world; ++r) gs.members.push_back(r);
       }
-      for (const HangRankState& s : gs.ranks) {
-        if (!Waiting(s)) continue;
-        int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
-        gs.stuck_seq = gs.stuck_seq ? std::min(*gs.stuck_seq, n) : n;
-      }
+      gs.stuck_seq = StuckSeq(gs.ranks);
       out.push_back(std::move(gs));
     }
     DropRepeatedUnnamed(out);
@@ -167,27 +163,37 @@ class Collector {
       if (Waiting(s) && s.completed) return *s.completed + 1;
       return std::nullopt;
     };
+    // The named groups' collectives per rank, looked up once per unnamed
+    // state (10^4-rank logs: not every group's ranks for every state).
+    std::multimap<int32_t, int64_t> named;
+    for (const HangGroupState& g : groups) {
+      if (&g == &*unnamed) continue;
+      for (const HangRankState& t : g.ranks) {
+        if (auto n = waiting_in(t)) named.emplace(t.rank, *n);
+      }
+    }
     std::erase_if(unnamed->ranks, [&](const HangRankState& s) {
       const std::optional<int64_t> n = waiting_in(s);
       if (!n) return false;
-      for (const HangGroupState& g : groups) {
-        if (&g == &*unnamed) continue;
-        for (const HangRankState& t : g.ranks) {
-          if (t.rank == s.rank && (waiting_in(t) == n || t.timed_out == n)) return true;
-        }
-      }
-      return false;
+      auto [lo, hi] = named.equal_range(s.rank);
+      return std::any_of(lo, hi, [&](const auto& kv) { return kv.second == n; });
     });
     if (unnamed->ranks.empty()) {
       groups.erase(unnamed);
     } else {
-      unnamed->stuck_seq.reset();
-      for (const HangRankState& s : unnamed->ranks) {
-        if (!Waiting(s)) continue;
-        int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
-        unnamed->stuck_seq = unnamed->stuck_seq ? std::min(*unnamed->stuck_seq, n) : n;
-      }
+      unnamed->stuck_seq = StuckSeq(unnamed->ranks);
     }
+  }
+
+  // The smallest collective a rank waits in.
+  static std::optional<int64_t> StuckSeq(const std::vector<HangRankState>& ranks) {
+    std::optional<int64_t> stuck;
+    for (const HangRankState& s : ranks) {
+      if (!Waiting(s)) continue;
+      int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
+      stuck = stuck ? std::min(*stuck, n) : n;
+    }
+    return stuck;
   }
 
   // Waiting in a collective: enqueued past what it completed, or timed out.
@@ -899,29 +905,6 @@ Finding Inconclusive(const Run& run, const std::vector<HangEvent>& events,
   f.confidence = 0.3;
   f.next_steps.push_back(std::string(Describe(FindingCode::kHangInconclusive).next_step));
   return f;
-}
-
-// Which stop the finding is about, when the lines hold more than one.
-void AddEpisodeEvidence(const HangEpisodeChoice& c, Finding& f) {
-  if (c.episodes() == 1) return;
-  std::vector<Evidence> lines;
-  size_t left = 0;
-  for (const HangEpisodeSpan& s : c.earlier) left += s.events;
-  lines.push_back(
-      {fmt::format("the hang lines hold {} stops more than an hour apart (a log appended across "
-                   "restarts, or several jobs): this is the last, from {}; the {} of the "
-                   "earlier ones were not used, since sequence numbers start again at a restart",
-                   c.episodes(), c.first_yearless_ns ? YearlessText(*c.first_yearless_ns) : "?",
-                   fmt::format("{} line{}", left, left == 1 ? "" : "s")),
-       std::nullopt});
-  for (size_t i = c.earlier.size(); i-- > 0 && lines.size() < 4;) {
-    const HangEpisodeSpan& s = c.earlier[i];
-    lines.push_back({fmt::format("an earlier stop: {} hang line{} from {} to {}", s.events,
-                                 s.events == 1 ? "" : "s", YearlessText(s.first_yearless_ns),
-                                 YearlessText(s.last_yearless_ns)),
-                     s.first});
-  }
-  f.evidence.insert(f.evidence.begin(), lines.begin(), lines.end());
 }
 
 }  // namespace

@@ -106,4 +106,26 @@ std::string YearlessText(int64_t yearless_ns) {
                      rest / 3600, rest / 60 % 60, rest % 60);
 }
 
+void AddEpisodeEvidence(const HangEpisodeChoice& c, Finding& f) {
+  if (c.episodes() == 1) return;
+  std::vector<Evidence> lines;
+  size_t left = 0;
+  for (const HangEpisodeSpan& s : c.earlier) left += s.events;
+  lines.push_back(
+      {fmt::format("the hang lines hold {} stops more than an hour apart (a log appended across "
+                   "restarts, or several jobs): this is the last, from {}; the {} of the "
+                   "earlier ones were not used, since sequence numbers start again at a restart",
+                   c.episodes(), c.first_yearless_ns ? YearlessText(*c.first_yearless_ns) : "?",
+                   fmt::format("{} line{}", left, left == 1 ? "" : "s")),
+       std::nullopt});
+  for (size_t i = c.earlier.size(); i-- > 0 && lines.size() < 4;) {
+    const HangEpisodeSpan& s = c.earlier[i];
+    lines.push_back({fmt::format("an earlier stop: {} hang line{} from {} to {}", s.events,
+                                 s.events == 1 ? "" : "s", YearlessText(s.first_yearless_ns),
+                                 YearlessText(s.last_yearless_ns)),
+                     s.first});
+  }
+  f.evidence.insert(f.evidence.begin(), lines.begin(), lines.end());
+}
+
 }  // namespace laggard

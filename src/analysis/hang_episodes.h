@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/finding.h"
 #include "model/hang.h"
 
 namespace laggard {
@@ -62,6 +63,12 @@ HangEpisodeChoice LatestHangEpisode(const std::vector<HangEvent>& events,
 
 // "Dec 06 18:44:12" for a yearless glog time.
 std::string YearlessText(int64_t yearless_ns);
+
+// Puts at the front of `f`'s evidence which stop it is about, when the
+// lines hold more than one: how many, from when the analysed one is, how
+// many lines were left out, and up to three earlier stops with their first
+// line.
+void AddEpisodeEvidence(const HangEpisodeChoice& c, Finding& f);
 
 }  // namespace laggard
 

@@ -206,12 +206,6 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
 // jitter; healthy simulated runs measure 1.1-1.5%); above
 // variable_work_cv, with a different slowest rank across steps, the data
 // differs (sequence lengths, batches).
-// Each traced rank's role (TraceDetectorOptions::role_of_rank), by rank
-// index; empty when the options give none or a rank has none.
-const std::vector<int32_t>& RoleOfEach(const TraceMetrics& m, const TraceDetectorOptions&) {
-  return m.role;
-}
-
 // `compute` with each rank's steps scaled by (all ranks' mean) / (its
 // role's mean), when the ranks have roles of their own (role[ri] per rank
 // index); false when they do not.
@@ -243,8 +237,14 @@ bool ScaleByRole(StepCompute& compute, const std::vector<int32_t>& role) {
 std::optional<Finding> VariableWorkFinding(const StepCompute& measured, bool cpu_only,
                                            const TraceDetectorOptions& opt,
                                            const std::vector<int32_t>& role) {
-  StepCompute m = measured;
-  const bool by_role = ScaleByRole(m, role);
+  // Scaled per role on a copy, only where the ranks have roles.
+  StepCompute scaled;
+  bool by_role = false;
+  if (role.size() == measured.per.size()) {
+    scaled = measured;
+    by_role = ScaleByRole(scaled, role);
+  }
+  const StepCompute& m = by_role ? scaled : measured;
   const size_t R = m.per.size();
   const size_t steps = m.steps;
   const auto& per = m.per;
@@ -504,7 +504,7 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
     // jobs): varying work changes the ops' shapes, not their speed.
     bool slow_ops = oo && oo->first == s.rank;
     if (extra_idle < opt.host_stall_share * m.delay_ns[s.rank] && !slow_ops) {
-      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, RoleOfEach(m, opt));
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, m.role);
       if (s.variable_work) s.late = false;
     }
   }
@@ -538,7 +538,7 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
       }
     }
     if (!s.late && s.group.empty())
-      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, RoleOfEach(m, opt));
+      s.variable_work = VariableWorkFinding(m.compute, m.cpu_only, opt, m.role);
   }
   FindPeerAndVictim(m, s);
   return s;
