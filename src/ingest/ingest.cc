@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -88,13 +89,6 @@ const pcre2_code* BuiltinRankRegex() {
   return re.get();
 }
 
-struct FileResult {
-  RunBuilder builder;
-  std::string format;
-  uint64_t bytes = 0;
-  uint64_t records = 0;
-};
-
 // truth.json of a simulated run: a JSON object that names the simulator's
 // schema (formats/sim_truth.h).
 bool IsSimulatorTruth(std::string_view head) {
@@ -108,7 +102,7 @@ void ReadOneFile(const std::string& path, uint32_t index,
                  const std::vector<const TextReader*>& readers,
                  const std::vector<const TraceReader*>& trace_readers, const pcre2_code* rank_from,
                  std::string_view step_marker, std::span<const std::string> comm_kernels,
-                 Decode gzip_decode, FileResult& result) {
+                 Decode gzip_decode, IngestFileResult& result) {
   Diagnostics& diag = result.builder.diagnostics();
   std::optional<StreamDamage> head_damage;
   auto head = ReadHead(path, kSniffBytes, &head_damage);
@@ -557,92 +551,120 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
   return files;
 }
 
-StatusOr<Run> Ingest(const std::vector<std::string>& paths,
-                     const std::vector<const TextReader*>& readers, const IngestOptions& options,
-                     const std::vector<const TraceReader*>& trace_readers,
-                     std::vector<FileFacts>* file_facts) {
-  if (file_facts != nullptr) file_facts->clear();
+// What PlanIngest() works out for every process alike.
+struct IngestPlan::State {
   Regex rank_from;
+  Regex host_from;
+  std::string step_marker;  // "" when not given
+  std::vector<std::string> comm_kernels;
+  std::optional<std::string> file_ranks_path;  // --file-ranks as given
+  std::vector<FileRankEntry> file_ranks;
+  std::vector<DuplicateFile> duplicates;
+  std::vector<std::string> files;
+  std::vector<std::optional<std::string>> hosts;
+  std::vector<std::optional<int32_t>> mapped_ranks;
+};
+
+const std::vector<std::string>& IngestPlan::files() const { return state->files; }
+
+std::optional<int32_t> IngestPlan::RankOfPath(size_t i) const {
+  if (state->mapped_ranks[i]) return state->mapped_ranks[i];
+  return state->rank_from ? MatchRank(state->rank_from.get(), state->files[i])
+                          : BuiltinRankFromPath(state->files[i]);
+}
+
+StatusOr<IngestPlan> PlanIngest(const std::vector<std::string>& paths,
+                                const IngestOptions& options) {
+  auto state = std::make_shared<IngestPlan::State>();
   if (options.rank_from) {
     auto re = CompileRegex(*options.rank_from, 0);
     if (!re.ok()) return Status::Error("--rank-from: " + re.status().message());
-    rank_from = std::move(re.value());
+    state->rank_from = std::move(re.value());
   }
-  Regex host_from;
   if (options.host_from) {
     auto re = CompileRegex(*options.host_from, 0);
     if (!re.ok()) return Status::Error("--host-from: " + re.status().message());
-    host_from = std::move(re.value());
+    state->host_from = std::move(re.value());
   }
-  std::string_view step_marker;
   if (options.step_marker) {
     std::string why = CheckStepMarker(*options.step_marker);
     if (!why.empty()) return Status::Error("--step-marker: " + why);
-    step_marker = *options.step_marker;
+    state->step_marker = *options.step_marker;
   }
-  std::vector<std::string> comm_kernels;
   for (const std::string& k : options.comm_kernels) {
     if (Trim(k).empty()) return Status::Error("--comm-kernel: the name is empty");
-    comm_kernels.push_back(ToLower(k));
+    state->comm_kernels.push_back(ToLower(k));
   }
-  std::vector<FileRankEntry> file_ranks;
   std::error_code ec;
   fs::path file_ranks_path;
   if (options.file_ranks) {
     auto read = ReadFileRanks(*options.file_ranks);
     if (!read.ok()) return read.status();
-    file_ranks = std::move(read.value());
+    state->file_ranks = std::move(read.value());
+    state->file_ranks_path = options.file_ranks;
     file_ranks_path = fs::weakly_canonical(*options.file_ranks, ec);
   }
-  std::vector<DuplicateFile> duplicates;
-  auto listed = ListWithRoots(paths, &duplicates);
+  auto listed = ListWithRoots(paths, &state->duplicates);
   if (!listed.ok()) return listed.status();
-  std::vector<std::string> files;
-  std::vector<std::optional<std::string>> hosts;
-  std::vector<std::optional<int32_t>> mapped_ranks;
   for (const ListedFile& f : *listed) {
     if (options.file_ranks && fs::weakly_canonical(f.path, ec) == file_ranks_path) continue;
     std::optional<int32_t> mapped;
     if (options.file_ranks) {
-      auto m = MappedRank(*options.file_ranks, file_ranks, f.path);
+      auto m = MappedRank(*options.file_ranks, state->file_ranks, f.path);
       if (!m.ok()) return m.status();
       mapped = *m;
     }
-    files.push_back(f.path);
-    hosts.push_back(host_from ? MatchHost(host_from.get(), f.path)
-                              : BuiltinHostFromPath(f.path, f.root));
-    mapped_ranks.push_back(mapped);
+    state->files.push_back(f.path);
+    state->hosts.push_back(state->host_from ? MatchHost(state->host_from.get(), f.path)
+                                            : BuiltinHostFromPath(f.path, f.root));
+    state->mapped_ranks.push_back(mapped);
   }
+  IngestPlan plan;
+  plan.state = std::move(state);
+  return plan;
+}
 
-  std::vector<FileResult> results(files.size());
+std::vector<IngestFileResult> ReadIngestFiles(const IngestPlan& plan,
+                                              const std::vector<const TextReader*>& readers,
+                                              const std::vector<const TraceReader*>& trace_readers,
+                                              const IngestOptions& options,
+                                              std::span<const uint32_t> indices) {
+  const IngestPlan::State& st = *plan.state;
+  std::vector<IngestFileResult> results(indices.size());
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
   unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
                                          : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, indices.size())));
   const Decode gzip_decode =
       options.gzip_decode_ahead && threads < std::thread::hardware_concurrency() ? Decode::kAhead
                                                                                  : Decode::kInline;
   auto worker = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      ReadOneFile(files[i], static_cast<uint32_t>(i), hosts[i], mapped_ranks[i], readers,
-                  trace_readers, rank_from.get(), step_marker, comm_kernels, gzip_decode,
-                  results[i]);
+    for (size_t i = next++; i < indices.size(); i = next++) {
+      uint32_t f = indices[i];
+      ReadOneFile(st.files[f], f, st.hosts[f], st.mapped_ranks[f], readers, trace_readers,
+                  st.rank_from.get(), st.step_marker, st.comm_kernels, gzip_decode, results[i]);
       bytes += results[i].bytes;
       size_t d = ++done;
-      if (options.progress) options.progress(d, files.size(), bytes.load());
+      if (options.progress) options.progress(d, indices.size(), bytes.load());
     }
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
+  return results;
+}
 
+Run MergeIngest(const IngestPlan& plan, std::vector<IngestFileResult>&& results,
+                std::vector<FileFacts>* file_facts) {
+  const IngestPlan::State& st = *plan.state;
+  if (file_facts != nullptr) file_facts->clear();
   Run run;
   RunBuilder merged;
-  for (size_t i = 0; i < files.size(); ++i) {
+  for (size_t i = 0; i < st.files.size(); ++i) {
     InputFileInfo info;
-    info.path = files[i];
+    info.path = st.files[i];
     info.format = results[i].format;
     info.bytes = results[i].bytes;
     info.records = results[i].records;
@@ -657,13 +679,13 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
   merged.Finalize(run);
   // Traces timed from their own start, onto one rank's clock.
   AlignTraceClocks(run);
-  for (const DuplicateFile& d : duplicates) {
+  for (const DuplicateFile& d : st.duplicates) {
     run.diagnostics.Add(DiagCode::kFileDuplicate, d.path, 0,
                         fmt::format("same file as {} (device and inode): read once", d.first));
   }
-  for (const FileRankEntry& e : file_ranks) {
+  for (const FileRankEntry& e : st.file_ranks) {
     if (e.used) continue;
-    run.diagnostics.Add(DiagCode::kFileRanksUnmatched, *options.file_ranks, e.line,
+    run.diagnostics.Add(DiagCode::kFileRanksUnmatched, *st.file_ranks_path, e.line,
                         fmt::format("'{}' (rank {}) names no input file", e.path, e.rank));
   }
   for (const StepSeries& s : run.unattributed) {
@@ -673,6 +695,19 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
         fmt::format("{} step records without a rank (use --rank-from to name it)", s.steps.size()));
   }
   return run;
+}
+
+StatusOr<Run> Ingest(const std::vector<std::string>& paths,
+                     const std::vector<const TextReader*>& readers, const IngestOptions& options,
+                     const std::vector<const TraceReader*>& trace_readers,
+                     std::vector<FileFacts>* file_facts) {
+  if (file_facts != nullptr) file_facts->clear();
+  auto plan = PlanIngest(paths, options);
+  if (!plan.ok()) return plan.status();
+  std::vector<uint32_t> all(plan->files().size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  return MergeIngest(*plan, ReadIngestFiles(*plan, readers, trace_readers, options, all),
+                     file_facts);
 }
 
 }  // namespace laggard

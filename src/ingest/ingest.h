@@ -16,7 +16,9 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -184,6 +186,45 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
                      const std::vector<const TextReader*>& readers, const IngestOptions& options,
                      const std::vector<const TraceReader*>& trace_readers = {},
                      std::vector<FileFacts>* file_facts = nullptr);
+
+// Ingest() in its three steps, so that one process can read a share of the
+// files and another merge them (laggard diagnose --mpi, src/mpi/):
+// PlanIngest() checks the options and lists the files, alike in every
+// process; ReadIngestFiles() reads some of them; MergeIngest() merges one
+// result per listed file, in file order, into the Run. Ingest() is the three
+// in one process.
+struct IngestPlan {
+  struct State;  // ingest.cc
+  std::shared_ptr<const State> state;
+
+  // The files to read, in order; a file's index here is its index in Run::files.
+  const std::vector<std::string>& files() const;
+  // The rank files()[i]'s path names (--file-ranks, --rank-from or the
+  // built-in patterns), if any: the content may still name another.
+  std::optional<int32_t> RankOfPath(size_t i) const;
+};
+
+// What reading one file gave: its builder, its reader's name ("" when no
+// reader took it), the bytes read and the records taken.
+struct IngestFileResult {
+  RunBuilder builder;
+  std::string format;
+  uint64_t bytes = 0;
+  uint64_t records = 0;
+};
+
+StatusOr<IngestPlan> PlanIngest(const std::vector<std::string>& paths,
+                                const IngestOptions& options);
+// Reads the files of `plan` at `indices`, options.threads at a time; the
+// results are parallel to `indices`.
+std::vector<IngestFileResult> ReadIngestFiles(const IngestPlan& plan,
+                                              const std::vector<const TextReader*>& readers,
+                                              const std::vector<const TraceReader*>& trace_readers,
+                                              const IngestOptions& options,
+                                              std::span<const uint32_t> indices);
+// `results` holds one entry per plan.files(), in order.
+Run MergeIngest(const IngestPlan& plan, std::vector<IngestFileResult>&& results,
+                std::vector<FileFacts>* file_facts = nullptr);
 
 // The files Ingest() would read for `paths`, in order.
 StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>& paths);
