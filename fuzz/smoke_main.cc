@@ -52,6 +52,7 @@ int LaggardFuzz_nccl(const uint8_t* data, size_t size);
 int LaggardFuzz_dcgm(const uint8_t* data, size_t size);
 int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
 int LaggardFuzz_watchdog_lines(const uint8_t* data, size_t size);
+int LaggardFuzz_wire(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -86,6 +87,7 @@ constexpr Target kTargets[] = {
     {"dcgm", LaggardFuzz_dcgm, 60},
     {"prometheus_text", LaggardFuzz_prometheus_text, 300},
     {"watchdog_lines", LaggardFuzz_watchdog_lines, 200},
+    {"wire", LaggardFuzz_wire, 1000},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -120,6 +120,7 @@ class Diagnostics {
   void MergeFrom(const Diagnostics& other);
 
  private:
+  friend struct WireAccess;  // model/wire.cc: the MPI wire codec
   static constexpr size_t kCodes = static_cast<size_t>(DiagCode::kCount);
   std::array<uint64_t, kCodes> counts_{};
   std::array<std::vector<DiagExample>, kCodes> examples_;

@@ -214,6 +214,8 @@ class RunBuilder {
   void Finalize(Run& run);
 
  private:
+  friend struct WireAccess;  // model/wire.cc: the MPI wire codec
+
   // Ranks are looked up through a dense table of 4-byte slots over the
   // ranks from the lowest to the highest this builder has seen (16 MiB at
   // most, at kMaxRank); the series themselves are stored only for ranks that
