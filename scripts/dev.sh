@@ -19,6 +19,9 @@ PACKAGES=(
   zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   libjs-chart.js
+  libcereal-dev
+  # laggard diagnose --mpi (src/mpi/) and its test under mpirun
+  openmpi-bin libopenmpi-dev
 )
 # Only for `test`: the HTML report's browser test and the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo); each test skips when its

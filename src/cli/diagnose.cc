@@ -148,6 +148,21 @@ std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+// One stderr line on what --mpi did: the shares and what was gathered.
+std::string MpiSummaryLine(const MpiIngestReport& r) {
+  std::string shares;
+  uint64_t files = 0;
+  for (int p = 0; p < r.processes; ++p) {
+    files += r.share_files[p];
+    shares += fmt::format("{}{:.1f}", p == 0 ? "" : " / ", r.share_bytes[p] / 1e6);
+  }
+  return fmt::format(
+      "laggard: --mpi: {} read {} (shares of {} MB); process 0 read its share in {:.2f} s and "
+      "gathered {:.2f} MB from the others in {:.2f} s more",
+      Plural(r.processes, "process", "processes"), Plural(files, "file", "files"), shares, r.read_s,
+      r.bytes_gathered / 1e6, r.gather_s);
+}
+
 }  // namespace
 
 bool ColourWanted(std::string_view mode, bool tty, const Terminal& terminal) {
@@ -229,6 +244,14 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "colour output: auto (a terminal, unless NO_COLOR or TERM=dumb), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   AddIngestFlags(cmd, o.input);
+  cmd->add_flag("--mpi", o.mpi,
+                "spread the reading over the processes of an MPI job (mpirun -n P laggard "
+                "diagnose --mpi ..., or srun): each reads a share of the files, process 0 "
+                "merges them and writes the reports, the same as one process would");
+  cmd->add_option("--mpi-timeout", o.mpi_timeout_s,
+                  "with --mpi: seconds a process waits for another before it aborts the job")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
   CLI::Option* gpus_per_node =
       cmd->add_option("--gpus-per-node", o.gpus_per_node,
                       "place ranks as node_index x G + local_rank to join GPU metrics with ranks "
@@ -274,10 +297,28 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     return kExitNoInput;
   }
 
-  Progress progress(err, terminal.stderr_is_tty, terminal.progress_after);
-  auto run = IngestWithFlags(o.paths, o.input,
-                             [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); });
-  progress.Clear();
+  // Under mpirun a process's stdout and stderr are ptys that mpirun copies
+  // to wherever its own go (a file, a pipe): they say nothing of a terminal,
+  // so --mpi writes no colour and no progress unless asked (--color always).
+  const bool stdout_tty = terminal.stdout_is_tty && !o.mpi;
+  Progress progress(err, terminal.stderr_is_tty && !o.mpi, terminal.progress_after);
+  auto update = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
+  StatusOr<Run> run = Status::Error("");
+  if (o.mpi) {
+    MpiIngestReport report;
+    auto gathered = IngestWithFlagsOverMpi(o.paths, o.input, o.mpi_timeout_s, update, &report);
+    progress.Clear();
+    if (!gathered.ok()) {
+      err << "laggard: " << gathered.status().message() << "\n";
+      return kExitNoInput;
+    }
+    if (!gathered->has_value()) return kExitOk;  // not process 0: it reports
+    if (!o.quiet) err << MpiSummaryLine(report) << "\n";
+    run = std::move(**gathered);
+  } else {
+    run = IngestWithFlags(o.paths, o.input, update);
+    progress.Clear();
+  }
   if (!run.ok()) {
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;
@@ -312,7 +353,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   if (!to_stdout) {
     TextOptions text;
     text.quiet = o.quiet;
-    text.color = ColourWanted(o.color, terminal.stdout_is_tty, terminal);
+    text.color = ColourWanted(o.color, stdout_tty, terminal);
     RenderText(*in, text, out);
   }
   if (NoUsableInput(*run)) {

@@ -45,6 +45,10 @@ struct DiagnoseOptions {
   // --layout dp=D,pp=P,tp=T[,vpp=V]: the parallel layout of op timelines.
   std::string layout;
   StepDetectorOptions detector;
+  // --mpi: spread the ingest over the processes of an MPI job; process 0
+  // reports (mpi/mpi_ingest.h).
+  bool mpi = false;
+  double mpi_timeout_s = 600;
 };
 
 // Parses --layout's "dp=2,pp=4,tp=1[,vpp=2][,order=tp-dp-pp]"; sizes not

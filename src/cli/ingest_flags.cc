@@ -30,11 +30,10 @@ void AddIngestFlags(CLI::App* cmd, IngestFlags& flags) {
       ->check(CLI::NonNegativeNumber);
 }
 
-StatusOr<Run> IngestWithFlags(const std::vector<std::string>& paths, const IngestFlags& flags,
-                              std::function<void(size_t, size_t, uint64_t)> progress,
-                              std::vector<FileFacts>* file_facts) {
-  auto readers = MakeDefaultTextReaders(flags.step_pattern);
-  if (!readers.ok()) return readers.status();
+namespace {
+
+IngestOptions OptionsOf(const IngestFlags& flags,
+                        std::function<void(size_t, size_t, uint64_t)> progress) {
   IngestOptions ingest;
   ingest.rank_from = flags.rank_from;
   ingest.file_ranks = flags.file_ranks;
@@ -43,8 +42,33 @@ StatusOr<Run> IngestWithFlags(const std::vector<std::string>& paths, const Inges
   ingest.comm_kernels = flags.comm_kernels;
   ingest.threads = flags.threads;
   ingest.progress = std::move(progress);
+  return ingest;
+}
+
+}  // namespace
+
+StatusOr<Run> IngestWithFlags(const std::vector<std::string>& paths, const IngestFlags& flags,
+                              std::function<void(size_t, size_t, uint64_t)> progress,
+                              std::vector<FileFacts>* file_facts) {
+  auto readers = MakeDefaultTextReaders(flags.step_pattern);
+  if (!readers.ok()) return readers.status();
   TraceReaderSet trace_readers = MakeDefaultTraceReaders();
-  return Ingest(paths, readers->readers, ingest, trace_readers.readers, file_facts);
+  return Ingest(paths, readers->readers, OptionsOf(flags, std::move(progress)),
+                trace_readers.readers, file_facts);
+}
+
+StatusOr<std::optional<Run>> IngestWithFlagsOverMpi(
+    const std::vector<std::string>& paths, const IngestFlags& flags, double timeout_s,
+    std::function<void(size_t, size_t, uint64_t)> progress, MpiIngestReport* report) {
+  auto readers = MakeDefaultTextReaders(flags.step_pattern);
+  if (!readers.ok()) return readers.status();
+  TraceReaderSet trace_readers = MakeDefaultTraceReaders();
+  IngestOptions options = OptionsOf(flags, std::move(progress));
+  auto plan = PlanIngest(paths, options);
+  if (!plan.ok()) return plan.status();
+  MpiIngestOptions mpi;
+  mpi.timeout_s = timeout_s;
+  return IngestOverMpi(*plan, readers->readers, trace_readers.readers, options, mpi, report);
 }
 
 }  // namespace laggard

@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "ingest/ingest.h"
 #include "model/run.h"
+#include "mpi/mpi_ingest.h"
 
 namespace CLI {
 class App;
@@ -46,6 +47,13 @@ void AddIngestFlags(CLI::App* cmd, IngestFlags& flags);
 StatusOr<Run> IngestWithFlags(const std::vector<std::string>& paths, const IngestFlags& flags,
                               std::function<void(size_t, size_t, uint64_t)> progress = {},
                               std::vector<FileFacts>* file_facts = nullptr);
+
+// IngestWithFlags() across the processes of an MPI job (diagnose --mpi,
+// mpi/mpi_ingest.h): the Run on process 0, nullopt on the others. `report`
+// is filled with the shares and the bytes gathered.
+StatusOr<std::optional<Run>> IngestWithFlagsOverMpi(
+    const std::vector<std::string>& paths, const IngestFlags& flags, double timeout_s,
+    std::function<void(size_t, size_t, uint64_t)> progress, MpiIngestReport* report);
 
 }  // namespace laggard
 
