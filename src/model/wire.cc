@@ -7,7 +7,8 @@
 // archive resizes a vector or string to whatever size the bytes claim before
 // reading a single element, so eight damaged bytes could ask for exabytes.
 // Here a length must fit in the bytes left, and a vector of structs grows as
-// its elements actually arrive, so a frame of B bytes allocates O(B).
+// its elements actually arrive, so a frame of B bytes allocates O(B), plus
+// the builder's rank table (16 MiB at most, as for any builder).
 
 #include "model/wire.h"
 
