@@ -414,7 +414,8 @@ namespace {
 
 struct ListedFile {
   std::string path;
-  std::string root;  // the directory given by the user it was found under, else ""
+  std::string root;    // the directory given by the user it was found under, else ""
+  uint64_t bytes = 0;  // its size when listed (0 when stat failed)
 };
 
 // A file reached twice (ListWithRoots): skipped, and noted.
@@ -435,14 +436,16 @@ StatusOr<std::vector<ListedFile>> ListWithRoots(const std::vector<std::string>& 
   std::map<std::pair<dev_t, ino_t>, size_t> seen;  // -> index in files
   auto add = [&](std::string path, const std::string& root) {
     struct stat st;
+    uint64_t bytes = 0;
     if (::stat(path.c_str(), &st) == 0) {
       auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), files.size());
       if (!fresh) {
         if (duplicates != nullptr) duplicates->push_back({std::move(path), files[it->second].path});
         return;
       }
+      bytes = static_cast<uint64_t>(st.st_size);
     }
-    files.push_back({std::move(path), root});
+    files.push_back({std::move(path), root, bytes});
   };
   for (const std::string& given : paths) {
     std::error_code ec;
@@ -561,11 +564,13 @@ struct IngestPlan::State {
   std::vector<FileRankEntry> file_ranks;
   std::vector<DuplicateFile> duplicates;
   std::vector<std::string> files;
+  std::vector<uint64_t> bytes;  // size of each file when listed
   std::vector<std::optional<std::string>> hosts;
   std::vector<std::optional<int32_t>> mapped_ranks;
 };
 
 const std::vector<std::string>& IngestPlan::files() const { return state->files; }
+const std::vector<uint64_t>& IngestPlan::bytes() const { return state->bytes; }
 
 std::optional<int32_t> IngestPlan::RankOfPath(size_t i) const {
   if (state->mapped_ranks[i]) return state->mapped_ranks[i];
@@ -615,6 +620,7 @@ StatusOr<IngestPlan> PlanIngest(const std::vector<std::string>& paths,
       mapped = *m;
     }
     state->files.push_back(f.path);
+    state->bytes.push_back(f.bytes);
     state->hosts.push_back(state->host_from ? MatchHost(state->host_from.get(), f.path)
                                             : BuiltinHostFromPath(f.path, f.root));
     state->mapped_ranks.push_back(mapped);
@@ -701,7 +707,6 @@ StatusOr<Run> Ingest(const std::vector<std::string>& paths,
                      const std::vector<const TextReader*>& readers, const IngestOptions& options,
                      const std::vector<const TraceReader*>& trace_readers,
                      std::vector<FileFacts>* file_facts) {
-  if (file_facts != nullptr) file_facts->clear();
   auto plan = PlanIngest(paths, options);
   if (!plan.ok()) return plan.status();
   std::vector<uint32_t> all(plan->files().size());

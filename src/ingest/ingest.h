@@ -199,6 +199,8 @@ struct IngestPlan {
 
   // The files to read, in order; a file's index here is its index in Run::files.
   const std::vector<std::string>& files() const;
+  // Their sizes when listed (0 where stat failed): the shares' balance.
+  const std::vector<uint64_t>& bytes() const;
   // The rank files()[i]'s path names (--file-ranks, --rank-from or the
   // built-in patterns), if any: the content may still name another.
   std::optional<int32_t> RankOfPath(size_t i) const;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -176,14 +175,9 @@ StatusOr<std::optional<Run>> IngestOverMpi(const IngestPlan& plan,
   r.process = session.rank();
 
   const std::vector<std::string>& files = plan.files();
-  std::vector<uint64_t> bytes(files.size(), 0);
+  const std::vector<uint64_t>& bytes = plan.bytes();
   std::vector<std::optional<int32_t>> rank(files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(files[i], ec);
-    bytes[i] = ec ? 0 : size;
-    rank[i] = plan.RankOfPath(i);
-  }
+  for (size_t i = 0; i < files.size(); ++i) rank[i] = plan.RankOfPath(i);
   std::vector<std::vector<uint32_t>> shares = AssignShares(bytes, rank, r.processes);
   r.share_files.resize(r.processes);
   r.share_bytes.resize(r.processes);

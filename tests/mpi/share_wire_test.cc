@@ -37,14 +37,13 @@ TEST(ShareWireTest, RealFilesRoundTripThroughShares) {
   ReadAll b = ReadTestData();
   ASSERT_GT(a.plan.files().size(), 20u);
   // The same files once more, through three shares' messages.
-  std::vector<uint64_t> bytes;
   std::vector<std::optional<int32_t>> rank;
   for (size_t i = 0; i < b.plan.files().size(); ++i) {
-    bytes.push_back(std::filesystem::file_size(b.plan.files()[i]));
+    EXPECT_EQ(b.plan.bytes()[i], std::filesystem::file_size(b.plan.files()[i]));
     rank.push_back(b.plan.RankOfPath(i));
   }
   std::vector<std::optional<IngestFileResult>> slots(b.results.size());
-  for (const std::vector<uint32_t>& share : AssignShares(bytes, rank, 3)) {
+  for (const std::vector<uint32_t>& share : AssignShares(b.plan.bytes(), rank, 3)) {
     std::vector<IngestFileResult> mine;
     for (uint32_t f : share) mine.push_back(std::move(b.results[f]));
     std::string message = EncodeShare(share, mine);
