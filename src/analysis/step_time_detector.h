@@ -106,6 +106,7 @@
 #include "analysis/finding.h"
 #include "analysis/profiled_steps.h"
 #include "analysis/robust_stats.h"
+#include "base/parallel.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -141,6 +142,10 @@ struct StepDetectorOptions {
   double spike_sigmas = 5;
   size_t min_steps_for_spikes = 10;
   double min_compute_share = 0.5;
+  // Threads for the per-rank and per-step passes (0: one per core); runs of
+  // fewer than ~2^18 step records stay on the caller's thread. The result
+  // does not depend on it (base/parallel.h).
+  unsigned threads = 0;
 };
 
 // What the per-rank comparison read: end-to-end step times, or the
@@ -235,7 +240,7 @@ struct StepMetrics {
   std::vector<int32_t> step_slowest;
   // Step seconds, column-major (one column of series.size() per step, NaN
   // where missing): the what-if of ThroughputLost().
-  std::vector<float> seconds_by_step;
+  ParallelBuffer<float> seconds_by_step;
   // Peer groups: pipeline stages (group_stage[g] the stage number) when
   // every rank has one and every stage >= min_stage_ranks ranks, else one
   // group of all ranks (group_stage empty).
@@ -260,7 +265,7 @@ struct StepMetrics {
 
   // Internal to the metric functions: the row-major matrix and the
   // per-group medians of each step that x[s] divides by.
-  std::vector<float> seconds_by_rank;
+  ParallelBuffer<float> seconds_by_rank;
   std::vector<double> group_step_median_s;  // [group * steps + step]
   std::vector<size_t> group_step_ranks;
 };

@@ -10,11 +10,21 @@
 
 #include "analysis/change_point.h"
 #include "analysis/step_time_detector.h"
+#include "base/parallel.h"
 
 namespace laggard {
 namespace {
 
 constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
+
+// Below this many step records per thread a pass stays on one thread
+// (base/parallel.h): 2^18 cells take ~1 ms per pass.
+constexpr size_t kMinCellsPerThread = size_t{1} << 18;
+
+// The threads the passes over `m`'s R x C matrix get.
+unsigned PassThreads(size_t cells, const StepDetectorOptions& opt) {
+  return ParallelThreads(opt.threads, cells, kMinCellsPerThread);
+}
 
 // The analysed window of every series, as a rank x step matrix of seconds,
 // stored twice: row-major for per-rank passes and column-major for per-step
@@ -23,11 +33,12 @@ constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 struct StepMatrix {
   std::vector<size_t> first_used;     // index of the first record after warm-up
   std::vector<int64_t> step_numbers;  // column -> step number
-  std::vector<float> values;          // row-major, NaN where missing
-  std::vector<float> by_step;         // the same, column-major
+  ParallelBuffer<float> values;       // row-major, NaN where missing
+  ParallelBuffer<float> by_step;      // the same, column-major
 };
 
-StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warmup) {
+StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warmup,
+                       const StepDetectorOptions& opt) {
   StepMatrix m;
   for (const StepSeries* s : series) {
     // Keep at least 3 steps: warm-up is skipped only when enough remain.
@@ -71,27 +82,36 @@ StepMatrix BuildMatrix(const std::vector<const StepSeries*>& series, size_t warm
                          m.step_numbers.end());
   }
   const size_t cols = m.step_numbers.size();
-  m.values.assign(series.size() * cols, kMissing);
-  for (size_t r = 0; r < series.size(); ++r) {
-    const auto& steps = series[r]->steps;
-    size_t c = 0;
-    for (size_t i = m.first_used[r]; i < steps.size(); ++i) {
-      while (m.step_numbers[c] < steps[i].step) ++c;  // both ascending
-      m.values[r * cols + c] = static_cast<float>(ToSeconds(steps[i].duration_ns));
-    }
-  }
-  // Blocked transpose: both sides stay within a few cache lines per block.
   const size_t R = series.size(), C = cols;
-  constexpr size_t kBlock = 64;
-  m.by_step.resize(R * C);
-  for (size_t r0 = 0; r0 < R; r0 += kBlock) {
-    for (size_t c0 = 0; c0 < C; c0 += kBlock) {
-      for (size_t r = r0; r < std::min(R, r0 + kBlock); ++r) {
-        for (size_t c = c0; c < std::min(C, c0 + kBlock); ++c)
-          m.by_step[c * R + r] = m.values[r * C + c];
+  const unsigned threads = PassThreads(R * C, opt);
+  m.values.resize(R * C);
+  ParallelFor(R, threads, [&](size_t begin, size_t end, unsigned) {
+    for (size_t r = begin; r < end; ++r) {
+      const auto& steps = series[r]->steps;
+      float* row = m.values.data() + r * cols;
+      std::fill(row, row + cols, kMissing);
+      size_t c = 0;
+      for (size_t i = m.first_used[r]; i < steps.size(); ++i) {
+        while (m.step_numbers[c] < steps[i].step) ++c;  // both ascending
+        row[c] = static_cast<float>(ToSeconds(steps[i].duration_ns));
       }
     }
-  }
+  });
+  // Blocked transpose: both sides stay within a few cache lines per block;
+  // each thread writes whole columns of blocks.
+  constexpr size_t kBlock = 64;
+  m.by_step.resize(R * C);
+  const size_t col_blocks = (C + kBlock - 1) / kBlock;
+  ParallelFor(col_blocks, threads, [&](size_t begin, size_t end, unsigned) {
+    for (size_t c0 = begin * kBlock; c0 < std::min(C, end * kBlock); c0 += kBlock) {
+      for (size_t r0 = 0; r0 < R; r0 += kBlock) {
+        for (size_t r = r0; r < std::min(R, r0 + kBlock); ++r) {
+          for (size_t c = c0; c < std::min(C, c0 + kBlock); ++c)
+            m.by_step[c * R + r] = m.values[r * C + c];
+        }
+      }
+    }
+  });
   return m;
 }
 
@@ -149,39 +169,45 @@ void GroupByStage(StepMetrics& m, const StepDetectorOptions& opt) {
 // Per step across all ranks: median, spread (p90 - p10, which unlike
 // max - min does not widen with the rank count) and slowest rank; returns
 // the spreads.
-std::vector<double> MeasureStepColumns(StepMetrics& m) {
+std::vector<double> MeasureStepColumns(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
   m.step_median_s.assign(C, 0);
   m.step_slowest.assign(C, -1);
   m.step_ranks.assign(C, 0);
+  std::vector<double> spread_at(C, kMissing);  // NaN: the step has no spread
+  ParallelFor(C, PassThreads(R * C, opt), [&](size_t begin, size_t end, unsigned) {
+    std::vector<double> col;
+    for (size_t c = begin; c < end; ++c) {
+      col.clear();
+      float best = -1;
+      std::span<const float> column = Column(m, c);
+      for (size_t r = 0; r < R; ++r) {
+        float v = column[r];
+        if (std::isnan(v)) continue;
+        col.push_back(v);
+        if (v > best) best = v, m.step_slowest[c] = static_cast<int32_t>(r);
+      }
+      m.step_ranks[c] = col.size();
+      if (col.empty()) continue;
+      m.step_median_s[c] = *Median(col);
+      if (col.size() >= 2 && m.step_median_s[c] > 0) {
+        static constexpr double kSpreadQ[] = {0.1, 0.9};
+        double q[2];
+        QuantilesInPlace(col, kSpreadQ, q);
+        spread_at[c] = (q[1] - q[0]) / m.step_median_s[c];
+      }
+    }
+  });
   std::vector<double> spread;
-  std::vector<double> col;
-  for (size_t c = 0; c < C; ++c) {
-    col.clear();
-    float best = -1;
-    std::span<const float> column = Column(m, c);
-    for (size_t r = 0; r < R; ++r) {
-      float v = column[r];
-      if (std::isnan(v)) continue;
-      col.push_back(v);
-      if (v > best) best = v, m.step_slowest[c] = static_cast<int32_t>(r);
-    }
-    m.step_ranks[c] = col.size();
-    if (col.empty()) continue;
-    m.step_median_s[c] = *Median(col);
-    if (col.size() >= 2 && m.step_median_s[c] > 0) {
-      static constexpr double kSpreadQ[] = {0.1, 0.9};
-      double q[2];
-      QuantilesInPlace(col, kSpreadQ, q);
-      spread.push_back((q[1] - q[0]) / m.step_median_s[c]);
-    }
+  for (double s : spread_at) {
+    if (!std::isnan(s)) spread.push_back(s);
   }
   return spread;
 }
 
 // Per step, the median of each rank's group: what "its peers" did then
 // (with one group, the step's median).
-void MeasureGroupColumns(StepMetrics& m) {
+void MeasureGroupColumns(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
   const size_t groups = m.group_stage.empty() ? 1 : m.group_stage.size();
   if (groups == 1) {
@@ -191,53 +217,57 @@ void MeasureGroupColumns(StepMetrics& m) {
   }
   m.group_step_median_s.assign(groups * C, 0);
   m.group_step_ranks.assign(groups * C, 0);
-  std::vector<std::vector<double>> by_group(groups);
-  for (size_t c = 0; c < C; ++c) {
-    for (auto& g : by_group) g.clear();
-    std::span<const float> column = Column(m, c);
-    for (size_t r = 0; r < R; ++r) {
-      float v = column[r];
-      if (!std::isnan(v)) by_group[m.group_of[r]].push_back(v);
+  ParallelFor(C, PassThreads(R * C, opt), [&](size_t begin, size_t end, unsigned) {
+    std::vector<std::vector<double>> by_group(groups);
+    for (size_t c = begin; c < end; ++c) {
+      for (auto& g : by_group) g.clear();
+      std::span<const float> column = Column(m, c);
+      for (size_t r = 0; r < R; ++r) {
+        float v = column[r];
+        if (!std::isnan(v)) by_group[m.group_of[r]].push_back(v);
+      }
+      for (size_t g = 0; g < groups; ++g) {
+        m.group_step_ranks[g * C + c] = by_group[g].size();
+        if (!by_group[g].empty()) m.group_step_median_s[g * C + c] = *Median(by_group[g]);
+      }
     }
-    for (size_t g = 0; g < groups; ++g) {
-      m.group_step_ranks[g * C + c] = by_group[g].size();
-      if (!by_group[g].empty()) m.group_step_median_s[g * C + c] = *Median(by_group[g]);
-    }
-  }
+  });
 }
 
 // Per-rank summaries, how far each rank's own median sits from the steps'
 // medians (~0 on every rank when step times are synchronised end to end)
 // and how often each rank was the slowest.
-void MeasureRanks(StepMetrics& m) {
+void MeasureRanks(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
-  for (size_t r = 0; r < R; ++r) {
-    RankStepStats st;
-    st.info = m.series[r]->info;
-    st.steps_total = m.series[r]->steps.size();
-    std::vector<double> secs;
-    for (size_t c = 0; c < C; ++c) {
-      float v = m.seconds_by_rank[r * C + c];
-      if (!std::isnan(v)) secs.push_back(v);
-    }
-    st.steps_used = secs.size();
-    st.seconds = Summarize(secs);
-    m.ranks.push_back(std::move(st));
-  }
-  if (R >= 2) {
-    std::vector<double> offsets;
-    double worst = -1;
-    for (size_t r = 0; r < R; ++r) {
+  const unsigned threads = PassThreads(R * C, opt);
+  m.ranks.resize(R);
+  std::vector<double> worst_of(threads, -1);  // per worker: max is order-free
+  ParallelFor(R, threads, [&](size_t begin, size_t end, unsigned worker) {
+    std::vector<double> secs, offsets;
+    for (size_t r = begin; r < end; ++r) {
+      RankStepStats& st = m.ranks[r];
+      st.info = m.series[r]->info;
+      st.steps_total = m.series[r]->steps.size();
+      secs.clear();
+      for (size_t c = 0; c < C; ++c) {
+        float v = m.seconds_by_rank[r * C + c];
+        if (!std::isnan(v)) secs.push_back(v);
+      }
+      st.steps_used = secs.size();
+      st.seconds = Summarize(secs);
+      if (R < 2) continue;
       offsets.clear();
       for (size_t c = 0; c < C; ++c) {
         float v = m.seconds_by_rank[r * C + c];
         if (std::isnan(v) || m.step_ranks[c] < 2 || m.step_median_s[c] <= 0) continue;
         offsets.push_back(v / m.step_median_s[c] - 1);
       }
-      if (auto med = Median(offsets)) worst = std::max(worst, std::fabs(*med));
+      if (auto med = Median(offsets))
+        worst_of[worker] = std::max(worst_of[worker], std::fabs(*med));
     }
-    if (worst >= 0) m.job.sync_rank_offset = worst;
-  }
+  });
+  double worst = *std::max_element(worst_of.begin(), worst_of.end());
+  if (R >= 2 && worst >= 0) m.job.sync_rank_offset = worst;
   size_t slowest_count_total = 0;
   std::vector<size_t> counts(R, 0);
   for (size_t c = 0; c < C; ++c) {
@@ -337,16 +367,18 @@ void MeasurePeers(StepMetrics& m, const StepDetectorOptions& opt) {
   }
   m.slow_steps.assign(R, {});
   m.slow_step_excess.assign(R, {});
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t c = 0; c < C; ++c) {
-      auto x = ExcessAt(m, r, c);
-      if (x && *x >= m.slow_step_threshold) {
-        m.slow_steps[r].push_back(m.step_numbers[c]);
-        m.slow_step_excess[r].push_back(*x);
-        ++m.slow_events;
+  ParallelFor(R, PassThreads(R * C, opt), [&](size_t begin, size_t end, unsigned) {
+    for (size_t r = begin; r < end; ++r) {
+      for (size_t c = 0; c < C; ++c) {
+        auto x = ExcessAt(m, r, c);
+        if (x && *x >= m.slow_step_threshold) {
+          m.slow_steps[r].push_back(m.step_numbers[c]);
+          m.slow_step_excess[r].push_back(*x);
+        }
       }
     }
-  }
+  });
+  for (const auto& s : m.slow_steps) m.slow_events += s.size();
 }
 
 }  // namespace
@@ -356,7 +388,7 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   m.attributed = !run.ranks.empty();
   for (const StepSeries& s : m.attributed ? run.ranks : run.unattributed) m.series.push_back(&s);
   if (m.series.empty()) return m;
-  StepMatrix matrix = BuildMatrix(m.series, opt.warmup_steps);
+  StepMatrix matrix = BuildMatrix(m.series, opt.warmup_steps, opt);
   m.step_numbers = std::move(matrix.step_numbers);
   if (!m.step_numbers.empty()) m.job.first_step = m.step_numbers.front();
   m.seconds_by_rank = std::move(matrix.values);
@@ -367,9 +399,9 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   m.comparable = m.attributed && R >= 2;
 
   GroupByStage(m, opt);
-  std::vector<double> spread = MeasureStepColumns(m);
-  MeasureGroupColumns(m);
-  MeasureRanks(m);
+  std::vector<double> spread = MeasureStepColumns(m, opt);
+  MeasureGroupColumns(m, opt);
+  MeasureRanks(m, opt);
   MeasurePace(m, std::move(spread), opt);
   MeasureNoise(m, opt);
   if (m.comparable) MeasurePeers(m, opt);
@@ -380,30 +412,32 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
 void MeasureOnsets(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
   m.onsets.assign(R, {});
-  std::vector<double> x;
-  std::vector<int64_t> x_steps;
-  for (size_t r = 0; r < R; ++r) {
-    if (!m.ranks[r].seconds || m.ranks[r].steps_used < 3) continue;
-    x.clear();
-    x_steps.clear();
-    for (size_t c = 0; c < C; ++c) {
-      auto xc = ExcessAt(m, r, c);
-      if (!xc) continue;
-      x.push_back(*xc);
-      x_steps.push_back(m.step_numbers[c]);
+  ParallelFor(R, PassThreads(R * C, opt), [&](size_t begin, size_t end, unsigned) {
+    std::vector<double> x;
+    std::vector<int64_t> x_steps;
+    for (size_t r = begin; r < end; ++r) {
+      if (!m.ranks[r].seconds || m.ranks[r].steps_used < 3) continue;
+      x.clear();
+      x_steps.clear();
+      for (size_t c = 0; c < C; ++c) {
+        auto xc = ExcessAt(m, r, c);
+        if (!xc) continue;
+        x.push_back(*xc);
+        x_steps.push_back(m.step_numbers[c]);
+      }
+      ChangePointOptions cp;
+      cp.min_segment = std::max<size_t>(5, x.size() / 20);
+      cp.min_shift = opt.flag_threshold;
+      RankOnsets& o = m.onsets[r];
+      o.points = x.size();
+      if (!x_steps.empty()) o.first_step = x_steps.front();
+      o.segments = Segmentize(x, cp);
+      for (const Segment& seg : o.segments) {
+        o.segment_first_step.push_back(x_steps[seg.begin]);
+        o.segment_last_step.push_back(x_steps[seg.end - 1]);
+      }
     }
-    ChangePointOptions cp;
-    cp.min_segment = std::max<size_t>(5, x.size() / 20);
-    cp.min_shift = opt.flag_threshold;
-    RankOnsets& o = m.onsets[r];
-    o.points = x.size();
-    if (!x_steps.empty()) o.first_step = x_steps.front();
-    o.segments = Segmentize(x, cp);
-    for (const Segment& seg : o.segments) {
-      o.segment_first_step.push_back(x_steps[seg.begin]);
-      o.segment_last_step.push_back(x_steps[seg.end - 1]);
-    }
-  }
+  });
 }
 
 std::optional<double> ThroughputLost(const StepMetrics& m, const std::vector<RankStepStats>& ranks,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "analysis/step_time_detector.h"
@@ -306,6 +307,78 @@ TEST(StepMetricsTest, AnEmptyRunHasNoSeries) {
   StepMetrics m = MeasureSteps(run, StepDetectorOptions());
   EXPECT_TRUE(m.series.empty());
   EXPECT_TRUE(DecideSteps(m, StepDetectorOptions()).findings.empty());
+}
+
+// A run big enough for the passes to take several threads (>= 2^18 step
+// records per thread): stragglers with onsets, a periodic rank, missing
+// steps. Every metric must be the same on 1 thread and on 4.
+laggard::Run LargeRun() {
+  laggard::Run run;
+  run.files.push_back(InputFileInfo{"steps.log", "article", 0, 0, true});
+  RunBuilder b;
+  uint64_t state = 12345;
+  auto noise = [&] {  // xorshift: deterministic, +-2%
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return (static_cast<double>(state % 4001) / 4000.0 - 0.5) * 0.04;
+  };
+  for (int32_t r = 0; r < 4096; ++r) {
+    for (int64_t s = 0; s < 260; ++s) {
+      if ((r * 31 + s) % 97 == 0) continue;  // a missing step
+      double f = 1 + noise();
+      if (r == 700 && s >= 120) f += 0.2;
+      if (r == 3001) f += 0.08;
+      if (r == 42 && s % 25 == 0) f += 0.5;
+      b.AddStep(r, s, static_cast<DurationNs>(1e9 * f),
+                1'700'000'000'000'000'000 + s * 1'000'000'000,
+                SourceRef{0, static_cast<uint32_t>(s)});
+    }
+  }
+  b.Finalize(run);
+  return run;
+}
+
+TEST(StepMetricsTest, TheMetricsDoNotDependOnTheThreads) {
+  laggard::Run run = LargeRun();
+  StepDetectorOptions one, four;
+  one.threads = 1;
+  four.threads = 4;
+  StepMetrics a = MeasureSteps(run, one), b = MeasureSteps(run, four);
+  MeasureOnsets(a, one);
+  MeasureOnsets(b, four);
+  // Bit for bit (NaN marks the missing steps).
+  ASSERT_EQ(a.seconds_by_step.size(), b.seconds_by_step.size());
+  EXPECT_EQ(std::memcmp(a.seconds_by_step.data(), b.seconds_by_step.data(),
+                        a.seconds_by_step.size() * sizeof(float)),
+            0);
+  EXPECT_EQ(a.step_median_s, b.step_median_s);
+  EXPECT_EQ(a.step_slowest, b.step_slowest);
+  EXPECT_EQ(a.step_ranks, b.step_ranks);
+  EXPECT_EQ(a.group_step_median_s, b.group_step_median_s);
+  EXPECT_EQ(a.job.sync_spread, b.job.sync_spread);
+  EXPECT_EQ(a.job.sync_rank_offset, b.job.sync_rank_offset);
+  EXPECT_EQ(a.job.noise_sigma, b.job.noise_sigma);
+  EXPECT_EQ(a.slow_steps, b.slow_steps);
+  EXPECT_EQ(a.slow_step_excess, b.slow_step_excess);
+  EXPECT_EQ(a.slow_events, b.slow_events);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  ASSERT_EQ(a.onsets.size(), b.onsets.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_EQ(a.ranks[r].seconds->median, b.ranks[r].seconds->median);
+    EXPECT_EQ(a.ranks[r].excess, b.ranks[r].excess);
+    EXPECT_EQ(a.ranks[r].z, b.ranks[r].z);
+    EXPECT_EQ(a.ranks[r].slowest_share, b.ranks[r].slowest_share);
+    ASSERT_EQ(a.onsets[r].segments.size(), b.onsets[r].segments.size()) << r;
+    EXPECT_EQ(a.onsets[r].segment_first_step, b.onsets[r].segment_first_step);
+  }
+  StepAnalysis da = DecideSteps(a, one), db = DecideSteps(b, four);
+  ASSERT_EQ(da.findings.size(), db.findings.size());
+  for (size_t i = 0; i < da.findings.size(); ++i) {
+    EXPECT_EQ(da.findings[i].code, db.findings[i].code);
+    EXPECT_EQ(da.findings[i].message, db.findings[i].message);
+  }
+  // The injected ranks are found (so the run exercises the decisions).
+  EXPECT_TRUE(da.ranks[700].flagged);
+  EXPECT_TRUE(da.ranks[3001].flagged);
 }
 
 }  // namespace
