@@ -26,6 +26,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,17 @@ inline std::string LoadAverage() {
   std::string one;
   in >> one;
   return one.empty() ? "?" : one;
+}
+
+// Whether malloc's heaps get transparent huge pages, as `laggard` itself
+// arranges (cli/huge_pages.h): benches are not laggard's binary, so they
+// run as started; set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to measure
+// what `laggard` sees. Printed beside the machine.
+inline std::string MallocHugePages() {
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  bool on =
+      t != nullptr && std::string_view(t).find("glibc.malloc.hugetlb=1") != std::string_view::npos;
+  return on ? "malloc huge pages on (GLIBC_TUNABLES)" : "malloc huge pages off";
 }
 
 // CPU time the hypervisor gave to other guests while this VM wanted it,

@@ -51,6 +51,7 @@ using Clock = std::chrono::steady_clock;
 using bench::CpuModel;
 using bench::CpuSeconds;
 using bench::LoadAverage;
+using bench::MallocHugePages;
 using bench::Seconds;
 
 struct BenchOptions {
@@ -235,8 +236,8 @@ int Main(int argc, char** argv) {
   const int culprit = o.ranks * 7 / 10;
   fmt::print("hang_log_bench: {} ranks' watchdog lines, rank {} one collective behind\n", o.ranks,
              culprit);
-  fmt::print("machine: {} CPUs, {}; load average {} at start\n",
-             std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
+  fmt::print("machine: {} CPUs, {}; load average {} at start; {}\n",
+             std::thread::hardware_concurrency(), CpuModel(), LoadAverage(), MallocHugePages());
   auto g0 = Clock::now();
   const uint64_t size = WriteLog(log, o.ranks, o.mb, culprit);
   if (size == 0) {

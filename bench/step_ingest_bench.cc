@@ -72,6 +72,7 @@ using bench::CpuSeconds;
 using bench::g_rss_reset_works;
 using bench::GzipFile;
 using bench::LoadAverage;
+using bench::MallocHugePages;
 using bench::RunInChild;
 using bench::Seconds;
 
@@ -233,8 +234,8 @@ int Main(int argc, char** argv) {
       "rank {} +10% throughout\n",
       sc.ranks, sc.steps, sc.rank_slowdowns[0].rank, sc.rank_slowdowns[0].onset_step,
       sc.rank_slowdowns[1].rank);
-  fmt::print("machine: {} CPUs, {}; load average {} at start\n",
-             std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
+  fmt::print("machine: {} CPUs, {}; load average {} at start; {}\n",
+             std::thread::hardware_concurrency(), CpuModel(), LoadAverage(), MallocHugePages());
   auto g0 = Clock::now();
   {
     std::ofstream out(log, std::ios::binary);

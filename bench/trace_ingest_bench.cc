@@ -101,6 +101,7 @@ using bench::CpuSeconds;
 using bench::g_rss_reset_works;
 using bench::GzipFile;
 using bench::LoadAverage;
+using bench::MallocHugePages;
 using bench::RunInChild;
 using bench::Seconds;
 using bench::StealSeconds;
@@ -607,8 +608,8 @@ int Main(int argc, char** argv) {
       "trace_ingest_bench: 2 ranks x {} steps x {} kernels ({} NCCL) per step, "
       "{:.2f} MB per step per rank\n",
       sc.steps, sc.kernels_per_step, sc.collectives_per_step, static_cast<double>(*per_step) / 1e6);
-  fmt::print("machine: {} CPUs, {}; load average {} at start\n",
-             std::thread::hardware_concurrency(), CpuModel(), LoadAverage());
+  fmt::print("machine: {} CPUs, {}; load average {} at start; {}\n",
+             std::thread::hardware_concurrency(), CpuModel(), LoadAverage(), MallocHugePages());
   fmt::print("kernels: {}\n", KinetoJsonImplementation());
 #ifdef LAGGARD_BENCH_LIBDEFLATE
   fmt::print("libdeflate {} (decoder ceiling)\n", LIBDEFLATE_VERSION_STRING);

@@ -1,0 +1,40 @@
+// Transparent huge pages for malloc's heaps, which glibc (>= 2.35) turns on
+// with the tunable glibc.malloc.hugetlb=1 and reads only when a process
+// starts. A diagnosis of 10^8 step records touches 5 GB of fresh memory; on
+// the 2-core KVM guest here each 4 KiB page fault exits to the hypervisor,
+// and `laggard diagnose` of those records took 48.2 s with 4 KiB pages and
+// 23.7 s with huge pages, the same 5.3 GB peak RSS (docs/performance.md).
+// So main() runs laggard again, once, with the tunable added, unless
+//   - the kernel's THP mode is not "madvise" ("always" needs no tunable,
+//     "never" ignores it);
+//   - GLIBC_TUNABLES already sets glibc.malloc.hugetlb (the user's choice);
+//   - LAGGARD_HUGE_PAGES=0;
+//   - /proc/self/exe is not a file named laggard* (valgrind's tool, say).
+// glibc before 2.35 ignores the unknown tunable.
+
+#ifndef LAGGARD_CLI_HUGE_PAGES_H_
+#define LAGGARD_CLI_HUGE_PAGES_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace laggard {
+
+// The GLIBC_TUNABLES value to run again with, or nullopt to go on as is.
+// `tunables`: the current value (nullopt: unset); `thp_mode`: the contents
+// of /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise] never");
+// `opt_out`: LAGGARD_HUGE_PAGES; `exe`: where /proc/self/exe points.
+std::optional<std::string> HugePageTunables(std::optional<std::string_view> tunables,
+                                            std::string_view thp_mode,
+                                            std::optional<std::string_view> opt_out,
+                                            std::string_view exe);
+
+// Runs this process's program again with HugePageTunables' value when it
+// gives one (execv of /proc/self/exe with the same arguments); returns when
+// it gives none or the exec fails, and the caller goes on.
+void MaybeRunAgainWithHugePages(char** argv);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_CLI_HUGE_PAGES_H_
