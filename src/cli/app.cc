@@ -234,6 +234,7 @@ struct SimulateArgs {
   int trace_steps = 5, trace_first_step = -1, threads = 0;
   std::string layout;  // given: a 3D-parallel job (pipeline_sim.h) instead of the cluster
   int microbatches = 8;
+  std::string trace_ranks;  // "0-1023": only these ranks write a trace
 };
 
 // `laggard simulate --layout dp=D,pp=P,tp=T`: a Megatron job's op timeline
@@ -248,7 +249,7 @@ int SimulatePipelineJob(CLI::App* cmd, const SimulateArgs& a, std::ostream& out,
                                    "--step-timing",      "--no-traces",       "--trace-steps",
                                    "--trace-first-step", "--gzip-traces",     "--no-hardware",
                                    "--no-network",       "--no-nccl-tests",   "--no-nccl-debug",
-                                   "--step-logs-only",   "--no-effects"}) {
+                                   "--step-logs-only",   "--no-effects",      "--trace-ranks"}) {
     if (given(cluster_only)) {
       err << "laggard simulate: " << cluster_only
           << " is a cluster option; --layout simulates a 3D-parallel job (options: --layout, "
@@ -360,6 +361,14 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
   if (a.no_traces || a.step_logs_only) oo.traces = false;
   if (given("--trace-steps")) oo.trace_steps = a.trace_steps;
   if (given("--trace-first-step")) oo.trace_first_step = a.trace_first_step;
+  if (given("--trace-ranks")) {
+    auto ranks = sim::ParseRankList(a.trace_ranks, sc.nodes * sc.gpus_per_node);
+    if (!ranks.ok()) {
+      err << "laggard simulate: --trace-ranks: " << ranks.status().message() << "\n";
+      return kExitNoInput;
+    }
+    oo.trace_ranks = std::move(ranks.value());
+  }
   if (a.gzip_traces) oo.gzip_traces = true;
   if (a.no_hardware || a.step_logs_only) oo.hardware = false;
   if (a.no_network || a.step_logs_only) oo.network = false;
@@ -429,6 +438,8 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
   cmd->add_option("--trace-steps", a.trace_steps, "profiled steps per rank")->capture_default_str();
   cmd->add_option("--trace-first-step", a.trace_first_step,
                   "first profiled step (default: the last ones but one)");
+  cmd->add_option("--trace-ranks", a.trace_ranks,
+                  "only these ranks write a trace, e.g. 0-1023 or 0-7,64-71 (default: all)");
   cmd->add_flag("--gzip-traces", a.gzip_traces, "write traces as .json.gz");
   cmd->add_flag("--no-hardware", a.no_hardware, "no nvidia-smi files");
   cmd->add_flag("--no-network", a.no_network, "no ibstat, ethtool or switch map");

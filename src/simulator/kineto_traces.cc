@@ -786,6 +786,13 @@ Status Validate(const TraceScenario& sc) {
   if (sc.schedule && (sc.compute_slow || sc.data_stall || sc.network_slow)) {
     return Status::Error("trace scenario: a scheduled trace takes its faults from the schedule");
   }
+  for (size_t i = 0; i < sc.traced_ranks.size(); ++i) {
+    if (bad_rank(sc.traced_ranks[i]) || (i > 0 && sc.traced_ranks[i] <= sc.traced_ranks[i - 1])) {
+      return Status::Error(fmt::format(
+          "trace scenario: traced ranks must ascend within [0, {}); got {} at position {}",
+          sc.ranks, sc.traced_ranks[i], i));
+    }
+  }
   int nodes = (sc.ranks + sc.gpus_per_node - 1) / sc.gpus_per_node;
   if (!sc.clock_offsets_ns.empty() && static_cast<int>(sc.clock_offsets_ns.size()) != nodes) {
     return Status::Error(fmt::format("trace scenario: {} clock offsets for {} nodes",
@@ -858,10 +865,12 @@ Status WriteTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
     out += fmt::format("{}\"{}\": {}", n ? ", " : "", HostName(n), offsets[static_cast<size_t>(n)]);
   }
   out += "},\n  \"files\": [\n";
-  for (int r = 0; r < sc.ranks; ++r) {
+  const std::vector<int> traced = TracedRanks(sc);
+  for (size_t i = 0; i < traced.size(); ++i) {
+    int r = traced[i];
     out += fmt::format("    {{\"rank\": {}, \"host\": \"{}\", \"gpu\": {}, \"path\": \"{}\"}}{}\n",
                        r, HostName(r / sc.gpus_per_node), r % sc.gpus_per_node,
-                       KinetoTracePath(sc, r, gzip), r + 1 < sc.ranks ? "," : "");
+                       KinetoTracePath(sc, r, gzip), i + 1 < traced.size() ? "," : "");
   }
   out += "  ]\n}\n";
   std::string path = dir + "/truth.json";
@@ -912,6 +921,13 @@ StatusOr<uint64_t> KinetoBytesPerStep(const TraceScenario& scenario) {
   return w.bytes();
 }
 
+std::vector<int> TracedRanks(const TraceScenario& scenario) {
+  if (!scenario.traced_ranks.empty()) return scenario.traced_ranks;
+  std::vector<int> all(static_cast<size_t>(std::max(0, scenario.ranks)));
+  for (int r = 0; r < scenario.ranks; ++r) all[static_cast<size_t>(r)] = r;
+  return all;
+}
+
 Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, bool gzip) {
   if (Status st = Validate(scenario); !st.ok()) return st;
   auto sh = MakeShared(scenario);
@@ -925,14 +941,15 @@ Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, 
   if (!scenario.schedule) t = SimulateTimeline(*sh, scenario.steps);
 
   // Ranks are independent once the timeline is known: write them in parallel.
-  int workers =
-      std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, scenario.ranks);
-  std::vector<Status> results(static_cast<size_t>(scenario.ranks));
+  const std::vector<int> ranks = TracedRanks(scenario);
+  const int n = static_cast<int>(ranks.size());
+  int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, n);
+  std::vector<Status> results(ranks.size());
   std::atomic<int> next{0};
   auto work = [&] {
-    for (int r = next++; r < scenario.ranks; r = next++) {
-      results[static_cast<size_t>(r)] =
-          WriteRank(*sh, scenario.schedule ? nullptr : &t, r, dir, gzip);
+    for (int i = next++; i < n; i = next++) {
+      results[static_cast<size_t>(i)] = WriteRank(*sh, scenario.schedule ? nullptr : &t,
+                                                  ranks[static_cast<size_t>(i)], dir, gzip);
     }
   };
   std::vector<std::thread> threads;

@@ -149,11 +149,18 @@ struct TraceScenario {
   // Called from the writer threads: must be thread-safe.
   std::function<const ScheduledStep&(int rank, int step_index)> schedule;
   bool write_truth = true;  // truth.json (the cluster simulator writes its own)
+  // The ranks that write a trace, ascending, each in [0, ranks): a job that
+  // profiles some ranks only (scale runs: step logs of 16,384 ranks, traces
+  // of 1,024). Empty: every rank. The others still take part in every
+  // collective; only their files are missing.
+  std::vector<int> traced_ranks;
 };
 
 // Writes one trace per rank and truth.json into `dir` (created). With gzip,
 // files end in .json.gz (zlib level 1).
 Status WriteKinetoTraces(const TraceScenario& scenario, const std::string& dir, bool gzip = false);
+// The ranks WriteKinetoTraces writes: traced_ranks, or every rank.
+std::vector<int> TracedRanks(const TraceScenario& scenario);
 
 // Uncompressed bytes one rank's file grows by per profiled step (measured
 // by formatting rank 0's first step; other steps differ by a few bytes).

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/text.h"
 #include "simulator/kineto_traces.h"
 #include "simulator/writers.h"
 
@@ -187,6 +188,30 @@ int GpuBusId(int gpu) {
   return kHgxBusIds[static_cast<size_t>(gpu) % std::size(kHgxBusIds)];
 }
 
+StatusOr<std::vector<int>> ParseRankList(std::string_view spec, int ranks) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string_view item =
+        Trim(spec.substr(pos, comma == std::string_view::npos ? spec.npos : comma - pos));
+    size_t dash = item.find('-');
+    auto lo = ParseInt<int>(item.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseInt<int>(item.substr(dash + 1));
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi >= ranks) {
+      return Status::Error(
+          fmt::format("rank list '{}': '{}' is not a rank or an inclusive range A-B within 0..{}",
+                      spec, item, ranks - 1));
+    }
+    for (int r = *lo; r <= *hi; ++r) out.push_back(r);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 int DefaultTraceFirstStep(int total_steps, int trace_steps) {
   return std::max(0, total_steps - trace_steps - 1);
 }
@@ -288,11 +313,13 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in,
     ts.clock_offsets_ns = run->clock_offsets_ns();
     ts.start_time_s = scenario.start_time_s;
     ts.write_truth = false;
+    ts.traced_ranks = opt.trace_ranks;
     const ClusterRun& r = *run;
     ts.schedule = [&r](int rank, int i) -> const ScheduledStep& { return r.scheduled(rank, i); };
     if (Status st = WriteKinetoTraces(ts, dir, opt.gzip_traces); !st.ok()) return st;
-    summary.files += scenario.ranks();
-    for (int rank = 0; rank < scenario.ranks(); ++rank) {
+    const std::vector<int> traced = TracedRanks(ts);
+    summary.files += static_cast<int>(traced.size());
+    for (int rank : traced) {
       summary.bytes +=
           std::filesystem::file_size(dir + "/" + KinetoTracePath(ts, rank, opt.gzip_traces), ec);
     }

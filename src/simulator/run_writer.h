@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "simulator/cluster.h"
@@ -51,6 +52,7 @@ struct RunOutputOptions {
   bool traces = true;
   int trace_steps = 5;
   std::optional<int> trace_first_step;  // default: the last trace_steps steps but one
+  std::vector<int> trace_ranks;         // ascending; empty: every rank writes a trace
   bool gzip_traces = false;
   bool hardware = true;  // nvidia-smi files
   bool network = true;   // ibstat, ethtool, switch-map.csv
@@ -90,6 +92,10 @@ StatusOr<Fault> ParseFaultSpec(std::string_view spec);
 // objects) and "outputs"; see docs/simulator.md. Unknown keys are errors.
 Status ParseScenarioJson(std::string_view text, ClusterScenario* scenario,
                          RunOutputOptions* outputs);
+
+// "0-1023,4096,8000-8003" -> those ranks, ascending and unique; each in
+// [0, ranks). Ranges are inclusive.
+StatusOr<std::vector<int>> ParseRankList(std::string_view spec, int ranks);
 
 // The default trace window: the last `steps` steps but one.
 int DefaultTraceFirstStep(int total_steps, int trace_steps);

@@ -226,13 +226,13 @@ Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out
             CheckKeys(o,
                       {"step_format", "step_timing", "traces", "trace_steps", "trace_first_step",
                        "gzip_traces", "hardware", "network", "nccl_tests", "nccl_debug",
-                       "measure_effects", "dmon_interval_s", "query_interval_s"},
+                       "measure_effects", "dmon_interval_s", "query_interval_s", "trace_ranks"},
                       "outputs");
         !st.ok()) {
       return st;
     }
     const char* ow = "outputs";
-    std::string format, timing;
+    std::string format, timing, trace_ranks;
     int first = -1;
     for (Status st :
          {Member(o, "step_format", &format, ow), Member(o, "step_timing", &timing, ow),
@@ -244,10 +244,17 @@ Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out
           Member(o, "nccl_debug", &out->nccl_debug, ow),
           Member(o, "measure_effects", &out->measure_effects, ow),
           Member(o, "dmon_interval_s", &out->dmon_interval_s, ow),
-          Member(o, "query_interval_s", &out->query_interval_s, ow)}) {
+          Member(o, "query_interval_s", &out->query_interval_s, ow),
+          Member(o, "trace_ranks", &trace_ranks, ow)}) {
       if (!st.ok()) return st;
     }
     if (o.contains("trace_first_step")) out->trace_first_step = first;
+    if (!trace_ranks.empty()) {
+      auto ranks = ParseRankList(trace_ranks, sc->nodes * sc->gpus_per_node);
+      if (!ranks.ok())
+        return Status::Error("scenario: outputs.trace_ranks: " + ranks.status().message());
+      out->trace_ranks = std::move(ranks.value());
+    }
     if (!format.empty()) {
       if (format == "article") out->step_format = StepLogFormat::kArticle;
       else if (format == "csv") out->step_format = StepLogFormat::kCsv;

@@ -100,6 +100,8 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   t["step_timing"] = ctx.opt.step_timing == StepTiming::kCompute ? "compute" : "end_to_end";
   if (run.trace_first_step()) {
     t["trace_window"] = {{"first_step", *run.trace_first_step()}, {"steps", run.trace_steps()}};
+    // Which ranks wrote a trace, when not all (absent: every rank).
+    if (!ctx.opt.trace_ranks.empty()) t["trace_window"]["ranks"] = ctx.opt.trace_ranks;
   } else {
     t["trace_window"] = nullptr;
   }

@@ -776,6 +776,32 @@ TEST(SimulatorTest, ImbalanceFaultsNameAStageOrTheWholeJob) {
   }
 }
 
+TEST(SimulatorTest, TraceRanksWriteTracesForThoseRanksOnly) {
+  auto list = sim::ParseRankList("5, 0-2,2", 8);
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  EXPECT_EQ(list.value(), (std::vector<int>{0, 1, 2, 5}));
+  for (const char* bad : {"8", "3-1", "-1", "a", "0-", "1,,2", ""})
+    EXPECT_FALSE(sim::ParseRankList(bad, 8).ok()) << bad;
+
+  Sim s;
+  auto o = Outputs(2);
+  o.trace_ranks = {1, 6};
+  Write(s, Small(2, 4, 30), o);
+  std::vector<std::string> traces;
+  for (const auto& e : fs::recursive_directory_iterator(s.dir.path())) {
+    std::string name = e.path().filename().string();
+    if (EndsWith(name, ".pt.trace.json")) traces.push_back(name.substr(0, name.find('.')));
+  }
+  std::sort(traces.begin(), traces.end());
+  EXPECT_EQ(traces, (std::vector<std::string>{"rank-1", "rank-6"}));
+  EXPECT_EQ(s.truth["trace_window"]["ranks"], json::parse("[1, 6]"));
+  // Every rank still logs its steps.
+  for (int r = 0; r < 8; ++r)
+    EXPECT_TRUE(fs::exists(s.dir.File(fmt::format("node-{:02d}/rank-{}.log", r / 4, r))));
+  o.trace_ranks = {6, 1};  // not ascending
+  EXPECT_FALSE(sim::WriteClusterRun(Small(2, 4, 30), o, s.dir.path()).ok());
+}
+
 TEST(SimulatorTest, StepLogsTracesAndSamplesShareOneTimeline) {
   Sim s;
   sim::ClusterScenario sc = Small(2, 4, 30);
