@@ -138,17 +138,43 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
   return st;
 }
 
-// Median of `get` over the other GPUs of the same model; nullopt with < 2.
+// For every GPU, the median of `get` over the other GPUs of the same model;
+// nullopt with < 2 of them. Each model's values are sorted once and a GPU's
+// own value is left out by its index in them, the median of the rest taken
+// as Median() takes it: the same numbers as collecting the others for each
+// GPU, which was quadratic in the GPUs (cubic with the NVLink lookup: a
+// 16,384-GPU diagnosis ran for minutes here).
 template <typename Get>
-std::optional<double> PeerMedian(const std::vector<GpuStats>& all, size_t self, Get get) {
-  std::vector<double> v;
+std::vector<std::optional<double>> PeerMedians(const std::vector<GpuStats>& all, Get get) {
+  std::vector<std::optional<double>> own(all.size()), out(all.size());
+  std::map<std::optional<std::string>, std::vector<double>> by_model;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (i == self || all[i].model != all[self].model) continue;
-    if (auto x = get(all[i])) v.push_back(*x);
+    own[i] = get(all[i]);
+    if (own[i]) by_model[all[i].model].push_back(*own[i]);
   }
-  if (v.size() < 2) return std::nullopt;
-  return Median(v);
+  for (auto& [model, v] : by_model) std::sort(v.begin(), v.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto it = by_model.find(all[i].model);
+    if (it == by_model.end()) continue;
+    const std::vector<double>& sorted = it->second;
+    size_t n = sorted.size(), skip = n;  // skip: the index left out (n: none)
+    if (own[i]) {
+      skip = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), *own[i]) -
+                                 sorted.begin());
+      --n;
+    }
+    if (n < 2) continue;
+    auto at = [&](size_t k) { return k >= skip ? sorted[k + 1] : sorted[k]; };
+    double upper = at(n / 2);
+    out[i] = n % 2 == 1 ? upper : (at(n / 2 - 1) + upper) / 2;
+  }
+  return out;
 }
+
+// What MeasureAgainstPeers compares each GPU with (PeerMedians of each).
+struct PeerValues {
+  std::vector<std::optional<double>> sm_clock_mhz, power_limit_w, temp_c_max, nvlink_up;
+};
 
 // Does any anomalous sample of `g` fall into the slow steps of its rank?
 std::optional<bool> Overlap(const GpuRecord& g, const GpuStats& st,
@@ -241,20 +267,19 @@ std::string When(const GpuStats& st, TimeNs t) {
 
 // The metrics of GPU i that compare it with its peers and with the slow
 // steps of its rank.
-void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i,
-                         const std::vector<GpuStats>& all, const std::vector<SuspectRank>& suspects,
-                         const HardwareDetectorOptions& o, GpuMetrics& gm) {
+void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i, const PeerValues& peers,
+                         const std::vector<SuspectRank>& suspects, const HardwareDetectorOptions& o,
+                         GpuMetrics& gm) {
   const GpuRecord& g = gpus[i];
   GpuStats& st = gm.stats;
-  std::optional<double> peer_clock =
-      PeerMedian(all, i, [](const GpuStats& x) { return x.sm_clock_mhz; });
+  std::optional<double> peer_clock = peers.sm_clock_mhz[i];
   if (!peer_clock && g.facts.max_sm_clock_mhz)
     peer_clock = g.facts.max_sm_clock_mhz, gm.peer_is_max = true;
   st.peer_sm_clock_mhz = peer_clock;
   if (st.sm_clock_mhz && peer_clock && *peer_clock > 0)
     gm.clock_gap = 1 - *st.sm_clock_mhz / *peer_clock;
-  gm.peer_power_limit_w = PeerMedian(all, i, [](const GpuStats& x) { return x.power_limit_w; });
-  gm.peer_temp_c_max = PeerMedian(all, i, [](const GpuStats& x) { return x.temp_c_max; });
+  gm.peer_power_limit_w = peers.power_limit_w[i];
+  gm.peer_temp_c_max = peers.temp_c_max[i];
   gm.default_power_limit_w = g.facts.default_power_limit_w;
   gm.app_sm_clock_mhz = g.facts.app_sm_clock_mhz;
   gm.max_sm_clock_mhz = g.facts.max_sm_clock_mhz;
@@ -262,14 +287,7 @@ void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i,
   MeasurePcie(g, o, gm);
   gm.nvlink_up = g.facts.nvlink_up;
   if (g.facts.nvlink_up) {
-    gm.nvlink_expected = PeerMedian(all, i, [&](const GpuStats& x) -> std::optional<double> {
-      const GpuRecord* r = nullptr;
-      for (const GpuRecord& c : gpus) {
-        if (c.host == x.host && c.index == x.gpu) r = &c;
-      }
-      if (r == nullptr || !r->facts.nvlink_up) return std::nullopt;
-      return static_cast<double>(*r->facts.nvlink_up);
-    });
+    gm.nvlink_expected = peers.nvlink_up[i];
     if (!gm.nvlink_expected && g.facts.nvlink_total) {
       gm.nvlink_expected = static_cast<double>(*g.facts.nvlink_total);
     }
@@ -704,11 +722,23 @@ HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
   const std::vector<GpuRecord>& gpus = run.hardware.gpus;
   std::vector<GpuStats> all;
   for (const GpuRecord& g : gpus) all.push_back(Measure(g, ranks, o));
+  // A GPU's record by host and index; the last one when several match.
+  std::map<std::pair<std::optional<std::string>, int32_t>, const GpuRecord*> record_of;
+  for (const GpuRecord& c : gpus) record_of[{c.host, c.index}] = &c;
+  PeerValues peers;
+  peers.sm_clock_mhz = PeerMedians(all, [](const GpuStats& x) { return x.sm_clock_mhz; });
+  peers.power_limit_w = PeerMedians(all, [](const GpuStats& x) { return x.power_limit_w; });
+  peers.temp_c_max = PeerMedians(all, [](const GpuStats& x) { return x.temp_c_max; });
+  peers.nvlink_up = PeerMedians(all, [&](const GpuStats& x) -> std::optional<double> {
+    auto it = record_of.find({x.host, x.gpu});
+    if (it == record_of.end() || !it->second->facts.nvlink_up) return std::nullopt;
+    return static_cast<double>(*it->second->facts.nvlink_up);
+  });
   HardwareMetrics m;
   m.gpus.resize(gpus.size());
   for (size_t i = 0; i < gpus.size(); ++i) {
     m.gpus[i].stats = all[i];
-    MeasureAgainstPeers(gpus, i, all, suspects, o, m.gpus[i]);
+    MeasureAgainstPeers(gpus, i, peers, suspects, o, m.gpus[i]);
   }
   return m;
 }

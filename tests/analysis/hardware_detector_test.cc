@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/hardware_detector.h"
@@ -210,6 +214,52 @@ TEST(HardwareMetricsTest, AGpuBelowItsPeersMeasuresItsClockGapAndOverlap) {
   HardwareAnalysis whole = AnalyzeHardware(run, ranks, suspects, opt);
   ASSERT_EQ(whole.findings.size(), 1u);
   EXPECT_EQ(whole.findings[0].message, a.findings[0].message);
+}
+
+// Each GPU's peers are the other GPUs of its model: two models, repeated
+// clocks, odd and even peer counts, a GPU without a clock. The peer medians
+// must be the medians of exactly those others.
+TEST(HardwareMetricsTest, PeerMediansLeaveOutTheGpuItselfWithinItsModel) {
+  laggard::Run run;
+  run.files.push_back(InputFileInfo{"dmon.txt", "nvidia-smi-dmon", 0, 0, true});
+  const std::vector<std::pair<const char*, std::optional<double>>> fleet = {
+      {"H100", 1980}, {"H100", 1700}, {"H100", 1980},         {"H100", 1800}, {"H100", 1900},
+      {"A100", 1410}, {"A100", 1300}, {"A100", std::nullopt}, {"A100", 1350}};
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    GpuRecord g;
+    g.host = "node-00";
+    g.index = static_cast<int32_t>(i);
+    g.facts.name = fleet[i].first;
+    for (int t = 0; t < 3; ++t) {
+      GpuSample x;
+      x.time_ns = t * 1'000'000'000LL;
+      x.util_pct = 100;
+      if (fleet[i].second) x.sm_clock_mhz = *fleet[i].second;
+      g.samples.push_back(x);
+    }
+    run.hardware.gpus.push_back(g);
+  }
+  RankMap ranks = RankMap::Build(run, std::nullopt);
+  HardwareMetrics m = MeasureHardware(run, ranks, {}, HardwareDetectorOptions());
+  ASSERT_EQ(m.gpus.size(), fleet.size());
+  auto direct = [&](size_t self) -> std::optional<double> {
+    std::vector<double> v;
+    for (size_t i = 0; i < fleet.size(); ++i) {
+      if (i != self && std::string_view(fleet[i].first) == fleet[self].first && fleet[i].second)
+        v.push_back(*fleet[i].second);
+    }
+    if (v.size() < 2) return std::nullopt;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    std::optional<double> want = direct(i);
+    // Without a peer median the comparison falls back to the GPU's maximum
+    // clock, which none of these has.
+    EXPECT_EQ(m.gpus[i].stats.peer_sm_clock_mhz, want) << "GPU " << i;
+  }
+  EXPECT_EQ(m.gpus[0].stats.peer_sm_clock_mhz, 1850);  // 1700 1800 1900 1980
+  EXPECT_EQ(m.gpus[7].stats.peer_sm_clock_mhz, 1350);  // 1300 1350 1410
 }
 
 TEST(HardwareMetricsTest, ALimitChangeBetweenSamplesIsMeasuredAtItsSample) {
