@@ -39,8 +39,7 @@ inline unsigned ParallelThreads(unsigned requested, size_t n, size_t min_per_thr
 // n * (worker + 1) / threads). Chunk 0 runs on the calling thread.
 template <typename Body>
 void ParallelFor(size_t n, unsigned threads, const Body& body) {
-  threads =
-      std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, n))));
+  threads = static_cast<unsigned>(std::clamp<size_t>(threads, 1, std::max<size_t>(1, n)));
   auto chunk = [&](unsigned w) {
     size_t begin = n * w / threads, end = n * (w + 1) / threads;
     if (begin < end) body(begin, end, w);
