@@ -937,7 +937,7 @@ TEST(SimulatorTest, ScenarioFileSetsTheClusterFaultsAndOutputs) {
     "nodes": 3, "gpus_per_node": 2, "steps": 50, "seed": 11, "compute_ms": 500, "bucket_mib": 1024,
     "faults": ["thermal@node-01:1:0.3",
                {"kind": "nic_degraded", "target": "node-02:mlx5_0", "severity": 0.75, "onset_step": 10}],
-    "outputs": {"step_format": "csv", "traces": false, "nccl_debug": false}
+    "outputs": {"step_format": "csv", "traces": false, "nccl_debug": false, "trace_ranks": "4,0-1"}
   })";
   ASSERT_TRUE(sim::ParseScenarioJson(text, &sc, &o).ok());
   EXPECT_EQ(sc.nodes, 3);
@@ -953,11 +953,26 @@ TEST(SimulatorTest, ScenarioFileSetsTheClusterFaultsAndOutputs) {
   EXPECT_FALSE(o.traces);
   EXPECT_FALSE(o.nccl_debug);
   EXPECT_TRUE(o.hardware);
+  EXPECT_EQ(o.trace_ranks, (std::vector<int>{0, 1, 4}));
   sim::ClusterScenario sc2;
-  for (const char* bad : {R"({"nodez": 3})", R"({"nodes": "3"})", R"({"faults": [7]})", "{",
-                          R"([1])", R"({"outputs": {"step_format": "xml"}})"}) {
+  for (const char* bad :
+       {R"({"nodez": 3})", R"({"nodes": "3"})", R"({"faults": [7]})", "{", R"([1])",
+        R"({"outputs": {"step_format": "xml"}})",
+        R"({"nodes": 1, "gpus_per_node": 2, "outputs": {"trace_ranks": "0-2"}})"}) {
     EXPECT_FALSE(sim::ParseScenarioJson(bad, &sc2, &o).ok()) << bad;
   }
+}
+
+TEST(SimulatorTest, CliTraceRanksOutsideTheClusterIsAnError) {
+  TempDir dir;
+  std::string out_dir = dir.File("run");
+  std::vector<const char*> argv = {"laggard", "simulate",      "--nodes", "1",  "--gpus-per-node",
+                                   "2",       "--trace-ranks", "0-2",     "-o", out_dir.c_str()};
+  std::ostringstream out, err;
+  int rc = RunLaggard(static_cast<int>(argv.size()), argv.data(), out, err);
+  EXPECT_EQ(rc, kExitNoInput);
+  EXPECT_NE(err.str().find("--trace-ranks: rank list '0-2'"), std::string::npos) << err.str();
+  EXPECT_FALSE(fs::exists(out_dir + "/truth.json"));
 }
 
 TEST(SimulatorTest, CliSimulateWritesTheRunAndReportsIt) {
