@@ -23,8 +23,11 @@ if(head MATCHES "v([0-9]+\\.[0-9]+\\.[0-9]+)")
   set(version "${CMAKE_MATCH_1}")
 endif()
 
+# The file name only: the folder differs between clones, and the generated
+# unit should not (cmake/ccache.cmake).
+get_filename_component(input_name "${INPUT}" NAME)
 file(WRITE "${OUTPUT}.tmp" "// Generated at build time by cmake/embed_file.cmake from
-// ${INPUT}
+// ${input_name}
 // (${size} bytes). Do not edit.
 
 #include <string_view>

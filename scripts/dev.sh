@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # One entry point for set-up, build, demo and tests on Debian 12.
 #
-#   scripts/dev.sh demo [args...]   install what is missing, build, run `laggard demo`
-#   scripts/dev.sh test [preset]    install what is missing, build, run every test
-#   scripts/dev.sh build [preset]   install what is missing, build
+#   scripts/dev.sh demo [args...]        build `laggard` only, run `laggard demo`
+#   scripts/dev.sh build [preset]        build `laggard` only
+#   scripts/dev.sh test [quick] [preset] build what ctest runs, run every test;
+#                                        quick: the `unit` label only
+#   scripts/dev.sh bench [preset]        build the benchmarks of bench/
+#   scripts/dev.sh package               build a .deb (CPack) of the release build
 #
 # preset: release (default), debug, asan (AddressSanitizer + UBSan) or tsan
-# (ThreadSanitizer; CMakePresets.json).
-# Missing Debian packages are installed with apt-get when run as root;
-# otherwise the script names them and stops. Safe to run again: configure
-# and build are incremental.
+# (ThreadSanitizer; CMakePresets.json). Missing Debian packages are installed
+# with apt-get when run as root; otherwise the script names them and stops.
+# Compiles go through ccache when it works (cmake/ccache.cmake); each build
+# ends with a line of its cache hits. Safe to run again: incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -25,8 +28,13 @@ PACKAGES=(
 )
 # Only for `test`: the HTML report's browser test and the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo); each test skips when its
-# package is absent.
-TEST_PACKAGES=(chromium python3-torch)
+# package is absent. dpkg-dev: the .deb's dependencies (dpkg-shlibdeps).
+TEST_PACKAGES=(chromium python3-torch dpkg-dev)
+
+usage() {
+  sed -n '2,15p' "$0" >&2
+  exit 2
+}
 
 install_missing() {
   local missing=()
@@ -44,10 +52,45 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+check_preset() {
+  case "$1" in
+    release | debug | asan | tsan) ;;
+    *)
+      echo "laggard: unknown preset '$1'" >&2
+      usage
+      ;;
+  esac
+}
+
+# ccache's hit and miss counters, summed ("hits misses"), or "" without it.
+cache_counts() {
+  command -v ccache >/dev/null || return 0
+  ccache --print-stats 2>/dev/null | awk '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+    $1 == "cache_miss" { m += $2 }
+    END { print h + 0, m + 0 }'
+}
+
+# build PRESET [TARGET...]: configure, build, and say what ccache gave.
 build() {
   local preset=$1
+  shift
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset"
+  local before after start=$SECONDS
+  before=$(cache_counts)
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  cmake --build --preset "$preset" "${targets[@]}"
+  after=$(cache_counts)
+  if [ -n "$before" ] && grep -q ccache "build/$preset/CMakeCache.txt" 2>/dev/null; then
+    read -r h0 m0 <<<"$before"
+    read -r h1 m1 <<<"$after"
+    local h=$((h1 - h0)) m=$((m1 - m0))
+    if [ $((h + m)) -gt 0 ]; then
+      echo "laggard: built in $((SECONDS - start)) s; ccache: $h hits, $m misses" \
+        "($((100 * h / (h + m)))% hits)" >&2
+    fi
+  fi
 }
 
 cmd=${1:-}
@@ -55,21 +98,40 @@ shift || true
 case "$cmd" in
   demo)
     install_missing
-    build release
+    build release laggard
     exec build/release/src/laggard demo "$@"
     ;;
-  test)
+  build)
     preset=${1:-release}
+    check_preset "$preset"
+    install_missing
+    build "$preset" laggard
+    ;;
+  test)
+    labels=()
+    if [ "${1:-}" = quick ]; then
+      labels=(-L unit)
+      shift
+    fi
+    preset=${1:-release}
+    check_preset "$preset"
     install_missing "${TEST_PACKAGES[@]}"
     build "$preset"
-    ctest --preset "$preset"
+    ctest --preset "$preset" --no-tests=error "${labels[@]}"
     ;;
-  build)
+  bench)
+    preset=${1:-release}
+    check_preset "$preset"
     install_missing
-    build "${1:-release}"
+    build "$preset" laggard_benchmarks
+    ;;
+  package)
+    install_missing dpkg-dev
+    build release laggard
+    (cd build/release && cpack -G DEB >/dev/null)
+    ls build/release/laggard_*.deb
     ;;
   *)
-    sed -n '2,12p' "$0" >&2
-    exit 2
+    usage
     ;;
 esac

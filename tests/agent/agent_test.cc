@@ -32,6 +32,7 @@
 #include "agent/sysfs.h"
 #include "cli/app.h"
 #include "http_probe.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard::agent {

@@ -8,6 +8,7 @@
 
 #include "analysis/analyze_run.h"
 #include "analysis/hang_detector.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

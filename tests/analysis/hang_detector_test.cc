@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "analysis/analyze_run.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "ingest/step_logs/megatron_layout.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

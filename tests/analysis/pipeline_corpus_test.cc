@@ -17,6 +17,7 @@
 #include "analysis/analyze_run.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 #include "verdict/verdict.h"
 
 namespace laggard {

@@ -19,6 +19,7 @@
 #include "ingest/ingest.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/nsys/nsys_reader.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/run.h"
+#include "test_paths.h"
 
 namespace laggard {
 namespace {

@@ -7,6 +7,7 @@
 #include "ingest/readers.h"
 #include "model/wire.h"
 #include "mpi/shares.h"
+#include "test_paths.h"
 
 namespace laggard {
 namespace {

@@ -38,6 +38,7 @@
 
 #include "base/text.h"
 #include "cli/app.h"
+#include "test_paths.h"
 
 namespace laggard {
 namespace {

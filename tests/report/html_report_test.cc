@@ -22,6 +22,7 @@
 #include "report/json_document.h"
 #include "report/pipeline_report_fixture.h"
 #include "report_fixture.h"
+#include "test_paths.h"
 
 namespace laggard {
 namespace {

@@ -21,6 +21,7 @@
 #include "cli/run_cli.h"
 #include "formats/megatron_timeline.h"
 #include "simulator/pipeline_sim.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

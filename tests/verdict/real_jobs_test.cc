@@ -15,6 +15,7 @@
 #include "analysis/analyze_run.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ingest/common/hang_lines.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

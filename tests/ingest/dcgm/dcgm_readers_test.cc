@@ -18,6 +18,7 @@
 
 #include "ingest/common/prometheus_text.h"
 #include "ingest/dcgm/dcgm_fields.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -11,6 +11,7 @@
 #include "ingest/common/sniff.h"
 #include "ingest/hangs/hang_readers.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ingest/nccl/nccl_debug.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

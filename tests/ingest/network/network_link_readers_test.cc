@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ingest/common/host_lines.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

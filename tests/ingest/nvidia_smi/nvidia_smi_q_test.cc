@@ -23,6 +23,7 @@
 #include "ingest/common/input_file.h"
 #include "ingest/nvidia_smi/nvidia_smi_text.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

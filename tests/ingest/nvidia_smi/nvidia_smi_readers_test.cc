@@ -14,6 +14,7 @@
 
 #include "ingest/common/input_file.h"
 #include "ingest/nvidia_smi/nvidia_smi_util.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -14,6 +14,7 @@
 #include "ingest/ingest.h"
 #include "ingest/traces/flight_recorder/pickle_reader.h"
 #include "ingest/traces/kineto/kineto_reader.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -24,6 +24,7 @@
 #include "ingest/common/sniff.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -20,6 +20,7 @@
 #include "ingest/readers.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/torch_legacy/torch_legacy_reader.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

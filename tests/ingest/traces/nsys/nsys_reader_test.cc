@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ingest/ingest.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

@@ -17,6 +17,7 @@
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "ingest/traces/kineto/kineto_reader.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {

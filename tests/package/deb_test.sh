@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The .deb of `scripts/dev.sh package` (cmake/package.cmake), as a cluster
+# node gets it: CPack builds it from the build tree, `dpkg -x` unpacks it
+# into a temporary folder, and the unpacked binary runs `--version` and
+# `demo`. Also checked: the systemd unit points at the packaged binary, the
+# docs are there, and the control file declares the shared libraries.
+#
+#   deb_test.sh BUILD_DIR VERSION
+#
+# Exits 77 (ctest: skipped) without cpack, dpkg-deb or dpkg-shlibdeps.
+set -euo pipefail
+build=$1
+version=$2
+for tool in cpack dpkg-deb dpkg-shlibdeps; do
+  command -v "$tool" >/dev/null || { echo "deb_test: $tool not installed; skipping" >&2; exit 77; }
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/laggard-deb-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "deb_test: $*" >&2; exit 1; }
+
+cpack --config "$build/CPackConfig.cmake" -G DEB -B "$work/out" >"$work/cpack.log" 2>&1 ||
+  { cat "$work/cpack.log" >&2; fail "cpack failed"; }
+deb=$(ls "$work"/out/laggard_*.deb 2>/dev/null | head -1)
+[ -n "$deb" ] || fail "no .deb in $work/out"
+echo "deb_test: $(basename "$deb"), $(stat -c %s "$deb") bytes"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "deb_test: Depends: $depends"
+for lib in libfmt libsimdjson libsqlite3 libstdc++6; do
+  grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib"
+done
+[ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version is not $version"
+
+dpkg -x "$deb" "$work/root"
+bin=$work/root/usr/bin/laggard
+[ -x "$bin" ] || fail "usr/bin/laggard missing"
+unit=$work/root/usr/lib/systemd/system/laggard-agent.service
+grep -q '^ExecStart=/usr/bin/laggard agent' "$unit" || fail "the unit does not start /usr/bin/laggard"
+[ -f "$work/root/usr/share/doc/laggard/README.md" ] || fail "README.md missing"
+[ -f "$work/root/usr/share/doc/laggard/docs/agent.md" ] || fail "docs/agent.md missing"
+
+got=$("$bin" --version)
+grep -q "$version" <<<"$got" || fail "laggard --version printed '$got'"
+(cd "$work" && "$bin" demo --out "$work/demo" >"$work/demo.txt" 2>&1) ||
+  { cat "$work/demo.txt" >&2; fail "laggard demo failed"; }
+grep -qi "straggler\|culprit" "$work/demo.txt" || { cat "$work/demo.txt" >&2; fail "no verdict"; }
+[ -f "$work/demo/report.html" ] || ls "$work/demo" >&2
+echo "deb_test: the unpacked laggard ran --version ($got) and demo"
