@@ -107,8 +107,12 @@ constexpr FindingInfo kCatalogue[] = {
      "sequence number",
      kHang},
     {"hang.stuck_collective", Severity::kCritical,
-     "every rank of a group joined the collective and none completed it: the network or NCCL",
-     kHang},
+     "every rank of a group enqueued the collective and none completed it: the GPU or the "
+     "network side (NCCL, a link, a GPU error), no rank is missing",
+     kHang,
+     "on the hosts of ranks {ranks}: `nvidia-smi -q -d ERRORS` and `dmesg | grep -i xid` for a "
+     "GPU error; ibstat and port counters for the links between them; while it hangs, "
+     "`ncclras` (NCCL >= 2.24) for the communicator's state"},
     {"hang.transport_error", Severity::kCritical,
      "a network transport error between ranks (NET/IB completion error, gloo connection "
      "closed, ncclRemoteError)",
@@ -127,6 +131,14 @@ constexpr FindingInfo kCatalogue[] = {
      "the one the others wait for), and an `ncclras` snapshot (NCCL >= 2.24); for the next "
      "time, Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
      "TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_)"},
+    {"hang.host_stopped", Severity::kCritical,
+     "a rank's host stopped issuing collectives: its last enqueued collective (Flight Recorder "
+     "pg_status) is behind its group's, and nothing it enqueued is left unfinished; host side "
+     "(the GIL, Python, a data loader, a deadlock, a CPU hang)",
+     kHang,
+     "see where rank {rank} is: `py-spy dump --pid PID` on its host (every python process of "
+     "it); a stack outside torch.distributed is where its host stopped; a stack in a CUDA "
+     "synchronize points at its GPU instead: `nvidia-smi -q -d ERRORS`, `dmesg | grep -i xid`"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

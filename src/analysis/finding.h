@@ -67,12 +67,13 @@ enum class FindingCode : uint16_t {
   kPipelineNoLayout,           // an op timeline without layout: the replay needs --layout
   kHangNotJoined,              // ranks never reached the collective the others wait in
   kHangDesync,                 // ranks at different collectives, or different ops at one number
-  kHangStuckCollective,        // every member joined, none completed: network / NCCL
+  kHangStuckCollective,        // every member enqueued, none completed: GPU / network side
   kHangTransportError,         // a NIC / peer-level error (NET/IB, gloo, ncclRemoteError)
   kHangProcessMissing,         // a rank's process exited or was killed
   kHangInconclusive,           // a hang, but the evidence does not tell which rank
   kHangRankStalled,            // live: a rank stopped reporting steps behind the others
   kHangJobStalled,             // live: every rank stopped reporting steps at one step
+  kHangHostStopped,  // a rank's host stopped issuing: its last enqueued is behind its group's
   kCount,
 };
 

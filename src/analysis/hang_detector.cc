@@ -5,11 +5,18 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "analysis/hang_episodes.h"
+#include "analysis/hang_groups.h"
+#include "analysis/hang_ras.h"
 #include "analysis/parallel_layout.h"
 #include "base/text.h"
 
@@ -19,10 +26,6 @@ namespace {
 constexpr double kConfidenceAllDumps = 0.85;
 constexpr double kConfidencePartial = 0.6;
 constexpr double kConfidenceLines = 0.5;
-
-bool IsDefaultGroup(std::string_view id, std::string_view desc) {
-  return id == "0" || desc == "default_pg";
-}
 
 std::string RankList(const std::vector<int32_t>& ranks, size_t max) {
   std::vector<std::string> parts;
@@ -37,12 +40,6 @@ std::string Ranks(const std::vector<int32_t>& ranks, size_t max) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks, max);
 }
 
-std::string SizesText(const std::vector<std::vector<int64_t>>& sizes) {
-  std::vector<std::string> parts;
-  for (const auto& s : sizes) parts.push_back(fmt::format("[{}]", fmt::join(s, ", ")));
-  return fmt::format("[{}]", fmt::join(parts, ", "));
-}
-
 std::string FramesText(const std::vector<StackFrame>& frames) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < frames.size() && i < 4; ++i) {
@@ -50,167 +47,6 @@ std::string FramesText(const std::vector<StackFrame>& frames) {
   }
   return fmt::format("{}", fmt::join(parts, " <- "));
 }
-
-class Collector {
- public:
-  Collector(const Run& run, const std::vector<HangEvent>& events) : run_(run), events_(events) {}
-
-  HangRankState& State(const std::string& pg_id, const std::string& desc, int32_t rank) {
-    Group& g = groups_[pg_id];
-    if (g.desc.empty()) g.desc = desc;
-    HangRankState& s = g.ranks[rank];
-    s.rank = rank;
-    return s;
-  }
-
-  void FromDumps() {
-    for (const FlightRecorderDump& d : run_.hang.dumps) {
-      if (!d.rank) continue;
-      for (const GroupProgress& p : d.status) {
-        HangRankState& s = State(p.pg_id, "", *d.rank);
-        s.from_dump = true;
-        s.enqueued = p.last_enqueued;
-        s.completed = p.last_completed;
-        s.src = SourceRef{d.file, 0};
-      }
-      // The entry each group waits in (its first not completed), else its
-      // last one: op, sizes and stack.
-      for (const CollectiveRecord& e : d.entries) {
-        if (e.is_p2p.value_or(false) || !e.collective_seq) continue;
-        auto git = groups_.find(e.pg_id);
-        if (git == groups_.end()) continue;
-        auto rit = git->second.ranks.find(*d.rank);
-        if (rit == git->second.ranks.end()) continue;
-        HangRankState& s = rit->second;
-        if (git->second.desc.empty()) git->second.desc = e.pg_desc;
-        const int64_t waiting = s.completed.value_or(-1) + 1;
-        if (*e.collective_seq == waiting) {
-          s.op_waiting = e.op;
-          s.sizes_waiting = SizesText(e.input_sizes);
-          s.frames = e.frames;
-        } else if (s.op_waiting.empty() && *e.collective_seq < waiting) {
-          s.frames = e.frames;  // the latest entry before it, until the one waited in shows
-        }
-      }
-    }
-  }
-
-  void FromEvents() {
-    for (const HangEvent& e : events_) {
-      const bool timeout = e.kind == HangEventKind::kWatchdogTimeout ||
-                           e.kind == HangEventKind::kWatchdogException ||
-                           e.kind == HangEventKind::kBlockingWaitTimeout;
-      if (!timeout) continue;
-      std::string id = e.pg_id;
-      if (id.empty()) id = e.pg_desc == "default_pg" ? "0" : "?";
-      std::optional<int32_t> rank = e.rank;
-      if (!rank && IsDefaultGroup(id, e.pg_desc)) rank = e.group_rank;
-      if (!rank) continue;
-      HangRankState& s = State(id, e.pg_desc, *rank);
-      if (!s.src) s.src = e.src;
-      if (e.seq) s.timed_out = s.timed_out ? std::min(*s.timed_out, *e.seq) : *e.seq;
-      if (s.from_dump) continue;  // the dump's numbers are the rank's own, exact
-      if (e.last_completed) {
-        s.completed = std::max(s.completed.value_or(-1), *e.last_completed);
-        s.completed_inferred = false;
-      }
-      if (e.last_enqueued) s.enqueued = std::max(s.enqueued.value_or(-1), *e.last_enqueued);
-      if (e.kind == HangEventKind::kWatchdogTimeout && e.seq) {
-        // Collectives of a group complete in order: the ones before the
-        // timed-out work had completed, it had been enqueued.
-        if (!s.completed) {
-          s.completed = *e.seq - 1;
-          s.completed_inferred = true;
-        }
-        s.enqueued = std::max(s.enqueued.value_or(*e.seq), *e.seq);
-      }
-      if (s.op_waiting.empty() && !e.op.empty()) s.op_waiting = e.op;
-    }
-  }
-
-  // The groups, with members and the stuck collective.
-  std::vector<HangGroupState> Finish(std::optional<int32_t> world) const {
-    std::vector<HangGroupState> out;
-    for (const auto& [id, g] : groups_) {
-      HangGroupState gs;
-      gs.pg_id = id;
-      gs.pg_desc = g.desc;
-      for (const auto& [rank, s] : g.ranks) gs.ranks.push_back(s);
-      for (const ProcessGroupInfo& info : run_.hang.groups) {
-        if (info.id == id && !info.ranks.empty()) gs.members = info.ranks;
-        if (gs.pg_desc.empty() && info.id == id) gs.pg_desc = info.desc;
-      }
-      if (gs.members.empty() && world && IsDefaultGroup(id, gs.pg_desc)) {
-        for (int32_t r = 0; r < *world; ++r) gs.members.push_back(r);
-      }
-      gs.stuck_seq = StuckSeq(gs.ranks);
-      out.push_back(std::move(gs));
-    }
-    DropRepeatedUnnamed(out);
-    return out;
-  }
-
-  // torch 2.x prints a timeout's "[Rank 0] Watchdog caught ..." without
-  // its group and the "[PG 1 Rank 0] Exception ..." beside it with it: a
-  // rank's state in the unnamed group that a named group holds with the
-  // same collective is that group's, said twice.
-  static void DropRepeatedUnnamed(std::vector<HangGroupState>& groups) {
-    auto unnamed = std::find_if(groups.begin(), groups.end(),
-                                [](const HangGroupState& g) { return g.pg_id == "?"; });
-    if (unnamed == groups.end()) return;
-    auto waiting_in = [](const HangRankState& s) -> std::optional<int64_t> {
-      if (s.timed_out) return s.timed_out;
-      if (Waiting(s) && s.completed) return *s.completed + 1;
-      return std::nullopt;
-    };
-    // The named groups' collectives per rank, looked up once per unnamed
-    // state (10^4-rank logs: not every group's ranks for every state).
-    std::multimap<int32_t, int64_t> named;
-    for (const HangGroupState& g : groups) {
-      if (&g == &*unnamed) continue;
-      for (const HangRankState& t : g.ranks) {
-        if (auto n = waiting_in(t)) named.emplace(t.rank, *n);
-      }
-    }
-    std::erase_if(unnamed->ranks, [&](const HangRankState& s) {
-      const std::optional<int64_t> n = waiting_in(s);
-      if (!n) return false;
-      auto [lo, hi] = named.equal_range(s.rank);
-      return std::any_of(lo, hi, [&](const auto& kv) { return kv.second == n; });
-    });
-    if (unnamed->ranks.empty()) {
-      groups.erase(unnamed);
-    } else {
-      unnamed->stuck_seq = StuckSeq(unnamed->ranks);
-    }
-  }
-
-  // The smallest collective a rank waits in.
-  static std::optional<int64_t> StuckSeq(const std::vector<HangRankState>& ranks) {
-    std::optional<int64_t> stuck;
-    for (const HangRankState& s : ranks) {
-      if (!Waiting(s)) continue;
-      int64_t n = s.completed ? *s.completed + 1 : *s.timed_out;
-      stuck = stuck ? std::min(*stuck, n) : n;
-    }
-    return stuck;
-  }
-
-  // Waiting in a collective: enqueued past what it completed, or timed out.
-  static bool Waiting(const HangRankState& s) {
-    if (s.enqueued && s.completed) return *s.enqueued > *s.completed;
-    return s.timed_out.has_value();
-  }
-
- private:
-  struct Group {
-    std::string desc;
-    std::map<int32_t, HangRankState> ranks;
-  };
-  const Run& run_;
-  const std::vector<HangEvent>& events_;  // the latest stop's (hang_episodes.h)
-  std::map<std::string, Group> groups_;
-};
 
 std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& events) {
   int32_t world = RanksSeen(run);
@@ -236,10 +72,18 @@ std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& eve
   return world;
 }
 
+// "process group 0 (default_pg)"; a group matched by pg_config other than
+// the default one also by its ranks, since one description can name
+// several groups: "process group 2 / 1 (DATA_PARALLEL_GROUP, ranks 1, 3,
+// 5, 7)".
 std::string GroupName(const HangGroupState& g) {
   if (g.pg_id == "?") return "a process group the lines do not name";
-  return g.pg_desc.empty() ? fmt::format("process group {}", g.pg_id)
-                           : fmt::format("process group {} ({})", g.pg_id, g.pg_desc);
+  std::string what = g.pg_desc;
+  if (g.matched && !g.members.empty() && g.pg_desc != "default_pg") {
+    what += fmt::format("{}ranks {}", what.empty() ? "" : ", ", RankListText(g.members));
+  }
+  return what.empty() ? fmt::format("process group {}", g.pg_id)
+                      : fmt::format("process group {} ({})", g.pg_id, what);
 }
 
 Finding Base(FindingCode code) {
@@ -261,6 +105,7 @@ void AddStateEvidence(Finding& f, const HangRankState& s) {
   std::string where = fmt::format("rank {}: last enqueued #{}, last completed #{}", s.rank,
                                   s.enqueued ? std::to_string(*s.enqueued) : "?",
                                   s.completed ? std::to_string(*s.completed) : "?");
+  if (s.started && s.started != s.enqueued) where += fmt::format(", last started #{}", *s.started);
   if (!s.op_waiting.empty()) {
     where += fmt::format(", waiting in {}", s.op_waiting);
     if (!s.sizes_waiting.empty() && s.sizes_waiting != "[]") where += " " + s.sizes_waiting;
@@ -279,7 +124,7 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
   // Different ops or sizes at N.
   std::map<std::string, std::vector<int32_t>> by_op;
   for (const HangRankState& s : g.ranks) {
-    if (!Collector::Waiting(s) || !s.completed || *s.completed + 1 != n) continue;
+    if (!WaitsInCollective(s) || !s.completed || *s.completed + 1 != n) continue;
     if (!s.from_dump || s.op_waiting.empty()) continue;
     by_op[s.op_waiting + " " + s.sizes_waiting].push_back(s.rank);
   }
@@ -318,7 +163,7 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
     if (*s.completed >= n && !s.completed_inferred) {
       ahead.push_back(s.rank);
       furthest = std::max(furthest, *s.completed);
-    } else if (Collector::Waiting(s) && *s.completed + 1 == n) {
+    } else if (WaitsInCollective(s) && *s.completed + 1 == n) {
       behind.push_back(s.rank);
     }
   }
@@ -342,62 +187,267 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
   return f;
 }
 
-std::optional<Finding> DecideNotJoined(const HangGroupState& g, const HangDetectorOptions& o) {
-  if (!g.stuck_seq) return std::nullopt;
-  const int64_t n = *g.stuck_seq;
-  std::vector<int32_t> missing, waiting;
-  for (const HangRankState& s : g.ranks) {
-    if (Collector::Waiting(s)) {
-      waiting.push_back(s.rank);
-    } else if (s.completed && *s.completed < n) {
-      missing.push_back(s.rank);  // done with all it enqueued, never enqueued #n
+// Ranks that wait in a collective of some group (enqueued past what they
+// completed, or timed out). One of them behind in another group is held
+// by the collective it waits in (its host blocks on it, or its GPU queues
+// behind it), not stopped on its own: it is never named for being behind.
+std::set<int32_t> RanksWaiting(const std::vector<HangGroupState>& groups) {
+  std::set<int32_t> out;
+  for (const HangGroupState& g : groups) {
+    for (const HangRankState& s : g.ranks) {
+      if (WaitsInCollective(s)) out.insert(s.rank);
     }
   }
-  if (missing.empty() || waiting.empty()) return std::nullopt;
-  Finding f = Base(FindingCode::kHangNotJoined);
-  f.ranks = missing;
-  f.entity.rank = missing.front();
+  return out;
+}
+
+// The ranks of one group that never reached its stuck collective N while
+// others wait in it.
+struct NotReached {
+  const HangGroupState* g = nullptr;
+  std::vector<int32_t> missing;  // done with all they enqueued, the last before N; waiting nowhere
+  std::vector<int32_t> waiting;  // in N or later
+  // Every missing rank's last enqueued is its own dump's (pg_status), not
+  // inferred from a line: its host never issued N.
+  bool host_side = false;
+};
+
+std::optional<NotReached> NotReachedIn(const HangGroupState& g,
+                                       const std::set<int32_t>& waiting_anywhere) {
+  if (!g.stuck_seq) return std::nullopt;
+  const int64_t n = *g.stuck_seq;
+  NotReached r;
+  r.g = &g;
+  r.host_side = true;
+  for (const HangRankState& s : g.ranks) {
+    if (WaitsInCollective(s)) {
+      r.waiting.push_back(s.rank);
+    } else if (s.completed && *s.completed < n && !waiting_anywhere.count(s.rank)) {
+      r.missing.push_back(s.rank);
+      r.host_side = r.host_side && s.from_dump && s.enqueued && *s.enqueued < n;
+    }
+  }
+  if (r.missing.empty() || r.waiting.empty()) return std::nullopt;
+  return r;
+}
+
+const HangRankState* StateOf(const HangGroupState& g, int32_t rank) {
+  for (const HangRankState& s : g.ranks) {
+    if (s.rank == rank) return &s;
+  }
+  return nullptr;
+}
+
+// " (nccl:all_reduce)": the op a waiting rank waits in, when known.
+std::string WaitedOp(const HangGroupState& g) {
   std::string op;
   for (const HangRankState& s : g.ranks) {
-    if (Collector::Waiting(s) && !s.op_waiting.empty()) op = " (" + s.op_waiting + ")";
+    if (WaitsInCollective(s) && !s.op_waiting.empty()) op = " (" + s.op_waiting + ")";
   }
+  return op;
+}
+
+// Evidence not tied to the group decided: how the groups were matched.
+void AddMatchingEvidence(Finding& f, size_t dumps_without_config) {
+  if (dumps_without_config == 0) return;
+  f.evidence.push_back(
+      {fmt::format("{} Flight Recorder dump{} without pg_config (older versions): {} groups "
+                   "could not be matched across ranks and were taken by id, which each process "
+                   "counts on its own; one id may name different groups on different ranks",
+                   dumps_without_config, dumps_without_config == 1 ? "" : "s",
+                   dumps_without_config == 1 ? "its" : "their"),
+       std::nullopt});
+  f.confidence = std::min(f.confidence, kConfidencePartial);
+}
+
+Finding NotJoined(const NotReached& r, const HangDetectorOptions& o) {
+  const HangGroupState& g = *r.g;
+  const int64_t n = *g.stuck_seq;
+  Finding f = Base(FindingCode::kHangNotJoined);
+  f.ranks = r.missing;
+  f.entity.rank = r.missing.front();
   f.message = fmt::format(
       "{}: {} never reached collective #{}{}, which {} wait in: finished #{} and stopped "
       "before it",
-      GroupName(g), Ranks(missing, o.max_ranks_listed), n, op, Ranks(waiting, o.max_ranks_listed),
-      n - 1);
+      GroupName(g), Ranks(r.missing, o.max_ranks_listed), n, WaitedOp(g),
+      Ranks(r.waiting, o.max_ranks_listed), n - 1);
   f.confidence = ConfidenceOf(g);
-  for (const HangRankState& s : g.ranks) {
-    if (std::find(missing.begin(), missing.end(), s.rank) != missing.end()) AddStateEvidence(f, s);
-  }
-  for (const HangRankState& s : g.ranks) {
-    if (Collector::Waiting(s) && f.evidence.size() < 8) AddStateEvidence(f, s);
+  for (int32_t m : r.missing) AddStateEvidence(f, *StateOf(g, m));
+  for (int32_t w : r.waiting) {
+    if (f.evidence.size() < 8) AddStateEvidence(f, *StateOf(g, w));
   }
   f.next_steps.push_back(fmt::format(
       "see where rank {} is: `py-spy dump --pid PID` on its host (every python process of it); "
       "check its GPU (`dmesg | grep -i xid`, `nvidia-smi -q`) and host (CPU, memory, a stalled "
       "data loader or checkpoint write)",
-      missing.front()));
+      r.missing.front()));
   return f;
 }
 
-std::optional<Finding> DecideStuck(const HangGroupState& g, const HangDetectorOptions& o) {
-  if (!g.stuck_seq || g.members.empty() || g.ranks.size() < g.members.size()) return std::nullopt;
-  for (const HangRankState& s : g.ranks) {
-    if (!Collector::Waiting(s) || !s.completed || *s.completed + 1 != *g.stuck_seq) {
-      return std::nullopt;
+// "#45250", or "#45249-#45250" when the ranks stopped at different ones.
+std::string EnqueuedText(const HangGroupState& g, const std::vector<int32_t>& ranks) {
+  std::optional<int64_t> lo, hi;
+  for (int32_t r : ranks) {
+    const HangRankState* s = StateOf(g, r);
+    if (s == nullptr || !s->enqueued) continue;
+    lo = lo ? std::min(*lo, *s->enqueued) : *s->enqueued;
+    hi = hi ? std::max(*hi, *s->enqueued) : *s->enqueued;
+  }
+  if (!lo) return "?";
+  return *lo == *hi ? fmt::format("#{}", *lo) : fmt::format("#{}-#{}", *lo, *hi);
+}
+
+// Ranks whose host stopped issuing, from every group that shows them
+// behind: one finding, since one stopped rank is behind in each of its
+// groups.
+Finding HostStopped(const std::vector<NotReached>& all, const HangDetectorOptions& o) {
+  constexpr size_t kGroupsSpelled = 3;
+  Finding f = Base(FindingCode::kHangHostStopped);
+  std::set<int32_t> named;
+  for (const NotReached& r : all) named.insert(r.missing.begin(), r.missing.end());
+  f.ranks.assign(named.begin(), named.end());
+  f.entity.rank = f.ranks.front();
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < all.size() && i < kGroupsSpelled; ++i) {
+    const NotReached& r = all[i];
+    const HangGroupState& g = *r.g;
+    parts.push_back(
+        fmt::format("{}: {} enqueued up to {}, while {} enqueued up to {} and {} in #{}{}",
+                    GroupName(g), Ranks(r.missing, o.max_ranks_listed), EnqueuedText(g, r.missing),
+                    Ranks(r.waiting, o.max_ranks_listed), EnqueuedText(g, r.waiting),
+                    r.waiting.size() == 1 ? "waits" : "wait", *g.stuck_seq, WaitedOp(g)));
+  }
+  if (all.size() > kGroupsSpelled) {
+    parts.push_back(fmt::format("and in {} more group{}", all.size() - kGroupsSpelled,
+                                all.size() - kGroupsSpelled == 1 ? "" : "s"));
+  }
+  const bool one = f.ranks.size() == 1;
+  f.message = fmt::format(
+      "{} stopped issuing collectives: {}; everything {} enqueued completed, so {} host "
+      "stopped, not {} GPU or the network (Python, the GIL, a data loader, a deadlock, a CPU "
+      "hang)",
+      Ranks(f.ranks, o.max_ranks_listed), fmt::join(parts, "; "), one ? "it" : "they",
+      one ? "its" : "their", one ? "its" : "their");
+  f.confidence = ConfidenceOf(*all.front().g);
+  // Each named rank's state (with its last entry's stack) in the first
+  // group that shows it behind, then the ranks waiting for it there.
+  for (int32_t rank : f.ranks) {
+    for (const NotReached& r : all) {
+      if (std::find(r.missing.begin(), r.missing.end(), rank) == r.missing.end()) continue;
+      AddStateEvidence(f, *StateOf(*r.g, rank));
+      break;
     }
   }
+  for (int32_t w : all.front().waiting) {
+    if (f.evidence.size() < 8) AddStateEvidence(f, *StateOf(*all.front().g, w));
+  }
+  f.next_steps.push_back(
+      DefaultNextStep(FindingCode::kHangHostStopped, fmt::arg("rank", f.ranks.front())));
+  return f;
+}
+
+// Ranks that never reached the collective their group waits in. Ranks
+// behind by their own dump's last enqueued are hang.host_stopped, across
+// every group that shows them; otherwise the first group's are
+// hang.not_joined.
+std::optional<Finding> DecideNotJoined(const std::vector<HangGroupState>& groups,
+                                       const HangDetectorOptions& o) {
+  const std::set<int32_t> waiting = RanksWaiting(groups);
+  std::vector<NotReached> all, host_side;
+  for (const HangGroupState& g : groups) {
+    if (std::optional<NotReached> r = NotReachedIn(g, waiting)) {
+      if (r->host_side) host_side.push_back(*r);
+      all.push_back(std::move(*r));
+    }
+  }
+  if (!host_side.empty()) return HostStopped(host_side, o);
+  if (!all.empty()) return NotJoined(all.front(), o);
+  return std::nullopt;
+}
+
+// Every member reported, enqueued N and waits in it: no rank is missing.
+bool AllWaitIn(const HangGroupState& g) {
+  if (!g.stuck_seq || g.members.empty() || g.ranks.size() < g.members.size()) return false;
+  return std::all_of(g.ranks.begin(), g.ranks.end(), [&](const HangRankState& s) {
+    return WaitsInCollective(s) && s.completed && *s.completed + 1 == *g.stuck_seq;
+  });
+}
+
+// Every member's GPU began N (FR last_started_collective): the transfer
+// itself hangs. A member that only enqueued it queues behind earlier work.
+bool AllStarted(const HangGroupState& g) {
+  return std::all_of(g.ranks.begin(), g.ranks.end(), [&](const HangRankState& s) {
+    return s.started && *s.started >= *g.stuck_seq;
+  });
+}
+
+std::optional<TimeNs> FirstEnqueued(const HangGroupState& g) {
+  std::optional<TimeNs> first;
+  for (const HangRankState& s : g.ranks) {
+    if (s.waiting_created_ns && (!first || *s.waiting_created_ns < *first)) {
+      first = s.waiting_created_ns;
+    }
+  }
+  return first;
+}
+
+// A collective every member enqueued and none completed: the GPU or the
+// network side. Where several groups show one, the others queue behind
+// it: the one every member's GPU started comes first, then the one
+// enqueued first. `started_only`: beside a finding already decided, only
+// a collective every member's GPU started stands on its own; the others
+// queue behind what that finding names.
+std::optional<Finding> DecideStuck(const std::vector<HangGroupState>& groups, bool started_only,
+                                   const HangDetectorOptions& o) {
+  std::vector<const HangGroupState*> stuck;
+  for (const HangGroupState& g : groups) {
+    if (AllWaitIn(g) && (!started_only || AllStarted(g))) stuck.push_back(&g);
+  }
+  if (stuck.empty()) return std::nullopt;
+  auto order = [](const HangGroupState* g) {
+    return std::make_pair(!AllStarted(*g), FirstEnqueued(*g).value_or(INT64_MAX));
+  };
+  const HangGroupState& g = **std::min_element(
+      stuck.begin(), stuck.end(),
+      [&](const HangGroupState* a, const HangGroupState* b) { return order(a) < order(b); });
   Finding f = Base(FindingCode::kHangStuckCollective);
   f.entity.job = true;
   f.ranks = g.members;
   f.message = fmt::format(
-      "{}: every one of its {} ranks joined collective #{}{} and none completed it: the "
-      "transfer itself is stuck (network or NCCL), no rank is missing",
+      "{}: every one of its {} ranks enqueued collective #{}{} and none completed it: the GPU "
+      "or the network side holds it (NCCL, a link, a GPU error), no rank is missing",
       GroupName(g), g.members.size(), *g.stuck_seq,
       g.ranks.front().op_waiting.empty() ? "" : " (" + g.ranks.front().op_waiting + ")");
   f.confidence = ConfidenceOf(g);
   for (size_t i = 0; i < g.ranks.size() && i < 4; ++i) AddStateEvidence(f, g.ranks[i]);
+  // Which members' GPUs began N, where the dumps say of some that they did.
+  const bool some_started =
+      std::any_of(g.ranks.begin(), g.ranks.end(),
+                  [&](const HangRankState& s) { return s.started && *s.started >= *g.stuck_seq; });
+  for (const HangRankState& s : g.ranks) {
+    if (!some_started || !s.started || *s.started >= *g.stuck_seq) continue;
+    f.evidence.push_back(
+        {fmt::format("rank {} enqueued #{} but its GPU had not started it (last started #{}): "
+                     "its stream waits on earlier work",
+                     s.rank, *g.stuck_seq, *s.started),
+         s.src});
+  }
+  std::vector<std::string> behind;
+  for (const HangGroupState* other : stuck) {
+    if (other != &g) behind.push_back(GroupName(*other));
+  }
+  if (!behind.empty()) {
+    f.evidence.push_back(
+        {fmt::format(
+             "{} more group{} wait{} in a collective every member enqueued, queued "
+             "behind this one: {}",
+             behind.size(), behind.size() == 1 ? "" : "s", behind.size() == 1 ? "s" : "",
+             fmt::join(behind.begin(), behind.begin() + std::min<size_t>(behind.size(), 3), "; ")),
+         std::nullopt});
+  }
+  f.next_steps.push_back(
+      DefaultNextStep(FindingCode::kHangStuckCollective,
+                      fmt::arg("ranks", RankList(g.members, o.max_ranks_listed))));
   f.next_steps.push_back(fmt::format(
       "check the network between ranks {}: NCCL_DEBUG=INFO logs for NET/IB errors, ibstat and "
       "port counters of their hosts, nccl-tests across them",
@@ -569,251 +619,6 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
   return f;
 }
 
-// NCCL RAS reports (model/hang.h RasReport). RAS names ranks within a
-// communicator; they are global ranks only in a communicator of the whole
-// job (its size is the world's), else they are said as "rank N of
-// communicator H".
-const RasCommGroup* RasGroupOf(const RasReport& r, const RasCommunicator& c) {
-  for (const RasCommGroup& g : r.comm_groups) {
-    if (g.index == c.group) return &g;
-  }
-  return nullptr;
-}
-
-std::optional<int32_t> RasGlobalRank(const RasReport& r, const RasCommunicator& c,
-                                     int32_t comm_rank, std::optional<int32_t> world) {
-  const RasCommGroup* g = RasGroupOf(r, c);
-  if (g == nullptr || !world || g->ranks_per_comm != *world) return std::nullopt;
-  return comm_rank;
-}
-
-std::string RasRankName(const RasReport& r, const RasCommunicator& c, int32_t comm_rank,
-                        std::optional<int32_t> world) {
-  if (RasGlobalRank(r, c, comm_rank, world)) return fmt::format("rank {}", comm_rank);
-  return fmt::format("rank {} of communicator {}", comm_rank, c.hash);
-}
-
-// "pid 3748990 on node1, GPU 3"
-std::string RasWhere(std::optional<int64_t> pid, const std::string& node,
-                     std::optional<int32_t> gpu) {
-  std::vector<std::string> parts;
-  if (pid) parts.push_back(fmt::format("pid {}", *pid));
-  if (!node.empty()) parts.push_back("on " + node);
-  std::string s = fmt::format("{}", fmt::join(parts, " "));
-  if (gpu) s += fmt::format("{}GPU {}", s.empty() ? "" : ", ", *gpu);
-  return s;
-}
-
-// What of a RAS report is hang evidence: a process it could not reach, an
-// NCCL error, a communicator it could not complete. A MISMATCH of operation
-// counts in one query is not: NCCL's collectives outrun RAS's own query
-// (the RAS documentation's sample shows 6 ranks one operation behind on a
-// job that runs well); it is when the same counts show in two queries, or
-// beside other hang evidence.
-bool RasShowsProblem(const Run& run) {
-  for (const RasReport& r : run.hang.ras) {
-    if (!r.processes_lost.empty() || r.processes_missing.value_or(0) > 0 ||
-        r.processes_dead.value_or(0) > 0) {
-      return true;
-    }
-    for (const RasCommunicator& c : r.comms) {
-      for (const std::string& p : c.problems) {
-        if (p != "MISMATCH") return true;
-      }
-    }
-  }
-  return false;
-}
-
-std::optional<Finding> DecideRasLost(const Run& run, std::optional<int32_t> world,
-                                     const HangDetectorOptions& o) {
-  // The latest word on each process: DEAD outlasts INCOMPLETE.
-  std::map<std::pair<std::string, int64_t>, const RasProcess*> lost;
-  const RasReport* counts_only = nullptr;
-  for (const RasReport& r : run.hang.ras) {
-    for (const RasProcess& p : r.processes_lost) {
-      const RasProcess*& seen = lost[{p.node, p.pid}];
-      if (seen == nullptr || p.dead || !seen->dead) seen = &p;
-    }
-    if (r.processes_lost.empty() &&
-        (r.processes_missing.value_or(0) > 0 || r.processes_dead.value_or(0) > 0)) {
-      counts_only = &r;
-    }
-  }
-  if (lost.empty() && counts_only == nullptr) return std::nullopt;
-  Finding f = Base(FindingCode::kHangProcessMissing);
-  bool dead = false;
-  std::vector<std::string> names;
-  for (const auto& [key, p] : lost) {
-    dead = dead || p->dead;
-    // The ranks of that process that RAS lists as missing (2.26+ names
-    // the process of each).
-    std::vector<std::string> ranks;
-    for (const RasReport& r : run.hang.ras) {
-      for (const RasCommunicator& c : r.comms) {
-        for (const RasRank& k : c.ranks) {
-          if (k.issue != RasRankIssue::kMissing || k.pid != p->pid || k.node != p->node) continue;
-          std::string name = RasRankName(r, c, k.comm_rank, world);
-          if (std::find(ranks.begin(), ranks.end(), name) != ranks.end()) continue;
-          ranks.push_back(name);
-          if (auto g = RasGlobalRank(r, c, k.comm_rank, world)) f.ranks.push_back(*g);
-          if (f.evidence.size() < 8) {
-            f.evidence.push_back({fmt::format("RAS, communicator {} ({}): {} missing ({})", c.id,
-                                              c.hash, name, RasWhere(k.pid, k.node, k.gpu)),
-                                  k.src});
-          }
-        }
-      }
-    }
-    std::string gpus = fmt::format("{}", fmt::join(p->gpus, ","));
-    names.push_back(fmt::format("{}pid {} on {} (GPU{} {})",
-                                ranks.empty() ? "" : fmt::format("{}: ", fmt::join(ranks, ", ")),
-                                p->pid, p->node, p->gpus.size() == 1 ? "" : "s", gpus));
-    f.evidence.insert(f.evidence.begin(),
-                      {fmt::format("RAS: process {} on node {} managing GPU{} {}: {}", p->pid,
-                                   p->node, p->gpus.size() == 1 ? "" : "s", gpus,
-                                   p->dead ? "considered dead (no answer for 60 s)"
-                                           : "did not answer (INCOMPLETE)"),
-                       p->src});
-  }
-  std::sort(f.ranks.begin(), f.ranks.end());
-  f.ranks.erase(std::unique(f.ranks.begin(), f.ranks.end()), f.ranks.end());
-  if (f.ranks.size() == 1) f.entity.rank = f.ranks.front();
-  if (!lost.empty()) {
-    const RasProcess& first = *lost.begin()->second;
-    f.entity.host = first.node;
-    if (first.gpus.size() == 1) f.entity.gpu = first.gpus.front();
-    f.message = fmt::format(
-        "NCCL RAS {} the process{} of {}: {} while its peers wait for it",
-        dead ? "lost" : "could not reach", lost.size() == 1 ? "" : "es", fmt::join(names, "; "),
-        dead ? "no answer for 60 s, RAS considers it dead (crashed, killed or hung)"
-             : "it did not answer RAS's query (stopped, hung or exiting)");
-    f.confidence = dead ? 0.8 : 0.6;
-    f.next_steps.push_back(fmt::format(
-        "on {0}, check process {1}: `ps -o pid,stat,etime -p {1}`; gone: read its stderr for the "
-        "error before it exited and `dmesg | grep -i -e oom -e xid`; there but stopped (T) or "
-        "stuck (D): `py-spy dump --pid {1}`",
-        first.node, first.pid));
-  } else {
-    f.entity.job = true;
-    int32_t missing = counts_only->processes_missing.value_or(0);
-    int32_t gone = counts_only->processes_dead.value_or(0);
-    f.message = fmt::format(
-        "NCCL RAS could not reach {} of the job's processes{}: too many for it to name them",
-        missing + gone, gone > 0 ? fmt::format(" ({} considered dead)", gone) : "");
-    f.evidence.push_back({"RAS report's Errors section", counts_only->src});
-    f.confidence = 0.5;
-    f.next_steps.push_back(
-        "query RAS verbosely (`ncclras -v`, or `echo verbose status | nc localhost 28028`): it "
-        "then names every process it cannot reach");
-  }
-  (void)o;
-  return f;
-}
-
-// Ranks whose operation count is behind the communicator's highest: they
-// never launched the collectives the others launched. From the latest
-// report that details the communicator; "persists" when an earlier report
-// gave it the same counts, "resolved" when a later complete report no
-// longer details it.
-std::optional<Finding> DecideRasBehind(const Run& run, std::optional<int32_t> world, bool other,
-                                       const HangDetectorOptions& o) {
-  struct Latest {
-    const RasReport* report = nullptr;
-    const RasCommunicator* comm = nullptr;
-    size_t report_index = 0;
-    int same = 1;  // queries with these counts
-  };
-  std::map<std::string, Latest> by_hash;
-  auto signature = [](const RasCommunicator& c) {
-    std::vector<std::pair<std::string, int64_t>> s;
-    for (const RasOpCount& oc : c.op_counts) s.emplace_back(oc.op, oc.ops_launched);
-    for (const RasRank& k : c.ranks) {
-      if (k.issue == RasRankIssue::kOpCount) s.emplace_back(k.op, k.ops_launched.value_or(-1));
-    }
-    std::sort(s.begin(), s.end());
-    return s;
-  };
-  for (size_t i = 0; i < run.hang.ras.size(); ++i) {
-    const RasReport& r = run.hang.ras[i];
-    for (const RasCommunicator& c : r.comms) {
-      if (c.op_counts.empty() && c.ranks.empty()) continue;
-      Latest& l = by_hash[c.hash];
-      if (l.comm && signature(*l.comm) == signature(c)) ++l.same;
-      else if (l.comm) l.same = 1;
-      l = Latest{&r, &c, i, l.comm ? l.same : 1};
-    }
-  }
-  for (const auto& [hash, l] : by_hash) {
-    bool resolved = false;
-    for (size_t i = l.report_index + 1; i < run.hang.ras.size(); ++i) {
-      const RasReport& later = run.hang.ras[i];
-      resolved = resolved || (later.complete && std::none_of(later.comms.begin(), later.comms.end(),
-                                                             [&](const RasCommunicator& c) {
-                                                               return c.hash == hash;
-                                                             }));
-    }
-    if (resolved || (l.same < 2 && !other)) continue;
-    const RasCommunicator& c = *l.comm;
-    std::map<std::string, int64_t> highest;
-    for (const RasOpCount& oc : c.op_counts) {
-      highest[oc.op] = std::max(highest[oc.op], oc.ops_launched);
-    }
-    for (const RasRank& k : c.ranks) {
-      if (k.issue == RasRankIssue::kOpCount) {
-        highest[k.op] = std::max(highest[k.op], k.ops_launched.value_or(0));
-      }
-    }
-    std::vector<const RasRank*> behind;
-    for (const RasRank& k : c.ranks) {
-      if (k.issue == RasRankIssue::kOpCount && k.ops_launched.value_or(0) < highest[k.op]) {
-        behind.push_back(&k);
-      }
-    }
-    if (behind.empty()) continue;  // the ranks RAS named are ahead, or none: no one to name
-    Finding f = Base(FindingCode::kHangNotJoined);
-    const RasRank& first = *behind.front();
-    std::vector<std::string> names;
-    for (const RasRank* k : behind) {
-      if (auto g = RasGlobalRank(*l.report, c, k->comm_rank, world)) f.ranks.push_back(*g);
-      if (names.size() < o.max_ranks_listed) {
-        names.push_back(RasRankName(*l.report, c, k->comm_rank, world));
-      }
-      f.evidence.push_back(
-          {fmt::format("RAS, communicator {} ({}): {} has launched {} up to operation {} ({})",
-                       c.id, c.hash, RasRankName(*l.report, c, k->comm_rank, world), k->op,
-                       *k->ops_launched, RasWhere(k->pid, k->node, k->gpu)),
-           k->src});
-    }
-    for (const RasOpCount& oc : c.op_counts) {
-      f.evidence.push_back({fmt::format("RAS: {} ranks have launched {} up to operation {}",
-                                        oc.ranks, oc.op, oc.ops_launched),
-                            oc.src});
-    }
-    std::sort(f.ranks.begin(), f.ranks.end());
-    if (!f.ranks.empty()) f.entity.rank = f.ranks.front();
-    if (!first.node.empty()) f.entity.host = first.node;
-    if (first.gpu) f.entity.gpu = first.gpu;
-    if (f.ranks.empty() && !f.entity.host) f.entity.job = true;
-    const std::string op = first.op == "collective" ? "collective" : first.op;
-    f.message = fmt::format(
-        "NCCL RAS, communicator {}: {} launched {} operations only up to #{} while others "
-        "launched up to #{}: {} never called the next {}{}",
-        c.hash, fmt::join(names, ", "), op, *first.ops_launched, highest[first.op],
-        behind.size() == 1 ? "it" : "they", op,
-        l.same >= 2 ? fmt::format(" (the same counts in {} queries)", l.same)
-                    : " (one query: RAS counts launches, a rank behind by a few may only be late)");
-    f.confidence = l.same >= 2 ? 0.7 : 0.4;
-    f.next_steps.push_back(fmt::format(
-        "see where {} is{}: `py-spy dump --pid {}`; query RAS again (`ncclras`): counts that do "
-        "not move mean it is stuck before the collective, counts that move mean it is only slow",
-        names.front(), first.node.empty() ? "" : " on " + first.node,
-        first.pid ? std::to_string(*first.pid) : "PID"));
-    return f;
-  }
-  return std::nullopt;
-}
-
 // What hang lines that place no rank in a group show: "2 watchdog
 // timeouts, 3 process exits (exit codes -6, 1)", and the first line of
 // each kind as evidence.
@@ -930,31 +735,25 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
   a.hang = a.hang || ras_behind.has_value();
   if (!a.hang) return a;
   a.world = world;
-  Collector c(run, events);
-  c.FromDumps();
-  c.FromEvents();
-  a.groups = c.Finish(a.world);
+  HangGroups collected = CollectHangGroups(run, events, a.world);
+  a.groups = std::move(collected.groups);
+  a.dumps_without_config = collected.dumps_without_config;
+  a.statuses_unplaced = collected.statuses_unplaced;
 
-  // The decided finding first: per group desync, then not joined; then
-  // PyTorch's own reports; a process that died; a process RAS lost; ranks
-  // behind in RAS's operation counts; transport errors; a collective stuck
-  // with everyone in it; else inconclusive.
+  // The decided finding first: per group desync, then a host that stopped
+  // issuing or ranks that did not join; then PyTorch's own reports; a
+  // process that died; a process RAS lost; ranks behind in RAS's operation
+  // counts; transport errors; a collective stuck with everyone in it; else
+  // inconclusive.
   std::optional<Finding> decided;
   for (const HangGroupState& g : a.groups) {
     if ((decided = DecideDesync(g, o))) break;
   }
-  if (!decided) {
-    for (const HangGroupState& g : a.groups) {
-      if ((decided = DecideNotJoined(g, o))) break;
-    }
-  }
+  if (!decided) decided = DecideNotJoined(a.groups, o);
   if (!decided) decided = DecideFromReports(events, o);
   std::optional<Finding> exited = DecideProcessMissing(events, o);
   std::optional<Finding> transport = DecideTransport(run, events, o);
-  std::optional<Finding> stuck;
-  for (const HangGroupState& g : a.groups) {
-    if ((stuck = DecideStuck(g, o))) break;
-  }
+  std::optional<Finding> stuck = DecideStuck(a.groups, decided.has_value(), o);
   std::optional<Finding> ras_lost = DecideRasLost(run, a.world, o);
   if (!decided && exited) decided = std::exchange(exited, std::nullopt);
   if (!decided && ras_lost) decided = std::exchange(ras_lost, std::nullopt);
@@ -969,8 +768,18 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
     }
   }
   if (!decided && stuck) decided = std::exchange(stuck, std::nullopt);
-  if (!decided) decided = Inconclusive(run, events, a.groups, o);
+  if (!decided) {
+    decided = Inconclusive(run, events, a.groups, o);
+    if (a.statuses_unplaced > 0) {
+      decided->evidence.push_back(
+          {fmt::format("{} Flight Recorder group status{} not compared with other ranks: no "
+                       "entry left in the dump's ring buffer ties the group's id to pg_config",
+                       a.statuses_unplaced, a.statuses_unplaced == 1 ? "" : "es"),
+           std::nullopt});
+    }
+  }
   AddEpisodeEvidence(episodes, *decided);
+  AddMatchingEvidence(*decided, a.dumps_without_config);
   a.findings.push_back(std::move(*decided));
   for (auto* extra : {&exited, &ras_lost, &ras_behind, &transport, &stuck}) {
     if (*extra) a.findings.push_back(std::move(**extra));

@@ -5,6 +5,13 @@
 // model/hang.h); run by
 // AnalyzeRun(); the verdict makes its first decided finding the culprit.
 //
+// Groups (analysis/hang_groups.h). A group's id ("PG 11", an FR pg_status
+// key) is a counter each process keeps on its own; a group is what the
+// dumps' pg_config says of it: its description and member ranks. A status
+// whose id cannot be tied to pg_config is left out (HangAnalysis::
+// statuses_unplaced). Dumps without pg_config (older FR) fall back to the
+// id, and the decided finding says the groups could not be matched.
+//
 // Metric (per process group, per rank that reported):
 //   completed   last completed collective sequence number: FR pg_status
 //               last_completed_collective; a watchdog exception's "last
@@ -13,6 +20,7 @@
 //               collectives of one group complete in order)
 //   enqueued    last enqueued: FR last_enqueued_collective; "last enqueued
 //               NCCL work"; a timeout's SeqNum
+//   started     FR last_started_collective: its GPU began that one
 //   waiting in  the first collective it did not complete: completed + 1,
 //               with its op (FR entry of that seq: profiling_name, sizes,
 //               stack) when known
@@ -22,11 +30,12 @@
 // input, the groups' sizes, a RAS report's largest communicator); unknown
 // otherwise.
 //
-// RAS (NCCL >= 2.24, `ncclras`) names ranks within an NCCL communicator:
-// global ranks in a communicator as large as the world, "rank N of
-// communicator <hash>" otherwise. It names a rank only as an outlier (by
-// default at most 10 ranks and 25% of the communicator share what it says);
-// the rest are counts, and a rank it does not name is never blamed.
+// RAS (NCCL >= 2.24, `ncclras`; analysis/hang_ras.h) names ranks within
+// an NCCL communicator: global ranks in a communicator as large as the
+// world, "rank N of communicator <hash>" otherwise. It names a rank only
+// as an outlier (by default at most 10 ranks and 25% of the communicator
+// share what it says); the rest are counts, and a rank it does not name is
+// never blamed.
 //
 // Decision, first that holds (each a finding with evidence and next step):
 //   hang.desync          ranks at N run different ops or sizes under that
@@ -35,10 +44,22 @@
 //                        waiting in different collectives of one group
 //                        (each completed < the others' N): the ones behind
 //                        are named with how far, never the ones ahead
-//   hang.not_joined      some reporting ranks never enqueued N (enqueued <
-//                        N) while others wait in it; or PyTorch's desync
-//                        report names ranks that did not join. Their last
-//                        entry's stack (FR frames) is evidence
+//   hang.host_stopped    ranks whose own dump (pg_status) says they
+//                        enqueued only up to N-1, all of it completed,
+//                        while others of the group wait in N: their host
+//                        stopped issuing (Python, the GIL, a data loader,
+//                        a deadlock, a CPU hang). Named across every group
+//                        that shows them behind; their last entry's stack
+//                        (FR frames) is evidence
+//   hang.not_joined      the same from lines (a watchdog's "last enqueued
+//                        / completed NCCL work"), where no dump states the
+//                        rank's enqueued; or PyTorch's desync report names
+//                        ranks that did not join.
+//                        For both: a rank that waits in a collective of
+//                        another group is never named for being behind
+//                        here. It is held there (its host blocks on that
+//                        collective, or its GPU queues behind it); the
+//                        group it waits in says by whom
 //   hang.process_missing a rank's process exited or was killed (torchrun's
 //                        exitcode / signal lines), no rank left behind; or
 //                        RAS could not reach a process (INCOMPLETE: no
@@ -59,7 +80,20 @@
 //   hang.transport_error NET/IB completion errors, gloo connection losses,
 //                        ncclRemoteError: the host and peer
 //   hang.stuck_collective every member reported, every one enqueued N and
-//                        none completed it: the network / NCCL
+//                        none completed it: the GPU or the network side
+//                        (NCCL, a link, a GPU error); its ranks are the
+//                        group's, the entity the job. Where several groups
+//                        show one, the others queue behind it: the one
+//                        every member's GPU started (last_started >= N)
+//                        first, then the one enqueued first (FR
+//                        time_created_ns); a member that enqueued N but
+//                        never started it is evidence (its stream waits on
+//                        earlier work). Beside a finding decided above,
+//                        only one every member's GPU started is kept: the
+//                        others queue behind what that finding names.
+//                        Assumption: dumps write last_started (torch does
+//                        when start events are recorded); without it the
+//                        earliest enqueued wins
 //   hang.inconclusive    a hang with none of the above decided: members
 //                        that did not report are listed (never blamed), and
 //                        what to collect. A log cut by a pager says so.
@@ -90,12 +124,15 @@ struct HangDetectorOptions {
 // One rank's progress in one group.
 struct HangRankState {
   int32_t rank = 0;
+  std::string pg_id;  // the id its process gave the group ("?": its lines name none)
   std::optional<int64_t> enqueued;
+  std::optional<int64_t> started;  // FR last_started_collective: its GPU began that one
   std::optional<int64_t> completed;
-  std::optional<int64_t> timed_out;  // the work its watchdog timed out / failed on
-  std::string op_waiting;            // the op of the collective it waits in, when known
-  std::string sizes_waiting;         // its input sizes, "[[1024, 4]]", when known
-  std::vector<StackFrame> frames;    // of its last entry, when an FR dump gave them
+  std::optional<int64_t> timed_out;          // the work its watchdog timed out / failed on
+  std::string op_waiting;                    // the op of the collective it waits in, when known
+  std::string sizes_waiting;                 // its input sizes, "[[1024, 4]]", when known
+  std::vector<StackFrame> frames;            // of its last entry, when an FR dump gave them
+  std::optional<TimeNs> waiting_created_ns;  // when it enqueued the one it waits in (FR)
   bool from_dump = false;
   // `completed` inferred from a timeout's SeqNum, not stated: never enough
   // to call a rank ahead of its group.
@@ -104,8 +141,12 @@ struct HangRankState {
 };
 
 struct HangGroupState {
-  std::string pg_id;  // "0", "1", ...; "?" for lines that name no group
+  // "0", "1", ...; "?" for lines that name no group. A group matched by
+  // pg_config: the ids its ranks' processes gave it, "3" when they agree,
+  // "3 / 2" when not (each rank's own is HangRankState::pg_id).
+  std::string pg_id;
   std::string pg_desc;
+  bool matched = false;              // identified by pg_config's description and ranks, not by id
   std::vector<int32_t> members;      // known members, ascending; empty: unknown
   std::vector<HangRankState> ranks;  // reporting ranks, ascending
   std::optional<int64_t> stuck_seq;  // N
@@ -120,6 +161,13 @@ struct HangAnalysis {
   // is analysed; the lines of the others are counted, not used.
   size_t episodes = 1;
   size_t events_left_out = 0;
+  // FR dumps without pg_config: their groups were matched across ranks by
+  // id, which each process counts on its own (the decided finding says so).
+  size_t dumps_without_config = 0;
+  // FR pg_status records whose id no entry of their dump ties to a
+  // pg_config group (all its collectives left the ring buffer): not
+  // compared with other ranks.
+  size_t statuses_unplaced = 0;
 };
 
 HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& options = {});

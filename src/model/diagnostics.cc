@@ -131,6 +131,11 @@ constexpr DiagInfo kCatalogue[] = {
      "NCCL RAS status report that ends before its Warnings section (the query was cut or "
      "timed out): what it printed before was used, what it would have printed after is "
      "unknown"},
+    {"hang.dump_no_pg_config", DiagKind::kNote,
+     "Flight Recorder dump without pg_config (older versions, or a JSON dump cut before it): its "
+     "groups are known only by the "
+     "ids its own process gave them, which other processes may give to other groups; they were "
+     "matched across ranks by id"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

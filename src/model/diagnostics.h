@@ -82,6 +82,7 @@ enum class DiagCode : uint16_t {
   kHangDumpVersionUnknown,
   kHangRasBadLine,
   kHangRasTruncated,
+  kHangDumpNoPgConfig,
   kCount,
 };
 

@@ -19,6 +19,15 @@
 //         │     └── ranks[]  the ranks it names, with what it says of each
 //         └── processes[]    processes it could not reach (INCOMPLETE, DEAD)
 //
+// Process groups across processes: an FR dump names each group two ways.
+// The id (pg_status keys, entries' pg_id) is a counter its own process
+// keeps (the n-th group it created): "11" on rank 0 and "11" on rank 9 can
+// be two groups. The name (pg_config keys, entries' process_group[0]) is
+// torch's group name. What identifies a group on every rank is the
+// pg_config record a name points at: description and member ranks. A
+// dump's pg_config groups are the `groups` whose src.file is the dump's
+// `file`.
+//
 // Ranks: `rank` fields are global ranks ("[rank12]:" prefixes, FR dumps'
 // own rank). A rank inside a process group ("[PG 1 Rank 0]", "[Rank 3]" of
 // a subgroup) is `group_rank`, never mixed with the global one. RAS names
@@ -53,7 +62,9 @@ struct StackFrame {
 // One entry of a Flight Recorder ring buffer.
 struct CollectiveRecord {
   int64_t record_id = 0;
-  std::string pg_id;                      // process_group[0] / pg_id
+  std::string pg_id;                      // pg_id: this process's id (pg_status key); else
+                                          // process_group[0] when the entry has no pg_id
+  std::string pg_name;                    // process_group[0]: its pg_config name; "" unknown
   std::string pg_desc;                    // process_group[1], when given
   std::optional<int64_t> collective_seq;  // collective_seq_id (0 / absent for p2p)
   std::optional<int64_t> p2p_seq;         // p2p_seq_id
@@ -76,7 +87,7 @@ struct CollectiveRecord {
 
 // A group's progress on one rank (FR pg_status).
 struct GroupProgress {
-  std::string pg_id;
+  std::string pg_id;  // this process's id of the group (not its pg_config name)
   std::optional<int64_t> last_enqueued;
   std::optional<int64_t> last_started;
   std::optional<int64_t> last_completed;

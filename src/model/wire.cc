@@ -81,7 +81,7 @@ static_assert(sizeof(IbPortCounters) == 272,
               "a field was added to IbPortCounters: update model/wire.cc");
 static_assert(sizeof(NetworkData) == 240, "a field was added to NetworkData: update model/wire.cc");
 static_assert(sizeof(StackFrame) == 72, "a field was added to StackFrame: update model/wire.cc");
-static_assert(sizeof(CollectiveRecord) == 376,
+static_assert(sizeof(CollectiveRecord) == 408,
               "a field was added to CollectiveRecord: update model/wire.cc");
 static_assert(sizeof(GroupProgress) == 80,
               "a field was added to GroupProgress: update model/wire.cc");
@@ -103,13 +103,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2464, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2496, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -451,8 +451,8 @@ void serialize(Archive& ar, StackFrame& x) {
 
 template <class Archive>
 void serialize(Archive& ar, CollectiveRecord& x) {
-  ar(x.record_id, x.pg_id, x.pg_desc, x.collective_seq, x.p2p_seq, x.op_id, x.op, x.created_ns,
-     x.started_ns, x.completed_ns, x.duration_ms,
+  ar(x.record_id, x.pg_id, x.pg_name, x.pg_desc, x.collective_seq, x.p2p_seq, x.op_id, x.op,
+     x.created_ns, x.started_ns, x.completed_ns, x.duration_ms,
      Enum(x.state, kCollectiveStateEnd, "CollectiveState"));
   ar(x.input_sizes, x.output_sizes, x.input_dtypes, x.output_dtypes, x.retired, x.timeout_ms,
      x.is_p2p, x.frames);

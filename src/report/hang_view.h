@@ -43,7 +43,20 @@ inline const Finding* DecidedFinding(const HangAnalysis* a) {
 // transport error) name ranks wherever they are members.
 inline bool IsGroupFinding(FindingCode c) {
   return c == FindingCode::kHangNotJoined || c == FindingCode::kHangDesync ||
-         c == FindingCode::kHangStuckCollective;
+         c == FindingCode::kHangStuckCollective || c == FindingCode::kHangHostStopped;
+}
+
+// The id `rank`'s process gave group `g` (the one its dump's entries and
+// lines use): its own state's, else the group's id when every rank shares
+// it (a group known by id); nullptr for a rank of a matched group that
+// did not report.
+inline const std::string* IdOnRank(const HangGroupState& g, std::optional<int32_t> rank) {
+  if (rank) {
+    for (const HangRankState& s : g.ranks) {
+      if (s.rank == *rank && !s.pg_id.empty()) return &s.pg_id;
+    }
+  }
+  return g.matched ? nullptr : &g.pg_id;
 }
 
 // The group the decided finding is about: the first group with a stuck

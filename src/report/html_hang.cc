@@ -28,6 +28,8 @@ std::string MarkText(RankMark m, const HangGroupState& g, const HangRankState* s
     case RankMark::kCulprit:
       switch (decided->code) {
         case FindingCode::kHangNotJoined: return "culprit: never reached " + n;
+        case FindingCode::kHangHostStopped:
+          return "culprit: never reached " + n + " (its host stopped issuing)";
         case FindingCode::kHangDesync: return "culprit: out of step at " + n;
         case FindingCode::kHangProcessMissing: return "culprit: its process exited";
         case FindingCode::kHangTransportError: return "culprit: transport error";

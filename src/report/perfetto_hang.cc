@@ -201,16 +201,23 @@ class HangTimelineBuilder {
     std::optional<TimeNs> at;
     auto see = [&](TimeNs t) { at = at ? std::min(*at, t) : t; };
     const int64_t n = *g.stuck_seq;
+    // Ids are each process's own (model/hang.h): an entry or line is the
+    // group's when its id is the one its rank gave the group.
     for (const FlightRecorderDump& d : run_.hang.dumps) {
+      const std::string* id = report_hang::IdOnRank(g, d.rank);
+      if (id == nullptr) continue;
       for (const CollectiveRecord& e : d.entries) {
-        if (e.pg_id != g.pg_id || e.is_p2p.value_or(false) || e.collective_seq != n) continue;
+        if (e.pg_id != *id || e.is_p2p.value_or(false) || e.collective_seq != n) continue;
         if (std::optional<TimeNs> t = EntryStart(e)) see(Aligned(*t, d.rank));
       }
     }
     if (at) return at;
     for (const HangEvent& e : run_.hang.events) {
       if (!e.time_ns || e.seq != n) continue;
-      if (g.pg_id != "?" && e.pg_id != g.pg_id) continue;
+      if (g.pg_id != "?") {
+        const std::string* id = report_hang::IdOnRank(g, e.rank);
+        if (id == nullptr || e.pg_id != *id) continue;
+      }
       see(Aligned(*e.time_ns, e.rank));
     }
     return at;

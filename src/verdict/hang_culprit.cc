@@ -15,10 +15,14 @@
 namespace laggard::verdict_internal {
 namespace {
 
+// hang.host_stopped: its host stopped issuing work (FR pg_status), the
+// host side; hang.stuck_collective: every member enqueued, none
+// completed, the GPU or network side (its transfer, communication).
 CauseClass ClassOf(FindingCode code) {
   switch (code) {
     case FindingCode::kHangStuckCollective:
     case FindingCode::kHangTransportError: return CauseClass::kCommunication;
+    case FindingCode::kHangHostStopped: return CauseClass::kHostStall;
     default: return CauseClass::kUnknown;
   }
 }
@@ -31,6 +35,7 @@ std::string_view CauseOf(FindingCode code) {
     case FindingCode::kHangTransportError: return "transport_error";
     case FindingCode::kHangProcessMissing: return "process_missing";
     case FindingCode::kHangRankStalled: return "stalled";
+    case FindingCode::kHangHostStopped: return "host_stopped";
     default: return "hang";
   }
 }
@@ -50,7 +55,8 @@ std::optional<TimeNs> FirstHangLine(const Run& run) {
 // collective or a transport error, every host when none is known), each
 // with its time against the first hang line. A stuck collective or a
 // transport error with the network's own evidence beside it gains
-// confidence and takes that finding's next step first.
+// confidence and takes that finding's next step first; a stuck collective
+// takes the GPU errors (gpu.errors: Xid, ECC) of those hosts the same way.
 void AddNetworkEvidence(const Run& run, const Analyses& a, const Finding& f, Culprit& c,
                         Verdict& v) {
   bool network_class =
@@ -82,6 +88,20 @@ void AddNetworkEvidence(const Run& run, const Analyses& a, const Finding& f, Cul
       v.next_steps = std::move(first);
     }
     if (++added == 4) break;
+  }
+  // A GPU error on the hosts of a collective none completed is the GPU
+  // side of it.
+  if (f.code != FindingCode::kHangStuckCollective) return;
+  size_t gpus = 0;
+  for (const Finding& g : a.hardware.findings) {
+    if (g.code != FindingCode::kGpuErrors || !g.entity.host) continue;
+    if (!hosts.empty() && !hosts.count(*g.entity.host)) continue;
+    c.evidence.push_back("GPU beside the hang: " + g.message);
+    if (gpus == 0) {
+      c.confidence = Raised(c.confidence, 0.1);
+      PutStepsFirst(v.next_steps, g.next_steps);
+    }
+    if (++gpus == 4) break;
   }
 }
 

@@ -41,7 +41,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHangInconclusive).name, "hang.inconclusive");
   EXPECT_EQ(Describe(FindingCode::kHangRankStalled).name, "hang.rank_stalled");
   EXPECT_EQ(Describe(FindingCode::kHangJobStalled).name, "hang.job_stalled");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangJobStalled) + 1,
+  EXPECT_EQ(Describe(FindingCode::kHangHostStopped).name, "hang.host_stopped");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangHostStopped) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");
@@ -80,6 +81,13 @@ TEST(FindingCatalogueTest, DefaultNextStepsFormatWithTheirCallersArguments) {
   EXPECT_NE(pause.find("`py-spy dump --pid PID` on node-00 during a slow step"), std::string::npos)
       << pause;
   EXPECT_EQ(pause.find('{'), std::string::npos) << pause;
+  std::string stopped = DefaultNextStep(FindingCode::kHangHostStopped, fmt::arg("rank", 5));
+  EXPECT_EQ(stopped.rfind("see where rank 5 is: `py-spy dump --pid PID` on its host", 0), 0u)
+      << stopped;
+  std::string stuck =
+      DefaultNextStep(FindingCode::kHangStuckCollective, fmt::arg("ranks", std::string("6, 7")));
+  EXPECT_EQ(stuck.rfind("on the hosts of ranks 6, 7: `nvidia-smi -q -d ERRORS`", 0), 0u) << stuck;
+  EXPECT_NE(stuck.find("`ncclras`"), std::string::npos) << stuck;
 }
 
 TEST(FindingCatalogueTest, ATemplateMissingItsArgumentComesBackUnformatted) {

@@ -1,12 +1,15 @@
 // The hang detector and the hang verdict: on the Flight Recorder dumps of
-// tests/data/hangs (laid out as torch writes them), on real watchdog lines,
-// and on small hand-built evidence for the classes the files do not hold.
+// tests/data/hangs (laid out as torch writes them, the 16-rank multi-group
+// sets among them), on real watchdog lines, and on small hand-built
+// evidence for the classes the files do not hold.
 
 #include "analysis/hang_detector.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "analysis/analyze_run.h"
 #include "test_paths.h"
@@ -36,21 +39,105 @@ Verdict VerdictOf(const laggard::Run& run, Analyses* a = nullptr) {
   return v;
 }
 
-TEST(HangDetectorTest, EveryRanksDumpNamesTheRankThatNeverEnqueued) {
+// Every rank a finding or a culprit names.
+std::set<int32_t> NamedRanks(const HangAnalysis& a, const Verdict& v) {
+  std::set<int32_t> named;
+  for (const Finding& f : a.findings) {
+    named.insert(f.ranks.begin(), f.ranks.end());
+    if (f.entity.rank) named.insert(*f.entity.rank);
+  }
+  for (const Culprit& c : v.culprits) {
+    named.insert(c.ranks.begin(), c.ranks.end());
+    if (c.entity.rank) named.insert(*c.entity.rank);
+  }
+  return named;
+}
+
+bool AnyEvidenceHas(const Finding& f, const std::string& words) {
+  return std::any_of(f.evidence.begin(), f.evidence.end(),
+                     [&](const Evidence& e) { return e.text.find(words) != std::string::npos; });
+}
+
+TEST(HangDetectorTest, EveryRanksDumpNamesTheRankWhoseHostNeverEnqueued) {
   laggard::Run run = IngestAll(FilesIn(kData + "fr_v2.10"));
   ASSERT_EQ(run.hang.dumps.size(), 4u);
   Analyses a;
   Verdict v = VerdictOf(run, &a);
   ASSERT_FALSE(a.hang.findings.empty());
   const Finding& f = a.hang.findings.front();
-  EXPECT_EQ(f.code, FindingCode::kHangNotJoined) << f.message;
+  EXPECT_EQ(f.code, FindingCode::kHangHostStopped) << f.message;
   EXPECT_EQ(f.entity.rank, 2);
   EXPECT_NE(f.message.find("#6"), std::string::npos) << f.message;
   EXPECT_EQ(v.status, VerdictStatus::kHang);
   ASSERT_EQ(v.culprits.size(), 1u);
   EXPECT_EQ(v.culprits[0].entity.rank, 2);
-  EXPECT_EQ(v.culprits[0].cause, "not_joined");
+  EXPECT_EQ(v.culprits[0].cause, "host_stopped");
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
   EXPECT_GE(v.culprits[0].confidence, 0.8);  // every member dumped
+}
+
+// tests/data/hangs/README.md gives the answers of both multi-group sets.
+TEST(HangDetectorTest, MultiGroupDumpsNameTheRankWhoseHostStoppedAndNoHealthyRank) {
+  laggard::Run run = IngestAll(FilesIn(kData + "fr_multigroup_host_stop"));
+  ASSERT_EQ(run.hang.dumps.size(), 16u);
+  Analyses a;
+  Verdict v = VerdictOf(run, &a);
+  ASSERT_FALSE(a.hang.findings.empty());
+  const Finding& f = a.hang.findings.front();
+  EXPECT_EQ(f.code, FindingCode::kHangHostStopped) << f.message;
+  EXPECT_EQ(f.ranks, (std::vector<int32_t>{5}));
+  EXPECT_EQ(f.entity.rank, 5);
+  EXPECT_NE(f.message.find("rank 5 stopped issuing collectives"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("its host stopped"), std::string::npos) << f.message;
+  EXPECT_TRUE(AnyEvidenceHas(f, "rank 5's last entry's stack")) << f.message;
+  EXPECT_EQ(v.status, VerdictStatus::kHang) << v.summary;
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].entity.rank, 5);
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kHostStall);
+  EXPECT_EQ(v.culprits[0].cause, "host_stopped");
+  EXPECT_EQ(NamedRanks(a.hang, v), (std::set<int32_t>{5})) << v.summary;
+  ASSERT_FALSE(v.next_steps.empty());
+  EXPECT_NE(v.next_steps.front().find("py-spy dump"), std::string::npos) << v.next_steps.front();
+  // One description, four groups; one group, two ids.
+  std::set<std::vector<int32_t>> data_parallel;
+  for (const HangGroupState& g : a.hang.groups) {
+    if (g.pg_desc == "DATA_PARALLEL_GROUP") data_parallel.insert(g.members);
+    if (g.pg_desc == "EMBEDDING_GROUP" && g.members == std::vector<int32_t>{5, 13}) {
+      EXPECT_TRUE(g.matched);
+      EXPECT_EQ(g.pg_id, "5 / 4");  // rank 5's process counts it 5th, rank 13's 4th
+    }
+  }
+  EXPECT_EQ(data_parallel, (std::set<std::vector<int32_t>>{
+                               {0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(a.hang.dumps_without_config, 0u);
+  EXPECT_EQ(a.hang.statuses_unplaced, 7u);  // ranks 1-7's start-up group, out of the buffer
+}
+
+TEST(HangDetectorTest, MultiGroupCollectiveEnqueuedEverywhereButNeverCompletedIsGpuOrNetworkSide) {
+  laggard::Run run = IngestAll(FilesIn(kData + "fr_multigroup_never_completed"));
+  ASSERT_EQ(run.hang.dumps.size(), 16u);
+  Analyses a;
+  Verdict v = VerdictOf(run, &a);
+  ASSERT_FALSE(a.hang.findings.empty());
+  const Finding& f = a.hang.findings.front();
+  EXPECT_EQ(f.code, FindingCode::kHangStuckCollective) << f.message;
+  EXPECT_EQ(f.ranks, (std::vector<int32_t>{6, 7}));
+  EXPECT_NE(f.message.find("TENSOR_MODEL_PARALLEL_GROUP, ranks 6, 7"), std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("#45255"), std::string::npos) << f.message;
+  // The data-parallel groups queue behind it: their GPUs never started theirs.
+  EXPECT_TRUE(AnyEvidenceHas(f, "4 more groups wait in a collective every member enqueued"))
+      << f.message;
+  EXPECT_EQ(v.status, VerdictStatus::kHang) << v.summary;
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kCommunication);
+  EXPECT_EQ(v.culprits[0].cause, "stuck_collective");
+  EXPECT_TRUE(v.culprits[0].entity.job);
+  std::set<int32_t> named = NamedRanks(a.hang, v);
+  for (int32_t r : named) EXPECT_TRUE(r == 6 || r == 7) << "rank " << r << " is healthy";
+  EXPECT_TRUE(std::any_of(v.next_steps.begin(), v.next_steps.end(), [](const std::string& s) {
+    return s.find("nvidia-smi -q -d ERRORS") != std::string::npos;
+  }));
 }
 
 TEST(HangDetectorTest, DumpsOfSomeRanksOnlyAreInconclusiveAndBlameNoSilentRank) {
@@ -95,6 +182,110 @@ laggard::Run TwoRankGroup() {
   g.ranks = {0, 1};
   run.hang.groups.push_back(g);
   return run;
+}
+
+// A dump's group as its pg_config and pg_status give it: the id its
+// process gave it, its pg_config name, description and ranks, its progress
+// and the entry of the collective it is in (or last completed).
+void AddGroup(laggard::Run& run, FlightRecorderDump& d, const std::string& id,
+              const std::string& name, const std::string& desc, std::vector<int32_t> ranks,
+              int64_t enqueued, int64_t completed) {
+  ProcessGroupInfo g;
+  g.id = name;
+  g.desc = desc;
+  g.ranks = ranks;
+  g.size = static_cast<int32_t>(ranks.size());
+  g.src = SourceRef{d.file, 0};
+  run.hang.groups.push_back(g);
+  d.status.push_back({id, enqueued, enqueued, completed});
+  CollectiveRecord e;
+  e.pg_id = id;
+  e.pg_name = name;
+  e.pg_desc = desc;
+  e.collective_seq = enqueued;
+  e.op = "nccl:all_reduce";
+  e.input_sizes = {{1024}};
+  e.state = enqueued > completed ? CollectiveState::kStarted : CollectiveState::kCompleted;
+  d.entries.push_back(e);
+}
+
+FlightRecorderDump BareDump(int32_t rank, uint32_t file) {
+  FlightRecorderDump d;
+  d.rank = rank;
+  d.file = file;
+  d.version = "2.10";
+  return d;
+}
+
+TEST(HangDetectorTest, OneIdOnTwoRanksIsTwoGroupsWhenPgConfigSaysSo) {
+  // Rank 1's process made a group of its own first: its "1" is that group,
+  // its data-parallel group is its "2". Rank 0's "1" is the data-parallel
+  // group. By id, rank 0 would wait in #10 of a group rank 1 completed up
+  // to #500: a desync blaming rank 0.
+  laggard::Run run;
+  FlightRecorderDump d0 = BareDump(0, 0), d1 = BareDump(1, 1);
+  AddGroup(run, d0, "1", "5", "DATA_PARALLEL_GROUP", {0, 1}, 10, 9);
+  AddGroup(run, d1, "1", "4", "EXPERT_MODEL_PARALLEL_GROUP", {1}, 500, 500);
+  AddGroup(run, d1, "2", "5", "DATA_PARALLEL_GROUP", {0, 1}, 9, 9);
+  run.hang.dumps.push_back(d0);
+  run.hang.dumps.push_back(d1);
+  HangAnalysis a = AnalyzeHang(run);
+  const HangGroupState* dp = nullptr;
+  for (const HangGroupState& g : a.groups) {
+    if (g.pg_desc == "DATA_PARALLEL_GROUP") dp = &g;
+  }
+  ASSERT_NE(dp, nullptr);
+  EXPECT_TRUE(dp->matched);
+  EXPECT_EQ(dp->pg_id, "1 / 2");
+  EXPECT_EQ(dp->ranks.size(), 2u);
+  EXPECT_EQ(dp->stuck_seq, 10);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].code, FindingCode::kHangHostStopped) << a.findings[0].message;
+  EXPECT_EQ(a.findings[0].ranks, (std::vector<int32_t>{1}));
+}
+
+TEST(HangDetectorTest, ARankWaitingInAnotherGroupIsNeverNamedForBeingBehind) {
+  // Rank 1 is behind in group B (ranks 1, 2 went on to #5) only because it
+  // waits in group A's #8, which rank 0 never enqueued: rank 0 is named,
+  // rank 1 is not.
+  laggard::Run run;
+  FlightRecorderDump d0 = BareDump(0, 0), d1 = BareDump(1, 1), d2 = BareDump(2, 2);
+  AddGroup(run, d0, "1", "1", "A", {0, 1}, 7, 7);
+  AddGroup(run, d1, "1", "1", "A", {0, 1}, 8, 7);
+  AddGroup(run, d1, "2", "2", "B", {1, 2}, 4, 4);
+  AddGroup(run, d2, "1", "2", "B", {1, 2}, 5, 4);
+  for (FlightRecorderDump* d : {&d0, &d1, &d2}) run.hang.dumps.push_back(*d);
+  HangAnalysis a = AnalyzeHang(run);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].code, FindingCode::kHangHostStopped) << a.findings[0].message;
+  EXPECT_EQ(a.findings[0].ranks, (std::vector<int32_t>{0}));
+}
+
+TEST(HangDetectorTest, DumpsWithoutPgConfigAreMatchedByIdAndSaySo) {
+  // No pg_config in any dump (older Flight Recorder): the ids are all there
+  // is, and the finding says the groups could not be matched.
+  laggard::Run run;
+  for (int32_t r = 0; r < 3; ++r) {
+    FlightRecorderDump d = Dump(r, r == 2 ? 8 : 9, 8);
+    d.file = static_cast<uint32_t>(r);
+    if (r == 2) {
+      d.entries[0].collective_seq = 8;
+      d.entries[0].state = CollectiveState::kCompleted;
+    }
+    run.hang.dumps.push_back(d);
+  }
+  HangAnalysis a = AnalyzeHang(run);
+  EXPECT_EQ(a.dumps_without_config, 3u);
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_FALSE(a.groups[0].matched);
+  EXPECT_EQ(a.groups[0].pg_id, "0");
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kHangHostStopped) << f.message;
+  EXPECT_EQ(f.ranks, (std::vector<int32_t>{2}));
+  EXPECT_TRUE(AnyEvidenceHas(f, "groups could not be matched across ranks and were taken by id"))
+      << f.message;
+  EXPECT_LE(f.confidence, 0.6);
 }
 
 TEST(HangDetectorTest, DifferentOpsUnderOneSequenceNumberAreADesync) {

@@ -283,6 +283,7 @@ void AddNetwork(RunBuilder& b) {
 CollectiveRecord Entry() {
   CollectiveRecord e{.record_id = 11,
                      .pg_id = "0",
+                     .pg_name = "5b1f0c",
                      .pg_desc = "default_pg",
                      .collective_seq = 42,
                      .p2p_seq = 0,
@@ -627,6 +628,7 @@ TEST(WireTest, EveryFamilyKeepsItsFields) {
   EXPECT_TRUE(h.groups[0].whole_world);
   const CollectiveRecord& e = h.dumps[0].entries[0];
   EXPECT_EQ(e.state, CollectiveState::kStarted);
+  EXPECT_EQ(e.pg_name, "5b1f0c");
   EXPECT_EQ(e.input_sizes, std::vector<std::vector<int64_t>>({{1024, 1024}, {}}));
   EXPECT_EQ(e.completed_ns, std::nullopt);
   EXPECT_EQ(e.frames[1].line, 88);

@@ -54,7 +54,8 @@ struct HangDiagnosed {
 };
 
 // Ranks 0 and 1 completed all_reduce #5 and wait in #6 (started at 11.2 s
-// and 11.4 s, never completed); rank 2 completed #5 and never enqueued #6;
+// and 11.4 s, never completed); rank 2 completed #5 and never enqueued #6
+// (its dump says so: hang.host_stopped);
 // rank 3, a member, said nothing. Rank 0's watchdog line is dated
 // (15.0 s); rank 1's carries only glog's yearless time.
 inline void NotJoinedHang(HangDiagnosed& h, const std::string& pg_desc = "default_pg") {

@@ -822,7 +822,7 @@ std::string RowOf(const std::string& html, const std::string& pg, int rank) {
 TEST(HtmlHangTest, CulpritIsMarkedAndASilentMemberIsNoEvidence) {
   testing_util::HangDiagnosed h;
   testing_util::NotJoinedHang(h);
-  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangNotJoined);
+  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangHostStopped);
   std::string html = report_json::HangSectionHtml(h.input());
   ASSERT_NE(html.find("<h2>Hang</h2>"), std::string::npos);
   EXPECT_NE(html.find(report_json::EscapeHtml(h.hang.findings.front().message)), std::string::npos);
@@ -830,7 +830,7 @@ TEST(HtmlHangTest, CulpritIsMarkedAndASilentMemberIsNoEvidence) {
   std::string r2 = RowOf(html, "0", 2);
   EXPECT_NE(r2.find("class=\"culprit\""), std::string::npos) << r2;
   EXPECT_NE(r2.find("data-state=\"culprit\""), std::string::npos) << r2;
-  EXPECT_NE(r2.find("never reached #6"), std::string::npos) << r2;
+  EXPECT_NE(r2.find("never reached #6 (its host stopped issuing)"), std::string::npos) << r2;
   for (int waiting : {0, 1}) {
     std::string r = RowOf(html, "0", waiting);
     EXPECT_NE(r.find("data-state=\"waiting\""), std::string::npos) << r;

@@ -459,7 +459,7 @@ TEST(MergedTraceHangTest, FlightRecorderEntriesAreSlicesAndANeverCompletedOneRun
 TEST(MergedTraceHangTest, DatedHangLinesAndTheDecidedFindingAreInstantsOnTheirRanks) {
   testing_util::HangDiagnosed h;
   testing_util::NotJoinedHang(h);
-  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangNotJoined);
+  ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangHostStopped);
   std::ostringstream out;
   WriteMergedTrace(h.input(), out);
   Json t = Json::parse(out.str());
@@ -475,13 +475,13 @@ TEST(MergedTraceHangTest, DatedHangLinesAndTheDecidedFindingAreInstantsOnTheirRa
   // The decided finding: on the culprit's track, when #6 first started.
   std::vector<Json> r2 = EventsOn(t, tracks.Find("rank 2"), "i");
   ASSERT_EQ(r2.size(), 1u);
-  EXPECT_EQ(r2[0]["name"], "hang.not_joined");
+  EXPECT_EQ(r2[0]["name"], "hang.host_stopped");
   EXPECT_EQ(r2[0]["cat"], "finding");
   EXPECT_NEAR(r2[0]["ts"].get<double>(), TsOf(t, testing_util::Sec(11.2)), 0.01);
   EXPECT_EQ(r2[0]["args"]["message"], h.hang.findings.front().message);
   EXPECT_EQ(r2[0]["args"]["stuck_seq"], 6);
   for (const Json& code : t["otherData"]["findings_without_time"]) {
-    EXPECT_NE(code, "hang.not_joined") << "written once, with its time";
+    EXPECT_NE(code, "hang.host_stopped") << "written once, with its time";
   }
 }
 

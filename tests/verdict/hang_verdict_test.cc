@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analysis/analyze_run.h"
 #include "verdict/verdict.h"
 
@@ -78,6 +80,40 @@ TEST(HangVerdictTest, NoNetworkFindingLeavesTheHangAsItWas) {
   ASSERT_EQ(v.culprits.size(), 1u);
   EXPECT_EQ(v.culprits[0].confidence, 0.5);
   EXPECT_EQ(v.next_steps.front(), "check the NIC of node-1");
+}
+
+TEST(HangVerdictTest, AGpuErrorBesideACollectiveNoneCompletedIsItsGpuSide) {
+  HangCase h;
+  h.a.hang.hang = true;
+  Finding f;
+  f.code = FindingCode::kHangStuckCollective;
+  f.severity = Severity::kCritical;
+  f.entity.job = true;
+  f.ranks = {6, 7};
+  f.message = "process group 3 (TENSOR_MODEL_PARALLEL_GROUP, ranks 6, 7): none completed #45255";
+  f.confidence = 0.85;
+  f.next_steps.push_back("on the hosts of ranks 6, 7: `nvidia-smi -q -d ERRORS`");
+  h.a.hang.findings.push_back(f);
+  Finding xid;
+  xid.code = FindingCode::kGpuErrors;
+  xid.severity = Severity::kCritical;
+  xid.entity.host = "node-3";
+  xid.entity.gpu = 6;
+  xid.message = "node-3 GPU 6: Xid 79 (fallen off the bus)";
+  xid.next_steps.push_back("drain node-3 and reseat GPU 6");
+  h.a.hardware.findings.push_back(xid);
+  Verdict v = DecideVerdict(h.run, h.a);
+  ASSERT_EQ(v.status, VerdictStatus::kHang);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  const Culprit& c = v.culprits[0];
+  EXPECT_EQ(c.cause_class, CauseClass::kCommunication);
+  EXPECT_EQ(c.ranks, (std::vector<int32_t>{6, 7}));
+  EXPECT_NE(std::find(c.evidence.begin(), c.evidence.end(),
+                      "GPU beside the hang: node-3 GPU 6: Xid 79 (fallen off the bus)"),
+            c.evidence.end());
+  EXPECT_NEAR(c.confidence, 0.95, 1e-9);
+  ASSERT_FALSE(v.next_steps.empty());
+  EXPECT_EQ(v.next_steps.front(), "drain node-3 and reseat GPU 6");
 }
 
 }  // namespace

@@ -62,6 +62,37 @@ Damaged and foreign files:
                                   what a script that loads and saves a dump
                                   gives; read all the same
 
+Multi-group dump sets (version 2.10), one folder of 16 dumps each, for a
+16-rank job laid out as Megatron lays out tp=2, dp=4, pp=2 (rank = tp + 2 *
+dp + 8 * pp); see mg_groups() and tests/data/hangs/README.md for the answers:
+  fr_multigroup_host_stop/        rank 5's host stops issuing after the
+                                  second all_reduce of its last step
+  fr_multigroup_never_completed/  tensor-parallel group [6, 7]'s third
+                                  all_reduce of the last step is enqueued
+                                  and started by both, never completed
+What makes them real dumps' shape and not the 4-rank one's:
+  - a group's pg_status key and entries' pg_id are the process's own
+    counter (ProcessGroupNCCL's local id: the n-th group this process is a
+    member of), while pg_config keys and entries' process_group[0] are the
+    group's name (torch's group counter, which every rank advances for every
+    new_group() call). Stage-0 ranks are members of one more group
+    (POSITION_EMBEDDING_GROUP) than stage-1 ranks, created early, so
+    "PG 2" is DATA_PARALLEL_GROUP on ranks 0-7 and
+    TENSOR_MODEL_PARALLEL_GROUP on ranks 8-15;
+  - four DATA_PARALLEL_GROUPs share one description with different ranks;
+  - pg_config holds only the rank's own groups, in std::map order of (name,
+    desc); pg_status only groups that recorded a collective (all_pg_status_
+    is filled by record()), in id order;
+  - the ring buffer keeps the last steps only: the POSITION_EMBEDDING_GROUP
+    collective of the job's start has left it, so its pg_status id is tied
+    to no entry.
+The hang itself comes from a small model of the job run to a fixed point:
+each rank's host enqueues its ops in order and blocks at a .item() (after
+the grads' reduce-scatter and at the step's end) until its GPU finished
+everything before; each rank's GPU runs its collectives one at a time in
+the order enqueued; a collective completes once every member's GPU
+started it.
+
 Run from anywhere: python3 tests/data/hangs/make_fr_dumps.py
 """
 
@@ -340,6 +371,233 @@ def write(rel, data):
         f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
 
 
+# --- Multi-group dumps: a 16-rank tp=2, dp=4, pp=2 job --------------------
+
+MG_WORLD = 16
+MG_STEPS_BEFORE = 11311  # steps completed before the ring buffer's window
+MG_WINDOW_STEPS = 3      # steps enqueued in the window; the last one hangs
+MG_T0 = 1721000000_000_000_000
+MG_STEP_NS = 900_000_000
+MG_THREAD_ID = "139872120207168"
+SYNC = None  # the host waits (a .item()) for everything its GPU was given
+
+
+def mg_groups():
+    """(name, desc, ranks) in the order every rank calls new_group()."""
+    made = [("default_pg", list(range(MG_WORLD)))]
+    made += [("POSITION_EMBEDDING_GROUP", [r]) for r in range(8)]
+    for pp in range(2):
+        for tp in range(2):
+            made.append(("DATA_PARALLEL_GROUP", [tp + 2 * dp + 8 * pp for dp in range(4)]))
+    made += [("TENSOR_MODEL_PARALLEL_GROUP", [2 * k, 2 * k + 1]) for k in range(8)]
+    made += [("PIPELINE_MODEL_PARALLEL_GROUP", [r, r + 8]) for r in range(8)]
+    made += [("EMBEDDING_GROUP", [r, r + 8]) for r in range(8)]
+    return [(str(i), desc, ranks) for i, (desc, ranks) in enumerate(made)]
+
+
+def mg_member_groups(rank):
+    """The groups `rank` is a member of, with its process's local id."""
+    mine = [g for g in mg_groups() if rank in g[2]]
+    return {g[0]: (local_id, g) for local_id, g in enumerate(mine)}
+
+
+def mg_group_of(kind, rank):
+    for name, desc, ranks in mg_groups():
+        if rank not in ranks:
+            continue
+        if (kind, desc) in (("WORLD", "default_pg"), ("TP", "TENSOR_MODEL_PARALLEL_GROUP"),
+                            ("DP", "DATA_PARALLEL_GROUP"), ("EMB", "EMBEDDING_GROUP"),
+                            ("POS", "POSITION_EMBEDDING_GROUP")):
+            return (name, desc, ranks)
+    return None
+
+
+MG_FRAMES = {
+    "all_reduce": FRAMES["all_reduce"],
+    "reduce_scatter": {"name": "reduce_scatter_tensor", "filename": "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", "line": 3984},
+    "all_gather": FRAMES["all_gather"],
+    "wrapper": FRAMES["wrapper"],
+    "forward": {"name": "reduce_from_tensor_model_parallel_region", "filename": "/job/megatron/core/tensor_parallel/mappings.py", "line": 446},
+    "backward": {"name": "backward", "filename": "/job/megatron/core/tensor_parallel/layers.py", "line": 517},
+    "reduce_grads": {"name": "finish_grad_sync", "filename": "/job/megatron/core/distributed/param_and_grad_buffer.py", "line": 455},
+    "embedding": {"name": "_allreduce_word_embedding_grads", "filename": "/job/megatron/core/distributed/finalize_model_grads.py", "line": 120},
+    "gather": {"name": "start_param_sync", "filename": "/job/megatron/core/distributed/param_and_grad_buffer.py", "line": 390},
+    "log": {"name": "training_log", "filename": "/job/megatron/training/training.py", "line": 1034},
+    "train_step": {"name": "train_step", "filename": "/job/megatron/training/training.py", "line": 742},
+    "module": {"name": "<module>", "filename": "/job/pretrain_gpt.py", "line": 260},
+}
+
+# One step's ops in the order every rank enqueues them: (group kind,
+# profiling_name, input sizes, output sizes, dtype, collective frame, the
+# Python frame that called it).
+MG_STEP = [
+    ("TP", "nccl:all_reduce", [[4096, 8192]], [[4096, 8192]], "BFloat16", "all_reduce", "forward"),
+    ("TP", "nccl:all_reduce", [[4096, 8192]], [[4096, 8192]], "BFloat16", "all_reduce", "forward"),
+    ("TP", "nccl:all_reduce", [[4096, 8192]], [[4096, 8192]], "BFloat16", "all_reduce", "backward"),
+    ("TP", "nccl:all_reduce", [[4096, 8192]], [[4096, 8192]], "BFloat16", "all_reduce", "backward"),
+    ("DP", "nccl:_reduce_scatter_base", [[16777216]], [[4194304]], "Float", "reduce_scatter", "reduce_grads"),
+    SYNC,  # the grad norm's .item()
+    ("EMB", "nccl:all_reduce", [[50304, 4096]], [[50304, 4096]], "BFloat16", "all_reduce", "embedding"),
+    ("DP", "nccl:_allgather_base", [[4194304]], [[16777216]], "BFloat16", "all_gather", "gather"),
+    ("WORLD", "nccl:all_reduce", [[1]], [[1]], "Float", "all_reduce", "log"),
+    SYNC,  # loss.item() at the step's end
+]
+MG_PER_STEP = {"TP": 4, "DP": 2, "EMB": 1, "WORLD": 1}
+MG_INIT = {"TP": 0, "DP": 0, "EMB": 0, "WORLD": 3}  # the default group's start-up barriers
+
+
+def mg_simulate(stop=None, stuck=None):
+    """The job run to a fixed point. stop = (rank, n): that rank's host
+    enqueues only the first n ops of the last step. stuck = (rank, n): the
+    n-th op of the last step of that rank's group never completes.
+    Returns {rank: [op dict]} (SYNC markers dropped) with enqueued /
+    started / completed set."""
+    plan = {}
+    for r in range(MG_WORLD):
+        seq = {k: MG_INIT[k] + MG_PER_STEP[k] * MG_STEPS_BEFORE for k in MG_PER_STEP}
+        items = []
+        for step in range(MG_WINDOW_STEPS):
+            at = 0
+            for item in MG_STEP:
+                if item is SYNC:
+                    items.append(SYNC)
+                    continue
+                kind, op, ins, outs, dtype, coll, caller = item
+                seq[kind] += 1
+                items.append({"kind": kind, "group": mg_group_of(kind, r), "seq": seq[kind],
+                              "op": op, "ins": ins, "outs": outs, "dtype": dtype,
+                              "coll": coll, "caller": caller, "step": step, "at": at,
+                              "enqueued": False, "started": False, "completed": False})
+                at += 1
+        plan[r] = items
+    last = MG_WINDOW_STEPS - 1
+    stuck_key = None
+    if stuck is not None:
+        op = [o for o in plan[stuck[0]] if o is not SYNC and o["step"] == last][stuck[1]]
+        stuck_key = (op["group"][0], op["seq"])
+    host = {r: 0 for r in range(MG_WORLD)}
+    changed = True
+    while changed:
+        changed = False
+        for r, items in plan.items():
+            while host[r] < len(items):
+                item = items[host[r]]
+                if item is SYNC:
+                    if not all(o["completed"] for o in items[: host[r]] if o is not SYNC):
+                        break
+                elif stop is not None and r == stop[0] and item["step"] == last and item["at"] >= stop[1]:
+                    break
+                else:
+                    item["enqueued"] = True
+                host[r] += 1
+                changed = True
+            for o in items:  # the GPU: one collective at a time, in order
+                if o is SYNC or o["completed"]:
+                    continue
+                if o["enqueued"] and not o["started"]:
+                    o["started"] = True
+                    changed = True
+                break
+        by_key = {}
+        for r, items in plan.items():
+            for o in items:
+                if o is not SYNC:
+                    by_key.setdefault((o["group"][0], o["seq"]), []).append(o)
+        for key, ops in by_key.items():
+            if key == stuck_key or ops[0]["completed"]:
+                continue
+            if len(ops) == len(ops[0]["group"][2]) and all(o["started"] for o in ops):
+                for o in ops:
+                    o["completed"] = True
+                changed = True
+    return {r: [o for o in items if o is not SYNC] for r, items in plan.items()}
+
+
+def mg_dump_of(rank, ops):
+    groups = mg_member_groups(rank)
+    record_id = sum(MG_PER_STEP.values()) * MG_STEPS_BEFORE + MG_INIT["WORLD"]
+    if rank < 8:
+        record_id += 1  # its POSITION_EMBEDDING_GROUP all_reduce at start-up
+    entries = []
+    t_rank = MG_T0 + rank * 37_000
+    for o in ops:
+        if not o["enqueued"]:
+            continue
+        name, desc, _ = o["group"]
+        created = t_rank + o["step"] * MG_STEP_NS + o["at"] * 90_000_000
+        started = created + 40_000 if o["started"] else None
+        completed = created + 6_000_000 if o["completed"] else None
+        e = {
+            "frames": [MG_FRAMES[o["coll"]], MG_FRAMES["wrapper"], MG_FRAMES[o["caller"]],
+                       MG_FRAMES["train_step"], MG_FRAMES["module"]],
+            "record_id": record_id,
+            "pg_id": groups[name][0],
+            "process_group": (name, desc),
+            "thread_name": "pt_main_thread",
+            "thread_id": MG_THREAD_ID,
+            "collective_seq_id": o["seq"],
+            "p2p_seq_id": 0,
+            "op_id": o["seq"],
+            "profiling_name": o["op"],
+            "time_created_ns": created,
+        }
+        if completed is not None:
+            e["duration_ms"] = f32(5.75)
+        e["input_sizes"] = o["ins"]
+        e["input_dtypes"] = [o["dtype"]]
+        e["output_sizes"] = o["outs"]
+        e["output_dtypes"] = [o["dtype"]]
+        e["state"] = "completed" if completed else ("started" if started else "scheduled")
+        e["time_discovered_started_ns"] = started
+        e["time_discovered_completed_ns"] = completed
+        e["retired"] = completed is not None
+        e["timeout_ms"] = TIMEOUT_MS
+        e["is_p2p"] = False
+        entries.append(e)
+        record_id += 1
+
+    status = {}
+    for name, (local_id, (_, desc, _)) in groups.items():
+        if desc == "PIPELINE_MODEL_PARALLEL_GROUP":
+            continue  # p2p only in this job: no collective recorded
+        if desc == "POSITION_EMBEDDING_GROUP":
+            status[local_id] = (1, 1, 1)
+            continue
+        kind = {"default_pg": "WORLD", "TENSOR_MODEL_PARALLEL_GROUP": "TP",
+                "DATA_PARALLEL_GROUP": "DP", "EMBEDDING_GROUP": "EMB"}[desc]
+        before = MG_INIT[kind] + MG_PER_STEP[kind] * MG_STEPS_BEFORE
+        mine = [o for o in ops if o["group"][0] == name]
+
+        def last(flag):
+            return max([o["seq"] for o in mine if o[flag]], default=before)
+
+        status[local_id] = (last("enqueued"), last("started"), last("completed"))
+    pg_status = {
+        str(local_id): {
+            "last_enqueued_collective": s[0],
+            "last_started_collective": s[1],
+            "last_completed_collective": s[2],
+        }
+        for local_id, s in sorted(status.items())
+    }
+    pg_config = {
+        name: {"name": name, "desc": desc, "ranks": ranks_str(ranks)}
+        for name, (_, (_, desc, ranks)) in sorted(groups.items(), key=lambda kv: (kv[0], kv[1][1][1]))
+    }
+    return {
+        "version": "2.10",
+        "pg_config": pg_config,
+        "comm_lib_version": "2.27.3",
+        "pg_status": pg_status,
+        "entries": entries,
+    }
+
+
+def mg_write(folder, ops_of):
+    for rank in range(MG_WORLD):
+        write(f"{folder}/nccl_trace_rank_{rank}", torch_pickle(mg_dump_of(rank, ops_of[rank])))
+
+
 def main():
     for rank in WORLD:
         write(f"fr_v2.10/nccl_trace_rank_{rank}", torch_pickle(dump_of(rank, "2.10")))
@@ -374,6 +632,12 @@ def main():
     write("damaged/nccl_trace_rank_5_global", evil)
 
     write("python_p5/nccl_trace_rank_2", pickle.dumps(dump_of(2, "2.10"), protocol=5))
+
+    # Rank 5's host stops after the second all_reduce of the last step.
+    mg_write("fr_multigroup_host_stop", mg_simulate(stop=(5, 2)))
+    # The third all_reduce of the last step of TENSOR_MODEL_PARALLEL_GROUP
+    # [6, 7] (rank 6's third op) never completes.
+    mg_write("fr_multigroup_never_completed", mg_simulate(stuck=(6, 2)))
 
 
 if __name__ == "__main__":

@@ -293,6 +293,11 @@ class DumpMapper {
     if (const Value* config = top.Get("pg_config")) MapConfig(*config);
     if (const Value* status = top.Get("pg_status")) MapStatus(*status);
     if (const Value* entries = top.Get("entries")) MapEntries(*entries);
+    if (top.Get("pg_config") == nullptr && (!dump_.status.empty() || !dump_.entries.empty())) {
+      ctx_.diag().AddAtOffset(DiagCode::kHangDumpNoPgConfig, ctx_.path, 0,
+                              "no pg_config: its groups are matched with other ranks' by id, "
+                              "which each process counts on its own");
+    }
     uint64_t taken = groups_ + dump_.status.size() + dump_.entries.size();
     ctx_.out->hang().dumps.push_back(std::move(dump_));
     return taken;
@@ -386,17 +391,19 @@ class DumpMapper {
       return std::string("no integer record_id or string profiling_name");
     r.record_id = *record_id;
     r.op = std::move(*op);
+    // pg_id is the process's own id of the group (pg_status's key),
+    // process_group[0] its name (pg_config's key): two counters that need
+    // not agree (model/hang.h).
     std::optional<int64_t> pg_id = IntField(e, "pg_id", bad);
     if (const Value* pg = e.Get("process_group")) {
       if (!pg->is_sequence() || pg->items.size() != 2 || !pg->items[0]->is_string() ||
           !pg->items[1]->is_string()) {
         return std::string("process_group is not (name, desc)");
       }
-      r.pg_id = pg->items[0]->s;
+      r.pg_name = pg->items[0]->s;
       r.pg_desc = pg->items[1]->s;
-    } else if (pg_id) {
-      r.pg_id = std::to_string(*pg_id);
     }
+    r.pg_id = pg_id ? std::to_string(*pg_id) : r.pg_name;
     r.collective_seq = IntField(e, "collective_seq_id", bad);
     r.p2p_seq = IntField(e, "p2p_seq_id", bad);
     r.op_id = IntField(e, "op_id", bad);

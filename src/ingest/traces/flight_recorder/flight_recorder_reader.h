@@ -34,13 +34,19 @@
 // What becomes of it:
 //   pg_config[name]          a ProcessGroupInfo: id = name, desc, ranks (the
 //                            string "[0, 1]" or a list; [] = every rank,
-//                            whole_world), size = the ranks' count
+//                            whole_world), size = the ranks' count, src =
+//                            the dump's file; a dump without pg_config
+//                            (older versions) is noted:
+//                            hang.dump_no_pg_config
 //   pg_status[uid]           a GroupProgress: the three seqs (ints or
 //                            decimal strings; -1 kept as written)
 //   entries[]                CollectiveRecords in buffer order; pg_id =
-//                            process_group[0] (else pg_id), pg_desc =
-//                            process_group[1]; a time of 0 or None is
-//                            unknown; state scheduled / started / completed
+//                            pg_id (the process's own id of the group, the
+//                            key of pg_status; else process_group[0]),
+//                            pg_name = process_group[0] (the key of
+//                            pg_config), pg_desc = process_group[1]; a time
+//                            of 0 or None is unknown; state scheduled /
+//                            started / completed
 //   version, nccl_version /  the dump's version and NCCL version
 //   comm_lib_version
 //   nccl_comm_state, thread  not read (NCCLX communicator state; the

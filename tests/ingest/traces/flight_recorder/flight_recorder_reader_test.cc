@@ -66,6 +66,7 @@ TEST(FlightRecorderReader, ReadsVersion210PickleAsTorchWritesIt) {
   const CollectiveRecord& last = d.entries.back();
   EXPECT_EQ(last.record_id, 7);
   EXPECT_EQ(last.pg_id, "0");
+  EXPECT_EQ(last.pg_name, "0");
   EXPECT_EQ(last.pg_desc, "default_pg");
   EXPECT_EQ(last.collective_seq, 6);
   EXPECT_EQ(last.op, "nccl:all_reduce");
@@ -131,6 +132,48 @@ TEST(FlightRecorderReader, JsonDumpGivesWhatThePickleGives) {
   }
   ASSERT_EQ(json.dump()->status.size(), 1u);
   EXPECT_EQ(json.dump()->status[0].last_enqueued, 6);  // "6" in JSON
+}
+
+TEST(FlightRecorderReader, EntryKeepsItsProcessesIdAndItsGroupsName) {
+  // Rank 9 of the multi-group job: its process's "2" is its tensor-parallel
+  // group, which pg_config (and every rank) names "17".
+  Loaded l = Load(kData + "fr_multigroup_host_stop/nccl_trace_rank_9", 9);
+  ASSERT_NE(l.dump(), nullptr);
+  const CollectiveRecord* tp = nullptr;
+  for (const CollectiveRecord& e : l.dump()->entries) {
+    if (e.pg_desc == "TENSOR_MODEL_PARALLEL_GROUP") tp = &e;
+  }
+  ASSERT_NE(tp, nullptr);
+  EXPECT_EQ(tp->pg_id, "2");
+  EXPECT_EQ(tp->pg_name, "17");
+  bool status_of_2 = false;
+  for (const GroupProgress& p : l.dump()->status) status_of_2 = status_of_2 || p.pg_id == "2";
+  EXPECT_TRUE(status_of_2);
+  const ProcessGroupInfo* named = nullptr;
+  for (const ProcessGroupInfo& g : l.run.hang.groups) {
+    if (g.id == "17") named = &g;
+  }
+  ASSERT_NE(named, nullptr);
+  EXPECT_EQ(named->desc, "TENSOR_MODEL_PARALLEL_GROUP");
+  EXPECT_EQ(named->ranks, (std::vector<int32_t>{8, 9}));
+  EXPECT_EQ(named->src.file, l.dump()->file);  // how the detector finds a dump's pg_config
+  EXPECT_EQ(l.diag(DiagCode::kHangDumpNoPgConfig), 0u);
+}
+
+TEST(FlightRecorderReader, DumpWithoutPgConfigIsNoted) {
+  TempDir dir;
+  std::string json =
+      R"({"entries":[{"collective_seq_id":3,"pg_id":1,"process_group":["1","dp"],)"
+      R"("profiling_name":"nccl:all_reduce","record_id":0,"state":"started"}],)"
+      R"("pg_status":{"1":{"last_completed_collective":"2","last_enqueued_collective":"3",)"
+      R"("last_started_collective":"3"}},"version":"2.10"})";
+  Loaded l = Load(WriteFile(dir.File("nccl_trace_rank_0.json"), json));
+  ASSERT_NE(l.dump(), nullptr);
+  EXPECT_EQ(l.dump()->status.size(), 1u);
+  EXPECT_EQ(l.dump()->entries.size(), 1u);
+  EXPECT_TRUE(l.run.hang.groups.empty());
+  EXPECT_EQ(l.diag(DiagCode::kHangDumpNoPgConfig), 1u);
+  EXPECT_EQ(l.run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 }
 
 TEST(FlightRecorderReader, PythonPickleProtocol5IsReadToo) {
