@@ -11,14 +11,16 @@
 
 include(GNUInstallDirs)
 
-# `install` and CPack install what is built, without building `all` (the
-# tests) first.
+# `install`, `package` and CPack install what is built, without building
+# `all` (the tests) first: build `laggard` before (scripts/dev.sh package).
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+set(CMAKE_SKIP_PACKAGE_ALL_DEPENDENCY ON)
 
 install(TARGETS laggard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # The unit as deploy/ ships it names /usr/local/bin (a hand install); the
-# package's binary is in the install prefix's bin/.
+# package's binary is /usr/bin/laggard (CPACK_PACKAGING_INSTALL_PREFIX), so
+# the installed unit names that, whatever CMAKE_INSTALL_PREFIX is.
 set(_unit_in ${PROJECT_SOURCE_DIR}/deploy/systemd/laggard-agent.service)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_unit_in})
 file(READ ${_unit_in} _unit)

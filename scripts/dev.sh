@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config ccache
+  cmake ninja-build g++ pkg-config
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -26,27 +26,44 @@ PACKAGES=(
   # laggard diagnose --mpi (src/mpi/) and its test under mpirun
   openmpi-bin libopenmpi-dev
 )
+# Installed when run as root, else only named: the build and the tests go
+# on without them. ccache: the compiler cache (cmake/ccache.cmake says when
+# it is off); dpkg-dev and file: the .deb's dependencies (dpkg-shlibdeps).
+OPTIONAL_PACKAGES=(ccache dpkg-dev file)
 # Only for `test`: the HTML report's browser test and the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo); each test skips when its
-# package is absent. dpkg-dev: the .deb's dependencies (dpkg-shlibdeps).
-TEST_PACKAGES=(chromium python3-torch dpkg-dev)
+# package is absent.
+TEST_PACKAGES=(chromium python3-torch)
 
 usage() {
   sed -n '2,15p' "$0" >&2
   exit 2
 }
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
 install_missing() {
-  local missing=()
+  local missing=() optional=()
   for p in "${PACKAGES[@]}" "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    installed "$p" || missing+=("$p")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
+  for p in "${OPTIONAL_PACKAGES[@]}"; do
+    installed "$p" || optional+=("$p")
+  done
   if [ "$(id -u)" -ne 0 ]; then
-    echo "laggard: missing Debian packages: ${missing[*]}" >&2
-    echo "run as root, or: sudo apt-get install ${missing[*]}" >&2
-    exit 1
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "laggard: missing Debian packages: ${missing[*]}" >&2
+      echo "run as root, or: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+    if [ ${#optional[@]} -gt 0 ]; then
+      echo "laggard: not installed, going on without: ${optional[*]}" \
+        "(sudo apt-get install ${optional[*]})" >&2
+    fi
+    return 0
   fi
+  missing+=("${optional[@]}")
+  [ ${#missing[@]} -eq 0 ] && return 0
   echo "laggard: installing ${missing[*]}" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -82,7 +99,7 @@ build() {
   [ $# -gt 0 ] && targets=(--target "$@")
   cmake --build --preset "$preset" "${targets[@]}"
   after=$(cache_counts)
-  if [ -n "$before" ] && grep -q ccache "build/$preset/CMakeCache.txt" 2>/dev/null; then
+  if [ -n "$before" ] && grep -q '^LAGGARD_CCACHE_SAID:INTERNAL=on ' "build/$preset/CMakeCache.txt"; then
     read -r h0 m0 <<<"$before"
     read -r h1 m1 <<<"$after"
     local h=$((h1 - h0)) m=$((m1 - m0))
@@ -103,6 +120,7 @@ case "$cmd" in
     ;;
   build)
     preset=${1:-release}
+    [ $# -le 1 ] || usage
     check_preset "$preset"
     install_missing
     build "$preset" laggard
@@ -114,6 +132,7 @@ case "$cmd" in
       shift
     fi
     preset=${1:-release}
+    [ $# -le 1 ] || usage
     check_preset "$preset"
     install_missing "${TEST_PACKAGES[@]}"
     build "$preset"
@@ -121,12 +140,18 @@ case "$cmd" in
     ;;
   bench)
     preset=${1:-release}
+    [ $# -le 1 ] || usage
     check_preset "$preset"
     install_missing
     build "$preset" laggard_benchmarks
     ;;
   package)
-    install_missing dpkg-dev
+    [ $# -eq 0 ] || usage
+    install_missing
+    for tool in dpkg-shlibdeps file; do
+      command -v "$tool" >/dev/null ||
+        { echo "laggard: package needs $tool (apt-get install dpkg-dev file)" >&2; exit 1; }
+    done
     build release laggard
     (cd build/release && cpack -G DEB >/dev/null)
     ls build/release/laggard_*.deb

@@ -7,11 +7,11 @@
 #
 #   deb_test.sh BUILD_DIR VERSION
 #
-# Exits 77 (ctest: skipped) without cpack, dpkg-deb or dpkg-shlibdeps.
+# Exits 77 (ctest: skipped) without cpack, dpkg-deb, dpkg-shlibdeps or file.
 set -euo pipefail
 build=$1
 version=$2
-for tool in cpack dpkg-deb dpkg-shlibdeps; do
+for tool in cpack dpkg-deb dpkg-shlibdeps file; do
   command -v "$tool" >/dev/null || { echo "deb_test: $tool not installed; skipping" >&2; exit 77; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/laggard-deb-XXXXXX")
@@ -20,7 +20,7 @@ fail() { echo "deb_test: $*" >&2; exit 1; }
 
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$work/out" >"$work/cpack.log" 2>&1 ||
   { cat "$work/cpack.log" >&2; fail "cpack failed"; }
-deb=$(ls "$work"/out/laggard_*.deb 2>/dev/null | head -1)
+deb=$(ls "$work"/out/laggard_*.deb 2>/dev/null | head -1 || true)
 [ -n "$deb" ] || fail "no .deb in $work/out"
 echo "deb_test: $(basename "$deb"), $(stat -c %s "$deb") bytes"
 
@@ -44,5 +44,5 @@ grep -q "$version" <<<"$got" || fail "laggard --version printed '$got'"
 (cd "$work" && "$bin" demo --out "$work/demo" >"$work/demo.txt" 2>&1) ||
   { cat "$work/demo.txt" >&2; fail "laggard demo failed"; }
 grep -qi "straggler\|culprit" "$work/demo.txt" || { cat "$work/demo.txt" >&2; fail "no verdict"; }
-[ -f "$work/demo/report.html" ] || ls "$work/demo" >&2
+[ -f "$work/demo/report.html" ] || fail "demo wrote no report.html"
 echo "deb_test: the unpacked laggard ran --version ($got) and demo"
