@@ -69,11 +69,15 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-check_preset() {
-  case "$1" in
+# preset_arg [PRESET]: the preset a verb names (release when none), or
+# usage for an unknown one or more arguments.
+preset_arg() {
+  [ $# -le 1 ] || usage
+  preset=${1:-release}
+  case "$preset" in
     release | debug | asan | tsan) ;;
     *)
-      echo "laggard: unknown preset '$1'" >&2
+      echo "laggard: unknown preset '$preset'" >&2
       usage
       ;;
   esac
@@ -119,9 +123,7 @@ case "$cmd" in
     exec build/release/src/laggard demo "$@"
     ;;
   build)
-    preset=${1:-release}
-    [ $# -le 1 ] || usage
-    check_preset "$preset"
+    preset_arg "$@"
     install_missing
     build "$preset" laggard
     ;;
@@ -131,17 +133,13 @@ case "$cmd" in
       labels=(-L unit)
       shift
     fi
-    preset=${1:-release}
-    [ $# -le 1 ] || usage
-    check_preset "$preset"
+    preset_arg "$@"
     install_missing "${TEST_PACKAGES[@]}"
     build "$preset"
     ctest --preset "$preset" --no-tests=error "${labels[@]}"
     ;;
   bench)
-    preset=${1:-release}
-    [ $# -le 1 ] || usage
-    check_preset "$preset"
+    preset_arg "$@"
     install_missing
     build "$preset" laggard_benchmarks
     ;;
