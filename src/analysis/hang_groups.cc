@@ -52,11 +52,11 @@ GroupIdentity ById(const std::string& id, const std::string& desc) {
 // a hash of its ranks).
 class DumpGroups {
  public:
-  DumpGroups(const Run& run, const FlightRecorderDump& d) {
-    for (const ProcessGroupInfo& g : run.hang.groups) {
-      if (g.src.file != d.file) continue;
-      config_.emplace(g.id, &g);
-      ++alike_[BaseKey(g)];
+  // `config`: the pg_config records of the dump's file.
+  DumpGroups(const std::vector<const ProcessGroupInfo*>& config, const FlightRecorderDump& d) {
+    for (const ProcessGroupInfo* g : config) {
+      config_.emplace(g->id, g);
+      ++alike_[BaseKey(*g)];
     }
     for (const CollectiveRecord& e : d.entries) {
       if (e.pg_name.empty()) continue;
@@ -120,9 +120,15 @@ class Collector {
   }
 
   void FromDumps() {
+    // Each file's pg_config records, found in one pass (not one pass over
+    // every rank's records per dump: 10^4 dumps).
+    std::map<uint32_t, std::vector<const ProcessGroupInfo*>> config_of_file;
+    for (const ProcessGroupInfo& g : run_.hang.groups) config_of_file[g.src.file].push_back(&g);
+    static const std::vector<const ProcessGroupInfo*> kNone;
     for (const FlightRecorderDump& d : run_.hang.dumps) {
       if (!d.rank) continue;
-      DumpGroups names(run_, d);
+      auto config = config_of_file.find(d.file);
+      DumpGroups names(config == config_of_file.end() ? kNone : config->second, d);
       if (!names.has_config()) ++dumps_without_config_;
       for (const GroupProgress& p : d.status) {
         std::optional<GroupIdentity> id = names.Resolve(p.pg_id, "");
