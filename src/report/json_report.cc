@@ -380,6 +380,7 @@ Json HangJson(const HangAnalysis& hang) {
     }
     groups.push_back({{"pg_id", g.pg_id},
                       {"desc", g.pg_desc.empty() ? Json(nullptr) : Json(g.pg_desc)},
+                      {"matched_by_config", g.matched},
                       {"members", g.members},
                       {"stuck_seq", Opt(g.stuck_seq)},
                       {"ranks", std::move(ranks)}});
@@ -387,6 +388,8 @@ Json HangJson(const HangAnalysis& hang) {
   return {{"world", Opt(hang.world)},
           {"stops", hang.episodes},
           {"lines_left_out", hang.events_left_out},
+          {"dumps_without_config", hang.dumps_without_config},
+          {"statuses_unplaced", hang.statuses_unplaced},
           {"groups", std::move(groups)}};
 }
 
