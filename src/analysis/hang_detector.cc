@@ -17,6 +17,8 @@
 #include "analysis/hang_episodes.h"
 #include "analysis/hang_groups.h"
 #include "analysis/hang_ras.h"
+#include "analysis/hang_reports.h"
+#include "analysis/hang_transport.h"
 #include "analysis/parallel_layout.h"
 #include "base/text.h"
 
@@ -64,9 +66,14 @@ std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& eve
     if (e.rank) world = std::max(world, *e.rank + 1);
   }
   // A RAS report's largest communicator: every rank of the job is in the
-  // world communicator.
+  // world communicator. Where the Job summary gives the GPUs (or
+  // processes), only a communicator of that size is the world one: a
+  // damaged report prints rows that are not.
   for (const RasReport& r : run.hang.ras) {
-    for (const RasCommGroup& g : r.comm_groups) world = std::max(world, g.ranks_per_comm);
+    const std::optional<int32_t> total = r.gpus ? r.gpus : r.processes;
+    for (const RasCommGroup& g : r.comm_groups) {
+      if (!total || g.ranks_per_comm == *total) world = std::max(world, g.ranks_per_comm);
+    }
   }
   if (world <= 0) return std::nullopt;
   return world;
@@ -118,23 +125,47 @@ void AddStateEvidence(Finding& f, const HangRankState& s) {
   }
 }
 
+// A collective whose root finishes before its receivers do: a rank one
+// ahead of another in it is no evidence of different paths.
+bool RootedOp(std::string_view key) {
+  return key == "broadcast" || key == "reduce" || key == "gather" || key == "scatter" ||
+         key == "send" || key == "recv";
+}
+
+// What a rank runs at N: its op, and its input size where the op's sizes
+// must agree. Dumps: the entry of N. Lines: the watchdog's own SeqNum N.
+std::optional<std::string> OpAt(const HangRankState& s, int64_t n) {
+  if (s.op_waiting.empty()) return std::nullopt;
+  const bool at_n = s.from_dump ? WaitsInCollective(s) && s.completed && *s.completed + 1 == n
+                                : s.timed_out && *s.timed_out == n;
+  if (!at_n) return std::nullopt;
+  const std::string key = OpKey(s.op_waiting);
+  if (!SizesMustAgree(key) || s.sizes_waiting.empty()) return s.op_waiting;
+  return s.op_waiting + " " + s.sizes_waiting;
+}
+
 std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorOptions& o) {
   if (!g.stuck_seq) return std::nullopt;
   const int64_t n = *g.stuck_seq;
   // Different ops or sizes at N.
   std::map<std::string, std::vector<int32_t>> by_op;
   for (const HangRankState& s : g.ranks) {
-    if (!WaitsInCollective(s) || !s.completed || *s.completed + 1 != n) continue;
-    if (!s.from_dump || s.op_waiting.empty()) continue;
-    by_op[s.op_waiting + " " + s.sizes_waiting].push_back(s.rank);
+    if (std::optional<std::string> op = OpAt(s, n)) by_op[*op].push_back(s.rank);
   }
   if (by_op.size() > 1) {
-    auto majority = std::max_element(by_op.begin(), by_op.end(), [](const auto& a, const auto& b) {
-      return a.second.size() < b.second.size();
-    });
+    // The odd ones out when one op has a strict majority; on a tie every
+    // side, since which took the wrong path is not shown.
+    size_t most = 0, at_most = 0;
+    for (const auto& [op, ranks] : by_op) most = std::max(most, ranks.size());
+    for (const auto& [op, ranks] : by_op) at_most += ranks.size() == most ? 1 : 0;
+    const bool strict = at_most == 1;
+    std::string majority;
     Finding f = Base(FindingCode::kHangDesync);
     for (const auto& [op, ranks] : by_op) {
-      if (&op == &majority->first) continue;
+      if (strict && ranks.size() == most) {
+        majority = op;
+        continue;
+      }
       f.ranks.insert(f.ranks.end(), ranks.begin(), ranks.end());
     }
     std::sort(f.ranks.begin(), f.ranks.end());
@@ -144,30 +175,57 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
       ops.push_back(fmt::format("{} on rank {}", op, RankList(ranks, o.max_ranks_listed)));
     }
     f.message = fmt::format(
-        "{}: collective #{} is not the same on every rank ({}): {} called a different op",
-        GroupName(g), n, fmt::join(ops, "; "), Ranks(f.ranks, o.max_ranks_listed));
+        "{}: collective #{} is not the same on every rank ({}): {}", GroupName(g), n,
+        fmt::join(ops, "; "),
+        strict ? fmt::format("{} called a different op", Ranks(f.ranks, o.max_ranks_listed))
+               : "no side has a majority, so which one took the wrong path "
+                 "is not shown; every side is named");
     f.confidence = ConfidenceOf(g);
     for (const HangRankState& s : g.ranks) AddStateEvidence(f, s);
-    f.next_steps.push_back(fmt::format(
-        "find where rank {} calls {} differently: a collective under a condition only some ranks "
-        "take, or tensors of rank-dependent shape; TORCH_DISTRIBUTED_DEBUG=DETAIL catches the "
-        "mismatch at its call",
-        f.ranks.front(), majority->first));
+    f.next_steps.push_back(
+        strict ? fmt::format("find where rank {} calls {} differently: a collective under a "
+                             "condition only some ranks take, or tensors of rank-dependent shape; "
+                             "TORCH_DISTRIBUTED_DEBUG=DETAIL catches the mismatch at its call",
+                             f.ranks.front(), majority)
+               : fmt::format("compare the code paths of ranks {} at this collective: a collective "
+                             "under a condition only some ranks take, or tensors of rank-dependent "
+                             "shape; TORCH_DISTRIBUTED_DEBUG=DETAIL catches the mismatch at its "
+                             "call",
+                             RankList(f.ranks, 4)));
     return f;
   }
   // Ranks past N (they completed it) while others wait in it.
   std::vector<int32_t> behind, ahead;
   int64_t furthest = n - 1;
+  std::optional<int64_t> ahead_enqueued, behind_enqueued;  // the least of each side
+  auto least = [](std::optional<int64_t>& lo, const std::optional<int64_t>& v) {
+    if (v) lo = lo ? std::min(*lo, *v) : *v;
+  };
+  bool behind_unknown = false;
   for (const HangRankState& s : g.ranks) {
     if (!s.completed) continue;
     if (*s.completed >= n && !s.completed_inferred) {
       ahead.push_back(s.rank);
       furthest = std::max(furthest, *s.completed);
+      least(ahead_enqueued, s.enqueued);
     } else if (WaitsInCollective(s) && *s.completed + 1 == n) {
       behind.push_back(s.rank);
+      least(behind_enqueued, s.enqueued);
+      behind_unknown = behind_unknown || !s.enqueued;
     }
   }
   if (ahead.empty() || behind.empty()) return std::nullopt;
+  // The ranks behind issued as many collectives as those ahead: none
+  // skipped one; N was issued everywhere and waits on the GPU or the
+  // network (a stuck collective, not a desync).
+  if (!behind_unknown && behind_enqueued && ahead_enqueued && *behind_enqueued >= *ahead_enqueued)
+    return std::nullopt;
+  // One apart in a rooted collective: its root finishes first.
+  std::string waited;
+  for (const HangRankState& s : g.ranks) {
+    if (WaitsInCollective(s) && !s.op_waiting.empty()) waited = s.op_waiting;
+  }
+  if (furthest == n && RootedOp(OpKey(waited))) return std::nullopt;
   Finding f = Base(FindingCode::kHangDesync);
   f.ranks = behind;
   f.entity.rank = behind.front();
@@ -538,95 +596,27 @@ std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events
 // comm init lines of the same host and pid gave (model/network.h), when
 // that communicator is the largest seen (a rank of a smaller one is not
 // the global rank).
-std::optional<int32_t> NcclLineRank(const Run& run, const HangEvent& e) {
-  if (e.rank) return e.rank;
-  if (!e.pid || e.host.empty()) return std::nullopt;
-  int32_t largest = 0;
-  for (const NcclRankInfo& r : run.network.nccl_ranks)
-    largest = std::max(largest, r.nranks.value_or(0));
-  for (const NcclRankInfo& r : run.network.nccl_ranks) {
-    if (r.rank && r.pid == e.pid && r.host == e.host && r.nranks == largest) return r.rank;
-  }
-  return std::nullopt;
-}
-
-std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events,
-                                       const HangDetectorOptions& o) {
-  std::vector<const HangEvent*> lines;
-  std::set<int32_t> ranks;
-  for (const HangEvent& e : events) {
-    if (e.kind != HangEventKind::kTransportError && e.kind != HangEventKind::kRemoteError) continue;
-    lines.push_back(&e);
-    if (auto r = NcclLineRank(run, e)) ranks.insert(*r);
-  }
-  if (lines.empty()) return std::nullopt;
-  Finding f = Base(FindingCode::kHangTransportError);
-  f.ranks.assign(ranks.begin(), ranks.end());
-  const HangEvent* first = lines.front();
-  for (const HangEvent* e : lines) {
-    if (e->kind == HangEventKind::kTransportError) {
-      first = e;
-      break;
-    }
-  }
-  // The hosts that printed them, in order of their first line: errors on
-  // several hosts are not one host's link.
-  std::vector<std::pair<std::string, size_t>> hosts;
-  for (const HangEvent* e : lines) {
-    if (e->host.empty()) continue;
-    auto it =
-        std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == e->host; });
-    if (it == hosts.end()) {
-      hosts.emplace_back(e->host, 1);
-    } else {
-      ++it->second;
-    }
-  }
-  const std::string detail =
-      fmt::format("{}{}", first->peer.empty() ? "" : ", peer " + first->peer,
-                  first->error_code ? fmt::format(", error {}", *first->error_code) : "");
-  if (hosts.size() <= 1) {
-    if (!first->host.empty()) f.entity.host = first->host;
-    if (!first->peer.empty()) f.entity.nic = first->peer;
-    f.message = fmt::format("{} transport error{}{}{}", lines.size(), lines.size() == 1 ? "" : "s",
-                            first->host.empty() ? "" : " on " + first->host, detail);
-  } else {
-    std::vector<std::string> each;
-    for (const auto& [host, n] : hosts) {
-      if (each.size() == 4) {
-        each.push_back(fmt::format("{} more", hosts.size() - 4));
-        break;
-      }
-      each.push_back(fmt::format("{} ({})", host, n));
-    }
-    f.message = fmt::format("{} transport errors on {} hosts: {}; the first NET error{}{}",
-                            lines.size(), hosts.size(), fmt::join(each, ", "),
-                            first->host.empty() ? "" : " on " + first->host, detail);
-  }
-  if (f.ranks.size() == 1) f.entity.rank = f.ranks.front();
-  if (!f.entity.host && !f.entity.rank) f.entity.job = true;
-  if (!ranks.empty()) f.message += ", " + Ranks(f.ranks, o.max_ranks_listed);
-  f.confidence = kConfidenceLines;
-  for (size_t i = 0; i < lines.size() && i < 4; ++i) {
-    f.evidence.push_back({lines[i]->text, lines[i]->src});
-  }
-  f.next_steps.push_back(fmt::format(
-      "check the NIC and link{}{}: ibstat, port counters (symbol errors, link downed), "
-      "`dmesg | grep -i mlx5`; IB error 12 (retry exceeded) means the peer stopped answering: "
-      "check the peer host too",
-      first->host.empty() ? "" : " of " + first->host,
-      first->peer.empty() ? "" : " towards " + first->peer));
-  return f;
-}
-
 // What hang lines that place no rank in a group show: "2 watchdog
 // timeouts, 3 process exits (exit codes -6, 1)", and the first line of
 // each kind as evidence.
 std::string UnplacedLines(const std::vector<HangEvent>& events, Finding& f) {
-  static constexpr std::string_view kWords[] = {
-      "watchdog timeout",    "watchdog exception", "blocking-wait timeout", "desync report",
-      "collective mismatch", "gloo error",         "NCCL transport error",  "remote error",
-      "process exit",        "watchdog abort line"};
+  static constexpr std::string_view kWords[] = {"watchdog timeout",
+                                                "watchdog exception",
+                                                "blocking-wait timeout",
+                                                "desync report",
+                                                "collective mismatch",
+                                                "gloo error",
+                                                "NCCL transport error",
+                                                "remote error",
+                                                "process exit",
+                                                "watchdog abort line",
+                                                "dump-signal line",
+                                                "fr_trace missing-ranks report",
+                                                "fr_trace mismatch report",
+                                                "HCA event",
+                                                "NET size mismatch",
+                                                "CUDA error",
+                                                "verbs call failure"};
   static_assert(std::size(kWords) == static_cast<size_t>(HangEventKind::kCount));
   std::array<size_t, std::size(kWords)> count{};
   std::array<const HangEvent*, std::size(kWords)> first{};
@@ -750,9 +740,12 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
     if ((decided = DecideDesync(g, o))) break;
   }
   if (!decided) decided = DecideNotJoined(a.groups, o);
+  if (!decided) decided = DecideFrTrace(events);
   if (!decided) decided = DecideFromReports(events, o);
+  if (!decided) decided = DecideUnplacedMismatch(events);
+  if (!decided) decided = DecideNetSizeMismatch(events);
   std::optional<Finding> exited = DecideProcessMissing(events, o);
-  std::optional<Finding> transport = DecideTransport(run, events, o);
+  std::optional<Finding> transport = DecideTransport(run, events, o.max_ranks_listed);
   std::optional<Finding> stuck = DecideStuck(a.groups, decided.has_value(), o);
   std::optional<Finding> ras_lost = DecideRasLost(run, a.world, o);
   if (!decided && exited) decided = std::exchange(exited, std::nullopt);

@@ -175,7 +175,8 @@ class Collector {
     for (const HangEvent& e : events_) {
       const bool timeout = e.kind == HangEventKind::kWatchdogTimeout ||
                            e.kind == HangEventKind::kWatchdogException ||
-                           e.kind == HangEventKind::kBlockingWaitTimeout;
+                           e.kind == HangEventKind::kBlockingWaitTimeout ||
+                           e.kind == HangEventKind::kDumpSignal;
       if (!timeout) continue;
       std::string id = e.pg_id;
       // One char, not a string literal: g++ 12 misreads the inlined copy of
@@ -184,6 +185,9 @@ class Collector {
       std::optional<int32_t> rank = e.rank;
       if (!rank && IsDefaultGroup(id, e.pg_desc)) rank = e.group_rank;
       if (!rank) continue;
+      // "[rank3]: ... [Rank 3] Watchdog caught": the rank in a group the
+      // line does not name equals the global one, as in the default group.
+      if (id == "?" && e.group_rank == e.rank) same_rank_unnamed_.insert(*rank);
       HangRankState& s = State(LineGroup(e, *rank, id), id, *rank);
       if (!s.src) s.src = e.src;
       if (e.seq) s.timed_out = s.timed_out ? std::min(*s.timed_out, *e.seq) : *e.seq;
@@ -202,7 +206,10 @@ class Collector {
         }
         s.enqueued = std::max(s.enqueued.value_or(*e.seq), *e.seq);
       }
-      if (s.op_waiting.empty() && !e.op.empty()) s.op_waiting = e.op;
+      if (s.op_waiting.empty() && !e.op.empty()) {
+        s.op_waiting = e.op;
+        if (e.numel_in) s.sizes_waiting = fmt::format("(numel {})", *e.numel_in);
+      }
     }
   }
 
@@ -234,7 +241,7 @@ class Collector {
       gs.stuck_seq = StuckSeq(gs.ranks);
       out.push_back(std::move(gs));
     }
-    DropRepeatedUnnamed(out);
+    DropRepeatedUnnamed(out, same_rank_unnamed_);
     return out;
   }
 
@@ -245,7 +252,11 @@ class Collector {
   // its group and the "[PG 1 Rank 0] Exception ..." beside it with it: a
   // rank's state in the unnamed group that a named group holds with the
   // same collective is that group's, said twice.
-  static void DropRepeatedUnnamed(std::vector<HangGroupState>& groups) {
+  // A rank whose only line names no group, with "[rankR]" equal to its
+  // "[Rank R]" (`same_rank`) and timed out at the default group's stuck
+  // collective, is that group's: moved there, so that its op is compared.
+  static void DropRepeatedUnnamed(std::vector<HangGroupState>& groups,
+                                  const std::set<int32_t>& same_rank) {
     auto unnamed = std::find_if(groups.begin(), groups.end(),
                                 [](const HangGroupState& g) { return g.pg_id == "?"; });
     if (unnamed == groups.end()) return;
@@ -263,12 +274,56 @@ class Collector {
         if (auto n = waiting_in(t)) named.emplace(t.rank, *n);
       }
     }
+    // The state a named group holds of `rank` waiting in `n`.
+    auto named_state = [&](int32_t rank, int64_t n) -> HangRankState* {
+      for (HangGroupState& g : groups) {
+        if (&g == &*unnamed) continue;
+        for (HangRankState& t : g.ranks) {
+          if (t.rank == rank && waiting_in(t) == n) return &t;
+        }
+      }
+      return nullptr;
+    };
+    HangGroupState* default_group = nullptr;
+    for (HangGroupState& g : groups) {
+      if (&g != &*unnamed && IsDefaultGroup(g.pg_id, g.pg_desc)) {
+        default_group = default_group == nullptr ? &g : nullptr;
+        if (default_group == nullptr) break;  // two default groups: none is the one
+      }
+    }
+    std::vector<HangRankState> moved;
     std::erase_if(unnamed->ranks, [&](const HangRankState& s) {
       const std::optional<int64_t> n = waiting_in(s);
       if (!n) return false;
       auto [lo, hi] = named.equal_range(s.rank);
-      return std::any_of(lo, hi, [&](const auto& kv) { return kv.second == n; });
+      if (std::any_of(lo, hi, [&](const auto& kv) { return kv.second == n; })) {
+        // The same collective said twice: keep what only this line says.
+        if (HangRankState* t = named_state(s.rank, *n); t != nullptr && t->op_waiting.empty()) {
+          t->op_waiting = s.op_waiting;
+          t->sizes_waiting = s.sizes_waiting;
+        }
+        return true;
+      }
+      if (default_group != nullptr && lo == hi && same_rank.count(s.rank) > 0 && s.timed_out &&
+          std::none_of(default_group->ranks.begin(), default_group->ranks.end(),
+                       [&](const HangRankState& t) { return t.rank == s.rank; }) &&
+          default_group->stuck_seq == s.timed_out &&
+          (default_group->members.empty() ||
+           std::binary_search(default_group->members.begin(), default_group->members.end(),
+                              s.rank))) {
+        moved.push_back(s);
+        return true;
+      }
+      return false;
     });
+    if (!moved.empty()) {
+      for (HangRankState& s : moved) {
+        s.pg_id = default_group->pg_id;
+        default_group->ranks.push_back(std::move(s));
+      }
+      std::sort(default_group->ranks.begin(), default_group->ranks.end(),
+                [](const HangRankState& a, const HangRankState& b) { return a.rank < b.rank; });
+    }
     if (unnamed->ranks.empty()) {
       groups.erase(unnamed);
     } else {
@@ -346,6 +401,7 @@ class Collector {
   std::map<int32_t, DumpGroups> dump_groups_;  // each rank's first dump's
   size_t dumps_without_config_ = 0;
   size_t statuses_unplaced_ = 0;
+  std::set<int32_t> same_rank_unnamed_;  // ranks of unnamed lines whose [Rank R] is [rankR]
 };
 
 }  // namespace

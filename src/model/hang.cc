@@ -24,6 +24,13 @@ std::string_view HangEventKindName(HangEventKind k) {
     case HangEventKind::kRemoteError: return "remote_error";
     case HangEventKind::kProcessExited: return "process_exited";
     case HangEventKind::kWatchdogTerminated: return "watchdog_terminated";
+    case HangEventKind::kDumpSignal: return "dump_signal";
+    case HangEventKind::kFrTraceNotJoined: return "fr_trace_not_joined";
+    case HangEventKind::kFrTraceMismatch: return "fr_trace_mismatch";
+    case HangEventKind::kNicEvent: return "nic_event";
+    case HangEventKind::kNetSizeMismatch: return "net_size_mismatch";
+    case HangEventKind::kCudaError: return "cuda_error";
+    case HangEventKind::kVerbsError: return "verbs_error";
     case HangEventKind::kCount: break;
   }
   return "unknown";

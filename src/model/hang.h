@@ -119,6 +119,23 @@ enum class HangEventKind : uint8_t {
   kWatchdogTerminated,   // "Process group watchdog thread terminated with exception: ...",
                          // "Some NCCL operations have failed or timed out": the watchdog
                          // takes the process down
+  kDumpSignal,           // "Received a dump signal due to a collective timeout from rank R
+                         // ... Last enqueued NCCL work: N, last completed NCCL work: M",
+                         // "Observed flight recorder dump signal": the printing rank's own
+                         // progress; R (ranks_named) is the rank whose watchdog fired
+                         // first, a waiter, never a culprit
+  kFrTraceNotJoined,     // torch's fr_trace analyser: "Not all ranks joining collective N at
+                         // entry M" + "missing ranks: {1, 3}" (ranks_named: the missing)
+  kFrTraceMismatch,      // fr_trace: "Collective N at entry M errors" + "error msg: Culprit
+                         // rank R; Error type: T, ..." (ranks_named: the ranks that differ
+                         // from fr_trace's reference rank; which side is wrong is not said)
+  kNicEvent,             // "NET/IB : mlx5_0:1 Got async event : local access violation work
+                         // queue error": the reporting host's own HCA (peer: the device)
+  kNetSizeMismatch,      // "NET/IB : req 0/1 tag 0 peer P collective mismatch error, local
+                         // size A remote size B": the two ends posted different sizes
+  kCudaError,            // NCCL: "Cuda failure 'invalid argument'" (detail: the text)
+  kVerbsError,           // NCCL: "Call to ibv_create_qp failed" (detail: the ibv_ call):
+                         // a local verbs resource / device-access failure
   kCount,
 };
 std::string_view HangEventKindName(HangEventKind k);
@@ -145,7 +162,11 @@ struct HangEvent {
   std::string host;                   // host of the line, or of the peer in error
   std::optional<int64_t> pid;         // NCCL's "host:pid:tid" prefix
   std::string peer;                   // "peer 10.0.0.2<34567>", NIC / device
-  std::optional<TimeNs> time_ns;      // the line's own dated timestamp, when it has one
+  // What the line says in words that fit no field above: a CUDA error's
+  // text, an HCA event, fr_trace's error type and sizes, NET's local and
+  // remote sizes.
+  std::string detail;
+  std::optional<TimeNs> time_ns;  // the line's own dated timestamp, when it has one
   // glog's "[E1015 10:11:12.345678 ...]" has no year: ns since Jan 1 00:00
   // of an unknown year, in the writer's local time as printed. Orders the
   // lines of one job (across a New Year it wraps); never a TimeNs.

@@ -87,7 +87,7 @@ static_assert(sizeof(GroupProgress) == 80,
               "a field was added to GroupProgress: update model/wire.cc");
 static_assert(sizeof(FlightRecorderDump) == 168,
               "a field was added to FlightRecorderDump: update model/wire.cc");
-static_assert(sizeof(HangEvent) == 464, "a field was added to HangEvent: update model/wire.cc");
+static_assert(sizeof(HangEvent) == 496, "a field was added to HangEvent: update model/wire.cc");
 static_assert(sizeof(HangLogInfo) == 64, "a field was added to HangLogInfo: update model/wire.cc");
 static_assert(sizeof(RasRank) == 184, "a field was added to RasRank: update model/wire.cc");
 static_assert(sizeof(RasOpCount) == 56, "a field was added to RasOpCount: update model/wire.cc");
@@ -473,7 +473,7 @@ void serialize(Archive& ar, HangEvent& x) {
   ar(Enum(x.kind, HangEventKind::kCount, "HangEventKind"), x.rank, x.group_rank, x.pg_id, x.pg_desc,
      x.pg_guid, x.seq, x.last_enqueued, x.last_completed, x.op, x.numel_in, x.numel_out);
   ar(x.timeout_ms, x.ran_for_ms, x.ranks_named, x.local_rank, x.exit_code, x.error_code, x.host,
-     x.pid, x.peer, x.time_ns, x.yearless_time_ns, x.text, x.src);
+     x.pid, x.peer, x.detail, x.time_ns, x.yearless_time_ns, x.text, x.src);
 }
 
 template <class Archive>

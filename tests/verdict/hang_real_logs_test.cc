@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,9 +117,135 @@ INSTANTIATE_TEST_SUITE_P(
                   VerdictStatus::kHang,
                   FindingCode::kHangTransportError,
                   {4},
-                  "kp-ddp-worker-0"}),
+                  "kp-ddp-worker-0"},
+        // pasted/: excerpts pasted in public issue threads (README there).
+        // fr_trace's own report: all_reduce #39 of default_pg differs in
+        // size between its reference rank and ranks 22, 110, ...: which
+        // side is wrong is not shown.
+        LogAnswer{"pasted/fr_trace_culprit_sizes.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {}},
+        // Ranks 2 and 3 in BROADCAST #7219 with 24084544 vs 64 elements.
+        LogAnswer{"pasted/swift_bcast_numel_mismatch.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {2, 3}},
+        // Rank 3 in ALLREDUCE, rank 7 in BROADCAST at #80078; rank 3's only
+        // line names no group, but its [Rank 3] is its [rank3].
+        LogAnswer{"pasted/nccl1409_bcast_vs_allreduce.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {3, 7}},
+        // torch 2.0 lines: group rank 0 gathers 75264 elements, group ranks
+        // 1, 2, 6 2359296, at #202558: a desync in group-rank words.
+        LogAnswer{"pasted/moellava_allgather_numel.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {}},
+        // torch 1.x: group rank 0 in BROADCAST, group rank 1 in ALLGATHER at #80.
+        LogAnswer{"pasted/llamafactory74_allgather_vs_bcast.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {}},
+        LogAnswer{"pasted/simpletuner_detail_mismatch.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {1, 7}},
+        LogAnswer{"pasted/lightning_detail_mismatch.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {0, 1}},
+        // Rank 3 one behind rank 0 in a BROADCAST, both hosts enqueued up to
+        // #6464: nobody skipped a collective.
+        LogAnswer{"pasted/vllm_bcast_seq_skew.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        LogAnswer{"pasted/primerl_ep_alltoall.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // "dump signal ... from rank 34" names the first waiter to fire.
+        LogAnswer{"pasted/openrlhf_dump_signal.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        LogAnswer{"pasted/torchtune_three_of_four.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // Rank 0 in #1516, rank 1 in #1517 of PG 1: two different works.
+        LogAnswer{"pasted/llamafactory2902_seq_skew.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // RAS says OK while rank 118 timed out: nobody can be named.
+        LogAnswer{"pasted/ras_2.26_ok_while_rank118_timed_out.txt",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // A damaged 2.27.3 report: pid 60004 on 10.4.109.13 did not answer;
+        // its "rank 1" is of a 2-rank communicator in a 10-GPU job.
+        LogAnswer{"pasted/ras_2.27.3_corrupted_report.txt",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangProcessMissing,
+                  {},
+                  "10.4.109.13"},
+        // node201's own HCA reports a local access violation; node023 only
+        // sees remote invalid requests from it.
+        LogAnswer{"pasted/ib_status9_quoted_markdown.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangTransportError,
+                  {},
+                  "node201"},
+        // Two incidents of unnamed hosts with two peers: no one host or link.
+        LogAnswer{"pasted/ib_errors_hostname_redacted.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangTransportError,
+                  {}},
+        // NET/IB: the two ends posted different sizes; neither is named.
+        LogAnswer{"pasted/ib_collective_mismatch_pdsh.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangDesync,
+                  {}},
+        // CUDA 'invalid argument' in NCCL's setup on tomte401, MPI ranks 0, 3.
+        LogAnswer{"pasted/mpirun_tagged_cuda_invalid_argument.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangTransportError,
+                  {0, 3},
+                  "tomte401"},
+        // "Connection closed by remote peer" names gpu004 itself.
+        LogAnswer{"pasted/socket_closed_by_own_host.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // Rank 4 on 50428e4af543: error 12 from peer 10.0.1.23, then flushes.
+        LogAnswer{"pasted/deepspeed_ib_status12_then_flush.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangTransportError,
+                  {4},
+                  "50428e4af543"},
+        // ibv_create_qp failed for three GPUs of one process on hai-a100-3.
+        LogAnswer{"pasted/ibv_create_qp_failed_init.log",
+                  VerdictStatus::kHang,
+                  FindingCode::kHangTransportError,
+                  {},
+                  "hai-a100-3"},
+        LogAnswer{"pasted/megatron_reducescatter_timeout_quoted.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}},
+        // "driver shutting down": teardown after a failure the excerpt lacks.
+        LogAnswer{"pasted/cuda_driver_shutting_down_bad_dev.log",
+                  VerdictStatus::kInconclusive,
+                  FindingCode::kHangInconclusive,
+                  {}}),
     [](const ::testing::TestParamInfo<LogAnswer>& p) {
-      std::string name = p.param.file.substr(0, p.param.file.find('.'));
+      std::string name = p.param.file.substr(0, p.param.file.rfind('.'));
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
       return name;
     });
 

@@ -216,9 +216,21 @@ std::string GlooPeer(std::string_view s, size_t from) {
          std::string(s.substr(close + 1, end - close - 1));
 }
 
-// The host of NCCL's "host:pid:tid [dev] ... NCCL WARN" prefix, if any.
-// The "host:pid:tid" prefix of an NCCL line: the host, and the pid into
-// `pid` when given.
+bool IsHostChar(char c) {
+  char lower = ToLowerAscii(c);
+  return IsDigit(c) || (lower >= 'a' && lower <= 'z') || c == '.' || c == '-' || c == '_';
+}
+
+// `s` without the characters around it that no host name holds: a pasted
+// line's Markdown backtick, quotes, a '>'.
+std::string_view TrimToHost(std::string_view s) {
+  while (!s.empty() && !IsHostChar(s.front())) s.remove_prefix(1);
+  while (!s.empty() && !IsHostChar(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The host of NCCL's "host:pid:tid [dev] ... NCCL WARN" prefix, if any,
+// and the pid into `pid_out` when given.
 std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nullptr) {
   size_t level = line.find(" NCCL ");
   if (level == npos) return {};
@@ -233,6 +245,7 @@ std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nu
     std::string_view host = tok.substr(0, c1);
     size_t tag = host.rfind(':');
     if (tag != npos) host = host.substr(tag + 1);
+    host = TrimToHost(host);
     if (host.empty()) continue;
     if (pid_out != nullptr) *pid_out = pid;
     return std::string(host);
@@ -253,6 +266,277 @@ std::optional<TimeNs> DatedPrefix(std::string_view line) {
   std::string text(Trim(line.substr(pos, end - pos)));
   std::replace(text.begin(), text.end(), ',', '.');
   return ParseTimestamp(text);
+}
+
+// Longest HangEvent::detail kept, in bytes.
+constexpr size_t kDetailBytes = 256;
+
+// IntAfter() with `key` matched in any case: "Last enqueued NCCL work: ".
+std::optional<int64_t> IntAfterIgnoreCase(std::string_view s, std::string_view key) {
+  size_t at = FindIgnoreCase(s, key);
+  if (at == npos) return std::nullopt;
+  size_t pos = at + key.size();
+  while (pos < s.size() && s[pos] == ' ') ++pos;
+  return IntAt(s, pos);
+}
+
+// Python's "{0, 1, 2}" (fr_trace's rank sets): the ranks, sorted and
+// unique. `closed` tells whether the '}' is there; without it the last
+// number may be cut and is not taken.
+std::vector<int32_t> RankSet(std::string_view s, bool& closed) {
+  std::vector<int32_t> out;
+  size_t open = s.find('{');
+  size_t close = open == npos ? npos : s.find('}', open);
+  closed = close != npos;
+  if (open == npos) return out;
+  std::string_view inside = s.substr(open + 1, closed ? close - open - 1 : npos);
+  std::vector<std::string_view> toks = Split(inside, ',');
+  for (size_t i = 0; i < toks.size(); ++i) {
+    if (!closed && i + 1 == toks.size()) break;
+    if (auto r = Rank(ParseInt<int64_t>(Trim(toks[i])))) out.push_back(*r);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// fr_trace's "error msg: Culprit rank 22; Error type: T, ..., Culprit rank
+// 110; ...": every culprit rank followed by its ';' (a cut number is not
+// taken), sorted and unique.
+std::vector<int32_t> CulpritRanks(std::string_view s) {
+  constexpr std::string_view kKey = "Culprit rank ";
+  std::vector<int32_t> out;
+  for (size_t at = s.find(kKey); at != npos; at = s.find(kKey, at + kKey.size())) {
+    size_t pos = at + kKey.size();
+    size_t end = pos;
+    while (end < s.size() && IsDigit(s[end])) ++end;
+    if (end == pos || end >= s.size() || s[end] != ';') continue;
+    if (auto r = Rank(ParseInt<int64_t>(s.substr(pos, end - pos)))) out.push_back(*r);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The first finding of fr_trace's error msg, from its error type:
+// "SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match
+// found input sizes: '[[262144]]'", then how many findings follow it.
+std::string FrTraceDetail(std::string_view msg) {
+  constexpr std::string_view kType = "Error type: ";
+  constexpr std::string_view kNext = ", Culprit rank ";
+  size_t at = msg.find(kType);
+  std::string_view first = at == npos ? msg : msg.substr(at + kType.size());
+  size_t next = first.find(kNext);
+  std::string out = CutText(Trim(first.substr(0, next)), kDetailBytes);
+  size_t more = 0;
+  for (; next != npos; next = first.find(kNext, next + kNext.size())) ++more;
+  if (more > 0) out += " (and " + std::to_string(more) + " more)";
+  return out;
+}
+
+// fr_trace's "0:default_pg": its pg_config name (a watchdog line's PG
+// GUID; the id too, as fr_trace gives no other), then its description.
+void ReadFrGroup(std::string_view s, HangEvent& e) {
+  s = Trim(s);
+  size_t colon = s.find(':');
+  std::string_view name = Trim(s.substr(0, colon));
+  e.pg_id = std::string(name);
+  e.pg_guid = std::string(name);
+  if (colon != npos) e.pg_desc = std::string(Trim(s.substr(colon + 1)));
+}
+
+// Markdown autolinks "[X](http://X/)" whose text X is the link's host (and
+// port), as GitHub renders an address or a file:line pasted in an issue:
+// `line` with each unwrapped to X, into `buf`. False (buf unusable) when
+// the line has none.
+bool UnwrapAutolinks(std::string_view line, std::string& buf) {
+  constexpr std::string_view kLink = "](http";
+  size_t link = line.find(kLink);
+  if (link == npos) return false;
+  buf.clear();
+  bool any = false;
+  size_t copied = 0;  // line[0, copied) is in buf
+  for (; link != npos; link = line.find(kLink, link + 1)) {
+    size_t open = line.rfind('[', link);
+    size_t close = line.find(')', link);
+    if (open == npos || open < copied || close == npos) continue;
+    std::string_view text = line.substr(open + 1, link - open - 1);
+    std::string_view url = line.substr(link + 2, close - link - 2);
+    size_t scheme = url.find("://");
+    if (scheme == npos) continue;
+    std::string_view host = url.substr(scheme + 3);
+    host = host.substr(0, host.find('/'));
+    if (text.empty() || text != host) continue;
+    buf.append(line.substr(copied, open - copied));
+    buf.append(text);
+    copied = close + 1;
+    any = true;
+  }
+  if (any) buf.append(line.substr(copied));
+  return any;
+}
+
+// Open MPI's output tag "[1,3]<stdout>:" (after its date with
+// --timestamp-output) near the start of `line`: the byte after it (0 when
+// there is none), and the MPI rank (its second number) into `rank`.
+size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank) {
+  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 120));
+  size_t std_at = head.find("]<std");
+  if (std_at == npos) return 0;
+  size_t close = head.find(">:", std_at);
+  size_t open = head.rfind('[', std_at);
+  if (close == npos || open == npos) return 0;
+  std::string_view stream = head.substr(std_at + 2, close - std_at - 2);
+  if (stream != "stdout" && stream != "stderr" && stream != "stddiag") return 0;
+  std::string_view ids = head.substr(open + 1, std_at - open - 1);
+  size_t comma = ids.find(',');
+  if (comma == npos || !ParseInt<int64_t>(ids.substr(0, comma))) return 0;
+  auto r = Rank(ParseInt<int64_t>(ids.substr(comma + 1)));
+  if (!r) return 0;
+  rank = r;
+  return close + 2;
+}
+
+// torch's reports beside the watchdog's: the dump-signal lines and the
+// one-line forms and block headers of fr_trace (the collector reads a
+// block's fields).
+bool ReadDumpOrFrTrace(std::string_view body, HangEvent& e, bool& ended) {
+  if (Has(body, "Received a dump signal")) {
+    // "... due to a collective timeout from  rank 6 and we will try our
+    // best to dump the debug info. Last enqueued NCCL work: 460631, last
+    // completed NCCL work: 460630."
+    e.kind = HangEventKind::kDumpSignal;
+    e.last_enqueued = IntAfterIgnoreCase(body, "last enqueued NCCL work: ");
+    e.last_completed = IntAfterIgnoreCase(body, "last completed NCCL work: ");
+    size_t from = body.find("timeout from ");
+    if (from != npos) {
+      size_t pos = from + 13;
+      while (pos < body.size() && body[pos] == ' ') ++pos;
+      if (StartsWith(body.substr(pos), "rank ")) {
+        if (auto r = Rank(IntAt(body, pos + 5))) e.ranks_named.push_back(*r);
+      }
+    }
+    ended = e.last_completed.has_value();
+    return true;
+  }
+  if (Has(body, "flight recorder dump signal")) {
+    e.kind = HangEventKind::kDumpSignal;
+    return true;
+  }
+  if (Has(body, "Not all ranks joining collective")) {
+    e.kind = HangEventKind::kFrTraceNotJoined;
+    size_t group = body.find(" for group ");
+    if (group == npos) {
+      // Block headers: "... collective 5 at entry 4", "..., sequence number: 4".
+      e.seq = IntAfter(body, "joining collective ");
+      if (!e.seq) e.seq = IntAfter(body, "sequence number: ");
+      return true;
+    }
+    // torch 2.5, one line: "... for group 0:default_pg collective
+    // nccl:all_reduce  Missing ranks are {1}".
+    size_t op = body.find(" collective ", group);
+    size_t missing = body.find("Missing ranks are ");
+    ReadFrGroup(body.substr(group + 11, op == npos ? npos : op - group - 11), e);
+    if (op != npos) e.op = WordAfter(body.substr(op), " collective ");
+    bool closed = false;
+    if (missing != npos) e.ranks_named = RankSet(body.substr(missing), closed);
+    ended = closed;
+    return true;
+  }
+  // "Collective 39 at entry 38 errors": a block header.
+  size_t entry = body.find(" at entry ");
+  if (entry == npos || !Has(body.substr(entry), " errors")) return false;
+  size_t c = body.rfind("Collective ", entry);
+  if (c == npos) return false;
+  size_t digits = c + 11;
+  while (digits < entry && IsDigit(body[digits])) ++digits;
+  auto seq = IntAt(body, c + 11);
+  if (digits != entry || !seq) return false;
+  e.kind = HangEventKind::kFrTraceMismatch;
+  e.seq = seq;
+  return true;
+}
+
+// NCCL's own lines: transport and remote errors, and the WARN forms of an
+// HCA event, a NET size mismatch, a CUDA failure and a failed verbs call.
+// Host and pid come from NCCL's "host:pid:tid" prefix.
+bool ReadNcclForm(std::string_view line, std::string_view body, HangEvent& e, bool& ended) {
+  if (Has(body, "ncclRemoteError") ||
+      Has(body, "remote process exited or there was a network error") ||
+      Has(body, "Connection closed by remote peer")) {
+    e.kind = HangEventKind::kRemoteError;
+    if (Has(body, "from peer ")) e.peer = PeerAfter(body, "from peer ");
+    if (e.peer.empty() && Has(body, "remote peer ")) e.peer = PeerAfter(body, "remote peer ");
+    e.error_code = Int32(IntAfter(body, "with error "));
+  } else if ((Has(body, "NET/IB") && Has(body, "Got completion")) ||
+             (Has(body, "NET/OFI") && Has(body, "completed with error")) ||
+             Has(body, "ibv_poll_cq") ||
+             (Has(body, "NCCL WARN") && Has(body, "Call to recv from "))) {
+    e.kind = HangEventKind::kTransportError;
+    e.peer = PeerAfter(body, "from peer ");
+    if (e.peer.empty()) e.peer = PeerAfter(body, "Call to recv from ");
+    e.error_code = Int32(IntAfter(body, "with error "));
+    if (!e.error_code) e.error_code = Int32(IntAfter(body, "status="));
+    // "Got completion from peer P wi": cut before its status.
+    if (Has(body, "Got completion") && !e.error_code) ended = false;
+  } else if (Has(body, "NET/") && Has(body, "Got async event")) {
+    // "NET/IB : mlx5_0:1 Got async event : local access violation work queue error".
+    e.kind = HangEventKind::kNicEvent;
+    size_t at = body.find("Got async event");
+    std::vector<std::string_view> before = SplitBlanks(body.substr(0, at));
+    if (!before.empty() && before.back() != ":" && before.back() != "WARN" &&
+        before.back().find('/') == npos) {
+      e.peer = std::string(before.back());
+    }
+    std::string_view what = body.substr(at + 15);
+    while (!what.empty() && (what.front() == ' ' || what.front() == ':')) what.remove_prefix(1);
+    e.detail = CutText(Trim(what), kDetailBytes);
+  } else if (Has(body, "NET/") && Has(body, "collective mismatch error")) {
+    // "NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch
+    // error, local size 496640 remote size 65536".
+    e.kind = HangEventKind::kNetSizeMismatch;
+    e.peer = PeerAfter(body, " peer ");
+    size_t local = body.find("local size ");
+    if (local != npos) e.detail = CutText(Trim(body.substr(local)), kDetailBytes);
+    ended = IntAfter(body, "remote size ").has_value();
+  } else if (Has(body, "Cuda failure ")) {
+    // "Cuda failure 'invalid argument'" (NCCL 2.x), "Cuda failure 1 'invalid argument'".
+    size_t at = body.find("Cuda failure ");
+    size_t q1 = body.find('\'', at);
+    if (q1 == npos || q1 - at > 24) return false;
+    size_t q2 = body.find('\'', q1 + 1);
+    e.kind = HangEventKind::kCudaError;
+    e.detail = CutText(body.substr(q1 + 1, q2 == npos ? npos : q2 - q1 - 1), kDetailBytes);
+    ended = q2 != npos;
+  } else if (Has(body, "Call to ibv_") && Has(body, " failed")) {
+    // "Call to ibv_create_qp failed", "Call to ibv_modify_qp failed with
+    // error Connection timed out" (ibv_poll_cq's is a transport error).
+    e.kind = HangEventKind::kVerbsError;
+    size_t fn = body.find("Call to ibv_") + 8;
+    size_t end = fn;
+    while (end < body.size() && (IsHostChar(body[end]) && body[end] != '.' && body[end] != '-')) {
+      ++end;
+    }
+    e.detail = std::string(body.substr(fn, end - fn));
+    size_t with = body.find("with error ", end);
+    if (with != npos) e.detail += ' ' + CutText(Trim(body.substr(with)), kDetailBytes);
+  } else {
+    return false;
+  }
+  e.host = NcclHost(line, &e.pid);
+  return true;
+}
+
+bool IsFrTrace(HangEventKind k) {
+  return k == HangEventKind::kFrTraceNotJoined || k == HangEventKind::kFrTraceMismatch;
+}
+
+// NCCL's own error kinds: a line without NCCL's prefix that repeats an
+// earlier prefixed one is the same error.
+bool IsNcclKind(HangEventKind k) {
+  return k == HangEventKind::kTransportError || k == HangEventKind::kRemoteError ||
+         k == HangEventKind::kNicEvent || k == HangEventKind::kNetSizeMismatch ||
+         k == HangEventKind::kCudaError || k == HangEventKind::kVerbsError;
 }
 
 }  // namespace
@@ -296,6 +580,9 @@ bool MaybeHangLine(std::string_view line) {
       "is connected to",
       "traceback",
       "operation to complete",
+      "dump signal",
+      "at entry",
+      "Cuda failure",
   };
   for (std::string_view w : kWords) {
     if (line.find(w) != npos) return true;
@@ -303,8 +590,19 @@ bool MaybeHangLine(std::string_view line) {
   return false;
 }
 
-std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
+std::optional<HangEvent> ParseHangLine(std::string_view raw, bool* cut) {
   if (cut != nullptr) *cut = false;
+  std::string unwrapped;
+  std::string_view line = raw;
+  if (UnwrapAutolinks(raw, unwrapped)) {
+    if (!MaybeHangLine(raw)) return std::nullopt;  // unwrapping joined words the pre-check keys on
+    line = unwrapped;
+  }
+  if (!line.empty() && line[0] == '>' && (line.size() == 1 || line[1] == ' ')) {
+    line = Trim(line.substr(1));  // a Markdown quote
+  }
+  std::optional<int32_t> mpi_rank;
+  line = line.substr(SkipMpiTag(line, mpi_rank));
   HangEvent e;
   RankPrefix prefix = FindRankPrefix(line);
   e.rank = prefix.rank;
@@ -318,7 +616,9 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
   };
 
   bool found = false;
-  if (Has(body, "terminated with exception")) {
+  if (ReadDumpOrFrTrace(body, e, ended)) {
+    found = true;
+  } else if (Has(body, "terminated with exception")) {
     found = is(HangEventKind::kWatchdogTerminated);
     ReadWorkNccl(body, e);
   } else if (Has(body, "Watchdog caught collective operation timeout")) {
@@ -379,24 +679,8 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
     } else {
       e.seq = IntAfter(body, "#");
     }
-  } else if (Has(body, "ncclRemoteError") ||
-             Has(body, "remote process exited or there was a network error") ||
-             Has(body, "Connection closed by remote peer")) {
-    found = is(HangEventKind::kRemoteError);
-    e.host = NcclHost(line, &e.pid);
-    if (Has(body, "from peer ")) e.peer = PeerAfter(body, "from peer ");
-    if (e.peer.empty() && Has(body, "remote peer ")) e.peer = PeerAfter(body, "remote peer ");
-    e.error_code = Int32(IntAfter(body, "with error "));
-  } else if ((Has(body, "NET/IB") && Has(body, "Got completion")) ||
-             (Has(body, "NET/OFI") && Has(body, "completed with error")) ||
-             Has(body, "ibv_poll_cq") ||
-             (Has(body, "NCCL WARN") && Has(body, "Call to recv from "))) {
-    found = is(HangEventKind::kTransportError);
-    e.host = NcclHost(line, &e.pid);
-    e.peer = PeerAfter(body, "from peer ");
-    if (e.peer.empty()) e.peer = PeerAfter(body, "Call to recv from ");
-    e.error_code = Int32(IntAfter(body, "with error "));
-    if (!e.error_code) e.error_code = Int32(IntAfter(body, "status="));
+  } else if (ReadNcclForm(line, body, e, ended)) {
+    found = true;
   } else if (Has(body, "gloo") &&
              (Has(body, "Connection closed by peer") || Has(body, "Connection reset by peer"))) {
     found = is(HangEventKind::kGlooTimeout);
@@ -441,18 +725,26 @@ std::optional<HangEvent> ParseHangLine(std::string_view line, bool* cut) {
   if (!e.rank && e.group_rank && (e.pg_id == "0" || e.pg_desc == "default_pg")) {
     e.rank = e.group_rank;
   }
+  if (!e.rank) e.rank = mpi_rank;
   if (!e.yearless_time_ns) e.time_ns = DatedPrefix(line);
-  e.text = CutText(line, kHangTextBytes);
+  e.text = CutText(raw, kHangTextBytes);
   if (cut != nullptr) *cut = !ended;
   return e;
 }
 
 bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx) {
+  std::string_view t = Trim(line);
+  if (fr_.open) {
+    if (!t.empty() && FrField(line, t, line_number)) {
+      last_line_ = line_number;
+      return true;
+    }
+    CloseFrBlock(ctx);
+  }
   if (!MaybeHangLine(line)) {
-    if (!line.empty() && !Trim(line).empty()) last_line_ = line_number;
+    if (!t.empty()) last_line_ = line_number;
     return false;
   }
-  std::string_view t = Trim(line);
   if (t.empty()) return false;
   last_line_ = line_number;
   if (IsPagerPrompt(t)) {
@@ -483,18 +775,39 @@ bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, Reade
   bool cut = false;
   std::optional<HangEvent> e = ParseHangLine(line, &cut);
   if (!e) return false;
+  if (cut) cut_line_ = line_number;
+  // NCCL's line cut before what it reports (the status, the sizes): the
+  // cut is counted, the half line is no evidence.
+  if (cut && IsNcclKind(e->kind)) return true;
+  // An fr_trace block header: its fields follow.
+  if (IsFrTrace(e->kind) && !Has(t, " for group ")) {
+    fr_ = FrBlock();
+    fr_.open = true;
+    fr_.line = line_number;
+    fr_.event = std::move(*e);
+    return true;
+  }
+  if (IsNcclKind(e->kind)) {
+    if (e->pid) {
+      prefixed_.emplace_back(t);
+      if (prefixed_.size() > 16) prefixed_.erase(prefixed_.begin());
+    } else if (e->host.empty() && RepeatsPrefixedLine(t)) {
+      return true;  // torch's "Last error:" repeating NCCL's own WARN line
+    }
+  }
   if (e->kind == HangEventKind::kProcessExited && field("exitcode")) {
     e->rank = table_.rank;
     if (!e->local_rank) e->local_rank = table_.local_rank;
     e->host = table_.host;
     table_ = TableEntry();
-  } else if (!e->rank && e->kind != HangEventKind::kProcessExited && ctx.rank_from_path) {
+  } else if (!e->rank && e->kind != HangEventKind::kProcessExited && !IsFrTrace(e->kind) &&
+             ctx.rank_from_path) {
     e->rank = ctx.rank_from_path;
   }
-  if (e->host.empty() && ctx.host_from_path && e->kind != HangEventKind::kProcessExited) {
+  if (e->host.empty() && ctx.host_from_path && e->kind != HangEventKind::kProcessExited &&
+      !IsFrTrace(e->kind)) {
     e->host = *ctx.host_from_path;
   }
-  if (cut) cut_line_ = line_number;
   e->src = ctx.Ref(line_number);
   if (!e->pg_id.empty() || !e->pg_guid.empty()) AddGroup(*e, line_number, ctx);
   ctx.out->hang().events.push_back(std::move(*e));
@@ -502,19 +815,110 @@ bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, Reade
   return true;
 }
 
-void HangLineCollector::AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx) {
+bool HangLineCollector::RepeatsPrefixedLine(std::string_view t) const {
+  if (t.size() < 16) return false;
+  for (const std::string& p : prefixed_) {
+    if (p.size() > t.size() && EndsWith(p, t)) return true;
+  }
+  return false;
+}
+
+// "group info: 0:default_pg", "collective: nccl:all_reduce", "missing
+// ranks: {1}", "expected ranks: {0, 1}" (older: a count), "world size: 2",
+// "error msg: Culprit rank 1; ...", the sizes and state, and the stack
+// trace's lines. A field that ends before its closing '}', ']' or quote
+// marks the line cut.
+bool HangLineCollector::FrField(std::string_view line, std::string_view t, uint64_t line_number) {
+  HangEvent& e = fr_.event;
+  if (fr_.in_stack) {
+    // "    all_reduce at /path/distributed_c10d.py:2696"
+    size_t at = t.find(" at ");
+    size_t colon = t.rfind(':');
+    if (line[0] == ' ' || line[0] == '\t' ||
+        (at != npos && colon != npos && colon > at && IntAt(t, colon + 1))) {
+      return true;
+    }
+    fr_.in_stack = false;
+  }
+  size_t colon = t.find(':');
+  if (colon == npos) return false;
+  std::string_view key = t.substr(0, colon);
+  std::string_view value = Trim(t.substr(colon + 1));
+  bool complete = true;
+  if (key == "group info") {
+    ReadFrGroup(value, e);
+  } else if (key == "collective") {
+    e.op = std::string(value);
+  } else if (key == "missing ranks") {
+    std::vector<int32_t> missing = RankSet(value, complete);
+    if (e.kind == HangEventKind::kFrTraceNotJoined) e.ranks_named = std::move(missing);
+  } else if (key == "expected ranks") {
+    if (value.find('{') != npos) {
+      fr_.ranks = RankSet(value, complete);
+    } else if (auto n = Int32(IntAt(value, 0)); n && *n > 0 && !fr_.world_size) {
+      fr_.world_size = n;
+    }
+  } else if (key == "world size") {
+    if (auto n = Int32(IntAt(value, 0)); n && *n > 0) fr_.world_size = n;
+  } else if (key == "input sizes" || key == "output sizes") {
+    complete = EndsWith(value, "]");
+  } else if (key == "error msg") {
+    if (e.kind == HangEventKind::kFrTraceMismatch) e.ranks_named = CulpritRanks(value);
+    e.detail = FrTraceDetail(value);
+    complete = EndsWith(value, "'");
+  } else if (key == "collective stack trace") {
+    fr_.in_stack = true;
+  } else if (key != "collective state" && key != "total input numel" &&
+             key != "total output numel" && key != "input dtypes" && key != "output dtypes") {
+    return false;
+  }
+  if (!complete) cut_line_ = line_number;
+  return true;
+}
+
+void HangLineCollector::CloseFrBlock(ReaderContext& ctx) {
+  if (!fr_.open) return;
+  HangEvent e = std::move(fr_.event);
+  e.src = ctx.Ref(fr_.line);
+  std::optional<int32_t> size = fr_.world_size;
+  if (!size && !fr_.ranks.empty()) size = static_cast<int32_t>(fr_.ranks.size());
+  if (!e.pg_id.empty() || !e.pg_guid.empty()) AddGroup(e, fr_.line, ctx, fr_.ranks, size);
+  ctx.out->hang().events.push_back(std::move(e));
+  ++events_;
+  fr_ = FrBlock();
+}
+
+void HangLineCollector::AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx,
+                                 const std::vector<int32_t>& ranks, std::optional<int32_t> size) {
+  std::vector<ProcessGroupInfo>& groups = ctx.out->hang().groups;
   std::string key = e.pg_id + '\x1f' + e.pg_guid + '\x1f' + e.pg_desc;
-  if (std::find(groups_seen_.begin(), groups_seen_.end(), key) != groups_seen_.end()) return;
-  groups_seen_.push_back(std::move(key));
-  ProcessGroupInfo g;
-  g.id = e.pg_guid.empty() ? e.pg_id : e.pg_guid;
-  g.desc = e.pg_desc;
-  g.whole_world = e.pg_id == "0" || e.pg_desc == "default_pg";
-  g.src = ctx.Ref(line_number);
-  ctx.out->hang().groups.push_back(std::move(g));
+  auto seen = std::find_if(groups_seen_.begin(), groups_seen_.end(),
+                           [&](const std::pair<std::string, size_t>& s) { return s.first == key; });
+  size_t index = 0;
+  if (seen != groups_seen_.end()) {
+    index = seen->second;
+  } else {
+    ProcessGroupInfo g;
+    g.id = e.pg_guid.empty() ? e.pg_id : e.pg_guid;
+    g.desc = e.pg_desc;
+    g.whole_world = e.pg_id == "0" || e.pg_desc == "default_pg";
+    g.src = ctx.Ref(line_number);
+    index = groups.size();
+    groups_seen_.emplace_back(std::move(key), index);
+    groups.push_back(std::move(g));
+  }
+  if (index >= groups.size()) return;
+  ProcessGroupInfo& g = groups[index];
+  if (g.ranks.empty() && !ranks.empty()) {
+    g.ranks = ranks;
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+  }
+  if (!g.size && size) g.size = size;
 }
 
 uint64_t HangLineCollector::Finish(uint64_t lines_read, ReaderContext& ctx) {
+  CloseFrBlock(ctx);
   uint64_t n = events_;
   if (n > 0) {
     HangLogInfo info;

@@ -28,6 +28,28 @@
 // A line without a rank of its own takes the rank of the file's path
 // (rank-3.log), except torchrun's lines, which are about other processes.
 //
+// Wrappers around the line are taken off before it is read (`text` keeps
+// the line as written): a Markdown quote's "> ", Open MPI's output tag
+// "[1,3]<stdout>:" (its second number, the MPI rank, is the line's rank
+// when nothing else names one), and Markdown autolinks whose text is the
+// link's own host: "[10.1.3.201](http://10.1.3.201/)" -> "10.1.3.201".
+//
+// torch's fr_trace analyser prints a block per finding, read across its
+// lines by the collector:
+//
+//   Collective 39 at entry 38 errors
+//   group info: 0:default_pg
+//   collective: nccl:all_reduce
+//   expected ranks: {0, 1, 2, 3}
+//   error msg: Culprit rank 2; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected
+//   input sizes: '[[1025]]' does not match found input sizes: '[[262144]]'
+//
+// -> kFrTraceMismatch, seq 39, pg_id / pg_guid "0", pg_desc "default_pg",
+//    op "nccl:all_reduce", ranks_named {2}, detail "SIZE_OR_SYNTAX_MISMATCH,
+//    Expected input sizes: ...", and group "0" with ranks {0, 1, 2, 3}.
+//    "Not all ranks joining collective 5 at entry 4" + "missing ranks: {1}"
+//    -> kFrTraceNotJoined with ranks_named {1}.
+//
 // Not thread-safe; one collector per file.
 
 #ifndef LAGGARD_INGEST_COMMON_HANG_LINES_H_
@@ -37,6 +59,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ingest/common/text_reader.h"
@@ -67,7 +90,12 @@ class HangLineCollector {
   // process group it names, once per file) to ctx.out->hang() and returns
   // true. Returns false for any other line. torchrun's failure table
   // ("host : node-1", "rank : 3 (local_rank: 3)", "exitcode : -6 (pid:
-  // 1234)") is read across its lines: one event per failed process.
+  // 1234)") is read across its lines: one event per failed process. An
+  // fr_trace block is one event, appended when the block ends (at the
+  // first line that is not one of its fields, or in Finish()); its header
+  // and field lines return true. A line without NCCL's "host:pid:tid"
+  // prefix that repeats the tail of an earlier prefixed NCCL line (torch's
+  // "Last error:" continuation) returns true and adds nothing.
   bool Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx);
 
   // Appends the file's HangLogInfo when it gave events (`lines_read`: the
@@ -82,14 +110,36 @@ class HangLineCollector {
     std::string host;
   };
 
-  void AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx);
+  // An fr_trace block being read: its event, and the group's ranks.
+  struct FrBlock {
+    bool open = false;
+    bool in_stack = false;  // after "collective stack trace:": indented frames follow
+    HangEvent event;
+    uint64_t line = 0;                  // the header's
+    std::vector<int32_t> ranks;         // "expected ranks: {0, 1}"
+    std::optional<int32_t> world_size;  // "world size: 2", "expected ranks: 2"
+  };
+
+  // The process group `e` names, once per file; `ranks` (global, any
+  // order) and `size` are set on it when given and not known yet.
+  void AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx,
+                const std::vector<int32_t>& ranks = {}, std::optional<int32_t> size = {});
+  // A field line of the open fr_trace block: true when `t` is one.
+  bool FrField(std::string_view line, std::string_view t, uint64_t line_number);
+  void CloseFrBlock(ReaderContext& ctx);
+  // True when `t`, a line without NCCL's prefix, repeats the tail of an
+  // earlier prefixed NCCL line.
+  bool RepeatsPrefixedLine(std::string_view t) const;
 
   uint64_t events_ = 0;
-  uint64_t last_line_ = 0;                // last non-blank line offered
-  uint64_t pager_line_ = 0;               // last pager prompt offered
-  uint64_t cut_line_ = 0;                 // last hang line that ended early
-  TableEntry table_;                      // torchrun failure entry being read
-  std::vector<std::string> groups_seen_;  // "id\x1fguid\x1fdesc"
+  uint64_t last_line_ = 0;   // last non-blank line offered
+  uint64_t pager_line_ = 0;  // last pager prompt offered
+  uint64_t cut_line_ = 0;    // last hang line that ended early
+  TableEntry table_;         // torchrun failure entry being read
+  FrBlock fr_;               // fr_trace block being read
+  // "id\x1fguid\x1fdesc" -> index into ctx.out->hang().groups
+  std::vector<std::pair<std::string, size_t>> groups_seen_;
+  std::vector<std::string> prefixed_;  // last few prefixed NCCL lines, trimmed
 };
 
 }  // namespace laggard

@@ -50,14 +50,16 @@
 // are several RasReports: a banner or "Job summary" after a report's
 // sections starts the next. Lines before the first report are not the
 // report's (a shell prompt); a line inside one that reads as no RAS line is
-// hang.ras_bad_line; a report that stops before "Warnings" is
-// hang.ras_truncated.
+// hang.ras_bad_line unless it is a hang line (ingest/common/hang_lines.h:
+// a watchdog line pasted under the report), which the hang-line collector
+// reads; a report that stops before "Warnings" is hang.ras_truncated.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "base/text.h"
+#include "ingest/common/hang_lines.h"
 #include "ingest/common/sniff.h"
 #include "ingest/hangs/hang_readers.h"
 
@@ -194,9 +196,10 @@ class RasFile {
       std::string_view t = Trim(text);
       if (t.empty()) continue;
       line_ = lines.line_number();
-      Line(t);
+      Line(text, t);
     }
     Close();
+    taken_ += hangs_.Finish(lines.line_number(), ctx_);
     if (taken_ == 0) {
       ctx_.diag().Add(DiagCode::kFileUnrecognised, ctx_.path, 0,
                       "NCCL RAS report with no job summary, communicator table or error line "
@@ -206,7 +209,10 @@ class RasFile {
   }
 
  private:
-  void Line(std::string_view t) {
+  // `text` as read, `t` trimmed. A line RAS does not read is offered to the
+  // hang-line collector (a watchdog line pasted with the report) before it
+  // is counted bad.
+  void Line(std::string_view text, std::string_view t) {
     if (StartsWith(t, "NCCL version ") && t.find(" compiled with CUDA") != std::string_view::npos) {
       Start();
       report_->nccl_version = std::string(t.substr(13, t.find(' ', 13) - 13));
@@ -232,7 +238,10 @@ class RasFile {
       report_->complete = true;
       return;
     }
-    if (!report_) return;  // before the first report: not RAS's
+    if (!report_) {  // before the first report: not RAS's
+      hangs_.Offer(text, line_, ctx_);
+      return;
+    }
     if (IsRuler(t) || StartsWith(t, "CUDA runtime version ")) return;
     bool ok = false;
     switch (section_) {
@@ -242,7 +251,7 @@ class RasFile {
       case Section::kErrors:
       case Section::kWarnings: ok = DetailLine(t); break;
     }
-    if (!ok) Bad(t);
+    if (!ok && !hangs_.Offer(text, line_, ctx_)) Bad(t);
   }
 
   void Start() {
@@ -561,6 +570,7 @@ class RasFile {
   }
 
   ReaderContext& ctx_;
+  HangLineCollector hangs_;
   RasReport* report_ = nullptr;  // the report being read, in ctx_.out->hang().ras
   RasCommunicator* comm_ = nullptr;
   Section section_ = Section::kNone;

@@ -34,12 +34,37 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
-// "[3]": the CUDA device of NCCL's line prefix.
+// Above this a "[N]" in NCCL's prefix is not a CUDA device: NCCL's proxy
+// threads print an unset device there ("[959657526]", "[32707]").
+constexpr int64_t kMaxCudaDevice = 1024;
+
+// "[3]": the device slot of NCCL's line prefix, whatever number it holds.
+bool IsDeviceSlot(std::string_view tok) {
+  return tok.size() >= 3 && tok.front() == '[' && tok.back() == ']' &&
+         AllDigits(tok.substr(1, tok.size() - 2));
+}
+
+// The CUDA device of a device slot; nullopt when the number cannot be one.
 std::optional<int32_t> DeviceToken(std::string_view tok) {
-  if (tok.size() < 3 || tok.front() != '[' || tok.back() != ']') return std::nullopt;
+  if (!IsDeviceSlot(tok)) return std::nullopt;
   std::string_view digits = tok.substr(1, tok.size() - 2);
-  if (!AllDigits(digits)) return std::nullopt;
-  return ParseInt<int32_t>(digits);
+  if (digits.size() > 6) return std::nullopt;
+  auto dev = ParseInt<int64_t>(digits);
+  if (!dev || *dev > kMaxCudaDevice) return std::nullopt;
+  return static_cast<int32_t>(*dev);
+}
+
+bool IsHostChar(char c) {
+  char lower = ToLowerAscii(c);
+  return IsDigit(c) || (lower >= 'a' && lower <= 'z') || c == '.' || c == '-' || c == '_';
+}
+
+// `s` without the characters around it that no host name holds: a pasted
+// line's Markdown backtick, quotes, a '>'.
+std::string_view TrimToHost(std::string_view s) {
+  while (!s.empty() && !IsHostChar(s.front())) s.remove_prefix(1);
+  while (!s.empty() && !IsHostChar(s.back())) s.remove_suffix(1);
+  return s;
 }
 
 struct HostPidTid {
@@ -58,6 +83,7 @@ std::optional<HostPidTid> HostPidTidToken(std::string_view tok) {
   std::string_view host = tok.substr(0, c1);
   size_t tag = host.rfind(':');
   if (tag != std::string_view::npos) host = host.substr(tag + 1);
+  host = TrimToHost(host);
   if (host.empty()) return std::nullopt;
   auto pid = ParseInt<int64_t>(tok.substr(c1 + 1, c2 - c1 - 1));
   if (!pid) return std::nullopt;
@@ -71,18 +97,18 @@ struct Prefix {
 };
 
 // The text before the level: "host:pid:tid [dev]" (WARN: then "file:line
-// (func)"), or only "[dev]" in NCCL before 2.4, or nothing.
+// (func)"), or only "[dev]" in NCCL before 2.4, or nothing. A device slot
+// with a number no device has leaves `dev` unset: the line is keyed by
+// host and pid.
 Prefix ParsePrefix(std::string_view before) {
   Prefix out;
   std::vector<std::string_view> toks = SplitBlanks(before);
   for (size_t i = 0; i + 1 < toks.size(); ++i) {
     auto hpt = HostPidTidToken(toks[i]);
-    if (!hpt) continue;
-    auto dev = DeviceToken(toks[i + 1]);
-    if (!dev) continue;
+    if (!hpt || !IsDeviceSlot(toks[i + 1])) continue;
     out.host = hpt->host;
     out.pid = hpt->pid;
-    out.dev = dev;
+    out.dev = DeviceToken(toks[i + 1]);
     return out;
   }
   for (size_t i = toks.size(); i-- > 0;) {
@@ -98,7 +124,7 @@ bool HasProcessPrefix(std::string_view line) {
   if (line.find(" [") == std::string_view::npos) return false;
   std::vector<std::string_view> toks = SplitBlanks(line);
   for (size_t i = 0; i + 1 < toks.size(); ++i) {
-    if (HostPidTidToken(toks[i]) && DeviceToken(toks[i + 1])) return true;
+    if (HostPidTidToken(toks[i]) && IsDeviceSlot(toks[i + 1])) return true;
   }
   return false;
 }

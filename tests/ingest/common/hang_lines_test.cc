@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/text.h"
 #include "ingest/common/hang_lines.h"
 #include "test_paths.h"
 #include "test_util.h"
@@ -306,6 +307,299 @@ TEST(HangLogFiles, LogEndingInsideAHangLineIsTruncated) {
   // No global rank in the line: the path's.
   EXPECT_EQ(run.hang.events[0].rank, 2);
   EXPECT_EQ(run.hang.events[0].group_rank, 1);
+}
+
+// nccl#1710's paste, cut inside its NET/IB line before the status: the cut
+// is counted, the half line is no evidence.
+TEST(HangLogFiles, NcclLineCutBeforeItsStatusIsNoEvent) {
+  TempDir dir;
+  std::string path = WriteFile(
+      dir.File("node.log"),
+      "node201:127799:127863 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async "
+      "event : local access violation work queue error\n"
+      "node023:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from "
+      "peer 10.1.3.201<33057> wi");
+  laggard::Run run = IngestPaths({path});
+  ASSERT_EQ(run.hang.logs.size(), 1u);
+  EXPECT_TRUE(run.hang.logs[0].truncated);
+  ASSERT_EQ(run.hang.events.size(), 1u);
+  EXPECT_EQ(run.hang.events[0].kind, HangEventKind::kNicEvent);
+}
+
+// Real lines pasted in public issues (tests/data/hangs/pasted/ on main
+// names each source): the forms torch's fr_trace, the dump-signal path
+// and NCCL's WARN lines print, and the wrappers a paste adds.
+
+Run IngestLines(const std::string& name, const std::string& text) {
+  TempDir dir;
+  return IngestPaths({WriteFile(dir.File(name), text)});
+}
+
+// pytorch#140563: fr_trace's output, cut mid-sentence by the paste.
+constexpr const char* kFrTraceCut =
+    "Collective 39 at entry 38 errors\n"
+    "group info: 0:default_pg\n"
+    "collective: nccl:all_reduce\n"
+    "input sizes: [[1025]]\n"
+    "output sizes: [[1025]]\n"
+    "world size: 4\n"
+    "expected ranks: {0, 1, 2, 3}\n"
+    "collective state: scheduled\n"
+    "error msg: Culprit rank 22; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: "
+    "'[[1025]]' does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: "
+    "SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match found";
+
+TEST(FrTraceBlocks, CutMismatchBlockKeepsWhatIsCompleteAndMarksTheLogTruncated) {
+  laggard::Run run = IngestLines("fr_trace.log", kFrTraceCut);
+  ASSERT_EQ(run.files.size(), 1u);
+  EXPECT_EQ(run.files[0].format, "hang-log");
+  ASSERT_EQ(run.hang.events.size(), 1u);
+  const HangEvent& e = run.hang.events[0];
+  EXPECT_EQ(e.kind, HangEventKind::kFrTraceMismatch);
+  EXPECT_EQ(e.seq, 39);
+  EXPECT_EQ(e.pg_id, "0");
+  EXPECT_EQ(e.pg_desc, "default_pg");
+  EXPECT_EQ(e.op, "nccl:all_reduce");
+  EXPECT_EQ(e.ranks_named, (std::vector<int32_t>{22, 110}));
+  EXPECT_EQ(e.detail,
+            "SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match found "
+            "input sizes: '[[262144]]' (and 1 more)");
+  EXPECT_FALSE(e.rank.has_value());  // about the job, not one rank
+  EXPECT_EQ(e.src.line, 1u);
+  ASSERT_EQ(run.hang.groups.size(), 1u);
+  EXPECT_EQ(run.hang.groups[0].id, "0");
+  EXPECT_TRUE(run.hang.groups[0].whole_world);
+  EXPECT_EQ(run.hang.groups[0].ranks, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(run.hang.groups[0].size, 4);
+  ASSERT_EQ(run.hang.logs.size(), 1u);
+  EXPECT_TRUE(run.hang.logs[0].truncated);
+}
+
+TEST(FrTraceBlocks, WholeMismatchBlockIsNotTruncated) {
+  laggard::Run run = IngestLines(
+      "fr_trace.log",
+      "Collective 39 at entry 38 errors\n"
+      "group info: 0:default_pg\n"
+      "collective: nccl:all_reduce\n"
+      "error msg: Culprit rank 22; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: "
+      "'[[1025]]' does not match found input sizes: '[[262144]]'\n");
+  ASSERT_EQ(run.hang.events.size(), 1u);
+  EXPECT_EQ(run.hang.events[0].ranks_named, (std::vector<int32_t>{22}));
+  ASSERT_EQ(run.hang.logs.size(), 1u);
+  EXPECT_FALSE(run.hang.logs[0].truncated);
+}
+
+TEST(FrTraceBlocks, NotJoinedBlocksNameTheMissingRanks) {
+  // torch's fr_trace docs (2.6+) and its newest wording, one after the other.
+  laggard::Run run = IngestLines(
+      "fr_trace.log",
+      "Not all ranks joining collective 5 at entry 4\n"
+      "group info: 0:default_pg\n"
+      "collective: nccl:all_reduce\n"
+      "missing ranks: {1}\n"
+      "input sizes: [[3, 4]]\n"
+      "output sizes: [[3, 4]]\n"
+      "expected ranks: 2\n"
+      "collective state: scheduled\n"
+      "collective stack trace:\n"
+      "    all_reduce at /home/cpio/local/pytorch/torch/distributed/distributed_c10d.py:2696\n"
+      "Not all ranks joining collective, sequence number: 4\n"
+      "collective: nccl:all_reduce\n"
+      "missing ranks: {1, 3}\n"
+      "collective state: scheduled\n");
+  auto joined = EventsOf(run, HangEventKind::kFrTraceNotJoined);
+  ASSERT_EQ(joined.size(), 2u);
+  EXPECT_EQ(joined[0].seq, 5);
+  EXPECT_EQ(joined[0].ranks_named, (std::vector<int32_t>{1}));
+  EXPECT_EQ(joined[0].pg_desc, "default_pg");
+  EXPECT_EQ(joined[1].seq, 4);
+  EXPECT_EQ(joined[1].ranks_named, (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(joined[1].src.line, 11u);
+  ASSERT_EQ(run.hang.groups.size(), 1u);
+  EXPECT_EQ(run.hang.groups[0].size, 2);
+  EXPECT_FALSE(run.hang.logs.at(0).truncated);
+}
+
+TEST(FrTraceBlocks, Torch25OneLineForm) {
+  HangEvent e = Parse(
+      "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce  "
+      "Missing ranks are {1, 2}");
+  EXPECT_EQ(e.kind, HangEventKind::kFrTraceNotJoined);
+  EXPECT_EQ(e.pg_id, "0");
+  EXPECT_EQ(e.pg_desc, "default_pg");
+  EXPECT_EQ(e.op, "nccl:all_reduce");
+  EXPECT_EQ(e.ranks_named, (std::vector<int32_t>{1, 2}));
+}
+
+TEST(DumpSignalLines, ReceivedSignalGivesOwnProgressAndTheFirstTimedOutRank) {
+  // OpenRLHF#1126.
+  HangEvent e = Parse(
+      "[rank2]:[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID "
+      "0(default_pg) Rank 2] Received a dump signal due to a collective timeout from  rank 6 "
+      "and we will try our best to dump the debug info. Last enqueued NCCL work: 460631, last "
+      "completed NCCL work: 460630.This is most likely caused by incorrect usages of "
+      "collectives, e.g., wrong sizes used across ranks");
+  EXPECT_EQ(e.kind, HangEventKind::kDumpSignal);
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.group_rank, 2);
+  EXPECT_EQ(e.pg_id, "0");
+  EXPECT_EQ(e.pg_guid, "0");
+  EXPECT_EQ(e.pg_desc, "default_pg");
+  EXPECT_EQ(e.last_enqueued, 460631);
+  EXPECT_EQ(e.last_completed, 460630);
+  EXPECT_EQ(e.ranks_named, (std::vector<int32_t>{6}));
+}
+
+TEST(DumpSignalLines, ObservedSignalNamesOnlyThePrintingRank) {
+  // prime-rl#3186.
+  HangEvent e = Parse(
+      "[rank0]:[E804 23:05:54.816499929 ProcessGroupNCCL.cpp:1849] [PG ID 0 PG GUID "
+      "0(default_pg) Rank 0] Observed flight recorder dump signal from another rank via "
+      "TCPStore.");
+  EXPECT_EQ(e.kind, HangEventKind::kDumpSignal);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.pg_desc, "default_pg");
+  EXPECT_TRUE(e.ranks_named.empty());
+  EXPECT_FALSE(e.last_enqueued.has_value());
+}
+
+TEST(NcclWarnLines, AsyncEventIsTheReportingHostsNic) {
+  // nccl#1710, as pasted: a Markdown quote with autolinks.
+  HangEvent e = Parse(
+      "> node201:127799:127863 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN "
+      "NET/IB : mlx5_0:1 Got async event : local access violation work queue error");
+  EXPECT_EQ(e.kind, HangEventKind::kNicEvent);
+  EXPECT_EQ(e.host, "node201");
+  EXPECT_EQ(e.pid, 127799);
+  EXPECT_EQ(e.peer, "mlx5_0:1");
+  EXPECT_EQ(e.detail, "local access violation work queue error");
+  EXPECT_TRUE(StartsWith(e.text, "> node201"));  // the line as written
+}
+
+TEST(NcclWarnLines, MarkdownAutolinksAroundThePeerAreUnwrapped) {
+  HangEvent e = Parse(
+      "> node023:10214:10303 [0] transport/[net_ib.cc:1909](http://net_ib.cc:1909/) NCCL WARN "
+      "NET/IB : Got completion from peer [10.1.3.201](http://10.1.3.201/)<33057> with status=9 "
+      "opcode=0 len=0 vendor err 138 (Send) localGid ::ffff:[10.206.1.23](http://10.206.1.23/)");
+  EXPECT_EQ(e.kind, HangEventKind::kTransportError);
+  EXPECT_EQ(e.host, "node023");
+  EXPECT_EQ(e.peer, "10.1.3.201<33057>");
+  EXPECT_EQ(e.error_code, 9);
+}
+
+TEST(NcclWarnLines, NetSizeMismatchNamesBothSizes) {
+  // nccl#969, behind pdsh's address prefix.
+  HangEvent e = Parse(
+      "10.10.23.10: so-ucloud-10-10-23-10:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL "
+      "WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size "
+      "496640 remote size 65536");
+  EXPECT_EQ(e.kind, HangEventKind::kNetSizeMismatch);
+  EXPECT_EQ(e.host, "so-ucloud-10-10-23-10");
+  EXPECT_EQ(e.peer, "10.10.23.6<58683>");
+  EXPECT_EQ(e.detail, "local size 496640 remote size 65536");
+  bool cut = false;
+  auto partial = ParseHangLine(
+      "so-ucloud-10-10-23-10:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL WARN NET/IB : "
+      "req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 remo",
+      &cut);
+  ASSERT_TRUE(partial.has_value());
+  EXPECT_TRUE(cut);
+}
+
+TEST(NcclWarnLines, CudaFailureBehindAnOpenMpiTagTakesTheMpiRank) {
+  // nccl#957: mpirun --timestamp-output --tag-output.
+  HangEvent e = Parse(
+      "Fri Aug 11 12:31:45 2023[1,3]<stdout>:tomte401:1850304:1881110 [3] transport.cc:154 NCCL "
+      "WARN Cuda failure 'invalid argument'");
+  EXPECT_EQ(e.kind, HangEventKind::kCudaError);
+  EXPECT_EQ(e.detail, "invalid argument");
+  EXPECT_EQ(e.host, "tomte401");
+  EXPECT_EQ(e.pid, 1850304);
+  EXPECT_EQ(e.rank, 3);
+  // nccl#1485: teardown keeps its words; the detector tells it apart.
+  HangEvent down = Parse(
+      "node2:24881:25569 [32707] include/alloc.h:243 NCCL WARN Cuda failure 'driver shutting "
+      "down'");
+  EXPECT_EQ(down.kind, HangEventKind::kCudaError);
+  EXPECT_EQ(down.detail, "driver shutting down");
+  EXPECT_EQ(down.host, "node2");
+  EXPECT_FALSE(down.rank.has_value());
+}
+
+TEST(NcclWarnLines, FailedVerbsCallNamesTheFunction) {
+  // nccl#562.
+  HangEvent e = Parse(
+      "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to "
+      "ibv_create_qp failed");
+  EXPECT_EQ(e.kind, HangEventKind::kVerbsError);
+  EXPECT_EQ(e.detail, "ibv_create_qp");
+  EXPECT_EQ(e.host, "hai-a100-3");
+  HangEvent with = Parse(
+      "node1:12:13 [0] NCCL WARN Call to ibv_modify_qp failed with error "
+      "Connection timed out");
+  EXPECT_EQ(with.kind, HangEventKind::kVerbsError);
+  EXPECT_EQ(with.detail, "ibv_modify_qp with error Connection timed out");
+  // ibv_poll_cq stays a transport error.
+  EXPECT_EQ(
+      Parse("node1:12:13 [0] NCCL WARN NET/IB : Call to ibv_poll_cq failed with error 12").kind,
+      HangEventKind::kTransportError);
+}
+
+TEST(NcclWarnLines, BacktickBeforeTheHostIsNotPartOfIt) {
+  // DeepSpeed#6875: the comment opens with a stray Markdown backtick.
+  HangEvent e = Parse(
+      "`50428e4af543:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from "
+      "peer 10.0.1.23<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca ibp152s0");
+  EXPECT_EQ(e.kind, HangEventKind::kTransportError);
+  EXPECT_EQ(e.host, "50428e4af543");
+  EXPECT_EQ(e.error_code, 12);
+}
+
+TEST(NcclWarnLines, LastErrorRepeatingAPrefixedLineIsNotASecondEvent) {
+  // DeepSpeed#6875: torch's exception quotes NCCL's last WARN line.
+  laggard::Run run = IngestLines(
+      "ds.log",
+      "`50428e4af543:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from "
+      "peer 10.0.1.23<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca ibp152s0\n"
+      "50428e4af543:34610:36821 [4] NCCL INFO transport/net.cc:1314 -> 6\n"
+      "50428e4af543:34610:36821 [4] NCCL INFO proxy.cc:638 -> 6\n"
+      "50428e4af543:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from "
+      "peer 10.0.1.23<34696> with status=5 opcode=0 len=0 vendor err 249 (Recv) hca ibp152s0\n"
+      "Last error:\n"
+      "NET/IB: Got completion from peer 10.0.1.23<34696> with status=5 opcode=0 len=0 vendor "
+      "err 249 (Recv) hca ibp152s0\n"
+      "NET/IB: Got completion from peer 10.0.1.99<1> with status=12 opcode=0 len=0 vendor "
+      "err 129 (Recv) hca ibp152s0\n");
+  auto transport = EventsOf(run, HangEventKind::kTransportError);
+  ASSERT_EQ(transport.size(), 3u);  // the repeat is dropped, the new peer kept
+  EXPECT_EQ(transport[0].host, "50428e4af543");
+  EXPECT_EQ(transport[1].host, "50428e4af543");
+  EXPECT_EQ(transport[2].peer, "10.0.1.99<1>");
+  ASSERT_EQ(run.network.nccl_ranks.size(), 1u);  // one process, not two hosts
+  EXPECT_EQ(run.network.nccl_ranks[0].host, "50428e4af543");
+}
+
+TEST(NcclWarnLines, DeviceNumberNoDeviceHasKeysTheLineByHostAndPid) {
+  // nccl#1485: the proxy thread prints garbage in the device slot.
+  laggard::Run run = IngestLines(
+      "nccl.log",
+      "node2:24881:25569 [959657526] proxy.cc:1519 NCCL WARN [Proxy Service 3] Failed to "
+      "execute operation Setup from rank 3, retcode 1\n"
+      "node2:24881:25569 [32707] include/alloc.h:243 NCCL WARN Cuda failure 'driver shutting "
+      "down'\n"
+      "node2:24881:25569 [32691] include/alloc.h:243 NCCL WARN Cuda failure 'driver shutting "
+      "down'\n"
+      "node2:24881:25568 [0] include/alloc.h:250 NCCL WARN Cuda failure 'driver shutting "
+      "down'\n");
+  ASSERT_EQ(run.files.size(), 1u);
+  EXPECT_EQ(run.files[0].format, "nccl-debug");
+  ASSERT_EQ(run.network.nccl_ranks.size(), 2u);
+  for (const NcclRankInfo& r : run.network.nccl_ranks) {
+    EXPECT_EQ(r.host, "node2");
+    EXPECT_EQ(r.pid, 24881);
+    EXPECT_TRUE(!r.cuda_device || *r.cuda_device == 0);
+  }
+  EXPECT_EQ(EventsOf(run, HangEventKind::kCudaError).size(), 3u);
 }
 
 }  // namespace

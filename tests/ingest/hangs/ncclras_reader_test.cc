@@ -208,7 +208,9 @@ TEST(NcclRasReader, SniffClaimsOnlyRasReports) {
     std::string path = entry.path().string();
     std::string head = testing_util::ReadFile(path).substr(0, kSniffBytes);
     int score = reader->Sniff(head);
-    if (path.find("/hangs/ncclras/") != std::string::npos) {
+    // RAS reports: the catalogue's, and the ones pasted in issue threads.
+    if (path.find("/hangs/ncclras/") != std::string::npos ||
+        path.find("/hangs/pasted/ras_") != std::string::npos) {
       if (EndsWith(path, ".txt")) {
         EXPECT_GE(score, kSniffSure) << path;
       }
@@ -254,6 +256,60 @@ TEST(NcclRasReader, DamagedLinesAreCountedWhereTheyAreAndTheRestIsRead) {
   ASSERT_EQ(r.comms[0].ranks.size(), 1u);
   EXPECT_EQ(r.comms[0].ranks[0].comm_rank, 1);
   EXPECT_EQ(r.comms[0].ranks[0].ops_launched, 7);
+}
+
+TEST(NcclRasReader, WatchdogLinesPastedUnderTheReportAreHangEventsNotBadLines) {
+  // nccl#1730: a periodic RAS query, then rank 118's watchdog lines.
+  std::string text =
+      "NCCL version 2.26.2 compiled with CUDA 12.4\n"
+      "CUDA runtime version 12040, driver version 12040\n"
+      "\n"
+      "Job summary\n"
+      "===========\n"
+      "\n"
+      "  Nodes  Processes         GPUs  Processes     GPUs\n"
+      "(total)   per node  per process    (total)  (total)\n"
+      "     32          8            1        256      256\n"
+      "\n"
+      "Communicators... (0.01s)\n"
+      "=============\n"
+      "\n"
+      "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+      "    #  in group  per comm  per node  per comm  in group\n"
+      "    0         1        32         8       256       256   RUNNING      OK\n"
+      "\n"
+      "Errors\n"
+      "======\n"
+      "\n"
+      "Warnings\n"
+      "========\n"
+      "\n"
+      "[rank118]:[E603 17:48:01.005271823 ProcessGroupNCCL.cpp:632] [Rank 118] Watchdog caught "
+      "collective operation timeout: WorkNCCL(SeqNum=2398459, OpType=ALLREDUCE, "
+      "NumelIn=8652160, NumelOut=8652160, Timeout(ms)=1800000) ran for 1800068 milliseconds "
+      "before timing out.\n"
+      "[rank118]:[E603 17:48:01.005538748 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID "
+      "0(default_pg) Rank 118]  failure detected by watchdog at work sequence id: 2398459 PG "
+      "status: last enqueued work: 2398578, last completed work: 2398458\n"
+      "not a RAS line and not a hang line\n";
+  laggard::Run run = IngestText(text);
+  ASSERT_EQ(run.files.size(), 1u);
+  EXPECT_EQ(run.files[0].format, "ncclras");
+  ASSERT_EQ(run.hang.ras.size(), 1u);
+  EXPECT_TRUE(run.hang.ras[0].complete);
+  EXPECT_EQ(run.hang.ras[0].gpus, 256);
+  ASSERT_EQ(run.hang.events.size(), 2u);
+  EXPECT_EQ(run.hang.events[0].kind, HangEventKind::kWatchdogTimeout);
+  EXPECT_EQ(run.hang.events[0].rank, 118);
+  EXPECT_EQ(run.hang.events[0].seq, 2398459);
+  EXPECT_EQ(run.hang.events[0].src.line, 24u);
+  EXPECT_EQ(run.hang.events[1].kind, HangEventKind::kWatchdogException);
+  EXPECT_EQ(run.hang.events[1].pg_desc, "default_pg");
+  EXPECT_EQ(run.hang.events[1].last_enqueued, 2398578);
+  ASSERT_EQ(run.hang.logs.size(), 1u);
+  EXPECT_FALSE(run.hang.logs[0].truncated);
+  // Only the line neither reads is counted.
+  EXPECT_EQ(Lines(run, DiagCode::kHangRasBadLine), (std::vector<uint64_t>{26}));
 }
 
 TEST(NcclRasReader, AFileOfRasHeadingsAloneIsUnrecognisedNotSilentlyEmpty) {
