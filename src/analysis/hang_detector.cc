@@ -545,6 +545,27 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
                           "the others wait in",
                           Ranks(f.ranks, o.max_ranks_listed));
     f.confidence = kConfidenceLines + 0.1;
+    const bool barrier = std::all_of(lines.begin(), lines.end(), [](const HangEvent* e) {
+      return e->detail == "monitoredBarrier";
+    });
+    if (barrier && code == FindingCode::kHangNotJoined) {
+      // Rank 0's own "failed to pass" names them; another rank's send that
+      // timed out only implies its peer never entered (gloo's send waits
+      // for the receiver).
+      const bool own = std::any_of(lines.begin(), lines.end(), [](const HangEvent* e) {
+        return e->text.find("failed to pass monitoredBarrier") != std::string::npos;
+      });
+      f.message =
+          own ? fmt::format(
+                    "gloo's monitored barrier: rank 0 waited for {}, which never "
+                    "entered it",
+                    Ranks(f.ranks, o.max_ranks_listed))
+              : fmt::format(
+                    "gloo's monitored barrier: a rank that reached it timed out "
+                    "sending to {}: {} never entered it",
+                    Ranks(f.ranks, o.max_ranks_listed), f.ranks.size() == 1 ? "it" : "they");
+      if (!own) f.confidence = kConfidenceLines - 0.1;
+    }
     for (size_t i = 0; i < lines.size() && i < 4; ++i) {
       f.evidence.push_back({lines[i]->text, lines[i]->src});
     }

@@ -4,63 +4,24 @@
 #include <array>
 
 #include "base/text.h"
+#include "ingest/common/hang_line_text.h"
 #include "model/time.h"
 
 namespace laggard {
 namespace {
 
-constexpr size_t npos = std::string_view::npos;
-
-bool Has(std::string_view s, std::string_view word) { return s.find(word) != npos; }
-
-// Digits (with an optional '-') at s[pos...]; nullopt when none.
-std::optional<int64_t> IntAt(std::string_view s, size_t pos) {
-  if (pos >= s.size()) return std::nullopt;
-  size_t end = pos;
-  if (s[end] == '-') ++end;
-  size_t digits = end;
-  while (end < s.size() && IsDigit(s[end])) ++end;
-  if (end == digits || end - digits > 18) return std::nullopt;
-  return ParseInt<int64_t>(s.substr(pos, end - pos));
-}
-
-// The integer right after the first `key` in `s` (blanks skipped).
-std::optional<int64_t> IntAfter(std::string_view s, std::string_view key) {
-  size_t at = s.find(key);
-  if (at == npos) return std::nullopt;
-  size_t pos = at + key.size();
-  while (pos < s.size() && s[pos] == ' ') ++pos;
-  return IntAt(s, pos);
-}
-
-std::optional<int32_t> Int32(std::optional<int64_t> v) {
-  if (!v || *v < INT32_MIN || *v > INT32_MAX) return std::nullopt;
-  return static_cast<int32_t>(*v);
-}
-
-// A rank: 0 .. kMaxRank.
-std::optional<int32_t> Rank(std::optional<int64_t> v) {
-  if (!v || *v < 0 || *v > kMaxRank) return std::nullopt;
-  return static_cast<int32_t>(*v);
-}
-
-// The word after `key`, up to ',' ')' or a blank: "OpType=ALLREDUCE,".
-std::string WordAfter(std::string_view s, std::string_view key) {
-  size_t at = s.find(key);
-  if (at == npos) return {};
-  size_t pos = at + key.size();
-  size_t end = pos;
-  while (end < s.size() && s[end] != ',' && s[end] != ')' && s[end] != ' ') ++end;
-  return std::string(s.substr(pos, end - pos));
-}
-
-// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
-std::string CutText(std::string_view s, size_t max) {
-  if (s.size() <= max) return std::string(s);
-  size_t n = max;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return std::string(s.substr(0, n));
-}
+using hang_line_text::CutText;
+using hang_line_text::Has;
+using hang_line_text::Int32;
+using hang_line_text::IntAfter;
+using hang_line_text::IntAfterIgnoreCase;
+using hang_line_text::IntAt;
+using hang_line_text::kDetailBytes;
+using hang_line_text::npos;
+using hang_line_text::Rank;
+using hang_line_text::RankSet;
+using hang_line_text::ReadDumpOrFrTrace;
+using hang_line_text::WordAfter;
 
 // Days before each month in a leap year, so that Feb 29 has a day of its own.
 constexpr std::array<int, 12> kDaysBefore = {0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335};
@@ -102,15 +63,19 @@ struct RankPrefix {
 };
 RankPrefix FindRankPrefix(std::string_view line) {
   RankPrefix out;
-  size_t at = line.substr(0, std::min<size_t>(line.size(), 200)).find("[rank");
-  if (at == npos) return out;
-  size_t pos = at + 5;
-  size_t digits = pos;
-  while (pos < line.size() && IsDigit(line[pos])) ++pos;
-  if (pos == digits || pos + 1 >= line.size() || line[pos] != ']' || line[pos + 1] != ':')
+  // Ray's "(Worker[rank=31] pid=..., ip=...) [rank31]:" has a "[rank"
+  // that is not the prefix before the one that is.
+  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 200));
+  for (size_t at = head.find("[rank"); at != npos; at = head.find("[rank", at + 5)) {
+    size_t pos = at + 5;
+    size_t digits = pos;
+    while (pos < line.size() && IsDigit(line[pos])) ++pos;
+    if (pos == digits || pos + 1 >= line.size() || line[pos] != ']' || line[pos + 1] != ':')
+      continue;
+    out.rank = Rank(ParseInt<int64_t>(line.substr(digits, pos - digits)));
+    out.end = pos + 2;
     return out;
-  out.rank = Rank(ParseInt<int64_t>(line.substr(digits, pos - digits)));
-  out.end = pos + 2;
+  }
   return out;
 }
 
@@ -250,6 +215,19 @@ std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nu
     if (pid_out != nullptr) *pid_out = pid;
     return std::string(host);
   }
+  // No "host:pid:tid": the host right before the "[dev]" slot, as some
+  // container loggers print it ("gpu-server320 [5] misc/socket.cc:46
+  // NCCL WARN ...").
+  std::vector<std::string_view> toks = SplitBlanks(line.substr(0, level));
+  for (size_t i = 1; i + 1 < toks.size(); ++i) {
+    std::string_view dev = toks[i];
+    if (dev.size() < 3 || dev.front() != '[' || dev.back() != ']' ||
+        !ParseInt<int64_t>(dev.substr(1, dev.size() - 2)))
+      continue;
+    std::string_view host = TrimToHost(toks[i - 1]);
+    if (host.empty() || host.find(':') != npos || IsDigit(host.front())) return {};
+    return std::string(host);
+  }
   return {};
 }
 
@@ -266,83 +244,6 @@ std::optional<TimeNs> DatedPrefix(std::string_view line) {
   std::string text(Trim(line.substr(pos, end - pos)));
   std::replace(text.begin(), text.end(), ',', '.');
   return ParseTimestamp(text);
-}
-
-// Longest HangEvent::detail kept, in bytes.
-constexpr size_t kDetailBytes = 256;
-
-// IntAfter() with `key` matched in any case: "Last enqueued NCCL work: ".
-std::optional<int64_t> IntAfterIgnoreCase(std::string_view s, std::string_view key) {
-  size_t at = FindIgnoreCase(s, key);
-  if (at == npos) return std::nullopt;
-  size_t pos = at + key.size();
-  while (pos < s.size() && s[pos] == ' ') ++pos;
-  return IntAt(s, pos);
-}
-
-// Python's "{0, 1, 2}" (fr_trace's rank sets): the ranks, sorted and
-// unique. `closed` tells whether the '}' is there; without it the last
-// number may be cut and is not taken.
-std::vector<int32_t> RankSet(std::string_view s, bool& closed) {
-  std::vector<int32_t> out;
-  size_t open = s.find('{');
-  size_t close = open == npos ? npos : s.find('}', open);
-  closed = close != npos;
-  if (open == npos) return out;
-  std::string_view inside = s.substr(open + 1, closed ? close - open - 1 : npos);
-  std::vector<std::string_view> toks = Split(inside, ',');
-  for (size_t i = 0; i < toks.size(); ++i) {
-    if (!closed && i + 1 == toks.size()) break;
-    if (auto r = Rank(ParseInt<int64_t>(Trim(toks[i])))) out.push_back(*r);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-// fr_trace's "error msg: Culprit rank 22; Error type: T, ..., Culprit rank
-// 110; ...": every culprit rank followed by its ';' (a cut number is not
-// taken), sorted and unique.
-std::vector<int32_t> CulpritRanks(std::string_view s) {
-  constexpr std::string_view kKey = "Culprit rank ";
-  std::vector<int32_t> out;
-  for (size_t at = s.find(kKey); at != npos; at = s.find(kKey, at + kKey.size())) {
-    size_t pos = at + kKey.size();
-    size_t end = pos;
-    while (end < s.size() && IsDigit(s[end])) ++end;
-    if (end == pos || end >= s.size() || s[end] != ';') continue;
-    if (auto r = Rank(ParseInt<int64_t>(s.substr(pos, end - pos)))) out.push_back(*r);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-// The first finding of fr_trace's error msg, from its error type:
-// "SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match
-// found input sizes: '[[262144]]'", then how many findings follow it.
-std::string FrTraceDetail(std::string_view msg) {
-  constexpr std::string_view kType = "Error type: ";
-  constexpr std::string_view kNext = ", Culprit rank ";
-  size_t at = msg.find(kType);
-  std::string_view first = at == npos ? msg : msg.substr(at + kType.size());
-  size_t next = first.find(kNext);
-  std::string out = CutText(Trim(first.substr(0, next)), kDetailBytes);
-  size_t more = 0;
-  for (; next != npos; next = first.find(kNext, next + kNext.size())) ++more;
-  if (more > 0) out += " (and " + std::to_string(more) + " more)";
-  return out;
-}
-
-// fr_trace's "0:default_pg": its pg_config name (a watchdog line's PG
-// GUID; the id too, as fr_trace gives no other), then its description.
-void ReadFrGroup(std::string_view s, HangEvent& e) {
-  s = Trim(s);
-  size_t colon = s.find(':');
-  std::string_view name = Trim(s.substr(0, colon));
-  e.pg_id = std::string(name);
-  e.pg_guid = std::string(name);
-  if (colon != npos) e.pg_desc = std::string(Trim(s.substr(colon + 1)));
 }
 
 // Markdown autolinks "[X](http://X/)" whose text X is the link's host (and
@@ -397,64 +298,33 @@ size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank) {
   return close + 2;
 }
 
-// torch's reports beside the watchdog's: the dump-signal lines and the
-// one-line forms and block headers of fr_trace (the collector reads a
-// block's fields).
-bool ReadDumpOrFrTrace(std::string_view body, HangEvent& e, bool& ended) {
-  if (Has(body, "Received a dump signal")) {
-    // "... due to a collective timeout from  rank 6 and we will try our
-    // best to dump the debug info. Last enqueued NCCL work: 460631, last
-    // completed NCCL work: 460630."
-    e.kind = HangEventKind::kDumpSignal;
-    e.last_enqueued = IntAfterIgnoreCase(body, "last enqueued NCCL work: ");
-    e.last_completed = IntAfterIgnoreCase(body, "last completed NCCL work: ");
-    size_t from = body.find("timeout from ");
-    if (from != npos) {
-      size_t pos = from + 13;
-      while (pos < body.size() && body[pos] == ' ') ++pos;
-      if (StartsWith(body.substr(pos), "rank ")) {
-        if (auto r = Rank(IntAt(body, pos + 5))) e.ranks_named.push_back(*r);
+// gloo's monitored barrier. On rank 0: "Ranks 1, 3 failed to pass
+// monitoredBarrier in 30000 ms": rank 0 waited for them, they never
+// entered it. On another rank: "Rank 3 successfully reached
+// monitoredBarrier, but received errors while waiting for send/recv from
+// rank 0": who is at fault depends on the exception that follows (the
+// collector reads it).
+bool ReadMonitoredBarrier(std::string_view body, HangEvent& e) {
+  if (Has(body, "failed to pass monitoredBarrier")) {
+    e.kind = HangEventKind::kDesyncReport;
+    size_t end = body.find(" failed to pass monitoredBarrier");
+    size_t start = body.rfind("Rank", end);
+    if (start != npos) {
+      start = body.find(' ', start);
+      for (std::string_view tok : Split(body.substr(start, end - start), ',')) {
+        if (auto r = Rank(ParseInt<int64_t>(Trim(tok)))) e.ranks_named.push_back(*r);
       }
     }
-    ended = e.last_completed.has_value();
+    e.detail = "monitoredBarrier";
+    if (auto t = IntAfter(body, "monitoredBarrier in ")) e.timeout_ms = static_cast<double>(*t);
     return true;
   }
-  if (Has(body, "flight recorder dump signal")) {
-    e.kind = HangEventKind::kDumpSignal;
+  if (Has(body, "successfully reached monitoredBarrier")) {
+    e.kind = HangEventKind::kGlooTimeout;
+    e.detail = "monitoredBarrier";
     return true;
   }
-  if (Has(body, "Not all ranks joining collective")) {
-    e.kind = HangEventKind::kFrTraceNotJoined;
-    size_t group = body.find(" for group ");
-    if (group == npos) {
-      // Block headers: "... collective 5 at entry 4", "..., sequence number: 4".
-      e.seq = IntAfter(body, "joining collective ");
-      if (!e.seq) e.seq = IntAfter(body, "sequence number: ");
-      return true;
-    }
-    // torch 2.5, one line: "... for group 0:default_pg collective
-    // nccl:all_reduce  Missing ranks are {1}".
-    size_t op = body.find(" collective ", group);
-    size_t missing = body.find("Missing ranks are ");
-    ReadFrGroup(body.substr(group + 11, op == npos ? npos : op - group - 11), e);
-    if (op != npos) e.op = WordAfter(body.substr(op), " collective ");
-    bool closed = false;
-    if (missing != npos) e.ranks_named = RankSet(body.substr(missing), closed);
-    ended = closed;
-    return true;
-  }
-  // "Collective 39 at entry 38 errors": a block header.
-  size_t entry = body.find(" at entry ");
-  if (entry == npos || !Has(body.substr(entry), " errors")) return false;
-  size_t c = body.rfind("Collective ", entry);
-  if (c == npos) return false;
-  size_t digits = c + 11;
-  while (digits < entry && IsDigit(body[digits])) ++digits;
-  auto seq = IntAt(body, c + 11);
-  if (digits != entry || !seq) return false;
-  e.kind = HangEventKind::kFrTraceMismatch;
-  e.seq = seq;
-  return true;
+  return false;
 }
 
 // NCCL's own lines: transport and remote errors, and the WARN forms of an
@@ -471,10 +341,12 @@ bool ReadNcclForm(std::string_view line, std::string_view body, HangEvent& e, bo
   } else if ((Has(body, "NET/IB") && Has(body, "Got completion")) ||
              (Has(body, "NET/OFI") && Has(body, "completed with error")) ||
              Has(body, "ibv_poll_cq") ||
-             (Has(body, "NCCL WARN") && Has(body, "Call to recv from "))) {
+             (Has(body, "NCCL WARN") &&
+              (Has(body, "Call to recv from ") || Has(body, "Call to send to ")))) {
     e.kind = HangEventKind::kTransportError;
     e.peer = PeerAfter(body, "from peer ");
     if (e.peer.empty()) e.peer = PeerAfter(body, "Call to recv from ");
+    if (e.peer.empty()) e.peer = PeerAfter(body, "Call to send to ");
     e.error_code = Int32(IntAfter(body, "with error "));
     if (!e.error_code) e.error_code = Int32(IntAfter(body, "status="));
     // "Got completion from peer P wi": cut before its status.
@@ -572,6 +444,7 @@ bool MaybeHangLine(std::string_view line) {
       // (the fuzzer checks that a parsed line always passes).
       "onnection",
       "ompletion",
+      "monitoredBarrier",
       "ompleted with error",
       "from peer",
       "remote peer",
@@ -679,6 +552,8 @@ std::optional<HangEvent> ParseHangLine(std::string_view raw, bool* cut) {
     } else {
       e.seq = IntAfter(body, "#");
     }
+  } else if (ReadMonitoredBarrier(body, e)) {
+    found = true;
   } else if (ReadNcclForm(line, body, e, ended)) {
     found = true;
   } else if (Has(body, "gloo") &&
@@ -810,9 +685,40 @@ bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, Reade
   }
   e->src = ctx.Ref(line_number);
   if (!e->pg_id.empty() || !e->pg_guid.empty()) AddGroup(*e, line_number, ctx);
-  ctx.out->hang().events.push_back(std::move(*e));
+  std::vector<HangEvent>& events = ctx.out->hang().events;
+  MonitoredBarrier(t, line_number, *e, events);
+  events.push_back(std::move(*e));
   ++events_;
   return true;
+}
+
+// gloo's monitored barrier on a rank other than 0: "Rank 3 successfully
+// reached monitoredBarrier, but received errors while waiting for
+// send/recv from rank 0", then the exception it got. A *send* that timed
+// out: gloo's send waits for the receiver, so rank 0 never entered the
+// barrier (the report becomes a desync report naming it). A recv that
+// timed out or a closed connection: rank 0 was there, waiting on others.
+void HangLineCollector::MonitoredBarrier(std::string_view t, uint64_t line_number,
+                                         const HangEvent& e, std::vector<HangEvent>& events) {
+  constexpr uint64_t kExceptionWithin = 3;  // lines: "Original exception:", then it
+  if (e.kind == HangEventKind::kGlooTimeout && e.detail == "monitoredBarrier") {
+    auto from = Rank(IntAfter(t, "from rank "));
+    barrier_ = from ? std::optional<PendingBarrier>(
+                          PendingBarrier{line_number, events.size(), *from, e.rank})
+                    : std::nullopt;
+    return;
+  }
+  if (!barrier_ || line_number > barrier_->line + kExceptionWithin) {
+    barrier_.reset();
+    return;
+  }
+  if (e.kind != HangEventKind::kGlooTimeout || !Has(t, "for send operation") ||
+      e.rank != barrier_->rank || barrier_->index >= events.size())
+    return;
+  HangEvent& report = events[barrier_->index];
+  report.kind = HangEventKind::kDesyncReport;
+  report.ranks_named = {barrier_->from};
+  barrier_.reset();
 }
 
 bool HangLineCollector::RepeatsPrefixedLine(std::string_view t) const {
@@ -821,71 +727,6 @@ bool HangLineCollector::RepeatsPrefixedLine(std::string_view t) const {
     if (p.size() > t.size() && EndsWith(p, t)) return true;
   }
   return false;
-}
-
-// "group info: 0:default_pg", "collective: nccl:all_reduce", "missing
-// ranks: {1}", "expected ranks: {0, 1}" (older: a count), "world size: 2",
-// "error msg: Culprit rank 1; ...", the sizes and state, and the stack
-// trace's lines. A field that ends before its closing '}', ']' or quote
-// marks the line cut.
-bool HangLineCollector::FrField(std::string_view line, std::string_view t, uint64_t line_number) {
-  HangEvent& e = fr_.event;
-  if (fr_.in_stack) {
-    // "    all_reduce at /path/distributed_c10d.py:2696"
-    size_t at = t.find(" at ");
-    size_t colon = t.rfind(':');
-    if (line[0] == ' ' || line[0] == '\t' ||
-        (at != npos && colon != npos && colon > at && IntAt(t, colon + 1))) {
-      return true;
-    }
-    fr_.in_stack = false;
-  }
-  size_t colon = t.find(':');
-  if (colon == npos) return false;
-  std::string_view key = t.substr(0, colon);
-  std::string_view value = Trim(t.substr(colon + 1));
-  bool complete = true;
-  if (key == "group info") {
-    ReadFrGroup(value, e);
-  } else if (key == "collective") {
-    e.op = std::string(value);
-  } else if (key == "missing ranks") {
-    std::vector<int32_t> missing = RankSet(value, complete);
-    if (e.kind == HangEventKind::kFrTraceNotJoined) e.ranks_named = std::move(missing);
-  } else if (key == "expected ranks") {
-    if (value.find('{') != npos) {
-      fr_.ranks = RankSet(value, complete);
-    } else if (auto n = Int32(IntAt(value, 0)); n && *n > 0 && !fr_.world_size) {
-      fr_.world_size = n;
-    }
-  } else if (key == "world size") {
-    if (auto n = Int32(IntAt(value, 0)); n && *n > 0) fr_.world_size = n;
-  } else if (key == "input sizes" || key == "output sizes") {
-    complete = EndsWith(value, "]");
-  } else if (key == "error msg") {
-    if (e.kind == HangEventKind::kFrTraceMismatch) e.ranks_named = CulpritRanks(value);
-    e.detail = FrTraceDetail(value);
-    complete = EndsWith(value, "'");
-  } else if (key == "collective stack trace") {
-    fr_.in_stack = true;
-  } else if (key != "collective state" && key != "total input numel" &&
-             key != "total output numel" && key != "input dtypes" && key != "output dtypes") {
-    return false;
-  }
-  if (!complete) cut_line_ = line_number;
-  return true;
-}
-
-void HangLineCollector::CloseFrBlock(ReaderContext& ctx) {
-  if (!fr_.open) return;
-  HangEvent e = std::move(fr_.event);
-  e.src = ctx.Ref(fr_.line);
-  std::optional<int32_t> size = fr_.world_size;
-  if (!size && !fr_.ranks.empty()) size = static_cast<int32_t>(fr_.ranks.size());
-  if (!e.pg_id.empty() || !e.pg_guid.empty()) AddGroup(e, fr_.line, ctx, fr_.ranks, size);
-  ctx.out->hang().events.push_back(std::move(e));
-  ++events_;
-  fr_ = FrBlock();
 }
 
 void HangLineCollector::AddGroup(const HangEvent& e, uint64_t line_number, ReaderContext& ctx,

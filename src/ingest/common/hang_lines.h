@@ -136,7 +136,19 @@ class HangLineCollector {
   uint64_t pager_line_ = 0;  // last pager prompt offered
   uint64_t cut_line_ = 0;    // last hang line that ended early
   TableEntry table_;         // torchrun failure entry being read
-  FrBlock fr_;               // fr_trace block being read
+  // gloo's monitoredBarrier report of a rank other than 0, until the
+  // exception after it says whether its peer ever entered the barrier.
+  struct PendingBarrier {
+    uint64_t line = 0;
+    size_t index = 0;  // of its event in the run's hang events
+    int32_t from = 0;  // "from rank 0"
+    std::optional<int32_t> rank;
+  };
+  void MonitoredBarrier(std::string_view t, uint64_t line_number, const HangEvent& e,
+                        std::vector<HangEvent>& events);
+
+  FrBlock fr_;  // fr_trace block being read
+  std::optional<PendingBarrier> barrier_;
   // "id\x1fguid\x1fdesc" -> index into ctx.out->hang().groups
   std::vector<std::pair<std::string, size_t>> groups_seen_;
   std::vector<std::string> prefixed_;  // last few prefixed NCCL lines, trimmed

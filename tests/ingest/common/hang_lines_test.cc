@@ -602,5 +602,79 @@ TEST(NcclWarnLines, DeviceNumberNoDeviceHasKeysTheLineByHostAndPid) {
   EXPECT_EQ(EventsOf(run, HangEventKind::kCudaError).size(), 3u);
 }
 
+// The held-out set's forms (tests/data/hangs/pasted/README.md).
+
+TEST(HeldOutLines, RayPrefixBeforeTheRankPrefixIsSkipped) {
+  // NeMo-RL#2140: "[rank=31]" in Ray's actor tag is not the prefix.
+  HangEvent e = Parse(
+      "(MegatronPolicyWorker[rank=97] pid=3421713, ip=10.1.2.206) [rank97]:[E323 "
+      "05:14:22.969036376 ProcessGroupNCCL.cpp:683] [Rank 6] Watchdog caught collective "
+      "operation timeout: WorkNCCL(SeqNum=1, OpType=COALESCED, NumelIn=0, NumelOut=0, "
+      "Timeout(ms)=600000) ran for 651421 milliseconds before timing out.");
+  EXPECT_EQ(e.kind, HangEventKind::kWatchdogTimeout);
+  EXPECT_EQ(e.rank, 97);
+  EXPECT_EQ(e.group_rank, 6);
+}
+
+TEST(HeldOutLines, FrTraceRecordIdFieldKeepsTheBlockOpen) {
+  // pytorch#140969's report: "internal record id" between the header and
+  // the missing ranks.
+  laggard::Run run = IngestLines("fr.log",
+                                 "Not all ranks joining collective: sequence number: 31117\n"
+                                 "internal record id: 31116\n"
+                                 "group info: 0:default_pg\n"
+                                 "collective: nccl:all_reduce\n"
+                                 "missing ranks: {3, 4, 5, 6, 7}\n"
+                                 "world size: 8\n"
+                                 "expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}\n"
+                                 "collective state: scheduled\n");
+  ASSERT_EQ(run.hang.events.size(), 1u);
+  const HangEvent& e = run.hang.events[0];
+  EXPECT_EQ(e.kind, HangEventKind::kFrTraceNotJoined);
+  EXPECT_EQ(e.seq, 31117);
+  EXPECT_EQ(e.ranks_named, (std::vector<int32_t>{3, 4, 5, 6, 7}));
+}
+
+TEST(HeldOutLines, SocketSendWithoutPidTakesTheHostBeforeTheDevice) {
+  // nccl#1920: a container logger's time stamp, then "host [dev]".
+  HangEvent e = Parse(
+      "2025-11-24T03:20:21.001125857Z [2025-11-24 11:20:21] gpu-server320 [5] "
+      "misc/socket.cc:46 NCCL WARN socketProgressOpt: Call to send to 10.44.137.149<52905> "
+      "failed : Connection reset by peer");
+  EXPECT_EQ(e.kind, HangEventKind::kTransportError);
+  EXPECT_EQ(e.host, "gpu-server320");
+  EXPECT_EQ(e.peer, "10.44.137.149<52905>");
+}
+
+TEST(HeldOutLines, MonitoredBarrierOnRankZeroNamesTheRanksThatNeverEntered) {
+  HangEvent e =
+      Parse("RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms");
+  EXPECT_EQ(e.kind, HangEventKind::kDesyncReport);
+  EXPECT_EQ(e.ranks_named, (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(e.timeout_ms, 30000.0);
+}
+
+TEST(HeldOutLines, MonitoredBarrierSendTimeoutNamesThePeerARecvTimeoutDoesNot) {
+  // trl#2923: rank 3's send to rank 0 timed out: rank 0 never entered.
+  const std::string barrier =
+      "[rank3]: RuntimeError: Rank 3 successfully reached monitoredBarrier, but received errors "
+      "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+      "[rank3]:  Original exception: \n";
+  laggard::Run send = IngestLines(
+      "send.log", barrier +
+                      "[rank3]: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] "
+                      "Timed out waiting 600000ms for send operation to complete\n");
+  ASSERT_EQ(send.hang.events.size(), 2u);
+  EXPECT_EQ(send.hang.events[0].kind, HangEventKind::kDesyncReport);
+  EXPECT_EQ(send.hang.events[0].ranks_named, (std::vector<int32_t>{0}));
+  laggard::Run recv = IngestLines(
+      "recv.log", barrier +
+                      "[rank3]: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+                      "Timed out waiting 600000ms for recv operation to complete\n");
+  ASSERT_EQ(recv.hang.events.size(), 2u);
+  EXPECT_EQ(recv.hang.events[0].kind, HangEventKind::kGlooTimeout);
+  EXPECT_TRUE(recv.hang.events[0].ranks_named.empty());
+}
+
 }  // namespace
 }  // namespace laggard
