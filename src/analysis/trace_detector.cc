@@ -425,12 +425,22 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
     }
     min_ratio = std::max(min_ratio, std::exp(opt.op_outlier_over_next * others));
   }
-  const bool slow_ops =
-      (weight_sum > 0 && kernel_ratio >= min_ratio) || s.compute_excess || s.op_ratio;
-  const bool idles = hg.known
-                         ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
-                               opt.host_stall_share * total_lateness
-                         : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness;
+  // CPU ops: the rank's compute as a whole must be slower, not only its
+  // ops one by one (trace_detector.h, "CPU noise").
+  const bool busy_slower =
+      !cand.cpu_only || ps.compute_busy_ns <= 0 ||
+      static_cast<double>(cand.compute_busy_ns) >=
+          (1 + opt.cpu_min_busy_excess) * static_cast<double>(ps.compute_busy_ns);
+  const bool slow_ops = busy_slower && ((weight_sum > 0 && kernel_ratio >= min_ratio) ||
+                                        s.compute_excess || s.op_ratio);
+  const bool idle_floor =
+      !cand.cpu_only || static_cast<double>(extra_idle) >=
+                            opt.cpu_min_idle_share * static_cast<double>(cand.window_ns);
+  const bool idles =
+      idle_floor &&
+      (hg.known ? static_cast<double>(hg.unlaunched_ns - hg.peer_unlaunched_ns) >=
+                      opt.host_stall_share * total_lateness
+                : static_cast<double>(extra_idle) >= opt.host_stall_share * total_lateness);
   // CPU ops vary with the host's load far more than GPU kernels do, so a
   // stalled rank's ops can run a few percent slow too: the larger of the
   // two explains the lateness (the ops' extra time, ratio - 1 of its

@@ -92,11 +92,16 @@
 //               cpu_unexplained_min_cost_share (15%) of the profile, a
 //               compute outlier must exceed the median by >= cpu_op_noise,
 //               and variable work needs a spread >= cpu_variable_work_cv
-//               (25%). Measured on healthy real DDP jobs (bench/realjobs,
-//               docs/accuracy.md): healthy ranks' CPU ops differed by up to
-//               1.09x, a late healthy rank cost up to 9% of the profile, and
-//               4 healthy ranks on 2 vCPUs spread by up to 21% per step;
-//               GPU kernels vary 1-5%
+//               (25%). A compute-slow rank's compute busy time (the union
+//               of its ops) must also exceed the peer's by
+//               cpu_min_busy_excess (5%): op-by-op ratios of a noisy host
+//               can read 1.26x on a rank whose compute took 1.6% longer in
+//               all; and a host-stalled rank's extra idle must be >=
+//               cpu_min_idle_share (5%) of its profiled window (healthy
+//               ranks: up to 1.2%; a 15 ms stall per step: 10% and more). Measured on healthy real
+//               DDP jobs (bench/realjobs, docs/accuracy.md): healthy ranks' CPU ops differed by up
+//               to 1.09x, a late healthy rank cost up to 9% of the profile, and 4 healthy ranks on
+//               2 vCPUs spread by up to 21% per step; GPU kernels vary 1-5%
 //   idle outlier CPU-only, >= 3 ranks, no rank late by its delay: the rank
 //               that runs no op on any thread for >= idle_outlier_share
 //               (15%) of its profile and >= idle_outlier_over_next (2.5x)
@@ -160,6 +165,8 @@ struct TraceDetectorOptions {
   double op_outlier_over_next = 2;
   double cpu_op_noise = 0.10;
   double cpu_unexplained_min_cost_share = 0.15;
+  double cpu_min_busy_excess = 0.05;
+  double cpu_min_idle_share = 0.05;
   double cpu_variable_work_cv = 0.25;
   double idle_outlier_share = 0.15;
   double idle_outlier_over_next = 2.5;

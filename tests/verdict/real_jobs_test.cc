@@ -144,6 +144,12 @@ INSTANTIATE_TEST_SUITE_P(
         // 4 healthy ranks on 2 vCPUs: per-step compute spreads by ~20%
         // between ranks, which is not variable work.
         Expected{"w4_healthy", VerdictStatus::kNoStraggler, {}},
+        // Rank 1 idles 4.73 ms more than rank 0 over a 384 ms profile
+        // (1.2%) and is last at 5 of 10 collectives: chance, not a stall.
+        Expected{"w2_healthy_idle_noise", VerdictStatus::kNoStraggler, {}},
+        // Rank 0's ops read 1.26x as long one by one, but its compute took
+        // 1.6% longer in all: a noisy host's op timings, not a slow rank.
+        Expected{"w4_healthy_op_noise", VerdictStatus::kNoStraggler, {}},
         Expected{"w2_compute_1.2", VerdictStatus::kStraggler, {{1, CauseClass::kComputeSlow}}},
         // A healthy dp 2 x pp 2 pipeline: stage 1's ranks wait for stage 0
         // at every receive ("late together"), and per-step compute spreads
