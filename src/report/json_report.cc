@@ -138,8 +138,10 @@ Json VerdictJson(const Verdict& v) {
   Json culprits = Json::array();
   for (const Culprit& c : v.culprits) culprits.push_back(CulpritJson(c));
   verdict["culprits"] = std::move(culprits);
-  verdict["impact"] = {{"throughput_lost", Opt(v.throughput_lost)},
-                       {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
+  verdict["impact"] = {
+      {"throughput_lost", Opt(v.throughput_lost)},
+      {"method", v.throughput_lost ? Json(ImpactMethodName(v.impact_method)) : Json(nullptr)},
+      {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
   if (v.whatif) verdict["impact"]["whatif"] = WhatIfJson(*v.whatif);
   verdict["next_steps"] = v.next_steps;
   return verdict;

@@ -151,7 +151,10 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
     v.whatif->ideal_end_ns.shrink_to_fit();
   }
   // What the culprit costs: the share of step time removing it gives back.
-  if (f->recovered && *f->recovered > 0) v.throughput_lost = *f->recovered;
+  if (f->recovered && *f->recovered > 0) {
+    v.throughput_lost = *f->recovered;
+    v.impact_method = whatif != nullptr ? ImpactMethod::kReplay : ImpactMethod::kLowerBound;
+  }
   if (v.whatif) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, v.whatif->layout.world());
   v.summary = fmt::format("verdict: {}, confidence {}", what, ConfidenceWord(c.confidence));
   if (v.whatif) {
@@ -159,7 +162,10 @@ std::optional<Verdict> PipelineVerdict(const Analyses& a) {
         fmt::format("; the job runs {:.2f}x slower than if no op straggled", v.whatif->slowdown);
   }
   if (v.throughput_lost) {
-    v.summary += fmt::format(", removing it recovers ~{:.0f}%", 100 * *v.throughput_lost);
+    v.summary += fmt::format(", removing it recovers {}~{:.0f}%{}",
+                             v.impact_method == ImpactMethod::kLowerBound ? "at least " : "",
+                             100 * *v.throughput_lost,
+                             v.impact_method == ImpactMethod::kReplay ? " (what-if replay)" : "");
   }
   v.next_steps = f->next_steps;
   v.culprits.push_back(std::move(c));

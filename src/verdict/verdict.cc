@@ -12,6 +12,8 @@ namespace laggard {
 namespace {
 
 using verdict_internal::AddSteps;
+using verdict_internal::BoundByCulprit;
+using verdict_internal::CostPhrase;
 using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::EntityName;
@@ -137,10 +139,10 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   v.throughput_lost =
       steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
+  BoundByCulprit(v, WorldSize(steps, traces));
   v.summary = fmt::format("verdict: {} is the straggler — {}, confidence {}", EntityName(c.entity),
                           why, ConfidenceWord(c.confidence));
-  if (v.throughput_lost)
-    v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  v.summary += CostPhrase(v);
   v.summary += also;
   if (slow) AddSteps(v.next_steps, slow->next_steps);
   if (stall) AddSteps(v.next_steps, stall->next_steps);
@@ -153,6 +155,15 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
 }
 
 }  // namespace
+
+std::string_view ImpactMethodName(ImpactMethod m) {
+  switch (m) {
+    case ImpactMethod::kUpperBound: return "upper_bound";
+    case ImpactMethod::kReplay: return "replay";
+    case ImpactMethod::kLowerBound: return "lower_bound";
+  }
+  return "upper_bound";
+}
 
 std::string_view VerdictStatusName(VerdictStatus s) {
   switch (s) {
@@ -287,15 +298,14 @@ std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
   }
   v.throughput_lost = steps.job.throughput_lost;
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, steps.job.ranks);
+  BoundByCulprit(v, steps.job.ranks);
   const Culprit& top = v.culprits.front();
   std::string who = EntityName(top.entity);
   if (v.culprits.size() > 1) who += fmt::format(" (and {} more)", v.culprits.size() - 1);
   v.summary = fmt::format(
       "verdict: {} is the straggler — cause unknown from {} alone{}, confidence {}", who,
       TimesCompared(steps), PatternText(stragglers.front()), ConfidenceWord(top.confidence));
-  if (v.throughput_lost) {
-    v.summary += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
-  }
+  v.summary += CostPhrase(v);
   for (const Finding* f : stragglers) {
     AddSteps(v.next_steps, f->next_steps);
     if (v.next_steps.size() >= 4) break;
@@ -852,8 +862,7 @@ std::string StragglerSummary(const Verdict& v) {
                               CauseWords(top));
   if (top.slowdown && top.entity.rank) s += fmt::format(" ({:+.0f}%)", 100 * *top.slowdown);
   s += fmt::format(", confidence {}", ConfidenceWord(top.confidence));
-  if (v.throughput_lost)
-    s += fmt::format(", costs ~{:.0f}% of job throughput", 100 * *v.throughput_lost);
+  s += CostPhrase(v);
   for (size_t i = 1; i < v.culprits.size() && i < 3; ++i) {
     const Culprit& c = v.culprits[i];
     s += fmt::format("; also {} — {} (confidence {})", CulpritName(c), CauseWords(c),
@@ -956,7 +965,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     }
   }
   v.next_steps = std::move(next);
-  if (changed) v.summary = StragglerSummary(v);
+  if (changed) {
+    BoundByCulprit(v, WorldSize(a.steps, a.traces));
+    v.summary = StragglerSummary(v);
+  }
   return v;
 }
 

@@ -117,11 +117,22 @@ struct Culprit {
   std::vector<std::string> evidence;
 };
 
+// How Verdict::throughput_lost was found. kReplay: the what-if replay of
+// an op timeline (analysis/pipeline_replay.h) removed the culprit and
+// measured the step again. kUpperBound: what the others waited on the
+// culprit (traces, step times), never more than 1 - 1/(1 + slowdown) of
+// the culprit's own slowdown: a rank 1.24x as slow can cost at most 19%.
+// kLowerBound: a pipeline stage's excess over the mean stage, from traces
+// without a replay. Serialized by ImpactMethodName(); append, never rename.
+enum class ImpactMethod : uint8_t { kUpperBound, kReplay, kLowerBound };
+std::string_view ImpactMethodName(ImpactMethod m);  // "upper_bound", "replay", "lower_bound"
+
 struct Verdict {
   VerdictStatus status = VerdictStatus::kNoStraggler;
   std::string summary;            // the terminal's first line, starting with "verdict:"
   std::vector<Culprit> culprits;  // most likely first
   std::optional<double> throughput_lost;
+  ImpactMethod impact_method = ImpactMethod::kUpperBound;
   std::optional<double> gpu_hours_per_day;
   std::vector<std::string> next_steps;
   // The what-if replay of the op timeline the verdict comes from

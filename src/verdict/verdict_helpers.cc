@@ -76,6 +76,30 @@ std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_los
   return *throughput_lost * static_cast<double>(world) * 24.0;
 }
 
+void BoundByCulprit(Verdict& v, size_t world) {
+  if (!v.throughput_lost || v.impact_method != ImpactMethod::kUpperBound || v.culprits.empty())
+    return;
+  const Culprit& top = v.culprits.front();
+  if (top.entity.job || !top.slowdown || *top.slowdown <= 0) return;
+  const double bound = *top.slowdown / (1 + *top.slowdown);
+  if (*v.throughput_lost <= bound) return;
+  v.throughput_lost = bound;
+  if (world > 0) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, world);
+}
+
+std::string CostPhrase(const Verdict& v) {
+  if (!v.throughput_lost) return {};
+  const double pct = 100 * *v.throughput_lost;
+  switch (v.impact_method) {
+    case ImpactMethod::kReplay:
+      return fmt::format(", costs ~{:.0f}% of job throughput (what-if replay)", pct);
+    case ImpactMethod::kLowerBound:
+      return fmt::format(", costs at least ~{:.0f}% of job throughput", pct);
+    case ImpactMethod::kUpperBound: break;
+  }
+  return fmt::format(", costs up to ~{:.0f}% of job throughput", pct);
+}
+
 // A culprit of one finding's entity, slowdown, onset and pattern, its
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap) {

@@ -41,6 +41,15 @@ size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces);
 
 std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world);
 
+// Caps v.throughput_lost (an upper bound) at 1 - 1/(1 + slowdown) of its
+// first culprit's own slowdown, when that culprit is a rank, GPU, host or
+// NIC with one, and updates gpu_hours_per_day for `world` ranks.
+void BoundByCulprit(Verdict& v, size_t world);
+
+// ", costs up to ~19% of job throughput" (an upper bound), ", costs ~12%
+// of job throughput (what-if replay)"; "" without a figure.
+std::string CostPhrase(const Verdict& v);
+
 // A culprit of one finding's entity, slowdown, onset and pattern, its
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);
