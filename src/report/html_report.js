@@ -201,7 +201,9 @@
       kpi('slowdown', signedPct(c.slowdown), 'vs its peers');
     }
     if (c || isNum(impact.throughput_lost) || isNum(impact.gpu_hours_per_day)) {
-      kpi('throughput lost', pct(impact.throughput_lost), 'whole job');
+      kpi('throughput lost', pct(impact.throughput_lost),
+          {upper_bound: 'whole job, at most', lower_bound: 'whole job, at least',
+           replay: 'whole job, what-if replay'}[impact.method] || 'whole job');
       kpi('GPU-hours / day', isNum(impact.gpu_hours_per_day) ? impact.gpu_hours_per_day.toFixed(1) : '–', 'at the job\'s size');
     }
     if (kpis.childNodes.length) s.appendChild(kpis);
@@ -843,28 +845,68 @@
       return;
     }
     if (value && typeof value === 'object') {
-      var scalars = [], nested = [];
+      var scalars = [], nested = [], empty = [];
       Object.keys(value).forEach(function (k) {
-        (value[k] !== null && typeof value[k] === 'object' ? nested : scalars).push(k);
+        if (value[k] !== null && typeof value[k] === 'object') {
+          (isEmptyValue(value[k]) ? empty : nested).push(k);
+        } else {
+          scalars.push(k);
+        }
       });
       if (scalars.length) {
         parent.appendChild(table([{title: 'field', get: function (k) { return k; }},
                                   {title: 'value', get: function (k) { return cell(value[k]); }}], scalars));
       }
       nested.forEach(function (k) { genericTable(parent, (depth > 0 ? title + ' · ' : '') + k.replace(/_/g, ' '), value[k], depth + 1); });
+      // What the section has no data for: one line, not a heading each.
+      if (empty.length) {
+        parent.appendChild(el('p', {class: 'sub not-given', text: 'not given: ' +
+          empty.map(function (k) { return k.replace(/_/g, ' '); }).join(', ')}));
+      }
       return;
     }
     parent.appendChild(el('p', {text: cell(value)}));
   }
 
+  // A value with nothing to show: null, [], {}, or an object of such.
+  function isEmptyValue(v) {
+    if (v === null || v === undefined) return true;
+    if (Array.isArray(v)) return v.length === 0;
+    if (typeof v === 'object') return Object.keys(v).every(function (k) { return isEmptyValue(v[k]); });
+    return false;
+  }
+
+  // What each section needs as input, for the line of sections not given.
+  var NOT_GIVEN = {
+    hardware: 'GPU metrics (nvidia-smi, DCGM, the laggard agent)',
+    network: 'network data (ibstat, ethtool, perfquery, nccl-tests, NCCL_DEBUG logs, topology, switch map)',
+    rank_map: 'where each rank runs (NCCL_DEBUG logs, --gpus-per-node, a rank map)'
+  };
+
   function renderOtherSections() {
+    var missing = [];
     Object.keys(R).forEach(function (k) {
       if (KNOWN_SECTIONS.indexOf(k) >= 0) return;
       var title = k.charAt(0).toUpperCase() + k.slice(1).replace(/_/g, ' ');
+      if (isEmptyValue(R[k])) {
+        missing.push(NOT_GIVEN[k] || title.toLowerCase());
+        return;
+      }
       var s = card(title);
       s.id = 'section-' + k;
       genericTable(s, title, R[k], 0);
     });
+    ['hardware', 'network'].forEach(function (k) {
+      if (!(k in R)) missing.push(NOT_GIVEN[k]);
+    });
+    // Sections without data collapse into one line.
+    if (missing.length) {
+      var s = el('section', {class: 'card not-given', id: 'not-given'});
+      s.appendChild(el('p', {class: 'sub', text: 'not given: ' + missing.join('; ') +
+        ' — how to add them: `laggard formats` lists every input laggard reads, and how to produce it ' +
+        '(docs/input-formats.md).'}));
+      app.appendChild(s);
+    }
   }
 
   function renderDataQuality() {

@@ -362,6 +362,14 @@ void CheckPageRenders(const PageCase& c) {
     EXPECT_LT(r.dom.find("class=\"card verdict"), r.dom.find("Step time by rank and step"));
   }
   EXPECT_NE(r.dom.find("id=\"data-quality\""), std::string::npos);
+  // No section heading over nothing: what has no data is one line.
+  EXPECT_EQ(Count(r.dom, ">none<"), 0u);
+  if (!c.fixture.hardware) {
+    EXPECT_EQ(r.dom.find("id=\"section-hardware\""), std::string::npos);
+    size_t not_given = r.dom.find("id=\"not-given\"");
+    ASSERT_NE(not_given, std::string::npos);
+    EXPECT_NE(r.dom.find("GPU metrics (nvidia-smi", not_given), std::string::npos);
+  }
   if (c.add_network) {
     size_t net = r.dom.find("id=\"section-network\"");
     ASSERT_NE(net, std::string::npos);
