@@ -16,6 +16,7 @@
 
 #include "analysis/hang_episodes.h"
 #include "analysis/hang_groups.h"
+#include "analysis/hang_jobs.h"
 #include "analysis/hang_ras.h"
 #include "analysis/hang_reports.h"
 #include "analysis/hang_transport.h"
@@ -24,6 +25,8 @@
 
 namespace laggard {
 namespace {
+
+HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o);
 
 constexpr double kConfidenceAllDumps = 0.85;
 constexpr double kConfidencePartial = 0.6;
@@ -723,9 +726,41 @@ Finding Inconclusive(const Run& run, const std::vector<HangEvent>& events,
   return f;
 }
 
+// "16 dumps (ranks 0-15, world 16, run1/nccl_trace_rank_#)".
+std::string DumpJobText(const DumpJob& j) {
+  return fmt::format("{} dump{} ({} {}{}, {})", j.dumps.size(), j.dumps.size() == 1 ? "" : "s",
+                     j.ranks.size() == 1 ? "rank" : "ranks", RankListText(j.ranks),
+                     j.world ? fmt::format(", world {}", *j.world) : std::string(), j.place);
+}
+
 }  // namespace
 
-HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
+HangAnalysis AnalyzeHang(const Run& all, const HangDetectorOptions& o) {
+  // Dumps of several jobs: one job's, never their groups matched together.
+  const std::vector<DumpJob> jobs = SplitDumpJobs(all);
+  std::optional<Run> one;
+  if (jobs.size() > 1) one = RunOfDumpJob(all, jobs.front());
+  const Run& run = one ? *one : all;
+  HangAnalysis a = AnalyzeOneHang(run, o);
+  a.dump_jobs = std::max<size_t>(jobs.size(), 1);
+  if (jobs.size() > 1 && !a.findings.empty()) {
+    std::vector<std::string> others;
+    for (size_t i = 1; i < jobs.size(); ++i) others.push_back(DumpJobText(jobs[i]));
+    Finding& f = a.findings.front();
+    f.evidence.insert(
+        f.evidence.begin(),
+        {fmt::format("the inputs hold Flight Recorder dumps of {} jobs (different world sizes, "
+                     "or a rank dumped twice): analysed the one of {}; left out: {} — diagnose "
+                     "their files apart",
+                     jobs.size(), DumpJobText(jobs.front()), fmt::join(others, "; ")),
+         std::nullopt});
+  }
+  return a;
+}
+
+namespace {
+
+HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o) {
   HangAnalysis a;
   // The latest stop's lines only: a log appended across restarts holds
   // several, with sequence numbers that start again.
@@ -800,5 +835,7 @@ HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& o) {
   }
   return a;
 }
+
+}  // namespace
 
 }  // namespace laggard

@@ -168,6 +168,9 @@ struct HangAnalysis {
   // pg_config group (all its collectives left the ring buffer): not
   // compared with other ranks.
   size_t statuses_unplaced = 0;
+  // Jobs the Flight Recorder dumps belong to (analysis/hang_jobs.h): only
+  // the first was analysed, and the decided finding says so.
+  size_t dump_jobs = 1;
 };
 
 HangAnalysis AnalyzeHang(const Run& run, const HangDetectorOptions& options = {});

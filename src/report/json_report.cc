@@ -392,6 +392,7 @@ Json HangJson(const HangAnalysis& hang) {
           {"lines_left_out", hang.events_left_out},
           {"dumps_without_config", hang.dumps_without_config},
           {"statuses_unplaced", hang.statuses_unplaced},
+          {"dump_jobs", hang.dump_jobs},
           {"groups", std::move(groups)}};
 }
 

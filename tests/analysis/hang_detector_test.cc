@@ -76,6 +76,47 @@ TEST(HangDetectorTest, EveryRanksDumpNamesTheRankWhoseHostNeverEnqueued) {
   EXPECT_GE(v.culprits[0].confidence, 0.8);  // every member dumped
 }
 
+// Two jobs' dumps in the inputs: their groups are never matched together;
+// the larger job is analysed and the finding says what was left out.
+TEST(HangDetectorTest, DumpsOfTwoJobsAreAnalysedApart) {
+  std::vector<std::string> files = FilesIn(kData + "fr_v2.10");
+  for (const std::string& f : FilesIn(kData + "fr_multigroup_host_stop")) files.push_back(f);
+  laggard::Run run = IngestAll(files);
+  ASSERT_EQ(run.hang.dumps.size(), 20u);
+  Analyses a;
+  Verdict v = VerdictOf(run, &a);
+  EXPECT_EQ(a.hang.dump_jobs, 2u);
+  ASSERT_FALSE(a.hang.findings.empty());
+  const Finding& f = a.hang.findings.front();
+  // The 16-rank job's answer, as alone (README): rank 5 alone.
+  EXPECT_EQ(f.code, FindingCode::kHangHostStopped) << f.message;
+  EXPECT_EQ(f.ranks, (std::vector<int32_t>{5})) << f.message;
+  EXPECT_TRUE(AnyEvidenceHas(f, "dumps of 2 jobs")) << f.message;
+  EXPECT_TRUE(AnyEvidenceHas(f, "left out: 4 dumps (ranks 0-3, world 4")) << f.message;
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].entity.rank, 5);
+}
+
+// One world size, every rank dumped twice in two folders: two jobs by place.
+TEST(HangDetectorTest, RanksDumpedTwiceInTwoPlacesAreTwoJobs) {
+  std::vector<std::string> files = FilesIn(kData + "fr_multigroup_never_completed");
+  for (const std::string& f : FilesIn(kData + "fr_multigroup_host_stop")) files.push_back(f);
+  laggard::Run run = IngestAll(files);
+  Analyses a;
+  VerdictOf(run, &a);
+  EXPECT_EQ(a.hang.dump_jobs, 2u);
+  ASSERT_FALSE(a.hang.findings.empty());
+  const Finding& f = a.hang.findings.front();
+  // Either job's own answer, never a mix of both.
+  if (f.code == FindingCode::kHangHostStopped) {
+    EXPECT_EQ(f.ranks, (std::vector<int32_t>{5})) << f.message;
+  } else {
+    EXPECT_EQ(f.code, FindingCode::kHangStuckCollective) << f.message;
+    EXPECT_EQ(f.ranks, (std::vector<int32_t>{6, 7})) << f.message;
+  }
+  EXPECT_TRUE(AnyEvidenceHas(f, "dumps of 2 jobs")) << f.message;
+}
+
 // tests/data/hangs/README.md gives the answers of both multi-group sets.
 TEST(HangDetectorTest, MultiGroupDumpsNameTheRankWhoseHostStoppedAndNoHealthyRank) {
   laggard::Run run = IngestAll(FilesIn(kData + "fr_multigroup_host_stop"));
