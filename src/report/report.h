@@ -15,6 +15,7 @@
 #include "analysis/hardware_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
+#include "analysis/pause_detector.h"
 #include "analysis/rank_map.h"
 #include "analysis/stall_detector.h"
 #include "analysis/step_time_detector.h"
@@ -45,6 +46,8 @@ struct ReportInput {
   const HangAnalysis* hang = nullptr;
   // The stall detector's (analysis/stall_detector.h; nullptr: not run).
   const StallAnalysis* stall = nullptr;
+  // The pause detector's (analysis/pause_detector.h; nullptr: not run).
+  const PauseAnalysis* pauses = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -67,6 +70,9 @@ struct ReportInput {
     }
     for (const Finding& f : traces.findings) all.push_back(&f);
     for (const Finding& f : steps.findings) all.push_back(&f);
+    if (pauses != nullptr) {
+      for (const Finding& f : pauses->findings) all.push_back(&f);
+    }
     if (hardware != nullptr) {
       for (const Finding& f : hardware->findings) all.push_back(&f);
     }
