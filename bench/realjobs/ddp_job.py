@@ -25,6 +25,9 @@ Faults (--fault, this rank only; several may be given):
                         block in step S+1's all-reduce
   hang_before:S         at step S the rank stops before its forward: every
                         rank's last step is S-1
+  die:S                 at step S the rank raises before its forward and its
+                        process exits (a Python traceback in its stderr): the
+                        others lose their connections to it
 A communication-throttled rank needs no flag here: the launcher runs it in
 its own network namespace behind a `tc` rate limit.
 
@@ -56,7 +59,7 @@ def hang_forever():
 def parse_faults(specs):
     faults = {"compute": 1.0, "data_stall_ms": 0.0, "host_stall_ms": 0.0,
               "periodic_ms": 0.0, "periodic_every": 0, "onset": 0,
-              "hang_after": None, "hang_before": None}
+              "hang_after": None, "hang_before": None, "die": None}
     for spec in specs:
         kind, _, rest = spec.partition(":")
         args = rest.split(":") if rest else []
@@ -71,7 +74,7 @@ def parse_faults(specs):
             faults["periodic_every"] = int(args[1])
         elif kind == "onset":
             faults["onset"] = int(args[0])
-        elif kind in ("hang_after", "hang_before"):
+        elif kind in ("hang_after", "hang_before", "die"):
             faults[kind] = int(args[0])
         else:
             sys.exit(f"ddp_job.py: unknown fault {spec!r}")
@@ -182,6 +185,8 @@ def main():
             faulty = step >= faults["onset"]
             if faults["hang_before"] == step:
                 hang_forever()
+            if faults["die"] == step:
+                raise RuntimeError("injected fault: rank %d dies at step %d" % (rank, step))
             data.current_step = step
             t0 = time.perf_counter()
             x, y = next(batches)

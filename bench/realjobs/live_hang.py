@@ -13,6 +13,9 @@ job would. One rank hangs for good at a given step:
            10 s of the hung rank's last report, and never for another rank.
   before   before its forward (hang_before:S): every rank's last step is
            S-1, so the steps cannot name a rank. No rank may be raised.
+  die      its process raises before its forward and exits (die:S): as
+           `before` for the steps; the others lose their connections to it
+           at once (not by the timeout). No rank may be raised.
 
 The process group's timeout is --timeout-s (default 30 s), so the waiting
 ranks end with gloo's own timeout error in their stderr, kept beside the
@@ -92,7 +95,8 @@ def run_case(a, kind, work):
                    "--steps", str(a.hang_step + 200), "--profile-steps", "2",
                    "--timeout-s", str(a.timeout_s), "--report", "127.0.0.1:%d" % udp_port]
             if r == a.rank:
-                cmd += ["--fault", "hang_%s:%d" % (kind, a.hang_step)]
+                cmd += ["--fault", ("die:%d" % a.hang_step) if kind == "die"
+                        else "hang_%s:%d" % (kind, a.hang_step)]
             err = open(os.path.join(out, "rank%d.stderr" % r), "w")
             ranks.append(subprocess.Popen(cmd, env=dict(env, RANK=str(r)), stdout=err,
                                           stderr=subprocess.STDOUT))
@@ -139,7 +143,7 @@ def run_case(a, kind, work):
                   % (a.rank, "%.1f s after its last report" % lat if lat is not None else "never",
                      budget))
             ok &= lat is not None and lat <= budget
-        false = sorted(r for r in first_alert if kind == "before" or r != a.rank)
+        false = sorted(r for r in first_alert if kind != "after" or r != a.rank)
         print("  other ranks raised: %s" % (false or "none"))
         ok &= not false
         codes = [p.poll() for p in waiting]
@@ -172,7 +176,8 @@ def main():
     p.add_argument("--rank", type=int, default=2, help="the rank that hangs")
     p.add_argument("--hang-step", type=int, default=40)
     p.add_argument("--timeout-s", type=float, default=30)
-    p.add_argument("--kind", choices=["after", "before", "both"], default="both")
+    p.add_argument("--kind", choices=["after", "before", "die", "both"], default="both",
+                   help="both: after and before (the test's)")
     p.add_argument("--keep", default=None, help="keep the job's files here")
     a = p.parse_args()
     probe = subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed as d; "

@@ -58,6 +58,26 @@ TEST_P(HangRealLogTest, VerdictIsTheCarefulReadersAnswer) {
   EXPECT_EQ(a.hang.episodes, want.stops) << f.message;
 }
 
+// A real 4-rank gloo job whose rank 2 raised and exited (README): the
+// careful answer is rank 2; laggard does not read the traceback as an exit
+// yet, and must at least name no rank that only lost its connection.
+TEST(HangRealJobTest, RankThatDiedIsTheOnlyRankEverNamed) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  ASSERT_TRUE(readers.ok()) << readers.status().message();
+  auto run = Ingest({kHangs + "gloo_ddp_die"}, readers->readers, IngestOptions());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  Analyses a = AnalyzeRun(*run, AnalysisOptions());
+  Verdict v = DecideVerdict(*run, a);
+  ASSERT_TRUE(a.hang.hang) << v.summary;
+  for (const Finding& f : a.hang.findings) {
+    for (int32_t r : f.ranks) EXPECT_EQ(r, 2) << f.message;
+    EXPECT_EQ(f.entity.rank.value_or(2), 2) << f.message;
+  }
+  for (const Culprit& c : v.culprits) {
+    EXPECT_EQ(c.entity.rank.value_or(2), 2) << v.summary;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Logs, HangRealLogTest,
     ::testing::Values(
