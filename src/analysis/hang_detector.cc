@@ -616,10 +616,6 @@ std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events
   return f;
 }
 
-// The rank of an NCCL line's process: its own, or the one NCCL_DEBUG=INFO's
-// comm init lines of the same host and pid gave (model/network.h), when
-// that communicator is the largest seen (a rank of a smaller one is not
-// the global rank).
 // What hang lines that place no rank in a group show: "2 watchdog
 // timeouts, 3 process exits (exit codes -6, 1)", and the first line of
 // each kind as evidence.
@@ -801,7 +797,7 @@ HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o) {
   if (!decided) decided = DecideUnplacedMismatch(events);
   if (!decided) decided = DecideNetSizeMismatch(events);
   std::optional<Finding> exited = DecideProcessMissing(events, o);
-  std::optional<Finding> transport = DecideTransport(run, events, o.max_ranks_listed);
+  std::optional<Finding> transport = DecideTransport(run, events);
   std::optional<Finding> stuck = DecideStuck(a.groups, decided.has_value(), o);
   std::optional<Finding> ras_lost = DecideRasLost(run, a.world, o);
   if (!decided && exited) decided = std::exchange(exited, std::nullopt);

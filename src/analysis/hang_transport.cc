@@ -59,6 +59,10 @@ Side SideOf(const HangEvent& e) {
   return Side::kRemote;
 }
 
+// The rank of an NCCL line's process: its own, or the one NCCL_DEBUG=INFO's
+// comm init lines of the same host and pid gave (model/network.h), when
+// that communicator is the largest seen (a rank of a smaller one is not
+// the global rank).
 std::optional<int32_t> NcclLineRank(const Run& run, const HangEvent& e) {
   if (e.rank) return e.rank;
   if (!e.pid || e.host.empty()) return std::nullopt;
@@ -147,8 +151,7 @@ std::string NextStep(const HangEvent& e, const std::string& host) {
 
 }  // namespace
 
-std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events,
-                                       size_t /*max_ranks_listed*/) {
+std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events) {
   std::vector<std::pair<const HangEvent*, Side>> lines;
   for (const HangEvent& e : events) {
     if (!IsTransport(e.kind)) continue;

@@ -34,8 +34,7 @@
 
 namespace laggard {
 
-std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events,
-                                       size_t max_ranks_listed);
+std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEvent>& events);
 
 }  // namespace laggard
 
