@@ -265,25 +265,16 @@ class Collector {
       if (WaitsInCollective(s) && s.completed) return *s.completed + 1;
       return std::nullopt;
     };
-    // The named groups' collectives per rank, looked up once per unnamed
-    // state (10^4-rank logs: not every group's ranks for every state).
-    std::multimap<int32_t, int64_t> named;
-    for (const HangGroupState& g : groups) {
+    // The named groups' collectives per rank, with the state that waits in
+    // each, looked up once per unnamed state (10^4-rank logs: not every
+    // group's ranks for every state).
+    std::multimap<int32_t, std::pair<int64_t, HangRankState*>> named;
+    for (HangGroupState& g : groups) {
       if (&g == &*unnamed) continue;
-      for (const HangRankState& t : g.ranks) {
-        if (auto n = waiting_in(t)) named.emplace(t.rank, *n);
+      for (HangRankState& t : g.ranks) {
+        if (auto n = waiting_in(t)) named.emplace(t.rank, std::make_pair(*n, &t));
       }
     }
-    // The state a named group holds of `rank` waiting in `n`.
-    auto named_state = [&](int32_t rank, int64_t n) -> HangRankState* {
-      for (HangGroupState& g : groups) {
-        if (&g == &*unnamed) continue;
-        for (HangRankState& t : g.ranks) {
-          if (t.rank == rank && waiting_in(t) == n) return &t;
-        }
-      }
-      return nullptr;
-    };
     HangGroupState* default_group = nullptr;
     for (HangGroupState& g : groups) {
       if (&g != &*unnamed && IsDefaultGroup(g.pg_id, g.pg_desc)) {
@@ -296,11 +287,13 @@ class Collector {
       const std::optional<int64_t> n = waiting_in(s);
       if (!n) return false;
       auto [lo, hi] = named.equal_range(s.rank);
-      if (std::any_of(lo, hi, [&](const auto& kv) { return kv.second == n; })) {
+      auto same = std::find_if(lo, hi, [&](const auto& kv) { return kv.second.first == *n; });
+      if (same != hi) {
         // The same collective said twice: keep what only this line says.
-        if (HangRankState* t = named_state(s.rank, *n); t != nullptr && t->op_waiting.empty()) {
-          t->op_waiting = s.op_waiting;
-          t->sizes_waiting = s.sizes_waiting;
+        HangRankState& t = *same->second.second;
+        if (t.op_waiting.empty()) {
+          t.op_waiting = s.op_waiting;
+          t.sizes_waiting = s.sizes_waiting;
         }
         return true;
       }

@@ -24,14 +24,23 @@ std::string PlaceOf(const std::string& path) {
   return s;
 }
 
-// The size of the default group a dump's pg_config gives.
-std::optional<int32_t> WorldOfDump(const Run& run, const FlightRecorderDump& d) {
+// The size of the default group each dump file's pg_config gives, by
+// file: the groups read once, not once per dump.
+std::map<uint32_t, int32_t> DefaultGroupSizes(const Run& run) {
+  std::map<uint32_t, int32_t> out;
   for (const ProcessGroupInfo& g : run.hang.groups) {
-    if (g.src.file != d.file || (g.desc != "default_pg" && g.id != "0")) continue;
-    if (!g.ranks.empty()) return static_cast<int32_t>(g.ranks.size());
-    if (g.size) return g.size;
+    if (g.desc != "default_pg" && g.id != "0") continue;
+    std::optional<int32_t> size =
+        g.ranks.empty() ? g.size : std::optional<int32_t>(static_cast<int32_t>(g.ranks.size()));
+    if (size) out.try_emplace(g.src.file, *size);
   }
-  return std::nullopt;
+  return out;
+}
+
+std::optional<int32_t> WorldOfDump(const std::map<uint32_t, int32_t>& sizes,
+                                   const FlightRecorderDump& d) {
+  auto it = sizes.find(d.file);
+  return it == sizes.end() ? std::nullopt : std::optional<int32_t>(it->second);
 }
 
 std::optional<TimeNs> LatestEntry(const FlightRecorderDump& d) {
@@ -71,9 +80,15 @@ void SplitByPlace(const Run& run, std::vector<size_t> dumps,
 }  // namespace
 
 std::vector<DumpJob> SplitDumpJobs(const Run& run) {
+  if (run.hang.dumps.size() < 2) {
+    std::vector<DumpJob> one;
+    if (!run.hang.dumps.empty()) one.push_back(DumpJob{{0}, {}, std::nullopt, {}});
+    return one;
+  }
+  const std::map<uint32_t, int32_t> sizes = DefaultGroupSizes(run);
   std::map<std::optional<int32_t>, std::vector<size_t>> by_world;
   for (size_t i = 0; i < run.hang.dumps.size(); ++i) {
-    by_world[WorldOfDump(run, run.hang.dumps[i])].push_back(i);
+    by_world[WorldOfDump(sizes, run.hang.dumps[i])].push_back(i);
   }
   // Dumps that give no world join the one world the others give.
   if (by_world.size() == 2 && by_world.count(std::nullopt)) {
@@ -94,43 +109,56 @@ std::vector<DumpJob> SplitDumpJobs(const Run& run) {
     for (size_t i : j.dumps) {
       const FlightRecorderDump& d = run.hang.dumps[i];
       if (d.rank) ranks.insert(*d.rank);
-      if (!j.world) j.world = WorldOfDump(run, d);
+      if (!j.world) j.world = WorldOfDump(sizes, d);
     }
     j.ranks.assign(ranks.begin(), ranks.end());
     j.place = DumpPlace(run, run.hang.dumps[j.dumps.front()]);
     jobs.push_back(std::move(j));
   }
-  auto latest = [&](const DumpJob& j) {
+  if (jobs.size() < 2) return jobs;
+  // The latest entry of each job, once: the tie-break of equal sizes.
+  std::vector<std::pair<DumpJob, std::optional<TimeNs>>> keyed;
+  for (DumpJob& j : jobs) {
     std::optional<TimeNs> t;
     for (size_t i : j.dumps) {
       auto e = LatestEntry(run.hang.dumps[i]);
       if (e && (!t || *e > *t)) t = e;
     }
-    return t;
-  };
-  std::stable_sort(jobs.begin(), jobs.end(), [&](const DumpJob& a, const DumpJob& b) {
-    if (a.dumps.size() != b.dumps.size()) return a.dumps.size() > b.dumps.size();
-    return latest(a) > latest(b);
+    keyed.emplace_back(std::move(j), t);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.first.dumps.size() != b.first.dumps.size())
+      return a.first.dumps.size() > b.first.dumps.size();
+    return a.second > b.second;
   });
+  jobs.clear();
+  for (auto& [j, t] : keyed) jobs.push_back(std::move(j));
   return jobs;
 }
 
 Run RunOfDumpJob(const Run& run, const DumpJob& job) {
-  Run out = run;
-  std::set<uint32_t> files;
-  out.hang.dumps.clear();
+  // What the hang analysis reads: the files (for names), the hang data and
+  // NCCL's rank lines. Step times and traces are not tied to a job, so they
+  // stay out: the job's world is what its own dumps say.
+  Run out;
+  out.files = run.files;
+  out.network.nccl_ranks = run.network.nccl_ranks;
+  out.hang.events = run.hang.events;
+  out.hang.logs = run.hang.logs;
+  out.hang.ras = run.hang.ras;
+  std::set<uint32_t> files, other_dump_files;
   for (size_t i : job.dumps) {
     out.hang.dumps.push_back(run.hang.dumps[i]);
     files.insert(run.hang.dumps[i].file);
   }
-  // pg_config records of the other jobs' dumps are theirs; groups of log
-  // lines and other inputs stay.
-  std::set<uint32_t> other_dump_files;
   for (const FlightRecorderDump& d : run.hang.dumps) {
     if (!files.count(d.file)) other_dump_files.insert(d.file);
   }
-  std::erase_if(out.hang.groups,
-                [&](const ProcessGroupInfo& g) { return other_dump_files.count(g.src.file) > 0; });
+  // pg_config records of the other jobs' dumps are theirs; groups of log
+  // lines and other inputs stay.
+  for (const ProcessGroupInfo& g : run.hang.groups) {
+    if (!other_dump_files.count(g.src.file)) out.hang.groups.push_back(g);
+  }
   return out;
 }
 

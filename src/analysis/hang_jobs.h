@@ -40,8 +40,9 @@ struct DumpJob {
 // when nothing tells them apart.
 std::vector<DumpJob> SplitDumpJobs(const Run& run);
 
-// `run` with only `job`'s dumps and the process groups they gave: the
-// input of a hang analysis of that job.
+// The input of a hang analysis of `job`: its dumps and the process groups
+// they gave, with the run's hang lines, RAS reports and NCCL rank lines.
+// Step times and traces are not tied to a job, so they are left out.
 Run RunOfDumpJob(const Run& run, const DumpJob& job);
 
 }  // namespace laggard

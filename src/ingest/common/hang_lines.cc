@@ -5,6 +5,7 @@
 
 #include "base/text.h"
 #include "ingest/common/hang_line_text.h"
+#include "ingest/common/host_lines.h"
 #include "model/time.h"
 
 namespace laggard {
@@ -181,19 +182,6 @@ std::string GlooPeer(std::string_view s, size_t from) {
          std::string(s.substr(close + 1, end - close - 1));
 }
 
-bool IsHostChar(char c) {
-  char lower = ToLowerAscii(c);
-  return IsDigit(c) || (lower >= 'a' && lower <= 'z') || c == '.' || c == '-' || c == '_';
-}
-
-// `s` without the characters around it that no host name holds: a pasted
-// line's Markdown backtick, quotes, a '>'.
-std::string_view TrimToHost(std::string_view s) {
-  while (!s.empty() && !IsHostChar(s.front())) s.remove_prefix(1);
-  while (!s.empty() && !IsHostChar(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // The host of NCCL's "host:pid:tid [dev] ... NCCL WARN" prefix, if any,
 // and the pid into `pid_out` when given.
 std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nullptr) {
@@ -210,7 +198,7 @@ std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nu
     std::string_view host = tok.substr(0, c1);
     size_t tag = host.rfind(':');
     if (tag != npos) host = host.substr(tag + 1);
-    host = TrimToHost(host);
+    host = TrimToHostName(host);
     if (host.empty()) continue;
     if (pid_out != nullptr) *pid_out = pid;
     return std::string(host);
@@ -224,7 +212,7 @@ std::string NcclHost(std::string_view line, std::optional<int64_t>* pid_out = nu
     if (dev.size() < 3 || dev.front() != '[' || dev.back() != ']' ||
         !ParseInt<int64_t>(dev.substr(1, dev.size() - 2)))
       continue;
-    std::string_view host = TrimToHost(toks[i - 1]);
+    std::string_view host = TrimToHostName(toks[i - 1]);
     if (host.empty() || host.find(':') != npos || IsDigit(host.front())) return {};
     return std::string(host);
   }
@@ -386,7 +374,8 @@ bool ReadNcclForm(std::string_view line, std::string_view body, HangEvent& e, bo
     e.kind = HangEventKind::kVerbsError;
     size_t fn = body.find("Call to ibv_") + 8;
     size_t end = fn;
-    while (end < body.size() && (IsHostChar(body[end]) && body[end] != '.' && body[end] != '-')) {
+    while (end < body.size() &&
+           (IsHostNameChar(body[end]) && body[end] != '.' && body[end] != '-')) {
       ++end;
     }
     e.detail = std::string(body.substr(fn, end - fn));

@@ -178,4 +178,15 @@ const std::vector<std::string>& HostLines::HostsOf(std::string_view stream) {
   return last_hosts_;
 }
 
+bool IsHostNameChar(char c) {
+  char lower = ToLowerAscii(c);
+  return IsDigit(c) || (lower >= 'a' && lower <= 'z') || c == '.' || c == '-' || c == '_';
+}
+
+std::string_view TrimToHostName(std::string_view s) {
+  while (!s.empty() && !IsHostNameChar(s.front())) s.remove_prefix(1);
+  while (!s.empty() && !IsHostNameChar(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace laggard

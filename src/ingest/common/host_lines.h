@@ -85,6 +85,14 @@ bool LooksLikeHostName(std::string_view s);
 std::optional<std::vector<std::string>> ExpandHostList(std::string_view list,
                                                        size_t max_hosts = 4096);
 
+// A character a host name holds: letters, digits, '.', '-', '_'.
+bool IsHostNameChar(char c);
+
+// `s` without the characters around it that no host name holds: a pasted
+// line's Markdown backtick, quotes, a '>' (NCCL's "host:pid:tid" prefix as
+// users paste it).
+std::string_view TrimToHostName(std::string_view s);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_INGEST_COMMON_HOST_LINES_H_

@@ -18,6 +18,7 @@
 
 #include "base/text.h"
 #include "ingest/common/hang_lines.h"
+#include "ingest/common/host_lines.h"
 #include "ingest/common/sniff.h"
 #include "ingest/nccl/nccl_readers.h"
 
@@ -54,19 +55,6 @@ std::optional<int32_t> DeviceToken(std::string_view tok) {
   return static_cast<int32_t>(*dev);
 }
 
-bool IsHostChar(char c) {
-  char lower = ToLowerAscii(c);
-  return IsDigit(c) || (lower >= 'a' && lower <= 'z') || c == '.' || c == '-' || c == '_';
-}
-
-// `s` without the characters around it that no host name holds: a pasted
-// line's Markdown backtick, quotes, a '>'.
-std::string_view TrimToHost(std::string_view s) {
-  while (!s.empty() && !IsHostChar(s.front())) s.remove_prefix(1);
-  while (!s.empty() && !IsHostChar(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 struct HostPidTid {
   std::string_view host;
   int64_t pid = 0;
@@ -83,7 +71,7 @@ std::optional<HostPidTid> HostPidTidToken(std::string_view tok) {
   std::string_view host = tok.substr(0, c1);
   size_t tag = host.rfind(':');
   if (tag != std::string_view::npos) host = host.substr(tag + 1);
-  host = TrimToHost(host);
+  host = TrimToHostName(host);
   if (host.empty()) return std::nullopt;
   auto pid = ParseInt<int64_t>(tok.substr(c1 + 1, c2 - c1 - 1));
   if (!pid) return std::nullopt;
