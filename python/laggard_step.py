@@ -25,7 +25,12 @@ With a Reporter of your own:
 Each call sends one datagram in the agent's key=value line format
 (docs/agent.md):
 
-    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 host=node-1 gpu=3
+    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_s=0.640000 cpu_wait_s=0.002000 host=node-1 gpu=3
+
+cpu_s and cpu_wait_s are the calling thread's time on a CPU and time
+runnable but waiting for one since the previous report (Linux's
+/proc/thread-self/schedstat): a rank that waits for a CPU shares its cores
+with other work, and laggard names that host contention.
 
 to UDP 127.0.0.1:9401 (the agent's default) or to a Unix datagram socket.
 Sending never blocks the training loop and never raises: when no agent
@@ -58,9 +63,25 @@ import socket
 import threading
 import time
 
-__all__ = ["Reporter", "compute", "format_line"]
+__all__ = ["Reporter", "compute", "format_line", "thread_cpu"]
 
 DEFAULT_ADDR = "127.0.0.1:9401"
+
+
+def thread_cpu():
+    """(seconds on a CPU, seconds runnable but waiting for one) of the
+    calling thread so far, from /proc/thread-self/schedstat (Linux); None
+    where the kernel does not keep them. The wait is what other work on the
+    thread's cores costs it: host contention."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            fields = f.read().split()
+        on_cpu, wait = int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    if on_cpu == 0:
+        return None  # a kernel without scheduler statistics reads 0 0
+    return on_cpu / 1e9, wait / 1e9
 
 
 def _num(seconds):
@@ -149,6 +170,7 @@ class Reporter(object):
         self._compute = None    # (start, end) of the current step
         self._pending = []      # (line args, start event, end event) waiting on CUDA
         self._last_block_end = None  # perf_counter when compute(step) last reported
+        self._cpu = None        # thread_cpu() at the previous step() call
         addr = addr or os.environ.get("LAGGARD_STEP_ADDR", DEFAULT_ADDR)
         self._sock = None
         self._dest = None
@@ -216,6 +238,13 @@ class Reporter(object):
         try:
             args = dict(rank=self.rank, step=step, seconds=seconds, host=self.host,
                         gpu=self.gpu, ts=time.time(), **phases)
+            # The calling thread's CPU time and run-queue wait since the
+            # previous call (none for the first: no start to measure from).
+            cpu, prev = thread_cpu(), self._cpu
+            self._cpu = cpu
+            if cpu is not None and prev is not None:
+                args.setdefault("cpu_s", max(0.0, cpu[0] - prev[0]))
+                args.setdefault("cpu_wait_s", max(0.0, cpu[1] - prev[1]))
             compute, self._compute = self._compute, None
             if compute is not None and self._cuda:
                 self._pending.append((args, compute[0], compute[1]))

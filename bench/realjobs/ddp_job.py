@@ -6,7 +6,9 @@ Uses Debian's python3-torch (/usr/bin/python3), gloo, CPU only.
 
 It writes exactly what a user of such a job has, into --out:
   rank<R>.log           the article's lines: "rank R, step S, time T.TTTTs"
-  steps_rank<R>.csv     the same loop's step table: rank,step,step_time_ms
+  steps_rank<R>.csv     the same loop's step table: rank,step,step_time_ms,cpu_ms,
+                        cpu_wait_ms (the training thread's time on a CPU and
+                        waiting for one in the step: laggard_step.thread_cpu())
   trace_rank<R>.json    torch.profiler's trace of the profiled steps
 
 Faults (--fault, this rank only; several may be given):
@@ -48,6 +50,9 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import laggard_step  # noqa: E402  (python/laggard_step.py)
 
 
 def hang_forever():
@@ -149,9 +154,6 @@ def main():
         dist.init_process_group("gloo", rank=rank, world_size=world)
     reporter = None
     if a.report:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "..", "..", "python"))
-        import laggard_step
         reporter = laggard_step.Reporter(rank=rank, addr=a.report)
 
     classes = 10
@@ -173,7 +175,7 @@ def main():
     log = open(os.path.join(a.out, f"rank{rank}.log"), "w")
     table = open(os.path.join(a.out, f"steps_rank{rank}.csv"), "w", newline="")
     rows = csv.writer(table)
-    rows.writerow(["rank", "step", "step_time_ms"])
+    rows.writerow(["rank", "step", "step_time_ms", "cpu_ms", "cpu_wait_ms"])
 
     # Same barrier-aligned start on every rank, as torchrun gives.
     dist.barrier()
@@ -189,6 +191,7 @@ def main():
                 raise RuntimeError("injected fault: rank %d dies at step %d" % (rank, step))
             data.current_step = step
             t0 = time.perf_counter()
+            cpu0 = laggard_step.thread_cpu()
             x, y = next(batches)
             if faulty and faults["host_stall_ms"] > 0:
                 time.sleep(faults["host_stall_ms"] / 1000.0)
@@ -209,7 +212,10 @@ def main():
             print(f"rank {rank}, step {step}, time {dt:.4f}s", file=log, flush=True)
             if reporter is not None:
                 reporter.step(step, dt)
-            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"])
+            cpu1 = laggard_step.thread_cpu()
+            cpu = ["", ""] if cpu0 is None or cpu1 is None else \
+                [f"{(cpu1[0] - cpu0[0]) * 1000.0:.3f}", f"{(cpu1[1] - cpu0[1]) * 1000.0:.3f}"]
+            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"] + cpu)
             prof.step()
     log.close()
     table.close()

@@ -20,6 +20,9 @@ imbalance) and no rank is named; a compute-slow rank and healthy runs are
 scored as above.
 
 Scoring, per run:
+  CPU hog       a busy loop pinned to the last rank's cores (the ranks pinned):
+                right when the first culprit is a rank on those cores with
+                the cause host_contention;
   fault run     right when the verdict's first culprit is the faulty rank and
                 its cause class is the fault's (compute -> compute_slow, data
                 or host stall -> host_stall, throttled link -> communication);
@@ -73,6 +76,7 @@ CAUSE_OF_KIND = {
     "host_stall": "host_stall",
     "periodic": "host_stall",
     "comm": "communication",
+    "hog": "host_stall",
 }
 
 
@@ -81,7 +85,7 @@ class Scenario:
 
     def __init__(self, name, kind, severity, world, faults, comm_rank=None,
                  comm_mbit=None, steps=40, asserted=True, layout=None, all_ranks=None,
-                 heavy_stage=None):
+                 heavy_stage=None, hog_rank=None):
         self.name = name
         # Pipeline jobs (pipeline_job.py): (dp, pp), faults every rank gets
         # (heavy_stage:S:K), and the stage a heavy_stage fault makes heavier.
@@ -94,6 +98,9 @@ class Scenario:
         self.faults = faults
         self.comm_rank = comm_rank
         self.comm_mbit = comm_mbit
+        # A CPU hog (a busy loop) pinned to this rank's cores; the ranks are
+        # pinned, and every rank on those cores shares them with the hog.
+        self.hog_rank = hog_rank
         self.steps = steps
         # --quick fails only on asserted runs; the others are printed with
         # their result, for the cases laggard does not get right yet.
@@ -108,6 +115,14 @@ class Scenario:
                 faults.append({"rank": rank, "kind": k, "spec": specs,
                                "cause_class": CAUSE_OF_KIND[k],
                                "onset_step": onset[0] if onset else 0})
+        if self.hog_rank is not None:
+            hog_cores = rank_cores(self, self.hog_rank)
+            for rank in range(self.world):
+                if rank_cores(self, rank) & hog_cores:
+                    faults.append({"rank": rank, "kind": "hog",
+                                   "spec": [f"busy loop on cores {sorted(hog_cores)}"],
+                                   "cause_class": "host_stall", "cause": "host_contention",
+                                   "onset_step": 0})
         if self.comm_rank is not None:
             faults.append({"rank": self.comm_rank, "kind": "comm",
                            "spec": [f"tc rate {self.comm_mbit}mbit"],
@@ -150,6 +165,7 @@ def scenarios(worlds, quick):
                                 {1: ["compute:1.5"], last: ["host_stall:50"]}))
         out.append(Scenario(f"w{w}_comm_100mbit", "comm", "100mbit", w, {},
                             comm_rank=last, comm_mbit=100))
+        out.append(Scenario(f"w{w}_cpu_hog", "hog", "busy loop", w, {}, hog_rank=last))
         # Healthy controls outnumber each fault kind: a false culprit is the
         # error a user trusts least.
         for i in range(3 if w == 2 else 2 if w == 4 else 1):
@@ -219,6 +235,15 @@ class Netns:
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
 
 
+def rank_cores(sc, rank):
+    """The cores a pinned rank runs on: rank r on core r mod cores, or its
+    share of them when the ranks are fewer than the cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    if sc.world <= len(cores):
+        return {c for i, c in enumerate(cores) if i % sc.world == rank % len(cores)}
+    return {cores[rank % len(cores)]}
+
+
 def run_job(sc, out_dir, port, seed, timeout_s):
     """Runs the job's ranks; returns (ok, message)."""
     os.makedirs(out_dir, exist_ok=True)
@@ -231,7 +256,12 @@ def run_job(sc, out_dir, port, seed, timeout_s):
         netns = Netns(port % 200 + 20, sc.comm_mbit)
         netns.__enter__()
     procs = []
+    hog = None
     try:
+        if sc.hog_rank is not None:
+            hog = subprocess.Popen(
+                [sys.executable, "-c", "while True: pass"],
+                preexec_fn=lambda cores=rank_cores(sc, sc.hog_rank): os.sched_setaffinity(0, cores))
         for rank in range(sc.world):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(sc.world),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -256,11 +286,8 @@ def run_job(sc, out_dir, port, seed, timeout_s):
             # scheduler moves them and they stay within 1.09x when the host
             # is calm: docs/accuracy.md).
             pin = None
-            if PIN:
-                cores = sorted(os.sched_getaffinity(0))
-                mine = {c for i, c in enumerate(cores) if i % sc.world == rank % len(cores)} \
-                    if sc.world <= len(cores) else {cores[rank % len(cores)]}
-                pin = lambda mine=mine: os.sched_setaffinity(0, mine)
+            if PIN or sc.hog_rank is not None:
+                pin = lambda mine=rank_cores(sc, rank): os.sched_setaffinity(0, mine)
             procs.append((subprocess.Popen(cmd, env=env, stdout=err, stderr=err,
                                            preexec_fn=pin), err))
         deadline = time.time() + timeout_s
@@ -282,6 +309,9 @@ def run_job(sc, out_dir, port, seed, timeout_s):
         for p, _ in procs:
             if p.poll() is None:
                 p.kill()
+        if hog is not None:
+            hog.kill()
+            hog.wait()
         if netns:
             netns.__exit__()
 
@@ -308,7 +338,8 @@ def score(truth, report):
     culprits = [c for c in v["culprits"] if c.get("rank") is not None]
     faulty = {f["rank"] for f in truth["faults"]}
     false_culprits = sum(1 for c in culprits if c["rank"] not in faulty)
-    got = ", ".join(f"rank {c['rank']} {c['cause_class']}" for c in culprits) or "no culprit"
+    got = ", ".join(f"rank {c['rank']} {c['cause_class']}" + (f"/{c['cause']}" if c.get('cause') else "")
+                    for c in culprits) or "no culprit"
     words = f"{v['status']}: {got}"
     if truth["kind"] == "heavy_stage":
         # The stage, as an imbalance of the job: no rank of it is faulty.
@@ -323,6 +354,14 @@ def score(truth, report):
     if truth["kind"] == "two_faults":
         named = {c["rank"] for c in culprits}
         return faulty <= named, false_culprits, words
+    if truth["kind"] == "hog":
+        # Every rank on the hog's cores is slowed alike: the first culprit is
+        # one of them, with the host as the cause.
+        if not culprits:
+            return False, false_culprits, words
+        first = culprits[0]
+        return (first["rank"] in faulty and first.get("cause") == "host_contention",
+                false_culprits, words)
     want = truth["faults"][0]
     if want["kind"] == "comm" and not culprits:
         # A ring runs at its slowest link: every rank's transfers slow

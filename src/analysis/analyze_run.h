@@ -17,6 +17,7 @@
 
 #include "analysis/hang_detector.h"
 #include "analysis/hardware_detector.h"
+#include "analysis/host_cpu_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
 #include "analysis/pause_detector.h"
@@ -36,6 +37,7 @@ struct Analyses {
   HardwareAnalysis hardware;
   NetworkAnalysis network;
   PauseAnalysis pauses;
+  HostCpuAnalysis host_cpu;    // ranks that wait for a CPU (host_cpu_detector.h)
   PipelineAnalysis pipelines;  // one entry per op timeline of the run
   RankMap ranks;
   // The run's parallel layout (parallel_layout.h) and the statements not
@@ -55,6 +57,7 @@ struct AnalysisOptions {
   HardwareDetectorOptions hardware;
   NetworkDetectorOptions network;
   PauseDetectorOptions pauses;
+  HostCpuDetectorOptions host_cpu;
   PipelineDetectorOptions pipelines;
   HangDetectorOptions hang;
   StallDetectorOptions stall;

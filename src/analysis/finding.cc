@@ -139,6 +139,13 @@ constexpr FindingInfo kCatalogue[] = {
      "see where rank {rank} is: `py-spy dump --pid PID` on its host (every python process of "
      "it); a stack outside torch.distributed is where its host stopped; a stack in a CUDA "
      "synchronize points at its GPU instead: `nvidia-smi -q -d ERRORS`, `dmesg | grep -i xid`"},
+    {"host.cpu_contention", Severity::kWarning,
+     "a rank's process waits for a CPU while its peers' do not: other work shares its cores "
+     "(host contention)",
+     kHost,
+     "find what shares {who}'s CPUs on {host}: `top -H` or `pidstat -u -t 1` there, and the "
+     "rank's affinity (`taskset -cp PID`); move that work off the rank's cores, or pin the rank "
+     "to cores of its own (numactl / taskset)"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

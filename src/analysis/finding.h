@@ -73,7 +73,8 @@ enum class FindingCode : uint16_t {
   kHangInconclusive,           // a hang, but the evidence does not tell which rank
   kHangRankStalled,            // live: a rank stopped reporting steps behind the others
   kHangJobStalled,             // live: every rank stopped reporting steps at one step
-  kHangHostStopped,  // a rank's host stopped issuing: its last enqueued is behind its group's
+  kHangHostStopped,    // a rank's host stopped issuing: its last enqueued is behind its group's
+  kHostCpuContention,  // a rank's process waits for a CPU, its peers' do not (host_cpu_detector.h)
   kCount,
 };
 

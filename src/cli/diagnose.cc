@@ -338,7 +338,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
   in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
-                         &a.pipelines, &a.layout, &a.hang, &a.stall, &a.pauses});
+                         &a.pipelines, &a.layout, &a.hang, &a.stall, &a.pauses, &a.host_cpu});
 
   bool to_stdout = false;
   bool outputs_ok = true;

@@ -97,6 +97,9 @@ constexpr DiagInfo kCatalogue[] = {
      "subfolder, or a hard link: read once, under its first path"},
     {"step.bad_compute_time", DiagKind::kBadRecord,
      "a step's compute-only time is not a positive time; the step was kept without it"},
+    {"step.bad_cpu_time", DiagKind::kBadRecord,
+     "a step's CPU time or run-queue wait is not a time of zero or more; the step was kept "
+     "without it"},
     {"timeline.op_unknown", DiagKind::kNote,
      "op timeline events of an op type outside the Megatron vocabulary (tp-comm ops, data-load, "
      "forward-backward, ...); not taken, counted per name"},

@@ -71,6 +71,7 @@ enum class DiagCode : uint16_t {
   kTraceClockUnaligned,
   kFileDuplicate,
   kStepBadComputeTime,
+  kStepBadCpuTime,
   kTimelineOpUnknown,
   kTimelineLayoutUnknown,
   kLayoutContradicts,

@@ -197,6 +197,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
     if (!dst.info.data_parallel_index) dst.info.data_parallel_index = src.info.data_parallel_index;
     dst.steps.insert(dst.steps.end(), src.steps.begin(), src.steps.end());
     std::vector<StepRecord>().swap(src.steps);
+    dst.cpu.insert(dst.cpu.end(), src.cpu.begin(), src.cpu.end());
   }
   for (StepSeries& s : other.unattributed_) unattributed_.push_back(std::move(s));
   // Traces: re-map the other builder's name ids into ours.
@@ -254,6 +255,31 @@ struct RepeatedFiles {
 // second timer around the same loop differs by well under 2%.
 constexpr double kSameStepRelTolerance = 0.02;
 constexpr DurationNs kSameStepAbsToleranceNs = 500'000;
+
+// The CPU records of a series, by step: the first of a step stays (a second
+// file of the same loop repeats it), and a step the series lacks is dropped.
+void SortAndDedupCpu(StepSeries& series) {
+  auto& cpu = series.cpu;
+  if (cpu.empty()) return;
+  std::stable_sort(cpu.begin(), cpu.end(),
+                   [](const StepCpu& a, const StepCpu& b) { return a.step < b.step; });
+  auto has_step = [&](int64_t step) {
+    auto it = std::lower_bound(series.steps.begin(), series.steps.end(), step,
+                               [](const StepRecord& r, int64_t s) { return r.step < s; });
+    return it != series.steps.end() && it->step == step;
+  };
+  size_t out = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (out > 0 && cpu[out - 1].step == cpu[i].step) {
+      if (!cpu[out - 1].on_cpu_ns) cpu[out - 1].on_cpu_ns = cpu[i].on_cpu_ns;
+      if (!cpu[out - 1].runq_wait_ns) cpu[out - 1].runq_wait_ns = cpu[i].runq_wait_ns;
+      continue;
+    }
+    if (has_step(cpu[i].step)) cpu[out++] = cpu[i];
+  }
+  cpu.resize(out);
+  cpu.shrink_to_fit();
+}
 
 // Sorts by step (stable: the first record of a step stays first) and drops
 // later repeats of a step.
@@ -515,7 +541,10 @@ void RunBuilder::Finalize(Run& run) {
   slot_.clear();
   slot_base_ = INT32_MAX;
   pending_count_.clear();
-  for (StepSeries& s : run.ranks) SortAndDedup(s, run, diagnostics_);
+  for (StepSeries& s : run.ranks) {
+    SortAndDedup(s, run, diagnostics_);
+    SortAndDedupCpu(s);
+  }
   run.unattributed = std::move(unattributed_);
   run.traces = std::move(traces_);
   run.op_timelines = std::move(op_timelines_);

@@ -5,7 +5,8 @@
 //   ├── files[]          every input file, with the reader that took it
 //   ├── ranks[]          one StepSeries per global rank, sorted by rank
 //   │     ├── info       rank, host, local GPU, pipeline stage, DP index
-//   │     └── steps[]    StepRecord{step, duration_ns, start_ns?, src}
+//   │     ├── steps[]    StepRecord{step, duration_ns, start_ns?, src}
+//   │     └── cpu[]      StepCpu{step, on-CPU, run-queue wait}, when logged
 //   ├── unattributed[]   step series whose rank is unknown (one per file)
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
 //   ├── op_timelines[]   per-op timelines of model-parallel jobs (model/op_timeline.h)
@@ -92,9 +93,23 @@ struct RankInfo {
   std::optional<int32_t> data_parallel_index;
 };
 
+// What the rank's process did on its host during one step, when its step
+// reporter measured it (python/laggard_step.py reads the training thread's
+// /proc/thread-self/schedstat): time on a CPU, and time runnable but
+// waiting for one (the scheduler's run_delay). A process that waits for a
+// CPU shares its cores with other work: host contention.
+struct StepCpu {
+  int64_t step = 0;
+  std::optional<DurationNs> on_cpu_ns;
+  std::optional<DurationNs> runq_wait_ns;
+};
+
 struct StepSeries {
   RankInfo info;
   std::vector<StepRecord> steps;  // ascending, unique steps after Finalize()
+  // Per-step CPU time of the rank's process, when logged (few inputs have
+  // it): ascending, unique steps after Finalize(), a subset of `steps`'.
+  std::vector<StepCpu> cpu;
   // For an unattributed series: the file it came from.
   std::optional<uint32_t> file;
 };
@@ -160,6 +175,9 @@ class RunBuilder {
   // frees the buffer. Ingest calls it at the end of each file, on the
   // reading thread.
   void FlushSteps();
+  // The CPU time of one step of `rank` (rank in [0, kMaxRank]); at least one
+  // of the two is set. Kept only for steps the series has.
+  void AddStepCpu(int32_t rank, StepCpu cpu) { SeriesFor(rank).cpu.push_back(cpu); }
   // Adds one step to the unattributed series of file `file`.
   void AddUnattributedStep(uint32_t file, int64_t step, DurationNs duration,
                            std::optional<TimeNs> start, SourceRef src, DurationNs compute = 0);

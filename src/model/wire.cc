@@ -41,7 +41,8 @@ static_assert(sizeof(PackedTime) == 8, "a field was added to PackedTime: update 
 static_assert(sizeof(SourceRef) == 8, "a field was added to SourceRef: update model/wire.cc");
 static_assert(sizeof(StepRecord) == 40, "a field was added to StepRecord: update model/wire.cc");
 static_assert(sizeof(RankInfo) == 72, "a field was added to RankInfo: update model/wire.cc");
-static_assert(sizeof(StepSeries) == 104, "a field was added to StepSeries: update model/wire.cc");
+static_assert(sizeof(StepCpu) == 40, "a field was added to StepCpu: update model/wire.cc");
+static_assert(sizeof(StepSeries) == 128, "a field was added to StepSeries: update model/wire.cc");
 static_assert(sizeof(ProcessGroupInfo) == 112,
               "a field was added to ProcessGroupInfo: update model/wire.cc");
 static_assert(sizeof(TraceOp) == 32, "a field was added to TraceOp: update model/wire.cc");
@@ -103,13 +104,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2496, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2528, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 2;
+constexpr uint32_t kWireVersion = 3;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -285,8 +286,13 @@ void serialize(Archive& ar, RankInfo& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, StepCpu& x) {
+  ar(x.step, x.on_cpu_ns, x.runq_wait_ns);
+}
+
+template <class Archive>
 void serialize(Archive& ar, StepSeries& x) {
-  ar(x.info, x.steps, x.file);
+  ar(x.info, x.steps, x.cpu, x.file);
 }
 
 template <class Archive>

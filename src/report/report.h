@@ -13,6 +13,7 @@
 
 #include "analysis/hang_detector.h"
 #include "analysis/hardware_detector.h"
+#include "analysis/host_cpu_detector.h"
 #include "analysis/network_detector.h"
 #include "analysis/parallel_layout.h"
 #include "analysis/pause_detector.h"
@@ -48,6 +49,8 @@ struct ReportInput {
   const StallAnalysis* stall = nullptr;
   // The pause detector's (analysis/pause_detector.h; nullptr: not run).
   const PauseAnalysis* pauses = nullptr;
+  // The host CPU detector's (analysis/host_cpu_detector.h; nullptr: not run).
+  const HostCpuAnalysis* host_cpu = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -72,6 +75,9 @@ struct ReportInput {
     for (const Finding& f : steps.findings) all.push_back(&f);
     if (pauses != nullptr) {
       for (const Finding& f : pauses->findings) all.push_back(&f);
+    }
+    if (host_cpu != nullptr) {
+      for (const Finding& f : host_cpu->findings) all.push_back(&f);
     }
     if (hardware != nullptr) {
       for (const Finding& f : hardware->findings) all.push_back(&f);

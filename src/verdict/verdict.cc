@@ -16,15 +16,18 @@ using verdict_internal::BoundByCulprit;
 using verdict_internal::CostPhrase;
 using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
+using verdict_internal::EnrichHostCpu;
 using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
 using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprit;
+using verdict_internal::HostCpuCulprits;
 using verdict_internal::IsGpuCause;
 using verdict_internal::PatternText;
 using verdict_internal::PipelineVerdict;
+using verdict_internal::PreferHostCpu;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
@@ -894,7 +897,9 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     for (Culprit& c : v.culprits) {
       changed |=
           c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
+      changed |= EnrichHostCpu(c, a, next);
     }
+    changed |= PreferHostCpu(v, a, next);
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
@@ -903,6 +908,13 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       PutStepsFirst(next, pause->next_steps);
       v.culprits.clear();
       v.culprits.push_back(PauseCulprit(*pause));
+      v.status = VerdictStatus::kStraggler;
+      v.throughput_lost.reset();
+      v.gpu_hours_per_day.reset();
+      changed = true;
+    } else if (!a.host_cpu.findings.empty()) {
+      PutStepsFirst(next, a.host_cpu.findings.front().next_steps);
+      v.culprits = HostCpuCulprits(a);
       v.status = VerdictStatus::kStraggler;
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();

@@ -71,6 +71,22 @@ std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_ste
 // the step logs carry no times: the next step that would.
 std::optional<std::string> TimeTieStep(const Analyses& a);
 
+// A culprit (a rank, or a group of ranks) whose process waited for a CPU
+// (host.cpu_contention): host contention when the wait explains at least
+// half its slowdown and no GPU or network cause was observed, else one more
+// piece of evidence. Returns true when it changed the culprit
+// (host_cpu_culprit.cc).
+bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+
+// Where step times and traces name no culprit: the ranks that wait for a
+// CPU while their peers do not, the most slowed first (host_cpu_culprit.cc).
+std::vector<Culprit> HostCpuCulprits(const Analyses& a);
+
+// A straggler verdict whose every culprit is a rank of unknown cause, less
+// slowed than a rank that waits for a CPU: those ranks become the culprits
+// (host_cpu_culprit.cc). Returns true when it changed the verdict.
+bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
 // The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
 // a stage, a worker, the work or a communication group, with the what-if
 // replay's numbers; nullopt when the pipeline detector found nothing.

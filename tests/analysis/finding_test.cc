@@ -42,7 +42,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHangRankStalled).name, "hang.rank_stalled");
   EXPECT_EQ(Describe(FindingCode::kHangJobStalled).name, "hang.job_stalled");
   EXPECT_EQ(Describe(FindingCode::kHangHostStopped).name, "hang.host_stopped");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kHangHostStopped) + 1,
+  EXPECT_EQ(Describe(FindingCode::kHostCpuContention).name, "host.cpu_contention");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kHostCpuContention) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

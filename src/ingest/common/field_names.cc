@@ -82,6 +82,17 @@ FieldName ClassifyFieldName(std::string_view raw) {
             {"compute", "compute_time", "compute_only", "compute_step_time", "phase_compute"})) {
     return {StepField::kCompute, unit};
   }
+  // A bare "cpu" column may be a core number or a utilisation: only with a
+  // unit is it a time.
+  if (OneOf(base,
+            {"cpu_time", "on_cpu", "oncpu", "process_cpu", "process_cpu_time", "phase_cpu"}) ||
+      (base == "cpu" && unit)) {
+    return {StepField::kCpu, unit};
+  }
+  if (OneOf(base, {"cpu_wait", "runq_wait", "run_delay", "runqueue_wait", "sched_wait",
+                   "phase_cpu_wait", "cpu_wait_time"})) {
+    return {StepField::kCpuWait, unit};
+  }
   return {StepField::kNone, std::nullopt};
 }
 
@@ -113,6 +124,18 @@ FieldLayout LayoutFromNames(const std::vector<std::string_view>& names) {
         if (layout.compute < 0) {
           layout.compute = idx;
           layout.compute_unit = f.unit;
+        }
+        break;
+      case StepField::kCpu:
+        if (layout.cpu < 0) {
+          layout.cpu = idx;
+          layout.cpu_unit = f.unit;
+        }
+        break;
+      case StepField::kCpuWait:
+        if (layout.cpu_wait < 0) {
+          layout.cpu_wait = idx;
+          layout.cpu_wait_unit = f.unit;
         }
         break;
       case StepField::kAmbiguousTime:

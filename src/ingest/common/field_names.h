@@ -16,6 +16,12 @@
 //             phase_compute (the agent's step log), each optionally with a
 //             unit like durations: the step's compute-only part, without
 //             waiting in collectives (optional)
+//   cpu       cpu_time, on_cpu, process_cpu, phase_cpu (the agent's step
+//             log), and cpu with a unit (cpu_s, cpu_ms): the rank's
+//             process's time on a CPU during the step (optional)
+//   cpu_wait  cpu_wait, runq_wait, run_delay, runqueue_wait, sched_wait,
+//             phase_cpu_wait: its time runnable but waiting for a CPU
+//             (optional)
 //
 // Matching ignores case, surrounding blanks and quotes.
 
@@ -41,7 +47,9 @@ enum class StepField {
   kGpu,
   kStage,
   kDpRank,
-  kCompute
+  kCompute,
+  kCpu,
+  kCpuWait
 };
 
 struct FieldName {
@@ -55,9 +63,11 @@ FieldName ClassifyFieldName(std::string_view name);
 // becomes the duration when no other duration column exists.
 struct FieldLayout {
   int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1,
-      dp_rank = -1, compute = -1;
+      dp_rank = -1, compute = -1, cpu = -1, cpu_wait = -1;
   std::optional<TimeUnit> duration_unit;
   std::optional<TimeUnit> compute_unit;
+  std::optional<TimeUnit> cpu_unit;
+  std::optional<TimeUnit> cpu_wait_unit;
   bool usable(bool rank_known_elsewhere) const {
     return step >= 0 && duration >= 0 && (rank >= 0 || rank_known_elsewhere);
   }

@@ -148,6 +148,14 @@ inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64
 DurationNs ParseComputeField(ReaderContext& ctx, uint64_t line,
                              std::optional<std::string_view> text, std::optional<TimeUnit> unit);
 
+// Reads a step record's CPU fields (`text` as written, units from the
+// fields' names) and adds them to the step of `rank` (nullopt: the path's
+// rank; no rank: nothing is added). A value that is not a time of zero or
+// more is counted as step.bad_cpu_time; the other field is still taken.
+void AddStepCpuFields(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
+                      std::optional<std::string_view> cpu, std::optional<TimeUnit> cpu_unit,
+                      std::optional<std::string_view> wait, std::optional<TimeUnit> wait_unit);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_INGEST_COMMON_TEXT_READER_H_

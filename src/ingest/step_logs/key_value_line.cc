@@ -4,7 +4,9 @@
 //   laggard-step rank=3 step=120 time_s=0.81 compute_s=0.62 host=node-1 gpu=3
 //
 // Required: rank, step and the step time as time_s / time_ms / time_us /
-// time_ns. Optional: compute_<unit> (the compute-only part of the step), ts
+// time_ns. Optional: compute_<unit> (the compute-only part of the step),
+// cpu_<unit> and cpu_wait_<unit> (the process's time on a CPU and waiting
+// for one, step.bad_cpu_time when unreadable), ts
 // (the end of the step: epoch seconds or ISO 8601; start = ts - time), host,
 // gpu. Other keys (further phases, a newer reporter's) are ignored. A line
 // with the marker whose required values are missing or unreadable is
@@ -82,6 +84,12 @@ class KeyValueLineMatcher final : public LineMatcher {
         std::optional<DurationNs> c = Duration(value, unit);
         out.compute = c && *c > 0 ? *c : 0;
         out.compute_bad = out.compute == 0;
+      } else if (UnitKey(key, "cpu_wait", unit)) {
+        out.cpu_wait = value;
+        out.cpu_wait_unit = unit;
+      } else if (UnitKey(key, "cpu", unit)) {
+        out.cpu = value;
+        out.cpu_unit = unit;
       } else if (key == "ts") {
         ts = value;
       } else if (key == "host" && !value.empty()) {
