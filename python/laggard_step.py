@@ -30,7 +30,11 @@ Each call sends one datagram in the agent's key=value line format
 cpu_s and cpu_wait_s are the calling thread's time on a CPU and time
 runnable but waiting for one since the previous report (Linux's
 /proc/thread-self/schedstat): a rank that waits for a CPU shares its cores
-with other work, and laggard names that host contention.
+with other work, and laggard names that host contention. cpu_probe_s is
+the time of a fixed piece of work run on the same thread at each report
+(~0.1-0.3 ms; Reporter(probe=False) turns it off): a rank whose probe runs
+slower than its peers' sits on a slower core, or one shared with a
+neighbour the guest cannot see.
 
 to UDP 127.0.0.1:9401 (the agent's default) or to a Unix datagram socket.
 Sending never blocks the training loop and never raises: when no agent
@@ -63,7 +67,7 @@ import socket
 import threading
 import time
 
-__all__ = ["Reporter", "compute", "format_line", "thread_cpu"]
+__all__ = ["Reporter", "compute", "cpu_probe", "format_line", "thread_cpu"]
 
 DEFAULT_ADDR = "127.0.0.1:9401"
 
@@ -82,6 +86,20 @@ def thread_cpu():
     if on_cpu == 0:
         return None  # a kernel without scheduler statistics reads 0 0
     return on_cpu / 1e9, wait / 1e9
+
+
+_PROBE_LOOPS = 2000
+
+
+def cpu_probe():
+    """Seconds a fixed piece of work (2,000 loop iterations, ~0.1-0.3 ms)
+    takes on the calling thread now. Every rank runs the same work: a rank
+    whose probe runs slower than its peers' runs on a slower or shared CPU."""
+    t = time.perf_counter()
+    x = 0
+    for i in range(_PROBE_LOOPS):
+        x += i * i
+    return time.perf_counter() - t
 
 
 def _num(seconds):
@@ -153,7 +171,7 @@ def compute(step, **phases):
 
 
 class Reporter(object):
-    def __init__(self, rank=None, addr=None, host=None, gpu=None, use_cuda=True):
+    def __init__(self, rank=None, addr=None, host=None, gpu=None, use_cuda=True, probe=True):
         if rank is None:
             rank = int(os.environ.get("RANK", "0"))
         if gpu is None and os.environ.get("LOCAL_RANK", "").isdigit():
@@ -171,6 +189,7 @@ class Reporter(object):
         self._pending = []      # (line args, start event, end event) waiting on CUDA
         self._last_block_end = None  # perf_counter when compute(step) last reported
         self._cpu = None        # thread_cpu() at the previous step() call
+        self._probe = probe     # time cpu_probe() each step
         addr = addr or os.environ.get("LAGGARD_STEP_ADDR", DEFAULT_ADDR)
         self._sock = None
         self._dest = None
@@ -245,6 +264,8 @@ class Reporter(object):
             if cpu is not None and prev is not None:
                 args.setdefault("cpu_s", max(0.0, cpu[0] - prev[0]))
                 args.setdefault("cpu_wait_s", max(0.0, cpu[1] - prev[1]))
+            if self._probe:
+                args.setdefault("cpu_probe_s", cpu_probe())
             compute, self._compute = self._compute, None
             if compute is not None and self._cuda:
                 self._pending.append((args, compute[0], compute[1]))

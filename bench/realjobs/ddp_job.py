@@ -7,8 +7,10 @@ Uses Debian's python3-torch (/usr/bin/python3), gloo, CPU only.
 It writes exactly what a user of such a job has, into --out:
   rank<R>.log           the article's lines: "rank R, step S, time T.TTTTs"
   steps_rank<R>.csv     the same loop's step table: rank,step,step_time_ms,cpu_ms,
-                        cpu_wait_ms (the training thread's time on a CPU and
-                        waiting for one in the step: laggard_step.thread_cpu())
+                        cpu_wait_ms,cpu_probe_us (the training thread's time on
+                        a CPU and waiting for one in the step, and the time of
+                        a fixed probe after it: laggard_step.thread_cpu(),
+                        laggard_step.cpu_probe())
   trace_rank<R>.json    torch.profiler's trace of the profiled steps
 
 Faults (--fault, this rank only; several may be given):
@@ -175,7 +177,7 @@ def main():
     log = open(os.path.join(a.out, f"rank{rank}.log"), "w")
     table = open(os.path.join(a.out, f"steps_rank{rank}.csv"), "w", newline="")
     rows = csv.writer(table)
-    rows.writerow(["rank", "step", "step_time_ms", "cpu_ms", "cpu_wait_ms"])
+    rows.writerow(["rank", "step", "step_time_ms", "cpu_ms", "cpu_wait_ms", "cpu_probe_us"])
 
     # Same barrier-aligned start on every rank, as torchrun gives.
     dist.barrier()
@@ -215,7 +217,8 @@ def main():
             cpu1 = laggard_step.thread_cpu()
             cpu = ["", ""] if cpu0 is None or cpu1 is None else \
                 [f"{(cpu1[0] - cpu0[0]) * 1000.0:.3f}", f"{(cpu1[1] - cpu0[1]) * 1000.0:.3f}"]
-            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"] + cpu)
+            probe = f"{laggard_step.cpu_probe() * 1e6:.1f}"
+            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"] + cpu + [probe])
             prof.step()
     log.close()
     table.close()

@@ -338,8 +338,8 @@ def score(truth, report):
     culprits = [c for c in v["culprits"] if c.get("rank") is not None]
     faulty = {f["rank"] for f in truth["faults"]}
     false_culprits = sum(1 for c in culprits if c["rank"] not in faulty)
-    got = ", ".join(f"rank {c['rank']} {c['cause_class']}" + (f"/{c['cause']}" if c.get('cause') else "")
-                    for c in culprits) or "no culprit"
+    got = ", ".join(f"rank {c['rank']} {c['cause_class']}"
+                    + (f"/{c['cause']}" if c.get('cause') else "") for c in culprits) or "no culprit"
     words = f"{v['status']}: {got}"
     if truth["kind"] == "heavy_stage":
         # The stage, as an imbalance of the job: no rank of it is faulty.
@@ -349,7 +349,15 @@ def score(truth, report):
                         else f"rank {c['rank']} {c['cause_class']}" for c in v["culprits"])
         return bool(stage) and not culprits, len(culprits), f"{v['status']}: {got or 'no culprit'}"
     if truth["kind"] == "healthy":
-        return (not culprits and v["status"] not in ("job_wide", "communication_bound"),
+        # A rank the host measurably slowed (its own probe or run-queue
+        # wait, host_slowed in truth.json) is a real straggler the host
+        # made: named with the host as the cause, it is right.
+        slowed = set(truth.get("host_slowed", {}))
+        host_named = [c for c in culprits if c["rank"] in slowed
+                      and c.get("cause") == "host_contention"]
+        false_culprits = len(culprits) - len(host_named)
+        return (false_culprits == 0 and (culprits or v["status"] not in
+                                         ("job_wide", "communication_bound")),
                 false_culprits, words)
     if truth["kind"] == "two_faults":
         named = {c["rank"] for c in culprits}
@@ -453,11 +461,47 @@ def host_core_ratio():
     return max(med.values()) / min(med.values())
 
 
+# A rank the host slowed, as the job measured it (steps_rank<R>.csv of
+# ddp_job.py): its probe's median >= this times the other ranks' median, or
+# its run-queue wait over theirs >= HOST_SLOWED_WAIT of its step.
+HOST_SLOWED_PROBE = 1.05
+HOST_SLOWED_WAIT = 0.05
+
+
+def host_slowed(out_dir, world):
+    """{rank: what shows it} for the ranks the host slowed, from the job's own tables."""
+    import csv
+    import statistics
+    per = {}
+    for rank in range(world):
+        path = os.path.join(out_dir, f"steps_rank{rank}.csv")
+        if not os.path.exists(path):
+            return {}
+        with open(path) as f:
+            rows = [r for r in csv.DictReader(f) if r.get("cpu_probe_us") and r.get("cpu_wait_ms")]
+        if len(rows) < 5:
+            return {}
+        per[rank] = tuple(statistics.median(float(r[k]) for r in rows)
+                          for k in ("cpu_probe_us", "cpu_wait_ms", "step_time_ms"))
+    out = {}
+    for rank, (probe, wait, step) in per.items():
+        others = [v for r, v in per.items() if r != rank]
+        if not others:
+            continue
+        probe_ratio = probe / statistics.median(o[0] for o in others)
+        wait_share = (wait - statistics.median(o[1] for o in others)) / step
+        if probe_ratio >= HOST_SLOWED_PROBE or wait_share >= HOST_SLOWED_WAIT:
+            out[str(rank)] = {"probe_ratio": round(probe_ratio, 3),
+                              "wait_share": round(wait_share, 3)}
+    return out
+
+
 def record_core_ratio(out_dir, ratio):
     path = os.path.join(out_dir, "truth.json")
     with open(path) as f:
         truth = json.load(f)
     truth["host_core_ratio"] = round(ratio, 3)
+    truth["host_slowed"] = host_slowed(out_dir, truth["world"])
     with open(path, "w") as f:
         json.dump(truth, f, indent=1)
 
@@ -472,6 +516,8 @@ def rescore(a):
         out_dir = os.path.join(a.rescore, d)
         with open(os.path.join(out_dir, "truth.json")) as f:
             truth = json.load(f)
+        if "host_slowed" not in truth:  # kept before the job's tables measured it
+            truth["host_slowed"] = host_slowed(out_dir, truth["world"])
         right, false_culprits, words = score(truth, diagnose(a.laggard, out_dir))
         print(f"[{i + 1}/{len(dirs)}] {d}: {'right' if right else 'WRONG'} ({words})", flush=True)
         results.append({"scenario": truth["scenario"], "kind": truth["kind"],

@@ -146,6 +146,19 @@ constexpr FindingInfo kCatalogue[] = {
      "find what shares {who}'s CPUs on {host}: `top -H` or `pidstat -u -t 1` there, and the "
      "rank's affinity (`taskset -cp PID`); move that work off the rank's cores, or pin the rank "
      "to cores of its own (numactl / taskset)"},
+    {"host.cpu_slow", Severity::kWarning,
+     "a rank's CPU runs a fixed piece of work slower than its peers': a slower core, or one shared "
+     "with work the guest cannot see",
+     kHost,
+     "compare the cores of {who} on {host} with its peers' under load (`perf stat`, a pinned "
+     "busy loop per core; `mpstat -P ALL 1` for steal); move the rank to another core or host, or "
+     "ask the provider about noisy neighbours"},
+    {"step.cpu_time_high", Severity::kWarning,
+     "a rank's training thread uses more CPU time per step than its peers' on CPUs as fast: it "
+     "does more work each step",
+     kSteps,
+     "compare what {who} computes with a peer's: batch and sequence sizes, padding, the data "
+     "shard, extra work on that rank (logging, evaluation); profile a few steps of both"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

@@ -75,6 +75,8 @@ enum class FindingCode : uint16_t {
   kHangJobStalled,             // live: every rank stopped reporting steps at one step
   kHangHostStopped,    // a rank's host stopped issuing: its last enqueued is behind its group's
   kHostCpuContention,  // a rank's process waits for a CPU, its peers' do not (host_cpu_detector.h)
+  kHostCpuSlow,      // a rank's CPU runs a fixed probe slower than its peers' (host_cpu_detector.h)
+  kStepCpuTimeHigh,  // a rank's thread uses more CPU time per step on as fast a CPU: more work
   kCount,
 };
 

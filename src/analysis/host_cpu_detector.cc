@@ -21,23 +21,36 @@ std::optional<DurationNs> StepTime(const StepSeries& s, int64_t step) {
 }
 
 std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
-  std::vector<double> wait, step, on_cpu;
+  std::vector<double> wait, step, on_cpu, probe;
   for (const StepCpu& c : s.cpu) {
-    if (!c.runq_wait_ns) continue;
     std::optional<DurationNs> d = StepTime(s, c.step);
     if (!d) continue;
+    if (c.probe_ns) probe.push_back(static_cast<double>(*c.probe_ns));
+    if (c.on_cpu_ns) on_cpu.push_back(static_cast<double>(*c.on_cpu_ns));
+    if (!c.runq_wait_ns) continue;
     wait.push_back(static_cast<double>(*c.runq_wait_ns));
     step.push_back(static_cast<double>(*d));
-    if (c.on_cpu_ns) on_cpu.push_back(static_cast<double>(*c.on_cpu_ns));
   }
-  if (wait.size() < min_steps) return std::nullopt;
+  if (wait.size() < min_steps && probe.size() < min_steps && on_cpu.size() < min_steps)
+    return std::nullopt;
   RankCpuStats r;
   r.rank = s.info.rank;
-  r.steps = wait.size();
-  r.wait_ns = static_cast<DurationNs>(Median(wait).value_or(0));
-  r.step_ns = static_cast<DurationNs>(Median(step).value_or(0));
-  if (on_cpu.size() * 2 >= wait.size())
+  if (wait.size() >= min_steps) {
+    r.steps = wait.size();
+    r.wait_ns = static_cast<DurationNs>(Median(wait).value_or(0));
+    r.step_ns = static_cast<DurationNs>(Median(step).value_or(0));
+  }
+  if (on_cpu.size() >= min_steps) {
+    r.on_cpu_steps = on_cpu.size();
     r.on_cpu_ns = static_cast<DurationNs>(Median(on_cpu).value_or(0));
+    double total = 0;
+    for (double x : on_cpu) total += x;
+    r.on_cpu_mean_ns = total / static_cast<double>(on_cpu.size());
+  }
+  if (probe.size() >= min_steps) {
+    r.probe_steps = probe.size();
+    r.probe_ns = static_cast<DurationNs>(Median(probe).value_or(0));
+  }
   return r;
 }
 
@@ -51,6 +64,151 @@ std::optional<double> OthersMedian(const std::vector<RankCpuStats>& all, size_t 
   return Median(std::move(v));
 }
 
+Finding RankFinding(const Run& run, FindingCode code, int32_t rank) {
+  Finding f;
+  f.code = code;
+  f.severity = Describe(code).severity;
+  f.entity.rank = rank;
+  if (const StepSeries* series = run.FindRank(rank)) {
+    f.entity.host = series->info.host;
+    f.entity.gpu = series->info.local_gpu;
+  }
+  f.cause = "host_contention";
+  return f;
+}
+
+void AddNextStep(Finding& f) {
+  f.next_steps.push_back(
+      DefaultNextStep(f.code, fmt::arg("who", fmt::format("rank {}", *f.entity.rank)),
+                      fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
+}
+
+// host.cpu_contention of out.ranks[i], when its wait stands out.
+std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
+                                  const HostCpuDetectorOptions& o) {
+  const RankCpuStats& r = all[i];
+  if (!r.wait_ns) return std::nullopt;
+  double base =
+      OthersMedian(all, i, [](const RankCpuStats& x) {
+        return x.wait_ns ? std::optional<double>(static_cast<double>(*x.wait_ns)) : std::nullopt;
+      }).value_or(0);
+  double excess = static_cast<double>(*r.wait_ns) - base;
+  double step = static_cast<double>(r.step_ns);
+  // Where every rank shares cores (more ranks than cores) all wait, and
+  // one that waits a little more by the scheduler's luck is not singled
+  // out: the excess must also be a clear part of the others' wait.
+  if (step <= 0 || excess < static_cast<double>(o.min_wait_ns) ||
+      excess < o.min_wait_share * step || excess < o.min_excess_over_peers * base)
+    return std::nullopt;
+  double share = excess / step;
+  Finding f = RankFinding(run, FindingCode::kHostCpuContention, r.rank);
+  f.slowdown = share < 1 ? share / (1 - share) : std::optional<double>();
+  // 0.5 at the threshold, rising with the share (0.3 of the step: the
+  // cap) and held down over few steps.
+  double by_share = 0.5 + (o.max_confidence - 0.5) * std::min(1.0, share / 0.3);
+  double by_steps = std::min(1.0, static_cast<double>(r.steps) / 20.0);
+  f.confidence = std::min(o.max_confidence, 0.4 + (by_share - 0.4) * by_steps);
+  bool peers = all.size() > 1;
+  std::string who = fmt::format("rank {}", r.rank);
+  f.message = fmt::format(
+      "{} waits {:.3f} s per step for a CPU (runnable, not running; median of {} steps), {:.0f}% "
+      "of its {:.3f} s step{}",
+      who, Seconds(*r.wait_ns), r.steps, 100 * share, Seconds(r.step_ns),
+      peers ? fmt::format("; its peers wait {:.3f} s", base / 1e9) : std::string());
+  f.evidence.push_back(Evidence{
+      fmt::format("host CPU: {}'s training thread was runnable but not running {:.3f} s per "
+                  "step (the scheduler's run-queue wait, /proc schedstat){}",
+                  who, Seconds(*r.wait_ns),
+                  peers ? fmt::format(", {:.3f} s more than the other ranks' median", excess / 1e9)
+                        : std::string()),
+      std::nullopt});
+  if (r.on_cpu_ns) {
+    auto peer_cpu = OthersMedian(all, i, [](const RankCpuStats& x) {
+      return x.on_cpu_ns ? std::optional<double>(static_cast<double>(*x.on_cpu_ns)) : std::nullopt;
+    });
+    double on_cpu = static_cast<double>(*r.on_cpu_ns);
+    f.evidence.push_back(Evidence{
+        peer_cpu ? fmt::format("host CPU: its time on a CPU, {:.3f} s per step, is {:.2f}x its "
+                               "peers' ({:.3f} s): {}",
+                               on_cpu / 1e9, on_cpu / *peer_cpu, *peer_cpu / 1e9,
+                               on_cpu <= 1.1 * *peer_cpu ? "the same work, done later"
+                                                         : "it also does more work")
+                 : fmt::format("host CPU: its time on a CPU is {:.3f} s per step", on_cpu / 1e9),
+        std::nullopt});
+  }
+  AddNextStep(f);
+  return f;
+}
+
+// host.cpu_slow of out.ranks[i], when its probe runs slower than its peers'.
+std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
+                               const HostCpuDetectorOptions& o) {
+  const RankCpuStats& r = all[i];
+  if (!r.probe_ns || *r.probe_ns <= 0) return std::nullopt;
+  auto base = OthersMedian(all, i, [](const RankCpuStats& x) {
+    return x.probe_ns ? std::optional<double>(static_cast<double>(*x.probe_ns)) : std::nullopt;
+  });
+  if (!base || *base <= 0) return std::nullopt;  // a probe means something only against peers'
+  double ratio = static_cast<double>(*r.probe_ns) / *base;
+  if (ratio < 1 + o.min_probe_excess) return std::nullopt;
+  Finding f = RankFinding(run, FindingCode::kHostCpuSlow, r.rank);
+  f.slowdown = ratio - 1;
+  // 0.5 at the threshold, the cap at 3x the threshold, held down over few steps.
+  double by_ratio =
+      0.5 + (o.max_probe_confidence - 0.5) * std::min(1.0, (ratio - 1) / (3 * o.min_probe_excess));
+  double by_steps = std::min(1.0, static_cast<double>(r.probe_steps) / 20.0);
+  f.confidence = 0.4 + (by_ratio - 0.4) * by_steps;
+  f.message = fmt::format(
+      "rank {}'s CPU runs a fixed piece of work {:.2f}x as long as its peers' ({:.3f} ms against "
+      "{:.3f} ms, median of {} steps): a slower or shared core",
+      r.rank, ratio, static_cast<double>(*r.probe_ns) / 1e6, *base / 1e6, r.probe_steps);
+  f.evidence.push_back(Evidence{
+      fmt::format("host CPU: the step reporter's probe (fixed work on the training thread, each "
+                  "step) takes {:.2f}x as long on rank {} as on its peers: its core is slower, or "
+                  "shared with work the guest cannot see (hypervisor steal)",
+                  ratio, r.rank),
+      std::nullopt});
+  AddNextStep(f);
+  return f;
+}
+
+// step.cpu_time_high of out.ranks[i]: more CPU time per step than its
+// peers', its CPU as fast as theirs (a probe within min_probe_excess / 2,
+// or none logged).
+std::optional<Finding> CpuTimeHigh(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
+                                   const HostCpuDetectorOptions& o) {
+  const RankCpuStats& r = all[i];
+  if (!r.on_cpu_ns || r.on_cpu_steps < o.min_cpu_time_steps) return std::nullopt;
+  auto base = OthersMedian(all, i, [](const RankCpuStats& x) {
+    return x.on_cpu_ns ? std::optional<double>(static_cast<double>(*x.on_cpu_ns)) : std::nullopt;
+  });
+  if (!base || *base <= 0) return std::nullopt;
+  double ratio = static_cast<double>(*r.on_cpu_ns) / *base;
+  if (ratio < 1 + o.min_cpu_time_excess) return std::nullopt;
+  if (r.probe_ns) {
+    auto probe = OthersMedian(all, i, [](const RankCpuStats& x) {
+      return x.probe_ns ? std::optional<double>(static_cast<double>(*x.probe_ns)) : std::nullopt;
+    });
+    if (probe && static_cast<double>(*r.probe_ns) > *probe * (1 + o.min_probe_excess / 2))
+      return std::nullopt;  // its CPU is slower: host.cpu_slow's to say
+  }
+  Finding f = RankFinding(run, FindingCode::kStepCpuTimeHigh, r.rank);
+  f.cause = "more_work";
+  f.slowdown = ratio - 1;
+  double by_ratio = 0.5 + 0.3 * std::min(1.0, (ratio - 1) / (3 * o.min_cpu_time_excess));
+  double by_steps = std::min(1.0, static_cast<double>(r.on_cpu_steps) / 20.0);
+  f.confidence = 0.4 + (by_ratio - 0.4) * by_steps;
+  f.message = fmt::format(
+      "rank {}'s training thread uses {:.2f}x its peers' CPU time per step ({:.3f} s against "
+      "{:.3f} s, median of {} steps){}",
+      r.rank, ratio, static_cast<double>(*r.on_cpu_ns) / 1e9, *base / 1e9, r.on_cpu_steps,
+      r.probe_ns ? " on a CPU as fast as theirs (probe)" : "");
+  f.evidence.push_back(
+      Evidence{"host CPU: " + f.message + ": it does more work each step", std::nullopt});
+  AddNextStep(f);
+  return f;
+}
+
 }  // namespace
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& o) {
@@ -59,71 +217,9 @@ HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& o) 
     if (auto r = Measure(s, o.min_steps)) out.ranks.push_back(*r);
   }
   for (size_t i = 0; i < out.ranks.size(); ++i) {
-    const RankCpuStats& r = out.ranks[i];
-    double base = OthersMedian(out.ranks, i, [](const RankCpuStats& x) {
-                    return std::optional<double>(static_cast<double>(x.wait_ns));
-                  }).value_or(0);
-    double excess = static_cast<double>(r.wait_ns) - base;
-    double step = static_cast<double>(r.step_ns);
-    // Where every rank shares cores (more ranks than cores) all wait, and
-    // one that waits a little more by the scheduler's luck is not singled
-    // out: the excess must also be a clear part of the others' wait.
-    if (step <= 0 || excess < static_cast<double>(o.min_wait_ns) ||
-        excess < o.min_wait_share * step || excess < o.min_excess_over_peers * base)
-      continue;
-    double share = excess / step;
-    const StepSeries* series = run.FindRank(r.rank);
-    Finding f;
-    f.code = FindingCode::kHostCpuContention;
-    f.severity = Describe(f.code).severity;
-    f.entity.rank = r.rank;
-    if (series) {
-      f.entity.host = series->info.host;
-      f.entity.gpu = series->info.local_gpu;
-    }
-    f.cause = "host_contention";
-    f.slowdown = share < 1 ? share / (1 - share) : std::optional<double>();
-    // 0.5 at the threshold, rising with the share (0.3 of the step: the
-    // cap) and held down over few steps.
-    double by_share = 0.5 + (o.max_confidence - 0.5) * std::min(1.0, share / 0.3);
-    double by_steps = std::min(1.0, static_cast<double>(r.steps) / 20.0);
-    f.confidence = std::min(o.max_confidence, 0.4 + (by_share - 0.4) * by_steps);
-    bool peers = out.ranks.size() > 1;
-    std::string who = fmt::format("rank {}", r.rank);
-    f.message = fmt::format(
-        "{} waits {:.3f} s per step for a CPU (runnable, not running; median of {} steps), {:.0f}% "
-        "of its {:.3f} s step{}",
-        who, Seconds(r.wait_ns), r.steps, 100 * share, Seconds(r.step_ns),
-        peers ? fmt::format("; its peers wait {:.3f} s", base / 1e9) : std::string());
-    f.evidence.push_back(Evidence{
-        fmt::format("host CPU: {}'s training thread was runnable but not running {:.3f} s per "
-                    "step (the scheduler's run-queue wait, /proc schedstat){}",
-                    who, Seconds(r.wait_ns),
-                    peers
-                        ? fmt::format(", {:.3f} s more than the other ranks' median", excess / 1e9)
-                        : std::string()),
-        std::nullopt});
-    if (r.on_cpu_ns) {
-      auto peer_cpu = OthersMedian(out.ranks, i, [](const RankCpuStats& x) {
-        return x.on_cpu_ns ? std::optional<double>(static_cast<double>(*x.on_cpu_ns))
-                           : std::nullopt;
-      });
-      f.evidence.push_back(Evidence{
-          peer_cpu ? fmt::format("host CPU: its time on a CPU, {:.3f} s per step, is {:.2f}x its "
-                                 "peers' ({:.3f} s): {}",
-                                 Seconds(*r.on_cpu_ns),
-                                 static_cast<double>(*r.on_cpu_ns) / *peer_cpu, *peer_cpu / 1e9,
-                                 static_cast<double>(*r.on_cpu_ns) <= 1.1 * *peer_cpu
-                                     ? "the same work, done later"
-                                     : "it also does more work")
-                   : fmt::format("host CPU: its time on a CPU is {:.3f} s per step",
-                                 Seconds(*r.on_cpu_ns)),
-          std::nullopt});
-    }
-    f.next_steps.push_back(
-        DefaultNextStep(f.code, fmt::arg("who", who),
-                        fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
-    out.findings.push_back(std::move(f));
+    if (auto f = Contention(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
+    if (auto f = SlowCpu(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
+    if (auto f = CpuTimeHigh(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
   }
   std::stable_sort(out.findings.begin(), out.findings.end(),
                    [](const Finding& a, const Finding& b) {

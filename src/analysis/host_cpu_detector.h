@@ -31,6 +31,29 @@
 // is noise); min_excess_over_peers 0.3; max_confidence 0.9 (the wait is
 // measured, its cause is not).
 //
+// Slow CPU: python/laggard_step.py also times a fixed piece of work on the
+// training thread each step (cpu_probe_s). Per rank the median over its
+// steps; host.cpu_slow when it is at least 1 + min_probe_excess times the
+// other ranks' median (no peers: nothing to compare, no finding). This is
+// what a core slowed by a neighbour the guest cannot see shows: the thread
+// seems to run (no wait), but does less per second. Slowdown: ratio - 1;
+// confidence 0.5 at the threshold, max_probe_confidence at three times it.
+// min_probe_excess 0.1: on this 2-core VM, two pinned loops measured a
+// 0.2 ms probe 1.17x apart when their 25 ms work ran 1.17x apart, and 1.00-
+// 1.01x apart when the work did; the article's same-SKU spread is < 5%.
+//
+// More work: the thread's CPU time per step is a measure of its work that
+// time-sharing does not stretch (wall times of ops do). step.cpu_time_high
+// when a rank's median over >= min_cpu_time_steps steps is at least
+// 1 + min_cpu_time_excess times the other ranks' median while its probe is
+// within half of min_probe_excess of theirs (or none was logged): it does
+// more work each step. min_cpu_time_excess 0.15: healthy ranks here ran
+// up to 1.10x apart over a run with probes 1.02x apart (the probe's
+// integer loop does not feel what slows a GEMM on a shared core), ranks
+// behind a throttled link 1.12x (gloo's transfers run on the thread), and
+// a 1.2x compute fault read 1.0-1.3x (the GEMMs are part of the step's CPU
+// time only). A finding, never a culprit by itself.
+//
 // Thread-safety: a pure function of its input.
 
 #ifndef LAGGARD_ANALYSIS_HOST_CPU_DETECTOR_H_
@@ -52,20 +75,29 @@ struct HostCpuDetectorOptions {
   DurationNs min_wait_ns = 2'000'000;
   double min_excess_over_peers = 0.3;
   double max_confidence = 0.9;
+  double min_probe_excess = 0.1;
+  double max_probe_confidence = 0.85;
+  double min_cpu_time_excess = 0.15;
+  size_t min_cpu_time_steps = 10;
 };
 
 // One rank's CPU picture over its steps with a known run-queue wait.
 struct RankCpuStats {
   int32_t rank = 0;
-  size_t steps = 0;                     // steps with a known wait
-  DurationNs wait_ns = 0;               // median wait per step
-  DurationNs step_ns = 0;               // median step time of those steps
-  std::optional<DurationNs> on_cpu_ns;  // median CPU time per step, when logged
+  size_t steps = 0;                      // steps with a known wait
+  std::optional<DurationNs> wait_ns;     // median wait per step (>= min_steps of them)
+  DurationNs step_ns = 0;                // median step time of those steps
+  size_t on_cpu_steps = 0;               // steps with a CPU time
+  std::optional<DurationNs> on_cpu_ns;   // median CPU time per step (>= min_steps of them)
+  std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
+  size_t probe_steps = 0;                // steps with a probe time
+  std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
 };
 
 struct HostCpuAnalysis {
   std::vector<RankCpuStats> ranks;  // by rank
-  std::vector<Finding> findings;    // host.cpu_contention, largest excess first
+  std::vector<Finding> findings;    // host.cpu_contention / cpu_slow, step.cpu_time_high,
+                                    // most slowed first
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);

@@ -273,6 +273,7 @@ void SortAndDedupCpu(StepSeries& series) {
     if (out > 0 && cpu[out - 1].step == cpu[i].step) {
       if (!cpu[out - 1].on_cpu_ns) cpu[out - 1].on_cpu_ns = cpu[i].on_cpu_ns;
       if (!cpu[out - 1].runq_wait_ns) cpu[out - 1].runq_wait_ns = cpu[i].runq_wait_ns;
+      if (!cpu[out - 1].probe_ns) cpu[out - 1].probe_ns = cpu[i].probe_ns;
       continue;
     }
     if (has_step(cpu[i].step)) cpu[out++] = cpu[i];

@@ -95,13 +95,18 @@ struct RankInfo {
 
 // What the rank's process did on its host during one step, when its step
 // reporter measured it (python/laggard_step.py reads the training thread's
-// /proc/thread-self/schedstat): time on a CPU, and time runnable but
-// waiting for one (the scheduler's run_delay). A process that waits for a
-// CPU shares its cores with other work: host contention.
+// /proc/thread-self/schedstat): time on a CPU, time runnable but waiting
+// for one (the scheduler's run_delay), and the time of a fixed probe. A
+// process that waits for a CPU shares its cores with other work; one whose
+// probe runs slower than its peers' runs on a slower CPU: host contention.
 struct StepCpu {
   int64_t step = 0;
   std::optional<DurationNs> on_cpu_ns;
   std::optional<DurationNs> runq_wait_ns;
+  // The time of a fixed piece of work the reporter ran on the same thread
+  // in the step: the speed of the CPU the rank ran on, as it got it (a
+  // slower core, or steal the hypervisor hides from the guest, shows here).
+  std::optional<DurationNs> probe_ns;
 };
 
 struct StepSeries {

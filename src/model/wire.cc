@@ -41,7 +41,7 @@ static_assert(sizeof(PackedTime) == 8, "a field was added to PackedTime: update 
 static_assert(sizeof(SourceRef) == 8, "a field was added to SourceRef: update model/wire.cc");
 static_assert(sizeof(StepRecord) == 40, "a field was added to StepRecord: update model/wire.cc");
 static_assert(sizeof(RankInfo) == 72, "a field was added to RankInfo: update model/wire.cc");
-static_assert(sizeof(StepCpu) == 40, "a field was added to StepCpu: update model/wire.cc");
+static_assert(sizeof(StepCpu) == 56, "a field was added to StepCpu: update model/wire.cc");
 static_assert(sizeof(StepSeries) == 128, "a field was added to StepSeries: update model/wire.cc");
 static_assert(sizeof(ProcessGroupInfo) == 112,
               "a field was added to ProcessGroupInfo: update model/wire.cc");
@@ -110,7 +110,7 @@ static_assert(sizeof(RunBuilder) == 2528, "a field was added to RunBuilder: upda
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 3;
+constexpr uint32_t kWireVersion = 4;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -287,7 +287,7 @@ void serialize(Archive& ar, RankInfo& x) {
 
 template <class Archive>
 void serialize(Archive& ar, StepCpu& x) {
-  ar(x.step, x.on_cpu_ns, x.runq_wait_ns);
+  ar(x.step, x.on_cpu_ns, x.runq_wait_ns, x.probe_ns);
 }
 
 template <class Archive>

@@ -1,10 +1,13 @@
-// The verdict's host CPU rules (host.cpu_contention, analysis/
-// host_cpu_detector.h): a culprit whose process waited for a CPU was made
-// slow by its host; where step times and traces name no culprit, a rank
-// that waits for a CPU while its peers do not is one. Internal to
-// src/verdict/.
+// The verdict's host CPU rules (host.cpu_contention, host.cpu_slow:
+// analysis/host_cpu_detector.h): a culprit whose process waited for a CPU,
+// or whose CPU ran slower than its peers', was made slow by its host; where
+// step times and traces name no culprit, a rank that waits for a CPU while
+// its peers do not is one. Internal to src/verdict/.
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,11 +16,52 @@
 namespace laggard::verdict_internal {
 namespace {
 
-const Finding* ContentionOf(const Analyses& a, int32_t rank) {
+// The rank's host CPU finding (either code) that slows it most.
+const Finding* HostCpuOf(const Analyses& a, int32_t rank) {
+  const Finding* best = nullptr;
   for (const Finding& f : a.host_cpu.findings) {
-    if (f.entity.rank == rank) return &f;
+    if (f.code == FindingCode::kStepCpuTimeHigh) continue;  // the rank's work, not its host
+    if (f.entity.rank == rank && (!best || f.slowdown.value_or(0) > best->slowdown.value_or(0)))
+      best = &f;
   }
-  return nullptr;
+  return best;
+}
+
+// Whether the traces of `rank` hold CPU ops only: the job computes on its
+// CPUs, and the thread's CPU time is its compute.
+bool CpuOnlyTrace(const Analyses& a, int32_t rank) {
+  for (const RankTraceStats& st : a.traces.ranks) {
+    if (st.rank == rank) return st.cpu_only;
+  }
+  return false;
+}
+
+// The rank's mean CPU time per step over the run (its total: a fault that
+// began mid-run counts in full) against its peers' median.
+std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank) {
+  const RankCpuStats* mine = nullptr;
+  std::vector<double> others;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (!r.on_cpu_mean_ns || r.on_cpu_steps < HostCpuDetectorOptions().min_cpu_time_steps) continue;
+    if (r.rank == rank) mine = &r;
+    else others.push_back(*r.on_cpu_mean_ns);
+  }
+  if (mine == nullptr || others.empty()) return std::nullopt;
+  std::sort(others.begin(), others.end());
+  size_t n = others.size();
+  double median = n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
+  if (median <= 0) return std::nullopt;
+  return *mine->on_cpu_mean_ns / median;
+}
+
+// The contention findings: a measured wait names a culprit by itself; a
+// slow probe only explains one (a slower CPU may not slow a GPU job).
+std::vector<const Finding*> Waiting(const Analyses& a) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : a.host_cpu.findings) {
+    if (f.code == FindingCode::kHostCpuContention) out.push_back(&f);
+  }
+  return out;
 }
 
 }  // namespace
@@ -30,7 +74,7 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   const Finding* best = nullptr;
   size_t waiting = 0;
   for (int32_t r : ranks) {
-    const Finding* f = ContentionOf(a, r);
+    const Finding* f = HostCpuOf(a, r);
     if (f == nullptr) continue;
     ++waiting;
     if (best == nullptr || f->slowdown.value_or(0) > best->slowdown.value_or(0)) best = f;
@@ -62,25 +106,26 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
 
 std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
   std::vector<Culprit> out;
-  for (const Finding& f : a.host_cpu.findings) {
+  for (const Finding* f : Waiting(a)) {
     Culprit c;
-    c.entity = f.entity;
+    c.entity = f->entity;
     c.cause_class = CauseClass::kHostStall;
-    c.cause = f.cause;
-    c.slowdown = f.slowdown;
-    c.confidence = std::min(f.confidence, kSingleSourceCap);
-    for (const Evidence& e : f.evidence) c.evidence.push_back(e.text);
+    c.cause = f->cause;
+    c.slowdown = f->slowdown;
+    c.confidence = std::min(f->confidence, kSingleSourceCap);
+    for (const Evidence& e : f->evidence) c.evidence.push_back(e.text);
     out.push_back(std::move(c));
   }
   return out;
 }
 
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (v.status != VerdictStatus::kStraggler || a.host_cpu.findings.empty()) return false;
-  double waited = a.host_cpu.findings.front().slowdown.value_or(0);
+  std::vector<const Finding*> waiting = Waiting(a);
+  if (v.status != VerdictStatus::kStraggler || waiting.empty()) return false;
+  double waited = waiting.front()->slowdown.value_or(0);
   auto unexplained = [&](const Culprit& c) {
     return c.cause_class == CauseClass::kUnknown && c.entity.rank && c.ranks.size() <= 1 &&
-           c.slowdown.value_or(0) < waited && ContentionOf(a, *c.entity.rank) == nullptr;
+           c.slowdown.value_or(0) < waited && HostCpuOf(a, *c.entity.rank) == nullptr;
   };
   if (v.culprits.empty() || !std::all_of(v.culprits.begin(), v.culprits.end(), unexplained))
     return false;
@@ -95,7 +140,38 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
       "slowdown, and explained",
       dropped));
   v.culprits = std::move(host);
-  PutStepsFirst(next_steps, a.host_cpu.findings.front().next_steps);
+  PutStepsFirst(next_steps, waiting.front()->next_steps);
+  return true;
+}
+
+bool DropUnbornOut(Verdict& v, const Analyses& a) {
+  std::vector<std::string> dropped;
+  if (v.status != VerdictStatus::kStraggler) return false;
+  std::erase_if(v.culprits, [&](const Culprit& c) {
+    if (c.cause_class != CauseClass::kComputeSlow || c.cause || !c.entity.rank ||
+        c.ranks.size() > 1 || !c.slowdown || !CpuOnlyTrace(a, *c.entity.rank))
+      return false;
+    std::optional<double> ratio = CpuTimeRatio(a, *c.entity.rank);
+    if (!ratio || *ratio - 1 >= std::max(kCpuTimeAgreement, *c.slowdown / 4)) return false;
+    dropped.push_back(fmt::format(
+        "the profiled steps show rank {}'s CPU ops {:.2f}x as long as its peers', but over the "
+        "run its thread's CPU time per step is {:.2f}x theirs: a passing difference of the "
+        "host's cores in the profiled window, not a slow rank",
+        *c.entity.rank, 1 + *c.slowdown, *ratio));
+    return true;
+  });
+  if (dropped.empty()) return false;
+  if (v.culprits.empty()) {
+    v.status = VerdictStatus::kNoStraggler;
+    v.throughput_lost.reset();
+    v.gpu_hours_per_day.reset();
+    v.summary = "verdict: no straggler — " + dropped.front();
+    v.next_steps = {
+        "nothing to fix; to be sure, profile another window of steps (the traces "
+        "covered a few steps only)"};
+  } else {
+    v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
+  }
   return true;
 }
 

@@ -16,6 +16,7 @@ using verdict_internal::BoundByCulprit;
 using verdict_internal::CostPhrase;
 using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
+using verdict_internal::DropUnbornOut;
 using verdict_internal::EnrichHostCpu;
 using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
@@ -900,6 +901,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       changed |= EnrichHostCpu(c, a, next);
     }
     changed |= PreferHostCpu(v, a, next);
+    if (DropUnbornOut(v, a)) {
+      if (v.culprits.empty()) return v;  // no straggler, said why
+      changed = true;
+    }
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
@@ -912,9 +917,14 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();
       changed = true;
-    } else if (!a.host_cpu.findings.empty()) {
-      PutStepsFirst(next, a.host_cpu.findings.front().next_steps);
-      v.culprits = HostCpuCulprits(a);
+    } else if (auto cpu = HostCpuCulprits(a); !cpu.empty()) {
+      for (const Finding& f : a.host_cpu.findings) {
+        if (f.code == FindingCode::kHostCpuContention) {
+          PutStepsFirst(next, f.next_steps);
+          break;
+        }
+      }
+      v.culprits = std::move(cpu);
       v.status = VerdictStatus::kStraggler;
       v.throughput_lost.reset();
       v.gpu_hours_per_day.reset();

@@ -72,9 +72,10 @@ std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_ste
 std::optional<std::string> TimeTieStep(const Analyses& a);
 
 // A culprit (a rank, or a group of ranks) whose process waited for a CPU
-// (host.cpu_contention): host contention when the wait explains at least
-// half its slowdown and no GPU or network cause was observed, else one more
-// piece of evidence. Returns true when it changed the culprit
+// (host.cpu_contention) or whose CPU ran slower than its peers'
+// (host.cpu_slow): host contention when that explains at least half its
+// slowdown and no GPU or network cause was observed, else one more piece of
+// evidence. Returns true when it changed the culprit
 // (host_cpu_culprit.cc).
 bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
 
@@ -86,6 +87,15 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a);
 // slowed than a rank that waits for a CPU: those ranks become the culprits
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A CPU-only job's compute-slow culprit from the traces' profiled window
+// whose thread's mean CPU time per step over the whole run is within
+// max(kCpuTimeAgreement, its slowdown / 4) of its peers': the window's
+// difference does not last, and the culprit is dropped; with none left the
+// verdict is no straggler, saying why. Returns true when it dropped one
+// (host_cpu_culprit.cc).
+inline constexpr double kCpuTimeAgreement = 0.05;
+bool DropUnbornOut(Verdict& v, const Analyses& a);
 
 // The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
 // a stage, a worker, the work or a communication group, with the what-if

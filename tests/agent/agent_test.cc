@@ -1321,19 +1321,23 @@ TEST(PythonHelperTest, ReportsReachAUdpSocketInTheAgentFormat) {
   EXPECT_EQ(got[0].host, "node-1");
   EXPECT_EQ(got[0].gpu, 3);
   EXPECT_TRUE(got[0].end_ns);
-  ASSERT_EQ(got[0].phases.size(), 1u);
+  ASSERT_EQ(got[0].phases.size(), 2u);
   EXPECT_EQ(got[0].phases[0].first, "compute");
   EXPECT_EQ(got[0].phases[0].second, 620'000'000);
+  EXPECT_EQ(got[0].phases[1].first, "cpu_probe");  // the fixed probe, every report
+  EXPECT_GT(got[0].phases[1].second, 0);
   EXPECT_EQ(got[1].step, 121);
   // compute() timed with the host clock without CUDA; from the second
   // report on, the thread's CPU time and run-queue wait since the last one.
-  ASSERT_EQ(got[1].phases.size(), 3u);
+  ASSERT_EQ(got[1].phases.size(), 4u);
   EXPECT_EQ(got[1].phases[0].first, "compute");
   EXPECT_GT(got[1].phases[0].second, 0);
-  EXPECT_EQ(got[1].phases[1].first, "cpu");  // the kernel updates it at ticks: may read 0 here
-  EXPECT_GE(got[1].phases[1].second, 0);
-  EXPECT_EQ(got[1].phases[2].first, "cpu_wait");
+  EXPECT_EQ(got[1].phases[1].first, "cpu_probe");
+  EXPECT_GT(got[1].phases[1].second, 0);
+  EXPECT_EQ(got[1].phases[2].first, "cpu");  // the kernel updates it at ticks: may read 0 here
   EXPECT_GE(got[1].phases[2].second, 0);
+  EXPECT_EQ(got[1].phases[3].first, "cpu_wait");
+  EXPECT_GE(got[1].phases[3].second, 0);
 }
 
 }  // namespace

@@ -43,7 +43,9 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHangJobStalled).name, "hang.job_stalled");
   EXPECT_EQ(Describe(FindingCode::kHangHostStopped).name, "hang.host_stopped");
   EXPECT_EQ(Describe(FindingCode::kHostCpuContention).name, "host.cpu_contention");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kHostCpuContention) + 1,
+  EXPECT_EQ(Describe(FindingCode::kHostCpuSlow).name, "host.cpu_slow");
+  EXPECT_EQ(Describe(FindingCode::kStepCpuTimeHigh).name, "step.cpu_time_high");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kStepCpuTimeHigh) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

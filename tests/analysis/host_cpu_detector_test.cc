@@ -125,6 +125,65 @@ TEST(HostCpuDetectorTest, AWaitingPairOutweighsAStepOnlyRankOfUnknownCause) {
       << d.v.culprits[0].evidence.back();
 }
 
+// Four ranks, nobody waits; rank 3's compute and probe run `compute` and
+// `probe` times its peers'.
+std::string ProbeTable(double compute, double probe) {
+  std::string t = "rank,step,step_time_ms,compute_ms,cpu_ms,cpu_wait_ms,cpu_probe_us\n";
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      double jitter = ((step * 7 + r * 3) % 5) * 0.004;
+      double c = r == 3 ? compute : 1.0, p = r == 3 ? probe : 1.0;
+      t += fmt::format("{},{},1000,{},{},1,{}\n", r, step, 500 * c * (1 + jitter),
+                       480 * c * (1 + jitter), 200 * p * (1 + jitter));
+    }
+  }
+  return t;
+}
+
+TEST(HostCpuDetectorTest, ARankOnASlowerCpuIsHostContention) {
+  // Rank 3 computes 1.2x as long, and its probe runs 1.2x as long: its CPU.
+  Diagnosed d = Diagnose(ProbeTable(1.2, 1.2));
+  ASSERT_EQ(d.a.host_cpu.findings.size(), 1u);
+  const Finding& f = d.a.host_cpu.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kHostCpuSlow);
+  EXPECT_EQ(f.entity.rank, 3);
+  EXPECT_NEAR(f.slowdown.value_or(0), 0.2, 0.01);
+  ASSERT_FALSE(d.v.culprits.empty());
+  EXPECT_EQ(d.v.culprits[0].entity.rank, 3);
+  EXPECT_EQ(d.v.culprits[0].cause, "host_contention");
+  EXPECT_EQ(d.v.culprits[0].cause_class, CauseClass::kHostStall);
+}
+
+TEST(HostCpuDetectorTest, MoreWorkOnAnEqualCpuIsNotTheHost) {
+  // Compute 1.5x, probe as its peers': more work, not a slower CPU.
+  Diagnosed d = Diagnose(ProbeTable(1.5, 1.02));
+  // Its thread used 1.5x the CPU time per step: more work, a finding.
+  ASSERT_EQ(d.a.host_cpu.findings.size(), 1u);
+  EXPECT_EQ(d.a.host_cpu.findings[0].code, FindingCode::kStepCpuTimeHigh);
+  EXPECT_NEAR(d.a.host_cpu.findings[0].slowdown.value_or(0), 0.5, 0.01);
+  ASSERT_FALSE(d.v.culprits.empty());
+  // Step times alone do not say why (cause unknown): not the host.
+  EXPECT_EQ(d.v.culprits[0].entity.rank, 3);
+  EXPECT_NE(d.v.culprits[0].cause_class, CauseClass::kHostStall);
+  // A slower CPU that explains a part of it only: not the host, with the
+  // probe in its evidence.
+  Diagnosed part = Diagnose(ProbeTable(1.6, 1.15));
+  ASSERT_FALSE(part.v.culprits.empty());
+  EXPECT_NE(part.v.culprits[0].cause_class, CauseClass::kHostStall);
+  bool noted = false;
+  for (const std::string& e : part.v.culprits[0].evidence)
+    noted |= e.find("explains part of it") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(HostCpuDetectorTest, ASlowProbeAloneNamesNobody) {
+  // Equal compute, rank 3's probe 1.3x: a slower CPU that does not slow the
+  // job names no culprit by itself.
+  Diagnosed d = Diagnose(ProbeTable(1.0, 1.3));
+  ASSERT_EQ(d.a.host_cpu.findings.size(), 1u);
+  EXPECT_TRUE(d.v.culprits.empty());
+}
+
 TEST(HostCpuDetectorTest, SmallOrShortWaitsAreNoFinding) {
   // 3% of the step: inside the 5% band.
   EXPECT_TRUE(Diagnose(Table(
@@ -152,8 +211,8 @@ TEST(HostCpuDetectorTest, CpuColumnsAreReadAndBadValuesCounted) {
             "0,1,1000,3,x,12\n"
             "0,2,1000,3,,\n");
   WriteFile(dir.File("train.log"),
-            "laggard-step rank=1 step=0 time_s=1 cpu_s=0.4 cpu_wait_ms=7\n"
-            "laggard-step rank=1 step=1 time_s=1 cpu_wait_s=-1\n");
+            "laggard-step rank=1 step=0 time_s=1 cpu_s=0.4 cpu_wait_ms=7 cpu_probe_us=210\n"
+            "laggard-step rank=1 step=1 time_s=1 cpu_wait_s=-1 cpu_probe_s=0\n");
   WriteFile(dir.File("agent.jsonl"),
             "{\"rank\":2,\"step\":0,\"step_time_s\":1,\"phase_cpu_s\":0.3,"
             "\"phase_cpu_wait_s\":0.02}\n");
@@ -168,9 +227,11 @@ TEST(HostCpuDetectorTest, CpuColumnsAreReadAndBadValuesCounted) {
   ASSERT_EQ(run.ranks[1].cpu.size(), 1u);
   EXPECT_EQ(run.ranks[1].cpu[0].on_cpu_ns, 400'000'000);
   EXPECT_EQ(run.ranks[1].cpu[0].runq_wait_ns, 7'000'000);
+  EXPECT_EQ(run.ranks[1].cpu[0].probe_ns, 210'000);
   ASSERT_EQ(run.ranks[2].cpu.size(), 1u);
   EXPECT_EQ(run.ranks[2].cpu[0].runq_wait_ns, 20'000'000);
-  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepBadCpuTime), 2u);
+  // "x", -1 s of wait, and a probe of 0 s (no work takes no time).
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kStepBadCpuTime), 3u);
   EXPECT_EQ(run.ranks[0].steps.size(), 3u);  // the steps stay
 }
 

@@ -49,7 +49,7 @@ void AddSteps(RunBuilder& b) {
   b.SetHost(2, "node-a", "steps.log", 3);
   b.SetLocalGpu(2, 1, "steps.log", 3);
   b.SetRole(9, 1, 0);
-  b.AddStepCpu(9, StepCpu{2, 300'000'000, 7'000'000});
+  b.AddStepCpu(9, StepCpu{2, 300'000'000, 7'000'000, 250'000});
   b.AddStepCpu(9, StepCpu{1, std::nullopt, 5});
   b.SetHost(11, "node-b", "steps.log", 4);
   b.AddUnattributedStep(1, 0, 900'000'000, t0, SourceRef{1, 4}, 100);
@@ -454,6 +454,7 @@ void ExpectSameSteps(const std::vector<StepSeries>& a, const std::vector<StepSer
       EXPECT_EQ(a[i].cpu[j].step, b[i].cpu[j].step);
       EXPECT_EQ(a[i].cpu[j].on_cpu_ns, b[i].cpu[j].on_cpu_ns);
       EXPECT_EQ(a[i].cpu[j].runq_wait_ns, b[i].cpu[j].runq_wait_ns);
+      EXPECT_EQ(a[i].cpu[j].probe_ns, b[i].cpu[j].probe_ns);
     }
   }
 }
@@ -565,6 +566,7 @@ TEST(WireTest, DecodedBuilderFinalizesLikeTheOriginal) {
   ASSERT_EQ(got.ranks[2].cpu.size(), 2u);  // sorted by step
   EXPECT_EQ(got.ranks[2].cpu[0].runq_wait_ns, 5);
   EXPECT_EQ(got.ranks[2].cpu[1].on_cpu_ns, 300'000'000);
+  EXPECT_EQ(got.ranks[2].cpu[1].probe_ns, 250'000);
   EXPECT_EQ(got.ranks[1].steps[1].compute_ns, 400'000'001);
   EXPECT_TRUE(got.ranks[1].steps[1].start_ns.has_value());
   EXPECT_FALSE(got.ranks[1].steps[0].start_ns.has_value());

@@ -77,6 +77,15 @@ TEST_P(RealJobTest, VerdictNamesTheInjectedFault) {
 
 // A job killed while rank 2 wrote its trace: half the file. The cut is
 // located and counted, and the other ranks' files still name the culprit.
+TEST(RealJobTest, AHogOnARanksCoreIsHostContention) {
+  for (std::string dir : {"w2_cpu_hog", "w4_cpu_hog"}) {
+    Verdict v = Diagnose(kData + dir);
+    ASSERT_FALSE(v.culprits.empty()) << dir << ": " << v.summary;
+    for (const Culprit& c : v.culprits) EXPECT_EQ(c.cause, "host_contention") << dir;
+    EXPECT_NE(v.summary.find("host_contention"), std::string::npos) << v.summary;
+  }
+}
+
 TEST(RealJobBadInputTest, AHalfWrittenTraceStillGivesTheVerdict) {
   testing_util::TempDir dir;
   const std::string src = kData + "w4_host_stall_15ms/";
@@ -165,6 +174,18 @@ INSTANTIATE_TEST_SUITE_P(
         // so the others take its core meanwhile and it is last at only 4
         // of 10 collectives, but it idles 31% of its profile (others <= 4%).
         Expected{"w4_host_stall_15ms", VerdictStatus::kStraggler, {{3, CauseClass::kHostStall}}},
+        // A busy loop pinned to rank 1's core (ranks pinned, 2 cores): rank
+        // 1 waits ~half its step for a CPU (its step table's cpu_wait_ms).
+        Expected{"w2_cpu_hog", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
+        // 4 ranks pinned to 2 cores, the loop on the second: ranks 1 and 3
+        // wait 60-72 ms a step, ranks 0 and 2 38-49 ms.
+        Expected{"w4_cpu_hog",
+                 VerdictStatus::kStraggler,
+                 {{1, CauseClass::kHostStall}, {3, CauseClass::kHostStall}}},
+        // Healthy; in the profiled window (the last 10 steps) rank 0's core
+        // ran 1.8x faster (its probe), so rank 1's ops read 1.42x as long,
+        // but over the run rank 1 used 0.98x rank 0's CPU time per step.
+        Expected{"w2_healthy_window_transient", VerdictStatus::kNoStraggler, {}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3

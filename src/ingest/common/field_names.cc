@@ -93,7 +93,14 @@ FieldName ClassifyFieldName(std::string_view raw) {
                    "phase_cpu_wait", "cpu_wait_time"})) {
     return {StepField::kCpuWait, unit};
   }
+  if (OneOf(base, {"cpu_probe", "phase_cpu_probe"})) return {StepField::kCpuProbe, unit};
   return {StepField::kNone, std::nullopt};
+}
+
+int CpuFieldOf(StepField f) {
+  return f == StepField::kCpuWait    ? kCpuWaitField
+         : f == StepField::kCpuProbe ? kCpuProbeField
+                                     : kOnCpuField;
 }
 
 FieldLayout LayoutFromNames(const std::vector<std::string_view>& names) {
@@ -127,17 +134,15 @@ FieldLayout LayoutFromNames(const std::vector<std::string_view>& names) {
         }
         break;
       case StepField::kCpu:
-        if (layout.cpu < 0) {
-          layout.cpu = idx;
-          layout.cpu_unit = f.unit;
-        }
-        break;
       case StepField::kCpuWait:
-        if (layout.cpu_wait < 0) {
-          layout.cpu_wait = idx;
-          layout.cpu_wait_unit = f.unit;
+      case StepField::kCpuProbe: {
+        int which = CpuFieldOf(f.field);
+        if (layout.cpu[which] < 0) {
+          layout.cpu[which] = idx;
+          layout.cpu_unit[which] = f.unit;
         }
         break;
+      }
       case StepField::kAmbiguousTime:
         if (ambiguous < 0) {
           ambiguous = idx;

@@ -22,6 +22,8 @@
 //   cpu_wait  cpu_wait, runq_wait, run_delay, runqueue_wait, sched_wait,
 //             phase_cpu_wait: its time runnable but waiting for a CPU
 //             (optional)
+//   cpu_probe cpu_probe, phase_cpu_probe: the time of the reporter's fixed
+//             CPU probe in the step (optional)
 //
 // Matching ignores case, surrounding blanks and quotes.
 
@@ -49,7 +51,19 @@ enum class StepField {
   kDpRank,
   kCompute,
   kCpu,
-  kCpuWait
+  kCpuWait,
+  kCpuProbe
+};
+
+// The CPU fields of a step record (model/run.h StepCpu), in StepCpuField order.
+enum StepCpuField { kOnCpuField, kCpuWaitField, kCpuProbeField, kStepCpuFields };
+
+// A step record's CPU fields as written, with the units of their names,
+// by StepCpuField (ingest/common/field_names.h).
+struct StepCpuText {
+  std::optional<std::string_view> text[kStepCpuFields];
+  std::optional<TimeUnit> unit[kStepCpuFields];
+  bool any() const { return text[0] || text[1] || text[2]; }
 };
 
 struct FieldName {
@@ -59,15 +73,19 @@ struct FieldName {
 
 FieldName ClassifyFieldName(std::string_view name);
 
+// kCpu, kCpuWait, kCpuProbe -> their StepCpuField.
+int CpuFieldOf(StepField f);
+
 // Maps a header / key list to column indexes; -1 when absent. A plain "time"
 // becomes the duration when no other duration column exists.
 struct FieldLayout {
   int rank = -1, step = -1, duration = -1, start = -1, host = -1, gpu = -1, stage = -1,
-      dp_rank = -1, compute = -1, cpu = -1, cpu_wait = -1;
+      dp_rank = -1, compute = -1;
+  int cpu[kStepCpuFields] = {-1, -1, -1};  // by StepCpuField
   std::optional<TimeUnit> duration_unit;
   std::optional<TimeUnit> compute_unit;
-  std::optional<TimeUnit> cpu_unit;
-  std::optional<TimeUnit> cpu_wait_unit;
+  std::optional<TimeUnit> cpu_unit[kStepCpuFields];
+  bool has_cpu() const { return cpu[0] >= 0 || cpu[1] >= 0 || cpu[2] >= 0; }
   bool usable(bool rank_known_elsewhere) const {
     return step >= 0 && duration >= 0 && (rank >= 0 || rank_known_elsewhere);
   }

@@ -44,25 +44,30 @@ DurationNs ParseComputeField(ReaderContext& ctx, uint64_t line,
 }
 
 void AddStepCpuFields(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                      std::optional<std::string_view> cpu, std::optional<TimeUnit> cpu_unit,
-                      std::optional<std::string_view> wait, std::optional<TimeUnit> wait_unit) {
-  if (!cpu && !wait) return;
+                      const StepCpuText& cpu) {
+  if (!cpu.any()) return;
   if (!rank) rank = ctx.rank_from_path;
   if (!rank || *rank < 0 || *rank > kMaxRank || step < 0) return;
-  auto read = [&](std::optional<std::string_view> text, std::optional<TimeUnit> unit,
-                  std::string_view what) -> std::optional<DurationNs> {
-    if (!text || Trim(*text).empty()) return std::nullopt;
+  static constexpr std::string_view kWhat[kStepCpuFields] = {"CPU time", "run-queue wait",
+                                                             "CPU probe time"};
+  std::optional<DurationNs> got[kStepCpuFields];
+  for (int i = 0; i < kStepCpuFields; ++i) {
+    const auto& text = cpu.text[i];
+    if (!text || Trim(*text).empty()) continue;
     TimeUnit used = TimeUnit::kSeconds;
-    std::optional<DurationNs> d = ParseDurationValue(*text, unit, used);
-    if (d && *d >= 0) return d;
-    ctx.diag().Add(DiagCode::kStepBadCpuTime, ctx.path, line,
-                   fmt::format("{} \"{}\" is not a time of zero or more; the step is kept "
-                               "without it",
-                               what, Printable(*text, 40)));
-    return std::nullopt;
-  };
-  StepCpu c{step, read(cpu, cpu_unit, "CPU time"), read(wait, wait_unit, "run-queue wait")};
-  if (c.on_cpu_ns || c.runq_wait_ns) ctx.out->AddStepCpu(static_cast<int32_t>(*rank), c);
+    std::optional<DurationNs> d = ParseDurationValue(*text, cpu.unit[i], used);
+    if (d && (*d > 0 || (*d == 0 && i != kCpuProbeField))) {
+      got[i] = d;
+      continue;
+    }
+    ctx.diag().Add(
+        DiagCode::kStepBadCpuTime, ctx.path, line,
+        fmt::format("{} \"{}\" is not a time{}; the step is kept without it", kWhat[i],
+                    Printable(*text, 40), i == kCpuProbeField ? " over zero" : " of zero or more"));
+  }
+  StepCpu c{step, got[kOnCpuField], got[kCpuWaitField], got[kCpuProbeField]};
+  if (c.on_cpu_ns || c.runq_wait_ns || c.probe_ns)
+    ctx.out->AddStepCpu(static_cast<int32_t>(*rank), c);
 }
 
 }  // namespace laggard

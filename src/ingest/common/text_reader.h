@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "base/text.h"
+#include "ingest/common/field_names.h"
 #include "ingest/common/input_file.h"
 #include "model/run.h"
 
@@ -148,13 +149,12 @@ inline bool AddParsedStep(ReaderContext& ctx, uint64_t line, std::optional<int64
 DurationNs ParseComputeField(ReaderContext& ctx, uint64_t line,
                              std::optional<std::string_view> text, std::optional<TimeUnit> unit);
 
-// Reads a step record's CPU fields (`text` as written, units from the
-// fields' names) and adds them to the step of `rank` (nullopt: the path's
-// rank; no rank: nothing is added). A value that is not a time of zero or
-// more is counted as step.bad_cpu_time; the other field is still taken.
+// Reads a step record's CPU fields and adds them to the step of `rank`
+// (nullopt: the path's rank; no rank: nothing is added). A value that is not
+// a time of zero or more (a probe: more than zero) is counted as
+// step.bad_cpu_time; the other fields are still taken.
 void AddStepCpuFields(ReaderContext& ctx, uint64_t line, std::optional<int64_t> rank, int64_t step,
-                      std::optional<std::string_view> cpu, std::optional<TimeUnit> cpu_unit,
-                      std::optional<std::string_view> wait, std::optional<TimeUnit> wait_unit);
+                      const StepCpuText& cpu);
 
 }  // namespace laggard
 

@@ -204,9 +204,14 @@ class CsvStepReader final : public TextReader {
       DurationNs compute = ParseComputeField(ctx, n, field(layout.compute), layout.compute_unit);
       if (!AddParsedStep(ctx, n, rank, *step, duration, start, compute)) continue;
       ++taken;
-      if (layout.cpu >= 0 || layout.cpu_wait >= 0) [[unlikely]]
-        AddStepCpuFields(ctx, n, rank, *step, field(layout.cpu), layout.cpu_unit,
-                         field(layout.cpu_wait), layout.cpu_wait_unit);
+      if (layout.has_cpu()) [[unlikely]] {
+        StepCpuText cpu;
+        for (int i = 0; i < kStepCpuFields; ++i) {
+          cpu.text[i] = field(layout.cpu[i]);
+          cpu.unit[i] = layout.cpu_unit[i];
+        }
+        AddStepCpuFields(ctx, n, rank, *step, cpu);
+      }
       int64_t r = rank ? *rank : ctx.rank_from_path.value_or(-1);
       if (r < 0) continue;
       if (auto h = field(layout.host)) ctx.out->SetHost(static_cast<int32_t>(r), *h, ctx.path, n);

@@ -36,10 +36,9 @@ struct LineFields {
   std::optional<int64_t> gpu;
   std::optional<int64_t> stage;
   std::optional<int64_t> dp_rank;
-  std::optional<std::string_view> compute;        // the value's text, as written
-  std::optional<TimeUnit> compute_unit;           // from the key
-  std::optional<std::string_view> cpu, cpu_wait;  // CPU time, run-queue wait, as written
-  std::optional<TimeUnit> cpu_unit, cpu_wait_unit;
+  std::optional<std::string_view> compute;  // the value's text, as written
+  std::optional<TimeUnit> compute_unit;     // from the key
+  StepCpuText cpu;                          // CPU time, run-queue wait, probe, as written
 };
 
 std::optional<int64_t> IntValue(od::value v) {
@@ -132,13 +131,14 @@ bool ReadObject(od::document& doc, LineFields& out, std::string& why) {
         }
         break;
       case StepField::kCpu:
-      case StepField::kCpuWait: {
-        bool wait = name.field == StepField::kCpuWait;
-        auto& text = wait ? out.cpu_wait : out.cpu;
+      case StepField::kCpuWait:
+      case StepField::kCpuProbe: {
+        int which = CpuFieldOf(name.field);
+        auto& text = out.cpu.text[which];
         od::json_type type;
         if (text || (!value.type().get(type) && type == od::json_type::null)) break;
         text = ScalarText(value).value_or(Trim(value.raw_json_token()));
-        (wait ? out.cpu_wait_unit : out.cpu_unit) = name.unit;
+        out.cpu.unit[which] = name.unit;
         break;
       }
       case StepField::kNone: break;
@@ -191,7 +191,7 @@ class JsonlStepReader final : public TextReader {
       DurationNs compute = ParseComputeField(ctx, n, f.compute, f.compute_unit);
       if (!AddParsedStep(ctx, n, f.rank, *f.step, f.duration, f.start, compute)) continue;
       ++taken;
-      AddStepCpuFields(ctx, n, f.rank, *f.step, f.cpu, f.cpu_unit, f.cpu_wait, f.cpu_wait_unit);
+      AddStepCpuFields(ctx, n, f.rank, *f.step, f.cpu);
       int64_t r = f.rank ? *f.rank : ctx.rank_from_path.value_or(-1);
       if (r < 0 || r > kMaxRank) continue;
       if (f.host) ctx.out->SetHost(static_cast<int32_t>(r), *f.host, ctx.path, n);

@@ -5,8 +5,9 @@
 //
 // Required: rank, step and the step time as time_s / time_ms / time_us /
 // time_ns. Optional: compute_<unit> (the compute-only part of the step),
-// cpu_<unit> and cpu_wait_<unit> (the process's time on a CPU and waiting
-// for one, step.bad_cpu_time when unreadable), ts
+// cpu_<unit>, cpu_wait_<unit> and cpu_probe_<unit> (the thread's time on a
+// CPU, waiting for one, and running the reporter's fixed probe;
+// step.bad_cpu_time when unreadable), ts
 // (the end of the step: epoch seconds or ISO 8601; start = ts - time), host,
 // gpu. Other keys (further phases, a newer reporter's) are ignored. A line
 // with the marker whose required values are missing or unreadable is
@@ -85,11 +86,14 @@ class KeyValueLineMatcher final : public LineMatcher {
         out.compute = c && *c > 0 ? *c : 0;
         out.compute_bad = out.compute == 0;
       } else if (UnitKey(key, "cpu_wait", unit)) {
-        out.cpu_wait = value;
-        out.cpu_wait_unit = unit;
+        out.cpu.text[kCpuWaitField] = value;
+        out.cpu.unit[kCpuWaitField] = unit;
+      } else if (UnitKey(key, "cpu_probe", unit)) {
+        out.cpu.text[kCpuProbeField] = value;
+        out.cpu.unit[kCpuProbeField] = unit;
       } else if (UnitKey(key, "cpu", unit)) {
-        out.cpu = value;
-        out.cpu_unit = unit;
+        out.cpu.text[kOnCpuField] = value;
+        out.cpu.unit[kOnCpuField] = unit;
       } else if (key == "ts") {
         ts = value;
       } else if (key == "host" && !value.empty()) {

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "ingest/common/field_names.h"
 #include "model/time.h"
 
 namespace laggard {
@@ -31,10 +32,9 @@ struct ParsedStep {
   std::optional<int64_t> gpu;
   DurationNs compute = 0;    // the step's compute-only time; 0: none given
   bool compute_bad = false;  // a compute time was given but is not a positive time
-  // The process's CPU time and run-queue wait in the step, as written
-  // (views into the line), with the units of their keys.
-  std::optional<std::string_view> cpu, cpu_wait;
-  std::optional<TimeUnit> cpu_unit, cpu_wait_unit;
+  // The thread's CPU time, run-queue wait and probe time in the step, as
+  // written (views into the line), with the units of their keys.
+  StepCpuText cpu;
 };
 
 enum class MatchResult { kNoMatch, kGarbled, kMatched };

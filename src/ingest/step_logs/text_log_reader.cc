@@ -110,7 +110,7 @@ class TextLogReader final : public TextReader {
       // previous record's store into its rank's series, often a cache miss.
       // That wait was ~15% of ingest time (perf, 10 M article lines).
       if (parsed.rank.has_value() && parsed.duration.has_value() && !parsed.host.has_value() &&
-          !parsed.gpu.has_value() && !parsed.cpu.has_value() && !parsed.cpu_wait.has_value()) {
+          !parsed.gpu.has_value() && !parsed.cpu.any()) {
         const int64_t rank = *parsed.rank;
         const DurationNs duration = *parsed.duration;
         if (rank >= 0 && rank <= kMaxRank && parsed.step >= 0 && duration > 0) {
@@ -129,8 +129,7 @@ class TextLogReader final : public TextReader {
                         parsed.compute)) {
         ++taken;
         if (parsed.compute_bad) BadCompute(ctx, n);
-        AddStepCpuFields(ctx, n, parsed.rank, parsed.step, parsed.cpu, parsed.cpu_unit,
-                         parsed.cpu_wait, parsed.cpu_wait_unit);
+        AddStepCpuFields(ctx, n, parsed.rank, parsed.step, parsed.cpu);
         if (parsed.rank && *parsed.rank >= 0 && *parsed.rank <= kMaxRank) {
           int32_t r = static_cast<int32_t>(*parsed.rank);
           if (parsed.host) ctx.out->SetHost(r, *parsed.host, ctx.path, n);
