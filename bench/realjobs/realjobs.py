@@ -26,11 +26,17 @@ Scoring, per run:
   fault run     right when the verdict's first culprit is the faulty rank and
                 its cause class is the fault's (compute -> compute_slow, data
                 or host stall -> host_stall, throttled link -> communication);
+                a compute fault named host_contention is right when the job's
+                own probe shows that rank's core slower than the fault's
+                factor (truth.json host_slowed);
+  healthy run   right when there is no culprit, or the culprits are ranks
+                the host measurably slowed (host_slowed: the job's probe
+                >= 1.05x its peers', or its run-queue wait >= 5% of the
+                step over theirs) named host_contention;
+                the verdict is neither job_wide nor communication_bound;
   two faults    right when both faulty ranks are among the culprits;
   throttled link right when the first culprit is that rank (communication), or
-                with no rank named, the verdict is communication_bound;
-  healthy run   right when there is no culprit and the verdict is neither
-                job_wide nor communication_bound.
+                with no rank named, the verdict is communication_bound.
 A culprit on a healthy rank is a false culprit.
 
 Before and after each job it measures the host's core ratio (slowest /
@@ -352,12 +358,11 @@ def score(truth, report):
         # A rank the host measurably slowed (its own probe or run-queue
         # wait, host_slowed in truth.json) is a real straggler the host
         # made: named with the host as the cause, it is right.
-        slowed = set(truth.get("host_slowed", {}))
+        slowed = {int(r) for r in truth.get("host_slowed", {})}
         host_named = [c for c in culprits if c["rank"] in slowed
                       and c.get("cause") == "host_contention"]
         false_culprits = len(culprits) - len(host_named)
-        return (false_culprits == 0 and (culprits or v["status"] not in
-                                         ("job_wide", "communication_bound")),
+        return (false_culprits == 0 and v["status"] not in ("job_wide", "communication_bound"),
                 false_culprits, words)
     if truth["kind"] == "two_faults":
         named = {c["rank"] for c in culprits}
@@ -379,6 +384,13 @@ def score(truth, report):
     if not culprits:
         return False, false_culprits, words
     first = culprits[0]
+    if first["rank"] == want["rank"] and first.get("cause") == "host_contention" and \
+            want["kind"] == "compute":
+        # The faulty rank also sat on a core the job measured slower by more
+        # than the fault's own factor: the host is the larger cause.
+        factor = float(want["spec"][0].split(":")[1])
+        probe = truth.get("host_slowed", {}).get(str(want["rank"]), {}).get("probe_ratio", 1)
+        return probe >= factor, false_culprits, words
     return (first["rank"] == want["rank"] and first["cause_class"] == want["cause_class"],
             false_culprits, words)
 

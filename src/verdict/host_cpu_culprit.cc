@@ -86,9 +86,10 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   bool observed = c.cause && *c.cause != "host_contention";
   bool explains = !c.slowdown || best->slowdown.value_or(0) >= 0.5 * *c.slowdown;
   if (observed || waiting < ranks.size() || !explains) {
-    c.evidence.push_back(
-        fmt::format("host CPU: the wait for a CPU explains part of it (+{:.0f}% of {:.0f}%)",
-                    100 * best->slowdown.value_or(0), 100 * c.slowdown.value_or(0)));
+    c.evidence.push_back(fmt::format(
+        "host CPU: {} explains part of it (+{:.0f}% of {:.0f}%)",
+        best->code == FindingCode::kHostCpuSlow ? "its slower CPU" : "its wait for a CPU",
+        100 * best->slowdown.value_or(0), 100 * c.slowdown.value_or(0)));
     return true;
   }
   c.cause_class = CauseClass::kHostStall;
