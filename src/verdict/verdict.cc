@@ -1,7 +1,6 @@
 #include "verdict/verdict.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
@@ -27,6 +26,7 @@ using verdict_internal::HardwareOnlyCulprit;
 using verdict_internal::HostCpuCulprits;
 using verdict_internal::IsGpuCause;
 using verdict_internal::PatternText;
+using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PutStepsFirst;
@@ -34,6 +34,8 @@ using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
 using verdict_internal::TimesCompared;
 using verdict_internal::TimeTieStep;
+using verdict_internal::TooFewStepsVerdict;
+using verdict_internal::WithinStepNoise;
 using verdict_internal::WorldSize;
 
 // A trace culprit last at fewer than this share of the collectives is late
@@ -285,6 +287,10 @@ std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
     if (f.code == FindingCode::kStepStraggler) stragglers.push_back(&f);
   }
   if (stragglers.empty()) return std::nullopt;
+  // A persistent excess inside the run's per-step noise over too few steps
+  // is not a straggler yet (a false culprit is the worst answer).
+  std::erase_if(stragglers, [&](const Finding* f) { return WithinStepNoise(*f, steps); });
+  if (stragglers.empty()) return TooFewStepsVerdict(steps, /*named_nobody=*/false);
   std::stable_sort(stragglers.begin(), stragglers.end(), [](const Finding* a, const Finding* b) {
     return a->slowdown.value_or(0) * a->confidence > b->slowdown.value_or(0) * b->confidence;
   });
@@ -481,6 +487,7 @@ Verdict NoCulpritVerdict(const Run& run, const StepAnalysis& steps, const TraceA
         "log more steps per rank, or lower --warmup (the first steps skipped per rank)");
     return v;
   }
+  if (auto few = TooFewStepsVerdict(steps, /*named_nobody=*/true)) return *few;
   v.status = VerdictStatus::kNoStraggler;
   double spread = 0;
   for (const RankStepStats& r : steps.ranks) {
@@ -817,19 +824,6 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     AddSteps(next_steps, f.next_steps);
   }
   return out;
-}
-
-// The rank that pauses at the job's isolated slow steps (host.pause,
-// pause_detector.h): a host stall, on the finding's evidence.
-Culprit PauseCulprit(const Finding& pause) {
-  Culprit c;
-  c.entity = pause.entity;
-  c.cause_class = CauseClass::kHostStall;
-  c.cause = pause.cause;
-  c.confidence = pause.confidence;
-  c.slowdown = pause.slowdown;
-  for (const Evidence& e : pause.evidence) c.evidence.push_back(e.text);
-  return c;
 }
 
 // What is missing to decide, as next steps.

@@ -1,6 +1,7 @@
 #include "verdict/verdict_helpers.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -111,6 +112,51 @@ Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap) {
   c.onset_step = f.onset_step;
   c.pattern = f.pattern;
   return c;
+}
+
+// The rank that pauses at the job's isolated slow steps (host.pause,
+// pause_detector.h): a host stall, on the finding's evidence.
+Culprit PauseCulprit(const Finding& pause) {
+  Culprit c;
+  c.entity = pause.entity;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = pause.cause;
+  c.confidence = pause.confidence;
+  c.slowdown = pause.slowdown;
+  for (const Evidence& e : pause.evidence) c.evidence.push_back(e.text);
+  return c;
+}
+
+std::optional<size_t> StepsToTell(const StepAnalysis& steps) {
+  if (!steps.job.noise_sigma || *steps.job.noise_sigma <= 0) return std::nullopt;
+  double n = std::pow(3 * 1.2533 * *steps.job.noise_sigma / 0.10, 2);
+  // Fewer than 5 steps do not measure the noise itself.
+  return static_cast<size_t>(std::ceil(std::max(n, 5.0)));
+}
+
+std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_nobody) {
+  std::optional<size_t> need = StepsToTell(steps);
+  if (!need || steps.job.steps >= *need) return std::nullopt;
+  Verdict v;
+  v.status = VerdictStatus::kInconclusive;
+  v.summary = fmt::format(
+      "verdict: inconclusive — cannot tell a 10% straggler from this run's noise: {} steps, need "
+      "{} (per-step noise {:.1f}%){}",
+      steps.job.steps, *need, 100 * *steps.job.noise_sigma,
+      named_nobody ? "" : "; the slowest rank's excess is within it");
+  v.next_steps.push_back(fmt::format("log at least {} steps per rank", *need));
+  return v;
+}
+
+bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
+  if (!straggler.entity.rank || !straggler.slowdown || !steps.job.noise_sigma) return false;
+  if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
+    double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(r.steps_used));
+    return *straggler.slowdown < 3 * se && StepsToTell(steps).value_or(0) > steps.job.steps;
+  }
+  return false;
 }
 
 }  // namespace laggard::verdict_internal

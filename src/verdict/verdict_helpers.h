@@ -54,6 +54,26 @@ std::string CostPhrase(const Verdict& v);
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);
 
+// The rank that pauses at the job's isolated slow steps (host.pause,
+// pause_detector.h): a host stall, on the finding's evidence.
+Culprit PauseCulprit(const Finding& pause);
+
+// How many steps a rank's median needs for a 10% excess to stand three
+// standard errors above the run's per-step noise (the median's standard
+// error is ~1.2533 sigma / sqrt(n) for normal noise), at least 5 (fewer
+// do not measure the noise itself); nullopt when the noise is unknown.
+std::optional<size_t> StepsToTell(const StepAnalysis& steps);
+
+// "cannot tell: N steps, need M" where the run has fewer steps than
+// StepsToTell(), and the step detector named nobody (`named_nobody`) or
+// only ranks whose excess is within the noise (WithinStepNoise); nullopt
+// otherwise.
+std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_nobody);
+
+// A persistent step straggler whose excess is under three standard errors
+// of its median (1.2533 sigma / sqrt(its steps)) of the run's per-step noise.
+bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
+
 // Thermal, power cap, clocks, PCIe, NVLink: the GPU findings that name a
 // cause (hardware_culprit.cc).
 bool IsGpuCause(FindingCode c);
