@@ -25,7 +25,7 @@ With a Reporter of your own:
 Each call sends one datagram in the agent's key=value line format
 (docs/agent.md):
 
-    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_s=0.640000 cpu_wait_s=0.002000 host=node-1 gpu=3
+    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_probe_s=0.000140 cpu_s=0.640000 cpu_wait_s=0.002000 host=node-1 gpu=3
 
 cpu_s and cpu_wait_s are the calling thread's time on a CPU and time
 runnable but waiting for one since the previous report (Linux's

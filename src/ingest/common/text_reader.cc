@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
-
 #include "ingest/common/field_names.h"
 
 namespace laggard {
