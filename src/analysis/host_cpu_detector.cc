@@ -12,24 +12,16 @@ namespace {
 
 double Seconds(DurationNs ns) { return static_cast<double>(ns) / 1e9; }
 
-// The series' step time at `step`, when it has that step.
-std::optional<DurationNs> StepTime(const StepSeries& s, int64_t step) {
-  auto it = std::lower_bound(s.steps.begin(), s.steps.end(), step,
-                             [](const StepRecord& r, int64_t x) { return r.step < x; });
-  if (it == s.steps.end() || it->step != step) return std::nullopt;
-  return it->duration_ns;
-}
-
 std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
   std::vector<double> wait, step, on_cpu, probe;
   for (const StepCpu& c : s.cpu) {
-    std::optional<DurationNs> d = StepTime(s, c.step);
-    if (!d) continue;
+    const StepRecord* d = s.FindStep(c.step);
+    if (d == nullptr) continue;
     if (c.probe_ns) probe.push_back(static_cast<double>(*c.probe_ns));
     if (c.on_cpu_ns) on_cpu.push_back(static_cast<double>(*c.on_cpu_ns));
     if (!c.runq_wait_ns) continue;
     wait.push_back(static_cast<double>(*c.runq_wait_ns));
-    step.push_back(static_cast<double>(*d));
+    step.push_back(static_cast<double>(d->duration_ns));
   }
   if (wait.size() < min_steps && probe.size() < min_steps && on_cpu.size() < min_steps)
     return std::nullopt;
@@ -54,12 +46,14 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
   return r;
 }
 
-// The median of the other ranks' value; nullopt when there is no other.
-std::optional<double> OthersMedian(const std::vector<RankCpuStats>& all, size_t skip, auto value) {
+// The median of the other ranks' `field`, where known; nullopt when no
+// other rank has it.
+template <typename T>
+std::optional<double> OthersMedian(const std::vector<RankCpuStats>& all, size_t skip,
+                                   std::optional<T> RankCpuStats::*field) {
   std::vector<double> v;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (i == skip) continue;
-    if (auto x = value(all[i])) v.push_back(*x);
+    if (i != skip && all[i].*field) v.push_back(static_cast<double>(*(all[i].*field)));
   }
   return Median(std::move(v));
 }
@@ -88,10 +82,7 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
                                   const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.wait_ns) return std::nullopt;
-  double base =
-      OthersMedian(all, i, [](const RankCpuStats& x) {
-        return x.wait_ns ? std::optional<double>(static_cast<double>(*x.wait_ns)) : std::nullopt;
-      }).value_or(0);
+  double base = OthersMedian(all, i, &RankCpuStats::wait_ns).value_or(0);
   double excess = static_cast<double>(*r.wait_ns) - base;
   double step = static_cast<double>(r.step_ns);
   // Where every rank shares cores (more ranks than cores) all wait, and
@@ -123,9 +114,7 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
                         : std::string()),
       std::nullopt});
   if (r.on_cpu_ns) {
-    auto peer_cpu = OthersMedian(all, i, [](const RankCpuStats& x) {
-      return x.on_cpu_ns ? std::optional<double>(static_cast<double>(*x.on_cpu_ns)) : std::nullopt;
-    });
+    auto peer_cpu = OthersMedian(all, i, &RankCpuStats::on_cpu_ns);
     double on_cpu = static_cast<double>(*r.on_cpu_ns);
     f.evidence.push_back(Evidence{
         peer_cpu ? fmt::format("host CPU: its time on a CPU, {:.3f} s per step, is {:.2f}x its "
@@ -145,9 +134,7 @@ std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& 
                                const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.probe_ns || *r.probe_ns <= 0) return std::nullopt;
-  auto base = OthersMedian(all, i, [](const RankCpuStats& x) {
-    return x.probe_ns ? std::optional<double>(static_cast<double>(*x.probe_ns)) : std::nullopt;
-  });
+  auto base = OthersMedian(all, i, &RankCpuStats::probe_ns);
   if (!base || *base <= 0) return std::nullopt;  // a probe means something only against peers'
   double ratio = static_cast<double>(*r.probe_ns) / *base;
   if (ratio < 1 + o.min_probe_excess) return std::nullopt;
@@ -179,16 +166,12 @@ std::optional<Finding> CpuTimeHigh(const Run& run, const std::vector<RankCpuStat
                                    const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.on_cpu_ns || r.on_cpu_steps < o.min_cpu_time_steps) return std::nullopt;
-  auto base = OthersMedian(all, i, [](const RankCpuStats& x) {
-    return x.on_cpu_ns ? std::optional<double>(static_cast<double>(*x.on_cpu_ns)) : std::nullopt;
-  });
+  auto base = OthersMedian(all, i, &RankCpuStats::on_cpu_ns);
   if (!base || *base <= 0) return std::nullopt;
   double ratio = static_cast<double>(*r.on_cpu_ns) / *base;
   if (ratio < 1 + o.min_cpu_time_excess) return std::nullopt;
   if (r.probe_ns) {
-    auto probe = OthersMedian(all, i, [](const RankCpuStats& x) {
-      return x.probe_ns ? std::optional<double>(static_cast<double>(*x.probe_ns)) : std::nullopt;
-    });
+    auto probe = OthersMedian(all, i, &RankCpuStats::probe_ns);
     if (probe && static_cast<double>(*r.probe_ns) > *probe * (1 + o.min_probe_excess / 2))
       return std::nullopt;  // its CPU is slower: host.cpu_slow's to say
   }

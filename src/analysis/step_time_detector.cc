@@ -72,17 +72,14 @@ std::optional<double> DetectPeriod(const std::vector<int64_t>& slow_steps,
 
 // Wall-clock start of `step` on `series`, if logged.
 std::optional<TimeNs> StartOf(const StepSeries& series, int64_t step) {
-  auto it = std::lower_bound(series.steps.begin(), series.steps.end(), step,
-                             [](const StepRecord& r, int64_t s) { return r.step < s; });
-  if (it == series.steps.end() || it->step != step) return std::nullopt;
-  return it->start_ns;
+  const StepRecord* r = series.FindStep(step);
+  return r ? std::optional<TimeNs>(r->start_ns) : std::nullopt;
 }
 
 std::optional<SourceRef> SourceOf(const StepSeries& series, int64_t step) {
-  auto it = std::lower_bound(series.steps.begin(), series.steps.end(), step,
-                             [](const StepRecord& r, int64_t s) { return r.step < s; });
-  if (it == series.steps.end() || it->step != step) return std::nullopt;
-  return it->src;
+  const StepRecord* r = series.FindStep(step);
+  if (r == nullptr) return std::nullopt;
+  return r->src;
 }
 
 Entity RankEntity(const RankInfo& info) {

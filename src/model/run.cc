@@ -23,6 +23,12 @@ uint64_t Run::total_steps() const {
   return n;
 }
 
+const StepRecord* StepSeries::FindStep(int64_t step) const {
+  auto it = std::lower_bound(steps.begin(), steps.end(), step,
+                             [](const StepRecord& r, int64_t s) { return r.step < s; });
+  return it != steps.end() && it->step == step ? &*it : nullptr;
+}
+
 const StepSeries* Run::FindRank(int32_t rank) const {
   auto it = std::lower_bound(ranks.begin(), ranks.end(), rank,
                              [](const StepSeries& s, int32_t r) { return s.info.rank < r; });
@@ -263,11 +269,6 @@ void SortAndDedupCpu(StepSeries& series) {
   if (cpu.empty()) return;
   std::stable_sort(cpu.begin(), cpu.end(),
                    [](const StepCpu& a, const StepCpu& b) { return a.step < b.step; });
-  auto has_step = [&](int64_t step) {
-    auto it = std::lower_bound(series.steps.begin(), series.steps.end(), step,
-                               [](const StepRecord& r, int64_t s) { return r.step < s; });
-    return it != series.steps.end() && it->step == step;
-  };
   size_t out = 0;
   for (size_t i = 0; i < cpu.size(); ++i) {
     if (out > 0 && cpu[out - 1].step == cpu[i].step) {
@@ -276,7 +277,7 @@ void SortAndDedupCpu(StepSeries& series) {
       if (!cpu[out - 1].probe_ns) cpu[out - 1].probe_ns = cpu[i].probe_ns;
       continue;
     }
-    if (has_step(cpu[i].step)) cpu[out++] = cpu[i];
+    if (series.FindStep(cpu[i].step) != nullptr) cpu[out++] = cpu[i];
   }
   cpu.resize(out);
   cpu.shrink_to_fit();

@@ -117,6 +117,10 @@ struct StepSeries {
   std::vector<StepCpu> cpu;
   // For an unattributed series: the file it came from.
   std::optional<uint32_t> file;
+
+  // The record of `step` (binary search: `steps` ascending); nullptr when
+  // the series lacks it.
+  const StepRecord* FindStep(int64_t step) const;
 };
 
 struct InputFileInfo {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/robust_stats.h"
 #include "verdict/verdict_helpers.h"
 
 namespace laggard::verdict_internal {
@@ -46,12 +47,9 @@ std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank) {
     if (r.rank == rank) mine = &r;
     else others.push_back(*r.on_cpu_mean_ns);
   }
-  if (mine == nullptr || others.empty()) return std::nullopt;
-  std::sort(others.begin(), others.end());
-  size_t n = others.size();
-  double median = n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
-  if (median <= 0) return std::nullopt;
-  return *mine->on_cpu_mean_ns / median;
+  std::optional<double> median = Median(std::move(others));
+  if (mine == nullptr || !median || *median <= 0) return std::nullopt;
+  return *mine->on_cpu_mean_ns / *median;
 }
 
 // The contention findings: a measured wait names a culprit by itself; a

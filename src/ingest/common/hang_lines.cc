@@ -11,18 +11,7 @@
 namespace laggard {
 namespace {
 
-using hang_line_text::CutText;
-using hang_line_text::Has;
-using hang_line_text::Int32;
-using hang_line_text::IntAfter;
-using hang_line_text::IntAfterIgnoreCase;
-using hang_line_text::IntAt;
-using hang_line_text::kDetailBytes;
-using hang_line_text::npos;
-using hang_line_text::Rank;
-using hang_line_text::RankSet;
-using hang_line_text::ReadDumpOrFrTrace;
-using hang_line_text::WordAfter;
+using namespace hang_line_text;  // NOLINT: the line-text helpers both matcher files share
 
 // Days before each month in a leap year, so that Feb 29 has a day of its own.
 constexpr std::array<int, 12> kDaysBefore = {0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335};

@@ -9,18 +9,7 @@
 
 namespace laggard {
 
-using hang_line_text::CutText;
-using hang_line_text::Has;
-using hang_line_text::Int32;
-using hang_line_text::IntAfter;
-using hang_line_text::IntAfterIgnoreCase;
-using hang_line_text::IntAt;
-using hang_line_text::kDetailBytes;
-using hang_line_text::npos;
-using hang_line_text::Rank;
-using hang_line_text::RankSet;
-using hang_line_text::ReadDumpOrFrTrace;
-using hang_line_text::WordAfter;
+using namespace hang_line_text;  // NOLINT: the line-text helpers both matcher files share
 
 namespace {
 
