@@ -206,11 +206,15 @@ void CheckRunInvariants(const Run& run) {
     FUZZ_CHECK(f.used == (f.records > 0), "file {} used={} with {} records", f.path, f.used,
                f.records);
   }
+  // A text log's records are its steps and its hang lines (a watchdog line,
+  // a traceback that ended a process: ingest/common/hang_lines.h).
   uint64_t kept = run.total_steps();
+  uint64_t hang_events = run.hang.events.size();
   uint64_t dups = run.diagnostics.count(DiagCode::kStepDuplicate);
-  FUZZ_CHECK(claimed == kept + dups,
-             "records lost: readers took {}, run keeps {} and counts {} duplicates", claimed, kept,
-             dups);
+  FUZZ_CHECK(claimed == kept + hang_events + dups,
+             "records lost: readers took {}, run keeps {} steps and {} hang events and counts {} "
+             "duplicates",
+             claimed, kept, hang_events, dups);
   CheckDiagnostics(run);
 }
 

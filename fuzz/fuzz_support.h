@@ -117,8 +117,8 @@ ReaderOutcome ReadInMemory(const TextReader& reader, std::string_view data,
 // Structural invariants of any finalized Run: ranks sorted and unique, steps
 // ascending and unique, every record with step >= 0, duration > 0 and a
 // source that names a known file and a line, and no record silently lost:
-// the records the readers claimed equal the records kept plus the counted
-// duplicates.
+// the records the readers claimed equal the steps and hang events kept plus
+// the counted duplicates.
 void CheckRunInvariants(const Run& run);
 
 // Counts and examples of every diagnostic agree: no more examples than the

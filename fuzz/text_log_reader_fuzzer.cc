@@ -4,7 +4,8 @@
 //
 // Invariants, besides those of every Run (fuzz_support.h): the lines the
 // matchers claim, judged line by line on an independent split, are all
-// accounted for: a line some matcher reads is taken or counted as
+// accounted for: a line some matcher reads is taken (as a step; the
+// reader's hang events are taken besides) or counted as
 // step.bad_rank_or_step / step.nonpositive_duration; a line none reads but
 // one calls garbled is counted as step.garbled; other lines count nothing.
 
@@ -47,11 +48,13 @@ void ReadAndCheck(const TextReader& reader,
   FUZZ_CHECK(Count(run, DiagCode::kStepGarbled) == garbled,
              "{} garbled lines, {} counted as step.garbled", garbled,
              Count(run, DiagCode::kStepGarbled));
-  uint64_t accounted = o.taken + Count(run, DiagCode::kStepBadRankOrStep) +
+  // What the reader took: its steps, and the hang lines it read besides.
+  const uint64_t steps_taken = o.taken - run.hang.events.size();
+  uint64_t accounted = steps_taken + Count(run, DiagCode::kStepBadRankOrStep) +
                        Count(run, DiagCode::kStepNonPositiveDuration);
   FUZZ_CHECK(accounted == matched,
              "{} matched lines, but {} taken + {} bad rank/step + {} non-positive", matched,
-             o.taken, Count(run, DiagCode::kStepBadRankOrStep),
+             steps_taken, Count(run, DiagCode::kStepBadRankOrStep),
              Count(run, DiagCode::kStepNonPositiveDuration));
 }
 

@@ -589,30 +589,59 @@ std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events
                                             const HangDetectorOptions& o) {
   // The watchdog aborts its own process (SIGABRT, exit -6) after a
   // timeout: that exit is the hang's consequence, not its cause.
-  std::map<int32_t, const HangEvent*> exited;
+  std::map<int32_t, std::vector<const HangEvent*>> exited;
   for (const HangEvent& e : events) {
     if (e.kind != HangEventKind::kProcessExited || !e.rank) continue;
     if (e.exit_code && *e.exit_code == -6) continue;
-    exited.emplace(*e.rank, &e);
+    exited[*e.rank].push_back(&e);
+  }
+  // A rank whose output ends in an uncaught exception (and no exit code)
+  // is named only when another rank waited: a hang line of a rank that did
+  // not exit. Every rank raising is a failed job, not one that waited.
+  const bool waited = std::any_of(events.begin(), events.end(), [&](const HangEvent& e) {
+    return e.kind != HangEventKind::kProcessExited && (!e.rank || !exited.contains(*e.rank));
+  });
+  if (!waited) {
+    std::erase_if(exited, [](const auto& r) {
+      return std::none_of(r.second.begin(), r.second.end(),
+                          [](const HangEvent* e) { return e->exit_code.has_value(); });
+    });
   }
   if (exited.empty()) return std::nullopt;
   Finding f = Base(FindingCode::kHangProcessMissing);
-  for (const auto& [rank, e] : exited) {
+  const HangEvent* code = nullptr;    // the first exit code
+  const HangEvent* raised = nullptr;  // the first uncaught exception
+  for (const auto& [rank, list] : exited) {
     f.ranks.push_back(rank);
-    f.evidence.push_back({e->text, e->src});
+    for (const HangEvent* e : list) {
+      f.evidence.push_back({e->text, e->src});
+      if (e->exit_code && code == nullptr) code = e;
+      if (!e->detail.empty() && raised == nullptr) raised = e;
+    }
   }
   f.entity.rank = f.ranks.front();
-  const HangEvent& first = *exited.begin()->second;
+  const HangEvent& first = *exited.begin()->second.front();
   if (!first.host.empty()) f.entity.host = first.host;
+  std::string how;
+  if (code != nullptr) how += fmt::format(" (exit code {})", *code->exit_code);
+  if (raised != nullptr) {
+    how += fmt::format(" on an uncaught exception ({})", Printable(raised->detail, 160));
+  }
   f.message = fmt::format("the process of rank {} exited{}{} while its peers waited for it",
-                          RankList(f.ranks, o.max_ranks_listed),
-                          first.exit_code ? fmt::format(" (exit code {})", *first.exit_code) : "",
+                          RankList(f.ranks, o.max_ranks_listed), how,
                           first.host.empty() ? "" : " on " + first.host);
   f.confidence = kConfidenceLines;
-  f.next_steps.push_back(fmt::format(
-      "read rank {}'s stderr for the error before it exited; exit -9 is a kill (the OOM "
-      "killer: `dmesg | grep -i oom`), a negative code -N is signal N",
-      f.ranks.front()));
+  if (raised != nullptr) {
+    f.next_steps.push_back(fmt::format(
+        "fix what rank {} raised (its traceback is the evidence); the ranks that lost their "
+        "connection or timed out only waited for it",
+        *raised->rank));
+  } else {
+    f.next_steps.push_back(fmt::format(
+        "read rank {}'s stderr for the error before it exited; exit -9 is a kill (the OOM "
+        "killer: `dmesg | grep -i oom`), a negative code -N is signal N",
+        f.ranks.front()));
+  }
   return f;
 }
 

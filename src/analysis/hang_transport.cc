@@ -167,12 +167,15 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
       if (side == want && first == nullptr) first = e;
     }
   }
-  std::set<int32_t> ranks;
+  std::set<int32_t> ranks, local_ranks;
   std::vector<std::pair<std::string, size_t>> hosts;  // reporters, in order of first line
   std::set<std::string> local_hosts, peers;
   size_t follow_on = 0;
   for (const auto& [e, side] : lines) {
-    if (auto r = NcclLineRank(run, *e)) ranks.insert(*r);
+    if (auto r = NcclLineRank(run, *e)) {
+      ranks.insert(*r);
+      if (side == Side::kLocal) local_ranks.insert(*r);
+    }
     if (side == Side::kFollowOn) ++follow_on;
     if (side == Side::kLocal && !e->host.empty()) local_hosts.insert(e->host);
     if (side != Side::kLocal && !e->peer.empty()) peers.insert(std::string(PeerAddress(e->peer)));
@@ -188,7 +191,6 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
   Finding f;
   f.code = FindingCode::kHangTransportError;
   f.severity = Describe(f.code).severity;
-  f.ranks.assign(ranks.begin(), ranks.end());
   // The peers that the other hosts' errors name: one host's local error
   // explains them only when they name one peer (it, as far as an address
   // can say), not several unrelated links.
@@ -204,6 +206,13 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
     where = hosts.front().first;
   }
   if (!where.empty()) f.entity.host = where;
+  // The ranks whose own side erred, else those of the one host the errors
+  // place it on; a remote error seen from nowhere in particular names its
+  // reporter only in the message (the peer, or the link, failed).
+  const std::set<int32_t>& placed = !local_ranks.empty() ? local_ranks
+                                    : where.empty()      ? std::set<int32_t>()
+                                                         : ranks;
+  f.ranks.assign(placed.begin(), placed.end());
   if (first->kind == HangEventKind::kNicEvent && !first->peer.empty()) {
     f.entity.nic = first->peer;
   } else if (local_hosts.empty() && peers.size() == 1 && !first->peer.empty()) {
@@ -241,7 +250,9 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
     message += fmt::format("; {} flush error{} (5) follow a connection already in error", follow_on,
                            follow_on == 1 ? "" : "s");
   }
-  if (!f.ranks.empty()) message += ", " + Ranks(f.ranks);
+  if (!ranks.empty()) {
+    message += fmt::format(", reported by {}", Ranks({ranks.begin(), ranks.end()}));
+  }
   f.message = std::move(message);
   if (f.ranks.size() == 1) f.entity.rank = f.ranks.front();
   if (!f.entity.host && !f.entity.rank) f.entity.job = true;

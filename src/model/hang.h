@@ -115,7 +115,9 @@ enum class HangEventKind : uint8_t {
   kGlooTimeout,          // gloo: "Timed out waiting ... for recv" / "Connection closed by peer"
   kTransportError,       // NCCL: "NET/IB : Got completion from peer ... with error 12"
   kRemoteError,          // ncclRemoteError / "remote process exited or there was a network error"
-  kProcessExited,        // torchrun: "exitcode: -6", "Signal 6 (SIGABRT) received"
+  kProcessExited,        // torchrun: "exitcode: -6", "Signal 6 (SIGABRT) received"; or a
+                         // Python traceback that ends the rank's output with an exception
+                         // that is not a communication error (detail: "RuntimeError: ...")
   kWatchdogTerminated,   // "Process group watchdog thread terminated with exception: ...",
                          // "Some NCCL operations have failed or timed out": the watchdog
                          // takes the process down

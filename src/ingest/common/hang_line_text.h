@@ -1,6 +1,7 @@
 // Text helpers of the hang-line matcher (ingest/common/hang_lines.h),
-// shared by its files: hang_lines.cc (the line forms) and
-// hang_lines_fr.cc (torch's dump-signal lines and fr_trace's blocks).
+// shared by its files: hang_lines.cc (the line forms),
+// hang_lines_fr.cc (torch's dump-signal lines and fr_trace's blocks) and
+// python_traceback.cc (a rank's last uncaught exception).
 // Internal to the matcher; not an interface of ingest.
 
 #ifndef LAGGARD_INGEST_COMMON_HANG_LINE_TEXT_H_
@@ -83,6 +84,18 @@ inline std::optional<int64_t> IntAfterIgnoreCase(std::string_view s, std::string
   while (pos < s.size() && s[pos] == ' ') ++pos;
   return IntAt(s, pos);
 }
+
+// "[rank12]:" near the start of a line (after launcher tags, dates).
+struct RankPrefix {
+  std::optional<int32_t> rank;
+  size_t end = 0;  // first byte after it; 0 when there is none
+};
+RankPrefix FindRankPrefix(std::string_view line);
+
+// Open MPI's output tag "[1,3]<stdout>:" (after its date with
+// --timestamp-output) near the start of `line`: the byte after it (0 when
+// there is none), and the MPI rank (its second number) into `rank`.
+size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank);
 
 // torch's reports beside the watchdog's: the dump-signal lines and the
 // one-line forms and block headers of fr_trace (the collector reads a

@@ -9,6 +9,47 @@
 #include "model/time.h"
 
 namespace laggard {
+
+namespace hang_line_text {
+
+RankPrefix FindRankPrefix(std::string_view line) {
+  RankPrefix out;
+  // Ray's "(Worker[rank=31] pid=..., ip=...) [rank31]:" has a "[rank"
+  // that is not the prefix before the one that is.
+  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 200));
+  for (size_t at = head.find("[rank"); at != npos; at = head.find("[rank", at + 5)) {
+    size_t pos = at + 5;
+    size_t digits = pos;
+    while (pos < line.size() && IsDigit(line[pos])) ++pos;
+    if (pos == digits || pos + 1 >= line.size() || line[pos] != ']' || line[pos + 1] != ':')
+      continue;
+    out.rank = Rank(ParseInt<int64_t>(line.substr(digits, pos - digits)));
+    out.end = pos + 2;
+    return out;
+  }
+  return out;
+}
+
+size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank) {
+  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 120));
+  size_t std_at = head.find("]<std");
+  if (std_at == npos) return 0;
+  size_t close = head.find(">:", std_at);
+  size_t open = head.rfind('[', std_at);
+  if (close == npos || open == npos) return 0;
+  std::string_view stream = head.substr(std_at + 2, close - std_at - 2);
+  if (stream != "stdout" && stream != "stderr" && stream != "stddiag") return 0;
+  std::string_view ids = head.substr(open + 1, std_at - open - 1);
+  size_t comma = ids.find(',');
+  if (comma == npos || !ParseInt<int64_t>(ids.substr(0, comma))) return 0;
+  auto r = Rank(ParseInt<int64_t>(ids.substr(comma + 1)));
+  if (!r) return 0;
+  rank = r;
+  return close + 2;
+}
+
+}  // namespace hang_line_text
+
 namespace {
 
 using namespace hang_line_text;  // NOLINT: the line-text helpers both matcher files share
@@ -44,29 +85,6 @@ std::optional<int64_t> GlogYearlessTime(std::string_view s) {
   int64_t days = kDaysBefore[*month - 1] + *day - 1;
   int64_t secs = ((days * 24 + *hh) * 60 + *mm) * 60 + *ss;
   return secs * 1'000'000'000 + ns;
-}
-
-// "[rank12]:" near the start of a line (after launcher tags, dates).
-struct RankPrefix {
-  std::optional<int32_t> rank;
-  size_t end = 0;  // first byte after it; 0 when there is none
-};
-RankPrefix FindRankPrefix(std::string_view line) {
-  RankPrefix out;
-  // Ray's "(Worker[rank=31] pid=..., ip=...) [rank31]:" has a "[rank"
-  // that is not the prefix before the one that is.
-  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 200));
-  for (size_t at = head.find("[rank"); at != npos; at = head.find("[rank", at + 5)) {
-    size_t pos = at + 5;
-    size_t digits = pos;
-    while (pos < line.size() && IsDigit(line[pos])) ++pos;
-    if (pos == digits || pos + 1 >= line.size() || line[pos] != ']' || line[pos + 1] != ':')
-      continue;
-    out.rank = Rank(ParseInt<int64_t>(line.substr(digits, pos - digits)));
-    out.end = pos + 2;
-    return out;
-  }
-  return out;
 }
 
 // glog's header "[E1015 10:11:12.345678 123 ProcessGroupNCCL.cpp:1664]" or
@@ -252,27 +270,6 @@ bool UnwrapAutolinks(std::string_view line, std::string& buf) {
   }
   if (any) buf.append(line.substr(copied));
   return any;
-}
-
-// Open MPI's output tag "[1,3]<stdout>:" (after its date with
-// --timestamp-output) near the start of `line`: the byte after it (0 when
-// there is none), and the MPI rank (its second number) into `rank`.
-size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank) {
-  std::string_view head = line.substr(0, std::min<size_t>(line.size(), 120));
-  size_t std_at = head.find("]<std");
-  if (std_at == npos) return 0;
-  size_t close = head.find(">:", std_at);
-  size_t open = head.rfind('[', std_at);
-  if (close == npos || open == npos) return 0;
-  std::string_view stream = head.substr(std_at + 2, close - std_at - 2);
-  if (stream != "stdout" && stream != "stderr" && stream != "stddiag") return 0;
-  std::string_view ids = head.substr(open + 1, std_at - open - 1);
-  size_t comma = ids.find(',');
-  if (comma == npos || !ParseInt<int64_t>(ids.substr(0, comma))) return 0;
-  auto r = Rank(ParseInt<int64_t>(ids.substr(comma + 1)));
-  if (!r) return 0;
-  rank = r;
-  return close + 2;
 }
 
 // gloo's monitored barrier. On rank 0: "Ranks 1, 3 failed to pass
@@ -586,6 +583,7 @@ std::optional<HangEvent> ParseHangLine(std::string_view raw, bool* cut) {
 }
 
 bool HangLineCollector::Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx) {
+  tracebacks_.Offer(line, line_number);
   std::string_view t = Trim(line);
   if (fr_.open) {
     if (!t.empty() && FrField(line, t, line_number)) {
@@ -738,6 +736,18 @@ void HangLineCollector::AddGroup(const HangEvent& e, uint64_t line_number, Reade
 
 uint64_t HangLineCollector::Finish(uint64_t lines_read, ReaderContext& ctx) {
   CloseFrBlock(ctx);
+  for (UncaughtException& u : tracebacks_.Finish()) {
+    if (u.communication) continue;  // the peer's exit or the launcher's: not a cause
+    HangEvent e;
+    e.kind = HangEventKind::kProcessExited;
+    e.rank = u.rank ? u.rank : ctx.rank_from_path;
+    if (ctx.host_from_path) e.host = *ctx.host_from_path;
+    e.detail = CutText(u.exception, 200);
+    e.text = CutText(u.line, kHangTextBytes);
+    e.src = ctx.Ref(u.line_number);
+    ctx.out->hang().events.push_back(std::move(e));
+    ++events_;
+  }
   uint64_t n = events_;
   if (n > 0) {
     HangLogInfo info;

@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/common/python_traceback.h"
 #include "ingest/common/text_reader.h"
 #include "model/hang.h"
 
@@ -96,7 +97,17 @@ class HangLineCollector {
   // and field lines return true. A line without NCCL's "host:pid:tid"
   // prefix that repeats the tail of an earlier prefixed NCCL line (torch's
   // "Last error:" continuation) returns true and adds nothing.
+  //
+  // A Python traceback that ends a process's output (python_traceback.h)
+  // becomes a kProcessExited event at Finish() when its exception is not a
+  // communication error: its rank from the lines' prefix, else the path's.
   bool Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx);
+
+  // A reader that takes some lines itself (step lines) and offers the rest
+  // hands those to LineTaken() while watching() is true: a traceback
+  // followed by more of its process's output did not end the process.
+  bool watching() const { return tracebacks_.watching(); }
+  void LineTaken(std::string_view line) { tracebacks_.WentOn(line); }
 
   // Appends the file's HangLogInfo when it gave events (`lines_read`: the
   // file's last line number) and returns the number of events.
@@ -148,6 +159,7 @@ class HangLineCollector {
                         std::vector<HangEvent>& events);
 
   FrBlock fr_;  // fr_trace block being read
+  PythonTracebacks tracebacks_;
   std::optional<PendingBarrier> barrier_;
   // "id\x1fguid\x1fdesc" -> index into ctx.out->hang().groups
   std::vector<std::pair<std::string, size_t>> groups_seen_;

@@ -96,6 +96,8 @@ class TextLogReader final : public TextReader {
         if (read_hangs) hangs.Offer(line, lines.line_number(), ctx);
         continue;
       }
+      if (hangs.watching()) [[unlikely]]
+        hangs.LineTaken(line);
       uint64_t n = lines.line_number();
       if (result == MatchResult::kGarbled) {
         ctx.diag().Add(DiagCode::kStepGarbled, ctx.path, n,
