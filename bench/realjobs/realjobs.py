@@ -33,7 +33,11 @@ Scoring, per run:
                 the host measurably slowed (host_slowed: the job's probe
                 >= 1.05x its peers', or its run-queue wait >= 5% of the
                 step over theirs) named host_contention;
-                the verdict is neither job_wide nor communication_bound;
+                the verdict is not communication_bound, nor job_wide unless
+                the machine slowed for every rank (machine_slowed_steps: 3
+                or more steps in a row whose ranks' probes ran >= 1.2x
+                their own medians, median over the ranks) and the verdict
+                says "the machine slowed";
   two faults    right when both faulty ranks are among the culprits;
   throttled link right when the first culprit is that rank (communication), or
                 with no rank named, the verdict is communication_bound.
@@ -336,6 +340,12 @@ def diagnose(laggard, out_dir):
         return {"error": f"laggard exited {r.returncode}: {r.stderr.strip()[:300]}"}
 
 
+def first_confidence(report):
+    """The confidence of the verdict's first culprit; None without one."""
+    culprits = report.get("verdict", {}).get("culprits", []) if "error" not in report else []
+    return culprits[0].get("confidence") if culprits else None
+
+
 def score(truth, report):
     """Returns (right, false_culprits, words) for one run."""
     if "error" in report:
@@ -362,7 +372,12 @@ def score(truth, report):
         host_named = [c for c in culprits if c["rank"] in slowed
                       and c.get("cause") == "host_contention"]
         false_culprits = len(culprits) - len(host_named)
-        return (false_culprits == 0 and v["status"] not in ("job_wide", "communication_bound"),
+        # A job-wide slowdown is right when the machine measurably slowed
+        # for every rank (machine_slowed_steps) and the verdict says so.
+        machine = (v["status"] == "job_wide" and truth.get("machine_slowed_steps")
+                   and "the machine slowed" in v.get("summary", ""))
+        return (false_culprits == 0 and (v["status"] not in ("job_wide", "communication_bound")
+                                         or bool(machine)),
                 false_culprits, words)
     if truth["kind"] == "two_faults":
         named = {c["rank"] for c in culprits}
@@ -444,8 +459,11 @@ def main():
                 print(f"[{len(results) + 1}/{total}] {sc.name} rep {rep}: {msg}", flush=True)
                 results.append({"scenario": sc.name, "rep": rep, "skipped": msg})
                 continue
+            confidence = None
             if ok:
-                right, false_culprits, words = score(sc.truth(), diagnose(a.laggard, out_dir))
+                report = diagnose(a.laggard, out_dir)
+                right, false_culprits, words = score(sc.truth(), report)
+                confidence = first_confidence(report)
             else:
                 right, false_culprits, words = False, 0, msg
             mark = "right" if right else ("WRONG" if sc.asserted else "wrong (not asserted)")
@@ -454,7 +472,8 @@ def main():
             results.append({"scenario": sc.name, "kind": sc.kind, "severity": sc.severity,
                             "world": sc.world, "rep": rep, "right": right,
                             "asserted": sc.asserted, "host_core_ratio": core_ratio,
-                            "false_culprits": false_culprits, "verdict": words})
+                            "false_culprits": false_culprits, "verdict": words,
+                            "confidence": confidence})
     wall = time.time() - t_start
     summarize(results, wall, root, a)
     if not a.keep:
@@ -508,12 +527,48 @@ def host_slowed(out_dir, world):
     return out
 
 
+MACHINE_SLOWED_PROBE = 1.2   # every rank's probe over its own run median
+MACHINE_SLOWED_STEPS = 3     # consecutive steps
+
+
+def machine_slowed(out_dir, world):
+    """Steps in which the machine itself ran slower for every rank: runs of
+    >= MACHINE_SLOWED_STEPS steps where the median over the ranks of each
+    rank's probe, over its own median, is >= MACHINE_SLOWED_PROBE."""
+    import csv
+    import statistics
+    rises = collections.defaultdict(list)
+    for rank in range(world):
+        path = os.path.join(out_dir, f"steps_rank{rank}.csv")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            rows = [r for r in csv.DictReader(f) if r.get("cpu_probe_us")]
+        if len(rows) < 5:
+            return []
+        med = statistics.median(float(r["cpu_probe_us"]) for r in rows)
+        for r in rows:
+            rises[int(r["step"])].append(float(r["cpu_probe_us"]) / med)
+    slow = sorted(st for st, v in rises.items()
+                  if len(v) == world and statistics.median(v) >= MACHINE_SLOWED_PROBE)
+    out, run = [], []
+    for st in slow + [None]:
+        if run and (st is None or st != run[-1] + 1):
+            if len(run) >= MACHINE_SLOWED_STEPS:
+                out.extend(run)
+            run = []
+        if st is not None:
+            run.append(st)
+    return out
+
+
 def record_core_ratio(out_dir, ratio):
     path = os.path.join(out_dir, "truth.json")
     with open(path) as f:
         truth = json.load(f)
     truth["host_core_ratio"] = round(ratio, 3)
     truth["host_slowed"] = host_slowed(out_dir, truth["world"])
+    truth["machine_slowed_steps"] = machine_slowed(out_dir, truth["world"])
     with open(path, "w") as f:
         json.dump(truth, f, indent=1)
 
@@ -530,15 +585,43 @@ def rescore(a):
             truth = json.load(f)
         if "host_slowed" not in truth:  # kept before the job's tables measured it
             truth["host_slowed"] = host_slowed(out_dir, truth["world"])
-        right, false_culprits, words = score(truth, diagnose(a.laggard, out_dir))
+        if "machine_slowed_steps" not in truth:
+            truth["machine_slowed_steps"] = machine_slowed(out_dir, truth["world"])
+        report = diagnose(a.laggard, out_dir)
+        right, false_culprits, words = score(truth, report)
         print(f"[{i + 1}/{len(dirs)}] {d}: {'right' if right else 'WRONG'} ({words})", flush=True)
         results.append({"scenario": truth["scenario"], "kind": truth["kind"],
                         "severity": truth["severity"], "world": truth["world"], "rep": d,
                         "right": right, "asserted": True,
                         "host_core_ratio": truth.get("host_core_ratio"),
-                        "false_culprits": false_culprits, "verdict": words})
+                        "false_culprits": false_culprits, "verdict": words,
+                        "confidence": first_confidence(report)})
     summarize(results, time.time() - t_start, a.rescore, a)
     return 0
+
+
+RELIABILITY_BINS = [(0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01)]
+
+
+def reliability(scored):
+    """Prints how often a run that names a culprit with a given confidence is
+    right: a calibrated confidence c is right about c of the time."""
+    named = [r for r in scored if r.get("confidence") is not None]
+    if not named:
+        return
+    print("\nfirst culprit's confidence   runs  right  mean confidence")
+    for lo, hi in RELIABILITY_BINS:
+        rs = [r for r in named if lo <= r["confidence"] < hi]
+        if not rs:
+            print(f"  [{lo:.2f}, {min(hi, 1.0):.2f}) {0:>14}")
+            continue
+        k = sum(r["right"] for r in rs)
+        mean = sum(r["confidence"] for r in rs) / len(rs)
+        print(f"  [{lo:.2f}, {min(hi, 1.0):.2f}) {len(rs):>14}  {100.0 * k / len(rs):>4.0f}%"
+              f"  {mean:.2f}")
+    none = [r for r in scored if r.get("confidence") is None]
+    if none:
+        print(f"  no culprit named {len(none):>9}  {100.0 * sum(r['right'] for r in none) / len(none):>4.0f}%")
 
 
 def summarize(results, wall, root, a):
@@ -574,6 +657,7 @@ def summarize(results, wall, root, a):
                   f"{sum(r['right'] for r in rs)}/{len(rs)} right; healthy "
                   f"{sum(r['right'] for r in hs)}/{len(hs)}; false culprits "
                   f"{sum(r['false_culprits'] for r in rs)}")
+    reliability(scored)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": results, "wall_s": wall}, f, indent=1)

@@ -211,4 +211,59 @@ HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& o) 
   return out;
 }
 
+namespace {
+
+// Rank `s`'s probe in steps [first, last] over its probe outside them:
+// nullopt without min_inside probes inside and min_steps outside.
+std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last, size_t min_inside,
+                                size_t min_steps) {
+  std::vector<double> in, out;
+  for (const StepCpu& c : s.cpu) {
+    if (!c.probe_ns || *c.probe_ns <= 0) continue;
+    (c.step >= first && c.step <= last ? in : out).push_back(static_cast<double>(*c.probe_ns));
+  }
+  if (in.size() < min_inside || out.size() < min_steps) return std::nullopt;
+  std::optional<double> a = Median(std::move(in)), b = Median(std::move(out));
+  if (!a || !b || *b <= 0) return std::nullopt;
+  return *a / *b;
+}
+
+}  // namespace
+
+void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
+                                  const HostCpuDetectorOptions& o) {
+  constexpr size_t kMinInside = 2;  // probes of a rank inside the slow steps
+  for (Finding& f : step_findings) {
+    if (f.code != FindingCode::kJobSlowdown || !f.onset_step || !f.end_step || !f.slowdown)
+      continue;
+    std::vector<double> rises;
+    for (const StepSeries& s : run.ranks) {
+      if (auto r = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps))
+        rises.push_back(*r);
+    }
+    if (rises.size() < 2) continue;
+    const size_t risen = static_cast<size_t>(std::count_if(
+        rises.begin(), rises.end(), [&](double r) { return r >= 1 + o.min_job_probe_rise; }));
+    const double median = *Median(rises);
+    // Most ranks' CPUs slowed, by enough to explain half the steps' slowdown.
+    if (2 * risen < rises.size() || median < 1 + o.min_job_probe_rise ||
+        median - 1 < *f.slowdown / 2)
+      continue;
+    f.message += fmt::format(
+        "; the ranks' CPUs ran a fixed piece of work {:.2f}x as long in those steps (median of "
+        "{} ranks; {} of them >= {:.2f}x): the machine slowed, not the job",
+        median, rises.size(), risen, 1 + o.min_job_probe_rise);
+    f.evidence.push_back(Evidence{
+        fmt::format("host CPU: the step reporter's probe (fixed work on each rank's training "
+                    "thread) took {:.2f}x as long in steps {}-{} as in the others",
+                    median, *f.onset_step, *f.end_step),
+        std::nullopt});
+    f.next_steps.insert(
+        f.next_steps.begin(),
+        "the CPUs slowed for every rank at once: look at the machines at that time, not the "
+        "training code (`mpstat -P ALL` steal and `turbostat` / `cpupower frequency-info` "
+        "clocks, `dmesg` for thermal or power events, the cloud's host-maintenance events)");
+  }
+}
+
 }  // namespace laggard

@@ -79,6 +79,7 @@ struct HostCpuDetectorOptions {
   double max_probe_confidence = 0.85;
   double min_cpu_time_excess = 0.15;
   size_t min_cpu_time_steps = 10;
+  double min_job_probe_rise = 0.2;
 };
 
 // One rank's CPU picture over its steps with a known run-queue wait.
@@ -101,6 +102,22 @@ struct HostCpuAnalysis {
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);
+
+// A job-wide slowdown (step.job_slowdown) in whose steps the ranks' CPUs
+// ran the probe markedly slower: the machine slowed (its clocks, cores a
+// hypervisor took), not the job. Per rank with >= 2 probes inside the
+// episode and min_steps outside, the median inside over the median
+// outside; when at least half of >= 2 ranks rose by min_job_probe_rise and
+// their median rise is >= that and >= half the episode's slowdown, the
+// finding says so (message, evidence) and its first next step is to look
+// at the machines. min_job_probe_rise 0.2: in bench/realjobs here, every
+// job-wide episode of a healthy run (+45-65%) had the ranks' probes
+// 1.5-1.9x their own medians outside it, and CPU time per step 1.3-1.7x
+// (the same work took more CPU: the cores ran slower). This VM's cores
+// slow like that often: 58 of those 120 runs had 3 or more steps in a row
+// with the ranks' probes >= 1.2x their medians.
+void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
+                                  const HostCpuDetectorOptions& options);
 
 }  // namespace laggard
 

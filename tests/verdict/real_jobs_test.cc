@@ -86,6 +86,16 @@ TEST(RealJobTest, AHogOnARanksCoreIsHostContention) {
   }
 }
 
+// A healthy run whose machine slowed for 13 steps: the job-wide verdict
+// says the CPUs slowed on every rank (their probes), not the job.
+TEST(RealJobTest, AJobWideSlowdownOfTheMachineSaysSo) {
+  Verdict v = Diagnose(kData + "w2_healthy_machine_slowed");
+  EXPECT_EQ(v.status, VerdictStatus::kJobWide) << v.summary;
+  EXPECT_NE(v.summary.find("the machine slowed, not the job"), std::string::npos) << v.summary;
+  ASSERT_FALSE(v.next_steps.empty());
+  EXPECT_NE(v.next_steps[0].find("look at the machines"), std::string::npos) << v.next_steps[0];
+}
+
 TEST(RealJobBadInputTest, AHalfWrittenTraceStillGivesTheVerdict) {
   testing_util::TempDir dir;
   const std::string src = kData + "w4_host_stall_15ms/";
@@ -186,6 +196,9 @@ INSTANTIATE_TEST_SUITE_P(
         // ran 1.8x faster (its probe), so rank 1's ops read 1.42x as long,
         // but over the run rank 1 used 0.98x rank 0's CPU time per step.
         Expected{"w2_healthy_window_transient", VerdictStatus::kNoStraggler, {}},
+        // Healthy; in steps 5-17 both ranks' cores ran 1.6-1.9x slower
+        // (their probes) and the steps took +65%: the machine slowed.
+        Expected{"w2_healthy_machine_slowed", VerdictStatus::kJobWide, {}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
