@@ -41,7 +41,8 @@ Scoring, per run:
   two faults    right when both faulty ranks are among the culprits;
   throttled link right when the first culprit is that rank (communication), or
                 with no rank named, the verdict is communication_bound.
-A culprit on a healthy rank is a false culprit.
+A culprit on a healthy rank is a false culprit, except a rank the host
+measurably slowed (host_slowed) named host_contention.
 
 Before and after each job it measures the host's core ratio (slowest /
 fastest core with all busy, host_noise.py) and records it in truth.json:
@@ -353,7 +354,11 @@ def score(truth, report):
     v = report["verdict"]
     culprits = [c for c in v["culprits"] if c.get("rank") is not None]
     faulty = {f["rank"] for f in truth["faults"]}
-    false_culprits = sum(1 for c in culprits if c["rank"] not in faulty)
+    # A rank the host measurably slowed (host_slowed), named for its host,
+    # is a real straggler the host made, in any run: never a false culprit.
+    slowed = {int(r) for r in truth.get("host_slowed", {})}
+    false_culprits = sum(1 for c in culprits if c["rank"] not in faulty
+                         and not (c["rank"] in slowed and c.get("cause") == "host_contention"))
     got = ", ".join(f"rank {c['rank']} {c['cause_class']}"
                     + (f"/{c['cause']}" if c.get('cause') else "") for c in culprits) or "no culprit"
     words = f"{v['status']}: {got}"
@@ -368,7 +373,6 @@ def score(truth, report):
         # A rank the host measurably slowed (its own probe or run-queue
         # wait, host_slowed in truth.json) is a real straggler the host
         # made: named with the host as the cause, it is right.
-        slowed = {int(r) for r in truth.get("host_slowed", {})}
         host_named = [c for c in culprits if c["rank"] in slowed
                       and c.get("cause") == "host_contention"]
         false_culprits = len(culprits) - len(host_named)

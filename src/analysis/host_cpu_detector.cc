@@ -230,6 +230,22 @@ std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last
 
 }  // namespace
 
+void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
+                         HostCpuAnalysis& analysis) {
+  if (!profiled) return;
+  for (RankCpuStats& r : analysis.ranks) {
+    const StepSeries* s = run.FindRank(r.rank);
+    if (s == nullptr) continue;
+    std::vector<double> in;
+    for (const StepCpu& c : s->cpu) {
+      if (c.probe_ns && *c.probe_ns > 0 && c.step >= profiled->first && c.step <= profiled->last)
+        in.push_back(static_cast<double>(*c.probe_ns));
+    }
+    if (in.size() >= kMinWindowProbes)
+      r.window_probe_ns = static_cast<DurationNs>(*Median(std::move(in)));
+  }
+}
+
 void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
                                   const HostCpuDetectorOptions& o) {
   constexpr size_t kMinInside = 2;  // probes of a rank inside the slow steps

@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "analysis/finding.h"
+#include "analysis/profiled_steps.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -93,6 +94,8 @@ struct RankCpuStats {
   std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
   size_t probe_steps = 0;                // steps with a probe time
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
+  // Median probe time over the steps the profiler traced (MeasureWindowProbes).
+  std::optional<DurationNs> window_probe_ns;
 };
 
 struct HostCpuAnalysis {
@@ -102,6 +105,14 @@ struct HostCpuAnalysis {
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);
+
+// Fills RankCpuStats::window_probe_ns over the logged steps the profiler
+// traced (`profiled`, from the step detector): the speed of each rank's CPU
+// while the traces were taken, which a culprit read from the traces alone
+// is compared with. Needs >= kMinWindowProbes probes in the window.
+inline constexpr size_t kMinWindowProbes = 3;
+void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
+                         HostCpuAnalysis& analysis);
 
 // A job-wide slowdown (step.job_slowdown) in whose steps the ranks' CPUs
 // ran the probe markedly slower: the machine slowed (its clocks, cores a

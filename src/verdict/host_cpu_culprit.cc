@@ -52,6 +52,31 @@ std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank) {
   return *mine->on_cpu_mean_ns / *median;
 }
 
+// The rank's probe against the median of its peers' (over the run, or
+// over the profiled steps with `window`); nullopt when either is unknown.
+std::optional<double> ProbeRatio(const Analyses& a, int32_t rank, bool window) {
+  auto field = window ? &RankCpuStats::window_probe_ns : &RankCpuStats::probe_ns;
+  std::optional<double> mine;
+  std::vector<double> others;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (!(r.*field) || *(r.*field) <= 0) continue;
+    if (r.rank == rank) mine = static_cast<double>(*(r.*field));
+    else others.push_back(static_cast<double>(*(r.*field)));
+  }
+  std::optional<double> median = Median(std::move(others));
+  if (!mine || !median || *median <= 0) return std::nullopt;
+  return *mine / *median;
+}
+
+// Whether a trace finding (late arrival, compute-slow) names `rank`: the
+// culprit was read from the profiled steps.
+bool FromTraces(const Analyses& a, int32_t rank) {
+  return std::any_of(a.traces.findings.begin(), a.traces.findings.end(), [&](const Finding& f) {
+    return f.entity.rank == rank &&
+           (f.code == FindingCode::kTraceLateArrival || f.code == FindingCode::kTraceComputeSlow);
+  });
+}
+
 // The contention findings: a measured wait names a culprit by itself; a
 // slow probe only explains one (a slower CPU may not slow a GPU job).
 std::vector<const Finding*> Waiting(const Analyses& a) {
@@ -168,6 +193,44 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     v.next_steps = {
         "nothing to fix; to be sure, profile another window of steps (the traces "
         "covered a few steps only)"};
+  } else {
+    v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
+  }
+  return true;
+}
+
+bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
+  if (v.status != VerdictStatus::kStraggler) return false;
+  const double excess = HostCpuDetectorOptions().min_probe_excess;
+  std::vector<std::string> dropped;
+  std::erase_if(v.culprits, [&](const Culprit& c) {
+    if (c.cause || !c.entity.rank || c.ranks.size() > 1 ||
+        (c.cause_class != CauseClass::kUnknown && c.cause_class != CauseClass::kComputeSlow) ||
+        !FromTraces(a, *c.entity.rank))
+      return false;
+    std::optional<double> window = ProbeRatio(a, *c.entity.rank, /*window=*/true);
+    std::optional<double> run = ProbeRatio(a, *c.entity.rank, /*window=*/false);
+    // A late arrival's cost is the job's: what its waiting cost the others.
+    const double slowdown = c.slowdown.value_or(v.throughput_lost.value_or(0));
+    if (!window || !run || *window < 1 + excess || *run >= 1 + excess / 2 ||
+        *window - 1 < 0.5 * slowdown)
+      return false;
+    dropped.push_back(fmt::format(
+        "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed piece "
+        "of work {:.2f}x as long as its peers' there, against {:.2f}x over the run: its core "
+        "slowed while the profiler ran, not a slow rank",
+        *c.entity.rank, 100 * slowdown, *window, *run));
+    return true;
+  });
+  if (dropped.empty()) return false;
+  if (v.culprits.empty()) {
+    v.status = VerdictStatus::kNoStraggler;
+    v.throughput_lost.reset();
+    v.gpu_hours_per_day.reset();
+    v.summary = "verdict: no straggler — " + dropped.front();
+    v.next_steps = {
+        "nothing to fix in the job; to be sure, profile another window of steps (the traces "
+        "covered a few steps only), and watch the host's CPUs (steal, clocks) if it recurs"};
   } else {
     v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
   }

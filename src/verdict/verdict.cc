@@ -16,6 +16,7 @@ using verdict_internal::CostPhrase;
 using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::DropUnbornOut;
+using verdict_internal::DropWindowCoreSlowdown;
 using verdict_internal::EnrichHostCpu;
 using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
@@ -895,7 +896,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       changed |= EnrichHostCpu(c, a, next);
     }
     changed |= PreferHostCpu(v, a, next);
-    if (DropUnbornOut(v, a)) {
+    if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a)) {
       if (v.culprits.empty()) return v;  // no straggler, said why
       changed = true;
     }

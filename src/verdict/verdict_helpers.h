@@ -117,6 +117,14 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
 inline constexpr double kCpuTimeAgreement = 0.05;
 bool DropUnbornOut(Verdict& v, const Analyses& a);
 
+// A single-rank culprit read from the traces alone (no cause observed)
+// whose CPU ran the probe >= 1 + min_probe_excess times its peers' in the
+// profiled steps, while over the run it ran < 1 + min_probe_excess / 2
+// times theirs, and by enough to explain half its slowdown: its core
+// slowed while the profiler ran (this VM's cores do, often). Dropped;
+// with none left, no straggler, said why. True when it dropped one.
+bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
+
 // The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
 // a stage, a worker, the work or a communication group, with the what-if
 // replay's numbers; nullopt when the pipeline detector found nothing.
