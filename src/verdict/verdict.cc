@@ -33,6 +33,7 @@ using verdict_internal::PreferHostCpu;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
+using verdict_internal::SmallStepStragglerTracedEarly;
 using verdict_internal::TimesCompared;
 using verdict_internal::TimeTieStep;
 using verdict_internal::TooFewStepsVerdict;
@@ -139,7 +140,8 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   for (const Finding& f : steps.findings) {
     if (f.code != FindingCode::kStepStraggler || f.entity.rank == c.entity.rank) continue;
     if (std::any_of(v.culprits.begin(), v.culprits.end(),
-                    [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }))
+                    [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }) ||
+        SmallStepStragglerTracedEarly(f, traces, v.culprits.front()))
       continue;
     v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
   }

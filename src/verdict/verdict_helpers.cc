@@ -159,4 +159,20 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
   return false;
 }
 
+bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {
+  constexpr size_t kMinInstances = 5;
+  if (!f.entity.rank || !f.slowdown || *f.slowdown >= kSmallStepStraggler) return false;
+  for (const RankTraceStats& st : traces.ranks) {
+    if (st.rank != *f.entity.rank || st.instances < kMinInstances || !st.median_lateness_ns ||
+        *st.median_lateness_ns > 0)
+      continue;
+    first.evidence.push_back(fmt::format(
+        "step times point at rank {} ({:+.0f}%), but in the profiled steps it arrives {:.2f} ms "
+        "before the median rank (it waits for the others there): not a second culprit",
+        st.rank, 100 * *f.slowdown, -static_cast<double>(*st.median_lateness_ns) / 1e6));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace laggard::verdict_internal

@@ -140,6 +140,16 @@ bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a);
 // nullopt when the run holds no hang evidence.
 std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a);
 
+// A step-time straggler `f` beside a culprit the traces named (`first`):
+// true, with a word on `first`, when its slowdown is under
+// kSmallStepStraggler and the traces, covering its rank at >= 5
+// collectives, show it arriving no later than the median (it waits for
+// the others there). It is then not a second culprit: step times of ranks
+// that share cores spread by a few percent (bench/realjobs: 4 ranks on 2
+// vCPUs named a healthy rank +5% beside a 1.5x rank the traces showed).
+inline constexpr double kSmallStepStraggler = 0.10;
+bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first);
+
 }  // namespace laggard::verdict_internal
 
 #endif  // LAGGARD_VERDICT_VERDICT_HELPERS_H_
