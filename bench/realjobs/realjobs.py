@@ -466,7 +466,11 @@ def main():
             confidence = None
             if ok:
                 report = diagnose(a.laggard, out_dir)
-                right, false_culprits, words = score(sc.truth(), report)
+                # truth.json as record_core_ratio() left it: with what the
+                # job's own tables measured (host_slowed, machine_slowed_steps).
+                with open(os.path.join(out_dir, "truth.json")) as f:
+                    truth = json.load(f)
+                right, false_culprits, words = score(truth, report)
                 confidence = first_confidence(report)
             else:
                 right, false_culprits, words = False, 0, msg
