@@ -94,7 +94,7 @@ struct RankCpuStats {
   std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
   size_t probe_steps = 0;                // steps with a probe time
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
-  // Median probe time over the steps the profiler traced (MeasureWindowProbes).
+  // Mean probe time over the steps the profiler traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
 };
 
@@ -109,7 +109,11 @@ HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& opt
 // Fills RankCpuStats::window_probe_ns over the logged steps the profiler
 // traced (`profiled`, from the step detector): the speed of each rank's CPU
 // while the traces were taken, which a culprit read from the traces alone
-// is compared with. Needs >= kMinWindowProbes probes in the window.
+// is compared with. The mean, not the median: the traces sum a rank's
+// lateness over the window, so a core that slowed for 3 of its 10 steps
+// counts in part (bench/realjobs: a healthy rank's probe 1.8x for steps
+// 30-32, then its peer's; last at 9 of 9 collectives). Needs >=
+// kMinWindowProbes probes in the window.
 inline constexpr size_t kMinWindowProbes = 3;
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
                          HostCpuAnalysis& analysis);

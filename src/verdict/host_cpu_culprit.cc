@@ -208,6 +208,14 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
         (c.cause_class != CauseClass::kUnknown && c.cause_class != CauseClass::kComputeSlow) ||
         !FromTraces(a, *c.entity.rank))
       return false;
+    // Compute-slow claims more work: only a CPU-only job's, and only when
+    // its CPU time per step over the run is its peers' (DropUnbornOut's test).
+    if (c.cause_class == CauseClass::kComputeSlow) {
+      std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
+      if (!CpuOnlyTrace(a, *c.entity.rank) || !work ||
+          *work - 1 >= std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4))
+        return false;
+    }
     std::optional<double> window = ProbeRatio(a, *c.entity.rank, /*window=*/true);
     std::optional<double> run = ProbeRatio(a, *c.entity.rank, /*window=*/false);
     // A late arrival's cost is the job's: what its waiting cost the others.

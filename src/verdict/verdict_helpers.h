@@ -119,10 +119,12 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 
 // A single-rank culprit read from the traces alone (no cause observed)
 // whose CPU ran the probe >= 1 + min_probe_excess times its peers' in the
-// profiled steps, while over the run it ran < 1 + min_probe_excess / 2
-// times theirs, and by enough to explain half its slowdown: its core
-// slowed while the profiler ran (this VM's cores do, often). Dropped;
-// with none left, no straggler, said why. True when it dropped one.
+// profiled steps (mean), while over the run it ran < 1 + min_probe_excess
+// / 2 times theirs (median), and by enough to explain half its slowdown:
+// its core slowed while the profiler ran (this VM's cores do, often). A
+// compute-slow one only in a CPU-only job whose CPU time per step over the
+// run is within DropUnbornOut's margin of its peers'. Dropped; with none
+// left, no straggler, said why. True when it dropped one.
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
 
 // The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
