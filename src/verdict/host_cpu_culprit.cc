@@ -87,6 +87,23 @@ std::vector<const Finding*> Waiting(const Analyses& a) {
   return out;
 }
 
+// After culprits were dropped for `dropped` (why, each): with none left the
+// verdict is no straggler, saying the first why, with `next_step`; else the
+// first culprit carries it. False when nothing was dropped.
+bool SayDropped(Verdict& v, const std::vector<std::string>& dropped, std::string next_step) {
+  if (dropped.empty()) return false;
+  if (v.culprits.empty()) {
+    v.status = VerdictStatus::kNoStraggler;
+    v.throughput_lost.reset();
+    v.gpu_hours_per_day.reset();
+    v.summary = "verdict: no straggler — " + dropped.front();
+    v.next_steps = {std::move(next_step)};
+  } else {
+    v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
+  }
+  return true;
+}
+
 }  // namespace
 
 bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
@@ -184,19 +201,9 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
         *c.entity.rank, 1 + *c.slowdown, *ratio));
     return true;
   });
-  if (dropped.empty()) return false;
-  if (v.culprits.empty()) {
-    v.status = VerdictStatus::kNoStraggler;
-    v.throughput_lost.reset();
-    v.gpu_hours_per_day.reset();
-    v.summary = "verdict: no straggler — " + dropped.front();
-    v.next_steps = {
-        "nothing to fix; to be sure, profile another window of steps (the traces "
-        "covered a few steps only)"};
-  } else {
-    v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
-  }
-  return true;
+  return SayDropped(v, dropped,
+                    "nothing to fix; to be sure, profile another window of steps (the traces "
+                    "covered a few steps only)");
 }
 
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
@@ -230,19 +237,10 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
         *c.entity.rank, 100 * slowdown, *window, *run));
     return true;
   });
-  if (dropped.empty()) return false;
-  if (v.culprits.empty()) {
-    v.status = VerdictStatus::kNoStraggler;
-    v.throughput_lost.reset();
-    v.gpu_hours_per_day.reset();
-    v.summary = "verdict: no straggler — " + dropped.front();
-    v.next_steps = {
-        "nothing to fix in the job; to be sure, profile another window of steps (the traces "
-        "covered a few steps only), and watch the host's CPUs (steal, clocks) if it recurs"};
-  } else {
-    v.culprits.front().evidence.push_back("not a culprit: " + dropped.front());
-  }
-  return true;
+  return SayDropped(v, dropped,
+                    "nothing to fix in the job; to be sure, profile another window of steps (the "
+                    "traces covered a few steps only), and watch the host's CPUs (steal, clocks) "
+                    "if it recurs");
 }
 
 }  // namespace laggard::verdict_internal

@@ -1,6 +1,7 @@
 #include "ingest/common/python_traceback.h"
 
 #include <algorithm>
+#include <span>
 
 #include "base/text.h"
 #include "ingest/common/hang_line_text.h"
@@ -14,6 +15,10 @@ using namespace hang_line_text;  // NOLINT: the line-text helpers the matcher fi
 constexpr std::string_view kTraceback = "Traceback (most recent call last)";
 constexpr uint32_t kMaxFrameLines = 20'000;  // a traceback longer than this is not one
 constexpr uint32_t kMaxMessageLines = 400;   // C++ frames of a c10::Error included
+
+bool HasAnyOf(std::string_view t, std::span<const std::string_view> words) {
+  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return Has(t, w); });
+}
 
 bool StartsChain(std::string_view t) {
   return StartsWith(t, "During handling of the above exception") ||
@@ -45,9 +50,7 @@ bool LauncherLine(std::string_view t) {
                                                 "error_file",
                                                 "To enable traceback",
                                                 "exitcode"};
-  for (std::string_view w : kWords) {
-    if (Has(t, w)) return true;
-  }
+  if (HasAnyOf(t, kWords)) return true;
   if (StartsWith(t, "===") || StartsWith(t, "---")) return true;
   // The failure table: "time      : ...", "host      : ...", "rank      : ...".
   for (std::string_view f : {"time ", "host ", "rank ", "traceback "}) {
@@ -100,9 +103,7 @@ bool IsCommunicationException(std::string_view exception) {
                                                 "distributed",
                                                 "ECONNRESET",
                                                 "emote"};
-  for (std::string_view w : kWords) {
-    if (Has(exception, w)) return true;
-  }
+  if (HasAnyOf(exception, kWords)) return true;
   return MaybeHangLine(exception) && ParseHangLine(exception).has_value();
 }
 
