@@ -32,6 +32,10 @@ Faults (--fault, this rank only; several may be given):
   die:S                 at step S the rank raises before its forward and its
                         process exits (a Python traceback in its stderr): the
                         others lose their connections to it
+  skip_metric:S         with --metric-allreduce on every rank (an all-reduce of
+                        the loss after each step, as a job that logs a global
+                        loss does), this rank skips that all-reduce at step S:
+                        its next collective meets the others' metric one
 A communication-throttled rank needs no flag here: the launcher runs it in
 its own network namespace behind a `tc` rate limit.
 
@@ -66,7 +70,7 @@ def hang_forever():
 def parse_faults(specs):
     faults = {"compute": 1.0, "data_stall_ms": 0.0, "host_stall_ms": 0.0,
               "periodic_ms": 0.0, "periodic_every": 0, "onset": 0,
-              "hang_after": None, "hang_before": None, "die": None}
+              "hang_after": None, "hang_before": None, "die": None, "skip_metric": None}
     for spec in specs:
         kind, _, rest = spec.partition(":")
         args = rest.split(":") if rest else []
@@ -81,7 +85,7 @@ def parse_faults(specs):
             faults["periodic_every"] = int(args[1])
         elif kind == "onset":
             faults["onset"] = int(args[0])
-        elif kind in ("hang_after", "hang_before", "die"):
+        elif kind in ("hang_after", "hang_before", "die", "skip_metric"):
             faults[kind] = int(args[0])
         else:
             sys.exit(f"ddp_job.py: unknown fault {spec!r}")
@@ -136,6 +140,8 @@ def main():
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--record-shapes", action="store_true")
     p.add_argument("--fault", action="append", default=[])
+    p.add_argument("--metric-allreduce", action="store_true",
+                   help="all-reduce the loss after each step (a global loss to log)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout-s", type=float, default=None,
                    help="the process group's timeout (torch's default: 30 min)")
@@ -210,6 +216,8 @@ def main():
             opt.step()
             if faults["hang_after"] == step:
                 hang_forever()
+            if a.metric_allreduce and faults["skip_metric"] != step:
+                dist.all_reduce(loss.detach())
             dt = time.perf_counter() - t0
             print(f"rank {rank}, step {step}, time {dt:.4f}s", file=log, flush=True)
             if reporter is not None:

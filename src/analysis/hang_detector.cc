@@ -824,7 +824,7 @@ HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o) {
   if (!decided) decided = DecideFrTrace(events);
   if (!decided) decided = DecideFromReports(events, o);
   if (!decided) decided = DecideUnplacedMismatch(events);
-  if (!decided) decided = DecideNetSizeMismatch(events);
+  if (!decided) decided = DecideNetSizeMismatch(run, events);
   std::optional<Finding> exited = DecideProcessMissing(events, o);
   std::optional<Finding> transport = DecideTransport(run, events);
   std::optional<Finding> stuck = DecideStuck(a.groups, decided.has_value(), o);

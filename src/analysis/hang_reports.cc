@@ -107,33 +107,74 @@ std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events) {
   return f;
 }
 
-std::optional<Finding> DecideNetSizeMismatch(const std::vector<HangEvent>& events) {
+namespace {
+
+// The one rank whose last logged step is beyond every other rank's, with
+// step logs of >= 3 ranks; nullopt otherwise.
+std::optional<std::pair<int32_t, int64_t>> OneRankAhead(const Run& run, int64_t& others_last) {
+  constexpr size_t kMinRanks = 3;  // with 2, either end may be the odd one
+  std::vector<std::pair<int64_t, int32_t>> last;
+  for (const StepSeries& s : run.ranks) {
+    if (!s.steps.empty()) last.emplace_back(s.steps.back().step, s.info.rank);
+  }
+  if (last.size() < kMinRanks) return std::nullopt;
+  std::sort(last.begin(), last.end());
+  const auto& [top, rank] = last.back();
+  others_last = last[last.size() - 2].first;
+  if (top <= others_last) return std::nullopt;
+  return std::make_pair(rank, top);
+}
+
+}  // namespace
+
+std::optional<Finding> DecideNetSizeMismatch(const Run& run, const std::vector<HangEvent>& events) {
   std::vector<const HangEvent*> lines;
   std::set<std::string> ends;
+  bool nccl = false;
   for (const HangEvent& e : events) {
     if (e.kind != HangEventKind::kNetSizeMismatch) continue;
     lines.push_back(&e);
     if (!e.host.empty()) ends.insert(e.host);
     if (!e.peer.empty()) ends.insert(e.peer);
+    nccl = nccl || e.detail.find("gloo") == std::string::npos;
   }
   if (lines.empty()) return std::nullopt;
   const HangEvent& first = *lines.front();
   Finding f = Base(FindingCode::kHangDesync);
   f.entity.job = true;
   f.message = fmt::format(
-      "NCCL's network transport found the two ends of a connection posting different sizes{}{}: "
-      "the ranks disagree on a collective (a mismatch in the code, or different NCCL settings or "
-      "versions on the hosts); neither end is named, since either may be the odd one",
+      "{} found the two ends of a connection posting different sizes{}{}: the ranks disagree on "
+      "a collective (a mismatch in the code{})",
+      nccl ? "NCCL's network transport" : "gloo",
       first.host.empty() && first.peer.empty()
           ? std::string()
           : fmt::format(" between {}", fmt::join(ends, " and ")),
-      first.detail.empty() ? std::string() : " (" + first.detail + ")");
+      first.detail.empty() ? std::string() : " (" + first.detail + ")",
+      nccl ? ", or different NCCL settings or versions on the hosts" : "");
   f.confidence = kConfidenceReport;
   AddLines(f, lines);
+  int64_t others_last = 0;
+  if (auto ahead = OneRankAhead(run, others_last)) {
+    f.entity.job = false;
+    f.entity.rank = ahead->first;
+    f.ranks = {ahead->first};
+    f.message += fmt::format(
+        "; rank {}'s log goes on to step {} while every other rank's ends at step {} or before: "
+        "it went past the collective the others were in, and called a different one",
+        ahead->first, ahead->second, others_last);
+    f.next_steps.push_back(fmt::format(
+        "find where rank {} skips or adds a collective that the others call (a condition on the "
+        "rank or its data around step {}); TORCH_DISTRIBUTED_DEBUG=DETAIL names both sides",
+        ahead->first, ahead->second));
+  } else {
+    f.message += "; neither end is named, since either may be the odd one";
+  }
   f.next_steps.push_back(
-      "compare NCCL's version and NCCL_* settings on both hosts (NCCL_DEBUG=INFO prints them at "
-      "init), then the collectives the ranks call around the error "
-      "(TORCH_DISTRIBUTED_DEBUG=DETAIL)");
+      nccl ? "compare NCCL's version and NCCL_* settings on both hosts (NCCL_DEBUG=INFO prints "
+             "them at init), then the collectives the ranks call around the error "
+             "(TORCH_DISTRIBUTED_DEBUG=DETAIL)"
+           : "find the collectives the ranks call around the error "
+             "(TORCH_DISTRIBUTED_DEBUG=DETAIL checks that they match)");
   return f;
 }
 

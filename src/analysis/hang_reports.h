@@ -34,6 +34,7 @@
 
 #include "analysis/finding.h"
 #include "model/hang.h"
+#include "model/run.h"
 
 namespace laggard {
 
@@ -47,7 +48,11 @@ std::string OpKey(std::string_view op);
 bool SizesMustAgree(std::string_view key);
 
 std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events);
-std::optional<Finding> DecideNetSizeMismatch(const std::vector<HangEvent>& events);
+// With the step logs of >= 3 ranks in `run`, one of which logged a step
+// beyond every other rank's last: that rank went past the collective the
+// others were in, called a different one, and is named (a real gloo job
+// whose rank skipped an all-reduce: tests/data/hangs/gloo_ddp_skip).
+std::optional<Finding> DecideNetSizeMismatch(const Run& run, const std::vector<HangEvent>& events);
 std::optional<Finding> DecideUnplacedMismatch(const std::vector<HangEvent>& events);
 
 }  // namespace laggard

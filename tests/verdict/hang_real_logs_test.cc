@@ -84,6 +84,27 @@ TEST(HangRealJobTest, RankThatDiedIsNamedAndNoOther) {
   EXPECT_EQ(v.culprits[0].entity.rank, 2) << v.summary;
 }
 
+// A real 4-rank gloo job whose rank 2 skipped an all-reduce (README): rank
+// 1 aborted on gloo's size enforce, rank 2's log is a step ahead.
+TEST(HangRealJobTest, RankThatSkippedACollectiveIsNamed) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  ASSERT_TRUE(readers.ok()) << readers.status().message();
+  auto run = Ingest({kHangs + "gloo_ddp_skip"}, readers->readers, IngestOptions());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  Analyses a = AnalyzeRun(*run, AnalysisOptions());
+  Verdict v = DecideVerdict(*run, a);
+  ASSERT_TRUE(a.hang.hang) << v.summary;
+  ASSERT_FALSE(a.hang.findings.empty());
+  const Finding& decided = a.hang.findings.front();
+  EXPECT_EQ(decided.code, FindingCode::kHangDesync) << decided.message;
+  EXPECT_EQ(decided.ranks, std::vector<int32_t>{2}) << decided.message;
+  EXPECT_NE(decided.message.find("99976 bytes"), std::string::npos) << decided.message;
+  for (const Finding& f : a.hang.findings) {
+    for (int32_t r : f.ranks) EXPECT_EQ(r, 2) << f.message;
+  }
+  for (const Culprit& c : v.culprits) EXPECT_EQ(c.entity.rank.value_or(2), 2) << v.summary;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Logs, HangRealLogTest,
     ::testing::Values(

@@ -272,6 +272,41 @@ bool UnwrapAutolinks(std::string_view line, std::string& buf) {
   return any;
 }
 
+// gloo's lines: a closed or reset connection, a timeout, the full-mesh
+// connect timeout, and its enforce when a message is larger than the
+// receive posted for it ("[enforce fail at ./gloo/transport/tcp/pair.cc:510]
+// op.preamble.length <= op.nbytes. 99976 vs 4": the peer sent another
+// collective's data, a rank skipped or added one). False for other lines.
+bool ReadGlooForm(std::string_view body, HangEvent& e) {
+  if (Has(body, "gloo") && Has(body, "op.preamble.length <= op.nbytes")) {
+    e.kind = HangEventKind::kNetSizeMismatch;
+    std::string_view rest = body.substr(body.find("op.preamble.length <= op.nbytes"));
+    auto sent = IntAfter(rest, "op.nbytes. ");
+    auto posted = IntAfter(rest, " vs ");
+    e.detail = sent && posted
+                   ? "gloo received " + std::to_string(*sent) +
+                         " bytes where its collective expected " + std::to_string(*posted)
+                   : std::string("gloo received more bytes than its collective expected");
+  } else if (Has(body, "gloo") &&
+             (Has(body, "Connection closed by peer") || Has(body, "Connection reset by peer"))) {
+    e.kind = HangEventKind::kGlooTimeout;
+    e.peer = GlooPeer(body, body.find("] "));
+  } else if (Has(body, "Timed out waiting ") &&
+             (Has(body, "operation to complete") || Has(body, "gloo"))) {
+    e.kind = HangEventKind::kGlooTimeout;
+    if (auto t = IntAfter(body, "Timed out waiting ")) e.timeout_ms = static_cast<double>(*t);
+  } else if (Has(body, " is connected to ") && Has(body, " peer ranks")) {
+    // gloo's full-mesh connect timeout: "Rank 1 is connected to 0 peer
+    // ranks. Expected number of connected peer ranks is : 1".
+    e.kind = HangEventKind::kGlooTimeout;
+    size_t r = body.find("Rank ");
+    if (r != npos) e.group_rank = Rank(IntAt(body, r + 5));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // gloo's monitored barrier. On rank 0: "Ranks 1, 3 failed to pass
 // monitoredBarrier in 30000 ms": rank 0 waited for them, they never
 // entered it. On another rank: "Rank 3 successfully reached
@@ -531,20 +566,8 @@ std::optional<HangEvent> ParseHangLine(std::string_view raw, bool* cut) {
     found = true;
   } else if (ReadNcclForm(line, body, e, ended)) {
     found = true;
-  } else if (Has(body, "gloo") &&
-             (Has(body, "Connection closed by peer") || Has(body, "Connection reset by peer"))) {
-    found = is(HangEventKind::kGlooTimeout);
-    e.peer = GlooPeer(body, body.find("] "));
-  } else if (Has(body, "Timed out waiting ") &&
-             (Has(body, "operation to complete") || Has(body, "gloo"))) {
-    found = is(HangEventKind::kGlooTimeout);
-    if (auto t = IntAfter(body, "Timed out waiting ")) e.timeout_ms = static_cast<double>(*t);
-  } else if (Has(body, " is connected to ") && Has(body, " peer ranks")) {
-    // gloo's full-mesh connect timeout: "Rank 1 is connected to 0 peer
-    // ranks. Expected number of connected peer ranks is : 1".
-    found = is(HangEventKind::kGlooTimeout);
-    size_t r = body.find("Rank ");
-    if (r != npos) e.group_rank = Rank(IntAt(body, r + 5));
+  } else if (ReadGlooForm(body, e)) {
+    found = true;
   } else if (Has(body, "exitcode")) {
     // torchrun: "exitcode  : -6 (pid: 1234)" (failure table) or
     // "failed (exitcode: -6) local_rank: 0 (pid: 1234) of binary: ...".
