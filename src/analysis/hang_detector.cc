@@ -775,10 +775,20 @@ HangAnalysis AnalyzeHang(const Run& all, const HangDetectorOptions& o) {
     f.evidence.insert(
         f.evidence.begin(),
         {fmt::format("the inputs hold Flight Recorder dumps of {} jobs (different world sizes, "
-                     "or a rank dumped twice): analysed the one of {}; left out: {} — diagnose "
-                     "their files apart",
+                     "or a rank dumped twice): this is the one of {}; left out: {} — each "
+                     "analysed apart below",
                      jobs.size(), DumpJobText(jobs.front()), fmt::join(others, "; ")),
          std::nullopt});
+    // Each other job alone: its deciding finding, said to be that job's.
+    for (size_t i = 1; i < jobs.size(); ++i) {
+      HangAnalysis other = AnalyzeOneHang(RunOfDumpJob(all, jobs[i]), o);
+      if (other.findings.empty()) continue;
+      Finding g = std::move(other.findings.front());
+      const std::string job = fmt::format("another job ({}): ", DumpJobText(jobs[i]));
+      g.message = job + g.message;
+      for (std::string& step : g.next_steps) step = job + step;
+      a.findings.push_back(std::move(g));
+    }
   }
   return a;
 }

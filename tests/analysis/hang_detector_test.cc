@@ -95,6 +95,13 @@ TEST(HangDetectorTest, DumpsOfTwoJobsAreAnalysedApart) {
   EXPECT_TRUE(AnyEvidenceHas(f, "left out: 4 dumps (ranks 0-3, world 4")) << f.message;
   ASSERT_EQ(v.culprits.size(), 1u);
   EXPECT_EQ(v.culprits[0].entity.rank, 5);
+  // The 4-rank job analysed apart, as alone: rank 2's host never enqueued.
+  auto other = std::find_if(a.hang.findings.begin() + 1, a.hang.findings.end(),
+                            [](const Finding& g) { return g.message.starts_with("another job"); });
+  ASSERT_NE(other, a.hang.findings.end());
+  EXPECT_EQ(other->code, FindingCode::kHangHostStopped) << other->message;
+  EXPECT_EQ(other->entity.rank, 2) << other->message;
+  EXPECT_NE(other->message.find("ranks 0-3, world 4"), std::string::npos) << other->message;
 }
 
 // One world size, every rank dumped twice in two folders: two jobs by place.
