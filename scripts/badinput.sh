@@ -8,9 +8,10 @@
 # `laggard inspect --json`, and the ops it kept are compared with a reference
 # count of the complete events before the cut (device ops; CPU ops when no GPU
 # event came before it), which must match exactly. Every other cut inside a
-# line is held to the same file cut at that line's start: the records
-# `inspect` keeps may differ by the one record the partial line starts or
-# ends, no more (a reader that stops trusting a tail fails).
+# line is held to the same file cut at that line's start and end: the
+# records `inspect` keeps may be one fewer than at its start (the record the
+# partial line ends), and no more than the whole line gives, plus one (a
+# reader that stops trusting a tail fails).
 #
 #   scripts/badinput.sh [--short|--long] [--laggard BIN] [--cuts N]
 #                       [--mutations M] [--timeout S] [--jobs J] [--seed X]
@@ -144,19 +145,26 @@ def inspect(path):
 
 def prefix_check(d, name, data, prefix):
     """A cut inside a line keeps what the cut at the line's start keeps, give
-    or take the one record that partial line may start or end: a reader
-    that loses more than that (a tail it stops trusting) fails."""
-    os.makedirs(os.path.join(d, "prefix"), exist_ok=True)  # the same name: readers sniff it
-    path = os.path.join(d, "prefix", name)
-    with open(path, "wb") as f:
-        f.write(prefix)
-    ref_format, ref, _ = inspect(path)
+    or take the one record that partial line may start or end, and no more
+    than the whole line gives (one line may give two records: an NCCL
+    process and its error): a reader that loses more than that (a tail it
+    stops trusting) fails. `prefix`: the file cut at the line's start, and
+    at its end."""
+    start, whole = prefix
+    refs = []
+    for sub, part in (("prefix", start), ("whole", whole)):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)  # the same name: readers sniff it
+        path = os.path.join(d, sub, name)
+        with open(path, "wb") as f:
+            f.write(part)
+        refs.append(inspect(path)[:2])
+    (ref_format, ref), (_, ref_whole) = refs
     cut_format, kept, _ = inspect(os.path.join(d, name))
     if ref == 0 or ref_format != cut_format:  # nothing to hold it to, or sniffed otherwise
         return (None, None)
-    if abs(kept - ref) > 1:
-        return (f"kept {kept} records, the same file cut at the line before keeps {ref}",
-                (kept, ref))
+    if kept < ref - 1 or kept > max(ref, ref_whole) + 1:
+        return (f"kept {kept} records, the same file cut at the line before keeps {ref} "
+                f"and after it {ref_whole}", (kept, ref))
     return (None, (min(kept, ref), ref))
 
 def run_one(job):
@@ -208,7 +216,10 @@ for path in files:
         # a '\n' byte in them is data.
         binary = data[:1] == b"\x80" or b"\0" in data[:4096]
         line_start = data.rfind(b"\n", 0, cut) + 1
-        prefix = data[:line_start] if not events and not binary and 0 < line_start < cut else None
+        line_end = data.find(b"\n", cut)
+        line_end = len(data) if line_end < 0 else line_end + 1
+        prefix = ((data[:line_start], data[:line_end])
+                  if not events and not binary and 0 < line_start < cut else None)
         jobs.append((name, data[:cut], exp, prefix))
         labels.append((rel, f"cut at {cut}", "kineto" if events else "lines"))
     for k in range(mutations):
