@@ -110,7 +110,9 @@ std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events) {
 namespace {
 
 // The one rank whose last logged step is beyond every other rank's, with
-// step logs of >= 3 ranks; nullopt otherwise.
+// step logs of >= 3 ranks that all end at one step but it; nullopt
+// otherwise (logs flushed unevenly end at different steps: no one is ahead
+// for sure).
 std::optional<std::pair<int32_t, int64_t>> OneRankAhead(const Run& run, int64_t& others_last) {
   constexpr size_t kMinRanks = 3;  // with 2, either end may be the odd one
   std::vector<std::pair<int64_t, int32_t>> last;
@@ -121,7 +123,7 @@ std::optional<std::pair<int32_t, int64_t>> OneRankAhead(const Run& run, int64_t&
   std::sort(last.begin(), last.end());
   const auto& [top, rank] = last.back();
   others_last = last[last.size() - 2].first;
-  if (top <= others_last) return std::nullopt;
+  if (top <= others_last || last.front().first != others_last) return std::nullopt;
   return std::make_pair(rank, top);
 }
 

@@ -48,8 +48,8 @@ std::string OpKey(std::string_view op);
 bool SizesMustAgree(std::string_view key);
 
 std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events);
-// With the step logs of >= 3 ranks in `run`, one of which logged a step
-// beyond every other rank's last: that rank went past the collective the
+// With the step logs of >= 3 ranks in `run`, all ending at one step but
+// one that logged a step beyond: that rank went past the collective the
 // others were in, called a different one, and is named (a real gloo job
 // whose rank skipped an all-reduce: tests/data/hangs/gloo_ddp_skip).
 std::optional<Finding> DecideNetSizeMismatch(const Run& run, const std::vector<HangEvent>& events);
