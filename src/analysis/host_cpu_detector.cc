@@ -46,18 +46,6 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
   return r;
 }
 
-// The median of the other ranks' `field`, where known; nullopt when no
-// other rank has it.
-template <typename T>
-std::optional<double> OthersMedian(const std::vector<RankCpuStats>& all, size_t skip,
-                                   std::optional<T> RankCpuStats::*field) {
-  std::vector<double> v;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i != skip && all[i].*field) v.push_back(static_cast<double>(*(all[i].*field)));
-  }
-  return Median(std::move(v));
-}
-
 Finding RankFinding(const Run& run, FindingCode code, int32_t rank) {
   Finding f;
   f.code = code;
@@ -82,7 +70,7 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
                                   const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.wait_ns) return std::nullopt;
-  double base = OthersMedian(all, i, &RankCpuStats::wait_ns).value_or(0);
+  double base = PeersMedian(all, i, &RankCpuStats::wait_ns).value_or(0);
   double excess = static_cast<double>(*r.wait_ns) - base;
   double step = static_cast<double>(r.step_ns);
   // Where every rank shares cores (more ranks than cores) all wait, and
@@ -114,7 +102,7 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
                         : std::string()),
       std::nullopt});
   if (r.on_cpu_ns) {
-    auto peer_cpu = OthersMedian(all, i, &RankCpuStats::on_cpu_ns);
+    auto peer_cpu = PeersMedian(all, i, &RankCpuStats::on_cpu_ns);
     double on_cpu = static_cast<double>(*r.on_cpu_ns);
     f.evidence.push_back(Evidence{
         peer_cpu ? fmt::format("host CPU: its time on a CPU, {:.3f} s per step, is {:.2f}x its "
@@ -134,7 +122,7 @@ std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& 
                                const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.probe_ns || *r.probe_ns <= 0) return std::nullopt;
-  auto base = OthersMedian(all, i, &RankCpuStats::probe_ns);
+  auto base = PeersMedian(all, i, &RankCpuStats::probe_ns);
   if (!base || *base <= 0) return std::nullopt;  // a probe means something only against peers'
   double ratio = static_cast<double>(*r.probe_ns) / *base;
   if (ratio < 1 + o.min_probe_excess) return std::nullopt;
@@ -166,12 +154,12 @@ std::optional<Finding> CpuTimeHigh(const Run& run, const std::vector<RankCpuStat
                                    const HostCpuDetectorOptions& o) {
   const RankCpuStats& r = all[i];
   if (!r.on_cpu_ns || r.on_cpu_steps < o.min_cpu_time_steps) return std::nullopt;
-  auto base = OthersMedian(all, i, &RankCpuStats::on_cpu_ns);
+  auto base = PeersMedian(all, i, &RankCpuStats::on_cpu_ns);
   if (!base || *base <= 0) return std::nullopt;
   double ratio = static_cast<double>(*r.on_cpu_ns) / *base;
   if (ratio < 1 + o.min_cpu_time_excess) return std::nullopt;
   if (r.probe_ns) {
-    auto probe = OthersMedian(all, i, &RankCpuStats::probe_ns);
+    auto probe = PeersMedian(all, i, &RankCpuStats::probe_ns);
     if (probe && static_cast<double>(*r.probe_ns) > *probe * (1 + o.min_probe_excess / 2))
       return std::nullopt;  // its CPU is slower: host.cpu_slow's to say
   }
@@ -219,7 +207,7 @@ std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last
                                 size_t min_steps) {
   std::vector<double> in, out;
   for (const StepCpu& c : s.cpu) {
-    if (!c.probe_ns || *c.probe_ns <= 0) continue;
+    if (!c.probe_ns) continue;
     (c.step >= first && c.step <= last ? in : out).push_back(static_cast<double>(*c.probe_ns));
   }
   if (in.size() < min_inside || out.size() < min_steps) return std::nullopt;
@@ -238,7 +226,7 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
     if (s == nullptr) continue;
     std::vector<double> in;
     for (const StepCpu& c : s->cpu) {
-      if (c.probe_ns && *c.probe_ns > 0 && c.step >= profiled->first && c.step <= profiled->last)
+      if (c.probe_ns && c.step >= profiled->first && c.step <= profiled->last)
         in.push_back(static_cast<double>(*c.probe_ns));
     }
     if (in.size() < kMinWindowProbes) continue;

@@ -66,6 +66,7 @@
 
 #include "analysis/finding.h"
 #include "analysis/profiled_steps.h"
+#include "analysis/robust_stats.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -105,6 +106,32 @@ struct HostCpuAnalysis {
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);
+
+// The median of the ranks' `field` but all[skip]'s, where known; nullopt
+// when no other rank has it.
+template <typename T>
+std::optional<double> PeersMedian(const std::vector<RankCpuStats>& all, size_t skip,
+                                  std::optional<T> RankCpuStats::*field) {
+  std::vector<double> v;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != skip && all[i].*field) v.push_back(static_cast<double>(*(all[i].*field)));
+  }
+  return Median(std::move(v));
+}
+
+// `rank`'s `field` over its peers' median (PeersMedian); nullopt when
+// either is unknown or the median is not positive.
+template <typename T>
+std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t rank,
+                                   std::optional<T> RankCpuStats::*field) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].rank != rank || !(all[i].*field)) continue;
+    std::optional<double> median = PeersMedian(all, i, field);
+    if (!median || *median <= 0) return std::nullopt;
+    return static_cast<double>(*(all[i].*field)) / *median;
+  }
+  return std::nullopt;
+}
 
 // Fills RankCpuStats::window_probe_ns over the logged steps the profiler
 // traced (`profiled`, from the step detector): the speed of each rank's CPU

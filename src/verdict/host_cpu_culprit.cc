@@ -52,22 +52,6 @@ std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank) {
   return *mine->on_cpu_mean_ns / *median;
 }
 
-// The rank's probe against the median of its peers' (over the run, or
-// over the profiled steps with `window`); nullopt when either is unknown.
-std::optional<double> ProbeRatio(const Analyses& a, int32_t rank, bool window) {
-  auto field = window ? &RankCpuStats::window_probe_ns : &RankCpuStats::probe_ns;
-  std::optional<double> mine;
-  std::vector<double> others;
-  for (const RankCpuStats& r : a.host_cpu.ranks) {
-    if (!(r.*field) || *(r.*field) <= 0) continue;
-    if (r.rank == rank) mine = static_cast<double>(*(r.*field));
-    else others.push_back(static_cast<double>(*(r.*field)));
-  }
-  std::optional<double> median = Median(std::move(others));
-  if (!mine || !median || *median <= 0) return std::nullopt;
-  return *mine / *median;
-}
-
 // Whether a trace finding (late arrival, compute-slow) names `rank`: the
 // culprit was read from the profiled steps.
 bool FromTraces(const Analyses& a, int32_t rank) {
@@ -223,8 +207,10 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
           *work - 1 >= std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4))
         return false;
     }
-    std::optional<double> window = ProbeRatio(a, *c.entity.rank, /*window=*/true);
-    std::optional<double> run = ProbeRatio(a, *c.entity.rank, /*window=*/false);
+    std::optional<double> window =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
+    std::optional<double> run =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::probe_ns);
     // A late arrival's cost is the job's: what its waiting cost the others.
     const double slowdown = c.slowdown.value_or(v.throughput_lost.value_or(0));
     if (!window || !run || *window < 1 + excess || *run >= 1 + excess / 2 ||

@@ -200,9 +200,15 @@ INSTANTIATE_TEST_SUITE_P(
         // (their probes) and the steps took +65%: the machine slowed.
         Expected{"w2_healthy_machine_slowed", VerdictStatus::kJobWide, {}},
         // Healthy; in the profiled steps (30-39) rank 1's core ran its
-        // probe ~1.6x as long as rank 0's (over the run 0.8x), so rank 1
+        // probe 1.43x as long as rank 0's (over the run 0.79x), so rank 1
         // arrives last at 7 of 9 collectives there: not a slow rank.
         Expected{"w2_healthy_window_core_slowed", VerdictStatus::kNoStraggler, {}},
+        // Rank 3 computes 1.5x; 4 ranks on 2 vCPUs put healthy rank 0 at
+        // +5% in step times, but in the profiled steps rank 0 arrives
+        // 1.09 ms before the median: rank 3 alone.
+        Expected{"w4_compute_1.5_step_noise",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kComputeSlow}}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
