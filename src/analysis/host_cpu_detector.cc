@@ -147,33 +147,104 @@ std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& 
   return f;
 }
 
-// step.cpu_time_high of out.ranks[i]: more CPU time per step than its
-// peers', its CPU as fast as theirs (a probe within min_probe_excess / 2,
-// or none logged).
-std::optional<Finding> CpuTimeHigh(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
-                                   const HostCpuDetectorOptions& o) {
-  const RankCpuStats& r = all[i];
-  if (!r.on_cpu_ns || r.on_cpu_steps < o.min_cpu_time_steps) return std::nullopt;
-  auto base = PeersMedian(all, i, &RankCpuStats::on_cpu_ns);
-  if (!base || *base <= 0) return std::nullopt;
-  double ratio = static_cast<double>(*r.on_cpu_ns) / *base;
-  if (ratio < 1 + o.min_cpu_time_excess) return std::nullopt;
-  if (r.probe_ns) {
-    auto probe = PeersMedian(all, i, &RankCpuStats::probe_ns);
-    if (probe && static_cast<double>(*r.probe_ns) > *probe * (1 + o.min_probe_excess / 2))
-      return std::nullopt;  // its CPU is slower: host.cpu_slow's to say
+// The median of `sorted` without its element at `skip` (size >= 2).
+double MedianWithout(const std::vector<double>& sorted, size_t skip) {
+  const size_t n = sorted.size() - 1;
+  auto at = [&](size_t i) { return sorted[i < skip ? i : i + 1]; };
+  return n % 2 == 1 ? at(n / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
+}
+
+// The index of `x` in `sorted` (one of its equals: removing any of them
+// leaves the same values).
+size_t IndexOf(const std::vector<double>& sorted, double x) {
+  return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+}
+
+struct CpuPoint {
+  int64_t step = 0;
+  size_t rank = 0;  // index into the ranks measured
+  double cpu = 0;
+  double probe = 0;  // 0: none logged that step
+};
+
+// RankCpuStats::work_* of every rank: its CPU time over its peers' median,
+// step by step, in the steps its CPU was as fast as theirs.
+void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
+                 const HostCpuDetectorOptions& o) {
+  std::vector<CpuPoint> points;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const StepSeries* s = run.FindRank(ranks[i].rank);
+    if (s == nullptr) continue;
+    for (const StepCpu& c : s->cpu) {
+      if (!c.on_cpu_ns || *c.on_cpu_ns <= 0) continue;
+      points.push_back(CpuPoint{c.step, i, static_cast<double>(*c.on_cpu_ns),
+                                c.probe_ns ? static_cast<double>(*c.probe_ns) : 0.0});
+    }
   }
+  std::sort(points.begin(), points.end(), [](const CpuPoint& a, const CpuPoint& b) {
+    return a.step != b.step ? a.step < b.step : a.rank < b.rank;
+  });
+  std::vector<std::vector<double>> ratios(ranks.size());
+  std::vector<size_t> probed(ranks.size(), 0);
+  std::vector<double> cpus, probes;
+  for (size_t b = 0, e = 0; b < points.size(); b = e) {
+    while (e < points.size() && points[e].step == points[b].step) ++e;
+    if (e - b < 2) continue;
+    cpus.clear();
+    probes.clear();
+    for (size_t k = b; k < e; ++k) {
+      cpus.push_back(points[k].cpu);
+      if (points[k].probe > 0) probes.push_back(points[k].probe);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    std::sort(probes.begin(), probes.end());
+    for (size_t k = b; k < e; ++k) {
+      const CpuPoint& p = points[k];
+      const double peer_cpu = MedianWithout(cpus, IndexOf(cpus, p.cpu));
+      if (p.probe > 0) {
+        if (probes.size() < 2) continue;  // no peer's probe to compare with
+        const double peer_probe = MedianWithout(probes, IndexOf(probes, p.probe));
+        if (std::abs(p.probe / peer_probe - 1) > o.max_step_probe_gap) continue;
+        ++probed[p.rank];
+      }
+      ratios[p.rank].push_back(p.cpu / peer_cpu);
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const size_t n = ratios[i].size();
+    if (n < o.min_cpu_time_steps) continue;
+    const double m = *Median(ratios[i]);
+    const double sigma = std::max(kMadToSigma * *Mad(ratios[i]), kMinWorkSigma);
+    ranks[i].work_ratio = m;
+    ranks[i].work_steps = n;
+    ranks[i].work_z = (m - 1) / (sigma / std::sqrt(static_cast<double>(n)));
+    ranks[i].work_probed = probed[i] == n;
+  }
+}
+
+// step.cpu_time_high of out.ranks[i]: more CPU time per step than its
+// peers', step by step, on a CPU as fast as theirs (MeasureWork).
+std::optional<Finding> CpuTimeHigh(const Run& run, const RankCpuStats& r,
+                                   const HostCpuDetectorOptions& o) {
+  if (!r.work_ratio || *r.work_ratio < 1 + o.min_cpu_time_excess || r.work_z < o.min_cpu_time_z)
+    return std::nullopt;
+  const double ratio = *r.work_ratio;
+  const double error = (ratio - 1) / r.work_z;
   Finding f = RankFinding(run, FindingCode::kStepCpuTimeHigh, r.rank);
   f.cause = "more_work";
   f.slowdown = ratio - 1;
-  double by_ratio = 0.5 + 0.3 * std::min(1.0, (ratio - 1) / (3 * o.min_cpu_time_excess));
-  double by_steps = std::min(1.0, static_cast<double>(r.on_cpu_steps) / 20.0);
-  f.confidence = 0.4 + (by_ratio - 0.4) * by_steps;
+  // 0.5 at min_cpu_time_z, 0.8 at four times it; held down over few steps.
+  double by_z = 0.5 + 0.3 * std::min(1.0, (r.work_z - o.min_cpu_time_z) / (3 * o.min_cpu_time_z));
+  double by_steps = std::min(1.0, static_cast<double>(r.work_steps) / 20.0);
+  f.confidence = 0.4 + (by_z - 0.4) * by_steps;
   f.message = fmt::format(
-      "rank {}'s training thread uses {:.2f}x its peers' CPU time per step ({:.3f} s against "
-      "{:.3f} s, median of {} steps){}",
-      r.rank, ratio, static_cast<double>(*r.on_cpu_ns) / 1e9, *base / 1e9, r.on_cpu_steps,
-      r.probe_ns ? " on a CPU as fast as theirs (probe)" : "");
+      "rank {}'s training thread uses {:.2f}x its peers' CPU time per step (±{:.2f}, median of "
+      "{} steps{})",
+      r.rank, ratio, error, r.work_steps,
+      r.work_probed ? fmt::format(" in which its CPU ran a fixed piece of work within {:.0f}% of "
+                                  "theirs (probe)",
+                                  100 * o.max_step_probe_gap)
+                    : "; no probe logged, so a slower CPU is not ruled out");
   f.evidence.push_back(
       Evidence{"host CPU: " + f.message + ": it does more work each step", std::nullopt});
   AddNextStep(f);
@@ -187,16 +258,29 @@ HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& o) 
   for (const StepSeries& s : run.ranks) {
     if (auto r = Measure(s, o.min_steps)) out.ranks.push_back(*r);
   }
+  MeasureWork(run, out.ranks, o);
   for (size_t i = 0; i < out.ranks.size(); ++i) {
     if (auto f = Contention(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
     if (auto f = SlowCpu(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
-    if (auto f = CpuTimeHigh(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
+    if (auto f = CpuTimeHigh(run, out.ranks[i], o)) out.findings.push_back(std::move(*f));
   }
   std::stable_sort(out.findings.begin(), out.findings.end(),
                    [](const Finding& a, const Finding& b) {
                      return a.slowdown.value_or(1e9) > b.slowdown.value_or(1e9);
                    });
   return out;
+}
+
+std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOptions& o) {
+  if (!r.work_ratio || *r.work_ratio < 1 + o.min_cpu_time_excess || r.work_z <= 0 ||
+      r.work_steps == 0)
+    return std::nullopt;
+  // The error falls as 1/sqrt(steps): z grows as sqrt(steps).
+  const double kept = static_cast<double>(r.work_steps) /
+                      static_cast<double>(std::max(r.on_cpu_steps, r.work_steps));
+  const double need =
+      static_cast<double>(r.work_steps) * std::pow(o.min_cpu_time_z / r.work_z, 2) / kept;
+  return static_cast<size_t>(std::ceil(need));
 }
 
 namespace {

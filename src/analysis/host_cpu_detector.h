@@ -43,17 +43,21 @@
 // 1.01x apart when the work did; the article's same-SKU spread is < 5%.
 //
 // More work: the thread's CPU time per step is a measure of its work that
-// time-sharing does not stretch (wall times of ops do). step.cpu_time_high
-// when a rank's median over >= min_cpu_time_steps steps is at least
-// 1 + min_cpu_time_excess times the other ranks' median while its probe is
-// within half of min_probe_excess of theirs (or none was logged): it does
-// more work each step. min_cpu_time_excess 0.15: healthy ranks here ran
-// up to 1.10x apart over a run with probes 1.02x apart (the probe's
-// integer loop does not feel what slows a GEMM on a shared core), ranks
-// behind a throttled link 1.12x (gloo's transfers run on the thread), and
-// a 1.2x compute fault read 1.0-1.3x (the GEMMs are part of the step's CPU
-// time only). A finding, never a culprit by itself.
-//
+// time-sharing does not stretch (wall times of ops do), but a slower core
+// does stretch it. So each step is compared on its own: the rank's CPU time
+// over its peers' median in the same step, kept only when its probe that
+// step is within max_step_probe_gap of its peers' (every step when no probe
+// was logged). step.cpu_time_high when the median of >= min_cpu_time_steps
+// kept steps is at least 1 + min_cpu_time_excess and stands min_cpu_time_z
+// standard errors above 1 (the spread of the kept ratios: the MAD, at least
+// kMinWorkSigma). bench/realjobs 2026-12-05, 331 kept runs: healthy ranks'
+// medians 0.99-1.09 with z <= 4.3 (a 1.07 over 11 steps: z 3.3; a 1.18
+// over 11 steps of a core slowed most of the run: z 4.3), a 1.1x compute
+// fault 1.05-1.16 (z 4-23, 14 of 24 runs at z >= 5), 1.2x 1.13-1.25, 1.5x
+// 1.33-1.46; the whole run's medians, not paired by step, put a healthy
+// rank whose core slowed for half the run at 1.18 with its probe's median
+// at 1.00. Below min_cpu_time_z, the steps a run would need to reach it are
+// StepsToTell's.
 // Thread-safety: a pure function of its input.
 
 #ifndef LAGGARD_ANALYSIS_HOST_CPU_DETECTOR_H_
@@ -79,8 +83,10 @@ struct HostCpuDetectorOptions {
   double max_confidence = 0.9;
   double min_probe_excess = 0.1;
   double max_probe_confidence = 0.85;
-  double min_cpu_time_excess = 0.15;
+  double min_cpu_time_excess = 0.05;
   size_t min_cpu_time_steps = 10;
+  double min_cpu_time_z = 5;
+  double max_step_probe_gap = 0.05;
   double min_job_probe_rise = 0.2;
 };
 
@@ -97,7 +103,26 @@ struct RankCpuStats {
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
   // Mean probe time over the steps the profiler traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
+  // Its work against its peers' (step.cpu_time_high): the median of its
+  // per-step CPU time over its peers' that step, over work_steps steps
+  // (>= min_cpu_time_steps of them) in which its CPU was as fast as theirs;
+  // work_z: (work_ratio - 1) in standard errors. work_probed: every one of
+  // those steps had probes to compare (else a slower CPU is not ruled out).
+  std::optional<double> work_ratio;
+  size_t work_steps = 0;
+  double work_z = 0;
+  bool work_probed = false;
 };
+
+// The spread of per-step work ratios is taken as at least this (1%): a
+// handful of near-equal ratios is not a measured zero spread.
+inline constexpr double kMinWorkSigma = 0.01;
+
+// The steps (rounded up) in which `r` would show its work ratio at
+// min_cpu_time_z, at the spread measured, with the same share of its CPU
+// steps kept; nullopt without a work ratio of at least 1 +
+// min_cpu_time_excess.
+std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOptions& o);
 
 struct HostCpuAnalysis {
   std::vector<RankCpuStats> ranks;  // by rank

@@ -144,6 +144,53 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
   return out;
 }
 
+std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+  const Finding* more = nullptr;
+  for (const Finding& f : a.host_cpu.findings) {
+    if (f.code != FindingCode::kStepCpuTimeHigh || !f.entity.rank) continue;
+    if (more != nullptr) return std::nullopt;  // two ranks do more work: not one straggler
+    more = &f;
+  }
+  if (more == nullptr || !CpuOnlyTrace(a, *more->entity.rank)) return std::nullopt;
+  auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                            [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
+  if (stats == a.host_cpu.ranks.end() || !stats->work_probed) return std::nullopt;
+  Culprit c;
+  c.entity = more->entity;
+  c.cause_class = CauseClass::kComputeSlow;
+  c.slowdown = more->slowdown;
+  c.confidence = std::min(more->confidence, kSingleSourceCap);
+  for (const Evidence& e : more->evidence) c.evidence.push_back(e.text);
+  c.evidence.push_back(
+      "its traces hold CPU ops only: the thread's CPU time is the rank's compute; the others "
+      "wait for it inside their own ops and collectives, so step times and op times read alike");
+  PutStepsFirst(next_steps, more->next_steps);
+  return c;
+}
+
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+  const HostCpuDetectorOptions o;
+  const RankCpuStats* best = nullptr;
+  size_t need = 0;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    std::optional<size_t> n = StepsToTell(r, o);
+    if (!n || !r.work_probed || r.work_z >= o.min_cpu_time_z || !CpuOnlyTrace(a, r.rank)) continue;
+    if (best == nullptr || *r.work_ratio > *best->work_ratio) {
+      best = &r;
+      need = *n;
+    }
+  }
+  if (best == nullptr) return;
+  std::string said = fmt::format(
+      "rank {}'s thread used {:.2f}x its peers' CPU time per step over {} steps on CPUs as fast, "
+      "too few to tell from noise ({:.1f} standard errors of the {:.0f} needed): run ~{} steps "
+      "to tell",
+      best->rank, *best->work_ratio, best->work_steps, best->work_z, o.min_cpu_time_z, need);
+  v.summary += "; " + said;
+  AddSteps(next_steps, {std::move(said)});
+}
+
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   std::vector<const Finding*> waiting = Waiting(a);
   if (v.status != VerdictStatus::kStraggler || waiting.empty()) return false;

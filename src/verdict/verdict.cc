@@ -13,6 +13,7 @@ namespace {
 using verdict_internal::AddSteps;
 using verdict_internal::BoundByCulprit;
 using verdict_internal::CostPhrase;
+using verdict_internal::CpuWorkCulprit;
 using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::DropUnbornOut;
@@ -33,6 +34,7 @@ using verdict_internal::PreferHostCpu;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::RemoveSteps;
+using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SmallStepStragglerTracedEarly;
 using verdict_internal::TimesCompared;
 using verdict_internal::TimeTieStep;
@@ -906,26 +908,23 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
   if (v.status != VerdictStatus::kStraggler) {
+    // Culprits no step time or trace named, found by another signal.
+    auto name = [&](std::vector<Culprit> culprits) {
+      v.culprits = std::move(culprits);
+      v.status = VerdictStatus::kStraggler;
+      v.throughput_lost.reset();
+      v.gpu_hours_per_day.reset();
+      changed = true;
+    };
     if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
       PutStepsFirst(next, pause->next_steps);
-      v.culprits.clear();
-      v.culprits.push_back(PauseCulprit(*pause));
-      v.status = VerdictStatus::kStraggler;
-      v.throughput_lost.reset();
-      v.gpu_hours_per_day.reset();
-      changed = true;
+      name({PauseCulprit(*pause)});
     } else if (auto cpu = HostCpuCulprits(a); !cpu.empty()) {
-      for (const Finding& f : a.host_cpu.findings) {
-        if (f.code == FindingCode::kHostCpuContention) {
-          PutStepsFirst(next, f.next_steps);
-          break;
-        }
-      }
-      v.culprits = std::move(cpu);
-      v.status = VerdictStatus::kStraggler;
-      v.throughput_lost.reset();
-      v.gpu_hours_per_day.reset();
-      changed = true;
+      if (const Finding* f = FirstOf(a.host_cpu.findings, FindingCode::kHostCpuContention))
+        PutStepsFirst(next, f->next_steps);
+      name(std::move(cpu));
+    } else if (auto work = CpuWorkCulprit(a, next)) {
+      name({std::move(*work)});
     } else if (auto hw = HardwareOnlyCulprit(a)) {
       // Tied to a slowdown episode: what that episode cost.
       if (hw->onset_step) hw_cost = EpisodeThroughputLost(a, *hw->onset_step);
@@ -971,6 +970,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     v.gpu_hours_per_day = GpuHoursPerDay(hw_cost, WorldSize(a.steps, a.traces));
   }
   AskForMissing(run, v, next);
+  SayCpuWorkUndecided(v, a, next);
   if (v.status == VerdictStatus::kInconclusive && run.ranks.empty() && run.traces.empty()) {
     size_t warnings = 0;
     for (const auto* list : {&a.hardware.findings, &a.network.findings}) {

@@ -103,6 +103,20 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
 // CPU while their peers do not, the most slowed first (host_cpu_culprit.cc).
 std::vector<Culprit> HostCpuCulprits(const Analyses& a);
 
+// Where step times and traces name no culprit, in a job whose traces hold
+// CPU ops only: the one rank whose thread uses more CPU time per step than
+// its peers', step by step on CPUs as fast as theirs (step.cpu_time_high,
+// probes logged), is compute-slow. Its next steps go first. nullopt with no
+// such rank or more than one (host_cpu_culprit.cc).
+std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
+
+// A no-straggler or inconclusive verdict whose CPU-only job has a rank that
+// ran more CPU time per step than its peers, on CPUs as fast, but over too
+// few steps to tell from noise: its summary and next steps say what it
+// would take ("rank 3's thread used 1.08x ... run ~60 steps to tell")
+// (host_cpu_culprit.cc).
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
 // A straggler verdict whose every culprit is a rank of unknown cause, less
 // slowed than a rank that waits for a CPU: those ranks become the culprits
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.

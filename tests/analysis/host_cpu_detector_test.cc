@@ -176,6 +176,55 @@ TEST(HostCpuDetectorTest, MoreWorkOnAnEqualCpuIsNotTheHost) {
   EXPECT_TRUE(noted);
 }
 
+TEST(HostCpuDetectorTest, MildMoreWorkIsMeasuredStepByStep) {
+  // Compute 1.1x on a CPU as fast: 30 steps, a tight spread.
+  Diagnosed d = Diagnose(ProbeTable(1.1, 1.0));
+  ASSERT_EQ(d.a.host_cpu.findings.size(), 1u);
+  const Finding& f = d.a.host_cpu.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kStepCpuTimeHigh);
+  EXPECT_EQ(f.entity.rank, 3);
+  EXPECT_NEAR(f.slowdown.value_or(0), 0.1, 0.01);
+  const RankCpuStats& r = d.a.host_cpu.ranks[3];
+  EXPECT_EQ(r.work_steps, 30u);
+  EXPECT_TRUE(r.work_probed);
+  EXPECT_GT(r.work_z, HostCpuDetectorOptions().min_cpu_time_z);
+  // 1.03x: inside the 5% band, however many steps.
+  EXPECT_TRUE(Diagnose(ProbeTable(1.03, 1.0)).a.host_cpu.findings.empty());
+}
+
+TEST(HostCpuDetectorTest, ACoreSlowForHalfTheRunIsNotMoreWork) {
+  // Rank 3's core runs 1.5x slower in steps 0-14 (its probe and its CPU
+  // time alike), then as fast as its peers'. Over the run its CPU time's
+  // median is ~1.25x; in the steps whose probes agree it is 1.0x.
+  std::string t = "rank,step,step_time_ms,compute_ms,cpu_ms,cpu_wait_ms,cpu_probe_us\n";
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      double jitter = ((step * 7 + r * 3) % 5) * 0.004;
+      double slow = r == 3 && step < 15 ? 1.5 : 1.0;
+      t += fmt::format("{},{},1000,{},{},1,{}\n", r, step, 500 * slow * (1 + jitter),
+                       480 * slow * (1 + jitter), 200 * slow * (1 + jitter));
+    }
+  }
+  Diagnosed d = Diagnose(t);
+  for (const Finding& f : d.a.host_cpu.findings)
+    EXPECT_NE(f.code, FindingCode::kStepCpuTimeHigh) << f.message;
+  EXPECT_EQ(d.a.host_cpu.ranks[3].work_steps, 15u);
+  EXPECT_NEAR(d.a.host_cpu.ranks[3].work_ratio.value_or(0), 1.0, 0.02);
+}
+
+TEST(HostCpuDetectorTest, StepsToTellScaleAsTheSquareOfTheShortfall) {
+  // 1.08x over 10 kept steps of 20 at 2.5 standard errors: 5 needs 4x the
+  // kept steps, 40, so 80 of the run's.
+  RankCpuStats r;
+  r.work_ratio = 1.08;
+  r.work_steps = 10;
+  r.on_cpu_steps = 20;
+  r.work_z = 2.5;
+  EXPECT_EQ(StepsToTell(r, HostCpuDetectorOptions()), 80u);
+  r.work_ratio = 1.03;  // inside the band: nothing to tell
+  EXPECT_FALSE(StepsToTell(r, HostCpuDetectorOptions()).has_value());
+}
+
 TEST(HostCpuDetectorTest, ASlowProbeAloneNamesNobody) {
   // Equal compute, rank 3's probe 1.3x: a slower CPU that does not slow the
   // job names no culprit by itself.

@@ -96,6 +96,20 @@ TEST(RealJobTest, AJobWideSlowdownOfTheMachineSaysSo) {
   EXPECT_NE(v.next_steps[0].find("look at the machines"), std::string::npos) << v.next_steps[0];
 }
 
+// Rank 3 computes 1.1x, but only 14 steps had probes that agree: 1.09x
+// at 4.2 standard errors is no culprit, and the verdict says how many
+// steps would tell (the error falls as 1/sqrt(steps)).
+TEST(RealJobTest, AMildStragglerOverTooFewStepsAsksForMore) {
+  Verdict v = Diagnose(kData + "w4_compute_1.1_few_steps");
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("rank 3's thread used 1.09x"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("run ~58 steps to tell"), std::string::npos) << v.summary;
+  bool asked = false;
+  for (const std::string& s : v.next_steps) asked |= s.find("run ~58 steps") != std::string::npos;
+  EXPECT_TRUE(asked);
+}
+
 TEST(RealJobBadInputTest, AHalfWrittenTraceStillGivesTheVerdict) {
   testing_util::TempDir dir;
   const std::string src = kData + "w4_host_stall_15ms/";
@@ -209,6 +223,17 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_compute_1.5_step_noise",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kComputeSlow}}},
+        // Rank 1 computes 1.5x. In the profiled steps rank 0 waits inside
+        // its own backward ops, so its ops read as long and it arrives last;
+        // its CPU time per step, step by step on equal cores, is 1.44x.
+        Expected{
+            "w2_compute_1.5_cpu_time", VerdictStatus::kStraggler, {{1, CauseClass::kComputeSlow}}},
+        // Rank 3 computes 1.1x: 1.08x the CPU time per step over 28 steps.
+        Expected{"w4_compute_1.1", VerdictStatus::kStraggler, {{3, CauseClass::kComputeSlow}}},
+        // Healthy; rank 1's core ran slow for the first half of the run: its
+        // CPU time's median over the run is 1.18x, but step by step, where
+        // the probes agree, it is rank 0's.
+        Expected{"w2_healthy_core_slowed_half", VerdictStatus::kInconclusive, {}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
