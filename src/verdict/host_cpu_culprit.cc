@@ -144,17 +144,34 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
   return out;
 }
 
-std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+namespace {
+
+// The one rank outside `named` whose thread does more work per step
+// (step.cpu_time_high on probed steps of a CPU-only job), by at least
+// `min_slowdown` and `min_z` standard errors, as a compute-slow culprit;
+// nullopt when there is none or more than one.
+struct MoreWork {
+  Culprit culprit;
+  const Finding* finding = nullptr;  // its step.cpu_time_high
+};
+
+std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int32_t>& named,
+                                        double min_slowdown, double min_z) {
   const Finding* more = nullptr;
   for (const Finding& f : a.host_cpu.findings) {
-    if (f.code != FindingCode::kStepCpuTimeHigh || !f.entity.rank) continue;
+    if (f.code != FindingCode::kStepCpuTimeHigh || !f.entity.rank ||
+        std::find(named.begin(), named.end(), *f.entity.rank) != named.end())
+      continue;
     if (more != nullptr) return std::nullopt;  // two ranks do more work: not one straggler
     more = &f;
   }
-  if (more == nullptr || !CpuOnlyTrace(a, *more->entity.rank)) return std::nullopt;
+  if (more == nullptr || more->slowdown.value_or(0) < min_slowdown ||
+      !CpuOnlyTrace(a, *more->entity.rank))
+    return std::nullopt;
   auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
                             [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
-  if (stats == a.host_cpu.ranks.end() || !stats->work_probed) return std::nullopt;
+  if (stats == a.host_cpu.ranks.end() || !stats->work_probed || stats->work_z < min_z)
+    return std::nullopt;
   Culprit c;
   c.entity = more->entity;
   c.cause_class = CauseClass::kComputeSlow;
@@ -164,13 +181,55 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
   c.evidence.push_back(
       "its traces hold CPU ops only: the thread's CPU time is the rank's compute; the others "
       "wait for it inside their own ops and collectives, so step times and op times read alike");
-  PutStepsFirst(next_steps, more->next_steps);
-  return c;
+  return MoreWork{std::move(c), more};
+}
+
+}  // namespace
+
+std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+  const HostCpuDetectorOptions o;
+  const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
+  if (!m) return std::nullopt;
+  PutStepsFirst(next_steps, m->finding->next_steps);
+  return std::move(m->culprit);
+}
+
+bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty()) return false;
+  std::vector<int32_t> named;
+  for (const Culprit& c : v.culprits) {
+    if (c.entity.rank) named.push_back(*c.entity.rank);
+    named.insert(named.end(), c.ranks.begin(), c.ranks.end());
+  }
+  const HostCpuDetectorOptions o;
+  std::optional<MoreWork> m =
+      MoreWorkCulprit(a, named, kHiddenMoreWork, kHiddenMoreWorkZ * o.min_cpu_time_z);
+  if (!m) return false;
+  m->culprit.evidence.push_back(fmt::format(
+      "hidden behind {}: the job waits for the slowest rank of each step, so a second, smaller "
+      "delay does not show in step times",
+      EntityName(v.culprits.front().entity)));
+  AddSteps(next_steps, m->finding->next_steps);
+  v.culprits.push_back(std::move(m->culprit));
+  return true;
 }
 
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
   const HostCpuDetectorOptions o;
+  const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
+  if (more != nullptr && more->entity.rank && WorldSize(a.steps, a.traces) == 2 &&
+      more->slowdown.value_or(0) < kTwoRankMoreWork && CpuOnlyTrace(a, *more->entity.rank)) {
+    std::string said = fmt::format(
+        "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
+        "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
+        "feel all that slows a GEMM): compare with a third rank, or swap the ranks' cores",
+        *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork);
+    v.summary += "; " + said;
+    AddSteps(next_steps, {std::move(said)});
+    return;
+  }
   const RankCpuStats* best = nullptr;
   size_t need = 0;
   for (const RankCpuStats& r : a.host_cpu.ranks) {

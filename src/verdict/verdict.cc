@@ -11,7 +11,9 @@ namespace laggard {
 namespace {
 
 using verdict_internal::AddSteps;
+using verdict_internal::AlsoCpuWorkCulprit;
 using verdict_internal::BoundByCulprit;
+using verdict_internal::CapTwoRankConfidence;
 using verdict_internal::CostPhrase;
 using verdict_internal::CpuWorkCulprit;
 using verdict_internal::CulpritOf;
@@ -904,6 +906,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       if (v.culprits.empty()) return v;  // no straggler, said why
       changed = true;
     }
+    changed |= AlsoCpuWorkCulprit(v, a, next);
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
@@ -984,6 +987,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     }
   }
   v.next_steps = std::move(next);
+  changed |= CapTwoRankConfidence(v, WorldSize(a.steps, a.traces));
   if (changed) {
     BoundByCulprit(v, WorldSize(a.steps, a.traces));
     v.summary = StragglerSummary(v);

@@ -88,6 +88,21 @@ void BoundByCulprit(Verdict& v, size_t world) {
   if (world > 0) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, world);
 }
 
+bool CapTwoRankConfidence(Verdict& v, size_t world) {
+  if (world != 2 || v.status != VerdictStatus::kStraggler) return false;
+  bool capped = false;
+  for (Culprit& c : v.culprits) {
+    if (!c.entity.rank || (c.cause && *c.cause != "host_contention") || c.confidence <= kTwoRankCap)
+      continue;
+    c.confidence = kTwoRankCap;
+    c.evidence.push_back(
+        "two ranks: each is compared with the other alone, and no third says which is the odd "
+        "one (confidence at most medium)");
+    capped = true;
+  }
+  return capped;
+}
+
 std::string CostPhrase(const Verdict& v) {
   if (!v.throughput_lost) return {};
   const double pct = 100 * *v.throughput_lost;

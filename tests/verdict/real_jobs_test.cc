@@ -18,6 +18,7 @@
 #include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
+#include "verdict/verdict_helpers.h"
 
 namespace laggard {
 namespace {
@@ -108,6 +109,30 @@ TEST(RealJobTest, AMildStragglerOverTooFewStepsAsksForMore) {
   bool asked = false;
   for (const std::string& s : v.next_steps) asked |= s.find("run ~58 steps") != std::string::npos;
   EXPECT_TRUE(asked);
+}
+
+// Healthy, 2 ranks: rank 0 used 1.09x rank 1's CPU time per step on cores
+// its probe calls equal. With one peer that may be the cores, so no
+// culprit, and the verdict says what would tell.
+TEST(RealJobTest, TwoRanksNeedMoreThanAMildCpuTimeExcess) {
+  Verdict v = Diagnose(kData + "w2_healthy_two_cores");
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("with two ranks a difference under 15%"), std::string::npos)
+      << v.summary;
+}
+
+// A 2-rank culprit is compared with one peer only: never "high".
+TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
+  Verdict v = Diagnose(kData + "w2_compute_1.2");
+  ASSERT_FALSE(v.culprits.empty()) << v.summary;
+  EXPECT_LE(v.culprits[0].confidence, verdict_internal::kTwoRankCap) << v.summary;
+  EXPECT_EQ(v.summary.find("confidence high"), std::string::npos) << v.summary;
+  // It read higher before the cap: the cap says so in its evidence.
+  bool said = false;
+  for (const std::string& e : v.culprits[0].evidence)
+    said |= e.find("no third says which is the odd one") != std::string::npos;
+  EXPECT_TRUE(said) << v.summary;
 }
 
 TEST(RealJobBadInputTest, AHalfWrittenTraceStillGivesTheVerdict) {
@@ -234,6 +259,12 @@ INSTANTIATE_TEST_SUITE_P(
         // CPU time's median over the run is 1.18x, but step by step, where
         // the probes agree, it is rank 0's.
         Expected{"w2_healthy_core_slowed_half", VerdictStatus::kInconclusive, {}},
+        // Rank 1 computes 1.5x, rank 3 stalls 50 ms: rank 3 is last at every
+        // profiled collective, and rank 1 shows only in its CPU time per
+        // step (1.43x, step by step on equal cores).
+        Expected{"w4_two_faults_hidden",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kHostStall}, {1, CauseClass::kComputeSlow}}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
