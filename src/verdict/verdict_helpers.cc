@@ -168,8 +168,14 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
   if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
   for (const RankStepStats& r : steps.ranks) {
     if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
-    double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(r.steps_used));
-    return *straggler.slowdown < 3 * se && StepsToTell(steps).value_or(0) > steps.job.steps;
+    size_t n = r.steps_used;
+    const bool episode =
+        straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;
+    if (episode)
+      n = std::min(n, static_cast<size_t>(*straggler.end_step - *straggler.onset_step + 1));
+    double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(n));
+    return *straggler.slowdown < 3 * se &&
+           (episode || StepsToTell(steps).value_or(0) > steps.job.steps);
   }
   return false;
 }

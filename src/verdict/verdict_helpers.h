@@ -81,7 +81,12 @@ std::optional<size_t> StepsToTell(const StepAnalysis& steps);
 std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_nobody);
 
 // A persistent step straggler whose excess is under three standard errors
-// of its median (1.2533 sigma / sqrt(its steps)) of the run's per-step noise.
+// of its median (1.2533 sigma / sqrt(its steps)) of the run's per-step
+// noise, in a run too short to tell (StepsToTell). An episode that began
+// and recovered is measured over its own steps, whatever the run's length:
+// bench/realjobs 2026-12-05 (d6) named a healthy 4-rank run's rank 1 for
+// +8% over steps 28-32 with the run's per-step noise at 7.6% (three
+// standard errors over 5 steps: 12.8%).
 bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 
 // Thermal, power cap, clocks, PCIe, NVLink: the GPU findings that name a

@@ -265,6 +265,9 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_two_faults_hidden",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kHostStall}, {1, CauseClass::kComputeSlow}}},
+        // Healthy; rank 1 +8% over 5 steps (28-32) against a per-step noise
+        // of 7.6%: three standard errors over 5 steps are 12.8%.
+        Expected{"w4_healthy_short_episode", VerdictStatus::kNoStraggler, {}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
