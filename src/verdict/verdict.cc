@@ -20,7 +20,9 @@ using verdict_internal::CulpritOf;
 using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::DropUnbornOut;
 using verdict_internal::DropWindowCoreSlowdown;
+using verdict_internal::EnrichGroupCulprit;
 using verdict_internal::EnrichHostCpu;
+using verdict_internal::EnrichRankCulprit;
 using verdict_internal::EntityName;
 using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
@@ -28,14 +30,14 @@ using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprit;
 using verdict_internal::HostCpuCulprits;
-using verdict_internal::IsGpuCause;
+using verdict_internal::NetworkCulprits;
+using verdict_internal::OnGpu;
 using verdict_internal::PatternText;
 using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
-using verdict_internal::RemoveSteps;
 using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SmallStepStragglerTracedEarly;
 using verdict_internal::TimesCompared;
@@ -526,32 +528,6 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   return NoCulpritVerdict(run, steps, traces);
 }
 
-// PCIe / NVLink link faults slow the GPU's transfers (input copies, its
-// share of every collective), not its kernels: communication, as the
-// HardwareOnlyCulprit rule and the simulator's truth class them; the other
-// GPU causes slow the kernels.
-CauseClass GpuCauseClass(FindingCode c) {
-  return c == FindingCode::kGpuPcieDowngrade || c == FindingCode::kGpuNvlinkDown
-             ? CauseClass::kCommunication
-             : CauseClass::kComputeSlow;
-}
-
-bool IsNetCause(FindingCode c) {
-  return c == FindingCode::kNetPortDown || c == FindingCode::kNetLinkDegraded ||
-         c == FindingCode::kNetBandwidthLow || c == FindingCode::kNetSocketFallback ||
-         c == FindingCode::kNetNoGdr || c == FindingCode::kNetPoorPath;
-}
-
-bool OnGpu(const Finding& f, const Entity& e) {
-  if (f.entity.rank && e.rank && *f.entity.rank == *e.rank) return true;
-  return f.entity.host && e.host && f.entity.gpu && e.gpu && *f.entity.host == *e.host &&
-         *f.entity.gpu == *e.gpu;
-}
-
-bool OnHost(const Finding& f, const std::optional<std::string>& host) {
-  return host && f.entity.host && *f.entity.host == *host;
-}
-
 std::string_view CauseClassWords(CauseClass c) {
   switch (c) {
     case CauseClass::kComputeSlow: return "compute-slow";
@@ -586,251 +562,6 @@ std::string CulpritName(const Culprit& c) {
   std::string s = c.entity.host.value_or("unknown host");
   if (c.entity.nic) s += fmt::format(" ({})", *c.entity.nic);
   return s;
-}
-
-// Adds the hardware and network evidence of the culprit's GPU and host.
-// Returns true when it changed the culprit's cause or confidence.
-bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (!c.entity.rank) return false;
-  if (auto g = a.ranks.GpuOf(*c.entity.rank)) {
-    if (!c.entity.host) c.entity.host = g->first;
-    if (!c.entity.gpu && c.entity.host == g->first) c.entity.gpu = g->second;
-  }
-  bool changed = false;
-  const Finding* hw = nullptr;
-  for (const Finding& f : a.hardware.findings) {
-    if (!IsGpuCause(f.code) || !OnGpu(f, c.entity)) continue;
-    auto score = [](const Finding* x) {
-      return (x->overlaps_slow_steps == true ? 1.0 : 0.0) + x->confidence;
-    };
-    if (hw == nullptr || score(&f) > score(hw)) hw = &f;
-  }
-  if (hw != nullptr) {
-    changed = true;
-    c.evidence.push_back("GPU: " + hw->message);
-    if (hw->overlaps_slow_steps == false) {
-      c.confidence = std::min(c.confidence, kContradictedCap);
-    } else if (c.cause_class == CauseClass::kHostStall) {
-      c.evidence.push_back("contradiction: the trace shows a host stall, not slow kernels");
-      c.confidence = std::min(c.confidence, kContradictedCap);
-    } else {
-      c.cause_class = GpuCauseClass(hw->code);
-      c.cause = hw->cause;
-      c.confidence = Raised(std::max(c.confidence, hw->confidence), kCauseObservedGain);
-      // The traces' "check its hardware metrics" is answered by the GPU
-      // finding, whose own step (cooling, power limit, clocks) replaces it.
-      for (const Finding& t : a.traces.findings) {
-        if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == c.entity.rank)
-          RemoveSteps(next_steps, t.next_steps);
-      }
-      PutStepsFirst(next_steps, hw->next_steps);
-    }
-  }
-  for (const Finding& f : a.hardware.findings) {
-    if (f.code != FindingCode::kGpuErrors || !OnGpu(f, c.entity)) continue;
-    c.evidence.push_back("GPU errors: " + f.message);
-    c.confidence = Raised(c.confidence, kErrorsGain);
-    AddSteps(next_steps, f.next_steps);
-    changed = true;
-  }
-  const Finding* net = nullptr;
-  for (const Finding& f : a.network.findings) {
-    if (!IsNetCause(f.code)) continue;
-    bool mine = f.code == FindingCode::kNetPoorPath ? OnGpu(f, c.entity) : OnHost(f, c.entity.host);
-    if (mine && (net == nullptr || f.confidence > net->confidence)) net = &f;
-  }
-  if (net != nullptr) {
-    changed = true;
-    c.evidence.push_back("network: " + net->message);
-    if (c.cause_class == CauseClass::kUnknown) {
-      c.cause_class = CauseClass::kCommunication;
-      c.cause = net->cause;
-      c.confidence = Raised(std::max(c.confidence, net->confidence), kAgreeingSignalGain);
-      PutStepsFirst(next_steps, net->next_steps);
-    }
-  }
-  for (const Finding& f : a.network.findings) {
-    if (f.code == FindingCode::kNetSharedSwitch &&
-        std::find(f.ranks.begin(), f.ranks.end(), *c.entity.rank) != f.ranks.end()) {
-      c.evidence.push_back("switch: " + f.message);
-      if (c.cause_class == CauseClass::kUnknown || c.cause_class == CauseClass::kCommunication) {
-        c.cause_class = CauseClass::kExternal;
-        c.cause = "shared_switch";
-      }
-      AddSteps(next_steps, f.next_steps);
-      changed = true;
-    }
-  }
-  return changed;
-}
-
-// A group culprit whose GPUs show a hardware cause during the slow steps
-// is compute-slow (a host-wide thermal / power problem), not imbalance;
-// the GPU with the strongest finding becomes the named entity.
-bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (c.ranks.size() < 2 || c.cause_class == CauseClass::kHostStall) return false;
-  const Finding* hw = nullptr;
-  Entity at;
-  for (int32_t r : c.ranks) {
-    Entity e;
-    e.rank = r;
-    if (auto g = a.ranks.GpuOf(r)) e.host = g->first, e.gpu = g->second;
-    for (const Finding& f : a.hardware.findings) {
-      if (!IsGpuCause(f.code) || !OnGpu(f, e) || f.overlaps_slow_steps == false) continue;
-      if (hw == nullptr || f.confidence > hw->confidence) hw = &f, at = e;
-    }
-  }
-  if (hw == nullptr) return false;
-  c.entity.rank = at.rank;
-  c.entity.host = at.host;
-  c.entity.gpu = at.gpu;
-  c.cause_class = GpuCauseClass(hw->code);
-  c.cause = hw->cause;
-  std::erase_if(c.evidence, [](const std::string& e) { return e.rfind("no GPU metric", 0) == 0; });
-  c.evidence.push_back("GPU: " + hw->message);
-  c.confidence = Raised(std::max(c.confidence, hw->confidence), kCauseObservedGain);
-  PutStepsFirst(next_steps, hw->next_steps);
-  return true;
-}
-
-// Hosts whose network evidence is strong enough to blame on its own.
-std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
-                                     std::vector<std::string>& next_steps) {
-  std::vector<Culprit> out;
-  // Every rank of the job on one host (and the traces' world size, when
-  // known, says that is all of it): NCCL moves the job's data over NVLink,
-  // PCIe or shared memory, never the host's NICs, so a NIC fault cannot
-  // slow it.
-  if (auto sole = a.ranks.SoleHost()) {
-    bool whole = !a.traces.world_size ||
-                 static_cast<size_t>(*a.traces.world_size) == a.ranks.RanksOnHost(*sole).size();
-    if (whole) return out;
-  }
-  for (const Finding& f : a.network.findings) {
-    if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath ||
-        f.code == FindingCode::kNetNoGdr || !f.entity.host || f.severity != Severity::kCritical ||
-        f.confidence < kStrongNetworkConfidence) {
-      continue;
-    }
-    bool covered = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-      return c.entity.host == f.entity.host && c.cause_class == CauseClass::kCommunication;
-    });
-    if (covered) continue;
-    auto it = std::find_if(out.begin(), out.end(),
-                           [&](const Culprit& c) { return c.entity.host == f.entity.host; });
-    if (it == out.end()) {
-      Culprit c;
-      c.entity.host = f.entity.host;
-      c.entity.nic = f.entity.nic;
-      c.entity.switch_name = f.entity.switch_name;
-      c.cause_class = CauseClass::kCommunication;
-      c.cause = f.cause;
-      c.confidence = std::min(f.confidence, kSingleSourceCap);
-      c.slowdown = f.slowdown;
-      c.evidence.push_back("network: " + f.message);
-      out.push_back(std::move(c));
-    } else {
-      // A second independent network signal on the same host; a direct
-      // observation of the link names the cause better than a bandwidth test.
-      if (f.code != FindingCode::kNetBandwidthLow) it->cause = f.cause;
-      if (!it->entity.nic) it->entity.nic = f.entity.nic;
-      if (!it->slowdown) it->slowdown = f.slowdown;
-      it->evidence.push_back("network: " + f.message);
-      it->confidence = Raised(it->confidence, kCauseObservedGain);
-    }
-    AddSteps(next_steps, f.next_steps);
-  }
-  // A host named by nccl-tests bandwidth alone, one of whose GPUs runs its
-  // PCIe link downgraded: that link is the slow rail (the GPU's share of
-  // every ring, GPUDirect RDMA), so the GPU is the culprit, not the NIC.
-  for (Culprit& c : out) {
-    bool bandwidth_only =
-        std::all_of(a.network.findings.begin(), a.network.findings.end(), [&](const Finding& f) {
-          return !IsNetCause(f.code) || f.code == FindingCode::kNetBandwidthLow ||
-                 !OnHost(f, c.entity.host);
-        });
-    if (!bandwidth_only || c.entity.rank) continue;
-    const Finding* pcie = nullptr;
-    size_t n = 0;
-    for (const Finding& f : a.hardware.findings) {
-      if (f.code == FindingCode::kGpuPcieDowngrade && OnHost(f, c.entity.host) && f.entity.gpu)
-        pcie = &f, ++n;
-    }
-    if (n != 1) continue;
-    c.entity.rank = pcie->entity.rank;
-    c.entity.gpu = pcie->entity.gpu;
-    c.entity.nic.reset();
-    c.cause = "pcie_downgrade";
-    c.evidence.push_back("GPU: " + pcie->message);
-    c.confidence = Raised(c.confidence, kCauseObservedGain);
-    PutStepsFirst(next_steps, pcie->next_steps);
-  }
-  // Hosts of one switch slow together in nccl-tests, no host of it blamed
-  // otherwise: while the job's step times show slowdowns of the whole job
-  // (episodes, or synchronised steps with a communication-bound trace) —
-  // what a congested switch does to a ring — or synchronised step times
-  // (what any slow link looks like from the ranks), the switch's hosts are
-  // the culprit, outside the job.
-  // Port counters that show every host of one switch waiting for credits
-  // far more than the rest name the switch on their own (a direct
-  // observation of the congestion, at most kSingleSourceCap), more when the job's steps
-  // slow down together as well.
-  for (const Finding& f : a.network.findings) {
-    if (f.code != FindingCode::kNetSharedSwitch ||
-        (f.pattern != Pattern::kSwitchGroup && f.pattern != Pattern::kPortCounters)) {
-      continue;
-    }
-    const bool counters = f.pattern == Pattern::kPortCounters;
-    bool covered = std::any_of(out.begin(), out.end(),
-                               [&](const Culprit& c) {
-                                 return c.entity.switch_name == f.entity.switch_name;
-                               }) ||
-                   std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-                     return c.entity.host && std::find(f.ranks.begin(), f.ranks.end(),
-                                                       c.entity.rank.value_or(-1)) != f.ranks.end();
-                   });
-    if (covered || (v.status == VerdictStatus::kStraggler && !counters)) continue;
-    const Finding* episodes = FirstOf(a.steps, FindingCode::kPeriodicSlowdown);
-    if (!episodes) episodes = FirstOf(a.steps, FindingCode::kJobSlowdown);
-    const Finding* comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound);
-    const Finding* sync = FirstOf(a.steps, FindingCode::kStepsSynchronised);
-    if (!episodes && !comm && !sync && !counters) continue;
-    Culprit c;
-    c.entity.host = f.entity.host;
-    c.entity.switch_name = f.entity.switch_name;
-    c.ranks = f.ranks;
-    c.cause_class = CauseClass::kExternal;
-    c.cause = "shared_switch";
-    c.slowdown = f.slowdown;
-    if (counters) {
-      c.confidence = std::min(kSingleSourceCap, f.confidence);
-      if (episodes) {
-        c.confidence = std::min(kSwitchCountersCap,
-                                c.confidence + (comm ? kCauseObservedGain : kAgreeingSignalGain));
-      }
-    } else {
-      c.confidence =
-          std::min(kSingleSourceCap,
-                   f.confidence + (episodes && comm ? kCauseObservedGain : kAgreeingSignalGain));
-    }
-    c.evidence.push_back("switch: " + f.message);
-    if (episodes) c.evidence.push_back("step times: " + episodes->message);
-    if (comm) c.evidence.push_back("traces: " + comm->message);
-    AddSteps(next_steps, f.next_steps);
-    out.push_back(std::move(c));
-  }
-  for (const Finding& f : a.network.findings) {
-    if (f.code != FindingCode::kNetSharedSwitch) continue;
-    for (Culprit& c : out) {
-      if (c.entity.switch_name == f.entity.switch_name && c.cause != "shared_switch") {
-        c.cause_class = CauseClass::kExternal;
-        c.cause = "shared_switch";
-        c.evidence.push_back("switch: " + f.message);
-      }
-    }
-    AddSteps(next_steps, f.next_steps);
-  }
-  return out;
 }
 
 // What is missing to decide, as next steps.

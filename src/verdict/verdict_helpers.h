@@ -93,6 +93,29 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 // cause (hardware_culprit.cc).
 bool IsGpuCause(FindingCode c);
 
+// A port down, a degraded link, low bandwidth, a socket fallback, no GPU
+// Direct RDMA, a poor path: the network findings that name a cause
+// (network_culprit.cc).
+bool IsNetCause(FindingCode c);
+
+// Whether `f` is about the GPU of `e`: the same rank, or the same host and
+// GPU index; OnHost: about `host` (enrich_culprit.cc).
+bool OnGpu(const Finding& f, const Entity& e);
+bool OnHost(const Finding& f, const std::optional<std::string>& host);
+
+// Adds the hardware and network evidence of a rank culprit's GPU and host
+// (its cause when observed); EnrichGroupCulprit: a group's, whose GPUs show
+// a hardware cause during the slow steps. True when the culprit's cause or
+// confidence changed (enrich_culprit.cc).
+bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+
+// Hosts whose network evidence is strong enough to blame on its own, not
+// already named for communication in `v`; their next steps are added
+// (network_culprit.cc).
+std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
+                                     std::vector<std::string>& next_steps);
+
 // One GPU's hardware anomaly as the culprit where step times and traces
 // cannot name one (hardware_culprit.cc).
 std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a);
