@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +27,19 @@ std::optional<std::string> HugePageTunables(std::optional<std::string_view> tuna
   return value;
 }
 
+bool ReadsData(const char* const* argv) {
+  constexpr std::array<std::string_view, 6> kCommands = {"diagnose", "inspect", "demo",
+                                                         "watch",    "agent",   "simulate"};
+  for (const char* const* a = argv + 1; *a != nullptr; ++a) {
+    std::string_view arg(*a);
+    if (arg.empty() || arg[0] == '-') continue;
+    return std::find(kCommands.begin(), kCommands.end(), arg) != kCommands.end();
+  }
+  return false;
+}
+
 void MaybeRunAgainWithHugePages(char** argv) {
+  if (argv == nullptr || argv[0] == nullptr || !ReadsData(argv)) return;
   auto env = [](const char* name) -> std::optional<std::string_view> {
     const char* v = std::getenv(name);
     return v ? std::optional<std::string_view>(v) : std::nullopt;

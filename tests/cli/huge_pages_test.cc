@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace laggard {
 namespace {
 
@@ -31,6 +33,23 @@ TEST(HugePagesTest, LeavesTheProcessAloneOtherwise) {
   EXPECT_FALSE(HugePageTunables(std::nullopt, kMadvise, std::nullopt,
                                 "/usr/libexec/valgrind/memcheck-amd64-linux"));
   EXPECT_FALSE(HugePageTunables(std::nullopt, kMadvise, std::nullopt, "/x/laggard_tests/../gdb"));
+}
+
+TEST(HugePagesTest, OnlyCommandsThatReadDataStartTwice) {
+  auto reads = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "laggard");
+    args.push_back(nullptr);
+    return ReadsData(args.data());
+  };
+  EXPECT_TRUE(reads({"diagnose", "run/"}));
+  EXPECT_TRUE(reads({"inspect", "a.json"}));
+  EXPECT_TRUE(reads({"demo"}));
+  EXPECT_TRUE(reads({"--help", "watch"}));  // usage of a data command: harmless either way
+  EXPECT_FALSE(reads({}));
+  EXPECT_FALSE(reads({"--version"}));
+  EXPECT_FALSE(reads({"--help"}));
+  EXPECT_FALSE(reads({"formats"}));
+  EXPECT_FALSE(reads({"no-such-command"}));
 }
 
 }  // namespace
