@@ -69,6 +69,34 @@ std::vector<PowerLimitChange> LimitChanges(const GpuRecord& g, const HardwareDet
   return out;
 }
 
+// The violation counters' share of the time between samples (GpuStats);
+// none where the samples' times are guessed (no dates in the file).
+void MeasureCounters(const GpuRecord& g, GpuStats& st) {
+  if (g.time_is_approximate) return;
+  auto thermal = [](const GpuSample& s) { return s.thermal_violation_ns; };
+  auto power = [](const GpuSample& s) -> std::optional<int64_t> {
+    if (!s.power_violation_ns && !s.power_brake_violation_ns) return std::nullopt;
+    return s.power_violation_ns.value_or(0) + s.power_brake_violation_ns.value_or(0);
+  };
+  auto share = [&](auto get, DurationNs& span_ns) -> std::optional<double> {
+    const GpuSample* prev = nullptr;
+    double held = 0, span = 0;
+    for (const GpuSample& s : g.samples) {
+      std::optional<int64_t> c = get(s);
+      if (!c) continue;
+      if (prev != nullptr && s.time_ns > prev->time_ns && *c >= *get(*prev)) {
+        held += static_cast<double>(*c - *get(*prev));
+        span += static_cast<double>(s.time_ns - prev->time_ns);
+      }
+      prev = &s;
+    }
+    span_ns = static_cast<DurationNs>(span);
+    return span > 0 ? std::optional<double>(std::min(1.0, held / span)) : std::nullopt;
+  };
+  st.thermal_counter_share = share(thermal, st.thermal_counter_span_ns);
+  st.power_counter_share = share(power, st.power_counter_span_ns);
+}
+
 GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
   GpuStats st;
   st.host = g.host;
@@ -135,6 +163,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
   st.thermal_reason_share = static_cast<double>(thermal) / n;
   st.power_reason_share = static_cast<double>(power_reason) / nl;
   st.pinned_share = static_cast<double>(pinned) / nl;
+  MeasureCounters(g, st);
   return st;
 }
 
@@ -361,12 +390,26 @@ ClockState ClockOf(const GpuMetrics& gm, const HardwareDetectorOptions& o) {
   return c;
 }
 
+// "; its clocks were held down for heat 34% of the 60 s between samples
+// (the driver's counters), though no sample caught the reason active".
+std::string CounterWords(double share, DurationNs span, std::string_view why,
+                         double sampled_share) {
+  std::string s = fmt::format(
+      "; its clocks were held down for {} {:.0f}% of the {:.0f} s between samples (the driver's "
+      "counters)",
+      why, 100 * share, static_cast<double>(span) / 1e9);
+  if (share > 0 && sampled_share == 0) s += ", though no sample caught the reason active";
+  return s;
+}
+
 std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& clock,
                                       const std::vector<SuspectRank>& suspects,
                                       const HardwareDetectorOptions& o) {
   const GpuStats& st = gm.stats;
-  if (!((st.hot_share >= o.min_share || st.thermal_reason_share >= o.min_share) &&
-        (clock.low || st.thermal_reason_share >= o.min_share))) {
+  // The reasons sampled, or the driver's counters between samples.
+  const double reason = std::max(st.thermal_reason_share, st.thermal_counter_share.value_or(0));
+  if (!((st.hot_share >= o.min_share || reason >= o.min_share) &&
+        (clock.low || reason >= o.min_share))) {
     return std::nullopt;
   }
   Finding f;
@@ -388,10 +431,14 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
     f.message += fmt::format("; thermal slowdown active in {:.0f}% of samples",
                              100 * st.thermal_reason_share);
   }
+  if (st.thermal_counter_share) {
+    f.message += CounterWords(*st.thermal_counter_share, st.thermal_counter_span_ns, "heat",
+                              st.thermal_reason_share);
+  }
   f.evidence.push_back(SourceOf(
       gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C", 100 * st.hot_share, o.hot_temp_c)));
   f.overlaps_slow_steps = gm.thermal_overlap;
-  double conf = 0.6 + (clock.low ? 0.15 : 0) + (st.thermal_reason_share >= o.min_share ? 0.1 : 0);
+  double conf = 0.6 + (clock.low ? 0.15 : 0) + (reason >= o.min_share ? 0.1 : 0);
   Relate(f, st, suspects, conf);
   f.next_steps.push_back(
       fmt::format("improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
@@ -486,9 +533,8 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
         *st.capped_sm_clock_mhz, *st.peer_sm_clock_mhz, gm.peer_is_max ? "max" : "same-model peers",
         -100 * gap);
   }
-  bool pinned =
-      (st.pinned_share >= o.min_power_share || st.power_reason_share >= o.min_power_share) &&
-      capped.low;
+  const double reason = std::max(st.power_reason_share, st.power_counter_share.value_or(0));
+  bool pinned = (st.pinned_share >= o.min_power_share || reason >= o.min_power_share) && capped.low;
   if (!limit_lowered && !pinned) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuPowerCap;
@@ -502,7 +548,11 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   if (pinned) {
     f.message +=
         fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}", limit_lowered ? "; " : "",
-                    100 * std::max(st.pinned_share, st.power_reason_share), capped.text);
+                    100 * std::max(st.pinned_share, reason), capped.text);
+    if (st.power_counter_share) {
+      f.message += CounterWords(*st.power_counter_share, st.power_counter_span_ns, "power",
+                                st.power_reason_share);
+    }
   } else if (gm.clock_gap) {
     f.message += "; " + capped.text;
   }

@@ -130,6 +130,16 @@ struct GpuStats {
   double thermal_reason_share = 0;
   double power_reason_share = 0;
   double pinned_share = 0;
+  // From the driver's violation counters (GpuSample::*_violation_ns): the
+  // time held down for heat (thermal) or power (SW power cap and the HW
+  // brake) over the time between samples that both have the counter, summed
+  // over consecutive pairs (a counter that went back, a driver reload, is
+  // skipped); nullopt without two such samples. *_counter_span_ns: that
+  // time.
+  std::optional<double> thermal_counter_share;
+  std::optional<double> power_counter_share;
+  DurationNs thermal_counter_span_ns = 0;
+  DurationNs power_counter_span_ns = 0;
   // Thermal slowdown reasons in every one of the last loaded samples (by time):
   // how many, from when, and the median loaded SM clock among them.
   size_t thermal_tail_samples = 0;

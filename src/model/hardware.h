@@ -108,6 +108,9 @@ struct GpuSample {
   std::optional<int64_t> board_limit_violation_ns;
   std::optional<int64_t> low_util_violation_ns;
   std::optional<int64_t> reliability_violation_ns;
+  // The hardware power brake's share (nvidia-smi -q "HW Power Braking"):
+  // the board or the system asserted the brake, not the driver.
+  std::optional<int64_t> power_brake_violation_ns;
 };
 
 struct GpuFacts {

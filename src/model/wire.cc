@@ -63,7 +63,7 @@ static_assert(sizeof(TimelineOp) == 56, "a field was added to TimelineOp: update
 static_assert(sizeof(TimelineWorker) == 28,
               "a field was added to TimelineWorker: update model/wire.cc");
 static_assert(sizeof(OpTimeline) == 80, "a field was added to OpTimeline: update model/wire.cc");
-static_assert(sizeof(GpuSample) == 440, "a field was added to GpuSample: update model/wire.cc");
+static_assert(sizeof(GpuSample) == 456, "a field was added to GpuSample: update model/wire.cc");
 static_assert(sizeof(GpuFacts) == 520, "a field was added to GpuFacts: update model/wire.cc");
 static_assert(sizeof(GpuRecord) == 744, "a field was added to GpuRecord: update model/wire.cc");
 static_assert(sizeof(IbPort) == 440, "a field was added to IbPort: update model/wire.cc");
@@ -110,7 +110,7 @@ static_assert(sizeof(RunBuilder) == 2528, "a field was added to RunBuilder: upda
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 4;
+constexpr uint32_t kWireVersion = 5;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -369,7 +369,8 @@ void serialize(Archive& ar, GpuSample& x) {
   ar(x.gr_engine_active_pct, x.sm_active_pct, x.sm_occupancy_pct, x.tensor_active_pct,
      x.dram_active_pct, x.nvlink_tx_mb_s, x.nvlink_rx_mb_s, x.nvlink_total_mb_s);
   ar(x.power_violation_ns, x.thermal_violation_ns, x.sync_boost_violation_ns,
-     x.board_limit_violation_ns, x.low_util_violation_ns, x.reliability_violation_ns);
+     x.board_limit_violation_ns, x.low_util_violation_ns, x.reliability_violation_ns,
+     x.power_brake_violation_ns);
 }
 
 template <class Archive>

@@ -216,6 +216,52 @@ TEST(HardwareMetricsTest, AGpuBelowItsPeersMeasuresItsClockGapAndOverlap) {
   EXPECT_EQ(whole.findings[0].message, a.findings[0].message);
 }
 
+// The driver's violation counters between samples are the time throttled:
+// GPU 1's thermal counter grows 3 s of every 10 s (30%) while no sample
+// catches the thermal reason active, and its clock sits 14% below its
+// peers': thermal, said from the counters. A counter that goes back (a
+// driver reload) is skipped.
+TEST(HardwareMetricsTest, ViolationCountersGiveTheShareOfTimeThrottled) {
+  laggard::Run run = TinyRun();
+  for (GpuRecord& g : run.hardware.gpus) {
+    for (size_t t = 0; t < g.samples.size(); ++t) {
+      const int64_t held = g.index == 1 ? static_cast<int64_t>(t) * 300'000'000 : 0;
+      // From sample 5 on the driver was reloaded: the counter starts again.
+      g.samples[t].thermal_violation_ns =
+          t < 5 ? 1'000'000'000'000 + held : held - (g.index == 1 ? 1'500'000'000 : 0);
+      g.samples[t].power_violation_ns = 5'000;
+    }
+  }
+  RankMap ranks = RankMap::Build(run, std::nullopt);
+  HardwareDetectorOptions opt;
+  HardwareMetrics m = MeasureHardware(run, ranks, {}, opt);
+  ASSERT_EQ(m.gpus.size(), 3u);
+  const GpuStats& st = m.gpus[1].stats;
+  ASSERT_TRUE(st.thermal_counter_share.has_value());
+  // Pair (4,5) is skipped (the counter went back at 5): 8 s, 2.4 s held.
+  EXPECT_NEAR(*st.thermal_counter_share, 0.3, 1e-9);
+  EXPECT_EQ(st.thermal_counter_span_ns, 8'000'000'000);
+  EXPECT_EQ(st.power_counter_span_ns, 9'000'000'000);  // the power counter's pairs: all 9
+  EXPECT_EQ(st.power_counter_share, 0.0);
+  EXPECT_EQ(m.gpus[0].stats.thermal_counter_share, 0.0);
+  m.gpus[1].stats.sm_clock_mhz = 1700;
+  m.gpus[1].clock_gap = 1 - 1700.0 / 1980;
+  HardwareAnalysis a = DecideHardware(m, {}, opt);
+  const Finding* thermal = nullptr;
+  for (const Finding& f : a.findings) {
+    if (f.code != FindingCode::kGpuThermal) continue;
+    EXPECT_EQ(thermal, nullptr) << f.message;  // GPU 1's only
+    thermal = &f;
+  }
+  ASSERT_NE(thermal, nullptr);
+  EXPECT_EQ(thermal->entity.gpu, 1);
+  EXPECT_NE(thermal->message.find("held down for heat 30% of the 8 s between samples"),
+            std::string::npos)
+      << thermal->message;
+  EXPECT_NE(thermal->message.find("though no sample caught the reason active"), std::string::npos)
+      << thermal->message;
+}
+
 // Each GPU's peers are the other GPUs of its model: two models, repeated
 // clocks, odd and even peer counts, a GPU without a clock. The peer medians
 // must be the medians of exactly those others.

@@ -139,7 +139,8 @@ GpuSample Sample(TimeNs t, double temp_c) {
                    .sync_boost_violation_ns = 3'000,
                    .board_limit_violation_ns = 4'000,
                    .low_util_violation_ns = 5'000,
-                   .reliability_violation_ns = 6'000};
+                   .reliability_violation_ns = 6'000,
+                   .power_brake_violation_ns = 7'000};
 }
 
 void AddGpu(RunBuilder& b) {
@@ -520,6 +521,7 @@ void ExpectSameRun(const laggard::Run& a, const laggard::Run& b) {
     for (size_t j = 0; j < x.samples.size(); ++j) {
       EXPECT_EQ(x.samples[j].time_ns, y.samples[j].time_ns);
       EXPECT_EQ(x.samples[j].reliability_violation_ns, y.samples[j].reliability_violation_ns);
+      EXPECT_EQ(x.samples[j].power_brake_violation_ns, y.samples[j].power_brake_violation_ns);
     }
     EXPECT_EQ(x.files, y.files);
   }

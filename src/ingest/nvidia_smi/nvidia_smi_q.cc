@@ -45,6 +45,12 @@
 // was cut) count as hardware.bad_record with their line; everything read up
 // to there is kept.
 // An unknown clock-event reason counts as hardware.unknown_field.
+//
+// "Clocks Event Reasons Counters" (drivers of 2023 on) give the time, since
+// the driver loaded, that the clocks were held down for each reason, in
+// microseconds: the GPU sample's violation counters (model/hardware.h), SW
+// and HW thermal slowdown summed. With two snapshots or more (-l) their
+// difference over the time between is the share of the time throttled.
 
 #include <cmath>
 
@@ -133,7 +139,8 @@ bool PrintsProcesses(const std::optional<std::string>& driver) {
 bool HasAnyValue(const GpuSample& s) {
   return s.temp_c || s.mem_temp_c || s.sm_clock_mhz || s.mem_clock_mhz || s.power_w ||
          s.power_limit_w || s.util_pct || s.mem_util_pct || s.pcie_rx_mb_s || s.pcie_tx_mb_s ||
-         s.pcie_gen || s.pcie_width || s.clock_events || s.perf_state;
+         s.pcie_gen || s.pcie_width || s.clock_events || s.perf_state || s.power_violation_ns ||
+         s.thermal_violation_ns || s.sync_boost_violation_ns || s.power_brake_violation_ns;
 }
 
 // One "GPU <bus id>" block as read so far.
@@ -266,6 +273,29 @@ class QParser {
   std::optional<int64_t> Count(std::string_view key, std::string_view value, uint64_t n) {
     return Int(key, value, "", n, 0, int64_t{1} << 53);
   }
+  // One line of "Clocks Event Reasons Counters": the time since the driver
+  // loaded that the clocks were held down for that reason, "12234991553 us".
+  // SW and HW thermal slowdown add up into the thermal counter (either may
+  // be N/A); an unknown reason counts as hardware.unknown_field.
+  void Counter(std::string_view key, std::string_view value, uint64_t n, GpuSample& s) {
+    std::optional<int64_t>* into = nullptr;
+    bool adds = false;
+    if (EqualsIgnoreCase(key, "SW Power Capping")) into = &s.power_violation_ns;
+    else if (EqualsIgnoreCase(key, "Sync Boost")) into = &s.sync_boost_violation_ns;
+    else if (EqualsIgnoreCase(key, "HW Power Braking")) into = &s.power_brake_violation_ns;
+    else if (EqualsIgnoreCase(key, "SW Thermal Slowdown") ||
+             EqualsIgnoreCase(key, "HW Thermal Slowdown"))
+      into = &s.thermal_violation_ns, adds = true;
+    if (into == nullptr) {
+      ctx_.diag().Add(DiagCode::kHwUnknownField, ctx_.path, n,
+                      fmt::format("unknown clock-event counter \"{}\"", Printable(key, 60)));
+      return;
+    }
+    auto us = Int(key, value, "us", n, 0, int64_t{1} << 52);
+    if (!us) return;
+    const int64_t ns = *us * 1000;
+    *into = adds && *into ? **into + ns : ns;
+  }
   // "Yes"/"No" (or "Active"/"Not Active" with `active`).
   std::optional<bool> Flag(std::string_view key, std::string_view value, uint64_t n,
                            bool active = false) {
@@ -396,6 +426,8 @@ class QParser {
         b.clock_events_seen = true;
         if (*active) b.clock_events |= *bit;
       }
+    } else if (p == "clocks event reasons counters" || p == "clocks throttle reasons counters") {
+      Counter(key, value, n, s);
     } else if (p == "power readings" || p == "gpu power readings") {
       if (is("Power Draw")) b.power_draw = Num(key, value, "W", n);
       else if (is("Average Power Draw")) b.power_average = Num(key, value, "W", n);

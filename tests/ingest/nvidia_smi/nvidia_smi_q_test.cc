@@ -796,6 +796,59 @@ GPU 00000000:19:00.0
   EXPECT_EQ(g.samples[1].src.line, 12u);
 }
 
+// nvidia-smi -q: "Clocks Event Reasons Counters" (tests/data/nvidia_smi_q/,
+// real pages, README there: the readings were written before the reader ran).
+std::string Data(const std::string& name) {
+  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/nvidia_smi_q/" + name;
+}
+
+TEST(NvidiaSmiQCounters, TwoDriversCountersAreReadAsTheirTimesSinceLoad) {
+  ReadResult a = ReadQ(Data("rtx3090ti_580_counters.txt"));
+  ASSERT_EQ(a.run.hardware.gpus.size(), 1u);
+  ASSERT_EQ(a.gpu(0).samples.size(), 1u);
+  const GpuSample& s = a.gpu(0).samples[0];
+  EXPECT_EQ(s.power_violation_ns, int64_t{85'032'867} * 1000);
+  EXPECT_EQ(s.sync_boost_violation_ns, 0);
+  EXPECT_EQ(s.thermal_violation_ns, 0);  // SW 0 + HW 0
+  EXPECT_EQ(s.power_brake_violation_ns, 0);
+  EXPECT_EQ(s.clock_events.value_or(0) & clock_event::kSwPowerCap, 0u);  // not active now
+  // The page stops after FB Memory Usage: a cut block, counted, kept.
+  EXPECT_EQ(a.count(DiagCode::kHwBadRecord), 1u);
+  EXPECT_EQ(a.count(DiagCode::kHwUnknownField), 0u);
+
+  ReadResult b = ReadQ(Data("gtx1650_575_counters.txt"));
+  ASSERT_EQ(b.run.hardware.gpus.size(), 1u);
+  const GpuSample& t = b.gpu(0).samples.at(0);
+  EXPECT_EQ(t.power_violation_ns, int64_t{4'957'032'508} * 1000);
+  EXPECT_EQ(t.thermal_violation_ns, int64_t{3'893'592} * 1000);
+  EXPECT_EQ(t.power_brake_violation_ns, 0);
+  EXPECT_EQ(b.count(DiagCode::kHwUnknownField), 0u);
+}
+
+TEST(NvidiaSmiQCounters, SwAndHwThermalAddUpAndBadCountersAreCounted) {
+  const std::string text = R"(==============NVSMI LOG==============
+Timestamp                                 : Mon Jan 29 10:41:38 2024
+Attached GPUs                             : 1
+GPU 00000000:19:00.0
+    Clocks Event Reasons Counters
+        SW Power Capping                  : 12 us
+        SW Thermal Slowdown               : 2000 us
+        HW Thermal Slowdown               : 500 us
+        HW Power Braking                  : N/A
+        Sync Boost                        : 7 ms
+        Warp Drive Braking                : 5 us
+)";
+  ReadResult r = ReadQText(text);
+  ASSERT_EQ(r.run.hardware.gpus.size(), 1u);
+  const GpuSample& s = r.gpu(0).samples.at(0);
+  EXPECT_EQ(s.power_violation_ns, 12'000);
+  EXPECT_EQ(s.thermal_violation_ns, 2'500'000);
+  EXPECT_FALSE(s.power_brake_violation_ns.has_value());  // N/A: unknown, not 0
+  EXPECT_FALSE(s.sync_boost_violation_ns.has_value());   // "7 ms": not us
+  EXPECT_EQ(r.lines(DiagCode::kHwBadRecord), std::vector<uint64_t>{LineOf(text, "Sync Boost")});
+  EXPECT_EQ(r.lines(DiagCode::kHwUnknownField), std::vector<uint64_t>{LineOf(text, "Warp Drive")});
+}
+
 TEST(NvidiaSmiQ, WithoutDatesSamplesAreOneSecondApartAndApproximate) {
   const std::string block = R"(GPU 00000000:19:00.0
     Temperature
