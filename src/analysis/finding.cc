@@ -159,6 +159,10 @@ constexpr FindingInfo kCatalogue[] = {
      kSteps,
      "compare what {who} computes with a peer's: batch and sequence sizes, padding, the data "
      "shard, extra work on that rank (logging, evaluation); profile a few steps of both"},
+    {"gpu.throttle_history", Severity::kWarning,
+     "a GPU's clock-event counters show long throttling since its driver loaded, far more than "
+     "its same-model peers' (one snapshot: a history, not the run)",
+     kGpu},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

@@ -77,6 +77,7 @@ enum class FindingCode : uint16_t {
   kHostCpuContention,  // a rank's process waits for a CPU, its peers' do not (host_cpu_detector.h)
   kHostCpuSlow,      // a rank's CPU runs a fixed probe slower than its peers' (host_cpu_detector.h)
   kStepCpuTimeHigh,  // a rank's thread uses more CPU time per step on as fast a CPU: more work
+  kGpuThrottleHistory,  // a GPU's driver counters: long throttled since it loaded (one snapshot)
   kCount,
 };
 

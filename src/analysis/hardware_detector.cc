@@ -69,16 +69,17 @@ std::vector<PowerLimitChange> LimitChanges(const GpuRecord& g, const HardwareDet
   return out;
 }
 
-// The violation counters' share of the time between samples (GpuStats);
-// none where the samples' times are guessed (no dates in the file).
+// The violation counters' share of the time between samples (none where
+// the samples' times are guessed: no dates in the file), their latest
+// values and the latest reasons (GpuStats).
 void MeasureCounters(const GpuRecord& g, GpuStats& st) {
-  if (g.time_is_approximate) return;
   auto thermal = [](const GpuSample& s) { return s.thermal_violation_ns; };
   auto power = [](const GpuSample& s) -> std::optional<int64_t> {
     if (!s.power_violation_ns && !s.power_brake_violation_ns) return std::nullopt;
     return s.power_violation_ns.value_or(0) + s.power_brake_violation_ns.value_or(0);
   };
   auto share = [&](auto get, DurationNs& span_ns) -> std::optional<double> {
+    if (g.time_is_approximate) return std::nullopt;
     const GpuSample* prev = nullptr;
     double held = 0, span = 0;
     for (const GpuSample& s : g.samples) {
@@ -95,6 +96,19 @@ void MeasureCounters(const GpuRecord& g, GpuStats& st) {
   };
   st.thermal_counter_share = share(thermal, st.thermal_counter_span_ns);
   st.power_counter_share = share(power, st.power_counter_span_ns);
+  for (auto it = g.samples.rbegin(); it != g.samples.rend(); ++it) {
+    if (!st.thermal_history_s && it->thermal_violation_ns)
+      st.thermal_history_s = static_cast<double>(*it->thermal_violation_ns) / 1e9;
+    if (!st.power_history_s && power(*it))
+      st.power_history_s = static_cast<double>(*power(*it)) / 1e9;
+  }
+  for (auto it = g.samples.rbegin(); it != g.samples.rend(); ++it) {
+    if (!it->clock_events) continue;
+    st.thermal_reason_now = ThermalReason(*it);
+    st.power_reason_now =
+        (*it->clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)) != 0;
+    break;
+  }
 }
 
 GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
@@ -202,7 +216,8 @@ std::vector<std::optional<double>> PeerMedians(const std::vector<GpuStats>& all,
 
 // What MeasureAgainstPeers compares each GPU with (PeerMedians of each).
 struct PeerValues {
-  std::vector<std::optional<double>> sm_clock_mhz, power_limit_w, temp_c_max, nvlink_up;
+  std::vector<std::optional<double>> sm_clock_mhz, power_limit_w, temp_c_max, nvlink_up,
+      thermal_history_s, power_history_s;
 };
 
 // Does any anomalous sample of `g` fall into the slow steps of its rank?
@@ -309,6 +324,8 @@ void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i, const Pee
     gm.clock_gap = 1 - *st.sm_clock_mhz / *peer_clock;
   gm.peer_power_limit_w = peers.power_limit_w[i];
   gm.peer_temp_c_max = peers.temp_c_max[i];
+  gm.peer_thermal_history_s = peers.thermal_history_s[i];
+  gm.peer_power_history_s = peers.power_history_s[i];
   gm.default_power_limit_w = g.facts.default_power_limit_w;
   gm.app_sm_clock_mhz = g.facts.app_sm_clock_mhz;
   gm.max_sm_clock_mhz = g.facts.max_sm_clock_mhz;
@@ -779,6 +796,8 @@ HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
   peers.sm_clock_mhz = PeerMedians(all, [](const GpuStats& x) { return x.sm_clock_mhz; });
   peers.power_limit_w = PeerMedians(all, [](const GpuStats& x) { return x.power_limit_w; });
   peers.temp_c_max = PeerMedians(all, [](const GpuStats& x) { return x.temp_c_max; });
+  peers.thermal_history_s = PeerMedians(all, [](const GpuStats& x) { return x.thermal_history_s; });
+  peers.power_history_s = PeerMedians(all, [](const GpuStats& x) { return x.power_history_s; });
   peers.nvlink_up = PeerMedians(all, [&](const GpuStats& x) -> std::optional<double> {
     auto it = record_of.find({x.host, x.gpu});
     if (it == record_of.end() || !it->second->facts.nvlink_up) return std::nullopt;
@@ -791,6 +810,65 @@ HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
     MeasureAgainstPeers(gpus, i, peers, suspects, o, m.gpus[i]);
   }
   return m;
+}
+
+namespace {
+
+// "3.4 h", "12 min", "45 s".
+std::string HeldFor(double s) {
+  if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
+  if (s >= 60) return fmt::format("{:.0f} min", s / 60);
+  return fmt::format("{:.0f} s", s);
+}
+
+}  // namespace
+
+std::optional<Finding> ThrottleHistoryFinding(const GpuMetrics& gm,
+                                              const HardwareDetectorOptions& o) {
+  const GpuStats& st = gm.stats;
+  if (st.thermal_counter_share || st.power_counter_share) return std::nullopt;  // the run says
+  struct Kind {
+    const char* why;
+    std::optional<double> held, peers;
+    bool now;
+  };
+  const Kind kinds[] = {
+      {"heat", st.thermal_history_s, gm.peer_thermal_history_s, st.thermal_reason_now},
+      {"power", st.power_history_s, gm.peer_power_history_s, st.power_reason_now}};
+  const Kind* worst = nullptr;
+  for (const Kind& k : kinds) {
+    if (!k.held || *k.held < o.min_throttle_history_s) continue;
+    if (k.peers ? *k.held < o.throttle_history_vs_peers * std::max(*k.peers, 60.0)
+                : *k.held < o.lone_throttle_history_s)
+      continue;
+    if (worst == nullptr || *k.held > *worst->held) worst = &k;
+  }
+  if (worst == nullptr) return std::nullopt;
+  Finding f;
+  f.code = FindingCode::kGpuThrottleHistory;
+  f.severity = worst->peers ? Severity::kWarning : Severity::kInfo;
+  f.entity = EntityOf(st);
+  f.cause = worst->why == std::string_view("heat") ? "thermal" : "power_cap";
+  f.message = fmt::format(
+      "{}: its clocks were held down for {} {} in all since its driver loaded (the driver's "
+      "clock-event counters){}; {}",
+      GpuName(st), worst->why, HeldFor(*worst->held),
+      worst->peers
+          ? fmt::format(", against a median of {} on its same-model peers", HeldFor(*worst->peers))
+          : std::string(),
+      worst->now ? "the reason is active in this snapshot too"
+                 : "the reason is not active in this snapshot: the counters keep what a "
+                   "snapshot's flags miss");
+  f.evidence.push_back(SourceOf(
+      gm, fmt::format("clock-event counters: {} held for {}", worst->why, HeldFor(*worst->held))));
+  // A history since the driver loaded, not this run: a place to look.
+  f.confidence = worst->peers ? 0.5 : 0.3;
+  f.next_steps.push_back(fmt::format(
+      "watch {} GPU {} under load: two `nvidia-smi -q -d PERFORMANCE` a minute apart give the "
+      "share of that minute throttled; for heat check its fans and airflow, for power `nvidia-smi "
+      "-q -d POWER` and the supply",
+      st.host.value_or("the host"), st.gpu));
+  return f;
 }
 
 HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<SuspectRank>& suspects,
@@ -806,7 +884,9 @@ HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<Susp
         thermal ? std::nullopt : PowerFinding(gm, clock, suspects, o, changes_told);
     std::optional<Finding> clocks =
         thermal || power ? std::nullopt : ClocksFinding(gm, clock, suspects, o);
-    for (std::optional<Finding>* f : {&thermal, &power, &clocks}) {
+    std::optional<Finding> history =
+        thermal || power ? std::nullopt : ThrottleHistoryFinding(gm, o);
+    for (std::optional<Finding>* f : {&thermal, &power, &clocks, &history}) {
       if (*f) a.findings.push_back(std::move(**f));
     }
     if (!changes_told) {

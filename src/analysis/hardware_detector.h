@@ -54,6 +54,14 @@
 //               generation below max under load; a lower generation while
 //               idle is normal power saving
 //   nvlink      fewer active links than the peers' median
+//   history     one snapshot of the driver's clock-event counters (no
+//               share between samples, no thermal or power finding): held
+//               down for heat or power >= min_throttle_history_s (600 s)
+//               since the driver loaded and >= throttle_history_vs_peers
+//               (10x) its same-model peers' median (at least 60 s of it), a
+//               warning; with no peers, >= lone_throttle_history_s (1 h),
+//               info. A history, not the run: it says where to look, never
+//               blames a rank (ThrottleHistoryFinding, hardware_history.cc)
 //   errors      uncorrectable ECC, pending retirement, remapping failure,
 //               XIDs, dcgmi diag failure (supporting evidence only)
 //   idle victims GPUs of healthy ranks with median utilisation <
@@ -94,6 +102,9 @@ struct HardwareDetectorOptions {
   size_t thermal_tail_samples = 3;
   double thermal_tail_clock_gap = 0.02;
   double app_clock_locked_ratio = 0.9;
+  double min_throttle_history_s = 600;
+  double throttle_history_vs_peers = 10;
+  double lone_throttle_history_s = 3600;
   double idle_victim_util_pct = 80;
   DurationNs time_slack_ns = 5'000'000'000;
 };
@@ -140,6 +151,13 @@ struct GpuStats {
   std::optional<double> power_counter_share;
   DurationNs thermal_counter_span_ns = 0;
   DurationNs power_counter_span_ns = 0;
+  // The latest counters, seconds since the driver loaded (thermal: SW + HW
+  // slowdown; power: SW cap + HW brake), and whether the latest sample with
+  // reasons had that reason active.
+  std::optional<double> thermal_history_s;
+  std::optional<double> power_history_s;
+  bool thermal_reason_now = false;
+  bool power_reason_now = false;
   // Thermal slowdown reasons in every one of the last loaded samples (by time):
   // how many, from when, and the median loaded SM clock among them.
   size_t thermal_tail_samples = 0;
@@ -161,6 +179,9 @@ struct GpuMetrics {
   std::optional<double> clock_gap;  // 1 - sm_clock / peer_sm_clock
   std::optional<double> peer_power_limit_w;
   std::optional<double> peer_temp_c_max;  // median of the same-model peers' peaks
+  // Median of the same-model peers' GpuStats::*_history_s.
+  std::optional<double> peer_thermal_history_s;
+  std::optional<double> peer_power_history_s;
   std::optional<double> default_power_limit_w;
   std::optional<double> app_sm_clock_mhz;
   std::optional<double> max_sm_clock_mhz;
@@ -206,6 +227,9 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
 HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
                                 const std::vector<SuspectRank>& suspects,
                                 const HardwareDetectorOptions& options);
+// gpu.throttle_history of one GPU (the "history" decision above).
+std::optional<Finding> ThrottleHistoryFinding(const GpuMetrics& gm,
+                                              const HardwareDetectorOptions& options);
 // Findings per GPU in run order (thermal, power cap, clocks, PCIe, NVLink,
 // errors), then the idle victims; with every GPU's stats.
 HardwareAnalysis DecideHardware(const HardwareMetrics& metrics,

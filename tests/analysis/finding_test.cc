@@ -45,7 +45,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHostCpuContention).name, "host.cpu_contention");
   EXPECT_EQ(Describe(FindingCode::kHostCpuSlow).name, "host.cpu_slow");
   EXPECT_EQ(Describe(FindingCode::kStepCpuTimeHigh).name, "step.cpu_time_high");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kStepCpuTimeHigh) + 1,
+  EXPECT_EQ(Describe(FindingCode::kGpuThrottleHistory).name, "gpu.throttle_history");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kGpuThrottleHistory) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

@@ -262,6 +262,49 @@ TEST(HardwareMetricsTest, ViolationCountersGiveTheShareOfTimeThrottled) {
       << thermal->message;
 }
 
+// One snapshot of the counters: GPU 2 held down for heat 3 h since its
+// driver loaded against 5 min on its peers (a warning: where to look); GPU
+// 3's 30 min is 3x its peers' only; a lone GPU needs an hour (info). A
+// GPU with a thermal finding or a share between samples gets none.
+TEST(HardwareDecisionTest, ALongThrottleHistoryAgainstItsPeersIsAWarning) {
+  HardwareMetrics m = Node({0.0, 0.0, 0.0, 0.0});
+  for (GpuMetrics& g : m.gpus) {
+    g.stats.thermal_history_s = 300;
+    g.peer_thermal_history_s = 300;
+  }
+  m.gpus[2].stats.thermal_history_s = 3 * 3600;
+  m.gpus[3].stats.thermal_history_s = 1800;
+  m.gpus[3].peer_thermal_history_s = 600;
+  HardwareAnalysis a = DecideHardware(m, {}, HardwareDetectorOptions());
+  ASSERT_EQ(a.findings.size(), 1u) << a.findings.back().message;
+  const Finding& f = a.findings[0];
+  EXPECT_EQ(f.code, FindingCode::kGpuThrottleHistory);
+  EXPECT_EQ(f.entity.gpu, 2);
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(f.cause, "thermal");
+  EXPECT_NE(f.message.find("held down for heat 3.0 h in all since its driver loaded"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("against a median of 5 min on its same-model peers"), std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("not active in this snapshot"), std::string::npos) << f.message;
+
+  // Alone: an hour is the floor, and then it is information.
+  GpuMetrics lone = Gpu(0, 0.0);
+  lone.stats.power_history_s = 1.5 * 3600;
+  lone.stats.power_reason_now = true;
+  std::optional<Finding> info = ThrottleHistoryFinding(lone, HardwareDetectorOptions());
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->severity, Severity::kInfo);
+  EXPECT_NE(info->message.find("active in this snapshot too"), std::string::npos) << info->message;
+  lone.stats.power_history_s = 0.9 * 3600;
+  EXPECT_FALSE(ThrottleHistoryFinding(lone, HardwareDetectorOptions()).has_value());
+  // Samples with a share between them: the run's own measure speaks.
+  lone.stats.power_history_s = 5 * 3600;
+  lone.stats.power_counter_share = 0.0;
+  EXPECT_FALSE(ThrottleHistoryFinding(lone, HardwareDetectorOptions()).has_value());
+}
+
 // Each GPU's peers are the other GPUs of its model: two models, repeated
 // clocks, odd and even peer counts, a GPU without a clock. The peer medians
 // must be the medians of exactly those others.

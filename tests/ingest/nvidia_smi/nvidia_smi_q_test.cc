@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analyze_run.h"
 #include "base/text.h"
 #include "ingest/common/input_file.h"
 #include "ingest/nvidia_smi/nvidia_smi_text.h"
@@ -823,6 +824,26 @@ TEST(NvidiaSmiQCounters, TwoDriversCountersAreReadAsTheirTimesSinceLoad) {
   EXPECT_EQ(t.thermal_violation_ns, int64_t{3'893'592} * 1000);
   EXPECT_EQ(t.power_brake_violation_ns, 0);
   EXPECT_EQ(b.count(DiagCode::kHwUnknownField), 0u);
+}
+
+// The same pages through the analysis: the GTX 1650's 1.4 h of power
+// capping is a lone GPU's history (info); the RTX 3090 Ti's 85 s is none.
+TEST(NvidiaSmiQCounters, ALongHistoryIsSaidAndAShortOneIsNot) {
+  for (auto [file, want] : {std::pair<const char*, bool>{"gtx1650_575_counters.txt", true},
+                            std::pair<const char*, bool>{"rtx3090ti_580_counters.txt", false}}) {
+    laggard::Run run = testing_util::IngestPaths({Data(file)});
+    Analyses a = AnalyzeRun(run, AnalysisOptions());
+    const Finding* history = nullptr;
+    for (const Finding& f : a.hardware.findings) {
+      if (f.code == FindingCode::kGpuThrottleHistory) history = &f;
+    }
+    ASSERT_EQ(history != nullptr, want) << file;
+    if (history == nullptr) continue;
+    EXPECT_EQ(history->severity, Severity::kInfo);
+    EXPECT_NE(history->message.find("held down for power 1.4 h in all since its driver loaded"),
+              std::string::npos)
+        << history->message;
+  }
 }
 
 TEST(NvidiaSmiQCounters, SwAndHwThermalAddUpAndBadCountersAreCounted) {
