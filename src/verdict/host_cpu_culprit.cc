@@ -146,14 +146,15 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
 
 namespace {
 
-// The one rank outside `named` whose thread does more work per step
-// (step.cpu_time_high on probed steps of a CPU-only job), by at least
-// `min_slowdown` and `min_z` standard errors, as a compute-slow culprit;
-// nullopt when there is none or more than one.
 struct MoreWork {
   Culprit culprit;
   const Finding* finding = nullptr;  // its step.cpu_time_high
 };
+
+// The one rank outside `named` whose thread does more work per step
+// (step.cpu_time_high on probed steps of a CPU-only job), by at least
+// `min_slowdown` and `min_z` standard errors, as a compute-slow culprit;
+// nullopt when there is none or more than one.
 
 std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int32_t>& named,
                                         double min_slowdown, double min_z) {
@@ -218,9 +219,15 @@ bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>&
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
   const HostCpuDetectorOptions o;
+  const bool two = WorldSize(a.steps, a.traces) == 2;
+  auto probed = [&](int32_t rank) {
+    return std::any_of(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                       [&](const RankCpuStats& r) { return r.rank == rank && r.work_probed; });
+  };
   const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
-  if (more != nullptr && more->entity.rank && WorldSize(a.steps, a.traces) == 2 &&
-      more->slowdown.value_or(0) < kTwoRankMoreWork && CpuOnlyTrace(a, *more->entity.rank)) {
+  if (more != nullptr && more->entity.rank && two &&
+      more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
+      CpuOnlyTrace(a, *more->entity.rank)) {
     std::string said = fmt::format(
         "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
         "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
@@ -234,7 +241,10 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
   size_t need = 0;
   for (const RankCpuStats& r : a.host_cpu.ranks) {
     std::optional<size_t> n = StepsToTell(r, o);
-    if (!n || !r.work_probed || r.work_z >= o.min_cpu_time_z || !CpuOnlyTrace(a, r.rank)) continue;
+    // With two ranks more steps tell only an excess the 2-rank rule names.
+    if (!n || !r.work_probed || r.work_z >= o.min_cpu_time_z || !CpuOnlyTrace(a, r.rank) ||
+        (two && *r.work_ratio < 1 + kTwoRankMoreWork))
+      continue;
     if (best == nullptr || *r.work_ratio > *best->work_ratio) {
       best = &r;
       need = *n;
