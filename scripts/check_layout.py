@@ -12,7 +12,7 @@ Run by ctest (test `layout_check`) and by hand: `scripts/check_layout.py`.
    ingest/common/ and, for traces, ingest/traces/common/. Only the stage's
    entry points at the top of ingest/ (ingest.h, readers.h) see every family.
    tests/ mirrors src/: every test file sits in the folder of what it tests.
-3. Size. No file in src/ over 1,000 lines and no function over 150, except
+3. Size. No file in src/ over 800 lines and no function over 120, except
    where the file says why in a line `// layout: <reason>` (a generated or
    table-like file).
 
@@ -24,14 +24,27 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
-MAX_FILE_LINES = 1000
-MAX_FUNCTION_LINES = 150
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 120
 
-# Files that still break a size rule while their split waits to land (issue
-# 19). Each may not grow past the size it had when listed, so the list only
-# shrinks; empty now that every file meets the limits.
+# Files that still break a size rule while their split waits to land. Each
+# may not grow past the size it had when listed (the limits went from 1,000
+# and 150 to 800 and 120 on 2026-12-05), so the list only shrinks.
 # {path under src/: (most lines in the file, most lines in one function)}
-PENDING_SPLITS = {}
+PENDING_SPLITS = {
+    'analysis/hang_detector.cc': (876, MAX_FUNCTION_LINES),
+    'analysis/hardware_detector.cc': (910, MAX_FUNCTION_LINES),
+    'analysis/trace_detector.cc': (MAX_FILE_LINES, 146),
+    'ingest/common/hang_lines.cc': (MAX_FILE_LINES, 131),
+    'ingest/dcgm/dcgm_exporter.cc': (MAX_FILE_LINES, 127),
+    'ingest/nvidia_smi/nvidia_smi_topo.cc': (MAX_FILE_LINES, 130),
+    'ingest/prometheus/prometheus_source.cc': (MAX_FILE_LINES, 132),
+    'ingest/traces/nsys/nsys_reader.cc': (839, 125),
+    'report/series_json.cc': (MAX_FILE_LINES, 134),
+    'simulator/kineto_traces.cc': (990, MAX_FUNCTION_LINES),
+    'simulator/truth_writer.cc': (MAX_FILE_LINES, 129),
+    'verdict/network_culprit.cc': (MAX_FILE_LINES, 137),
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 EXCEPTION = re.compile(r'//\s*layout:\s*\S')
@@ -221,7 +234,7 @@ def self_test():
         'src/ingest/x/q.cc': ('#include "ingest/y/s.h"\n', 'ingest family x includes ingest/y/s.h'),
         'src/ingest/traces/k/j.cc': ('#include "ingest/x/r.h"\n', 'family traces/k includes'),
         'src/base/big.cc': ('int G() {\n' + '  G();\n' * 151 + '}\n', 'a function of 153 lines'),
-        'src/model/long.cc': ('int a;\n' * 1001, '1001 lines, more than 1000'),
+        'src/model/long.cc': ('int a;\n' * 801, '801 lines, more than 800'),
         'tests/nowhere/n_test.cc': ('', 'src/nowhere/ does not exist'),
     }
     failures = []
