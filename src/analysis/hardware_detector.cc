@@ -11,7 +11,6 @@
 #include "model/time.h"
 
 namespace laggard {
-namespace {
 
 std::string GpuName(const GpuStats& g) {
   std::string s = fmt::format("GPU {} of {}", g.gpu, g.host.value_or("unknown host"));
@@ -19,7 +18,7 @@ std::string GpuName(const GpuStats& g) {
   return s;
 }
 
-Entity EntityOf(const GpuStats& g) {
+Entity GpuEntity(const GpuStats& g) {
   Entity e;
   e.rank = g.rank;
   e.host = g.host;
@@ -27,13 +26,15 @@ Entity EntityOf(const GpuStats& g) {
   return e;
 }
 
-bool Loaded(const GpuSample& s, const HardwareDetectorOptions& o) {
-  return !s.util_pct || *s.util_pct >= o.load_util_pct;
-}
-
-bool ThermalReason(const GpuSample& s) {
+bool ThermalReasonActive(const GpuSample& s) {
   return s.clock_events &&
          (*s.clock_events & (clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown));
+}
+
+namespace {
+
+bool Loaded(const GpuSample& s, const HardwareDetectorOptions& o) {
+  return !s.util_pct || *s.util_pct >= o.load_util_pct;
 }
 
 // The trailing run of loaded samples with a thermal slowdown reason (idle
@@ -47,7 +48,7 @@ void MeasureThermalTail(const GpuRecord& g, const HardwareDetectorOptions& o, Gp
   for (auto it = by_time.rbegin(); it != by_time.rend(); ++it) {
     const GpuSample& s = **it;
     if (!Loaded(s, o)) continue;
-    if (!ThermalReason(s)) break;
+    if (!ThermalReasonActive(s)) break;
     ++st.thermal_tail_samples;
     st.thermal_tail_from_ns = s.time_ns;
     if (s.sm_clock_mhz) tail_clocks.push_back(*s.sm_clock_mhz);
@@ -67,48 +68,6 @@ std::vector<PowerLimitChange> LimitChanges(const GpuRecord& g, const HardwareDet
     prev = s.power_limit_w;
   }
   return out;
-}
-
-// The violation counters' share of the time between samples (none where
-// the samples' times are guessed: no dates in the file), their latest
-// values and the latest reasons (GpuStats).
-void MeasureCounters(const GpuRecord& g, GpuStats& st) {
-  auto thermal = [](const GpuSample& s) { return s.thermal_violation_ns; };
-  auto power = [](const GpuSample& s) -> std::optional<int64_t> {
-    if (!s.power_violation_ns && !s.power_brake_violation_ns) return std::nullopt;
-    return s.power_violation_ns.value_or(0) + s.power_brake_violation_ns.value_or(0);
-  };
-  auto share = [&](auto get, DurationNs& span_ns) -> std::optional<double> {
-    if (g.time_is_approximate) return std::nullopt;
-    const GpuSample* prev = nullptr;
-    double held = 0, span = 0;
-    for (const GpuSample& s : g.samples) {
-      std::optional<int64_t> c = get(s);
-      if (!c) continue;
-      if (prev != nullptr && s.time_ns > prev->time_ns && *c >= *get(*prev)) {
-        held += static_cast<double>(*c - *get(*prev));
-        span += static_cast<double>(s.time_ns - prev->time_ns);
-      }
-      prev = &s;
-    }
-    span_ns = static_cast<DurationNs>(span);
-    return span > 0 ? std::optional<double>(std::min(1.0, held / span)) : std::nullopt;
-  };
-  st.thermal_counter_share = share(thermal, st.thermal_counter_span_ns);
-  st.power_counter_share = share(power, st.power_counter_span_ns);
-  for (auto it = g.samples.rbegin(); it != g.samples.rend(); ++it) {
-    if (!st.thermal_history_s && it->thermal_violation_ns)
-      st.thermal_history_s = static_cast<double>(*it->thermal_violation_ns) / 1e9;
-    if (!st.power_history_s && power(*it))
-      st.power_history_s = static_cast<double>(*power(*it)) / 1e9;
-  }
-  for (auto it = g.samples.rbegin(); it != g.samples.rend(); ++it) {
-    if (!it->clock_events) continue;
-    st.thermal_reason_now = ThermalReason(*it);
-    st.power_reason_now =
-        (*it->clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)) != 0;
-    break;
-  }
 }
 
 GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetectorOptions& o) {
@@ -133,7 +92,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
     if (s.power_w) power.push_back(*s.power_w);
     if (s.util_pct) util.push_back(*s.util_pct);
     if (s.clock_events) {
-      if (ThermalReason(s)) ++thermal;
+      if (ThermalReasonActive(s)) ++thermal;
       if (loaded &&
           (*s.clock_events & (clock_event::kSwPowerCap | clock_event::kHwPowerBrakeSlowdown)))
         ++power_reason;
@@ -177,7 +136,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
   st.thermal_reason_share = static_cast<double>(thermal) / n;
   st.power_reason_share = static_cast<double>(power_reason) / nl;
   st.pinned_share = static_cast<double>(pinned) / nl;
-  MeasureCounters(g, st);
+  MeasureClockEventCounters(g, st);
   return st;
 }
 
@@ -343,7 +302,7 @@ void MeasureAgainstPeers(const std::vector<GpuRecord>& gpus, size_t i, const Pee
   else if (!g.samples.empty()) gm.source = g.samples.front().src;
   double gap_threshold = gm.peer_is_max ? o.clock_gap_vs_max : o.clock_gap;
   auto hot = [&](const GpuSample& x) {
-    return (x.temp_c && *x.temp_c >= o.hot_temp_c) || ThermalReason(x);
+    return (x.temp_c && *x.temp_c >= o.hot_temp_c) || ThermalReasonActive(x);
   };
   auto pinned = [&](const GpuSample& x) {
     std::optional<double> lim = x.power_limit_w ? x.power_limit_w : st.power_limit_w;
@@ -407,18 +366,6 @@ ClockState ClockOf(const GpuMetrics& gm, const HardwareDetectorOptions& o) {
   return c;
 }
 
-// "; its clocks were held down for heat 34% of the 60 s between samples
-// (the driver's counters), though no sample caught the reason active".
-std::string CounterWords(double share, DurationNs span, std::string_view why,
-                         double sampled_share) {
-  std::string s = fmt::format(
-      "; its clocks were held down for {} {:.0f}% of the {:.0f} s between samples (the driver's "
-      "counters)",
-      why, 100 * share, static_cast<double>(span) / 1e9);
-  if (share > 0 && sampled_share == 0) s += ", though no sample caught the reason active";
-  return s;
-}
-
 std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& clock,
                                       const std::vector<SuspectRank>& suspects,
                                       const HardwareDetectorOptions& o) {
@@ -432,7 +379,7 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
   Finding f;
   f.code = FindingCode::kGpuThermal;
   f.onset_time = gm.thermal_from_ns;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "thermal";
   // Beside its peers' peak, so that "91 °C" reads against what the others
   // reached at the same time, not against a number the reader must know.
@@ -449,8 +396,8 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
                              100 * st.thermal_reason_share);
   }
   if (st.thermal_counter_share) {
-    f.message += CounterWords(*st.thermal_counter_share, st.thermal_counter_span_ns, "heat",
-                              st.thermal_reason_share);
+    f.message += ThrottledShareWords(*st.thermal_counter_share, st.thermal_counter_span_ns, "heat",
+                                     st.thermal_reason_share);
   }
   f.evidence.push_back(SourceOf(
       gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C", 100 * st.hot_share, o.hot_temp_c)));
@@ -478,7 +425,7 @@ std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
   }
   Finding f;
   f.code = FindingCode::kGpuThermal;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "thermal";
   f.pattern = Pattern::kOnsetAtEnd;
   f.severity = Severity::kWarning;
@@ -558,7 +505,7 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   f.onset_time = limit_lowered && lowered_at && !st.time_is_approximate
                      ? std::optional<TimeNs>(lowered_at->time_ns)
                      : gm.power_from_ns;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "power_cap";
   f.message = GpuName(st) + ": ";
   if (limit_lowered) f.message += limit_text;
@@ -567,8 +514,8 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
         fmt::format("{}draw at the cap in {:.0f}% of loaded samples, {}", limit_lowered ? "; " : "",
                     100 * std::max(st.pinned_share, reason), capped.text);
     if (st.power_counter_share) {
-      f.message += CounterWords(*st.power_counter_share, st.power_counter_span_ns, "power",
-                                st.power_reason_share);
+      f.message += ThrottledShareWords(*st.power_counter_share, st.power_counter_span_ns, "power",
+                                       st.power_reason_share);
     }
   } else if (gm.clock_gap) {
     f.message += "; " + capped.text;
@@ -608,7 +555,7 @@ std::optional<Finding> ClocksFinding(const GpuMetrics& gm, const ClockState& clo
   Finding f;
   f.code = FindingCode::kGpuClocksLow;
   f.onset_time = gm.clock_from_ns;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "clocks";
   f.message = GpuName(st) + ": " + clock.text;
   if (locked) {
@@ -638,7 +585,7 @@ std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<Suspe
   if (what.empty()) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuPcieDowngrade;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "pcie_downgrade";
   f.message = GpuName(st) + ": " + what + " (judged against the link's capability)";
   f.evidence.push_back(SourceOf(gm, what));
@@ -659,7 +606,7 @@ std::optional<Finding> NvlinkFinding(const GpuMetrics& gm,
     return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuNvlinkDown;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "nvlink_down";
   f.message = fmt::format("{}: {} NVLinks active, its peers have {:.0f}", GpuName(st),
                           *gm.nvlink_up, *gm.nvlink_expected);
@@ -679,7 +626,7 @@ std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
   if (gm.errors.empty()) return std::nullopt;
   Finding f;
   f.code = FindingCode::kGpuErrors;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.cause = "gpu_errors";
   f.message = GpuName(st) + ": ";
   for (size_t k = 0; k < gm.errors.size(); ++k) f.message += (k ? "; " : "") + gm.errors[k];
@@ -701,7 +648,7 @@ std::optional<Finding> LimitChangeFinding(const GpuMetrics& gm) {
   Finding f;
   f.code = FindingCode::kGpuPowerLimitChanged;
   f.severity = Describe(f.code).severity;
-  f.entity = EntityOf(st);
+  f.entity = GpuEntity(st);
   f.confidence = 0.9;
   if (!st.time_is_approximate) f.onset_time = st.power_limit_changes.front().time_ns;
   std::string list;
@@ -810,65 +757,6 @@ HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
     MeasureAgainstPeers(gpus, i, peers, suspects, o, m.gpus[i]);
   }
   return m;
-}
-
-namespace {
-
-// "3.4 h", "12 min", "45 s".
-std::string HeldFor(double s) {
-  if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
-  if (s >= 60) return fmt::format("{:.0f} min", s / 60);
-  return fmt::format("{:.0f} s", s);
-}
-
-}  // namespace
-
-std::optional<Finding> ThrottleHistoryFinding(const GpuMetrics& gm,
-                                              const HardwareDetectorOptions& o) {
-  const GpuStats& st = gm.stats;
-  if (st.thermal_counter_share || st.power_counter_share) return std::nullopt;  // the run says
-  struct Kind {
-    const char* why;
-    std::optional<double> held, peers;
-    bool now;
-  };
-  const Kind kinds[] = {
-      {"heat", st.thermal_history_s, gm.peer_thermal_history_s, st.thermal_reason_now},
-      {"power", st.power_history_s, gm.peer_power_history_s, st.power_reason_now}};
-  const Kind* worst = nullptr;
-  for (const Kind& k : kinds) {
-    if (!k.held || *k.held < o.min_throttle_history_s) continue;
-    if (k.peers ? *k.held < o.throttle_history_vs_peers * std::max(*k.peers, 60.0)
-                : *k.held < o.lone_throttle_history_s)
-      continue;
-    if (worst == nullptr || *k.held > *worst->held) worst = &k;
-  }
-  if (worst == nullptr) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kGpuThrottleHistory;
-  f.severity = worst->peers ? Severity::kWarning : Severity::kInfo;
-  f.entity = EntityOf(st);
-  f.cause = worst->why == std::string_view("heat") ? "thermal" : "power_cap";
-  f.message = fmt::format(
-      "{}: its clocks were held down for {} {} in all since its driver loaded (the driver's "
-      "clock-event counters){}; {}",
-      GpuName(st), worst->why, HeldFor(*worst->held),
-      worst->peers
-          ? fmt::format(", against a median of {} on its same-model peers", HeldFor(*worst->peers))
-          : std::string(),
-      worst->now ? "the reason is active in this snapshot too"
-                 : "the reason is not active in this snapshot: the counters keep what a "
-                   "snapshot's flags miss");
-  f.evidence.push_back(SourceOf(
-      gm, fmt::format("clock-event counters: {} held for {}", worst->why, HeldFor(*worst->held))));
-  // A history since the driver loaded, not this run: a place to look.
-  f.confidence = worst->peers ? 0.5 : 0.3;
-  f.next_steps.push_back(fmt::format(
-      "watch {} GPU {} under load: two `nvidia-smi -q -d PERFORMANCE` a minute apart give the "
-      "share of that minute throttled; for heat check its fans and airflow, for power `nvidia-smi "
-      "-q -d POWER` and the supply",
-      st.host.value_or("the host"), st.gpu));
-  return f;
 }
 
 HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<SuspectRank>& suspects,

@@ -79,6 +79,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/finding.h"
@@ -227,7 +228,24 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
 HardwareMetrics MeasureHardware(const Run& run, const RankMap& ranks,
                                 const std::vector<SuspectRank>& suspects,
                                 const HardwareDetectorOptions& options);
-// gpu.throttle_history of one GPU (the "history" decision above).
+// "GPU 3 of node-07 (rank 27)"; the finding entity of a GPU; whether a
+// sample has a thermal slowdown reason (HW or SW) active.
+std::string GpuName(const GpuStats& g);
+Entity GpuEntity(const GpuStats& g);
+bool ThermalReasonActive(const GpuSample& s);
+
+// GpuStats' counter shares and spans, histories and reasons now, from the
+// samples' violation counters (hardware_counters.cc).
+void MeasureClockEventCounters(const GpuRecord& g, GpuStats& st);
+
+// "; its clocks were held down for heat 34% of the 60 s between samples
+// (the driver's counters)", and ", though no sample caught the reason
+// active" when `sampled_share` is 0 (hardware_counters.cc).
+std::string ThrottledShareWords(double share, DurationNs span, std::string_view why,
+                                double sampled_share);
+
+// gpu.throttle_history of one GPU (the "history" decision above;
+// hardware_counters.cc).
 std::optional<Finding> ThrottleHistoryFinding(const GpuMetrics& gm,
                                               const HardwareDetectorOptions& options);
 // Findings per GPU in run order (thermal, power cap, clocks, PCIe, NVLink,
