@@ -42,7 +42,6 @@ PENDING_SPLITS = {
     'report/series_json.cc': (MAX_FILE_LINES, 134),
     'simulator/kineto_traces.cc': (990, MAX_FUNCTION_LINES),
     'simulator/truth_writer.cc': (MAX_FILE_LINES, 129),
-    'verdict/network_culprit.cc': (MAX_FILE_LINES, 137),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

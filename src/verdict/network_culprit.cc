@@ -16,19 +16,14 @@ bool IsNetCause(FindingCode c) {
          c == FindingCode::kNetNoGdr || c == FindingCode::kNetPoorPath;
 }
 
-// Hosts whose network evidence is strong enough to blame on its own.
-std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
-                                     std::vector<std::string>& next_steps) {
+namespace {
+
+// Hosts with strong network findings (a port down, a degraded link, low
+// bandwidth, a socket fallback) not already named for communication in
+// `v`, one culprit per host, a second signal on it raising its confidence.
+std::vector<Culprit> HostCulprits(const Verdict& v, const Analyses& a,
+                                  std::vector<std::string>& next_steps) {
   std::vector<Culprit> out;
-  // Every rank of the job on one host (and the traces' world size, when
-  // known, says that is all of it): NCCL moves the job's data over NVLink,
-  // PCIe or shared memory, never the host's NICs, so a NIC fault cannot
-  // slow it.
-  if (auto sole = a.ranks.SoleHost()) {
-    bool whole = !a.traces.world_size ||
-                 static_cast<size_t>(*a.traces.world_size) == a.ranks.RanksOnHost(*sole).size();
-    if (whole) return out;
-  }
   for (const Finding& f : a.network.findings) {
     if (!IsNetCause(f.code) || f.code == FindingCode::kNetPoorPath ||
         f.code == FindingCode::kNetNoGdr || !f.entity.host || f.severity != Severity::kCritical ||
@@ -63,6 +58,11 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     }
     AddSteps(next_steps, f.next_steps);
   }
+  return out;
+}
+
+// Hosts named by bandwidth alone with one downgraded GPU PCIe link: the GPU.
+void PcieRails(std::vector<Culprit>& out, const Analyses& a, std::vector<std::string>& next_steps) {
   // A host named by nccl-tests bandwidth alone, one of whose GPUs runs its
   // PCIe link downgraded: that link is the slow rail (the GPU's share of
   // every ring, GPUDirect RDMA), so the GPU is the culprit, not the NIC.
@@ -88,6 +88,12 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     c.confidence = Raised(c.confidence, kCauseObservedGain);
     PutStepsFirst(next_steps, pcie->next_steps);
   }
+}
+
+// The hosts of one switch as a culprit outside the job, and the switch as
+// the cause of hosts already named.
+void SwitchCulprits(const Verdict& v, const Analyses& a, std::vector<Culprit>& out,
+                    std::vector<std::string>& next_steps) {
   // Hosts of one switch slow together in nccl-tests, no host of it blamed
   // otherwise: while the job's step times show slowdowns of the whole job
   // (episodes, or synchronised steps with a communication-bound trace) —
@@ -153,6 +159,25 @@ std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
     }
     AddSteps(next_steps, f.next_steps);
   }
+}
+
+}  // namespace
+
+// Hosts whose network evidence is strong enough to blame on its own.
+std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
+                                     std::vector<std::string>& next_steps) {
+  // Every rank of the job on one host (and the traces' world size, when
+  // known, says that is all of it): NCCL moves the job's data over NVLink,
+  // PCIe or shared memory, never the host's NICs, so a NIC fault cannot
+  // slow it.
+  if (auto sole = a.ranks.SoleHost()) {
+    bool whole = !a.traces.world_size ||
+                 static_cast<size_t>(*a.traces.world_size) == a.ranks.RanksOnHost(*sole).size();
+    if (whole) return {};
+  }
+  std::vector<Culprit> out = HostCulprits(v, a, next_steps);
+  PcieRails(out, a, next_steps);
+  SwitchCulprits(v, a, out, next_steps);
   return out;
 }
 
