@@ -28,7 +28,10 @@ Scoring, per run:
                 or host stall -> host_stall, throttled link -> communication);
                 a compute fault named host_contention is right when the job's
                 own probe shows that rank's core slower than the fault's
-                factor (truth.json host_slowed);
+                factor (truth.json host_slowed); a compute fault with no
+                culprit named is right when the verdict names the faulty
+                rank's CPU-time excess and asks for more steps than the run
+                had ("rank R's thread used 1.09x ... run ~N steps to tell");
   healthy run   right when there is no culprit, or the culprits are ranks
                 the host measurably slowed (host_slowed: the job's probe
                 >= 1.05x its peers', or its run-queue wait >= 5% of the
