@@ -97,6 +97,56 @@ Json CollectivesJson(const std::vector<std::pair<int32_t, std::vector<AlignedCal
   return collectives;
 }
 
+// The GPUs' sampled temperature, SM clock and power on the time axis from
+// `origin`, at most kMaxGpuPoints in all, each with the rank that used it
+// when the step logs or traces say.
+Json GpusJson(const ReportInput& in, const std::optional<TimeNs>& origin,
+              size_t gpus_with_samples) {
+  const Run& run = in.run;
+  // GPUs: which rank used each (host, index), when the step logs or traces say.
+  std::map<std::pair<std::string, int32_t>, int32_t> rank_of_gpu;
+  for (const StepSeries& s : run.ranks) {
+    if (s.info.host && s.info.local_gpu)
+      rank_of_gpu.emplace(std::make_pair(*s.info.host, *s.info.local_gpu), s.info.rank);
+  }
+  for (const RankTraceStats& st : in.traces.ranks) {
+    if (st.trace >= run.traces.size()) continue;
+    const RankTrace& t = run.traces[st.trace];
+    if (t.host && t.device) rank_of_gpu.emplace(std::make_pair(*t.host, *t.device), st.rank);
+  }
+
+  Json gpus = Json::array();
+  size_t per_gpu = PerItemCap(kMaxGpuPoints, gpus_with_samples, 50, 500);
+  for (const GpuRecord& g : run.hardware.gpus) {
+    if (g.samples.empty()) continue;
+    const std::vector<GpuSample>& s = g.samples;
+    size_t stride = (s.size() + per_gpu - 1) / per_gpu;
+    Json t_s = Json::array(), temp = Json::array(), clock = Json::array(), power = Json::array();
+    for (size_t i = 0; i < s.size(); i += stride) {
+      size_t end = std::min(s.size(), i + stride);
+      t_s.push_back(g.time_is_approximate ? Num(ToSeconds(s[i].time_ns))
+                                          : Seconds(s[i].time_ns, origin));
+      temp.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.temp_c; }));
+      clock.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.sm_clock_mhz; }));
+      power.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.power_w; }));
+    }
+    std::optional<int32_t> rank;
+    if (g.host) {
+      auto it = rank_of_gpu.find({*g.host, g.index});
+      if (it != rank_of_gpu.end()) rank = it->second;
+    }
+    gpus.push_back({{"host", Opt(g.host)},
+                    {"gpu", g.index},
+                    {"rank", Opt(rank)},
+                    {"time_approximate", g.time_is_approximate},
+                    {"t_s", std::move(t_s)},
+                    {"temp_c", std::move(temp)},
+                    {"sm_clock_mhz", std::move(clock)},
+                    {"power_w", std::move(power)}});
+  }
+  return gpus;
+}
+
 }  // namespace
 
 Json BuildSeries(const ReportInput& in) {
@@ -165,17 +215,6 @@ Json BuildSeries(const ReportInput& in) {
     calls.emplace_back(st.rank, std::move(c));
   }
 
-  // GPUs: which rank used each (host, index), when the step logs or traces say.
-  std::map<std::pair<std::string, int32_t>, int32_t> rank_of_gpu;
-  for (const StepSeries& s : run.ranks) {
-    if (s.info.host && s.info.local_gpu)
-      rank_of_gpu.emplace(std::make_pair(*s.info.host, *s.info.local_gpu), s.info.rank);
-  }
-  for (const RankTraceStats& st : in.traces.ranks) {
-    if (st.trace >= run.traces.size()) continue;
-    const RankTrace& t = run.traces[st.trace];
-    if (t.host && t.device) rank_of_gpu.emplace(std::make_pair(*t.host, *t.device), st.rank);
-  }
   size_t gpus_with_samples = 0;
   for (const GpuRecord& g : run.hardware.gpus) {
     if (g.samples.empty()) continue;
@@ -192,35 +231,7 @@ Json BuildSeries(const ReportInput& in) {
 
   Json collectives = CollectivesJson(calls, traced_ranks, origin);
 
-  Json gpus = Json::array();
-  size_t per_gpu = PerItemCap(kMaxGpuPoints, gpus_with_samples, 50, 500);
-  for (const GpuRecord& g : run.hardware.gpus) {
-    if (g.samples.empty()) continue;
-    const std::vector<GpuSample>& s = g.samples;
-    size_t stride = (s.size() + per_gpu - 1) / per_gpu;
-    Json t_s = Json::array(), temp = Json::array(), clock = Json::array(), power = Json::array();
-    for (size_t i = 0; i < s.size(); i += stride) {
-      size_t end = std::min(s.size(), i + stride);
-      t_s.push_back(g.time_is_approximate ? Num(ToSeconds(s[i].time_ns))
-                                          : Seconds(s[i].time_ns, origin));
-      temp.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.temp_c; }));
-      clock.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.sm_clock_mhz; }));
-      power.push_back(MeanOf(s, i, end, [](const GpuSample& x) { return x.power_w; }));
-    }
-    std::optional<int32_t> rank;
-    if (g.host) {
-      auto it = rank_of_gpu.find({*g.host, g.index});
-      if (it != rank_of_gpu.end()) rank = it->second;
-    }
-    gpus.push_back({{"host", Opt(g.host)},
-                    {"gpu", g.index},
-                    {"rank", Opt(rank)},
-                    {"time_approximate", g.time_is_approximate},
-                    {"t_s", std::move(t_s)},
-                    {"temp_c", std::move(temp)},
-                    {"sm_clock_mhz", std::move(clock)},
-                    {"power_w", std::move(power)}});
-  }
+  Json gpus = GpusJson(in, origin, gpus_with_samples);
 
   Json out;
   out["origin"] = origin ? Json(FormatTimestamp(*origin)) : Json(nullptr);
