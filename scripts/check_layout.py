@@ -40,7 +40,6 @@ PENDING_SPLITS = {
     'ingest/prometheus/prometheus_source.cc': (MAX_FILE_LINES, 132),
     'ingest/traces/nsys/nsys_reader.cc': (839, 125),
     'simulator/kineto_traces.cc': (990, MAX_FUNCTION_LINES),
-    'simulator/truth_writer.cc': (MAX_FILE_LINES, 129),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -80,6 +80,78 @@ std::string Headline(const ClusterRun& run) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+namespace {
+
+// truth.json's entry for fault `i` of the run's scenario: what was injected,
+// on which entities, and the effect it had.
+Json FaultJson(const ClusterRun& run, size_t i) {
+  const ClusterScenario& sc = run.scenario();
+  const int g = sc.gpus_per_node;
+  const Fault& f = sc.faults[i];
+  const FaultEffect& eff = run.effects()[i];
+  FaultEntities e = EntitiesOf(sc, f);
+  Json j;
+  j["kind"] = std::string(FaultKindName(f.kind));
+  j["spec"] = f.spec;
+  j["target"] = DescribeTarget(sc, f.target);
+  j["cause_class"] = std::string(CauseClassName(CauseClassOf(f.kind)));
+  j["cause"] = f.kind == FaultKind::kNone ? "none" : Cause(f);
+  j["severity"] = f.kind == FaultKind::kNone ? 0.0 : f.severity.value_or(DefaultSeverity(f.kind));
+  Json ent;
+  ent["ranks"] = e.ranks;
+  Json hosts = Json::array();
+  for (int n : e.nodes) hosts.push_back(HostName(n));
+  ent["hosts"] = hosts;
+  Json gpus = Json::array();
+  for (auto [n, gi] : e.gpus) {
+    gpus.push_back({{"host", HostName(n)},
+                    {"gpu", gi},
+                    {"uuid", run.gpu_uuids()[static_cast<size_t>(n * g + gi)]}});
+  }
+  ent["gpus"] = gpus;
+  Json nics = Json::array();
+  for (auto [n, ni] : e.nics)
+    nics.push_back({{"host", HostName(n)}, {"nic", fmt::format("mlx5_{}", ni)}});
+  ent["nics"] = nics;
+  if (f.kind == FaultKind::kSharedSwitchCongestion) {
+    const auto& sw = run.switches();
+    for (size_t s = 0; s < sw.size(); ++s) {
+      if (!e.nodes.empty() &&
+          std::find(sw[s].begin(), sw[s].end(), e.nodes.front()) != sw[s].end()) {
+        ent["switch"] = fmt::format("leaf-{:02d}", s);
+      }
+    }
+  } else {
+    ent["switch"] = nullptr;
+  }
+  ent["job_wide"] = e.job_wide;
+  j["culprits"] = ent;
+  j["injected_step"] = f.onset_step;
+  j["onset_step"] = OptionalOrNull(eff.effect_onset_step);
+  if (eff.effect_onset_step && run.has_steps()) {
+    j["onset_time_ns"] = run.step_start_ns(0, *eff.effect_onset_step);
+  } else {
+    j["onset_time_ns"] = nullptr;
+  }
+  j["end_step"] = OptionalOrNull(f.end_step);
+  j["period_steps"] = OptionalOrNull(f.period_steps);
+  j["duration_steps"] = f.period_steps ? Json(f.duration_steps) : Json(nullptr);
+  j["effect"] = {{"compute_slowdown", NumberOrNull(eff.compute_slowdown)},
+                 {"comm_slowdown", NumberOrNull(eff.comm_slowdown)},
+                 {"host_stall_s", NumberOrNull(eff.host_stall_s)},
+                 {"step_time_increase", NumberOrNull(eff.step_time_increase)}};
+  j["hardware"] = {
+      {"temp_c", NumberOrNull(eff.temp_c)},
+      {"sm_clock_mhz", NumberOrNull(eff.sm_clock_mhz)},
+      {"power_limit_w", NumberOrNull(eff.power_limit_w)},
+      {"pcie_width", eff.pcie_width > 0 ? Json(eff.pcie_width) : Json(nullptr)},
+      {"nvlinks_active", eff.nvlinks_active >= 0 ? Json(eff.nvlinks_active) : Json(nullptr)},
+      {"nic_rate_gbps", NumberOrNull(eff.nic_rate_gbps)}};
+  return j;
+}
+
+}  // namespace
+
 Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   const ClusterRun& run = ctx.run;
   const ClusterScenario& sc = run.scenario();
@@ -130,69 +202,7 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   t["expected"] = expected;
 
   Json faults = Json::array();
-  for (size_t i = 0; i < sc.faults.size(); ++i) {
-    const Fault& f = sc.faults[i];
-    const FaultEffect& eff = run.effects()[i];
-    FaultEntities e = EntitiesOf(sc, f);
-    Json j;
-    j["kind"] = std::string(FaultKindName(f.kind));
-    j["spec"] = f.spec;
-    j["target"] = DescribeTarget(sc, f.target);
-    j["cause_class"] = std::string(CauseClassName(CauseClassOf(f.kind)));
-    j["cause"] = f.kind == FaultKind::kNone ? "none" : Cause(f);
-    j["severity"] = f.kind == FaultKind::kNone ? 0.0 : f.severity.value_or(DefaultSeverity(f.kind));
-    Json ent;
-    ent["ranks"] = e.ranks;
-    Json hosts = Json::array();
-    for (int n : e.nodes) hosts.push_back(HostName(n));
-    ent["hosts"] = hosts;
-    Json gpus = Json::array();
-    for (auto [n, gi] : e.gpus) {
-      gpus.push_back({{"host", HostName(n)},
-                      {"gpu", gi},
-                      {"uuid", run.gpu_uuids()[static_cast<size_t>(n * g + gi)]}});
-    }
-    ent["gpus"] = gpus;
-    Json nics = Json::array();
-    for (auto [n, ni] : e.nics)
-      nics.push_back({{"host", HostName(n)}, {"nic", fmt::format("mlx5_{}", ni)}});
-    ent["nics"] = nics;
-    if (f.kind == FaultKind::kSharedSwitchCongestion) {
-      const auto& sw = run.switches();
-      for (size_t s = 0; s < sw.size(); ++s) {
-        if (!e.nodes.empty() &&
-            std::find(sw[s].begin(), sw[s].end(), e.nodes.front()) != sw[s].end()) {
-          ent["switch"] = fmt::format("leaf-{:02d}", s);
-        }
-      }
-    } else {
-      ent["switch"] = nullptr;
-    }
-    ent["job_wide"] = e.job_wide;
-    j["culprits"] = ent;
-    j["injected_step"] = f.onset_step;
-    j["onset_step"] = OptionalOrNull(eff.effect_onset_step);
-    if (eff.effect_onset_step && run.has_steps()) {
-      j["onset_time_ns"] = run.step_start_ns(0, *eff.effect_onset_step);
-    } else {
-      j["onset_time_ns"] = nullptr;
-    }
-    j["end_step"] = OptionalOrNull(f.end_step);
-    j["period_steps"] = OptionalOrNull(f.period_steps);
-    j["duration_steps"] = f.period_steps ? Json(f.duration_steps) : Json(nullptr);
-    j["effect"] = {{"compute_slowdown", NumberOrNull(eff.compute_slowdown)},
-                   {"comm_slowdown", NumberOrNull(eff.comm_slowdown)},
-                   {"host_stall_s", NumberOrNull(eff.host_stall_s)},
-                   {"step_time_increase", NumberOrNull(eff.step_time_increase)}};
-    j["hardware"] = {
-        {"temp_c", NumberOrNull(eff.temp_c)},
-        {"sm_clock_mhz", NumberOrNull(eff.sm_clock_mhz)},
-        {"power_limit_w", NumberOrNull(eff.power_limit_w)},
-        {"pcie_width", eff.pcie_width > 0 ? Json(eff.pcie_width) : Json(nullptr)},
-        {"nvlinks_active", eff.nvlinks_active >= 0 ? Json(eff.nvlinks_active) : Json(nullptr)},
-        {"nic_rate_gbps", NumberOrNull(eff.nic_rate_gbps)}};
-    faults.push_back(std::move(j));
-  }
+  for (size_t i = 0; i < sc.faults.size(); ++i) faults.push_back(FaultJson(run, i));
   t["faults"] = faults;
   Json sw = Json::object();
   for (size_t s = 0; s < run.switches().size(); ++s) {
