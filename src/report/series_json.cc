@@ -100,9 +100,11 @@ Json CollectivesJson(const std::vector<std::pair<int32_t, std::vector<AlignedCal
 // The GPUs' sampled temperature, SM clock and power on the time axis from
 // `origin`, at most kMaxGpuPoints in all, each with the rank that used it
 // when the step logs or traces say.
-Json GpusJson(const ReportInput& in, const std::optional<TimeNs>& origin,
-              size_t gpus_with_samples) {
+Json GpusJson(const ReportInput& in, const std::optional<TimeNs>& origin) {
   const Run& run = in.run;
+  const size_t gpus_with_samples =
+      static_cast<size_t>(std::count_if(run.hardware.gpus.begin(), run.hardware.gpus.end(),
+                                        [](const GpuRecord& g) { return !g.samples.empty(); }));
   // GPUs: which rank used each (host, index), when the step logs or traces say.
   std::map<std::pair<std::string, int32_t>, int32_t> rank_of_gpu;
   for (const StepSeries& s : run.ranks) {
@@ -215,11 +217,8 @@ Json BuildSeries(const ReportInput& in) {
     calls.emplace_back(st.rank, std::move(c));
   }
 
-  size_t gpus_with_samples = 0;
   for (const GpuRecord& g : run.hardware.gpus) {
-    if (g.samples.empty()) continue;
-    ++gpus_with_samples;
-    if (!g.time_is_approximate) see(g.samples.front().time_ns);
+    if (!g.samples.empty() && !g.time_is_approximate) see(g.samples.front().time_ns);
   }
 
   Json steps_axis = Json::array(), starts = Json::array(), medians = Json::array();
@@ -231,7 +230,7 @@ Json BuildSeries(const ReportInput& in) {
 
   Json collectives = CollectivesJson(calls, traced_ranks, origin);
 
-  Json gpus = GpusJson(in, origin, gpus_with_samples);
+  Json gpus = GpusJson(in, origin);
 
   Json out;
   out["origin"] = origin ? Json(FormatTimestamp(*origin)) : Json(nullptr);

@@ -260,6 +260,11 @@ TEST(HardwareMetricsTest, ViolationCountersGiveTheShareOfTimeThrottled) {
       << thermal->message;
   EXPECT_NE(thermal->message.find("though no sample caught the reason active"), std::string::npos)
       << thermal->message;
+  // Sample times guessed (a file without dates): no share is measured.
+  run.hardware.gpus[1].time_is_approximate = true;
+  HardwareMetrics guessed = MeasureHardware(run, ranks, {}, opt);
+  EXPECT_FALSE(guessed.gpus[1].stats.thermal_counter_share.has_value());
+  EXPECT_FALSE(guessed.gpus[1].stats.power_counter_share.has_value());
 }
 
 // One snapshot of the counters: GPU 2 held down for heat 3 h since its
