@@ -206,15 +206,29 @@ void CheckRunInvariants(const Run& run) {
     FUZZ_CHECK(f.used == (f.records > 0), "file {} used={} with {} records", f.path, f.used,
                f.records);
   }
-  // A text log's records are its steps and its hang lines (a watchdog line,
-  // a traceback that ended a process: ingest/common/hang_lines.h).
+  // A text log's records are its steps, its hang lines (a watchdog line,
+  // a traceback that ended a process: ingest/common/hang_lines.h) and its
+  // StragglerDetector reports (ingest/step_logs/megatron_straggler.h).
   uint64_t kept = run.total_steps();
   uint64_t hang_events = run.hang.events.size();
   uint64_t dups = run.diagnostics.count(DiagCode::kStepDuplicate);
-  FUZZ_CHECK(claimed == kept + hang_events + dups,
-             "records lost: readers took {}, run keeps {} steps and {} hang events and counts {} "
-             "duplicates",
-             claimed, kept, hang_events, dups);
+  uint64_t reports = run.tool_reports.size();
+  FUZZ_CHECK(claimed == kept + hang_events + dups + reports,
+             "records lost: readers took {}, run keeps {} steps, {} hang events and {} "
+             "StragglerDetector reports and counts {} duplicates",
+             claimed, kept, hang_events, reports, dups);
+  for (const ToolReport& r : run.tool_reports) {
+    auto check = [](const RankValue& v) {
+      FUZZ_CHECK(v.rank >= 0 && v.rank <= kMaxRank && v.value >= 0, "tool report value {} rank {}",
+                 v.value, v.rank);
+    };
+    for (const ToolExtremes& m : r.metrics) {
+      if (m.min) check(*m.min);
+      if (m.max) check(*m.max);
+    }
+    for (const RankValue& v : r.lowest_tflops) check(v);
+    for (const RankValue& v : r.highest_tflops) check(v);
+  }
   CheckDiagnostics(run);
 }
 

@@ -5,8 +5,8 @@
 // Invariants, besides those of every Run (fuzz_support.h): the lines the
 // matchers claim, judged line by line on an independent split, are all
 // accounted for: a line some matcher reads is taken (as a step; the
-// reader's hang events are taken besides) or counted as
-// step.bad_rank_or_step / step.nonpositive_duration; a line none reads but
+// reader's hang events and StragglerDetector reports are taken besides) or
+// counted as step.bad_rank_or_step / step.nonpositive_duration; a line none reads but
 // one calls garbled is counted as step.garbled; other lines count nothing.
 
 #include "base/text.h"
@@ -48,8 +48,9 @@ void ReadAndCheck(const TextReader& reader,
   FUZZ_CHECK(Count(run, DiagCode::kStepGarbled) == garbled,
              "{} garbled lines, {} counted as step.garbled", garbled,
              Count(run, DiagCode::kStepGarbled));
-  // What the reader took: its steps, and the hang lines it read besides.
-  const uint64_t steps_taken = o.taken - run.hang.events.size();
+  // What the reader took: its steps, and the hang lines and StragglerDetector
+  // reports it read besides.
+  const uint64_t steps_taken = o.taken - run.hang.events.size() - run.tool_reports.size();
   uint64_t accounted = steps_taken + Count(run, DiagCode::kStepBadRankOrStep) +
                        Count(run, DiagCode::kStepNonPositiveDuration);
   FUZZ_CHECK(accounted == matched,

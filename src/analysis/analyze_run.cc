@@ -76,6 +76,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   MeasureWindowProbes(run, a.steps.job.profiled_steps, a.host_cpu);
   ExplainJobSlowdownsByHostCpu(run, a.steps.findings, options.host_cpu);
   a.hang = AnalyzeHang(run, options.hang);
+  a.tool_reports = AnalyzeToolReports(run);
   // The steps of a hung job: live, from now; offline, where the logs end
   // once the ranks' lines said it hung.
   if (!options.live_now_ns && a.hang.hang) {

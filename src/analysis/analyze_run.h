@@ -25,6 +25,7 @@
 #include "analysis/rank_map.h"
 #include "analysis/stall_detector.h"
 #include "analysis/step_time_detector.h"
+#include "analysis/tool_reports/straggler_reports.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
 
@@ -47,6 +48,8 @@ struct Analyses {
   RunLayoutResult layout;
   HangAnalysis hang;    // a stopped job's evidence (hang_detector.h)
   StallAnalysis stall;  // live only: ranks whose steps stopped (stall_detector.h)
+  // Other tools' straggler reports in the logs (tool_reports/straggler_reports.h).
+  ToolReportAnalysis tool_reports;
 };
 
 // Every detector's thresholds, in one place; each member's defaults and

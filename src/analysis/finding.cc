@@ -163,6 +163,10 @@ constexpr FindingInfo kCatalogue[] = {
      "a GPU's clock-event counters show long throttling since its driver loaded, far more than "
      "its same-model peers' (one snapshot: a history, not the run)",
      kGpu},
+    {"tool.straggler_report", Severity::kInfo,
+     "Megatron's StragglerDetector names a rank slowest (or none) over its reports", kTool},
+    {"tool.data_loader_slow", Severity::kInfo,
+     "Megatron's StragglerDetector shows one rank's get_batch far slower than its peers'", kTool},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 
@@ -186,6 +190,7 @@ std::string_view FindingCategoryName(FindingCategory c) {
     case kHost: return "host";
     case kPipeline: return "pipeline";
     case kHang: return "hang";
+    case kTool: return "tool";
   }
   return "steps";
 }

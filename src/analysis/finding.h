@@ -77,12 +77,23 @@ enum class FindingCode : uint16_t {
   kHostCpuContention,  // a rank's process waits for a CPU, its peers' do not (host_cpu_detector.h)
   kHostCpuSlow,      // a rank's CPU runs a fixed probe slower than its peers' (host_cpu_detector.h)
   kStepCpuTimeHigh,  // a rank's thread uses more CPU time per step on as fast a CPU: more work
-  kGpuThrottleHistory,  // a GPU's driver counters: long throttled since it loaded (one snapshot)
+  kGpuThrottleHistory,   // a GPU's driver counters: long throttled since it loaded (one snapshot)
+  kToolStragglerReport,  // Megatron's StragglerDetector: its slowest rank over its reports
+  kToolDataLoaderSlow,   // Megatron's StragglerDetector: a rank's get_batch is slow
   kCount,
 };
 
 // Which kind of evidence a finding comes from: the prefix of its name.
-enum class FindingCategory : uint8_t { kSteps, kTraces, kGpu, kNetwork, kHost, kPipeline, kHang };
+enum class FindingCategory : uint8_t {
+  kSteps,
+  kTraces,
+  kGpu,
+  kNetwork,
+  kHost,
+  kPipeline,
+  kHang,
+  kTool,  // another tool's report, read from the job's logs
+};
 std::string_view FindingCategoryName(FindingCategory c);  // "steps", "traces", "gpu", ...
 
 struct FindingInfo {

@@ -138,12 +138,6 @@ bool WriteOutput(const Output& o, const Run& run, std::ostream& err) {
   return true;
 }
 
-bool NoUsableInput(const Run& run) {
-  return run.total_steps() == 0 && run.traces.empty() && run.hardware.gpus.empty() &&
-         run.network.empty() && run.op_timelines.empty() && run.hang.dumps.empty() &&
-         run.hang.events.empty() && run.hang.ras.empty();
-}
-
 std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -338,7 +332,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
   in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
-                         &a.pipelines, &a.layout, &a.hang, &a.stall, &a.pauses, &a.host_cpu});
+                         &a.pipelines, &a.layout, &a.hang, &a.stall, &a.pauses, &a.host_cpu,
+                         &a.tool_reports});
 
   bool to_stdout = false;
   bool outputs_ok = true;
@@ -356,12 +351,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     text.color = ColourWanted(o.color, stdout_tty, terminal);
     RenderText(*in, text, out);
   }
-  if (NoUsableInput(*run)) {
+  if (run->NothingUsable()) {
     err << fmt::format(
-        "laggard: no usable step times, traces, op timelines, GPU metrics, network data or hang "
-        "evidence in {} "
-        "({} "
-        "skipped); see data quality above\n",
+        "laggard: no usable step times, traces, op timelines, GPU metrics, network data, hang "
+        "evidence or StragglerDetector reports in {} ({} skipped); see data quality above\n",
         Plural(run->files.size(), "file", "files"),
         std::count_if(run->files.begin(), run->files.end(),
                       [](const InputFileInfo& f) { return f.format.empty(); }));

@@ -246,6 +246,8 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   j["network"] = f.network.records() > 0 || f.network.nccl_test_rows > 0 ? NetworkJson(f.network)
                                                                          : Json(nullptr);
   if (f.hang.events > 0) j["hang"] = HangJson(f.hang);
+  // Only for files that hold them, as "hang".
+  if (f.tool_reports > 0) j["straggler_reports"] = f.tool_reports;
   j["hosts"] = f.hosts;
   j["data_quality"] = DiagnosticsJson(f.diagnostics, false);
   return j;
@@ -485,6 +487,10 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   }
   if (f.network.records() > 0) parts.push_back(NetworkText(f.network));
   if (f.hang.events > 0) parts.push_back(HangText(f.hang));
+  if (f.tool_reports > 0) {
+    parts.push_back(
+        Plural(f.tool_reports, "StragglerDetector report", "StragglerDetector reports"));
+  }
   if (!f.hosts.empty()) {
     constexpr size_t kShownHosts = 3;
     std::vector<std::string> shown(f.hosts.begin(),
@@ -635,11 +641,10 @@ int Inspect(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.json_out != "-") InspectText(*run, facts, out);
   // As diagnose: nothing to analyse is a failure, whatever was recognised.
-  if (run->total_steps() == 0 && run->traces.empty() && run->op_timelines.empty() &&
-      run->hardware.gpus.empty() && run->network.empty() && run->hang.empty()) {
+  if (run->NothingUsable()) {
     err << fmt::format(
-        "laggard: no usable step times, traces, op timelines, GPU metrics or network data in {} "
-        "({} skipped)\n",
+        "laggard: no usable step times, traces, op timelines, GPU metrics, network data, hang "
+        "evidence or StragglerDetector reports in {} ({} skipped)\n",
         Plural(run->files.size(), "file", "files"),
         std::count_if(run->files.begin(), run->files.end(),
                       [](const InputFileInfo& f) { return f.format.empty(); }));

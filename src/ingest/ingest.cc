@@ -324,6 +324,7 @@ FileFacts FactsOf(const RunBuilder& b) {
     f.last_step = steps[f.distinct_steps - 1];
   }
 
+  f.tool_reports = b.tool_reports().size();
   for (const RankTrace& t : b.traces()) {
     f.traces.push_back(FactsOfTrace(t));
     if (t.host) hosts.push_back(*t.host);

@@ -139,6 +139,10 @@ constexpr DiagInfo kCatalogue[] = {
      "groups are known only by the "
      "ids its own process gave them, which other processes may give to other groups; they were "
      "matched across ranks by id"},
+    {"tool.report_bad_field", DiagKind::kBadRecord,
+     "field of another tool's straggler report (Megatron's StragglerDetector line or its "
+     "Bottom/Top rank list) that does not read as value, unit and rank; the report's other "
+     "fields were kept"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

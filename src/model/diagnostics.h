@@ -84,6 +84,7 @@ enum class DiagCode : uint16_t {
   kHangRasBadLine,
   kHangRasTruncated,
   kHangDumpNoPgConfig,
+  kToolReportBadField,
   kCount,
 };
 

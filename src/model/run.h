@@ -11,6 +11,7 @@
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
 //   ├── op_timelines[]   per-op timelines of model-parallel jobs (model/op_timeline.h)
 //   ├── layouts[]        parallel layouts the files state (model/parallel_layout.h)
+//   ├── tool_reports[]   other tools' straggler reports in the logs (model/tool_report.h)
 //   ├── names            interned kernel / collective names of the traces
 //   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
 //   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
@@ -44,6 +45,7 @@
 #include "model/op_timeline.h"
 #include "model/source.h"
 #include "model/time.h"
+#include "model/tool_report.h"
 #include "model/trace.h"
 
 namespace laggard {
@@ -138,6 +140,7 @@ struct Run {
   std::vector<RankTrace> traces;         // in file order
   std::vector<OpTimeline> op_timelines;  // in file order
   std::vector<LayoutStatement> layouts;  // in file order
+  std::vector<ToolReport> tool_reports;  // in file order, then line order
   NameTable names;
   HardwareData hardware;
   NetworkData network;
@@ -145,6 +148,9 @@ struct Run {
   Diagnostics diagnostics;
 
   uint64_t total_steps() const;
+  // Nothing to analyse: no steps, traces, op timelines, GPU or network
+  // data, hang evidence or other tools' reports.
+  bool NothingUsable() const;
   const StepSeries* FindRank(int32_t rank) const;
 };
 
@@ -213,6 +219,9 @@ class RunBuilder {
   const std::vector<OpTimeline>& op_timelines() const { return op_timelines_; }
   // A parallel layout a file states (a launch log's layout line).
   void AddLayout(LayoutStatement layout) { layouts_.push_back(layout); }
+  // A report another tool printed in a log (Megatron's StragglerDetector).
+  void AddToolReport(ToolReport report) { tool_reports_.push_back(std::move(report)); }
+  const std::vector<ToolReport>& tool_reports() const { return tool_reports_; }
   NameTable& names() { return names_; }
 
   // GPU data of one file (hardware readers): one record per GPU per file.
@@ -318,6 +327,7 @@ class RunBuilder {
   std::vector<RankTrace> traces_;
   std::vector<OpTimeline> op_timelines_;
   std::vector<LayoutStatement> layouts_;
+  std::vector<ToolReport> tool_reports_;
   NameTable names_;
   std::vector<GpuRecord> gpus_;
   NetworkData network_;

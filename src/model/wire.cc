@@ -59,6 +59,8 @@ static_assert(sizeof(ParallelCoord) == 16,
               "a field was added to ParallelCoord: update model/wire.cc");
 static_assert(sizeof(LayoutStatement) == 32,
               "a field was added to LayoutStatement: update model/wire.cc");
+static_assert(sizeof(RankValue) == 16, "a field was added to RankValue: update model/wire.cc");
+static_assert(sizeof(ToolReport) == 424, "a field was added to ToolReport: update model/wire.cc");
 static_assert(sizeof(TimelineOp) == 56, "a field was added to TimelineOp: update model/wire.cc");
 static_assert(sizeof(TimelineWorker) == 28,
               "a field was added to TimelineWorker: update model/wire.cc");
@@ -104,13 +106,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2528, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2584, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 5;
+constexpr uint32_t kWireVersion = 6;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -346,6 +348,18 @@ void serialize(Archive& ar, LayoutStatement& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, RankValue& x) {
+  ar(x.value, x.rank);
+}
+
+template <class Archive>
+void serialize(Archive& ar, ToolReport& x) {
+  ar(x.when);
+  for (ToolExtremes& m : x.metrics) ar(m.min, m.max);
+  ar(x.lowest_tflops, x.highest_tflops, x.src);
+}
+
+template <class Archive>
 void serialize(Archive& ar, TimelineOp& x) {
   ar(x.start_ns, x.dur_ns, x.step, x.src, x.worker, x.microbatch, x.chunk, x.seq,
      Enum(x.kind, kTimelineOpKindEnd, "TimelineOpKind"));
@@ -534,7 +548,7 @@ void serialize(Archive& ar, DiagExample& x) {
 // The private state of RunBuilder and Diagnostics (friends of this struct).
 struct WireAccess {
   static void Save(cereal::BinaryOutputArchive& ar, const RunBuilder& b) {
-    ar(b.series_, b.unattributed_, b.traces_, b.op_timelines_, b.layouts_);
+    ar(b.series_, b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_);
     SaveNames(ar, b.names_);
     ar(b.gpus_, b.network_, b.hang_);
     SaveDiagnostics(ar, b.diagnostics_);
@@ -555,7 +569,7 @@ struct WireAccess {
       if (b.present(rank)) throw WireError(fmt::format("wire: two step series of rank {}", rank));
       b.SeriesFor(rank) = std::move(s);
     }
-    ar(b.unattributed_, b.traces_, b.op_timelines_, b.layouts_);
+    ar(b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_);
     LoadNames(ar, b.names_);
     ar(b.gpus_, b.network_, b.hang_);
     LoadDiagnostics(ar, b.diagnostics_);
@@ -627,6 +641,18 @@ struct WireAccess {
         check_name(c.collective, "collective");
         if (c.group) check_name(*c.group, "collective group");
       }
+    }
+    auto check_rank = [](const RankValue& v) {
+      if (v.rank < 0 || v.rank > kMaxRank)
+        throw WireError(fmt::format("wire: tool report names rank {}", v.rank));
+    };
+    for (const ToolReport& r : b.tool_reports_) {
+      for (const ToolExtremes& m : r.metrics) {
+        if (m.min) check_rank(*m.min);
+        if (m.max) check_rank(*m.max);
+      }
+      for (const RankValue& v : r.lowest_tflops) check_rank(v);
+      for (const RankValue& v : r.highest_tflops) check_rank(v);
     }
   }
 };

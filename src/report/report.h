@@ -20,6 +20,7 @@
 #include "analysis/rank_map.h"
 #include "analysis/stall_detector.h"
 #include "analysis/step_time_detector.h"
+#include "analysis/tool_reports/straggler_reports.h"
 #include "analysis/trace_detector.h"
 #include "model/run.h"
 #include "verdict/verdict.h"
@@ -51,6 +52,8 @@ struct ReportInput {
   const PauseAnalysis* pauses = nullptr;
   // The host CPU detector's (analysis/host_cpu_detector.h; nullptr: not run).
   const HostCpuAnalysis* host_cpu = nullptr;
+  // Other tools' straggler reports (analysis/tool_reports/; nullptr: none).
+  const ToolReportAnalysis* tool_reports = nullptr;
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.
@@ -84,6 +87,9 @@ struct ReportInput {
     }
     if (network != nullptr) {
       for (const Finding& f : network->findings) all.push_back(&f);
+    }
+    if (tool_reports != nullptr) {
+      for (const Finding& f : tool_reports->findings) all.push_back(&f);
     }
     return all;
   }

@@ -14,6 +14,7 @@ using verdict_internal::AddSteps;
 using verdict_internal::AlsoCpuWorkCulprit;
 using verdict_internal::BoundByCulprit;
 using verdict_internal::CapTwoRankConfidence;
+using verdict_internal::CiteToolReports;
 using verdict_internal::CostPhrase;
 using verdict_internal::CpuWorkCulprit;
 using verdict_internal::CulpritOf;
@@ -43,6 +44,7 @@ using verdict_internal::SmallStepStragglerTracedEarly;
 using verdict_internal::TimesCompared;
 using verdict_internal::TimeTieStep;
 using verdict_internal::TooFewStepsVerdict;
+using verdict_internal::ToolReportCulprit;
 using verdict_internal::WithinStepNoise;
 using verdict_internal::WorldSize;
 
@@ -659,6 +661,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
       name({std::move(*work)});
+    } else if (auto tool = ToolReportCulprit(v, a)) {
+      name({std::move(*tool)});
     } else if (auto hw = HardwareOnlyCulprit(a)) {
       // Tied to a slowdown episode: what that episode cost.
       if (hw->onset_step) hw_cost = EpisodeThroughputLost(a, *hw->onset_step);
@@ -723,6 +727,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     BoundByCulprit(v, WorldSize(a.steps, a.traces));
     v.summary = StragglerSummary(v);
   }
+  CiteToolReports(v, run, a, v.next_steps);
   return v;
 }
 

@@ -196,6 +196,21 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 // left, no straggler, said why. True when it dropped one.
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
 
+// Where laggard's own evidence cannot decide (inconclusive, or too few
+// ranks with step times or traces to compare): the rank Megatron's
+// StragglerDetector names slowest consistently (tool.straggler_report,
+// warning), cause unknown, or a host stall of its data loading when its
+// get_batch is the slow one too (tool_culprit.cc).
+std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a);
+
+// Cites the StragglerDetector beside the verdict: on each rank culprit, a
+// line saying whether it agrees; on a verdict with no culprit, its reading
+// in the summary, and a run with nothing else to compare the ranks by reads
+// "no straggler" when the reports' extremes lie within same-model spread
+// (tool_culprit.cc).
+void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
+                     std::vector<std::string>& next_steps);
+
 // The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
 // a stage, a worker, the work or a communication group, with the what-if
 // replay's numbers; nullopt when the pipeline detector found nothing.

@@ -46,10 +46,13 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kHostCpuSlow).name, "host.cpu_slow");
   EXPECT_EQ(Describe(FindingCode::kStepCpuTimeHigh).name, "step.cpu_time_high");
   EXPECT_EQ(Describe(FindingCode::kGpuThrottleHistory).name, "gpu.throttle_history");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kGpuThrottleHistory) + 1,
+  EXPECT_EQ(Describe(FindingCode::kToolStragglerReport).name, "tool.straggler_report");
+  EXPECT_EQ(Describe(FindingCode::kToolDataLoaderSlow).name, "tool.data_loader_slow");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kToolDataLoaderSlow) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");
+  EXPECT_EQ(FindingCategoryName(FindingCategory::kTool), "tool");
 }
 
 TEST(FindingCatalogueTest, PatternAndBandWordsAreTheReportsWords) {

@@ -91,7 +91,8 @@ TEST(CliTest, NoUsableInputIsAClearNonZeroExit) {
   EXPECT_EQ(r.rc, kExitNoInput);
   EXPECT_NE(
       r.err.find(
-          "no usable step times, traces, op timelines, GPU metrics, network data or hang evidence"),
+          "no usable step times, traces, op timelines, GPU metrics, network data, hang evidence or "
+          "StragglerDetector reports"),
       std::string::npos)
       << r.err;
   Result missing = RunCli({"diagnose", "/no/such/laggard/path"});

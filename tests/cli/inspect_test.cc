@@ -258,7 +258,8 @@ TEST(InspectTest, NoUsableInputOrBadUsageExitsTwo) {
   EXPECT_EQ(none.out.rfind("laggard inspect: 0 files, 0 read, 0 skipped", 0), 0u) << none.out;
   EXPECT_NE(
       none.err.find(
-          "no usable step times, traces, op timelines, GPU metrics or network data in 0 files"),
+          "no usable step times, traces, op timelines, GPU metrics, network data, hang evidence or "
+          "StragglerDetector reports in 0 files"),
       std::string::npos)
       << none.err;
 

@@ -107,6 +107,13 @@ void AddTraces(RunBuilder& b) {
   b.AddOpTimeline(tl);
   b.AddLayout(LayoutStatement{ParallelLayout{4, 2, 2, 1, 2}, LayoutSource::kProcessGroups,
                               SourceRef{6, 9}});
+  ToolReport report;
+  report.when = "2024-10-23 01:29:30";
+  report.metric(ToolMetric::kRoundTripMs) = {RankValue{1446.49, 13}, RankValue{1570.32, 30}};
+  report.metric(ToolMetric::kDataMs).max = RankValue{130.33, 23};
+  report.lowest_tflops = {RankValue{560.82, 30}, RankValue{600.1, 2}};
+  report.src = SourceRef{7, 3};
+  b.AddToolReport(report);
 }
 
 GpuSample Sample(TimeNs t, double temp_c) {
@@ -510,6 +517,19 @@ void ExpectSameRun(const laggard::Run& a, const laggard::Run& b) {
   }
   ASSERT_EQ(a.layouts.size(), b.layouts.size());
   for (size_t i = 0; i < a.layouts.size(); ++i) EXPECT_EQ(a.layouts[i].layout, b.layouts[i].layout);
+  ASSERT_EQ(a.tool_reports.size(), b.tool_reports.size());
+  for (size_t i = 0; i < a.tool_reports.size(); ++i) {
+    const ToolReport& x = a.tool_reports[i];
+    const ToolReport& y = b.tool_reports[i];
+    EXPECT_EQ(x.when, y.when);
+    for (size_t m = 0; m < kToolMetricCount; ++m) {
+      EXPECT_EQ(x.metrics[m].min, y.metrics[m].min);
+      EXPECT_EQ(x.metrics[m].max, y.metrics[m].max);
+    }
+    EXPECT_EQ(x.lowest_tflops, y.lowest_tflops);
+    EXPECT_EQ(x.highest_tflops, y.highest_tflops);
+    EXPECT_EQ(x.src.line, y.src.line);
+  }
   ASSERT_EQ(a.hardware.gpus.size(), b.hardware.gpus.size());
   for (size_t i = 0; i < a.hardware.gpus.size(); ++i) {
     const GpuRecord& x = a.hardware.gpus[i];
@@ -953,8 +973,9 @@ std::map<std::string, std::vector<std::string>> StructFields(const std::string& 
 // padding): each serializer names its struct's fields, all, in order.
 TEST(WireTest, EverySerializerListsEveryFieldInOrder) {
   std::string headers;
-  for (const char* h : {"run.h", "trace.h", "op_timeline.h", "parallel_layout.h", "hardware.h",
-                        "network.h", "hang.h", "process_group.h", "source.h", "diagnostics.h"}) {
+  for (const char* h :
+       {"run.h", "trace.h", "op_timeline.h", "parallel_layout.h", "hardware.h", "network.h",
+        "hang.h", "process_group.h", "source.h", "diagnostics.h", "tool_report.h"}) {
     headers += ReadSource(std::string("src/model/") + h);
   }
   std::map<std::string, std::vector<std::string>> structs = StructFields(headers);

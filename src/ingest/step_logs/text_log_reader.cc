@@ -8,7 +8,8 @@
 // Lines no matcher takes are offered to the hang-line collector
 // (common/hang_lines.h): watchdog timeouts, NCCL and gloo errors and
 // torchrun's failure table in the same log reach RunBuilder::hang(), and
-// count among the records taken. A step line never reaches it.
+// count among the records taken. A step line never reaches it. So do
+// Megatron's StragglerDetector reports (megatron_straggler.h), before them.
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "ingest/common/hang_lines.h"
 #include "ingest/common/sniff.h"
 #include "ingest/step_logs/megatron_layout.h"
+#include "ingest/step_logs/megatron_straggler.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -78,6 +80,7 @@ class TextLogReader final : public TextReader {
     ParsedStep parsed;
     std::string why;
     MegatronLayoutScanner layout;
+    StragglerReportScanner straggler_reports;
     HangLineCollector hangs;
     const bool read_hangs = !ctx.hang_lines_read;
     while (lines.Next(line)) {
@@ -92,6 +95,7 @@ class TextLogReader final : public TextReader {
         if (r == MatchResult::kGarbled) result = r;
       }
       if (result == MatchResult::kNoMatch) {
+        if (straggler_reports.Offer(line, lines.line_number(), ctx)) continue;
         layout.Offer(line, static_cast<uint32_t>(lines.line_number()));
         if (read_hangs) hangs.Offer(line, lines.line_number(), ctx);
         continue;
@@ -149,6 +153,7 @@ class TextLogReader final : public TextReader {
                      "Megatron's layout line: " + problem + "; not used");
     }
     taken += hangs.Finish(lines.line_number(), ctx);
+    taken += straggler_reports.Finish(ctx);
     if (__builtin_popcount(units_seen) > 1) {
       ctx.diag().Add(DiagCode::kMixedUnits, ctx.path, 0,
                      "step times are written in more than one unit; each was converted");
