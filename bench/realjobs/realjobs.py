@@ -154,7 +154,7 @@ class Scenario:
 def scenarios(worlds, quick):
     out = []
     if quick:
-        # The healthy run is not asserted (issue 18 open, docs/accuracy.md):
+        # The healthy run is not asserted (docs/accuracy.md, "The host"):
         # when this host's two cores run at different speeds, a healthy
         # rank on the slow one is a real straggler the truth does not know.
         # The 50 ms data stall was right in all 7 kept 2-rank runs.

@@ -3,7 +3,7 @@
 // starts. A diagnosis of 10^8 step records touches 5 GB of fresh memory; on
 // the 2-core KVM guest here each 4 KiB page fault exits to the hypervisor,
 // and `laggard diagnose` of those records took 48.2 s with 4 KiB pages and
-// 23.7 s with huge pages, the same 5.3 GB peak RSS (docs/performance.md).
+// 23.4 s with huge pages, the same 5.28 GB peak RSS (docs/performance.md).
 // So main() runs laggard again, once, with the tunable added, unless
 //   - the kernel's THP mode is not "madvise" ("always" needs no tunable,
 //     "never" ignores it);

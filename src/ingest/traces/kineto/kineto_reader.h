@@ -115,7 +115,7 @@
 //                                                     first bytes
 //   {"ph": "X", "cat": "kernel", ...}                 parsed
 // Measured (one core, plain JSON, the simulator's 1 GB trace with launch
-// links): see docs/performance.md, "Trace ingest (issue 3)".
+// links): see docs/performance.md, "Kineto traces (torch.profiler JSON)".
 //
 // Thread-safety: the reader is stateless; each Read() owns its buffers and
 // parsers, so ingest threads read different files in parallel.
