@@ -1,5 +1,6 @@
 #include "analysis/analyze_run.h"
 
+#include "analysis/gpu_tests/p2p_links.h"
 #include "analysis/stage_balance.h"
 
 #include <algorithm>
@@ -77,6 +78,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   ExplainJobSlowdownsByHostCpu(run, a.steps.findings, options.host_cpu);
   a.hang = AnalyzeHang(run, options.hang);
   a.tool_reports = AnalyzeToolReports(run);
+  for (Finding& f : P2pLinkFindings(run)) a.hardware.findings.push_back(std::move(f));
   // The steps of a hung job: live, from now; offline, where the logs end
   // once the ranks' lines said it hung.
   if (!options.live_now_ns && a.hang.hang) {

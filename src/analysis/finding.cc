@@ -167,6 +167,9 @@ constexpr FindingInfo kCatalogue[] = {
      "Megatron's StragglerDetector names a rank slowest (or none) over its reports", kTool},
     {"tool.data_loader_slow", Severity::kInfo,
      "Megatron's StragglerDetector shows one rank's get_batch far slower than its peers'", kTool},
+    {"gpu.p2p_bandwidth_low", Severity::kWarning,
+     "p2pBandwidthLatencyTest shows one GPU's links slower than its peers' (a test, not the run)",
+     kGpu},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

@@ -80,6 +80,7 @@ enum class FindingCode : uint16_t {
   kGpuThrottleHistory,   // a GPU's driver counters: long throttled since it loaded (one snapshot)
   kToolStragglerReport,  // Megatron's StragglerDetector: its slowest rank over its reports
   kToolDataLoaderSlow,   // Megatron's StragglerDetector: a rank's get_batch is slow
+  kGpuP2pBandwidthLow,   // p2pBandwidthLatencyTest: one GPU's links below its peers'
   kCount,
 };
 

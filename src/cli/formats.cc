@@ -24,6 +24,8 @@ constexpr std::array kDescriptions = {
     Entry{"nvidia-smi-query-gpu", "nvidia-smi --query-gpu=... --format=csv"},
     Entry{"nvidia-smi-nvlink", "nvidia-smi nvlink --status"},
     Entry{"nvidia-smi-topo", "nvidia-smi topo -m"},
+    Entry{"p2p-bandwidth",
+          "CUDA sample p2pBandwidthLatencyTest: GPU-to-GPU bandwidth and latency matrices"},
     Entry{"ibstat", "ibstat"},
     Entry{"ibstatus", "ibstatus"},
     Entry{"ibv_devinfo", "ibv_devinfo (-v)"},

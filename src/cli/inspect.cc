@@ -152,15 +152,18 @@ Json DumpJson(const DumpFacts& d) {
 }
 
 Json NetworkJson(const NetworkFacts& n) {
-  return {{"records", n.records()},
-          {"ib_ports", n.ib_ports},
-          {"eth_links", n.eth_links},
-          {"nccl_tests", n.nccl_tests},
-          {"nccl_test_rows", n.nccl_test_rows},
-          {"nccl_ranks", n.nccl_ranks},
-          {"topologies", n.topologies},
-          {"port_counters", n.port_counters},
-          {"switch_map_hosts", n.switch_map_hosts}};
+  Json j = {{"records", n.records()},
+            {"ib_ports", n.ib_ports},
+            {"eth_links", n.eth_links},
+            {"nccl_tests", n.nccl_tests},
+            {"nccl_test_rows", n.nccl_test_rows},
+            {"nccl_ranks", n.nccl_ranks},
+            {"topologies", n.topologies},
+            {"port_counters", n.port_counters},
+            {"switch_map_hosts", n.switch_map_hosts}};
+  // Only where there are some, so that other inputs' output is as it was.
+  if (n.p2p_tests > 0) j["p2p_tests"] = n.p2p_tests;
+  return j;
 }
 
 Json HangEventJson(const HangEvent& e) {
@@ -382,6 +385,10 @@ std::string NetworkText(const NetworkFacts& n) {
   }
   if (n.nccl_ranks > 0) parts.push_back(Plural(n.nccl_ranks, "NCCL process", "NCCL processes"));
   if (n.topologies > 0) parts.push_back(Plural(n.topologies, "topology", "topologies"));
+  if (n.p2p_tests > 0) {
+    parts.push_back(
+        Plural(n.p2p_tests, "p2pBandwidthLatencyTest run", "p2pBandwidthLatencyTest runs"));
+  }
   if (n.port_counters > 0) {
     parts.push_back(Plural(n.port_counters, "port counter block", "port counter blocks"));
   }

@@ -291,6 +291,7 @@ NetworkFacts CountNetwork(const NetworkData& n) {
   f.topologies = n.topologies.size();
   f.port_counters = n.port_counters.size();
   f.switch_map_hosts = n.switch_of.size();
+  f.p2p_tests = n.p2p_tests.size();
   return f;
 }
 
@@ -351,6 +352,7 @@ FileFacts FactsOf(const RunBuilder& b) {
   for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
   for (const TopologyMatrix& m : n.topologies) host_of(m.host);
   for (const IbPortCounters& c : n.port_counters) host_of(c.host);
+  for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
   for (const auto& [host, sw] : n.switch_of) host_of(host);
 
   const HangData& hang = b.hang();

@@ -1,5 +1,7 @@
 #include "ingest/readers.h"
 
+#include "ingest/gpu_tests/gpu_test_readers.h"
+
 #include "ingest/traces/flight_recorder/flight_recorder_reader.h"
 #include "ingest/traces/kineto/kineto_reader.h"
 #include "ingest/traces/megatron/megatron_timeline_reader.h"
@@ -65,6 +67,7 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
   set.owned.push_back(MakeNcclTestsReader());
   set.owned.push_back(MakeNcclDebugReader(MakeTextLogReader(std::move(nccl_log_matchers))));
   set.owned.push_back(MakeNvidiaSmiTopoReader());
+  set.owned.push_back(MakeP2pBandwidthReader());
   // Logs whose head holds hang lines and no step line: read by a text-log
   // reader of its own, which takes step and hang lines alike.
   set.owned.push_back(MakeHangLogReader(MakeTextLogReader(StepMatchers(step_pattern))));

@@ -85,6 +85,7 @@ enum class DiagCode : uint16_t {
   kHangRasTruncated,
   kHangDumpNoPgConfig,
   kToolReportBadField,
+  kP2pBadRow,
   kCount,
 };
 

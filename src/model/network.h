@@ -10,6 +10,7 @@
 //   ├── nccl_ranks[]    one per (host, pid, device) seen in an NCCL_DEBUG=INFO
 //   │                   log: version, network plugin, NICs, GDR, transports
 //   ├── topologies[]    one `nvidia-smi topo -m` matrix per host
+//   ├── p2p_tests[]     p2pBandwidthLatencyTest matrices, one run per host
 //   ├── port_counters[] one per (host, LID, port) queried with `perfquery`:
 //   │                   traffic, congestion (PortXmitWait) and error counters
 //   └── switch_of       host -> switch, from a user's CSV map
@@ -153,6 +154,42 @@ struct TopologyMatrix {
   SourceRef src;
 };
 
+// The matrices of the CUDA sample p2pBandwidthLatencyTest, as printed.
+// Serialized by position: append only.
+enum class P2pMatrixKind : uint8_t {
+  kUniDisabled,      // Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)
+  kUniEnabled,       // Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)
+  kUniEnabledReads,  // ... (P2P Reads) (--p2p_read)
+  kBiDisabled,       // Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)
+  kBiEnabled,        // Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
+  kLatencyDisabled,  // P2P=Disabled Latency Matrix (us), GPU-timed
+  kLatencyEnabled,   // P2P=Enabled Latency (P2P Writes) Matrix (us), GPU-timed
+  kLatencyEnabledReads,
+  kEnd,
+};
+
+// One matrix: n x n cells, row i the GPU that issues the copy, column j its
+// peer; NaN where the output did not print the cell (a pasted copy cut with
+// "..."). GB/s for bandwidth, us for latency; the diagonal is a local copy.
+struct P2pMatrix {
+  P2pMatrixKind kind = P2pMatrixKind::kEnd;
+  int32_t n = 0;
+  std::vector<double> cells;  // row-major
+  SourceRef src;              // its header line
+};
+
+// One run of p2pBandwidthLatencyTest on one host.
+struct P2pBandwidthTest {
+  std::optional<std::string> host;
+  std::vector<std::string> gpu_names;  // "Device: 0, NVIDIA A100-SXM4-80GB, ..." by index
+  // can_access[i * n + j]: 1 peer access, 0 none, -1 not printed; empty when
+  // the output has neither the "Device=i CAN Access" lines nor the matrix.
+  std::vector<int8_t> can_access;
+  int32_t n = 0;  // GPUs: the widest matrix or device list
+  std::vector<P2pMatrix> matrices;
+  SourceRef src;
+};
+
 // One port's performance counters from `perfquery` (PortCounters, 32-bit)
 // or `perfquery -x` (PortCountersExtended, 64-bit), cumulative since the
 // last reset. perfquery names the port by LID and port number only; the CA
@@ -195,10 +232,11 @@ struct NetworkData {
   std::map<std::string, std::string> switch_of;  // host -> switch
   std::map<std::string, SourceRef> switch_src;   // host -> where the map said so
   std::vector<IbPortCounters> port_counters;     // appended: perfquery
+  std::vector<P2pBandwidthTest> p2p_tests;       // appended: p2pBandwidthLatencyTest
 
   bool empty() const {
     return ib_ports.empty() && eth_links.empty() && nccl_tests.empty() && nccl_ranks.empty() &&
-           topologies.empty() && switch_of.empty() && port_counters.empty();
+           topologies.empty() && switch_of.empty() && port_counters.empty() && p2p_tests.empty();
   }
 };
 

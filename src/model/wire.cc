@@ -80,9 +80,12 @@ static_assert(sizeof(NcclRankInfo) == 288,
               "a field was added to NcclRankInfo: update model/wire.cc");
 static_assert(sizeof(TopologyMatrix) == 240,
               "a field was added to TopologyMatrix: update model/wire.cc");
+static_assert(sizeof(P2pMatrix) == 40, "a field was added to P2pMatrix: update model/wire.cc");
+static_assert(sizeof(P2pBandwidthTest) == 128,
+              "a field was added to P2pBandwidthTest: update model/wire.cc");
 static_assert(sizeof(IbPortCounters) == 272,
               "a field was added to IbPortCounters: update model/wire.cc");
-static_assert(sizeof(NetworkData) == 240, "a field was added to NetworkData: update model/wire.cc");
+static_assert(sizeof(NetworkData) == 264, "a field was added to NetworkData: update model/wire.cc");
 static_assert(sizeof(StackFrame) == 72, "a field was added to StackFrame: update model/wire.cc");
 static_assert(sizeof(CollectiveRecord) == 408,
               "a field was added to CollectiveRecord: update model/wire.cc");
@@ -106,13 +109,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2584, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2640, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 6;
+constexpr uint32_t kWireVersion = 7;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -453,6 +456,16 @@ void serialize(Archive& ar, TopologyMatrix& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, P2pMatrix& x) {
+  ar(Enum(x.kind, P2pMatrixKind::kEnd, "P2pMatrixKind"), x.n, x.cells, x.src);
+}
+
+template <class Archive>
+void serialize(Archive& ar, P2pBandwidthTest& x) {
+  ar(x.host, x.gpu_names, x.can_access, x.n, x.matrices, x.src);
+}
+
+template <class Archive>
 void serialize(Archive& ar, IbPortCounters& x) {
   ar(x.host, x.lid, x.port, x.extended, x.xmit_data_bytes, x.rcv_data_bytes, x.xmit_pkts,
      x.rcv_pkts, x.xmit_wait_ticks, x.xmit_discards, x.symbol_errors, x.link_error_recoveries);
@@ -462,7 +475,7 @@ void serialize(Archive& ar, IbPortCounters& x) {
 template <class Archive>
 void serialize(Archive& ar, NetworkData& x) {
   ar(x.ib_ports, x.eth_links, x.nccl_tests, x.nccl_ranks, x.topologies, x.switch_of, x.switch_src,
-     x.port_counters);
+     x.port_counters, x.p2p_tests);
 }
 
 template <class Archive>
