@@ -648,7 +648,7 @@ int Inspect(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.json_out != "-") InspectText(*run, facts, out);
   // As diagnose: nothing to analyse is a failure, whatever was recognised.
-  if (run->NothingUsable()) {
+  if (run->NothingUsable() && run->hang.empty()) {
     err << fmt::format(
         "laggard: no usable step times, traces, op timelines, GPU metrics, network data, hang "
         "evidence or StragglerDetector reports in {} ({} skipped)\n",

@@ -13,6 +13,7 @@
 #include "model/wire.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -658,6 +659,8 @@ struct WireAccess {
     auto check_rank = [](const RankValue& v) {
       if (v.rank < 0 || v.rank > kMaxRank)
         throw WireError(fmt::format("wire: tool report names rank {}", v.rank));
+      if (!std::isfinite(v.value) || v.value < 0)
+        throw WireError(fmt::format("wire: tool report value {}", v.value));
     };
     for (const ToolReport& r : b.tool_reports_) {
       for (const ToolExtremes& m : r.metrics) {

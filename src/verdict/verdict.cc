@@ -661,8 +661,6 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
       name({std::move(*work)});
-    } else if (auto tool = ToolReportCulprit(v, a)) {
-      name({std::move(*tool)});
     } else if (auto hw = HardwareOnlyCulprit(a)) {
       // Tied to a slowdown episode: what that episode cost.
       if (hw->onset_step) hw_cost = EpisodeThroughputLost(a, *hw->onset_step);
@@ -675,6 +673,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       // the GPU is the more specific culprit.
       std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw->entity.host; });
       net.insert(net.begin(), *hw);
+    } else if (auto tool = ToolReportCulprit(v, a, next)) {
+      name({std::move(*tool)});
     } else if (auto tie = TimeTieStep(a)) {
       AddSteps(next, {*tie});
     }

@@ -197,17 +197,19 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
-// ranks with step times or traces to compare): the rank Megatron's
-// StragglerDetector names slowest consistently (tool.straggler_report,
-// warning), cause unknown, or a host stall of its data loading when its
-// get_batch is the slow one too (tool_culprit.cc).
-std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a);
+// ranks with step times or traces to compare) and no GPU's finding names a
+// culprit either: the rank Megatron's StragglerDetector names slowest,
+// alone, consistently (tool.straggler_report, warning), cause unknown
+// unless its GPU's or host's findings say (tool_culprit.cc).
+std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a,
+                                         std::vector<std::string>& next_steps);
 
 // Cites the StragglerDetector beside the verdict: on each rank culprit, a
 // line saying whether it agrees; on a verdict with no culprit, its reading
-// in the summary, and a run with nothing else to compare the ranks by reads
-// "no straggler" when the reports' extremes lie within same-model spread
-// (tool_culprit.cc).
+// in the summary. A run with nothing else about the ranks (no step times or
+// traces of two ranks, no GPU or network warning) takes its reading as the
+// verdict: "no straggler" when every report's extremes lie within 5%,
+// else inconclusive, saying why (tool_culprit.cc).
 void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
                      std::vector<std::string>& next_steps);
 

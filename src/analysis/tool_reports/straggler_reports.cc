@@ -15,8 +15,19 @@ namespace {
 // iteration's round trip and this many times the fastest rank's.
 constexpr double kDataShareOfStep = 0.05;
 constexpr double kDataRatio = 3.0;
+// A fastest get_batch under this (ms) loads no data.
+constexpr double kDataLoads = 0.05;
 
 constexpr std::string_view kTool = "Megatron's StragglerDetector";
+
+// The same report: the same time and extremes (a log and its copy).
+bool Same(const ToolReport& a, const ToolReport& b) {
+  if (a.when != b.when || a.lowest_tflops != b.lowest_tflops) return false;
+  for (size_t m = 0; m < kToolMetricCount; ++m) {
+    if (a.metrics[m].min != b.metrics[m].min || a.metrics[m].max != b.metrics[m].max) return false;
+  }
+  return true;
+}
 
 // "the report at 2024-10-23 01:29:30 gives round trip 1446.49 ms (rank 13)
 // to 1570.32 ms (rank 30)": one metric's extremes as read.
@@ -120,60 +131,103 @@ std::optional<Finding> SlowestFinding(const std::vector<ToolReport>& all,
     if (rtt.min && rtt.max && rtt.min->value > 0) reports.push_back(r);
   }
   if (reports.empty()) return std::nullopt;
-  auto top = MostOften(reports, [](const ToolReport& r) -> std::optional<int32_t> {
-    return r.metric(ToolMetric::kRoundTripMs).max->rank;
-  });
-  ToolSlowestRank s;
-  s.rank = top->first;
-  s.named = top->second;
-  s.reports = static_cast<int>(reports.size());
-  std::vector<double> spreads;
-  const ToolReport* last = nullptr;
-  for (const ToolReport& r : reports) {
+  auto spread_of = [](const ToolReport& r) {
     const ToolExtremes& rtt = r.metric(ToolMetric::kRoundTripMs);
-    if (rtt.max->rank != s.rank) continue;
-    spreads.push_back(rtt.max->value / rtt.min->value - 1);
-    last = &r;
+    return rtt.max->value / rtt.min->value - 1;
+  };
+  ToolSlowestRank s;
+  s.reports = static_cast<int>(reports.size());
+  const ToolReport* widest = &reports.front();
+  for (const ToolReport& r : reports) {
+    if (spread_of(r) > spread_of(*widest)) widest = &r;
   }
-  s.spread = Median(spreads).value_or(0);
-  s.consistent = s.reports >= kToolMinReports && s.named >= kToolConsistentShare * s.reports &&
-                 s.spread >= kToolMaterialSpread;
-  out = s;
-
-  const ToolExtremes& rtt = last->metric(ToolMetric::kRoundTripMs);
   Finding f;
   f.code = FindingCode::kToolStragglerReport;
-  f.entity.rank = s.rank;
-  f.slowdown = s.spread;
-  std::string times =
-      fmt::format("{:.2f} ms per iteration against rank {}'s {:.2f} ms{}", rtt.max->value,
-                  rtt.min->rank, rtt.min->value, s.named > 1 ? " in the last" : "");
-  if (s.spread < kToolMaterialSpread) {
+  auto times = [](const ToolReport& r) {
+    const ToolExtremes& rtt = r.metric(ToolMetric::kRoundTripMs);
+    return fmt::format(
+        "{:.2f} ms of timed forward work per iteration on rank {} against {:.2f} "
+        "ms on rank {}{}",
+        rtt.max->value, rtt.max->rank, rtt.min->value, rtt.min->rank,
+        r.when.empty() ? "" : " at " + r.when);
+  };
+  if (spread_of(*widest) < kToolMaterialSpread) {
+    // Every report's extremes bound all ranks of its interval.
+    s.even = true;
+    s.rank = widest->metric(ToolMetric::kRoundTripMs).max->rank;
+    s.spread = spread_of(*widest);
+    out = s;
+    f.entity.rank = s.rank;
     f.severity = Severity::kInfo;
     f.confidence = 0.5;
     f.message = fmt::format(
-        "{}: the ranks' round trips lie within {:.1f}% of each other {} (slowest rank {}, {}): "
-        "no straggler by its measure",
-        kTool, 100 * s.spread, InReports(s.named, s.reports), s.rank, times);
-  } else if (s.consistent) {
+        "{}: every rank's round trip lies within {:.1f}% of every other's {} (the widest: {}): "
+        "no straggler by its measure in the intervals it reported",
+        kTool, 100 * s.spread, s.reports == 1 ? "in its only report" : "in each of its reports",
+        times(*widest));
+    f.evidence.push_back(Extremes(*widest, ToolMetric::kRoundTripMs, "round trips"));
+    return f;
+  }
+  auto top = MostOften(reports, [](const ToolReport& r) -> std::optional<int32_t> {
+    return r.metric(ToolMetric::kRoundTripMs).max->rank;
+  });
+  s.rank = top->first;
+  s.named = top->second;
+  std::vector<double> spreads, gaps;
+  const ToolReport* last = nullptr;
+  for (const ToolReport& r : reports) {
+    if (r.metric(ToolMetric::kRoundTripMs).max->rank != s.rank) continue;
+    spreads.push_back(spread_of(r));
+    last = &r;
+    const std::vector<RankValue>& low = r.lowest_tflops;
+    if (low.size() >= 2 && low[0].rank == s.rank && low[0].value > 0) {
+      gaps.push_back(low[1].value / low[0].value - 1);
+    }
+  }
+  s.spread = Median(spreads).value_or(0);
+  s.gap = Median(gaps);
+  s.consistent = s.reports >= kToolMinReports && s.named >= kToolConsistentShare * s.reports &&
+                 static_cast<int>(gaps.size()) >= kToolMinReports && *s.gap >= kToolMaterialSpread;
+  out = s;
+  f.entity.rank = s.rank;
+  f.slowdown = s.consistent ? *s.gap : s.spread;
+  std::string head = fmt::format(
+      "{} names rank {} slowest {}, {}{:.1f}% behind the fastest rank "
+      "({})",
+      kTool, s.rank, InReports(s.named, s.reports), s.named > 1 ? "a median " : "", 100 * s.spread,
+      times(*last));
+  if (s.consistent) {
     f.severity = Severity::kWarning;
     f.confidence = 0.6;
-    f.message = fmt::format("{} names rank {} slowest {}, a median {:.1f}% behind the fastest ({})",
-                            kTool, s.rank, InReports(s.named, s.reports), 100 * s.spread, times);
+    f.message = fmt::format(
+        "{}; alone: its Bottom throughput lists put it a median {:.1f}% below the next lowest rank",
+        head, 100 * *s.gap);
   } else {
     f.severity = Severity::kInfo;
     f.confidence = 0.3;
-    f.message = fmt::format(
-        "{} names rank {} slowest {}, {:.1f}% behind the fastest ({}); {}", kTool, s.rank,
-        InReports(s.named, s.reports), 100 * s.spread, times,
-        s.reports < kToolMinReports
-            ? fmt::format("{} cannot tell one slow rank from a spread over all of them: each "
-                          "gives only the interval's fastest and slowest",
-                          s.reports == 1 ? "one report" : "so few reports")
-            : "the slowest rank changes from report to report");
+    std::string why;
+    if (s.reports < kToolMinReports) {
+      why = fmt::format(
+          "{} cannot tell one slow rank from a spread over all of them: each gives "
+          "only the interval's fastest and slowest",
+          s.reports == 1 ? "one report" : "so few reports");
+    } else if (s.named < kToolConsistentShare * s.reports) {
+      why = "the slowest rank changes from report to report";
+    } else if (static_cast<int>(gaps.size()) < kToolMinReports) {
+      why = fmt::format(
+          "without its Bottom N lists (--straggler-minmax-count) the reports cannot show whether "
+          "rank {} alone is slow or a group of ranks (a pipeline stage with more work)",
+          s.rank);
+    } else {
+      why = fmt::format(
+          "its Bottom N lists put other ranks within {:.1f}% of it: a group of ranks "
+          "is as slow (a pipeline stage with more work?), not one",
+          100 * *s.gap);
+    }
+    f.message = head + "; " + why;
     f.next_steps.push_back(
-        "keep --log-straggler on for more logging intervals, or log per-rank step times "
-        "(rank, step, time) so that every rank is compared at every step");
+        "run with --log-straggler and --straggler-minmax-count 4 for more logging intervals, or "
+        "log per-rank step times (rank, step, time) so that every rank is compared at every step");
   }
   f.evidence.push_back(Extremes(*last, ToolMetric::kRoundTripMs, "round trips"));
   if (auto bottom = BottomList(reports, s.rank)) f.evidence.push_back(std::move(*bottom));
@@ -187,7 +241,11 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
   for (const ToolReport& r : all) {
     const ToolExtremes& data = r.metric(ToolMetric::kDataMs);
     const ToolExtremes& rtt = r.metric(ToolMetric::kRoundTripMs);
-    if (!data.min || !data.max || !rtt.max || rtt.max->value <= 0) continue;
+    // A fastest fetch of ~0 is a rank that loads no data (a middle pipeline
+    // stage): no ratio to take.
+    if (!data.min || !data.max || !rtt.max || rtt.max->value <= 0 || data.min->value < kDataLoads) {
+      continue;
+    }
     ++reports;
     if (data.max->value >= kDataShareOfStep * rtt.max->value &&
         data.max->value >= kDataRatio * data.min->value) {
@@ -200,31 +258,34 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
   });
   int32_t rank = top->first;
   int named = top->second;
-  const ToolReport* last = nullptr;
+  // The report of its slowest fetch among those naming it.
+  const ToolReport* worst = nullptr;
   for (const ToolReport& r : suspect) {
-    if (r.metric(ToolMetric::kDataMs).max->rank == rank) last = &r;
+    const RankValue& v = *r.metric(ToolMetric::kDataMs).max;
+    if (v.rank == rank && (!worst || v.value > worst->metric(ToolMetric::kDataMs).max->value))
+      worst = &r;
   }
-  const ToolExtremes& data = last->metric(ToolMetric::kDataMs);
-  double rtt = last->metric(ToolMetric::kRoundTripMs).max->value;
+  const ToolExtremes& data = worst->metric(ToolMetric::kDataMs);
+  double rtt = worst->metric(ToolMetric::kRoundTripMs).max->value;
   Finding f;
   f.code = FindingCode::kToolDataLoaderSlow;
   f.entity.rank = rank;
   bool consistent = reports >= kToolMinReports && named >= kToolConsistentShare * reports;
   f.severity = consistent ? Severity::kWarning : Severity::kInfo;
   f.confidence = consistent ? 0.6 : 0.3;
-  std::string ratio = data.min->value > 0
-                          ? fmt::format("{:.0f}x the fastest rank's ({:.2f} ms)",
-                                        data.max->value / data.min->value, data.min->value)
-                          : "the fastest rank's took 0 ms";
   f.message = fmt::format(
-      "{}: rank {}'s slowest get_batch took {:.2f} ms {}, {} and {:.0f}% of an iteration's "
-      "round trip: its data loading is a suspect apart from its GPU",
-      kTool, rank, data.max->value, InReports(named, reports), ratio, 100 * data.max->value / rtt);
-  f.evidence.push_back(Extremes(*last, ToolMetric::kDataMs, "slowest get_batch times"));
-  f.next_steps.push_back(fmt::format(
-      "check rank {}'s data path: its dataset shard's storage, the data-loader workers and "
-      "their CPU cores, and whether prefetching keeps up",
-      rank));
+      "{}: rank {} had the slowest get_batch {}, up to {:.2f} ms, {:.0f}x the fastest rank's "
+      "({:.2f} ms) and {:.0f}% of the timed forward work per iteration (one fetch, the "
+      "interval's slowest): its data loading is a suspect apart from its GPU",
+      kTool, rank, InReports(named, reports), data.max->value, data.max->value / data.min->value,
+      data.min->value, 100 * data.max->value / rtt);
+  f.evidence.push_back(Extremes(*worst, ToolMetric::kDataMs, "slowest get_batch times"));
+  if (consistent) {
+    f.next_steps.push_back(fmt::format(
+        "check rank {}'s data path: its dataset shard's storage, the data-loader workers and "
+        "their CPU cores, and whether prefetching keeps up",
+        rank));
+  }
   return f;
 }
 
@@ -233,8 +294,42 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
 ToolReportAnalysis AnalyzeToolReports(const Run& run) {
   ToolReportAnalysis a;
   if (run.tool_reports.empty()) return a;
-  if (auto f = SlowestFinding(run.tool_reports, a.slowest)) a.findings.push_back(std::move(*f));
-  if (auto f = DataLoaderFinding(run.tool_reports)) a.findings.push_back(std::move(*f));
+  // Each report once, by file.
+  std::map<uint32_t, std::vector<ToolReport>> by_file;
+  std::vector<const ToolReport*> seen;
+  size_t repeated = 0;
+  for (const ToolReport& r : run.tool_reports) {
+    if (std::any_of(seen.begin(), seen.end(), [&](const ToolReport* x) { return Same(*x, r); })) {
+      ++repeated;
+      continue;
+    }
+    seen.push_back(&r);
+    by_file[r.src.file].push_back(r);
+  }
+  const std::vector<ToolReport>* read = nullptr;
+  size_t others = 0;
+  for (const auto& [file, reports] : by_file) {
+    if (read == nullptr || reports.size() > read->size()) read = &reports;
+  }
+  for (const auto& [file, reports] : by_file) others += &reports == read ? 0 : reports.size();
+  std::vector<Evidence> notes;
+  if (repeated > 0) {
+    notes.push_back(Evidence{
+        fmt::format("{} report{} repeated in another file (a copy of the log) counted once",
+                    repeated, repeated == 1 ? "" : "s"),
+        std::nullopt});
+  }
+  if (others > 0) {
+    notes.push_back(Evidence{
+        fmt::format("{} report{} of {} other file{} not pooled with these {} (another run of the "
+                    "job, or a restart): read them alone",
+                    others, others == 1 ? "" : "s", by_file.size() - 1,
+                    by_file.size() == 2 ? "" : "s", read->size()),
+        std::nullopt});
+  }
+  if (auto f = SlowestFinding(*read, a.slowest)) a.findings.push_back(std::move(*f));
+  if (auto f = DataLoaderFinding(*read)) a.findings.push_back(std::move(*f));
+  for (Finding& f : a.findings) f.evidence.insert(f.evidence.end(), notes.begin(), notes.end());
   return a;
 }
 

@@ -3,13 +3,24 @@
 // slowest most often, by how much, and the rank whose data loading is slow.
 //
 // A report gives each metric's minimum and maximum over the ranks in one
-// logging interval. The largest round trip always belongs to some rank, so
-// one report names no straggler: only a rank that is slowest in most of
-// several reports (kMinReports, kConsistentShare), by more than
-// same-model GPUs differ (kMaterialSpread, the article's 5%), is one. Its
-// "Bottom N" throughput list, when printed, shows whether that rank is
-// alone or one of several as slow. The verdict (verdict/tool_culprit.cc)
-// cites the result beside laggard's own detectors.
+// logging interval; its round trip is the time of the work the detector
+// times (Megatron's forward step), not the iteration. The largest round
+// trip always belongs to some rank, and the spread from the fastest grows
+// with the number of ranks, so one report names no straggler. A rank is one
+// when it is slowest in most of several reports (kToolMinReports,
+// kToolConsistentShare) and alone there: its "Bottom N" throughput lists
+// (--straggler-minmax-count) put the next lowest rank more than same-model
+// GPUs differ above it (kToolMaterialSpread, the article's 5%). A healthy
+// pipeline's stage with more work is slowest in every report, with its
+// ranks together. Without Bottom lists nothing says which, and no rank is
+// named. When every report's extremes lie within 5%, no rank lagged in
+// those intervals.
+//
+// Reports repeated in several files (a log and its copy) count once; the
+// reports of the file with the most of them are read, the others (another
+// run, a restart) are not pooled with them, and the finding says so. The
+// verdict (verdict/tool_culprit.cc) cites the result beside laggard's own
+// detectors.
 
 #ifndef LAGGARD_ANALYSIS_TOOL_REPORTS_STRAGGLER_REPORTS_H_
 #define LAGGARD_ANALYSIS_TOOL_REPORTS_STRAGGLER_REPORTS_H_
@@ -32,9 +43,16 @@ struct ToolSlowestRank {
   int32_t rank = 0;
   int named = 0;    // reports in which it had the largest round trip
   int reports = 0;  // reports that give both the smallest and the largest
-  // Median over the reports naming it of (largest / smallest - 1).
+  // Median over the reports naming it of (largest / smallest - 1); with
+  // `even`, the largest over all reports.
   double spread = 0;
-  // Slowest in most of several reports, by a material spread.
+  // Every report's round trips lie within kToolMaterialSpread: no rank
+  // lagged in the intervals reported.
+  bool even = false;
+  // Median, over the reports naming it with a Bottom list that puts it
+  // lowest, of the next lowest rank's throughput over its own - 1.
+  std::optional<double> gap;
+  // Slowest in most of several reports, and alone there by a material gap.
   bool consistent = false;
 };
 

@@ -79,27 +79,30 @@ struct RawValue {
   std::string_view unit;
   int32_t rank = 0;
 };
+// Text after the rank (a logger's " (utils.py:1234)") is ignored when a
+// blank sets it apart.
 std::optional<RawValue> ReadValueRank(std::string_view text, std::string& why) {
   text = Trim(text);
-  size_t slash = text.rfind('/');
+  size_t digits = 0;
+  while (digits < text.size() && IsNumberChar(text[digits])) ++digits;
+  std::optional<double> v = ParseDouble(text.substr(0, digits));
+  if (!v || !std::isfinite(*v) || *v < 0) {
+    why = "value is not a plain decimal number of zero or more";
+    return std::nullopt;
+  }
+  size_t slash = text.find('/', digits);
   if (slash == std::string_view::npos) {
     why = "no /rank";
     return std::nullopt;
   }
-  std::optional<int64_t> rank = ParseInt<int64_t>(text.substr(slash + 1));
+  std::string_view rank_text = text.substr(slash + 1);
+  rank_text = rank_text.substr(0, std::min(rank_text.find(' '), rank_text.find('\t')));
+  std::optional<int64_t> rank = ParseInt<int64_t>(rank_text);
   if (!rank || *rank < 0 || *rank > kMaxRank) {
     why = "rank is not a rank number";
     return std::nullopt;
   }
-  std::string_view value = text.substr(0, slash);
-  size_t digits = 0;
-  while (digits < value.size() && IsNumberChar(value[digits])) ++digits;
-  std::optional<double> v = ParseDouble(value.substr(0, digits));
-  if (!v || !std::isfinite(*v) || *v < 0) {
-    why = "value is not a number of zero or more";
-    return std::nullopt;
-  }
-  return RawValue{*v, Trim(value.substr(digits)), static_cast<int32_t>(*rank)};
+  return RawValue{*v, Trim(text.substr(digits, slash - digits)), static_cast<int32_t>(*rank)};
 }
 
 // "YYYY-MM-DD HH:MM:SS" in `text`, the logger's time of the report; "" when
@@ -135,12 +138,14 @@ bool StragglerReportScanner::Offer(std::string_view line, uint64_t line_number,
     MainLine(line, at, line_number, ctx);
     return true;
   }
-  at = line.find("^^^^ ");
-  if (at != std::string_view::npos && line.find("Etpt(TF):", at) != std::string_view::npos) {
-    RankList(line, at, line_number, ctx);
-    return true;
-  }
-  return false;
+  size_t etpt = line.find("Etpt(TF):");
+  if (etpt == std::string_view::npos) return false;
+  at = line.find("^^^^ Bottom");
+  if (at == std::string_view::npos) at = line.find("^^^^ Top");
+  if (at == std::string_view::npos) at = line.rfind("^^^^ ", etpt);
+  if (at == std::string_view::npos) return false;
+  RankList(line, at, line_number, ctx);
+  return true;
 }
 
 void StragglerReportScanner::MainLine(std::string_view line, size_t at, uint64_t line_number,
@@ -150,6 +155,9 @@ void StragglerReportScanner::MainLine(std::string_view line, size_t at, uint64_t
   report.src = ctx.Ref(line_number);
   bool any = false;
   std::string why;
+  std::array<bool, kFields.size()> seen{};
+  // Power as printed: read as NVML's mW when any value of the report is.
+  std::array<std::optional<RawValue>, 2> power;  // min, max
   for (std::string_view field : Split(line.substr(at), '|')) {
     field = Trim(field);
     if (field.empty()) continue;
@@ -164,6 +172,11 @@ void StragglerReportScanner::MainLine(std::string_view line, size_t at, uint64_t
       BadField(ctx, line_number, field, "not one of the fields StragglerDetector prints");
       continue;
     }
+    if (seen[key - kFields.data()]) {
+      BadField(ctx, line_number, field, "given twice in the line; the first was kept");
+      continue;
+    }
+    seen[key - kFields.data()] = true;
     std::optional<RawValue> raw = ReadValueRank(field.substr(colon + 5), why);
     if (!raw) {
       BadField(ctx, line_number, field, why);
@@ -174,10 +187,21 @@ void StragglerReportScanner::MainLine(std::string_view line, size_t at, uint64_t
       BadField(ctx, line_number, field, fmt::format("unit \"{}\" is not this field's", raw->unit));
       continue;
     }
+    any = true;
+    if (key->metric == ToolMetric::kPowerW && raw->unit == "W") {
+      power[key->min ? 0 : 1] = raw;
+      continue;
+    }
     ToolExtremes& m = report.metric(key->metric);
     (key->min ? m.min : m.max) = RankValue{raw->value * *factor, raw->rank};
-    any = true;
   }
+  bool milliwatts = false;
+  for (const auto& p : power) milliwatts |= p && p->value > kMilliwattsAbove;
+  ToolExtremes& pw = report.metric(ToolMetric::kPowerW);
+  if (power[0]) pw.min = RankValue{power[0]->value * (milliwatts ? 1e-3 : 1.0), power[0]->rank};
+  if (power[1]) pw.max = RankValue{power[1]->value * (milliwatts ? 1e-3 : 1.0), power[1]->rank};
+  // A Bottom/Top list below belongs to this line's report, read or not.
+  last_read_ = any;
   if (any) reports_.push_back(std::move(report));
 }
 
@@ -192,9 +216,11 @@ void StragglerReportScanner::RankList(std::string_view line, size_t at, uint64_t
   std::vector<std::string_view> words = SplitBlanks(rest.substr(0, rest.find(':')));
   // The count the line gives; -1 when it gives none.
   const int64_t count = words.size() > 1 ? ParseInt<int64_t>(words[1]).value_or(-1) : -1;
-  if (reports_.empty() ||
+  if (reports_.empty() || !last_read_ ||
       !(bottom ? reports_.back().lowest_tflops : reports_.back().highest_tflops).empty()) {
-    BadField(ctx, line_number, rest, "a rank list with no report line before it");
+    BadField(ctx, line_number, rest,
+             reports_.empty() || last_read_ ? "a rank list with no report line before it"
+                                            : "a rank list whose report line did not read");
     return;
   }
   std::vector<RankValue>& out =

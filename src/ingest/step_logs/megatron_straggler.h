@@ -13,9 +13,10 @@
 //
 // Each field is `<value><unit>/<rank>`: two decimals in today's source,
 // integers in the sample of its README, so both are read. Power is printed
-// with a "W" but is NVML's milliwatts; a value no GPU draws in watts
-// (> 5,000) is read as mW. get_batch times written in "us" (the unit the
-// detector's defaults name) are converted to ms.
+// with a "W" but is NVML's milliwatts: a report with a value no GPU draws in
+// watts (> 5,000) is read as mW, both values. get_batch times written in
+// "us" (the unit the detector's defaults name) are converted to ms. A field
+// given twice keeps the first (the second is counted).
 //
 // The TextLogReader offers every line no step matcher took. A report with a
 // field that does not read keeps the fields that do; the bad field is
@@ -47,6 +48,7 @@ class StragglerReportScanner {
   void RankList(std::string_view line, size_t at, uint64_t line_number, ReaderContext& ctx);
 
   std::vector<ToolReport> reports_;
+  bool last_read_ = false;  // the last report line read (a list may follow it)
 };
 
 }  // namespace laggard

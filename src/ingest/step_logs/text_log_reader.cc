@@ -95,7 +95,12 @@ class TextLogReader final : public TextReader {
         if (r == MatchResult::kGarbled) result = r;
       }
       if (result == MatchResult::kNoMatch) {
-        if (straggler_reports.Offer(line, lines.line_number(), ctx)) continue;
+        // A report line is the process's output like a step line: it tells
+        // a traceback before it did not end the process.
+        if (straggler_reports.Offer(line, lines.line_number(), ctx)) {
+          if (hangs.watching()) hangs.LineTaken(line);
+          continue;
+        }
         layout.Offer(line, static_cast<uint32_t>(lines.line_number()));
         if (read_hangs) hangs.Offer(line, lines.line_number(), ctx);
         continue;

@@ -109,5 +109,42 @@ TEST(MegatronStragglerTest, ReportsBesideIterationLinesLeaveTheStepsAsTheyWere) 
   EXPECT_EQ(run.tool_reports[0].src.line, 2u);
 }
 
+TEST(MegatronStragglerTest, ListsFollowTheirOwnReportRepeatsAndSuffixesAreHandled) {
+  TempDir dir;
+  WriteFile(dir.File("train.log"),
+            "[2024-01-01 00:00:00] | MnRtt/Rnk: 100.00ms/1 | MxRtt/Rnk: 110.00ms/5 | "
+            "MxRtt/Rnk: 101.00ms/7 | MnPwr/Rnk: 4999.00W/0 | MxPwr/Rnk: 683801.00W/3 | "
+            "MxEtpt/Rnk: 300.00TF/2 (utils.py:1234)\n"
+            // A report line that reads nothing, then its list: not the first's.
+            "[2024-01-01 00:01:00] | MnRtt/Rnk: x/1 | MxRtt/Rnk: y/5\n"
+            "2024 INFO ^^^^ Bottom 2 Ranks with lowest  Etpt(TF): 100.00/9, 296.00/2,\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.tool_reports.size(), 1u);
+  const ToolReport& r = run.tool_reports[0];
+  EXPECT_EQ(r.metric(ToolMetric::kRoundTripMs).max->rank, 5);  // the first of two kept
+  // One report's power is all mW when any value is.
+  EXPECT_NEAR(r.metric(ToolMetric::kPowerW).min->value, 4.999, 1e-9);
+  EXPECT_NEAR(r.metric(ToolMetric::kPowerW).max->value, 683.801, 1e-9);
+  EXPECT_NEAR(r.metric(ToolMetric::kTflops).max->value, 300, 1e-9);
+  EXPECT_TRUE(r.lowest_tflops.empty());
+  // The repeated MxRtt, the two unread fields, the orphaned list.
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kToolReportBadField), 4u);
+}
+
+// A handled traceback followed by more reports did not end the process.
+TEST(MegatronStragglerTest, ReportsAfterATracebackAreTheProcessGoingOn) {
+  TempDir dir;
+  WriteFile(dir.File("rank-0.log"),
+            "[2024-01-01 00:00:00] | MnRtt/Rnk: 100.00ms/1 | MxRtt/Rnk: 110.00ms/5\n"
+            "Traceback (most recent call last):\n"
+            "  File \"train.py\", line 3, in <module>\n"
+            "RuntimeError: retried\n"
+            "[2024-01-01 00:01:00] | MnRtt/Rnk: 100.00ms/1 | MxRtt/Rnk: 110.00ms/5\n"
+            "[2024-01-01 00:02:00] | MnRtt/Rnk: 100.00ms/1 | MxRtt/Rnk: 110.00ms/5\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  EXPECT_EQ(run.tool_reports.size(), 3u);
+  EXPECT_TRUE(run.hang.events.empty());
+}
+
 }  // namespace
 }  // namespace laggard
