@@ -212,10 +212,10 @@ void CheckRunInvariants(const Run& run) {
   uint64_t kept = run.total_steps();
   uint64_t hang_events = run.hang.events.size();
   uint64_t dups = run.diagnostics.count(DiagCode::kStepDuplicate);
-  uint64_t reports = run.tool_reports.size();
+  uint64_t reports = run.tool_reports.size() + run.nvrx_reports.size();
   FUZZ_CHECK(claimed == kept + hang_events + dups + reports,
              "records lost: readers took {}, run keeps {} steps, {} hang events and {} "
-             "StragglerDetector reports and counts {} duplicates",
+             "StragglerDetector / NVRx reports and counts {} duplicates",
              claimed, kept, hang_events, reports, dups);
   for (const ToolReport& r : run.tool_reports) {
     auto check = [](const RankValue& v) {
@@ -228,6 +228,14 @@ void CheckRunInvariants(const Run& run) {
     }
     for (const RankValue& v : r.lowest_tflops) check(v);
     for (const RankValue& v : r.highest_tflops) check(v);
+  }
+  for (const NvrxReport& r : run.nvrx_reports) {
+    for (const auto* list : {&r.relative, &r.individual}) {
+      for (const RankScore& s : *list) {
+        FUZZ_CHECK(s.rank >= 0 && s.rank <= kMaxRank && !(s.score < 0), "NVRx score {} rank {}",
+                   s.score, s.rank);
+      }
+    }
   }
   CheckDiagnostics(run);
 }

@@ -5,7 +5,7 @@
 // Invariants, besides those of every Run (fuzz_support.h): the lines the
 // matchers claim, judged line by line on an independent split, are all
 // accounted for: a line some matcher reads is taken (as a step; the
-// reader's hang events and StragglerDetector reports are taken besides) or
+// reader's hang events and StragglerDetector / NVRx reports are taken besides) or
 // counted as step.bad_rank_or_step / step.nonpositive_duration; a line none reads but
 // one calls garbled is counted as step.garbled; other lines count nothing.
 
@@ -50,7 +50,8 @@ void ReadAndCheck(const TextReader& reader,
              Count(run, DiagCode::kStepGarbled));
   // What the reader took: its steps, and the hang lines and StragglerDetector
   // reports it read besides.
-  const uint64_t steps_taken = o.taken - run.hang.events.size() - run.tool_reports.size();
+  const uint64_t steps_taken =
+      o.taken - run.hang.events.size() - run.tool_reports.size() - run.nvrx_reports.size();
   uint64_t accounted = steps_taken + Count(run, DiagCode::kStepBadRankOrStep) +
                        Count(run, DiagCode::kStepNonPositiveDuration);
   FUZZ_CHECK(accounted == matched,

@@ -170,6 +170,8 @@ constexpr FindingInfo kCatalogue[] = {
     {"gpu.p2p_bandwidth_low", Severity::kWarning,
      "p2pBandwidthLatencyTest shows one GPU's links slower than its peers' (a test, not the run)",
      kGpu},
+    {"tool.nvrx_report", Severity::kInfo,
+     "NVRx straggler detection's GPU scores name a rank (or node) slowest, or none", kTool},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

@@ -81,6 +81,7 @@ enum class FindingCode : uint16_t {
   kToolStragglerReport,  // Megatron's StragglerDetector: its slowest rank over its reports
   kToolDataLoaderSlow,   // Megatron's StragglerDetector: a rank's get_batch is slow
   kGpuP2pBandwidthLow,   // p2pBandwidthLatencyTest: one GPU's links below its peers'
+  kToolNvrxReport,       // NVRx straggler detection: its lowest-scoring rank over its reports
   kCount,
 };
 

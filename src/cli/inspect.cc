@@ -251,6 +251,7 @@ Json FileJson(const InputFileInfo& info, const FileFacts& f) {
   if (f.hang.events > 0) j["hang"] = HangJson(f.hang);
   // Only for files that hold them, as "hang".
   if (f.tool_reports > 0) j["straggler_reports"] = f.tool_reports;
+  if (f.nvrx_reports > 0) j["nvrx_reports"] = f.nvrx_reports;
   j["hosts"] = f.hosts;
   j["data_quality"] = DiagnosticsJson(f.diagnostics, false);
   return j;
@@ -497,6 +498,9 @@ std::string GaveText(const InputFileInfo& info, const FileFacts& f) {
   if (f.tool_reports > 0) {
     parts.push_back(
         Plural(f.tool_reports, "StragglerDetector report", "StragglerDetector reports"));
+  }
+  if (f.nvrx_reports > 0) {
+    parts.push_back(Plural(f.nvrx_reports, "NVRx straggler report", "NVRx straggler reports"));
   }
   if (!f.hosts.empty()) {
     constexpr size_t kShownHosts = 3;

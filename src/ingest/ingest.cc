@@ -326,6 +326,7 @@ FileFacts FactsOf(const RunBuilder& b) {
   }
 
   f.tool_reports = b.tool_reports().size();
+  f.nvrx_reports = b.nvrx_reports().size();
   for (const RankTrace& t : b.traces()) {
     f.traces.push_back(FactsOfTrace(t));
     if (t.host) hosts.push_back(*t.host);

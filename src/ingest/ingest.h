@@ -176,7 +176,8 @@ struct FileFacts {
   uint64_t gpu_samples = 0;
   NetworkFacts network;
   HangFacts hang;
-  uint64_t tool_reports = 0;       // other tools' straggler reports (model/tool_report.h)
+  uint64_t tool_reports = 0;       // Megatron StragglerDetector reports (model/tool_report.h)
+  uint64_t nvrx_reports = 0;       // NVRx straggler reports
   std::vector<std::string> hosts;  // hosts of its ranks, traces, GPUs and network records; sorted
 };
 

@@ -26,7 +26,7 @@ uint64_t Run::total_steps() const {
 bool Run::NothingUsable() const {
   return total_steps() == 0 && traces.empty() && hardware.gpus.empty() && network.empty() &&
          op_timelines.empty() && hang.dumps.empty() && hang.events.empty() && hang.ras.empty() &&
-         tool_reports.empty();
+         tool_reports.empty() && nvrx_reports.empty();
 }
 
 const StepRecord* StepSeries::FindStep(int64_t step) const {
@@ -227,6 +227,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
   for (OpTimeline& t : other.op_timelines_) op_timelines_.push_back(std::move(t));
   for (const LayoutStatement& l : other.layouts_) layouts_.push_back(l);
   for (ToolReport& r : other.tool_reports_) tool_reports_.push_back(std::move(r));
+  for (NvrxReport& r : other.nvrx_reports_) nvrx_reports_.push_back(std::move(r));
   for (GpuRecord& g : other.gpus_) gpus_.push_back(std::move(g));
   auto append = [](auto& dst, auto& src) {
     for (auto& x : src) dst.push_back(std::move(x));
@@ -560,6 +561,7 @@ void RunBuilder::Finalize(Run& run) {
   run.op_timelines = std::move(op_timelines_);
   run.layouts = std::move(layouts_);
   run.tool_reports = std::move(tool_reports_);
+  run.nvrx_reports = std::move(nvrx_reports_);
   run.names = std::move(names_);
   MergeGpus(gpus_, run, diagnostics_);
   run.hardware.gpus = std::move(gpus_);

@@ -11,7 +11,8 @@
 //   ├── traces[]         one RankTrace per profiler trace (model/trace.h)
 //   ├── op_timelines[]   per-op timelines of model-parallel jobs (model/op_timeline.h)
 //   ├── layouts[]        parallel layouts the files state (model/parallel_layout.h)
-//   ├── tool_reports[]   other tools' straggler reports in the logs (model/tool_report.h)
+//   ├── tool_reports[]   Megatron StragglerDetector reports in the logs (model/tool_report.h)
+//   ├── nvrx_reports[]   NVRx straggler reports in the logs (model/tool_report.h)
 //   ├── names            interned kernel / collective names of the traces
 //   ├── hardware         GPU facts and metric series per host/GPU (model/hardware.h)
 //   ├── network          IB ports, Ethernet links, nccl-tests, NCCL logs,
@@ -141,6 +142,7 @@ struct Run {
   std::vector<OpTimeline> op_timelines;  // in file order
   std::vector<LayoutStatement> layouts;  // in file order
   std::vector<ToolReport> tool_reports;  // in file order, then line order
+  std::vector<NvrxReport> nvrx_reports;  // in file order, then line order
   NameTable names;
   HardwareData hardware;
   NetworkData network;
@@ -222,6 +224,9 @@ class RunBuilder {
   // A report another tool printed in a log (Megatron's StragglerDetector).
   void AddToolReport(ToolReport report) { tool_reports_.push_back(std::move(report)); }
   const std::vector<ToolReport>& tool_reports() const { return tool_reports_; }
+  // An NVRx straggler report in a log.
+  void AddNvrxReport(NvrxReport report) { nvrx_reports_.push_back(std::move(report)); }
+  const std::vector<NvrxReport>& nvrx_reports() const { return nvrx_reports_; }
   NameTable& names() { return names_; }
 
   // GPU data of one file (hardware readers): one record per GPU per file.
@@ -328,6 +333,7 @@ class RunBuilder {
   std::vector<OpTimeline> op_timelines_;
   std::vector<LayoutStatement> layouts_;
   std::vector<ToolReport> tool_reports_;
+  std::vector<NvrxReport> nvrx_reports_;
   NameTable names_;
   std::vector<GpuRecord> gpus_;
   NetworkData network_;

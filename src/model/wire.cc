@@ -61,6 +61,8 @@ static_assert(sizeof(ParallelCoord) == 16,
 static_assert(sizeof(LayoutStatement) == 32,
               "a field was added to LayoutStatement: update model/wire.cc");
 static_assert(sizeof(RankValue) == 16, "a field was added to RankValue: update model/wire.cc");
+static_assert(sizeof(RankScore) == 48, "a field was added to RankScore: update model/wire.cc");
+static_assert(sizeof(NvrxReport) == 112, "a field was added to NvrxReport: update model/wire.cc");
 static_assert(sizeof(ToolReport) == 424, "a field was added to ToolReport: update model/wire.cc");
 static_assert(sizeof(TimelineOp) == 56, "a field was added to TimelineOp: update model/wire.cc");
 static_assert(sizeof(TimelineWorker) == 28,
@@ -110,13 +112,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2640, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2664, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 7;
+constexpr uint32_t kWireVersion = 8;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -364,6 +366,17 @@ void serialize(Archive& ar, ToolReport& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, RankScore& x) {
+  ar(x.rank, x.score, x.node);
+}
+
+template <class Archive>
+void serialize(Archive& ar, NvrxReport& x) {
+  ar(x.relative, x.individual, x.relative_ranks, x.individual_ranks, x.flagged_relative,
+     x.flagged_individual, x.src);
+}
+
+template <class Archive>
 void serialize(Archive& ar, TimelineOp& x) {
   ar(x.start_ns, x.dur_ns, x.step, x.src, x.worker, x.microbatch, x.chunk, x.seq,
      Enum(x.kind, kTimelineOpKindEnd, "TimelineOpKind"));
@@ -562,7 +575,8 @@ void serialize(Archive& ar, DiagExample& x) {
 // The private state of RunBuilder and Diagnostics (friends of this struct).
 struct WireAccess {
   static void Save(cereal::BinaryOutputArchive& ar, const RunBuilder& b) {
-    ar(b.series_, b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_);
+    ar(b.series_, b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_,
+       b.nvrx_reports_);
     SaveNames(ar, b.names_);
     ar(b.gpus_, b.network_, b.hang_);
     SaveDiagnostics(ar, b.diagnostics_);
@@ -583,7 +597,7 @@ struct WireAccess {
       if (b.present(rank)) throw WireError(fmt::format("wire: two step series of rank {}", rank));
       b.SeriesFor(rank) = std::move(s);
     }
-    ar(b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_);
+    ar(b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_, b.nvrx_reports_);
     LoadNames(ar, b.names_);
     ar(b.gpus_, b.network_, b.hang_);
     LoadDiagnostics(ar, b.diagnostics_);
@@ -662,6 +676,20 @@ struct WireAccess {
       if (!std::isfinite(v.value) || v.value < 0)
         throw WireError(fmt::format("wire: tool report value {}", v.value));
     };
+    for (const NvrxReport& r : b.nvrx_reports_) {
+      for (const auto* list : {&r.relative, &r.individual}) {
+        for (const RankScore& s : *list) {
+          if (s.rank < 0 || s.rank > kMaxRank)
+            throw WireError(fmt::format("wire: NVRx report names rank {}", s.rank));
+        }
+      }
+      for (const auto* list : {&r.flagged_relative, &r.flagged_individual}) {
+        for (int32_t rank : *list) {
+          if (rank < 0 || rank > kMaxRank)
+            throw WireError(fmt::format("wire: NVRx report names rank {}", rank));
+        }
+      }
+    }
     for (const ToolReport& r : b.tool_reports_) {
       for (const ToolExtremes& m : r.metrics) {
         if (m.min) check_rank(*m.min);

@@ -44,85 +44,119 @@ bool HardwareOrNetworkWarns(const Analyses& a) {
   return false;
 }
 
+// One tool's reading: its finding and the rank it puts slowest.
+struct Reading {
+  const Finding* finding;
+  const ToolSlowestRank* slowest;
+};
+
+// Megatron's StragglerDetector's, then NVRx's, where each gave one.
+std::vector<Reading> Readings(const Analyses& a) {
+  std::vector<Reading> out;
+  const Finding* sd = FirstOf(a.tool_reports.findings, FindingCode::kToolStragglerReport);
+  if (sd != nullptr && a.tool_reports.slowest) out.push_back({sd, &*a.tool_reports.slowest});
+  // NVRx's rank reading (its individual-score finding has no ToolSlowestRank).
+  if (a.tool_reports.nvrx) {
+    for (const Finding& f : a.tool_reports.findings) {
+      if (f.code != FindingCode::kToolNvrxReport) continue;
+      bool rank_reading = f.message.find("individual score") == std::string::npos;
+      if (rank_reading) {
+        out.push_back({&f, &*a.tool_reports.nvrx});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// A culprit's line about one tool's reading: agrees, disagrees, or empty.
+std::string CiteLine(const Culprit& c, const Reading& r, const Analyses& a, bool& said_other) {
+  const Finding& f = *r.finding;
+  const ToolSlowestRank& s = *r.slowest;
+  if (r.slowest->even) {
+    if (said_other) return "";
+    said_other = true;
+    return fmt::format("{} — it disagrees on the size: laggard measured its own evidence above",
+                       f.message);
+  }
+  if (Names(c, s.rank)) {
+    return fmt::format("{} (agrees){}", f.message,
+                       s.consistent ? "" : "; alone it would not name a straggler");
+  }
+  if (said_other) return "";
+  said_other = true;
+  return fmt::format(
+      "{} — it disagrees: {}", f.message,
+      Measured(a, s.rank)
+          ? "laggard's evidence above names this culprit, and the tool's reports sum each "
+            "interval up"
+          : fmt::format("laggard has no step times or trace of rank {} to weigh it", s.rank));
+}
+
 }  // namespace
 
 std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a,
                                          std::vector<std::string>& next_steps) {
-  const std::optional<ToolSlowestRank>& s = a.tool_reports.slowest;
-  if (!s || !s->consistent) return std::nullopt;
   if (v.status != VerdictStatus::kInconclusive &&
       (a.steps.ranks.size() >= 2 || a.traces.ranks.size() >= 2)) {
     return std::nullopt;
   }
-  const Finding* f = FirstOf(a.tool_reports.findings, FindingCode::kToolStragglerReport);
-  if (f == nullptr) return std::nullopt;
-  Culprit c = CulpritOf(*f, CauseClass::kUnknown, kSingleSourceCap);
-  c.evidence.push_back(f->message);
-  for (const Evidence& e : f->evidence) c.evidence.push_back(e.text);
-  const Finding* data = FirstOf(a.tool_reports.findings, FindingCode::kToolDataLoaderSlow);
-  if (data != nullptr && data->entity.rank == s->rank) c.evidence.push_back(data->message);
-  // Its GPU's and host's findings, as for a culprit of laggard's own.
-  EnrichRankCulprit(c, a, next_steps);
-  return c;
+  for (const Reading& r : Readings(a)) {
+    if (!r.slowest->consistent) continue;
+    Culprit c = CulpritOf(*r.finding, CauseClass::kUnknown, kSingleSourceCap);
+    c.evidence.push_back(r.finding->message);
+    for (const Evidence& e : r.finding->evidence) c.evidence.push_back(e.text);
+    const Finding* data = FirstOf(a.tool_reports.findings, FindingCode::kToolDataLoaderSlow);
+    if (data != nullptr && data->entity.rank == r.slowest->rank)
+      c.evidence.push_back(data->message);
+    // Its GPU's and host's findings, as for a culprit of laggard's own.
+    EnrichRankCulprit(c, a, next_steps);
+    return c;
+  }
+  return std::nullopt;
 }
 
 void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
                      std::vector<std::string>& next_steps) {
-  const Finding* f = FirstOf(a.tool_reports.findings, FindingCode::kToolStragglerReport);
-  const std::optional<ToolSlowestRank>& s = a.tool_reports.slowest;
   if (const Finding* data = FirstOf(a.tool_reports.findings, FindingCode::kToolDataLoaderSlow)) {
     AddSteps(next_steps, data->next_steps);
   }
-  if (f == nullptr || !s) return;
+  std::vector<Reading> readings = Readings(a);
+  if (readings.empty()) return;
   if (v.status == VerdictStatus::kStraggler) {
-    bool said_other = false;
-    for (Culprit& c : v.culprits) {
-      if (Cites(c, *f) || !(c.entity.rank || !c.ranks.empty())) continue;
-      if (s->even) {
-        if (!said_other) {
-          said_other = true;
-          c.evidence.push_back(
-              fmt::format("{} — it disagrees on the size: laggard measured its own evidence above",
-                          f->message));
-        }
-      } else if (Names(c, s->rank)) {
-        c.evidence.push_back(
-            fmt::format("{} (agrees){}", f->message,
-                        s->consistent ? "" : "; alone it would not name a straggler"));
-      } else if (!said_other) {
-        said_other = true;
-        c.evidence.push_back(fmt::format(
-            "{} — it disagrees: {}", f->message,
-            Measured(a, s->rank)
-                ? "laggard's evidence above names this culprit, and the detector's reports give "
-                  "only each interval's slowest and fastest rank"
-                : fmt::format("laggard has no step times or trace of rank {} to weigh it",
-                              s->rank)));
+    for (const Reading& r : readings) {
+      bool said_other = false;
+      for (Culprit& c : v.culprits) {
+        if (Cites(c, *r.finding) || !(c.entity.rank || !c.ranks.empty())) continue;
+        std::string line = CiteLine(c, r, a, said_other);
+        if (!line.empty()) c.evidence.push_back(std::move(line));
       }
     }
     return;
   }
-  AddSteps(next_steps, f->next_steps);
+  for (const Reading& r : readings) AddSteps(next_steps, r.finding->next_steps);
   if (!ComparesRanks(run, a) && !HardwareOrNetworkWarns(a)) {
-    // Nothing else speaks about the ranks: the detector's reading is the
-    // verdict. Its extremes bound every rank of the intervals reported.
-    if (s->even) {
-      v.status = VerdictStatus::kNoStraggler;
-      v.summary = "verdict: no straggler found — " + f->message;
-    } else {
-      v.status = VerdictStatus::kInconclusive;
-      v.summary = "verdict: inconclusive — " + f->message;
-    }
+    // Nothing else speaks about the ranks: the tools' reading is the
+    // verdict. The extremes they print bound every rank of their intervals.
+    bool even = std::all_of(readings.begin(), readings.end(),
+                            [](const Reading& r) { return r.slowest->even; });
+    v.status = even ? VerdictStatus::kNoStraggler : VerdictStatus::kInconclusive;
+    v.summary = std::string(even ? "verdict: no straggler found — " : "verdict: inconclusive — ") +
+                readings.front().finding->message;
+    for (size_t i = 1; i < readings.size(); ++i) v.summary += "; " + readings[i].finding->message;
     return;
   }
-  v.summary += fmt::format("; {}", f->message);
-  if (s->even) return;
-  if (!Measured(a, s->rank)) {
-    v.summary += fmt::format(
-        " — laggard has no step times or trace of rank {}: add them to weigh it", s->rank);
-  } else if (s->consistent && v.status == VerdictStatus::kNoStraggler) {
-    v.summary += fmt::format(
-        " — laggard's own comparison of the ranks, which holds rank {} too, finds none", s->rank);
+  for (const Reading& r : readings) {
+    const ToolSlowestRank& s = *r.slowest;
+    v.summary += fmt::format("; {}", r.finding->message);
+    if (s.even) continue;
+    if (!Measured(a, s.rank)) {
+      v.summary += fmt::format(
+          " — laggard has no step times or trace of rank {}: add them to weigh it", s.rank);
+    } else if (s.consistent && v.status == VerdictStatus::kNoStraggler) {
+      v.summary += fmt::format(
+          " — laggard's own comparison of the ranks, which holds rank {} too, finds none", s.rank);
+    }
   }
 }
 

@@ -49,7 +49,8 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kToolStragglerReport).name, "tool.straggler_report");
   EXPECT_EQ(Describe(FindingCode::kToolDataLoaderSlow).name, "tool.data_loader_slow");
   EXPECT_EQ(Describe(FindingCode::kGpuP2pBandwidthLow).name, "gpu.p2p_bandwidth_low");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kGpuP2pBandwidthLow) + 1,
+  EXPECT_EQ(Describe(FindingCode::kToolNvrxReport).name, "tool.nvrx_report");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kToolNvrxReport) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/robust_stats.h"
+#include "analysis/tool_reports/nvrx_reports.h"
 
 namespace laggard {
 namespace {
@@ -293,6 +294,7 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
 
 ToolReportAnalysis AnalyzeToolReports(const Run& run) {
   ToolReportAnalysis a;
+  AnalyzeNvrxReports(run, a.findings, a.nvrx);
   if (run.tool_reports.empty()) return a;
   // Each report once, by file.
   std::map<uint32_t, std::vector<ToolReport>> by_file;
@@ -327,9 +329,13 @@ ToolReportAnalysis AnalyzeToolReports(const Run& run) {
                     by_file.size() == 2 ? "" : "s", read->size()),
         std::nullopt});
   }
-  if (auto f = SlowestFinding(*read, a.slowest)) a.findings.push_back(std::move(*f));
-  if (auto f = DataLoaderFinding(*read)) a.findings.push_back(std::move(*f));
-  for (Finding& f : a.findings) f.evidence.insert(f.evidence.end(), notes.begin(), notes.end());
+  std::vector<Finding> mine;
+  if (auto f = SlowestFinding(*read, a.slowest)) mine.push_back(std::move(*f));
+  if (auto f = DataLoaderFinding(*read)) mine.push_back(std::move(*f));
+  for (Finding& f : mine) {
+    f.evidence.insert(f.evidence.end(), notes.begin(), notes.end());
+    a.findings.push_back(std::move(f));
+  }
   return a;
 }
 

@@ -57,8 +57,11 @@ struct ToolSlowestRank {
 };
 
 struct ToolReportAnalysis {
-  std::vector<Finding> findings;  // tool.straggler_report, tool.data_loader_slow
-  std::optional<ToolSlowestRank> slowest;
+  // tool.straggler_report, tool.data_loader_slow, tool.nvrx_report
+  // (nvrx_reports.h).
+  std::vector<Finding> findings;
+  std::optional<ToolSlowestRank> slowest;  // Megatron's StragglerDetector
+  std::optional<ToolSlowestRank> nvrx;     // NVRx's lowest GPU relative score
 };
 
 ToolReportAnalysis AnalyzeToolReports(const Run& run);

@@ -9,7 +9,8 @@
 // (common/hang_lines.h): watchdog timeouts, NCCL and gloo errors and
 // torchrun's failure table in the same log reach RunBuilder::hang(), and
 // count among the records taken. A step line never reaches it. So do
-// Megatron's StragglerDetector reports (megatron_straggler.h), before them.
+// Megatron's StragglerDetector and NVRx's straggler reports
+// (megatron_straggler.h, nvrx_straggler.h), before them.
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@
 #include "ingest/common/sniff.h"
 #include "ingest/step_logs/megatron_layout.h"
 #include "ingest/step_logs/megatron_straggler.h"
+#include "ingest/step_logs/nvrx_straggler.h"
 #include "ingest/step_logs/step_log_readers.h"
 
 namespace laggard {
@@ -81,6 +83,7 @@ class TextLogReader final : public TextReader {
     std::string why;
     MegatronLayoutScanner layout;
     StragglerReportScanner straggler_reports;
+    NvrxReportScanner nvrx_reports;
     HangLineCollector hangs;
     const bool read_hangs = !ctx.hang_lines_read;
     while (lines.Next(line)) {
@@ -97,7 +100,8 @@ class TextLogReader final : public TextReader {
       if (result == MatchResult::kNoMatch) {
         // A report line is the process's output like a step line: it tells
         // a traceback before it did not end the process.
-        if (straggler_reports.Offer(line, lines.line_number(), ctx)) {
+        if (straggler_reports.Offer(line, lines.line_number(), ctx) ||
+            nvrx_reports.Offer(line, lines.line_number(), ctx)) {
           if (hangs.watching()) hangs.LineTaken(line);
           continue;
         }
@@ -159,6 +163,7 @@ class TextLogReader final : public TextReader {
     }
     taken += hangs.Finish(lines.line_number(), ctx);
     taken += straggler_reports.Finish(ctx);
+    taken += nvrx_reports.Finish(ctx);
     if (__builtin_popcount(units_seen) > 1) {
       ctx.diag().Add(DiagCode::kMixedUnits, ctx.path, 0,
                      "step times are written in more than one unit; each was converted");
