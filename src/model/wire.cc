@@ -676,6 +676,17 @@ struct WireAccess {
       if (!std::isfinite(v.value) || v.value < 0)
         throw WireError(fmt::format("wire: tool report value {}", v.value));
     };
+    for (const P2pBandwidthTest& t : b.network_.p2p_tests) {
+      const size_t n = t.n > 0 && t.n <= 4096 ? static_cast<size_t>(t.n) : 0;
+      if (n == 0 || t.can_access.size() != n * n || t.gpu_names.size() != n)
+        throw WireError(fmt::format("wire: p2p test of {} GPUs with {} access cells", t.n,
+                                    t.can_access.size()));
+      for (const P2pMatrix& m : t.matrices) {
+        if (m.n <= 0 || m.n > t.n || m.cells.size() != static_cast<size_t>(m.n) * m.n)
+          throw WireError(
+              fmt::format("wire: p2p matrix of {} GPUs with {} cells", m.n, m.cells.size()));
+      }
+    }
     for (const NvrxReport& r : b.nvrx_reports_) {
       for (const auto* list : {&r.relative, &r.individual}) {
         for (const RankScore& s : *list) {

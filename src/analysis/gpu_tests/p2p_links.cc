@@ -34,8 +34,18 @@ struct GpuLinks {
   double mine = 0;    // mean of its row and column cells
   double others = 0;  // mean of the cells among the other GPUs
   double below = 0;   // share of its cells under the others' median
+  // (p90 - p10) / median of its cells, and of the others': how alike the
+  // links are.
+  double mine_spread = 0;
+  double others_spread = 0;
   bool ok = false;
 };
+
+double Spread(std::vector<double> v) {
+  double median = *Median(v);
+  if (median <= 0) return 0;
+  return (*Quantile(v, 0.9) - *Quantile(v, 0.1)) / median;
+}
 
 GpuLinks Measure(const P2pBandwidthTest& t, const P2pMatrix& m, int32_t g) {
   std::vector<double> mine, others;
@@ -60,7 +70,9 @@ GpuLinks Measure(const P2pBandwidthTest& t, const P2pMatrix& m, int32_t g) {
   l.below = static_cast<double>(
                 std::count_if(mine.begin(), mine.end(), [&](double x) { return x < median; })) /
             static_cast<double>(mine.size());
-  l.ok = l.others > 0;
+  l.mine_spread = Spread(mine);
+  l.others_spread = Spread(others);
+  l.ok = l.others > 0 && l.mine > 0;
   return l;
 }
 
@@ -115,11 +127,25 @@ void TestFindings(const P2pBandwidthTest& t, std::vector<Finding>& out) {
       lowest = g;
   }
   if (lowest < 0) return;
+  // Cells the output did not print (a pasted copy's cut): each GPU would be
+  // measured on other links.
+  size_t cut = 0;
+  for (int32_t i = 0; i < t.n; ++i) {
+    for (int32_t j = 0; j < t.n; ++j) cut += i != j && std::isnan(main->cells[i * t.n + j]);
+  }
   for (int32_t g = 0; g < t.n; ++g) {
     const GpuLinks& l = links[g];
     if (!l.ok) continue;
     double low = 1 - l.mine / l.others;
-    bool warn = low >= kP2pLowShare && l.below >= kP2pLowCells;
+    // A warning needs a box whose other links are alike (one kind of link
+    // between every pair), links of the GPU alike too, and a fall a
+    // degraded link gives: a different kind of link (PCIe beside NVLink)
+    // runs at a fraction, which the box's wiring explains as well as a
+    // link down.
+    const bool uniform = l.others_spread <= kP2pUniformSpread && l.mine_spread <= kP2pUniformSpread;
+    const bool other_kind = low >= kP2pOtherLinkKind;
+    bool warn = low >= kP2pLowShare && l.below >= kP2pLowCells && t.n >= 4 && uniform &&
+                !other_kind && cut == 0;
     if (!warn && !(g == lowest && low >= kP2pMildShare)) continue;
     Finding f;
     f.code = FindingCode::kGpuP2pBandwidthLow;
@@ -133,10 +159,22 @@ void TestFindings(const P2pBandwidthTest& t, std::vector<Finding>& out) {
         "{}'s links run {:.0f}% below its peers' in p2pBandwidthLatencyTest ({}: {:.1f} GB/s "
         "mean against {:.1f} GB/s among the others){}",
         GpuName(t, g), 100 * low, MatrixWords(main->kind), l.mine, l.others,
-        warn ? ": its NVLink or PCIe path is degraded"
-        : low >= kP2pLowShare
-            ? ", though not on most of its links: one slow pair, not the GPU"
-            : ": within what the path gives (a link across CPU sockets runs ~10% slower)");
+        warn         ? std::string(": its NVLink or PCIe path is degraded")
+        : cut > 0    ? fmt::format(": the output was cut ({} cells not printed), so the GPUs "
+                                      "are measured on different links",
+                                   cut)
+        : t.n < 4    ? std::string(": with three GPUs, the box's wiring cannot be told from "
+                                      "a slow link")
+        : other_kind ? std::string(": a different kind of link (PCIe beside NVLink?): the "
+                                   "box's wiring or a link down; nvidia-smi topo -m and "
+                                   "nvlink --status tell which")
+        : !uniform   ? std::string(": the box's links differ by design (NVLink pairs, CPU "
+                                     "sockets), so this is no fault by itself; compare with "
+                                     "nvidia-smi topo -m")
+        : low >= kP2pLowShare ? std::string(", though not on most of its links: one slow pair, "
+                                            "not the GPU")
+                              : std::string(": within what the path gives (a link across CPU "
+                                            "sockets runs ~10% slower)"));
     f.evidence.push_back(Evidence{fmt::format("{}: {:.0f}% of its cells under the others' median",
                                               MatrixWords(main->kind), 100 * l.below),
                                   main->src});

@@ -14,9 +14,17 @@
 // latency are evidence.
 //
 // A GPU kP2pLowShare or more below its peers, with most of its cells
-// (kP2pLowCells) under the others' median, is a warning; kP2pMildShare to
-// kP2pLowShare below is information: within what the path gives. Needs 3
-// GPUs or more (with two, nothing says which one is slow).
+// (kP2pLowCells) under the others' median, is a warning only where the
+// matrix can tell a slow link from the box's wiring: 4 GPUs or more, the
+// links among the others alike and the GPU's own alike (p90 - p10 within
+// kP2pUniformSpread of the median: one kind of link, as on an NVSwitch
+// box), less than kP2pOtherLinkKind below (a PCIe path beside NVLink runs at
+// a fraction: wiring or a link down, which nvidia-smi tells), and no cell
+// cut from the output. Otherwise the lowest GPU kP2pMildShare or more below
+// is information saying which of these held it back. Needs 3 GPUs or more
+// (with two, nothing says which one is slow). Limits: two bad GPUs of a
+// small box lift each other's "others"; on a box of mixed links a slow GPU
+// stays information.
 
 #ifndef LAGGARD_ANALYSIS_GPU_TESTS_P2P_LINKS_H_
 #define LAGGARD_ANALYSIS_GPU_TESTS_P2P_LINKS_H_
@@ -31,6 +39,8 @@ namespace laggard {
 inline constexpr double kP2pLowShare = 0.15;
 inline constexpr double kP2pMildShare = 0.05;
 inline constexpr double kP2pLowCells = 0.75;
+inline constexpr double kP2pUniformSpread = 0.1;
+inline constexpr double kP2pOtherLinkKind = 0.5;
 
 std::vector<Finding> P2pLinkFindings(const Run& run);
 

@@ -62,13 +62,15 @@ std::optional<P2pMatrixKind> MatrixKind(std::string_view t) {
 }
 
 int Sniff(std::string_view head) {
-  if (head.find(kBanner) != std::string_view::npos) return kSniffCertain;
+  // Below a step log's kSniffLikely: a training log that ran the test
+  // before training keeps its steps.
+  if (head.find(kBanner) != std::string_view::npos) return kSniffPlausible;
   int score = kSniffNo;
   ForEachHeadLine(head, {}, [&](std::string_view line) {
     std::string_view t = Trim(line);
     if (t == "P2P Connectivity Matrix" ||
         (MatrixKind(t) && (EndsWith(t, "Matrix (GB/s)") || EndsWith(t, "Matrix (us)")))) {
-      score = kSniffSure;
+      score = kSniffPart;
       return false;
     }
     return true;
@@ -211,6 +213,10 @@ class P2pFile {
       for (int32_t k = 0; k < n; ++k) connectivity_[row * n + k] = values[k] > 0 ? 1 : 0;
     } else {
       P2pMatrix& m = test_.matrices.back();
+      if (!std::isnan(m.cells[row * n + (row + 1) % n])) {
+        BadRow(number, fmt::format("row {} again in one matrix (the first was kept)", row));
+        return;
+      }
       for (int32_t k = 0; k < n; ++k) m.cells[row * n + k] = values[k];
     }
   }

@@ -118,6 +118,45 @@ TEST(P2pLinksTest, OneSlowPairBlamesNoGpu) {
   for (const Finding& x : f) EXPECT_EQ(x.severity, Severity::kInfo) << x.message;
 }
 
+// An n-GPU bidirectional matrix whose cell (i, j) is link(i, j).
+template <typename Link>
+std::string Matrix(int n, Link link) {
+  std::string s = "Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)\n   D\\D";
+  for (int j = 0; j < n; ++j) s += " " + std::to_string(j);
+  s += "\n";
+  for (int i = 0; i < n; ++i) {
+    s += "     " + std::to_string(i);
+    for (int j = 0; j < n; ++j) s += " " + std::to_string(i == j ? 700.0 : link(i, j));
+    s += "\n";
+  }
+  return s;
+}
+
+// Boxes whose wiring makes one GPU's links slower: no warning.
+TEST(P2pLinksTest, WiringIsNotAFault) {
+  auto warnings = [](const std::string& text) {
+    TempDir dir;
+    WriteFile(dir.File("node-1/p2p.txt"), text);
+    size_t n = 0;
+    for (const Finding& f : P2pLinkFindings(IngestPaths({dir.path()})))
+      n += f.severity == Severity::kWarning;
+    return n;
+  };
+  // Three GPUs, an NVLink bridge between 0 and 1 only.
+  EXPECT_EQ(warnings(Matrix(3, [](int i, int j) { return i + j == 1 ? 500.0 : 28.0; })), 0u);
+  // Four GPUs in two NVLink pairs, one bridge faster.
+  EXPECT_EQ(warnings(Matrix(4,
+                            [](int i, int j) {
+                              if (i / 2 != j / 2) return 28.0;
+                              return i < 2 ? 516.0 : 450.0;
+                            })),
+            0u);
+  // Eight PCIe GPUs, six on one socket, two on the other (26% slower across).
+  EXPECT_EQ(warnings(Matrix(8, [](int i, int j) { return (i < 6) == (j < 6) ? 50.0 : 37.0; })), 0u);
+  // The same eight with GPU 0's links all 18% low: a warning.
+  EXPECT_EQ(warnings(Matrix(8, [](int i, int j) { return i == 0 || j == 0 ? 41.0 : 50.0; })), 1u);
+}
+
 TEST(P2pBandwidthTest, BadRowsAreCountedWithTheirLine) {
   TempDir dir;
   WriteFile(dir.File("p2p.txt"),
