@@ -249,5 +249,27 @@ TEST(ToolReportVerdictTest, LaggardsOwnNoStragglerStandsAgainstConsistentReports
   EXPECT_NE(p.v.summary.find("no step times or trace of rank 5"), std::string::npos) << p.v.summary;
 }
 
+// A real job's traces and step logs (bench/realjobs: rank 1 computes 1.2x)
+// beside a StragglerDetector log: the verdict's culprit cites it, agreeing
+// or not.
+TEST(ToolReportVerdictTest, BesideRealTracesTheCulpritCitesTheDetector) {
+  const std::string job = std::string(LAGGARD_SOURCE_DIR) + "/tests/data/realjobs/w2_compute_1.2";
+  for (int32_t named : {1, 0}) {
+    TempDir dir;
+    WriteFile(dir.File("megatron.log"), Reports(4, named, 0.12, 2, 0.1));
+    laggard::Run run = testing_util::IngestAll({job, dir.path()});
+    Analyses a = AnalyzeRun(run, AnalysisOptions());
+    Verdict v = DecideVerdict(run, a);
+    ASSERT_FALSE(v.culprits.empty()) << v.summary;
+    ASSERT_EQ(v.culprits[0].entity.rank, 1) << v.summary;
+    bool cited = false;
+    for (const std::string& e : v.culprits[0].evidence) {
+      cited |= e.find("StragglerDetector") != e.npos &&
+               e.find(named == 1 ? "(agrees)" : "it disagrees") != e.npos;
+    }
+    EXPECT_TRUE(cited) << "named " << named;
+  }
+}
+
 }  // namespace
 }  // namespace laggard
