@@ -7,6 +7,15 @@
 // the end of the logging interval). The elapsed time is the mean over the
 // log interval (`--log-interval`), so consecutive records may be several
 // iterations apart; each record is the iteration it names.
+//
+// NeMo 2's progress lines (nemo/lightning/pytorch/callbacks/progress_printer.py)
+// have the same "iteration N/M" and time each step in seconds:
+//
+//   Training epoch 0, iteration 15/19 | lr: 2.399e-06 | global_batch_size: 512 |
+//   global_step: 15 | reduced_train_loss: 11.03 | train_step_timing in s: 5.603 | ...
+//
+// The record is the `global_step` (the iteration restarts each epoch), else
+// the iteration.
 
 #include <charconv>
 
@@ -19,6 +28,8 @@ namespace {
 constexpr std::string_view kIteration = "iteration";
 constexpr std::string_view kElapsed = "elapsed time per iteration (ms):";
 constexpr std::string_view kCurrentTime = "current time:";
+constexpr std::string_view kNemoTiming = "train_step_timing in s:";
+constexpr std::string_view kGlobalStep = "global_step:";
 
 std::optional<double> NumberAfter(std::string_view line, size_t p) {
   while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
@@ -45,10 +56,7 @@ class MegatronLineMatcher final : public LineMatcher {
     while (p < line.size() && line[p] == ' ') ++p;
     if (p >= line.size() || line[p] != '/') return MatchResult::kNoMatch;  // "at iteration 5 |"
     size_t e = line.find(kElapsed, p);
-    if (e == std::string_view::npos) {
-      why = "iteration line without 'elapsed time per iteration (ms)'";
-      return MatchResult::kGarbled;
-    }
+    if (e == std::string_view::npos) return NemoLine(line, p, iteration, out, why);
     auto ms = NumberAfter(line, e + kElapsed.size());
     if (!ms) {
       why = "no number after 'elapsed time per iteration (ms):'";
@@ -69,6 +77,31 @@ class MegatronLineMatcher final : public LineMatcher {
         out.start = start;
       }
     }
+    return MatchResult::kMatched;
+  }
+
+ private:
+  // NeMo 2's progress line, from `p` after "iteration N".
+  static MatchResult NemoLine(std::string_view line, size_t p, int64_t iteration, ParsedStep& out,
+                              std::string& why) {
+    size_t t = line.find(kNemoTiming, p);
+    if (t == std::string_view::npos) {
+      why = "iteration line without 'elapsed time per iteration (ms)' or 'train_step_timing in s'";
+      return MatchResult::kGarbled;
+    }
+    auto s = NumberAfter(line, t + kNemoTiming.size());
+    if (!s) {
+      why = "no number after 'train_step_timing in s:'";
+      return MatchResult::kGarbled;
+    }
+    out.step = iteration;
+    size_t g = line.find(kGlobalStep, p);
+    if (g != std::string_view::npos) {
+      if (auto step = NumberAfter(line, g + kGlobalStep.size()); step && *step >= 0 && *step < 9e15)
+        out.step = static_cast<int64_t>(*step);
+    }
+    out.unit = TimeUnit::kSeconds;
+    out.duration = ToDurationNs(*s, TimeUnit::kSeconds);
     return MatchResult::kMatched;
   }
 };

@@ -179,6 +179,27 @@ TEST(MegatronLineTest, CurrentTimeGivesTheStart) {
   EXPECT_EQ(*p.start, 1706860208'780'000'000 - 429'400'000);
 }
 
+// tests/data/nvrx/nemo_demo_8rank.txt's first line, a real NeMo 2 run's.
+TEST(MegatronLineTest, ReadsNemoProgressLines) {
+  auto m = MakeMegatronLineMatcher();
+  ParsedStep p;
+  std::string why;
+  ASSERT_EQ(m->Match("ining-demo/0 [default0]:Training epoch 0, iteration 15/19 | lr: 2.399e-06 | "
+                     "global_batch_size: 512 | global_step: 15 | reduced_train_loss: 11.03 | "
+                     "train_step_timing in s: 5.603 | consumed_samples: 8192",
+                     p, why),
+            MatchResult::kMatched);
+  EXPECT_EQ(p.step, 15);
+  EXPECT_EQ(p.duration, 5'603'000'000);
+  ASSERT_EQ(m->Match("Training epoch 1, iteration 2/19 | global_step: 21 | "
+                     "train_step_timing in s: 5.1",
+                     p, why),
+            MatchResult::kMatched);
+  EXPECT_EQ(p.step, 21);  // the global step: the iteration restarts each epoch
+  EXPECT_EQ(m->Match("Training epoch 0, iteration 15/19 | lr: 1e-5", p, why),
+            MatchResult::kGarbled);
+}
+
 TEST(MegatronLineTest, OtherIterationMentionsAreIgnored) {
   auto m = MakeMegatronLineMatcher();
   ParsedStep p;
