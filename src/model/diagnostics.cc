@@ -141,8 +141,8 @@ constexpr DiagInfo kCatalogue[] = {
      "matched across ranks by id"},
     {"tool.report_bad_field", DiagKind::kBadRecord,
      "field of another tool's straggler report (Megatron's StragglerDetector line or its "
-     "Bottom/Top rank list) that does not read as value, unit and rank; the report's other "
-     "fields were kept"},
+     "Bottom/Top rank list, an NVRx score entry or warning) that does not read as value, unit "
+     "and rank; the report's other fields were kept"},
     {"p2p.bad_row", DiagKind::kBadRecord,
      "row of a p2pBandwidthLatencyTest matrix whose cell count differs from its header's, or "
      "whose cells are not numbers of zero or more (a header whose columns are not 0, 1, 2, ... "

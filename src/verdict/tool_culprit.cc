@@ -59,8 +59,7 @@ std::vector<Reading> Readings(const Analyses& a) {
   if (a.tool_reports.nvrx) {
     for (const Finding& f : a.tool_reports.findings) {
       if (f.code != FindingCode::kToolNvrxReport) continue;
-      bool rank_reading = f.message.find("individual score") == std::string::npos;
-      if (rank_reading) {
+      if (!f.cause) {  // not the individual-score finding
         out.push_back({&f, &*a.tool_reports.nvrx});
         break;
       }
@@ -138,8 +137,11 @@ void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
   if (!ComparesRanks(run, a) && !HardwareOrNetworkWarns(a)) {
     // Nothing else speaks about the ranks: the tools' reading is the
     // verdict. The extremes they print bound every rank of their intervals.
+    // NVRx scores GPU kernels only: alone, an even reading is not enough
+    // for "no straggler".
     bool even = std::all_of(readings.begin(), readings.end(),
-                            [](const Reading& r) { return r.slowest->even; });
+                            [](const Reading& r) { return r.slowest->even; }) &&
+                readings.front().finding->code == FindingCode::kToolStragglerReport;
     v.status = even ? VerdictStatus::kNoStraggler : VerdictStatus::kInconclusive;
     v.summary = std::string(even ? "verdict: no straggler found — " : "verdict: inconclusive — ") +
                 readings.front().finding->message;

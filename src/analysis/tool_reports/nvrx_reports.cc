@@ -61,6 +61,7 @@ void IndividualFinding(const std::vector<NvrxReport>& reports, std::vector<Findi
   if (!low.node.empty()) f.entity.host = low.node;
   f.severity = Severity::kInfo;
   f.confidence = 0.3;
+  f.cause = "slowed_over_time";  // not a reading of who is slowest
   f.slowdown = 1 / low.score - 1;
   f.message = fmt::format(
       "{}: {}'s GPU individual score fell to {:.2f}: its kernels ran ~{:.0f}% slower than in its "
@@ -70,19 +71,58 @@ void IndividualFinding(const std::vector<NvrxReport>& reports, std::vector<Findi
   out.push_back(std::move(f));
 }
 
+// One report's relative scores as read for the lowest rank.
+struct Reading {
+  const NvrxReport* report;
+  std::vector<RankScore> sorted;
+  // How many of `sorted`'s lowest are the job's lowest: all when every
+  // rank is listed; with Worst/Best lists, those of the Worst list (the
+  // first half as printed), none when a nan there leaves its order open.
+  size_t known = 0;
+};
+
+std::vector<Reading> ReadingsOf(const Run& run) {
+  std::vector<Reading> readings;
+  for (const NvrxReport& r : run.nvrx_reports) {
+    std::vector<RankScore> s = Sorted(r.relative);
+    if (s.size() < 2) continue;
+    size_t known = s.size();
+    if (r.relative_ranks > static_cast<int32_t>(r.relative.size())) {
+      const size_t worst = r.relative.size() / 2;
+      bool nan = std::any_of(r.relative.begin(), r.relative.begin() + worst,
+                             [](const RankScore& x) { return !std::isfinite(x.score); });
+      known = nan ? 0 : worst;
+    }
+    readings.push_back(Reading{&r, std::move(s), known});
+  }
+  return readings;
+}
+
+// Why the lowest rank `s` is no straggler by NVRx's measure.
+std::string WhyNot(const ToolSlowestRank& s, int32_t ranks, bool enough, int alone) {
+  if (ranks < 3) return "two ranks: nothing says which of them is the odd one";
+  if (!enough) return "the lowest rank changes from report to report";
+  if (!s.gap) return "its Worst list shows no second rank to compare it with";
+  if (s.reports < 2 && *s.gap >= kToolMaterialSpread && s.spread >= kNvrxSlowerBy)
+    return "one report: one interval's kernels decide nothing; it takes two or more";
+  if (*s.gap < kToolMaterialSpread) {
+    return fmt::format("the next lowest rank is within {:.1f}% of it: several ranks are as slow",
+                       100 * *s.gap);
+  }
+  if (s.spread >= kNvrxSlowerBy) {
+    return fmt::format(
+        "alone and that slow in only {} of {} reports: one bad interval decides nothing", alone,
+        s.reports);
+  }
+  return fmt::format("less than {:.0f}% slower: within what same-model GPUs differ",
+                     100 * kNvrxSlowerBy);
+}
+
 }  // namespace
 
 void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
                         std::optional<ToolSlowestRank>& slowest) {
-  struct Reading {
-    const NvrxReport* report;
-    std::vector<RankScore> sorted;
-  };
-  std::vector<Reading> readings;
-  for (const NvrxReport& r : run.nvrx_reports) {
-    std::vector<RankScore> s = Sorted(r.relative);
-    if (s.size() >= 2) readings.push_back(Reading{&r, std::move(s)});
-  }
+  std::vector<Reading> readings = ReadingsOf(run);
   IndividualFinding(run.nvrx_reports, out);
   if (readings.empty()) return;
   auto range = [](const Reading& x) { return x.sorted.back().score / x.sorted.front().score - 1; };
@@ -106,7 +146,8 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
     f.confidence = 0.5;
     f.message = fmt::format(
         "{}: every rank's GPU relative score lies within {:.1f}% of the best {} (lowest: {} at "
-        "{:.2f}, best {:.2f}; {} ranks scored): no straggler by its measure",
+        "{:.2f}, best {:.2f}; {} ranks scored): no straggler by its measure (GPU kernels only: "
+        "host, data-loading and network time are not in its scores)",
         kTool, 100 * s.spread, s.reports == 1 ? "in its only report" : "in each of its reports",
         Who(widest->sorted.front()), widest->sorted.front().score, widest->sorted.back().score,
         ranks);
@@ -122,21 +163,29 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
   s.named = top->second;
   std::vector<double> slower, gaps;
   const Reading* last = nullptr;
-  bool node_pair = true;  // the two lowest on one node, alone, in every report naming it
+  // Reports in which the rank is lowest, alone (the next lowest known, 5%
+  // above) and 15% below the best; and in which the two lowest, alone on
+  // one node, are.
+  int alone = 0, node_alone = 0;
   for (const Reading& x : readings) {
     if (x.sorted.front().rank != s.rank) continue;
     last = &x;
     slower.push_back(range(x));
-    gaps.push_back(x.sorted[1].score / x.sorted[0].score - 1);
     const auto& v = x.sorted;
-    node_pair &= v.size() >= 3 && !v[0].node.empty() && v[0].node == v[1].node &&
-                 v[2].node != v[0].node && v[2].score / v[1].score - 1 >= kToolMaterialSpread &&
-                 v[2].score / v[0].score - 1 >= kNvrxSlowerBy;
+    double gap = v[1].score / v[0].score - 1;
+    if (x.known >= 2) gaps.push_back(gap);
+    alone += x.known >= 2 && gap >= kToolMaterialSpread && range(x) >= kNvrxSlowerBy;
+    node_alone += x.known >= 3 && !v[0].node.empty() && v[0].node == v[1].node &&
+                  v[2].node != v[0].node && v[2].score / v[1].score - 1 >= kToolMaterialSpread &&
+                  v[2].score / v[0].score - 1 >= kNvrxSlowerBy;
   }
   s.spread = Median(slower).value_or(0);
   s.gap = Median(gaps);
+  // Two reports at least: one interval's kernels can be one bad minute.
+  const int needed = std::max(2, static_cast<int>(std::ceil(kToolConsistentShare * s.reports)));
   const bool enough = ranks >= 3 && s.named >= kToolConsistentShare * s.reports;
-  s.consistent = enough && *s.gap >= kToolMaterialSpread && s.spread >= kNvrxSlowerBy;
+  const bool node_pair = ranks >= 3 && node_alone >= needed;
+  s.consistent = ranks >= 3 && alone >= needed;
   const RankScore& low = last->sorted.front();
   f.entity.rank = s.rank;
   if (!low.node.empty()) f.entity.host = low.node;
@@ -168,18 +217,7 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
   } else {
     f.severity = Severity::kInfo;
     f.confidence = 0.3;
-    std::string why;
-    if (ranks < 3) {
-      why = "two ranks: nothing says which of them is the odd one";
-    } else if (!enough) {
-      why = "the lowest rank changes from report to report";
-    } else if (*s.gap < kToolMaterialSpread) {
-      why = fmt::format("the next lowest rank is within {:.1f}% of it: several ranks are as slow",
-                        100 * *s.gap);
-    } else {
-      why = fmt::format("less than {:.0f}% slower: within what same-model GPUs differ",
-                        100 * kNvrxSlowerBy);
-    }
+    std::string why = WhyNot(s, ranks, enough, alone);
     f.message = head + "; " + why;
   }
   slowest = s;

@@ -3,13 +3,15 @@
 //
 // A GPU relative score is the rank's kernels' speed against the fastest
 // rank's, kernel by kernel: 0.5 is twice as slow, and the best rank reads
-// ~0.99. The worst and best ranks are always printed, so a report's range
-// is known. A rank is a straggler by NVRx's measure when, in at least 2/3
-// of the reports, it has the lowest score, the next lowest rank is
-// kToolMaterialSpread (5%) above it (alone), and the best rank is
-// kNvrxSlowerBy above it; with three ranks or more (with two, nothing says
-// which one is odd). The two lowest ranks alone on one node point to the
-// node. When every report's range lies within 5%, no rank lagged. A rank
+// ~0.99. The worst and best ranks are printed, so a report's range is known
+// (its scores cover GPU kernels only, not NCCL, host or data time). A rank is
+// a straggler by NVRx's measure when, in at least two reports and 2/3 of
+// them, it has the lowest score, the next lowest rank is known (in the
+// Worst list, or all ranks listed) and kToolMaterialSpread (5%) above it
+// (alone), and the best rank is kNvrxSlowerBy above it; among three ranks
+// or more (with two, nothing says which one is odd). The two lowest ranks
+// alone on one node, by the same count, point to the node. When every
+// report's range lies within 5%, no rank lagged by its measure. A rank
 // whose individual score (against its own best interval) fell below
 // kNvrxDropped slowed down over the run.
 

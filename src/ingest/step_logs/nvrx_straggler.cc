@@ -24,6 +24,13 @@ std::optional<int64_t> LeadingInt(std::string_view s) {
   return n == 0 ? std::nullopt : ParseInt<int64_t>(s.substr(0, n));
 }
 
+// "Rank=3 Node=host Score=0.97" and nothing after but blanks.
+bool IsEntry(std::string_view t) {
+  std::vector<std::string_view> w = SplitBlanks(t);
+  return w.size() == 3 && StartsWith(w[0], "Rank=") && w[0].size() > 5 &&
+         StartsWith(w[1], "Node=") && StartsWith(w[2], "Score=");
+}
+
 // "Worst performing 5/512 ranks:" -> 512.
 std::optional<int64_t> RanksOfHeader(std::string_view t) {
   size_t slash = t.find('/');
@@ -69,10 +76,13 @@ bool NvrxReportScanner::Offer(std::string_view line, uint64_t line_number, Reade
     return true;
   }
   if (section_ == Section::kNone) return false;
-  at = line.find("Rank=");
-  if (at != std::string_view::npos && line.find("Score=", at) != std::string_view::npos) {
-    Entry(line, at, line_number, ctx);
-    return true;
+  // The entry ends the line: "Rank=<n> Node=<host> Score=<x>" (a "Rank="
+  // in a prefix before it is not the entry's).
+  for (at = line.find("Rank="); at != std::string_view::npos; at = line.find("Rank=", at + 5)) {
+    if (IsEntry(line.substr(at))) {
+      Entry(line, at, line_number, ctx);
+      return true;
+    }
   }
   if (line.find("performing ") != std::string_view::npos &&
       (line.find("Worst performing") != std::string_view::npos ||
@@ -123,6 +133,9 @@ void NvrxReportScanner::Warning(std::string_view line, size_t at, bool relative,
   size_t list = line.find("Affected ranks:", at);
   if (list == std::string_view::npos) return Bad(ctx, line_number, line.substr(at), "no ranks");
   std::string_view t = line.substr(list + 15);
+  // The set or list ends at its closing bracket: text after it is not ranks.
+  if (size_t close = t.find_first_of("]}"); close != std::string_view::npos)
+    t = t.substr(0, close + 1);
   std::vector<int32_t> ranks;
   // {StragglerId(rank=3, node='a'), ...} or [3, 11].
   const bool ids = t.find("rank=") != std::string_view::npos;
