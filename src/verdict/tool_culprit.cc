@@ -1,5 +1,6 @@
-// Megatron's StragglerDetector in the verdict (verdict_helpers.h):
-// ToolReportCulprit() and CiteToolReports().
+// Other tools' straggler reports in the verdict (verdict_helpers.h):
+// Megatron's StragglerDetector and NVRx, ToolReportCulprit() and
+// CiteToolReports().
 
 #include <algorithm>
 

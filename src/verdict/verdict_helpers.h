@@ -198,18 +198,20 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
 // ranks with step times or traces to compare) and no GPU's finding names a
-// culprit either: the rank Megatron's StragglerDetector names slowest,
-// alone, consistently (tool.straggler_report, warning), cause unknown
-// unless its GPU's or host's findings say (tool_culprit.cc).
+// culprit either: the rank Megatron's StragglerDetector, else NVRx, names
+// slowest, alone, consistently (tool.straggler_report / tool.nvrx_report,
+// warning), cause unknown unless its GPU's or host's findings say
+// (tool_culprit.cc).
 std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a,
                                          std::vector<std::string>& next_steps);
 
-// Cites the StragglerDetector beside the verdict: on each rank culprit, a
-// line saying whether it agrees; on a verdict with no culprit, its reading
-// in the summary. A run with nothing else about the ranks (no step times or
-// traces of two ranks, no GPU or network warning) takes its reading as the
-// verdict: "no straggler" when every report's extremes lie within 5%,
-// else inconclusive, saying why (tool_culprit.cc).
+// Cites the StragglerDetector and NVRx beside the verdict: on each rank
+// culprit, a line per tool saying whether it agrees; on a verdict with no
+// culprit, their readings in the summary. A run with nothing else about the
+// ranks (no step times or traces of two ranks, no GPU or network warning)
+// takes their reading as the verdict: "no straggler" when the
+// StragglerDetector's every report lies within 5% (NVRx's kernel scores
+// alone never clear a job), else inconclusive, saying why (tool_culprit.cc).
 void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
                      std::vector<std::string>& next_steps);
 
