@@ -3,7 +3,8 @@
 // matcher calls garbled are counted (step.garbled).
 //
 // A launcher prefix such as torchrun's "[rank3]:" or "[default3]:" gives the
-// rank of lines whose own text has none (Megatron iteration lines).
+// rank of lines whose own text has none (Megatron iteration lines), at the
+// start of the line or behind a task label (NeMo-Run's "name/0 [default0]:").
 //
 // Lines no matcher takes are offered to the hang-line collector
 // (common/hang_lines.h): watchdog timeouts, NCCL and gloo errors and
@@ -26,7 +27,7 @@ namespace laggard {
 namespace {
 
 // "[rank3]:" / "[default3]:" / "[Rank 3]" at the start of a line.
-std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
+std::optional<int64_t> PrefixRankAt(std::string_view line) {
   if (line.empty() || line[0] != '[') return std::nullopt;
   size_t p = 1;
   size_t word = p;
@@ -40,6 +41,24 @@ std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
   while (p < line.size() && IsDigit(line[p])) ++p;
   if (p == digits || p >= line.size() || line[p] != ']') return std::nullopt;
   return ParseInt<int64_t>(line.substr(digits, p - digits));
+}
+
+// The launcher's rank prefix at the start of a line, or behind a task label
+// before it (NeMo-Run: "ining-demo/0 [default0]:Training epoch ..."): a
+// "[defaultN]:" / "[rankN]:" within the line's first kPrefixReach bytes.
+constexpr size_t kPrefixReach = 80;
+std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
+  if (auto r = PrefixRankAt(line)) return r;
+  std::string_view head = line.substr(0, kPrefixReach);
+  for (size_t at = head.find('['); at != std::string_view::npos; at = head.find('[', at + 1)) {
+    std::string_view rest = line.substr(at);
+    if (!StartsWith(rest, "[default") && !StartsWith(rest, "[rank")) continue;
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':')
+      continue;
+    if (auto r = PrefixRankAt(rest)) return r;
+  }
+  return std::nullopt;
 }
 
 void BadCompute(ReaderContext& ctx, uint64_t line) {

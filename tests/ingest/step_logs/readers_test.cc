@@ -200,6 +200,21 @@ TEST(MegatronLineTest, ReadsNemoProgressLines) {
             MatchResult::kGarbled);
 }
 
+TEST(TextLogReaderTest, ALauncherPrefixBehindATaskLabelGivesTheRank) {
+  TempDir dir;
+  WriteFile(dir.File("run.log"),
+            "ining-demo/0 [default1]:Training epoch 0, iteration 15/19 | global_step: 15 | "
+            "train_step_timing in s: 5.603\n"
+            "ining-demo/0 [default0]:Training epoch 0, iteration 15/19 | global_step: 15 | "
+            "train_step_timing in s: 5.1\n"
+            "note [x] [default7] no colon: iteration 16/19 | train_step_timing in s: 5.2\n");
+  laggard::Run run = IngestPaths({dir.path()});
+  ASSERT_EQ(run.ranks.size(), 2u);
+  EXPECT_EQ(run.ranks[0].info.rank, 0);
+  EXPECT_EQ(run.ranks[1].info.rank, 1);
+  EXPECT_EQ(run.unattributed.size(), 1u);
+}
+
 TEST(MegatronLineTest, OtherIterationMentionsAreIgnored) {
   auto m = MakeMegatronLineMatcher();
   ParsedStep p;
