@@ -114,6 +114,18 @@ TEST(NvrxReportTest, ARankAloneFarBelowTheOthersIsNamed) {
   EXPECT_EQ(ConfidenceWord(d.v.culprits[0].confidence), "medium");
 }
 
+// A log and its copy: one report each, counted once, so one report names
+// nobody.
+TEST(NvrxReportTest, ACopyOfTheLogCountsOnce) {
+  TempDir dir;
+  const std::string one = Reports(1, {0.98, 0.99, 0.97, 0.98, 0.99, 0.62, 0.98, 0.99});
+  WriteFile(dir.File("train.log"), one);
+  WriteFile(dir.File("copy/train.log"), one);
+  Diagnosed d = Diagnose(dir.path());
+  EXPECT_TRUE(d.v.culprits.empty()) << d.v.summary;
+  EXPECT_NE(d.v.summary.find("in its only report"), std::string::npos) << d.v.summary;
+}
+
 TEST(NvrxReportTest, TwoLowestAloneOnOneNodePointToTheNode) {
   TempDir dir;
   WriteFile(dir.File("train.log"), Reports(3, {0.98, 0.99, 0.97, 0.98, 0.70, 0.72, 0.98, 0.99}));

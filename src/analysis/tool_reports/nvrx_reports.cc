@@ -81,9 +81,30 @@ struct Reading {
   size_t known = 0;
 };
 
+// The same report (a log and its copy): the same scores, nodes and flags.
+bool Same(const NvrxReport& a, const NvrxReport& b) {
+  auto same = [](const std::vector<RankScore>& x, const std::vector<RankScore>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const RankScore& p, const RankScore& q) {
+                        return p.rank == q.rank && p.node == q.node &&
+                               (p.score == q.score || (std::isnan(p.score) && std::isnan(q.score)));
+                      });
+  };
+  return same(a.relative, b.relative) && same(a.individual, b.individual) &&
+         a.flagged_relative == b.flagged_relative && a.flagged_individual == b.flagged_individual;
+}
+
+// Each report once: a copy of a log in another file counts once.
 std::vector<Reading> ReadingsOf(const Run& run) {
   std::vector<Reading> readings;
+  std::vector<const NvrxReport*> seen;
   for (const NvrxReport& r : run.nvrx_reports) {
+    if (std::any_of(seen.begin(), seen.end(), [&](const NvrxReport* x) {
+          return x->src.file != r.src.file && Same(*x, r);
+        })) {
+      continue;
+    }
+    seen.push_back(&r);
     std::vector<RankScore> s = Sorted(r.relative);
     if (s.size() < 2) continue;
     size_t known = s.size();
