@@ -41,11 +41,8 @@ struct GpuLinks {
   bool ok = false;
 };
 
-double Spread(std::vector<double> v) {
-  double median = *Median(v);
-  if (median <= 0) return 0;
-  return (*Quantile(v, 0.9) - *Quantile(v, 0.1)) / median;
-}
+// (p90 - p10) / median: how alike the links are.
+double Spread(const Summary& s) { return s.median > 0 ? (s.p90 - s.p10) / s.median : 0; }
 
 GpuLinks Measure(const P2pBandwidthTest& t, const P2pMatrix& m, int32_t g) {
   std::vector<double> mine, others;
@@ -59,19 +56,15 @@ GpuLinks Measure(const P2pBandwidthTest& t, const P2pMatrix& m, int32_t g) {
   }
   GpuLinks l;
   if (mine.size() < 2 || others.size() < 2) return l;
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-  };
-  l.mine = mean(mine);
-  l.others = mean(others);
-  double median = *Median(others);
-  l.below = static_cast<double>(
-                std::count_if(mine.begin(), mine.end(), [&](double x) { return x < median; })) /
+  Summary mine_s = *Summarize(mine);
+  Summary others_s = *Summarize(others);
+  l.mine = mine_s.mean;
+  l.others = others_s.mean;
+  l.below = static_cast<double>(std::count_if(mine.begin(), mine.end(),
+                                              [&](double x) { return x < others_s.median; })) /
             static_cast<double>(mine.size());
-  l.mine_spread = Spread(mine);
-  l.others_spread = Spread(others);
+  l.mine_spread = Spread(mine_s);
+  l.others_spread = Spread(others_s);
   l.ok = l.others > 0 && l.mine > 0;
   return l;
 }

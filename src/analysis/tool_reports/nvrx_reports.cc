@@ -30,10 +30,6 @@ std::string Who(const RankScore& r) {
                         : fmt::format("rank {} ({})", r.rank, r.node);
 }
 
-std::string InReports(int named, int reports) {
-  return reports == 1 ? "in its only report" : fmt::format("in {} of {} reports", named, reports);
-}
-
 bool Flagged(const std::vector<NvrxReport>& reports, int32_t rank) {
   for (const NvrxReport& r : reports) {
     if (std::find(r.flagged_relative.begin(), r.flagged_relative.end(), rank) !=

@@ -40,11 +40,6 @@ Evidence Extremes(const ToolReport& r, ToolMetric metric, std::string_view words
                   r.src};
 }
 
-std::string InReports(int named, int reports) {
-  if (reports == 1) return "in its only report";
-  return fmt::format("in {} of {} reports", named, reports);
-}
-
 // The rank most often at `pick` among the reports, with its count; ties go
 // to the lower rank.
 template <typename Pick>
@@ -291,6 +286,11 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
 }
 
 }  // namespace
+
+std::string InReports(int named, int reports) {
+  if (reports == 1) return "in its only report";
+  return fmt::format("in {} of {} reports", named, reports);
+}
 
 ToolReportAnalysis AnalyzeToolReports(const Run& run) {
   ToolReportAnalysis a;

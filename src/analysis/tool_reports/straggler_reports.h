@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/finding.h"
@@ -65,6 +66,9 @@ struct ToolReportAnalysis {
 };
 
 ToolReportAnalysis AnalyzeToolReports(const Run& run);
+
+// "in its only report" / "in 3 of 5 reports": how often a tool named a rank.
+std::string InReports(int named, int reports);
 
 }  // namespace laggard
 

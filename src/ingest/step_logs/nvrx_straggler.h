@@ -41,6 +41,9 @@ class NvrxReportScanner {
   bool Offer(std::string_view line, uint64_t line_number, ReaderContext& ctx);
   // Adds the file's reports to ctx.out; returns how many.
   uint64_t Finish(ReaderContext& ctx);
+  // Inside a score table: every line must be offered (one that is no entry
+  // ends the table).
+  bool reading() const { return section_ != Section::kNone; }
 
  private:
   enum class Section { kNone, kRelative, kIndividual };

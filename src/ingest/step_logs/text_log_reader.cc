@@ -61,6 +61,20 @@ std::optional<int64_t> LauncherPrefixRank(std::string_view line) {
   return std::nullopt;
 }
 
+// Whether `line` may open or be another tool's report line: a ':' after
+// "Rnk" or "(TF)" (StragglerDetector), "performance" or "WARNING" (NVRx).
+// One pass over the line's colons, so that the logs' other unmatched lines
+// (watchdog and NCCL lines by the million) skip the scanners' searches.
+bool MayBeToolReport(std::string_view line) {
+  for (size_t c = line.find(':'); c != std::string_view::npos; c = line.find(':', c + 1)) {
+    std::string_view before = line.substr(0, c);
+    if (EndsWith(before, "Rnk") || EndsWith(before, "(TF)") || EndsWith(before, "performance") ||
+        EndsWith(before, "WARNING"))
+      return true;
+  }
+  return false;
+}
+
 void BadCompute(ReaderContext& ctx, uint64_t line) {
   ctx.diag().Add(DiagCode::kStepBadComputeTime, ctx.path, line,
                  "compute time is not a positive time; the step is kept without it");
@@ -119,8 +133,9 @@ class TextLogReader final : public TextReader {
       if (result == MatchResult::kNoMatch) {
         // A report line is the process's output like a step line: it tells
         // a traceback before it did not end the process.
-        if (straggler_reports.Offer(line, lines.line_number(), ctx) ||
-            nvrx_reports.Offer(line, lines.line_number(), ctx)) {
+        if ((nvrx_reports.reading() || MayBeToolReport(line)) &&
+            (straggler_reports.Offer(line, lines.line_number(), ctx) ||
+             nvrx_reports.Offer(line, lines.line_number(), ctx))) {
           if (hangs.watching()) hangs.LineTaken(line);
           continue;
         }
