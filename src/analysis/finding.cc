@@ -172,6 +172,14 @@ constexpr FindingInfo kCatalogue[] = {
      kGpu},
     {"tool.nvrx_report", Severity::kInfo,
      "NVRx straggler detection's GPU scores name a rank (or node) slowest, or none", kTool},
+    {"net.pair_fabric", Severity::kWarning,
+     "node-pair bandwidth tests: pairs slow together though each of their nodes is fast with "
+     "another partner (the fabric, not a node)",
+     kNetwork},
+    {"net.pair_slow", Severity::kWarning,
+     "node-pair bandwidth tests: a slow pair whose nodes were not tested with others (either "
+     "node or the path)",
+     kNetwork},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(FindingCode::kCount));
 

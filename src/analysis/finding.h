@@ -82,6 +82,8 @@ enum class FindingCode : uint16_t {
   kToolDataLoaderSlow,   // Megatron's StragglerDetector: a rank's get_batch is slow
   kGpuP2pBandwidthLow,   // p2pBandwidthLatencyTest: one GPU's links below its peers'
   kToolNvrxReport,       // NVRx straggler detection: its lowest-scoring rank over its reports
+  kNetPairFabric,        // node pairs slow together though each node is fast elsewhere
+  kNetPairSlow,          // a slow node pair the pair tests cannot pin on a node or the fabric
   kCount,
 };
 

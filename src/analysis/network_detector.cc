@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/net_tests/pair_bandwidth.h"
+#include "analysis/network_rules.h"
 #include "analysis/robust_stats.h"
 
 namespace laggard {
@@ -33,6 +35,8 @@ Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sor
   }
   return f;
 }
+
+}  // namespace
 
 std::string HostList(const std::vector<std::string>& hosts) {
   std::string s;
@@ -79,13 +83,7 @@ std::string PairTestCommand(const std::string& suspect, const std::string& healt
       suspect, healthy, suspect, healthy, suspect, healthy);
 }
 
-// What the rules have found so far: the findings, and the hosts with a
-// fault of their own (a port down, a degraded link or bandwidth, NCCL over
-// sockets), which the shared-switch rule counts as slow.
-struct NetworkDecision {
-  NetworkAnalysis a;
-  std::set<std::string> bad_hosts;
-};
+namespace {
 
 void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkDetectorOptions& o,
                    NetworkDecision& d) {
@@ -195,6 +193,8 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
                      NetworkDecision& d) {
   const NetworkData& net = *m.net;
   const std::vector<NcclTestStats>& tests = d.a.nccl_tests;
+  std::set<size_t> by_pairs;  // two-host runs the node-pair rules decided
+  DecidePairTests(m, ranks, o, d, by_pairs);
   // (group, host) -> (low runs, runs): a host is judged within each group.
   std::map<std::pair<std::pair<std::string, size_t>, std::string>, std::pair<size_t, size_t>>
       host_low;
@@ -202,6 +202,7 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
   for (const NcclTestGroup& g : m.nccl_test_groups) {
     if (g.runs.size() < 2) continue;
     for (size_t i : g.runs) {
+      if (by_pairs.count(i)) continue;
       bool low = tests[i].large_busbw_gbps && tests[i].peer_busbw_gbps &&
                  *tests[i].large_busbw_gbps <= o.bandwidth_ratio * *tests[i].peer_busbw_gbps;
       for (const std::string& h : tests[i].hosts) {

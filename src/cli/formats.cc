@@ -32,6 +32,9 @@ constexpr std::array kDescriptions = {
     Entry{"ethtool", "ethtool IFACE and ethtool -S IFACE"},
     Entry{"switch-map", "a host,switch table: which leaf switch each host hangs on"},
     Entry{"perfquery", "perfquery (and -x) port counters, one capture or a timestamped loop"},
+    Entry{"node-pairs",
+          "a pasted node-pair bandwidth table (host1,host2 busbw): tells a bad node from the "
+          "fabric"},
     Entry{"dcgmi-dmon", "dcgmi dmon"},
     Entry{"dcgmi-diag", "dcgmi diag"},
     Entry{"dcgm-exporter", "dcgm-exporter's Prometheus text"},

@@ -163,6 +163,7 @@ Json NetworkJson(const NetworkFacts& n) {
             {"switch_map_hosts", n.switch_map_hosts}};
   // Only where there are some, so that other inputs' output is as it was.
   if (n.p2p_tests > 0) j["p2p_tests"] = n.p2p_tests;
+  if (n.node_pairs > 0) j["node_pairs"] = n.node_pairs;
   return j;
 }
 
@@ -390,6 +391,7 @@ std::string NetworkText(const NetworkFacts& n) {
     parts.push_back(
         Plural(n.p2p_tests, "p2pBandwidthLatencyTest run", "p2pBandwidthLatencyTest runs"));
   }
+  if (n.node_pairs > 0) parts.push_back(Plural(n.node_pairs, "node pair", "node pairs"));
   if (n.port_counters > 0) {
     parts.push_back(Plural(n.port_counters, "port counter block", "port counter blocks"));
   }

@@ -292,6 +292,7 @@ NetworkFacts CountNetwork(const NetworkData& n) {
   f.port_counters = n.port_counters.size();
   f.switch_map_hosts = n.switch_of.size();
   f.p2p_tests = n.p2p_tests.size();
+  f.node_pairs = n.pair_bandwidths.size();
   return f;
 }
 
@@ -354,6 +355,10 @@ FileFacts FactsOf(const RunBuilder& b) {
   for (const TopologyMatrix& m : n.topologies) host_of(m.host);
   for (const IbPortCounters& c : n.port_counters) host_of(c.host);
   for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
+  for (const PairBandwidth& p : n.pair_bandwidths) {
+    host_of(p.host_a);
+    host_of(p.host_b);
+  }
   for (const auto& [host, sw] : n.switch_of) host_of(host);
 
   const HangData& hang = b.hang();

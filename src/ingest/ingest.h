@@ -124,12 +124,13 @@ struct NetworkFacts {
   uint64_t topologies = 0;
   uint64_t port_counters = 0;
   uint64_t switch_map_hosts = 0;
-  uint64_t p2p_tests = 0;  // p2pBandwidthLatencyTest runs
+  uint64_t p2p_tests = 0;   // p2pBandwidthLatencyTest runs
+  uint64_t node_pairs = 0;  // rows of node-pair bandwidth tables
   // Every record but the table rows: ports, links, runs, processes,
-  // matrices, counter blocks and mapped hosts.
+  // matrices, counter blocks, mapped hosts and node pairs.
   uint64_t records() const {
     return ib_ports + eth_links + nccl_tests + nccl_ranks + topologies + port_counters +
-           switch_map_hosts + p2p_tests;
+           switch_map_hosts + p2p_tests + node_pairs;
   }
 };
 

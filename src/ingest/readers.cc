@@ -68,6 +68,7 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
   set.owned.push_back(MakeNcclDebugReader(MakeTextLogReader(std::move(nccl_log_matchers))));
   set.owned.push_back(MakeNvidiaSmiTopoReader());
   set.owned.push_back(MakeP2pBandwidthReader());
+  set.owned.push_back(MakePairTableReader());
   // Logs whose head holds hang lines and no step line: read by a text-log
   // reader of its own, which takes step and hang lines alike.
   set.owned.push_back(MakeHangLogReader(MakeTextLogReader(StepMatchers(step_pattern))));

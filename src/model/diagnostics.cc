@@ -147,6 +147,16 @@ constexpr DiagInfo kCatalogue[] = {
      "row of a p2pBandwidthLatencyTest matrix whose cell count differs from its header's, or "
      "whose cells are not numbers of zero or more (a header whose columns are not 0, 1, 2, ... "
      "too); skipped"},
+    {"pairs.bad_row", DiagKind::kBadRecord,
+     "row of a node-pair bandwidth table that is not two hosts and a bandwidth above zero (a "
+     "truncated paste, a host paired with itself, an unknown unit), or a bandwidth without a "
+     "unit where the table's rows print different units; skipped"},
+    {"pairs.too_few", DiagKind::kNote,
+     "node-pair table (or one test of it) with fewer than 3 hosts in 3 pairs: its pairs are kept, "
+     "but they cannot tell a bad node from the fabric"},
+    {"pairs.mixed_units", DiagKind::kNote,
+     "node-pair table whose rows print different bandwidth units (GB/s, Gb/s, MB/s): each row "
+     "was converted to GB/s"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -86,6 +86,9 @@ enum class DiagCode : uint16_t {
   kHangDumpNoPgConfig,
   kToolReportBadField,
   kP2pBadRow,
+  kPairBadRow,
+  kPairTooFew,
+  kPairMixedUnits,
   kCount,
 };
 

@@ -11,6 +11,8 @@
 //   │                   log: version, network plugin, NICs, GDR, transports
 //   ├── topologies[]    one `nvidia-smi topo -m` matrix per host
 //   ├── p2p_tests[]     p2pBandwidthLatencyTest matrices, one run per host
+//   ├── pair_bandwidths[] one per row of a pasted node-pair table
+//   │                   ("host1,host2  49.36"): two hosts and their bandwidth
 //   ├── port_counters[] one per (host, LID, port) queried with `perfquery`:
 //   │                   traffic, congestion (PortXmitWait) and error counters
 //   └── switch_of       host -> switch, from a user's CSV map
@@ -223,6 +225,21 @@ struct IbPortCounters {
   std::optional<TimeNs> time_ns;
 };
 
+// One row of a node-pair bandwidth table as users paste it when telling a
+// bad node from the fabric ("se02gn644,se02gn699     49.36  # crossing TOR"):
+// the two hosts as printed and the pair's bandwidth in GB/s (nccl-tests bus
+// bandwidth; rows printed in Gb/s or MB/s are converted when read).
+struct PairBandwidth {
+  std::string host_a, host_b;
+  double gbps = 0;
+  std::optional<std::string> note;  // the row's "# ..." comment
+  SourceRef src;
+  // The test a row belongs to where a table holds several ("test
+  // alltoall_perf, G 8" from its test / GPU-count columns); "" for one.
+  // Pairs are compared only within one test of one file.
+  std::string group;
+};
+
 struct NetworkData {
   std::vector<IbPort> ib_ports;
   std::vector<EthLink> eth_links;
@@ -233,10 +250,12 @@ struct NetworkData {
   std::map<std::string, SourceRef> switch_src;   // host -> where the map said so
   std::vector<IbPortCounters> port_counters;     // appended: perfquery
   std::vector<P2pBandwidthTest> p2p_tests;       // appended: p2pBandwidthLatencyTest
+  std::vector<PairBandwidth> pair_bandwidths;    // appended: node-pair tables
 
   bool empty() const {
     return ib_ports.empty() && eth_links.empty() && nccl_tests.empty() && nccl_ranks.empty() &&
-           topologies.empty() && switch_of.empty() && port_counters.empty() && p2p_tests.empty();
+           topologies.empty() && switch_of.empty() && port_counters.empty() && p2p_tests.empty() &&
+           pair_bandwidths.empty();
   }
 };
 

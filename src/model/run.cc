@@ -239,6 +239,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
   append(network_.topologies, other.network_.topologies);
   append(network_.port_counters, other.network_.port_counters);
   append(network_.p2p_tests, other.network_.p2p_tests);
+  append(network_.pair_bandwidths, other.network_.pair_bandwidths);
   for (auto& [host, sw] : other.network_.switch_of) {
     if (network_.switch_of.emplace(host, sw).second) {
       network_.switch_src[host] = other.network_.switch_src[host];

@@ -88,7 +88,9 @@ static_assert(sizeof(P2pBandwidthTest) == 128,
               "a field was added to P2pBandwidthTest: update model/wire.cc");
 static_assert(sizeof(IbPortCounters) == 272,
               "a field was added to IbPortCounters: update model/wire.cc");
-static_assert(sizeof(NetworkData) == 264, "a field was added to NetworkData: update model/wire.cc");
+static_assert(sizeof(PairBandwidth) == 152,
+              "a field was added to PairBandwidth: update model/wire.cc");
+static_assert(sizeof(NetworkData) == 288, "a field was added to NetworkData: update model/wire.cc");
 static_assert(sizeof(StackFrame) == 72, "a field was added to StackFrame: update model/wire.cc");
 static_assert(sizeof(CollectiveRecord) == 408,
               "a field was added to CollectiveRecord: update model/wire.cc");
@@ -112,13 +114,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2664, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2784, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 8;
+constexpr uint32_t kWireVersion = 9;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -487,9 +489,14 @@ void serialize(Archive& ar, IbPortCounters& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, PairBandwidth& x) {
+  ar(x.host_a, x.host_b, x.gbps, x.note, x.src, x.group);
+}
+
+template <class Archive>
 void serialize(Archive& ar, NetworkData& x) {
   ar(x.ib_ports, x.eth_links, x.nccl_tests, x.nccl_ranks, x.topologies, x.switch_of, x.switch_src,
-     x.port_counters, x.p2p_tests);
+     x.port_counters, x.p2p_tests, x.pair_bandwidths);
 }
 
 template <class Archive>
@@ -686,6 +693,11 @@ struct WireAccess {
           throw WireError(
               fmt::format("wire: p2p matrix of {} GPUs with {} cells", m.n, m.cells.size()));
       }
+    }
+    for (const PairBandwidth& p : b.network_.pair_bandwidths) {
+      if (!std::isfinite(p.gbps) || p.gbps <= 0 || p.host_a.empty() || p.host_b.empty() ||
+          p.host_a == p.host_b)
+        throw WireError(fmt::format("wire: node pair of {:.3g} GB/s", p.gbps));
     }
     for (const NvrxReport& r : b.nvrx_reports_) {
       for (const auto* list : {&r.relative, &r.individual}) {

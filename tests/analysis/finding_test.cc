@@ -50,7 +50,9 @@ TEST(FindingCatalogueTest, SerializedNamesAreAppendOnly) {
   EXPECT_EQ(Describe(FindingCode::kToolDataLoaderSlow).name, "tool.data_loader_slow");
   EXPECT_EQ(Describe(FindingCode::kGpuP2pBandwidthLow).name, "gpu.p2p_bandwidth_low");
   EXPECT_EQ(Describe(FindingCode::kToolNvrxReport).name, "tool.nvrx_report");
-  EXPECT_EQ(static_cast<size_t>(FindingCode::kToolNvrxReport) + 1,
+  EXPECT_EQ(Describe(FindingCode::kNetPairFabric).name, "net.pair_fabric");
+  EXPECT_EQ(Describe(FindingCode::kNetPairSlow).name, "net.pair_slow");
+  EXPECT_EQ(static_cast<size_t>(FindingCode::kNetPairSlow) + 1,
             static_cast<size_t>(FindingCode::kCount));
   EXPECT_EQ(FindingCategoryName(FindingCategory::kPipeline), "pipeline");
   EXPECT_EQ(FindingCategoryName(FindingCategory::kHang), "hang");

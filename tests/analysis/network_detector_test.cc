@@ -137,9 +137,13 @@ TEST(NetworkMetricsTest, LinksAndNcclTestsAreComparedWithTheirPeers) {
   NetworkAnalysis a = DecideNetwork(m, NoRanks(), {}, NetworkDetectorOptions());
   ASSERT_EQ(a.findings.size(), 2u);
   EXPECT_EQ(a.findings[0].code, FindingCode::kNetLinkDegraded);
-  // The pair node-02 + node-03 at 0.51x: one low run, no host low twice.
-  EXPECT_EQ(a.findings[1].code, FindingCode::kNetBandwidthLow);
+  // The pair node-02 + node-03 at 0.50x of the best pair, 4 hosts in 3
+  // pairs: node-02 is fast with node-00, node-03 tested with no one else:
+  // node-03 or the path, named by neither finding's host.
+  EXPECT_EQ(a.findings[1].code, FindingCode::kNetPairSlow);
   EXPECT_EQ(a.findings[1].entity.host, std::nullopt);
+  EXPECT_NE(a.findings[1].message.find("node-03, or the path"), std::string::npos)
+      << a.findings[1].message;
   EXPECT_EQ(AnalyzeNetwork(run, NoRanks(), {}, NetworkDetectorOptions()).findings.size(), 2u);
 }
 

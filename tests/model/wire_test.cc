@@ -288,6 +288,12 @@ void AddNetwork(RunBuilder& b) {
                    .src = SourceRef{15, 1},
                    .time_ns = 1'706'860'210'000'000'000};
   n.port_counters.push_back(c);
+  n.pair_bandwidths.push_back(PairBandwidth{.host_a = "node-a",
+                                            .host_b = "node-b",
+                                            .gbps = 49.36,
+                                            .note = "crossing TOR",
+                                            .src = SourceRef{16, 4},
+                                            .group = "test alltoall_perf, G 8"});
 }
 
 CollectiveRecord Entry() {
@@ -658,6 +664,11 @@ TEST(WireTest, EveryFamilyKeepsItsFields) {
   EXPECT_EQ(n.port_counters[0].xmit_wait_ticks, 123'456'789);
   EXPECT_EQ(n.port_counters[0].saturated, std::vector<std::string>({"PortXmitWait"}));
   EXPECT_EQ(n.port_counters[0].time_ns, 1'706'860'210'000'000'000);
+  ASSERT_EQ(n.pair_bandwidths.size(), 1u);
+  EXPECT_EQ(n.pair_bandwidths[0].gbps, 49.36);
+  EXPECT_EQ(n.pair_bandwidths[0].note, "crossing TOR");
+  EXPECT_EQ(n.pair_bandwidths[0].group, "test alltoall_perf, G 8");
+  EXPECT_EQ(n.pair_bandwidths[0].src.line, 4u);
 
   const HangData& h = got.hang;
   EXPECT_TRUE(h.groups[0].whole_world);
@@ -853,8 +864,8 @@ TEST(WireTest, ForgedFramesAreNamed) {
   bad[0] = 'X';
   ExpectError(bad, "bad magic");
   bad = frame;
-  bad[4] = 9;
-  ExpectError(bad, "version 9");
+  bad[4] = 99;
+  ExpectError(bad, "version 99");
   bad = frame;
   SetPayloadLength(bad, uint64_t{1} << 62);
   ExpectError(bad, "present");

@@ -28,6 +28,10 @@ std::unique_ptr<TextReader> MakeSwitchMapReader();
 // sampling loop.
 std::unique_ptr<TextReader> MakePerfqueryReader();
 
+// A pasted node-pair bandwidth table, "host1,host2  49.36" per row
+// (pair_table.cc): one PairBandwidth per row.
+std::unique_ptr<TextReader> MakePairTableReader();
+
 }  // namespace laggard
 
 #endif  // LAGGARD_INGEST_NETWORK_NETWORK_READERS_H_

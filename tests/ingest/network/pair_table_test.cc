@@ -1,0 +1,217 @@
+// Node-pair bandwidth tables (ingest/network/pair_table.cc) and the node
+// or fabric decision on them and on two-host nccl-tests runs
+// (analysis/net_tests/pair_bandwidth.h): the real tables of
+// tests/data/node_pairs/ as their README expects, negative controls, and
+// bad rows counted.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analysis/net_tests/pair_bandwidth.h"
+#include "test_paths.h"
+#include "test_util.h"
+
+namespace laggard {
+namespace {
+
+using testing_util::IngestPaths;
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+std::string Data(std::string_view name) {
+  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/node_pairs/" + std::string(name);
+}
+
+std::vector<Finding> Findings(const laggard::Run& run) {
+  return AnalyzeNetwork(run, RankMap::Build(laggard::Run(), std::nullopt), {},
+                        NetworkDetectorOptions())
+      .findings;
+}
+
+size_t Count(const std::vector<Finding>& fs, FindingCode code) {
+  return static_cast<size_t>(
+      std::count_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.code == code; }));
+}
+
+const Finding* Find(const std::vector<Finding>& fs, FindingCode code) {
+  for (const Finding& f : fs) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+TEST(PairTableTest, Issue106NamesTheNodeSlowWithEveryPartner) {
+  laggard::Run run = IngestPaths({Data("issue106_node_pairs.txt")});
+  ASSERT_EQ(run.network.pair_bandwidths.size(), 5u);
+  const PairBandwidth& p = run.network.pair_bandwidths[2];
+  EXPECT_EQ(p.host_a, "se02gn284");
+  EXPECT_EQ(p.host_b, "se02gn678");
+  EXPECT_DOUBLE_EQ(p.gbps, 49.28);
+  EXPECT_EQ(p.note, "crossing TOR");
+  EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  std::vector<Finding> fs = Findings(run);
+  ASSERT_EQ(fs.size(), 2u);
+  const Finding* node = Find(fs, FindingCode::kNetBandwidthLow);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->entity.host, "se02gn644");
+  EXPECT_NEAR(*node->slowdown, 1 - 49.33 / 87.585, 0.002);
+  // 284 with 678: neither node tested with another, so neither is named.
+  const Finding* open = Find(fs, FindingCode::kNetPairSlow);
+  ASSERT_NE(open, nullptr);
+  EXPECT_FALSE(open->entity.host);
+  EXPECT_NE(open->message.find("se02gn284 and se02gn678"), std::string::npos);
+}
+
+TEST(PairTableTest, ClusterSummaryIsReadPerTestAndSplitsIntoTwoGroups) {
+  laggard::Run run = IngestPaths({Data("cluster00_8node_summary.md")});
+  ASSERT_EQ(run.network.pair_bandwidths.size(), 224u);
+  EXPECT_EQ(run.network.pair_bandwidths[0].group, "test alltoall_perf, N 2, G 1");
+  EXPECT_EQ(run.network.pair_bandwidths[0].host_a, "cnode4-005");
+  EXPECT_EQ(run.network.pair_bandwidths[0].host_b, "cnode4-006");
+  EXPECT_DOUBLE_EQ(run.network.pair_bandwidths[0].gbps, 27.102);  // the average, not the peak
+
+  std::vector<Finding> fs = Findings(run);
+  // Only alltoall at 8 GPUs per node is below 0.7x; no node is named.
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, FindingCode::kNetPairFabric);
+  EXPECT_FALSE(fs[0].entity.host);
+  EXPECT_TRUE(fs[0].ranks.empty());
+  EXPECT_NE(fs[0].message.find("G 8"), std::string::npos);
+  EXPECT_NE(fs[0].message.find(
+                "(cnode4-005, cnode4-006, cnode4-007, cnode4-008, cnode4-013) and (cnode4-009, "
+                "cnode4-011, cnode4-012)"),
+            std::string::npos)
+      << fs[0].message;
+}
+
+TEST(PairTableTest, ScatteredSlowPairsAreTheFabricAndFailedRunsAreCounted) {
+  laggard::Run run = IngestPaths({Data("cluster01_17node_alltoall_excerpt.md")});
+  EXPECT_EQ(run.network.pair_bandwidths.size(), 134u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kPairBadRow), 2u);  // two failed pairs
+  std::vector<Finding> fs = Findings(run);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, FindingCode::kNetPairFabric);
+  EXPECT_NE(fs[0].message.find("8 slow node pairs"), std::string::npos) << fs[0].message;
+  // The Slurm host list "cnode2-[002-003]" is two hosts, not one.
+  EXPECT_NE(fs[0].evidence.size(), 0u);
+  bool has_range = false;
+  for (const PairBandwidth& p : run.network.pair_bandwidths)
+    has_range = has_range || (p.host_a == "cnode2-002" && p.host_b == "cnode2-003");
+  EXPECT_TRUE(has_range);
+}
+
+TEST(PairTableTest, HealthyClusterGivesNothing) {
+  laggard::Run run = IngestPaths({Data("cluster02_10node_healthy_excerpt.md")});
+  EXPECT_EQ(run.network.pair_bandwidths.size(), 45u);
+  EXPECT_TRUE(Findings(run).empty());
+}
+
+TEST(PairTableTest, TwoRawLogsAreTooFewForThePairRules) {
+  laggard::Run run = IngestPaths({Data("nccl_tests_two_logs")});
+  std::vector<Finding> fs = Findings(run);
+  EXPECT_EQ(Count(fs, FindingCode::kNetPairFabric) + Count(fs, FindingCode::kNetPairSlow), 0u);
+  const Finding* low = Find(fs, FindingCode::kNetBandwidthLow);
+  ASSERT_NE(low, nullptr);
+  EXPECT_FALSE(low->entity.host);  // one low run does not name a host
+}
+
+PairMeasure M(std::string a, std::string b, double gbps) { return {a, b, gbps, {}, std::nullopt}; }
+
+TEST(PairDecisionTest, SlowPairsSharingNoNodeNameNoNode) {
+  // A-B and C-D slow; A-C, A-D, B-C, B-D fast: the nccl #325 routing case.
+  PairDecision d = DecidePairs({M("A", "B", 25), M("C", "D", 24), M("A", "C", 39), M("A", "D", 40),
+                                M("B", "C", 39), M("B", "D", 38)},
+                               0.7);
+  EXPECT_TRUE(d.decided);
+  EXPECT_TRUE(d.bad_nodes.empty());
+  EXPECT_EQ(d.fabric.size(), 2u);
+  EXPECT_TRUE(d.open.empty());
+}
+
+TEST(PairDecisionTest, NoOutlierNoSlowPair) {
+  PairDecision d = DecidePairs({M("a", "b", 80), M("a", "c", 78), M("b", "c", 81), M("c", "d", 79),
+                                M("a", "d", 77), M("b", "d", 80)},
+                               0.7);
+  EXPECT_TRUE(d.decided);
+  EXPECT_TRUE(d.bad_nodes.empty());
+  EXPECT_TRUE(d.fabric.empty());
+  EXPECT_TRUE(d.open.empty());
+}
+
+TEST(PairDecisionTest, ANodeWhosePartnersAreNotShownFastIsNotNamed) {
+  // x slow with y and z, and y, z tested with nobody else: x, or y and z?
+  PairDecision d =
+      DecidePairs({M("x", "y", 40), M("x", "z", 41), M("p", "q", 80), M("q", "r", 79)}, 0.7);
+  EXPECT_TRUE(d.decided);
+  EXPECT_TRUE(d.bad_nodes.empty());
+  EXPECT_EQ(d.open.size(), 2u);
+}
+
+TEST(PairDecisionTest, RepeatedPairsTakeTheirMedianAndSmallSetsDecideNothing) {
+  PairDecision d = DecidePairs({M("a", "b", 40), M("b", "a", 80), M("a", "b", 82)}, 0.7);
+  ASSERT_EQ(d.pairs.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.pairs[0].gbps, 80);
+  EXPECT_EQ(d.pairs[0].measurements, 3u);
+  EXPECT_FALSE(d.decided);
+  PairDecision two = DecidePairs({M("a", "b", 40), M("a", "c", 80)}, 0.7);
+  EXPECT_FALSE(two.decided);
+  ASSERT_EQ(two.open.size(), 1u);  // said, as too few to decide
+}
+
+TEST(PairDecisionTest, TwoBadNodesAreBothNamed) {
+  std::vector<PairMeasure> ms;
+  const std::vector<std::string> hosts = {"n1", "n2", "n3", "n4", "n5", "n6"};
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    for (size_t j = i + 1; j < hosts.size(); ++j) {
+      bool slow = hosts[i] == "n2" || hosts[j] == "n2" || hosts[i] == "n5" || hosts[j] == "n5";
+      ms.push_back(M(hosts[i], hosts[j], slow ? 30 : 90));
+    }
+  }
+  PairDecision d = DecidePairs(ms, 0.7);
+  EXPECT_EQ(d.bad_nodes, (std::vector<std::string>{"n2", "n5"}));
+  EXPECT_TRUE(d.fabric.empty());
+  EXPECT_TRUE(d.open.empty());
+}
+
+TEST(PairTableTest, BadRowsUnitsAndASinglePairAreCounted) {
+  TempDir dir;
+  // Truncated rows, a host with itself, a zero, then mixed units.
+  std::string path = WriteFile(dir.File("pairs.txt"),
+                               "a1,a2 40.0\n"
+                               "a1,a3 41.0\n"
+                               "a2,a3\n"
+                               "a2,a2 40\n"
+                               "a3,a4 0\n"
+                               "a4,a5 320 Gb/s\n"
+                               "a1,a5 40 GB/s\n"
+                               "a2,a4 38000 MB/s\n"
+                               "a1,a4 39 GB/s\n"
+                               "a3,a5 41 GB/s\n"
+                               "b1,b2 40 GB/s\n");
+  laggard::Run run = IngestPaths({path});
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kPairBadRow), 3u + 2u);  // + 2 rows without a unit
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kPairMixedUnits), 1u);
+  ASSERT_EQ(run.network.pair_bandwidths.size(), 6u);
+  EXPECT_DOUBLE_EQ(run.network.pair_bandwidths[0].gbps, 40);  // 320 Gb/s
+  EXPECT_DOUBLE_EQ(run.network.pair_bandwidths[2].gbps, 38);
+
+  std::string one = WriteFile(dir.File("one.csv"), "host1,host2,busbw\nnode-a,node-b,80.5\n");
+  laggard::Run single = IngestPaths({one});
+  ASSERT_EQ(single.network.pair_bandwidths.size(), 1u);
+  EXPECT_EQ(single.diagnostics.count(DiagCode::kPairTooFew), 1u);
+  EXPECT_TRUE(Findings(single).empty());
+}
+
+TEST(PairTableTest, OtherThreeColumnTextIsNotATable) {
+  TempDir dir;
+  // Numbers first, or a host list with words after: not this format.
+  std::string a = WriteFile(dir.File("a.txt"), "1,2 3\n4,5 6\n7,8 9\n");
+  std::string b = WriteFile(dir.File("b.txt"), "node1 node2 ok\nnode3 node4 ok\nnode5 node6 ok\n");
+  laggard::Run run = IngestPaths({a, b});
+  EXPECT_TRUE(run.network.pair_bandwidths.empty());
+}
+
+}  // namespace
+}  // namespace laggard
