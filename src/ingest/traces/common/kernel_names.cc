@@ -18,7 +18,8 @@ bool ContainsAny(std::string_view lowered, std::initializer_list<std::string_vie
 
 OpClass ClassifyKernelName(std::string_view name, std::span<const std::string> comm_kernels) {
   std::string lower = ToLower(name);
-  if (ContainsAny(lower, {"nccl", "rccl", "c10d::"})) return OpClass::kCommunication;
+  // RCCL runs some collectives as MSCCL kernels: "mscclKernel_Sum_hip_bfloat16_Simple".
+  if (ContainsAny(lower, {"nccl", "rccl", "msccl", "c10d::"})) return OpClass::kCommunication;
   for (const std::string& c : comm_kernels) {
     if (lower.find(c) != std::string::npos) return OpClass::kCommunication;
   }

@@ -1,7 +1,7 @@
 // Names of device kernels and collectives, shared by every trace reader so a
 // class or collective means the same whichever profiler wrote the trace.
 //
-//   ClassifyKernelName     communication first (NCCL / RCCL names, and the
+//   ClassifyKernelName     communication first (NCCL / RCCL / MSCCL names, and the
 //                          user's own --comm-kernel names: a custom
 //                          all-reduce such as vLLM's cross_device_reduce, say
 //                          nothing of gemm), then attention

@@ -547,6 +547,9 @@ TEST(KinetoReaderTest, KernelClassesFollowTheirNames) {
       {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
        OpClass::kOtherCompute},
       {"triton_poi_fused_add_cos_sin_0", OpClass::kOtherCompute},
+      // RCCL's MSCCL kernels as ROCm profiles print them, without the
+      // (ncclDevComm*, ...) argument list.
+      {"mscclKernel_Sum_hip_bfloat16_Simple_false", OpClass::kCommunication},
   };
   std::vector<std::string> events;
   for (size_t i = 0; i < kernels.size(); ++i) {
