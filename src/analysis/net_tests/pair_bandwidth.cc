@@ -76,9 +76,17 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
   std::stable_sort(d.pairs.begin(), d.pairs.end(),
                    [](const PairLink& x, const PairLink& y) { return x.gbps > y.gbps; });
   d.decided = d.hosts >= 3 && d.pairs.size() >= 3;
-  const size_t best = d.decided ? (d.pairs.size() + 2) / 3 : 1;
+  // The best third, leaving out the fastest pairs while each is above
+  // kPairTooFast x the next (a typo, "8836" for 88.36, that would lift the
+  // fast level over every healthy pair); a group of fast pairs stays.
+  std::vector<const PairLink*> usable;
+  for (const PairLink& p : d.pairs) usable.push_back(&p);
+  while (usable.size() > 1 && usable[0]->gbps > kPairTooFast * usable[1]->gbps) {
+    usable.erase(usable.begin());
+  }
+  const size_t best = d.decided ? (usable.size() + 2) / 3 : 1;
   std::vector<double> top;
-  for (size_t i = 0; i < best; ++i) top.push_back(d.pairs[i].gbps);
+  for (size_t i = 0; i < best && i < usable.size(); ++i) top.push_back(usable[i]->gbps);
   d.reference_gbps = *Median(top);
   for (PairLink& p : d.pairs) p.slow = p.gbps <= slow_ratio * d.reference_gbps;
   std::stable_sort(d.pairs.begin(), d.pairs.end(),
@@ -99,16 +107,54 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
   };
   for (const auto& [h, idx] : of) {
     size_t partners_cleared = 0;
+    std::set<size_t> clearing;  // the distinct fast pairs that clear them
     bool all_slow = true;
     for (size_t i : idx) {
       all_slow = all_slow && d.pairs[i].slow;
-      if (cleared(Partner(d.pairs[i], h), h)) ++partners_cleared;
+      const std::string& x = Partner(d.pairs[i], h);
+      if (cleared(x, h)) ++partners_cleared;
+      for (size_t j : of.at(x)) {
+        if (!d.pairs[j].slow && Partner(d.pairs[j], x) != h) clearing.insert(j);
+      }
     }
-    if (all_slow && idx.size() >= 2 && partners_cleared >= 2) d.bad_nodes.push_back(h);
+    if (!all_slow || idx.size() < 2 || partners_cleared == 0) continue;
+    if (partners_cleared >= 2 && clearing.size() >= 2) {
+      d.bad_nodes.push_back(h);
+    } else {
+      d.suspects.push_back({h, "its partners are shown fast by one pair only"});
+    }
   }
+  // Nodes slow with every partner but never tested with each other could
+  // be one group behind one slow link (a leaf's uplink): not named.
+  std::vector<std::string> apart;
+  for (const std::string& u : d.bad_nodes) {
+    for (const std::string& v : d.bad_nodes) {
+      if (u == v || !NaturalLess(u, v)) continue;
+      bool tested = std::any_of(d.pairs.begin(), d.pairs.end(), [&](const PairLink& p) {
+        return (p.a == u && p.b == v) || (p.a == v && p.b == u);
+      });
+      if (!tested) {
+        apart.push_back(u);
+        apart.push_back(v);
+        d.suspects.push_back(
+            {u, fmt::format("so is {}, never tested with it: the two may sit behind one slow link "
+                            "(test {} with {})",
+                            v, u, v)});
+        d.suspects.push_back(
+            {v, fmt::format("so is {}, never tested with it: the two may sit behind one slow link "
+                            "(test {} with {})",
+                            u, u, v)});
+      }
+    }
+  }
+  std::erase_if(d.bad_nodes, [&](const std::string& h) {
+    return std::find(apart.begin(), apart.end(), h) != apart.end();
+  });
   std::sort(d.bad_nodes.begin(), d.bad_nodes.end(), NaturalLess);
   auto bad = [&](const std::string& h) {
-    return std::find(d.bad_nodes.begin(), d.bad_nodes.end(), h) != d.bad_nodes.end();
+    return std::find(d.bad_nodes.begin(), d.bad_nodes.end(), h) != d.bad_nodes.end() ||
+           std::any_of(d.suspects.begin(), d.suspects.end(),
+                       [&](const auto& s) { return s.first == h; });
   };
   for (size_t i = 0; i < d.pairs.size(); ++i) {
     const PairLink& p = d.pairs[i];
@@ -120,13 +166,18 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
 
 namespace {
 
-// A host fast with every partner, for the next steps.
+// The host with the most fast pairs, for the next steps (in a full mesh
+// with a bad node every host has one slow pair).
 std::string FastHost(const PairDecision& d, const std::set<std::string>& avoid) {
+  std::string best = "HEALTHY_HOST";
+  size_t most = 0;
   for (const auto& [h, idx] : PairsOfHosts(d)) {
     if (avoid.count(h)) continue;
-    if (std::none_of(idx.begin(), idx.end(), [&](size_t i) { return d.pairs[i].slow; })) return h;
+    size_t fast = static_cast<size_t>(
+        std::count_if(idx.begin(), idx.end(), [&](size_t i) { return !d.pairs[i].slow; }));
+    if (fast > most) most = fast, best = h;
   }
-  return "HEALTHY_HOST";
+  return best;
 }
 
 void AddPairEvidence(Finding& f, const PairDecision& d, const std::vector<size_t>& idx,
@@ -300,15 +351,15 @@ void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
     const bool a_fast = FastWithAnother(d, p.a, p.b), b_fast = FastWithAnother(d, p.b, p.a);
     f.message =
         d.decided
-            ? fmt::format("{} and {} are slow together ({:.2f}x the fast pairs' {:.1f} GB/s); {}",
-                          p.a, p.b, p.gbps / d.reference_gbps, d.reference_gbps,
-                          a_fast || b_fast
-                              ? fmt::format("{} is fast with another node, {} is not shown fast "
-                                            "with any: {}, or the path between them",
-                                            a_fast ? p.a : p.b, a_fast ? p.b : p.a,
-                                            a_fast ? p.b : p.a)
-                              : "neither is shown fast with another node: either node, or the "
-                                "path between them")
+            ? fmt::format(
+                  "{} and {} are slow together ({:.2f}x the fast pairs' {:.1f} GB/s); {}", p.a, p.b,
+                  p.gbps / d.reference_gbps, d.reference_gbps,
+                  a_fast || b_fast
+                      ? fmt::format("{} is fast with another node, {} is not shown fast "
+                                    "with any: {}, or the path between them",
+                                    a_fast ? p.a : p.b, a_fast ? p.b : p.a, a_fast ? p.b : p.a)
+                      : "neither is shown fast with another node: either node, or the "
+                        "path between them")
             : fmt::format(
                   "{} and {} at {:.2f}x the best pair's {:.1f} GB/s; {} pairs of {} hosts "
                   "are too few to tell a node from the fabric (3 hosts in 3 pairs needed)",
@@ -323,19 +374,51 @@ void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
   }
 }
 
-void Decide(const std::vector<PairMeasure>& measures, std::string_view source, const RankMap& ranks,
-            const NetworkData& net, const NetworkDetectorOptions& o, NetworkDecision& out) {
-  PairDecision d = DecidePairs(measures, o.bandwidth_ratio);
-  NodeFindings(d, ranks, net, source, out);
-  FabricFinding(d, net, source, out);
-  OpenFindings(d, ranks, net, source, out);
+// One finding per node the pairs cannot pin down, with every reason.
+void SuspectFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
+                     std::string_view source, NetworkDecision& out) {
+  std::map<std::string, std::vector<std::string>> reasons;
+  for (const auto& [h, why] : d.suspects) {
+    auto& r = reasons[h];
+    if (std::find(r.begin(), r.end(), why) == r.end()) r.push_back(why);
+  }
+  const auto of = PairsOfHosts(d);
+  for (const auto& [h, why] : reasons) {
+    Finding f = HostFinding(FindingCode::kNetPairSlow, std::nullopt, ranks, net.switch_of);
+    f.cause = "undetermined";
+    std::vector<double> ratios;
+    std::vector<size_t> slow;
+    for (size_t i : of.at(h)) {
+      slow.push_back(i);
+      ratios.push_back(d.pairs[i].gbps / d.reference_gbps);
+    }
+    const double ratio = Median(ratios).value_or(1);
+    std::string reason;
+    for (size_t k = 0; k < why.size(); ++k) reason += (k ? "; " : "") + why[k];
+    f.message = fmt::format(
+        "{} is slow with every partner ({} pairs at {:.2f}x the fast pairs' {:.1f} GB/s), but "
+        "{}: the node, or a link it shares with others; not named",
+        h, slow.size(), ratio, d.reference_gbps, reason);
+    f.slowdown = 1 - ratio;
+    f.confidence = 0.4;
+    AddPairEvidence(f, d, slow, source);
+    f.next_steps.push_back(PairTestCommand(h, FastHost(d, {h})));
+    out.a.findings.push_back(std::move(f));
+  }
 }
+
+struct PairSet {
+  std::string source;
+  PairDecision d;
+  std::vector<size_t> runs;  // nccl-tests runs it holds
+};
 
 }  // namespace
 
 void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const NetworkDetectorOptions& o,
                      NetworkDecision& d, std::set<size_t>& handled) {
   const NetworkData& net = *m.net;
+  std::vector<PairSet> sets;
   // Each table and test on its own: tables of other days or fabrics, and
   // tests of other collectives or GPU counts, are not pooled.
   std::map<std::pair<uint32_t, std::string>, std::vector<PairMeasure>> tables;
@@ -343,8 +426,9 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
     tables[{p.src.file, p.group}].push_back({p.host_a, p.host_b, p.gbps, p.src, p.note});
   }
   for (const auto& [key, measures] : tables) {
-    Decide(measures, key.second.empty() ? "pair table" : "pair table, " + key.second, ranks, net, o,
-           d);
+    sets.push_back({key.second.empty() ? "pair table" : "pair table, " + key.second,
+                    DecidePairs(measures, o.bandwidth_ratio),
+                    {}});
   }
   for (const NcclTestGroup& g : m.nccl_test_groups) {
     std::vector<PairMeasure> measures;
@@ -359,8 +443,54 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
       hosts.insert(s.hosts.begin(), s.hosts.end());
     }
     if (hosts.size() < 3 || measures.size() < 3) continue;
-    Decide(measures, g.collective + " (nccl-tests)", ranks, net, o, d);
-    handled.insert(runs.begin(), runs.end());
+    sets.push_back(
+        {g.collective + " (nccl-tests)", DecidePairs(measures, o.bandwidth_ratio), runs});
+  }
+  for (size_t k = 0; k < sets.size(); ++k) {
+    PairDecision& pd = sets[k].d;
+    std::vector<std::string> keep;
+    for (const std::string& h : pd.bad_nodes) {
+      std::optional<std::string> why;
+      // Fast with a partner in another table or test: not the node.
+      for (size_t other = 0; other < sets.size() && !why; ++other) {
+        if (other == k) continue;
+        for (const PairLink& p : sets[other].d.pairs) {
+          if (!p.slow && (p.a == h || p.b == h)) {
+            why = fmt::format("it is fast with {} in {}", Partner(p, h), sets[other].source);
+            break;
+          }
+        }
+      }
+      // Alone on its switch among the nodes tested: its switch's uplink
+      // slows every pair of it as much.
+      auto sw = net.switch_of.find(h);
+      if (!why && sw != net.switch_of.end()) {
+        bool alone = true;
+        for (const PairLink& p : pd.pairs) {
+          for (const std::string* x : {&p.a, &p.b}) {
+            auto xs = net.switch_of.find(*x);
+            if (*x != h && xs != net.switch_of.end() && xs->second == sw->second) alone = false;
+          }
+        }
+        if (alone) {
+          why = fmt::format(
+              "it is the only node tested on switch {}, whose uplink would slow "
+              "every pair of it as much",
+              sw->second);
+        }
+      }
+      if (why) {
+        pd.suspects.push_back({h, *why});
+      } else {
+        keep.push_back(h);
+      }
+    }
+    pd.bad_nodes = std::move(keep);
+    NodeFindings(pd, ranks, net, sets[k].source, d);
+    FabricFinding(pd, net, sets[k].source, d);
+    SuspectFindings(pd, ranks, net, sets[k].source, d);
+    OpenFindings(pd, ranks, net, sets[k].source, d);
+    handled.insert(sets[k].runs.begin(), sets[k].runs.end());
   }
 }
 

@@ -37,6 +37,11 @@
 namespace laggard {
 
 // One measurement of a node pair.
+// The fastest pair is left out of the fast level while it runs above this
+// many times the next: a typo ("8836" for 88.36) would lift the level over
+// every healthy pair.
+inline constexpr double kPairTooFast = 3;
+
 struct PairMeasure {
   std::string a, b;
   double gbps = 0;
@@ -60,8 +65,11 @@ struct PairDecision {
   bool decided = false;                // >= 3 hosts and >= 3 pairs
   double reference_gbps = 0;           // the fast level (the best pair when not decided)
   std::vector<std::string> bad_nodes;  // natural order
-  std::vector<size_t> fabric;          // into pairs: slow, both nodes fast elsewhere
-  std::vector<size_t> open;            // into pairs: slow, undecided
+  // Nodes slow with every partner that the pairs cannot pin down, and why
+  // (a node may appear twice, with two reasons): net.pair_slow.
+  std::vector<std::pair<std::string, std::string>> suspects;
+  std::vector<size_t> fabric;  // into pairs: slow, both nodes fast elsewhere
+  std::vector<size_t> open;    // into pairs: slow, undecided
 };
 
 PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_ratio);

@@ -55,12 +55,13 @@ double UnitGb(std::string_view u) {
   std::string s = ToLower(u);
   if (s == "gb/s" || s == "gb/sec" || s == "gbps" || s == "gbytes/s") {
     // "Gb/s" and "Gbps" (bits) lower to the same text as "GB/s" (bytes):
-    // tell them by the case of the 'b'.
-    return u.size() > 1 && u[1] == 'b' ? 0.125 : 1;
+    // bits only as printed so, "Gb"; any other case ("gb/s") is bytes, the
+    // unit of nccl-tests.
+    return u.size() > 1 && u[0] == 'G' && u[1] == 'b' ? 0.125 : 1;
   }
   if (s == "gbit/s" || s == "gbits/s" || s == "gbit/sec") return 0.125;
   if (s == "mb/s" || s == "mb/sec" || s == "mbps")
-    return u.size() > 1 && u[1] == 'b' ? 1.25e-4 : 1e-3;
+    return u.size() > 1 && u[0] == 'M' && u[1] == 'b' ? 1.25e-4 : 1e-3;
   return 0;
 }
 
@@ -266,13 +267,18 @@ int Sniff(std::string_view head) {
   NamedRow named;
   std::vector<std::string_view> words;
   size_t rows = 0, lines = 0, bad = 0;
-  std::set<std::string> hosts;
+  std::set<std::string> hosts, firsts, seconds;
   std::optional<Layout> layout;
   bool ok = true;
   ForEachHeadLine(head, {}, [&](std::string_view line) {
     std::string_view t = Trim(line);
     if (t.empty() || t.front() == '#' || IsRule(t)) return true;
     if (++lines == 1 && (layout = HeaderLayout(t))) return true;
+    // A header naming no host and bandwidth columns: another table.
+    if (lines == 1 && ParseRow(t, row, words) == RowKind::kHeader) {
+      ok = false;
+      return false;
+    }
     if (layout) {
       if (!ParseNamedRow(t, *layout, words, named)) {
         hosts.insert(named.a);
@@ -282,7 +288,6 @@ int Sniff(std::string_view head) {
       return lines < 64;  // failed tests leave cells empty: judged by the rows that read
     }
     RowKind k = ParseRow(t, row, words);
-    if (k == RowKind::kHeader && lines == 1) return true;
     // Words before the first row: other text. Later, a few bad rows (a
     // truncated paste) among many good ones are still this table's.
     if (k != RowKind::kRow || row.a == row.b || !(row.value > 0)) {
@@ -292,8 +297,26 @@ int Sniff(std::string_view head) {
     }
     hosts.emplace(row.a);
     hosts.emplace(row.b);
+    firsts.emplace(row.a);
+    seconds.emplace(row.b);
     return ++rows < 64;
   });
+  // Both columns name hosts of one cluster: a name in both, or names alike
+  // but for their digits ("se02gn644" / "se02gn699"). A step log
+  // ("rank0 it1 1.02") or a host,gpu,time table has different words apart.
+  auto skeleton = [](const std::string& h) {
+    std::string s;
+    for (char c : h) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) s += c;
+    }
+    return s;
+  };
+  bool alike = false;
+  std::set<std::string> first_skeletons;
+  for (const std::string& h : firsts) first_skeletons.insert(skeleton(h));
+  for (const std::string& h : seconds)
+    alike = alike || firsts.count(h) > 0 || first_skeletons.count(skeleton(h)) > 0;
+  if (!layout && !alike) return kSniffNo;
   // A header naming host and bandwidth columns is this format's, even
   // above one pair; below the switch map and CSV step tables otherwise,
   // which need their own headers.

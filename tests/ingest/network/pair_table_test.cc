@@ -215,3 +215,45 @@ TEST(PairTableTest, OtherThreeColumnTextIsNotATable) {
 
 }  // namespace
 }  // namespace laggard
+
+namespace laggard {
+namespace {
+
+// From an independent review: inputs that named a healthy node or claimed
+// another file.
+TEST(PairReviewTest, ATypoDoesNotLiftTheFastLevel) {
+  PairDecision d = DecidePairs({M("n1", "n2", 8836), M("n1", "n3", 88.1), M("n1", "n4", 88.4),
+                                M("n2", "n3", 88.0), M("n2", "n4", 87.9), M("n3", "n4", 88.3)},
+                               0.7);
+  EXPECT_NEAR(d.reference_gbps, 88.3, 0.2);
+  EXPECT_TRUE(d.bad_nodes.empty());
+  EXPECT_TRUE(d.open.empty());
+}
+
+TEST(PairReviewTest, NodesTheDataCannotPinDownAreNotNamed) {
+  // x3's partners cleared by one pair only.
+  PairDecision tri = DecidePairs({M("x1", "x2", 90), M("x1", "x3", 62), M("x2", "x3", 61)}, 0.7);
+  EXPECT_TRUE(tri.bad_nodes.empty());
+  ASSERT_EQ(tri.suspects.size(), 1u);
+  // e1 and e2 slow with everyone, never tested together: one slow link?
+  PairDecision far =
+      DecidePairs({M("a1", "a2", 90), M("a3", "a4", 90), M("a1", "a3", 90), M("e1", "a1", 40),
+                   M("e1", "a2", 41), M("e2", "a3", 40), M("e2", "a4", 39)},
+                  0.7);
+  EXPECT_TRUE(far.bad_nodes.empty());
+  EXPECT_EQ(far.suspects.size(), 2u);
+}
+
+TEST(PairReviewTest, WordsOfOtherTablesAreNotHostPairs) {
+  TempDir dir;
+  std::string steps = WriteFile(
+      dir.File("steps.log"), "rank0 it1 1.019\nrank1 it1 1.021\nrank2 it1 1.5\nrank3 it1 1.02\n");
+  std::string csv = WriteFile(dir.File("t.csv"),
+                              "hostname,gpu,avg_step_time_s\nnode1,gpu0,1.0\nnode2,gpu0,0.9\n"
+                              "node3,gpu0,1.0\n");
+  laggard::Run run = IngestPaths({steps, csv});
+  EXPECT_TRUE(run.network.pair_bandwidths.empty());
+}
+
+}  // namespace
+}  // namespace laggard
