@@ -34,6 +34,14 @@ std::vector<Culprit> HostCulprits(const Verdict& v, const Analyses& a,
       return c.entity.host == f.entity.host && c.cause_class == CauseClass::kCommunication;
     });
     if (covered) continue;
+    // A host the job's ranks never ran on (a cluster-wide pair sweep, a
+    // test of other nodes) does not slow this job: its finding stays a
+    // finding.
+    const std::vector<std::string>& job_hosts = a.ranks.hosts();
+    if (!job_hosts.empty() &&
+        std::find(job_hosts.begin(), job_hosts.end(), *f.entity.host) == job_hosts.end()) {
+      continue;
+    }
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const Culprit& c) { return c.entity.host == f.entity.host; });
     if (it == out.end()) {

@@ -446,6 +446,7 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
     sets.push_back(
         {g.collective + " (nccl-tests)", DecidePairs(measures, o.bandwidth_ratio), runs});
   }
+  std::set<std::string> named;
   for (size_t k = 0; k < sets.size(); ++k) {
     PairDecision& pd = sets[k].d;
     std::vector<std::string> keep;
@@ -485,6 +486,20 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
         keep.push_back(h);
       }
     }
+    // A node named by an earlier table or test (a summary and the logs it
+    // sums up, read together) is one finding: the same runs are no second
+    // signal.
+    std::erase_if(keep, [&](const std::string& h) {
+      for (Finding& f : d.a.findings) {
+        if (f.code == FindingCode::kNetBandwidthLow && f.entity.host == h && named.count(h) > 0) {
+          f.evidence.push_back(
+              {fmt::format("{}: {} is slow with every partner here too", sets[k].source, h), {}});
+          return true;
+        }
+      }
+      return false;
+    });
+    named.insert(keep.begin(), keep.end());
     pd.bad_nodes = std::move(keep);
     NodeFindings(pd, ranks, net, sets[k].source, d);
     FabricFinding(pd, net, sets[k].source, d);

@@ -8,9 +8,13 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "analysis/analyze_run.h"
 #include "analysis/net_tests/pair_bandwidth.h"
 #include "test_paths.h"
 #include "test_util.h"
+#include "verdict/verdict.h"
 
 namespace laggard {
 namespace {
@@ -253,6 +257,45 @@ TEST(PairReviewTest, WordsOfOtherTablesAreNotHostPairs) {
                               "node3,gpu0,1.0\n");
   laggard::Run run = IngestPaths({steps, csv});
   EXPECT_TRUE(run.network.pair_bandwidths.empty());
+}
+
+}  // namespace
+}  // namespace laggard
+
+namespace laggard {
+namespace {
+
+TEST(PairReviewTest, TheSameTableTwiceNamesItsNodeOnce) {
+  TempDir dir;
+  const std::string rows = "h1,h2 75\nh1,h3 74\nh2,h3 76\nh1,h4 30\nh2,h4 31\nh3,h4 29\n";
+  std::string a = WriteFile(dir.File("a/pairs.txt"), rows);
+  std::string b = WriteFile(dir.File("b/pairs.txt"), rows);
+  std::vector<Finding> fs = Findings(IngestPaths({a, b}));
+  ASSERT_EQ(Count(fs, FindingCode::kNetBandwidthLow), 1u);
+  EXPECT_EQ(Find(fs, FindingCode::kNetBandwidthLow)->entity.host, "h4");
+}
+
+TEST(PairReviewTest, AHostOutsideTheJobIsNotItsCulprit) {
+  auto culprits = [](const std::vector<std::string>& paths) {
+    laggard::Run run = IngestPaths(paths);
+    Analyses a = AnalyzeRun(run, AnalysisOptions());
+    return DecideVerdict(run, a).culprits;
+  };
+  // The table alone: its bad node is the answer.
+  std::vector<Culprit> alone = culprits({Data("issue106_node_pairs.txt")});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].entity.host, "se02gn644");
+  // With a healthy job on other hosts: a sweep of other nodes, no culprit.
+  TempDir dir;
+  std::string steps = "rank,step,duration,host\n";
+  for (int step = 1; step <= 30; ++step) {
+    for (int rank = 0; rank < 4; ++rank) {
+      steps += fmt::format("{},{},{:.4f},job-node{}\n", rank, step,
+                           1.0 + 0.001 * ((rank + step) % 3), rank / 2 + 1);
+    }
+  }
+  std::string csv = WriteFile(dir.File("steps.csv"), steps);
+  EXPECT_TRUE(culprits({csv, Data("issue106_node_pairs.txt")}).empty());
 }
 
 }  // namespace
