@@ -20,6 +20,7 @@ constexpr std::array kDescriptions = {
     Entry{"rank-map", "a rank,host,gpu table: where each rank ran"},
     Entry{"nvidia-smi-q", "nvidia-smi -q / -a (also -l loops)"},
     Entry{"nvidia-smi-table", "nvidia-smi's default table"},
+    Entry{"rocm-smi", "AMD rocm-smi: the Concise Info table and rocm-smi -a / --showallinfo"},
     Entry{"nvidia-smi-dmon", "nvidia-smi dmon"},
     Entry{"nvidia-smi-query-gpu", "nvidia-smi --query-gpu=... --format=csv"},
     Entry{"nvidia-smi-nvlink", "nvidia-smi nvlink --status"},

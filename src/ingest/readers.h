@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "ingest/agent_log/agent_log_reader.h"
+#include "ingest/amd_smi/amd_smi_readers.h"
 #include "ingest/common/text_reader.h"
 #include "ingest/dcgm/dcgm_readers.h"
 #include "ingest/hangs/hang_readers.h"

@@ -1,0 +1,136 @@
+// rocm-smi outputs (ingest/amd_smi/rocm_smi.cc): the real outputs of
+// tests/data/rocm_smi/ as their README expects, a crafted slow GCD, and cut
+// rows counted.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/analyze_run.h"
+#include "test_paths.h"
+#include "test_util.h"
+
+namespace laggard {
+namespace {
+
+using testing_util::IngestPaths;
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+std::string Data(std::string_view name) {
+  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/rocm_smi/" + std::string(name);
+}
+
+const GpuRecord& Gpu(const laggard::Run& run, int32_t index) {
+  for (const GpuRecord& g : run.hardware.gpus) {
+    if (g.index == index) return g;
+  }
+  ADD_FAILURE() << "no GPU " << index;
+  static GpuRecord none;
+  return none;
+}
+
+std::vector<Finding> GpuFindings(const laggard::Run& run) {
+  return AnalyzeRun(run, AnalysisOptions()).hardware.findings;
+}
+
+TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
+  laggard::Run b = IngestPaths({Data("mi300x_x4_concise.txt")});
+  ASSERT_EQ(b.hardware.gpus.size(), 4u);
+  const GpuRecord& g3 = Gpu(b, 3);
+  EXPECT_EQ(g3.facts.name, "AMD Instinct MI300X");
+  ASSERT_EQ(g3.samples.size(), 1u);
+  EXPECT_EQ(g3.samples[0].temp_c, 38.0);
+  EXPECT_EQ(g3.samples[0].power_w, 137.0);
+  EXPECT_EQ(g3.samples[0].sm_clock_mhz, 131.0);
+  EXPECT_EQ(g3.samples[0].mem_clock_mhz, 900.0);
+  EXPECT_EQ(g3.samples[0].util_pct, 0.0);
+  EXPECT_EQ(g3.facts.enforced_power_limit_w, 750.0);
+  EXPECT_EQ(b.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  laggard::Run a = IngestPaths({Data("mi250x_8gcd_one_idle_concise.txt")});
+  ASSERT_EQ(a.hardware.gpus.size(), 8u);
+  EXPECT_EQ(Gpu(a, 4).samples[0].sm_clock_mhz, 800.0);
+  EXPECT_EQ(Gpu(a, 4).samples[0].util_pct, 0.0);
+  EXPECT_EQ(Gpu(a, 0).samples[0].power_w, 128.0);
+  EXPECT_EQ(Gpu(a, 1).samples[0].power_w, std::nullopt);            // N/A: one per package
+  EXPECT_EQ(Gpu(a, 1).facts.enforced_power_limit_w, std::nullopt);  // 0.0W is no cap
+  // GCD 4 is idle, not slow: nothing under load to call its clock low.
+  for (const Finding& f : GpuFindings(a)) EXPECT_NE(f.code, FindingCode::kGpuClocksLow);
+
+  laggard::Run c = IngestPaths({Data("mi300x_sclk_59mhz_concise_partial.txt")});
+  EXPECT_EQ(c.hardware.gpus.size(), 3u);  // the 4th row is cut
+  EXPECT_EQ(c.diagnostics.count(DiagCode::kHwBadRecord), 1u);
+  EXPECT_EQ(Gpu(c, 0).samples[0].sm_clock_mhz, 59.0);
+  EXPECT_EQ(Gpu(c, 0).samples[0].temp_c, 50.0);
+
+  laggard::Run cpx = IngestPaths({Data("mi300x_cpx_na_row_concise.txt")});
+  ASSERT_EQ(cpx.hardware.gpus.size(), 2u);
+  EXPECT_EQ(Gpu(cpx, 1).samples[0].temp_c, std::nullopt);
+  EXPECT_EQ(cpx.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  laggard::Run v = IngestPaths({Data("vega64_x2_concise.txt")});
+  ASSERT_EQ(v.hardware.gpus.size(), 2u);
+  EXPECT_EQ(Gpu(v, 1).samples[0].temp_c, 56.0);
+  EXPECT_EQ(Gpu(v, 1).samples[0].power_w, 130.0);
+  EXPECT_TRUE(GpuFindings(v).empty());
+}
+
+TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
+  laggard::Run m = IngestPaths({Data("mi300x_x4_showallinfo.txt")});
+  ASSERT_EQ(m.hardware.gpus.size(), 4u);
+  const GpuRecord& g = Gpu(m, 3);
+  EXPECT_EQ(g.facts.name, "AMD Instinct MI300X OAM");
+  EXPECT_EQ(g.facts.driver_version, "6.7.0");
+  EXPECT_EQ(g.facts.enforced_power_limit_w, 750.0);
+  ASSERT_TRUE(g.facts.max_sm_clock_mhz);
+  EXPECT_EQ(*g.facts.max_sm_clock_mhz, 2100.0);
+  ASSERT_EQ(g.samples.size(), 1u);
+  EXPECT_EQ(g.samples[0].temp_c, 39.0);  // junction: MI300X has no edge sensor
+  EXPECT_EQ(g.samples[0].mem_temp_c, 36.0);
+  EXPECT_EQ(g.samples[0].sm_clock_mhz, 132.0);
+  EXPECT_TRUE(g.bus_id.has_value());
+
+  laggard::Run mixed = IngestPaths({Data("mi210_mi50_mi100_showallinfo.txt")});
+  ASSERT_EQ(mixed.hardware.gpus.size(), 5u);
+  EXPECT_EQ(Gpu(mixed, 1).facts.name, "Radeon Instinct MI50 16GB");
+  EXPECT_EQ(Gpu(mixed, 1).samples[0].pcie_gen, 4);
+  EXPECT_EQ(Gpu(mixed, 1).samples[0].pcie_width, 16);
+  EXPECT_EQ(Gpu(mixed, 1).facts.pcie_gen_max, 4);
+  EXPECT_EQ(Gpu(mixed, 0).samples[0].temp_c, 30.0);
+  EXPECT_EQ(Gpu(mixed, 0).samples[0].power_w, 40.0);
+  EXPECT_EQ(Gpu(mixed, 2).facts.enforced_power_limit_w, 290.0);
+  EXPECT_TRUE(GpuFindings(mixed).empty());
+
+  laggard::Run vega = IngestPaths({Data("vega64_x2_showallinfo.txt")});
+  ASSERT_EQ(vega.hardware.gpus.size(), 2u);
+  EXPECT_EQ(Gpu(vega, 0).samples[0].temp_c, 58.0);  // edge
+  EXPECT_EQ(Gpu(vega, 0).samples[0].pcie_width, 1);
+  EXPECT_EQ(Gpu(vega, 0).facts.pcie_width_max, 1);  // the riser: no downgrade
+  for (const Finding& f : GpuFindings(vega)) EXPECT_NE(f.code, FindingCode::kGpuPcieDowngrade);
+}
+
+TEST(RocmSmiTest, ABusyGcdAtLowClockIsNamed) {
+  TempDir dir;
+  std::string t =
+      "======================= ROCm System Management Interface =======================\n"
+      "================================= Concise Info =================================\n"
+      "GPU  Temp   AvgPwr  SCLK     MCLK     Fan  Perf    PwrCap  VRAM%  GPU%\n";
+  for (int i = 0; i < 8; ++i) {
+    t += fmt::format("{}    45.0c  300.0W  {}Mhz  1600Mhz  0%   auto    500.0W   78%   100%\n", i,
+                     i == 5 ? 800 : 1650);
+  }
+  t += "================================================================================\n";
+  laggard::Run run = IngestPaths({WriteFile(dir.File("node-01/rocm-smi.txt"), t)});
+  ASSERT_EQ(run.hardware.gpus.size(), 8u);
+  std::vector<Finding> fs = GpuFindings(run);
+  auto low = std::find_if(fs.begin(), fs.end(),
+                          [](const Finding& f) { return f.code == FindingCode::kGpuClocksLow; });
+  ASSERT_NE(low, fs.end());
+  EXPECT_EQ(low->entity.gpu, 5);
+}
+
+}  // namespace
+}  // namespace laggard
