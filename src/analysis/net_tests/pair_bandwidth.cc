@@ -40,7 +40,7 @@ const std::string& Partner(const PairLink& p, const std::string& h) { return p.a
 // `x` is fast with a node other than `h`.
 bool FastWithAnother(const PairDecision& d, const std::string& x, const std::string& h) {
   return std::any_of(d.pairs.begin(), d.pairs.end(), [&](const PairLink& p) {
-    return !p.slow && (p.a == x || p.b == x) && Partner(p, x) != h;
+    return p.fast && (p.a == x || p.b == x) && Partner(p, x) != h;
   });
 }
 
@@ -88,7 +88,10 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
   std::vector<double> top;
   for (size_t i = 0; i < best && i < usable.size(); ++i) top.push_back(usable[i]->gbps);
   d.reference_gbps = *Median(top);
-  for (PairLink& p : d.pairs) p.slow = p.gbps <= slow_ratio * d.reference_gbps;
+  for (PairLink& p : d.pairs) {
+    p.slow = p.gbps <= slow_ratio * d.reference_gbps;
+    p.fast = p.gbps >= kPairFastRatio * d.reference_gbps;
+  }
   std::stable_sort(d.pairs.begin(), d.pairs.end(),
                    [](const PairLink& x, const PairLink& y) { return x.gbps < y.gbps; });
   if (!d.decided) {
@@ -101,7 +104,7 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
   // `x` is fast with a node other than `h`.
   auto cleared = [&](const std::string& x, const std::string& h) {
     for (size_t i : of.at(x)) {
-      if (!d.pairs[i].slow && Partner(d.pairs[i], x) != h) return true;
+      if (d.pairs[i].fast && Partner(d.pairs[i], x) != h) return true;
     }
     return false;
   };
@@ -114,7 +117,7 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
       const std::string& x = Partner(d.pairs[i], h);
       if (cleared(x, h)) ++partners_cleared;
       for (size_t j : of.at(x)) {
-        if (!d.pairs[j].slow && Partner(d.pairs[j], x) != h) clearing.insert(j);
+        if (d.pairs[j].fast && Partner(d.pairs[j], x) != h) clearing.insert(j);
       }
     }
     if (!all_slow || idx.size() < 2 || partners_cleared == 0) continue;
@@ -174,7 +177,7 @@ std::string FastHost(const PairDecision& d, const std::set<std::string>& avoid) 
   for (const auto& [h, idx] : PairsOfHosts(d)) {
     if (avoid.count(h)) continue;
     size_t fast = static_cast<size_t>(
-        std::count_if(idx.begin(), idx.end(), [&](size_t i) { return !d.pairs[i].slow; }));
+        std::count_if(idx.begin(), idx.end(), [&](size_t i) { return d.pairs[i].fast; }));
     if (fast > most) most = fast, best = h;
   }
   return best;
@@ -207,7 +210,7 @@ void NodeFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
       const std::string& x = Partner(d.pairs[i], h);
       partners.push_back(x);
       for (size_t j : of.at(x)) {
-        if (!d.pairs[j].slow && Partner(d.pairs[j], x) != h) {
+        if (d.pairs[j].fast && Partner(d.pairs[j], x) != h) {
           clearing.push_back(j);
           break;
         }
@@ -246,7 +249,7 @@ std::vector<std::vector<std::string>> FastGroups(const PairDecision& d) {
     parent.emplace(p.b, p.b);
   }
   for (const PairLink& p : d.pairs) {
-    if (!p.slow) parent[root(p.a)] = root(p.b);
+    if (p.fast) parent[root(p.a)] = root(p.b);
   }
   std::map<std::string, std::vector<std::string>> by_root;
   for (const auto& [h, r] : parent) by_root[root(h)].push_back(h);
@@ -456,7 +459,7 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
       for (size_t other = 0; other < sets.size() && !why; ++other) {
         if (other == k) continue;
         for (const PairLink& p : sets[other].d.pairs) {
-          if (!p.slow && (p.a == h || p.b == h)) {
+          if (p.fast && (p.a == h || p.b == h)) {
             why = fmt::format("it is fast with {} in {}", Partner(p, h), sets[other].source);
             break;
           }

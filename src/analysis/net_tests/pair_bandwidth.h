@@ -11,8 +11,11 @@
 // set, and no healthy pair runs much above its link). Repeated pairs take
 // their median. Then:
 //   - a node slow with every partner is the node, when it has >= 2
-//     partners and >= 2 of them are fast with another node (else the
-//     partners could be the slow ones): net.bandwidth_low naming the host;
+//     partners and >= 2 of them are fast (>= kPairFastRatio of the fast
+//     level) with another node, by >= 2 distinct pairs (else the partners
+//     could be the slow ones), unless another such node was never tested
+//     with it, it is alone on its switch, or it is fast in another table or
+//     test: net.bandwidth_low naming the host;
 //   - a slow pair whose two nodes are each fast with another partner is
 //     the path between them (switch, cable, routing): net.pair_fabric,
 //     naming no node;
@@ -42,6 +45,11 @@ namespace laggard {
 // every healthy pair.
 inline constexpr double kPairTooFast = 3;
 
+// A pair clears its nodes (shows them fast) only at this share of the fast
+// level or more: a pair just above the slow cut (0.71x) is no evidence that
+// its nodes are healthy.
+inline constexpr double kPairFastRatio = 0.85;
+
 struct PairMeasure {
   std::string a, b;
   double gbps = 0;
@@ -57,6 +65,7 @@ struct PairLink {
   SourceRef src;  // the first measurement
   std::optional<std::string> note;
   bool slow = false;
+  bool fast = false;  // >= kPairFastRatio of the fast level: clears its nodes
 };
 
 struct PairDecision {

@@ -234,6 +234,15 @@ TEST(PairReviewTest, ATypoDoesNotLiftTheFastLevel) {
   EXPECT_TRUE(d.open.empty());
 }
 
+TEST(PairReviewTest, PairsJustAboveTheCutClearNoNode) {
+  // e at 0.695x with a and b, who are "fast" only at 0.71x elsewhere.
+  PairDecision d = DecidePairs({M("c", "d", 100), M("f", "g", 100), M("e", "a", 69.5),
+                                M("e", "b", 69.5), M("a", "c", 71), M("b", "d", 71)},
+                               0.7);
+  EXPECT_TRUE(d.bad_nodes.empty());
+  EXPECT_TRUE(d.fabric.empty());
+}
+
 TEST(PairReviewTest, NodesTheDataCannotPinDownAreNotNamed) {
   // x3's partners cleared by one pair only.
   PairDecision tri = DecidePairs({M("x1", "x2", 90), M("x1", "x3", 62), M("x2", "x3", 61)}, 0.7);
