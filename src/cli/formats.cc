@@ -21,6 +21,7 @@ constexpr std::array kDescriptions = {
     Entry{"nvidia-smi-q", "nvidia-smi -q / -a (also -l loops)"},
     Entry{"nvidia-smi-table", "nvidia-smi's default table"},
     Entry{"rocm-smi", "AMD rocm-smi: the Concise Info table and rocm-smi -a / --showallinfo"},
+    Entry{"amd-smi-metric", "AMD amd-smi metric (the human-readable form)"},
     Entry{"nvidia-smi-dmon", "nvidia-smi dmon"},
     Entry{"nvidia-smi-query-gpu", "nvidia-smi --query-gpu=... --format=csv"},
     Entry{"nvidia-smi-nvlink", "nvidia-smi nvlink --status"},

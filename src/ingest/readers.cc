@@ -43,6 +43,7 @@ StatusOr<TextReaderSet> MakeDefaultTextReaders(const std::optional<std::string>&
   set.owned.push_back(MakeNvidiaSmiQReader());
   set.owned.push_back(MakeNvidiaSmiTableReader());
   set.owned.push_back(MakeRocmSmiReader());
+  set.owned.push_back(MakeAmdSmiMetricReader());
   set.owned.push_back(MakeNvidiaSmiDmonReader());
   set.owned.push_back(MakeNvidiaSmiQueryCsvReader());
   set.owned.push_back(MakeNvlinkStatusReader());

@@ -15,6 +15,10 @@ namespace laggard {
 // (rocm_smi.cc): one GPU record per GPU index, one sample per snapshot.
 std::unique_ptr<TextReader> MakeRocmSmiReader();
 
+// `amd-smi metric`, the human-readable form (amd_smi_metric.cc): one GPU
+// record per GPU index, one sample per snapshot.
+std::unique_ptr<TextReader> MakeAmdSmiMetricReader();
+
 }  // namespace laggard
 
 #endif  // LAGGARD_INGEST_AMD_SMI_AMD_SMI_READERS_H_

@@ -134,3 +134,65 @@ TEST(RocmSmiTest, ABusyGcdAtLowClockIsNamed) {
 
 }  // namespace
 }  // namespace laggard
+
+namespace laggard {
+namespace {
+
+std::string Amd(std::string_view name) {
+  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/amd_smi/" + std::string(name);
+}
+
+TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
+  laggard::Run apu = IngestPaths({Amd("metric_radeon890m_apu.txt")});
+  ASSERT_EQ(apu.hardware.gpus.size(), 1u);
+  ASSERT_EQ(apu.hardware.gpus[0].samples.size(), 1u);
+  EXPECT_EQ(apu.hardware.gpus[0].samples[0].temp_c, 28.0);
+  EXPECT_EQ(apu.hardware.gpus[0].samples[0].power_w, std::nullopt);
+  EXPECT_EQ(apu.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  laggard::Run mi = IngestPaths({Amd("metric_mi300x_truncated.txt")});
+  ASSERT_EQ(mi.hardware.gpus.size(), 1u);
+  const GpuSample& s = mi.hardware.gpus[0].samples[0];
+  EXPECT_EQ(s.util_pct, 100.0);
+  EXPECT_EQ(s.power_w, 234.0);
+  EXPECT_EQ(s.sm_clock_mhz, 2102.0);
+  EXPECT_EQ(mi.hardware.gpus[0].facts.max_sm_clock_mhz, 2102.0);
+  EXPECT_EQ(mi.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  laggard::Run rdna = IngestPaths({Amd("metric_rdna3_partial.txt")});
+  ASSERT_EQ(rdna.hardware.gpus.size(), 1u);
+  EXPECT_EQ(rdna.hardware.gpus[0].samples[0].util_pct, 0.0);
+  EXPECT_EQ(rdna.hardware.gpus[0].samples[0].power_w, 20.0);
+  EXPECT_EQ(rdna.hardware.gpus[0].samples[0].sm_clock_mhz, 14.0);
+  EXPECT_EQ(rdna.hardware.gpus[0].facts.max_sm_clock_mhz, 2482.0);
+  EXPECT_EQ(rdna.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+
+  laggard::Run clk = IngestPaths({Amd("metric_clock_mi300_changelog.txt")});
+  ASSERT_EQ(clk.hardware.gpus.size(), 1u);
+  ASSERT_TRUE(clk.hardware.gpus[0].samples[0].sm_clock_mhz);
+  EXPECT_NEAR(*clk.hardware.gpus[0].samples[0].sm_clock_mhz, 112.5, 0.6);
+  EXPECT_EQ(clk.hardware.gpus[0].facts.max_sm_clock_mhz, 1800.0);
+  EXPECT_EQ(clk.hardware.gpus[0].samples[0].mem_clock_mhz, 900.0);
+  EXPECT_EQ(clk.hardware.gpus[0].facts.max_mem_clock_mhz, 1200.0);
+
+  laggard::Run pcie = IngestPaths({Amd("metric_pcie_2gpu_changelog.txt")});
+  ASSERT_EQ(pcie.hardware.gpus.size(), 2u);
+  for (const GpuRecord& g : pcie.hardware.gpus) {
+    EXPECT_EQ(g.samples[0].pcie_gen, 5);
+    EXPECT_EQ(g.samples[0].pcie_width, 16);
+  }
+}
+
+TEST(AmdSmiMetricTest, GarbledValuesAreCountedAndRepeatsAreSnapshots) {
+  TempDir dir;
+  std::string t =
+      "GPU: 0\n    USAGE:\n        GFX_ACTIVITY: lots\n    POWER:\n        SOCKET_POWER: 300 W\n"
+      "GPU: 0\n    USAGE:\n        GFX_ACTIVITY: 99 %\n    POWER:\n        SOCKET_POWER: 310 W\n";
+  laggard::Run run = IngestPaths({WriteFile(dir.File("node-1/amd-smi.txt"), t)});
+  ASSERT_EQ(run.hardware.gpus.size(), 1u);
+  EXPECT_EQ(run.hardware.gpus[0].samples.size(), 2u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kHwBadRecord), 1u);
+}
+
+}  // namespace
+}  // namespace laggard
