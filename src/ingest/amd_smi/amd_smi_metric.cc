@@ -20,8 +20,9 @@
 // Read: GFX_ACTIVITY (utilisation), SOCKET_POWER (AVERAGE_SOCKET_POWER in
 // early builds), the GFX clocks (one per XCD on an MI300X: the sample's SM
 // clock is their median, the max clock their largest MAX_CLK), MEM_0 (the
-// memory clock), EDGE temperature (else HOTSPOT: MI300 has no edge sensor)
-// and MEM, PCIe WIDTH and SPEED (the current link). Values are `N/A`, or a
+// memory clock), EDGE temperature (not HOTSPOT, the junction: MI300 has no
+// edge sensor, so no temperature) and MEM, PCIe WIDTH and SPEED (the
+// current link, kept at >= 50% busy; clocks only with a utilisation). Values are `N/A`, or a
 // number and its unit (`28 °C`, `28 C` where stdout is not UTF-8); lists
 // and their folded continuation lines, and other sections, are skipped. A
 // section collapsed to `USAGE: N/A` is unknown. A field read here whose
@@ -155,7 +156,7 @@ class MetricFile {
       if (key == "MAX_CLK") facts_.max_mem_clock_mhz = Value(value, "MHz", n, key);
     } else if (section_ == "TEMPERATURE") {
       if (key == "EDGE") edge_ = Value(value, "°C", n, key);
-      if (key == "HOTSPOT") hotspot_ = Value(value, "°C", n, key);
+      if (key == "HOTSPOT") Value(value, "°C", n, key);  // checked, not kept
       if (key == "MEM") sample_.mem_temp_c = Value(value, "°C", n, key);
     } else if (section_ == "PCIE" && sub.empty()) {
       if (key == "WIDTH") {
@@ -174,7 +175,20 @@ class MetricFile {
 
   void EndGpu() {
     if (!gpu_) return;
-    sample_.temp_c = edge_ ? edge_ : hotspot_;
+    // As for rocm-smi (rocm_smi.cc): the edge temperature only (HOTSPOT is
+    // the junction, 10-20 C above it); clocks only with a utilisation (idle
+    // GPUs sleep); the current PCIe link only at >= 50% busy (idle links
+    // drop to a lower DPM level).
+    sample_.temp_c = edge_;
+    const bool busy = sample_.util_pct && *sample_.util_pct >= 50;
+    if (!busy) {
+      sample_.pcie_gen.reset();
+      sample_.pcie_width.reset();
+    }
+    if (!sample_.util_pct) {
+      gfx_.clear();
+      sample_.mem_clock_mhz.reset();
+    }
     if (!gfx_.empty()) {
       std::sort(gfx_.begin(), gfx_.end());
       const size_t m = gfx_.size() / 2;
@@ -191,7 +205,6 @@ class MetricFile {
     gfx_.clear();
     max_gfx_.reset();
     edge_.reset();
-    hotspot_.reset();
     section_.clear();
     sub_.clear();
   }
@@ -205,7 +218,7 @@ class MetricFile {
   GpuSample sample_;
   GpuFacts facts_;
   std::vector<double> gfx_;
-  std::optional<double> max_gfx_, edge_, hotspot_;
+  std::optional<double> max_gfx_, edge_;
   std::string section_, sub_;
 };
 

@@ -27,6 +27,15 @@
 //
 // rocm-smi prints no host and no time: the host comes from the path, and a
 // second banner starts a second snapshot (samples 1 s apart, approximate).
+//
+// Read with care, because AMD GPUs differ from NVIDIA's where the
+// hardware rules look: the Temp column of 6.x tables and MI300's only
+// sensor are the junction (hotspot), ~10-20 C above the edge sensor the
+// thermal rule's 90 C speaks of, so only the edge temperature is kept; idle
+// GPUs sleep at ~130 MHz and drop their PCIe link to a lower DPM level,
+// sometimes narrower, so clocks are kept only with a utilisation, and the
+// current link only at >= 50% busy; a GPU without a name is named by its
+// device id ("AMD GPU 0x740f"), so that peers are of one model.
 
 #include <algorithm>
 #include <cmath>
@@ -117,7 +126,10 @@ class RocmSmiFile {
   explicit RocmSmiFile(ReaderContext& ctx) : ctx_(ctx) {}
 
   uint64_t Read(LineReader& lines) {
-    ForEachNonBlankLine(lines, [&](const TextLine& line) { Line(line.trimmed, line.number); });
+    ForEachNonBlankLine(lines, [&](const TextLine& line) {
+      indented_ = !line.text.empty() && (line.text[0] == ' ' || line.text[0] == '\t');
+      Line(line.trimmed, line.number);
+    });
     EndSnapshot();
     return collector_.Finish(ctx_, "rocm-smi");
   }
@@ -127,8 +139,9 @@ class RocmSmiFile {
     GpuFacts facts;
     GpuSample sample;
     bool sampled = false;
-    std::optional<double> edge_c, junction_c;
-    std::vector<double> sclk, mclk;  // supported levels
+    std::optional<double> edge_c;
+    std::optional<std::string> device_id;  // "0x74a1"
+    std::vector<double> sclk, mclk;        // supported levels
     std::optional<int32_t> pcie_gen_max, pcie_width_max;
   };
   enum class List { kNone, kSclk, kMclk, kPcie };
@@ -140,6 +153,7 @@ class RocmSmiFile {
       if (*title == kBanner) seen_banner_ = true;
       concise_ = *title == "Concise Info";
       header_ = false;
+      junction_ = false;
       list_ = List::kNone;
       return;
     }
@@ -159,13 +173,16 @@ class RocmSmiFile {
     if (w.empty()) return;
     if (w[0] == "GPU" || w[0] == "Device") {
       header_ = true;
+      junction_ = t.find("Junction") != std::string_view::npos;
       return;
     }
     if (!header_) return;
     std::optional<int32_t> index = ParseInt<int32_t>(w[0]);
     if (!index) {
-      // The 6.0-6.1 table's second row: the GPU's name.
-      if (last_row_ && t.find("(") == std::string_view::npos) {
+      // The header's second line says which sensor the Temp column reads.
+      if (t.find("(Junction)") != std::string_view::npos) junction_ = true;
+      // The 6.0-6.1 table's second row, indented under the row: its name.
+      if (last_row_ && indented_ && t.find("(") == std::string_view::npos) {
         At(*last_row_).facts.name = std::string(t);
       }
       return;
@@ -173,7 +190,10 @@ class RocmSmiFile {
     last_row_.reset();
     if (*index < 0 || *index > 4096 || w.size() < 9) return BadRow(n, t, "too few cells");
     const size_t e = w.size();
-    auto unavailable = [](std::string_view c) { return EqualsIgnoreCase(c, "N/A"); };
+    auto unavailable = [](std::string_view c) {
+      return gpu_text::IsUnavailable(c) || EqualsIgnoreCase(c, "None") ||
+             EqualsIgnoreCase(c, "Unsupported");
+    };
     auto clock = [&](std::string_view c) { return unavailable(c) || Mhz(c).has_value(); };
     auto pct = [&](std::string_view c) {
       return unavailable(c) || ParseNumber(c, "%").kind == Number::kValue;
@@ -187,14 +207,30 @@ class RocmSmiFile {
     }
     Gpu& g = At(*index);
     GpuSample& s = g.sample;
+    bool temp_cell = false;
     for (size_t k = 1; k + 7 < e; ++k) {
       if (auto c = Celsius(w[k])) {
-        s.temp_c = c;
+        // A junction (hotspot) reading runs ~10-20 C above the edge sensor
+        // nvidia-smi and the thermal rule speak of: not kept as the GPU's
+        // temperature.
+        if (!junction_) s.temp_c = c;
         if (k + 1 < e - 7) s.power_w = ParseNumber(w[k + 1], "W").get();
+        temp_cell = true;
         break;
       }
     }
-    if (!s.temp_c && w.size() == 10) s.power_w = ParseNumber(w[2], "W").get();  // "N/A" temp
+    if (!temp_cell && w.size() == 10) s.power_w = ParseNumber(w[2], "W").get();  // "N/A" temp
+    // The device id, for a model name where the table prints none:
+    // "[0x74a1 : 0x00]" (6.0-6.1), "0x74a1," (6.2 on).
+    for (size_t k = 1; k < 4 && k < e; ++k) {
+      std::string_view id = w[k];
+      if (!id.empty() && id.front() == '[') id.remove_prefix(1);
+      if (!id.empty() && id.back() == ',') id.remove_suffix(1);
+      if (StartsWith(id, "0x") && id.size() > 2) {
+        g.device_id = std::string(id);
+        break;
+      }
+    }
     s.sm_clock_mhz = Mhz(w[e - 7]);
     s.mem_clock_mhz = Mhz(w[e - 6]);
     std::optional<double> cap = ParseNumber(w[e - 3], "W").get();
@@ -242,8 +278,6 @@ class RocmSmiFile {
     bool used = true;
     if (label == "Temperature (Sensor edge) (C)") {
       g.edge_c = number("");
-    } else if (label == "Temperature (Sensor junction) (C)") {
-      g.junction_c = number("");
     } else if (label == "Temperature (Sensor memory) (C)") {
       s.mem_temp_c = number("");
     } else if (label == "sclk clock level" || label == "mclk clock level") {
@@ -272,6 +306,8 @@ class RocmSmiFile {
       s.util_pct = number("");
     } else if (label == "PCI Bus") {
       bus_ids_[index] = std::string(value);
+    } else if (label == "Device ID" || label == "GPU ID") {
+      g.device_id = std::string(value);
     } else if (label == "Card series" || label == "Card Series") {
       if (!value.empty() && !gpu_text::IsUnavailable(value)) g.facts.name = std::string(value);
     } else {
@@ -293,7 +329,25 @@ class RocmSmiFile {
 
   void EndSnapshot() {
     for (auto& [index, g] : gpus_) {
-      if (!g.sample.temp_c) g.sample.temp_c = g.edge_c ? g.edge_c : g.junction_c;
+      if (!g.sample.temp_c) g.sample.temp_c = g.edge_c;
+      // Without a name, GPUs of one device id are one model, and others not
+      // (a box of MI210s with an MI50: peers only among the MI210s).
+      if (!g.facts.name && g.device_id) g.facts.name = "AMD GPU " + *g.device_id;
+      // Clocks and the PCIe link are read only where the GPU is busy: idle
+      // AMD GPUs sleep ("S: (133Mhz)") and drop their link to a lower
+      // power level, sometimes narrower (DPM "0: 2.5GT/s x1"), which is no
+      // downgrade. Without a utilisation, nothing says they were busy.
+      const bool busy = g.sample.util_pct && *g.sample.util_pct >= 50;
+      if (!g.sample.util_pct) {
+        g.sample.sm_clock_mhz.reset();
+        g.sample.mem_clock_mhz.reset();
+      }
+      if (!busy) {
+        g.sample.pcie_gen.reset();
+        g.sample.pcie_width.reset();
+        g.facts.pcie_gen_current.reset();
+        g.facts.pcie_width_current.reset();
+      }
       if (!g.sclk.empty())
         g.facts.max_sm_clock_mhz = *std::max_element(g.sclk.begin(), g.sclk.end());
       if (!g.mclk.empty()) {
@@ -323,25 +377,32 @@ class RocmSmiFile {
   bool seen_banner_ = false;
   bool concise_ = false;
   bool header_ = false;
+  bool junction_ = false;  // the table's Temp column is the junction sensor
+  bool indented_ = false;  // the current line starts with blanks
   List list_ = List::kNone;
   uint32_t snapshots_ = 0;
 };
 
 int Sniff(std::string_view head) {
+  // The banner or -a lines open an output of the tool. Further down a
+  // file they are a job script's rocm-smi call inside its training log (or
+  // a log quoting it): a part, below the log's own steps.
   int score = kSniffNo;
-  size_t gpu_lines = 0;
+  size_t lines = 0, gpu_lines = 0;
   ForEachHeadLine(head, {}, [&](std::string_view line) {
     std::string_view t = Trim(line);
-    if (auto title = SectionTitle(t); title && *title == kBanner) {
-      score = kSniffCertain;
-      return false;
-    }
+    if (t.empty()) return true;
+    ++lines;
     std::string_view rest;
+    if (auto title = SectionTitle(t); title && *title == kBanner) {
+      score = lines <= 5 ? kSniffCertain : kSniffPart;
+      return score == kSniffPart;  // an opening banner later may still decide
+    }
     if (GpuLine(t, rest) && rest.find(':') != std::string_view::npos && ++gpu_lines >= 3) {
-      score = kSniffStrong;  // a pasted part of `rocm-smi -a`
+      score = std::max(score, lines <= 10 ? kSniffStrong : kSniffPart);
       return false;
     }
-    return true;
+    return lines < 200;
   });
   return score;
 }

@@ -42,7 +42,7 @@ TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
   const GpuRecord& g3 = Gpu(b, 3);
   EXPECT_EQ(g3.facts.name, "AMD Instinct MI300X");
   ASSERT_EQ(g3.samples.size(), 1u);
-  EXPECT_EQ(g3.samples[0].temp_c, 38.0);
+  EXPECT_EQ(g3.samples[0].temp_c, std::nullopt);  // the junction sensor: not kept
   EXPECT_EQ(g3.samples[0].power_w, 137.0);
   EXPECT_EQ(g3.samples[0].sm_clock_mhz, 131.0);
   EXPECT_EQ(g3.samples[0].mem_clock_mhz, 900.0);
@@ -64,7 +64,7 @@ TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
   EXPECT_EQ(c.hardware.gpus.size(), 3u);  // the 4th row is cut
   EXPECT_EQ(c.diagnostics.count(DiagCode::kHwBadRecord), 1u);
   EXPECT_EQ(Gpu(c, 0).samples[0].sm_clock_mhz, 59.0);
-  EXPECT_EQ(Gpu(c, 0).samples[0].temp_c, 50.0);
+  EXPECT_EQ(Gpu(c, 0).samples[0].temp_c, std::nullopt);  // junction
 
   laggard::Run cpx = IngestPaths({Data("mi300x_cpx_na_row_concise.txt")});
   ASSERT_EQ(cpx.hardware.gpus.size(), 2u);
@@ -88,7 +88,7 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
   ASSERT_TRUE(g.facts.max_sm_clock_mhz);
   EXPECT_EQ(*g.facts.max_sm_clock_mhz, 2100.0);
   ASSERT_EQ(g.samples.size(), 1u);
-  EXPECT_EQ(g.samples[0].temp_c, 39.0);  // junction: MI300X has no edge sensor
+  EXPECT_EQ(g.samples[0].temp_c, std::nullopt);  // junction only: MI300X has no edge sensor
   EXPECT_EQ(g.samples[0].mem_temp_c, 36.0);
   EXPECT_EQ(g.samples[0].sm_clock_mhz, 132.0);
   EXPECT_TRUE(g.bus_id.has_value());
@@ -96,9 +96,12 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
   laggard::Run mixed = IngestPaths({Data("mi210_mi50_mi100_showallinfo.txt")});
   ASSERT_EQ(mixed.hardware.gpus.size(), 5u);
   EXPECT_EQ(Gpu(mixed, 1).facts.name, "Radeon Instinct MI50 16GB");
-  EXPECT_EQ(Gpu(mixed, 1).samples[0].pcie_gen, 4);
-  EXPECT_EQ(Gpu(mixed, 1).samples[0].pcie_width, 16);
+  // Idle: its link level says nothing of the link (DPM), its maximum does.
+  EXPECT_EQ(Gpu(mixed, 1).samples[0].pcie_gen, std::nullopt);
   EXPECT_EQ(Gpu(mixed, 1).facts.pcie_gen_max, 4);
+  // The MI210s print no series: named by their device id, so the MI50's
+  // 225 W cap is not compared with the MI210s' 300 W.
+  EXPECT_EQ(Gpu(mixed, 0).facts.name, "AMD GPU 0x740f");
   EXPECT_EQ(Gpu(mixed, 0).samples[0].temp_c, 30.0);
   EXPECT_EQ(Gpu(mixed, 0).samples[0].power_w, 40.0);
   EXPECT_EQ(Gpu(mixed, 2).facts.enforced_power_limit_w, 290.0);
@@ -110,6 +113,40 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
   EXPECT_EQ(Gpu(vega, 0).samples[0].pcie_width, 1);
   EXPECT_EQ(Gpu(vega, 0).facts.pcie_width_max, 1);  // the riser: no downgrade
   for (const Finding& f : GpuFindings(vega)) EXPECT_NE(f.code, FindingCode::kGpuPcieDowngrade);
+}
+
+TEST(RocmSmiTest, ReviewCasesBlameNoHealthyGpu) {
+  // The real mixed box: no power cap or clock finding from other models.
+  for (const Finding& f : GpuFindings(IngestPaths({Data("mi210_mi50_mi100_showallinfo.txt")}))) {
+    EXPECT_NE(f.code, FindingCode::kGpuPowerCap) << f.message;
+    EXPECT_NE(f.code, FindingCode::kGpuClocksLow) << f.message;
+  }
+  TempDir dir;
+  // An idle GPU at its lowest PCIe DPM level (x1): no downgrade.
+  std::string idle =
+      "GPU[0]\t\t: pcie clock level: 0 (2.5GT/s x1)\nGPU[0]\t\t: GPU use (%): 0\n"
+      "GPU[0]\t\t: Supported PCIe frequencies on GPU0\nGPU[0]\t\t: 0: 2.5GT/s x1 *\n"
+      "GPU[0]\t\t: 1: 16.0GT/s x16\n";
+  laggard::Run run = IngestPaths({WriteFile(dir.File("node-01/rocm-smi-a.txt"), idle)});
+  ASSERT_EQ(run.hardware.gpus.size(), 1u);
+  EXPECT_EQ(run.hardware.gpus[0].samples[0].pcie_width, std::nullopt);
+  for (const Finding& f : GpuFindings(run)) EXPECT_NE(f.code, FindingCode::kGpuPcieDowngrade);
+  // A training log whose job script ran rocm-smi first keeps its steps.
+  std::string log;
+  for (int i = 1; i <= 8; ++i) {
+    log += fmt::format(" iteration {:8d}/    1000 | elapsed time per iteration (ms): 812.3 |\n", i);
+  }
+  log +=
+      "======================= ROCm System Management Interface =======================\n"
+      "================================= Concise Info =================================\n"
+      "GPU  Temp   AvgPwr  SCLK     MCLK     Fan  Perf    PwrCap  VRAM%  GPU%\n"
+      "0    42.0c  128.0W  1650Mhz  1600Mhz  0%   manual  500.0W   78%   100%\n";
+  for (int i = 9; i <= 40; ++i) {
+    log += fmt::format(" iteration {:8d}/    1000 | elapsed time per iteration (ms): 812.3 |\n", i);
+  }
+  laggard::Run mixed_log = IngestPaths({WriteFile(dir.File("logs/rank-0.log"), log)});
+  ASSERT_EQ(mixed_log.ranks.size(), 1u);
+  EXPECT_EQ(mixed_log.ranks[0].steps.size(), 40u);
 }
 
 TEST(RocmSmiTest, ABusyGcdAtLowClockIsNamed) {
@@ -169,18 +206,17 @@ TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
 
   laggard::Run clk = IngestPaths({Amd("metric_clock_mi300_changelog.txt")});
   ASSERT_EQ(clk.hardware.gpus.size(), 1u);
-  ASSERT_TRUE(clk.hardware.gpus[0].samples[0].sm_clock_mhz);
-  EXPECT_NEAR(*clk.hardware.gpus[0].samples[0].sm_clock_mhz, 112.5, 0.6);
+  // `--clock` alone prints no utilisation: the (sleeping) clocks are not
+  // kept as a sample's, the maxima are.
+  EXPECT_EQ(clk.hardware.gpus[0].samples[0].sm_clock_mhz, std::nullopt);
   EXPECT_EQ(clk.hardware.gpus[0].facts.max_sm_clock_mhz, 1800.0);
-  EXPECT_EQ(clk.hardware.gpus[0].samples[0].mem_clock_mhz, 900.0);
   EXPECT_EQ(clk.hardware.gpus[0].facts.max_mem_clock_mhz, 1200.0);
 
   laggard::Run pcie = IngestPaths({Amd("metric_pcie_2gpu_changelog.txt")});
   ASSERT_EQ(pcie.hardware.gpus.size(), 2u);
-  for (const GpuRecord& g : pcie.hardware.gpus) {
-    EXPECT_EQ(g.samples[0].pcie_gen, 5);
-    EXPECT_EQ(g.samples[0].pcie_width, 16);
-  }
+  // `--pcie` alone: no utilisation, so the link (which idles at a lower
+  // DPM level) is not kept as the current one.
+  for (const GpuRecord& g : pcie.hardware.gpus) EXPECT_EQ(g.samples[0].pcie_gen, std::nullopt);
 }
 
 TEST(AmdSmiMetricTest, GarbledValuesAreCountedAndRepeatsAreSnapshots) {
