@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/gpu_commands.h"
 #include "analysis/robust_stats.h"
 #include "model/time.h"
 
@@ -406,8 +407,8 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
   Relate(f, st, suspects, conf);
   f.next_steps.push_back(
       fmt::format("improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
-                  "temperature; watch it with `nvidia-smi dmon -i {} -s pucvmt -d 1`",
-                  st.host.value_or("the host"), st.gpu, st.gpu));
+                  "temperature; watch it with `{}`",
+                  st.host.value_or("the host"), st.gpu, WatchGpuCommand(st.model, st.gpu)));
   return f;
 }
 
@@ -448,9 +449,9 @@ std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
                          : "; no rank is known to run on it, so it is not blamed";
   }
   f.next_steps.push_back(fmt::format(
-      "watch {} GPU {} now: `nvidia-smi dmon -i {} -s pucvmt -d 1`; if it keeps throttling, "
-      "check its fans, airflow and intake before the job slows",
-      st.host.value_or("the host"), st.gpu, st.gpu));
+      "watch {} GPU {} now: `{}`; if it keeps throttling, check its fans, airflow and intake "
+      "before the job slows",
+      st.host.value_or("the host"), st.gpu, WatchGpuCommand(st.model, st.gpu)));
   return f;
 }
 
@@ -535,11 +536,12 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
         st.host.value_or("the host"), st.gpu, lowered_at->to_w, When(st, lowered_at->time_ns),
         *st.power_limit_w));
   } else {
+    const double cap = default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)));
     f.next_steps.push_back(fmt::format(
-        "lift the power cap on {} GPU {}: `nvidia-smi -i {} -pl {:.0f}` (check `nvidia-smi -q -d "
-        "POWER`), and check the node's power supply if the limit is already at its default",
-        st.host.value_or("the host"), st.gpu, st.gpu,
-        default_limit.value_or(peer_limit.value_or(st.power_limit_w.value_or(0)))));
+        "lift the power cap on {} GPU {}: `{}` (check `{}`), and check the node's power supply "
+        "if the limit is already at its default",
+        st.host.value_or("the host"), st.gpu, SetPowerCapCommand(st.model, st.gpu, cap),
+        ShowPowerCommand(st.model, st.gpu)));
   }
   return f;
 }
@@ -566,9 +568,8 @@ std::optional<Finding> ClocksFinding(const GpuMetrics& gm, const ClockState& clo
   f.overlaps_slow_steps = gm.clock_overlap;
   Relate(f, st, suspects, 0.5 + (clock.low ? 0.15 : 0) + (locked ? 0.1 : 0));
   f.next_steps.push_back(fmt::format(
-      "reset the clocks of {} GPU {}: `nvidia-smi -i {} -rac` and `nvidia-smi -i {} -rgc`; "
-      "then run `dcgmi diag -r 2` on it",
-      st.host.value_or("the host"), st.gpu, st.gpu, st.gpu));
+      "reset the clocks of {} GPU {}: `{}`; then run `{}` on it", st.host.value_or("the host"),
+      st.gpu, ResetClocksCommand(st.model, st.gpu), GpuDiagCommand(st.model)));
   return f;
 }
 
@@ -592,10 +593,10 @@ std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<Suspe
   f.overlaps_slow_steps = IsSuspect(suspects, st.rank) ? std::optional<bool>(true) : std::nullopt;
   Relate(f, st, suspects, 0.75);
   f.next_steps.push_back(fmt::format(
-      "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with "
-      "`nvidia-smi -i {} -q -d PCIE` under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
-      st.host.value_or("the host"), st.gpu, gm.bus_id.value_or("?"), st.gpu,
-      gm.bus_id.value_or("BUS")));
+      "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with `{}` "
+      "under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
+      st.host.value_or("the host"), st.gpu, gm.bus_id.value_or("?"),
+      ShowPcieCommand(st.model, st.gpu), gm.bus_id.value_or("BUS")));
   return f;
 }
 

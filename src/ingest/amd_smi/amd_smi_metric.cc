@@ -198,6 +198,7 @@ class MetricFile {
     facts_.pcie_gen_current = sample_.pcie_gen;
     facts_.pcie_width_current = sample_.pcie_width;
     facts_.src = ctx_.Ref(first_line_);
+    facts_.name = "AMD GPU";  // metric prints no name; `amd-smi static` does
     collector_.SetFacts(*gpu_, facts_);
     collector_.AddSample(*gpu_, sample_, snapshot_, std::nullopt, first_line_);
     gpu_.reset();

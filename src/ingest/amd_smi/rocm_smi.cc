@@ -332,7 +332,8 @@ class RocmSmiFile {
       if (!g.sample.temp_c) g.sample.temp_c = g.edge_c;
       // Without a name, GPUs of one device id are one model, and others not
       // (a box of MI210s with an MI50: peers only among the MI210s).
-      if (!g.facts.name && g.device_id) g.facts.name = "AMD GPU " + *g.device_id;
+      // Always a name: the next steps then name AMD's tools.
+      if (!g.facts.name) g.facts.name = g.device_id ? "AMD GPU " + *g.device_id : "AMD GPU";
       // Clocks and the PCIe link are read only where the GPU is busy: idle
       // AMD GPUs sleep ("S: (133Mhz)") and drop their link to a lower
       // power level, sometimes narrower (DPM "0: 2.5GT/s x1"), which is no

@@ -167,6 +167,11 @@ TEST(RocmSmiTest, ABusyGcdAtLowClockIsNamed) {
                           [](const Finding& f) { return f.code == FindingCode::kGpuClocksLow; });
   ASSERT_NE(low, fs.end());
   EXPECT_EQ(low->entity.gpu, 5);
+  // AMD's tools in the next steps, not nvidia-smi.
+  ASSERT_FALSE(low->next_steps.empty());
+  EXPECT_NE(low->next_steps[0].find("rocm-smi -d 5 --resetclocks"), std::string::npos)
+      << low->next_steps[0];
+  EXPECT_EQ(low->next_steps[0].find("nvidia-smi"), std::string::npos);
 }
 
 }  // namespace
