@@ -162,13 +162,7 @@ class MetricFile {
       if (key == "WIDTH") {
         if (auto v = Value(value, "", n, key)) sample_.pcie_width = static_cast<int32_t>(*v);
       } else if (key == "SPEED") {
-        if (auto v = Value(value, "GT/s", n, key)) {
-          static constexpr std::pair<double, int32_t> kGens[] = {{2.5, 1}, {5, 2},  {8, 3},
-                                                                 {16, 4},  {32, 5}, {64, 6}};
-          for (auto [rate, gen] : kGens) {
-            if (std::abs(*v - rate) < 0.1) sample_.pcie_gen = gen;
-          }
-        }
+        if (auto v = Value(value, "GT/s", n, key)) sample_.pcie_gen = gpu_text::PcieGenOfRate(*v);
       }
     }
   }

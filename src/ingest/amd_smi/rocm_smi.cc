@@ -101,13 +101,7 @@ std::pair<std::optional<int32_t>, std::optional<int32_t>> PcieLink(std::string_v
   std::pair<std::optional<int32_t>, std::optional<int32_t>> out;
   if (w.empty() || !EndsWith(w[0], "GT/s")) return out;
   std::optional<double> gts = ParseDouble(w[0].substr(0, w[0].size() - 4));
-  if (gts) {
-    static constexpr std::pair<double, int32_t> kGens[] = {{2.5, 1}, {5, 2},  {8, 3},
-                                                           {16, 4},  {32, 5}, {64, 6}};
-    for (auto [rate, gen] : kGens) {
-      if (std::abs(*gts - rate) < 0.1) out.first = gen;
-    }
-  }
+  if (gts) out.first = gpu_text::PcieGenOfRate(*gts);
   if (w.size() >= 2 && StartsWith(w[1], "x")) out.second = ParseInt<int32_t>(w[1].substr(1));
   return out;
 }

@@ -46,6 +46,15 @@ Number ParseNumber(std::string_view value, std::string_view unit) {
   return n;
 }
 
+std::optional<int32_t> PcieGenOfRate(double gts) {
+  static constexpr std::pair<double, int32_t> kGens[] = {{2.5, 1}, {5, 2},  {8, 3},
+                                                         {16, 4},  {32, 5}, {64, 6}};
+  for (auto [rate, gen] : kGens) {
+    if (std::abs(gts - rate) < 0.1) return gen;
+  }
+  return std::nullopt;
+}
+
 GpuRecord& GpuCollector::Gpu(int32_t index) {
   GpuRecord& g = gpus_[index];
   g.index = index;

@@ -45,6 +45,10 @@ struct Number {
 // garbled.
 Number ParseNumber(std::string_view value, std::string_view unit);
 
+// A PCIe link rate in GT/s as its generation: 2.5 -> 1, 5 -> 2, 8 -> 3,
+// 16 -> 4, 32 -> 5, 64 -> 6; nullopt for other rates.
+std::optional<int32_t> PcieGenOfRate(double gts);
+
 // The GPU records of one file, keyed by the GPU's index. Readers add facts
 // and samples snapshot by snapshot and call Finish() once at the end.
 class GpuCollector {
