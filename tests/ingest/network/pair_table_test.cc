@@ -274,6 +274,17 @@ TEST(PairReviewTest, WordsOfOtherTablesAreNotHostPairs) {
 namespace laggard {
 namespace {
 
+TEST(PairReviewTest, QuotedCsvCellsRead) {
+  TempDir dir;
+  std::string csv = WriteFile(dir.File("pairs.csv"),
+                              "\"host1\",\"host2\",\"busbw\"\n\"n1\",\"n2\",\"88.1\"\n"
+                              "\"n1\",\"n3\",\"87.9\"\n\"n2\",\"n3\",\"88.3\"\n");
+  laggard::Run run = IngestPaths({csv});
+  ASSERT_EQ(run.network.pair_bandwidths.size(), 3u);
+  EXPECT_EQ(run.network.pair_bandwidths[0].host_a, "n1");
+  EXPECT_DOUBLE_EQ(run.network.pair_bandwidths[2].gbps, 88.3);
+}
+
 TEST(PairReviewTest, TheSameTableTwiceNamesItsNodeOnce) {
   TempDir dir;
   const std::string rows = "h1,h2 75\nh1,h3 74\nh2,h3 76\nh1,h4 30\nh2,h4 31\nh3,h4 29\n";
