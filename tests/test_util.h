@@ -15,6 +15,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "test_paths.h"
 
 namespace laggard::testing_util {
 
@@ -36,6 +37,12 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A file of the project's real test inputs: tests/data/<folder>/<name>.
+inline std::string TestData(std::string_view folder, std::string_view name = "") {
+  std::string path = std::string(LAGGARD_SOURCE_DIR) + "/tests/data/" + std::string(folder);
+  return name.empty() ? path : path + "/" + std::string(name);
+}
 
 inline std::string WriteFile(const std::string& path, const std::string& content) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());

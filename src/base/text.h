@@ -25,6 +25,14 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A table cell without surrounding blanks and one pair of double quotes
+// around it: " \"node-1\" " -> node-1.
+inline std::string_view TrimQuotes(std::string_view s) {
+  s = Trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = Trim(s.substr(1, s.size() - 2));
+  return s;
+}
+
 inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {

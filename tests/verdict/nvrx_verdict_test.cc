@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "analysis/analyze_run.h"
-#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 
@@ -19,11 +18,8 @@ namespace {
 
 using testing_util::IngestPaths;
 using testing_util::TempDir;
+using testing_util::TestData;
 using testing_util::WriteFile;
-
-std::string Data(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/nvrx/" + std::string(name);
-}
 
 struct Diagnosed {
   laggard::Run run;
@@ -40,7 +36,7 @@ Diagnosed Diagnose(const std::string& path) {
 }
 
 TEST(NvrxReportTest, ReadsTheNemoDemoReportBehindItsPrefixes) {
-  laggard::Run run = IngestPaths({Data("nemo_demo_8rank.txt")});
+  laggard::Run run = IngestPaths({TestData("nvrx", "nemo_demo_8rank.txt")});
   ASSERT_EQ(run.nvrx_reports.size(), 1u);
   const NvrxReport& r = run.nvrx_reports[0];
   ASSERT_EQ(r.relative.size(), 8u);
@@ -56,7 +52,7 @@ TEST(NvrxReportTest, ReadsTheNemoDemoReportBehindItsPrefixes) {
 }
 
 TEST(NvrxReportTest, WorstAndBestListsGiveTheRanksScored) {
-  laggard::Run run = IngestPaths({Data("nemo_docs_512rank.txt")});
+  laggard::Run run = IngestPaths({TestData("nvrx", "nemo_docs_512rank.txt")});
   ASSERT_EQ(run.nvrx_reports.size(), 1u);
   const NvrxReport& r = run.nvrx_reports[0];
   EXPECT_EQ(r.relative.size(), 10u);
@@ -66,16 +62,16 @@ TEST(NvrxReportTest, WorstAndBestListsGiveTheRanksScored) {
 }
 
 TEST(NvrxReportTest, TheRealReportsNameNobody) {
-  Diagnosed demo = Diagnose(Data("nemo_demo_8rank.txt"));
+  Diagnosed demo = Diagnose(TestData("nvrx", "nemo_demo_8rank.txt"));
   // Its scores are GPU kernels only: "no straggler by its measure", not the
   // job's verdict.
   EXPECT_TRUE(demo.v.culprits.empty()) << demo.v.summary;
   EXPECT_NE(demo.v.summary.find("no straggler by its measure"), std::string::npos)
       << demo.v.summary;
-  Diagnosed two = Diagnose(Data("megatron_bridge_2rank.txt"));
+  Diagnosed two = Diagnose(TestData("nvrx", "megatron_bridge_2rank.txt"));
   EXPECT_TRUE(two.v.culprits.empty()) << two.v.summary;
   EXPECT_NE(two.v.summary.find("two ranks"), std::string::npos) << two.v.summary;
-  Diagnosed docs = Diagnose(Data("nemo_docs_512rank.txt"));
+  Diagnosed docs = Diagnose(TestData("nvrx", "nemo_docs_512rank.txt"));
   EXPECT_TRUE(docs.v.culprits.empty()) << docs.v.summary;
   EXPECT_NE(docs.v.summary.find("several ranks are as slow"), std::string::npos) << docs.v.summary;
 }

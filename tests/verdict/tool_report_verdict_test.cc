@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "analysis/analyze_run.h"
-#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 
@@ -75,8 +74,8 @@ const Finding* Find(const Analyses& a, FindingCode code) {
 }
 
 TEST(ToolReportVerdictTest, OneReportNamesNoCulpritAndSaysWhy) {
-  laggard::Run run = IngestPaths(
-      {std::string(LAGGARD_SOURCE_DIR) + "/tests/data/megatron_straggler/savanna_40b_hsd.txt"});
+  laggard::Run run =
+      IngestPaths({testing_util::TestData("megatron_straggler", "savanna_40b_hsd.txt")});
   Analyses a = AnalyzeRun(run, AnalysisOptions());
   Verdict v = DecideVerdict(run, a);
   EXPECT_EQ(v.status, VerdictStatus::kInconclusive);
@@ -90,8 +89,8 @@ TEST(ToolReportVerdictTest, OneReportNamesNoCulpritAndSaysWhy) {
 }
 
 TEST(ToolReportVerdictTest, ExtremesWithinSameModelSpreadAreNoStraggler) {
-  laggard::Run run = IngestPaths(
-      {std::string(LAGGARD_SOURCE_DIR) + "/tests/data/megatron_straggler/megatron_readme.txt"});
+  laggard::Run run =
+      IngestPaths({testing_util::TestData("megatron_straggler", "megatron_readme.txt")});
   Analyses a = AnalyzeRun(run, AnalysisOptions());
   Verdict v = DecideVerdict(run, a);
   EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
@@ -253,7 +252,7 @@ TEST(ToolReportVerdictTest, LaggardsOwnNoStragglerStandsAgainstConsistentReports
 // beside a StragglerDetector log: the verdict's culprit cites it, agreeing
 // or not.
 TEST(ToolReportVerdictTest, BesideRealTracesTheCulpritCitesTheDetector) {
-  const std::string job = std::string(LAGGARD_SOURCE_DIR) + "/tests/data/realjobs/w2_compute_1.2";
+  const std::string job = testing_util::TestData("realjobs", "w2_compute_1.2");
   for (int32_t named : {1, 0}) {
     TempDir dir;
     WriteFile(dir.File("megatron.log"), Reports(4, named, 0.12, 2, 0.1));

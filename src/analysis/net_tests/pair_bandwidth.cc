@@ -26,8 +26,10 @@ std::string PairText(const PairLink& p, double reference) {
 }
 
 // Per host: its pairs (into d.pairs).
-std::map<std::string, std::vector<size_t>> PairsOfHosts(const PairDecision& d) {
-  std::map<std::string, std::vector<size_t>> of;
+using HostPairs = std::map<std::string, std::vector<size_t>>;
+
+HostPairs PairsOfHosts(const PairDecision& d) {
+  HostPairs of;
   for (size_t i = 0; i < d.pairs.size(); ++i) {
     of[d.pairs[i].a].push_back(i);
     of[d.pairs[i].b].push_back(i);
@@ -37,11 +39,15 @@ std::map<std::string, std::vector<size_t>> PairsOfHosts(const PairDecision& d) {
 
 const std::string& Partner(const PairLink& p, const std::string& h) { return p.a == h ? p.b : p.a; }
 
-// `x` is fast with a node other than `h`.
-bool FastWithAnother(const PairDecision& d, const std::string& x, const std::string& h) {
-  return std::any_of(d.pairs.begin(), d.pairs.end(), [&](const PairLink& p) {
-    return p.fast && (p.a == x || p.b == x) && Partner(p, x) != h;
-  });
+// The fast pairs of `x` with a node other than `h`: they show `x` healthy
+// when it is slow with `h`.
+std::vector<size_t> FastElsewhere(const PairDecision& d, const HostPairs& of, const std::string& x,
+                                  const std::string& h) {
+  std::vector<size_t> out;
+  for (size_t i : of.at(x)) {
+    if (d.pairs[i].fast && Partner(d.pairs[i], x) != h) out.push_back(i);
+  }
+  return out;
 }
 
 }  // namespace
@@ -100,13 +106,9 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
     }
     return d;
   }
-  const auto of = PairsOfHosts(d);
-  // `x` is fast with a node other than `h`.
+  const HostPairs of = PairsOfHosts(d);
   auto cleared = [&](const std::string& x, const std::string& h) {
-    for (size_t i : of.at(x)) {
-      if (d.pairs[i].fast && Partner(d.pairs[i], x) != h) return true;
-    }
-    return false;
+    return !FastElsewhere(d, of, x, h).empty();
   };
   for (const auto& [h, idx] : of) {
     size_t partners_cleared = 0;
@@ -114,11 +116,9 @@ PairDecision DecidePairs(const std::vector<PairMeasure>& measures, double slow_r
     bool all_slow = true;
     for (size_t i : idx) {
       all_slow = all_slow && d.pairs[i].slow;
-      const std::string& x = Partner(d.pairs[i], h);
-      if (cleared(x, h)) ++partners_cleared;
-      for (size_t j : of.at(x)) {
-        if (d.pairs[j].fast && Partner(d.pairs[j], x) != h) clearing.insert(j);
-      }
+      std::vector<size_t> fast = FastElsewhere(d, of, Partner(d.pairs[i], h), h);
+      if (!fast.empty()) ++partners_cleared;
+      clearing.insert(fast.begin(), fast.end());
     }
     if (!all_slow || idx.size() < 2 || partners_cleared == 0) continue;
     if (partners_cleared >= 2 && clearing.size() >= 2) {
@@ -197,24 +197,17 @@ void AddPairEvidence(Finding& f, const PairDecision& d, const std::vector<size_t
 
 void NodeFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
                   std::string_view source, NetworkDecision& out) {
-  const auto of = PairsOfHosts(d);
+  const HostPairs of = PairsOfHosts(d);
   for (const std::string& h : d.bad_nodes) {
     Finding f = HostFinding(FindingCode::kNetBandwidthLow, h, ranks, net.switch_of);
     f.cause = "nic_degraded";
     std::vector<double> ratios;
-    std::vector<size_t> slow, clearing;
-    std::vector<std::string> partners;
+    std::vector<size_t> slow, clearing;  // clearing: one fast pair per cleared partner
     for (size_t i : of.at(h)) {
       slow.push_back(i);
       ratios.push_back(d.pairs[i].gbps / d.reference_gbps);
-      const std::string& x = Partner(d.pairs[i], h);
-      partners.push_back(x);
-      for (size_t j : of.at(x)) {
-        if (d.pairs[j].fast && Partner(d.pairs[j], x) != h) {
-          clearing.push_back(j);
-          break;
-        }
-      }
+      std::vector<size_t> fast = FastElsewhere(d, of, Partner(d.pairs[i], h), h);
+      if (!fast.empty()) clearing.push_back(fast.front());
     }
     const double ratio = Median(ratios).value_or(1);
     f.message = fmt::format(
@@ -347,11 +340,13 @@ void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_vi
 
 void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
                   std::string_view source, NetworkDecision& out) {
+  const HostPairs of = PairsOfHosts(d);
   for (size_t i : d.open) {
     const PairLink& p = d.pairs[i];
     Finding f = HostFinding(FindingCode::kNetPairSlow, std::nullopt, ranks, net.switch_of);
     f.cause = "undetermined";
-    const bool a_fast = FastWithAnother(d, p.a, p.b), b_fast = FastWithAnother(d, p.b, p.a);
+    const bool a_fast = !FastElsewhere(d, of, p.a, p.b).empty();
+    const bool b_fast = !FastElsewhere(d, of, p.b, p.a).empty();
     f.message =
         d.decided
             ? fmt::format(
@@ -493,8 +488,9 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
     // sums up, read together) is one finding: the same runs are no second
     // signal.
     std::erase_if(keep, [&](const std::string& h) {
+      if (named.count(h) == 0) return false;
       for (Finding& f : d.a.findings) {
-        if (f.code == FindingCode::kNetBandwidthLow && f.entity.host == h && named.count(h) > 0) {
+        if (f.code == FindingCode::kNetBandwidthLow && f.entity.host == h) {
           f.evidence.push_back(
               {fmt::format("{}: {} is slow with every partner here too", sets[k].source, h), {}});
           return true;

@@ -130,13 +130,13 @@ class MetricFile {
                               std::string_view key) {
     if (StartsWith(value, "N/A")) return std::nullopt;  // also "N/A mV" (ROCm 6.2)
     Number v = ParseNumber(value, unit);
-    if (v.kind == Number::kGarbled && !(unit == "°C" && ParseNumber(value, "C").get())) {
+    // "28 C" where stdout could not print the degree sign.
+    if (v.kind == Number::kGarbled && unit == "°C") v = ParseNumber(value, "C");
+    if (v.kind == Number::kGarbled) {
       ctx_.diag().Add(DiagCode::kHwBadRecord, ctx_.path, n,
                       fmt::format("amd-smi metric: {} \"{}\" is not a number of {}",
                                   Printable(key, 40), Printable(value, 40), unit));
-      return std::nullopt;
     }
-    if (v.kind != Number::kValue && unit == "°C") return ParseNumber(value, "C").get();
     return v.get();
   }
 

@@ -65,20 +65,8 @@ double UnitGb(std::string_view u) {
   return 0;
 }
 
-// A CSV cell without its quotes: "\"node-1\"" -> node-1.
-std::string_view Unquote(std::string_view s) {
-  s = Trim(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = Trim(s.substr(1, s.size() - 2));
-  return s;
-}
-
-bool IsHostName(std::string_view w) {
-  if (w.empty() || w.size() > 253 || ParseDouble(w)) return false;
-  return std::all_of(w.begin(), w.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-           c == ':';
-  });
-}
+// A host name that is not a number ("49.36" is a bandwidth).
+bool IsHostName(std::string_view w) { return LooksLikeHostName(w) && !ParseDouble(w); }
 
 // A markdown table's rule: "|---|:---:|".
 bool IsRule(std::string_view t) {
@@ -115,7 +103,7 @@ RowKind ParseRow(std::string_view t, Row& row, std::vector<std::string_view>& wo
   // "a <-> b", "a -> b", "a b: 49.3"
   std::erase_if(words, [](std::string_view w) { return w == "<->" || w == "->" || w == "-"; });
   for (std::string_view& w : words) {
-    w = Unquote(w);
+    w = TrimQuotes(w);
     if (w.size() > 1 && w.back() == ':') w.remove_suffix(1);
   }
   if (words.size() < 3 || words.size() > 4) {
@@ -171,7 +159,7 @@ void Cells(std::string_view t, char delim, std::vector<std::string_view>& out) {
     if (!t.empty() && t.front() == '|') t.remove_prefix(1);
     if (!t.empty() && t.back() == '|') t.remove_suffix(1);
   }
-  for (std::string_view c : Split(t, delim)) out.push_back(Unquote(c));
+  for (std::string_view c : Split(t, delim)) out.push_back(TrimQuotes(c));
 }
 
 // A column name lowered without blanks, '_' and '-', and its "(unit)".
@@ -256,7 +244,7 @@ std::optional<std::string> ParseNamedRow(std::string_view t, const Layout& l,
     row.a = std::string(cell(l.a));
     row.b = std::string(cell(l.b));
   }
-  if (!LooksLikeHostName(row.a) || !LooksLikeHostName(row.b)) return "no two host names";
+  if (!IsHostName(row.a) || !IsHostName(row.b)) return "no two host names";
   if (row.a == row.b) return "a host paired with itself";
   std::string_view v = cell(l.bw);
   if (v.empty()) return "no bandwidth (the test failed?)";

@@ -37,12 +37,6 @@ bool IsSwitchName(std::string_view name) {
   return false;
 }
 
-std::string_view Unquote(std::string_view s) {
-  s = Trim(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-  return Trim(s);
-}
-
 // GuessDelimiter(), or 0 for runs of blanks when the header holds no ',',
 // tab or ';'.
 char MapDelimiter(std::string_view header) {
@@ -52,10 +46,10 @@ char MapDelimiter(std::string_view header) {
 void SplitFields(std::string_view line, char delim, std::vector<std::string_view>& fields) {
   fields.clear();
   if (delim != 0) {
-    for (std::string_view f : Split(line, delim)) fields.push_back(Unquote(f));
+    for (std::string_view f : Split(line, delim)) fields.push_back(TrimQuotes(f));
     return;
   }
-  for (std::string_view word : SplitBlanks(line)) fields.push_back(Unquote(word));
+  for (std::string_view word : SplitBlanks(line)) fields.push_back(TrimQuotes(word));
 }
 
 struct Columns {

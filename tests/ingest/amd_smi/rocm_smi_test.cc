@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "analysis/analyze_run.h"
-#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -17,11 +16,8 @@ namespace {
 
 using testing_util::IngestPaths;
 using testing_util::TempDir;
+using testing_util::TestData;
 using testing_util::WriteFile;
-
-std::string Data(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/rocm_smi/" + std::string(name);
-}
 
 const GpuRecord& Gpu(const laggard::Run& run, int32_t index) {
   for (const GpuRecord& g : run.hardware.gpus) {
@@ -37,7 +33,7 @@ std::vector<Finding> GpuFindings(const laggard::Run& run) {
 }
 
 TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
-  laggard::Run b = IngestPaths({Data("mi300x_x4_concise.txt")});
+  laggard::Run b = IngestPaths({TestData("rocm_smi", "mi300x_x4_concise.txt")});
   ASSERT_EQ(b.hardware.gpus.size(), 4u);
   const GpuRecord& g3 = Gpu(b, 3);
   EXPECT_EQ(g3.facts.name, "AMD Instinct MI300X");
@@ -50,7 +46,7 @@ TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
   EXPECT_EQ(g3.facts.enforced_power_limit_w, 750.0);
   EXPECT_EQ(b.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 
-  laggard::Run a = IngestPaths({Data("mi250x_8gcd_one_idle_concise.txt")});
+  laggard::Run a = IngestPaths({TestData("rocm_smi", "mi250x_8gcd_one_idle_concise.txt")});
   ASSERT_EQ(a.hardware.gpus.size(), 8u);
   EXPECT_EQ(Gpu(a, 4).samples[0].sm_clock_mhz, 800.0);
   EXPECT_EQ(Gpu(a, 4).samples[0].util_pct, 0.0);
@@ -60,18 +56,18 @@ TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
   // GCD 4 is idle, not slow: nothing under load to call its clock low.
   for (const Finding& f : GpuFindings(a)) EXPECT_NE(f.code, FindingCode::kGpuClocksLow);
 
-  laggard::Run c = IngestPaths({Data("mi300x_sclk_59mhz_concise_partial.txt")});
+  laggard::Run c = IngestPaths({TestData("rocm_smi", "mi300x_sclk_59mhz_concise_partial.txt")});
   EXPECT_EQ(c.hardware.gpus.size(), 3u);  // the 4th row is cut
   EXPECT_EQ(c.diagnostics.count(DiagCode::kHwBadRecord), 1u);
   EXPECT_EQ(Gpu(c, 0).samples[0].sm_clock_mhz, 59.0);
   EXPECT_EQ(Gpu(c, 0).samples[0].temp_c, std::nullopt);  // junction
 
-  laggard::Run cpx = IngestPaths({Data("mi300x_cpx_na_row_concise.txt")});
+  laggard::Run cpx = IngestPaths({TestData("rocm_smi", "mi300x_cpx_na_row_concise.txt")});
   ASSERT_EQ(cpx.hardware.gpus.size(), 2u);
   EXPECT_EQ(Gpu(cpx, 1).samples[0].temp_c, std::nullopt);
   EXPECT_EQ(cpx.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 
-  laggard::Run v = IngestPaths({Data("vega64_x2_concise.txt")});
+  laggard::Run v = IngestPaths({TestData("rocm_smi", "vega64_x2_concise.txt")});
   ASSERT_EQ(v.hardware.gpus.size(), 2u);
   EXPECT_EQ(Gpu(v, 1).samples[0].temp_c, 56.0);
   EXPECT_EQ(Gpu(v, 1).samples[0].power_w, 130.0);
@@ -79,7 +75,7 @@ TEST(RocmSmiTest, ConciseTablesOfEveryGenerationRead) {
 }
 
 TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
-  laggard::Run m = IngestPaths({Data("mi300x_x4_showallinfo.txt")});
+  laggard::Run m = IngestPaths({TestData("rocm_smi", "mi300x_x4_showallinfo.txt")});
   ASSERT_EQ(m.hardware.gpus.size(), 4u);
   const GpuRecord& g = Gpu(m, 3);
   EXPECT_EQ(g.facts.name, "AMD Instinct MI300X OAM");
@@ -93,7 +89,7 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
   EXPECT_EQ(g.samples[0].sm_clock_mhz, 132.0);
   EXPECT_TRUE(g.bus_id.has_value());
 
-  laggard::Run mixed = IngestPaths({Data("mi210_mi50_mi100_showallinfo.txt")});
+  laggard::Run mixed = IngestPaths({TestData("rocm_smi", "mi210_mi50_mi100_showallinfo.txt")});
   ASSERT_EQ(mixed.hardware.gpus.size(), 5u);
   EXPECT_EQ(Gpu(mixed, 1).facts.name, "Radeon Instinct MI50 16GB");
   // Idle: its link level says nothing of the link (DPM), its maximum does.
@@ -107,7 +103,7 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
   EXPECT_EQ(Gpu(mixed, 2).facts.enforced_power_limit_w, 290.0);
   EXPECT_TRUE(GpuFindings(mixed).empty());
 
-  laggard::Run vega = IngestPaths({Data("vega64_x2_showallinfo.txt")});
+  laggard::Run vega = IngestPaths({TestData("rocm_smi", "vega64_x2_showallinfo.txt")});
   ASSERT_EQ(vega.hardware.gpus.size(), 2u);
   EXPECT_EQ(Gpu(vega, 0).samples[0].temp_c, 58.0);  // edge
   EXPECT_EQ(Gpu(vega, 0).samples[0].pcie_width, 1);
@@ -117,7 +113,8 @@ TEST(RocmSmiTest, ShowAllInfoFillsFactsAndASample) {
 
 TEST(RocmSmiTest, ReviewCasesBlameNoHealthyGpu) {
   // The real mixed box: no power cap or clock finding from other models.
-  for (const Finding& f : GpuFindings(IngestPaths({Data("mi210_mi50_mi100_showallinfo.txt")}))) {
+  for (const Finding& f :
+       GpuFindings(IngestPaths({TestData("rocm_smi", "mi210_mi50_mi100_showallinfo.txt")}))) {
     EXPECT_NE(f.code, FindingCode::kGpuPowerCap) << f.message;
     EXPECT_NE(f.code, FindingCode::kGpuClocksLow) << f.message;
   }
@@ -180,19 +177,15 @@ TEST(RocmSmiTest, ABusyGcdAtLowClockIsNamed) {
 namespace laggard {
 namespace {
 
-std::string Amd(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/amd_smi/" + std::string(name);
-}
-
 TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
-  laggard::Run apu = IngestPaths({Amd("metric_radeon890m_apu.txt")});
+  laggard::Run apu = IngestPaths({TestData("amd_smi", "metric_radeon890m_apu.txt")});
   ASSERT_EQ(apu.hardware.gpus.size(), 1u);
   ASSERT_EQ(apu.hardware.gpus[0].samples.size(), 1u);
   EXPECT_EQ(apu.hardware.gpus[0].samples[0].temp_c, 28.0);
   EXPECT_EQ(apu.hardware.gpus[0].samples[0].power_w, std::nullopt);
   EXPECT_EQ(apu.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 
-  laggard::Run mi = IngestPaths({Amd("metric_mi300x_truncated.txt")});
+  laggard::Run mi = IngestPaths({TestData("amd_smi", "metric_mi300x_truncated.txt")});
   ASSERT_EQ(mi.hardware.gpus.size(), 1u);
   const GpuSample& s = mi.hardware.gpus[0].samples[0];
   EXPECT_EQ(s.util_pct, 100.0);
@@ -201,7 +194,7 @@ TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
   EXPECT_EQ(mi.hardware.gpus[0].facts.max_sm_clock_mhz, 2102.0);
   EXPECT_EQ(mi.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 
-  laggard::Run rdna = IngestPaths({Amd("metric_rdna3_partial.txt")});
+  laggard::Run rdna = IngestPaths({TestData("amd_smi", "metric_rdna3_partial.txt")});
   ASSERT_EQ(rdna.hardware.gpus.size(), 1u);
   EXPECT_EQ(rdna.hardware.gpus[0].samples[0].util_pct, 0.0);
   EXPECT_EQ(rdna.hardware.gpus[0].samples[0].power_w, 20.0);
@@ -209,7 +202,7 @@ TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
   EXPECT_EQ(rdna.hardware.gpus[0].facts.max_sm_clock_mhz, 2482.0);
   EXPECT_EQ(rdna.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
 
-  laggard::Run clk = IngestPaths({Amd("metric_clock_mi300_changelog.txt")});
+  laggard::Run clk = IngestPaths({TestData("amd_smi", "metric_clock_mi300_changelog.txt")});
   ASSERT_EQ(clk.hardware.gpus.size(), 1u);
   // `--clock` alone prints no utilisation: the (sleeping) clocks are not
   // kept as a sample's, the maxima are.
@@ -217,7 +210,7 @@ TEST(AmdSmiMetricTest, RealOutputsReadAsTheirReadmeExpects) {
   EXPECT_EQ(clk.hardware.gpus[0].facts.max_sm_clock_mhz, 1800.0);
   EXPECT_EQ(clk.hardware.gpus[0].facts.max_mem_clock_mhz, 1200.0);
 
-  laggard::Run pcie = IngestPaths({Amd("metric_pcie_2gpu_changelog.txt")});
+  laggard::Run pcie = IngestPaths({TestData("amd_smi", "metric_pcie_2gpu_changelog.txt")});
   ASSERT_EQ(pcie.hardware.gpus.size(), 2u);
   // `--pcie` alone: no utilisation, so the link (which idles at a lower
   // DPM level) is not kept as the current one.

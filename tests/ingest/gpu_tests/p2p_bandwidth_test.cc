@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "analysis/gpu_tests/p2p_links.h"
-#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -16,11 +15,8 @@ namespace {
 
 using testing_util::IngestPaths;
 using testing_util::TempDir;
+using testing_util::TestData;
 using testing_util::WriteFile;
-
-std::string Data(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/p2p_bandwidth/" + std::string(name);
-}
 
 const P2pMatrix* Matrix(const P2pBandwidthTest& t, P2pMatrixKind k) {
   for (const P2pMatrix& m : t.matrices) {
@@ -30,7 +26,7 @@ const P2pMatrix* Matrix(const P2pBandwidthTest& t, P2pMatrixKind k) {
 }
 
 TEST(P2pBandwidthTest, ReadsEveryMatrixOfAFullOutput) {
-  laggard::Run run = IngestPaths({Data("a100_8gpu_gpu0_low.txt")});
+  laggard::Run run = IngestPaths({TestData("p2p_bandwidth", "a100_8gpu_gpu0_low.txt")});
   ASSERT_EQ(run.network.p2p_tests.size(), 1u);
   const P2pBandwidthTest& t = run.network.p2p_tests[0];
   EXPECT_EQ(t.n, 8);
@@ -51,10 +47,10 @@ TEST(P2pBandwidthTest, ReadsEveryMatrixOfAFullOutput) {
 }
 
 TEST(P2pBandwidthTest, PeerAccessAndCutRowsOfPastedCopies) {
-  laggard::Run two = IngestPaths({Data("rtx2080ti_2gpu_no_p2p.txt")});
+  laggard::Run two = IngestPaths({TestData("p2p_bandwidth", "rtx2080ti_2gpu_no_p2p.txt")});
   ASSERT_EQ(two.network.p2p_tests.size(), 1u);
   EXPECT_EQ(two.network.p2p_tests[0].can_access, (std::vector<int8_t>{1, 0, 0, 1}));
-  laggard::Run dgx1 = IngestPaths({Data("dgx1_8xv100_topology_partial.txt")});
+  laggard::Run dgx1 = IngestPaths({TestData("p2p_bandwidth", "dgx1_8xv100_topology_partial.txt")});
   ASSERT_EQ(dgx1.network.p2p_tests.size(), 1u);
   const P2pBandwidthTest& t = dgx1.network.p2p_tests[0];
   EXPECT_EQ(t.can_access[0 * 8 + 4], 0);
@@ -67,7 +63,7 @@ std::vector<Finding> FindingsOf(const std::string& path) {
 }
 
 TEST(P2pLinksTest, OneGpuLowAgainstAllOthersIsAWarning) {
-  std::vector<Finding> f = FindingsOf(Data("a100_8gpu_gpu0_low.txt"));
+  std::vector<Finding> f = FindingsOf(TestData("p2p_bandwidth", "a100_8gpu_gpu0_low.txt"));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].code, FindingCode::kGpuP2pBandwidthLow);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
@@ -79,16 +75,17 @@ TEST(P2pLinksTest, OneGpuLowAgainstAllOthersIsAWarning) {
 }
 
 TEST(P2pLinksTest, ACrossSocketPathIsInformationOnly) {
-  std::vector<Finding> f = FindingsOf(Data("rtxpro6000_6gpu_gpu3_crossnuma_partial.txt"));
+  std::vector<Finding> f =
+      FindingsOf(TestData("p2p_bandwidth", "rtxpro6000_6gpu_gpu3_crossnuma_partial.txt"));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].entity.gpu, 3);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
 }
 
 TEST(P2pLinksTest, UniformTopologyAndTwoGpusGiveNothing) {
-  EXPECT_TRUE(FindingsOf(Data("rtx2080ti_2gpu_no_p2p.txt")).empty());
-  EXPECT_TRUE(FindingsOf(Data("dgxstation_4xv100_partial.txt")).empty());
-  EXPECT_TRUE(FindingsOf(Data("dgx1_8xv100_topology_partial.txt")).empty());
+  EXPECT_TRUE(FindingsOf(TestData("p2p_bandwidth", "rtx2080ti_2gpu_no_p2p.txt")).empty());
+  EXPECT_TRUE(FindingsOf(TestData("p2p_bandwidth", "dgxstation_4xv100_partial.txt")).empty());
+  EXPECT_TRUE(FindingsOf(TestData("p2p_bandwidth", "dgx1_8xv100_topology_partial.txt")).empty());
 }
 
 // A 4-GPU matrix, symmetric, every cell `base` but the listed pairs.

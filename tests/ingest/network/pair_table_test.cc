@@ -12,7 +12,6 @@
 
 #include "analysis/analyze_run.h"
 #include "analysis/net_tests/pair_bandwidth.h"
-#include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 
@@ -21,11 +20,8 @@ namespace {
 
 using testing_util::IngestPaths;
 using testing_util::TempDir;
+using testing_util::TestData;
 using testing_util::WriteFile;
-
-std::string Data(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/node_pairs/" + std::string(name);
-}
 
 std::vector<Finding> Findings(const laggard::Run& run) {
   return AnalyzeNetwork(run, RankMap::Build(laggard::Run(), std::nullopt), {},
@@ -46,7 +42,7 @@ const Finding* Find(const std::vector<Finding>& fs, FindingCode code) {
 }
 
 TEST(PairTableTest, Issue106NamesTheNodeSlowWithEveryPartner) {
-  laggard::Run run = IngestPaths({Data("issue106_node_pairs.txt")});
+  laggard::Run run = IngestPaths({TestData("node_pairs", "issue106_node_pairs.txt")});
   ASSERT_EQ(run.network.pair_bandwidths.size(), 5u);
   const PairBandwidth& p = run.network.pair_bandwidths[2];
   EXPECT_EQ(p.host_a, "se02gn284");
@@ -69,7 +65,7 @@ TEST(PairTableTest, Issue106NamesTheNodeSlowWithEveryPartner) {
 }
 
 TEST(PairTableTest, ClusterSummaryIsReadPerTestAndSplitsIntoTwoGroups) {
-  laggard::Run run = IngestPaths({Data("cluster00_8node_summary.md")});
+  laggard::Run run = IngestPaths({TestData("node_pairs", "cluster00_8node_summary.md")});
   ASSERT_EQ(run.network.pair_bandwidths.size(), 224u);
   EXPECT_EQ(run.network.pair_bandwidths[0].group, "test alltoall_perf, N 2, G 1");
   EXPECT_EQ(run.network.pair_bandwidths[0].host_a, "cnode4-005");
@@ -91,7 +87,7 @@ TEST(PairTableTest, ClusterSummaryIsReadPerTestAndSplitsIntoTwoGroups) {
 }
 
 TEST(PairTableTest, ScatteredSlowPairsAreTheFabricAndFailedRunsAreCounted) {
-  laggard::Run run = IngestPaths({Data("cluster01_17node_alltoall_excerpt.md")});
+  laggard::Run run = IngestPaths({TestData("node_pairs", "cluster01_17node_alltoall_excerpt.md")});
   EXPECT_EQ(run.network.pair_bandwidths.size(), 134u);
   EXPECT_EQ(run.diagnostics.count(DiagCode::kPairBadRow), 2u);  // two failed pairs
   std::vector<Finding> fs = Findings(run);
@@ -107,13 +103,13 @@ TEST(PairTableTest, ScatteredSlowPairsAreTheFabricAndFailedRunsAreCounted) {
 }
 
 TEST(PairTableTest, HealthyClusterGivesNothing) {
-  laggard::Run run = IngestPaths({Data("cluster02_10node_healthy_excerpt.md")});
+  laggard::Run run = IngestPaths({TestData("node_pairs", "cluster02_10node_healthy_excerpt.md")});
   EXPECT_EQ(run.network.pair_bandwidths.size(), 45u);
   EXPECT_TRUE(Findings(run).empty());
 }
 
 TEST(PairTableTest, TwoRawLogsAreTooFewForThePairRules) {
-  laggard::Run run = IngestPaths({Data("nccl_tests_two_logs")});
+  laggard::Run run = IngestPaths({TestData("node_pairs", "nccl_tests_two_logs")});
   std::vector<Finding> fs = Findings(run);
   EXPECT_EQ(Count(fs, FindingCode::kNetPairFabric) + Count(fs, FindingCode::kNetPairSlow), 0u);
   const Finding* low = Find(fs, FindingCode::kNetBandwidthLow);
@@ -302,7 +298,7 @@ TEST(PairReviewTest, AHostOutsideTheJobIsNotItsCulprit) {
     return DecideVerdict(run, a).culprits;
   };
   // The table alone: its bad node is the answer.
-  std::vector<Culprit> alone = culprits({Data("issue106_node_pairs.txt")});
+  std::vector<Culprit> alone = culprits({TestData("node_pairs", "issue106_node_pairs.txt")});
   ASSERT_EQ(alone.size(), 1u);
   EXPECT_EQ(alone[0].entity.host, "se02gn644");
   // With a healthy job on other hosts: a sweep of other nodes, no culprit.
@@ -315,7 +311,7 @@ TEST(PairReviewTest, AHostOutsideTheJobIsNotItsCulprit) {
     }
   }
   std::string csv = WriteFile(dir.File("steps.csv"), steps);
-  EXPECT_TRUE(culprits({csv, Data("issue106_node_pairs.txt")}).empty());
+  EXPECT_TRUE(culprits({csv, TestData("node_pairs", "issue106_node_pairs.txt")}).empty());
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -12,11 +11,8 @@ namespace {
 
 using testing_util::IngestPaths;
 using testing_util::TempDir;
+using testing_util::TestData;
 using testing_util::WriteFile;
-
-std::string Data(std::string_view name) {
-  return std::string(LAGGARD_SOURCE_DIR) + "/tests/data/megatron_straggler/" + std::string(name);
-}
 
 void ExpectExtremes(const ToolReport& r, ToolMetric m, double min, int32_t min_rank, double max,
                     int32_t max_rank) {
@@ -29,7 +25,7 @@ void ExpectExtremes(const ToolReport& r, ToolMetric m, double min, int32_t min_r
 }
 
 TEST(MegatronStragglerTest, ReadsTheReadmesReportAndItsRankLists) {
-  laggard::Run run = IngestPaths({Data("megatron_readme.txt")});
+  laggard::Run run = IngestPaths({TestData("megatron_straggler", "megatron_readme.txt")});
   ASSERT_EQ(run.tool_reports.size(), 1u);
   const ToolReport& r = run.tool_reports[0];
   EXPECT_EQ(r.when, "2024-03-14 23:07:56");
@@ -51,7 +47,7 @@ TEST(MegatronStragglerTest, ReadsTheReadmesReportAndItsRankLists) {
 }
 
 TEST(MegatronStragglerTest, ReadsTheTwoDecimalStyleWithoutItsOpeningBracket) {
-  laggard::Run run = IngestPaths({Data("savanna_40b_hsd.txt")});
+  laggard::Run run = IngestPaths({TestData("megatron_straggler", "savanna_40b_hsd.txt")});
   ASSERT_EQ(run.tool_reports.size(), 1u);
   const ToolReport& r = run.tool_reports[0];
   EXPECT_EQ(r.when, "2024-10-23 01:29:30");
