@@ -141,9 +141,14 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   auto readers = MakeDefaultTextReaders(std::nullopt);
   TraceReaderSet traces = MakeDefaultTraceReaders();
   IngestOptions ingest;
+  ingest.split_jobs = true;  // as laggard diagnose reads: one simulated run is one job
   auto run = Ingest({dir}, readers->readers, ingest, traces.readers);
   if (!run.ok()) {
     o.got = "ingest failed: " + run.status().message();
+    return o;
+  }
+  if (run->jobs.several()) {
+    o.got = fmt::format("read as {} jobs", run->jobs.jobs.size());
     return o;
   }
   Analyses a = AnalyzeRun(*run, AnalysisOptions());

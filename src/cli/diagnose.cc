@@ -157,6 +157,27 @@ std::string MpiSummaryLine(const MpiIngestReport& r) {
       r.bytes_gathered / 1e6, r.gather_s);
 }
 
+// "--job N" beyond the jobs found: the message; "" when it is fine.
+std::string CheckJobFlag(std::optional<int32_t> job, const JobSplit& split) {
+  if (!job || static_cast<size_t>(*job) <= std::max<size_t>(split.jobs.size(), 1)) return "";
+  return split.several() ? fmt::format("--job {}: these files hold {} jobs (1 to {})", *job,
+                                       split.jobs.size(), split.jobs.size())
+                         : fmt::format("--job {}: these files hold one job", *job);
+}
+
+// One stderr line when the files hold several jobs: which one is diagnosed.
+std::string JobsLine(const JobSplit& split) {
+  const JobInfo& j = split.jobs[split.chosen];
+  return fmt::format(
+      "laggard: these files hold {} jobs; diagnosing job {} ({}{}){}; --job N for another "
+      "(the report lists them)",
+      split.jobs.size(), split.chosen + 1, split.chosen_by_flag ? "--job, " : "the most ranks, ",
+      j.what,
+      split.unplaced > 0
+          ? fmt::format("; {} left out as unplaced", Plural(split.unplaced, "file", "files"))
+          : "");
+}
+
 }  // namespace
 
 bool ColourWanted(std::string_view mode, bool tty, const Terminal& terminal) {
@@ -262,6 +283,10 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "dp=D,pp=P,tp=T[,vpp=V] (ranks in Megatron order: tp fastest, then dp, then "
                   "pp); without it, a Megatron launch log's layout line or Kineto process groups "
                   "named TENSOR/PIPELINE/DATA_PARALLEL_GROUP or mesh_<dim> give it");
+  cmd->add_option("--job", o.input.job,
+                  "when the files hold several jobs (listed first in the report), diagnose the "
+                  "N-th; default: the one with the most ranks")
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")
       ->check(CLI::Range(0, 1'000'000))
@@ -298,9 +323,11 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Progress progress(err, terminal.stderr_is_tty && !o.mpi, terminal.progress_after);
   auto update = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
   StatusOr<Run> run = Status::Error("");
+  IngestFlags input = o.input;
+  input.split_jobs = true;
   if (o.mpi) {
     MpiIngestReport report;
-    auto gathered = IngestWithFlagsOverMpi(o.paths, o.input, o.mpi_timeout_s, update, &report);
+    auto gathered = IngestWithFlagsOverMpi(o.paths, input, o.mpi_timeout_s, update, &report);
     progress.Clear();
     if (!gathered.ok()) {
       err << "laggard: " << gathered.status().message() << "\n";
@@ -310,13 +337,18 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     if (!o.quiet) err << MpiSummaryLine(report) << "\n";
     run = std::move(**gathered);
   } else {
-    run = IngestWithFlags(o.paths, o.input, update);
+    run = IngestWithFlags(o.paths, input, update);
     progress.Clear();
   }
   if (!run.ok()) {
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;
   }
+  if (std::string bad = CheckJobFlag(o.input.job, run->jobs); !bad.empty()) {
+    err << "laggard diagnose: " << bad << "\n";
+    return kExitNoInput;
+  }
+  if (run->jobs.several() && !o.quiet) err << JobsLine(run->jobs) << "\n";
   AnalysisOptions analysis;
   if (!o.layout.empty()) {
     auto layout = ParseLayoutFlag(o.layout);

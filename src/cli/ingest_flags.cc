@@ -41,6 +41,8 @@ IngestOptions OptionsOf(const IngestFlags& flags,
   ingest.step_marker = flags.step_marker;
   ingest.comm_kernels = flags.comm_kernels;
   ingest.threads = flags.threads;
+  ingest.split_jobs = flags.split_jobs;
+  ingest.job = flags.job;
   ingest.progress = std::move(progress);
   return ingest;
 }

@@ -33,6 +33,10 @@ struct IngestFlags {
   std::optional<std::string> step_marker;
   std::vector<std::string> comm_kernels;
   int threads = 0;
+  // diagnose: tell the jobs in the files apart and read one (--job N, else
+  // the one with the most ranks); IngestOptions::split_jobs.
+  bool split_jobs = false;
+  std::optional<int32_t> job;
 };
 
 // Adds --rank-from, --file-ranks, --host-from, --step-pattern,

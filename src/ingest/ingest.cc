@@ -18,6 +18,7 @@
 #include "base/text.h"
 #include "formats/sim_truth.h"
 #include "ingest/common/input_file.h"
+#include "ingest/jobs.h"
 #include "ingest/traces/common/clock_alignment.h"
 #include "ingest/traces/common/step_marker.h"
 
@@ -576,6 +577,8 @@ struct IngestPlan::State {
   std::vector<uint64_t> bytes;  // size of each file when listed
   std::vector<std::optional<std::string>> hosts;
   std::vector<std::optional<int32_t>> mapped_ranks;
+  bool split_jobs = false;
+  std::optional<int32_t> job;
 };
 
 const std::vector<std::string>& IngestPlan::files() const { return state->files; }
@@ -634,6 +637,8 @@ StatusOr<IngestPlan> PlanIngest(const std::vector<std::string>& paths,
                                             : BuiltinHostFromPath(f.path, f.root));
     state->mapped_ranks.push_back(mapped);
   }
+  state->split_jobs = options.split_jobs;
+  state->job = options.job;
   IngestPlan plan;
   plan.state = std::move(state);
   return plan;
@@ -671,27 +676,46 @@ std::vector<IngestFileResult> ReadIngestFiles(const IngestPlan& plan,
   return results;
 }
 
+namespace {
+
+// The jobs of the files read (ingest/jobs.h).
+JobAssignment SplitJobs(const IngestPlan::State& st, std::vector<IngestFileResult>& results) {
+  std::vector<JobKeys> keys;
+  keys.reserve(results.size());
+  for (IngestFileResult& r : results) {
+    r.builder.FlushSteps();
+    keys.push_back(KeysOfFile(r.builder, r.bytes));
+  }
+  return AssignJobs(keys, st.files, st.job);
+}
+
+}  // namespace
+
 Run MergeIngest(const IngestPlan& plan, std::vector<IngestFileResult>&& results,
                 std::vector<FileFacts>* file_facts) {
   const IngestPlan::State& st = *plan.state;
   if (file_facts != nullptr) file_facts->clear();
   Run run;
   RunBuilder merged;
+  JobAssignment jobs = st.split_jobs ? SplitJobs(st, results) : JobAssignment{};
+  const int32_t chosen = static_cast<int32_t>(jobs.split.chosen);
+  auto left_out = [&](size_t i) { return jobs.split.several() && jobs.job_of_file[i] != chosen; };
   for (size_t i = 0; i < st.files.size(); ++i) {
     InputFileInfo info;
     info.path = st.files[i];
     info.format = results[i].format;
     info.bytes = results[i].bytes;
     info.records = results[i].records;
-    info.used = results[i].records > 0;
+    info.used = results[i].records > 0 && !left_out(i);
     run.files.push_back(std::move(info));
     if (file_facts != nullptr) {
       results[i].builder.FlushSteps();
       file_facts->push_back(FactsOf(results[i].builder));
     }
-    merged.MergeFrom(std::move(results[i].builder));
+    if (!left_out(i)) merged.MergeFrom(std::move(results[i].builder));
   }
   merged.Finalize(run);
+  NoteLeftOut(jobs, run);
   // Traces timed from their own start, onto one rank's clock.
   AlignTraceClocks(run);
   for (const DuplicateFile& d : st.duplicates) {

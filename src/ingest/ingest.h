@@ -56,6 +56,11 @@ struct IngestOptions {
   // any case (ingest/traces/common/kernel_names.h).
   std::vector<std::string> comm_kernels;
   int threads = 0;  // 0: one per core; files read at once
+  // Tell apart the jobs the files hold (ingest/jobs.h) and read one into the
+  // Run: `job` (1-based, diagnose --job) or the one with the most ranks;
+  // Run::jobs lists them. Off: every file is read into the Run.
+  bool split_jobs = false;
+  std::optional<int32_t> job;
   // When fewer files are read at once than there are cores, a gzip input
   // is decoded on a helper thread ahead of its reader (Decode::kAhead):
   // more CPU in all (the decoded bytes are copied once more), less wall

@@ -157,6 +157,12 @@ constexpr DiagInfo kCatalogue[] = {
     {"pairs.mixed_units", DiagKind::kNote,
      "node-pair table whose rows print different bandwidth units (GB/s, Gb/s, MB/s): each row "
      "was converted to GB/s"},
+    {"job.other", DiagKind::kSkippedFile,
+     "file of another job than the one diagnosed (the files hold several: different world "
+     "sizes, or times days apart): listed, not read into the diagnosis; --job N chooses"},
+    {"job.unplaced", DiagKind::kSkippedFile,
+     "file that the files hold several jobs and nothing ties to one of them (it fits several, "
+     "or names no host of any): left out rather than guessed"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -89,6 +89,8 @@ enum class DiagCode : uint16_t {
   kPairBadRow,
   kPairTooFew,
   kPairMixedUnits,
+  kJobOther,
+  kJobUnplaced,
   kCount,
 };
 

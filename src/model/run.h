@@ -19,6 +19,7 @@
 //   │                    topology, switch map (model/network.h)
 //   ├── hang             process groups, Flight Recorder dumps, watchdog and
 //   │                    timeout lines of a stopped job (model/hang.h)
+//   ├── jobs             the jobs the files hold, when several (model/jobs.h)
 //   └── diagnostics      counted bad records (data quality)
 //
 // Parsers never build a Run directly: they call RunBuilder, which indexes
@@ -42,6 +43,7 @@
 #include "model/diagnostics.h"
 #include "model/hang.h"
 #include "model/hardware.h"
+#include "model/jobs.h"
 #include "model/network.h"
 #include "model/op_timeline.h"
 #include "model/source.h"
@@ -148,6 +150,9 @@ struct Run {
   NetworkData network;
   HangData hang;
   Diagnostics diagnostics;
+  // The jobs the files hold when there are several (ingest/jobs.h): all but
+  // the chosen one are left out of everything above but `files`.
+  JobSplit jobs;
 
   uint64_t total_steps() const;
   // Nothing to analyse: no steps, traces, op timelines, GPU or network
@@ -221,6 +226,7 @@ class RunBuilder {
   const std::vector<OpTimeline>& op_timelines() const { return op_timelines_; }
   // A parallel layout a file states (a launch log's layout line).
   void AddLayout(LayoutStatement layout) { layouts_.push_back(layout); }
+  const std::vector<LayoutStatement>& layouts() const { return layouts_; }
   // A report another tool printed in a log (Megatron's StragglerDetector).
   void AddToolReport(ToolReport report) { tool_reports_.push_back(std::move(report)); }
   const std::vector<ToolReport>& tool_reports() const { return tool_reports_; }

@@ -114,13 +114,13 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2784, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2848, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 9;
+constexpr uint32_t kWireVersion = 10;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.

@@ -185,7 +185,8 @@
     var s = el('section', {class: 'card verdict ' + (v.status || '')});
     s.appendChild(el('div', {class: 'summary'},
       el('span', {class: 'badge ' + (v.status || ''), text: (v.status || 'unknown').replace(/_/g, ' ')}),
-      ' ', (v.summary || '').replace(/^verdict:\s*/, '')));
+      ' ', (R.jobs ? 'job ' + R.jobs.diagnosed + ' of ' + R.jobs.found + ' (listed under Jobs): ' : '') +
+      (v.summary || '').replace(/^verdict:\s*/, '')));
     var c = (v.culprits || [])[0];
     var impact = v.impact || {};
     var kpis = el('div', {class: 'kpis'});

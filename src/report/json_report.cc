@@ -270,6 +270,28 @@ Json TracesJson(const Run& run, const TraceAnalysis& a) {
           {"throughput_lost", Opt(a.throughput_lost)}};
 }
 
+// The jobs the files hold, when several (model/jobs.h).
+Json JobsJson(const JobSplit& split) {
+  Json list = Json::array();
+  for (size_t i = 0; i < split.jobs.size(); ++i) {
+    const JobInfo& j = split.jobs[i];
+    list.push_back({{"job", i + 1},
+                    {"what", j.what},
+                    {"files", j.files},
+                    {"first_file", j.first_file},
+                    {"world_size", Opt(j.world_size)},
+                    {"ranks", j.ranks},
+                    {"first_time", TimeJson(j.first_ns)},
+                    {"last_time", TimeJson(j.last_ns)},
+                    {"hosts", j.hosts}});
+  }
+  return {{"found", split.jobs.size()},
+          {"diagnosed", split.chosen + 1},
+          {"chosen_by", split.chosen_by_flag ? "flag" : "most_ranks"},
+          {"unplaced_files", split.unplaced},
+          {"list", std::move(list)}};
+}
+
 Json DataQualityJson(const Run& run) {
   const Diagnostics& d = run.diagnostics;
   Json dq;
@@ -401,6 +423,7 @@ Json BuildReport(const ReportInput& in) {
   root["schema"] = kReportSchema;
   root["tool"] = {{"name", "laggard"}, {"version", kLaggardVersion}};
   root["verdict"] = VerdictJson(in.verdict);
+  if (in.run.jobs.several()) root["jobs"] = JobsJson(in.run.jobs);
   Json findings = Json::array();
   for (const Finding* f : in.AllFindings()) findings.push_back(FindingJson(in.run, *f));
   root["findings"] = std::move(findings);

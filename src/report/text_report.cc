@@ -264,6 +264,30 @@ std::string GroupsText(const std::vector<WhatIfGroup>& groups, std::string_view 
 }
 
 // The run's parallel layout, where it comes from, and statements not used.
+// The jobs the files hold, when several: which one this report is about.
+void RenderJobs(const Run& run, std::ostream& out) {
+  const JobSplit& split = run.jobs;
+  if (!split.several()) return;
+  out << fmt::format(
+      "\njobs: these files hold {} jobs; this report is about job {} ({}); --job N for "
+      "another\n",
+      split.jobs.size(), split.chosen + 1,
+      split.chosen_by_flag ? "as asked" : "the one with the most ranks");
+  for (size_t i = 0; i < split.jobs.size(); ++i) {
+    const JobInfo& j = split.jobs[i];
+    std::string when;
+    if (j.first_ns) when = "; " + FormatTimestamp(*j.first_ns).substr(0, 16);
+    out << fmt::format("  {} {:>2}  {}{}; {}{}; {}{}\n", i == split.chosen ? '*' : ' ', i + 1,
+                       j.what, j.world_size ? fmt::format(", world size {}", *j.world_size) : "",
+                       Count(j.ranks, "rank", "ranks"), when, j.first_file,
+                       j.files > 1 ? fmt::format(" and {} more", j.files - 1) : "");
+  }
+  if (split.unplaced > 0) {
+    out << fmt::format("  {} in none: nothing ties them to one job (job.unplaced below)\n",
+                       Count(split.unplaced, "file", "files"));
+  }
+}
+
 void RenderLayout(const ReportInput& in, std::ostream& out) {
   if (in.layout == nullptr) return;
   if (const auto& r = in.layout->layout) {
@@ -316,8 +340,12 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   std::string_view verdict_colour = v.status == VerdictStatus::kStraggler     ? "1;31"
                                     : v.status == VerdictStatus::kNoStraggler ? "1;32"
                                                                               : "1;33";
-  out << style(v.summary, verdict_colour) << "\n";
+  std::string job_of = in.run.jobs.several() ? fmt::format("job {} of {}: ", in.run.jobs.chosen + 1,
+                                                           in.run.jobs.jobs.size())
+                                             : "";
+  out << style(job_of + v.summary, verdict_colour) << "\n";
   if (options.quiet) return;
+  RenderJobs(in.run, out);
 
   bool chain = false;
   for (const Culprit& c : v.culprits) chain |= !c.evidence.empty();

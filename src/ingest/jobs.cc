@@ -1,0 +1,566 @@
+#include "ingest/jobs.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace laggard {
+namespace {
+
+// 2000-01-01 in Unix nanoseconds: earlier times are relative (a trace timed
+// from its own start, a simulator's clock), not wall clock.
+constexpr TimeNs kWallClockFrom = 946'684'800LL * 1'000'000'000;
+
+void Widen(JobKeys& k, TimeNs t) {
+  if (t < kWallClockFrom) return;
+  k.first_ns = k.first_ns ? std::min(*k.first_ns, t) : t;
+  k.last_ns = k.last_ns ? std::max(*k.last_ns, t) : t;
+}
+
+void StateWorld(JobKeys& k, int64_t world) {
+  if (world < 1 || world > kMaxRank) return;
+  // A file stating two world sizes keeps the larger: its ranks fit in it.
+  k.world_size = std::max<int32_t>(k.world_size.value_or(0), static_cast<int32_t>(world));
+}
+
+std::string TraceLabel(const std::string& producer) {
+  if (producer == "kineto") return "Kineto trace";
+  if (producer == "nsys") return "nsys report";
+  if (producer == "torch-legacy") return "torch profiler trace";
+  return producer + " trace";
+}
+
+void KeysOfSteps(const RunBuilder& b, JobKeys& k) {
+  for (const StepSeries& s : b.series()) {
+    k.ranks.push_back(s.info.rank);
+    if (s.info.host) k.hosts.push_back(*s.info.host);
+    for (size_t i = 0; i < s.steps.size() && i < JobKeys::kPrintSteps; ++i) {
+      k.prints.push_back({s.info.rank, s.steps[i].step, s.steps[i].duration_ns});
+    }
+    for (const StepRecord& r : s.steps) {
+      if (r.start_ns) Widen(k, *r.start_ns);
+    }
+  }
+  for (const StepSeries& s : b.unattributed()) {
+    ++k.unranked;
+    for (const StepRecord& r : s.steps) {
+      if (r.start_ns) Widen(k, *r.start_ns);
+    }
+  }
+}
+
+void KeysOfTraces(const RunBuilder& b, JobKeys& k) {
+  for (const RankTrace& t : b.traces()) {
+    if (t.rank) {
+      k.ranks.push_back(*t.rank);
+    } else {
+      ++k.unranked;
+    }
+    if (t.world_size) StateWorld(k, *t.world_size);
+    if (t.host) k.hosts.push_back(*t.host);
+    if (t.origin == TraceOrigin::kHostClock && !t.ops.empty()) {
+      Widen(k, t.ops.front().start_ns);
+      TimeNs end = t.ops.front().start_ns;
+      for (const TraceOp& op : t.ops) end = std::max(end, op.start_ns + op.dur_ns);
+      Widen(k, end);
+    }
+  }
+}
+
+// What the file holds, for the job list: its first kind of job data, else
+// of machine data.
+std::string Label(const RunBuilder& b) {
+  if (!b.traces().empty()) return TraceLabel(b.traces().front().producer);
+  if (!b.op_timelines().empty()) return "op timeline";
+  if (!b.series().empty() || !b.unattributed().empty()) return "step log";
+  if (!b.hang().dumps.empty()) return "Flight Recorder dump";
+  if (!b.hang().events.empty()) return "hang log";
+  if (!b.tool_reports().empty() || !b.nvrx_reports().empty()) return "straggler report log";
+  if (!b.gpus().empty()) return "GPU metrics file";
+  return "network file";
+}
+
+bool HasNetwork(const NetworkData& n) {
+  return !n.ib_ports.empty() || !n.eth_links.empty() || !n.nccl_tests.empty() ||
+         !n.nccl_ranks.empty() || !n.topologies.empty() || !n.port_counters.empty() ||
+         !n.p2p_tests.empty() || !n.pair_bandwidths.empty() || !n.switch_of.empty();
+}
+
+void MachineHosts(const RunBuilder& b, JobKeys& k) {
+  auto host_of = [&](const std::optional<std::string>& h) {
+    if (h && !h->empty()) k.hosts.push_back(*h);
+  };
+  for (const GpuRecord& g : b.gpus()) host_of(g.host);
+  const NetworkData& n = b.network();
+  for (const IbPort& p : n.ib_ports) host_of(p.host);
+  for (const EthLink& e : n.eth_links) host_of(e.host);
+  for (const NcclTestRun& r : n.nccl_tests) {
+    host_of(r.host_from_path);
+    for (const NcclTestRank& rank : r.ranks) host_of(rank.host);
+  }
+  for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
+  for (const TopologyMatrix& m : n.topologies) host_of(m.host);
+  for (const IbPortCounters& c : n.port_counters) host_of(c.host);
+  for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
+}
+
+template <typename T>
+void SortUnique(std::vector<T>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// A job being formed: its files and what they say together.
+struct Group {
+  std::optional<int32_t> world;
+  std::optional<TimeNs> first_ns, last_ns;
+  std::vector<size_t> files;
+
+  void Take(size_t i, const JobKeys& k) {
+    files.push_back(i);
+    if (k.world_size) world = std::max(world.value_or(0), *k.world_size);
+    if (k.first_ns) first_ns = first_ns ? std::min(*first_ns, *k.first_ns) : *k.first_ns;
+    if (k.last_ns) last_ns = last_ns ? std::max(*last_ns, *k.last_ns) : *k.last_ns;
+  }
+  // Its span and the file's lie within kJobGapNs of each other.
+  bool Near(const JobKeys& k) const {
+    return first_ns && k.first_ns && *k.first_ns <= *last_ns + kJobGapNs &&
+           *first_ns <= *k.last_ns + kJobGapNs;
+  }
+  bool Holds(const JobKeys& k) const {
+    return !world || k.ranks.empty() || k.ranks.back() < *world;
+  }
+};
+
+// Timed files (in file order) into groups whose spans lie within the gap.
+void GroupByTime(const std::vector<JobKeys>& files, std::vector<size_t> timed,
+                 std::vector<Group>& groups) {
+  std::stable_sort(timed.begin(), timed.end(),
+                   [&](size_t a, size_t b) { return *files[a].first_ns < *files[b].first_ns; });
+  Group* open = nullptr;
+  for (size_t i : timed) {
+    if (open == nullptr || !open->Near(files[i])) {
+      groups.emplace_back();
+      open = &groups.back();
+    }
+    open->Take(i, files[i]);
+  }
+}
+
+// The ranks a group's files name, sorted.
+std::vector<int32_t> RanksOf(const Group& g, const std::vector<JobKeys>& files) {
+  std::vector<int32_t> ranks;
+  for (size_t i : g.files) ranks.insert(ranks.end(), files[i].ranks.begin(), files[i].ranks.end());
+  SortUnique(ranks);
+  return ranks;
+}
+
+// Timed files that state no world size (in file order) into groups: first
+// into episodes, files whose spans overlap one another; then consecutive
+// episodes within the gap into one job when they name the same ranks (a
+// restart) or one names none, else into different jobs (two runs of other
+// sizes, one after the other).
+void GroupEpisodes(const std::vector<JobKeys>& files, std::vector<size_t> timed,
+                   std::vector<Group>& groups) {
+  std::stable_sort(timed.begin(), timed.end(),
+                   [&](size_t a, size_t b) { return *files[a].first_ns < *files[b].first_ns; });
+  std::vector<Group> episodes;
+  for (size_t i : timed) {
+    if (episodes.empty() || *files[i].first_ns > *episodes.back().last_ns) episodes.emplace_back();
+    episodes.back().Take(i, files[i]);
+  }
+  std::vector<int32_t> last_ranks;
+  for (size_t e = 0; e < episodes.size(); ++e) {
+    std::vector<int32_t> ranks = RanksOf(episodes[e], files);
+    bool restart = e > 0 && groups.back().Near(files[episodes[e].files.front()]) &&
+                   (ranks.empty() || last_ranks.empty() || ranks == last_ranks);
+    if (!restart) groups.emplace_back();
+    for (size_t i : episodes[e].files) groups.back().Take(i, files[i]);
+    if (!ranks.empty()) last_ranks = std::move(ranks);
+  }
+}
+
+// A file that fits several groups (`among`; empty: any): placed by folder
+// at the end, else unplaced.
+struct Ambiguous {
+  size_t file;
+  std::vector<size_t> among;
+};
+
+bool Overlaps(const Group& g, const JobKeys& k) {
+  return g.first_ns && k.first_ns && *k.first_ns <= *g.last_ns && *g.first_ns <= *k.last_ns;
+}
+
+// Steps 1 to 3 of the header: the job files into groups, those that fit
+// several into `ambiguous`.
+std::vector<Group> GroupJobFiles(const std::vector<JobKeys>& files,
+                                 std::vector<Ambiguous>& ambiguous) {
+  std::map<int32_t, std::vector<size_t>> by_world;
+  std::vector<size_t> timed_free, untimed_free;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const JobKeys& k = files[i];
+    if (k.kind != JobKeys::Kind::kJob) continue;
+    if (k.world_size) {
+      by_world[*k.world_size].push_back(i);
+    } else {
+      (k.first_ns ? timed_free : untimed_free).push_back(i);
+    }
+  }
+  std::vector<Group> groups;
+  for (const auto& [world, members] : by_world) {
+    std::vector<size_t> timed, untimed;
+    for (size_t i : members) (files[i].first_ns ? timed : untimed).push_back(i);
+    size_t before = groups.size();
+    GroupByTime(files, timed, groups);
+    if (groups.size() == before) groups.emplace_back();
+    std::vector<size_t> same_world;
+    for (size_t g = before; g < groups.size(); ++g) {
+      groups[g].world = world;
+      same_world.push_back(g);
+    }
+    for (size_t i : untimed) {
+      if (same_world.size() == 1) {
+        groups[before].Take(i, files[i]);
+      } else {
+        ambiguous.push_back({i, same_world});  // spans of one world far apart
+      }
+    }
+  }
+  std::vector<size_t> alone;
+  for (size_t i : timed_free) {
+    std::vector<size_t> fits, overlaps;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (!groups[g].Near(files[i]) || !groups[g].Holds(files[i])) continue;
+      fits.push_back(g);
+      if (Overlaps(groups[g], files[i])) overlaps.push_back(g);
+    }
+    if (fits.size() == 1 || overlaps.size() == 1) {
+      groups[fits.size() == 1 ? fits[0] : overlaps[0]].Take(i, files[i]);
+    } else if (fits.empty()) {
+      alone.push_back(i);
+    } else {
+      ambiguous.push_back({i, fits});
+    }
+  }
+  GroupEpisodes(files, alone, groups);
+  if (groups.empty() && !untimed_free.empty()) groups.emplace_back();
+  for (size_t i : untimed_free) {
+    if (groups.size() == 1) {
+      groups[0].Take(i, files[i]);
+    } else {
+      ambiguous.push_back({i, {}});
+    }
+  }
+  return groups;
+}
+
+// The folder every path lies in ("dir/" form; "" for none).
+std::string CommonFolder(const std::vector<std::string>& paths) {
+  if (paths.empty()) return "";
+  std::string_view common = paths[0];
+  for (const std::string& p : paths) {
+    size_t n = 0;
+    while (n < common.size() && n < p.size() && common[n] == p[n]) ++n;
+    common = common.substr(0, n);
+  }
+  size_t cut = common.rfind('/');
+  return cut == std::string_view::npos ? "" : std::string(common.substr(0, cut + 1));
+}
+
+// The first folder of `path` below `root`; "" for a file in root itself.
+std::string TopFolder(std::string_view path, std::string_view root) {
+  std::string_view rest = path.substr(std::min(root.size(), path.size()));
+  size_t slash = rest.find('/');
+  return slash == std::string_view::npos ? "" : std::string(rest.substr(0, slash));
+}
+
+// Most of the steps both give differ, by more than 1% and 1 ms.
+bool Disagree(const std::vector<JobKeys::StepPrint>& a, const std::vector<JobKeys::StepPrint>& b) {
+  std::map<std::pair<int32_t, int64_t>, DurationNs> first;
+  for (const JobKeys::StepPrint& p : a)
+    first.emplace(std::make_pair(p.rank, p.step), p.duration_ns);
+  size_t shared = 0, differ = 0;
+  for (const JobKeys::StepPrint& p : b) {
+    auto it = first.find({p.rank, p.step});
+    if (it == first.end()) continue;
+    ++shared;
+    DurationNs gap =
+        it->second > p.duration_ns ? it->second - p.duration_ns : p.duration_ns - it->second;
+    differ += gap > 1'000'000 && gap > std::max(it->second, p.duration_ns) / 100;
+  }
+  return shared > 0 && 2 * differ > shared;
+}
+
+// Step 5 of the header: each group whose folders disagree on a rank's steps
+// becomes one group per folder with steps; the group's other files, and
+// the entries of `ambiguous` that named it, may be in any of them.
+void SplitByFolder(std::vector<Group>& groups, const std::vector<JobKeys>& files,
+                   const std::vector<std::string>& paths, std::vector<Ambiguous>& ambiguous) {
+  const std::string root = CommonFolder(paths);
+  std::vector<Group> out;
+  std::vector<std::vector<size_t>> now(groups.size());  // old group -> its groups now
+  std::vector<Ambiguous> spread;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::map<std::string, std::vector<size_t>> by_folder;
+    for (size_t i : groups[g].files) by_folder[TopFolder(paths[i], root)].push_back(i);
+    std::vector<std::pair<const std::vector<size_t>*, std::vector<JobKeys::StepPrint>>> printed;
+    for (const auto& [folder, members] : by_folder) {
+      std::vector<JobKeys::StepPrint> prints;
+      for (size_t i : members)
+        prints.insert(prints.end(), files[i].prints.begin(), files[i].prints.end());
+      if (!folder.empty() && !prints.empty()) printed.emplace_back(&members, std::move(prints));
+    }
+    bool conflict = false;
+    for (size_t a = 0; a < printed.size() && !conflict; ++a) {
+      for (size_t b = a + 1; b < printed.size() && !conflict; ++b) {
+        conflict = Disagree(printed[a].second, printed[b].second);
+      }
+    }
+    if (!conflict) {
+      now[g].push_back(out.size());
+      out.push_back(std::move(groups[g]));
+      continue;
+    }
+    for (const auto& [members, prints] : printed) {
+      now[g].push_back(out.size());
+      Group& split = out.emplace_back();
+      for (size_t i : *members) split.Take(i, files[i]);
+      if (groups[g].world) split.world = groups[g].world;
+    }
+    for (const auto& [folder, members] : by_folder) {
+      bool taken = std::any_of(printed.begin(), printed.end(),
+                               [&](const auto& p) { return p.first == &members; });
+      for (size_t i : members) {
+        if (!taken) spread.push_back({i, now[g]});
+      }
+    }
+  }
+  for (Ambiguous& a : ambiguous) {
+    std::vector<size_t> among;
+    for (size_t g : a.among) among.insert(among.end(), now[g].begin(), now[g].end());
+    a.among = std::move(among);
+  }
+  ambiguous.insert(ambiguous.end(), spread.begin(), spread.end());
+  groups = std::move(out);
+}
+
+// The hosts a group's files name.
+std::vector<std::string> HostsOf(const Group& g, const std::vector<JobKeys>& files) {
+  std::vector<std::string> hosts;
+  for (size_t i : g.files) hosts.insert(hosts.end(), files[i].hosts.begin(), files[i].hosts.end());
+  SortUnique(hosts);
+  return hosts;
+}
+
+// How many leading folders the paths a and b share.
+size_t SharedDepth(std::string_view a, std::string_view b) {
+  size_t a_dir = a.rfind('/'), b_dir = b.rfind('/');
+  if (a_dir == std::string_view::npos || b_dir == std::string_view::npos) return 0;
+  size_t depth = 0;
+  for (size_t i = 0; i <= a_dir && i <= b_dir && a[i] == b[i]; ++i) depth += a[i] == '/';
+  return depth;
+}
+
+// The group whose files lie in a folder nearer file i's than every other
+// group's (a run copied into its own folder beside another), if it is one
+// of `among` (any, when empty); else nullopt.
+std::optional<size_t> NearestByFolder(size_t i, const std::vector<Group>& groups,
+                                      const std::vector<size_t>& among,
+                                      const std::vector<std::string>& paths) {
+  std::vector<size_t> depth(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t m : groups[g].files) depth[g] = std::max(depth[g], SharedDepth(paths[i], paths[m]));
+  }
+  size_t best = static_cast<size_t>(std::max_element(depth.begin(), depth.end()) - depth.begin());
+  if (std::count(depth.begin(), depth.end(), depth[best]) > 1) return std::nullopt;
+  if (!among.empty() && std::find(among.begin(), among.end(), best) == among.end()) {
+    return std::nullopt;
+  }
+  return best;
+}
+
+bool SharesHost(const std::vector<std::string>& sorted, const std::vector<std::string>& hosts) {
+  return std::any_of(hosts.begin(), hosts.end(), [&](const std::string& h) {
+    return std::binary_search(sorted.begin(), sorted.end(), h);
+  });
+}
+
+JobInfo InfoOf(const Group& g, const std::vector<JobKeys>& files,
+               const std::vector<std::string>& paths) {
+  JobInfo info;
+  std::vector<size_t> members = g.files;
+  std::sort(members.begin(), members.end());
+  info.files = static_cast<uint32_t>(members.size());
+  if (!members.empty()) info.first_file = paths[members.front()];
+  std::vector<int32_t> ranks;
+  uint32_t unranked = 0;
+  std::vector<std::pair<std::string, int>> kinds;  // in order of first appearance
+  for (size_t i : members) {
+    const JobKeys& k = files[i];
+    ranks.insert(ranks.end(), k.ranks.begin(), k.ranks.end());
+    unranked += k.unranked;
+    info.bytes += k.bytes;
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& p) { return p.first == k.what; });
+    if (it == kinds.end()) {
+      kinds.emplace_back(k.what, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  SortUnique(ranks);
+  info.ranks = static_cast<uint32_t>(ranks.size()) + unranked;
+  for (const auto& [what, n] : kinds) {
+    info.what +=
+        fmt::format("{}{} {}{}", info.what.empty() ? "" : ", ", n, what, n == 1 ? "" : "s");
+  }
+  info.world_size = g.world;
+  info.first_ns = g.first_ns;
+  info.last_ns = g.last_ns;
+  info.hosts = HostsOf(g, files);
+  return info;
+}
+
+}  // namespace
+
+JobKeys KeysOfFile(const RunBuilder& b, uint64_t bytes) {
+  JobKeys k;
+  k.bytes = bytes;
+  const HangData& hang = b.hang();
+  // A trace or timeline with nothing in it (an nsys report without kernels)
+  // names no job: its notes go with the job diagnosed.
+  bool traced = std::any_of(b.traces().begin(), b.traces().end(), [](const RankTrace& t) {
+    return !t.ops.empty() || !t.steps.empty() || !t.collectives.empty();
+  });
+  bool timeline = std::any_of(b.op_timelines().begin(), b.op_timelines().end(),
+                              [](const OpTimeline& t) { return !t.ops.empty(); });
+  bool job = !b.series().empty() || !b.unattributed().empty() || traced || timeline ||
+             !b.tool_reports().empty() || !b.nvrx_reports().empty() || !hang.dumps.empty() ||
+             !hang.events.empty();
+  bool machine = !b.gpus().empty() || HasNetwork(b.network());
+  if (!job && !machine) return k;
+  k.kind = job ? JobKeys::Kind::kJob : JobKeys::Kind::kMachine;
+  k.what = Label(b);
+  if (job) {
+    KeysOfSteps(b, k);
+    KeysOfTraces(b, k);
+    for (const OpTimeline& t : b.op_timelines()) {
+      if (t.layout) StateWorld(k, t.layout->world());
+      for (const TimelineWorker& w : t.workers) {
+        if (w.rank) {
+          k.ranks.push_back(*w.rank);
+        } else {
+          ++k.unranked;
+        }
+      }
+    }
+    for (const LayoutStatement& l : b.layouts()) StateWorld(k, l.layout.world());
+    for (const FlightRecorderDump& d : hang.dumps) {
+      if (d.rank) k.ranks.push_back(*d.rank);
+    }
+    for (const HangEvent& e : hang.events) {
+      if (!e.host.empty()) k.hosts.push_back(e.host);
+    }
+  }
+  MachineHosts(b, k);
+  SortUnique(k.ranks);
+  SortUnique(k.hosts);
+  return k;
+}
+
+JobAssignment AssignJobs(const std::vector<JobKeys>& files, const std::vector<std::string>& paths,
+                         std::optional<int32_t> wanted) {
+  JobAssignment out;
+  out.job_of_file.assign(files.size(), 0);
+  std::vector<Ambiguous> ambiguous;
+  std::vector<Group> groups = GroupJobFiles(files, ambiguous);
+  SplitByFolder(groups, files, paths, ambiguous);
+  if (groups.size() <= 1) {
+    // One job or none: every file is read, as before jobs were told apart.
+    if (!groups.empty()) out.split.jobs.push_back(InfoOf(groups[0], files, paths));
+    return out;
+  }
+  std::vector<std::vector<std::string>> hosts;
+  for (const Group& g : groups) hosts.push_back(HostsOf(g, files));
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].kind != JobKeys::Kind::kMachine) continue;
+    std::vector<size_t> fits;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (SharesHost(hosts[g], files[i].hosts)) fits.push_back(g);
+    }
+    if (fits.size() == 1) {
+      groups[fits[0]].files.push_back(i);
+    } else {
+      ambiguous.push_back({i, fits});
+    }
+  }
+  // By folder, against the groups as the evidence formed them.
+  std::vector<std::pair<size_t, size_t>> by_folder;
+  std::vector<size_t> unplaced;
+  for (const Ambiguous& a : ambiguous) {
+    if (std::optional<size_t> g = NearestByFolder(a.file, groups, a.among, paths)) {
+      by_folder.emplace_back(a.file, *g);
+    } else {
+      unplaced.push_back(a.file);
+    }
+  }
+  for (const auto& [i, g] : by_folder) groups[g].files.push_back(i);
+  // Jobs in the order of their first file.
+  for (Group& g : groups) std::sort(g.files.begin(), g.files.end());
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return a.files.front() < b.files.front(); });
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out.split.jobs.push_back(InfoOf(groups[g], files, paths));
+    for (size_t i : groups[g].files) out.job_of_file[i] = static_cast<int32_t>(g);
+  }
+  for (size_t i : unplaced) out.job_of_file[i] = kUnplacedFile;
+  out.split.unplaced = static_cast<uint32_t>(unplaced.size());
+
+  const std::vector<JobInfo>& jobs = out.split.jobs;
+  if (wanted && *wanted >= 1 && static_cast<size_t>(*wanted) <= jobs.size()) {
+    out.split.chosen = static_cast<size_t>(*wanted - 1);
+    out.split.chosen_by_flag = true;
+  } else {
+    auto size_of = [](const JobInfo& j) { return std::make_tuple(j.ranks, j.files, j.bytes); };
+    for (size_t g = 1; g < jobs.size(); ++g) {
+      if (size_of(jobs[g]) > size_of(jobs[out.split.chosen])) out.split.chosen = g;
+    }
+  }
+  // Files nothing was read from keep their data-quality notes in the
+  // diagnosis.
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].kind == JobKeys::Kind::kNone) {
+      out.job_of_file[i] = static_cast<int32_t>(out.split.chosen);
+    }
+  }
+  return out;
+}
+
+void NoteLeftOut(JobAssignment& jobs, Run& run) {
+  if (!jobs.split.several()) return;
+  const std::vector<JobInfo>& list = jobs.split.jobs;
+  for (size_t i = 0; i < run.files.size(); ++i) {
+    int32_t job = jobs.job_of_file[i];
+    if (job == static_cast<int32_t>(jobs.split.chosen)) continue;
+    const std::string& path = run.files[i].path;
+    if (job == kUnplacedFile) {
+      run.diagnostics.Add(
+          DiagCode::kJobUnplaced, path, 0,
+          fmt::format("read as {}, but nothing ties it to one of the {} jobs found (no world "
+                      "size, time or host of one job alone): left out; give it with its own "
+                      "job's files",
+                      run.files[i].format, list.size()));
+      continue;
+    }
+    const JobInfo& j = list[static_cast<size_t>(job)];
+    run.diagnostics.Add(DiagCode::kJobOther, path, 0,
+                        fmt::format("belongs to job {} of {} ({}): not diagnosed here; `--job {}` "
+                                    "diagnoses it",
+                                    job + 1, list.size(), j.what, job + 1));
+  }
+  run.jobs = std::move(jobs.split);
+}
+
+}  // namespace laggard

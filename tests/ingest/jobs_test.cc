@@ -1,0 +1,239 @@
+// Jobs told apart before the files are merged (ingest/jobs.h): the rules on
+// keys, then real folders read as laggard diagnose reads them.
+
+#include "ingest/jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli/app.h"
+#include "cli/run_cli.h"
+#include "ingest/ingest.h"
+#include "ingest/readers.h"
+#include "test_util.h"
+
+namespace laggard {
+namespace {
+
+constexpr TimeNs kHour = 3600LL * 1'000'000'000;
+constexpr TimeNs kT0 = 1'700'000'000LL * 1'000'000'000;  // 2023-11-14
+
+JobKeys Job(std::string what, std::optional<int32_t> world, std::vector<int32_t> ranks,
+            std::optional<TimeNs> at = std::nullopt) {
+  JobKeys k;
+  k.kind = JobKeys::Kind::kJob;
+  k.what = std::move(what);
+  k.world_size = world;
+  k.ranks = std::move(ranks);
+  if (at) {
+    k.first_ns = *at;
+    k.last_ns = *at + kHour / 4;
+  }
+  return k;
+}
+
+JobKeys Machine(std::vector<std::string> hosts) {
+  JobKeys k;
+  k.kind = JobKeys::Kind::kMachine;
+  k.what = "GPU metrics file";
+  k.hosts = std::move(hosts);
+  return k;
+}
+
+std::vector<std::string> Paths(size_t n) {
+  std::vector<std::string> p;
+  for (size_t i = 0; i < n; ++i) p.push_back("f" + std::to_string(i));
+  return p;
+}
+
+JobAssignment Assign(const std::vector<JobKeys>& files, std::optional<int32_t> wanted = {}) {
+  return AssignJobs(files, Paths(files.size()), wanted);
+}
+
+TEST(JobsTest, OneWorldIsOneJobAndEveryFileIsRead) {
+  std::vector<JobKeys> files = {Job("Kineto trace", 4, {0}, kT0), Job("Kineto trace", 4, {1}, kT0),
+                                Job("step log", {}, {0, 1, 2, 3}), Machine({})};
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 1u);
+  EXPECT_FALSE(a.split.several());
+  EXPECT_EQ(a.split.jobs[0].ranks, 4u);
+  EXPECT_EQ(a.split.jobs[0].what, "2 Kineto traces, 1 step log");
+  for (int32_t j : a.job_of_file) EXPECT_EQ(j, 0);
+}
+
+TEST(JobsTest, DifferentWorldSizesAreDifferentJobsAndTheMostRanksIsChosen) {
+  std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0), Job("Kineto trace", 8, {0}, kT0),
+                                Job("Kineto trace", 8, {5}, kT0 + kHour)};
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 2u);
+  EXPECT_EQ(a.job_of_file, (std::vector<int32_t>{0, 1, 1}));
+  EXPECT_EQ(a.split.chosen, 1u);
+  EXPECT_FALSE(a.split.chosen_by_flag);
+  EXPECT_EQ(a.split.jobs[1].world_size, 8);
+
+  JobAssignment asked = Assign(files, 1);
+  EXPECT_EQ(asked.split.chosen, 0u);
+  EXPECT_TRUE(asked.split.chosen_by_flag);
+  // Beyond the jobs found: the default, and the caller says so.
+  JobAssignment beyond = Assign(files, 3);
+  EXPECT_EQ(beyond.split.chosen, 1u);
+  EXPECT_FALSE(beyond.split.chosen_by_flag);
+}
+
+TEST(JobsTest, ARestartHoursLaterIsOneJobAndDaysApartAreTwo) {
+  JobAssignment restart = Assign(
+      {Job("step log", 4, {0, 1, 2, 3}, kT0), Job("step log", 4, {0, 1, 2, 3}, kT0 + 5 * kHour)});
+  EXPECT_FALSE(restart.split.several());
+  JobAssignment apart = Assign(
+      {Job("step log", 4, {0, 1, 2, 3}, kT0), Job("step log", 4, {0, 1, 2, 3}, kT0 + 72 * kHour)});
+  ASSERT_TRUE(apart.split.several());
+  EXPECT_EQ(apart.job_of_file, (std::vector<int32_t>{0, 1}));
+}
+
+TEST(JobsTest, AFileOfNoWorldJoinsTheOneJobNearItInTimeOrStandsAlone) {
+  std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0),
+                                Job("Kineto trace", 8, {0}, kT0 + 500 * kHour),
+                                Job("nsys report", {}, {}, kT0 + 501 * kHour),
+                                Job("nsys report", {}, {}, kT0 + 2000 * kHour)};
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 3u);
+  EXPECT_EQ(a.job_of_file, (std::vector<int32_t>{0, 1, 1, 2}));
+  EXPECT_EQ(a.split.jobs[2].world_size, std::nullopt);
+  // A rank beyond the near job's world does not join it.
+  files[2].ranks = {12};
+  JobAssignment b = Assign(files);
+  EXPECT_NE(b.job_of_file[2], b.job_of_file[1]);
+}
+
+TEST(JobsTest, RunsOfOtherRanksOneAfterTheOtherAreTwoJobsARestartIsOne) {
+  // Step CSVs with times and no world size: ranks 0-1 for 15 minutes, then
+  // ranks 0-3; then ranks 0-3 again (a restart).
+  std::vector<JobKeys> files = {Job("step log", {}, {0}, kT0),
+                                Job("step log", {}, {1}, kT0),
+                                Job("step log", {}, {0}, kT0 + kHour),
+                                Job("step log", {}, {1, 2, 3}, kT0 + kHour),
+                                Job("step log", {}, {0, 1, 2, 3}, kT0 + 2 * kHour),
+                                Job("step log", {}, {}, kT0 + 3 * kHour)};
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 2u);
+  EXPECT_EQ(a.job_of_file, (std::vector<int32_t>{0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(a.split.jobs[1].ranks, 4u);
+  EXPECT_EQ(a.split.chosen, 1u);
+}
+
+TEST(JobsTest, AFileThatFitsSeveralJobsIsUnplacedNotGuessed) {
+  // Untimed and of no world, beside two jobs: which one?
+  std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0), Job("Kineto trace", 8, {0}, kT0),
+                                Job("step log", {}, {0})};
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 2u);
+  EXPECT_EQ(a.job_of_file[2], kUnplacedFile);
+  EXPECT_EQ(a.split.unplaced, 1u);
+  // Timed within both jobs' spans: also unplaced.
+  files[2].first_ns = kT0;
+  files[2].last_ns = kT0 + kHour;
+  EXPECT_EQ(Assign(files).job_of_file[2], kUnplacedFile);
+}
+
+TEST(JobsTest, MachineFilesGoWithTheJobOfTheirHostsOrNone) {
+  std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0), Job("Kineto trace", 8, {0}, kT0),
+                                Machine({"node-b"}), Machine({}), Machine({"node-z"})};
+  files[1].hosts = {"node-b"};
+  JobKeys empty;  // a file nothing was read from
+  files.push_back(empty);
+  JobAssignment a = Assign(files);
+  ASSERT_EQ(a.split.jobs.size(), 2u);
+  EXPECT_EQ(a.job_of_file, (std::vector<int32_t>{0, 1, 1, kUnplacedFile, kUnplacedFile, 1}));
+  EXPECT_EQ(a.split.jobs[1].files, 2u);
+  // The unread file's notes stay with the chosen job, whichever it is.
+  EXPECT_EQ(Assign(files, 1).job_of_file[5], 0);
+}
+
+TEST(JobsTest, LeftOutFilesAreNotedAndListed) {
+  std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0),
+                                Job("Kineto trace", 8, {0, 1}, kT0), Job("step log", {}, {0})};
+  JobAssignment a = Assign(files);
+  laggard::Run run;
+  for (const std::string& p : Paths(3)) run.files.push_back(InputFileInfo{.path = p});
+  NoteLeftOut(a, run);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kJobOther), 1u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kJobUnplaced), 1u);
+  ASSERT_EQ(run.jobs.jobs.size(), 2u);
+  EXPECT_EQ(run.jobs.chosen, 1u);
+}
+
+// Every kept real DDP job (bench/realjobs: rank logs, step CSVs with times,
+// Kineto traces) is one job, and nothing is left out.
+TEST(JobsRealTest, EachRealJobFolderIsOneJob) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.split_jobs = true;
+  int folders = 0;
+  for (const auto& e : std::filesystem::directory_iterator(testing_util::TestData("realjobs"))) {
+    if (!e.is_directory()) continue;
+    ++folders;
+    auto run = Ingest({e.path().string()}, readers->readers, options, traces.readers);
+    ASSERT_TRUE(run.ok());
+    EXPECT_FALSE(run->jobs.several()) << e.path() << ": " << run->jobs.jobs.size() << " jobs";
+    EXPECT_EQ(run->diagnostics.count(DiagCode::kJobUnplaced), 0u) << e.path();
+  }
+  EXPECT_GE(folders, 20);
+}
+
+// Two real jobs copied into one folder: each found, the larger diagnosed,
+// the other's files listed and left out.
+TEST(JobsRealTest, TwoRealJobsInOneFolderAreTold) {
+  testing_util::TempDir dir;
+  for (const char* job : {"w2_healthy", "w4_healthy"}) {
+    std::filesystem::copy(testing_util::TestData("realjobs", job), dir.File(job),
+                          std::filesystem::copy_options::recursive);
+  }
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.split_jobs = true;
+  auto run = Ingest({dir.path()}, readers->readers, options, traces.readers);
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run->jobs.jobs.size(), 2u);
+  const JobInfo& chosen = run->jobs.jobs[run->jobs.chosen];
+  EXPECT_EQ(chosen.ranks, 4u);  // torch 1.13 traces state no world size: the ranks tell
+  EXPECT_EQ(run->ranks.size(), 4u);
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kJobOther), run->jobs.jobs[0].files);
+}
+
+// laggard diagnose on two jobs: the list first, the verdict of one, stderr
+// says which; --job chooses; --job beyond them is a usage error.
+TEST(JobsCliTest, DiagnoseListsTheJobsAndReadsOne) {
+  testing_util::TempDir dir;
+  for (const char* job : {"w2_compute_1.2", "w4_healthy"}) {
+    std::filesystem::copy(testing_util::TestData("realjobs", job), dir.File(job),
+                          std::filesystem::copy_options::recursive);
+  }
+  testing_util::CliResult r = testing_util::RunCli({"diagnose", dir.path()});
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("job 2 of 2: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("jobs: these files hold 2 jobs; this report is about job 2"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("these files hold 2 jobs; diagnosing job 2"), std::string::npos) << r.err;
+
+  testing_util::CliResult first =
+      testing_util::RunCli({"diagnose", dir.path(), "--job", "1", "-q"});
+  EXPECT_EQ(first.rc, kExitOk) << first.err;
+  EXPECT_NE(first.out.find("job 1 of 2: "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("rank 1"), std::string::npos) << first.out;  // w2's compute straggler
+
+  testing_util::CliResult beyond = testing_util::RunCli({"diagnose", dir.path(), "--job", "3"});
+  EXPECT_EQ(beyond.rc, kExitNoInput);
+  EXPECT_NE(beyond.err.find("--job 3: these files hold 2 jobs (1 to 2)"), std::string::npos)
+      << beyond.err;
+  testing_util::CliResult one =
+      testing_util::RunCli({"diagnose", dir.File("w4_healthy"), "--job", "2"});
+  EXPECT_EQ(one.rc, kExitNoInput);
+  EXPECT_NE(one.err.find("--job 2: these files hold one job"), std::string::npos) << one.err;
+}
+
+}  // namespace
+}  // namespace laggard
