@@ -293,9 +293,43 @@ bool Disagree(const std::vector<JobKeys::StepPrint>& a, const std::vector<JobKey
   return shared > 0 && 2 * differ > shared;
 }
 
-// Step 5 of the header: each group whose folders disagree on a rank's steps
-// becomes one group per folder with steps; the group's other files, and
-// the entries of `ambiguous` that named it, may be in any of them.
+// One folder of a group: its files, the steps they give, span and ranks.
+struct Folder {
+  const std::vector<size_t>* members;
+  std::vector<JobKeys::StepPrint> prints;
+  Group span;  // its files as one group: their span
+  std::vector<int32_t> ranks;
+};
+
+// The folders (below `root`) of a group that give steps; `by_folder` holds
+// every folder's files.
+std::vector<Folder> PrintedFolders(const std::map<std::string, std::vector<size_t>>& by_folder,
+                                   const std::vector<JobKeys>& files) {
+  std::vector<Folder> printed;
+  for (const auto& [folder, members] : by_folder) {
+    Folder f{&members, {}, {}, {}};
+    for (size_t i : members) {
+      f.prints.insert(f.prints.end(), files[i].prints.begin(), files[i].prints.end());
+      f.span.Take(i, files[i]);
+    }
+    if (folder.empty() || f.prints.empty()) continue;
+    f.ranks = RanksOf(f.span, files);
+    printed.push_back(std::move(f));
+  }
+  return printed;
+}
+
+// Two folders disagree on a rank's steps, and are no restart (the same
+// ranks, one's span after the other's).
+bool Conflict(const Folder& a, const Folder& b) {
+  bool restart = a.span.first_ns && b.span.first_ns && a.ranks == b.ranks &&
+                 (*a.span.last_ns < *b.span.first_ns || *b.span.last_ns < *a.span.first_ns);
+  return !restart && Disagree(a.prints, b.prints);
+}
+
+// Step 5 of the header: each group whose folders conflict becomes one group
+// per folder with steps; the group's other files, and the entries of
+// `ambiguous` that named it, may be in any of them.
 void SplitByFolder(std::vector<Group>& groups, const std::vector<JobKeys>& files,
                    const std::vector<std::string>& paths, std::vector<Ambiguous>& ambiguous) {
   const std::string root = CommonFolder(paths);
@@ -305,17 +339,11 @@ void SplitByFolder(std::vector<Group>& groups, const std::vector<JobKeys>& files
   for (size_t g = 0; g < groups.size(); ++g) {
     std::map<std::string, std::vector<size_t>> by_folder;
     for (size_t i : groups[g].files) by_folder[TopFolder(paths[i], root)].push_back(i);
-    std::vector<std::pair<const std::vector<size_t>*, std::vector<JobKeys::StepPrint>>> printed;
-    for (const auto& [folder, members] : by_folder) {
-      std::vector<JobKeys::StepPrint> prints;
-      for (size_t i : members)
-        prints.insert(prints.end(), files[i].prints.begin(), files[i].prints.end());
-      if (!folder.empty() && !prints.empty()) printed.emplace_back(&members, std::move(prints));
-    }
+    std::vector<Folder> printed = PrintedFolders(by_folder, files);
     bool conflict = false;
     for (size_t a = 0; a < printed.size() && !conflict; ++a) {
       for (size_t b = a + 1; b < printed.size() && !conflict; ++b) {
-        conflict = Disagree(printed[a].second, printed[b].second);
+        conflict = Conflict(printed[a], printed[b]);
       }
     }
     if (!conflict) {
@@ -323,15 +351,14 @@ void SplitByFolder(std::vector<Group>& groups, const std::vector<JobKeys>& files
       out.push_back(std::move(groups[g]));
       continue;
     }
-    for (const auto& [members, prints] : printed) {
+    for (const Folder& f : printed) {
       now[g].push_back(out.size());
-      Group& split = out.emplace_back();
-      for (size_t i : *members) split.Take(i, files[i]);
-      if (groups[g].world) split.world = groups[g].world;
+      out.push_back(f.span);
+      if (groups[g].world) out.back().world = groups[g].world;
     }
     for (const auto& [folder, members] : by_folder) {
       bool taken = std::any_of(printed.begin(), printed.end(),
-                               [&](const auto& p) { return p.first == &members; });
+                               [&](const Folder& f) { return f.members == &members; });
       for (size_t i : members) {
         if (!taken) spread.push_back({i, now[g]});
       }

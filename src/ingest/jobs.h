@@ -29,7 +29,9 @@
 //   5. a job whose files lie in several folders (below the folder all the
 //      files share) that disagree on the same rank's steps (different
 //      durations of most steps both give) is one job per folder: two runs
-//      copied side by side. Two views of one run (a log and a CSV) agree.
+//      copied side by side. Two views of one run (a log and a CSV) agree;
+//      folders of the same ranks, one's span after the other's, are a
+//      restart and stay one job.
 // A file that the evidence cannot place (it fits several jobs, or none with
 // a host) is in no job: it is counted as job.unplaced, never guessed. One
 // job or none: every file is read, as if nothing were split. A restart

@@ -11,6 +11,8 @@
 #include "cli/run_cli.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
+#include "simulator/cluster.h"
+#include "simulator/run_writer.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -201,6 +203,62 @@ TEST(JobsRealTest, TwoRealJobsInOneFolderAreTold) {
   EXPECT_EQ(chosen.ranks, 4u);  // torch 1.13 traces state no world size: the ranks tell
   EXPECT_EQ(run->ranks.size(), 4u);
   EXPECT_EQ(run->diagnostics.count(DiagCode::kJobOther), run->jobs.jobs[0].files);
+}
+
+// Writes a healthy simulated run (timed CSV step logs, traces, nvidia-smi,
+// network outputs) of `nodes` x 4 GPUs starting at `start_s` into `dir`.
+void WriteSimulatedRun(const std::string& dir, uint64_t seed, int nodes, int64_t start_s) {
+  sim::ClusterScenario sc;
+  sc.seed = seed;
+  sc.nodes = nodes;
+  sc.gpus_per_node = 4;
+  sc.steps = 40;
+  sc.start_time_s = start_s;
+  ASSERT_TRUE(sim::ResolveScenario(&sc).ok());
+  sim::RunOutputOptions out;
+  out.step_format = sim::StepLogFormat::kCsv;
+  out.trace_steps = 3;
+  out.measure_effects = false;
+  auto written = sim::WriteClusterRun(sc, out, dir);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+}
+
+StatusOr<laggard::Run> IngestJobs(const std::string& dir) {
+  auto readers = MakeDefaultTextReaders(std::nullopt);
+  TraceReaderSet traces = MakeDefaultTraceReaders();
+  IngestOptions options;
+  options.split_jobs = true;
+  return Ingest({dir}, readers->readers, options, traces.readers);
+}
+
+// A simulated run whose logs restart halfway: the same ranks again, an hour
+// later, steps starting over, in a folder of their own. One job.
+TEST(JobsSimTest, ARestartedRunIsOneJob) {
+  testing_util::TempDir dir;
+  WriteSimulatedRun(dir.File("attempt1"), 1, 2, 1'764'000'000);
+  WriteSimulatedRun(dir.File("attempt2"), 2, 2, 1'764'003'600);
+  auto run = IngestJobs(dir.path());
+  ASSERT_TRUE(run.ok());
+  EXPECT_FALSE(run->jobs.several()) << run->jobs.jobs.size() << " jobs";
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kJobUnplaced), 0u);
+  EXPECT_EQ(run->ranks.size(), 8u);
+}
+
+// Two simulated runs of different sizes side by side, at the same hour:
+// two jobs, the larger diagnosed, every file placed with its own run.
+TEST(JobsSimTest, TwoRunsOfDifferentSizesAreTwoJobs) {
+  testing_util::TempDir dir;
+  WriteSimulatedRun(dir.File("small"), 1, 2, 1'764'000'000);
+  WriteSimulatedRun(dir.File("large"), 2, 3, 1'764'000'000);
+  auto run = IngestJobs(dir.path());
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run->jobs.jobs.size(), 2u);
+  const JobInfo& chosen = run->jobs.jobs[run->jobs.chosen];
+  EXPECT_EQ(chosen.world_size, 12);
+  EXPECT_EQ(run->ranks.size(), 12u);
+  EXPECT_EQ(run->jobs.unplaced, 0u);
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kJobOther),
+            run->jobs.jobs[1 - run->jobs.chosen].files);
 }
 
 // laggard diagnose on two jobs: the list first, the verdict of one, stderr
