@@ -81,6 +81,10 @@ struct Outcome {
   int extra_culprits = 0;
   int extra_group_ranks = 0;
   std::string extra;  // the first one, described
+  // The verdict's cost (impact.throughput_lost) beside what the fault cost
+  // the whole run, measured: 1 - healthy mean step / mean step.
+  std::optional<double> cost_reported, cost_measured;
+  std::string cost_method;
 };
 
 bool Matches(const Culprit& c, const nlohmann::json& t) {
@@ -155,6 +159,15 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   Verdict v = DecideVerdict(*run, a);
   bool blamed = v.status == VerdictStatus::kStraggler && !v.culprits.empty();
   o.got = blamed ? Describe(v.culprits.front()) : std::string(VerdictStatusName(v.status));
+  if (blamed && v.throughput_lost && expected.contains("fault_index") && !o.combined) {
+    // While the fault acts: what a verdict's "costs x% of throughput" says.
+    const nlohmann::json& eff = truth["faults"][expected["fault_index"].get<size_t>()]["effect"];
+    if (eff["step_time_increase"].is_number()) {
+      o.cost_reported = *v.throughput_lost;
+      o.cost_measured = 1 - 1 / (1 + eff["step_time_increase"].get<double>());
+      o.cost_method = ImpactMethodName(v.impact_method);
+    }
+  }
   o.want = fmt::format("{} {}/{}", expected["culprits"].dump(), expected.value("cause_class", ""),
                        expected.value("cause", ""));
   if (o.healthy) {
@@ -270,6 +283,9 @@ int main(int argc, char** argv) {
       ge5_cause = 0, eff5 = 0, eff5_culprit = 0, eff5_cause = 0, never_acted = 0,
       never_acted_named = 0, extra_runs = 0, extra_group_runs = 0, reached_lower = 0, combined = 0,
       combined_second = 0, combined_other_first = 0, combined_primary_first = 0;
+  // Right culprits with a cost: how many, and within 3 points of the
+  // measured cost, by impact method.
+  std::map<std::string, std::array<int, 2>> cost_by_method;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scenarios + extra_healthy; ++i) {
     sim::ClusterScenario sc;
@@ -341,6 +357,10 @@ int main(int argc, char** argv) {
       auto& bb = by_band[Band(sev)];
       bb[0]++, bb[1] += o.culprit_ok, bb[2] += o.cause_ok;
       if (sev >= 0.05) ++ge5, ge5_culprit += o.culprit_ok, ge5_cause += o.cause_ok;
+      if (o.culprit_ok && o.cost_reported) {
+        auto& c = cost_by_method[o.cost_method];
+        c[0]++, c[1] += std::abs(*o.cost_reported - *o.cost_measured) <= 0.03;
+      }
       if (o.job_slowdown) {
         auto& eb = by_effect[Band(*o.job_slowdown)];
         eb[0]++, eb[1] += o.culprit_ok, eb[2] += o.cause_ok;
@@ -358,6 +378,10 @@ int main(int argc, char** argv) {
                                         : o.culprit_ok ? "CLASS "
                                                        : "MISS  "),
                      o.got, o.want)
+              << (o.cost_reported
+                      ? fmt::format("  cost {:.1f}% ({}), measured {:.1f}%", 100 * *o.cost_reported,
+                                    o.cost_method, 100 * *o.cost_measured)
+                      : "")
               << (o.extra_culprits > 0 ? fmt::format("  EXTRA: {}", o.extra) : "")
               << (o.extra_group_ranks > 0
                       ? fmt::format("  EXTRA group ranks: {}", o.extra_group_ranks)
@@ -380,6 +404,10 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "thermal faults banded by the slowdown they reached, below their nominal band: {}\n",
       reached_lower);
+  for (const auto& [method, c] : cost_by_method) {
+    std::cout << fmt::format("cost within 3 points of the measured: {} of {} right culprits ({})\n",
+                             c[1], c[0], method);
+  }
   std::cout << fmt::format(
       "culprit top-1: {}   cause class: {}   (faults >= 5%: culprit {}, cause {})\n",
       pct(culprit, faulty), pct(cause, faulty), pct(ge5_culprit, ge5), pct(ge5_cause, ge5));
