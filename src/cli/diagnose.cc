@@ -171,7 +171,7 @@ std::string JobsLine(const JobSplit& split) {
   return fmt::format(
       "laggard: these files hold {} jobs; diagnosing job {} ({}{}){}; --job N for another "
       "(the report lists them)",
-      split.jobs.size(), split.chosen + 1, split.chosen_by_flag ? "--job, " : "the most ranks, ",
+      split.jobs.size(), split.chosen + 1, split.chosen_by_flag ? "--job, " : "the largest, ",
       j.what,
       split.unplaced > 0
           ? fmt::format("; {} left out as unplaced", Plural(split.unplaced, "file", "files"))
@@ -285,7 +285,7 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "named TENSOR/PIPELINE/DATA_PARALLEL_GROUP or mesh_<dim> give it");
   cmd->add_option("--job", o.input.job,
                   "when the files hold several jobs (listed first in the report), diagnose the "
-                  "N-th; default: the one with the most ranks")
+                  "N-th; default: the largest (the most ranks, then files, then bytes)")
       ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")

@@ -57,7 +57,7 @@ struct IngestOptions {
   std::vector<std::string> comm_kernels;
   int threads = 0;  // 0: one per core; files read at once
   // Tell apart the jobs the files hold (ingest/jobs.h) and read one into the
-  // Run: `job` (1-based, diagnose --job) or the one with the most ranks;
+  // Run: `job` (1-based, diagnose --job) or the largest (the most ranks);
   // Run::jobs lists them. Off: every file is read into the Run.
   bool split_jobs = false;
   std::optional<int32_t> job;

@@ -1,20 +1,38 @@
 #include "ingest/jobs.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "ingest/jobs_groups.h"
+
 namespace laggard {
 namespace {
 
+using jobs_internal::Ambiguous;
+using jobs_internal::FolderIndex;
+using jobs_internal::Group;
+using jobs_internal::RanksOf;
+using jobs_internal::SortUnique;
+
 // 2000-01-01 in Unix nanoseconds: earlier times are relative (a trace timed
-// from its own start, a simulator's clock), not wall clock.
+// from its own start, a simulator's clock), not wall clock; so are times
+// more than a day after now (a monotonic clock read as epoch microseconds).
 constexpr TimeNs kWallClockFrom = 946'684'800LL * 1'000'000'000;
 
+TimeNs WallClockTo() {
+  static const TimeNs to = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() +
+                           24LL * 3600 * 1'000'000'000;
+  return to;
+}
+
 void Widen(JobKeys& k, TimeNs t) {
-  if (t < kWallClockFrom) return;
+  if (t < kWallClockFrom || t > WallClockTo()) return;
   k.first_ns = k.first_ns ? std::min(*k.first_ns, t) : t;
   k.last_ns = k.last_ns ? std::max(*k.last_ns, t) : t;
 }
@@ -37,7 +55,7 @@ void KeysOfSteps(const RunBuilder& b, JobKeys& k) {
     k.ranks.push_back(s.info.rank);
     if (s.info.host) k.hosts.push_back(*s.info.host);
     for (size_t i = 0; i < s.steps.size() && i < JobKeys::kPrintSteps; ++i) {
-      k.prints.push_back({s.info.rank, s.steps[i].step, s.steps[i].duration_ns});
+      k.prints.push_back({s.info.rank, 0, s.steps[i].step, s.steps[i].duration_ns});
     }
     for (const StepRecord& r : s.steps) {
       if (r.start_ns) Widen(k, *r.start_ns);
@@ -60,10 +78,17 @@ void KeysOfTraces(const RunBuilder& b, JobKeys& k) {
     }
     if (t.world_size) StateWorld(k, *t.world_size);
     if (t.host) k.hosts.push_back(*t.host);
+    for (size_t i = 0; t.rank && i < t.steps.size() && i < JobKeys::kPrintSteps; ++i) {
+      const TraceStep& s = t.steps[i];
+      if (s.end_ns > s.start_ns) k.prints.push_back({*t.rank, 1, s.step, s.end_ns - s.start_ns});
+    }
     if (t.origin == TraceOrigin::kHostClock && !t.ops.empty()) {
-      Widen(k, t.ops.front().start_ns);
-      TimeNs end = t.ops.front().start_ns;
-      for (const TraceOp& op : t.ops) end = std::max(end, op.start_ns + op.dur_ns);
+      TimeNs first = t.ops.front().start_ns, end = first;
+      for (const TraceOp& op : t.ops) {
+        first = std::min(first, op.start_ns);
+        end = std::max(end, op.start_ns + op.dur_ns);
+      }
+      Widen(k, first);
       Widen(k, end);
     }
   }
@@ -106,34 +131,6 @@ void MachineHosts(const RunBuilder& b, JobKeys& k) {
   for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
 }
 
-template <typename T>
-void SortUnique(std::vector<T>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-}
-
-// A job being formed: its files and what they say together.
-struct Group {
-  std::optional<int32_t> world;
-  std::optional<TimeNs> first_ns, last_ns;
-  std::vector<size_t> files;
-
-  void Take(size_t i, const JobKeys& k) {
-    files.push_back(i);
-    if (k.world_size) world = std::max(world.value_or(0), *k.world_size);
-    if (k.first_ns) first_ns = first_ns ? std::min(*first_ns, *k.first_ns) : *k.first_ns;
-    if (k.last_ns) last_ns = last_ns ? std::max(*last_ns, *k.last_ns) : *k.last_ns;
-  }
-  // Its span and the file's lie within kJobGapNs of each other.
-  bool Near(const JobKeys& k) const {
-    return first_ns && k.first_ns && *k.first_ns <= *last_ns + kJobGapNs &&
-           *first_ns <= *k.last_ns + kJobGapNs;
-  }
-  bool Holds(const JobKeys& k) const {
-    return !world || k.ranks.empty() || k.ranks.back() < *world;
-  }
-};
-
 // Timed files (in file order) into groups whose spans lie within the gap.
 void GroupByTime(const std::vector<JobKeys>& files, std::vector<size_t> timed,
                  std::vector<Group>& groups) {
@@ -149,19 +146,12 @@ void GroupByTime(const std::vector<JobKeys>& files, std::vector<size_t> timed,
   }
 }
 
-// The ranks a group's files name, sorted.
-std::vector<int32_t> RanksOf(const Group& g, const std::vector<JobKeys>& files) {
-  std::vector<int32_t> ranks;
-  for (size_t i : g.files) ranks.insert(ranks.end(), files[i].ranks.begin(), files[i].ranks.end());
-  SortUnique(ranks);
-  return ranks;
-}
-
 // Timed files that state no world size (in file order) into groups: first
 // into episodes, files whose spans overlap one another; then consecutive
-// episodes within the gap into one job when they name the same ranks (a
-// restart) or one names none, else into different jobs (two runs of other
-// sizes, one after the other).
+// episodes within the gap into one job, unless the later one names some of
+// the earlier one's ranks but not the same set (a run of another size after
+// it: the same rank ran twice). The same ranks again are a restart; other
+// ranks, other nodes of the job, timed a little apart.
 void GroupEpisodes(const std::vector<JobKeys>& files, std::vector<size_t> timed,
                    std::vector<Group>& groups) {
   std::stable_sort(timed.begin(), timed.end(),
@@ -171,26 +161,43 @@ void GroupEpisodes(const std::vector<JobKeys>& files, std::vector<size_t> timed,
     if (episodes.empty() || *files[i].first_ns > *episodes.back().last_ns) episodes.emplace_back();
     episodes.back().Take(i, files[i]);
   }
-  std::vector<int32_t> last_ranks;
+  std::vector<int32_t> seen;  // ranks of the job being formed
   for (size_t e = 0; e < episodes.size(); ++e) {
     std::vector<int32_t> ranks = RanksOf(episodes[e], files);
-    bool restart = e > 0 && groups.back().Near(files[episodes[e].files.front()]) &&
-                   (ranks.empty() || last_ranks.empty() || ranks == last_ranks);
-    if (!restart) groups.emplace_back();
+    bool repeats = std::any_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+      return std::binary_search(seen.begin(), seen.end(), r);
+    });
+    bool same_job = e > 0 && groups.back().Near(files[episodes[e].files.front()]) &&
+                    (!repeats || ranks == seen);
+    if (!same_job) {
+      groups.emplace_back();
+      seen.clear();
+    }
     for (size_t i : episodes[e].files) groups.back().Take(i, files[i]);
-    if (!ranks.empty()) last_ranks = std::move(ranks);
+    seen.insert(seen.end(), ranks.begin(), ranks.end());
+    SortUnique(seen);
   }
 }
 
-// A file that fits several groups (`among`; empty: any): placed by folder
-// at the end, else unplaced.
-struct Ambiguous {
-  size_t file;
-  std::vector<size_t> among;
-};
-
-bool Overlaps(const Group& g, const JobKeys& k) {
-  return g.first_ns && k.first_ns && *k.first_ns <= *g.last_ns && *g.first_ns <= *k.last_ns;
+// A timed file whose span overlaps several groups of one world size (step
+// logs over weeks, profiled on day 1 and day 5) joins those groups: one long
+// job.
+void BridgeSpans(const JobKeys& k, const std::vector<JobKeys>& files, std::vector<Group>& groups) {
+  std::map<int32_t, std::vector<size_t>> overlapped;  // world -> groups
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].world && groups[g].Overlaps(k) && groups[g].Holds(k)) {
+      overlapped[*groups[g].world].push_back(g);
+    }
+  }
+  std::vector<size_t> gone;
+  for (const auto& [world, list] : overlapped) {
+    for (size_t n = 1; n < list.size(); ++n) {
+      for (size_t i : groups[list[n]].files) groups[list[0]].Take(i, files[i]);
+      gone.push_back(list[n]);
+    }
+  }
+  std::sort(gone.rbegin(), gone.rend());
+  for (size_t g : gone) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g));
 }
 
 // Steps 1 to 3 of the header: the job files into groups, those that fit
@@ -209,23 +216,31 @@ std::vector<Group> GroupJobFiles(const std::vector<JobKeys>& files,
     }
   }
   std::vector<Group> groups;
+  std::vector<std::pair<int32_t, size_t>> untimed;  // (world, file)
   for (const auto& [world, members] : by_world) {
-    std::vector<size_t> timed, untimed;
-    for (size_t i : members) (files[i].first_ns ? timed : untimed).push_back(i);
+    std::vector<size_t> timed;
+    for (size_t i : members) {
+      if (files[i].first_ns) {
+        timed.push_back(i);
+      } else {
+        untimed.emplace_back(world, i);
+      }
+    }
     size_t before = groups.size();
     GroupByTime(files, timed, groups);
     if (groups.size() == before) groups.emplace_back();
+    for (size_t g = before; g < groups.size(); ++g) groups[g].world = world;
+  }
+  for (size_t i : timed_free) BridgeSpans(files[i], files, groups);
+  for (const auto& [world, i] : untimed) {
     std::vector<size_t> same_world;
-    for (size_t g = before; g < groups.size(); ++g) {
-      groups[g].world = world;
-      same_world.push_back(g);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].world == world) same_world.push_back(g);
     }
-    for (size_t i : untimed) {
-      if (same_world.size() == 1) {
-        groups[before].Take(i, files[i]);
-      } else {
-        ambiguous.push_back({i, same_world});  // spans of one world far apart
-      }
+    if (same_world.size() == 1) {
+      groups[same_world[0]].Take(i, files[i]);
+    } else {
+      ambiguous.push_back({i, same_world});  // spans of one world far apart
     }
   }
   std::vector<size_t> alone;
@@ -234,7 +249,7 @@ std::vector<Group> GroupJobFiles(const std::vector<JobKeys>& files,
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!groups[g].Near(files[i]) || !groups[g].Holds(files[i])) continue;
       fits.push_back(g);
-      if (Overlaps(groups[g], files[i])) overlaps.push_back(g);
+      if (groups[g].Overlaps(files[i])) overlaps.push_back(g);
     }
     if (fits.size() == 1 || overlaps.size() == 1) {
       groups[fits.size() == 1 ? fits[0] : overlaps[0]].Take(i, files[i]);
@@ -256,156 +271,12 @@ std::vector<Group> GroupJobFiles(const std::vector<JobKeys>& files,
   return groups;
 }
 
-// The folder every path lies in ("dir/" form; "" for none).
-std::string CommonFolder(const std::vector<std::string>& paths) {
-  if (paths.empty()) return "";
-  std::string_view common = paths[0];
-  for (const std::string& p : paths) {
-    size_t n = 0;
-    while (n < common.size() && n < p.size() && common[n] == p[n]) ++n;
-    common = common.substr(0, n);
-  }
-  size_t cut = common.rfind('/');
-  return cut == std::string_view::npos ? "" : std::string(common.substr(0, cut + 1));
-}
-
-// The first folder of `path` below `root`; "" for a file in root itself.
-std::string TopFolder(std::string_view path, std::string_view root) {
-  std::string_view rest = path.substr(std::min(root.size(), path.size()));
-  size_t slash = rest.find('/');
-  return slash == std::string_view::npos ? "" : std::string(rest.substr(0, slash));
-}
-
-// Most of the steps both give differ, by more than 1% and 1 ms.
-bool Disagree(const std::vector<JobKeys::StepPrint>& a, const std::vector<JobKeys::StepPrint>& b) {
-  std::map<std::pair<int32_t, int64_t>, DurationNs> first;
-  for (const JobKeys::StepPrint& p : a)
-    first.emplace(std::make_pair(p.rank, p.step), p.duration_ns);
-  size_t shared = 0, differ = 0;
-  for (const JobKeys::StepPrint& p : b) {
-    auto it = first.find({p.rank, p.step});
-    if (it == first.end()) continue;
-    ++shared;
-    DurationNs gap =
-        it->second > p.duration_ns ? it->second - p.duration_ns : p.duration_ns - it->second;
-    differ += gap > 1'000'000 && gap > std::max(it->second, p.duration_ns) / 100;
-  }
-  return shared > 0 && 2 * differ > shared;
-}
-
-// One folder of a group: its files, the steps they give, span and ranks.
-struct Folder {
-  const std::vector<size_t>* members;
-  std::vector<JobKeys::StepPrint> prints;
-  Group span;  // its files as one group: their span
-  std::vector<int32_t> ranks;
-};
-
-// The folders (below `root`) of a group that give steps; `by_folder` holds
-// every folder's files.
-std::vector<Folder> PrintedFolders(const std::map<std::string, std::vector<size_t>>& by_folder,
-                                   const std::vector<JobKeys>& files) {
-  std::vector<Folder> printed;
-  for (const auto& [folder, members] : by_folder) {
-    Folder f{&members, {}, {}, {}};
-    for (size_t i : members) {
-      f.prints.insert(f.prints.end(), files[i].prints.begin(), files[i].prints.end());
-      f.span.Take(i, files[i]);
-    }
-    if (folder.empty() || f.prints.empty()) continue;
-    f.ranks = RanksOf(f.span, files);
-    printed.push_back(std::move(f));
-  }
-  return printed;
-}
-
-// Two folders disagree on a rank's steps, and are no restart (the same
-// ranks, one's span after the other's).
-bool Conflict(const Folder& a, const Folder& b) {
-  bool restart = a.span.first_ns && b.span.first_ns && a.ranks == b.ranks &&
-                 (*a.span.last_ns < *b.span.first_ns || *b.span.last_ns < *a.span.first_ns);
-  return !restart && Disagree(a.prints, b.prints);
-}
-
-// Step 5 of the header: each group whose folders conflict becomes one group
-// per folder with steps; the group's other files, and the entries of
-// `ambiguous` that named it, may be in any of them.
-void SplitByFolder(std::vector<Group>& groups, const std::vector<JobKeys>& files,
-                   const std::vector<std::string>& paths, std::vector<Ambiguous>& ambiguous) {
-  const std::string root = CommonFolder(paths);
-  std::vector<Group> out;
-  std::vector<std::vector<size_t>> now(groups.size());  // old group -> its groups now
-  std::vector<Ambiguous> spread;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    std::map<std::string, std::vector<size_t>> by_folder;
-    for (size_t i : groups[g].files) by_folder[TopFolder(paths[i], root)].push_back(i);
-    std::vector<Folder> printed = PrintedFolders(by_folder, files);
-    bool conflict = false;
-    for (size_t a = 0; a < printed.size() && !conflict; ++a) {
-      for (size_t b = a + 1; b < printed.size() && !conflict; ++b) {
-        conflict = Conflict(printed[a], printed[b]);
-      }
-    }
-    if (!conflict) {
-      now[g].push_back(out.size());
-      out.push_back(std::move(groups[g]));
-      continue;
-    }
-    for (const Folder& f : printed) {
-      now[g].push_back(out.size());
-      out.push_back(f.span);
-      if (groups[g].world) out.back().world = groups[g].world;
-    }
-    for (const auto& [folder, members] : by_folder) {
-      bool taken = std::any_of(printed.begin(), printed.end(),
-                               [&](const Folder& f) { return f.members == &members; });
-      for (size_t i : members) {
-        if (!taken) spread.push_back({i, now[g]});
-      }
-    }
-  }
-  for (Ambiguous& a : ambiguous) {
-    std::vector<size_t> among;
-    for (size_t g : a.among) among.insert(among.end(), now[g].begin(), now[g].end());
-    a.among = std::move(among);
-  }
-  ambiguous.insert(ambiguous.end(), spread.begin(), spread.end());
-  groups = std::move(out);
-}
-
 // The hosts a group's files name.
 std::vector<std::string> HostsOf(const Group& g, const std::vector<JobKeys>& files) {
   std::vector<std::string> hosts;
   for (size_t i : g.files) hosts.insert(hosts.end(), files[i].hosts.begin(), files[i].hosts.end());
   SortUnique(hosts);
   return hosts;
-}
-
-// How many leading folders the paths a and b share.
-size_t SharedDepth(std::string_view a, std::string_view b) {
-  size_t a_dir = a.rfind('/'), b_dir = b.rfind('/');
-  if (a_dir == std::string_view::npos || b_dir == std::string_view::npos) return 0;
-  size_t depth = 0;
-  for (size_t i = 0; i <= a_dir && i <= b_dir && a[i] == b[i]; ++i) depth += a[i] == '/';
-  return depth;
-}
-
-// The group whose files lie in a folder nearer file i's than every other
-// group's (a run copied into its own folder beside another), if it is one
-// of `among` (any, when empty); else nullopt.
-std::optional<size_t> NearestByFolder(size_t i, const std::vector<Group>& groups,
-                                      const std::vector<size_t>& among,
-                                      const std::vector<std::string>& paths) {
-  std::vector<size_t> depth(groups.size(), 0);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t m : groups[g].files) depth[g] = std::max(depth[g], SharedDepth(paths[i], paths[m]));
-  }
-  size_t best = static_cast<size_t>(std::max_element(depth.begin(), depth.end()) - depth.begin());
-  if (std::count(depth.begin(), depth.end(), depth[best]) > 1) return std::nullopt;
-  if (!among.empty() && std::find(among.begin(), among.end(), best) == among.end()) {
-    return std::nullopt;
-  }
-  return best;
 }
 
 bool SharesHost(const std::vector<std::string>& sorted, const std::vector<std::string>& hosts) {
@@ -503,7 +374,7 @@ JobAssignment AssignJobs(const std::vector<JobKeys>& files, const std::vector<st
   out.job_of_file.assign(files.size(), 0);
   std::vector<Ambiguous> ambiguous;
   std::vector<Group> groups = GroupJobFiles(files, ambiguous);
-  SplitByFolder(groups, files, paths, ambiguous);
+  jobs_internal::SplitRunsSideBySide(groups, files, paths, ambiguous);
   if (groups.size() <= 1) {
     // One job or none: every file is read, as before jobs were told apart.
     if (!groups.empty()) out.split.jobs.push_back(InfoOf(groups[0], files, paths));
@@ -524,10 +395,11 @@ JobAssignment AssignJobs(const std::vector<JobKeys>& files, const std::vector<st
     }
   }
   // By folder, against the groups as the evidence formed them.
+  const FolderIndex folders(groups, paths);
   std::vector<std::pair<size_t, size_t>> by_folder;
   std::vector<size_t> unplaced;
   for (const Ambiguous& a : ambiguous) {
-    if (std::optional<size_t> g = NearestByFolder(a.file, groups, a.among, paths)) {
+    if (std::optional<size_t> g = folders.Nearest(paths[a.file], a.among)) {
       by_folder.emplace_back(a.file, *g);
     } else {
       unplaced.push_back(a.file);
@@ -575,9 +447,9 @@ void NoteLeftOut(JobAssignment& jobs, Run& run) {
     if (job == kUnplacedFile) {
       run.diagnostics.Add(
           DiagCode::kJobUnplaced, path, 0,
-          fmt::format("read as {}, but nothing ties it to one of the {} jobs found (no world "
-                      "size, time or host of one job alone): left out; give it with its own "
-                      "job's files",
+          fmt::format("read as {}, but the evidence fits several of the {} jobs found, or "
+                      "none (world size, time, ranks, hosts, folder): left out rather than "
+                      "guessed; diagnose its job's files alone to use it",
                       run.files[i].format, list.size()));
       continue;
     }

@@ -8,37 +8,37 @@
 // states (a profiler trace's distributedInfo, an op timeline's layout, a
 // launch log's layout line), the wall-clock span of its timed records
 // (steps with a start time, trace ops on the host's clock; times before
-// 2000 are taken as relative, not as wall clock), its ranks and hosts.
+// 2000 or more than a day after now are not wall clock), its ranks, hosts,
+// and the first steps of each rank (StepPrint).
 //
 // Job files (steps, traces, op timelines, other tools' reports, hang
 // evidence) are grouped by evidence only (AssignJobs):
 //   1. files stating the same world size are one job unless their spans lie
-//      more than kJobGapNs apart (then one job per span); different world
-//      sizes are different jobs;
+//      more than kJobGapNs apart (then one job per span) and no timed file
+//      spans both; different world sizes are different jobs;
 //   2. a timed file stating no world size joins the one job whose span lies
 //      within kJobGapNs of its own (and whose world holds its ranks; when
 //      several do, the one its span overlaps); with none, such files form
 //      jobs of their own: files whose spans overlap are one episode, and
-//      consecutive episodes within kJobGapNs are one job when they name the
-//      same ranks (a restart), else different jobs (two runs of different
-//      sizes, one after the other);
+//      the next episode within kJobGapNs is another job only when it names
+//      some of the ranks seen so far but not the same set (a run of another
+//      size after the first); the same ranks again are a restart, other
+//      ranks other nodes of the job timed a little apart;
 //   3. an untimed file stating no world size joins the job when there is
 //      one;
 //   4. machine files (GPU metrics, network data) join the job when there is
-//      one, else the one job whose hosts they name.
-//   5. a job whose files lie in several folders (below the folder all the
-//      files share) that disagree on the same rank's steps (different
-//      durations of most steps both give) is one job per folder: two runs
-//      copied side by side. Two views of one run (a log and a CSV) agree;
+//      one, else the one job whose hosts they name;
+//   5. runs side by side (jobs_folders.cc): within a job, folders that
+//      disagree on the same rank's steps (step records, and profiler traces'
+//      steps apart) at every small step offset are split apart; folders
+//      that agree or share no step are clustered, nearest folders first;
 //      folders of the same ranks, one's span after the other's, are a
-//      restart and stay one job.
-// A file that the evidence cannot place (it fits several jobs, or none with
-// a host) is in no job: it is counted as job.unplaced, never guessed. One
-// job or none: every file is read, as if nothing were split. A restart
-// (the same world or ranks, steps starting over after a gap shorter than
-// kJobGapNs) stays one job. Two runs of the same ranks one after the other
-// look like a restart and are read as one job (their steps then collide:
-// step.duplicate).
+//      restart and stay together.
+// A file that fits several jobs goes with the one whose files share its
+// folder most closely, else it is in no job: job.unplaced, never guessed.
+// One job or none: every file is read, as if nothing were split. Two runs
+// of the same ranks in one folder cannot be told apart: their records
+// collide (step.duplicate, trace.duplicate_rank).
 
 #ifndef LAGGARD_INGEST_JOBS_H_
 #define LAGGARD_INGEST_JOBS_H_
@@ -71,14 +71,17 @@ struct JobKeys {
   uint32_t unranked = 0;           // traces, workers or step series of no rank
   std::vector<std::string> hosts;  // sorted, unique
   uint64_t bytes = 0;
-  // The first kPrintSteps steps of each rank: two runs copied side by side
-  // disagree on them, two views of one run (a log and a CSV) agree.
+  // The first kPrintSteps steps of each rank, from step records and from
+  // profiler traces apart (source 0 and 1: they time a step differently):
+  // two runs copied side by side disagree on them, two views of one run (a
+  // log and a CSV) agree.
   struct StepPrint {
     int32_t rank;
+    uint8_t source;
     int64_t step;
     DurationNs duration_ns;
   };
-  static constexpr size_t kPrintSteps = 64;
+  static constexpr size_t kPrintSteps = 32;
   std::vector<StepPrint> prints;
 };
 
@@ -97,8 +100,8 @@ struct JobAssignment {
 };
 
 // Groups `files` (parallel to `paths`) into jobs and chooses the one to
-// analyse: `wanted` (1-based, --job) when it names one, else the job with
-// the most ranks (then the most files, then the most bytes, then the first).
+// analyse: `wanted` (1-based, --job) when it names one, else the largest:
+// the most ranks, then the most files, then the most bytes, then the first.
 // A `wanted` beyond the jobs found leaves the default chosen and
 // chosen_by_flag false: the caller says so.
 JobAssignment AssignJobs(const std::vector<JobKeys>& files, const std::vector<std::string>& paths,

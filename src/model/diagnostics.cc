@@ -159,10 +159,11 @@ constexpr DiagInfo kCatalogue[] = {
      "was converted to GB/s"},
     {"job.other", DiagKind::kSkippedFile,
      "file of another job than the one diagnosed (the files hold several: different world "
-     "sizes, or times days apart): listed, not read into the diagnosis; --job N chooses"},
+     "sizes, times days apart, runs of other ranks one after another, or folders that "
+     "disagree on a rank's steps): listed, not read into the diagnosis; --job N chooses"},
     {"job.unplaced", DiagKind::kSkippedFile,
-     "file that the files hold several jobs and nothing ties to one of them (it fits several, "
-     "or names no host of any): left out rather than guessed"},
+     "file the evidence cannot place in one of the several jobs found (it fits several, or "
+     "none): left out rather than guessed"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

@@ -287,7 +287,7 @@ Json JobsJson(const JobSplit& split) {
   }
   return {{"found", split.jobs.size()},
           {"diagnosed", split.chosen + 1},
-          {"chosen_by", split.chosen_by_flag ? "flag" : "most_ranks"},
+          {"chosen_by", split.chosen_by_flag ? "flag" : "largest"},
           {"unplaced_files", split.unplaced},
           {"list", std::move(list)}};
 }

@@ -272,7 +272,7 @@ void RenderJobs(const Run& run, std::ostream& out) {
       "\njobs: these files hold {} jobs; this report is about job {} ({}); --job N for "
       "another\n",
       split.jobs.size(), split.chosen + 1,
-      split.chosen_by_flag ? "as asked" : "the one with the most ranks");
+      split.chosen_by_flag ? "as asked" : "the largest: most ranks, then files");
   for (size_t i = 0; i < split.jobs.size(); ++i) {
     const JobInfo& j = split.jobs[i];
     std::string when;

@@ -124,6 +124,21 @@ TEST(JobsTest, RunsOfOtherRanksOneAfterTheOtherAreTwoJobsARestartIsOne) {
   EXPECT_EQ(a.split.chosen, 1u);
 }
 
+TEST(JobsTest, NodesTimedAMinuteApartAreOneJobAndASpanBridgesProfiledDays) {
+  // Per-node traces of one job, timed a minute apart, no world size.
+  std::vector<JobKeys> nodes = {
+      Job("Kineto trace", {}, {0}, kT0), Job("Kineto trace", {}, {1}, kT0),
+      Job("Kineto trace", {}, {2}, kT0 + kHour / 2), Job("Kineto trace", {}, {3}, kT0 + kHour / 2)};
+  EXPECT_FALSE(Assign(nodes).split.several());
+  // Traces of world 2 on day 1 and day 5, step logs over the whole week.
+  JobKeys week = Job("step log", {}, {0, 1}, kT0);
+  week.last_ns = kT0 + 7 * 24 * kHour;
+  JobAssignment a = Assign({Job("Kineto trace", 2, {0}, kT0 + 24 * kHour),
+                            Job("Kineto trace", 2, {0}, kT0 + 5 * 24 * kHour), week});
+  EXPECT_FALSE(a.split.several());
+  EXPECT_EQ(a.split.jobs.at(0).files, 3u);
+}
+
 TEST(JobsTest, AFileThatFitsSeveralJobsIsUnplacedNotGuessed) {
   // Untimed and of no world, beside two jobs: which one?
   std::vector<JobKeys> files = {Job("Kineto trace", 2, {0}, kT0), Job("Kineto trace", 8, {0}, kT0),
@@ -203,6 +218,86 @@ TEST(JobsRealTest, TwoRealJobsInOneFolderAreTold) {
   EXPECT_EQ(chosen.ranks, 4u);  // torch 1.13 traces state no world size: the ranks tell
   EXPECT_EQ(run->ranks.size(), 4u);
   EXPECT_EQ(run->diagnostics.count(DiagCode::kJobOther), run->jobs.jobs[0].files);
+}
+
+// Copies every file of the real job `job` whose name starts with one of
+// `prefixes` into `to`.
+void CopyReal(const std::string& job, const std::string& to, std::vector<std::string> prefixes) {
+  std::filesystem::create_directories(to);
+  for (const auto& e :
+       std::filesystem::directory_iterator(testing_util::TestData("realjobs", job))) {
+    std::string name = e.path().filename().string();
+    for (const std::string& p : prefixes) {
+      if (name.rfind(p, 0) == 0) std::filesystem::copy(e.path(), to + "/" + name);
+    }
+  }
+}
+
+StatusOr<laggard::Run> IngestJobs(const std::string& dir);
+
+// Runs side by side in folders that are not siblings below one root, or
+// traces alone: told apart by their steps (a README beside them changes
+// nothing).
+TEST(JobsRealTest, RunsSideBySideAreToldByTheirSteps) {
+  testing_util::TempDir dir;
+  CopyReal("w4_healthy", dir.File("run"), {"rank", "steps", "trace"});
+  CopyReal("w2_healthy", dir.File("run/previous"), {"rank", "steps", "trace"});
+  testing_util::WriteFile(dir.File("README.txt"), "notes\n");
+  auto run = IngestJobs(dir.path());
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run->jobs.jobs.size(), 2u);
+  EXPECT_EQ(run->ranks.size(), 4u);
+  EXPECT_EQ(run->jobs.unplaced, 0u);
+  EXPECT_EQ(run->diagnostics.count(DiagCode::kStepDuplicate), 0u);
+
+  testing_util::TempDir traces;
+  CopyReal("w4_healthy", traces.File("run_a"), {"trace_rank0", "trace_rank1", "trace_rank3"});
+  CopyReal("w4_healthy_op_noise", traces.File("run_b"), {"trace"});
+  auto both = IngestJobs(traces.path());
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->jobs.jobs.size(), 2u);
+  EXPECT_EQ(both->traces.size(), 4u);
+}
+
+// Two views of one run never split it: a CSV counting steps from 1 in a
+// folder of its own, and per-kind folders beside an old run's logs.
+TEST(JobsRealTest, ViewsOfOneRunStayTogether) {
+  testing_util::TempDir dir;
+  CopyReal("w2_healthy_window_transient", dir.File("run"), {"rank", "trace"});
+  std::filesystem::create_directories(dir.File("wandb_export"));
+  for (int r = 0; r < 2; ++r) {
+    std::string csv =
+        testing_util::ReadFile(testing_util::TestData("realjobs", "w2_healthy_window_transient") +
+                               "/steps_rank" + std::to_string(r) + ".csv");
+    std::string out;
+    size_t line_start = 0;
+    for (size_t end; (end = csv.find('\n', line_start)) != std::string::npos;
+         line_start = end + 1) {
+      std::string line = csv.substr(line_start, end - line_start);
+      size_t a = line.find(','), b = line.find(',', a + 1);
+      if (line_start > 0 && a != std::string::npos && b != std::string::npos) {
+        line = line.substr(0, a + 1) +
+               std::to_string(std::stoll(line.substr(a + 1, b - a - 1)) + 1) + line.substr(b);
+      }
+      out += line + "\n";
+    }
+    testing_util::WriteFile(dir.File("wandb_export/steps_rank" + std::to_string(r) + ".csv"), out);
+  }
+  auto run = IngestJobs(dir.path());
+  ASSERT_TRUE(run.ok());
+  EXPECT_FALSE(run->jobs.several());
+
+  testing_util::TempDir kinds;
+  CopyReal("w4_compute_1.1", kinds.File("job/logs"), {"rank"});
+  CopyReal("w4_compute_1.1", kinds.File("job/csv"), {"steps"});
+  CopyReal("w4_compute_1.1", kinds.File("job/traces"), {"trace"});
+  CopyReal("w2_healthy", kinds.File("job/old_run"), {"rank"});
+  auto split = IngestJobs(kinds.path());
+  ASSERT_TRUE(split.ok());
+  ASSERT_EQ(split->jobs.jobs.size(), 2u);
+  EXPECT_EQ(split->ranks.size(), 4u);
+  EXPECT_EQ(split->traces.size(), 4u);
+  EXPECT_EQ(split->jobs.unplaced, 0u);
 }
 
 // Writes a healthy simulated run (timed CSV step logs, traces, nvidia-smi,
