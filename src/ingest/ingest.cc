@@ -297,6 +297,29 @@ NetworkFacts CountNetwork(const NetworkData& n) {
   return f;
 }
 
+std::vector<std::string> NetworkHosts(const NetworkData& n) {
+  std::vector<std::string> hosts;
+  auto host_of = [&](const std::optional<std::string>& h) {
+    if (h && !h->empty()) hosts.push_back(*h);
+  };
+  for (const IbPort& p : n.ib_ports) host_of(p.host);
+  for (const EthLink& e : n.eth_links) host_of(e.host);
+  for (const NcclTestRun& r : n.nccl_tests) {
+    host_of(r.host_from_path);
+    for (const NcclTestRank& rank : r.ranks) host_of(rank.host);
+  }
+  for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
+  for (const TopologyMatrix& m : n.topologies) host_of(m.host);
+  for (const IbPortCounters& c : n.port_counters) host_of(c.host);
+  for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
+  for (const PairBandwidth& p : n.pair_bandwidths) {
+    host_of(p.host_a);
+    host_of(p.host_b);
+  }
+  for (const auto& [host, sw] : n.switch_of) host_of(host);
+  return hosts;
+}
+
 namespace {
 
 // Counts what `b`, the builder of one file, holds (steps flushed).
@@ -341,26 +364,9 @@ FileFacts FactsOf(const RunBuilder& b) {
     f.gpu_samples += g.samples.size();
     if (g.host) hosts.push_back(*g.host);
   }
-  const NetworkData& n = b.network();
-  f.network = CountNetwork(n);
-  auto host_of = [&](const std::optional<std::string>& h) {
-    if (h && !h->empty()) hosts.push_back(*h);
-  };
-  for (const IbPort& p : n.ib_ports) host_of(p.host);
-  for (const EthLink& e : n.eth_links) host_of(e.host);
-  for (const NcclTestRun& r : n.nccl_tests) {
-    host_of(r.host_from_path);
-    for (const NcclTestRank& rank : r.ranks) host_of(rank.host);
-  }
-  for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
-  for (const TopologyMatrix& m : n.topologies) host_of(m.host);
-  for (const IbPortCounters& c : n.port_counters) host_of(c.host);
-  for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
-  for (const PairBandwidth& p : n.pair_bandwidths) {
-    host_of(p.host_a);
-    host_of(p.host_b);
-  }
-  for (const auto& [host, sw] : n.switch_of) host_of(host);
+  f.network = CountNetwork(b.network());
+  std::vector<std::string> network_hosts = NetworkHosts(b.network());
+  hosts.insert(hosts.end(), network_hosts.begin(), network_hosts.end());
 
   const HangData& hang = b.hang();
   f.hang.events = hang.events.size();

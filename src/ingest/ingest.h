@@ -157,6 +157,10 @@ TraceFacts FactsOfTrace(const RankTrace& trace);
 TimelineFacts FactsOfTimeline(const OpTimeline& timeline);
 DumpFacts FactsOfDump(const FlightRecorderDump& dump);
 NetworkFacts CountNetwork(const NetworkData& network);
+// Every host the network records name (ports, links, nccl-tests ranks,
+// NCCL processes, topologies, counters, p2p tests, node pairs, the switch
+// map), unsorted, with repeats.
+std::vector<std::string> NetworkHosts(const NetworkData& network);
 
 // What reading one input file gave, counted on its reader's output before
 // the files are merged into the Run: a rank, a step or a GPU that two files

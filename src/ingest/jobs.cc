@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ingest/ingest.h"
 #include "ingest/jobs_groups.h"
 
 namespace laggard {
@@ -114,21 +115,11 @@ bool HasNetwork(const NetworkData& n) {
 }
 
 void MachineHosts(const RunBuilder& b, JobKeys& k) {
-  auto host_of = [&](const std::optional<std::string>& h) {
-    if (h && !h->empty()) k.hosts.push_back(*h);
-  };
-  for (const GpuRecord& g : b.gpus()) host_of(g.host);
-  const NetworkData& n = b.network();
-  for (const IbPort& p : n.ib_ports) host_of(p.host);
-  for (const EthLink& e : n.eth_links) host_of(e.host);
-  for (const NcclTestRun& r : n.nccl_tests) {
-    host_of(r.host_from_path);
-    for (const NcclTestRank& rank : r.ranks) host_of(rank.host);
+  for (const GpuRecord& g : b.gpus()) {
+    if (g.host && !g.host->empty()) k.hosts.push_back(*g.host);
   }
-  for (const NcclRankInfo& r : n.nccl_ranks) host_of(r.host);
-  for (const TopologyMatrix& m : n.topologies) host_of(m.host);
-  for (const IbPortCounters& c : n.port_counters) host_of(c.host);
-  for (const P2pBandwidthTest& t : n.p2p_tests) host_of(t.host);
+  std::vector<std::string> network = NetworkHosts(b.network());
+  k.hosts.insert(k.hosts.end(), network.begin(), network.end());
 }
 
 // Timed files (in file order) into groups whose spans lie within the gap.
