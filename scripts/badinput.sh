@@ -16,7 +16,7 @@
 #   scripts/badinput.sh [--short|--long] [--laggard BIN] [--cuts N]
 #                       [--mutations M] [--timeout S] [--jobs J] [--seed X]
 #
-# --short (the default; ctest badinput_short, ~1 min): 3 cuts and 2 mutations a file.
+# --short (the default; ctest badinput_short, ~4-5 min on 2 cores): 3 cuts and 2 mutations a file.
 # --long: 10,000 cuts and 10,000 mutations a file, over 10^6 runs for the
 # 56 corpus files; meant for the ASan+UBSan build (--laggard
 # build/asan/src/laggard). Figures: docs/reliability.md. Exit status 0 when

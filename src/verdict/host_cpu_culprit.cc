@@ -216,6 +216,36 @@ bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>&
   return true;
 }
 
+bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty()) return false;
+  const Culprit& group = v.culprits.front();
+  if (group.ranks.size() < 2 || group.cause_class == CauseClass::kHostStall) return false;
+  const HostCpuDetectorOptions o;
+  const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
+  if (!m) return false;
+  const int32_t rank = *m->culprit.entity.rank;
+  if (std::find(group.ranks.begin(), group.ranks.end(), rank) == group.ranks.end()) return false;
+  std::string others;
+  for (int32_t r : group.ranks) {
+    if (r == rank) continue;
+    auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                              [&](const RankCpuStats& s) { return s.rank == r; });
+    if (stats == a.host_cpu.ranks.end() || !stats->work_probed || !stats->work_ratio ||
+        *stats->work_ratio > 1 + kGroupPeerWork)
+      return false;
+    others += fmt::format("{}rank {} {:.2f}x", others.empty() ? "" : ", ", r, *stats->work_ratio);
+  }
+  Culprit one = std::move(m->culprit);
+  one.evidence.insert(one.evidence.begin(), group.evidence.front());
+  one.evidence.push_back(fmt::format(
+      "the rest of the late group does its peers' work per step ({}): late waiting on rank {}",
+      others, rank));
+  PutStepsFirst(next_steps, m->finding->next_steps);
+  v.culprits.front() = std::move(one);
+  return true;
+}
+
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
   const HostCpuDetectorOptions o;

@@ -31,6 +31,7 @@ using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprit;
 using verdict_internal::HostCpuCulprits;
+using verdict_internal::NarrowGroupToMoreWork;
 using verdict_internal::NetworkCulprits;
 using verdict_internal::OnGpu;
 using verdict_internal::PatternText;
@@ -639,6 +640,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       if (v.culprits.empty()) return v;  // no straggler, said why
       changed = true;
     }
+    changed |= NarrowGroupToMoreWork(v, a, next);
     changed |= AlsoCpuWorkCulprit(v, a, next);
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);

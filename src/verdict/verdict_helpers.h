@@ -165,6 +165,18 @@ inline constexpr double kHiddenMoreWork = 0.1;
 inline constexpr double kHiddenMoreWorkZ = 2;
 bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
+// A straggler verdict of a CPU-only job whose first culprit is a group of
+// ranks late together, not for a CPU they wait on, of which exactly one
+// rank's thread does more work per step (step.cpu_time_high on probed
+// steps, as CpuWorkCulprit) while every other member's CPU time per step is
+// within kGroupPeerWork of its peers': that rank alone is the culprit,
+// compute-slow; the others were late waiting on it. bench/realjobs
+// 2026-12-06 (d7, cores 1.06x): a 1.5x rank 3 at 1.41x CPU time and rank 1
+// at its peers' were named "ranks 1, 3, uneven work" (host_cpu_culprit.cc).
+// True when it narrowed the group.
+inline constexpr double kGroupPeerWork = 0.05;
+bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
 // A no-straggler or inconclusive verdict whose CPU-only job has a rank that
 // ran more CPU time per step than its peers, on CPUs as fast, but over too
 // few steps to tell from noise: its summary and next steps say what it

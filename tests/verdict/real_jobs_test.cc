@@ -248,6 +248,12 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_compute_1.5_step_noise",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kComputeSlow}}},
+        // Rank 3 computes 1.5x; the traces put healthy rank 1 in a late
+        // group with it ("uneven work"), but only rank 3's thread uses more
+        // CPU time per step (1.41x; rank 1 0.98x): rank 3 alone.
+        Expected{"w4_compute_1.5_late_group",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kComputeSlow}}},
         // Rank 1 computes 1.5x. In the profiled steps rank 0 waits inside
         // its own backward ops, so its ops read as long and it arrives last;
         // its CPU time per step, step by step on equal cores, is 1.44x.
