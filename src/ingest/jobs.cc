@@ -84,12 +84,10 @@ void KeysOfTraces(const RunBuilder& b, JobKeys& k) {
       if (s.end_ns > s.start_ns) k.prints.push_back({*t.rank, 1, s.step, s.end_ns - s.start_ns});
     }
     if (t.origin == TraceOrigin::kHostClock && !t.ops.empty()) {
-      TimeNs first = t.ops.front().start_ns, end = first;
-      for (const TraceOp& op : t.ops) {
-        first = std::min(first, op.start_ns);
-        end = std::max(end, op.start_ns + op.dur_ns);
-      }
-      Widen(k, first);
+      // Ops are sorted by start (model/trace.h); the last to end may be any.
+      TimeNs end = t.ops.front().start_ns;
+      for (const TraceOp& op : t.ops) end = std::max(end, op.start_ns + op.dur_ns);
+      Widen(k, t.ops.front().start_ns);
       Widen(k, end);
     }
   }

@@ -23,6 +23,7 @@
 #include "report/pipeline_report_fixture.h"
 #include "report_fixture.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace laggard {
 namespace {
@@ -780,6 +781,31 @@ TEST(HtmlReportBrowserTest, WhatIfGridLightsTheSlowWorkersCellAfterTheVerdict) {
       RunChromium(FindChromium(), html, "whatif-shot", "--screenshot='" + png.string() + "'");
   EXPECT_EQ(shot.rc, 0);
   EXPECT_TRUE(fs::exists(png)) << "no screenshot at " << png;
+}
+
+// Two real runs in one folder: the verdict card says which job it is about,
+// and the jobs are listed in a section of their own.
+TEST(HtmlReportBrowserTest, SeveralJobsAreListedAndTheVerdictSaysWhichOne) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  TempDir dir;
+  for (const char* job : {"w2_compute_1.2", "w4_healthy"}) {
+    fs::create_directories(dir.File("runs"));
+    fs::copy(testing_util::TestData("realjobs", job), dir.File("runs/" + std::string(job)),
+             fs::copy_options::recursive);
+  }
+  fs::path html = OutputDir() / "jobs.html";
+  std::string err;
+  ASSERT_EQ(
+      RunCli({"diagnose", "--quiet", "--html", html.string(), dir.File("runs")}, nullptr, &err),
+      kExitOk)
+      << err;
+  BrowserResult r = RunChromium(FindChromium(), html, "jobs", "--dump-dom");
+  ASSERT_EQ(r.rc, 0) << "chromium failed; log in " << OutputDir() / "jobs.chromium.log";
+  EXPECT_TRUE(ConsoleErrors(r.log).empty()) << ConsoleErrors(r.log).front();
+  EXPECT_EQ(Count(r.dom, "class=\"laggard-error\""), 0u) << r.dom.substr(0, 4000);
+  EXPECT_NE(r.dom.find("job 2 of 2 (listed under Jobs): no straggler found"), std::string::npos)
+      << r.dom.substr(0, 4000);
+  EXPECT_NE(r.dom.find("id=\"section-jobs\""), std::string::npos) << "no Jobs section";
 }
 
 // --- the CLI -----------------------------------------------------------------
