@@ -30,10 +30,11 @@ PACKAGES=(
 # on without them. ccache: the compiler cache (cmake/ccache.cmake says when
 # it is off); dpkg-dev and file: the .deb's dependencies (dpkg-shlibdeps).
 OPTIONAL_PACKAGES=(ccache dpkg-dev file)
-# Only for `test`: the HTML report's browser test and the real PyTorch jobs
-# of bench/realjobs (Debian's torch, CPU, gloo); each test skips when its
-# package is absent.
-TEST_PACKAGES=(chromium python3-torch)
+# Only for `test`: the HTML report's browser test, the real PyTorch jobs
+# of bench/realjobs (Debian's torch, CPU, gloo), and the real single-node
+# Slurm that `history drain --apply` drains (tests/history/); each test
+# skips when its package is absent.
+TEST_PACKAGES=(chromium python3-torch slurmctld slurmd slurm-client munge)
 
 usage() {
   sed -n '2,15p' "$0" >&2

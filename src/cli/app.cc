@@ -15,6 +15,7 @@
 #include "agent/fake_gpu.h"
 #include "cli/diagnose.h"
 #include "cli/formats.h"
+#include "cli/history.h"
 #include "cli/inspect.h"
 #include "cli/watch.h"
 #include "report/report.h"
@@ -584,6 +585,8 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
       "write a simulated run directory (real tool formats, injected faults, truth.json)");
   AddSimulateFlags(simulate, sim_args);
   simulate->footer(SimulateFooter());
+  HistoryOptions history_opts;
+  HistoryCommands history_cmds = AddHistoryCommands(app, history_opts);
 
   try {
     app.parse(argc, argv);
@@ -592,7 +595,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       err << fmt::format(
           "laggard: unknown command '{}'; the commands are diagnose, inspect, "
-          "formats, demo, watch, agent, simulate (laggard --help)\n",
+          "formats, demo, watch, agent, simulate, history (laggard --help)\n",
           argv[1]);
       return kExitNoInput;
     }
@@ -608,6 +611,9 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
   if (*simulate) return Simulate(simulate, sim_args, out, err);
+  if (*history_cmds.history) {
+    return History(history_opts, history_cmds.drain->parsed(), out, err);
+  }
   // A bare `laggard`: what it can do, and a non-zero exit (nothing ran).
   err << app.help();
   return kExitNoInput;

@@ -287,6 +287,7 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "when the files hold several jobs (listed first in the report), diagnose the "
                   "N-th; default: the largest (the most ranks, then files, then bytes)")
       ->check(CLI::Range(1, 1'000'000));
+  AddRecordFlags(cmd, o.record);
   cmd->add_option("--warmup", o.detector.warmup_steps,
                   "steps at the start of each rank to ignore (0 to 1000000)")
       ->check(CLI::Range(0, 1'000'000))
@@ -391,6 +392,10 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
         std::count_if(run->files.begin(), run->files.end(),
                       [](const InputFileInfo& f) { return f.format.empty(); }));
     return kExitNoInput;
+  }
+  if (o.record.record) {
+    std::vector<const Finding*> findings = in->AllFindings();
+    outputs_ok &= RecordVerdict(o.record, o.paths.front(), *run, a.ranks, verdict, findings, err);
   }
   if (!outputs_ok) return kExitOutputFailed;
   if (o.strict && run->diagnostics.TotalOfKind(DiagKind::kBadRecord) > 0) {

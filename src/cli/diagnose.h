@@ -18,6 +18,7 @@
 
 #include "analysis/step_time_detector.h"
 #include "cli/app.h"
+#include "cli/history.h"
 #include "cli/ingest_flags.h"
 #include "verdict/verdict.h"
 
@@ -49,6 +50,8 @@ struct DiagnoseOptions {
   // reports (mpi/mpi_ingest.h).
   bool mpi = false;
   double mpi_timeout_s = 600;
+  // --record: append the verdict to the fleet history (cli/history.h).
+  RecordFlags record;
 };
 
 // Parses --layout's "dp=2,pp=4,tp=1[,vpp=2][,order=tp-dp-pp]"; sizes not

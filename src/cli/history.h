@@ -1,0 +1,71 @@
+// `laggard history` (the fleet report of recorded verdicts), `laggard history
+// drain` (the scheduler commands for chronic offenders), and the recording
+// that `laggard diagnose --record` does (docs/history.md).
+//
+// Called from RunLaggard() and Diagnose() on the main thread.
+
+#ifndef LAGGARD_CLI_HISTORY_H_
+#define LAGGARD_CLI_HISTORY_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "analysis/finding.h"
+#include "analysis/rank_map.h"
+#include "base/status.h"
+#include "history/fleet_report.h"
+#include "model/run.h"
+#include "verdict/verdict.h"
+
+namespace CLI {
+class App;
+}
+
+namespace laggard {
+
+// diagnose's --record, --history, --job-id.
+struct RecordFlags {
+  bool record = false;
+  std::string history;  // "" for history::DefaultHistoryPath()
+  std::string job_id;   // "" for $SLURM_JOB_ID, else the first input's absolute path
+};
+void AddRecordFlags(CLI::App* cmd, RecordFlags& flags);
+
+// Records a diagnosis when --record was given; prints one line on `err`.
+// false when it could not be recorded (the message says why).
+bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, const Run& run,
+                   const RankMap& ranks, const Verdict& verdict,
+                   std::span<const Finding* const> findings, std::ostream& err);
+
+struct HistoryOptions {
+  std::string history;  // "" for the default path
+  std::string since;    // "30d", "12h", "2w", or a date "2026-11-01"; "" for all
+  std::string host;
+  std::string gpu;
+  bool json = false;
+  history::ReportOptions report;
+  // drain
+  std::string scheduler = "slurm";
+  bool apply = false;
+  double command_timeout_s = 60;
+};
+
+// Adds `history` and its `drain` subcommand to `app`; returns them.
+struct HistoryCommands {
+  CLI::App* history = nullptr;
+  CLI::App* drain = nullptr;
+};
+HistoryCommands AddHistoryCommands(CLI::App& app, HistoryOptions& options);
+
+int History(const HistoryOptions& options, bool drain, std::ostream& out, std::ostream& err);
+
+// --since TEXT as Unix seconds, counted back from `now_s`.
+StatusOr<int64_t> ParseSince(std::string_view text, int64_t now_s);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_CLI_HISTORY_H_

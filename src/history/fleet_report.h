@@ -1,0 +1,104 @@
+// What the fleet history says (docs/history.md): which parts keep being the
+// culprit across jobs, and whether that points at hardware or at the job.
+//
+// Per part (job_record.h's keys), over the jobs it ran in:
+//   k of n      culprit in k of its last n jobs (ReportOptions::last_jobs),
+//               every job it ran in counted in n: a culprit counts in k
+//               when its confidence is at least min_confidence; a weaker
+//               one, and a job whose verdict decided nothing (inconclusive,
+//               job-wide, communication-bound), is "unsure": in n, not in k;
+//   chronic     k >= chronic_min_jobs and k / n >= chronic_share: the article's
+//               "always the same place: a link or a card is failing";
+//   recurring   culprit in at least two jobs, not chronic;
+//   transient   culprit once (in all its recorded jobs): occasional slowness
+//               is normal on a shared cluster.
+// A host is also judged as a whole (any of its parts a culprit): a node
+// chronic while none of its parts is (different GPUs each time) points at
+// the node (power, cooling, its host CPU).
+// Periodic: at least 3 culprit jobs, and >= 75% of them within one 2-hour
+// window of the day (UTC) that holds under half its healthy jobs; or the
+// culprit jobs evenly spaced among its jobs (every d-th job, d >= 2).
+// Not evidence against a part: a culprit for imbalance (the job's own work
+// split) or external interference (a shared switch), and every part of a
+// job whose verdict decided nothing: "unsure".
+// Rank-fixed: one rank number the culprit in >= chronic_min_jobs jobs and
+// in >= chronic_share of the decided jobs that had that rank, either on >= 3
+// different parts none of which holds half of them, or mostly for
+// imbalance: the code or the data (a shard, a pipeline stage), not a card.
+//
+// Pure functions: `laggard history` (src/cli) prints the result.
+
+#ifndef LAGGARD_HISTORY_FLEET_REPORT_H_
+#define LAGGARD_HISTORY_FLEET_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "history/job_record.h"
+
+namespace laggard::history {
+
+struct ReportOptions {
+  int last_jobs = 10;
+  int chronic_min_jobs = 3;
+  double chronic_share = 0.5;
+  double min_confidence = 0.5;
+};
+
+// A GPU or rank known by place or rank number only, not by UUID or serial:
+// a swapped card takes its place. (Hosts, NICs and switches are known by
+// their names.)
+bool WeakIdentity(const PartRecord& p);
+
+enum class Standing : uint8_t { kChronic, kRecurring, kTransient };
+std::string_view StandingName(Standing s);  // "chronic", "recurring", "transient"
+
+struct Offender {
+  PartRecord part;    // identity and latest place; culprit fields unset
+  bool node = false;  // a host judged as a whole (any of its parts)
+  Standing standing = Standing::kTransient;
+  int culprit_last = 0;  // k: culprit in k of its last n jobs
+  int jobs_last = 0;     // n
+  int culprit_all = 0;   // over every recorded job it ran in
+  int jobs_all = 0;
+  int unsure_all = 0;  // of jobs_all: culprit below min_confidence, or an undecided job
+  // Cause -> culprit jobs ("compute_slow/thermal": 4), over all its jobs.
+  std::map<std::string, int> causes;
+  std::vector<int32_t> ranks;             // the rank numbers it held when culprit, ascending
+  std::vector<std::string> culprit_jobs;  // job ids, oldest first
+  std::optional<std::string> periodic;    // "14:00-16:00 UTC in 4 of 5", "every 3rd job"
+  int64_t last_culprit_s = 0;
+  bool weak() const { return !node && WeakIdentity(part); }
+  // "GPU GPU-5f1e… (node-07 GPU 3)", "node node-07", "NIC node-12 mlx5_0 port 1".
+  std::string Name() const;
+  // "compute_slow/thermal", the commonest cause.
+  std::string MainCause() const;
+};
+
+struct RankFixed {
+  int32_t rank = 0;
+  int culprit_jobs = 0;
+  int imbalance_jobs = 0;          // of them, named for doing more work (imbalance)
+  std::vector<std::string> parts;  // the distinct parts it ran on when culprit
+};
+
+struct FleetReport {
+  int jobs = 0;
+  int healthy_jobs = 0;    // no straggler found
+  int undecided_jobs = 0;  // no culprit, and the verdict decided nothing
+  int64_t first_s = 0, last_s = 0;
+  std::vector<Offender> offenders;  // chronic, recurring, transient; then k/n, then name
+  std::vector<RankFixed> rank_fixed;
+  int weak_jobs = 0;  // jobs with a GPU or rank culprit known by place or rank only
+};
+
+// `jobs` oldest first, as HistoryStore::Load() returns them.
+FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOptions& options);
+
+}  // namespace laggard::history
+
+#endif  // LAGGARD_HISTORY_FLEET_REPORT_H_

@@ -1,0 +1,96 @@
+// One job's verdict as the fleet history keeps it (docs/history.md): the
+// job, and every part of the cluster it ran on — GPUs, hosts, NICs,
+// switches, or bare ranks when the inputs place none — each marked culprit
+// or seen healthy. "Seen healthy" is evidence too: a GPU that was the
+// culprit in 4 of its last 5 jobs is chronic, one that was once among 40 is
+// transient.
+//
+// Parts are keyed by the most stable identity the inputs give, so that the
+// same card is recognised in the next job, where its rank number differs:
+//   hardware  a GPU's UUID (or serial) from nvidia-smi -q, DCGM or the agent;
+//   location  host and GPU index, host and NIC port, a switch name: stable
+//             until someone swaps the card, so weaker evidence;
+//   rank      a rank with no host: says nothing about hardware, never drained.
+//
+// RecordOfJob() is a pure function of a diagnosis; `diagnose --record`
+// (src/cli) calls it and hands the record to HistoryStore (store.h).
+
+#ifndef LAGGARD_HISTORY_JOB_RECORD_H_
+#define LAGGARD_HISTORY_JOB_RECORD_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/rank_map.h"
+#include "model/run.h"
+#include "verdict/verdict.h"
+
+namespace laggard::history {
+
+// Serialized in the store as PartKindName(); append, never rename.
+enum class PartKind : uint8_t { kGpu, kHost, kNic, kSwitch, kRank };
+std::string_view PartKindName(PartKind k);  // "gpu", "host", "nic", "switch", "rank"
+std::optional<PartKind> ParsePartKind(std::string_view name);
+
+enum class Identity : uint8_t { kHardware, kLocation, kRank };
+std::string_view IdentityName(Identity i);  // "hardware", "location", "rank"
+std::optional<Identity> ParseIdentity(std::string_view name);
+
+struct PartRecord {
+  // "gpu:GPU-5f1e…" (UUID), "gpu:serial:1320…", "gpu@node-01/3" (host and
+  // index), "host:node-01", "nic:node-01/mlx5_0 port 1", "switch:leaf-2",
+  // "rank:3". Unique within a job.
+  std::string key;
+  PartKind kind = PartKind::kGpu;
+  Identity identity = Identity::kLocation;
+  std::optional<std::string> host;
+  std::optional<int32_t> gpu;
+  std::optional<int32_t> rank;
+  std::optional<std::string> uuid;
+  std::optional<std::string> serial;
+  std::optional<std::string> nic;
+  std::optional<std::string> switch_name;
+  bool culprit = false;
+  // Set on culprits: the verdict's cause class and cause, its confidence,
+  // slowdown (0.21 = +21%), and the codes of the findings on this part.
+  std::optional<std::string> cause_class;
+  std::optional<std::string> cause;
+  std::optional<double> confidence;
+  std::optional<double> slowdown;
+  std::vector<std::string> evidence_codes;
+};
+
+struct JobRecord {
+  // --job-id, else $SLURM_JOB_ID, else the first input's absolute path.
+  std::string job_id;
+  // What the job's inputs hold, hashed (ranks, steps, times, hosts, GPUs):
+  // the same job read from a copy has the same one. "" for none.
+  std::string fingerprint;
+  std::string source = "diagnose";
+  int64_t recorded_at_s = 0;  // Unix seconds
+  // The job's wall-clock span when its records are timed; else nullopt.
+  std::optional<TimeNs> first_ns, last_ns;
+  std::string status;  // VerdictStatusName()
+  std::string summary;
+  std::optional<double> throughput_lost;
+  std::string impact_method;
+  std::vector<PartRecord> parts;  // sorted by key
+
+  // When the job ran: its first timed record, else when it was recorded.
+  int64_t when_s() const { return first_ns ? *first_ns / 1'000'000'000 : recorded_at_s; }
+};
+
+// The record of one diagnosis. `findings`: every detector's, for the
+// evidence codes of the culprits' parts.
+JobRecord RecordOfJob(const Run& run, const RankMap& ranks, const Verdict& verdict,
+                      std::span<const Finding* const> findings, std::string job_id,
+                      int64_t recorded_at_s);
+
+}  // namespace laggard::history
+
+#endif  // LAGGARD_HISTORY_JOB_RECORD_H_

@@ -1,0 +1,102 @@
+// The fleet history store: every recorded verdict, kept in SQLite
+// (docs/history.md). `diagnose --record` writes to it; `laggard history`
+// reads it; `history drain --apply` writes what it did.
+//
+// Layout (schema version kSchemaVersion, PRAGMA user_version; migrations
+// run in order when an older store is opened for writing):
+//   jobs      one row per job id and content fingerprint (a second record
+//             of the same id or the same content is kept once: the first
+//             stays, Record() says so);
+//   parts     one row per part key (job_record.h) and its identity;
+//   hosts     host names;
+//   seen      (part, job): the part ran in the job, with its place there
+//             (host, GPU index: a card moves between hosts), its rank, and
+//             whether it was a culprit: what "k of its last n jobs" counts;
+//   culprits  (job, part): cause, confidence, slowdown, evidence codes;
+//   actions   each drain command printed or run, with its outcome.
+//
+// Safety: a file that is not SQLite, or an SQLite database that is not a
+// laggard history (PRAGMA application_id), is refused with a message and
+// never written to. Several processes may record at once: WAL mode, a busy
+// timeout, and one IMMEDIATE transaction per record.
+//
+// One HistoryStore per thread; each process opens its own.
+
+#ifndef LAGGARD_HISTORY_STORE_H_
+#define LAGGARD_HISTORY_STORE_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "history/job_record.h"
+
+namespace laggard::history {
+
+inline constexpr int kSchemaVersion = 1;
+// PRAGMA application_id of a laggard history: "LGHS".
+inline constexpr int32_t kApplicationId = 0x4C474853;
+
+// $XDG_DATA_HOME/laggard/history.db, else ~/.local/share/laggard/history.db;
+// "" when neither variable is set.
+std::string DefaultHistoryPath();
+
+// Which jobs Load() returns.
+struct LoadFilter {
+  std::optional<int64_t> since_s;  // jobs that ran at or after (JobRecord::when_s)
+};
+
+// One drain command printed or run (drain.h).
+struct ActionRecord {
+  int64_t at_s = 0;
+  std::string host;
+  std::string command;
+  std::string reason;
+  bool applied = false;  // run, not only printed
+  std::optional<int> exit_code;
+  std::string output;  // the command's stdout and stderr, cut to 4 KiB
+};
+
+class HistoryStore {
+ public:
+  // kReadWrite creates the store (and its folder) when absent;
+  // kWriteExisting only opens one that exists (`history drain --apply`: a
+  // mistyped path must not read as an empty fleet).
+  enum class Mode { kReadOnly, kReadWrite, kWriteExisting };
+
+  // Opens the store at `path`, migrating an older schema when writing.
+  // Fails, leaving the file as it was, on a file that is not a laggard
+  // history (another program's, even without tables) or of a newer schema.
+  static StatusOr<HistoryStore> Open(const std::string& path, Mode mode);
+
+  // Records one job. true: recorded; false: a job of this id or this
+  // fingerprint was already recorded (the first record stays).
+  StatusOr<bool> Record(const JobRecord& job);
+
+  // The jobs the filter selects, oldest first (when_s, then record order),
+  // with their parts.
+  StatusOr<std::vector<JobRecord>> Load(const LoadFilter& filter) const;
+
+  Status RecordAction(const ActionRecord& action);
+  StatusOr<std::vector<ActionRecord>> Actions() const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+  };
+  HistoryStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+
+  std::string path_;
+  std::unique_ptr<sqlite3, Closer> db_;
+};
+
+}  // namespace laggard::history
+
+#endif  // LAGGARD_HISTORY_STORE_H_

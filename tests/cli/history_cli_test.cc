@@ -1,0 +1,312 @@
+// `diagnose --record`, `history` and `history drain` end to end: simulated
+// runs in real tool formats (step logs, nvidia-smi -q with GPU UUIDs) are
+// diagnosed and recorded; the history names the GPU that throttled in three
+// of four jobs, keyed by its UUID; drain prints, and with --apply runs, the
+// Slurm command; bad stores are refused and left as they were.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.h"
+#include "cli/history.h"
+#include "cli/run_cli.h"
+#include "test_util.h"
+
+namespace laggard {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::ReadFile;
+using testing_util::RunCli;
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+// Four simulated jobs of 2 nodes x 4 GPUs; GPU 2 of node-01 (rank 6) runs
+// hot in jobs 0, 1 and 3. The simulator gives each (node, GPU) the same UUID
+// in every job, as a fleet's cards keep theirs.
+class HistoryCliTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    for (int j = 0; j < 4; ++j) {
+      std::vector<std::string> args = {"simulate",
+                                       "--nodes",
+                                       "2",
+                                       "--gpus-per-node",
+                                       "4",
+                                       "--steps",
+                                       "60",
+                                       "--seed",
+                                       std::to_string(10 + j),
+                                       "--no-traces",
+                                       "--no-network",
+                                       "--no-nccl-tests",
+                                       "--no-nccl-debug",
+                                       "--no-effects",
+                                       "-q",
+                                       "-o",
+                                       dir_->File("job" + std::to_string(j))};
+      if (j != 2) {
+        args.push_back("--fault");
+        args.push_back("thermal@node-01:2:0.3");
+      }
+      auto r = RunCli(args);
+      ASSERT_EQ(r.rc, kExitOk) << r.err;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static std::string Job(int j) { return dir_->File("job" + std::to_string(j)); }
+
+  static void RecordAll(const std::string& history) {
+    for (int j = 0; j < 4; ++j) {
+      auto r = RunCli({"diagnose", Job(j), "--record", "--history", history, "--job-id",
+                       "slurm:" + std::to_string(500 + j), "-q"});
+      ASSERT_EQ(r.rc, kExitOk) << r.err;
+      ASSERT_NE(r.err.find("recorded job slurm:" + std::to_string(500 + j)), std::string::npos)
+          << r.err;
+    }
+  }
+
+  static TempDir* dir_;
+};
+
+TempDir* HistoryCliTest::dir_ = nullptr;
+
+TEST_F(HistoryCliTest, TheCardThatThrottledInThreeOfFourJobsIsChronicByItsUuid) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  RecordAll(h);
+  auto text = RunCli({"history", "--history", h});
+  ASSERT_EQ(text.rc, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("4 jobs"), std::string::npos) << text.out;
+  auto json = RunCli({"history", "--history", h, "--json"});
+  ASSERT_EQ(json.rc, kExitOk) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  ASSERT_FALSE(j["offenders"].empty()) << json.out;
+  const auto& first = j["offenders"][0];
+  EXPECT_EQ(first["standing"], "chronic") << json.out;
+  EXPECT_EQ(first["kind"], "gpu");
+  EXPECT_EQ(first["host"], "node-01");
+  EXPECT_EQ(first["gpu"], 2);
+  EXPECT_EQ(first["identity"], "hardware");
+  EXPECT_EQ(first["culprit_all"], 3);
+  EXPECT_EQ(first["jobs_all"], 4);
+  EXPECT_TRUE(first["uuid"].is_string());
+  EXPECT_NE(text.out.find(first["uuid"].get<std::string>()), std::string::npos) << text.out;
+  for (const auto& o : j["offenders"]) {
+    if (o["key"] != first["key"]) {
+      EXPECT_NE(o["standing"], "chronic") << o.dump();
+    }
+  }
+
+  auto drain = RunCli({"history", "drain", "--history", h});
+  ASSERT_EQ(drain.rc, kExitOk) << drain.err;
+  EXPECT_NE(drain.out.find("dry run"), std::string::npos) << drain.out;
+  EXPECT_NE(drain.out.find("scontrol update NodeName=node-01 State=DRAIN Reason='laggard: GPU 2"),
+            std::string::npos)
+      << drain.out;
+  EXPECT_EQ(drain.out.find("node-00"), std::string::npos) << drain.out;
+}
+
+TEST_F(HistoryCliTest, DrainApplyRunsTheCommandAndRecordsIt) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  RecordAll(h);
+  // A stand-in scontrol on PATH that writes down its arguments.
+  std::string bin = tmp.File("bin");
+  fs::create_directories(bin);
+  std::string log = tmp.File("scontrol.args");
+  WriteFile(bin + "/scontrol", "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + log + "\necho ok\n");
+  fs::permissions(bin + "/scontrol", fs::perms::owner_all);
+  std::string old_path = std::getenv("PATH");
+  setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  auto r = RunCli({"history", "drain", "--history", h, "--apply"});
+  setenv("PATH", old_path.c_str(), 1);
+  ASSERT_EQ(r.rc, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("-> done"), std::string::npos) << r.out;
+  std::string args = ReadFile(log);
+  EXPECT_NE(args.find("update\nNodeName=node-01\nState=DRAIN\nReason=laggard: GPU 2"),
+            std::string::npos)
+      << args;
+}
+
+TEST_F(HistoryCliTest, RecordingTheSameJobTwiceKeepsTheFirst) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  auto a = RunCli({"diagnose", Job(0), "--record", "--history", h, "--job-id", "x", "-q"});
+  ASSERT_EQ(a.rc, kExitOk) << a.err;
+  auto b = RunCli({"diagnose", Job(2), "--record", "--history", h, "--job-id", "x", "-q"});
+  ASSERT_EQ(b.rc, kExitOk) << b.err;
+  EXPECT_NE(b.err.find("is already in"), std::string::npos) << b.err;
+  // The same inputs under another id are the same job.
+  auto c = RunCli({"diagnose", Job(0), "--record", "--history", h, "--job-id", "y", "-q"});
+  ASSERT_EQ(c.rc, kExitOk) << c.err;
+  EXPECT_NE(c.err.find("is already in"), std::string::npos) << c.err;
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  EXPECT_EQ(j["jobs"], 1);
+}
+
+TEST_F(HistoryCliTest, AForeignFileIsRefusedTheVerdictStillPrintedAndTheFileKept) {
+  TempDir tmp;
+  std::string h = WriteFile(tmp.File("history.db"), "not a database at all\n");
+  auto r = RunCli({"diagnose", Job(0), "--record", "--history", h, "-q"});
+  EXPECT_EQ(r.rc, kExitOutputFailed);
+  EXPECT_NE(r.out.find("verdict:"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("not an SQLite database"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(h), "not a database at all\n");
+  auto q = RunCli({"history", "--history", h});
+  EXPECT_EQ(q.rc, kExitNoInput);
+  EXPECT_NE(q.err.find("not an SQLite database"), std::string::npos) << q.err;
+}
+
+TEST_F(HistoryCliTest, AnEmptyOrMissingHistoryIsAClearAnswer) {
+  TempDir tmp;
+  auto missing = RunCli({"history", "--history", tmp.File("none.db")});
+  EXPECT_EQ(missing.rc, kExitNoInput);
+  EXPECT_NE(missing.err.find("diagnose --record"), std::string::npos) << missing.err;
+  std::string h = tmp.File("h.db");
+  RecordAll(h);
+  auto none = RunCli({"history", "--history", h, "--since", "2099-01-01"});
+  EXPECT_EQ(none.rc, kExitOk) << none.err;
+  EXPECT_NE(none.out.find("no recorded jobs match"), std::string::npos) << none.out;
+  auto other = RunCli({"history", "--history", h, "--host", "node-77"});
+  EXPECT_EQ(other.rc, kExitOk) << other.err;
+  EXPECT_NE(other.out.find("only the parts of host node-77"), std::string::npos) << other.out;
+  EXPECT_EQ(other.out.find("GPU-"), std::string::npos) << other.out;
+  auto bad = RunCli({"history", "--history", h, "--since", "yesterday"});
+  EXPECT_EQ(bad.rc, kExitNoInput);
+  EXPECT_NE(bad.err.find("--since yesterday"), std::string::npos) << bad.err;
+}
+
+// Three jobs of one fault kind, each simulated with its own seed, diagnosed
+// and recorded into `history`.
+void RecordThree(const TempDir& tmp, const std::string& history,
+                 const std::vector<std::string>& sim_args) {
+  for (int j = 0; j < 3; ++j) {
+    // Step logs alone cannot name a rank (synchronous steps are equal on
+    // every rank): two profiled steps per rank can.
+    std::vector<std::string> args = {"simulate",
+                                     "--steps",
+                                     "60",
+                                     "--seed",
+                                     std::to_string(20 + j),
+                                     "--trace-steps",
+                                     "2",
+                                     "--no-effects",
+                                     "-q",
+                                     "-o",
+                                     tmp.File("run" + std::to_string(j))};
+    args.insert(args.end(), sim_args.begin(), sim_args.end());
+    auto sim = RunCli(args);
+    ASSERT_EQ(sim.rc, kExitOk) << sim.err;
+    auto r = RunCli(
+        {"diagnose", tmp.File("run" + std::to_string(j)), "--record", "--history", history, "-q"});
+    ASSERT_EQ(r.rc, kExitOk) << r.err;
+    ASSERT_NE(r.err.find("recorded job"), std::string::npos) << r.out << r.err;
+  }
+}
+
+TEST(HistoryFaultKindsTest, TheJobsOwnWorkSplitIsRankFixedAndDrainsNothing) {
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  RecordThree(tmp, h,
+              {"--nodes", "2", "--gpus-per-node", "4", "--pipeline-stages", "4", "--fault",
+               "pipeline_stage_imbalance@stage1:0.3"});
+  auto text = RunCli({"history", "--history", h});
+  EXPECT_EQ(text.out.find("chronic (culprit in >= 3 and >= 50% of its last 10 jobs): none"),
+            text.out.find("chronic ("))
+      << text.out;
+  EXPECT_NE(text.out.find("rank-fixed: rank 2"), std::string::npos) << text.out;
+  auto drain = RunCli({"history", "drain", "--history", h});
+  EXPECT_EQ(drain.out.find("scontrol"), std::string::npos) << drain.out;
+}
+
+TEST(HistoryFaultKindsTest, ASharedSwitchDrainsNoneOfTheNodesBehindIt) {
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  RecordThree(tmp, h,
+              {"--nodes", "8", "--gpus-per-node", "2", "--fault",
+               "shared_switch_congestion@node-04..node-07:0.5"});
+  auto drain = RunCli({"history", "drain", "--history", h});
+  EXPECT_EQ(drain.out.find("scontrol"), std::string::npos) << drain.out;
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  for (const auto& o : j["offenders"]) {
+    if (o["standing"] == "chronic") {
+      EXPECT_EQ(o["kind"], "switch") << o.dump();
+    }
+  }
+}
+
+TEST(HistoryFaultKindsTest, HostContentionIsTheHostsNotItsCards) {
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  RecordThree(
+      tmp, h,
+      {"--nodes", "2", "--gpus-per-node", "4", "--fault", "host_cpu_contention@node-01:0.3"});
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  ASSERT_FALSE(j["offenders"].empty()) << j.dump(1);
+  for (const auto& o : j["offenders"]) {
+    EXPECT_NE(o["kind"], "gpu") << o.dump();
+    EXPECT_EQ(o["host"], "node-01") << o.dump();
+  }
+  auto drain = RunCli({"history", "drain", "--history", h});
+  EXPECT_NE(drain.out.find("NodeName=node-01 "), std::string::npos) << drain.out;
+}
+
+TEST(HistoryFaultKindsTest, ARankOnAKnownHostWithoutItsGpuIsRecordedOnTheHost) {
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  RecordThree(tmp, h,
+              {"--nodes", "2", "--gpus-per-node", "4", "--step-logs-only", "--step-timing",
+               "compute", "--fault", "slow_kernel@node-01:2:0.3"});
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  ASSERT_FALSE(j["offenders"].empty()) << j.dump(1);
+  const auto& first = j["offenders"][0];
+  EXPECT_EQ(first["kind"], "host") << first.dump();
+  EXPECT_EQ(first["host"], "node-01");
+  EXPECT_EQ(first["standing"], "chronic");
+  EXPECT_EQ(first["ranks"], nlohmann::json::array({6}));
+  auto drain = RunCli({"history", "drain", "--history", h});
+  EXPECT_NE(drain.out.find("NodeName=node-01 "), std::string::npos) << drain.out;
+}
+
+TEST_F(HistoryCliTest, HostAndGpuPickWhoseStandingIsShownNotWhichJobsCount) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  RecordAll(h);
+  auto other = RunCli({"history", "drain", "--history", h, "--host", "node-00"});
+  EXPECT_NE(other.out.find("nothing to drain"), std::string::npos) << other.out;
+  auto same = RunCli({"history", "drain", "--history", h, "--host", "node-01"});
+  EXPECT_NE(same.out.find("NodeName=node-01 "), std::string::npos) << same.out;
+}
+
+TEST_F(HistoryCliTest, DrainApplyOnAMistypedPathCreatesNothingAndChangesNoRecord) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  RecordAll(h);
+  auto before = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  auto missing = RunCli({"history", "drain", "--apply", "--history", tmp.File("typo/h.db")});
+  EXPECT_EQ(missing.rc, kExitNoInput);
+  EXPECT_FALSE(fs::exists(tmp.File("typo")));
+  auto after = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  EXPECT_EQ(before, after);
+}
+
+TEST(HistorySinceTest, SpansAndDatesAreRead) {
+  EXPECT_EQ(*ParseSince("30d", 1'000'000'000), 1'000'000'000 - 30 * 86400);
+  EXPECT_EQ(*ParseSince("12h", 1'000'000'000), 1'000'000'000 - 12 * 3600);
+  EXPECT_EQ(*ParseSince("2w", 1'000'000'000), 1'000'000'000 - 14 * 86400);
+  EXPECT_EQ(*ParseSince("2026-11-01", 0), 1793491200);
+  EXPECT_FALSE(ParseSince("30x", 0).ok());
+  EXPECT_FALSE(ParseSince("", 0).ok());
+}
+
+}  // namespace
+}  // namespace laggard
