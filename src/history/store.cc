@@ -48,16 +48,14 @@ CREATE TABLE hosts (
   name TEXT NOT NULL UNIQUE
 );
 CREATE TABLE seen (
-  part INTEGER NOT NULL,
   job INTEGER NOT NULL,
+  part INTEGER NOT NULL,
   host INTEGER,
   gpu INTEGER,
   rank INTEGER,
   culprit INTEGER NOT NULL,
-  PRIMARY KEY (part, job)
+  PRIMARY KEY (job, part)
 ) WITHOUT ROWID;
-CREATE INDEX seen_job ON seen(job);
-CREATE INDEX seen_host ON seen(host, job);
 CREATE TABLE culprits (
   job INTEGER NOT NULL,
   part INTEGER NOT NULL,

@@ -9,7 +9,7 @@
 //             stays, Record() says so);
 //   parts     one row per part key (job_record.h) and its identity;
 //   hosts     host names;
-//   seen      (part, job): the part ran in the job, with its place there
+//   seen      (job, part): the part ran in the job, with its place there
 //             (host, GPU index: a card moves between hosts), its rank, and
 //             whether it was a culprit: what "k of its last n jobs" counts;
 //   culprits  (job, part): cause, confidence, slowdown, evidence codes;

@@ -649,6 +649,22 @@ TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaitingMuchLongerNamesItsSwitchWi
       << shared[0]->message;
 }
 
+// A healthy host alone on its switch waits 1.6x its peers' median (hosts
+// differ by that much in cabling and firmware): with three tight peers its z
+// is high, but one host is one sample, not a switch.
+TEST(NetworkDetectorTest, AHostAloneOnItsSwitchWaiting60PercentLongerNamesNoSwitch) {
+  Cluster c;
+  c.network = [](NetworkData& n) {
+    auto w = Waits(0.04);
+    w["node-03"] = 0.064;
+    SwitchCounters(n, w);
+    n.switch_of["node-03"] = "leaf-4";  // alone on its switch
+  };
+  Result r = Diagnose(c);
+  EXPECT_TRUE(Codes(r, FindingCode::kNetSharedSwitch).empty());
+  EXPECT_NE(r.v.status, VerdictStatus::kStraggler) << r.v.summary;
+}
+
 // A job of five hosts: four on leaf-1, one on leaf-2. One host elsewhere
 // gives no spread for a z; the four all waiting over twice as long name it.
 TEST(NetworkDetectorTest, FourHostsWaitingFarLongerThanTheOneHostElsewhereNameTheirSwitch) {
