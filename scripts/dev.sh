@@ -25,6 +25,8 @@ PACKAGES=(
   libcereal-dev
   # laggard diagnose --mpi (src/mpi/) and its test under mpirun
   openmpi-bin libopenmpi-dev
+  # laggard gemm (src/confirm/): Debian's OpenBLAS, loaded with dlopen
+  libopenblas0
 )
 # Installed when run as root, else only named: the build and the tests go
 # on without them. ccache: the compiler cache (cmake/ccache.cmake says when

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
+#include "cli/confirm.h"
 #include "cli/diagnose.h"
 #include "cli/formats.h"
 #include "cli/history.h"
@@ -587,6 +588,14 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   simulate->footer(SimulateFooter());
   HistoryOptions history_opts;
   HistoryCommands history_cmds = AddHistoryCommands(app, history_opts);
+  ConfirmOptions confirm_opts;
+  CLI::App* confirm_cmd = app.add_subcommand(
+      "confirm", "plan (or run here) the tests that confirm or refute a report's culprits");
+  AddConfirmFlags(confirm_cmd, confirm_opts);
+  GemmFlags gemm_flags;
+  CLI::App* gemm_cmd =
+      app.add_subcommand("gemm", "time a GEMM on each CPU core (OpenBLAS): GFLOP/s per core");
+  AddGemmFlags(gemm_cmd, gemm_flags);
 
   try {
     app.parse(argc, argv);
@@ -595,7 +604,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       err << fmt::format(
           "laggard: unknown command '{}'; the commands are diagnose, inspect, "
-          "formats, demo, watch, agent, simulate, history (laggard --help)\n",
+          "formats, demo, watch, agent, simulate, history, confirm, gemm (laggard --help)\n",
           argv[1]);
       return kExitNoInput;
     }
@@ -611,6 +620,8 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (*watch) return Watch(watch_opts, out, err);
   if (*agent_cmd) return RunAgentCommand(agent_flags, out, err);
   if (*simulate) return Simulate(simulate, sim_args, out, err);
+  if (*confirm_cmd) return Confirm(confirm_opts, out, err);
+  if (*gemm_cmd) return Gemm(gemm_flags, out, err);
   if (*history_cmds.history) {
     return History(history_opts, history_cmds.drain->parsed(), out, err);
   }

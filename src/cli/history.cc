@@ -225,13 +225,13 @@ int Drain(HistoryStore& store, const FleetReport& report, const HistoryOptions& 
   bool failed = false;
   for (const history::DrainCommand& c : plan.commands) {
     for (const auto& argv : c.argvs) {
-      out << "  " << history::ShellText(argv) << "\n";
+      out << "  " << ShellText(argv) << "\n";
       if (!o.apply) continue;
-      history::CommandResult res = history::RunCommand(argv, o.command_timeout_s);
+      CommandResult res = RunCommand(argv, o.command_timeout_s);
       history::ActionRecord a;
       a.at_s = NowS();
       a.host = c.host;
-      a.command = history::ShellText(argv);
+      a.command = ShellText(argv);
       a.reason = c.reason;
       a.applied = true;
       a.exit_code = res.exit_code;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/process.h"
 #include "history/fleet_report.h"
 
 namespace laggard::history {
@@ -39,18 +40,6 @@ struct DrainPlan {
 };
 
 DrainPlan PlanDrain(const FleetReport& report, Scheduler scheduler);
-
-// `argv` as a shell would need it typed: words with spaces or quotes quoted.
-std::string ShellText(const std::vector<std::string>& argv);
-
-struct CommandResult {
-  std::optional<int> exit_code;  // nullopt: could not start, or killed at the time limit
-  std::string output;            // stdout and stderr, cut to 4 KiB; the reason when not run
-};
-
-// Runs `argv` (PATH lookup, no shell), its output captured, killed after
-// `timeout_s`.
-CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s);
 
 }  // namespace laggard::history
 

@@ -1,0 +1,31 @@
+// Running a command without a shell, its output captured and a time limit
+// kept; and an argv as a shell would need it typed. `history drain
+// --apply` and `confirm --launcher local` run their commands with it.
+// RunCommand() blocks the calling thread until the command ends or is killed.
+
+#ifndef LAGGARD_BASE_PROCESS_H_
+#define LAGGARD_BASE_PROCESS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace laggard {
+
+// `argv` as a shell would need it typed: words with spaces or quotes quoted
+// (KEY=VALUE keeps its key bare: Reason='laggard: ...').
+std::string ShellText(const std::vector<std::string>& argv);
+
+struct CommandResult {
+  std::optional<int> exit_code;  // nullopt: could not start, or killed
+  std::string output;            // stdout and stderr, cut to `output_limit`; why when not run
+};
+
+// Runs `argv` (PATH lookup, no shell, stdin from /dev/null), its output
+// captured, killed after `timeout_s`.
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
+                         size_t output_limit = 4096);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_BASE_PROCESS_H_

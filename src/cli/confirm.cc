@@ -1,0 +1,306 @@
+#include "cli/confirm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "base/process.h"
+#include "cli/app.h"
+
+namespace laggard {
+namespace {
+
+using confirm::ConfirmInput;
+using confirm::ConfirmPlan;
+using confirm::GemmResult;
+using confirm::PlannedTest;
+using Json = nlohmann::ordered_json;
+
+std::string ThisHost() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("laggard") : p.string();
+}
+
+// "0:0,1:1" -> {0: 0, 1: 1}.
+StatusOr<std::map<int32_t, int>> ParseRankCores(const std::string& text) {
+  std::map<int32_t, int> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t colon = item.find(':');
+    int rank = -1, core = -1;
+    bool ok = colon != std::string::npos;
+    if (ok) {
+      auto [p1, e1] = std::from_chars(item.data(), item.data() + colon, rank);
+      auto [p2, e2] = std::from_chars(item.data() + colon + 1, item.data() + item.size(), core);
+      ok = e1 == std::errc() && e2 == std::errc() && p1 == item.data() + colon &&
+           p2 == item.data() + item.size() && rank >= 0 && core >= 0;
+    }
+    if (!ok) {
+      return Status::Error(
+          fmt::format("--rank-cores '{}': give RANK:CORE pairs, e.g. 0:0,1:1", text));
+    }
+    out[rank] = core;
+  }
+  return out;
+}
+
+// The outcome of one test run here.
+struct TestRun {
+  bool ran = false;
+  std::string state;  // "passed", "failed", "not run", "killed"
+  std::string file;   // its output
+  std::string output;
+  std::vector<GemmResult> gemm;
+  std::string verdict;  // "confirmed" | "refuted" | "inconclusive" | ""
+  std::string figures;
+};
+
+// A GEMM test of --cores SUSPECT,PEER: the suspect core's rate against the
+// peer's.
+void JudgeGemm(const PlannedTest& t, TestRun& run) {
+  if (run.gemm.empty()) return;
+  auto cores = std::find(t.argv.begin(), t.argv.end(), "--cores");
+  if (cores == t.argv.end() || cores + 1 == t.argv.end() || run.gemm.size() < 2) {
+    auto slowest = std::min_element(
+        run.gemm.begin(), run.gemm.end(),
+        [](const GemmResult& a, const GemmResult& b) { return a.gflops < b.gflops; });
+    std::vector<double> rates;
+    for (const GemmResult& g : run.gemm) rates.push_back(g.gflops);
+    std::sort(rates.begin(), rates.end());
+    double median = rates[rates.size() / 2];
+    run.verdict = "inconclusive";
+    run.figures = fmt::format(
+        "slowest core {} at {:.2f}x the cores' median ({:.1f} of {:.1f} GFLOP/s); which core the "
+        "suspect ran on is not known",
+        slowest->device, median > 0 ? slowest->gflops / median : 0, slowest->gflops, median);
+    return;
+  }
+  std::string suspect = "cpu:" + cores[1].substr(0, cores[1].find(','));
+  const GemmResult* mine = nullptr;
+  std::vector<double> peers;
+  for (const GemmResult& g : run.gemm) {
+    if (g.device == suspect) {
+      mine = &g;
+    } else {
+      peers.push_back(g.gflops);
+    }
+  }
+  if (mine == nullptr || peers.empty()) return;
+  std::sort(peers.begin(), peers.end());
+  double peer = peers[peers.size() / 2];
+  double ratio = peer > 0 ? mine->gflops / peer : 0;
+  run.verdict = ratio < kConfirmedBelow ? "confirmed"
+                : ratio >= kRefutedFrom ? "refuted"
+                                        : "inconclusive";
+  run.figures = fmt::format("suspect core {} GEMM {:.2f}x its peer's ({:.1f} vs {:.1f} GFLOP/s)",
+                            mine->device, ratio, mine->gflops, peer);
+}
+
+TestRun RunHere(const PlannedTest& t, size_t index, const std::string& here,
+                const ConfirmOptions& o) {
+  TestRun run;
+  for (const std::string& h : t.hosts) {
+    if (h != here && h != "localhost") {
+      run.state = "not run";
+      run.output = fmt::format(
+          "runs on {}, not on this machine ({}): use a launcher that reaches it", h, here);
+      return run;
+    }
+  }
+  CommandResult r = RunCommand(t.argv, t.time_limit_s, 1 << 20);
+  run.ran = true;
+  run.output = r.output;
+  run.state = !r.exit_code
+                  ? (r.output.find("killed after") != std::string::npos ? "killed" : "failed")
+              : *r.exit_code == 0 ? "passed"
+                                  : "failed";
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  run.file = fmt::format("{}/test-{}.txt", o.out_dir, index + 1);
+  std::ofstream(run.file) << ShellText(t.argv) << "\n" << r.output;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto g = confirm::ParseGemmLine(line)) run.gemm.push_back(*g);
+  }
+  if (t.kind == confirm::TestKind::kCompute) JudgeGemm(t, run);
+  return run;
+}
+
+Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs) {
+  Json j;
+  j["schema"] = "laggard.confirm/1";
+  j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
+  Json culprits = Json::array();
+  for (const confirm::ReportCulprit& c : in.culprits) {
+    culprits.push_back({{"name", confirm::CulpritName(c)},
+                        {"cause_class", c.cause_class},
+                        {"confidence", c.confidence}});
+  }
+  j["culprits"] = std::move(culprits);
+  Json tests = Json::array();
+  for (size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    Json x = {{"id", i + 1},
+              {"culprit", t.culprit},
+              {"kind", confirm::TestKindName(t.kind)},
+              {"control", t.control},
+              {"hosts", t.hosts},
+              {"gpu", t.gpu ? Json(*t.gpu) : Json(nullptr)},
+              {"argv", t.argv},
+              {"command", ShellText(t.argv)},
+              {"time_limit_s", t.time_limit_s},
+              {"why", t.why}};
+    if (i < runs.size() && !runs[i].state.empty()) {
+      const TestRun& r = runs[i];
+      x["run"] = {{"state", r.state},
+                  {"output_file", r.file.empty() ? Json(nullptr) : Json(r.file)},
+                  {"verdict", r.verdict.empty() ? Json(nullptr) : Json(r.verdict)},
+                  {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)}};
+    }
+    tests.push_back(std::move(x));
+  }
+  j["tests"] = std::move(tests);
+  j["notes"] = plan.notes;
+  return j;
+}
+
+}  // namespace
+
+void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
+  cmd->add_option("report", o.report, "the JSON report of `laggard diagnose --json`")->required();
+  cmd->add_option("--launcher", o.launcher,
+                  "print: show the tests (default); local: run this machine's tests")
+      ->check(CLI::IsMember({"print", "local"}))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out_dir, "where --launcher local writes each test's output")
+      ->capture_default_str();
+  cmd->add_option("--rank-cores", o.rank_cores,
+                  "CPU jobs: the core each rank ran on, RANK:CORE,... (e.g. 0:0,1:1)");
+  cmd->add_option("--dcgm-level", o.plan.dcgm_level, "dcgmi diag -r LEVEL (1 quick, 2 medium)")
+      ->check(CLI::Range(1, 4))
+      ->capture_default_str();
+  cmd->add_option("--gpus-per-node", o.plan.gpus_per_node, "processes per host for nccl-tests")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--nccl-tests", o.plan.nccl_tests_dir,
+                  "folder of the nccl-tests binaries (default: on PATH)");
+  cmd->add_option(
+      "--laggard", o.plan.laggard,
+      "the laggard binary the GEMM tests run (default: this one with --launcher local)");
+  cmd->add_flag("--json", o.json, "print the plan (and results) as JSON");
+}
+
+void AddGemmFlags(CLI::App* cmd, GemmFlags& f) {
+  cmd->add_option("--cores", f.cores, "cores to time, e.g. 0-3,6 (default: every allowed core)");
+  cmd->add_option("--n", f.options.n, "matrix size n (n x n, fp32)")
+      ->check(CLI::Range(16, 8192))
+      ->capture_default_str();
+  cmd->add_option("--seconds", f.options.seconds, "time per core")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+}
+
+int Gemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
+  auto blas = confirm::Blas::Load();
+  if (!blas.ok()) {
+    err << "laggard gemm: " << blas.status().message() << "\n";
+    return kExitNoInput;
+  }
+  std::vector<int> cores = confirm::AllowedCores();
+  if (!f.cores.empty()) {
+    auto parsed = confirm::ParseCoreList(f.cores);
+    if (!parsed.ok()) {
+      err << "laggard gemm: --cores " << parsed.status().message() << "\n";
+      return kExitNoInput;
+    }
+    cores = *parsed;
+  }
+  auto results = confirm::RunCpuGemm(**blas, cores, f.options);
+  if (!results.ok()) {
+    err << "laggard gemm: " << results.status().message() << "\n";
+    return kExitNoInput;
+  }
+  for (const GemmResult& r : *results) out << confirm::GemmLine(r) << "\n";
+  return kExitOk;
+}
+
+int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
+  std::ifstream file(o.report, std::ios::binary);
+  if (!file) {
+    err << fmt::format("laggard confirm: cannot read {}\n", o.report);
+    return kExitNoInput;
+  }
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto in = confirm::ReadReport(text, o.report);
+  if (!in.ok()) {
+    err << "laggard confirm: " << in.status().message() << "\n";
+    return kExitNoInput;
+  }
+  confirm::PlanOptions plan_options = o.plan;
+  if (!o.rank_cores.empty()) {
+    auto cores = ParseRankCores(o.rank_cores);
+    if (!cores.ok()) {
+      err << "laggard confirm: " << cores.status().message() << "\n";
+      return kExitNoInput;
+    }
+    plan_options.rank_cores = *cores;
+  }
+  if (o.launcher == "local" && plan_options.laggard == "laggard") plan_options.laggard = SelfPath();
+  if (in->culprits.empty()) {
+    out << fmt::format("nothing to confirm: the verdict names no culprit ({})\n", in->status);
+    return kExitOk;
+  }
+  ConfirmPlan plan = confirm::PlanConfirm(*in, plan_options);
+  std::vector<TestRun> runs(plan.tests.size());
+  if (o.launcher == "local") {
+    std::string here = ThisHost();
+    for (size_t i = 0; i < plan.tests.size(); ++i) {
+      if (!o.json) err << fmt::format("running test {} of {}\n", i + 1, plan.tests.size());
+      runs[i] = RunHere(plan.tests[i], i, here, o);
+    }
+  }
+  if (o.json) {
+    out << PlanJson(*in, plan, runs).dump(2) << "\n";
+    return kExitOk;
+  }
+  out << fmt::format(
+      "{} to confirm ({}): {} test{}{}\n",
+      in->culprits.size() == 1 ? "1 culprit" : fmt::format("{} culprits", in->culprits.size()),
+      in->summary, plan.tests.size(), plan.tests.size() == 1 ? "" : "s",
+      o.launcher == "print" ? ", printed only (--launcher local runs this machine's)" : "");
+  for (size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    std::string where = t.hosts.empty() ? "here" : fmt::format("on {}", fmt::join(t.hosts, " + "));
+    out << fmt::format("  [{}] {} {}{}, {}: {}\n", i + 1, confirm::TestKindName(t.kind),
+                       confirm::CulpritName(in->culprits[t.culprit]), t.control ? " (control)" : "",
+                       where, t.why);
+    out << fmt::format("      {}\n", ShellText(t.argv));
+    const TestRun& r = runs[i];
+    if (r.state.empty()) continue;
+    out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
+    if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
+    if (!r.ran || r.state != "passed") {
+      std::string first = r.output.substr(0, r.output.find('\n'));
+      if (!first.empty()) out << fmt::format("      {}\n", first);
+    }
+  }
+  for (const std::string& n : plan.notes) out << "note: " << n << "\n";
+  return kExitOk;
+}
+
+}  // namespace laggard

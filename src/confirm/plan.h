@@ -1,0 +1,113 @@
+// `laggard confirm`'s plan: the fewest tests that confirm or refute each
+// culprit of a diagnosis, the article's closing step ("one pure-compute and
+// one pure-communication benchmark separate hardware from software").
+//
+// Input: the JSON report of `laggard diagnose --json` (ReadReport()).
+// Per culprit, by its cause class:
+//   compute_slow, host_stall, unknown, with a GPU
+//       health on the suspect GPU: `nvidia-smi -q -d PERFORMANCE,CLOCK,
+//       TEMPERATURE,POWER,ERRORS -i G` and `dcgmi diag -r 1 -i G` (-r 2 by
+//       option); the same dcgmi run on a healthy GPU of the same model,
+//       another host preferred, as the control;
+//   the same on a CPU job (no GPUs in the report): `laggard gemm --cores`
+//       on the suspect rank's core and on a healthy rank's core, when the
+//       rank -> core map is given (--rank-cores), else on every core;
+//   communication, external, with a host
+//       the triangle of nccl-tests all_reduce_perf runs between the suspect
+//       host S and two healthy hosts H1, H2 (preferably on other switches):
+//       (S, H1), (S, H2) and the control (H1, H2): slow with both partners
+//       and a fast control is the node; all three slow is the fabric;
+//       with one healthy host, (S, H1) alone and no control;
+//   a switch
+//       a host under it against one elsewhere, and a control pair elsewhere.
+// At most 3 runs per suspect. Every test is a command line for the launcher
+// (print: shown only); nothing runs unless asked (cli/confirm.cc).
+//
+// Pure functions of their input.
+
+#ifndef LAGGARD_CONFIRM_PLAN_H_
+#define LAGGARD_CONFIRM_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace laggard::confirm {
+
+struct ReportCulprit {
+  std::optional<int32_t> rank;
+  std::optional<std::string> host;
+  std::optional<int32_t> gpu;
+  std::optional<std::string> nic;
+  std::optional<std::string> switch_name;
+  std::string cause_class;  // "compute_slow", "communication", ...
+  std::optional<std::string> cause;
+  double confidence = 0;
+  std::vector<int32_t> ranks;  // a group culprit's ranks
+};
+
+struct ReportGpu {
+  std::string host;
+  int32_t gpu = 0;
+  std::optional<int32_t> rank;
+  std::optional<std::string> model;
+};
+
+// What the plan needs of a diagnose report.
+struct ConfirmInput {
+  std::string status;  // the verdict's
+  std::string summary;
+  std::vector<ReportCulprit> culprits;
+  std::vector<ReportGpu> gpus;
+  std::vector<std::string> hosts;                // the job's, in natural order
+  std::map<int32_t, std::string> host_of_rank;   // from the report's ranks
+  std::vector<int32_t> ranks;                    // ascending
+  std::map<std::string, std::string> switch_of;  // host -> switch
+};
+
+// The report's JSON text (schema laggard.report/1); `where` names it in
+// errors.
+StatusOr<ConfirmInput> ReadReport(std::string_view json_text, const std::string& where);
+
+enum class TestKind : uint8_t { kHealth, kCompute, kCommunication };
+std::string_view TestKindName(TestKind k);  // "health", "compute", "communication"
+
+struct PlannedTest {
+  TestKind kind = TestKind::kHealth;
+  size_t culprit = 0;              // index into ConfirmInput::culprits
+  bool control = false;            // a healthy control, not the suspect
+  std::vector<std::string> hosts;  // where it runs, in order
+  std::optional<int32_t> gpu;
+  std::vector<std::string> argv;  // the command, for the launcher
+  double time_limit_s = 120;
+  std::string why;  // what it tells apart
+};
+
+struct PlanOptions {
+  int dcgm_level = 1;                 // dcgmi diag -r N
+  int gpus_per_node = 8;              // ranks per host for nccl-tests (-np = hosts x this)
+  std::string nccl_tests_dir;         // where all_reduce_perf is; "" for PATH
+  std::map<int32_t, int> rank_cores;  // --rank-cores 0:0,1:1 (CPU jobs)
+  std::string laggard = "laggard";    // the binary for `laggard gemm`
+};
+
+struct ConfirmPlan {
+  std::vector<PlannedTest> tests;
+  // Per culprit: what could not be planned and why ("no healthy host on
+  // another switch").
+  std::vector<std::string> notes;
+};
+
+ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& options);
+
+// "node-01 GPU 3", "rank 5 (node-01)", "host node-04", "switch leaf-2".
+std::string CulpritName(const ReportCulprit& c);
+
+}  // namespace laggard::confirm
+
+#endif  // LAGGARD_CONFIRM_PLAN_H_

@@ -1,0 +1,201 @@
+// The confirmation plan from a diagnose report: which tests, where, and the
+// bound of 3 runs per suspect; the CPU GEMM's line format and core lists.
+
+#include "confirm/plan.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "confirm/cpu_gemm.h"
+
+namespace laggard::confirm {
+namespace {
+
+using Json = nlohmann::json;
+
+// A report of 4 hosts x 2 GPUs (H100), hosts 0-1 on leaf-1, 2-3 on leaf-2.
+Json Report(Json culprits, bool gpus = true) {
+  Json r;
+  r["schema"] = "laggard.report/1";
+  r["verdict"] = {{"status", culprits.empty() ? "no_straggler" : "straggler"},
+                  {"summary", "verdict: ..."},
+                  {"culprits", culprits}};
+  Json ranks = Json::array(), gpu_list = Json::array();
+  for (int h = 0; h < 4; ++h) {
+    for (int g = 0; g < 2; ++g) {
+      int rank = h * 2 + g;
+      ranks.push_back({{"rank", rank}, {"host", fmt::format("node-{:02}", h)}});
+      gpu_list.push_back({{"host", fmt::format("node-{:02}", h)},
+                          {"gpu", g},
+                          {"rank", rank},
+                          {"model", "NVIDIA H100 80GB HBM3"}});
+    }
+  }
+  r["ranks"] = ranks;
+  r["hardware"] = {{"gpus", gpus ? gpu_list : Json::array()}};
+  r["network"] = {{"switch_of",
+                   {{"node-00", "leaf-1"},
+                    {"node-01", "leaf-1"},
+                    {"node-02", "leaf-2"},
+                    {"node-03", "leaf-2"}}}};
+  return r;
+}
+
+ConfirmInput Read(const Json& j) {
+  auto in = ReadReport(j.dump(), "report.json");
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  return in.ok() ? *in : ConfirmInput{};
+}
+
+TEST(ConfirmPlanTest, AThrottledGpuGetsItsHealthChecksAndAControlOnAnotherHost) {
+  ConfirmInput in = Read(Report(Json::array({{{"rank", 3},
+                                              {"host", "node-01"},
+                                              {"gpu", 1},
+                                              {"cause_class", "compute_slow"},
+                                              {"cause", "thermal"},
+                                              {"confidence", 0.8}}})));
+  ConfirmPlan plan = PlanConfirm(in, {});
+  ASSERT_EQ(plan.tests.size(), 3u);
+  EXPECT_EQ(plan.tests[0].argv[0], "nvidia-smi");
+  EXPECT_EQ(plan.tests[0].hosts, std::vector<std::string>{"node-01"});
+  EXPECT_EQ(plan.tests[1].argv, (std::vector<std::string>{"dcgmi", "diag", "-r", "1", "-i", "1"}));
+  EXPECT_FALSE(plan.tests[1].control);
+  const PlannedTest& control = plan.tests[2];
+  EXPECT_TRUE(control.control);
+  ASSERT_EQ(control.hosts.size(), 1u);
+  EXPECT_NE(control.hosts[0], "node-01");  // another host, the same model
+}
+
+TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithPartnersOnAnotherSwitch) {
+  ConfirmInput in = Read(Report(Json::array({{{"host", "node-00"},
+                                              {"nic", "mlx5_1 port 1"},
+                                              {"cause_class", "communication"},
+                                              {"cause", "link_degraded"},
+                                              {"confidence", 0.7}}})));
+  PlanOptions o;
+  o.gpus_per_node = 2;
+  ConfirmPlan plan = PlanConfirm(in, o);
+  ASSERT_EQ(plan.tests.size(), 3u);
+  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-02"}));
+  EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-03"}));
+  EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-02", "node-03"}));
+  EXPECT_TRUE(plan.tests[2].control);
+  EXPECT_EQ(plan.tests[0].argv[0], "mpirun");
+  EXPECT_NE(std::find(plan.tests[0].argv.begin(), plan.tests[0].argv.end(), "node-00:2,node-02:2"),
+            plan.tests[0].argv.end());
+  for (const PlannedTest& t : plan.tests) EXPECT_EQ(t.kind, TestKind::kCommunication);
+}
+
+TEST(ConfirmPlanTest, NoSuspectGetsMoreThanThreeRuns) {
+  Json culprits = Json::array();
+  culprits.push_back({{"rank", 3},
+                      {"host", "node-01"},
+                      {"gpu", 1},
+                      {"cause_class", "compute_slow"},
+                      {"confidence", 0.8}});
+  culprits.push_back({{"host", "node-02"}, {"cause_class", "communication"}, {"confidence", 0.7}});
+  culprits.push_back({{"switch", "leaf-1"}, {"cause_class", "external"}, {"confidence", 0.6}});
+  ConfirmInput in = Read(Report(culprits));
+  ConfirmPlan plan = PlanConfirm(in, {});
+  std::vector<int> per(3, 0);
+  for (const PlannedTest& t : plan.tests) ++per[t.culprit];
+  for (int n : per) EXPECT_LE(n, 3);
+  EXPECT_GT(per[2], 0);  // the switch: a host under it with one elsewhere
+}
+
+TEST(ConfirmPlanTest, ImbalanceIsNotAHardwareQuestion) {
+  ConfirmInput in = Read(Report(Json::array({{{"ranks", {2, 3}},
+                                              {"cause_class", "imbalance"},
+                                              {"cause", "uneven_work"},
+                                              {"confidence", 0.6}}})));
+  ConfirmPlan plan = PlanConfirm(in, {});
+  EXPECT_TRUE(plan.tests.empty());
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("no hardware test"), std::string::npos);
+}
+
+TEST(ConfirmPlanTest, ACpuJobTimesTheSuspectCoreAgainstAHealthyOne) {
+  ConfirmInput in = Read(Report(
+      Json::array({{{"rank", 1}, {"cause_class", "host_stall"}, {"confidence", 0.6}}}), false));
+  PlanOptions o;
+  o.rank_cores = {{0, 0}, {1, 1}};
+  ConfirmPlan plan = PlanConfirm(in, o);
+  ASSERT_EQ(plan.tests.size(), 1u);
+  EXPECT_EQ(plan.tests[0].kind, TestKind::kCompute);
+  EXPECT_EQ(plan.tests[0].argv, (std::vector<std::string>{"laggard", "gemm", "--cores", "1,0"}));
+  // Without the map: every core, and a note that says what to give.
+  ConfirmPlan blind = PlanConfirm(in, {});
+  ASSERT_EQ(blind.tests.size(), 1u);
+  EXPECT_EQ(blind.tests[0].argv, (std::vector<std::string>{"laggard", "gemm"}));
+  ASSERT_EQ(blind.notes.size(), 1u);
+  EXPECT_NE(blind.notes[0].find("--rank-cores"), std::string::npos);
+}
+
+TEST(ConfirmPlanTest, WhatIsNotAReportIsRefused) {
+  EXPECT_FALSE(ReadReport("{not json", "a.json").ok());
+  auto other = ReadReport(R"({"schema": "something/1"})", "b.json");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("not a laggard report"), std::string::npos);
+  // Fields of the wrong type are skipped, not trusted.
+  auto odd = ReadReport(
+      R"({"schema":"laggard.report/1","verdict":{"culprits":[{"rank":"x","host":3}]},"ranks":7})",
+      "c.json");
+  ASSERT_TRUE(odd.ok()) << odd.status().message();
+  ASSERT_EQ(odd->culprits.size(), 1u);
+  EXPECT_FALSE(odd->culprits[0].rank.has_value());
+  EXPECT_FALSE(odd->culprits[0].host.has_value());
+}
+
+TEST(CpuGemmTest, CoreListsAreReadAsTasksetWritesThem) {
+  EXPECT_EQ(*ParseCoreList("0-3,6"), (std::vector<int>{0, 1, 2, 3, 6}));
+  EXPECT_EQ(*ParseCoreList("5"), (std::vector<int>{5}));
+  EXPECT_FALSE(ParseCoreList("3-1").ok());
+  EXPECT_FALSE(ParseCoreList("a").ok());
+  EXPECT_FALSE(ParseCoreList("").ok());
+}
+
+TEST(CpuGemmTest, ALineReadsBackAsWritten) {
+  GemmResult r;
+  r.host = "vm";
+  r.device = "cpu:1";
+  r.n = 512;
+  r.reps = 41;
+  r.seconds = 1.0;
+  r.gflops = 38.21;
+  r.gflops_min = 35.9;
+  r.gflops_max = 38.77;
+  r.blas = "OpenBLAS 0.3.21";
+  auto back = ParseGemmLine(GemmLine(r));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->device, "cpu:1");
+  EXPECT_EQ(back->blas, "OpenBLAS 0.3.21");
+  EXPECT_DOUBLE_EQ(back->gflops, 38.21);
+  EXPECT_FALSE(ParseGemmLine("laggard-gemm host=vm gflops=x").has_value());
+  EXPECT_FALSE(ParseGemmLine("something else").has_value());
+}
+
+TEST(CpuGemmTest, EveryAllowedCoreIsTimedAndAnotherIsRefused) {
+  auto blas = Blas::Load();
+  if (!blas.ok()) GTEST_SKIP() << blas.status().message();
+  GemmOptions o;
+  o.n = 128;
+  o.seconds = 0.05;
+  std::vector<int> cores = AllowedCores();
+  ASSERT_FALSE(cores.empty());
+  auto results = RunCpuGemm(**blas, cores, o);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  ASSERT_EQ(results->size(), cores.size());
+  for (const GemmResult& r : *results) {
+    EXPECT_GT(r.gflops, 0.1) << r.device;
+    EXPECT_GE(r.reps, o.min_reps);
+    EXPECT_LE(r.gflops_min, r.gflops);
+    EXPECT_LE(r.gflops, r.gflops_max);
+  }
+  EXPECT_FALSE(RunCpuGemm(**blas, {CPU_SETSIZE - 1}, o).ok());
+}
+
+}  // namespace
+}  // namespace laggard::confirm
