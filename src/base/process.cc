@@ -62,52 +62,75 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // Its own process group: at the time limit, or when it ends and leaves
+  // children behind, the whole group is killed.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
     r.output = fmt::format("cannot run {}: {}", argv[0], strerror(rc));
     return r;
   }
+  fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  bool killed = false;
-  char buf[1024];
-  for (;;) {
+  bool killed = false, cut = false, open = true, exited = false;
+  int status = 0;
+  char buf[4096];
+  auto drain = [&]() {
+    for (;;) {
+      ssize_t got = read(fds[0], buf, sizeof(buf));
+      if (got < 0 && errno == EINTR) continue;
+      if (got == 0) open = false;
+      if (got <= 0) return;
+      size_t room = output_limit - std::min(output_limit, r.output.size());
+      if (static_cast<size_t>(got) > room) cut = true;
+      r.output.append(buf, std::min(room, static_cast<size_t>(got)));
+    }
+  };
+  // The command ends when its own process does, whatever it left running;
+  // its output is what it wrote by then.
+  while (!exited) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) {
-      kill(pid, SIGKILL);
       killed = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    ssize_t got = read(fds[0], buf, sizeof(buf));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    size_t room = output_limit - std::min(output_limit, r.output.size());
-    r.output.append(buf, std::min(room, static_cast<size_t>(got)));
+    if (open) {
+      pollfd p{fds[0], POLLIN, 0};
+      poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 100)));
+      drain();
+    } else {
+      usleep(static_cast<useconds_t>(std::min<int64_t>(left, 20) * 1000));
+    }
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    exited = w == pid;
   }
+  if (exited) drain();
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  kill(-pid, SIGKILL);  // what is left of its group
   if (killed) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     r.output += fmt::format("\n(killed after {} s)", timeout_s);
   } else if (WIFEXITED(status)) {
     r.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
     r.output += fmt::format("\n(killed by signal {})", WTERMSIG(status));
   }
+  if (cut) r.output += fmt::format("\n(output cut at {} bytes)", output_limit);
   return r;
 }
 

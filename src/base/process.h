@@ -21,8 +21,10 @@ struct CommandResult {
   std::string output;            // stdout and stderr, cut to `output_limit`; why when not run
 };
 
-// Runs `argv` (PATH lookup, no shell, stdin from /dev/null), its output
-// captured, killed after `timeout_s`.
+// Runs `argv` (PATH lookup, no shell, stdin from /dev/null, its own process
+// group), its output captured until it ends, killed with its group after
+// `timeout_s`. It ends when its own process exits: children it leaves
+// behind are killed then, and do not hold the call past its end.
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
                          size_t output_limit = 4096);
 

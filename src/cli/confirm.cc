@@ -54,7 +54,9 @@ StatusOr<std::map<int32_t, int>> ParseRankCores(const std::string& text) {
       return Status::Error(
           fmt::format("--rank-cores '{}': give RANK:CORE pairs, e.g. 0:0,1:1", text));
     }
-    out[rank] = core;
+    if (!out.emplace(rank, core).second) {
+      return Status::Error(fmt::format("--rank-cores '{}': rank {} is given twice", text, rank));
+    }
   }
   return out;
 }
@@ -62,7 +64,7 @@ StatusOr<std::map<int32_t, int>> ParseRankCores(const std::string& text) {
 // The outcome of one test run here.
 struct TestRun {
   bool ran = false;
-  std::string state;  // "passed", "failed", "not run", "killed"
+  std::string state;  // "ran", "exited N", "killed", "could not run", "not run"
   std::string file;   // its output
   std::string output;
   std::vector<GemmResult> gemm;
@@ -104,11 +106,14 @@ void JudgeGemm(const PlannedTest& t, TestRun& run) {
   std::sort(peers.begin(), peers.end());
   double peer = peers[peers.size() / 2];
   double ratio = peer > 0 ? mine->gflops / peer : 0;
-  run.verdict = ratio < kConfirmedBelow ? "confirmed"
-                : ratio >= kRefutedFrom ? "refuted"
-                                        : "inconclusive";
+  run.verdict = ratio < kConfirmedBelow                                 ? "confirmed"
+                : ratio >= kRefutedFrom && ratio <= 1 / kConfirmedBelow ? "refuted"
+                                                                        : "inconclusive";
   run.figures = fmt::format("suspect core {} GEMM {:.2f}x its peer's ({:.1f} vs {:.1f} GFLOP/s)",
                             mine->device, ratio, mine->gflops, peer);
+  if (ratio > 1 / kConfirmedBelow) {
+    run.figures += ": the peer's core is the slow one, so it cannot clear the suspect";
+  }
 }
 
 TestRun RunHere(const PlannedTest& t, size_t index, const std::string& here,
@@ -125,14 +130,19 @@ TestRun RunHere(const PlannedTest& t, size_t index, const std::string& here,
   CommandResult r = RunCommand(t.argv, t.time_limit_s, 1 << 20);
   run.ran = true;
   run.output = r.output;
-  run.state = !r.exit_code
-                  ? (r.output.find("killed after") != std::string::npos ? "killed" : "failed")
-              : *r.exit_code == 0 ? "passed"
-                                  : "failed";
+  // Whether the command ran to its end, not what it found.
+  if (!r.exit_code) {
+    run.state = r.output.find("killed after") != std::string::npos ? "killed" : "could not run";
+  } else {
+    run.state = *r.exit_code == 0 ? "ran" : fmt::format("exited {}", *r.exit_code);
+  }
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
-  run.file = fmt::format("{}/test-{}.txt", o.out_dir, index + 1);
-  std::ofstream(run.file) << ShellText(t.argv) << "\n" << r.output;
+  std::string file = fmt::format("{}/test-{}.txt", o.out_dir, index + 1);
+  std::ofstream saved(file);
+  saved << ShellText(t.argv) << "\n" << r.output;
+  saved.close();
+  if (saved) run.file = file;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);) {
     if (auto g = confirm::ParseGemmLine(line)) run.gemm.push_back(*g);
@@ -167,7 +177,9 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
               {"why", t.why}};
     if (i < runs.size() && !runs[i].state.empty()) {
       const TestRun& r = runs[i];
+      std::string first = r.output.substr(0, r.output.find('\n'));
       x["run"] = {{"state", r.state},
+                  {"reason", r.state == "ran" || first.empty() ? Json(nullptr) : Json(first)},
                   {"output_file", r.file.empty() ? Json(nullptr) : Json(r.file)},
                   {"verdict", r.verdict.empty() ? Json(nullptr) : Json(r.verdict)},
                   {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)}};
@@ -191,12 +203,13 @@ void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
       ->capture_default_str();
   cmd->add_option("--rank-cores", o.rank_cores,
                   "CPU jobs: the core each rank ran on, RANK:CORE,... (e.g. 0:0,1:1)");
-  cmd->add_option("--dcgm-level", o.plan.dcgm_level, "dcgmi diag -r LEVEL (1 quick, 2 medium)")
+  cmd->add_option("--dcgm-level", o.plan.dcgm_level,
+                  "dcgmi diag -r LEVEL (1 quick, 2 medium, 3-4 long: up to an hour or two)")
       ->check(CLI::Range(1, 4))
       ->capture_default_str();
-  cmd->add_option("--gpus-per-node", o.plan.gpus_per_node, "processes per host for nccl-tests")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  cmd->add_option("--gpus-per-node", o.plan.gpus_per_node,
+                  "processes per host for nccl-tests (default: the report's ranks on the host)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--nccl-tests", o.plan.nccl_tests_dir,
                   "folder of the nccl-tests binaries (default: on PATH)");
   cmd->add_option(
@@ -262,7 +275,13 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.launcher == "local" && plan_options.laggard == "laggard") plan_options.laggard = SelfPath();
   if (in->culprits.empty()) {
-    out << fmt::format("nothing to confirm: the verdict names no culprit ({})\n", in->status);
+    std::string why =
+        fmt::format("nothing to confirm: the verdict names no culprit ({})", in->status);
+    if (o.json) {
+      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}).dump(2) << "\n";
+    } else {
+      out << why << "\n";
+    }
     return kExitOk;
   }
   ConfirmPlan plan = confirm::PlanConfirm(*in, plan_options);
@@ -294,7 +313,7 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
     if (r.state.empty()) continue;
     out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
     if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
-    if (!r.ran || r.state != "passed") {
+    if (!r.ran || r.state != "ran") {
       std::string first = r.output.substr(0, r.output.find('\n'));
       if (!first.empty()) out << fmt::format("      {}\n", first);
     }

@@ -131,6 +131,7 @@ StatusOr<std::vector<int>> ParseCoreList(std::string_view text) {
 
 StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector<int>& cores,
                                              const GemmOptions& o) {
+  if (cores.empty()) return Status::Error("no core to time");
   std::vector<int> allowed = AllowedCores();
   for (int core : cores) {
     if (!std::binary_search(allowed.begin(), allowed.end(), core)) {
@@ -147,30 +148,42 @@ StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector
   }
   const double flops = 2.0 * o.n * o.n * static_cast<double>(o.n);
   std::string host = HostName();
-  std::vector<GemmResult> out;
+  // Round robin over the cores, one repetition each per round: a burst of
+  // load on the machine lands on every core's figures alike, not on the
+  // one timed while it lasted.
   for (int core : cores) {
     Pin pin(core);
     if (!pin.ok()) return Status::Error(fmt::format("cannot pin to core {}", core));
-    blas.Sgemm(o.n, a.data(), b.data(), c.data());  // warm the caches and the core's clock
-    std::vector<double> rates;
-    auto start = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    while (elapsed < o.seconds || static_cast<int>(rates.size()) < o.min_reps) {
+    blas.Sgemm(o.n, a.data(), b.data(), c.data());  // warm the core's clock
+  }
+  std::vector<std::vector<double>> rates(cores.size());
+  auto start = std::chrono::steady_clock::now();
+  const double budget = o.seconds * static_cast<double>(cores.size());
+  double elapsed = 0;
+  while (elapsed < budget || static_cast<int>(rates[0].size()) < o.min_reps) {
+    for (size_t i = 0; i < cores.size(); ++i) {
+      Pin pin(cores[i]);
+      if (!pin.ok()) return Status::Error(fmt::format("cannot pin to core {}", cores[i]));
       auto t0 = std::chrono::steady_clock::now();
       blas.Sgemm(o.n, a.data(), b.data(), c.data());
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (s > 0) rates.push_back(flops / s / 1e9);
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s > 0) rates[i].push_back(flops / s / 1e9);
     }
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::vector<GemmResult> out;
+  for (size_t i = 0; i < cores.size(); ++i) {
     GemmResult r;
     r.host = host;
-    r.device = fmt::format("cpu:{}", core);
+    r.device = fmt::format("cpu:{}", cores[i]);
     r.n = o.n;
-    r.reps = static_cast<int>(rates.size());
+    r.reps = static_cast<int>(rates[i].size());
     r.seconds = elapsed;
-    r.gflops = Median(rates);
-    r.gflops_min = *std::min_element(rates.begin(), rates.end());
-    r.gflops_max = *std::max_element(rates.begin(), rates.end());
+    if (!rates[i].empty()) {
+      r.gflops = Median(rates[i]);
+      r.gflops_min = *std::min_element(rates[i].begin(), rates[i].end());
+      r.gflops_max = *std::max_element(rates[i].begin(), rates[i].end());
+    }
     r.blas = blas.config();
     out.push_back(std::move(r));
   }

@@ -66,8 +66,9 @@ class Blas {
   std::string config_;
 };
 
-// Times the GEMM on each of `cores` in turn. A core the process may not
-// run on (outside its affinity mask) is an error.
+// Times the GEMM on `cores`, round robin, one repetition per core per round,
+// for `seconds` x the cores in all. A core the process may not run on
+// (outside its affinity mask) is an error.
 StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector<int>& cores,
                                              const GemmOptions& options);
 

@@ -1,6 +1,9 @@
 #include "confirm/plan.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -11,6 +14,9 @@ namespace {
 
 using Json = nlohmann::json;
 
+// A field of the type asked, else nullopt: a report is a user's file, so a
+// wrong type or an integer out of range (a GPU of 4294967301) is absent,
+// never wrapped into another number. Ranks and GPUs are never negative.
 template <typename T>
 std::optional<T> Get(const Json& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
@@ -18,11 +24,60 @@ std::optional<T> Get(const Json& j, const char* key) {
   if (it == j.end() || it->is_null()) return std::nullopt;
   if constexpr (std::is_same_v<T, std::string>) {
     if (!it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (it->is_number_unsigned()) {
+      uint64_t v = it->get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+      return static_cast<T>(v);
+    }
+    if (!it->is_number_integer()) return std::nullopt;
+    int64_t v = it->get<int64_t>();
+    if (v < 0 || v > static_cast<int64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+    return static_cast<T>(v);
   } else {
     if (!it->is_number()) return std::nullopt;
+    return it->get<T>();
   }
-  return it->get<T>();
 }
+
+// An object member, or an empty object/array when it is absent or of
+// another type.
+const Json& Member(const Json& j, const char* key, const Json& empty) {
+  if (!j.is_object()) return empty;
+  auto it = j.find(key);
+  if (it == j.end() || it->type() != empty.type()) return empty;
+  return *it;
+}
+
+// The deepest nesting of `text`'s arrays and objects, outside strings:
+// nlohmann's parser recurses, so a report nested 100,000 deep must be
+// refused before it is parsed.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+constexpr size_t kMaxNesting = 64;
 
 // "node-2" before "node-10".
 bool NaturalLess(const std::string& a, const std::string& b) {
@@ -49,18 +104,21 @@ bool NaturalLess(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
+std::optional<std::string> HostOfRank(const ConfirmInput& in, int32_t rank) {
+  auto it = in.host_of_rank.find(rank);
+  if (it == in.host_of_rank.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<std::string> HostOf(const ConfirmInput& in, const ReportCulprit& c) {
   if (c.host) return c.host;
-  if (c.rank) {
-    auto it = in.host_of_rank.find(*c.rank);
-    if (it != in.host_of_rank.end()) return it->second;
-  }
+  if (c.rank) return HostOfRank(in, *c.rank);
   // A group of ranks on one host.
   std::set<std::string> hosts;
   for (int32_t r : c.ranks) {
-    auto it = in.host_of_rank.find(r);
-    if (it == in.host_of_rank.end()) return std::nullopt;
-    hosts.insert(it->second);
+    auto h = HostOfRank(in, r);
+    if (!h) return std::nullopt;
+    hosts.insert(*h);
   }
   if (hosts.size() == 1) return *hosts.begin();
   return std::nullopt;
@@ -72,31 +130,74 @@ std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& h
   return it->second;
 }
 
-// Hosts no culprit names, those on another switch than `suspect` first.
-std::vector<std::string> HealthyHosts(const ConfirmInput& in, const std::string& suspect,
-                                      const std::set<std::string>& culprit_hosts) {
+// Everything the culprits name: hosts, GPUs (host, index), ranks.
+struct Named {
+  std::set<std::string> hosts;
+  std::set<std::pair<std::string, int32_t>> gpus;
+  std::set<int32_t> ranks;
+};
+
+Named NamedByCulprits(const ConfirmInput& in) {
+  Named n;
+  for (const ReportCulprit& c : in.culprits) {
+    if (auto h = HostOf(in, c)) n.hosts.insert(*h);
+    std::vector<int32_t> ranks = c.ranks;
+    if (c.rank) ranks.push_back(*c.rank);
+    for (int32_t r : ranks) {
+      n.ranks.insert(r);
+      auto h = HostOfRank(in, r);
+      auto g = in.gpu_of_rank.find(r);
+      if (h && g != in.gpu_of_rank.end()) n.gpus.insert({*h, g->second});
+    }
+    if (auto h = HostOf(in, c); h && c.gpu) n.gpus.insert({*h, *c.gpu});
+    if (c.switch_name) {
+      for (const auto& [host, sw] : in.switch_of) {
+        if (sw == *c.switch_name) n.hosts.insert(host);
+      }
+    }
+  }
+  return n;
+}
+
+// Healthy hosts: in the job, named by no culprit; those on `same_switch`
+// first when it is given, the rest after.
+std::vector<std::string> HealthyHosts(const ConfirmInput& in, const Named& named,
+                                      const std::optional<std::string>& same_switch,
+                                      const std::set<std::string>& except = {}) {
   std::vector<std::string> healthy;
   for (const std::string& h : in.hosts) {
-    if (h != suspect && culprit_hosts.count(h) == 0) healthy.push_back(h);
+    if (named.hosts.count(h) == 0 && except.count(h) == 0) healthy.push_back(h);
   }
-  std::optional<std::string> sw = SwitchOf(in, suspect);
   std::stable_sort(healthy.begin(), healthy.end(), [&](const std::string& a, const std::string& b) {
-    bool a_other = sw && SwitchOf(in, a) != sw;
-    bool b_other = sw && SwitchOf(in, b) != sw;
-    return a_other && !b_other;
+    bool a_same = same_switch && SwitchOf(in, a) == same_switch;
+    bool b_same = same_switch && SwitchOf(in, b) == same_switch;
+    return a_same && !b_same;
   });
   return healthy;
 }
 
-std::vector<std::string> AllReduce(const PlanOptions& o, const std::string& a,
-                                   const std::string& b) {
+// Processes per host for nccl-tests: the option, else the report's ranks
+// (or GPUs) on `host`, else 8.
+int PerHost(const ConfirmInput& in, const PlanOptions& o, const std::string& host) {
+  if (o.gpus_per_node > 0) return o.gpus_per_node;
+  int ranks = 0, gpus = 0;
+  for (const auto& [rank, h] : in.host_of_rank) ranks += h == host;
+  for (const ReportGpu& g : in.gpus) gpus += g.host == host;
+  if (ranks > 0) return ranks;
+  if (gpus > 0) return gpus;
+  return 8;
+}
+
+std::vector<std::string> AllReduce(const ConfirmInput& in, const PlanOptions& o,
+                                   const std::string& a, const std::string& b) {
   std::string bin =
       o.nccl_tests_dir.empty() ? "all_reduce_perf" : o.nccl_tests_dir + "/all_reduce_perf";
+  int per_a = PerHost(in, o, a), per_b = PerHost(in, o, b);
   return {"mpirun",
           "-np",
-          std::to_string(2 * o.gpus_per_node),
+          std::to_string(per_a + per_b),
           "-H",
-          fmt::format("{}:{},{}:{}", a, o.gpus_per_node, b, o.gpus_per_node),
+          fmt::format("{}:{},{}:{}", a, per_a, b, per_b),
           bin,
           "-b",
           "8M",
@@ -108,64 +209,117 @@ std::vector<std::string> AllReduce(const PlanOptions& o, const std::string& a,
           "1"};
 }
 
-void PlanCommunication(const ConfirmInput& in, size_t i, const std::string& suspect,
-                       const std::set<std::string>& culprit_hosts, const PlanOptions& o,
-                       ConfirmPlan& plan) {
-  std::vector<std::string> healthy = HealthyHosts(in, suspect, culprit_hosts);
+PlannedTest PairTest(const ConfirmInput& in, const PlanOptions& o, size_t culprit,
+                     const std::string& a, const std::string& b, bool control, std::string why) {
+  PlannedTest t;
+  t.kind = TestKind::kCommunication;
+  t.culprit = culprit;
+  t.control = control;
+  t.hosts = {a, b};
+  t.argv = AllReduce(in, o, a, b);
+  t.time_limit_s = 300;
+  t.why = std::move(why);
+  return t;
+}
+
+void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspect,
+                      const Named& named, const PlanOptions& o, ConfirmPlan& plan) {
+  std::optional<std::string> sw = SwitchOf(in, suspect);
+  std::vector<std::string> healthy = HealthyHosts(in, named, sw);
+  const std::string name = CulpritName(in.culprits[i]);
   if (healthy.empty()) {
     plan.notes.push_back(fmt::format(
         "{}: no healthy host in the report to pair it with; run all_reduce_perf between {} and "
         "any host you trust",
-        CulpritName(in.culprits[i]), suspect));
+        name, suspect));
     return;
   }
-  auto add = [&](const std::string& a, const std::string& b, bool control, std::string why) {
-    PlannedTest t;
-    t.kind = TestKind::kCommunication;
-    t.culprit = i;
-    t.control = control;
-    t.hosts = {a, b};
-    t.argv = AllReduce(o, a, b);
-    t.time_limit_s = 300;
-    t.why = std::move(why);
-    plan.tests.push_back(std::move(t));
-  };
-  add(suspect, healthy[0], false,
-      fmt::format("{} with {}: bus bandwidth against the control's", suspect, healthy[0]));
+  // Partners behind the same switch leave the uplink out of every pair;
+  // partners elsewhere put it in the suspect's pairs only.
+  bool across = sw && SwitchOf(in, healthy[0]) != sw;
+  std::string what =
+      across ? fmt::format("{} or the uplink of its switch {}", suspect, *sw) : suspect;
+  plan.tests.push_back(PairTest(
+      in, o, i, suspect, healthy[0], false,
+      fmt::format("{} with {}: its bus bandwidth against the control's", suspect, healthy[0])));
   if (healthy.size() < 2) {
     plan.notes.push_back(fmt::format(
         "{}: one healthy host only ({}): no second pair and no control pair; a slow pair cannot "
-        "tell {} from the link between them",
-        CulpritName(in.culprits[i]), healthy[0], suspect));
+        "tell {} from the path between them",
+        name, healthy[0], suspect));
     return;
   }
-  add(suspect, healthy[1], false,
-      fmt::format("{} with {}: slow with both partners is the node", suspect, healthy[1]));
-  add(healthy[0], healthy[1], true,
+  plan.tests.push_back(PairTest(
+      in, o, i, suspect, healthy[1], false,
+      fmt::format("{} with {}: slow with both partners is {}", suspect, healthy[1], what)));
+  plan.tests.push_back(PairTest(
+      in, o, i, healthy[0], healthy[1], true,
       fmt::format("control {} with {}: fast here and slow above is {}; slow here too is the "
                   "fabric",
-                  healthy[0], healthy[1], suspect));
+                  healthy[0], healthy[1], what)));
+}
+
+// A switch under suspicion: across its uplink, inside it, and elsewhere.
+void PlanSwitch(const ConfirmInput& in, size_t i, const std::string& sw, const Named& named,
+                const PlanOptions& o, ConfirmPlan& plan) {
+  std::vector<std::string> under, elsewhere;
+  for (const std::string& h : in.hosts) {
+    (SwitchOf(in, h) == sw ? under : elsewhere).push_back(h);
+  }
+  std::vector<std::string> healthy_elsewhere;
+  for (const std::string& h : elsewhere) {
+    if (named.hosts.count(h) == 0) healthy_elsewhere.push_back(h);
+  }
+  if (under.empty() || healthy_elsewhere.empty()) {
+    plan.notes.push_back(fmt::format(
+        "switch {}: the report places no host under it and a healthy one elsewhere to pair", sw));
+    return;
+  }
+  plan.tests.push_back(PairTest(
+      in, o, i, under[0], healthy_elsewhere[0], false,
+      fmt::format("across switch {}'s uplink: {} with {}", sw, under[0], healthy_elsewhere[0])));
+  if (under.size() >= 2) {
+    plan.tests.push_back(PairTest(
+        in, o, i, under[0], under[1], false,
+        fmt::format("inside switch {}: {} with {}; fast here and slow across is the uplink or the "
+                    "switch's other tenants, not a node",
+                    sw, under[0], under[1])));
+  }
+  if (healthy_elsewhere.size() >= 2) {
+    plan.tests.push_back(PairTest(
+        in, o, i, healthy_elsewhere[0], healthy_elsewhere[1], true,
+        fmt::format("control elsewhere: {} with {}", healthy_elsewhere[0], healthy_elsewhere[1])));
+  }
 }
 
 // A healthy GPU of the same model as `gpu` of `host`, on another host first.
 std::optional<ReportGpu> ControlGpu(const ConfirmInput& in, const std::string& host, int32_t gpu,
-                                    const std::set<std::pair<std::string, int32_t>>& culprit_gpus) {
+                                    const Named& named) {
   std::optional<std::string> model;
   for (const ReportGpu& g : in.gpus) {
     if (g.host == host && g.gpu == gpu) model = g.model;
   }
   std::optional<ReportGpu> same_host;
   for (const ReportGpu& g : in.gpus) {
-    if (culprit_gpus.count({g.host, g.gpu}) != 0 || g.model != model) continue;
+    if (named.gpus.count({g.host, g.gpu}) != 0 || g.model != model) continue;
+    if (g.rank && named.ranks.count(*g.rank) != 0) continue;
     if (g.host != host) return g;
     if (!same_host) same_host = g;
   }
   return same_host;
 }
 
+double DcgmLimit(int level) {
+  switch (level) {
+    case 1: return 120;
+    case 2: return 900;
+    case 3: return 3600;
+    default: return 7200;
+  }
+}
+
 void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, int32_t gpu,
-                    const std::set<std::pair<std::string, int32_t>>& culprit_gpus,
-                    const PlanOptions& o, ConfirmPlan& plan) {
+                    const Named& named, const PlanOptions& o, ConfirmPlan& plan) {
   PlannedTest smi;
   smi.kind = TestKind::kHealth;
   smi.culprit = i;
@@ -174,7 +328,8 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.argv = {"nvidia-smi",       "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ERRORS", "-i",
               std::to_string(gpu)};
   smi.time_limit_s = 60;
-  smi.why = "throttle reasons now and the cumulative time throttled, clocks, ECC errors";
+  smi.why = fmt::format("{} GPU {}: throttle reasons now and the time throttled, clocks, errors",
+                        host, gpu);
   plan.tests.push_back(smi);
   PlannedTest diag;
   diag.kind = TestKind::kHealth;
@@ -182,10 +337,10 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   diag.hosts = {host};
   diag.gpu = gpu;
   diag.argv = {"dcgmi", "diag", "-r", std::to_string(o.dcgm_level), "-i", std::to_string(gpu)};
-  diag.time_limit_s = o.dcgm_level >= 2 ? 900 : 120;
-  diag.why = fmt::format("DCGM's level-{} diagnostic on the suspect GPU", o.dcgm_level);
+  diag.time_limit_s = DcgmLimit(o.dcgm_level);
+  diag.why = fmt::format("DCGM's level-{} diagnostic on {} GPU {}", o.dcgm_level, host, gpu);
   plan.tests.push_back(diag);
-  if (auto peer = ControlGpu(in, host, gpu, culprit_gpus)) {
+  if (auto peer = ControlGpu(in, host, gpu, named)) {
     PlannedTest ctl = diag;
     ctl.control = true;
     ctl.hosts = {peer->host};
@@ -196,29 +351,27 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
                           peer->model.value_or("GPU"), peer->host, peer->gpu);
     plan.tests.push_back(ctl);
   } else {
-    plan.notes.push_back(
-        fmt::format("{}: no healthy GPU of the same model in the report for a control",
-                    CulpritName(in.culprits[i])));
+    plan.notes.push_back(fmt::format(
+        "{} GPU {}: no healthy GPU of the same model in the report for a control", host, gpu));
   }
 }
 
 void PlanCpuCompute(const ConfirmInput& in, size_t i, const std::optional<std::string>& host,
-                    const PlanOptions& o, ConfirmPlan& plan) {
+                    const Named& named, const PlanOptions& o, ConfirmPlan& plan) {
   const ReportCulprit& c = in.culprits[i];
   PlannedTest t;
   t.kind = TestKind::kCompute;
   t.culprit = i;
   if (host) t.hosts = {*host};
   t.argv = {o.laggard, "gemm"};
-  t.time_limit_s = 120;
   std::optional<int> mine, peer;
   if (c.rank) {
     auto it = o.rank_cores.find(*c.rank);
     if (it != o.rank_cores.end()) mine = it->second;
     for (const auto& [rank, core] : o.rank_cores) {
-      bool same_host =
-          !host || in.host_of_rank.count(rank) == 0 || in.host_of_rank.at(rank) == *host;
-      if (rank != *c.rank && core != mine && same_host) {
+      auto peer_host = HostOfRank(in, rank);
+      bool same_host = !host || !peer_host || *peer_host == *host;
+      if (named.ranks.count(rank) == 0 && core != mine && same_host) {
         peer = core;
         break;
       }
@@ -227,14 +380,21 @@ void PlanCpuCompute(const ConfirmInput& in, size_t i, const std::optional<std::s
   if (mine && peer) {
     t.argv.push_back("--cores");
     t.argv.push_back(fmt::format("{},{}", *mine, *peer));
+    t.time_limit_s = 120;
     t.why = fmt::format("GEMM on rank {}'s core {} against a healthy rank's core {}", *c.rank,
                         *mine, *peer);
   } else {
+    // Every core, a quarter second each: a host of 256 cores in about 70 s.
+    t.argv.insert(t.argv.end(), {"--seconds", "0.25"});
+    t.time_limit_s = 600;
     t.why = "GEMM on every core: a slower or contended core shows as fewer GFLOP/s";
-    plan.notes.push_back(fmt::format(
-        "{}: which core each rank ran on is not known (give --rank-cores RANK:CORE,...), so the "
-        "GEMM runs on every core",
-        CulpritName(c)));
+    plan.notes.push_back(
+        fmt::format("{}: the core it ran on, or a healthy rank's, is not known (give --rank-cores "
+                    "RANK:CORE,...), so the GEMM runs on every core",
+                    CulpritName(c)));
+  }
+  for (const PlannedTest& have : plan.tests) {
+    if (have.argv == t.argv && have.hosts == t.hosts) return;  // two culprits, one core
   }
   plan.tests.push_back(std::move(t));
 }
@@ -259,11 +419,20 @@ std::string CulpritName(const ReportCulprit& c) {
   if (c.host && c.nic) return fmt::format("{} {}", *c.host, *c.nic);
   if (c.host) return fmt::format("host {}", *c.host);
   if (c.switch_name) return fmt::format("switch {}", *c.switch_name);
-  if (!c.ranks.empty()) return fmt::format("ranks {}..{}", c.ranks.front(), c.ranks.back());
+  if (!c.ranks.empty()) {
+    return fmt::format("ranks {}",
+                       fmt::join(c.ranks.begin(),
+                                 c.ranks.begin() + std::min<size_t>(c.ranks.size(), 8), ", ")) +
+           (c.ranks.size() > 8 ? ", ..." : "");
+  }
   return "the job";
 }
 
 StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& where) {
+  if (NestingDepth(text) > kMaxNesting) {
+    return Status::Error(
+        fmt::format("{}: nested deeper than {} levels: not a laggard report", where, kMaxNesting));
+  }
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::Error(
@@ -275,55 +444,73 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
         "{}: not a laggard report (schema '{}'); give the file `laggard diagnose --json` wrote",
         where, schema.value_or("")));
   }
+  static const Json kObject = Json::object(), kArray = Json::array();
   ConfirmInput in;
-  const Json& v = j.value("verdict", Json::object());
+  const Json& v = Member(j, "verdict", kObject);
   in.status = Get<std::string>(v, "status").value_or("");
   in.summary = Get<std::string>(v, "summary").value_or("");
-  for (const Json& c : v.value("culprits", Json::array())) {
+  for (const Json& c : Member(v, "culprits", kArray)) {
     ReportCulprit rc;
     rc.rank = Get<int32_t>(c, "rank");
     rc.host = Get<std::string>(c, "host");
+    if (rc.host && rc.host->empty()) rc.host.reset();
     rc.gpu = Get<int32_t>(c, "gpu");
     rc.nic = Get<std::string>(c, "nic");
     rc.switch_name = Get<std::string>(c, "switch");
     rc.cause_class = Get<std::string>(c, "cause_class").value_or("unknown");
     rc.cause = Get<std::string>(c, "cause");
     rc.confidence = Get<double>(c, "confidence").value_or(0);
-    if (c.contains("ranks") && c["ranks"].is_array()) {
-      for (const Json& r : c["ranks"]) {
-        if (r.is_number_integer()) rc.ranks.push_back(r.get<int32_t>());
+    for (const Json& r : Member(c, "ranks", kArray)) {
+      if (r.is_number_integer() && r.get<int64_t>() >= 0 &&
+          r.get<int64_t>() <= std::numeric_limits<int32_t>::max()) {
+        rc.ranks.push_back(r.get<int32_t>());
       }
     }
     in.culprits.push_back(std::move(rc));
   }
+  // Host names go into command lines (mpirun -H): only what a host name
+  // can be.
+  auto host_ok = [](const std::string& h) {
+    return !h.empty() && h.size() <= 253 && std::all_of(h.begin(), h.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_';
+    });
+  };
   std::set<std::string> hosts;
-  const Json& ranks = j.value("ranks", Json::array());
-  for (const Json& r : ranks.is_array() ? ranks : Json::array()) {
+  for (const Json& r : Member(j, "ranks", kArray)) {
     auto rank = Get<int32_t>(r, "rank");
     if (!rank) continue;
     in.ranks.push_back(*rank);
-    if (auto h = Get<std::string>(r, "host")) {
+    if (auto h = Get<std::string>(r, "host"); h && host_ok(*h)) {
       in.host_of_rank[*rank] = *h;
       hosts.insert(*h);
     }
+    if (auto g = Get<int32_t>(r, "gpu")) in.gpu_of_rank[*rank] = *g;
   }
-  const Json& hw = j.value("hardware", Json::object());
-  const Json& gpus = hw.is_object() ? hw.value("gpus", Json::array()) : Json::array();
-  for (const Json& g : gpus.is_array() ? gpus : Json::array()) {
+  for (const Json& g : Member(Member(j, "hardware", kObject), "gpus", kArray)) {
     auto host = Get<std::string>(g, "host");
     auto index = Get<int32_t>(g, "gpu");
-    if (!host || !index) continue;
-    in.gpus.push_back({*host, *index, Get<int32_t>(g, "rank"), Get<std::string>(g, "model")});
+    if (!host || !index || !host_ok(*host)) continue;
+    auto rank = Get<int32_t>(g, "rank");
+    in.gpus.push_back({*host, *index, rank, Get<std::string>(g, "model")});
     hosts.insert(*host);
-    if (auto rank = Get<int32_t>(g, "rank")) in.host_of_rank.emplace(*rank, *host);
-  }
-  const Json& net = j.value("network", Json::object());
-  const Json& sw = net.is_object() ? net.value("switch_of", Json::object()) : Json::object();
-  if (sw.is_object()) {
-    for (const auto& [h, s] : sw.items()) {
-      if (s.is_string()) in.switch_of[h] = s.get<std::string>();
+    if (rank) {
+      in.host_of_rank.emplace(*rank, *host);
+      in.gpu_of_rank.emplace(*rank, *index);
     }
   }
+  for (const auto& [h, sw] : Member(Member(j, "network", kObject), "switch_of", kObject).items()) {
+    if (sw.is_string() && host_ok(h)) in.switch_of[h] = sw.get<std::string>();
+  }
+  // A CPU job: its traces ran on no device, and no GPU is anywhere.
+  bool cpu_traces = false, device_traces = false;
+  for (const Json& t : Member(Member(j, "traces", kObject), "ranks", kArray)) {
+    if (!t.is_object() || !t.contains("cpu_only") || !t["cpu_only"].is_boolean()) continue;
+    (t["cpu_only"].get<bool>() ? cpu_traces : device_traces) = true;
+  }
+  bool any_gpu = !in.gpus.empty() || !in.gpu_of_rank.empty() ||
+                 std::any_of(in.culprits.begin(), in.culprits.end(),
+                             [](const ReportCulprit& c) { return c.gpu.has_value(); });
+  in.cpu_job = cpu_traces && !device_traces && !any_gpu;
   in.hosts.assign(hosts.begin(), hosts.end());
   std::sort(in.hosts.begin(), in.hosts.end(), NaturalLess);
   std::sort(in.ranks.begin(), in.ranks.end());
@@ -332,15 +519,8 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
 
 ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
   ConfirmPlan plan;
-  std::set<std::string> culprit_hosts;
-  std::set<std::pair<std::string, int32_t>> culprit_gpus;
-  for (const ReportCulprit& c : in.culprits) {
-    if (auto h = HostOf(in, c)) {
-      culprit_hosts.insert(*h);
-      if (c.gpu) culprit_gpus.insert({*h, *c.gpu});
-    }
-  }
-  bool cpu_job = in.gpus.empty();
+  Named named = NamedByCulprits(in);
+  std::set<std::string> switches_planned;
   for (size_t i = 0; i < in.culprits.size(); ++i) {
     const ReportCulprit& c = in.culprits[i];
     std::optional<std::string> host = HostOf(in, c);
@@ -352,31 +532,46 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
           CulpritName(c)));
       continue;
     }
-    if (cls == "communication" || cls == "external") {
+    if (cls == "external" || (c.switch_name && !c.gpu && !c.nic)) {
+      std::optional<std::string> sw = c.switch_name;
+      if (!sw && host) sw = SwitchOf(in, *host);
+      if (sw) {
+        if (switches_planned.insert(*sw).second) PlanSwitch(in, i, *sw, named, o, plan);
+      } else if (host) {
+        PlanNodeTriangle(in, i, *host, named, o, plan);
+      } else {
+        plan.notes.push_back(
+            fmt::format("{}: no host or switch named, nothing to pair", CulpritName(c)));
+      }
+      continue;
+    }
+    if (cls == "communication") {
       if (host) {
-        PlanCommunication(in, i, *host, culprit_hosts, o, plan);
-      } else if (c.switch_name) {
-        // A host under the switch against one elsewhere, and a control.
-        std::vector<std::string> under, elsewhere;
-        for (const std::string& h : in.hosts) {
-          (SwitchOf(in, h) == c.switch_name ? under : elsewhere).push_back(h);
-        }
-        if (under.empty() || elsewhere.empty()) {
-          plan.notes.push_back(
-              fmt::format("{}: the report places no host on both sides of it", CulpritName(c)));
-        } else {
-          PlanCommunication(in, i, under.front(), culprit_hosts, o, plan);
-        }
+        PlanNodeTriangle(in, i, *host, named, o, plan);
       } else {
         plan.notes.push_back(fmt::format("{}: no host named, nothing to pair", CulpritName(c)));
       }
       continue;
     }
     // compute_slow, host_stall, unknown.
-    if (cpu_job) {
-      PlanCpuCompute(in, i, host, o, plan);
-    } else if (host && c.gpu) {
-      PlanGpuCompute(in, i, *host, *c.gpu, culprit_gpus, o, plan);
+    if (in.cpu_job) {
+      PlanCpuCompute(in, i, host, named, o, plan);
+      continue;
+    }
+    // Each GPU the culprit names: its own, or each of a group's ranks'.
+    std::vector<std::pair<std::string, int32_t>> gpus;
+    if (host && c.gpu) gpus.push_back({*host, *c.gpu});
+    std::vector<int32_t> ranks = c.ranks;
+    if (c.rank && !c.gpu) ranks.push_back(*c.rank);
+    for (int32_t r : ranks) {
+      auto h = HostOfRank(in, r);
+      auto g = in.gpu_of_rank.find(r);
+      if (h && g != in.gpu_of_rank.end()) gpus.push_back({*h, g->second});
+    }
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    if (!gpus.empty()) {
+      for (const auto& [h, g] : gpus) PlanGpuCompute(in, i, h, g, named, o, plan);
     } else if (host) {
       PlannedTest smi;
       smi.kind = TestKind::kHealth;
@@ -388,13 +583,19 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       plan.tests.push_back(smi);
       PlannedTest diag = smi;
       diag.argv = {"dcgmi", "diag", "-r", std::to_string(o.dcgm_level)};
-      diag.time_limit_s = o.dcgm_level >= 2 ? 900 : 120;
+      diag.time_limit_s = DcgmLimit(o.dcgm_level);
       diag.why = fmt::format("DCGM's level-{} diagnostic on every GPU of the host", o.dcgm_level);
       plan.tests.push_back(diag);
     } else {
       plan.notes.push_back(fmt::format(
           "{}: no host or GPU is known for it; tie ranks to hosts (step logs with host names, "
           "--gpus-per-node) and diagnose again",
+          CulpritName(c)));
+    }
+    if (cls == "host_stall") {
+      plan.notes.push_back(fmt::format(
+          "{}: a host stall is its CPU's or its input's: look at the host's other processes "
+          "(top, the agent's CPU probe) and the data loader; the GPU checks rule the card out",
           CulpritName(c)));
     }
   }

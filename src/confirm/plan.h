@@ -12,14 +12,20 @@
 //   the same on a CPU job (no GPUs in the report): `laggard gemm --cores`
 //       on the suspect rank's core and on a healthy rank's core, when the
 //       rank -> core map is given (--rank-cores), else on every core;
-//   communication, external, with a host
+//   a group culprit's ranks: each rank's GPU as above, none the control of
+//       another;
+//   communication, with a host
 //       the triangle of nccl-tests all_reduce_perf runs between the suspect
-//       host S and two healthy hosts H1, H2 (preferably on other switches):
-//       (S, H1), (S, H2) and the control (H1, H2): slow with both partners
-//       and a fast control is the node; all three slow is the fabric;
-//       with one healthy host, (S, H1) alone and no control;
-//   a switch
-//       a host under it against one elsewhere, and a control pair elsewhere.
+//       host S and two healthy hosts H1, H2, on S's own switch first: (S,
+//       H1), (S, H2) and the control (H1, H2): slow with both partners and
+//       a fast control is the node (partners on another switch: the node or
+//       its switch's uplink, as the why says); all three slow is the
+//       fabric; with one healthy host, (S, H1) alone and no control;
+//   external (a shared switch), or a switch
+//       once per switch: a host under it with one elsewhere (across the
+//       uplink), two hosts under it (inside the switch), and a control pair
+//       elsewhere: slow across, fast inside and elsewhere is the switch's
+//       uplink or its other tenants, not a node.
 // At most 3 runs per suspect. Every test is a command line for the launcher
 // (print: shown only); nothing runs unless asked (cli/confirm.cc).
 //
@@ -68,6 +74,10 @@ struct ConfirmInput {
   std::map<int32_t, std::string> host_of_rank;   // from the report's ranks
   std::vector<int32_t> ranks;                    // ascending
   std::map<std::string, std::string> switch_of;  // host -> switch
+  // The job computes on CPUs: its traces say so (gloo, no device), and no
+  // GPU is in the report. A GPU job without GPU metrics is not one.
+  bool cpu_job = false;
+  std::map<int32_t, int32_t> gpu_of_rank;  // from hardware.gpus and ranks
 };
 
 // The report's JSON text (schema laggard.report/1); `where` names it in

@@ -14,7 +14,7 @@ namespace {
 
 // PCIe / NVLink link faults slow the GPU's transfers (input copies, its
 // share of every collective), not its kernels: communication, as the
-// HardwareOnlyCulprit rule and the simulator's truth class them; the other
+// HardwareOnlyCulprits rule and the simulator's truth class them; the other
 // GPU causes slow the kernels.
 CauseClass GpuCauseClass(FindingCode c) {
   return c == FindingCode::kGpuPcieDowngrade || c == FindingCode::kGpuNvlinkDown

@@ -30,6 +30,15 @@ const Episode* EpisodeAtOnset(const Analyses& a, const Finding& f) {
   return nullptr;
 }
 
+// Several GPUs with no slowdown tied to any: each is named at this
+// confidence of its own finding or more (thermal with slowdown reasons
+// active 0.85, clocks held low 0.75; a hot GPU without throttling less).
+constexpr double kSeveralGpusMinConfidence = 0.7;
+
+// The culprit of GPU finding `f` (`ep`: the slowdown episode tied to it).
+Culprit CulpritOf(const Analyses& a, const Finding& f, const Episode* ep,
+                  const Finding* late_trace);
+
 }  // namespace
 
 bool IsGpuCause(FindingCode c) {
@@ -46,10 +55,10 @@ bool IsGpuCause(FindingCode c) {
 // at kContradictedCap or below (one signal, unconfirmed by the ranks'
 // timing), or kSingleSourceCap when a whole-job slowdown began at the GPU's
 // onset (EpisodeAtOnset: two signals that agree in time).
-std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
+std::vector<Culprit> HardwareOnlyCulprits(const Analyses& a) {
   // Without step times nothing says the job is slow at all: GPU findings
   // stay findings.
-  if (!a.steps.job.synchronised || a.traces.culprit) return std::nullopt;
+  if (!a.steps.job.synchronised || a.traces.culprit) return {};
   struct Candidate {
     const Finding* finding;
     const Episode* episode;  // EpisodeAtOnset(), or nullptr
@@ -80,13 +89,39 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
       continue;
     cands.push_back(Candidate{&f, ep});
   }
-  // Several GPUs: the one whose onset a whole-job slowdown followed.
+  // Several GPUs: the one whose onset a whole-job slowdown followed. With
+  // none tied to a slowdown, each GPU that shows its own cause strongly
+  // (>= kSeveralGpusMinConfidence: throttled in its metrics, not merely
+  // warm) is named, the most confident first: a synchronous job waits for
+  // every one of them, and naming none misses them all (two throttled
+  // cards in one job were "inconclusive").
   if (cands.size() > 1) {
-    std::erase_if(cands, [](const Candidate& x) { return x.episode == nullptr; });
+    std::vector<Candidate> tied = cands;
+    std::erase_if(tied, [](const Candidate& x) { return x.episode == nullptr; });
+    if (tied.size() == 1) {
+      cands = std::move(tied);
+    } else if (tied.empty()) {
+      std::erase_if(cands, [](const Candidate& x) {
+        return x.finding->confidence < kSeveralGpusMinConfidence;
+      });
+      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& x, const Candidate& y) {
+        return x.finding->confidence > y.finding->confidence;
+      });
+    } else {
+      return {};
+    }
   }
-  if (cands.size() != 1) return std::nullopt;
-  const Finding& f = *cands.front().finding;
-  const Episode* ep = cands.front().episode;
+  std::vector<Culprit> out;
+  for (const Candidate& cand : cands) {
+    out.push_back(CulpritOf(a, *cand.finding, cand.episode, late_trace));
+  }
+  return out;
+}
+
+namespace {
+
+Culprit CulpritOf(const Analyses& a, const Finding& f, const Episode* ep,
+                  const Finding* late_trace) {
   Culprit c;
   c.entity = f.entity;
   bool comm = f.code == FindingCode::kGpuNvlinkDown || f.code == FindingCode::kGpuPcieDowngrade;
@@ -122,6 +157,8 @@ std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a) {
   }
   return c;
 }
+
+}  // namespace
 
 std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_step) {
   for (const Episode& e : a.steps.job.episodes) {

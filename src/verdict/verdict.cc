@@ -29,7 +29,7 @@ using verdict_internal::EpisodeThroughputLost;
 using verdict_internal::FirstOf;
 using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
-using verdict_internal::HardwareOnlyCulprit;
+using verdict_internal::HardwareOnlyCulprits;
 using verdict_internal::HostCpuCulprits;
 using verdict_internal::NarrowGroupToMoreWork;
 using verdict_internal::NetworkCulprits;
@@ -663,18 +663,22 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
       name({std::move(*work)});
-    } else if (auto hw = HardwareOnlyCulprit(a)) {
+    } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
       // Tied to a slowdown episode: what that episode cost.
-      if (hw->onset_step) hw_cost = EpisodeThroughputLost(a, *hw->onset_step);
-      for (const Finding& f : a.hardware.findings) {
-        if (OnGpu(f, hw->entity)) AddSteps(next, f.next_steps);
+      if (hws.size() == 1 && hws[0].onset_step) {
+        hw_cost = EpisodeThroughputLost(a, *hws[0].onset_step);
       }
-      // A GPU no rank could be tied to: what would tie it.
-      if (auto tie = a.ranks.TieStep(hw->entity.host, hw->entity.gpu)) AddSteps(next, {*tie});
-      // A GPU link fault shows in nccl-tests / NET findings of its host too:
-      // the GPU is the more specific culprit.
-      std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw->entity.host; });
-      net.insert(net.begin(), *hw);
+      for (const Culprit& hw : hws) {
+        for (const Finding& f : a.hardware.findings) {
+          if (OnGpu(f, hw.entity)) AddSteps(next, f.next_steps);
+        }
+        // A GPU no rank could be tied to: what would tie it.
+        if (auto tie = a.ranks.TieStep(hw.entity.host, hw.entity.gpu)) AddSteps(next, {*tie});
+        // A GPU link fault shows in nccl-tests / NET findings of its host
+        // too: the GPU is the more specific culprit.
+        std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw.entity.host; });
+      }
+      net.insert(net.begin(), hws.begin(), hws.end());
     } else if (auto tool = ToolReportCulprit(v, a, next)) {
       name({std::move(*tool)});
     } else if (auto tie = TimeTieStep(a)) {

@@ -116,9 +116,10 @@ bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>&
 std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
                                      std::vector<std::string>& next_steps);
 
-// One GPU's hardware anomaly as the culprit where step times and traces
-// cannot name one (hardware_culprit.cc).
-std::optional<Culprit> HardwareOnlyCulprit(const Analyses& a);
+// GPUs' hardware anomalies as the culprits where step times and traces
+// cannot name one: the GPU a whole-job slowdown followed, else each GPU
+// with its own strong anomaly; empty when none (hardware_culprit.cc).
+std::vector<Culprit> HardwareOnlyCulprits(const Analyses& a);
 
 // The share of the job's time the whole-job slowdown episode starting at
 // `start_step` cost: its steps' excess over the baseline / the job's time,

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,7 @@ using Json = nlohmann::json;
 
 // A report of 4 hosts x 2 GPUs (H100), hosts 0-1 on leaf-1, 2-3 on leaf-2.
 Json Report(Json culprits, bool gpus = true) {
+  // Without GPUs it is a CPU job: its traces ran on no device.
   Json r;
   r["schema"] = "laggard.report/1";
   r["verdict"] = {{"status", culprits.empty() ? "no_straggler" : "straggler"},
@@ -36,6 +39,9 @@ Json Report(Json culprits, bool gpus = true) {
   }
   r["ranks"] = ranks;
   r["hardware"] = {{"gpus", gpus ? gpu_list : Json::array()}};
+  if (!gpus)
+    r["traces"] = {
+        {"ranks", {{{"rank", 0}, {"cpu_only", true}}, {{"rank", 1}, {"cpu_only", true}}}}};
   r["network"] = {{"switch_of",
                    {{"node-00", "leaf-1"},
                     {"node-01", "leaf-1"},
@@ -69,7 +75,7 @@ TEST(ConfirmPlanTest, AThrottledGpuGetsItsHealthChecksAndAControlOnAnotherHost) 
   EXPECT_NE(control.hosts[0], "node-01");  // another host, the same model
 }
 
-TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithPartnersOnAnotherSwitch) {
+TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithItsSwitchNeighbourFirst) {
   ConfirmInput in = Read(Report(Json::array({{{"host", "node-00"},
                                               {"nic", "mlx5_1 port 1"},
                                               {"cause_class", "communication"},
@@ -78,13 +84,14 @@ TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithPartnersOnAnotherSwitch) {
   PlanOptions o;
   o.gpus_per_node = 2;
   ConfirmPlan plan = PlanConfirm(in, o);
+  // Its switch neighbour first: that pair leaves the switch's uplink out.
   ASSERT_EQ(plan.tests.size(), 3u);
-  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-02"}));
-  EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-03"}));
-  EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-02", "node-03"}));
+  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-01"}));
+  EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-02"}));
+  EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-01", "node-02"}));
   EXPECT_TRUE(plan.tests[2].control);
   EXPECT_EQ(plan.tests[0].argv[0], "mpirun");
-  EXPECT_NE(std::find(plan.tests[0].argv.begin(), plan.tests[0].argv.end(), "node-00:2,node-02:2"),
+  EXPECT_NE(std::find(plan.tests[0].argv.begin(), plan.tests[0].argv.end(), "node-00:2,node-01:2"),
             plan.tests[0].argv.end());
   for (const PlannedTest& t : plan.tests) EXPECT_EQ(t.kind, TestKind::kCommunication);
 }
@@ -104,6 +111,70 @@ TEST(ConfirmPlanTest, NoSuspectGetsMoreThanThreeRuns) {
   for (const PlannedTest& t : plan.tests) ++per[t.culprit];
   for (int n : per) EXPECT_LE(n, 3);
   EXPECT_GT(per[2], 0);  // the switch: a host under it with one elsewhere
+}
+
+TEST(ConfirmPlanTest, AGroupsRanksAreEachTestedAndNoneIsAnothersControl) {
+  // Ranks 0 and 2 (node-00 GPU 0, node-01 GPU 0) hot together.
+  ConfirmInput in = Read(Report(Json::array({{{"ranks", {0, 2}},
+                                              {"cause_class", "compute_slow"},
+                                              {"cause", "thermal"},
+                                              {"confidence", 0.7}}})));
+  ConfirmPlan plan = PlanConfirm(in, {});
+  std::set<std::pair<std::string, int>> suspects, controls;
+  for (const PlannedTest& t : plan.tests) {
+    if (!t.gpu) continue;
+    (t.control ? controls : suspects).insert({t.hosts[0], *t.gpu});
+  }
+  EXPECT_EQ(suspects, (std::set<std::pair<std::string, int>>{{"node-00", 0}, {"node-01", 0}}));
+  for (const auto& c : controls) EXPECT_EQ(suspects.count(c), 0u) << c.first << " " << c.second;
+}
+
+TEST(ConfirmPlanTest, AGpuJobWithoutGpuMetricsIsNoCpuJob) {
+  Json r = Report(Json::array({{{"host", "node-01"},
+                                {"gpu", 5},
+                                {"cause_class", "compute_slow"},
+                                {"confidence", 0.6}}}),
+                  false);
+  r.erase("traces");
+  ConfirmInput in = Read(r);
+  EXPECT_FALSE(in.cpu_job);
+  ConfirmPlan plan = PlanConfirm(in, {});
+  ASSERT_FALSE(plan.tests.empty());
+  EXPECT_EQ(plan.tests[0].argv[0], "nvidia-smi");
+}
+
+TEST(ConfirmPlanTest, ASharedSwitchIsTestedOnceAcrossAndInsideIt) {
+  Json culprits = Json::array();
+  for (const char* h : {"node-00", "node-01"}) {
+    culprits.push_back({{"host", h},
+                        {"switch", "leaf-1"},
+                        {"cause_class", "external"},
+                        {"cause", "shared_switch"},
+                        {"confidence", 0.6}});
+  }
+  ConfirmPlan plan = PlanConfirm(Read(Report(culprits)), {});
+  ASSERT_EQ(plan.tests.size(), 3u);
+  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-02"}));  // across
+  EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-01"}));  // inside
+  EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-02", "node-03"}));  // elsewhere
+  EXPECT_TRUE(plan.tests[2].control);
+}
+
+TEST(ConfirmPlanTest, NumbersOutOfRangeAndOddShapesAreAbsentNotWrapped) {
+  auto in = ReadReport(
+      R"({"schema":"laggard.report/1","verdict":{"culprits":[{"rank":-1,"gpu":4294967301,"host":"a b"}]},)"
+      R"("ranks":[{"rank":1e30}]})",
+      "d.json");
+  ASSERT_TRUE(in.ok());
+  ASSERT_EQ(in->culprits.size(), 1u);
+  EXPECT_FALSE(in->culprits[0].rank.has_value());
+  EXPECT_FALSE(in->culprits[0].gpu.has_value());
+  EXPECT_TRUE(in->ranks.empty());
+  EXPECT_TRUE(ReadReport(R"({"schema":"laggard.report/1","verdict":"x"})", "e.json").ok());
+  EXPECT_TRUE(ReadReport(R"({"schema":"laggard.report/1","verdict":[1,2]})", "f.json").ok());
+  std::string deep = R"({"schema":"laggard.report/1","verdict":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  EXPECT_FALSE(ReadReport(deep, "g.json").ok());
 }
 
 TEST(ConfirmPlanTest, ImbalanceIsNotAHardwareQuestion) {
@@ -129,7 +200,8 @@ TEST(ConfirmPlanTest, ACpuJobTimesTheSuspectCoreAgainstAHealthyOne) {
   // Without the map: every core, and a note that says what to give.
   ConfirmPlan blind = PlanConfirm(in, {});
   ASSERT_EQ(blind.tests.size(), 1u);
-  EXPECT_EQ(blind.tests[0].argv, (std::vector<std::string>{"laggard", "gemm"}));
+  EXPECT_EQ(blind.tests[0].argv,
+            (std::vector<std::string>{"laggard", "gemm", "--seconds", "0.25"}));
   ASSERT_EQ(blind.notes.size(), 1u);
   EXPECT_NE(blind.notes[0].find("--rank-cores"), std::string::npos);
 }

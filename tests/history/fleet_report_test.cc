@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <set>
 
@@ -356,6 +357,23 @@ TEST(DrainTest, ShellTextQuotesWhatAShellWouldSplit) {
   EXPECT_EQ(ShellText({"echo", "it's"}), "echo 'it'\\''s'");
   EXPECT_EQ(ShellText({"a", "Reason=x y"}), "a Reason='x y'");
   EXPECT_EQ(ShellText({"a", ""}), "a ''");
+}
+
+TEST(DrainTest, ACommandEndsWithItsOwnProcessAndItsLeftoversAreKilled) {
+  // It exits at once, leaving a child that holds its output for 30 s.
+  auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = RunCommand({"sh", "-c", "echo started; sleep 30 & exit 0"}, 20);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.exit_code.has_value()) << r.output;
+  EXPECT_EQ(*r.exit_code, 0);
+  EXPECT_LT(s, 5) << r.output;
+  EXPECT_NE(r.output.find("started"), std::string::npos);
+  // One that closes its output and goes on is still held to its limit.
+  t0 = std::chrono::steady_clock::now();
+  CommandResult quiet = RunCommand({"sh", "-c", "exec >&- 2>&-; sleep 30"}, 0.5);
+  s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(quiet.exit_code.has_value());
+  EXPECT_LT(s, 5);
 }
 
 TEST(DrainTest, ACommandIsRunWithoutAShellAndAHungOneIsKilled) {
