@@ -31,8 +31,9 @@ namespace laggard::confirm {
 
 struct GemmOptions {
   int n = 512;           // square matrices, n x n, fp32
-  double seconds = 1.0;  // per core: repeat until this much time has passed
-  int min_reps = 3;
+  double seconds = 1.0;  // per core (the cores take turns)
+  double burst_s = 0.2;  // one turn: repetitions timed together (median over turns)
+  int min_reps = 3;      // turns per core at least
 };
 
 struct GemmResult {
@@ -66,8 +67,9 @@ class Blas {
   std::string config_;
 };
 
-// Times the GEMM on `cores`, round robin, one repetition per core per round,
-// for `seconds` x the cores in all. A core the process may not run on
+// Times the GEMM on `cores`, round robin, one burst of `burst_s` per core
+// per round, for `seconds` x the cores in all; a core's figure is the
+// median of its bursts' rates. A core the process may not run on
 // (outside its affinity mask) is an error.
 StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector<int>& cores,
                                              const GemmOptions& options);

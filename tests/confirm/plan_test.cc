@@ -255,6 +255,7 @@ TEST(CpuGemmTest, EveryAllowedCoreIsTimedAndAnotherIsRefused) {
   GemmOptions o;
   o.n = 128;
   o.seconds = 0.05;
+  o.burst_s = 0.01;
   std::vector<int> cores = AllowedCores();
   ASSERT_FALSE(cores.empty());
   auto results = RunCpuGemm(**blas, cores, o);
