@@ -83,4 +83,19 @@ std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t m
   return ParseInt<int>(s);
 }
 
+std::string EscapeHtml(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace laggard

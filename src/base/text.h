@@ -81,6 +81,9 @@ std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t m
 // max_len characters (adding "..."), for quoting input in messages.
 std::string Printable(std::string_view s, size_t max_len = 120);
 
+// `s` with & < > " as HTML entities.
+std::string EscapeHtml(std::string_view s);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_BASE_TEXT_H_

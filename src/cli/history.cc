@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 
 #include "cli/app.h"
 #include "history/drain.h"
+#include "history/history_html.h"
 #include "history/store.h"
 #include "model/time.h"
 
@@ -327,6 +329,8 @@ HistoryCommands AddHistoryCommands(CLI::App& app, HistoryOptions& o) {
   c.history->add_option("--host", o.host, "only this host's parts (judged on all their jobs)");
   c.history->add_option("--gpu", o.gpu, "only this GPU (UUID or serial; judged on all its jobs)");
   c.history->add_flag("--json", o.json, "print the report as JSON");
+  c.history->add_option("--html", o.html,
+                        "also write a self-contained page: offenders and a hosts x jobs grid");
   c.history->add_option("--last-jobs", o.report.last_jobs, "n: judge each part on its last n jobs")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -380,6 +384,21 @@ int History(const HistoryOptions& o, bool drain, std::ostream& out, std::ostream
   FleetReport report = history::BuildFleetReport(*jobs, o.report);
   KeepOffendersOf(o.host, o.gpu, report);
   if (drain) return Drain(*store, report, o, out, err);
+  if (!o.html.empty()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(o.html, path, ec)) {
+      err << fmt::format("laggard history: --html {} is the history store itself; not written\n",
+                         o.html);
+      return kExitNoInput;
+    }
+    std::ofstream page(o.html, std::ios::binary);
+    history::RenderHistoryHtml(path, *jobs, report, o.report, page);
+    page.close();
+    if (!page) {
+      err << fmt::format("laggard history: cannot write {}\n", o.html);
+      return kExitOutputFailed;
+    }
+  }
   if (o.json) {
     out << ReportJson(path, report, o.report).dump(2) << "\n";
   } else {

@@ -47,6 +47,7 @@ struct HistoryOptions {
   std::string host;
   std::string gpu;
   bool json = false;
+  std::string html;  // --html FILE: the page (history_html.h), beside the text
   history::ReportOptions report;
   // drain
   std::string scheduler = "slurm";

@@ -323,4 +323,27 @@ FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOpt
   return r;
 }
 
+std::map<std::string, HostState> HostStatesOf(const JobRecord& job, const ReportOptions& o) {
+  std::map<std::string, HostState> out;
+  bool decided = Decided(job);
+  for (const PartRecord& p : job.parts) {
+    if (!p.host) continue;
+    Seen seen = SeenOf(p, decided, o.min_confidence);
+    auto [it, added] = out.try_emplace(*p.host);
+    HostState& h = it->second;
+    if (added && seen != Seen::kCulprit)
+      h.kind = decided ? HostState::kHealthy : HostState::kUnsure;
+    if (seen == Seen::kCulprit && h.kind != HostState::kCulprit) {
+      h.kind = HostState::kCulprit;
+      h.cause = CauseOf(p);
+      h.what = p.kind == PartKind::kGpu   ? fmt::format("GPU {}", p.gpu.value_or(0))
+               : p.kind == PartKind::kNic ? fmt::format("NIC {}", p.nic.value_or("?"))
+                                          : std::string(PartKindName(p.kind));
+    } else if (seen == Seen::kUnsure && h.kind == HostState::kHealthy) {
+      h.kind = HostState::kUnsure;
+    }
+  }
+  return out;
+}
+
 }  // namespace laggard::history

@@ -99,6 +99,14 @@ struct FleetReport {
 // `jobs` oldest first, as HistoryStore::Load() returns them.
 FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOptions& options);
 
+// One host in one job, as the report judges it: the worst of its parts.
+struct HostState {
+  enum Kind : uint8_t { kHealthy, kCulprit, kUnsure } kind = kHealthy;
+  std::string cause;  // of its culprit part: "compute_slow/thermal"
+  std::string what;   // that part: "GPU 3", "NIC mlx5_1 port 1", "host"
+};
+std::map<std::string, HostState> HostStatesOf(const JobRecord& job, const ReportOptions& options);
+
 }  // namespace laggard::history
 
 #endif  // LAGGARD_HISTORY_FLEET_REPORT_H_

@@ -34,21 +34,6 @@ std::string_view HtmlAppJs();
 std::string_view HtmlWhatIfJs();
 std::string_view HtmlStyleCss();
 
-std::string EscapeHtml(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // JSON inside <script>: the only sequence that could end the element early

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
 #include "report/report.h"
 
 namespace laggard::report_json {
@@ -64,9 +65,6 @@ Json HangJson(const HangAnalysis& hang);
 // that the page script puts after the next steps.
 std::string RenderHtmlDocument(const Json& report, const Json& whatifs = Json::array(),
                                std::string_view hang_html = {});
-
-// `s` with & < > " as HTML entities (html_report.cc).
-std::string EscapeHtml(std::string_view s);
 
 // The page's "Hang" section as HTML (html_hang.cc), "" when the hang
 // detector did not run or found no hang: the decided finding and its next

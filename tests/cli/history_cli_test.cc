@@ -115,6 +115,32 @@ TEST_F(HistoryCliTest, TheCardThatThrottledInThreeOfFourJobsIsChronicByItsUuid) 
   EXPECT_EQ(drain.out.find("node-00"), std::string::npos) << drain.out;
 }
 
+TEST_F(HistoryCliTest, ThePageShowsTheOffenderAndItsHostsRow) {
+  TempDir tmp;
+  std::string h = tmp.File("history.db");
+  RecordAll(h);
+  std::string page = tmp.File("history.html");
+  auto r = RunCli({"history", "--history", h, "--html", page});
+  ASSERT_EQ(r.rc, kExitOk) << r.err;
+  std::string html = ReadFile(page);
+  EXPECT_NE(html.find("<td class=\"chronic\">chronic</td>"), std::string::npos) << html;
+  size_t row = html.find("<tr><th>node-01</th>");
+  ASSERT_NE(row, std::string::npos) << html;
+  std::string cells = html.substr(row, html.find("</tr>", row) - row);
+  size_t culprit_cells = 0;
+  for (size_t at = cells.find("class=\"c\""); at != std::string::npos;
+       at = cells.find("class=\"c\"", at + 1)) {
+    ++culprit_cells;
+  }
+  EXPECT_EQ(culprit_cells, 3u) << cells;
+  EXPECT_NE(cells.find("GPU 2 compute_slow/thermal"), std::string::npos) << cells;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // Never onto the store itself.
+  auto onto = RunCli({"history", "--history", h, "--html", h});
+  EXPECT_EQ(onto.rc, kExitNoInput);
+  EXPECT_TRUE(RunCli({"history", "--history", h}).rc == kExitOk);
+}
+
 TEST_F(HistoryCliTest, DrainApplyRunsTheCommandAndRecordsIt) {
   TempDir tmp;
   std::string h = tmp.File("history.db");

@@ -859,7 +859,7 @@ TEST(HtmlHangTest, CulpritIsMarkedAndASilentMemberIsNoEvidence) {
   ASSERT_EQ(h.hang.findings.front().code, FindingCode::kHangHostStopped);
   std::string html = report_json::HangSectionHtml(h.input());
   ASSERT_NE(html.find("<h2>Hang</h2>"), std::string::npos);
-  EXPECT_NE(html.find(report_json::EscapeHtml(h.hang.findings.front().message)), std::string::npos);
+  EXPECT_NE(html.find(EscapeHtml(h.hang.findings.front().message)), std::string::npos);
   EXPECT_NE(html.find("<li>see where rank 2 is"), std::string::npos) << "its next steps";
   std::string r2 = RowOf(html, "0", 2);
   EXPECT_NE(r2.find("class=\"culprit\""), std::string::npos) << r2;
