@@ -1,6 +1,8 @@
 // The verdict's last hardware rule: when step times are synchronised and
 // no trace names a late rank, a cause seen on one GPU, the stronger when a
-// whole-job slowdown began at the GPU's onset. Internal to src/verdict/.
+// whole-job slowdown began at the GPU's onset; or, with no slowdown tied to
+// any, each of several GPUs that throttled strongly. Internal to
+// src/verdict/.
 
 #include <algorithm>
 #include <cstdlib>
@@ -48,8 +50,10 @@ bool IsGpuCause(FindingCode c) {
 }
 
 // When neither step times nor traces can tell which rank is slow (step
-// times synchronised, no late arrival), a hardware anomaly on one GPU is the
-// best remaining hypothesis: a degraded NVLink / PCIe link slows the
+// times synchronised, no late arrival), a hardware anomaly on a GPU is the
+// best remaining hypothesis (on several GPUs: each that shows its own cause
+// at >= kSeveralGpusMinConfidence, unless one of them is tied to a
+// slowdown): a degraded NVLink / PCIe link slows the
 // collectives for everyone without making its rank late, and a throttled GPU
 // shows in the GPU metrics even where no trace was taken. Confidence stays
 // at kContradictedCap or below (one signal, unconfirmed by the ranks'
