@@ -43,6 +43,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from job_env import ONE_THREAD  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch, as realjobs.py
 
@@ -88,8 +91,9 @@ def run_case(a, kind, work):
             time.sleep(0.1)
         else:
             raise RuntimeError("the agent did not come up")
+        # The reference BLAS, one compute thread per rank (realjobs.py).
         env = dict(os.environ, WORLD_SIZE=str(a.world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(free_port()))
+                   MASTER_PORT=str(free_port()), **ONE_THREAD)
         for r in range(a.world):
             cmd = [TORCH_PYTHON, os.path.join(HERE, "ddp_job.py"), "--out", out,
                    "--steps", str(a.hang_step + 200), "--profile-steps", "2",

@@ -79,6 +79,8 @@ import host_noise  # noqa: E402  (bench/realjobs/host_noise.py)
 # cores busy, measured just before and after the job) has a straggler the
 # host made: its ranks run on unequal cores. Reported apart (docs/accuracy.md).
 CALM_CORE_RATIO = 1.15
+
+from job_env import ONE_THREAD  # noqa: E402  the jobs' BLAS and threads
 JOB = os.path.join(HERE, "ddp_job.py")
 PIPELINE_JOB = os.path.join(HERE, "pipeline_job.py")
 # Debian's torch is installed for the system interpreter, not a pyenv one.
@@ -279,7 +281,7 @@ def run_job(sc, out_dir, port, seed, timeout_s):
                 preexec_fn=lambda cores=rank_cores(sc, sc.hog_rank): os.sched_setaffinity(0, cores))
         for rank in range(sc.world):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(sc.world),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), **ONE_THREAD)
             cmd = [TORCH_PYTHON, PIPELINE_JOB if sc.layout else JOB, "--out", out_dir,
                    "--steps", str(sc.steps), "--seed", str(seed)]
             if sc.layout:
