@@ -35,8 +35,9 @@ OPTIONAL_PACKAGES=(ccache dpkg-dev file)
 # Only for `test`: the HTML report's browser test, the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo), and the real single-node
 # Slurm that `history drain --apply` drains (tests/history/); each test
-# skips when its package is absent.
-TEST_PACKAGES=(chromium python3-torch slurmctld slurmd slurm-client munge)
+# skips when its package is absent. libblas3: the reference BLAS the
+# real jobs run on (bench/realjobs/job_env.py), whatever libblas.so.3 is.
+TEST_PACKAGES=(chromium python3-torch libblas3 slurmctld slurmd slurm-client munge)
 
 usage() {
   sed -n '2,15p' "$0" >&2
