@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/text.h"  // NaturalLess
 #include "model/run.h"
 
 namespace laggard {
@@ -111,9 +112,6 @@ class RankMap {
   std::vector<std::string> hosts_;
   std::vector<UntiedGpus> untied_;
 };
-
-// "node-2" < "node-10": digit runs compare as numbers.
-bool NaturalLess(const std::string& a, const std::string& b);
 
 // The trailing number of a host's short name (before the first '.'):
 // node-01 -> {"node-", 1}, gpu-node-3 -> {"gpu-node-", 3}, host12 ->

@@ -18,6 +18,12 @@ extern char** environ;
 
 namespace laggard {
 
+std::string LocalHostName(const std::string& fallback) {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return fallback;
+  return buf;
+}
+
 std::string ShellText(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {

@@ -1,5 +1,5 @@
 // Running a command without a shell, its output captured and a time limit
-// kept; and an argv as a shell would need it typed. `history drain
+// kept; an argv as a shell would need it typed; this machine's name. `history drain
 // --apply` and `confirm --launcher local` run their commands with it.
 // RunCommand() blocks the calling thread until the command ends or is killed.
 
@@ -11,6 +11,9 @@
 #include <vector>
 
 namespace laggard {
+
+// This machine's host name (gethostname); `fallback` when it cannot be read.
+std::string LocalHostName(const std::string& fallback = "localhost");
 
 // `argv` as a shell would need it typed: words with spaces or quotes quoted
 // (KEY=VALUE keeps its key bare: Reason='laggard: ...').

@@ -81,6 +81,9 @@ std::optional<int> ParseFixedDigits(std::string_view s, size_t min_len, size_t m
 // max_len characters (adding "..."), for quoting input in messages.
 std::string Printable(std::string_view s, size_t max_len = 120);
 
+// "node-2" < "node-10": digit runs compare as numbers.
+bool NaturalLess(const std::string& a, const std::string& b);
+
 // `s` with & < > " as HTML entities.
 std::string EscapeHtml(std::string_view s);
 

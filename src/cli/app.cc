@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
+#include "base/process.h"
 #include "cli/confirm.h"
 #include "cli/diagnose.h"
 #include "cli/formats.h"
@@ -158,8 +159,7 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
   if (f.host) {
     o.host = *f.host;
   } else {
-    char name[256] = {};
-    o.host = gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+    o.host = LocalHostName("unknown");
   }
 
   agent::SystemClock clock;

@@ -1,7 +1,5 @@
 #include "cli/confirm.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -23,12 +21,6 @@ using confirm::ConfirmPlan;
 using confirm::GemmResult;
 using confirm::PlannedTest;
 using Json = nlohmann::ordered_json;
-
-std::string ThisHost() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 std::string SelfPath() {
   std::error_code ec;
@@ -287,7 +279,7 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   ConfirmPlan plan = confirm::PlanConfirm(*in, plan_options);
   std::vector<TestRun> runs(plan.tests.size());
   if (o.launcher == "local") {
-    std::string here = ThisHost();
+    std::string here = LocalHostName();
     for (size_t i = 0; i < plan.tests.size(); ++i) {
       if (!o.json) err << fmt::format("running test {} of {}\n", i + 1, plan.tests.size());
       runs[i] = RunHere(plan.tests[i], i, here, o);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/rank_map.h"
 #include "cli/app.h"
 #include "history/drain.h"
 #include "history/history_html.h"
@@ -30,7 +31,7 @@ int64_t NowS() {
       .count();
 }
 
-std::string Day(int64_t s) { return FormatTimestamp(s * 1'000'000'000).substr(0, 10); }
+std::string Day(int64_t s) { return FormatDate(s * 1'000'000'000); }
 
 std::string PathOr(const std::string& given) {
   return given.empty() ? history::DefaultHistoryPath() : given;
@@ -64,14 +65,6 @@ void KeepOffendersOf(const std::string& host, const std::string& gpu, FleetRepor
   r.rank_fixed.clear();
 }
 
-std::string Ranks(const std::vector<int32_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size() && i < 6; ++i)
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 6) out += fmt::format(" (+{} more)", ranks.size() - 6);
-  return out;
-}
-
 std::string Causes(const Offender& o) {
   std::string out;
   for (const auto& [cause, n] : o.causes)
@@ -84,7 +77,7 @@ void TextOffender(const Offender& o, std::ostream& out) {
                      o.culprit_last, o.jobs_last, o.culprit_all, o.jobs_all, Causes(o));
   if (!o.ranks.empty() && !o.node) {
     out << fmt::format(
-        "      as rank {}{}\n", Ranks(o.ranks),
+        "      as rank {}{}\n", RankRangesText(o.ranks),
         o.ranks.size() > 1 ? ": the same part under different ranks (hardware-fixed)" : "");
   }
   if (o.periodic) out << fmt::format("      periodic: {}\n", *o.periodic);

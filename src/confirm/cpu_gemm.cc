@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,18 +11,14 @@
 
 #include <fmt/format.h>
 
+#include "base/process.h"
+
 namespace laggard::confirm {
 namespace {
 
 // cblas enums (cblas.h): row-major, no transpose.
 constexpr int kRowMajor = 101;
 constexpr int kNoTrans = 111;
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 // Pins the calling thread to one core for its lifetime, then restores.
 class Pin {
@@ -147,7 +142,7 @@ StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector
     b[i] = u(rng);
   }
   const double flops = 2.0 * o.n * o.n * static_cast<double>(o.n);
-  std::string host = HostName();
+  std::string host = LocalHostName();
   // Round robin over the cores, one repetition each per round: a burst of
   // load on the machine lands on every core's figures alike, not on the
   // one timed while it lasted.

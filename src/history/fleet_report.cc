@@ -248,14 +248,21 @@ FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOpt
     for (const PartRecord& p : job.parts) {
       Seen seen = SeenOf(p, decided, o.min_confidence);
       Track& t = tracks[p.key];
-      t.part = p;
-      t.part.culprit = false;
-      t.part.cause_class.reset();
-      t.part.cause.reset();
-      t.part.confidence.reset();
-      t.part.slowdown.reset();
-      t.part.evidence_codes.clear();
-      t.entries.push_back({j, timed, seen, p.rank, CauseOf(p), when});
+      if (t.entries.empty()) {
+        // Its identity, once; its culprit fields are per job (the entries).
+        t.part = p;
+        t.part.culprit = false;
+        t.part.cause_class.reset();
+        t.part.cause.reset();
+        t.part.confidence.reset();
+        t.part.slowdown.reset();
+        t.part.evidence_codes.clear();
+      }
+      // Its latest place: a card moves between hosts.
+      t.part.host = p.host;
+      t.part.gpu = p.gpu;
+      t.part.rank = p.rank;
+      t.entries.push_back({j, timed, seen, p.rank, p.culprit ? CauseOf(p) : std::string(), when});
       if (p.culprit && decided) any = true;
       if (seen == Seen::kCulprit) weak = weak || WeakIdentity(p);
       // Rank numbers of culprits, imbalance included: what the rank-fixed

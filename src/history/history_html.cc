@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "analysis/rank_map.h"
 #include "base/text.h"
+#include "model/time.h"
 
 namespace laggard::history {
 namespace {
@@ -23,12 +25,7 @@ th, td { padding: 2px 6px; text-align: left; }
 .key span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
 )css";
 
-std::string Day(int64_t s) {
-  time_t t = static_cast<time_t>(s);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-}
+std::string Day(int64_t s) { return FormatDate(s * 1'000'000'000); }
 
 }  // namespace
 
@@ -58,8 +55,7 @@ void RenderHistoryHtml(const std::string& store_path, const std::vector<JobRecor
       for (const auto& [cause, n] : off.causes) {
         causes += fmt::format("{}{} &times;{}", causes.empty() ? "" : ", ", EscapeHtml(cause), n);
       }
-      std::string ranks;
-      for (int32_t rank : off.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", rank);
+      std::string ranks = RankRangesText(off.ranks);
       out << fmt::format(
           "<tr><td class=\"{}\">{}</td><td>{}{}</td><td>{} of last {}</td><td>{} of {}</td>"
           "<td>{}</td><td>{}</td><td>{}</td></tr>\n",

@@ -9,10 +9,6 @@
 namespace laggard::history {
 namespace {
 
-// 2000-01-01 in Unix nanoseconds: earlier step starts are a simulator's or a
-// trace's own clock, not when the job ran.
-constexpr TimeNs kWallClockFrom = 946'684'800LL * 1'000'000'000;
-
 class Parts {
  public:
   PartRecord& Gpu(const GpuRecord& g) {
@@ -31,17 +27,20 @@ class Parts {
     } else {
       p.key = fmt::format("gpu@{}/{}", g.host.value_or("?"), g.index);
     }
-    return Add(std::move(p));
+    PartRecord& added = Add(std::move(p));
+    if (g.host) gpu_at_.try_emplace({*g.host, g.index}, &added);
+    return added;
   }
-  // A GPU known by place only (a rank's, without GPU metrics).
+  // The GPU at a place: the one described there, else one known by place
+  // only (a rank's, without GPU metrics).
   PartRecord& GpuAt(const std::string& host, int32_t gpu) {
-    for (auto& [key, p] : parts_) {
-      if (p.kind == PartKind::kGpu && p.host == host && p.gpu == gpu) return p;
-    }
+    auto [it, added] = gpu_at_.try_emplace({host, gpu}, nullptr);
+    if (!added) return *it->second;
     PartRecord& p =
         Add(Of(PartKind::kGpu, Identity::kLocation, fmt::format("gpu@{}/{}", host, gpu)));
     p.host = host;
     p.gpu = gpu;
+    it->second = &p;
     return p;
   }
   // A host is the node, as the scheduler names it.
@@ -98,7 +97,10 @@ class Parts {
     return it->second;
   }
 
-  std::map<std::string, PartRecord> parts_;
+  std::map<std::string, PartRecord> parts_;  // by key
+  // (host, GPU index) -> its part in parts_ (map nodes do not move): a
+  // job of 16k ranks places each rank's GPU without a scan.
+  std::map<std::pair<std::string, int32_t>, PartRecord*> gpu_at_;
 };
 
 bool Matches(const Entity& f, const Entity& c) {
@@ -215,11 +217,9 @@ void MarkCulprits(Parts& parts, const Run& run, const RankMap& ranks, const Verd
   }
 }
 
-TimeNs WallClockTo(int64_t now_s) { return (now_s + 86400) * 1'000'000'000; }
-
 void Span(const Run& run, JobRecord& r) {
   auto widen = [&](TimeNs from, TimeNs to) {
-    if (from < kWallClockFrom || to > WallClockTo(r.recorded_at_s)) return;
+    if (!IsWallClockTime(from) || !IsWallClockTime(to)) return;
     r.first_ns = r.first_ns ? std::min(*r.first_ns, from) : from;
     r.last_ns = r.last_ns ? std::max(*r.last_ns, to) : to;
   };

@@ -1,7 +1,6 @@
 #include "ingest/jobs.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -19,21 +18,8 @@ using jobs_internal::Group;
 using jobs_internal::RanksOf;
 using jobs_internal::SortUnique;
 
-// 2000-01-01 in Unix nanoseconds: earlier times are relative (a trace timed
-// from its own start, a simulator's clock), not wall clock; so are times
-// more than a day after now (a monotonic clock read as epoch microseconds).
-constexpr TimeNs kWallClockFrom = 946'684'800LL * 1'000'000'000;
-
-TimeNs WallClockTo() {
-  static const TimeNs to = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count() +
-                           24LL * 3600 * 1'000'000'000;
-  return to;
-}
-
 void Widen(JobKeys& k, TimeNs t) {
-  if (t < kWallClockFrom || t > WallClockTo()) return;
+  if (!IsWallClockTime(t)) return;
   k.first_ns = k.first_ns ? std::min(*k.first_ns, t) : t;
   k.last_ns = k.last_ns ? std::max(*k.last_ns, t) : t;
 }

@@ -198,6 +198,17 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text) {
   return ns;
 }
 
+std::string FormatDate(TimeNs t) { return FormatTimestamp(t).substr(0, 10); }
+
+bool IsWallClockTime(TimeNs t) {
+  constexpr TimeNs kFrom = 946'684'800LL * 1'000'000'000;  // 2000-01-01
+  static const TimeNs to = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() +
+                           24LL * 3600 * 1'000'000'000;
+  return t >= kFrom && t <= to;
+}
+
 std::string FormatTimestamp(TimeNs t) {
   using namespace std::chrono;
   // Floor division that cannot overflow, even at INT64_MIN.

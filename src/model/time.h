@@ -62,6 +62,14 @@ std::optional<TimeNs> ParseTimestamp(std::string_view text);
 
 // Formats an instant as "2024-02-02T15:50:01.350Z" (millisecond precision).
 std::string FormatTimestamp(TimeNs t);
+// Its day, "2024-02-02" (UTC).
+std::string FormatDate(TimeNs t);
+
+// A time that can be when something ran: from 2000-01-01 to a day after
+// now. Earlier ones are relative (a trace timed from its own start, a
+// simulator's clock); later ones a monotonic clock read as epoch
+// microseconds. The job splitter and the fleet history date jobs by it.
+bool IsWallClockTime(TimeNs t);
 
 // The C library's asctime layout nvidia-smi prints, "Mon Jan 29 10:41:38
 // 2024" (the day of month padded with a space: "Sat Jul  6 15:09:26 2024"),

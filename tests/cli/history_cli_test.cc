@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
 #include "cli/history.h"
 #include "cli/run_cli.h"
+#include "history/store.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -323,6 +326,66 @@ TEST_F(HistoryCliTest, DrainApplyOnAMistypedPathCreatesNothingAndChangesNoRecord
   EXPECT_FALSE(fs::exists(tmp.File("typo")));
   auto after = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
   EXPECT_EQ(before, after);
+}
+
+// Real inputs. A real nvidia-smi -a of 8 RTX 6000 Ada (the corpus): its 8
+// cards are recorded by the UUIDs the file prints, and its verdict
+// (inconclusive: GPU metrics, no step times) makes them undecided, not
+// healthy. Two real PyTorch jobs (tests/data/realjobs): a CPU hog names
+// rank 1, whose host no input gives: a rank part, weaker evidence, never
+// drained; the healthy job is the other one without a straggler.
+TEST(HistoryRealInputTest, ARealGpuPageIsRecordedByItsUuids) {
+  std::string page =
+      std::string(LAGGARD_CORPUS_DIR) + "/nvidia_smi/thamada_RTX6000Ada_x8_nvidia_smi_a.txt";
+  if (!fs::exists(page)) GTEST_SKIP() << "corpus file absent: " << page;
+  std::vector<std::string> uuids;
+  std::istringstream lines(ReadFile(page));
+  for (std::string line; std::getline(lines, line);) {
+    size_t at = line.find("GPU UUID");
+    if (at != std::string::npos) uuids.push_back(line.substr(line.find("GPU-", at)));
+  }
+  ASSERT_EQ(uuids.size(), 8u);
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  auto r = RunCli({"diagnose", page, "--record", "--history", h, "-q"});
+  ASSERT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("8 parts, 0 culprits"), std::string::npos) << r.err;
+  auto store = history::HistoryStore::Open(h, history::HistoryStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto jobs = store->Load({});
+  ASSERT_EQ(jobs->size(), 1u);
+  std::vector<std::string> keys;
+  for (const history::PartRecord& p : (*jobs)[0].parts) {
+    EXPECT_EQ(p.identity, history::Identity::kHardware) << p.key;
+    keys.push_back(p.uuid.value_or(""));
+  }
+  std::sort(keys.begin(), keys.end());
+  std::sort(uuids.begin(), uuids.end());
+  EXPECT_EQ(keys, uuids);
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  EXPECT_EQ(j["jobs_undecided"], 1);
+  EXPECT_TRUE(j["offenders"].empty());
+}
+
+TEST(HistoryRealInputTest, RealJobsWithoutHostsAreRecordedByRank) {
+  TempDir tmp;
+  std::string h = tmp.File("h.db");
+  for (const char* run : {"w2_cpu_hog", "w2_healthy"}) {
+    auto r = RunCli(
+        {"diagnose", testing_util::TestData("realjobs", run), "--record", "--history", h, "-q"});
+    ASSERT_EQ(r.rc, kExitOk) << r.err;
+  }
+  auto j = nlohmann::json::parse(RunCli({"history", "--history", h, "--json"}).out);
+  EXPECT_EQ(j["jobs"], 2);
+  EXPECT_EQ(j["jobs_without_straggler"], 1);
+  ASSERT_EQ(j["offenders"].size(), 1u) << j.dump(1);
+  const auto& o = j["offenders"][0];
+  EXPECT_EQ(o["key"], "rank:1");
+  EXPECT_EQ(o["standing"], "transient");
+  EXPECT_EQ(o["weak_identity"], true);
+  EXPECT_EQ(j["jobs_with_weak_identity"], 1);
+  auto drain = RunCli({"history", "drain", "--history", h});
+  EXPECT_NE(drain.out.find("nothing to drain"), std::string::npos) << drain.out;
 }
 
 TEST(HistorySinceTest, SpansAndDatesAreRead) {
