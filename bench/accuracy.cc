@@ -159,7 +159,8 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   Verdict v = DecideVerdict(*run, a);
   bool blamed = v.status == VerdictStatus::kStraggler && !v.culprits.empty();
   o.got = blamed ? Describe(v.culprits.front()) : std::string(VerdictStatusName(v.status));
-  if (blamed && v.throughput_lost && expected.contains("fault_index") && !o.combined) {
+  const bool priced = blamed || (v.status == VerdictStatus::kJobWide && !v.culprits.empty());
+  if (priced && v.throughput_lost && expected.contains("fault_index") && !o.combined) {
     // While the fault acts: what a verdict's "costs x% of throughput" says.
     const nlohmann::json& eff = truth["faults"][expected["fault_index"].get<size_t>()]["effect"];
     if (eff["step_time_increase"].is_number()) {

@@ -550,6 +550,19 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   }
 }
 
+// The job's own step time changed level once (level_shift.h), the profiled
+// steps and their warm-up and export left out.
+std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats& job,
+                                        const StepDetectorOptions& opt) {
+  int64_t skip_first = 1, skip_last = 0;
+  if (job.profiled_steps) {
+    skip_first = job.profiled_steps->first - opt.profiler_warmup_steps;
+    skip_last = job.profiled_steps->last + opt.profiler_export_steps;
+  }
+  return MeasureLevelShift(m.step_numbers, m.step_median_s, skip_first, skip_last,
+                           job.step_noise_sigma.value_or(0));
+}
+
 Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
   Finding f;
   f.code = FindingCode::kStepsSynchronised;
@@ -623,6 +636,7 @@ StepAnalysis DecideSteps(const StepMetrics& m, const StepDetectorOptions& opt) {
       out.findings.push_back(std::move(*f));
   }
   DecideJobSlowdowns(m, opt, out);
+  out.job.level_shift = JobLevelShift(m, out.job, opt);
   if (out.job.synchronised) out.findings.push_back(SynchronisedFinding(m, out.job));
   return out;
 }

@@ -104,6 +104,7 @@
 
 #include "analysis/change_point.h"
 #include "analysis/finding.h"
+#include "analysis/level_shift.h"
 #include "analysis/profiled_steps.h"
 #include "analysis/robust_stats.h"
 #include "base/parallel.h"
@@ -204,6 +205,9 @@ struct JobStepStats {
   std::vector<int64_t> spike_steps;
   std::vector<double> spike_excess;
   std::optional<double> throughput_lost;  // what-if without the flagged ranks
+  // The job's step time changed level once (level_shift.h): what a fault
+  // that began mid-run costs, measured before and after.
+  std::optional<LevelShift> level_shift;
 };
 
 struct StepAnalysis {

@@ -204,7 +204,10 @@
     if (c || isNum(impact.throughput_lost) || isNum(impact.gpu_hours_per_day)) {
       kpi('throughput lost', pct(impact.throughput_lost),
           {upper_bound: 'whole job, at most', lower_bound: 'whole job, at least',
-           replay: 'whole job, what-if replay'}[impact.method] || 'whole job');
+           replay: 'whole job, what-if replay',
+           before_after: 'whole job, measured: steps ' + impact.first_step + '–' +
+               (impact.last_step == null ? 'end' : impact.last_step) + ' vs before'
+          }[impact.method] || 'whole job');
       kpi('GPU-hours / day', isNum(impact.gpu_hours_per_day) ? impact.gpu_hours_per_day.toFixed(1) : '–', 'at the job\'s size');
     }
     if (kpis.childNodes.length) s.appendChild(kpis);

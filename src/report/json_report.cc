@@ -142,6 +142,10 @@ Json VerdictJson(const Verdict& v) {
       {"throughput_lost", Opt(v.throughput_lost)},
       {"method", v.throughput_lost ? Json(ImpactMethodName(v.impact_method)) : Json(nullptr)},
       {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
+  if (v.throughput_lost && v.impact_method == ImpactMethod::kBeforeAfter) {
+    verdict["impact"]["first_step"] = Opt(v.impact_first_step);
+    verdict["impact"]["last_step"] = Opt(v.impact_last_step);
+  }
   if (v.whatif) verdict["impact"]["whatif"] = WhatIfJson(*v.whatif);
   verdict["next_steps"] = v.next_steps;
   return verdict;
@@ -233,6 +237,15 @@ Json JobJson(const JobStepStats& job) {
                    {"slowest_share", Num(e.slowest_share)}});
   }
   jj["episodes"] = std::move(eps);
+  if (const std::optional<LevelShift>& ls = job.level_shift) {
+    jj["level_shift"] = {{"first_step", ls->first_step},
+                         {"last_step", Opt(ls->last_step)},
+                         {"steps", ls->steps},
+                         {"before_s", Num(ls->before_s)},
+                         {"during_s", Num(ls->during_s)}};
+  } else {
+    jj["level_shift"] = nullptr;
+  }
   return jj;
 }
 

@@ -38,6 +38,7 @@ using verdict_internal::PatternText;
 using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
 using verdict_internal::PreferHostCpu;
+using verdict_internal::PriceByLevelShift;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::SayCpuWorkUndecided;
@@ -179,6 +180,7 @@ std::string_view ImpactMethodName(ImpactMethod m) {
     case ImpactMethod::kUpperBound: return "upper_bound";
     case ImpactMethod::kReplay: return "replay";
     case ImpactMethod::kLowerBound: return "lower_bound";
+    case ImpactMethod::kBeforeAfter: return "before_after";
   }
   return "upper_bound";
 }
@@ -733,6 +735,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     BoundByCulprit(v, WorldSize(a.steps, a.traces));
     v.summary = StragglerSummary(v);
   }
+  PriceByLevelShift(v, a);
   CiteToolReports(v, run, a, v.next_steps);
   return v;
 }

@@ -123,9 +123,13 @@ struct Culprit {
 // culprit (traces, step times), never more than 1 - 1/(1 + slowdown) of
 // the culprit's own slowdown: a rank 1.24x as slow can cost at most 19%.
 // kLowerBound: a pipeline stage's excess over the mean stage, from traces
-// without a replay. Serialized by ImpactMethodName(); append, never rename.
-enum class ImpactMethod : uint8_t { kUpperBound, kReplay, kLowerBound };
-std::string_view ImpactMethodName(ImpactMethod m);  // "upper_bound", "replay", "lower_bound"
+// without a replay. kBeforeAfter: measured, the job's own step time before
+// and after it changed level at the culprit's onset (analysis/level_shift.h):
+// 1 - before / after, while the change lasted (impact_first_step ..
+// impact_last_step). Serialized by ImpactMethodName(); append, never rename.
+enum class ImpactMethod : uint8_t { kUpperBound, kReplay, kLowerBound, kBeforeAfter };
+// "upper_bound", "replay", "lower_bound", "before_after"
+std::string_view ImpactMethodName(ImpactMethod m);
 
 struct Verdict {
   VerdictStatus status = VerdictStatus::kNoStraggler;
@@ -133,6 +137,9 @@ struct Verdict {
   std::vector<Culprit> culprits;  // most likely first
   std::optional<double> throughput_lost;
   ImpactMethod impact_method = ImpactMethod::kUpperBound;
+  // kBeforeAfter: the steps the figure was measured over (last: none while
+  // the change lasts to the end of the logs).
+  std::optional<int64_t> impact_first_step, impact_last_step;
   std::optional<double> gpu_hours_per_day;
   std::vector<std::string> next_steps;
   // The what-if replay of the op timeline the verdict comes from

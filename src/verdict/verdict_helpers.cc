@@ -111,6 +111,18 @@ std::string CostPhrase(const Verdict& v) {
       return fmt::format(", costs ~{:.0f}% of job throughput (what-if replay)", pct);
     case ImpactMethod::kLowerBound:
       return fmt::format(", costs at least ~{:.0f}% of job throughput", pct);
+    case ImpactMethod::kBeforeAfter:
+      if (v.impact_first_step && v.impact_last_step) {
+        return fmt::format(
+            ", cost ~{:.0f}% of job throughput in steps {}-{} (step times before and after)", pct,
+            *v.impact_first_step, *v.impact_last_step);
+      }
+      if (v.impact_first_step) {
+        return fmt::format(
+            ", costs ~{:.0f}% of job throughput since step {} (step times before and after)", pct,
+            *v.impact_first_step);
+      }
+      return fmt::format(", costs ~{:.0f}% of job throughput (step times before and after)", pct);
     case ImpactMethod::kUpperBound: break;
   }
   return fmt::format(", costs up to ~{:.0f}% of job throughput", pct);

@@ -60,6 +60,15 @@ bool CapTwoRankConfidence(Verdict& v, size_t world);
 // of job throughput (what-if replay)"; "" without a figure.
 std::string CostPhrase(const Verdict& v);
 
+// The job's step time changed level once (JobStepStats::level_shift) at
+// the first culprit's onset, or that culprit's onset is unknown: the
+// culprit is priced by it (ImpactMethod::kBeforeAfter) where it has no
+// figure yet, or has an upper bound above the measured figure and an onset
+// of its own that ties the two. A replay or lower bound stays, and a
+// periodic or intermittent culprit is not one level. Puts the cost phrase
+// in v.summary. True when priced (impact.cc).
+bool PriceByLevelShift(Verdict& v, const Analyses& a);
+
 // A culprit of one finding's entity, slowdown, onset and pattern, its
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);

@@ -808,6 +808,31 @@ TEST(HtmlReportBrowserTest, SeveralJobsAreListedAndTheVerdictSaysWhichOne) {
   EXPECT_NE(r.dom.find("id=\"section-jobs\""), std::string::npos) << "no Jobs section";
 }
 
+// A NIC that degraded at step 30: the verdict card's cost says it was
+// measured, over which steps.
+TEST(HtmlReportBrowserTest, AMeasuredCostSaysItsSteps) {
+  if (NoChromium()) GTEST_SKIP() << kNoChromium;
+  TempDir dir;
+  std::string err;
+  ASSERT_EQ(RunCli({"simulate", "--quiet", "-o", dir.File("run"), "--nodes", "5", "--steps", "100",
+                    "--seed", "21", "--fault", "nic_degraded@node-04:mlx5_0:0.3,onset=30",
+                    "--no-effects"},
+                   nullptr, &err),
+            kExitOk)
+      << err;
+  fs::path html = OutputDir() / "measured_cost.html";
+  ASSERT_EQ(
+      RunCli({"diagnose", "--quiet", "--html", html.string(), dir.File("run")}, nullptr, &err),
+      kExitOk)
+      << err;
+  BrowserResult r = RunChromium(FindChromium(), html, "measured_cost", "--dump-dom");
+  ASSERT_EQ(r.rc, 0) << "chromium failed; log in " << OutputDir() / "measured_cost.chromium.log";
+  EXPECT_TRUE(ConsoleErrors(r.log).empty()) << ConsoleErrors(r.log).front();
+  EXPECT_NE(r.dom.find("whole job, measured: steps 3"), std::string::npos) << r.dom.substr(0, 4000);
+  EXPECT_NE(r.dom.find("(step times before and after)"), std::string::npos)
+      << r.dom.substr(0, 4000);
+}
+
 // --- the CLI -----------------------------------------------------------------
 
 TEST(HtmlReportCliTest, DiagnoseWritesTheHtmlReportAndTheMergedTrace) {

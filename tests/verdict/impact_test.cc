@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/analyze_run.h"
 #include "verdict/verdict.h"
 #include "verdict/verdict_helpers.h"
 
@@ -59,6 +60,112 @@ TEST(ImpactTest, AReplayFigureIsNotBoundAndSaysSo) {
   EXPECT_EQ(ImpactMethodName(v.impact_method), "replay");
   v.throughput_lost.reset();
   EXPECT_EQ(CostPhrase(v), "");
+}
+
+// A job whose step time rose from 0.80 s to 0.87 s at step 30 (a cost of
+// 1 - 0.80 / 0.87 = 8.0%), with `ranks` step series.
+Analyses ShiftAt(int64_t first_step, std::optional<int64_t> last_step = std::nullopt) {
+  Analyses a;
+  LevelShift shift;
+  shift.first_step = first_step;
+  shift.last_step = last_step;
+  shift.steps = 90;
+  shift.before_s = 0.80;
+  shift.during_s = 0.87;
+  a.steps.job.level_shift = shift;
+  a.steps.job.ranks = 8;
+  return a;
+}
+
+Verdict NetworkCulprit() {
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity.host = "node-04";
+  v.culprits.push_back(c);
+  v.summary = "verdict: node-04 is the straggler — communication: nic_degraded, confidence medium";
+  return v;
+}
+
+// A culprit no step time priced (a link read from ibstat) gets the job's
+// own before-and-after figure, said in its summary and its steps.
+TEST(ImpactTest, AnUnpricedCulpritIsPricedByTheJobsLevelShift) {
+  Verdict v = NetworkCulprit();
+  ASSERT_TRUE(PriceByLevelShift(v, ShiftAt(30)));
+  EXPECT_NEAR(*v.throughput_lost, 1 - 0.80 / 0.87, 1e-9);
+  EXPECT_EQ(v.impact_method, ImpactMethod::kBeforeAfter);
+  EXPECT_EQ(ImpactMethodName(v.impact_method), "before_after");
+  EXPECT_EQ(v.impact_first_step, 30);
+  EXPECT_FALSE(v.impact_last_step.has_value());
+  EXPECT_NEAR(*v.gpu_hours_per_day, (1 - 0.80 / 0.87) * 8 * 24, 1e-6);
+  EXPECT_EQ(v.summary,
+            "verdict: node-04 is the straggler — communication: nic_degraded, confidence medium, "
+            "costs ~8% of job throughput since step 30 (step times before and after)");
+  // A shift that recovered names its steps.
+  Verdict w = NetworkCulprit();
+  ASSERT_TRUE(PriceByLevelShift(w, ShiftAt(30, 59)));
+  EXPECT_EQ(CostPhrase(w),
+            ", cost ~8% of job throughput in steps 30-59 (step times before and after)");
+}
+
+TEST(ImpactTest, AnUpperBoundGivesWayOnlyToAMeasurementItsOnsetTies) {
+  // Rank 5 slow from step 31, bounded at 19%: the job's 8% since step 30
+  // replaces the bound, and the summary's phrase with it.
+  Verdict v = RankCulprit(0.24, 0.19);
+  v.culprits[0].onset_step = 31;
+  v.summary = "verdict: rank 5 is the straggler, confidence high" + CostPhrase(v) + "; also x";
+  ASSERT_TRUE(PriceByLevelShift(v, ShiftAt(30)));
+  EXPECT_EQ(v.summary,
+            "verdict: rank 5 is the straggler, confidence high, costs ~8% of job throughput since "
+            "step 30 (step times before and after); also x");
+  // No onset of its own: the shift may be another event's; the bound stays.
+  Verdict unknown = RankCulprit(0.24, 0.19);
+  EXPECT_FALSE(PriceByLevelShift(unknown, ShiftAt(30)));
+  EXPECT_EQ(unknown.impact_method, ImpactMethod::kUpperBound);
+  // An onset far from the shift's: another event.
+  Verdict far = RankCulprit(0.24, 0.19);
+  far.culprits[0].onset_step = 50;
+  EXPECT_FALSE(PriceByLevelShift(far, ShiftAt(30)));
+  Verdict far_unpriced = NetworkCulprit();
+  far_unpriced.culprits[0].onset_step = 50;
+  EXPECT_FALSE(PriceByLevelShift(far_unpriced, ShiftAt(30)));
+  // A measurement above the bound: the culprit cannot cost that much; the
+  // rest is something else.
+  Verdict small = RankCulprit(0.05, 0.04);
+  small.culprits[0].onset_step = 30;
+  EXPECT_FALSE(PriceByLevelShift(small, ShiftAt(30)));
+  EXPECT_DOUBLE_EQ(*small.throughput_lost, 0.04);
+}
+
+TEST(ImpactTest, ReplaysPatternsAndVerdictsWithoutACulpritAreNotPriced) {
+  Verdict replay = RankCulprit(0.3, 0.2);
+  replay.impact_method = ImpactMethod::kReplay;
+  replay.culprits[0].onset_step = 30;
+  EXPECT_FALSE(PriceByLevelShift(replay, ShiftAt(30)));
+  Verdict periodic = NetworkCulprit();
+  periodic.culprits[0].pattern = Pattern::kPeriodic;
+  EXPECT_FALSE(PriceByLevelShift(periodic, ShiftAt(30)));
+  Verdict none;
+  none.status = VerdictStatus::kNoStraggler;
+  EXPECT_FALSE(PriceByLevelShift(none, ShiftAt(30)));
+  Verdict inconclusive = NetworkCulprit();
+  inconclusive.status = VerdictStatus::kInconclusive;
+  EXPECT_FALSE(PriceByLevelShift(inconclusive, ShiftAt(30)));
+  // Without a shift nothing changes.
+  Verdict plain = NetworkCulprit();
+  EXPECT_FALSE(PriceByLevelShift(plain, Analyses()));
+  EXPECT_FALSE(plain.throughput_lost.has_value());
+  // A job-wide culprit (variable work since step 30) is priced.
+  Verdict job;
+  job.status = VerdictStatus::kJobWide;
+  Culprit c;
+  c.entity.job = true;
+  job.culprits.push_back(c);
+  job.summary = "verdict: workload imbalance — the work per rank varies";
+  EXPECT_TRUE(PriceByLevelShift(job, ShiftAt(30)));
+  EXPECT_EQ(job.summary,
+            "verdict: workload imbalance — the work per rank varies, costs ~8% of job throughput "
+            "since step 30 (step times before and after)");
 }
 
 }  // namespace

@@ -189,6 +189,35 @@ TEST(VerdictScenarioTest, DegradedNicAndVariableWorkAreBothNamed) {
   EXPECT_TRUE(job) << d.v.summary;
 }
 
+// A NIC that lost half its rate at step 30 of 100: ibstat names it, no
+// step time or trace does, and the job's own step times price it: the
+// level they rose to at step 30 against the one before.
+TEST(VerdictScenarioTest, ALinkThatDegradedMidRunIsPricedByTheStepsBeforeAndAfter) {
+  sim::ClusterScenario sc = Scenario(21, 5, sim::FaultKind::kNone, 0);
+  sc.steps = 100;
+  sim::Fault nic;
+  nic.kind = sim::FaultKind::kNicDegraded;
+  nic.severity = 0.3;
+  nic.onset_step = 30;
+  nic.target.kind = sim::FaultTarget::Kind::kNic;
+  nic.target.node = 4;
+  nic.target.index = 0;
+  sc.faults.push_back(nic);
+  TempDir dir;
+  Diagnosis d = Simulate(sc, dir);
+  ASSERT_EQ(d.v.status, VerdictStatus::kStraggler) << d.v.summary;
+  EXPECT_EQ(d.v.culprits.front().entity.host, "node-04") << d.v.summary;
+  ASSERT_TRUE(d.a.steps.job.level_shift.has_value()) << d.v.summary;
+  const LevelShift& shift = *d.a.steps.job.level_shift;
+  EXPECT_NEAR(static_cast<double>(shift.first_step), 30, 2);
+  ASSERT_TRUE(d.v.throughput_lost.has_value()) << d.v.summary;
+  EXPECT_EQ(d.v.impact_method, ImpactMethod::kBeforeAfter);
+  EXPECT_NEAR(*d.v.throughput_lost, 1 - shift.before_s / shift.during_s, 1e-9);
+  EXPECT_GT(*d.v.throughput_lost, 0.02);
+  EXPECT_NE(d.v.summary.find(fmt::format("since step {}", shift.first_step)), std::string::npos)
+      << d.v.summary;
+}
+
 TEST(VerdictScenarioTest, ADegradedNicOfASingleHostJobIsNoCulpritButTheHeavierStageIs) {
   // Eight ranks on one host: NCCL never crosses its NICs, so a NIC at half
   // rate slows nothing (it stays a finding); the first pipeline stage

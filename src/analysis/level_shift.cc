@@ -1,0 +1,92 @@
+#include "analysis/level_shift.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/change_point.h"
+#include "analysis/robust_stats.h"
+
+namespace laggard {
+namespace {
+
+// The share of a side's steps that must sit on its side of the halfway mark
+// between the two levels (judgement: a spike or a checkpoint step may not).
+constexpr double kMinOnSide = 0.8;
+
+// The median of values[i] over the points of segments `segs` (indices into
+// `values`).
+double MedianOver(const std::vector<double>& values, const std::vector<Segment>& segs) {
+  std::vector<double> part;
+  for (const Segment& s : segs) {
+    part.insert(part.end(), values.begin() + static_cast<ptrdiff_t>(s.begin),
+                values.begin() + static_cast<ptrdiff_t>(s.end));
+  }
+  return Median(std::move(part)).value_or(0);
+}
+
+}  // namespace
+
+std::optional<LevelShift> MeasureLevelShift(const std::vector<int64_t>& step_numbers,
+                                            const std::vector<double>& median_s, int64_t skip_first,
+                                            int64_t skip_last, double noise_sigma,
+                                            const LevelShiftOptions& options) {
+  std::vector<int64_t> steps;
+  std::vector<double> seconds;
+  for (size_t i = 0; i < step_numbers.size() && i < median_s.size(); ++i) {
+    if (!(median_s[i] > 0) || !std::isfinite(median_s[i])) continue;
+    if (step_numbers[i] >= skip_first && step_numbers[i] <= skip_last) continue;
+    steps.push_back(step_numbers[i]);
+    seconds.push_back(median_s[i]);
+  }
+  const size_t min_segment = std::max<size_t>(1, options.min_segment);
+  if (seconds.size() < 2 * min_segment) return std::nullopt;
+  const double mid = Median(seconds).value_or(0);
+  if (mid <= 0) return std::nullopt;
+  std::vector<double> x;
+  x.reserve(seconds.size());
+  for (double s : seconds) x.push_back(s / mid - 1);
+  ChangePointOptions cp;
+  cp.min_segment = min_segment;
+  cp.min_shift = std::max(options.min_shift, options.noise_sigmas * std::max(0.0, noise_sigma));
+  cp.max_segments = 4;  // room to see a second change, which then refuses
+  std::vector<Segment> segs = Segmentize(x, cp);
+  LevelShift out;
+  if (segs.size() == 2 && segs[1].median - segs[0].median >= cp.min_shift) {
+    out.before_s = MedianOver(seconds, {segs[0]});
+    out.during_s = MedianOver(seconds, {segs[1]});
+    out.first_step = steps[segs[1].begin];
+    out.steps = segs[1].end - segs[1].begin;
+  } else if (segs.size() == 3 && segs[1].median - segs[0].median >= cp.min_shift &&
+             segs[1].median - segs[2].median >= cp.min_shift &&
+             std::fabs(segs[2].median - segs[0].median) <= cp.min_shift / 2) {
+    out.before_s = MedianOver(seconds, {segs[0], segs[2]});
+    out.during_s = MedianOver(seconds, {segs[1]});
+    out.first_step = steps[segs[1].begin];
+    out.last_step = steps[segs[1].end - 1];
+    out.steps = segs[1].end - segs[1].begin;
+  } else {
+    return std::nullopt;
+  }
+  if (out.before_s <= 0 || out.during_s < out.before_s * (1 + cp.min_shift)) return std::nullopt;
+  // Each side holds its own level: most steps of the slower stretch above
+  // the halfway mark, most others below it. A stretch whose split fell
+  // inside a short change (5 slow steps at the end of a 10-step segment)
+  // is not one level.
+  const double mark = (out.before_s + out.during_s) / 2;
+  size_t above_in = 0, below_out = 0;
+  for (const Segment& seg : segs) {
+    const bool in = seg.begin == segs[1].begin;
+    for (size_t i = seg.begin; i < seg.end; ++i) {
+      if (in) above_in += seconds[i] > mark ? 1 : 0;
+      else below_out += seconds[i] < mark ? 1 : 0;
+    }
+  }
+  const double in_steps = static_cast<double>(out.steps);
+  const double out_steps = static_cast<double>(seconds.size() - out.steps);
+  if (static_cast<double>(above_in) < kMinOnSide * in_steps ||
+      static_cast<double>(below_out) < kMinOnSide * out_steps)
+    return std::nullopt;
+  return out;
+}
+
+}  // namespace laggard

@@ -1,0 +1,94 @@
+// The job's step time changing level once (analysis/level_shift.h): one
+// rise to the end, a rise that recovered, and the shapes that are not one
+// change and must give nothing.
+
+#include "analysis/level_shift.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace laggard {
+namespace {
+
+// `n` steps numbered from 0 at `base` seconds, +-0.5% alternating noise,
+// steps [from, to) at `base` x `factor`.
+std::vector<double> Series(size_t n, double base, size_t from, size_t to, double factor) {
+  std::vector<double> s;
+  for (size_t i = 0; i < n; ++i) {
+    double v = base * (i % 2 == 0 ? 1.005 : 0.995);
+    if (i >= from && i < to) v *= factor;
+    s.push_back(v);
+  }
+  return s;
+}
+
+std::vector<int64_t> Steps(size_t n, int64_t first = 0) {
+  std::vector<int64_t> s;
+  for (size_t i = 0; i < n; ++i) s.push_back(first + static_cast<int64_t>(i));
+  return s;
+}
+
+TEST(LevelShiftTest, ARiseToTheEndIsPricedBeforeAndAfter) {
+  auto s = Series(120, 0.8, 30, 120, 1.08);
+  auto shift = MeasureLevelShift(Steps(120), s, 1, 0, 0.005);
+  ASSERT_TRUE(shift.has_value());
+  EXPECT_EQ(shift->first_step, 30);
+  EXPECT_FALSE(shift->last_step.has_value());
+  EXPECT_EQ(shift->steps, 90u);
+  EXPECT_NEAR(shift->before_s, 0.8, 0.005);
+  EXPECT_NEAR(shift->during_s, 0.864, 0.005);
+  EXPECT_NEAR(shift->cost(), 1 - 1 / 1.08, 0.005);
+}
+
+TEST(LevelShiftTest, ARiseThatRecoveredHasItsLastStep) {
+  auto s = Series(100, 1.0, 40, 70, 1.2);
+  auto shift = MeasureLevelShift(Steps(100, 5), s, 1, 0, 0.005);
+  ASSERT_TRUE(shift.has_value());
+  EXPECT_EQ(shift->first_step, 45);
+  ASSERT_TRUE(shift->last_step.has_value());
+  EXPECT_EQ(*shift->last_step, 74);
+  EXPECT_NEAR(shift->cost(), 1 - 1 / 1.2, 0.005);
+}
+
+TEST(LevelShiftTest, ShapesThatAreNotOneChangeGiveNothing) {
+  // The job got faster (warm-up's tail, a cache).
+  EXPECT_FALSE(MeasureLevelShift(Steps(100), Series(100, 1.0, 40, 100, 0.9), 1, 0, 0.005));
+  // Two rises: which one is the culprit's cannot be told.
+  auto two = Series(120, 1.0, 30, 120, 1.1);
+  for (size_t i = 70; i < 120; ++i) two[i] *= 1.1;
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), two, 1, 0, 0.005));
+  // A rise that settles at another level than before.
+  auto other = Series(120, 1.0, 40, 80, 1.2);
+  for (size_t i = 80; i < 120; ++i) other[i] *= 1.1;
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), other, 1, 0, 0.005));
+  // Flat.
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), Series(120, 1.0, 0, 0, 1.0), 1, 0, 0.005));
+}
+
+TEST(LevelShiftTest, AShiftInsideTheNoiseOrTooShortGivesNothing) {
+  // 3% in 2% per-step noise: below 5 noise sigmas.
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), Series(120, 1.0, 60, 120, 1.03), 1, 0, 0.02));
+  // The same 3% in 0.5% noise is a shift.
+  EXPECT_TRUE(MeasureLevelShift(Steps(120), Series(120, 1.0, 60, 120, 1.03), 1, 0, 0.005));
+  // 5 slow steps at the end: shorter than a segment.
+  EXPECT_FALSE(MeasureLevelShift(Steps(60), Series(60, 1.0, 55, 60, 1.3), 1, 0, 0.005));
+  // Too few steps for two segments.
+  EXPECT_FALSE(MeasureLevelShift(Steps(15), Series(15, 1.0, 8, 15, 1.3), 1, 0, 0.005));
+}
+
+TEST(LevelShiftTest, TheProfiledStepsAndMissingStepsAreLeftOut) {
+  // Steps 100-119 are the profiler's window, 1.5x slow: without them the
+  // job never changed.
+  auto s = Series(120, 1.0, 100, 120, 1.5);
+  EXPECT_TRUE(MeasureLevelShift(Steps(120), s, 1, 0, 0.005));
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), s, 100, 119, 0.005));
+  // Steps no rank logged (0) are not fast steps.
+  auto gaps = Series(120, 1.0, 0, 0, 1.0);
+  for (size_t i = 0; i < 40; ++i) gaps[i] = 0;
+  EXPECT_FALSE(MeasureLevelShift(Steps(120), gaps, 1, 0, 0.005));
+}
+
+}  // namespace
+}  // namespace laggard
