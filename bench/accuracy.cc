@@ -82,7 +82,7 @@ struct Outcome {
   int extra_group_ranks = 0;
   std::string extra;  // the first one, described
   // The verdict's cost (impact.throughput_lost) beside what the fault cost
-  // the whole run, measured: 1 - healthy mean step / mean step.
+  // the job, measured against the healthy control (CostOver).
   std::optional<double> cost_reported, cost_measured;
   std::string cost_method;
 };
@@ -101,6 +101,40 @@ bool Matches(const Culprit& c, const nlohmann::json& t) {
     return c.entity.nic->rfind(t["nic"].get<std::string>(), 0) == 0;
   }
   return true;
+}
+
+// What the faults cost over steps [first, last] of a single-fault run:
+// 1 - sum of the healthy control's step times / sum of the run's (truth.json
+// step_s, healthy_step_s). The steps are the verdict's own when it says
+// which (a figure measured before and after), else the fault's from its
+// injection to its end: a periodic fault's cost is spread over its
+// periods, as a user pays it. Falls back to effect.step_time_increase (the
+// mean while active) for a truth without per-step times.
+std::optional<double> CostOver(const nlohmann::json& truth, const nlohmann::json& fault,
+                               const Verdict& v) {
+  const nlohmann::json& eff = fault["effect"];
+  if (!truth.contains("step_s") || !truth.contains("healthy_step_s")) {
+    if (!eff["step_time_increase"].is_number()) return std::nullopt;
+    return 1 - 1 / (1 + eff["step_time_increase"].get<double>());
+  }
+  const nlohmann::json& with = truth["step_s"];
+  const nlohmann::json& without = truth["healthy_step_s"];
+  const int64_t steps = static_cast<int64_t>(std::min(with.size(), without.size()));
+  int64_t first = fault.value("injected_step", int64_t{0});
+  int64_t last = fault["end_step"].is_number() ? fault["end_step"].get<int64_t>() : steps - 1;
+  if (v.impact_method == ImpactMethod::kBeforeAfter && v.impact_first_step) {
+    first = *v.impact_first_step;
+    last = v.impact_last_step.value_or(steps - 1);
+  }
+  first = std::max<int64_t>(first, 1);  // step 0 is warm-up in both
+  double a = 0, b = 0;
+  for (int64_t s = first; s <= std::min(last, steps - 1); ++s) {
+    if (!with[s].is_number() || !without[s].is_number()) continue;
+    a += without[s].get<double>();
+    b += with[s].get<double>();
+  }
+  if (b <= 0) return std::nullopt;
+  return 1 - a / b;
 }
 
 std::string Describe(const Culprit& c) {
@@ -161,11 +195,11 @@ Outcome RunOne(const sim::ClusterScenario& sc, const std::string& dir) {
   o.got = blamed ? Describe(v.culprits.front()) : std::string(VerdictStatusName(v.status));
   const bool priced = blamed || (v.status == VerdictStatus::kJobWide && !v.culprits.empty());
   if (priced && v.throughput_lost && expected.contains("fault_index") && !o.combined) {
-    // While the fault acts: what a verdict's "costs x% of throughput" says.
-    const nlohmann::json& eff = truth["faults"][expected["fault_index"].get<size_t>()]["effect"];
-    if (eff["step_time_increase"].is_number()) {
+    // What a verdict's "costs x% of throughput" says, over its steps.
+    if (auto measured =
+            CostOver(truth, truth["faults"][expected["fault_index"].get<size_t>()], v)) {
       o.cost_reported = *v.throughput_lost;
-      o.cost_measured = 1 - 1 / (1 + eff["step_time_increase"].get<double>());
+      o.cost_measured = *measured;
       o.cost_method = ImpactMethodName(v.impact_method);
     }
   }

@@ -5,6 +5,7 @@
 
 #include "analysis/change_point.h"
 #include "analysis/robust_stats.h"
+#include "model/trace.h"
 
 namespace laggard {
 namespace {
@@ -87,6 +88,55 @@ std::optional<LevelShift> MeasureLevelShift(const std::vector<int64_t>& step_num
       static_cast<double>(below_out) < kMinOnSide * out_steps)
     return std::nullopt;
   return out;
+}
+
+std::optional<TimeNs> ShiftStartTime(const Run& run, const std::vector<const StepSeries*>& series,
+                                     const std::vector<int64_t>& step_numbers,
+                                     const std::vector<double>& median_s,
+                                     const std::optional<LogStepRange>& profiled, int64_t step) {
+  constexpr size_t kMaxLooked = 64;
+  auto median_time = [](std::vector<double> v) -> std::optional<TimeNs> {
+    std::optional<double> m = Median(std::move(v));
+    if (!m) return std::nullopt;
+    return static_cast<TimeNs>(*m);
+  };
+  std::vector<double> starts;
+  for (size_t i = 0; i < series.size() && i < kMaxLooked; ++i) {
+    const auto& recs = series[i]->steps;
+    auto it = std::lower_bound(recs.begin(), recs.end(), step,
+                               [](const StepRecord& r, int64_t s) { return r.step < s; });
+    if (it != recs.end() && it->step == step && it->start_ns)
+      starts.push_back(static_cast<double>(*it->start_ns));
+  }
+  if (!starts.empty()) return median_time(std::move(starts));
+  if (!profiled) return std::nullopt;
+  const int64_t trace_step = profiled->first - profiled->shift;
+  size_t looked = 0;
+  for (const RankTrace& t : run.traces) {
+    if (looked >= kMaxLooked) break;
+    for (const TraceStep& ts : t.steps) {
+      if (ts.step != trace_step) continue;
+      starts.push_back(static_cast<double>(ts.start_ns));
+      ++looked;
+      break;
+    }
+  }
+  std::optional<TimeNs> anchor = median_time(std::move(starts));
+  if (!anchor) return std::nullopt;
+  // The logged steps between `step` and the window's first: their times
+  // move the anchor.
+  const int64_t lo = std::min(step, profiled->first), hi = std::max(step, profiled->first);
+  double between_s = 0;
+  int64_t found = 0;
+  for (size_t i = 0; i < step_numbers.size() && i < median_s.size(); ++i) {
+    if (step_numbers[i] < lo || step_numbers[i] >= hi) continue;
+    if (!(median_s[i] > 0)) return std::nullopt;
+    between_s += median_s[i];
+    ++found;
+  }
+  if (found != hi - lo) return std::nullopt;
+  const auto shift_ns = static_cast<TimeNs>(between_s * 1e9);
+  return step <= profiled->first ? *anchor - shift_ns : *anchor + shift_ns;
 }
 
 }  // namespace laggard

@@ -39,6 +39,9 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/profiled_steps.h"
+#include "model/run.h"
+
 namespace laggard {
 
 struct LevelShift {
@@ -47,6 +50,9 @@ struct LevelShift {
   size_t steps = 0;                  // analysed steps at the slower level
   double before_s = 0;               // median step time outside it
   double during_s = 0;               // median step time inside it
+  // Wall clock at the start of first_step (ShiftStartTime), when known: a
+  // GPU's anomaly that began then is tied to the shift by time.
+  std::optional<TimeNs> start_time;
   // 1 - before / during: the share of throughput lost while it lasts.
   double cost() const { return during_s > 0 ? 1 - before_s / during_s : 0; }
 };
@@ -65,6 +71,19 @@ std::optional<LevelShift> MeasureLevelShift(const std::vector<int64_t>& step_num
                                             const std::vector<double>& median_s, int64_t skip_first,
                                             int64_t skip_last, double noise_sigma,
                                             const LevelShiftOptions& options = {});
+
+// Wall clock at the start of logged step `step`: the median of its
+// records' own start times over the series that logged one; else, when the
+// profiled window is known (`profiled`: logged step = trace step + shift),
+// the traces' start of the window's first step (median over the traces)
+// moved back (or on) by the per-step medians of the logged steps between
+// (`step_numbers` / `median_s` as MeasureLevelShift's). Nullopt when
+// neither exists or a step between has no time. Looks at <= 64 series and
+// traces (the median of 64 is as good as of all).
+std::optional<TimeNs> ShiftStartTime(const Run& run, const std::vector<const StepSeries*>& series,
+                                     const std::vector<int64_t>& step_numbers,
+                                     const std::vector<double>& median_s,
+                                     const std::optional<LogStepRange>& profiled, int64_t step);
 
 }  // namespace laggard
 

@@ -687,6 +687,11 @@ StepPass AnalyzeOnce(const Run& run, StepBasis basis, const StepDetectorOptions&
   if (p.metrics.series.empty()) return p;
   if (p.metrics.comparable && !StepsSynchronised(p.metrics, opt)) MeasureOnsets(p.metrics, opt);
   p.analysis = DecideSteps(p.metrics, opt);
+  if (std::optional<LevelShift>& ls = p.analysis.job.level_shift) {
+    ls->start_time =
+        ShiftStartTime(run, p.metrics.series, p.metrics.step_numbers, p.metrics.step_median_s,
+                       p.analysis.job.profiled_steps, ls->first_step);
+  }
   p.analysis.job.basis = basis;
   p.analysis.job.throughput_lost = ThroughputLost(p.metrics, p.analysis.ranks);
   return p;

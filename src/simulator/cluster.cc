@@ -164,6 +164,8 @@ void Simulator::MeasureEffects(const Pass& all, const Pass& healthy,
   int from = steps > 1 ? 1 : 0;
   run_.mean_step_s_ = mean(all.step_s, from);
   run_.healthy_mean_step_s_ = mean(healthy.step_s, from);
+  run_.step_s_ = all.step_s;
+  run_.healthy_step_s_ = healthy.step_s;
   run_.effects_.assign(sc_.faults.size(), FaultEffect());
   for (size_t i = 0; i < faults_.size(); ++i) {
     const ActiveFault& a = faults_[i];

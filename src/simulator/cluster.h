@@ -307,6 +307,10 @@ class ClusterRun {
   // Mean step time (rank 0, after step 0) with and without the faults.
   double mean_step_s() const { return mean_step_s_; }
   double healthy_mean_step_s() const { return healthy_mean_step_s_; }
+  // Per step (rank 0), with the faults and without them; empty when effects
+  // were not measured. What a fault cost over any steps is read from these.
+  const std::vector<double>& step_s() const { return step_s_; }
+  const std::vector<double>& healthy_step_s() const { return healthy_step_s_; }
   const std::vector<FaultEffect>& effects() const { return effects_; }  // per scenario fault
   // Nodes of each leaf switch, in switch-map.csv order ("leaf-00", ...).
   const std::vector<std::vector<int>>& switches() const { return switches_; }
@@ -330,6 +334,7 @@ class ClusterRun {
   std::vector<ScheduledStep> schedule_;
   double mean_step_s_ = 0;
   double healthy_mean_step_s_ = 0;
+  std::vector<double> step_s_, healthy_step_s_;
   std::vector<FaultEffect> effects_;
   std::vector<std::vector<int>> switches_;
   std::vector<double> shares_;

@@ -169,6 +169,15 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
   t["healthy_mean_step_s"] = NumberOrNull(run.healthy_mean_step_s());
   t["step_time_increase"] = NumberOrNull(
       run.healthy_mean_step_s() > 0 ? run.mean_step_s() / run.healthy_mean_step_s() - 1 : 0);
+  if (!run.step_s().empty() && run.step_s().size() == run.healthy_step_s().size()) {
+    Json with = Json::array(), without = Json::array();
+    for (size_t i = 0; i < run.step_s().size(); ++i) {
+      with.push_back(NumberOrNull(run.step_s()[i]));
+      without.push_back(NumberOrNull(run.healthy_step_s()[i]));
+    }
+    t["step_s"] = std::move(with);
+    t["healthy_step_s"] = std::move(without);
+  }
   t["step_timing"] = ctx.opt.step_timing == StepTiming::kCompute ? "compute" : "end_to_end";
   if (run.trace_first_step()) {
     t["trace_window"] = {{"first_step", *run.trace_first_step()}, {"steps", run.trace_steps()}};

@@ -3,6 +3,7 @@
 // lost is measured before and after (ImpactMethod::kBeforeAfter). Internal
 // to src/verdict/.
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -16,6 +17,33 @@ namespace {
 // still be the same event: the change point is placed to a step or two in
 // noise, a rank's onset likewise (judgement).
 constexpr int64_t kShiftOnsetSteps = 5;
+
+// How far a GPU anomaly's onset may sit from the shift's start and still be
+// the same event: as the hardware rule's (nvidia-smi / DCGM sample every
+// 1-5 s, a change point is placed to a step or two), 10 s or two steps.
+constexpr DurationNs kOnsetSlackNs = 10'000'000'000;
+
+enum class Tie { kContradicted, kUnknown, kTied };
+
+// Whether the shift is the culprit's own event: its onset step within
+// kShiftOnsetSteps of the shift's first step; without one, an anomaly of
+// its GPU (a hardware cause finding on it) that began within the slack of the
+// shift's start.
+Tie TieOf(const Culprit& c, const LevelShift& shift, const Analyses& a) {
+  if (c.onset_step) {
+    return std::llabs(*c.onset_step - shift.first_step) <= kShiftOnsetSteps ? Tie::kTied
+                                                                            : Tie::kContradicted;
+  }
+  if (!shift.start_time || (!c.entity.rank && !c.entity.gpu)) return Tie::kUnknown;
+  const auto slack =
+      std::max<DurationNs>(kOnsetSlackNs, static_cast<DurationNs>(2e9 * shift.during_s));
+  for (const Finding& f : a.hardware.findings) {
+    if (IsGpuCause(f.code) && f.onset_time && OnGpu(f, c.entity) &&
+        std::llabs(*f.onset_time - *shift.start_time) <= slack)
+      return Tie::kTied;
+  }
+  return Tie::kUnknown;
+}
 
 // `summary` with its cost phrase `old_phrase` replaced by `phrase`; without
 // one, `phrase` goes after the first ", confidence high|medium|low", else at
@@ -46,14 +74,16 @@ bool PriceByLevelShift(Verdict& v, const Analyses& a) {
     return false;
   const Culprit& top = v.culprits.front();
   if (top.pattern && *top.pattern != Pattern::kPersistent) return false;
-  if (top.onset_step && std::llabs(*top.onset_step - shift->first_step) > kShiftOnsetSteps)
-    return false;
+  const Tie tie = TieOf(top, *shift, a);
+  if (tie == Tie::kContradicted) return false;
   const double measured = shift->cost();
   if (v.throughput_lost) {
     // A replay or a lower bound stays; an upper bound gives way to a
-    // measurement below it, when the culprit's own onset ties the two.
-    if (v.impact_method != ImpactMethod::kUpperBound || !top.onset_step ||
-        measured > *v.throughput_lost)
+    // measurement within the culprit's own bound, when the culprit's onset
+    // ties the two.
+    const double bound = top.slowdown && *top.slowdown > 0 ? *top.slowdown / (1 + *top.slowdown)
+                                                           : *v.throughput_lost;
+    if (v.impact_method != ImpactMethod::kUpperBound || tie != Tie::kTied || measured > bound)
       return false;
   }
   const std::string old_phrase = CostPhrase(v);

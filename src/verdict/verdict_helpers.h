@@ -61,12 +61,13 @@ bool CapTwoRankConfidence(Verdict& v, size_t world);
 std::string CostPhrase(const Verdict& v);
 
 // The job's step time changed level once (JobStepStats::level_shift) at
-// the first culprit's onset, or that culprit's onset is unknown: the
-// culprit is priced by it (ImpactMethod::kBeforeAfter) where it has no
-// figure yet, or has an upper bound above the measured figure and an onset
-// of its own that ties the two. A replay or lower bound stays, and a
-// periodic or intermittent culprit is not one level. Puts the cost phrase
-// in v.summary. True when priced (impact.cc).
+// the first culprit's onset (its onset step within 5 steps, or an anomaly of
+// its GPU within 10 s of the shift's start), or nothing says when that
+// culprit began: the culprit is priced by it (ImpactMethod::kBeforeAfter)
+// where it has no figure yet, or, when tied, has an upper bound and the
+// measurement is within the culprit's own 1 - 1/(1 + slowdown). A replay or
+// lower bound stays, and a periodic or intermittent culprit is not one
+// level. Puts the cost phrase in v.summary. True when priced (impact.cc).
 bool PriceByLevelShift(Verdict& v, const Analyses& a);
 
 // A culprit of one finding's entity, slowdown, onset and pattern, its

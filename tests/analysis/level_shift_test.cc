@@ -4,6 +4,9 @@
 
 #include "analysis/level_shift.h"
 
+#include "model/run.h"
+#include "model/trace.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -88,6 +91,56 @@ TEST(LevelShiftTest, TheProfiledStepsAndMissingStepsAreLeftOut) {
   auto gaps = Series(120, 1.0, 0, 0, 1.0);
   for (size_t i = 0; i < 40; ++i) gaps[i] = 0;
   EXPECT_FALSE(MeasureLevelShift(Steps(120), gaps, 1, 0, 0.005));
+}
+
+// Step logs with their own start times: the shift's first step starts
+// when its records say (the median over ranks).
+TEST(LevelShiftTest, StartTimeFromTheRecordsOwnTimes) {
+  std::vector<StepSeries> ranks(3);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (int64_t s = 0; s < 50; ++s) {
+      StepRecord rec;
+      rec.step = s;
+      rec.duration_ns = 1'000'000'000;
+      rec.start_ns = TimeNs{1'000'000'000'000} + s * 1'000'000'000 + static_cast<TimeNs>(r) * 1000;
+      ranks[r].steps.push_back(rec);
+    }
+  }
+  std::vector<const StepSeries*> series = {&ranks[0], &ranks[1], &ranks[2]};
+  laggard::Run run;
+  auto t = ShiftStartTime(run, series, Steps(50), std::vector<double>(50, 1.0), std::nullopt, 30);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(*t, TimeNs{1'000'000'000'000} + TimeNs{30'000'000'000} + 1000);
+  // A step nobody logged, and no profiled window: unknown.
+  EXPECT_FALSE(
+      ShiftStartTime(run, series, Steps(50), std::vector<double>(50, 1.0), std::nullopt, 70));
+}
+
+// Step logs without times (the article's "rank 0, step 3, time 0.85s") and
+// traces of logged steps 40-42: the traces' start of step 40 moved back by
+// the logged durations of steps 30-39.
+TEST(LevelShiftTest, StartTimeFromTheTracesWindowMovedByTheLoggedDurations) {
+  StepSeries rank;
+  for (int64_t s = 0; s < 45; ++s) rank.steps.push_back(StepRecord{.step = s, .duration_ns = 1});
+  std::vector<const StepSeries*> series = {&rank};
+  std::vector<double> median_s(45, 0.5);
+  for (size_t i = 35; i < 40; ++i) median_s[i] = 1.0;
+  laggard::Run run;
+  RankTrace trace;
+  trace.steps.push_back(TraceStep{.step = 39, .start_ns = 5'000'000'000'000, .end_ns = 0});
+  run.traces.push_back(trace);
+  LogStepRange window{.first = 40, .last = 42, .shift = 1, .ranks = 1};
+  auto t = ShiftStartTime(run, series, Steps(45), median_s, window, 30);
+  ASSERT_TRUE(t.has_value());
+  // Steps 30-34 at 0.5 s and 35-39 at 1.0 s: 7.5 s before step 40.
+  EXPECT_EQ(*t, TimeNs{5'000'000'000'000} - 7'500'000'000);
+  // After the window: moved on.
+  auto after = ShiftStartTime(run, series, Steps(45), median_s, window, 42);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(*after, TimeNs{5'000'000'000'000} + 1'000'000'000);
+  // A step between without a time: unknown.
+  median_s[33] = 0;
+  EXPECT_FALSE(ShiftStartTime(run, series, Steps(45), median_s, window, 30));
 }
 
 }  // namespace

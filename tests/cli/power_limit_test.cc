@@ -8,6 +8,7 @@
 // with its time and line, not "conflicting facts"; the JSON lists the
 // changes and the merged trace draws the limit.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,11 +68,26 @@ TEST(PowerLimitCliTest, ACapLoweredAndRestoredMidRunIsNamedAsAnEventAtItsTime) {
   Result json = RunCli({"diagnose", dir.File("sim"), "--json", "-"});
   ASSERT_EQ(json.rc, kExitOk) << json.err;
   nlohmann::json report = nlohmann::json::parse(json.out);
-  // What the cap cost, against the simulator's healthy control of the job.
+  // What the cap cost while it lasted, measured before and after, against
+  // the simulator's healthy control of the same steps.
   nlohmann::json truth = nlohmann::json::parse(ReadFile(dir.File("sim/truth.json")));
-  double lost = 1 - truth["healthy_mean_step_s"].get<double>() / truth["mean_step_s"].get<double>();
-  ASSERT_TRUE(report["verdict"]["impact"]["throughput_lost"].is_number()) << report["verdict"];
-  EXPECT_NEAR(report["verdict"]["impact"]["throughput_lost"].get<double>(), lost, 0.03);
+  const nlohmann::json& impact = report["verdict"]["impact"];
+  ASSERT_TRUE(impact["throughput_lost"].is_number()) << report["verdict"];
+  EXPECT_EQ(impact["method"], "before_after") << report["verdict"];
+  ASSERT_TRUE(impact["first_step"].is_number() && impact["last_step"].is_number()) << impact;
+  EXPECT_NEAR(impact["first_step"].get<double>(), 15, 2);
+  EXPECT_NEAR(impact["last_step"].get<double>(), 35, 2);
+  double with = 0, without = 0;
+  for (int s = impact["first_step"].get<int>(); s <= impact["last_step"].get<int>(); ++s) {
+    with += truth["step_s"][s].get<double>();
+    without += truth["healthy_step_s"][s].get<double>();
+  }
+  EXPECT_NEAR(impact["throughput_lost"].get<double>(), 1 - without / with, 0.03);
+  EXPECT_NE(
+      text.out.find(fmt::format("of job throughput in steps {}-{}", impact["first_step"].get<int>(),
+                                impact["last_step"].get<int>())),
+      std::string::npos)
+      << text.out;
   const nlohmann::json* gpu = nullptr;
   for (const nlohmann::json& g : report["hardware"]["gpus"]) {
     if (g["host"] == "node-01" && g["gpu"] == 2) gpu = &g;

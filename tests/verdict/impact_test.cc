@@ -137,6 +137,42 @@ TEST(ImpactTest, AnUpperBoundGivesWayOnlyToAMeasurementItsOnsetTies) {
   EXPECT_DOUBLE_EQ(*small.throughput_lost, 0.04);
 }
 
+// A culprit from traces has no onset step, but its GPU's thermal finding
+// has an onset time: a shift that began then is its event, and the
+// measurement replaces the traces' upper bound. One that began a minute
+// away is another event's, and the bound stays.
+TEST(ImpactTest, AGpuAnomalyThatBeganWithTheShiftTiesItToTheCulprit) {
+  constexpr TimeNs kShiftStart = 1'764'000'060'000'000'000;
+  auto with_gpu_onset = [&](TimeNs onset, FindingCode code) {
+    Analyses a = ShiftAt(71);
+    a.steps.job.level_shift->start_time = kShiftStart;
+    Finding f;
+    f.code = code;
+    f.entity.rank = 5;
+    f.onset_time = onset;
+    a.hardware.findings.push_back(f);
+    return a;
+  };
+  Verdict v = RankCulprit(0.24, 0.14);  // bound 19%; the traces' figure 14%
+  ASSERT_TRUE(
+      PriceByLevelShift(v, with_gpu_onset(kShiftStart + 4'000'000'000, FindingCode::kGpuThermal)));
+  EXPECT_EQ(v.impact_method, ImpactMethod::kBeforeAfter);
+  EXPECT_NEAR(*v.throughput_lost, 1 - 0.80 / 0.87, 1e-9);  // 8%, within the bound
+  Verdict far = RankCulprit(0.24, 0.14);
+  EXPECT_FALSE(PriceByLevelShift(
+      far, with_gpu_onset(kShiftStart + 60'000'000'000, FindingCode::kGpuThermal)));
+  EXPECT_DOUBLE_EQ(*far.throughput_lost, 0.14);
+  // Not a cause (a throttle history of past hours): no tie.
+  Verdict history = RankCulprit(0.24, 0.14);
+  EXPECT_FALSE(
+      PriceByLevelShift(history, with_gpu_onset(kShiftStart, FindingCode::kGpuThrottleHistory)));
+  // No start time for the shift: no tie, the bound stays.
+  Verdict untimed = RankCulprit(0.24, 0.14);
+  Analyses a = with_gpu_onset(kShiftStart, FindingCode::kGpuThermal);
+  a.steps.job.level_shift->start_time.reset();
+  EXPECT_FALSE(PriceByLevelShift(untimed, a));
+}
+
 TEST(ImpactTest, ReplaysPatternsAndVerdictsWithoutACulpritAreNotPriced) {
   Verdict replay = RankCulprit(0.3, 0.2);
   replay.impact_method = ImpactMethod::kReplay;
