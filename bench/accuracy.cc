@@ -122,7 +122,9 @@ std::optional<double> CostOver(const nlohmann::json& truth, const nlohmann::json
   const int64_t steps = static_cast<int64_t>(std::min(with.size(), without.size()));
   int64_t first = fault.value("injected_step", int64_t{0});
   int64_t last = fault["end_step"].is_number() ? fault["end_step"].get<int64_t>() : steps - 1;
-  if (v.impact_method == ImpactMethod::kBeforeAfter && v.impact_first_step) {
+  if ((v.impact_method == ImpactMethod::kBeforeAfter ||
+       v.impact_method == ImpactMethod::kSlowSteps) &&
+      v.impact_first_step) {
     first = *v.impact_first_step;
     last = v.impact_last_step.value_or(steps - 1);
   }

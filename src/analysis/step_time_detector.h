@@ -204,6 +204,9 @@ struct JobStepStats {
   // see "spikes" above; with their excess (0.2 = +20%).
   std::vector<int64_t> spike_steps;
   std::vector<double> spike_excess;
+  // Their seconds over the median step, over every step's seconds from the
+  // first spike on: what they cost since then (a pause culprit's price).
+  std::optional<double> spike_cost;
   std::optional<double> throughput_lost;  // what-if without the flagged ranks
   // The job's step time changed level once (level_shift.h): what a fault
   // that began mid-run costs, measured before and after.

@@ -317,6 +317,17 @@ void MeasurePace(StepMetrics& m, std::vector<double> spread, const StepDetectorO
       m.job.spike_steps.push_back(m.step_numbers[c]);
       m.job.spike_excess.push_back(m.step_median_s[c] / base - 1);
     }
+    // What the spikes cost from the first one on: their seconds over the
+    // median step, over every step's seconds since then.
+    if (!m.job.spike_steps.empty()) {
+      double extra = 0, total = 0;
+      for (size_t c = 0; c < C; ++c) {
+        if (m.step_ranks[c] == 0 || m.step_numbers[c] < m.job.spike_steps.front()) continue;
+        total += m.step_median_s[c];
+        if (m.step_median_s[c] >= need) extra += m.step_median_s[c] - base;
+      }
+      if (total > 0) m.job.spike_cost = extra / total;
+    }
   }
 }
 

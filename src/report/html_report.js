@@ -206,7 +206,8 @@
           {upper_bound: 'whole job, at most', lower_bound: 'whole job, at least',
            replay: 'whole job, what-if replay',
            before_after: 'whole job, measured: steps ' + impact.first_step + '–' +
-               (impact.last_step == null ? 'end' : impact.last_step) + ' vs before'
+               (impact.last_step == null ? 'end' : impact.last_step) + ' vs before',
+           slow_steps: 'whole job, measured: its slow steps since step ' + impact.first_step
           }[impact.method] || 'whole job');
       kpi('GPU-hours / day', isNum(impact.gpu_hours_per_day) ? impact.gpu_hours_per_day.toFixed(1) : '–', 'at the job\'s size');
     }

@@ -142,7 +142,8 @@ Json VerdictJson(const Verdict& v) {
       {"throughput_lost", Opt(v.throughput_lost)},
       {"method", v.throughput_lost ? Json(ImpactMethodName(v.impact_method)) : Json(nullptr)},
       {"gpu_hours_per_day", Opt(v.gpu_hours_per_day)}};
-  if (v.throughput_lost && v.impact_method == ImpactMethod::kBeforeAfter) {
+  if (v.throughput_lost && (v.impact_method == ImpactMethod::kBeforeAfter ||
+                            v.impact_method == ImpactMethod::kSlowSteps)) {
     verdict["impact"]["first_step"] = Opt(v.impact_first_step);
     verdict["impact"]["last_step"] = Opt(v.impact_last_step);
   }

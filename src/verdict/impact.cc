@@ -67,6 +67,27 @@ void PutCostPhrase(std::string& summary, const std::string& old_phrase, const st
 
 }  // namespace
 
+bool PriceByPauses(Verdict& v, const Analyses& a) {
+  const JobStepStats& job = a.steps.job;
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty() || v.throughput_lost ||
+      !job.spike_cost || job.spike_steps.empty())
+    return false;
+  const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause);
+  const Culprit& top = v.culprits.front();
+  if (!pause || top.cause_class != CauseClass::kHostStall ||
+      top.entity.rank != pause->entity.rank || top.entity.host != pause->entity.host ||
+      top.entity.gpu != pause->entity.gpu)
+    return false;
+  const std::string old_phrase = CostPhrase(v);
+  v.throughput_lost = *job.spike_cost;
+  v.impact_method = ImpactMethod::kSlowSteps;
+  v.impact_first_step = job.spike_steps.front();
+  v.impact_last_step.reset();
+  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
+  PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
+  return true;
+}
+
 bool PriceByLevelShift(Verdict& v, const Analyses& a) {
   const std::optional<LevelShift>& shift = a.steps.job.level_shift;
   if (!shift || v.culprits.empty() ||

@@ -39,6 +39,7 @@ using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PriceByLevelShift;
+using verdict_internal::PriceByPauses;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::SayCpuWorkUndecided;
@@ -181,6 +182,7 @@ std::string_view ImpactMethodName(ImpactMethod m) {
     case ImpactMethod::kReplay: return "replay";
     case ImpactMethod::kLowerBound: return "lower_bound";
     case ImpactMethod::kBeforeAfter: return "before_after";
+    case ImpactMethod::kSlowSteps: return "slow_steps";
   }
   return "upper_bound";
 }
@@ -735,7 +737,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     BoundByCulprit(v, WorldSize(a.steps, a.traces));
     v.summary = StragglerSummary(v);
   }
-  PriceByLevelShift(v, a);
+  if (!PriceByPauses(v, a)) PriceByLevelShift(v, a);
   CiteToolReports(v, run, a, v.next_steps);
   return v;
 }

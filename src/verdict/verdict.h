@@ -126,9 +126,12 @@ struct Culprit {
 // without a replay. kBeforeAfter: measured, the job's own step time before
 // and after it changed level at the culprit's onset (analysis/level_shift.h):
 // 1 - before / after, while the change lasted (impact_first_step ..
-// impact_last_step). Serialized by ImpactMethodName(); append, never rename.
-enum class ImpactMethod : uint8_t { kUpperBound, kReplay, kLowerBound, kBeforeAfter };
-// "upper_bound", "replay", "lower_bound", "before_after"
+// impact_last_step). kSlowSteps: measured, the seconds of the job's isolated
+// slow steps (a pause culprit's) over the median step, over all its seconds
+// since the first (from impact_first_step). Serialized by
+// ImpactMethodName(); append, never rename.
+enum class ImpactMethod : uint8_t { kUpperBound, kReplay, kLowerBound, kBeforeAfter, kSlowSteps };
+// "upper_bound", "replay", "lower_bound", "before_after", "slow_steps"
 std::string_view ImpactMethodName(ImpactMethod m);
 
 struct Verdict {

@@ -123,6 +123,10 @@ std::string CostPhrase(const Verdict& v) {
             *v.impact_first_step);
       }
       return fmt::format(", costs ~{:.0f}% of job throughput (step times before and after)", pct);
+    case ImpactMethod::kSlowSteps:
+      return fmt::format(", costs ~{:.1f}% of job throughput{} (its slow steps' extra time)", pct,
+                         v.impact_first_step ? fmt::format(" since step {}", *v.impact_first_step)
+                                             : std::string());
     case ImpactMethod::kUpperBound: break;
   }
   return fmt::format(", costs up to ~{:.0f}% of job throughput", pct);

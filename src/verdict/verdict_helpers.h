@@ -70,6 +70,12 @@ std::string CostPhrase(const Verdict& v);
 // level. Puts the cost phrase in v.summary. True when priced (impact.cc).
 bool PriceByLevelShift(Verdict& v, const Analyses& a);
 
+// A pause culprit (host.pause) without a figure is priced by the job's
+// isolated slow steps, its pauses: their seconds over the median step, over
+// all the job's seconds since the first (JobStepStats::spike_cost,
+// ImpactMethod::kSlowSteps). True when priced (impact.cc).
+bool PriceByPauses(Verdict& v, const Analyses& a);
+
 // A culprit of one finding's entity, slowdown, onset and pattern, its
 // confidence at most `cap`.
 Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);

@@ -173,6 +173,39 @@ TEST(ImpactTest, AGpuAnomalyThatBeganWithTheShiftTiesItToTheCulprit) {
   EXPECT_FALSE(PriceByLevelShift(untimed, a));
 }
 
+// A pause culprit is priced by the job's isolated slow steps; another
+// host-stall culprit, or a figure already there, is not.
+TEST(ImpactTest, APauseCulpritIsPricedByItsSlowSteps) {
+  Analyses a;
+  a.steps.job.spike_steps = {30, 80};
+  a.steps.job.spike_cost = 0.012;
+  a.steps.job.ranks = 16;
+  Finding pause;
+  pause.code = FindingCode::kHostPause;
+  pause.entity.rank = 3;
+  a.pauses.findings.push_back(pause);
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity.rank = 3;
+  c.cause_class = CauseClass::kHostStall;
+  v.culprits.push_back(c);
+  v.summary = "verdict: rank 3 is the straggler — host stall: pause, confidence low";
+  Verdict other = v;
+  ASSERT_TRUE(PriceByPauses(v, a));
+  EXPECT_DOUBLE_EQ(*v.throughput_lost, 0.012);
+  EXPECT_EQ(ImpactMethodName(v.impact_method), "slow_steps");
+  EXPECT_EQ(v.summary,
+            "verdict: rank 3 is the straggler — host stall: pause, confidence low, costs ~1.2% of "
+            "job throughput since step 30 (its slow steps' extra time)");
+  other.culprits[0].entity.rank = 4;
+  EXPECT_FALSE(PriceByPauses(other, a));
+  other.culprits[0].entity.rank = 3;
+  other.throughput_lost = 0.05;
+  EXPECT_FALSE(PriceByPauses(other, a));
+  EXPECT_DOUBLE_EQ(*other.throughput_lost, 0.05);
+}
+
 TEST(ImpactTest, ReplaysPatternsAndVerdictsWithoutACulpritAreNotPriced) {
   Verdict replay = RankCulprit(0.3, 0.2);
   replay.impact_method = ImpactMethod::kReplay;

@@ -287,6 +287,19 @@ TEST(VerdictScenarioTest, PeriodicPauseOutsideTheTracesIsNamedByItsLoneUtilisati
   ASSERT_EQ(c.evidence.size(), 2u);
   EXPECT_NE(c.evidence[1].find("3 isolated steps (10, 30, 50)"), std::string::npos)
       << c.evidence[1];
+  // Priced by its pauses: their extra seconds over all the job's since the
+  // first pause, against the spikes' own excess over the median step.
+  ASSERT_TRUE(d.v.throughput_lost.has_value()) << d.v.summary;
+  EXPECT_EQ(d.v.impact_method, ImpactMethod::kSlowSteps);
+  EXPECT_EQ(d.v.impact_first_step, 10);
+  const double base = *d.a.steps.job.median_step_s;
+  double extra = 0;
+  for (double x : d.a.steps.job.spike_excess) extra += x * base;
+  // 50 steps from step 10 (Scenario() runs 60) at about the median each.
+  EXPECT_NEAR(*d.v.throughput_lost, extra / (50 * base + extra), 0.002);
+  EXPECT_NE(d.v.summary.find("of job throughput since step 10 (its slow steps' extra time)"),
+            std::string::npos)
+      << d.v.summary;
 }
 
 // A power cap set at step 15 and lifted after step 35: the traces (the
