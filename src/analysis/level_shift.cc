@@ -51,6 +51,16 @@ std::optional<LevelShift> MeasureLevelShift(const std::vector<int64_t>& step_num
   cp.min_shift = std::max(options.min_shift, options.noise_sigmas * std::max(0.0, noise_sigma));
   cp.max_segments = 4;  // room to see a second change, which then refuses
   std::vector<Segment> segs = Segmentize(x, cp);
+  // Each level is flat: the medians of its first and second halves within
+  // half a minimum shift of each other, relatively (a 10x level's noise is
+  // 10x too). A steady drift split in two is not a step.
+  for (const Segment& seg : segs) {
+    const size_t half = (seg.end - seg.begin) / 2;
+    const double early = MedianOver(x, {Segment{seg.begin, seg.begin + half, 0}});
+    const double late = MedianOver(x, {Segment{seg.begin + half, seg.end, 0}});
+    if (1 + early <= 0 || std::fabs((1 + late) / (1 + early) - 1) > cp.min_shift / 2)
+      return std::nullopt;
+  }
   LevelShift out;
   if (segs.size() == 2 && segs[1].median - segs[0].median >= cp.min_shift) {
     out.before_s = MedianOver(seconds, {segs[0]});

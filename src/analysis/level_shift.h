@@ -15,13 +15,14 @@
 //   - two segments, the second higher: slower from its first step to the
 //     end;
 //   - three segments, the middle highest and the last back within half a
-//     shift of the first: an episode that recovered.
-// Anything else (a drop, two rises, a rise that settles elsewhere) is not
-// one change and gives nothing: a cost from it could belong to any of them.
-// before_s and during_s are the segments' medians of the raw per-step
-// medians (a checkpoint step or a spike moves neither), and >= 80% of the
-// steps on each side must sit on that side of the halfway mark between the
-// two: a split that fell inside a change shorter than a segment is refused.
+//     minimum shift of the first: an episode that recovered.
+// Each level must be flat (its halves' medians within half a minimum shift of each other,
+// relatively: a steady drift split in two is not a step). Anything else (a drop, two rises, a rise
+// that settles elsewhere) is not one change and gives nothing: a cost from it could belong to any
+// of them. before_s and during_s are the segments' medians of the raw per-step medians (a
+// checkpoint step or a spike moves neither), and >= 80% of the steps on each side must sit on that
+// side of the halfway mark between the two: a split that fell inside a change shorter than a
+// segment is refused.
 //
 // Defaults (judgement): min_segment 10 steps (the episode rule's 3 is for
 // 1.3x slowdowns; a 3% shift needs more steps to stand out of 1% noise);

@@ -551,7 +551,8 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
 }
 
 // The job's own step time changed level once (level_shift.h), the profiled
-// steps and their warm-up and export left out.
+// steps and their warm-up and export left out, and the steps fewer than 90%
+// of the ranks logged.
 std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats& job,
                                         const StepDetectorOptions& opt) {
   int64_t skip_first = 1, skip_last = 0;
@@ -559,7 +560,15 @@ std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats
     skip_first = job.profiled_steps->first - opt.profiler_warmup_steps;
     skip_last = job.profiled_steps->last + opt.profiler_export_steps;
   }
-  return MeasureLevelShift(m.step_numbers, m.step_median_s, skip_first, skip_last,
+  // Steps most ranks logged only: the median of another set of ranks (a
+  // restart, ranks joining or leaving) moves without any fault.
+  const size_t most =
+      m.step_ranks.empty() ? 0 : *std::max_element(m.step_ranks.begin(), m.step_ranks.end());
+  std::vector<double> median_s = m.step_median_s;
+  for (size_t c = 0; c < median_s.size() && c < m.step_ranks.size(); ++c) {
+    if (10 * m.step_ranks[c] < 9 * most) median_s[c] = 0;
+  }
+  return MeasureLevelShift(m.step_numbers, median_s, skip_first, skip_last,
                            job.step_noise_sigma.value_or(0));
 }
 

@@ -205,8 +205,11 @@ struct JobStepStats {
   std::vector<int64_t> spike_steps;
   std::vector<double> spike_excess;
   // Their seconds over the median step, over every step's seconds from the
-  // first spike on: what they cost since then (a pause culprit's price).
+  // first spike on, the profiled steps left out: what they cost since then
+  // (a pause culprit's price); nullopt unless every spike left is isolated.
   std::optional<double> spike_cost;
+  // The first spike spike_cost counts from.
+  std::optional<int64_t> spike_cost_from;
   std::optional<double> throughput_lost;  // what-if without the flagged ranks
   // The job's step time changed level once (level_shift.h): what a fault
   // that began mid-run costs, measured before and after.

@@ -283,6 +283,38 @@ void MeasureRanks(StepMetrics& m, const StepDetectorOptions& opt) {
   }
 }
 
+// What the job's pauses cost from the first one on: the seconds of its
+// slow steps (>= need) over the median step `base`, over every step's
+// seconds since then, the profiled steps (and their warm-up and export)
+// left out (JobStepStats::spike_cost, spike_cost_from). None unless every
+// slow step left is isolated (its analysed neighbours below `need`): a run
+// of slow steps is a slowdown, not pauses.
+void MeasureSpikeCost(StepMetrics& m, double need, double base, const StepDetectorOptions& opt) {
+  const size_t C = Steps(m);
+  const std::optional<LogStepRange>& prof = m.job.profiled_steps;
+  auto profiled = [&](size_t c) {
+    return prof && m.step_numbers[c] >= prof->first - opt.profiler_warmup_steps &&
+           m.step_numbers[c] <= prof->last + opt.profiler_export_steps;
+  };
+  auto slow = [&](size_t c) {
+    return m.step_ranks[c] > 0 && !profiled(c) && m.step_median_s[c] >= need;
+  };
+  double extra = 0, total = 0;
+  std::optional<int64_t> first;
+  for (size_t c = 0; c < C; ++c) {
+    if (m.step_ranks[c] == 0 || profiled(c)) continue;
+    if (slow(c)) {
+      if ((c > 0 && slow(c - 1)) || (c + 1 < C && slow(c + 1))) return;
+      if (!first) first = m.step_numbers[c];
+      extra += m.step_median_s[c] - base;
+    }
+    if (first) total += m.step_median_s[c];
+  }
+  if (!first || total <= 0) return;
+  m.job.spike_cost = extra / total;
+  m.job.spike_cost_from = first;
+}
+
 // Job-level pace and spikes: a pause of one rank (GC, a checkpoint write)
 // makes the whole job's step slower once, by less than an episode's 1.3x;
 // needs enough steps for the spread of the per-step medians to mean
@@ -317,17 +349,7 @@ void MeasurePace(StepMetrics& m, std::vector<double> spread, const StepDetectorO
       m.job.spike_steps.push_back(m.step_numbers[c]);
       m.job.spike_excess.push_back(m.step_median_s[c] / base - 1);
     }
-    // What the spikes cost from the first one on: their seconds over the
-    // median step, over every step's seconds since then.
-    if (!m.job.spike_steps.empty()) {
-      double extra = 0, total = 0;
-      for (size_t c = 0; c < C; ++c) {
-        if (m.step_ranks[c] == 0 || m.step_numbers[c] < m.job.spike_steps.front()) continue;
-        total += m.step_median_s[c];
-        if (m.step_median_s[c] >= need) extra += m.step_median_s[c] - base;
-      }
-      if (total > 0) m.job.spike_cost = extra / total;
-    }
+    MeasureSpikeCost(m, need, base, opt);
   }
 }
 
@@ -413,10 +435,10 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   std::vector<double> spread = MeasureStepColumns(m, opt);
   MeasureGroupColumns(m, opt);
   MeasureRanks(m, opt);
+  if (m.attributed) m.job.profiled_steps = ProfiledLogSteps(run);
   MeasurePace(m, std::move(spread), opt);
   MeasureNoise(m, opt);
   if (m.comparable) MeasurePeers(m, opt);
-  if (m.attributed) m.job.profiled_steps = ProfiledLogSteps(run);
   return m;
 }
 

@@ -37,12 +37,14 @@ Tie TieOf(const Culprit& c, const LevelShift& shift, const Analyses& a) {
   if (!shift.start_time || (!c.entity.rank && !c.entity.gpu)) return Tie::kUnknown;
   const auto slack =
       std::max<DurationNs>(kOnsetSlackNs, static_cast<DurationNs>(2e9 * shift.during_s));
+  bool far = false;
   for (const Finding& f : a.hardware.findings) {
-    if (IsGpuCause(f.code) && f.onset_time && OnGpu(f, c.entity) &&
-        std::llabs(*f.onset_time - *shift.start_time) <= slack)
-      return Tie::kTied;
+    if (!IsGpuCause(f.code) || !f.onset_time || !OnGpu(f, c.entity)) continue;
+    if (std::llabs(*f.onset_time - *shift.start_time) <= slack) return Tie::kTied;
+    far = true;
   }
-  return Tie::kUnknown;
+  // Its GPU's anomaly began at another time: the shift is another event.
+  return far ? Tie::kContradicted : Tie::kUnknown;
 }
 
 // `summary` with its cost phrase `old_phrase` replaced by `phrase`; without
@@ -69,8 +71,10 @@ void PutCostPhrase(std::string& summary, const std::string& old_phrase, const st
 
 bool PriceByPauses(Verdict& v, const Analyses& a) {
   const JobStepStats& job = a.steps.job;
+  // A job whose step time also changed level: its slow steps are not all
+  // pauses.
   if (v.status != VerdictStatus::kStraggler || v.culprits.empty() || v.throughput_lost ||
-      !job.spike_cost || job.spike_steps.empty())
+      !job.spike_cost || !job.spike_cost_from || job.level_shift)
     return false;
   const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause);
   const Culprit& top = v.culprits.front();
@@ -81,7 +85,7 @@ bool PriceByPauses(Verdict& v, const Analyses& a) {
   const std::string old_phrase = CostPhrase(v);
   v.throughput_lost = *job.spike_cost;
   v.impact_method = ImpactMethod::kSlowSteps;
-  v.impact_first_step = job.spike_steps.front();
+  v.impact_first_step = job.spike_cost_from;
   v.impact_last_step.reset();
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
   PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
@@ -97,11 +101,17 @@ bool PriceByLevelShift(Verdict& v, const Analyses& a) {
   if (top.pattern && *top.pattern != Pattern::kPersistent) return false;
   const Tie tie = TieOf(top, *shift, a);
   if (tie == Tie::kContradicted) return false;
+  // Untied, the shift could be any other culprit's: only a lone culprit
+  // takes it.
+  if (tie == Tie::kUnknown && v.culprits.size() > 1) return false;
   const double measured = shift->cost();
+  // Never more than the culprit's own 1 - 1/(1 + slowdown).
+  if (top.slowdown && *top.slowdown > 0 && !top.entity.job &&
+      measured > *top.slowdown / (1 + *top.slowdown))
+    return false;
   if (v.throughput_lost) {
     // A replay or a lower bound stays; an upper bound gives way to a
-    // measurement within the culprit's own bound, when the culprit's onset
-    // ties the two.
+    // measurement below it when the culprit's onset ties the two.
     const double bound = top.slowdown && *top.slowdown > 0 ? *top.slowdown / (1 + *top.slowdown)
                                                            : *v.throughput_lost;
     if (v.impact_method != ImpactMethod::kUpperBound || tie != Tie::kTied || measured > bound)
@@ -112,7 +122,10 @@ bool PriceByLevelShift(Verdict& v, const Analyses& a) {
   v.impact_method = ImpactMethod::kBeforeAfter;
   v.impact_first_step = shift->first_step;
   v.impact_last_step = shift->last_step;
-  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
+  // A shift that came back costs nothing per day any more.
+  v.gpu_hours_per_day = shift->last_step
+                            ? std::nullopt
+                            : GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
   PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
   return true;
 }

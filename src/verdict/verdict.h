@@ -140,8 +140,8 @@ struct Verdict {
   std::vector<Culprit> culprits;  // most likely first
   std::optional<double> throughput_lost;
   ImpactMethod impact_method = ImpactMethod::kUpperBound;
-  // kBeforeAfter: the steps the figure was measured over (last: none while
-  // the change lasts to the end of the logs).
+  // kBeforeAfter, kSlowSteps: the steps the figure was measured over (last:
+  // none while it lasts to the end of the logs); unset for other methods.
   std::optional<int64_t> impact_first_step, impact_last_step;
   std::optional<double> gpu_hours_per_day;
   std::vector<std::string> next_steps;

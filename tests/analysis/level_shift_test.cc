@@ -68,6 +68,11 @@ TEST(LevelShiftTest, ShapesThatAreNotOneChangeGiveNothing) {
   EXPECT_FALSE(MeasureLevelShift(Steps(120), other, 1, 0, 0.005));
   // Flat.
   EXPECT_FALSE(MeasureLevelShift(Steps(120), Series(120, 1.0, 0, 0, 1.0), 1, 0, 0.005));
+  // A steady drift from 1.00 s to 1.06 s over 200 steps: split in two it
+  // reads as a step at the middle, but neither half is flat.
+  std::vector<double> drift;
+  for (size_t i = 0; i < 200; ++i) drift.push_back(1.0 + 0.06 * static_cast<double>(i) / 199);
+  EXPECT_FALSE(MeasureLevelShift(Steps(200), drift, 1, 0, 0.001));
 }
 
 TEST(LevelShiftTest, AShiftInsideTheNoiseOrTooShortGivesNothing) {

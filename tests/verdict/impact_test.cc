@@ -179,6 +179,7 @@ TEST(ImpactTest, APauseCulpritIsPricedByItsSlowSteps) {
   Analyses a;
   a.steps.job.spike_steps = {30, 80};
   a.steps.job.spike_cost = 0.012;
+  a.steps.job.spike_cost_from = 30;
   a.steps.job.ranks = 16;
   Finding pause;
   pause.code = FindingCode::kHostPause;
@@ -204,6 +205,43 @@ TEST(ImpactTest, APauseCulpritIsPricedByItsSlowSteps) {
   other.throughput_lost = 0.05;
   EXPECT_FALSE(PriceByPauses(other, a));
   EXPECT_DOUBLE_EQ(*other.throughput_lost, 0.05);
+  // The job's step time also changed level: its slow steps are not all
+  // pauses.
+  Verdict shifted = v;
+  shifted.throughput_lost.reset();
+  a.steps.job.level_shift = ShiftAt(60).steps.job.level_shift;
+  EXPECT_FALSE(PriceByPauses(shifted, a));
+}
+
+// Where nothing ties the shift to the culprit, it is not priced when
+// another culprit could own it, when the culprit's own slowdown cannot cost
+// that much, or when its GPU's anomaly began at another time. A shift that
+// came back costs no GPU-hours per day.
+TEST(ImpactTest, AnUntiedShiftIsNotGivenToACulpritItCannotBelongTo) {
+  Verdict two = NetworkCulprit();
+  Culprit second;
+  second.entity.job = true;
+  two.culprits.push_back(second);
+  EXPECT_FALSE(PriceByLevelShift(two, ShiftAt(30)));
+  Verdict small = NetworkCulprit();
+  small.culprits[0].entity = Entity{};
+  small.culprits[0].entity.rank = 5;
+  small.culprits[0].slowdown = 0.03;  // at most 2.9%, the shift is 8%
+  EXPECT_FALSE(PriceByLevelShift(small, ShiftAt(30)));
+  Verdict gpu = NetworkCulprit();
+  gpu.culprits[0].entity = Entity{};
+  gpu.culprits[0].entity.rank = 5;
+  Analyses a = ShiftAt(30);
+  a.steps.job.level_shift->start_time = 1'764'000'000'000'000'000;
+  Finding f;
+  f.code = FindingCode::kGpuPowerCap;
+  f.entity.rank = 5;
+  f.onset_time = 1'764'000'000'000'000'000 + 300'000'000'000;  // 5 min later
+  a.hardware.findings.push_back(f);
+  EXPECT_FALSE(PriceByLevelShift(gpu, a));
+  Verdict back = NetworkCulprit();
+  ASSERT_TRUE(PriceByLevelShift(back, ShiftAt(30, 59)));
+  EXPECT_FALSE(back.gpu_hours_per_day.has_value());
 }
 
 TEST(ImpactTest, ReplaysPatternsAndVerdictsWithoutACulpritAreNotPriced) {
