@@ -1,7 +1,8 @@
 // A culprit priced by the job's own step times: the job's step time changed
 // level once at the culprit's onset (JobStepStats::level_shift), and what it
-// lost is measured before and after (ImpactMethod::kBeforeAfter). Internal
-// to src/verdict/.
+// lost is measured before and after (ImpactMethod::kBeforeAfter); or a
+// pause culprit, by the job's isolated slow steps (kSlowSteps). Internal to
+// src/verdict/.
 
 #include <algorithm>
 #include <cstdlib>
