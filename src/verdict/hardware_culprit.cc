@@ -15,19 +15,12 @@
 namespace laggard::verdict_internal {
 namespace {
 
-// How far a whole-job slowdown's first step may start from a GPU anomaly's
-// onset and still be the same event: nvidia-smi / DCGM sample every 1-5 s
-// and a change point is placed to a step, so 10 s or two steps (judgement).
-constexpr DurationNs kOnsetSlackNs = 10'000'000'000;
-
 // The whole-job slowdown episode that began at `f`'s onset, if any.
 const Episode* EpisodeAtOnset(const Analyses& a, const Finding& f) {
   if (!f.onset_time) return nullptr;
   for (const Episode& e : a.steps.job.episodes) {
     if (!e.start_time) continue;
-    auto slack =
-        std::max<DurationNs>(kOnsetSlackNs, static_cast<DurationNs>(2e9 * e.median_step_s));
-    if (std::llabs(*f.onset_time - *e.start_time) <= slack) return &e;
+    if (std::llabs(*f.onset_time - *e.start_time) <= OnsetSlack(e.median_step_s)) return &e;
   }
   return nullptr;
 }
@@ -42,6 +35,11 @@ Culprit CulpritOf(const Analyses& a, const Finding& f, const Episode* ep,
                   const Finding* late_trace);
 
 }  // namespace
+
+DurationNs OnsetSlack(double step_s) {
+  constexpr DurationNs kMinSlackNs = 10'000'000'000;
+  return std::max<DurationNs>(kMinSlackNs, static_cast<DurationNs>(2e9 * step_s));
+}
 
 bool IsGpuCause(FindingCode c) {
   return c == FindingCode::kGpuThermal || c == FindingCode::kGpuPowerCap ||

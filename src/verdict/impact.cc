@@ -19,11 +19,6 @@ namespace {
 // noise, a rank's onset likewise (judgement).
 constexpr int64_t kShiftOnsetSteps = 5;
 
-// How far a GPU anomaly's onset may sit from the shift's start and still be
-// the same event: as the hardware rule's (nvidia-smi / DCGM sample every
-// 1-5 s, a change point is placed to a step or two), 10 s or two steps.
-constexpr DurationNs kOnsetSlackNs = 10'000'000'000;
-
 enum class Tie { kContradicted, kUnknown, kTied };
 
 // Whether the shift is the culprit's own event: its onset step within
@@ -36,8 +31,7 @@ Tie TieOf(const Culprit& c, const LevelShift& shift, const Analyses& a) {
                                                                             : Tie::kContradicted;
   }
   if (!shift.start_time || (!c.entity.rank && !c.entity.gpu)) return Tie::kUnknown;
-  const auto slack =
-      std::max<DurationNs>(kOnsetSlackNs, static_cast<DurationNs>(2e9 * shift.during_s));
+  const DurationNs slack = OnsetSlack(shift.during_s);
   bool far = false;
   for (const Finding& f : a.hardware.findings) {
     if (!IsGpuCause(f.code) || !f.onset_time || !OnGpu(f, c.entity)) continue;
@@ -68,6 +62,21 @@ void PutCostPhrase(std::string& summary, const std::string& old_phrase, const st
   summary += phrase;
 }
 
+// Puts a measured figure on `v`: throughput lost, its method and steps,
+// GPU-hours per day (none once the loss has ended), and the summary's cost
+// phrase in place of the old one.
+void SetMeasuredCost(Verdict& v, const Analyses& a, double lost, ImpactMethod method,
+                     std::optional<int64_t> first_step, std::optional<int64_t> last_step) {
+  const std::string old_phrase = CostPhrase(v);
+  v.throughput_lost = lost;
+  v.impact_method = method;
+  v.impact_first_step = first_step;
+  v.impact_last_step = last_step;
+  v.gpu_hours_per_day =
+      last_step ? std::nullopt : GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
+  PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
+}
+
 }  // namespace
 
 bool PriceByPauses(Verdict& v, const Analyses& a) {
@@ -83,13 +92,8 @@ bool PriceByPauses(Verdict& v, const Analyses& a) {
       top.entity.rank != pause->entity.rank || top.entity.host != pause->entity.host ||
       top.entity.gpu != pause->entity.gpu)
     return false;
-  const std::string old_phrase = CostPhrase(v);
-  v.throughput_lost = *job.spike_cost;
-  v.impact_method = ImpactMethod::kSlowSteps;
-  v.impact_first_step = job.spike_cost_from;
-  v.impact_last_step.reset();
-  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
-  PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
+  SetMeasuredCost(v, a, *job.spike_cost, ImpactMethod::kSlowSteps, job.spike_cost_from,
+                  std::nullopt);
   return true;
 }
 
@@ -118,16 +122,7 @@ bool PriceByLevelShift(Verdict& v, const Analyses& a) {
     if (v.impact_method != ImpactMethod::kUpperBound || tie != Tie::kTied || measured > bound)
       return false;
   }
-  const std::string old_phrase = CostPhrase(v);
-  v.throughput_lost = measured;
-  v.impact_method = ImpactMethod::kBeforeAfter;
-  v.impact_first_step = shift->first_step;
-  v.impact_last_step = shift->last_step;
-  // A shift that came back costs nothing per day any more.
-  v.gpu_hours_per_day = shift->last_step
-                            ? std::nullopt
-                            : GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
-  PutCostPhrase(v.summary, old_phrase, CostPhrase(v));
+  SetMeasuredCost(v, a, measured, ImpactMethod::kBeforeAfter, shift->first_step, shift->last_step);
   return true;
 }
 

@@ -109,6 +109,12 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 // cause (hardware_culprit.cc).
 bool IsGpuCause(FindingCode c);
 
+// How far a GPU anomaly's onset may sit from the start of a whole-job change
+// of step time and still be the same event: nvidia-smi / DCGM sample every
+// 1-5 s and a change point is placed to a step, so max(10 s, two steps of
+// `step_s`) (judgement; hardware_culprit.cc).
+DurationNs OnsetSlack(double step_s);
+
 // A port down, a degraded link, low bandwidth, a socket fallback, no GPU
 // Direct RDMA, a poor path: the network findings that name a cause
 // (network_culprit.cc).
