@@ -1,13 +1,15 @@
 # Installing, and the .deb of `scripts/dev.sh package` (CPack's DEB
 # generator), for clusters that install from their own mirror:
 #   /usr/bin/laggard
+#   /usr/lib/laggard/liblaggard_http.so              the HTTP module (src/net/http.h),
+#                                                     ../lib/laggard from the binary
 #   /usr/lib/systemd/system/laggard-agent.service   (deploy/systemd, ExecStart
 #                                                     pointed at /usr/bin)
 #   /usr/share/doc/laggard/                          README, docs/, deploy/
-# The Debian dependencies are the shared libraries the binary links, as
-# dpkg-shlibdeps finds them (Debian's dpkg-dev). NVML is opened with dlopen
-# at run time and is no dependency. tests/package/deb_test.sh unpacks the
-# .deb and runs it.
+# The Debian dependencies are the shared libraries the binary and the module
+# link, as dpkg-shlibdeps finds them (Debian's dpkg-dev). NVML, OpenBLAS and
+# Open MPI are opened with dlopen at run time and are no dependency.
+# tests/package/deb_test.sh unpacks the .deb and runs it.
 
 include(GNUInstallDirs)
 
@@ -17,6 +19,9 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 set(CMAKE_SKIP_PACKAGE_ALL_DEPENDENCY ON)
 
 install(TARGETS laggard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The binary opens it as <its folder>/../lib/laggard/ (not the multiarch
+# libdir): bin/ and lib/laggard/ side by side under any prefix.
+install(TARGETS laggard_http LIBRARY DESTINATION lib/laggard)
 
 # The unit as deploy/ ships it names /usr/local/bin (a hand install); the
 # package's binary is /usr/bin/laggard (CPACK_PACKAGING_INSTALL_PREFIX), so
@@ -51,6 +56,6 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
 # `laggard diagnose --mpi` runs under mpirun; `laggard watch` reads a
 # Prometheus server. Both optional.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "openmpi-bin, prometheus")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "openmpi-bin, libopenmpi3, prometheus")
 set(CPACK_STRIP_FILES ON)
 include(CPack)

@@ -148,9 +148,9 @@ Status Agent::Open() {
   }
   intake_ = std::make_unique<StepIntake>(*this);
   if (Status st = intake_->Open(o_.intake); !st.ok()) return st;
-  http_ = std::make_unique<HttpServer>(o_.http_threads);
+  http_ = std::make_unique<net::HttpServer>(o_.http_threads);
   http_->Get("/metrics", [this] {
-    HttpResponse r;
+    net::HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = Metrics();
     return r;
@@ -448,7 +448,7 @@ void Agent::UpdateStalls(TimeNs now) {
   }
 }
 
-HttpResponse Agent::Health() {
+net::HttpResponse Agent::Health() {
   TimeNs now = clock_.Now();
   std::lock_guard<std::mutex> lock(mu_);
   size_t lost = 0;
@@ -458,7 +458,7 @@ HttpResponse Agent::Health() {
   DurationNs limit = 3 * o_.interval_ns + 5'000'000'000;
   TimeNs last = counters_.samples > 0 ? counters_.last_sample_ns : started_ns_;
   bool stalled = now - last > limit;
-  HttpResponse r;
+  net::HttpResponse r;
   r.status = stalled ? 503 : 200;
   r.content_type = "application/json";
   r.body = fmt::format(

@@ -37,12 +37,12 @@
 
 #include "agent/clock.h"
 #include "agent/gpu_sampler.h"
-#include "agent/http_server.h"
 #include "agent/metrics.h"
 #include "agent/nvml.h"
 #include "agent/rolling_log.h"
 #include "agent/step_intake.h"
 #include "agent/sysfs.h"
+#include "net/http.h"
 
 namespace laggard::agent {
 
@@ -86,7 +86,7 @@ class Agent final : public StepSink {
 
   // What GET /metrics and GET /healthz answer.
   std::string Metrics();
-  HttpResponse Health();
+  net::HttpResponse Health();
 
   int http_port() const { return http_ ? http_->port() : 0; }
   int udp_port() const { return intake_ ? intake_->udp_port() : 0; }
@@ -112,7 +112,7 @@ class Agent final : public StepSink {
   std::unique_ptr<GpuSampler> sampler_;
   std::optional<SysfsReader> sysfs_;
   std::unique_ptr<StepIntake> intake_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<net::HttpServer> http_;
   TimeNs started_ns_;
 
   // Shared state, under mu_.

@@ -255,18 +255,6 @@ LineKind ParseStepLine(std::string_view line, StepReport& out, BadLine& bad, std
   return ParseArticle(t, out, bad, why);
 }
 
-bool ParseHostPort(std::string_view text, std::string& host, int& port) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return false;
-  std::string_view h = text.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  auto p = ParseInt<int>(text.substr(colon + 1));
-  if (!p || *p < 0 || *p > 65535) return false;
-  host = h.empty() ? "127.0.0.1" : std::string(h);
-  port = *p;
-  return true;
-}
-
 // A followed log file. Starts at the file's end; a smaller size or another
 // inode means it was truncated or rotated: read the new file from its start.
 struct StepIntake::Tail {

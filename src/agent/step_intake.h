@@ -133,9 +133,6 @@ class StepIntake {
   std::atomic<bool> running_{false};
 };
 
-// "127.0.0.1:9401" / "[::1]:9401" / ":9401" (loopback) -> host, port.
-bool ParseHostPort(std::string_view text, std::string& host, int& port);
-
 }  // namespace laggard::agent
 
 #endif  // LAGGARD_AGENT_STEP_INTAKE_H_

@@ -120,4 +120,16 @@ std::string EscapeHtml(std::string_view s) {
   return out;
 }
 
+bool ParseHostPort(std::string_view text, std::string& host, int& port) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view h = text.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  auto p = ParseInt<int>(text.substr(colon + 1));
+  if (!p || *p < 0 || *p > 65535) return false;
+  host = h.empty() ? "127.0.0.1" : std::string(h);
+  port = *p;
+  return true;
+}
+
 }  // namespace laggard

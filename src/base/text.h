@@ -87,6 +87,9 @@ bool NaturalLess(const std::string& a, const std::string& b);
 // `s` with & < > " as HTML entities.
 std::string EscapeHtml(std::string_view s);
 
+// "127.0.0.1:9401" / "[::1]:9401" / ":9401" (loopback) -> host, port.
+bool ParseHostPort(std::string_view text, std::string& host, int& port);
+
 }  // namespace laggard
 
 #endif  // LAGGARD_BASE_TEXT_H_

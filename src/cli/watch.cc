@@ -1,11 +1,10 @@
 #include "cli/watch.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 #include "cli/diagnose.h"
 #include "ingest/common/prometheus_text.h"
 #include "ingest/prometheus/prometheus_source.h"
+#include "net/http.h"
 #include "verdict/verdict.h"
 
 namespace laggard {
@@ -164,28 +164,25 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
 
   std::mutex mu;
   std::string metrics = VerdictMetrics(Verdict(), 0, 0, NowNs());
-  httplib::Server server;
-  std::thread server_thread;
+  std::optional<net::HttpServer> server;
   if (!o.listen.empty()) {
     size_t colon = o.listen.rfind(':');
     int port = colon == std::string::npos ? 0 : std::atoi(o.listen.c_str() + colon + 1);
-    std::string host = colon == std::string::npos ? o.listen : o.listen.substr(0, colon);
     if (port <= 0 || port > 65535) {
       err << "laggard watch: --listen needs HOST:PORT\n";
       return kExitNoInput;
     }
-    server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    server.emplace(2);
+    server->Get("/metrics", [&] {
       std::lock_guard<std::mutex> lock(mu);
-      res.set_content(metrics, "text/plain; version=0.0.4");
+      return net::HttpResponse{200, "text/plain; version=0.0.4", metrics};
     });
-    server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok\n", "text/plain");
-    });
-    if (!server.bind_to_port(host.c_str(), port)) {
-      err << fmt::format("laggard watch: cannot listen on {}\n", o.listen);
+    server->Get("/healthz", [] { return net::HttpResponse{200, "text/plain", "ok\n"}; });
+    if (Status listening = server->Listen(o.listen); !listening.ok()) {
+      err << fmt::format("laggard watch: cannot listen on {}: {}\n", o.listen, listening.message());
       return kExitNoInput;
     }
-    server_thread = std::thread([&] { server.listen_after_bind(); });
+    server->Start();
   }
 
   PrometheusQuery q;
@@ -235,10 +232,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     while (!g_stop && NowNs() < wake) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (o.duration_s > 0 && NowNs() - started >= static_cast<DurationNs>(o.duration_s * 1e9)) break;
   }
-  if (server_thread.joinable()) {
-    server.stop();
-    server_thread.join();
-  }
+  if (server) server->Stop();
   return rc;
 }
 

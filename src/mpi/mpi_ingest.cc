@@ -12,7 +12,7 @@
 #include "mpi/shares.h"
 
 #if LAGGARD_HAVE_MPI
-#include <mpi.h>
+#include "mpi/mpi_library.h"
 #endif
 
 namespace laggard {
@@ -47,40 +47,41 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-[[noreturn]] void Abort(const std::string& message) {
+[[noreturn]] void Abort(const MpiLibrary& m, const std::string& message) {
   std::fprintf(stderr, "laggard: --mpi: %s; aborting the job\n", message.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 2);
+  m.abort(m.comm_world, 2);
   std::abort();  // MPI_Abort does not return
 }
 
 // Completes `request`, polling, or aborts the job after `deadline`.
-void WaitOrAbort(MPI_Request& request, Clock::time_point deadline, const std::string& waiting_for) {
+void WaitOrAbort(const MpiLibrary& m, MPI_Request& request, Clock::time_point deadline,
+                 const std::string& waiting_for) {
   auto pause = std::chrono::microseconds(50);
   for (;;) {
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    m.test(&request, &done, MPI_STATUS_IGNORE);
     if (done) return;
-    if (Clock::now() > deadline) Abort("timed out waiting for " + waiting_for);
+    if (Clock::now() > deadline) Abort(m, "timed out waiting for " + waiting_for);
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(10'000));
   }
 }
 
-void SendShare(const std::string& message, Clock::time_point deadline) {
+void SendShare(const MpiLibrary& m, const std::string& message, Clock::time_point deadline) {
   uint64_t length = message.size();
   MPI_Request request;
-  MPI_Isend(&length, 1, MPI_UINT64_T, 0, kTagHeader, MPI_COMM_WORLD, &request);
-  WaitOrAbort(request, deadline, "process 0 to take this process's share");
+  m.isend(&length, 1, m.uint64, 0, kTagHeader, m.comm_world, &request);
+  WaitOrAbort(m, request, deadline, "process 0 to take this process's share");
   for (size_t at = 0; at < message.size(); at += kChunkBytes) {
     int n = static_cast<int>(std::min(kChunkBytes, message.size() - at));
-    MPI_Isend(message.data() + at, n, MPI_BYTE, 0, kTagChunk, MPI_COMM_WORLD, &request);
-    WaitOrAbort(request, deadline, "process 0 to take this process's share");
+    m.isend(message.data() + at, n, m.byte, 0, kTagChunk, m.comm_world, &request);
+    WaitOrAbort(m, request, deadline, "process 0 to take this process's share");
   }
 }
 
 // Process 0: takes the other processes' shares in the order they arrive.
-Status GatherShares(int processes, double timeout_s,
+Status GatherShares(const MpiLibrary& m, int processes, double timeout_s,
                     std::vector<std::optional<IngestFileResult>>& slots, MpiIngestReport& report) {
   std::vector<bool> got(processes, false);
   got[0] = true;
@@ -99,10 +100,10 @@ Status GatherShares(int processes, double timeout_s,
   for (int left = processes - 1; left > 0;) {
     int ready = 0;
     MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTagHeader, MPI_COMM_WORLD, &ready, &status);
+    m.iprobe(MPI_ANY_SOURCE, kTagHeader, m.comm_world, &ready, &status);
     if (!ready) {
       if (Clock::now() > deadline)
-        Abort(fmt::format("process 0 waited {:g} s for {}", timeout_s, missing()));
+        Abort(m, fmt::format("process 0 waited {:g} s for {}", timeout_s, missing()));
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(10'000));
       continue;
@@ -110,13 +111,13 @@ Status GatherShares(int processes, double timeout_s,
     pause = std::chrono::microseconds(50);
     const int source = status.MPI_SOURCE;
     uint64_t length = 0;
-    MPI_Recv(&length, 1, MPI_UINT64_T, source, kTagHeader, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    m.recv(&length, 1, m.uint64, source, kTagHeader, m.comm_world, MPI_STATUS_IGNORE);
     message.resize(length);
     MPI_Request request;
     for (size_t at = 0; at < length; at += kChunkBytes) {
       int n = static_cast<int>(std::min<uint64_t>(kChunkBytes, length - at));
-      MPI_Irecv(message.data() + at, n, MPI_BYTE, source, kTagChunk, MPI_COMM_WORLD, &request);
-      WaitOrAbort(request, Clock::now() + timeout,
+      m.irecv(message.data() + at, n, m.byte, source, kTagChunk, m.comm_world, &request);
+      WaitOrAbort(m, request, Clock::now() + timeout,
                   fmt::format("the rest of process {}'s share", source));
     }
     report.message_bytes[source] = length;
@@ -135,19 +136,19 @@ Status GatherShares(int processes, double timeout_s,
 // MPI_Init_thread / MPI_Finalize around the distributed ingest.
 class MpiSession {
  public:
-  MpiSession() {
+  explicit MpiSession(const MpiLibrary& m) : m_(m) {
     int initialised = 0;
-    MPI_Initialized(&initialised);
+    m_.initialized(&initialised);
     if (!initialised) {
       int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      m_.init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
       owns_ = true;
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    m_.comm_rank(m_.comm_world, &rank_);
+    m_.comm_size(m_.comm_world, &size_);
   }
   ~MpiSession() {
-    if (owns_) MPI_Finalize();
+    if (owns_) m_.finalize();
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -155,6 +156,7 @@ class MpiSession {
   int size() const { return size_; }
 
  private:
+  const MpiLibrary& m_;
   bool owns_ = false;
   int rank_ = 0;
   int size_ = 1;
@@ -169,7 +171,10 @@ StatusOr<std::optional<Run>> IngestOverMpi(const IngestPlan& plan,
                                            const MpiIngestOptions& mpi, MpiIngestReport* report) {
   MpiIngestReport local;
   MpiIngestReport& r = report != nullptr ? *report : local;
-  MpiSession session;
+  StatusOr<const MpiLibrary*> opened = OpenMpiLibrary();
+  if (!opened.ok()) return opened.status();
+  const MpiLibrary& m = **opened;
+  MpiSession session(m);
   r = MpiIngestReport();
   r.processes = session.size();
   r.process = session.rank();
@@ -198,13 +203,13 @@ StatusOr<std::optional<Run>> IngestOverMpi(const IngestPlan& plan,
     r.message_bytes[r.process] = message.size();
     auto allowance = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(mpi.timeout_s + 2 * r.read_s));
-    SendShare(message, Clock::now() + allowance);
+    SendShare(m, message, Clock::now() + allowance);
     return std::optional<Run>();
   }
   std::vector<std::optional<IngestFileResult>> slots(files.size());
   for (size_t i = 0; i < mine.size(); ++i) slots[mine[i]] = std::move(read[i]);
   read.clear();
-  Status gathered = GatherShares(r.processes, mpi.timeout_s, slots, r);
+  Status gathered = GatherShares(m, r.processes, mpi.timeout_s, slots, r);
   r.gather_s = Seconds(read_end, Clock::now());
   if (!gathered.ok()) return gathered;
   std::vector<IngestFileResult> results(files.size());

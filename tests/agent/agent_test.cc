@@ -24,7 +24,6 @@
 #include "agent/agent.h"
 #include "agent/fake_gpu.h"
 #include "agent/gpu_sampler.h"
-#include "agent/http_server.h"
 #include "agent/metrics.h"
 #include "agent/nvml.h"
 #include "agent/rolling_log.h"
@@ -32,6 +31,7 @@
 #include "agent/sysfs.h"
 #include "cli/app.h"
 #include "http_probe.h"
+#include "net/http.h"
 #include "test_paths.h"
 #include "test_util.h"
 
@@ -250,7 +250,7 @@ TEST(AgentMetricsTest, LostGpuBecomesAMetricAndItsValuesVanish) {
   EXPECT_FALSE(e.Get("laggard_gpu_temp_celsius", G(1, "GPU-00000001")));
   EXPECT_EQ(e.Get("laggard_gpu_temp_celsius", G(0, "GPU-00000000")), 45);  // the other GPU goes on
   EXPECT_EQ(e.Count("laggard_gpu_query_errors_total"), 0);  // lost is not a query error
-  HttpResponse h = rig.agent->Health();
+  net::HttpResponse h = rig.agent->Health();
   EXPECT_EQ(h.status, 200);
   EXPECT_NE(h.body.find("\"gpus_lost\":1"), std::string::npos) << h.body;
 }
@@ -1052,7 +1052,7 @@ TEST(AgentHttpTest, HealthSaysStalledWhenSamplingStops) {
   rig.agent->SampleOnce();
   EXPECT_EQ(rig.agent->Health().status, 200);
   rig.clock.Advance(60 * kSecond);  // no round for a minute at a 1 s interval
-  HttpResponse h = rig.agent->Health();
+  net::HttpResponse h = rig.agent->Health();
   EXPECT_EQ(h.status, 503);
   EXPECT_NE(h.body.find("\"status\":\"stalled\""), std::string::npos);
 }
@@ -1077,8 +1077,8 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
 // against a server of 2 threads. Before, each took a worker for ~2.7 s, so
 // the scrape timed out.
 TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
-  HttpServer server(2);
-  server.Get("/metrics", [] { return HttpResponse{200, "text/plain", "up 1\n"}; });
+  net::HttpServer server(2);
+  server.Get("/metrics", [] { return net::HttpResponse{200, "text/plain", "up 1\n"}; });
   ASSERT_TRUE(server.Listen("127.0.0.1:0").ok());
   server.Start();
   int port = server.port();
@@ -1102,9 +1102,9 @@ TEST(AgentHttpTest, SlowClientsDoNotBlockScrapes) {
   // 68 of the 100 are over the cap. Under load fewer are counted (63 at a
   // load of 6.5): when each is judged depends on the threads' timing. What
   // this checks is that the cap refuses at all, and most of them.
-  EXPECT_GE(server.refused_connections(), (100u - HttpServer::kMaxWaitingPerClient) / 2);
+  EXPECT_GE(server.refused_connections(), (100u - net::HttpServer::kMaxWaitingPerClient) / 2);
   // Past the head timeout the slow ones are closed: each reads EOF.
-  std::this_thread::sleep_for(std::chrono::milliseconds(HttpServer::kHeadTimeoutMs + 300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(net::HttpServer::kHeadTimeoutMs + 300));
   EXPECT_GE(server.timed_out_connections(), 40u);
   for (int fd : slow) {
     char c;

@@ -26,7 +26,7 @@ echo "deb_test: $(basename "$deb"), $(stat -c %s "$deb") bytes"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "deb_test: Depends: $depends"
-for lib in libfmt libsimdjson libsqlite3 libstdc++6; do
+for lib in libfmt libsimdjson libsqlite3 libstdc++6 libcpp-httplib; do
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib"
 done
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version is not $version"
@@ -34,6 +34,7 @@ done
 dpkg -x "$deb" "$work/root"
 bin=$work/root/usr/bin/laggard
 [ -x "$bin" ] || fail "usr/bin/laggard missing"
+[ -f "$work/root/usr/lib/laggard/liblaggard_http.so" ] || fail "usr/lib/laggard/liblaggard_http.so missing"
 unit=$work/root/usr/lib/systemd/system/laggard-agent.service
 grep -q '^ExecStart=/usr/bin/laggard agent' "$unit" || fail "the unit does not start /usr/bin/laggard"
 [ -f "$work/root/usr/share/doc/laggard/README.md" ] || fail "README.md missing"
@@ -45,4 +46,8 @@ grep -q "$version" <<<"$got" || fail "laggard --version printed '$got'"
   { cat "$work/demo.txt" >&2; fail "laggard demo failed"; }
 grep -qi "straggler\|culprit" "$work/demo.txt" || { cat "$work/demo.txt" >&2; fail "no verdict"; }
 [ -f "$work/demo/report.html" ] || fail "demo wrote no report.html"
-echo "deb_test: the unpacked laggard ran --version ($got) and demo"
+# The HTTP module loads from ../lib/laggard: a Prometheus nobody serves is
+# "cannot reach", not "the HTTP module did not load".
+watch=$("$bin" watch --prometheus http://127.0.0.1:9 --once 2>&1 || true)
+grep -q "cannot reach Prometheus" <<<"$watch" || fail "watch without a Prometheus said: $watch"
+echo "deb_test: the unpacked laggard ran --version ($got), demo and watch (its HTTP module)"

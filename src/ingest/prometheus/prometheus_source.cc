@@ -1,7 +1,5 @@
 #include "ingest/prometheus/prometheus_source.h"
 
-#include <httplib.h>
-
 #include <cmath>
 #include <optional>
 #include <set>
@@ -10,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
+#include "net/http.h"
 
 namespace laggard {
 namespace {
@@ -105,41 +104,19 @@ StatusOr<std::vector<PromSeries>> ParsePrometheusResponse(std::string_view body)
   return out;
 }
 
-namespace {
-
-// httplib's error in words: its own names ("Connection", "Read") read as a
-// message cut short.
-std::string HttpErrorText(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "connection failed (nothing listening there, refused, or the host unreachable)";
-    case httplib::Error::ConnectionTimeout: return "connection timed out";
-    case httplib::Error::Read:
-      return "the connection broke while reading the answer (or it timed out)";
-    case httplib::Error::Write: return "the connection broke while sending the query";
-    case httplib::Error::SSLConnection:
-    case httplib::Error::SSLServerVerification:
-    case httplib::Error::SSLLoadingCerts:
-      return "TLS failed (laggard speaks plain http:// to Prometheus)";
-    case httplib::Error::ExceedRedirectCount: return "too many redirects";
-    default: return "request failed (" + httplib::to_string(e) + ")";
-  }
-}
-
-}  // namespace
-
 StatusOr<std::vector<PromSeries>> QueryRange(const PrometheusQuery& q, const std::string& expr) {
-  httplib::Client client(q.url);
-  client.set_connection_timeout(q.timeout_s, 0);
-  client.set_read_timeout(q.timeout_s, 0);
-  httplib::Params params{{"query", expr},
-                         {"start", fmt::format("{:.3f}", ToSeconds(q.start_ns))},
-                         {"end", fmt::format("{:.3f}", ToSeconds(q.end_ns))},
-                         {"step", fmt::format("{:.3f}", ToSeconds(q.step_ns))}};
-  httplib::Result res = client.Get("/api/v1/query_range", params, httplib::Headers());
-  if (!res) {
-    return Status::Error(
-        fmt::format("cannot reach Prometheus at {}: {}", q.url, HttpErrorText(res.error())));
+  net::HttpGetRequest request;
+  request.url = q.url;
+  request.path = "/api/v1/query_range";
+  request.timeout_s = q.timeout_s;
+  request.params = {{"query", expr},
+                    {"start", fmt::format("{:.3f}", ToSeconds(q.start_ns))},
+                    {"end", fmt::format("{:.3f}", ToSeconds(q.end_ns))},
+                    {"step", fmt::format("{:.3f}", ToSeconds(q.step_ns))}};
+  StatusOr<net::HttpGetResult> res = net::HttpGet(request);
+  if (!res.ok()) return res.status();
+  if (!res->answered) {
+    return Status::Error(fmt::format("cannot reach Prometheus at {}: {}", q.url, res->error));
   }
   if (res->status != 200 && res->status != 400 && res->status != 422) {
     return Status::Error(fmt::format("Prometheus at {} answered HTTP {}", q.url, res->status));

@@ -1,5 +1,17 @@
-// The agent's HTTP endpoint: a thin wrapper over cpp-httplib's server (the
-// only file that includes httplib.h) serving GET handlers.
+// HTTP for laggard: the /metrics server of `agent` and `watch --listen`,
+// and the client that reads Prometheus (`watch`, `diagnose --prometheus`).
+//
+// cpp-httplib (and OpenSSL and brotli with it: six libraries, ~9 ms of
+// every start on a 2-core VM) lives in a module, liblaggard_http.so
+// (net/http_module.h), which the first HttpServer or HttpGet opens with
+// dlopen from <the executable's folder>/../lib/laggard/ (the build's
+// lib/laggard/, the package's /usr/lib/laggard/). Other commands never
+// load it. Without the module, Listen() and HttpGet() fail with a message
+// that names the path tried.
+//
+// The server serves GET handlers on cpp-httplib's server
+// (net/http_server.cc; with net/http_client.cc the only files that include
+// httplib.h).
 //
 // Slow clients cannot starve it. cpp-httplib 0.11.4 (Debian 12) bounds each
 // read, not a request, so a client that sends a partial head held one of a
@@ -19,19 +31,22 @@
 // Thread-safety: handlers run on connection threads concurrently;
 // Start()/Stop() from one controlling thread; the counters from any.
 
-#ifndef LAGGARD_AGENT_HTTP_SERVER_H_
-#define LAGGARD_AGENT_HTTP_SERVER_H_
+#ifndef LAGGARD_NET_HTTP_H_
+#define LAGGARD_NET_HTTP_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
-namespace laggard::agent {
+namespace laggard::net {
+
+class HttpServerBackend;
 
 struct HttpResponse {
   int status = 200;
@@ -51,6 +66,7 @@ class HttpServer {
   static constexpr size_t kMaxHeadBytes = 8192;      // a longer head is refused
   static constexpr size_t kKeepAliveRequests = 100;
 
+  // Opens the module (once per process); a failure is Listen()'s error.
   explicit HttpServer(int threads);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -59,7 +75,7 @@ class HttpServer {
   // Registers a GET handler for an exact path; before Listen().
   void Get(const std::string& path, Handler handler);
   // Binds "HOST:PORT" (port 0: any free port). Fails as a whole when the
-  // address is malformed or cannot be bound.
+  // address is malformed or cannot be bound, or the module cannot load.
   Status Listen(const std::string& host_port);
   int port() const { return port_; }
   // Connections closed over kMaxWaitingPerClient, and closed because their
@@ -71,13 +87,31 @@ class HttpServer {
   void Stop();
 
  private:
-  class Server;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  Status loaded_;
+  std::unique_ptr<HttpServerBackend> backend_;
   int port_ = 0;
-  std::thread thread_;
 };
 
-}  // namespace laggard::agent
+// One GET of `path` with `params` (URL-encoded) from the server at `url`
+// ("http://host:port"), each of connect and read bounded by `timeout_s`.
+struct HttpGetRequest {
+  std::string url;
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> params;
+  int timeout_s = 10;
+};
+struct HttpGetResult {
+  bool answered = false;  // false: `error` says why no answer came
+  std::string error;
+  int status = 0;
+  std::string body;
+};
+// An error only when the module cannot load.
+StatusOr<HttpGetResult> HttpGet(const HttpGetRequest& request);
 
-#endif  // LAGGARD_AGENT_HTTP_SERVER_H_
+// Where the module is looked for, for messages and tests.
+std::string HttpModulePath();
+
+}  // namespace laggard::net
+
+#endif  // LAGGARD_NET_HTTP_H_

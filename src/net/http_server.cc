@@ -1,4 +1,4 @@
-#include "agent/http_server.h"
+#include "net/http_module.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,12 +15,9 @@
 #include <string>
 #include <thread>
 
-#include <fmt/format.h>
 #include <httplib.h>
 
-#include "agent/step_intake.h"
-
-namespace laggard::agent {
+namespace laggard::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -157,19 +154,22 @@ class ConnectionThreads final : public httplib::TaskQueue {
   bool stop_ = false;
 };
 
-}  // namespace
-
 // httplib's server with its connection loop replaced (an override of its
 // private virtual; the loop calls its protected process_request): a
 // connection holds a thread only once its request head has arrived within
 // HttpServer::kHeadTimeoutMs, and one client address waits past
 // kHeadGraceMs on at most kMaxWaitingPerClient heads at once; beyond, the
 // connection is closed.
-class HttpServer::Server final : public httplib::Server {
+class Server final : public httplib::Server {
  public:
   std::atomic<uint64_t> refused{0}, timed_out{0};
 
  private:
+  static constexpr int kHeadTimeoutMs = HttpServer::kHeadTimeoutMs;
+  static constexpr int kHeadGraceMs = HttpServer::kHeadGraceMs;
+  static constexpr int kIoTimeoutMs = HttpServer::kIoTimeoutMs;
+  static constexpr int kMaxWaitingPerClient = HttpServer::kMaxWaitingPerClient;
+  static constexpr size_t kKeepAliveRequests = HttpServer::kKeepAliveRequests;
   bool process_and_close_socket(int sock) override {
     // A head that comes within kHeadGraceMs (any client on a sound
     // network, a burst of scrapes) is not counted against its client.
@@ -221,82 +221,82 @@ class HttpServer::Server final : public httplib::Server {
   std::map<std::string, int> waiting_;  // connections waiting on their head, by client address
 };
 
-struct HttpServer::Impl {
-  Server server;
-  std::atomic<int> listen_fd{-1};
-  std::atomic<bool> done{false};
+class ServerBackend final : public HttpServerBackend {
+ public:
+  explicit ServerBackend(int threads) {
+    size_t n = threads < 1 ? 1 : static_cast<size_t>(threads);
+    server_.new_task_queue = [n] {
+      return new ConnectionThreads(n + HttpServer::kMaxWaitingThreads);
+    };
+    server_.set_payload_max_length(64 * 1024);
+    server_.set_socket_options([this](int fd) {
+      int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      listen_fd_.store(fd);
+    });
+  }
+  ~ServerBackend() override {
+    if (thread_.joinable()) {
+      Stop();
+    } else if (int fd = listen_fd_.load(); fd >= 0 && bound_) {
+      ::close(fd);  // bound but never served
+    }
+  }
+
+  void Get(const std::string& path, HttpServer::Handler handler) override {
+    server_.Get(path, [h = std::move(handler)](const httplib::Request&, httplib::Response& res) {
+      HttpResponse r = h();
+      res.status = r.status;
+      res.set_content(std::move(r.body), r.content_type.c_str());
+    });
+  }
+
+  int Bind(const std::string& host, int port) override {
+    int bound = 0;
+    if (port == 0) {
+      bound = server_.bind_to_any_port(host);
+    } else if (server_.bind_to_port(host, port)) {
+      bound = port;
+    }
+    if (bound <= 0) return 0;
+    bound_ = true;
+    // httplib listens with a backlog of 5; listen() again raises it (Linux
+    // updates the backlog of a listening socket in place).
+    if (int fd = listen_fd_.load(); fd >= 0) ::listen(fd, SOMAXCONN);
+    return bound;
+  }
+
+  uint64_t refused_connections() const override { return server_.refused.load(); }
+  uint64_t timed_out_connections() const override { return server_.timed_out.load(); }
+
+  void Start() override {
+    if (thread_.joinable()) return;
+    done_ = false;
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      done_ = true;
+    });
+  }
+
+  void Stop() override {
+    if (!thread_.joinable()) return;
+    // stop() only acts on a running server: wait until the accept loop is up
+    // (or has ended) so a Stop() right after Start() cannot be lost.
+    while (!server_.is_running() && !done_.load()) std::this_thread::yield();
+    server_.stop();
+    thread_.join();
+  }
+
+ private:
+  Server server_;
+  std::atomic<int> listen_fd_{-1};
+  std::atomic<bool> done_{false};
+  bool bound_ = false;
+  std::thread thread_;
 };
 
-HttpServer::HttpServer(int threads) : impl_(std::make_unique<Impl>()) {
-  size_t n = threads < 1 ? 1 : static_cast<size_t>(threads);
-  impl_->server.new_task_queue = [n] { return new ConnectionThreads(n + kMaxWaitingThreads); };
-  impl_->server.set_payload_max_length(64 * 1024);
-  Impl* impl = impl_.get();
-  impl_->server.set_socket_options([impl](int fd) {
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    impl->listen_fd.store(fd);
-  });
-}
+}  // namespace
 
-HttpServer::~HttpServer() {
-  if (thread_.joinable()) {
-    Stop();
-  } else if (int fd = impl_->listen_fd.load(); fd >= 0 && port_ > 0) {
-    ::close(fd);  // bound by Listen() but never served
-  }
-}
+HttpServerBackend* NewHttpServer(int threads) { return new ServerBackend(threads); }
 
-void HttpServer::Get(const std::string& path, Handler handler) {
-  impl_->server.Get(path,
-                    [h = std::move(handler)](const httplib::Request&, httplib::Response& res) {
-                      HttpResponse r = h();
-                      res.status = r.status;
-                      res.set_content(std::move(r.body), r.content_type.c_str());
-                    });
-}
-
-Status HttpServer::Listen(const std::string& host_port) {
-  std::string host;
-  int port = 0;
-  if (!ParseHostPort(host_port, host, port)) {
-    return Status::Error(fmt::format("--listen: expected HOST:PORT, got '{}'", host_port));
-  }
-  if (port == 0) {
-    port_ = impl_->server.bind_to_any_port(host);
-    if (port_ <= 0) return Status::Error(fmt::format("--listen {}: cannot bind", host_port));
-  } else {
-    if (!impl_->server.bind_to_port(host, port)) {
-      return Status::Error(
-          fmt::format("--listen {}: cannot bind (address in use or not local?)", host_port));
-    }
-    port_ = port;
-  }
-  // httplib listens with a backlog of 5; listen() again raises it (Linux
-  // updates the backlog of a listening socket in place).
-  if (int fd = impl_->listen_fd.load(); fd >= 0) ::listen(fd, SOMAXCONN);
-  return Status::Ok();
-}
-
-uint64_t HttpServer::refused_connections() const { return impl_->server.refused.load(); }
-uint64_t HttpServer::timed_out_connections() const { return impl_->server.timed_out.load(); }
-
-void HttpServer::Start() {
-  if (thread_.joinable()) return;
-  impl_->done = false;
-  thread_ = std::thread([this] {
-    impl_->server.listen_after_bind();
-    impl_->done = true;
-  });
-}
-
-void HttpServer::Stop() {
-  if (!thread_.joinable()) return;
-  // stop() only acts on a running server: wait until the accept loop is up
-  // (or has ended) so a Stop() right after Start() cannot be lost.
-  while (!impl_->server.is_running() && !impl_->done.load()) std::this_thread::yield();
-  impl_->server.stop();
-  thread_.join();
-}
-
-}  // namespace laggard::agent
+}  // namespace laggard::net
