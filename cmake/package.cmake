@@ -57,5 +57,10 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
 # `laggard diagnose --mpi` runs under mpirun; `laggard watch` reads a
 # Prometheus server. Both optional.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "openmpi-bin, libopenmpi3, prometheus")
-set(CPACK_STRIP_FILES ON)
+# The binary and the module ship stripped; their debug information (the
+# release build's -g1 line tables: backtraces, perf, addr2line), split with
+# objcopy --only-keep-debug, goes into laggard_VERSION_ARCH-dbgsym.ddeb beside
+# the .deb, under /usr/lib/debug/.build-id/, as Debian's -dbgsym packages.
+set(CPACK_STRIP_FILES OFF)  # CPackDeb strips them as it splits the debug information
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 include(CPack)

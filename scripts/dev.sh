@@ -156,7 +156,7 @@ case "$cmd" in
     done
     build release laggard
     (cd build/release && cpack -G DEB >/dev/null)
-    ls build/release/laggard_*.deb
+    ls build/release/laggard_*.deb build/release/laggard-dbgsym_*.ddeb
     ;;
   *)
     usage

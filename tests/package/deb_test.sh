@@ -32,6 +32,18 @@ done
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version is not $version"
 
 dpkg -x "$deb" "$work/root"
+# The debug information ships apart (objcopy --only-keep-debug): the .deb's
+# ELF files are stripped and their build ids are in the -dbgsym .ddeb.
+ddeb=$(ls "$work"/out/laggard-dbgsym_*.ddeb 2>/dev/null | head -1 || true)
+[ -n "$ddeb" ] || fail "no laggard-dbgsym .ddeb beside the .deb"
+dpkg -x "$ddeb" "$work/dbg"
+for elf in usr/bin/laggard usr/lib/laggard/liblaggard_http.so; do
+  file "$work/root/$elf" | grep -q ", stripped" || fail "$elf is not stripped"
+  id=$(readelf -n "$work/root/$elf" | awk '/Build ID/ {print $3}')
+  [ -f "$work/dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] ||
+    fail "the .ddeb lacks the debug information of $elf (build id $id)"
+done
+echo "deb_test: $(basename "$ddeb"), $(stat -c %s "$ddeb") bytes, the debug information of both ELF files"
 bin=$work/root/usr/bin/laggard
 [ -x "$bin" ] || fail "usr/bin/laggard missing"
 [ -f "$work/root/usr/lib/laggard/liblaggard_http.so" ] || fail "usr/lib/laggard/liblaggard_http.so missing"
