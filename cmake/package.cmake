@@ -21,6 +21,10 @@ set(CMAKE_SKIP_PACKAGE_ALL_DEPENDENCY ON)
 install(TARGETS laggard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The binary opens it as <its folder>/../lib/laggard/ (not the multiarch
 # libdir): bin/ and lib/laggard/ side by side under any prefix.
+if(NOT CMAKE_INSTALL_BINDIR STREQUAL "bin")
+  message(FATAL_ERROR "CMAKE_INSTALL_BINDIR must be 'bin': laggard opens its HTTP module as "
+    "<its folder>/../lib/laggard/liblaggard_http.so (src/net/http.h)")
+endif()
 install(TARGETS laggard_http LIBRARY DESTINATION lib/laggard)
 
 # The unit as deploy/ ships it names /usr/local/bin (a hand install); the

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyze_run.h"
+#include "base/text.h"
 #include "cli/app.h"
 #include "cli/diagnose.h"
 #include "ingest/common/prometheus_text.h"
@@ -164,11 +165,17 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
 
   std::mutex mu;
   std::string metrics = VerdictMetrics(Verdict(), 0, 0, NowNs());
+  // Every evaluation reads Prometheus through the HTTP module: without it,
+  // stop now rather than print the same error every interval.
+  if (Status module = net::OpenHttpModule(); !module.ok()) {
+    err << fmt::format("laggard watch: {}\n", module.message());
+    return kExitNoInput;
+  }
   std::optional<net::HttpServer> server;
   if (!o.listen.empty()) {
-    size_t colon = o.listen.rfind(':');
-    int port = colon == std::string::npos ? 0 : std::atoi(o.listen.c_str() + colon + 1);
-    if (port <= 0 || port > 65535) {
+    std::string host;
+    int port = 0;
+    if (!ParseHostPort(o.listen, host, port) || port == 0) {
       err << "laggard watch: --listen needs HOST:PORT\n";
       return kExitNoInput;
     }
@@ -179,7 +186,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     });
     server->Get("/healthz", [] { return net::HttpResponse{200, "text/plain", "ok\n"}; });
     if (Status listening = server->Listen(o.listen); !listening.ok()) {
-      err << fmt::format("laggard watch: cannot listen on {}: {}\n", o.listen, listening.message());
+      err << fmt::format("laggard watch: {}\n", listening.message());
       return kExitNoInput;
     }
     server->Start();

@@ -26,10 +26,10 @@ StatusOr<const MpiLibrary*> Open() {
     errors += fmt::format("{}{}", errors.empty() ? "" : "; ", why != nullptr ? why : name);
   }
   if (handle == nullptr) {
-    return Status::Error(fmt::format(
-        "--mpi: cannot open Open MPI's library ({}). Install Open MPI (apt-get install "
-        "openmpi-bin libopenmpi3) and run under mpirun or srun",
-        errors));
+    return Status::Error(
+        fmt::format("--mpi: cannot open Open MPI's library ({}). Install Open MPI (apt-get install "
+                    "openmpi-bin libopenmpi3) and run under mpirun or srun",
+                    errors));
   }
   static MpiLibrary lib;
   std::string missing;

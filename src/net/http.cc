@@ -4,12 +4,18 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/text.h"
 #include "net/http_module.h"
+
+#ifndef LAGGARD_INSTALLED_HTTP_MODULE
+#error "LAGGARD_INSTALLED_HTTP_MODULE: the module's installed path, set by src/CMakeLists.txt"
+#endif
 
 namespace laggard::net {
 namespace {
@@ -25,14 +31,23 @@ std::string ExecutableFolder() {
 }
 
 StatusOr<const HttpModule*> Load() {
-  std::string path = HttpModulePath();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
+  void* handle = nullptr;
+  std::string path, errors;
+  for (const std::string& p : HttpModulePaths()) {
+    handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) {
+      path = p;
+      break;
+    }
     const char* why = dlerror();
+    errors += fmt::format("{}{}", errors.empty() ? "" : "; ", why != nullptr ? why : p);
+  }
+  if (handle == nullptr) {
     return Status::Error(fmt::format(
         "laggard's HTTP module did not load ({}). The agent, `watch` and Prometheus reads need "
-        "it: reinstall laggard, or build the target laggard_http",
-        why != nullptr ? why : path));
+        "it: install laggard with its module (the .deb, or cmake --install), name the module "
+        "in LAGGARD_HTTP_MODULE, or build the target laggard_http",
+        errors));
   }
   using Entry = const HttpModule* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(handle, kHttpModuleSymbol));
@@ -52,9 +67,18 @@ StatusOr<const HttpModule*> Module() {
 
 }  // namespace
 
-std::string HttpModulePath() {
-  return ExecutableFolder() + "/../lib/laggard/liblaggard_http.so";
+std::vector<std::string> HttpModulePaths() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("LAGGARD_HTTP_MODULE"); env != nullptr && *env != '\0') {
+    return {env};
+  }
+  paths.push_back(ExecutableFolder() + "/../lib/laggard/liblaggard_http.so");
+  std::string installed = LAGGARD_INSTALLED_HTTP_MODULE;
+  if (installed != paths[0]) paths.push_back(installed);
+  return paths;
 }
+
+Status OpenHttpModule() { return Module().status(); }
 
 HttpServer::HttpServer(int threads) {
   StatusOr<const HttpModule*> module = Module();

@@ -4,10 +4,9 @@
 // cpp-httplib (and OpenSSL and brotli with it: six libraries, ~9 ms of
 // every start on a 2-core VM) lives in a module, liblaggard_http.so
 // (net/http_module.h), which the first HttpServer or HttpGet opens with
-// dlopen from <the executable's folder>/../lib/laggard/ (the build's
-// lib/laggard/, the package's /usr/lib/laggard/). Other commands never
-// load it. Without the module, Listen() and HttpGet() fail with a message
-// that names the path tried.
+// dlopen (HttpModulePaths()). Other commands never load it. Without the
+// module, Listen() and HttpGet() fail with a message that names the paths
+// tried.
 //
 // The server serves GET handlers on cpp-httplib's server
 // (net/http_server.cc; with net/http_client.cc the only files that include
@@ -109,8 +108,16 @@ struct HttpGetResult {
 // An error only when the module cannot load.
 StatusOr<HttpGetResult> HttpGet(const HttpGetRequest& request);
 
-// Where the module is looked for, for messages and tests.
-std::string HttpModulePath();
+// Where the module is looked for, in order: $LAGGARD_HTTP_MODULE alone when
+// set; else <the executable's folder>/../lib/laggard/liblaggard_http.so (the
+// build's lib/laggard/, the package's /usr/lib/laggard/, any prefix's
+// lib/laggard/ beside its bin/; /proc/self/exe, so symlinks resolve), then
+// the path `cmake --install` gives it (CMAKE_INSTALL_PREFIX/lib/laggard/).
+std::vector<std::string> HttpModulePaths();
+
+// Opens the module once per process; its error, as Listen() and HttpGet()
+// return it. For commands that should stop at once without it.
+Status OpenHttpModule();
 
 }  // namespace laggard::net
 

@@ -238,8 +238,8 @@ class ServerBackend final : public HttpServerBackend {
   ~ServerBackend() override {
     if (thread_.joinable()) {
       Stop();
-    } else if (int fd = listen_fd_.load(); fd >= 0 && bound_) {
-      ::close(fd);  // bound but never served
+    } else if (bound_ && !started_) {
+      ::close(listen_fd_.load());  // bound but never served (stop() closes a served one)
     }
   }
 
@@ -271,6 +271,7 @@ class ServerBackend final : public HttpServerBackend {
 
   void Start() override {
     if (thread_.joinable()) return;
+    started_ = true;
     done_ = false;
     thread_ = std::thread([this] {
       server_.listen_after_bind();
@@ -291,7 +292,8 @@ class ServerBackend final : public HttpServerBackend {
   Server server_;
   std::atomic<int> listen_fd_{-1};
   std::atomic<bool> done_{false};
-  bool bound_ = false;
+  bool bound_ = false;    // Bind() succeeded: listen_fd_ is open
+  bool started_ = false;  // Start() ran: httplib's stop() or its listen loop closes the socket
   std::thread thread_;
 };
 

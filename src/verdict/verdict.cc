@@ -31,6 +31,8 @@ using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprits;
 using verdict_internal::HostCpuCulprits;
+using verdict_internal::MinorStepCost;
+using verdict_internal::MinorStepText;
 using verdict_internal::NarrowGroupToMoreWork;
 using verdict_internal::NetworkCulprits;
 using verdict_internal::OnGpu;
@@ -105,10 +107,14 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
               : "host stall: kernels are normal, the GPU idles waiting for the host";
   }
   // Step times: agreement raises confidence, a different rank lowers it.
+  // Step stragglers inside the noise or minor (a passing slowdown) agree
+  // but never contradict.
   std::vector<int32_t> step_ranks;
   for (const Finding& f : steps.findings) {
-    if (f.code == FindingCode::kStepStraggler && f.entity.rank)
-      step_ranks.push_back(*f.entity.rank);
+    if (f.code != FindingCode::kStepStraggler || !f.entity.rank) continue;
+    if (f.entity.rank != c.entity.rank && (WithinStepNoise(f, steps) || MinorStepCost(f, steps)))
+      continue;
+    step_ranks.push_back(*f.entity.rank);
   }
   bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
   if (agrees) {
@@ -154,6 +160,15 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
                     [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }) ||
         SmallStepStragglerTracedEarly(f, traces, v.culprits.front()))
       continue;
+    // Step times alone, as StepStragglerVerdict judges them: noise, or a
+    // passing slowdown too small to chase, is no second culprit.
+    if (WithinStepNoise(f, steps)) continue;
+    if (std::optional<double> cost = MinorStepCost(f, steps)) {
+      v.culprits.front().evidence.push_back(fmt::format(
+          "step times: {} — ~{:.1f}% of its step time over the run: minor, not a second culprit",
+          f.message, 100 * *cost));
+      continue;
+    }
     v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
   }
   v.throughput_lost =
@@ -305,7 +320,9 @@ std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
   if (stragglers.empty()) return std::nullopt;
   // A persistent excess inside the run's per-step noise over too few steps
   // is not a straggler yet (a false culprit is the worst answer).
-  std::erase_if(stragglers, [&](const Finding* f) { return WithinStepNoise(*f, steps); });
+  std::erase_if(stragglers, [&](const Finding* f) {
+    return WithinStepNoise(*f, steps) || MinorStepCost(*f, steps);
+  });
   if (stragglers.empty()) return TooFewStepsVerdict(steps, /*named_nobody=*/false);
   std::stable_sort(stragglers.begin(), stragglers.end(), [](const Finding* a, const Finding* b) {
     return a->slowdown.value_or(0) * a->confidence > b->slowdown.value_or(0) * b->confidence;
@@ -517,6 +534,7 @@ Verdict NoCulpritVerdict(const Run& run, const StepAnalysis& steps, const TraceA
   if (const Finding* jitter = FirstOf(steps, FindingCode::kJitter)) {
     v.summary += "; benign jitter: " + jitter->message;
   }
+  v.summary += MinorStepText(steps);
   return v;
 }
 

@@ -196,6 +196,43 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
   return false;
 }
 
+std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps) {
+  if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||
+      !straggler.slowdown || !straggler.pattern)
+    return std::nullopt;
+  double cost = *straggler.slowdown;  // periodic, intermittent: already spread over the run
+  // The slowdown of the steps it hits: strong ones (>= 15%, the step
+  // detector's "almost surely a straggler") are named whatever they cost.
+  double hit = straggler.spike.value_or(cost);
+  if (*straggler.pattern == Pattern::kPersistent) {
+    if (!straggler.onset_step || !straggler.end_step || *straggler.end_step < *straggler.onset_step)
+      return std::nullopt;  // persistent to the end: not passing
+    size_t used = 0;
+    for (const RankStepStats& r : steps.ranks) {
+      if (r.info.rank == *straggler.entity.rank) used = r.steps_used;
+    }
+    if (used == 0) return std::nullopt;
+    auto episode = static_cast<double>(*straggler.end_step - *straggler.onset_step + 1);
+    cost *= std::min(1.0, episode / static_cast<double>(used));
+  } else if (*straggler.pattern != Pattern::kPeriodic &&
+             *straggler.pattern != Pattern::kIntermittent) {
+    return std::nullopt;
+  }
+  if (cost >= kMinorStepCost || hit >= StepDetectorOptions().strong_threshold) return std::nullopt;
+  return cost;
+}
+
+std::string MinorStepText(const StepAnalysis& steps) {
+  std::string text;
+  for (const Finding& f : steps.findings) {
+    if (std::optional<double> cost = MinorStepCost(f, steps)) {
+      text += fmt::format("; minor, not named: {} — ~{:.1f}% of its step time over the run",
+                          f.message, 100 * *cost);
+    }
+  }
+  return text;
+}
+
 bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {
   constexpr size_t kMinInstances = 5;
   if (!f.entity.rank || !f.slowdown || *f.slowdown >= kSmallStepStraggler) return false;

@@ -105,6 +105,25 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
 // standard errors over 5 steps: 12.8%).
 bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 
+// A step straggler whose slowdown comes and goes (periodic, intermittent,
+// or an episode that recovered), slows the steps it hits by under the step
+// detector's strong threshold (15%), and costs, spread over the rank's
+// analysed steps, under kMinorStepCost of its step time: the cost, else
+// nullopt.
+// Step times alone do not name such a rank (bench/realjobs d8, 2026-12-06:
+// healthy runs named rank 1 for 4 steps of +12% every 4 steps, 1.4% over the
+// run, and rank 0 for +11% over steps 5-9, 1.6%; this host's cores drift
+// apart for seconds at a time). A persistent straggler, or one a trace or a
+// host signal names, is not judged by it; simulated pauses are named by
+// their pause findings, whatever their cost.
+inline constexpr double kMinorStepCost = 0.02;
+std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps);
+
+// "; minor, not named: rank 1: 4 slow steps (...) — ~1.4% of its step time
+// over the run" for each step straggler MinorStepCost() leaves out; empty
+// when there is none.
+std::string MinorStepText(const StepAnalysis& steps);
+
 // Thermal, power cap, clocks, PCIe, NVLink: the GPU findings that name a
 // cause (hardware_culprit.cc).
 bool IsGpuCause(FindingCode c);

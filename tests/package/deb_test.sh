@@ -40,8 +40,9 @@ dpkg -x "$ddeb" "$work/dbg"
 for elf in usr/bin/laggard usr/lib/laggard/liblaggard_http.so; do
   file "$work/root/$elf" | grep -q ", stripped" || fail "$elf is not stripped"
   id=$(readelf -n "$work/root/$elf" | awk '/Build ID/ {print $3}')
-  [ -f "$work/dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] ||
-    fail "the .ddeb lacks the debug information of $elf (build id $id)"
+  debug=$work/dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+  [ -f "$debug" ] || fail "the .ddeb lacks the debug information of $elf (build id $id)"
+  readelf -S "$debug" | grep -q '\.debug_line' || fail "$debug has no line tables (.debug_line)"
 done
 echo "deb_test: $(basename "$ddeb"), $(stat -c %s "$ddeb") bytes, the debug information of both ELF files"
 bin=$work/root/usr/bin/laggard

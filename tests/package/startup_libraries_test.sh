@@ -4,8 +4,9 @@
 # which come with it); `diagnose --mpi` opens libmpi and the agent, `watch`
 # and Prometheus reads open lib/laggard/liblaggard_http.so with dlopen.
 # Checked on the binary's own dynamic section (objdump -p) and on what the
-# loader maps for `--version` (LD_DEBUG=files); and the module is where
-# the binary looks for it, with cpp-httplib among its libraries.
+# loader maps for `--version` (LD_DEBUG=files); the binary opens the module
+# (directly, through a symlink, and by LAGGARD_HTTP_MODULE), and a copy
+# without it stops with a clear message; the module links cpp-httplib.
 #
 #   startup_libraries_test.sh LAGGARD MODULE
 set -euo pipefail
@@ -22,8 +23,25 @@ loaded=$(LD_DEBUG=files "$bin" --version 2>&1 >/dev/null | grep -o 'file=[^ ]*' 
 if grep -Eq "$unwanted" <<<"$loaded"; then fail "--version loaded $(grep -E "$unwanted" <<<"$loaded" | tr '\n' ' ')"; fi
 
 [ -f "$module" ] || fail "no module at $module"
-[ "$(realpath "$(dirname "$bin")/../lib/laggard/liblaggard_http.so")" = "$(realpath "$module")" ] ||
-  fail "the module $module is not ../lib/laggard/liblaggard_http.so from $bin"
+# The binary finds and opens it, also when started through a symlink: a
+# Prometheus nobody serves is "cannot reach", not "did not load".
+work=$(mktemp -d "${TMPDIR:-/tmp}/laggard-startup-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+ln -s "$(realpath "$bin")" "$work/laggard"
+for b in "$bin" "$work/laggard"; do
+  said=$(env -u LAGGARD_HTTP_MODULE "$b" watch --prometheus http://127.0.0.1:9 --once 2>&1 || true)
+  grep -q "cannot reach Prometheus" <<<"$said" || fail "$b watch, no Prometheus, said: $said"
+done
+# A copy without its module says so and stops, exit 2 (no input).
+cp "$bin" "$work/alone"
+set +e
+said=$(env -u LAGGARD_HTTP_MODULE "$work/alone" watch --prometheus http://127.0.0.1:9 2>&1)
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "HTTP module did not load" <<<"$said" ||
+  fail "a copy without the module: exit $rc, said: $said"
+said=$(LAGGARD_HTTP_MODULE="$module" "$work/alone" watch --prometheus http://127.0.0.1:9 --once 2>&1 || true)
+grep -q "cannot reach Prometheus" <<<"$said" || fail "LAGGARD_HTTP_MODULE=$module: $said"
 objdump -p "$module" | awk '$1 == "NEEDED" {print $2}' | grep -q httplib ||
   fail "$module does not link cpp-httplib"
 objdump -T "$module" | grep -q ' laggard_http_module$' || fail "$module exports no laggard_http_module"

@@ -139,6 +139,16 @@ TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
 // act from the first step, the host's cores drift): none may get a cost
 // measured before and after, nor a pause's; a figure there would be another
 // event's, read as the culprit's.
+// A peer's passing slowdown in step times (rank 0, +11% over steps 5-9,
+// within the run's noise over 5 steps) neither contradicts the traces'
+// culprit nor lowers its confidence.
+TEST(RealJobTest, APassingPeerSlowdownDoesNotContradictTheTraces) {
+  Verdict v = Diagnose(kData + "w4_onset_compute_passing_peer");
+  ASSERT_FALSE(v.culprits.empty()) << v.summary;
+  EXPECT_EQ(v.summary.find("step times point at"), std::string::npos) << v.summary;
+  EXPECT_GE(v.culprits[0].confidence, 0.8) << v.summary;
+}
+
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {
   size_t runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kData)) {
@@ -290,6 +300,20 @@ INSTANTIATE_TEST_SUITE_P(
         // Healthy; rank 1 +8% over 5 steps (28-32) against a per-step noise
         // of 7.6%: three standard errors over 5 steps are 12.8%.
         Expected{"w4_healthy_short_episode", VerdictStatus::kNoStraggler, {}},
+        // Healthy; rank 1's steps ran +12% every 4 steps (4 of 35), ~1.4%
+        // over the run on a host whose cores drift apart: minor, not named.
+        Expected{"w2_healthy_periodic_minor", VerdictStatus::kNoStraggler, {}},
+        // Rank 3 computes 2.0x from step 20; healthy rank 0 ran +11% in
+        // steps 5-9 (~1.6% over the run): rank 3 alone, not contradicted.
+        Expected{"w4_onset_compute_passing_peer",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kComputeSlow}}},
+        // Rank 0's data loader stalls; healthy rank 1's core ran 1.62x slow
+        // over the run, and its 1.52x CPU time on the steps whose probes
+        // agreed is no second, compute-slow culprit.
+        Expected{"w2_data_stall_slow_core_peer",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
