@@ -59,6 +59,30 @@ using verdict_internal::WorldSize;
 // jobs, a rank stalled every 5th step at 4 of 9 in a real one).
 constexpr double kPeriodicLastShare = 0.8;
 
+// The step stragglers beside a traced culprit (`v.culprits`' first): each
+// rank no culprit names yet, unless the traces show it early, its excess is
+// inside the run's noise, or it is minor (an evidence line of the first).
+void AddStepStragglersBeside(Verdict& v, const StepAnalysis& steps, const TraceAnalysis& traces) {
+  const std::optional<int32_t> first = v.culprits.front().entity.rank;
+  for (const Finding& f : steps.findings) {
+    if (f.code != FindingCode::kStepStraggler || f.entity.rank == first) continue;
+    if (std::any_of(v.culprits.begin(), v.culprits.end(),
+                    [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }) ||
+        SmallStepStragglerTracedEarly(f, traces, v.culprits.front()))
+      continue;
+    // Step times alone, as StepStragglerVerdict judges them: noise, or a
+    // passing slowdown too small to chase, is no second culprit.
+    if (WithinStepNoise(f, steps)) continue;
+    if (std::optional<double> cost = MinorStepCost(f, steps)) {
+      v.culprits.front().evidence.push_back(fmt::format(
+          "step times: {} — ~{:.1f}% of its step time over the run: minor, not a second culprit",
+          f.message, 100 * *cost));
+      continue;
+    }
+    v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
+  }
+}
+
 // The trace detector named a culprit: build the verdict around it.
 Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   Verdict v;
@@ -154,23 +178,7 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
     AddSteps(v.next_steps, f.next_steps);
     v.culprits.push_back(std::move(second));
   }
-  for (const Finding& f : steps.findings) {
-    if (f.code != FindingCode::kStepStraggler || f.entity.rank == c.entity.rank) continue;
-    if (std::any_of(v.culprits.begin(), v.culprits.end(),
-                    [&](const Culprit& x) { return x.entity.rank == f.entity.rank; }) ||
-        SmallStepStragglerTracedEarly(f, traces, v.culprits.front()))
-      continue;
-    // Step times alone, as StepStragglerVerdict judges them: noise, or a
-    // passing slowdown too small to chase, is no second culprit.
-    if (WithinStepNoise(f, steps)) continue;
-    if (std::optional<double> cost = MinorStepCost(f, steps)) {
-      v.culprits.front().evidence.push_back(fmt::format(
-          "step times: {} — ~{:.1f}% of its step time over the run: minor, not a second culprit",
-          f.message, 100 * *cost));
-      continue;
-    }
-    v.culprits.push_back(CulpritOf(f, CauseClass::kUnknown, kContradictedCap));
-  }
+  AddStepStragglersBeside(v, steps, traces);
   v.throughput_lost =
       steps.job.throughput_lost && agrees ? steps.job.throughput_lost : traces.throughput_lost;
   v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(steps, traces));
