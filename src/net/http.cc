@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,10 @@ std::vector<std::string> HttpModulePaths() {
   if (const char* env = std::getenv("LAGGARD_HTTP_MODULE"); env != nullptr && *env != '\0') {
     return {env};
   }
-  paths.push_back(ExecutableFolder() + "/../lib/laggard/liblaggard_http.so");
-  std::string installed = LAGGARD_INSTALLED_HTTP_MODULE;
+  namespace fs = std::filesystem;
+  paths.push_back(
+      fs::path(ExecutableFolder() + "/../lib/laggard/liblaggard_http.so").lexically_normal());
+  std::string installed = fs::path(LAGGARD_INSTALLED_HTTP_MODULE).lexically_normal();
   if (installed != paths[0]) paths.push_back(installed);
   return paths;
 }

@@ -153,6 +153,7 @@ std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a) {
   for (const Finding& s : a.steps.findings) {
     if (s.code != FindingCode::kStepStraggler || !s.entity.rank) continue;
     if (std::find(named.begin(), named.end(), *s.entity.rank) == named.end()) continue;
+    if (StepStragglerTooWeak(s, a.steps)) continue;  // noise, or minor: no straggler
     before = fmt::format("rank {} was a straggler before the hang{}", *s.entity.rank,
                          s.slowdown ? fmt::format(" (steps {:+.0f}%)", 100 * *s.slowdown) : "");
     c.evidence.push_back(before + ": " + s.message);

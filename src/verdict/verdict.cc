@@ -46,6 +46,7 @@ using verdict_internal::PutStepsFirst;
 using verdict_internal::Raised;
 using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SmallStepStragglerTracedEarly;
+using verdict_internal::StepStragglerTooWeak;
 using verdict_internal::TimesCompared;
 using verdict_internal::TimeTieStep;
 using verdict_internal::TooFewStepsVerdict;
@@ -131,20 +132,19 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
               : "host stall: kernels are normal, the GPU idles waiting for the host";
   }
   // Step times: agreement raises confidence, a different rank lowers it.
-  // Step stragglers inside the noise or minor (a passing slowdown) agree
-  // but never contradict.
+  // Step stragglers inside the noise or minor (a passing slowdown) neither
+  // agree nor contradict.
   std::vector<int32_t> step_ranks;
   for (const Finding& f : steps.findings) {
     if (f.code != FindingCode::kStepStraggler || !f.entity.rank) continue;
-    if (f.entity.rank != c.entity.rank && (WithinStepNoise(f, steps) || MinorStepCost(f, steps)))
-      continue;
-    step_ranks.push_back(*f.entity.rank);
+    if (!StepStragglerTooWeak(f, steps)) step_ranks.push_back(*f.entity.rank);
   }
   bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
   if (agrees) {
     c.confidence = Raised(c.confidence, kAgreeingSignalGain);
     for (const Finding& f : steps.findings) {
-      if (f.code == FindingCode::kStepStraggler && f.entity.rank == c.entity.rank) {
+      if (f.code == FindingCode::kStepStraggler && f.entity.rank == c.entity.rank &&
+          !StepStragglerTooWeak(f, steps)) {
         c.onset_step = f.onset_step;
         c.pattern = f.pattern;
         if (!c.slowdown) c.slowdown = f.slowdown;
@@ -328,10 +328,11 @@ std::optional<Verdict> StepStragglerVerdict(const StepAnalysis& steps) {
   if (stragglers.empty()) return std::nullopt;
   // A persistent excess inside the run's per-step noise over too few steps
   // is not a straggler yet (a false culprit is the worst answer).
-  std::erase_if(stragglers, [&](const Finding* f) {
-    return WithinStepNoise(*f, steps) || MinorStepCost(*f, steps);
-  });
+  std::erase_if(stragglers, [&](const Finding* f) { return WithinStepNoise(*f, steps); });
   if (stragglers.empty()) return TooFewStepsVerdict(steps, /*named_nobody=*/false);
+  // Minor ones are listed by the verdict that names nobody (MinorStepText).
+  std::erase_if(stragglers, [&](const Finding* f) { return MinorStepCost(*f, steps).has_value(); });
+  if (stragglers.empty()) return std::nullopt;
   std::stable_sort(stragglers.begin(), stragglers.end(), [](const Finding* a, const Finding* b) {
     return a->slowdown.value_or(0) * a->confidence > b->slowdown.value_or(0) * b->confidence;
   });

@@ -198,28 +198,38 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
 
 std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps) {
   if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||
-      !straggler.slowdown || !straggler.pattern)
+      !straggler.slowdown || !straggler.pattern || *straggler.slowdown <= 0)
     return std::nullopt;
+  const RankStepStats* rank = nullptr;
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank == *straggler.entity.rank) rank = &r;
+  }
+  if (rank == nullptr || rank->steps_used == 0) return std::nullopt;
+  const StepDetectorOptions opt;
+  // Slow over the whole run as well (its median over its peers'): the
+  // episode or the bursts are its worst part, not all it costs.
+  if (rank->excess && *rank->excess >= opt.flag_threshold) return std::nullopt;
+  const auto used = static_cast<double>(rank->steps_used);
   double cost = *straggler.slowdown;  // periodic, intermittent: already spread over the run
-  // The slowdown of the steps it hits: strong ones (>= 15%, the step
-  // detector's "almost surely a straggler") are named whatever they cost.
+  // The slowdown of the steps it hits, and how many it hits.
   double hit = straggler.spike.value_or(cost);
+  double hits = cost / hit * used;
   if (*straggler.pattern == Pattern::kPersistent) {
     if (!straggler.onset_step || !straggler.end_step || *straggler.end_step < *straggler.onset_step)
       return std::nullopt;  // persistent to the end: not passing
-    size_t used = 0;
-    for (const RankStepStats& r : steps.ranks) {
-      if (r.info.rank == *straggler.entity.rank) used = r.steps_used;
-    }
-    if (used == 0) return std::nullopt;
-    auto episode = static_cast<double>(*straggler.end_step - *straggler.onset_step + 1);
-    cost *= std::min(1.0, episode / static_cast<double>(used));
+    hits = std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1));
+    cost *= hits / used;
   } else if (*straggler.pattern != Pattern::kPeriodic &&
              *straggler.pattern != Pattern::kIntermittent) {
     return std::nullopt;
   }
-  if (cost >= kMinorStepCost || hit >= StepDetectorOptions().strong_threshold) return std::nullopt;
+  if (cost >= kMinorStepCost || hit >= opt.strong_threshold || hits > kMinorStepHits)
+    return std::nullopt;
   return cost;
+}
+
+bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps) {
+  return WithinStepNoise(straggler, steps) || MinorStepCost(straggler, steps).has_value();
 }
 
 std::string MinorStepText(const StepAnalysis& steps) {

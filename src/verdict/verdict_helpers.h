@@ -106,18 +106,25 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
 bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 
 // A step straggler whose slowdown comes and goes (periodic, intermittent,
-// or an episode that recovered), slows the steps it hits by under the step
-// detector's strong threshold (15%), and costs, spread over the rank's
-// analysed steps, under kMinorStepCost of its step time: the cost, else
-// nullopt.
-// Step times alone do not name such a rank (bench/realjobs d8, 2026-12-06:
-// healthy runs named rank 1 for 4 steps of +12% every 4 steps, 1.4% over the
-// run, and rank 0 for +11% over steps 5-9, 1.6%; this host's cores drift
-// apart for seconds at a time). A persistent straggler, or one a trace or a
-// host signal names, is not judged by it; simulated pauses are named by
+// or an episode that recovered) on a rank not slow over the whole run (its
+// median under the step detector's 5% flag threshold), hitting at most
+// kMinorStepHits steps by under its strong threshold (15%) each, and costing,
+// spread over the rank's analysed steps, under kMinorStepCost of its step
+// time: the cost, else nullopt. Step times alone do not name such a rank
+// (bench/realjobs d8, 2026-12-06: healthy runs named rank 1 for 4 steps of
+// +12% every 4 steps, 1.4% over the run, and rank 0 for +11% over steps
+// 5-9, 1.6%; this host's cores drift apart for seconds at a time). More
+// hits, a stronger slowdown, a rank slow throughout, or one that a trace or
+// a host signal names, is judged as before; simulated pauses are named by
 // their pause findings, whatever their cost.
 inline constexpr double kMinorStepCost = 0.02;
+inline constexpr double kMinorStepHits = 10;
 std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps);
+
+// A step straggler step times alone do not stand by: inside the run's noise
+// (WithinStepNoise) or minor (MinorStepCost). It neither names, nor agrees
+// with, nor contradicts a culprit.
+bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps);
 
 // "; minor, not named: rank 1: 4 slow steps (...) — ~1.4% of its step time
 // over the run" for each step straggler MinorStepCost() leaves out; empty
