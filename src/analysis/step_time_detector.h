@@ -182,6 +182,7 @@ struct JobStepStats {
   // The first step analysed: the steps before it are warm-up (each series
   // skips its first warmup_steps), which step-time charts leave off their scale.
   std::optional<int64_t> first_step;
+  std::optional<int64_t> last_step;  // the last step analysed
   std::optional<double> median_step_s;
   std::optional<double> baseline_step_s;   // 25th percentile of per-step medians
   std::optional<double> sync_spread;       // median per-step (p90 - p10) / median

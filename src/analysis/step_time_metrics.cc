@@ -423,7 +423,10 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   if (m.series.empty()) return m;
   StepMatrix matrix = BuildMatrix(m.series, opt.warmup_steps, opt);
   m.step_numbers = std::move(matrix.step_numbers);
-  if (!m.step_numbers.empty()) m.job.first_step = m.step_numbers.front();
+  if (!m.step_numbers.empty()) {
+    m.job.first_step = m.step_numbers.front();
+    m.job.last_step = m.step_numbers.back();
+  }
   m.seconds_by_rank = std::move(matrix.values);
   m.seconds_by_step = std::move(matrix.by_step);
   const size_t R = m.series.size();

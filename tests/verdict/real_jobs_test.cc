@@ -314,6 +314,11 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w2_data_stall_slow_core_peer",
                  VerdictStatus::kStraggler,
                  {{0, CauseClass::kHostStall}}},
+        // Healthy; rank 1's last 5 steps ran +12%, measured over those 5
+        // steps inside the run's noise: no straggler.
+        Expected{"w4_healthy_late_stretch", VerdictStatus::kNoStraggler, {}},
+        // Healthy; rank 2's last 6 steps +9% on a host that slowed twice.
+        Expected{"w4_healthy_late_stretch_slowed", VerdictStatus::kNoStraggler, {}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
