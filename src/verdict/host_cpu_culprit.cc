@@ -325,6 +325,37 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
   return true;
 }
 
+bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty()) return false;
+  std::vector<std::string> probe_steps;
+  std::optional<Culprit> work = CpuWorkCulprit(a, probe_steps);
+  if (!work) return false;
+  const double more = work->slowdown.value_or(0);
+  auto weaker = [&](const Culprit& c) {
+    return c.cause_class == CauseClass::kUnknown && c.entity.rank && c.ranks.size() <= 1 &&
+           c.entity.rank != work->entity.rank && c.slowdown.value_or(0) < more &&
+           HostCpuOf(a, *c.entity.rank) == nullptr;
+  };
+  if (!std::all_of(v.culprits.begin(), v.culprits.end(), weaker)) return false;
+  std::string dropped;
+  for (const Culprit& c : v.culprits) {
+    dropped += fmt::format("{}rank {} ({:+.0f}%)", dropped.empty() ? "" : ", ", *c.entity.rank,
+                           100 * c.slowdown.value_or(0));
+  }
+  work->evidence.push_back(fmt::format(
+      "step times alone point at {} with no cause; this rank's extra CPU time per step, on CPUs "
+      "as fast, is the larger slowdown, and measured",
+      dropped));
+  // The step times' what-if priced the ranks dropped: the bound of this
+  // rank's own slowdown instead.
+  v.throughput_lost = more / (1 + more);
+  v.impact_method = ImpactMethod::kUpperBound;
+  v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, WorldSize(a.steps, a.traces));
+  v.culprits = {std::move(*work)};
+  PutStepsFirst(next_steps, probe_steps);
+  return true;
+}
+
 bool DropUnbornOut(Verdict& v, const Analyses& a) {
   std::vector<std::string> dropped;
   if (v.status != VerdictStatus::kStraggler) return false;

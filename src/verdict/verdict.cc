@@ -39,6 +39,7 @@ using verdict_internal::OnGpu;
 using verdict_internal::PatternText;
 using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
+using verdict_internal::PreferCpuWork;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PriceByLevelShift;
 using verdict_internal::PriceByPauses;
@@ -666,7 +667,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
           c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
       changed |= EnrichHostCpu(c, a, next);
     }
-    changed |= PreferHostCpu(v, a, next);
+    changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
     if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a)) {
       if (v.culprits.empty()) return v;  // no straggler, said why
       changed = true;

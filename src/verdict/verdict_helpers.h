@@ -238,6 +238,17 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
+// A straggler verdict of a CPU-only job whose every culprit is a rank of
+// unknown cause, named by step times alone, less slowed than another rank's
+// thread does more work per step (CpuWorkCulprit): that rank is the
+// culprit, compute-slow, and the step-time ranks an evidence line. The CPU
+// time per step measures the work; a few percent of step time on one rank
+// of 4 ranks sharing 2 cores measures the scheduler (bench/realjobs d9:
+// rank 3 computing 1.1x, 1.09x its peers' CPU time over 23 probed steps,
+// while step times put healthy rank 0 at +6%). True when it changed the
+// verdict.
+bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
 // A CPU-only job's compute-slow culprit from the traces' profiled window
 // whose thread's mean CPU time per step over the whole run is within
 // max(kCpuTimeAgreement, its slowdown / 4) of its peers': the window's

@@ -319,6 +319,12 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_healthy_late_stretch", VerdictStatus::kNoStraggler, {}},
         // Healthy; rank 2's last 6 steps +9% on a host that slowed twice.
         Expected{"w4_healthy_late_stretch_slowed", VerdictStatus::kNoStraggler, {}},
+        // Rank 3 computes 1.1x (1.09x the CPU time per step over 23 probed
+        // steps); step times put healthy rank 0 at +6%: the measured work
+        // wins over the step times' unexplained few percent.
+        Expected{"w4_compute_1.1_step_time_peer",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kComputeSlow}}},
         // A 100 Mbit/s link on rank 1 of 2: every transfer crosses it.
         Expected{"w2_comm_100mbit", VerdictStatus::kCommBound, {}},
         // Rank 1 computes 1.5x, rank 3 stalls 50 ms before forward: rank 3
