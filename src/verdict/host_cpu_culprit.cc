@@ -331,16 +331,27 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
   std::optional<Culprit> work = CpuWorkCulprit(a, probe_steps);
   if (!work) return false;
   const double more = work->slowdown.value_or(0);
+  // Step-time culprits only: a slowdown measured, no trace naming the rank.
   auto weaker = [&](const Culprit& c) {
     return c.cause_class == CauseClass::kUnknown && c.entity.rank && c.ranks.size() <= 1 &&
-           c.entity.rank != work->entity.rank && c.slowdown.value_or(0) < more &&
-           HostCpuOf(a, *c.entity.rank) == nullptr;
+           c.entity.rank != work->entity.rank && c.slowdown && *c.slowdown < more &&
+           !FromTraces(a, *c.entity.rank) && HostCpuOf(a, *c.entity.rank) == nullptr;
   };
   if (!std::all_of(v.culprits.begin(), v.culprits.end(), weaker)) return false;
+  // DropUnbornOut's test, passed first: its CPU time over the whole run
+  // agrees, so the culprit named stays named.
+  std::optional<double> ratio = CpuTimeRatio(a, *work->entity.rank);
+  if (!ratio || *ratio - 1 < std::max(kCpuTimeAgreement, more / 4)) return false;
   std::string dropped;
   for (const Culprit& c : v.culprits) {
     dropped += fmt::format("{}rank {} ({:+.0f}%)", dropped.empty() ? "" : ", ", *c.entity.rank,
                            100 * c.slowdown.value_or(0));
+    // Its step finding's next steps name it the suspect and the work rank
+    // a healthy peer.
+    for (const Finding& f : a.steps.findings) {
+      if (f.code == FindingCode::kStepStraggler && f.entity.rank == c.entity.rank)
+        RemoveSteps(next_steps, f.next_steps);
+    }
   }
   work->evidence.push_back(fmt::format(
       "step times alone point at {} with no cause; this rank's extra CPU time per step, on CPUs "

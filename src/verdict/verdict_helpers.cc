@@ -182,16 +182,22 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
 bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
   if (!straggler.entity.rank || !straggler.slowdown || !steps.job.noise_sigma) return false;
   if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
+  const StepDetectorOptions opt;
   for (const RankStepStats& r : steps.ranks) {
     if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
+    // Slow over the whole run by the detector's own test: a stretch to the
+    // end is its worst part, not all it has, and is not judged alone.
+    const bool slow_throughout =
+        r.excess && *r.excess >= opt.flag_threshold && r.z && *r.z >= opt.min_z;
     size_t n = r.steps_used;
     const bool episode =
         straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;
     // A stretch that began after the first analysed step and lasted to the
     // last: measured over its own steps too (bench/realjobs d9: healthy
     // ranks +12% over steps 35-39 and +9% over 34-39 of 40 were named).
-    const bool to_end = !episode && straggler.onset_step && steps.job.first_step &&
-                        steps.job.last_step && *straggler.onset_step > *steps.job.first_step &&
+    const bool to_end = !episode && !slow_throughout && straggler.onset_step &&
+                        steps.job.first_step && steps.job.last_step &&
+                        *straggler.onset_step > *steps.job.first_step &&
                         *steps.job.last_step >= *straggler.onset_step;
     if (episode)
       n = std::min(n, static_cast<size_t>(*straggler.end_step - *straggler.onset_step + 1));
@@ -231,7 +237,8 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
              *straggler.pattern != Pattern::kIntermittent) {
     return std::nullopt;
   }
-  if (cost >= kMinorStepCost || hit >= opt.strong_threshold || hits > kMinorStepHits)
+  if (cost >= kMinorStepCost || hit >= opt.strong_threshold ||
+      static_cast<double>(std::llround(hits)) > kMinorStepHits)
     return std::nullopt;
   return cost;
 }

@@ -99,7 +99,10 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
 // A persistent step straggler whose excess is under three standard errors
 // of its median (1.2533 sigma / sqrt(its steps)) of the run's per-step
 // noise, in a run too short to tell (StepsToTell). An episode that began
-// and recovered is measured over its own steps, whatever the run's length:
+// and recovered is measured over its own steps, whatever the run's length,
+// and so is one that began after the first analysed step and lasted to the
+// last, unless the rank is slow over the whole run too (excess >= 5% at
+// z >= 3):
 // bench/realjobs 2026-12-05 (d6) named a healthy 4-rank run's rank 1 for
 // +8% over steps 28-32 with the run's per-step noise at 7.6% (three
 // standard errors over 5 steps: 12.8%).

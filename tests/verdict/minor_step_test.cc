@@ -80,6 +80,33 @@ TEST(MinorStepTest, AnEpisodeCountsItsOwnSteps) {
   EXPECT_FALSE(MinorStepCost(to_end, Steps(35, 0.0)));
 }
 
+// A stretch from step 35 to the run's last (39), +12%, against a per-step
+// noise of 8%: three standard errors over its 5 steps are 13.5%.
+TEST(MinorStepTest, AStretchToTheEndIsMeasuredOverItsOwnSteps) {
+  StepAnalysis steps = Steps(35, 0.02);
+  steps.job.noise_sigma = 0.08;
+  steps.job.first_step = 5;
+  steps.job.last_step = 39;
+  steps.job.steps = 35;
+  Finding late = Episode(0.12, 35, 39);
+  late.end_step.reset();
+  EXPECT_TRUE(WithinStepNoise(late, steps));
+  // A stronger one stands out of its 5 steps' noise.
+  late.slowdown = 0.20;
+  EXPECT_FALSE(WithinStepNoise(late, steps));
+  // A rank slow over the whole run (+6% at z 4) is not judged by its worst
+  // stretch alone.
+  late.slowdown = 0.12;
+  steps.ranks[1].excess = 0.06;
+  steps.ranks[1].z = 4.0;
+  EXPECT_FALSE(WithinStepNoise(late, steps));
+  // From the run's first analysed step: the whole run, as before.
+  steps.ranks[1].excess = 0.0;
+  steps.ranks[1].z = 0.0;
+  late.onset_step = 5;
+  EXPECT_FALSE(WithinStepNoise(late, steps));
+}
+
 TEST(MinorStepTest, OnlyStepStragglersOfAKnownRank) {
   Finding f = Periodic(0.12, 4, 35);
   f.code = FindingCode::kTraceLateArrival;

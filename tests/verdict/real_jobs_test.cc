@@ -149,6 +149,22 @@ TEST(RealJobTest, APassingPeerSlowdownDoesNotContradictTheTraces) {
   EXPECT_GE(v.culprits[0].confidence, 0.8) << v.summary;
 }
 
+// The more-work rank that replaced a step-time culprit is priced by its own
+// bound, and no next step names the dropped rank as the suspect.
+TEST(RealJobTest, AMoreWorkRankReplacingStepTimesIsPricedByItsOwnBound) {
+  Verdict v = Diagnose(kData + "w4_compute_1.1_step_time_peer");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  ASSERT_TRUE(v.culprits[0].slowdown);
+  const double s = *v.culprits[0].slowdown;
+  ASSERT_TRUE(v.throughput_lost) << v.summary;
+  EXPECT_NEAR(*v.throughput_lost, s / (1 + s), 1e-9);
+  EXPECT_EQ(v.impact_method, ImpactMethod::kUpperBound);
+  EXPECT_EQ(v.summary.rfind("verdict: rank 3", 0), 0u) << v.summary;
+  for (const std::string& n : v.next_steps) {
+    EXPECT_EQ(n.find("on rank 0"), std::string::npos) << n;
+  }
+}
+
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {
   size_t runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kData)) {
