@@ -38,11 +38,13 @@ ddeb=$(ls "$work"/out/laggard-dbgsym_*.ddeb 2>/dev/null | head -1 || true)
 [ -n "$ddeb" ] || fail "no laggard-dbgsym .ddeb beside the .deb"
 dpkg -x "$ddeb" "$work/dbg"
 for elf in usr/bin/laggard usr/lib/laggard/liblaggard_http.so; do
-  file "$work/root/$elf" | grep -q ", stripped" || fail "$elf is not stripped"
+  kind=$(file "$work/root/$elf")  # whole, then grep: no SIGPIPE under pipefail
+  grep -q ", stripped" <<<"$kind" || fail "$elf is not stripped"
   id=$(readelf -n "$work/root/$elf" | awk '/Build ID/ {print $3}')
   debug=$work/dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
   [ -f "$debug" ] || fail "the .ddeb lacks the debug information of $elf (build id $id)"
-  readelf -S "$debug" | grep -q '\.debug_line' || fail "$debug has no line tables (.debug_line)"
+  sections=$(readelf -S "$debug")
+  grep -q '\.debug_line' <<<"$sections" || fail "$debug has no line tables (.debug_line)"
 done
 echo "deb_test: $(basename "$ddeb"), $(stat -c %s "$ddeb") bytes, the debug information of both ELF files"
 bin=$work/root/usr/bin/laggard

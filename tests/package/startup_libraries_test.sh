@@ -42,7 +42,10 @@ set -e
   fail "a copy without the module: exit $rc, said: $said"
 said=$(LAGGARD_HTTP_MODULE="$module" "$work/alone" watch --prometheus http://127.0.0.1:9 --once 2>&1 || true)
 grep -q "cannot reach Prometheus" <<<"$said" || fail "LAGGARD_HTTP_MODULE=$module: $said"
-objdump -p "$module" | awk '$1 == "NEEDED" {print $2}' | grep -q httplib ||
-  fail "$module does not link cpp-httplib"
-objdump -T "$module" | grep -q ' laggard_http_module$' || fail "$module exports no laggard_http_module"
+# Whole outputs first, then grep: under pipefail, `grep -q` closing the
+# pipe early fails the pipeline when objdump is still writing (SIGPIPE).
+module_needed=$(objdump -p "$module" | awk '$1 == "NEEDED" {print $2}')
+grep -q httplib <<<"$module_needed" || fail "$module does not link cpp-httplib"
+exported=$(objdump -T "$module")
+grep -q ' laggard_http_module$' <<<"$exported" || fail "$module exports no laggard_http_module"
 echo "startup_libraries_test: --version loads $(wc -l <<<"$loaded") files, no MPI, no HTTP stack"
