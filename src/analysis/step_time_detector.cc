@@ -524,11 +524,10 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   // Not periodic: a stretch too short is a spike, and one inside the
   // profiler's window is the profiler's cost.
   std::vector<Episode> kept;
-  const std::optional<LogStepRange>& prof = out.job.profiled_steps;
+  const std::optional<StepSpan> prof = ProfilerSlowedSteps(out.job, opt);
   for (Episode& e : out.job.episodes) {
     if (e.steps < opt.min_episode_steps) continue;
-    if (prof && e.start_step >= prof->first - opt.profiler_warmup_steps &&
-        e.end_step <= prof->last + opt.profiler_export_steps) {
+    if (prof && prof->Holds(e.start_step) && prof->Holds(e.end_step)) {
       out.job.profiler_episodes.push_back(e);
       continue;
     }
@@ -556,9 +555,9 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
 std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats& job,
                                         const StepDetectorOptions& opt) {
   int64_t skip_first = 1, skip_last = 0;
-  if (job.profiled_steps) {
-    skip_first = job.profiled_steps->first - opt.profiler_warmup_steps;
-    skip_last = job.profiled_steps->last + opt.profiler_export_steps;
+  if (std::optional<StepSpan> prof = ProfilerSlowedSteps(job, opt)) {
+    skip_first = prof->first;
+    skip_last = prof->last;
   }
   // Steps most ranks logged only: the median of another set of ranks (a
   // restart, ranks joining or leaving) moves without any fault.

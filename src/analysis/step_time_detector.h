@@ -217,6 +217,22 @@ struct JobStepStats {
   std::optional<LevelShift> level_shift;
 };
 
+// The logged steps the profiler slowed: the profiled ones, widened by
+// profiler_warmup_steps before them and profiler_export_steps after (see
+// "job slowdown" above); nullopt when the traces' steps were not found in
+// the logs.
+struct StepSpan {
+  int64_t first = 0;
+  int64_t last = 0;
+  bool Holds(int64_t step) const { return step >= first && step <= last; }
+};
+inline std::optional<StepSpan> ProfilerSlowedSteps(const JobStepStats& job,
+                                                   const StepDetectorOptions& opt) {
+  if (!job.profiled_steps) return std::nullopt;
+  return StepSpan{job.profiled_steps->first - opt.profiler_warmup_steps,
+                  job.profiled_steps->last + opt.profiler_export_steps};
+}
+
 struct StepAnalysis {
   std::vector<RankStepStats> ranks;
   JobStepStats job;

@@ -291,11 +291,8 @@ void MeasureRanks(StepMetrics& m, const StepDetectorOptions& opt) {
 // of slow steps is a slowdown, not pauses.
 void MeasureSpikeCost(StepMetrics& m, double need, double base, const StepDetectorOptions& opt) {
   const size_t C = Steps(m);
-  const std::optional<LogStepRange>& prof = m.job.profiled_steps;
-  auto profiled = [&](size_t c) {
-    return prof && m.step_numbers[c] >= prof->first - opt.profiler_warmup_steps &&
-           m.step_numbers[c] <= prof->last + opt.profiler_export_steps;
-  };
+  const std::optional<StepSpan> prof = ProfilerSlowedSteps(m.job, opt);
+  auto profiled = [&](size_t c) { return prof && prof->Holds(m.step_numbers[c]); };
   auto slow = [&](size_t c) {
     return m.step_ranks[c] > 0 && !profiled(c) && m.step_median_s[c] >= need;
   };
