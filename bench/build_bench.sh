@@ -98,18 +98,18 @@ label="warm: second clone, another folder, \`dev.sh test\`"
 row "$label" "$(printf '%.0f s' "$warm")" \
   "ccache $(hits); build $build_s, ctest $ctest_s; $tests tests pass"
 
-touch "$work/b/src/analysis/robust_stats.cc"
+touch "$work/b/src/analysis/steps/level_shift.cc"
 start=$(date +%s.%N)
 (cd "$work/b" && scripts/dev.sh build >/dev/null 2>&1)
 row "incremental: one .cc touched, \`dev.sh build\`" \
-  "$(printf '%.0f s' "$(echo "$(date +%s.%N) - $start" | bc)")" "src/analysis/robust_stats.cc"
+  "$(printf '%.0f s' "$(echo "$(date +%s.%N) - $start" | bc)")" "src/analysis/steps/level_shift.cc"
 
 # Code, not a comment: ccache's preprocessor mode would find a comment.
-echo "[[maybe_unused]] static const int kBuildBenchEdit = $RANDOM;" >>"$work/b/src/analysis/robust_stats.cc"
+echo "[[maybe_unused]] static const int kBuildBenchEdit = $RANDOM;" >>"$work/b/src/analysis/steps/level_shift.cc"
 start=$(date +%s.%N)
 (cd "$work/b" && scripts/dev.sh build >/dev/null 2>&1)
 row "incremental: one .cc edited, \`dev.sh build\`" \
-  "$(printf '%.0f s' "$(echo "$(date +%s.%N) - $start" | bc)")" "src/analysis/robust_stats.cc"
+  "$(printf '%.0f s' "$(echo "$(date +%s.%N) - $start" | bc)")" "src/analysis/steps/level_shift.cc"
 
 start=$(date +%s.%N)
 (cd "$work/b" && scripts/dev.sh test quick >"$work/quick.log" 2>&1) || { tail -30 "$work/quick.log" >&2; exit 1; }

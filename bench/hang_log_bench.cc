@@ -37,7 +37,7 @@
 #include "bench_lines.h"
 
 #include "analysis/analyze_run.h"
-#include "analysis/hang_detector.h"
+#include "analysis/hangs/hang_detector.h"
 #include "ingest/common/input_file.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"

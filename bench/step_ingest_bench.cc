@@ -55,7 +55,7 @@
 #include "bench_child.h"
 #include "bench_lines.h"
 
-#include "analysis/step_time_detector.h"
+#include "analysis/steps/step_time_detector.h"
 #include "ingest/common/input_file.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"

@@ -84,7 +84,7 @@
 #include "bench_child.h"
 #include "ondemand_ceiling.h"
 
-#include "analysis/robust_stats.h"
+#include "base/stats/robust_stats.h"
 #include "ingest/common/input_file.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"

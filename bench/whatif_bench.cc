@@ -22,8 +22,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/pipeline_replay.h"
-#include "analysis/pipeline_timeline_fixture.h"
+#include "analysis/pipelines/pipeline_replay.h"
+#include "analysis/pipelines/pipeline_timeline_fixture.h"
 #include "bench_child.h"
 
 namespace laggard {

@@ -9,8 +9,11 @@ Run by ctest (test `layout_check`) and by hand: `scripts/check_layout.py`.
    followed through PUBLIC links). So the rules live in one place, the build.
 2. Families. Inside ingest/, a file of one family (ingest/<family>/, with
    ingest/traces/<kind>/ a family of its own) includes only its own family,
-   ingest/common/ and, for traces, ingest/traces/common/. Only the stage's
-   entry points at the top of ingest/ (ingest.h, readers.h) see every family.
+   ingest/common/ and, for traces, ingest/traces/common/. Inside analysis/,
+   a detector's folder includes only itself, analysis/common/,
+   analysis/suspects.h and the detectors whose output it takes as input
+   (DETECTOR_INPUTS below). Only a stage's files at its top (ingest.h,
+   readers.h, analyze_run.h) see every family.
    tests/ mirrors src/: every test file sits in the folder of what it tests.
 3. Size. No file in src/ over 800 lines and no function over 120, except
    where the file says why in a line `// layout: <reason>` (a generated or
@@ -32,8 +35,8 @@ MAX_FUNCTION_LINES = 120
 # and 150 to 800 and 120 on 2026-12-05), so the list only shrinks.
 # {path under src/: (most lines in the file, most lines in one function)}
 PENDING_SPLITS = {
-    'analysis/hang_detector.cc': (876, MAX_FUNCTION_LINES),
-    'analysis/trace_detector.cc': (MAX_FILE_LINES, 146),
+    'analysis/hangs/hang_detector.cc': (876, MAX_FUNCTION_LINES),
+    'analysis/traces/trace_detector.cc': (MAX_FILE_LINES, 146),
     'ingest/common/hang_lines.cc': (MAX_FILE_LINES, 131),
     'ingest/dcgm/dcgm_exporter.cc': (MAX_FILE_LINES, 127),
     'ingest/nvidia_smi/nvidia_smi_topo.cc': (MAX_FILE_LINES, 130),
@@ -78,19 +81,47 @@ def link_graph(src):
     return allowed
 
 
+# The stages whose folders are families, and the files at a stage's top that
+# every family of it may include.
+FAMILY_STAGES = {'ingest': set(), 'analysis': {'analysis/suspects.h'}}
+
+# analysis/: {detector folder: the detectors whose output it reads}. The
+# hardware and network detectors read the step and trace detectors' output
+# only through analysis/suspects.h.
+DETECTOR_INPUTS = {
+    'steps': set(),
+    'traces': set(),
+    'hardware': set(),
+    'network': set(),
+    'host': {'steps'},
+    'pauses': {'steps', 'traces'},
+    'pipelines': {'traces'},
+    'hangs': set(),
+    'tool_reports': set(),
+}
+
+
 def family_of(rel):
-    """'ingest/network/ibstat.cc' -> 'network'; traces/<kind> -> 'traces/<kind>'."""
+    """'ingest/network/ibstat.cc' -> 'network'; ingest/traces/<kind> ->
+    'traces/<kind>'; 'analysis/steps/level_shift.h' -> 'steps'; None for a
+    file at a stage's top or outside the family stages."""
     parts = rel.split('/')
-    if parts[0] != 'ingest' or len(parts) < 3:
-        return None  # a stage entry point at the top of ingest/
-    if parts[1] == 'traces' and len(parts) >= 4:
+    if parts[0] not in FAMILY_STAGES or len(parts) < 3:
+        return None
+    if parts[0] == 'ingest' and parts[1] == 'traces' and len(parts) >= 4:
         return 'traces/' + parts[2]
     return parts[1]
 
 
-def family_may_include(family, target):
+def family_may_include(stage, family, target, target_rel):
+    if target_rel in FAMILY_STAGES[stage]:
+        return True
+    if target is None:
+        return False
     if target in (family, 'common'):
         return True
+    if stage == 'analysis':
+        return target in DETECTOR_INPUTS.get(family, set())
     return family.startswith('traces/') and target == 'traces/common'
 
 
@@ -174,11 +205,13 @@ def check(root):
                 if target_stage not in allowed.get(stage, {stage}):
                     problems.append(f'src/{rel}:{n}: {stage} includes {target}, but laggard_{stage} '
                                     f'does not link laggard_{target_stage} (src/CMakeLists.txt)')
-                elif family and target_stage == 'ingest':
-                    target_family = family_of(target)
-                    if target_family is None or not family_may_include(family, target_family):
-                        problems.append(f'src/{rel}:{n}: ingest family {family} includes {target}; '
-                                        f'a family sees only itself and ingest/common/')
+                elif family and target_stage == stage:
+                    if not family_may_include(stage, family, family_of(target), target):
+                        seen = ('itself and ingest/common/' if stage == 'ingest' else
+                                'itself, analysis/common/, analysis/suspects.h and the '
+                                'detectors it reads (DETECTOR_INPUTS)')
+                        problems.append(f'src/{rel}:{n}: {stage} family {family} includes '
+                                        f'{target}; a family sees only {seen}')
             excepted = any(EXCEPTION.search(line) for line in lines)
             if excepted:
                 continue
@@ -212,6 +245,8 @@ def self_test():
              'target_link_libraries(laggard_ingest PUBLIC laggard_model)\n'
              'add_library(laggard_analysis STATIC analysis/d.cc)\n'
              'target_link_libraries(laggard_analysis PUBLIC laggard_model)\n')
+    analysis_ok = ('#include "analysis/common/f.h"\n#include "analysis/suspects.h"\n'
+                   '#include "analysis/steps/s.h"\n')
     files = {
         'src/CMakeLists.txt': cmake,
         'src/base/a.h': '',
@@ -222,6 +257,11 @@ def self_test():
         'src/ingest/y/s.h': '',
         'src/ingest/traces/common/t.h': '',
         'src/ingest/traces/k/k.h': '#include "ingest/traces/common/t.h"\n',
+        'src/analysis/common/f.h': '',
+        'src/analysis/suspects.h': '#include "analysis/steps/s.h"\n',
+        'src/analysis/analyze_run.h': '#include "analysis/host/h.h"\n',
+        'src/analysis/steps/s.h': '#include "analysis/common/f.h"\n',
+        'src/analysis/host/h.h': analysis_ok,
         'src/analysis/d.cc': 'int F() {\n' + '  int x = 0;\n' * 10 + '  return x;\n}\n',
         'tests/model/m_test.cc': '',
     }
@@ -229,6 +269,10 @@ def self_test():
         'src/analysis/e.h': ('#include "ingest/ingest.h"\n', 'does not link laggard_ingest'),
         'src/ingest/x/q.cc': ('#include "ingest/y/s.h"\n', 'ingest family x includes ingest/y/s.h'),
         'src/ingest/traces/k/j.cc': ('#include "ingest/x/r.h"\n', 'family traces/k includes'),
+        'src/analysis/steps/t.cc': ('#include "analysis/host/h.h"\n',
+                                    'analysis family steps includes analysis/host/h.h'),
+        'src/analysis/host/g.cc': ('#include "analysis/analyze_run.h"\n',
+                                   'analysis family host includes analysis/analyze_run.h'),
         'src/base/big.cc': ('int G() {\n' + '  G();\n' * 151 + '}\n', 'a function of 153 lines'),
         'src/model/long.cc': ('int a;\n' * 801, '801 lines, more than 800'),
         'tests/nowhere/n_test.cc': ('', 'src/nowhere/ does not exist'),

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "analysis/step_time_detector.h"
-#include "analysis/trace_detector.h"
+#include "analysis/steps/step_time_detector.h"
+#include "analysis/traces/trace_detector.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "report/report.h"

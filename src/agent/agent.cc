@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
-#include "analysis/stall_detector.h"
+#include "analysis/hangs/stall_detector.h"
+#include "base/stats/robust_stats.h"
 #include "base/text.h"
 
 namespace laggard::agent {

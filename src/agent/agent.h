@@ -3,7 +3,7 @@
 // host links from sysfs; between rounds it takes step reports from training
 // processes (step_intake.h). It serves everything as Prometheus metrics on
 // /metrics (metrics.h; laggard_rank_stalled: a rank of this host that stopped
-// behind the others, analysis/stall_detector.h, decided at each scrape), its
+// behind the others, analysis/hangs/stall_detector.h, decided at each scrape), its
 // own health on /healthz, and keeps two rolling
 // JSON Lines logs that `laggard diagnose` reads like any other input:
 //

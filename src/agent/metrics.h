@@ -45,7 +45,7 @@ struct RankSteps {
   static constexpr size_t kRecentSteps = 32;
   std::vector<DurationNs> recent_ns;
   size_t recent_next = 0;
-  // The stall detector's word at the last /metrics (analysis/stall_detector.h):
+  // The stall detector's word at the last /metrics (analysis/hangs/stall_detector.h):
   // silent for well over a step while other ranks of this host are ahead.
   bool stalled = false;
 };

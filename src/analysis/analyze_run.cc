@@ -1,7 +1,8 @@
 #include "analysis/analyze_run.h"
 
-#include "analysis/gpu_tests/p2p_links.h"
-#include "analysis/stage_balance.h"
+#include "analysis/hardware/p2p_links.h"
+#include "analysis/pipelines/stage_balance.h"
+#include "analysis/suspects.h"
 
 #include <algorithm>
 #include <vector>

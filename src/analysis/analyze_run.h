@@ -15,18 +15,18 @@
 #include <cstdint>
 #include <optional>
 
-#include "analysis/hang_detector.h"
-#include "analysis/hardware_detector.h"
-#include "analysis/host_cpu_detector.h"
-#include "analysis/network_detector.h"
-#include "analysis/parallel_layout.h"
-#include "analysis/pause_detector.h"
-#include "analysis/pipeline_detector.h"
-#include "analysis/rank_map.h"
-#include "analysis/stall_detector.h"
-#include "analysis/step_time_detector.h"
+#include "analysis/common/rank_map.h"
+#include "analysis/common/run_layout.h"
+#include "analysis/hangs/hang_detector.h"
+#include "analysis/hangs/stall_detector.h"
+#include "analysis/hardware/hardware_detector.h"
+#include "analysis/host/host_cpu_detector.h"
+#include "analysis/network/network_detector.h"
+#include "analysis/pauses/pause_detector.h"
+#include "analysis/pipelines/pipeline_detector.h"
+#include "analysis/steps/step_time_detector.h"
 #include "analysis/tool_reports/straggler_reports.h"
-#include "analysis/trace_detector.h"
+#include "analysis/traces/trace_detector.h"
 #include "model/run.h"
 
 namespace laggard {

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/step_time_detector.h"
+#include "analysis/steps/step_time_detector.h"
 #include "cli/app.h"
 #include "cli/history.h"
 #include "cli/ingest_flags.h"

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analysis/rank_map.h"
+#include "analysis/common/rank_map.h"
 #include "cli/app.h"
 #include "history/drain.h"
 #include "history/history_html.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/finding.h"
-#include "analysis/rank_map.h"
+#include "analysis/common/finding.h"
+#include "analysis/common/rank_map.h"
 #include "base/status.h"
 #include "history/fleet_report.h"
 #include "model/run.h"

@@ -32,7 +32,7 @@ TimeNs NowNs() {
       .count();
 }
 
-// Live stall alerts (analysis/stall_detector.h): one laggard_rank_stalled
+// Live stall alerts (analysis/hangs/stall_detector.h): one laggard_rank_stalled
 // sample per stalled rank, and whether the whole job stopped.
 std::string StallMetrics(const StallAnalysis& stall, const Run& run) {
   std::string s;

@@ -2,7 +2,7 @@
 // --window of laggard agent (and dcgm-exporter) series from Prometheus
 // (ingest/prometheus/prometheus_source.h), runs the same detectors and verdict as
 // `laggard diagnose`, plus the live stall detector with the window's end as
-// now (analysis/stall_detector.h), and prints the verdict when it changes
+// now (analysis/hangs/stall_detector.h), and prints the verdict when it changes
 // (--json: one JSON line per evaluation, for alerting). --once evaluates one
 // window and exits (cron / CI). --listen serves the verdict as Prometheus
 // metrics (laggard_straggler{rank,host,gpu,cause_class,cause},
@@ -34,7 +34,7 @@ struct WatchOptions {
   std::string listen;     // host:port for the verdict metrics, "" = off
   double duration_s = 0;  // stop after this long (0 = until SIGINT/SIGTERM)
   std::optional<int32_t> gpus_per_node;
-  std::optional<int32_t> first_node;  // with gpus_per_node (analysis/rank_map.h)
+  std::optional<int32_t> first_node;  // with gpus_per_node (analysis/common/rank_map.h)
   // With --once: verdict statuses that exit kExitFailOn (cli/diagnose.h).
   std::vector<std::string> fail_on;
 };

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/rank_map.h"
+#include "analysis/common/rank_map.h"
 #include "base/text.h"
 #include "model/time.h"
 

@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/finding.h"
-#include "analysis/rank_map.h"
+#include "analysis/common/finding.h"
+#include "analysis/common/rank_map.h"
 #include "model/run.h"
 #include "verdict/verdict.h"
 

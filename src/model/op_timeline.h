@@ -3,7 +3,7 @@
 // (forward / backward compute of each microbatch, pipeline sends and
 // receives, the data-parallel collectives, the optimizer) with their start
 // and duration. Readers of Megatron-style timelines fill it
-// (ingest/traces/megatron/); the what-if replay (analysis/pipeline_replay.h)
+// (ingest/traces/megatron/); the what-if replay (analysis/pipelines/pipeline_replay.h)
 // replays it on the step's dependency graph.
 //
 //   OpTimeline

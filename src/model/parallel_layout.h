@@ -3,7 +3,7 @@
 // state it. Op timelines carry their own (model/op_timeline.h); launch logs
 // (Megatron's "using world size: ..., data-parallel size: ..." line and its
 // argument dump) and torch's process groups (Kineto distributedInfo.pg_config)
-// state it for the rest of a run; analysis/parallel_layout.h decides which
+// state it for the rest of a run; analysis/common/run_layout.h decides which
 // one a run has.
 
 #ifndef LAGGARD_MODEL_PARALLEL_LAYOUT_H_

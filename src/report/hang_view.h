@@ -1,4 +1,4 @@
-// How the reports read the hang detector's result (analysis/hang_detector.h)
+// How the reports read the hang detector's result (analysis/hangs/hang_detector.h)
 // for display, shared by the merged trace (perfetto_hang.cc), the HTML
 // report's Hang section (html_hang.cc) and the JSON report's `hang`
 // section (json_report.cc). Nothing here decides a hang: it only says which
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/hang_detector.h"
+#include "analysis/hangs/hang_detector.h"
 
 namespace laggard::report_hang {
 

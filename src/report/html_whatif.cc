@@ -4,12 +4,12 @@
 // per-worker slowdowns, and the top groups of each decomposition. The page
 // embeds it beside the report document (html_report.cc) and
 // html_whatif.js draws it; nothing here decides anything, it only arranges
-// the replay's numbers (analysis/pipeline_replay.h) for the grid.
+// the replay's numbers (analysis/pipelines/pipeline_replay.h) for the grid.
 
 #include <algorithm>
 #include <map>
 
-#include "analysis/pipeline_detector.h"
+#include "analysis/pipelines/pipeline_detector.h"
 #include "report/json_document.h"
 
 namespace laggard::report_json {

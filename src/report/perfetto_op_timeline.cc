@@ -1,7 +1,7 @@
 // The merged trace's op timelines (docs/merged-trace.md, "Op timelines"):
 // each op of a model-parallel job's timeline as a complete event on its
 // worker's thread, once as measured and once where the what-if's ideal
-// replay (analysis/pipeline_replay.h) puts it, so the two steps sit one
+// replay (analysis/pipelines/pipeline_replay.h) puts it, so the two steps sit one
 // above the other in Perfetto:
 //
 //   pid  "op timeline: DP rank d (measured)"        tid per (pp, tp) worker
@@ -18,7 +18,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/pipeline_detector.h"
+#include "analysis/pipelines/pipeline_detector.h"
 #include "report/trace_writer.h"
 
 namespace laggard::report_trace {

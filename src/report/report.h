@@ -11,17 +11,17 @@
 #include <ostream>
 #include <string>
 
-#include "analysis/hang_detector.h"
-#include "analysis/hardware_detector.h"
-#include "analysis/host_cpu_detector.h"
-#include "analysis/network_detector.h"
-#include "analysis/parallel_layout.h"
-#include "analysis/pause_detector.h"
-#include "analysis/rank_map.h"
-#include "analysis/stall_detector.h"
-#include "analysis/step_time_detector.h"
+#include "analysis/common/rank_map.h"
+#include "analysis/common/run_layout.h"
+#include "analysis/hangs/hang_detector.h"
+#include "analysis/hangs/stall_detector.h"
+#include "analysis/hardware/hardware_detector.h"
+#include "analysis/host/host_cpu_detector.h"
+#include "analysis/network/network_detector.h"
+#include "analysis/pauses/pause_detector.h"
+#include "analysis/steps/step_time_detector.h"
 #include "analysis/tool_reports/straggler_reports.h"
-#include "analysis/trace_detector.h"
+#include "analysis/traces/trace_detector.h"
 #include "model/run.h"
 #include "verdict/verdict.h"
 
@@ -46,11 +46,11 @@ struct ReportInput {
   const RunLayoutResult* layout = nullptr;
   // The hang detector's findings (nullptr: not run).
   const HangAnalysis* hang = nullptr;
-  // The stall detector's (analysis/stall_detector.h; nullptr: not run).
+  // The stall detector's (analysis/hangs/stall_detector.h; nullptr: not run).
   const StallAnalysis* stall = nullptr;
-  // The pause detector's (analysis/pause_detector.h; nullptr: not run).
+  // The pause detector's (analysis/pauses/pause_detector.h; nullptr: not run).
   const PauseAnalysis* pauses = nullptr;
-  // The host CPU detector's (analysis/host_cpu_detector.h; nullptr: not run).
+  // The host CPU detector's (analysis/host/host_cpu_detector.h; nullptr: not run).
   const HostCpuAnalysis* host_cpu = nullptr;
   // Other tools' straggler reports (analysis/tool_reports/; nullptr: none).
   const ToolReportAnalysis* tool_reports = nullptr;

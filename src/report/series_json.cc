@@ -13,7 +13,7 @@
 #include <limits>
 #include <map>
 
-#include "analysis/robust_stats.h"
+#include "base/stats/robust_stats.h"
 #include "report/json_document.h"
 
 namespace laggard::report_json {

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
+#include "base/stats/robust_stats.h"
 #include "report/report.h"
 
 namespace laggard {

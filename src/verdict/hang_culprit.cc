@@ -1,9 +1,9 @@
 // The verdict of a stopped job: a hang outranks any slowness, since the job
 // makes no progress at all. The hang detector's decided finding
-// (analysis/hang_detector.h) is the culprit, else, live, the stall
-// detector's (analysis/stall_detector.h: every stalled rank a culprit); a rank that the step times
-// showed slow before it stopped is said to be (the straggler that became a
-// hang), and an inconclusive hang says what to collect.
+// (analysis/hangs/hang_detector.h) is the culprit, else, live, the stall
+// detector's (analysis/hangs/stall_detector.h: every stalled rank a culprit); a rank that the step
+// times showed slow before it stopped is said to be (the straggler that became a hang), and an
+// inconclusive hang says what to collect.
 
 #include <fmt/format.h>
 
@@ -109,7 +109,7 @@ void AddNetworkEvidence(const Run& run, const Analyses& a, const Finding& f, Cul
 
 std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a) {
   // The ranks' own word (dumps, watchdog lines) first; then the steps that
-  // stopped (analysis/stall_detector.h): a stalled rank outranks a hang the
+  // stopped (analysis/hangs/stall_detector.h): a stalled rank outranks a hang the
   // lines could not place.
   bool hang = a.hang.hang && !a.hang.findings.empty();
   bool placed = hang && a.hang.findings.front().code != FindingCode::kHangInconclusive;

@@ -1,5 +1,5 @@
 // The verdict's host CPU rules (host.cpu_contention, host.cpu_slow:
-// analysis/host_cpu_detector.h): a culprit whose process waited for a CPU,
+// analysis/host/host_cpu_detector.h): a culprit whose process waited for a CPU,
 // or whose CPU ran slower than its peers', was made slow by its host; where
 // step times and traces name no culprit, a rank that waits for a CPU while
 // its peers do not is one. Internal to src/verdict/.
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
+#include "base/stats/robust_stats.h"
 #include "verdict/verdict_helpers.h"
 
 namespace laggard::verdict_internal {

@@ -1,5 +1,5 @@
 // The verdict of an op timeline: the pipeline detector's finding
-// (analysis/pipeline_detector.h) becomes the culprit, and the what-if
+// (analysis/pipelines/pipeline_detector.h) becomes the culprit, and the what-if
 // replay gives its cost. A slow worker is a rank culprit, which the
 // hardware and network evidence of its GPU and host enrich like any other
 // (verdict.cc); a stage, the work or a communication kind is a culprit of
@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "analysis/robust_stats.h"
-#include "analysis/stage_balance.h"
+#include "analysis/pipelines/stage_balance.h"
+#include "base/stats/robust_stats.h"
 #include "verdict/verdict_helpers.h"
 
 namespace laggard::verdict_internal {

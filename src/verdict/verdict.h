@@ -46,9 +46,9 @@
 #include <vector>
 
 #include "analysis/analyze_run.h"
-#include "analysis/finding.h"
-#include "analysis/step_time_detector.h"
-#include "analysis/trace_detector.h"
+#include "analysis/common/finding.h"
+#include "analysis/steps/step_time_detector.h"
+#include "analysis/traces/trace_detector.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -81,7 +81,7 @@ inline constexpr double kMediumConfidence = 0.5;
 // of it that the traces cannot place (a ring runs at its slowest link).
 enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kCommBound, kHang };
 // "straggler", "no_straggler", "inconclusive", "job_wide",
-// "communication_bound", "hang" (the job stopped: analysis/hang_detector.h).
+// "communication_bound", "hang" (the job stopped: analysis/hangs/hang_detector.h).
 std::string_view VerdictStatusName(VerdictStatus s);
 
 // What kind of cause slows a culprit. Serialized by CauseClassName(); the
@@ -118,13 +118,13 @@ struct Culprit {
 };
 
 // How Verdict::throughput_lost was found. kReplay: the what-if replay of
-// an op timeline (analysis/pipeline_replay.h) removed the culprit and
+// an op timeline (analysis/pipelines/pipeline_replay.h) removed the culprit and
 // measured the step again. kUpperBound: what the others waited on the
 // culprit (traces, step times), never more than 1 - 1/(1 + slowdown) of
 // the culprit's own slowdown: a rank 1.24x as slow can cost at most 19%.
 // kLowerBound: a pipeline stage's excess over the mean stage, from traces
 // without a replay. kBeforeAfter: measured, the job's own step time before
-// and after it changed level at the culprit's onset (analysis/level_shift.h):
+// and after it changed level at the culprit's onset (analysis/steps/level_shift.h):
 // 1 - before / after, while the change lasted (impact_first_step ..
 // impact_last_step). kSlowSteps: measured, the seconds of the job's isolated
 // slow steps (a pause culprit's) over the median step, over all its seconds
@@ -146,7 +146,7 @@ struct Verdict {
   std::optional<double> gpu_hours_per_day;
   std::vector<std::string> next_steps;
   // The what-if replay of the op timeline the verdict comes from
-  // (analysis/pipeline_replay.h), when there is one.
+  // (analysis/pipelines/pipeline_replay.h), when there is one.
   std::optional<WhatIf> whatif;
 };
 

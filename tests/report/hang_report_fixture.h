@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/hang_detector.h"
+#include "analysis/hangs/hang_detector.h"
 #include "report_fixture.h"
 
 namespace laggard::testing_util {

@@ -1,6 +1,6 @@
 // A diagnosed model-parallel run for the report tests (HTML what-if
 // section, merged trace): one hand-made 1F1B op timeline
-// (analysis/pipeline_timeline_fixture.h) of dp x pp workers, 8 microbatches,
+// (analysis/pipelines/pipeline_timeline_fixture.h) of dp x pp workers, 8 microbatches,
 // with one fault, run through every detector and the verdict as `laggard
 // diagnose` does.
 
@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "analysis/analyze_run.h"
-#include "analysis/pipeline_timeline_fixture.h"
+#include "analysis/pipelines/pipeline_timeline_fixture.h"
 #include "report/report.h"
 #include "verdict/verdict.h"
 

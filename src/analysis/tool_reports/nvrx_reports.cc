@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
+#include "base/stats/robust_stats.h"
 
 namespace laggard {
 namespace {

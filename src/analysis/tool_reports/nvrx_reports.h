@@ -21,7 +21,7 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/finding.h"
+#include "analysis/common/finding.h"
 #include "analysis/tool_reports/straggler_reports.h"
 #include "model/run.h"
 

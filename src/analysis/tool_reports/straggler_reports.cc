@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/robust_stats.h"
 #include "analysis/tool_reports/nvrx_reports.h"
+#include "base/stats/robust_stats.h"
 
 namespace laggard {
 namespace {

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/finding.h"
+#include "analysis/common/finding.h"
 #include "model/run.h"
 
 namespace laggard {

@@ -1,5 +1,5 @@
 // p2pBandwidthLatencyTest outputs (ingest/gpu_tests/p2p_bandwidth.cc) and the
-// GPU links read from them (analysis/gpu_tests/p2p_links.h): the real
+// GPU links read from them (analysis/hardware/p2p_links.h): the real
 // outputs of tests/data/p2p_bandwidth/ as their README expects, negative
 // controls, and bad rows counted.
 
@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "analysis/gpu_tests/p2p_links.h"
+#include "analysis/hardware/p2p_links.h"
 #include "test_util.h"
 
 namespace laggard {

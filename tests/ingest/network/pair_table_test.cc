@@ -1,6 +1,6 @@
 // Node-pair bandwidth tables (ingest/network/pair_table.cc) and the node
 // or fabric decision on them and on two-host nccl-tests runs
-// (analysis/net_tests/pair_bandwidth.h): the real tables of
+// (analysis/network/pair_bandwidth.h): the real tables of
 // tests/data/node_pairs/ as their README expects, negative controls, and
 // bad rows counted.
 
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "analysis/analyze_run.h"
-#include "analysis/net_tests/pair_bandwidth.h"
+#include "analysis/network/pair_bandwidth.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

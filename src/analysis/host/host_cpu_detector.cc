@@ -1,0 +1,359 @@
+#include "analysis/host/host_cpu_detector.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/stats/robust_stats.h"
+
+namespace laggard {
+namespace {
+
+double Seconds(DurationNs ns) { return static_cast<double>(ns) / 1e9; }
+
+std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
+  std::vector<double> wait, step, on_cpu, probe;
+  for (const StepCpu& c : s.cpu) {
+    const StepRecord* d = s.FindStep(c.step);
+    if (d == nullptr) continue;
+    if (c.probe_ns) probe.push_back(static_cast<double>(*c.probe_ns));
+    if (c.on_cpu_ns) on_cpu.push_back(static_cast<double>(*c.on_cpu_ns));
+    if (!c.runq_wait_ns) continue;
+    wait.push_back(static_cast<double>(*c.runq_wait_ns));
+    step.push_back(static_cast<double>(d->duration_ns));
+  }
+  if (wait.size() < min_steps && probe.size() < min_steps && on_cpu.size() < min_steps)
+    return std::nullopt;
+  RankCpuStats r;
+  r.rank = s.info.rank;
+  if (wait.size() >= min_steps) {
+    r.steps = wait.size();
+    r.wait_ns = static_cast<DurationNs>(Median(wait).value_or(0));
+    r.step_ns = static_cast<DurationNs>(Median(step).value_or(0));
+  }
+  if (on_cpu.size() >= min_steps) {
+    r.on_cpu_steps = on_cpu.size();
+    r.on_cpu_ns = static_cast<DurationNs>(Median(on_cpu).value_or(0));
+    double total = 0;
+    for (double x : on_cpu) total += x;
+    r.on_cpu_mean_ns = total / static_cast<double>(on_cpu.size());
+  }
+  if (probe.size() >= min_steps) {
+    r.probe_steps = probe.size();
+    r.probe_ns = static_cast<DurationNs>(Median(probe).value_or(0));
+  }
+  return r;
+}
+
+Finding RankFinding(const Run& run, FindingCode code, int32_t rank) {
+  Finding f;
+  f.code = code;
+  f.severity = Describe(code).severity;
+  f.entity.rank = rank;
+  if (const StepSeries* series = run.FindRank(rank)) {
+    f.entity.host = series->info.host;
+    f.entity.gpu = series->info.local_gpu;
+  }
+  f.cause = "host_contention";
+  return f;
+}
+
+void AddNextStep(Finding& f) {
+  f.next_steps.push_back(
+      DefaultNextStep(f.code, fmt::arg("who", fmt::format("rank {}", *f.entity.rank)),
+                      fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
+}
+
+// host.cpu_contention of out.ranks[i], when its wait stands out.
+std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
+                                  const HostCpuDetectorOptions& o) {
+  const RankCpuStats& r = all[i];
+  if (!r.wait_ns) return std::nullopt;
+  double base = PeersMedian(all, i, &RankCpuStats::wait_ns).value_or(0);
+  double excess = static_cast<double>(*r.wait_ns) - base;
+  double step = static_cast<double>(r.step_ns);
+  // Where every rank shares cores (more ranks than cores) all wait, and
+  // one that waits a little more by the scheduler's luck is not singled
+  // out: the excess must also be a clear part of the others' wait.
+  if (step <= 0 || excess < static_cast<double>(o.min_wait_ns) ||
+      excess < o.min_wait_share * step || excess < o.min_excess_over_peers * base)
+    return std::nullopt;
+  double share = excess / step;
+  Finding f = RankFinding(run, FindingCode::kHostCpuContention, r.rank);
+  f.slowdown = share < 1 ? share / (1 - share) : std::optional<double>();
+  // 0.5 at the threshold, rising with the share (0.3 of the step: the
+  // cap) and held down over few steps.
+  double by_share = 0.5 + (o.max_confidence - 0.5) * std::min(1.0, share / 0.3);
+  double by_steps = std::min(1.0, static_cast<double>(r.steps) / 20.0);
+  f.confidence = std::min(o.max_confidence, 0.4 + (by_share - 0.4) * by_steps);
+  bool peers = all.size() > 1;
+  std::string who = fmt::format("rank {}", r.rank);
+  f.message = fmt::format(
+      "{} waits {:.3f} s per step for a CPU (runnable, not running; median of {} steps), {:.0f}% "
+      "of its {:.3f} s step{}",
+      who, Seconds(*r.wait_ns), r.steps, 100 * share, Seconds(r.step_ns),
+      peers ? fmt::format("; its peers wait {:.3f} s", base / 1e9) : std::string());
+  f.evidence.push_back(Evidence{
+      fmt::format("host CPU: {}'s training thread was runnable but not running {:.3f} s per "
+                  "step (the scheduler's run-queue wait, /proc schedstat){}",
+                  who, Seconds(*r.wait_ns),
+                  peers ? fmt::format(", {:.3f} s more than the other ranks' median", excess / 1e9)
+                        : std::string()),
+      std::nullopt});
+  if (r.on_cpu_ns) {
+    auto peer_cpu = PeersMedian(all, i, &RankCpuStats::on_cpu_ns);
+    double on_cpu = static_cast<double>(*r.on_cpu_ns);
+    f.evidence.push_back(Evidence{
+        peer_cpu ? fmt::format("host CPU: its time on a CPU, {:.3f} s per step, is {:.2f}x its "
+                               "peers' ({:.3f} s): {}",
+                               on_cpu / 1e9, on_cpu / *peer_cpu, *peer_cpu / 1e9,
+                               on_cpu <= 1.1 * *peer_cpu ? "the same work, done later"
+                                                         : "it also does more work")
+                 : fmt::format("host CPU: its time on a CPU is {:.3f} s per step", on_cpu / 1e9),
+        std::nullopt});
+  }
+  AddNextStep(f);
+  return f;
+}
+
+// host.cpu_slow of out.ranks[i], when its probe runs slower than its peers'.
+std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
+                               const HostCpuDetectorOptions& o) {
+  const RankCpuStats& r = all[i];
+  if (!r.probe_ns || *r.probe_ns <= 0) return std::nullopt;
+  auto base = PeersMedian(all, i, &RankCpuStats::probe_ns);
+  if (!base || *base <= 0) return std::nullopt;  // a probe means something only against peers'
+  double ratio = static_cast<double>(*r.probe_ns) / *base;
+  if (ratio < 1 + o.min_probe_excess) return std::nullopt;
+  Finding f = RankFinding(run, FindingCode::kHostCpuSlow, r.rank);
+  f.slowdown = ratio - 1;
+  // 0.5 at the threshold, the cap at 3x the threshold, held down over few steps.
+  double by_ratio =
+      0.5 + (o.max_probe_confidence - 0.5) * std::min(1.0, (ratio - 1) / (3 * o.min_probe_excess));
+  double by_steps = std::min(1.0, static_cast<double>(r.probe_steps) / 20.0);
+  f.confidence = 0.4 + (by_ratio - 0.4) * by_steps;
+  f.message = fmt::format(
+      "rank {}'s CPU runs a fixed piece of work {:.2f}x as long as its peers' ({:.3f} ms against "
+      "{:.3f} ms, median of {} steps): a slower or shared core",
+      r.rank, ratio, static_cast<double>(*r.probe_ns) / 1e6, *base / 1e6, r.probe_steps);
+  f.evidence.push_back(Evidence{
+      fmt::format("host CPU: the step reporter's probe (fixed work on the training thread, each "
+                  "step) takes {:.2f}x as long on rank {} as on its peers: its core is slower, or "
+                  "shared with work the guest cannot see (hypervisor steal)",
+                  ratio, r.rank),
+      std::nullopt});
+  AddNextStep(f);
+  return f;
+}
+
+// The median of `sorted` without its element at `skip` (size >= 2).
+double MedianWithout(const std::vector<double>& sorted, size_t skip) {
+  const size_t n = sorted.size() - 1;
+  auto at = [&](size_t i) { return sorted[i < skip ? i : i + 1]; };
+  return n % 2 == 1 ? at(n / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
+}
+
+// The index of `x` in `sorted` (one of its equals: removing any of them
+// leaves the same values).
+size_t IndexOf(const std::vector<double>& sorted, double x) {
+  return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+}
+
+struct CpuPoint {
+  int64_t step = 0;
+  size_t rank = 0;  // index into the ranks measured
+  double cpu = 0;
+  double probe = 0;  // 0: none logged that step
+};
+
+// RankCpuStats::work_* of every rank: its CPU time over its peers' median,
+// step by step, in the steps its CPU was as fast as theirs.
+void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
+                 const HostCpuDetectorOptions& o) {
+  std::vector<CpuPoint> points;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const StepSeries* s = run.FindRank(ranks[i].rank);
+    if (s == nullptr) continue;
+    for (const StepCpu& c : s->cpu) {
+      if (!c.on_cpu_ns || *c.on_cpu_ns <= 0) continue;
+      points.push_back(CpuPoint{c.step, i, static_cast<double>(*c.on_cpu_ns),
+                                c.probe_ns ? static_cast<double>(*c.probe_ns) : 0.0});
+    }
+  }
+  std::sort(points.begin(), points.end(), [](const CpuPoint& a, const CpuPoint& b) {
+    return a.step != b.step ? a.step < b.step : a.rank < b.rank;
+  });
+  std::vector<std::vector<double>> ratios(ranks.size());
+  std::vector<size_t> probed(ranks.size(), 0);
+  std::vector<double> cpus, probes;
+  for (size_t b = 0, e = 0; b < points.size(); b = e) {
+    while (e < points.size() && points[e].step == points[b].step) ++e;
+    if (e - b < 2) continue;
+    cpus.clear();
+    probes.clear();
+    for (size_t k = b; k < e; ++k) {
+      cpus.push_back(points[k].cpu);
+      if (points[k].probe > 0) probes.push_back(points[k].probe);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    std::sort(probes.begin(), probes.end());
+    for (size_t k = b; k < e; ++k) {
+      const CpuPoint& p = points[k];
+      const double peer_cpu = MedianWithout(cpus, IndexOf(cpus, p.cpu));
+      if (p.probe > 0) {
+        if (probes.size() < 2) continue;  // no peer's probe to compare with
+        const double peer_probe = MedianWithout(probes, IndexOf(probes, p.probe));
+        if (std::abs(p.probe / peer_probe - 1) > o.max_step_probe_gap) continue;
+        ++probed[p.rank];
+      }
+      ratios[p.rank].push_back(p.cpu / peer_cpu);
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const size_t n = ratios[i].size();
+    if (n < o.min_cpu_time_steps) continue;
+    const double m = *Median(ratios[i]);
+    const double sigma = std::max(kMadToSigma * *Mad(ratios[i]), kMinWorkSigma);
+    ranks[i].work_ratio = m;
+    ranks[i].work_steps = n;
+    ranks[i].work_z = (m - 1) / (sigma / std::sqrt(static_cast<double>(n)));
+    ranks[i].work_probed = probed[i] == n;
+  }
+}
+
+// step.cpu_time_high of out.ranks[i]: more CPU time per step than its
+// peers', step by step, on a CPU as fast as theirs (MeasureWork).
+std::optional<Finding> CpuTimeHigh(const Run& run, const RankCpuStats& r,
+                                   const HostCpuDetectorOptions& o) {
+  if (!r.work_ratio || *r.work_ratio < 1 + o.min_cpu_time_excess || r.work_z < o.min_cpu_time_z)
+    return std::nullopt;
+  const double ratio = *r.work_ratio;
+  const double error = (ratio - 1) / r.work_z;
+  Finding f = RankFinding(run, FindingCode::kStepCpuTimeHigh, r.rank);
+  f.cause = "more_work";
+  f.slowdown = ratio - 1;
+  // 0.5 at min_cpu_time_z, 0.8 at four times it; held down over few steps.
+  double by_z = 0.5 + 0.3 * std::min(1.0, (r.work_z - o.min_cpu_time_z) / (3 * o.min_cpu_time_z));
+  double by_steps = std::min(1.0, static_cast<double>(r.work_steps) / 20.0);
+  f.confidence = 0.4 + (by_z - 0.4) * by_steps;
+  f.message = fmt::format(
+      "rank {}'s training thread uses {:.2f}x its peers' CPU time per step (±{:.2f}, median of "
+      "{} steps{})",
+      r.rank, ratio, error, r.work_steps,
+      r.work_probed ? fmt::format(" in which its CPU ran a fixed piece of work within {:.0f}% of "
+                                  "theirs (probe)",
+                                  100 * o.max_step_probe_gap)
+                    : "; no probe logged, so a slower CPU is not ruled out");
+  f.evidence.push_back(
+      Evidence{"host CPU: " + f.message + ": it does more work each step", std::nullopt});
+  AddNextStep(f);
+  return f;
+}
+
+}  // namespace
+
+HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& o) {
+  HostCpuAnalysis out;
+  for (const StepSeries& s : run.ranks) {
+    if (auto r = Measure(s, o.min_steps)) out.ranks.push_back(*r);
+  }
+  MeasureWork(run, out.ranks, o);
+  for (size_t i = 0; i < out.ranks.size(); ++i) {
+    if (auto f = Contention(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
+    if (auto f = SlowCpu(run, out.ranks, i, o)) out.findings.push_back(std::move(*f));
+    if (auto f = CpuTimeHigh(run, out.ranks[i], o)) out.findings.push_back(std::move(*f));
+  }
+  std::stable_sort(out.findings.begin(), out.findings.end(),
+                   [](const Finding& a, const Finding& b) {
+                     return a.slowdown.value_or(1e9) > b.slowdown.value_or(1e9);
+                   });
+  return out;
+}
+
+std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOptions& o) {
+  if (!r.work_ratio || *r.work_ratio < 1 + o.min_cpu_time_excess || r.work_z <= 0 ||
+      r.work_steps == 0)
+    return std::nullopt;
+  // The error falls as 1/sqrt(steps): z grows as sqrt(steps).
+  const double kept = static_cast<double>(r.work_steps) /
+                      static_cast<double>(std::max(r.on_cpu_steps, r.work_steps));
+  const double need =
+      static_cast<double>(r.work_steps) * std::pow(o.min_cpu_time_z / r.work_z, 2) / kept;
+  return static_cast<size_t>(std::ceil(need));
+}
+
+namespace {
+
+// Rank `s`'s probe in steps [first, last] over its probe outside them:
+// nullopt without min_inside probes inside and min_steps outside.
+std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last, size_t min_inside,
+                                size_t min_steps) {
+  std::vector<double> in, out;
+  for (const StepCpu& c : s.cpu) {
+    if (!c.probe_ns) continue;
+    (c.step >= first && c.step <= last ? in : out).push_back(static_cast<double>(*c.probe_ns));
+  }
+  if (in.size() < min_inside || out.size() < min_steps) return std::nullopt;
+  std::optional<double> a = Median(std::move(in)), b = Median(std::move(out));
+  if (!a || !b || *b <= 0) return std::nullopt;
+  return *a / *b;
+}
+
+}  // namespace
+
+void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
+                         HostCpuAnalysis& analysis) {
+  if (!profiled) return;
+  for (RankCpuStats& r : analysis.ranks) {
+    const StepSeries* s = run.FindRank(r.rank);
+    if (s == nullptr) continue;
+    std::vector<double> in;
+    for (const StepCpu& c : s->cpu) {
+      if (c.probe_ns && c.step >= profiled->first && c.step <= profiled->last)
+        in.push_back(static_cast<double>(*c.probe_ns));
+    }
+    if (in.size() < kMinWindowProbes) continue;
+    double total = 0;
+    for (double x : in) total += x;
+    r.window_probe_ns = static_cast<DurationNs>(total / static_cast<double>(in.size()));
+  }
+}
+
+void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
+                                  const HostCpuDetectorOptions& o) {
+  constexpr size_t kMinInside = 2;  // probes of a rank inside the slow steps
+  for (Finding& f : step_findings) {
+    if (f.code != FindingCode::kJobSlowdown || !f.onset_step || !f.end_step || !f.slowdown)
+      continue;
+    std::vector<double> rises;
+    for (const StepSeries& s : run.ranks) {
+      if (auto r = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps))
+        rises.push_back(*r);
+    }
+    if (rises.size() < 2) continue;
+    const size_t risen = static_cast<size_t>(std::count_if(
+        rises.begin(), rises.end(), [&](double r) { return r >= 1 + o.min_job_probe_rise; }));
+    const double median = *Median(rises);
+    // Most ranks' CPUs slowed, by enough to explain half the steps' slowdown.
+    if (2 * risen < rises.size() || median < 1 + o.min_job_probe_rise ||
+        median - 1 < *f.slowdown / 2)
+      continue;
+    f.message += fmt::format(
+        "; the ranks' CPUs ran a fixed piece of work {:.2f}x as long in those steps (median of "
+        "{} ranks; {} of them >= {:.2f}x): the machine slowed, not the job",
+        median, rises.size(), risen, 1 + o.min_job_probe_rise);
+    f.evidence.push_back(Evidence{
+        fmt::format("host CPU: the step reporter's probe (fixed work on each rank's training "
+                    "thread) took {:.2f}x as long in steps {}-{} as in the others",
+                    median, *f.onset_step, *f.end_step),
+        std::nullopt});
+    f.next_steps.insert(
+        f.next_steps.begin(),
+        "the CPUs slowed for every rank at once: look at the machines at that time, not the "
+        "training code (`mpstat -P ALL` steal and `turbostat` / `cpupower frequency-info` "
+        "clocks, `dmesg` for thermal or power events, the cloud's host-maintenance events)");
+  }
+}
+
+}  // namespace laggard

@@ -1,0 +1,191 @@
+// Host CPU contention: a rank whose process waits for a CPU.
+//
+// Input: the per-step CPU records of the ranks (model/run.h StepCpu: time on
+// a CPU and time runnable but waiting for one, the scheduler's run_delay of
+// the training thread, which python/laggard_step.py reports as cpu_s and
+// cpu_wait_s). A process that waits for a CPU shares its cores with other
+// work: another job, a data loader, a hog, more ranks than cores.
+//
+// Measure: per rank with at least min_steps steps whose wait is known, the
+// median wait per step, the median step time and the median CPU time over
+// those steps. The baseline is the median wait of the other ranks (0 when
+// no other rank has one): a job whose ranks all share cores alike waits
+// alike, and no rank stands out.
+//
+// Decide: host.cpu_contention for a rank whose wait exceeds the baseline by
+// at least min_wait_share of its median step, by min_wait_ns, and by
+// min_excess_over_peers of the baseline (with more ranks than cores every
+// rank waits, and one that waits a little more by the scheduler's luck is
+// not singled out). Slowdown:
+// the excess over the rest of its step (the step would be that much shorter
+// on a CPU of its own). Confidence grows with the excess share and the
+// number of steps, up to max_confidence.
+//
+// Defaults: judgements checked on real runs here (bench/realjobs on 2
+// cores): a busy loop pinned to the one core of a rank makes it wait ~50%
+// of its step, its peer < 1%; four ranks on two cores with the loop on one
+// of them wait 60 ms a step against 38 ms (+56%, 22% of the step); four
+// healthy ranks on two cores wait 48-59 ms a step, at most 9% over the
+// others' median and 3% of the step. min_steps 5; min_wait_share 0.05 (the
+// article's 5% band); min_wait_ns 2 ms (below the scheduler's slice a wait
+// is noise); min_excess_over_peers 0.3; max_confidence 0.9 (the wait is
+// measured, its cause is not).
+//
+// Slow CPU: python/laggard_step.py also times a fixed piece of work on the
+// training thread each step (cpu_probe_s). Per rank the median over its
+// steps; host.cpu_slow when it is at least 1 + min_probe_excess times the
+// other ranks' median (no peers: nothing to compare, no finding). This is
+// what a core slowed by a neighbour the guest cannot see shows: the thread
+// seems to run (no wait), but does less per second. Slowdown: ratio - 1;
+// confidence 0.5 at the threshold, max_probe_confidence at three times it.
+// min_probe_excess 0.1: on this 2-core VM, two pinned loops measured a
+// 0.2 ms probe 1.17x apart when their 25 ms work ran 1.17x apart, and 1.00-
+// 1.01x apart when the work did; the article's same-SKU spread is < 5%.
+//
+// More work: the thread's CPU time per step is a measure of its work that
+// time-sharing does not stretch (wall times of ops do), but a slower core
+// does stretch it. So each step is compared on its own: the rank's CPU time
+// over its peers' median in the same step, kept only when its probe that
+// step is within max_step_probe_gap of its peers' (every step when no probe
+// was logged). step.cpu_time_high when the median of >= min_cpu_time_steps
+// kept steps is at least 1 + min_cpu_time_excess and stands min_cpu_time_z
+// standard errors above 1 (the spread of the kept ratios: the MAD, at least
+// kMinWorkSigma). bench/realjobs 2026-12-05, 331 kept runs: healthy ranks'
+// medians 0.99-1.09 with z <= 4.3 (a 1.07 over 11 steps: z 3.3; a 1.18
+// over 11 steps of a core slowed most of the run: z 4.3), a 1.1x compute
+// fault 1.05-1.16 (z 4-23, 14 of 24 runs at z >= 5), 1.2x 1.13-1.25, 1.5x
+// 1.33-1.46; the whole run's medians, not paired by step, put a healthy
+// rank whose core slowed for half the run at 1.18 with its probe's median
+// at 1.00. Below min_cpu_time_z, the steps a run would need to reach it are
+// StepsToTell's.
+// Thread-safety: a pure function of its input.
+
+#ifndef LAGGARD_ANALYSIS_HOST_HOST_CPU_DETECTOR_H_
+#define LAGGARD_ANALYSIS_HOST_HOST_CPU_DETECTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "analysis/common/finding.h"
+#include "analysis/steps/profiled_steps.h"
+#include "base/stats/robust_stats.h"
+#include "model/run.h"
+
+namespace laggard {
+
+struct HostCpuDetectorOptions {
+  size_t min_steps = 5;
+  double min_wait_share = 0.05;
+  DurationNs min_wait_ns = 2'000'000;
+  double min_excess_over_peers = 0.3;
+  double max_confidence = 0.9;
+  double min_probe_excess = 0.1;
+  double max_probe_confidence = 0.85;
+  double min_cpu_time_excess = 0.05;
+  size_t min_cpu_time_steps = 10;
+  double min_cpu_time_z = 5;
+  double max_step_probe_gap = 0.05;
+  double min_job_probe_rise = 0.2;
+};
+
+// One rank's CPU picture over its steps with a known run-queue wait.
+struct RankCpuStats {
+  int32_t rank = 0;
+  size_t steps = 0;                      // steps with a known wait
+  std::optional<DurationNs> wait_ns;     // median wait per step (>= min_steps of them)
+  DurationNs step_ns = 0;                // median step time of those steps
+  size_t on_cpu_steps = 0;               // steps with a CPU time
+  std::optional<DurationNs> on_cpu_ns;   // median CPU time per step (>= min_steps of them)
+  std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
+  size_t probe_steps = 0;                // steps with a probe time
+  std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
+  // Mean probe time over the steps the profiler traced (MeasureWindowProbes).
+  std::optional<DurationNs> window_probe_ns;
+  // Its work against its peers' (step.cpu_time_high): the median of its
+  // per-step CPU time over its peers' that step, over work_steps steps
+  // (>= min_cpu_time_steps of them) in which its CPU was as fast as theirs;
+  // work_z: (work_ratio - 1) in standard errors. work_probed: every one of
+  // those steps had probes to compare (else a slower CPU is not ruled out).
+  std::optional<double> work_ratio;
+  size_t work_steps = 0;
+  double work_z = 0;
+  bool work_probed = false;
+};
+
+// The spread of per-step work ratios is taken as at least this (1%): a
+// handful of near-equal ratios is not a measured zero spread.
+inline constexpr double kMinWorkSigma = 0.01;
+
+// The steps (rounded up) in which `r` would show its work ratio at
+// min_cpu_time_z, at the spread measured, with the same share of its CPU
+// steps kept; nullopt without a work ratio of at least 1 +
+// min_cpu_time_excess.
+std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOptions& o);
+
+struct HostCpuAnalysis {
+  std::vector<RankCpuStats> ranks;  // by rank
+  std::vector<Finding> findings;    // host.cpu_contention / cpu_slow, step.cpu_time_high,
+                                    // most slowed first
+};
+
+HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);
+
+// The median of the ranks' `field` but all[skip]'s, where known; nullopt
+// when no other rank has it.
+template <typename T>
+std::optional<double> PeersMedian(const std::vector<RankCpuStats>& all, size_t skip,
+                                  std::optional<T> RankCpuStats::*field) {
+  std::vector<double> v;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != skip && all[i].*field) v.push_back(static_cast<double>(*(all[i].*field)));
+  }
+  return Median(std::move(v));
+}
+
+// `rank`'s `field` over its peers' median (PeersMedian); nullopt when
+// either is unknown or the median is not positive.
+template <typename T>
+std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t rank,
+                                   std::optional<T> RankCpuStats::*field) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].rank != rank || !(all[i].*field)) continue;
+    std::optional<double> median = PeersMedian(all, i, field);
+    if (!median || *median <= 0) return std::nullopt;
+    return static_cast<double>(*(all[i].*field)) / *median;
+  }
+  return std::nullopt;
+}
+
+// Fills RankCpuStats::window_probe_ns over the logged steps the profiler
+// traced (`profiled`, from the step detector): the speed of each rank's CPU
+// while the traces were taken, which a culprit read from the traces alone
+// is compared with. The mean, not the median: the traces sum a rank's
+// lateness over the window, so a core that slowed for 3 of its 10 steps
+// counts in part (bench/realjobs: a healthy rank's probe 1.8x for steps
+// 30-32, then its peer's; last at 9 of 9 collectives). Needs >=
+// kMinWindowProbes probes in the window.
+inline constexpr size_t kMinWindowProbes = 3;
+void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
+                         HostCpuAnalysis& analysis);
+
+// A job-wide slowdown (step.job_slowdown) in whose steps the ranks' CPUs
+// ran the probe markedly slower: the machine slowed (its clocks, cores a
+// hypervisor took), not the job. Per rank with >= 2 probes inside the
+// episode and min_steps outside, the median inside over the median
+// outside; when at least half of >= 2 ranks rose by min_job_probe_rise and
+// their median rise is >= that and >= half the episode's slowdown, the
+// finding says so (message, evidence) and its first next step is to look
+// at the machines. min_job_probe_rise 0.2: in bench/realjobs here, every
+// job-wide episode of a healthy run (+45-65%) had the ranks' probes
+// 1.5-1.9x their own medians outside it, and CPU time per step 1.3-1.7x
+// (the same work took more CPU: the cores ran slower). This VM's cores
+// slow like that often: 58 of those 120 runs had 3 or more steps in a row
+// with the ranks' probes >= 1.2x their medians.
+void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
+                                  const HostCpuDetectorOptions& options);
+
+}  // namespace laggard
+
+#endif  // LAGGARD_ANALYSIS_HOST_HOST_CPU_DETECTOR_H_
