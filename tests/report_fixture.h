@@ -25,10 +25,9 @@ namespace laggard::testing_util {
 
 struct Diagnosed {
   Run run;
-  StepAnalysis steps;
-  TraceAnalysis traces;
+  Analyses analyses;  // the step and trace detectors' only
   Verdict verdict;
-  ReportInput input() const { return ReportInput{run, steps, traces, verdict}; }
+  ReportInput input() const { return ReportInput{run, analyses, verdict}; }
 };
 
 struct FixtureOptions {
@@ -44,9 +43,9 @@ inline constexpr int kFixtureOnsetStep = 60;
 inline constexpr int64_t kFixtureStartS = 1'764'000'000;
 
 inline void Diagnose(Diagnosed& d) {
-  d.steps = AnalyzeStepTimes(d.run, StepDetectorOptions{});
-  d.traces = AnalyzeTraces(d.run);
-  d.verdict = DecideVerdict(d.run, d.steps, d.traces);
+  d.analyses.steps = AnalyzeStepTimes(d.run, StepDetectorOptions{});
+  d.analyses.traces = AnalyzeTraces(d.run);
+  d.verdict = DecideVerdict(d.run, d.analyses.steps, d.analyses.traces);
 }
 
 // GPU samples of every GPU of the fixture, one per second over the run.

@@ -31,6 +31,17 @@ void DropStageLateGroup(const RunLayout& layout, TraceAnalysis& traces) {
 
 }  // namespace
 
+std::vector<const Finding*> Analyses::AllFindings() const {
+  std::vector<const Finding*> all;
+  for (const std::vector<Finding>* fs :
+       {&hang.findings, &stall.findings, &pipelines.findings, &traces.findings, &steps.findings,
+        &pauses.findings, &host_cpu.findings, &hardware.findings, &network.findings,
+        &tool_reports.findings}) {
+    for (const Finding& f : *fs) all.push_back(&f);
+  }
+  return all;
+}
+
 Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   Analyses a;
   a.layout = ResolveRunLayout(run, options.layout);

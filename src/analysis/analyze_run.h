@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "analysis/common/rank_map.h"
 #include "analysis/common/run_layout.h"
@@ -50,6 +51,11 @@ struct Analyses {
   StallAnalysis stall;  // live only: ranks whose steps stopped (stall_detector.h)
   // Other tools' straggler reports in the logs (tool_reports/straggler_reports.h).
   ToolReportAnalysis tool_reports;
+
+  // Every detector's findings, in report order: hang, stall, pipelines,
+  // traces, steps, pauses, host CPU, hardware, network, other tools. Every
+  // report lists these; a new detector adds its findings here.
+  std::vector<const Finding*> AllFindings() const;
 };
 
 // Every detector's thresholds, in one place; each member's defaults and

@@ -364,9 +364,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
-  in.emplace(ReportInput{*run, a.steps, a.traces, verdict, &a.hardware, &a.network, &a.ranks,
-                         &a.pipelines, &a.layout, &a.hang, &a.stall, &a.pauses, &a.host_cpu,
-                         &a.tool_reports});
+  in.emplace(ReportInput{*run, a, verdict});
 
   bool to_stdout = false;
   bool outputs_ok = true;
@@ -394,7 +392,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     return kExitNoInput;
   }
   if (o.record.record) {
-    std::vector<const Finding*> findings = in->AllFindings();
+    std::vector<const Finding*> findings = in->analyses.AllFindings();
     outputs_ok &= RecordVerdict(o.record, o.paths.front(), *run, a.ranks, verdict, findings, err);
   }
   if (!outputs_ok) return kExitOutputFailed;

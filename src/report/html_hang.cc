@@ -136,9 +136,9 @@ std::string GroupTable(const HangGroupState& g, const Finding* decided, bool dec
 }  // namespace
 
 std::string HangSectionHtml(const ReportInput& in) {
-  const Finding* f = report_hang::DecidedFinding(in.hang);
+  const Finding* f = report_hang::DecidedFinding(&in.analyses.hang);
   if (f == nullptr) return "";
-  const HangGroupState* decided_group = report_hang::DecidedGroup(*in.hang, *f);
+  const HangGroupState* decided_group = report_hang::DecidedGroup(in.analyses.hang, *f);
   std::string h = "<section class=\"card hang\" id=\"hang\">\n<h2>Hang</h2>\n";
   size_t dumps = in.run.hang.dumps.size(), lines = in.run.hang.events.size();
   h += "<p class=\"sub\">" +
@@ -161,7 +161,7 @@ std::string HangSectionHtml(const ReportInput& in) {
   // The decided group first, then the others in the detector's order.
   std::vector<const HangGroupState*> groups;
   if (decided_group != nullptr) groups.push_back(decided_group);
-  for (const HangGroupState& g : in.hang->groups) {
+  for (const HangGroupState& g : in.analyses.hang.groups) {
     if (&g != decided_group) groups.push_back(&g);
   }
   for (size_t i = 0; i < groups.size() && i < kMaxHangGroups; ++i) {

@@ -37,7 +37,7 @@ Json TopGroups(const std::vector<WhatIfGroup>& groups, std::string_view prefix) 
 // points into its file).
 Json FindingsOf(const ReportInput& in, const OpTimeline& t) {
   Json out = Json::array();
-  for (const Finding& f : in.pipelines->findings) {
+  for (const Finding& f : in.analyses.pipelines.findings) {
     bool ours = std::any_of(f.evidence.begin(), f.evidence.end(), [&](const Evidence& e) {
       return e.source && e.source->file == t.file;
     });
@@ -98,10 +98,10 @@ Json WhatIfHeatmap(const WhatIf& w, const std::vector<TimelineWorker>& workers) 
 
 Json OpTimelineWhatIfs(const ReportInput& in) {
   Json out = Json::array();
-  if (in.pipelines == nullptr) return out;
   const Run& run = in.run;
-  for (size_t i = 0; i < in.pipelines->timelines.size() && i < run.op_timelines.size(); ++i) {
-    const PipelineMetrics& m = in.pipelines->timelines[i];
+  for (size_t i = 0; i < in.analyses.pipelines.timelines.size() && i < run.op_timelines.size();
+       ++i) {
+    const PipelineMetrics& m = in.analyses.pipelines.timelines[i];
     const OpTimeline& t = run.op_timelines[i];
     if (!m.whatif || m.file != t.file) continue;
     const WhatIf& w = *m.whatif;

@@ -439,18 +439,18 @@ Json BuildReport(const ReportInput& in) {
   root["verdict"] = VerdictJson(in.verdict);
   if (in.run.jobs.several()) root["jobs"] = JobsJson(in.run.jobs);
   Json findings = Json::array();
-  for (const Finding* f : in.AllFindings()) findings.push_back(FindingJson(in.run, *f));
+  for (const Finding* f : in.analyses.AllFindings()) findings.push_back(FindingJson(in.run, *f));
   root["findings"] = std::move(findings);
-  root["ranks"] = RanksJson(in.steps);
-  root["job"] = JobJson(in.steps.job);
-  root["traces"] = TracesJson(in.run, in.traces);
-  if (in.hardware != nullptr) root["hardware"] = HardwareJson(in.run, *in.hardware);
+  root["ranks"] = RanksJson(in.analyses.steps);
+  root["job"] = JobJson(in.analyses.steps.job);
+  root["traces"] = TracesJson(in.run, in.analyses.traces);
+  root["hardware"] = HardwareJson(in.run, in.analyses.hardware);
   if (const RankMap* map = in.RankMapShown()) root["rank_map"] = RankMapJson(*map);
-  if (in.network != nullptr) root["network"] = NetworkJson(in.run, *in.network);
-  if (in.layout != nullptr && (in.layout->layout || !in.layout->conflicts.empty())) {
-    root["parallel_layout"] = LayoutJson(in.run, *in.layout);
+  root["network"] = NetworkJson(in.run, in.analyses.network);
+  if (in.analyses.layout.layout || !in.analyses.layout.conflicts.empty()) {
+    root["parallel_layout"] = LayoutJson(in.run, in.analyses.layout);
   }
-  if (in.hang != nullptr && in.hang->hang) root["hang"] = HangJson(*in.hang);
+  if (in.analyses.hang.hang) root["hang"] = HangJson(in.analyses.hang);
   root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);
   return root;

@@ -224,9 +224,9 @@ class HangTimelineBuilder {
   }
 
   void PlaceDecided() {
-    const Finding* f = report_hang::DecidedFinding(in_.hang);
+    const Finding* f = report_hang::DecidedFinding(&in_.analyses.hang);
     if (f == nullptr) return;
-    const HangGroupState* g = report_hang::DecidedGroup(*in_.hang, *f);
+    const HangGroupState* g = report_hang::DecidedGroup(in_.analyses.hang, *f);
     std::optional<TimeNs> at;
     if (g != nullptr) {
       at = StuckTime(*g);

@@ -254,9 +254,9 @@ Json WriteOpTimelines(const ReportInput& in, TimeNs t0, int first_pid, int& next
     const OpTimeline& t = run.op_timelines[i];
     // AnalyzePipelines() measures the run's timelines in order.
     const PipelineMetrics* m = nullptr;
-    if (in.pipelines != nullptr && i < in.pipelines->timelines.size() &&
-        in.pipelines->timelines[i].file == t.file) {
-      m = &in.pipelines->timelines[i];
+    if (i < in.analyses.pipelines.timelines.size() &&
+        in.analyses.pipelines.timelines[i].file == t.file) {
+      m = &in.analyses.pipelines.timelines[i];
     }
     std::string title = "op timeline: ";
     if (run.op_timelines.size() > 1) {

@@ -118,7 +118,7 @@ void AssignPids(const ReportInput& in, Layout& l) {
     l.host_of_rank[s.info.rank] = s.info.host;
     if (s.info.host) host_set.insert(*s.info.host);
   }
-  for (const RankTraceStats& st : in.traces.ranks) {
+  for (const RankTraceStats& st : in.analyses.traces.ranks) {
     auto& h = l.host_of_rank[st.rank];
     if (!h) h = st.host;
     if (st.host) host_set.insert(*st.host);
@@ -137,7 +137,7 @@ void AssignPids(const ReportInput& in, Layout& l) {
 // Host clock offsets: the median of its traced ranks' offsets.
 void AssignHostOffsets(const ReportInput& in, Layout& l) {
   std::map<std::string, std::vector<int64_t>> host_offsets;
-  for (const RankTraceStats& st : in.traces.ranks) {
+  for (const RankTraceStats& st : in.analyses.traces.ranks) {
     const std::optional<std::string>& host = l.host_of_rank[st.rank];
     if (host && st.clock_offset_ns) host_offsets[*host].push_back(*st.clock_offset_ns);
   }
@@ -163,7 +163,7 @@ void FindOrigin(const ReportInput& in, const std::vector<const Finding*>& findin
     if (!AllLogged(s)) continue;
     for (const StepRecord& r : s.steps) see(*r.start_ns);
   }
-  for (const RankTraceStats& st : in.traces.ranks) {
+  for (const RankTraceStats& st : in.analyses.traces.ranks) {
     if (st.trace >= run.traces.size()) continue;
     const RankTrace& t = run.traces[st.trace];
     int64_t off = st.clock_offset_ns.value_or(0);
@@ -356,7 +356,7 @@ void MergedTraceWriter::WriteRanks() {
   std::map<int, std::vector<int32_t>> ranks_of_pid;
   for (auto& [rank, host] : l_.host_of_rank) ranks_of_pid[PidFor(host)].push_back(rank);
   std::map<int32_t, const RankTraceStats*> trace_of_rank;
-  for (const RankTraceStats& st : in_.traces.ranks) trace_of_rank[st.rank] = &st;
+  for (const RankTraceStats& st : in_.analyses.traces.ranks) trace_of_rank[st.rank] = &st;
 
   for (auto& [pid, ranks] : ranks_of_pid) {
     for (int32_t rank : ranks) {
@@ -479,9 +479,10 @@ std::optional<int64_t> MergedTraceWriter::FindingTs(const Finding& f, bool from_
 // job process; those without a time are listed in otherData.
 void MergedTraceWriter::WriteFindings(const std::vector<const Finding*>& findings) {
   std::set<const Finding*> from_traces;
-  for (const Finding& f : in_.traces.findings) from_traces.insert(&f);
+  for (const Finding& f : in_.analyses.traces.findings) from_traces.insert(&f);
   // The decided hang finding, when it has a time, is WriteHangInstants()'s.
-  const Finding* hang_decided = hang_.decided ? report_hang::DecidedFinding(in_.hang) : nullptr;
+  const Finding* hang_decided =
+      hang_.decided ? report_hang::DecidedFinding(&in_.analyses.hang) : nullptr;
   for (const Finding* fp : findings) {
     if (fp == hang_decided) continue;
     const Finding& f = *fp;
@@ -568,7 +569,7 @@ void MergedTraceWriter::Finish() {
 }  // namespace
 
 void WriteMergedTrace(const ReportInput& in, std::ostream& os) {
-  std::vector<const Finding*> findings = in.AllFindings();
+  std::vector<const Finding*> findings = in.analyses.AllFindings();
   Layout layout;
   AssignPids(in, layout);
   AssignHostOffsets(in, layout);

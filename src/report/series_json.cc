@@ -111,7 +111,7 @@ Json GpusJson(const ReportInput& in, const std::optional<TimeNs>& origin) {
     if (s.info.host && s.info.local_gpu)
       rank_of_gpu.emplace(std::make_pair(*s.info.host, *s.info.local_gpu), s.info.rank);
   }
-  for (const RankTraceStats& st : in.traces.ranks) {
+  for (const RankTraceStats& st : in.analyses.traces.ranks) {
     if (st.trace >= run.traces.size()) continue;
     const RankTrace& t = run.traces[st.trace];
     if (t.host && t.device) rank_of_gpu.emplace(std::make_pair(*t.host, *t.device), st.rank);
@@ -209,7 +209,7 @@ Json BuildSeries(const ReportInput& in) {
 
   std::vector<std::pair<int32_t, std::vector<AlignedCall>>> calls;
   size_t traced_ranks = 0;
-  for (const RankTraceStats& st : in.traces.ranks) {
+  for (const RankTraceStats& st : in.analyses.traces.ranks) {
     std::vector<AlignedCall> c = AlignedCalls(run, st);
     if (c.empty()) continue;
     ++traced_ranks;

@@ -174,13 +174,13 @@ void PrintTraceRows(const std::vector<TraceRow>& rows, std::ostream& out) {
 }
 
 void RenderTraceTable(const ReportInput& in, std::ostream& out) {
-  const std::vector<RankTraceStats>& ranks = in.traces.ranks;
+  const std::vector<RankTraceStats>& ranks = in.analyses.traces.ranks;
   std::vector<TraceRow> rows;
   if (ranks.size() <= kAllTraceRowsUpTo) {
     for (const RankTraceStats& t : ranks) rows.push_back(RankRow(t));
   } else {
     std::set<int32_t> culprits;
-    if (in.traces.culprit) culprits.insert(*in.traces.culprit);
+    if (in.analyses.traces.culprit) culprits.insert(*in.analyses.traces.culprit);
     for (const Culprit& c : in.verdict.culprits) {
       if (c.entity.rank) culprits.insert(*c.entity.rank);
     }
@@ -196,7 +196,7 @@ void RenderTraceTable(const ReportInput& in, std::ostream& out) {
     for (size_t i = 0; i < kTopTraceRows; ++i) rows.push_back(RankRow(*order[i]));
     rows.push_back(MedianRow(ranks));
   }
-  const std::vector<TraceBusyStats>& unranked = in.traces.unranked;
+  const std::vector<TraceBusyStats>& unranked = in.analyses.traces.unranked;
   const size_t unranked_rows =
       unranked.size() <= kAllTraceRowsUpTo ? unranked.size() : kTopTraceRows;
   for (size_t i = 0; i < unranked_rows; ++i) {
@@ -289,8 +289,7 @@ void RenderJobs(const Run& run, std::ostream& out) {
 }
 
 void RenderLayout(const ReportInput& in, std::ostream& out) {
-  if (in.layout == nullptr) return;
-  if (const auto& r = in.layout->layout) {
+  if (const auto& r = in.analyses.layout.layout) {
     const ParallelLayout& l = r->layout;
     std::string from = LayoutSourceName(r->source);
     if (r->src && r->src->file < in.run.files.size()) {
@@ -303,14 +302,13 @@ void RenderLayout(const ReportInput& in, std::ostream& out) {
         l.dp, l.pp, l.tp, l.cp > 1 ? fmt::format(" x cp {}", l.cp) : "",
         l.vpp > 1 ? fmt::format(", {} virtual stages", l.vpp) : "", from);
   }
-  for (const std::string& c : in.layout->conflicts)
+  for (const std::string& c : in.analyses.layout.conflicts)
     out << "parallel layout not used: " << c << "\n";
 }
 
 // The what-if replay of each op timeline: one line per decomposition.
 void RenderWhatIf(const ReportInput& in, std::ostream& out) {
-  if (in.pipelines == nullptr) return;
-  for (const PipelineMetrics& m : in.pipelines->timelines) {
+  for (const PipelineMetrics& m : in.analyses.pipelines.timelines) {
     if (!m.whatif) continue;
     const WhatIf& w = *m.whatif;
     out << fmt::format(
@@ -370,7 +368,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     }
   }
 
-  const JobStepStats& job = in.steps.job;
+  const JobStepStats& job = in.analyses.steps.job;
   out << "\n";
   if (job.median_step_s) {
     out << fmt::format("job: {}, {} analysed, median step {:.4g} s",
@@ -383,14 +381,15 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
     out << "\n";
   }
 
-  if (!in.traces.ranks.empty() || !in.traces.unranked.empty()) {
-    out << fmt::format("traces: {}, {} matched", Count(in.traces.ranks.size(), "rank", "ranks"),
-                       Count(in.traces.instances, "collective instance", "collective instances"));
-    if (!in.traces.unranked.empty())
-      out << fmt::format(", {} without a rank", in.traces.unranked.size());
-    if (in.traces.median_transfer_ns) {
+  if (!in.analyses.traces.ranks.empty() || !in.analyses.traces.unranked.empty()) {
+    out << fmt::format(
+        "traces: {}, {} matched", Count(in.analyses.traces.ranks.size(), "rank", "ranks"),
+        Count(in.analyses.traces.instances, "collective instance", "collective instances"));
+    if (!in.analyses.traces.unranked.empty())
+      out << fmt::format(", {} without a rank", in.analyses.traces.unranked.size());
+    if (in.analyses.traces.median_transfer_ns) {
       out << fmt::format(", median transfer {:.3g} ms",
-                         static_cast<double>(*in.traces.median_transfer_ns) / 1e6);
+                         static_cast<double>(*in.analyses.traces.median_transfer_ns) / 1e6);
     }
     out << "\n";
     RenderTraceTable(in, out);
@@ -399,7 +398,7 @@ void RenderText(const ReportInput& in, const TextOptions& options, std::ostream&
   RenderLayout(in, out);
   RenderWhatIf(in, out);
 
-  std::vector<const Finding*> findings = in.AllFindings();
+  std::vector<const Finding*> findings = in.analyses.AllFindings();
   if (!findings.empty()) {
     out << "\n" << style("findings", "1") << "\n";
     size_t shown = 0;

@@ -46,11 +46,15 @@ inline FlightRecorderDump FrDump(int32_t rank, int64_t enqueued, int64_t complet
 struct HangDiagnosed {
   Diagnosed d;
   HangAnalysis hang;
+  // d's analyses with `hang`, as the reports read them.
   ReportInput input() const {
-    ReportInput in = d.input();
-    in.hang = &hang;
-    return in;
+    with_hang_ = d.analyses;
+    with_hang_.hang = hang;
+    return ReportInput{d.run, with_hang_, d.verdict};
   }
+
+ private:
+  mutable Analyses with_hang_;
 };
 
 // Ranks 0 and 1 completed all_reduce #5 and wait in #6 (started at 11.2 s

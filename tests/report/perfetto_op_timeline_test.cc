@@ -154,8 +154,8 @@ TEST(MergedTraceOpTimelineTest, ProcessesComeAfterTheHostsAndKeepTidsGlobal) {
   auto d = testing_util::SimulatedRun(dir.path(), testing_util::FixtureOptions{.traces = false});
   auto p = PipelineRun(2, 2, PipelineFault::kNone);
   d->run.op_timelines = p->run.op_timelines;
+  d->analyses.pipelines = p->analyses.pipelines;
   ReportInput in = d->input();
-  in.pipelines = &p->analyses.pipelines;
   Json trace = MergedTrace(in);
   std::map<int, std::string> processes = Processes(trace);
   int last_host = PidOf(processes, "node-01");
@@ -263,7 +263,7 @@ TEST(MergedTraceOpTimelineTest, SimulatedJobKeepsItsOpsOnFewLanesAndTheIdealStep
   run.op_timelines.push_back(SimulatedTimeline(2, 4, 2, "slow_worker@dp=1,pp=2,tp=1:1.4", 6));
   Analyses a = AnalyzeRun(run, AnalysisOptions{});
   Verdict v = DecideVerdict(run, a);
-  ReportInput in{run, a.steps, a.traces, v, &a.hardware, &a.network, &a.ranks, &a.pipelines};
+  ReportInput in{run, a, v};
   Json trace = MergedTrace(in);
   // A compute lane and one for the transfers that overlap it, at most.
   for (auto& [pid, names] : Threads(trace)) {

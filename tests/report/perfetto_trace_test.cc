@@ -287,7 +287,7 @@ TEST_F(MergedTraceTest, FindingsAreInstantsAtTheirOnsetStep) {
   EXPECT_TRUE(found) << "no step.straggler instant";
   EXPECT_TRUE(late_found) << "no trace.late_arrival instant";
   // Findings without a time are listed, not dropped silently.
-  size_t findings = run_->steps.findings.size() + run_->traces.findings.size();
+  size_t findings = run_->analyses.steps.findings.size() + run_->analyses.traces.findings.size();
   EXPECT_EQ(instants + (*trace_)["otherData"]["findings_without_time"].size(), findings);
 }
 

@@ -27,16 +27,7 @@ struct PipelineDiagnosed {
   Run run;
   Analyses analyses;
   Verdict verdict;
-  ReportInput input() const {
-    return ReportInput{run,
-                       analyses.steps,
-                       analyses.traces,
-                       verdict,
-                       &analyses.hardware,
-                       &analyses.network,
-                       &analyses.ranks,
-                       &analyses.pipelines};
-  }
+  ReportInput input() const { return ReportInput{run, analyses, verdict}; }
   const WhatIf& whatif() const { return *analyses.pipelines.timelines.at(0).whatif; }
 };
 

@@ -58,8 +58,8 @@ TEST(TextReportTest, ASmallJobShowsEveryRankInRankOrder) {
 TEST(TextReportTest, ALargeJobShowsTheCulpritFirstAndTheMedianOfAllRanks) {
   TempDir dir;
   auto d = SimulatedRun(dir.path(), FixtureOptions{.hardware = false, .ranks = 16});
-  ASSERT_EQ(d->traces.ranks.size(), 16u);
-  ASSERT_EQ(d->traces.culprit, testing_util::kFixtureCulprit);
+  ASSERT_EQ(d->analyses.traces.ranks.size(), 16u);
+  ASSERT_EQ(d->analyses.traces.culprit, testing_util::kFixtureCulprit);
   std::string text = Text(d->input());
   std::vector<std::string> table = TraceTable(text);
   // header, 6 ranks, the median row, the "more ranks" line
@@ -77,9 +77,9 @@ TEST(TextReportTest, TracesWithoutARankGetTheirOwnRowsAndFileNames) {
   RankTrace& lost = d->run.traces[3];
   const int32_t lost_rank = *lost.rank;
   lost.rank.reset();
-  d->traces = AnalyzeTraces(d->run);
-  ASSERT_EQ(d->traces.ranks.size(), 7u);
-  ASSERT_EQ(d->traces.unranked.size(), 1u);
+  d->analyses.traces = AnalyzeTraces(d->run);
+  ASSERT_EQ(d->analyses.traces.ranks.size(), 7u);
+  ASSERT_EQ(d->analyses.traces.unranked.size(), 1u);
   std::string text = Text(d->input());
   EXPECT_NE(text.find("traces: 7 ranks"), std::string::npos) << text;
   EXPECT_NE(text.find(", 1 without a rank"), std::string::npos) << text;
