@@ -1,5 +1,5 @@
 // agent_bench: the cost of `laggard agent` on a node, and how many
-// concurrent scrapes /metrics takes (issue 8: < 0.5% of one core and
+// concurrent scrapes /metrics takes (targets: < 0.5% of one core and
 // < 30 MB RSS at 1 Hz with 8 GPUs; >= 1,000 concurrent scrapes without
 // error).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# How long a new user and the team's own loop wait for the build (issue 43;
-# results: docs/performance.md, "Build"). Needs the Debian packages of
+# How long a new user and a developer's edit-build-test loop wait for the
+# build (results: docs/performance.md, "Build"). Needs the Debian packages of
 # scripts/dev.sh already installed; run it with nothing else building.
 #
 #   bench/build_bench.sh [--keep] [--skip-test] [--user-cache]
@@ -18,9 +18,10 @@
 # The clones are of HEAD plus the working tree's uncommitted changes, in a
 # temporary folder with a ccache folder of their own (the user's cache is
 # neither read nor written), deleted at the end unless --keep. --user-cache
-# skips step 1 and runs B on the user's own ccache: what CI, a clean clone
-# in another folder right after a session, finds. ../shared (the corpus) is
-# linked beside the clones, so the corpus tests run as in the work tree.
+# skips step 1 and runs B on the user's own ccache: what CI, or a clean
+# clone in another folder right after a build in the work tree, finds.
+# ../shared (the corpus) is linked beside the clones, so the corpus tests
+# run as in the work tree.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 keep=0

@@ -1,5 +1,5 @@
 // hang_log_bench: how fast laggard reads a hung job's watchdog lines and
-// places the hang, at the scale of issue 23: 10,000 ranks' ProcessGroupNCCL
+// places the hang, at the scale of a large job: 10,000 ranks' ProcessGroupNCCL
 // lines in one ~50 MB log (what `cat rank*.err > all.log` of such a job
 // gives), with the torch 2.x forms real logs print (docs/input-formats.md):
 // per rank a watchdog timeout, the watchdog exception with the last

@@ -1,5 +1,5 @@
 // nsys_ingest_bench: how fast laggard reads an Nsight Systems SQLite export,
-// per core, against a bare SQLite scan of the same tables (issue 25).
+// per core, against a bare SQLite scan of the same tables.
 //
 // The export is generated in the real schema of the corpus's nsys export
 // (--schema, by default LAGGARD_CORPUS_DIR/nsys_sqlite/cuckoo_hash_report1

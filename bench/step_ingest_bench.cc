@@ -26,7 +26,7 @@
 // guests while the row ran (/proc/stat).
 //
 // At the scale of the largest jobs: --ranks 100000 --steps 1000 (10^8
-// records, ~3.6 GB of text; issue 25).
+// records, ~3.6 GB of text).
 //
 // Usage: step_ingest_bench [--ranks N] [--steps N] [--repeat N]
 //                          [--dir PATH] [--keep] [--gzip-level 1-9]

@@ -1,5 +1,5 @@
 // trace_ingest_bench: how fast laggard reads Kineto / torch.profiler traces,
-// per core, against the bare JSON parser over the same bytes (issue 3).
+// per core, against the bare JSON parser over the same bytes.
 //
 // The data is two ranks' traces of >= --size-gb GB each (1.05 by default),
 // generated with the simulator (kernels, cpu_op and cuda_runtime events,

@@ -1,8 +1,8 @@
 // What-if replay of a 1,024-worker x 32-step Megatron timeline (dp 128 x
-// pp 8, 8 microbatches, non-interleaved 1F1B; ~1.8 M ops), the issue's
-// target: < 5 s on one core. Each row runs in a forked child (its own peak
-// RSS), min / median / max over --rounds rounds, with the machine's steal
-// time while the rows ran.
+// pp 8, 8 microbatches, non-interleaved 1F1B; ~1.8 M ops). Target: < 5 s
+// on one core. Each row runs in a forked child (its own peak RSS), min /
+// median / max over --rounds rounds, with the machine's steal time while
+// the rows ran.
 //
 //   (a) graph + measured + ideal replays (WhatIfOptions::decompose false)
 //   (b) the whole what-if: (a) plus one replay per group (8 stages, 128 DP

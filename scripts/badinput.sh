@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bad-input campaign (issue 21) as a repeatable check: every real file of
+# The bad-input check (docs/reliability.md), repeatable: every real file of
 # ../shared/corpus (skipped with a message when absent) and the committed real
 # captures in tests/data/ are cut at N offsets and damaged by M mutations, and
 # each result is given to `laggard diagnose --json`. Every run must end

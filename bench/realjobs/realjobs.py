@@ -403,14 +403,13 @@ def score(truth, report):
     want = truth["faults"][0]
     if want["kind"] == "comm" and not culprits:
         # A ring runs at its slowest link: every rank's transfers slow
-        # alike, and traces alone cannot place the link (issue 18: then
-        # the verdict is communication-bound, not job_wide).
+        # alike, and traces alone cannot place the link: then the verdict
+        # is communication-bound, not job_wide.
         return v["status"] == "communication_bound", false_culprits, words
     if not culprits:
         # A mild compute fault the run has too few steps to tell from noise:
         # right when the verdict names the faulty rank's excess and asks for
-        # more steps than the run had (issue 45: "or the verdict asks for
-        # more steps with the number it needs").
+        # more steps than the run had, with the number it needs.
         asked = re.search(r"rank (\d+)'s thread used [0-9.]+x .*run ~(\d+) steps to tell",
                           v.get("summary", ""))
         if (asked and want["kind"] == "compute" and int(asked.group(1)) == want["rank"]

@@ -42,7 +42,7 @@ struct Analyses {
   HostCpuAnalysis host_cpu;    // ranks that wait for a CPU (host_cpu_detector.h)
   PipelineAnalysis pipelines;  // one entry per op timeline of the run
   RankMap ranks;
-  // The run's parallel layout (parallel_layout.h) and the statements not
+  // The run's parallel layout (common/run_layout.h) and the statements not
   // used; with pp >= 2 the step-time detector groups ranks by stage and
   // the traces' stages are compared (stage_balance.h, its finding in
   // pipelines.findings).

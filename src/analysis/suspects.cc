@@ -1,5 +1,8 @@
 #include "analysis/suspects.h"
 
+#include "analysis/steps/step_time_detector.h"
+#include "analysis/traces/trace_detector.h"
+
 namespace laggard {
 
 std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,

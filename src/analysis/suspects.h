@@ -9,11 +9,14 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/steps/step_time_detector.h"
-#include "analysis/traces/trace_detector.h"
 #include "model/run.h"
 
 namespace laggard {
+
+// The step and trace detectors' output (steps/step_time_detector.h,
+// traces/trace_detector.h): only suspects.cc reads them.
+struct StepAnalysis;
+struct TraceAnalysis;
 
 // A suspect rank, with the time of its slow steps when step start times are
 // known.

@@ -1,8 +1,8 @@
 // Transparent huge pages for malloc's heaps, which glibc (>= 2.35) turns on
 // with the tunable glibc.malloc.hugetlb=1 and reads only when a process
 // starts. A diagnosis of 10^8 step records touches 5 GB of fresh memory; on
-// the 2-core KVM guest here each 4 KiB page fault exits to the hypervisor,
-// and `laggard diagnose` of those records took 48.2 s with 4 KiB pages and
+// a 2-core KVM guest each 4 KiB page fault exits to the hypervisor, and
+// `laggard diagnose` of those records took 48.2 s with 4 KiB pages and
 // 23.4 s with huge pages, the same 5.28 GB peak RSS (docs/performance.md).
 // So main() runs laggard again, once, with the tunable added, unless
 //   - the kernel's THP mode is not "madvise" ("always" needs no tunable,
@@ -12,7 +12,7 @@
 //   - /proc/self/exe is not a file named laggard* (valgrind's tool, say);
 //   - the command reads no data (`--version`, `--help`, `formats`, no
 //     command): the second start would double its time, 9.9 ms against
-//     5.3 ms for `laggard --version` on this machine (ReadsData).
+//     5.3 ms for `laggard --version` on that guest (ReadsData).
 // glibc before 2.35 ignores the unknown tunable.
 
 #ifndef LAGGARD_CLI_HUGE_PAGES_H_

@@ -64,9 +64,9 @@ struct IngestOptions {
   // When fewer files are read at once than there are cores, a gzip input
   // is decoded on a helper thread ahead of its reader (Decode::kAhead):
   // more CPU in all (the decoded bytes are copied once more), less wall
-  // time when a core is idle. Off by default: on the shared 2-core machine
-  // it was slower by CPU and by wall (docs/performance.md); its gain on a
-  // quiet machine is not measured yet.
+  // time when a core is idle. Off by default: on a shared 2-core VM it is
+  // slower by CPU and by wall (docs/performance.md); its gain on a quiet
+  // machine is not measured.
   bool gzip_decode_ahead = false;
   // Called from the ingest threads after each file: (files done, files total,
   // bytes done). Must be thread-safe.

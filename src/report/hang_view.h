@@ -33,9 +33,9 @@ inline std::optional<int64_t> WaitingIn(const HangRankState& s) {
 }
 
 // The detector's decided finding (its first), when it found a hang.
-inline const Finding* DecidedFinding(const HangAnalysis* a) {
-  if (a == nullptr || !a->hang || a->findings.empty()) return nullptr;
-  return &a->findings.front();
+inline const Finding* DecidedFinding(const HangAnalysis& a) {
+  if (!a.hang || a.findings.empty()) return nullptr;
+  return &a.findings.front();
 }
 
 // Findings decided about one group's sequence numbers: their ranks are

@@ -136,7 +136,7 @@ std::string GroupTable(const HangGroupState& g, const Finding* decided, bool dec
 }  // namespace
 
 std::string HangSectionHtml(const ReportInput& in) {
-  const Finding* f = report_hang::DecidedFinding(&in.analyses.hang);
+  const Finding* f = report_hang::DecidedFinding(in.analyses.hang);
   if (f == nullptr) return "";
   const HangGroupState* decided_group = report_hang::DecidedGroup(in.analyses.hang, *f);
   std::string h = "<section class=\"card hang\" id=\"hang\">\n<h2>Hang</h2>\n";

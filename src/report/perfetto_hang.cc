@@ -224,7 +224,7 @@ class HangTimelineBuilder {
   }
 
   void PlaceDecided() {
-    const Finding* f = report_hang::DecidedFinding(&in_.analyses.hang);
+    const Finding* f = report_hang::DecidedFinding(in_.analyses.hang);
     if (f == nullptr) return;
     const HangGroupState* g = report_hang::DecidedGroup(in_.analyses.hang, *f);
     std::optional<TimeNs> at;

@@ -482,7 +482,7 @@ void MergedTraceWriter::WriteFindings(const std::vector<const Finding*>& finding
   for (const Finding& f : in_.analyses.traces.findings) from_traces.insert(&f);
   // The decided hang finding, when it has a time, is WriteHangInstants()'s.
   const Finding* hang_decided =
-      hang_.decided ? report_hang::DecidedFinding(&in_.analyses.hang) : nullptr;
+      hang_.decided ? report_hang::DecidedFinding(in_.analyses.hang) : nullptr;
   for (const Finding* fp : findings) {
     if (fp == hang_decided) continue;
     const Finding& f = *fp;

@@ -412,7 +412,7 @@ std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAna
 
 // Synchronised step times cannot name a rank, but traces of every rank
 // with matched collectives and no late rank can clear the run: "no
-// straggler", not "add traces" (issue 20). Not when the steps show a
+// straggler", not "add traces". Not when the steps show a
 // job-wide slowdown (those verdicts come first) or some ranks are not
 // traced.
 std::optional<Verdict> TracesClearVerdict(const StepAnalysis& steps, const TraceAnalysis& traces) {

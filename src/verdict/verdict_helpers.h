@@ -116,7 +116,7 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 // time: the cost, else nullopt. Step times alone do not name such a rank
 // (bench/realjobs d8, 2026-12-06: healthy runs named rank 1 for 4 steps of
 // +12% every 4 steps, 1.4% over the run, and rank 0 for +11% over steps
-// 5-9, 1.6%; this host's cores drift apart for seconds at a time). More
+// 5-9, 1.6%; the host's cores drift apart for seconds at a time). More
 // hits, a stronger slowdown, a rank slow throughout, or one that a trace or
 // a host signal names, is judged as before; simulated pauses are named by
 // their pause findings, whatever their cost.
@@ -265,7 +265,7 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 // whose CPU ran the probe >= 1 + min_probe_excess times its peers' in the
 // profiled steps (mean), while over the run it ran < 1 + min_probe_excess
 // / 2 times theirs (median), and by enough to explain half its slowdown:
-// its core slowed while the profiler ran (this VM's cores do, often). A
+// its core slowed while the profiler ran (a shared VM's cores do, often). A
 // compute-slow one only in a CPU-only job whose CPU time per step over the
 // run is within DropUnbornOut's margin of its peers'. Dropped; with none
 // left, no straggler, said why. True when it dropped one.

@@ -32,9 +32,9 @@ TEST(AllFindingsTest, EveryDetectorsFindingsInReportOrder) {
   a.hang.findings.push_back(Tagged("hang"));
   std::vector<std::string> got;
   for (const Finding* f : a.AllFindings()) got.push_back(f->message);
-  EXPECT_EQ(got, (std::vector<std::string>{"hang", "stall", "pipelines", "traces", "steps",
-                                           "steps 2", "pauses", "host_cpu", "hardware", "network",
-                                           "tool_reports"}));
+  EXPECT_EQ(
+      got, (std::vector<std::string>{"hang", "stall", "pipelines", "traces", "steps", "steps 2",
+                                     "pauses", "host_cpu", "hardware", "network", "tool_reports"}));
 }
 
 TEST(AllFindingsTest, PointsIntoTheAnalysesNotAtCopies) {

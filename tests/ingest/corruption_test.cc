@@ -192,7 +192,7 @@ TEST(CorruptionTest, ConcatenatedGzipMembersAreAllRead) {
 }
 
 TEST(CorruptionTest, OneLineOfNulBytesLeavesALogText) {
-  // Issue 20: a block a crash left unwritten damages one line, not the file.
+  // A block a crash left unwritten damages one line, not the file.
   TempDir dir;
   std::string log = ArticleLines(0, 3) + std::string("\0\x01\x02\xff\xfe", 5) + ArticleLines(3, 6);
   laggard::Run run = IngestPaths({WriteFile(dir.File("rank0.log"), log)});

@@ -44,17 +44,12 @@ inline FlightRecorderDump FrDump(int32_t rank, int64_t enqueued, int64_t complet
 }
 
 struct HangDiagnosed {
-  Diagnosed d;
-  HangAnalysis hang;
-  // d's analyses with `hang`, as the reports read them.
-  ReportInput input() const {
-    with_hang_ = d.analyses;
-    with_hang_.hang = hang;
-    return ReportInput{d.run, with_hang_, d.verdict};
-  }
+  HangDiagnosed() = default;
+  HangDiagnosed(const HangDiagnosed&) = delete;  // `hang` refers into d
 
- private:
-  mutable Analyses with_hang_;
+  Diagnosed d;
+  HangAnalysis& hang = d.analyses.hang;  // the hang detector's output, as reports read it
+  ReportInput input() const { return d.input(); }
 };
 
 // Ranks 0 and 1 completed all_reduce #5 and wait in #6 (started at 11.2 s

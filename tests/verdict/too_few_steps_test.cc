@@ -1,5 +1,5 @@
 // Runs too short to tell a 10% straggler from their own noise get "cannot
-// tell: N steps, need M", never a culprit (issue 45, bad input).
+// tell: N steps, need M", never a culprit.
 
 #include <gtest/gtest.h>
 

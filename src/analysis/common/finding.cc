@@ -1,6 +1,7 @@
 #include "analysis/common/finding.h"
 
 #include <iterator>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -255,6 +256,14 @@ std::string RankListText(const std::vector<int32_t>& ranks) {
     s += fmt::format("{}{}", i ? ", " : "", ranks[i]);
   if (ranks.size() > 8) s += fmt::format(", ... ({} ranks)", ranks.size());
   return s;
+}
+
+Finding MakeFinding(FindingCode code, Entity entity) {
+  Finding f;
+  f.code = code;
+  f.severity = Describe(code).severity;
+  f.entity = std::move(entity);
+  return f;
 }
 
 }  // namespace laggard

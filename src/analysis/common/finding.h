@@ -208,6 +208,10 @@ struct Finding {
   std::vector<int32_t> ranks;  // ranks behind a host / NIC finding
 };
 
+// A finding of `code` about `entity`, with the catalogue's severity
+// (Describe(code).severity); the detector fills in the rest.
+Finding MakeFinding(FindingCode code, Entity entity = {});
+
 }  // namespace laggard
 
 #endif  // LAGGARD_ANALYSIS_COMMON_FINDING_H_

@@ -20,6 +20,7 @@
 #include "analysis/hangs/hang_jobs.h"
 #include "analysis/hangs/hang_ras.h"
 #include "analysis/hangs/hang_reports.h"
+#include "analysis/hangs/hang_rules.h"
 #include "analysis/hangs/hang_transport.h"
 #include "base/text.h"
 
@@ -27,31 +28,6 @@ namespace laggard {
 namespace {
 
 HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o);
-
-constexpr double kConfidenceAllDumps = 0.85;
-constexpr double kConfidencePartial = 0.6;
-constexpr double kConfidenceLines = 0.5;
-
-std::string RankList(const std::vector<int32_t>& ranks, size_t max) {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < ranks.size() && i < max; ++i) parts.push_back(std::to_string(ranks[i]));
-  std::string s = fmt::format("{}", fmt::join(parts, ", "));
-  if (ranks.size() > max) s += fmt::format(" (+{} more)", ranks.size() - max);
-  return s;
-}
-
-// "rank 2" / "ranks 0, 1, 3".
-std::string Ranks(const std::vector<int32_t>& ranks, size_t max) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks, max);
-}
-
-std::string FramesText(const std::vector<StackFrame>& frames) {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < frames.size() && i < 4; ++i) {
-    parts.push_back(fmt::format("{} ({}:{})", frames[i].name, frames[i].file, frames[i].line));
-  }
-  return fmt::format("{}", fmt::join(parts, " <- "));
-}
 
 std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& events) {
   int32_t world = RanksSeen(run);
@@ -80,52 +56,6 @@ std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& eve
   }
   if (world <= 0) return std::nullopt;
   return world;
-}
-
-// "process group 0 (default_pg)"; a group matched by pg_config other than
-// the default one also by its ranks, since one description can name
-// several groups: "process group 2 / 1 (DATA_PARALLEL_GROUP, ranks 1, 3,
-// 5, 7)".
-std::string GroupName(const HangGroupState& g) {
-  if (g.pg_id == "?") return "a process group the lines do not name";
-  std::string what = g.pg_desc;
-  if (g.matched && !g.members.empty() && g.pg_desc != "default_pg") {
-    what += fmt::format("{}ranks {}", what.empty() ? "" : ", ", RankListText(g.members));
-  }
-  return what.empty() ? fmt::format("process group {}", g.pg_id)
-                      : fmt::format("process group {} ({})", g.pg_id, what);
-}
-
-Finding Base(FindingCode code) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
-  return f;
-}
-
-double ConfidenceOf(const HangGroupState& g) {
-  bool dumps = std::all_of(g.ranks.begin(), g.ranks.end(),
-                           [](const HangRankState& s) { return s.from_dump; });
-  if (!dumps) return kConfidenceLines;
-  return !g.members.empty() && g.ranks.size() == g.members.size() ? kConfidenceAllDumps
-                                                                  : kConfidencePartial;
-}
-
-void AddStateEvidence(Finding& f, const HangRankState& s) {
-  std::string where = fmt::format("rank {}: last enqueued #{}, last completed #{}", s.rank,
-                                  s.enqueued ? std::to_string(*s.enqueued) : "?",
-                                  s.completed ? std::to_string(*s.completed) : "?");
-  if (s.started && s.started != s.enqueued) where += fmt::format(", last started #{}", *s.started);
-  if (!s.op_waiting.empty()) {
-    where += fmt::format(", waiting in {}", s.op_waiting);
-    if (!s.sizes_waiting.empty() && s.sizes_waiting != "[]") where += " " + s.sizes_waiting;
-  }
-  if (s.timed_out) where += fmt::format(", watchdog on #{}", *s.timed_out);
-  f.evidence.push_back({where, s.src});
-  if (!s.frames.empty()) {
-    f.evidence.push_back(
-        {fmt::format("rank {}'s last entry's stack: {}", s.rank, FramesText(s.frames)), s.src});
-  }
 }
 
 // A collective whose root finishes before its receivers do: a rank one
@@ -163,7 +93,7 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
     for (const auto& [op, ranks] : by_op) at_most += ranks.size() == most ? 1 : 0;
     const bool strict = at_most == 1;
     std::string majority;
-    Finding f = Base(FindingCode::kHangDesync);
+    Finding f = MakeFinding(FindingCode::kHangDesync);
     for (const auto& [op, ranks] : by_op) {
       if (strict && ranks.size() == most) {
         majority = op;
@@ -229,7 +159,7 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
     if (WaitsInCollective(s) && !s.op_waiting.empty()) waited = s.op_waiting;
   }
   if (furthest == n && RootedOp(OpKey(waited))) return std::nullopt;
-  Finding f = Base(FindingCode::kHangDesync);
+  Finding f = MakeFinding(FindingCode::kHangDesync);
   f.ranks = behind;
   f.entity.rank = behind.front();
   f.message = fmt::format(
@@ -248,274 +178,6 @@ std::optional<Finding> DecideDesync(const HangGroupState& g, const HangDetectorO
   return f;
 }
 
-// Ranks that wait in a collective of some group (enqueued past what they
-// completed, or timed out). One of them behind in another group is held
-// by the collective it waits in (its host blocks on it, or its GPU queues
-// behind it), not stopped on its own: it is never named for being behind.
-std::set<int32_t> RanksWaiting(const std::vector<HangGroupState>& groups) {
-  std::set<int32_t> out;
-  for (const HangGroupState& g : groups) {
-    for (const HangRankState& s : g.ranks) {
-      if (WaitsInCollective(s)) out.insert(s.rank);
-    }
-  }
-  return out;
-}
-
-// The ranks of one group that never reached its stuck collective N while
-// others wait in it.
-struct NotReached {
-  const HangGroupState* g = nullptr;
-  std::vector<int32_t> missing;  // done with all they enqueued, the last before N; waiting nowhere
-  std::vector<int32_t> waiting;  // in N or later
-  // Every missing rank's last enqueued is its own dump's (pg_status), not
-  // inferred from a line: its host never issued N.
-  bool host_side = false;
-};
-
-std::optional<NotReached> NotReachedIn(const HangGroupState& g,
-                                       const std::set<int32_t>& waiting_anywhere) {
-  if (!g.stuck_seq) return std::nullopt;
-  const int64_t n = *g.stuck_seq;
-  NotReached r;
-  r.g = &g;
-  r.host_side = true;
-  for (const HangRankState& s : g.ranks) {
-    if (WaitsInCollective(s)) {
-      r.waiting.push_back(s.rank);
-    } else if (s.completed && *s.completed < n && !waiting_anywhere.count(s.rank)) {
-      r.missing.push_back(s.rank);
-      r.host_side = r.host_side && s.from_dump && s.enqueued && *s.enqueued < n;
-    }
-  }
-  if (r.missing.empty() || r.waiting.empty()) return std::nullopt;
-  return r;
-}
-
-const HangRankState* StateOf(const HangGroupState& g, int32_t rank) {
-  for (const HangRankState& s : g.ranks) {
-    if (s.rank == rank) return &s;
-  }
-  return nullptr;
-}
-
-// " (nccl:all_reduce)": the op a waiting rank waits in, when known.
-std::string WaitedOp(const HangGroupState& g) {
-  std::string op;
-  for (const HangRankState& s : g.ranks) {
-    if (WaitsInCollective(s) && !s.op_waiting.empty()) op = " (" + s.op_waiting + ")";
-  }
-  return op;
-}
-
-// Evidence not tied to the group decided: how the groups were matched.
-void AddMatchingEvidence(Finding& f, size_t dumps_without_config) {
-  if (dumps_without_config == 0) return;
-  f.evidence.push_back(
-      {fmt::format("{} Flight Recorder dump{} without pg_config (older versions): {} groups "
-                   "could not be matched across ranks and were taken by id, which each process "
-                   "counts on its own; one id may name different groups on different ranks",
-                   dumps_without_config, dumps_without_config == 1 ? "" : "s",
-                   dumps_without_config == 1 ? "its" : "their"),
-       std::nullopt});
-  f.confidence = std::min(f.confidence, kConfidencePartial);
-}
-
-Finding NotJoined(const NotReached& r, const HangDetectorOptions& o) {
-  const HangGroupState& g = *r.g;
-  const int64_t n = *g.stuck_seq;
-  Finding f = Base(FindingCode::kHangNotJoined);
-  f.ranks = r.missing;
-  f.entity.rank = r.missing.front();
-  f.message = fmt::format(
-      "{}: {} never reached collective #{}{}, which {} wait in: finished #{} and stopped "
-      "before it",
-      GroupName(g), Ranks(r.missing, o.max_ranks_listed), n, WaitedOp(g),
-      Ranks(r.waiting, o.max_ranks_listed), n - 1);
-  f.confidence = ConfidenceOf(g);
-  for (int32_t m : r.missing) AddStateEvidence(f, *StateOf(g, m));
-  for (int32_t w : r.waiting) {
-    if (f.evidence.size() < 8) AddStateEvidence(f, *StateOf(g, w));
-  }
-  f.next_steps.push_back(fmt::format(
-      "see where rank {} is: `py-spy dump --pid PID` on its host (every python process of it); "
-      "check its GPU (`dmesg | grep -i xid`, `nvidia-smi -q`) and host (CPU, memory, a stalled "
-      "data loader or checkpoint write)",
-      r.missing.front()));
-  return f;
-}
-
-// "#45250", or "#45249-#45250" when the ranks stopped at different ones.
-std::string EnqueuedText(const HangGroupState& g, const std::vector<int32_t>& ranks) {
-  std::optional<int64_t> lo, hi;
-  for (int32_t r : ranks) {
-    const HangRankState* s = StateOf(g, r);
-    if (s == nullptr || !s->enqueued) continue;
-    lo = lo ? std::min(*lo, *s->enqueued) : *s->enqueued;
-    hi = hi ? std::max(*hi, *s->enqueued) : *s->enqueued;
-  }
-  if (!lo) return "?";
-  return *lo == *hi ? fmt::format("#{}", *lo) : fmt::format("#{}-#{}", *lo, *hi);
-}
-
-// Ranks whose host stopped issuing, from every group that shows them
-// behind: one finding, since one stopped rank is behind in each of its
-// groups.
-Finding HostStopped(const std::vector<NotReached>& all, const HangDetectorOptions& o) {
-  constexpr size_t kGroupsSpelled = 3;
-  Finding f = Base(FindingCode::kHangHostStopped);
-  std::set<int32_t> named;
-  for (const NotReached& r : all) named.insert(r.missing.begin(), r.missing.end());
-  f.ranks.assign(named.begin(), named.end());
-  f.entity.rank = f.ranks.front();
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < all.size() && i < kGroupsSpelled; ++i) {
-    const NotReached& r = all[i];
-    const HangGroupState& g = *r.g;
-    parts.push_back(
-        fmt::format("{}: {} enqueued up to {}, while {} enqueued up to {} and {} in #{}{}",
-                    GroupName(g), Ranks(r.missing, o.max_ranks_listed), EnqueuedText(g, r.missing),
-                    Ranks(r.waiting, o.max_ranks_listed), EnqueuedText(g, r.waiting),
-                    r.waiting.size() == 1 ? "waits" : "wait", *g.stuck_seq, WaitedOp(g)));
-  }
-  if (all.size() > kGroupsSpelled) {
-    parts.push_back(fmt::format("and in {} more group{}", all.size() - kGroupsSpelled,
-                                all.size() - kGroupsSpelled == 1 ? "" : "s"));
-  }
-  const bool one = f.ranks.size() == 1;
-  f.message = fmt::format(
-      "{} stopped issuing collectives: {}; everything {} enqueued completed, so {} host "
-      "stopped, not {} GPU or the network (Python, the GIL, a data loader, a deadlock, a CPU "
-      "hang)",
-      Ranks(f.ranks, o.max_ranks_listed), fmt::join(parts, "; "), one ? "it" : "they",
-      one ? "its" : "their", one ? "its" : "their");
-  f.confidence = ConfidenceOf(*all.front().g);
-  // Each named rank's state (with its last entry's stack) in the first
-  // group that shows it behind, then the ranks waiting for it there.
-  for (int32_t rank : f.ranks) {
-    for (const NotReached& r : all) {
-      if (std::find(r.missing.begin(), r.missing.end(), rank) == r.missing.end()) continue;
-      AddStateEvidence(f, *StateOf(*r.g, rank));
-      break;
-    }
-  }
-  for (int32_t w : all.front().waiting) {
-    if (f.evidence.size() < 8) AddStateEvidence(f, *StateOf(*all.front().g, w));
-  }
-  f.next_steps.push_back(
-      DefaultNextStep(FindingCode::kHangHostStopped, fmt::arg("rank", f.ranks.front())));
-  return f;
-}
-
-// Ranks that never reached the collective their group waits in. Ranks
-// behind by their own dump's last enqueued are hang.host_stopped, across
-// every group that shows them; otherwise the first group's are
-// hang.not_joined.
-std::optional<Finding> DecideNotJoined(const std::vector<HangGroupState>& groups,
-                                       const HangDetectorOptions& o) {
-  const std::set<int32_t> waiting = RanksWaiting(groups);
-  std::vector<NotReached> all, host_side;
-  for (const HangGroupState& g : groups) {
-    if (std::optional<NotReached> r = NotReachedIn(g, waiting)) {
-      if (r->host_side) host_side.push_back(*r);
-      all.push_back(std::move(*r));
-    }
-  }
-  if (!host_side.empty()) return HostStopped(host_side, o);
-  if (!all.empty()) return NotJoined(all.front(), o);
-  return std::nullopt;
-}
-
-// Every member reported, enqueued N and waits in it: no rank is missing.
-bool AllWaitIn(const HangGroupState& g) {
-  if (!g.stuck_seq || g.members.empty() || g.ranks.size() < g.members.size()) return false;
-  return std::all_of(g.ranks.begin(), g.ranks.end(), [&](const HangRankState& s) {
-    return WaitsInCollective(s) && s.completed && *s.completed + 1 == *g.stuck_seq;
-  });
-}
-
-// Every member's GPU began N (FR last_started_collective): the transfer
-// itself hangs. A member that only enqueued it queues behind earlier work.
-bool AllStarted(const HangGroupState& g) {
-  return std::all_of(g.ranks.begin(), g.ranks.end(), [&](const HangRankState& s) {
-    return s.started && *s.started >= *g.stuck_seq;
-  });
-}
-
-std::optional<TimeNs> FirstEnqueued(const HangGroupState& g) {
-  std::optional<TimeNs> first;
-  for (const HangRankState& s : g.ranks) {
-    if (s.waiting_created_ns && (!first || *s.waiting_created_ns < *first)) {
-      first = s.waiting_created_ns;
-    }
-  }
-  return first;
-}
-
-// A collective every member enqueued and none completed: the GPU or the
-// network side. Where several groups show one, the others queue behind
-// it: the one every member's GPU started comes first, then the one
-// enqueued first. `started_only`: beside a finding already decided, only
-// a collective every member's GPU started stands on its own; the others
-// queue behind what that finding names.
-std::optional<Finding> DecideStuck(const std::vector<HangGroupState>& groups, bool started_only,
-                                   const HangDetectorOptions& o) {
-  std::vector<const HangGroupState*> stuck;
-  for (const HangGroupState& g : groups) {
-    if (AllWaitIn(g) && (!started_only || AllStarted(g))) stuck.push_back(&g);
-  }
-  if (stuck.empty()) return std::nullopt;
-  auto order = [](const HangGroupState* g) {
-    return std::make_pair(!AllStarted(*g), FirstEnqueued(*g).value_or(INT64_MAX));
-  };
-  const HangGroupState& g = **std::min_element(
-      stuck.begin(), stuck.end(),
-      [&](const HangGroupState* a, const HangGroupState* b) { return order(a) < order(b); });
-  Finding f = Base(FindingCode::kHangStuckCollective);
-  f.entity.job = true;
-  f.ranks = g.members;
-  f.message = fmt::format(
-      "{}: every one of its {} ranks enqueued collective #{}{} and none completed it: the GPU "
-      "or the network side holds it (NCCL, a link, a GPU error), no rank is missing",
-      GroupName(g), g.members.size(), *g.stuck_seq,
-      g.ranks.front().op_waiting.empty() ? "" : " (" + g.ranks.front().op_waiting + ")");
-  f.confidence = ConfidenceOf(g);
-  for (size_t i = 0; i < g.ranks.size() && i < 4; ++i) AddStateEvidence(f, g.ranks[i]);
-  // Which members' GPUs began N, where the dumps say of some that they did.
-  const bool some_started =
-      std::any_of(g.ranks.begin(), g.ranks.end(),
-                  [&](const HangRankState& s) { return s.started && *s.started >= *g.stuck_seq; });
-  for (const HangRankState& s : g.ranks) {
-    if (!some_started || !s.started || *s.started >= *g.stuck_seq) continue;
-    f.evidence.push_back(
-        {fmt::format("rank {} enqueued #{} but its GPU had not started it (last started #{}): "
-                     "its stream waits on earlier work",
-                     s.rank, *g.stuck_seq, *s.started),
-         s.src});
-  }
-  std::vector<std::string> behind;
-  for (const HangGroupState* other : stuck) {
-    if (other != &g) behind.push_back(GroupName(*other));
-  }
-  if (!behind.empty()) {
-    f.evidence.push_back(
-        {fmt::format(
-             "{} more group{} wait{} in a collective every member enqueued, queued "
-             "behind this one: {}",
-             behind.size(), behind.size() == 1 ? "" : "s", behind.size() == 1 ? "s" : "",
-             fmt::join(behind.begin(), behind.begin() + std::min<size_t>(behind.size(), 3), "; ")),
-         std::nullopt});
-  }
-  f.next_steps.push_back(
-      DefaultNextStep(FindingCode::kHangStuckCollective,
-                      fmt::arg("ranks", RankList(g.members, o.max_ranks_listed))));
-  f.next_steps.push_back(fmt::format(
-      "check the network between ranks {}: NCCL_DEBUG=INFO logs for NET/IB errors, ibstat and "
-      "port counters of their hosts, nccl-tests across them",
-      RankList(g.members, o.max_ranks_listed)));
-  return f;
-}
-
 // PyTorch's own desync report names the ranks that did not join.
 std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
                                          const HangDetectorOptions& o) {
@@ -530,7 +192,7 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
       lines.push_back(&e);
     }
     if (named.empty()) continue;
-    Finding f = Base(code);
+    Finding f = MakeFinding(code);
     f.ranks.assign(named.begin(), named.end());
     f.entity.rank = f.ranks.front();
     f.message = code == FindingCode::kHangDesync
@@ -608,7 +270,7 @@ std::optional<Finding> DecideProcessMissing(const std::vector<HangEvent>& events
     });
   }
   if (exited.empty()) return std::nullopt;
-  Finding f = Base(FindingCode::kHangProcessMissing);
+  Finding f = MakeFinding(FindingCode::kHangProcessMissing);
   const HangEvent* code = nullptr;    // the first exit code
   const HangEvent* raised = nullptr;  // the first uncaught exception
   for (const auto& [rank, list] : exited) {
@@ -693,7 +355,7 @@ std::string UnplacedLines(const std::vector<HangEvent>& events, Finding& f) {
 
 Finding Inconclusive(const Run& run, const std::vector<HangEvent>& events,
                      const std::vector<HangGroupState>& groups, const HangDetectorOptions& o) {
-  Finding f = Base(FindingCode::kHangInconclusive);
+  Finding f = MakeFinding(FindingCode::kHangInconclusive);
   f.entity.job = true;
   std::vector<std::string> parts;
   for (const HangGroupState& g : groups) {

@@ -14,13 +14,6 @@
 namespace laggard {
 namespace {
 
-Finding Base(FindingCode code) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
-  return f;
-}
-
 const RasCommGroup* RasGroupOf(const RasReport& r, const RasCommunicator& c) {
   for (const RasCommGroup& g : r.comm_groups) {
     if (g.index == c.group) return &g;
@@ -85,7 +78,7 @@ std::optional<Finding> DecideRasLost(const Run& run, std::optional<int32_t> worl
     }
   }
   if (lost.empty() && counts_only == nullptr) return std::nullopt;
-  Finding f = Base(FindingCode::kHangProcessMissing);
+  Finding f = MakeFinding(FindingCode::kHangProcessMissing);
   bool dead = false;
   std::vector<std::string> names;
   for (const auto& [key, p] : lost) {
@@ -210,7 +203,7 @@ std::optional<Finding> DecideRasBehind(const Run& run, std::optional<int32_t> wo
       }
     }
     if (behind.empty()) continue;  // the ranks RAS named are ahead, or none: no one to name
-    Finding f = Base(FindingCode::kHangNotJoined);
+    Finding f = MakeFinding(FindingCode::kHangNotJoined);
     const RasRank& first = *behind.front();
     std::vector<std::string> names;
     for (const RasRank* k : behind) {

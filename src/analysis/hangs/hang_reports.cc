@@ -15,13 +15,6 @@ constexpr double kConfidenceReport = 0.6;    // a tool that compared every rank'
 constexpr double kConfidenceUnplaced = 0.4;  // lines that name no group nor global rank
 constexpr size_t kEvidenceLines = 4;
 
-Finding Base(FindingCode code) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
-  return f;
-}
-
 void AddLines(Finding& f, const std::vector<const HangEvent*>& lines) {
   for (size_t i = 0; i < lines.size() && i < kEvidenceLines; ++i) {
     f.evidence.push_back({lines[i]->text, lines[i]->src});
@@ -67,7 +60,7 @@ std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events) {
   }
   if (!missing.empty()) {
     const HangEvent& first = *missing_lines.front();
-    Finding f = Base(FindingCode::kHangNotJoined);
+    Finding f = MakeFinding(FindingCode::kHangNotJoined);
     f.ranks.assign(missing.begin(), missing.end());
     f.entity.rank = f.ranks.front();
     f.message = fmt::format(
@@ -86,7 +79,7 @@ std::optional<Finding> DecideFrTrace(const std::vector<HangEvent>& events) {
   }
   if (mismatch_lines.empty()) return std::nullopt;
   const HangEvent& first = *mismatch_lines.front();
-  Finding f = Base(FindingCode::kHangDesync);
+  Finding f = MakeFinding(FindingCode::kHangDesync);
   f.entity.job = true;
   f.message = fmt::format(
       "torch's Flight Recorder analyser (fr_trace) found collective{} of {}{} not the same on "
@@ -142,7 +135,7 @@ std::optional<Finding> DecideNetSizeMismatch(const Run& run, const std::vector<H
   }
   if (lines.empty()) return std::nullopt;
   const HangEvent& first = *lines.front();
-  Finding f = Base(FindingCode::kHangDesync);
+  Finding f = MakeFinding(FindingCode::kHangDesync);
   f.entity.job = true;
   f.message = fmt::format(
       "{} found the two ends of a connection posting different sizes{}{}: the ranks disagree on "
@@ -226,7 +219,7 @@ std::optional<Finding> DecideUnplacedMismatch(const std::vector<HangEvent>& even
     if (at_most != 1 || ranks.size() != most) odd.insert(odd.end(), r.begin(), r.end());
   }
   std::sort(odd.begin(), odd.end());
-  Finding f = Base(FindingCode::kHangDesync);
+  Finding f = MakeFinding(FindingCode::kHangDesync);
   f.entity.job = true;
   f.message = fmt::format(
       "watchdog timeouts of one collective #{} run different collectives ({}): {}; the lines "

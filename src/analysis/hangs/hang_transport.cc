@@ -188,9 +188,7 @@ std::optional<Finding> DecideTransport(const Run& run, const std::vector<HangEve
       ++it->second;
     }
   }
-  Finding f;
-  f.code = FindingCode::kHangTransportError;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kHangTransportError);
   // The peers that the other hosts' errors name: one host's local error
   // explains them only when they name one peer (it, as far as an address
   // can say), not several unrelated links.

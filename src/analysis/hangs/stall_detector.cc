@@ -20,9 +20,7 @@ std::string Where(const RankProgress& p) {
 
 Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnalysis& a,
                     size_t later, bool others_stopped, size_t judged) {
-  Finding f;
-  f.code = FindingCode::kHangRankStalled;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kHangRankStalled);
   f.entity.rank = p.rank;
   f.entity.host = p.host;
   f.entity.gpu = p.gpu;
@@ -56,9 +54,7 @@ Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnal
 }
 
 Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, DurationNs silent_ns) {
-  Finding f;
-  f.code = FindingCode::kHangJobStalled;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kHangJobStalled);
   f.entity.job = true;
   int64_t high_step = a.job_step.value_or(low_step);
   std::string at = low_step == high_step ? fmt::format("at step {}", high_step)
@@ -76,9 +72,7 @@ Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, Dura
 // end.
 Finding BehindAtHang(const RankProgress& p, const StalledRank& s, size_t later, size_t judged,
                      const std::optional<SourceRef>& ahead_src) {
-  Finding f;
-  f.code = FindingCode::kHangRankStalled;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kHangRankStalled);
   f.entity.rank = p.rank;
   f.entity.host = p.host;
   f.entity.gpu = p.gpu;

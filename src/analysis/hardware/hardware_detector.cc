@@ -146,7 +146,7 @@ GpuStats Measure(const GpuRecord& g, const RankMap& ranks, const HardwareDetecto
 // own value is left out by its index in them, the median of the rest taken
 // as Median() takes it: the same numbers as collecting the others for each
 // GPU, which was quadratic in the GPUs (cubic with the NVLink lookup: a
-// 16,384-GPU diagnosis ran for minutes here).
+// 16,384-GPU diagnosis ran for minutes).
 template <typename Get>
 std::vector<std::optional<double>> PeerMedians(const std::vector<GpuStats>& all, Get get) {
   std::vector<std::optional<double>> own(all.size()), out(all.size());
@@ -646,9 +646,7 @@ std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
 std::optional<Finding> LimitChangeFinding(const GpuMetrics& gm) {
   const GpuStats& st = gm.stats;
   if (st.power_limit_changes.empty()) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kGpuPowerLimitChanged;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kGpuPowerLimitChanged);
   f.entity = GpuEntity(st);
   f.confidence = 0.9;
   if (!st.time_is_approximate) f.onset_time = st.power_limit_changes.front().time_ns;

@@ -47,9 +47,7 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
 }
 
 Finding RankFinding(const Run& run, FindingCode code, int32_t rank) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
+  Finding f = MakeFinding(code);
   f.entity.rank = rank;
   if (const StepSeries* series = run.FindRank(rank)) {
     f.entity.host = series->info.host;

@@ -38,7 +38,7 @@
 // what a core slowed by a neighbour the guest cannot see shows: the thread
 // seems to run (no wait), but does less per second. Slowdown: ratio - 1;
 // confidence 0.5 at the threshold, max_probe_confidence at three times it.
-// min_probe_excess 0.1: on this 2-core VM, two pinned loops measured a
+// min_probe_excess 0.1: on a 2-core VM, two pinned loops measured a
 // 0.2 ms probe 1.17x apart when their 25 ms work ran 1.17x apart, and 1.00-
 // 1.01x apart when the work did; the article's same-SKU spread is < 5%.
 //

@@ -22,9 +22,7 @@ namespace {
 // the first as the entity's host) with all their ranks.
 Finding SwitchFinding(const std::string& sw, const std::vector<std::string>& sorted,
                       Pattern pattern, const RankMap& ranks) {
-  Finding f;
-  f.code = FindingCode::kNetSharedSwitch;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kNetSharedSwitch);
   f.entity.switch_name = sw;
   f.entity.host = sorted.front();
   f.cause = "shared_switch";
@@ -46,9 +44,7 @@ std::string HostList(const std::vector<std::string>& hosts) {
 
 Finding HostFinding(FindingCode code, const std::optional<std::string>& host, const RankMap& ranks,
                     const std::map<std::string, std::string>& switch_of) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
+  Finding f = MakeFinding(code);
   f.entity.host = host;
   if (host) {
     f.ranks = ranks.RanksOnHost(*host);
@@ -437,9 +433,7 @@ std::optional<Finding> SlowHostsSwitchFinding(const NetworkMetrics& m, const Ran
     return std::nullopt;
   }
   const auto& [sw, hosts] = *by_switch.begin();
-  Finding f;
-  f.code = FindingCode::kNetSharedSwitch;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kNetSharedSwitch);
   f.entity.switch_name = sw;
   f.cause = "shared_switch";
   std::vector<std::string> sorted = hosts;
@@ -465,7 +459,7 @@ std::optional<Finding> SlowHostsSwitchFinding(const NetworkMetrics& m, const Ran
 }
 
 // Slowdowns that come and go together on the hosts of one switch point
-// outside the job (issue 5, the article's shared-switch pitfall). Per host,
+// outside the job (the article's shared-switch pitfall). Per host,
 // its best nccl-tests run against comparable runs; one switch whose every
 // host (>= 2) is at or below switch_group_ratio while every host on the
 // other switches (>= 2) is at or above switch_peer_ratio.

@@ -285,9 +285,7 @@ std::string SplitText(const PairDecision& d) {
 void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_view source,
                    NetworkDecision& out) {
   if (d.fabric.empty()) return;
-  Finding f;
-  f.code = FindingCode::kNetPairFabric;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kNetPairFabric);
   f.cause = "fabric";
   std::set<std::string> nodes;
   std::vector<double> ratios;

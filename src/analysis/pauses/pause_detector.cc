@@ -98,9 +98,7 @@ PauseAnalysis DecidePauses(const Run& run, const StepAnalysis& steps, const Rank
     return out;
   }
   const GpuRecord& g = run.hardware.gpus[best->gpu];
-  Finding f;
-  f.code = FindingCode::kHostPause;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kHostPause);
   f.entity.host = g.host;
   f.entity.gpu = g.index;
   f.entity.rank = ranks.RankOf(*g.host, g.index);

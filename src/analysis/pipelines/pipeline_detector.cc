@@ -181,9 +181,7 @@ std::string GroupList(const std::vector<WhatIfGroup>& v, size_t max, const char*
 }
 
 Finding Base(FindingCode code, const WhatIf& w, const PipelineMetrics& m, double recovered) {
-  Finding f;
-  f.code = code;
-  f.severity = Describe(code).severity;
+  Finding f = MakeFinding(code);
   f.slowdown = w.slowdown - 1;
   f.recovered = recovered;
   f.evidence.push_back(WhatIfLine(w, m.file));
@@ -434,9 +432,7 @@ std::vector<Finding> DecidePipeline(const Run& run, const OpTimeline& timeline,
   (void)timeline;
   std::vector<Finding> out;
   if (!m.whatif) {
-    Finding f;
-    f.code = FindingCode::kPipelineNoLayout;
-    f.severity = Describe(f.code).severity;
+    Finding f = MakeFinding(FindingCode::kPipelineNoLayout);
     f.entity.job = true;
     std::string path = m.file < run.files.size() ? run.files[m.file].path : "";
     f.message = fmt::format("{}: {}", path, m.error.value_or("the replay did not run"));

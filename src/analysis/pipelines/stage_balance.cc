@@ -58,9 +58,7 @@ StageBalance AnalyzeStageBalance(const TraceAnalysis& traces, const RunLayout& l
   }
   if (heavy.median_ns / next.median_ns - 1 < o.over_peer_spread * noise) return out;
 
-  Finding f;
-  f.code = FindingCode::kPipelineStageImbalance;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kPipelineStageImbalance);
   f.entity.pp_stage = heavy.stage;
   f.entity.job = true;
   f.ranks = layout.StageRanks(heavy.stage);

@@ -98,9 +98,7 @@ std::string RankName(const RankInfo& info) {
 }
 
 Finding NoPeersFinding(const StepMetrics& m) {
-  Finding f;
-  f.code = FindingCode::kNoPeers;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kNoPeers);
   f.entity.job = true;
   f.confidence = 1.0;
   f.message = m.attributed ? fmt::format(
@@ -136,9 +134,7 @@ std::optional<Finding> StageImbalanceFinding(const StepMetrics& m, const StepDet
         kMadToSigma * stage_mad < (stage_median[worst] - rest) / opt.stage_separation)) {
     return std::nullopt;
   }
-  Finding f;
-  f.code = FindingCode::kStepStageImbalance;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kStepStageImbalance);
   f.entity.job = true;
   f.slowdown = stage_median[worst] / rest - 1;
   f.cause = "pipeline_stage_imbalance";

@@ -90,9 +90,7 @@ std::string BackendWord(const TraceMetrics& m, size_t ri) {
 }
 
 Finding NoMatchFinding(const TraceMetrics& m) {
-  Finding f;
-  f.code = FindingCode::kTraceNoMatch;
-  f.severity = Describe(f.code).severity;
+  Finding f = MakeFinding(FindingCode::kTraceNoMatch);
   f.entity.job = true;
   f.confidence = 0.9;
   size_t with = 0;
@@ -394,6 +392,82 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
   return f;
 }
 
+// trace.compute_slow of the late rank: its kernels (CPU ops) run
+// `kernel_ratio` times as long as its healthy peer's.
+Finding ComputeSlowFinding(const TraceMetrics& m, const TraceSuspect& s, const SuspectComparison& c,
+                           double kernel_ratio, const Entity& entity) {
+  const RankTraceStats& cand = m.ranks[s.rank];
+  const RankTraceStats& ps = m.ranks[s.peer];
+  const KernelComparison& kc = c.kernels;
+  const std::optional<int32_t>& device = m.device[s.rank];
+  Finding k = MakeFinding(FindingCode::kTraceComputeSlow, entity);
+  k.slowdown = s.compute_excess ? *s.compute_excess : kernel_ratio - 1;
+  k.confidence = s.compute_excess ? 0.6 : 0.8;
+  const char* ops = cand.cpu_only ? "CPU ops" : "compute kernels";
+  k.message = fmt::format(
+      "rank {}'s {} run {:.2f}x as long as healthy rank {}'s (time-weighted{}, {} {} compared by "
+      "name{}); top: {}",
+      cand.rank, ops, kernel_ratio, ps.rank, cand.cpu_only ? ", self time" : "", kc.keys,
+      cand.cpu_only ? "ops" : "kernels", kc.keys_with_shape > 0 ? " and launch shape" : "",
+      c.top_kernel);
+  if (s.compute_excess) {
+    k.message +=
+        fmt::format("; its compute time is {:.1f}% above the median rank's in every profiled step",
+                    100 * *s.compute_excess);
+  }
+  k.evidence.push_back(
+      Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}", Ms(cand.compute_busy_ns),
+                           cand.rank, Ms(ps.compute_busy_ns), ps.rank),
+               SourceRef{cand.file, 0}});
+  if (cand.cpu_only) {
+    k.next_steps.push_back(fmt::format(
+        "rank {} computes slowly on its CPU: compare its host's CPU load and frequency with a "
+        "healthy rank's (top / pidstat -u 1 for other processes, cpupower frequency-info or "
+        "/proc/cpuinfo MHz), its threads' pinning (OMP_NUM_THREADS, taskset -cp PID: ranks "
+        "sharing cores) and its per-rank batch size",
+        cand.rank));
+  } else {
+    k.next_steps.push_back(fmt::format(
+        "the GPU of rank {} executes slowly: check its hardware metrics against a healthy GPU "
+        "at the same time (nvidia-smi dmon -s pucvmt -d 1{}: temperature, SM clock, power cap, "
+        "PCIe link)",
+        cand.rank, device ? fmt::format(" -i {}", *device) : ""));
+  }
+  return k;
+}
+
+// trace.host_stall of the late rank: its kernels (CPU ops) run at about
+// the healthy speed and it idles `extra_idle` more than its healthy peer.
+Finding HostStallFinding(const TraceMetrics& m, const TraceSuspect& s, const SuspectComparison& c,
+                         double kernel_ratio, DurationNs extra_idle, const Entity& entity) {
+  const RankTraceStats& cand = m.ranks[s.rank];
+  const RankTraceStats& ps = m.ranks[s.peer];
+  const HostGapComparison& hg = c.host_gaps;
+  Finding h = MakeFinding(FindingCode::kTraceHostStall, entity);
+  h.confidence = 0.75;
+  h.message = cand.cpu_only
+                  ? fmt::format(
+                        "rank {}'s CPU ops run at about the healthy speed ({:.2f}x of rank {}) "
+                        "but it runs no op on any thread for {} more: it waits outside the "
+                        "training ops (data loader, a sleep, Python) before its work",
+                        cand.rank, kernel_ratio, ps.rank, Ms(extra_idle))
+                  : fmt::format(
+                        "rank {}'s kernels run at the healthy speed ({:.2f}x of rank {}) but its "
+                        "GPU idles {} more with no kernel running: it waits for the host (data "
+                        "loader, CPU, Python) before launching work",
+                        cand.rank, kernel_ratio, ps.rank, Ms(extra_idle));
+  h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",
+                                            Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
+                                SourceRef{cand.file, 0}});
+  if (hg.known) AddHostGapEvidence(h, hg, cand.rank, cand.file);
+  h.next_steps.push_back(
+      fmt::format("look at rank {}'s host: data loader workers and I/O, CPU contention (top / "
+                  "pidstat on {}), "
+                  "Python GC; compare its CPU trace with rank {}'s around the gaps",
+                  cand.rank, cand.host.value_or("its node"), ps.rank));
+  return h;
+}
+
 // Why the late rank is late: slower kernels (by name and shape), or its
 // host; with neither, a small delay is not blamed (`late_f` is amended).
 void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectComparison& c,
@@ -402,7 +476,6 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
   const RankTraceStats& ps = m.ranks[s.peer];
   const KernelComparison& kc = c.kernels;
   const HostGapComparison& hg = c.host_gaps;
-  const std::optional<int32_t>& device = m.device[s.rank];
   double kernel_ratio = kc.ratio;
   double weight_sum = kc.weight_ns;
   // Idle = neither computing nor communicating: a victim's extra time is
@@ -452,70 +525,10 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
     compute_first = extra_compute >= static_cast<double>(extra_idle);
   }
   if (compute_first) {
-    Finding k;
-    k.code = FindingCode::kTraceComputeSlow;
-    k.severity = Severity::kCritical;
-    k.entity = out.findings.back().entity;
-    k.slowdown = s.compute_excess ? *s.compute_excess : kernel_ratio - 1;
-    k.confidence = s.compute_excess ? 0.6 : 0.8;
-    const char* ops = cand.cpu_only ? "CPU ops" : "compute kernels";
-    k.message = fmt::format(
-        "rank {}'s {} run {:.2f}x as long as healthy rank {}'s (time-weighted{}, {} {} compared by "
-        "name{}); top: {}",
-        cand.rank, ops, kernel_ratio, ps.rank, cand.cpu_only ? ", self time" : "", kc.keys,
-        cand.cpu_only ? "ops" : "kernels", kc.keys_with_shape > 0 ? " and launch shape" : "",
-        c.top_kernel);
-    if (s.compute_excess) {
-      k.message += fmt::format(
-          "; its compute time is {:.1f}% above the median rank's in every profiled step",
-          100 * *s.compute_excess);
-    }
-    k.evidence.push_back(
-        Evidence{fmt::format("compute busy {} on rank {} vs {} on rank {}",
-                             Ms(cand.compute_busy_ns), cand.rank, Ms(ps.compute_busy_ns), ps.rank),
-                 SourceRef{cand.file, 0}});
-    if (cand.cpu_only) {
-      k.next_steps.push_back(fmt::format(
-          "rank {} computes slowly on its CPU: compare its host's CPU load and frequency with a "
-          "healthy rank's (top / pidstat -u 1 for other processes, cpupower frequency-info or "
-          "/proc/cpuinfo MHz), its threads' pinning (OMP_NUM_THREADS, taskset -cp PID: ranks "
-          "sharing cores) and its per-rank batch size",
-          cand.rank));
-    } else {
-      k.next_steps.push_back(fmt::format(
-          "the GPU of rank {} executes slowly: check its hardware metrics against a healthy GPU "
-          "at the same time (nvidia-smi dmon -s pucvmt -d 1{}: temperature, SM clock, power cap, "
-          "PCIe link)",
-          cand.rank, device ? fmt::format(" -i {}", *device) : ""));
-    }
-    out.findings.push_back(std::move(k));
+    out.findings.push_back(ComputeSlowFinding(m, s, c, kernel_ratio, out.findings.back().entity));
   } else if (idles) {
-    Finding h;
-    h.code = FindingCode::kTraceHostStall;
-    h.severity = Severity::kCritical;
-    h.entity = out.findings.back().entity;
-    h.confidence = 0.75;
-    h.message = cand.cpu_only
-                    ? fmt::format(
-                          "rank {}'s CPU ops run at about the healthy speed ({:.2f}x of rank {}) "
-                          "but it runs no op on any thread for {} more: it waits outside the "
-                          "training ops (data loader, a sleep, Python) before its work",
-                          cand.rank, kernel_ratio, ps.rank, Ms(extra_idle))
-                    : fmt::format(
-                          "rank {}'s kernels run at the healthy speed ({:.2f}x of rank {}) but its "
-                          "GPU idles {} more with no kernel running: it waits for the host (data "
-                          "loader, CPU, Python) before launching work",
-                          cand.rank, kernel_ratio, ps.rank, Ms(extra_idle));
-    h.evidence.push_back(Evidence{fmt::format("largest idle gap {} on rank {}, {} gaps",
-                                              Ms(cand.largest_gap_ns), cand.rank, cand.gaps),
-                                  SourceRef{cand.file, 0}});
-    if (hg.known) AddHostGapEvidence(h, hg, cand.rank, cand.file);
-    h.next_steps.push_back(
-        fmt::format("look at rank {}'s host: data loader workers and I/O, CPU contention (top / "
-                    "pidstat on {}), "
-                    "Python GC; compare its CPU trace with rank {}'s around the gaps",
-                    cand.rank, cand.host.value_or("its node"), ps.rank));
-    out.findings.push_back(std::move(h));
+    out.findings.push_back(
+        HostStallFinding(m, s, c, kernel_ratio, extra_idle, out.findings.back().entity));
   } else if (const double floor = cand.cpu_only ? opt.cpu_unexplained_min_cost_share
                                                 : opt.unexplained_min_cost_share;
              m.delay_ns[s.rank] < floor * static_cast<double>(m.window_ns)) {

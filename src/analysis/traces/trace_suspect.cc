@@ -188,7 +188,7 @@ std::vector<size_t> FindComputeBlock(const StepCompute& m, double* excess_out,
   // Every member computes at least half the part's mean excess over the
   // low part: the high part has >= 2 ranks, so one slow rank and whichever
   // healthy rank computes most make a "block" whenever the two are
-  // neighbours, and the healthy one would be named (issue 20 item 5).
+  // neighbours, and the healthy one would be named.
   const double low_mean = sum[best_k] / static_cast<double>(best_k);
   if (sorted[best_k].first - low_mean < best_diff / 2) return {};
   std::vector<size_t> high;

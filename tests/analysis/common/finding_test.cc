@@ -107,5 +107,18 @@ TEST(FindingCatalogueTest, ATemplateMissingItsArgumentComesBackUnformatted) {
   EXPECT_EQ(DefaultNextStep(FindingCode::kStepStraggler), "");
 }
 
+TEST(FindingCatalogueTest, MakeFindingTakesTheSeverityFromTheCatalogue) {
+  for (size_t i = 0; i < static_cast<size_t>(FindingCode::kCount); ++i) {
+    auto code = static_cast<FindingCode>(i);
+    Finding f = MakeFinding(code, Entity{.rank = 3});
+    EXPECT_EQ(f.code, code);
+    EXPECT_EQ(f.severity, Describe(code).severity) << Describe(code).name;
+    EXPECT_EQ(f.entity.rank, 3);
+  }
+  EXPECT_EQ(MakeFinding(FindingCode::kGpuIdleWaiting).severity, Severity::kInfo);
+  EXPECT_EQ(MakeFinding(FindingCode::kStepStraggler).severity, Severity::kCritical);
+  EXPECT_FALSE(MakeFinding(FindingCode::kStepStraggler).entity.rank);
+}
+
 }  // namespace
 }  // namespace laggard

@@ -150,9 +150,10 @@ TraceMetrics PowerCappedRank20(bool block) {
   return m;
 }
 
-// Issue 20 item 5: the high part of a compute block has >= 2 ranks, so one
-// slow rank and whichever healthy rank computes most formed a "block" when
-// that rank was its neighbour, and the healthy rank was named with it.
+// The high part of a compute block has >= 2 ranks, so without the
+// half-excess floor one slow rank and whichever healthy rank computes most
+// form a "block" when that rank is its neighbour, and the healthy rank is
+// named with it.
 TEST(TraceSuspectTest, AHealthyNeighbourOfOneSlowRankIsNotPulledIntoABlock) {
   TraceSuspect s = FindTraceSuspect(PowerCappedRank20(false), TraceDetectorOptions());
   EXPECT_TRUE(s.late);

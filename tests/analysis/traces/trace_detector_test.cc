@@ -305,7 +305,7 @@ TEST(TraceDetectorTest, SlowNetworkForEveryoneIsCommunicationBound) {
   EXPECT_FALSE(a.culprit);
   ASSERT_NE(Find(a, FindingCode::kTraceCommBound), nullptr);
   Verdict v = DecideVerdict(run, StepAnalysis(), a);
-  // Not job_wide (issue 18): the network, with no rank to blame.
+  // Not job_wide: the network, with no rank to blame.
   EXPECT_EQ(v.status, VerdictStatus::kCommBound);
   ASSERT_EQ(v.culprits.size(), 1u);
   EXPECT_TRUE(v.culprits[0].entity.job);

@@ -69,7 +69,7 @@ LaunchTimes TraceBuilder::LinkLaunches(size_t n_ops, TimeNs shift_ns) {
   if (launches_.empty() || op_correlation_.size() != n_ops) return out;
   out.resize(n_ops, kNoLaunch);
   // CUPTI numbers correlations densely from 1: a table indexed by them
-  // links in one pass (a sort plus a search per op took a tenth of the
+  // links in one pass (a sort plus a search per op costs a tenth of the
   // ingest). Sparse ids fall back to sort + binary search.
   uint32_t max_corr = 0;
   for (const LaunchCall& l : launches_) max_corr = std::max(max_corr, l.correlation);

@@ -79,43 +79,10 @@
 //                      builder the nsys reader shares (common/trace_builder.h)
 // kineto_reader.cc runs them, once per pass (see CPU-only above).
 //
-// Streaming: memory does not grow with the file (it holds the largest event
-// plus a 512 KiB chunk). A bracket indexer (AVX-512BW with a carry-less
-// multiply when the CPU has them, else AVX2, SSE2 or scalar;
-// LAGGARD_KINETO_SCAN=avx2|sse2|scalar forces one for tests; 64 bytes a
-// step, string- and escape-aware like simdjson's stage 1) finds where each
-// event of traceEvents starts and ends; an event cut by a chunk boundary
-// waits for the next chunk. A prefilter reads the first members of each
-// event exactly (Kineto writes ph, cat, name first) and drops what is not
-// needed without parsing it: in a GPU trace that is ~60% of the events (CPU
-// ops, runtime calls other than launches, flows). The rest (launch calls,
-// kernels, memcpys, steps) is read by a flat-event walker: one pass over the
-// event's bytes for the subset of JSON Kineto writes (strings, numbers, flat
-// arrays, one args object), each member's leading bytes compared with the
-// key the same member had in the last event of that layout before being
-// tokenized. Once it has read a launch call or a device op in full, the
-// bytes between that event's values are kept as a template (the last two
-// layouts of each kind): the next event of the kind is read by comparing
-// those bytes and finding only its values' ends; a template holds only
-// values read alike whatever their content (numbers, strings without
-// escapes, grid / block triples), and any other byte sends the event back
-// to the walker. An event outside that subset (a non-ASCII or control byte, a
-// nested value, a malformed token) goes to simdjson On-Demand, which reads
-// only the keys above; the walker gives up on anything On-Demand would read
-// differently, so the result does not depend on the path
-// (LAGGARD_KINETO_EVENTS=ondemand sends every event to On-Demand, to
-// compare; fuzz/compare_kineto_scans.cmake does). CPU ops of a GPU trace are
-// never decoded; a second pass reads them only when the first found the
-// trace CPU-only. Events over 8 MiB are skipped as trace.bad_event. Example
-// of the prefilter, in a GPU trace:
-//   {"ph": "f", ...}                                  flow: dropped at ph
-//   {"ph": "X", "cat": "cuda_runtime",                dropped at the name
-//    "name": "cudaStreamIsCapturing", ...}            (not a launch)
-//   {"ph": "X", "cat": "cpu_op", "name": "aten::mm"   dropped at the name's
-//                                                     first bytes
-//   {"ph": "X", "cat": "kernel", ...}                 parsed
-// Measured (one core, plain JSON, the simulator's 1 GB trace with launch
-// links): see docs/performance.md, "Kineto traces (torch.profiler JSON)".
+// Streaming: memory holds the largest event plus a 512 KiB chunk, not the
+// file; events over 8 MiB are trace.bad_event. Every read path (templates,
+// walker, On-Demand) gives the same fields. The design and its switches:
+// docs/input-formats.md, "How the Kineto reader streams a trace".
 //
 // Thread-safety: the reader is stateless; each Read() owns its buffers and
 // parsers, so ingest threads read different files in parallel.

@@ -46,7 +46,7 @@ inline constexpr size_t kChunkBytes = 512 << 10;   // read at a time (stays in L
 inline constexpr size_t kMaxEventBytes = 8 << 20;  // larger events are skipped
 // A run of this many NUL bytes ends the data: JSON holds no NUL, and a
 // preallocated or sparse file that was not written further is NUL to its
-// end (a 2 GB one took 16 s to refuse when read through).
+// end (read through to its end, a 2 GB one takes 16 s to refuse).
 inline constexpr size_t kNulStretchBytes = 4096;
 
 // Who takes the events the tokenizer reads.

@@ -947,7 +947,7 @@ TEST(KinetoReaderTest, TruncatedCpuOnlyTraceKeepsEveryCpuOpBeforeTheCut) {
 
 // A preallocated trace file the profiler never finished: a valid head,
 // then a sparse hole of NUL bytes to 1 GiB. Reading stops where the NUL
-// bytes start (it used to read the gigabyte through) and says so.
+// bytes start, not at the end of the gigabyte, and says so.
 TEST(KinetoReaderTest, ReadingStopsAtALongStretchOfNulBytes) {
   TempDir dir;
   std::vector<std::string> events;
