@@ -39,7 +39,7 @@
 #include "bench_child.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
-#include "simulator/pipeline_sim.h"
+#include "simulator/pipeline/pipeline_sim.h"
 #include "verdict/verdict.h"
 
 namespace laggard {

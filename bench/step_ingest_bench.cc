@@ -59,7 +59,7 @@
 #include "ingest/common/input_file.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
-#include "simulator/step_logs.h"
+#include "simulator/writers/step_logs.h"
 #include "verdict/verdict.h"
 
 namespace laggard {

@@ -89,7 +89,7 @@
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "ingest/traces/kineto/kineto_reader.h"
-#include "simulator/kineto_traces.h"
+#include "simulator/writers/kineto_traces.h"
 
 namespace laggard {
 namespace {

@@ -41,7 +41,6 @@ PENDING_SPLITS = {
     'ingest/nvidia_smi/nvidia_smi_topo.cc': (MAX_FILE_LINES, 130),
     'ingest/prometheus/prometheus_source.cc': (MAX_FILE_LINES, 132),
     'ingest/traces/nsys/nsys_reader.cc': (839, 125),
-    'simulator/kineto_traces.cc': (990, MAX_FUNCTION_LINES),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+["<]([^">]+)[">]')

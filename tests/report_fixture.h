@@ -16,8 +16,8 @@
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
 #include "report/report.h"
-#include "simulator/kineto_traces.h"
-#include "simulator/step_logs.h"
+#include "simulator/writers/kineto_traces.h"
+#include "simulator/writers/step_logs.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

@@ -21,10 +21,10 @@
 #include "cli/inspect.h"
 #include "cli/watch.h"
 #include "report/report.h"
-#include "simulator/kineto_traces.h"
-#include "simulator/pipeline_sim.h"
+#include "simulator/pipeline/pipeline_sim.h"
 #include "simulator/run_writer.h"
-#include "simulator/step_logs.h"
+#include "simulator/writers/kineto_traces.h"
+#include "simulator/writers/step_logs.h"
 
 namespace laggard {
 namespace {

@@ -2,7 +2,7 @@
 // JSON): the keys and the values laggard reads or writes, in one typed
 // catalogue, grouped by where they appear in a trace. The Kineto reader
 // (ingest/traces/kineto/) matches them; the simulator's trace writer
-// (simulator/kineto_traces.cc) writes them, so what the one writes the other
+// (simulator/writers/kineto_traces.cc) writes them, so what the one writes the other
 // reads by the same names.
 //
 //   {"schemaVersion": 1, "deviceProperties": [{"id": 0, ...}],    top, device

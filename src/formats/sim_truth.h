@@ -20,7 +20,7 @@ inline constexpr std::string_view kSimTruthSchemaPrefix = "\"laggard.sim.truth/"
 static_assert(kSimTruthSchemaPrefix.substr(1) == kSimTruthSchema.substr(0, 18));
 
 // The 3D-parallel simulator's truth (`laggard simulate --layout`,
-// simulator/pipeline_writer.cc): layout, fault class, culprit coordinates and
+// simulator/pipeline/pipeline_writer.cc): layout, fault class, culprit coordinates and
 // the what-if slowdown of its own scheduler. Same prefix, so ingest sets it
 // aside like the cluster truth.
 inline constexpr std::string_view kSimPipelineTruthSchema = "laggard.sim.truth/pipeline-1";

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "base/text.h"
-#include "simulator/kineto_traces.h"
-#include "simulator/writers.h"
+#include "simulator/writers/kineto_traces.h"
+#include "simulator/writers/writers.h"
 
 namespace laggard::sim {
 namespace {

@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "simulator/cluster.h"
-#include "simulator/step_logs.h"
+#include "simulator/cluster/cluster.h"
+#include "simulator/writers/step_logs.h"
 
 namespace laggard::sim {
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <set>
 
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

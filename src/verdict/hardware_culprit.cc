@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "model/time.h"
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/stats/robust_stats.h"
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

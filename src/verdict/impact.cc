@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 

@@ -11,7 +11,7 @@
 
 #include "analysis/pipelines/stage_balance.h"
 #include "base/stats/robust_stats.h"
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

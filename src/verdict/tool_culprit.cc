@@ -1,4 +1,4 @@
-// Other tools' straggler reports in the verdict (verdict_helpers.h):
+// Other tools' straggler reports in the verdict (verdict_internal.h):
 // Megatron's StragglerDetector and NVRx, ToolReportCulprit() and
 // CiteToolReports().
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

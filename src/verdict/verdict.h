@@ -85,7 +85,7 @@ enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kC
 std::string_view VerdictStatusName(VerdictStatus s);
 
 // What kind of cause slows a culprit. Serialized by CauseClassName(); the
-// simulator's truth (simulator/cluster.h) uses the same words; append,
+// simulator's truth (simulator/cluster/cluster.h) uses the same words; append,
 // never rename.
 enum class CauseClass : uint8_t {
   kUnknown,        // the evidence names the culprit, not why

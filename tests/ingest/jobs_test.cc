@@ -11,7 +11,7 @@
 #include "cli/run_cli.h"
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
-#include "simulator/cluster.h"
+#include "simulator/cluster/cluster.h"
 #include "simulator/run_writer.h"
 #include "test_util.h"
 

@@ -14,7 +14,7 @@
 #include "report/pipeline_report_fixture.h"
 #include "report/trace_writer.h"
 #include "report_fixture.h"
-#include "simulator/pipeline_sim.h"
+#include "simulator/pipeline/pipeline_sim.h"
 
 namespace laggard {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "simulator/cluster.h"
+#include "simulator/cluster/cluster.h"
 #include "verdict/verdict.h"
 
 namespace laggard {

@@ -1,12 +1,12 @@
 // What a verdict says a culprit costs: an upper bound at most 1 - 1/(1 +
 // slowdown) of the culprit's own slowdown, or the what-if replay's figure,
-// and the words that say which (verdict/verdict_helpers.h).
+// and the words that say which (verdict/verdict_internal.h).
 
 #include <gtest/gtest.h>
 
 #include "analysis/analyze_run.h"
 #include "verdict/verdict.h"
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

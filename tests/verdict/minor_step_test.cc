@@ -1,9 +1,9 @@
-// MinorStepCost (verdict_helpers.h): which step-time stragglers are too
+// MinorStepCost (verdict_internal.h): which step-time stragglers are too
 // small to name from step times alone, at the edges of each bound.
 
 #include <gtest/gtest.h>
 
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
 namespace {

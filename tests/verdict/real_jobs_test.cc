@@ -18,7 +18,7 @@
 #include "test_paths.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
-#include "verdict/verdict_helpers.h"
+#include "verdict/verdict_internal.h"
 
 namespace laggard {
 namespace {

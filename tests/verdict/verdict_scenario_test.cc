@@ -16,7 +16,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/readers.h"
-#include "simulator/cluster.h"
+#include "simulator/cluster/cluster.h"
 #include "simulator/run_writer.h"
 #include "test_util.h"
 #include "verdict/verdict.h"

@@ -73,7 +73,6 @@ std::string WaitedOp(const HangGroupState& g) {
   return op;
 }
 
-
 Finding NotJoined(const NotReached& r, const HangDetectorOptions& o) {
   const HangGroupState& g = *r.g;
   const int64_t n = *g.stuck_seq;
@@ -159,7 +158,6 @@ Finding HostStopped(const std::vector<NotReached>& all, const HangDetectorOption
       DefaultNextStep(FindingCode::kHangHostStopped, fmt::arg("rank", f.ranks.front())));
   return f;
 }
-
 
 // Every member reported, enqueued N and waits in it: no rank is missing.
 bool AllWaitIn(const HangGroupState& g) {

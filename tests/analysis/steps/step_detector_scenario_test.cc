@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analysis/steps/step_time_detector.h"
-#include "simulator/step_logs.h"
+#include "simulator/writers/step_logs.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 

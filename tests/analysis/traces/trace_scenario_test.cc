@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "cli/app.h"
-#include "simulator/kineto_traces.h"
-#include "simulator/step_logs.h"
+#include "simulator/writers/kineto_traces.h"
+#include "simulator/writers/step_logs.h"
 #include "test_util.h"
 
 namespace laggard {

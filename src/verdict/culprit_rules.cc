@@ -1,0 +1,277 @@
+#include "verdict/verdict_internal.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace laggard::verdict_internal {
+
+// What the step-time detector compared the ranks on, for the summary.
+std::string_view TimesCompared(const StepAnalysis& steps) {
+  return steps.job.basis == StepBasis::kComputeTime ? "compute times" : "step times";
+}
+
+std::string EntityName(const Entity& e) {
+  if (!e.rank) return "the job";
+  std::string s = fmt::format("rank {}", *e.rank);
+  if (e.host && e.gpu) s += fmt::format(" ({} GPU {})", *e.host, *e.gpu);
+  else if (e.host) s += fmt::format(" ({})", *e.host);
+  return s;
+}
+
+// "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
+std::string PatternText(const Finding* f) {
+  if (!f->pattern) return "";
+  if (f->pattern == Pattern::kPeriodic && f->period_steps && f->spike) {
+    return fmt::format(" (periodic: {:+.0f}% every {:.0f} steps)", 100 * *f->spike,
+                       *f->period_steps);
+  }
+  if (f->pattern == Pattern::kIntermittent && f->spike) {
+    return fmt::format(" (intermittent: {:+.0f}% on some steps)", 100 * *f->spike);
+  }
+  return fmt::format(" ({}, {:+.0f}%)", PatternName(*f->pattern), 100 * f->slowdown.value_or(0));
+}
+
+const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code) {
+  for (const Finding& f : findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code) {
+  return FirstOf(a.findings, code);
+}
+
+void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  for (const std::string& s : from) {
+    if (std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
+  }
+}
+
+// Drops from `to` every step `gone` holds.
+void RemoveSteps(std::vector<std::string>& to, const std::vector<std::string>& gone) {
+  std::erase_if(to, [&](const std::string& s) {
+    return std::find(gone.begin(), gone.end(), s) != gone.end();
+  });
+}
+
+// `from`'s next steps first, then those already in `to` (without repeats).
+void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  std::vector<std::string> first = from;
+  AddSteps(first, to);
+  to = std::move(first);
+}
+
+// An agreeing signal's gain, within kMaxConfidence.
+double Raised(double confidence, double gain) {
+  return std::min(kMaxConfidence, confidence + gain);
+}
+
+size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces) {
+  return std::max(steps.job.ranks, traces.ranks.size());
+}
+
+std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world) {
+  if (!throughput_lost || world == 0) return std::nullopt;
+  return *throughput_lost * static_cast<double>(world) * 24.0;
+}
+
+void BoundByCulprit(Verdict& v, size_t world) {
+  if (!v.throughput_lost || v.impact_method != ImpactMethod::kUpperBound || v.culprits.empty())
+    return;
+  const Culprit& top = v.culprits.front();
+  if (top.entity.job || !top.slowdown || *top.slowdown <= 0) return;
+  const double bound = *top.slowdown / (1 + *top.slowdown);
+  if (*v.throughput_lost <= bound) return;
+  v.throughput_lost = bound;
+  if (world > 0) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, world);
+}
+
+bool CapTwoRankConfidence(Verdict& v, size_t world) {
+  if (world != 2 || v.status != VerdictStatus::kStraggler) return false;
+  bool capped = false;
+  for (Culprit& c : v.culprits) {
+    if (!c.entity.rank || (c.cause && *c.cause != "host_contention") || c.confidence <= kTwoRankCap)
+      continue;
+    c.confidence = kTwoRankCap;
+    c.evidence.push_back(
+        "two ranks: each is compared with the other alone, and no third says which is the odd "
+        "one (confidence at most medium)");
+    capped = true;
+  }
+  return capped;
+}
+
+std::string CostPhrase(const Verdict& v) {
+  if (!v.throughput_lost) return {};
+  const double pct = 100 * *v.throughput_lost;
+  switch (v.impact_method) {
+    case ImpactMethod::kReplay:
+      return fmt::format(", costs ~{:.0f}% of job throughput (what-if replay)", pct);
+    case ImpactMethod::kLowerBound:
+      return fmt::format(", costs at least ~{:.0f}% of job throughput", pct);
+    case ImpactMethod::kBeforeAfter:
+      if (v.impact_first_step && v.impact_last_step) {
+        return fmt::format(
+            ", cost ~{:.0f}% of job throughput in steps {}-{} (step times before and after)", pct,
+            *v.impact_first_step, *v.impact_last_step);
+      }
+      if (v.impact_first_step) {
+        return fmt::format(
+            ", costs ~{:.0f}% of job throughput since step {} (step times before and after)", pct,
+            *v.impact_first_step);
+      }
+      return fmt::format(", costs ~{:.0f}% of job throughput (step times before and after)", pct);
+    case ImpactMethod::kSlowSteps:
+      return fmt::format(", costs ~{:.1f}% of job throughput{} (its slow steps' extra time)", pct,
+                         v.impact_first_step ? fmt::format(" since step {}", *v.impact_first_step)
+                                             : std::string());
+    case ImpactMethod::kUpperBound: break;
+  }
+  return fmt::format(", costs up to ~{:.0f}% of job throughput", pct);
+}
+
+// A culprit of one finding's entity, slowdown, onset and pattern, its
+// confidence at most `cap`.
+Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap) {
+  Culprit c;
+  c.entity = f.entity;
+  c.cause_class = cause_class;
+  c.confidence = std::min(f.confidence, cap);
+  c.slowdown = f.slowdown;
+  c.onset_step = f.onset_step;
+  c.pattern = f.pattern;
+  return c;
+}
+
+// The rank that pauses at the job's isolated slow steps (host.pause,
+// pause_detector.h): a host stall, on the finding's evidence.
+Culprit PauseCulprit(const Finding& pause) {
+  Culprit c;
+  c.entity = pause.entity;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = pause.cause;
+  c.confidence = pause.confidence;
+  c.slowdown = pause.slowdown;
+  for (const Evidence& e : pause.evidence) c.evidence.push_back(e.text);
+  return c;
+}
+
+std::optional<size_t> StepsToTell(const StepAnalysis& steps) {
+  if (!steps.job.noise_sigma || *steps.job.noise_sigma <= 0) return std::nullopt;
+  double n = std::pow(3 * 1.2533 * *steps.job.noise_sigma / 0.10, 2);
+  // Fewer than 5 steps do not measure the noise itself.
+  return static_cast<size_t>(std::ceil(std::max(n, 5.0)));
+}
+
+std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_nobody) {
+  std::optional<size_t> need = StepsToTell(steps);
+  if (!need || steps.job.steps >= *need) return std::nullopt;
+  Verdict v;
+  v.status = VerdictStatus::kInconclusive;
+  v.summary = fmt::format(
+      "verdict: inconclusive — cannot tell a 10% straggler from this run's noise: {} steps, need "
+      "{} (per-step noise {:.1f}%){}",
+      steps.job.steps, *need, 100 * *steps.job.noise_sigma,
+      named_nobody ? "" : "; the slowest rank's excess is within it");
+  v.next_steps.push_back(fmt::format("log at least {} steps per rank", *need));
+  return v;
+}
+
+bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
+  if (!straggler.entity.rank || !straggler.slowdown || !steps.job.noise_sigma) return false;
+  if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
+  const StepDetectorOptions opt;
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
+    // Slow over the whole run by the detector's own test: a stretch to the
+    // end is its worst part, not all it has, and is not judged alone.
+    const bool slow_throughout =
+        r.excess && *r.excess >= opt.flag_threshold && r.z && *r.z >= opt.min_z;
+    size_t n = r.steps_used;
+    const bool episode =
+        straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;
+    // A stretch that began after the first analysed step and lasted to the
+    // last: measured over its own steps too (bench/realjobs d9: healthy
+    // ranks +12% over steps 35-39 and +9% over 34-39 of 40 were named).
+    const bool to_end = !episode && !slow_throughout && straggler.onset_step &&
+                        steps.job.first_step && steps.job.last_step &&
+                        *straggler.onset_step > *steps.job.first_step &&
+                        *steps.job.last_step >= *straggler.onset_step;
+    if (episode)
+      n = std::min(n, static_cast<size_t>(*straggler.end_step - *straggler.onset_step + 1));
+    if (to_end)
+      n = std::min(n, static_cast<size_t>(*steps.job.last_step - *straggler.onset_step + 1));
+    double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(n));
+    return *straggler.slowdown < 3 * se &&
+           (episode || to_end || StepsToTell(steps).value_or(0) > steps.job.steps);
+  }
+  return false;
+}
+
+std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps) {
+  if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||
+      !straggler.slowdown || !straggler.pattern || *straggler.slowdown <= 0)
+    return std::nullopt;
+  const RankStepStats* rank = nullptr;
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank == *straggler.entity.rank) rank = &r;
+  }
+  if (rank == nullptr || rank->steps_used == 0) return std::nullopt;
+  const StepDetectorOptions opt;
+  // Slow over the whole run as well (its median over its peers'): the
+  // episode or the bursts are its worst part, not all it costs.
+  if (rank->excess && *rank->excess >= opt.flag_threshold) return std::nullopt;
+  const auto used = static_cast<double>(rank->steps_used);
+  double cost = *straggler.slowdown;  // periodic, intermittent: already spread over the run
+  // The slowdown of the steps it hits, and how many it hits.
+  double hit = straggler.spike.value_or(cost);
+  double hits = cost / hit * used;
+  if (*straggler.pattern == Pattern::kPersistent) {
+    if (!straggler.onset_step || !straggler.end_step || *straggler.end_step < *straggler.onset_step)
+      return std::nullopt;  // persistent to the end: not passing
+    hits = std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1));
+    cost *= hits / used;
+  } else if (*straggler.pattern != Pattern::kPeriodic &&
+             *straggler.pattern != Pattern::kIntermittent) {
+    return std::nullopt;
+  }
+  if (cost >= kMinorStepCost || hit >= opt.strong_threshold ||
+      static_cast<double>(std::llround(hits)) > kMinorStepHits)
+    return std::nullopt;
+  return cost;
+}
+
+bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps) {
+  return WithinStepNoise(straggler, steps) || MinorStepCost(straggler, steps).has_value();
+}
+
+std::string MinorStepText(const StepAnalysis& steps) {
+  std::string text;
+  for (const Finding& f : steps.findings) {
+    if (std::optional<double> cost = MinorStepCost(f, steps)) {
+      text += fmt::format("; minor, not named: {} — ~{:.1f}% of its step time over the run",
+                          f.message, 100 * *cost);
+    }
+  }
+  return text;
+}
+
+bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {
+  constexpr size_t kMinInstances = 5;
+  if (!f.entity.rank || !f.slowdown || *f.slowdown >= kSmallStepStraggler) return false;
+  for (const RankTraceStats& st : traces.ranks) {
+    if (st.rank != *f.entity.rank || st.instances < kMinInstances || !st.median_lateness_ns ||
+        *st.median_lateness_ns > 0)
+      continue;
+    first.evidence.push_back(fmt::format(
+        "step times point at rank {} ({:+.0f}%), but in the profiled steps it arrives {:.2f} ms "
+        "before the median rank (it waits for the others there): not a second culprit",
+        st.rank, 100 * *f.slowdown, -static_cast<double>(*st.median_lateness_ns) / 1e6));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace laggard::verdict_internal

@@ -1,0 +1,335 @@
+// The verdict stage's internal interface: each source of culprits (one file
+// each: rank_culprit.cc, hardware_culprit.cc, network_culprit.cc, ...), the
+// enrichment and pricing of culprits, and the small rules they share
+// (culprit_rules.cc: entity names, the first finding of a code, next-step
+// lists, confidence arithmetic, a culprit from a finding, the run's noise).
+// Internal to src/verdict/.
+
+#ifndef LAGGARD_VERDICT_VERDICT_INTERNAL_H_
+#define LAGGARD_VERDICT_VERDICT_INTERNAL_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "verdict/verdict.h"
+
+namespace laggard::verdict_internal {
+
+// What the step-time detector compared the ranks on, for the summary.
+std::string_view TimesCompared(const StepAnalysis& steps);
+
+std::string EntityName(const Entity& e);
+
+// "(persistent, +21%)" or "(periodic: +60% every 100 steps)".
+std::string PatternText(const Finding* f);
+
+const Finding* FirstOf(const std::vector<Finding>& findings, FindingCode code);
+
+const Finding* FirstOf(const StepAnalysis& a, FindingCode code);
+
+void AddSteps(std::vector<std::string>& to, const std::vector<std::string>& from);
+
+// Drops from `to` every step `gone` holds.
+void RemoveSteps(std::vector<std::string>& to, const std::vector<std::string>& gone);
+
+// `from`'s next steps first, then those already in `to` (without repeats).
+void PutStepsFirst(std::vector<std::string>& to, const std::vector<std::string>& from);
+
+// An agreeing signal's gain, within kMaxConfidence.
+double Raised(double confidence, double gain);
+
+size_t WorldSize(const StepAnalysis& steps, const TraceAnalysis& traces);
+
+std::optional<double> GpuHoursPerDay(const std::optional<double>& throughput_lost, size_t world);
+
+// Caps v.throughput_lost (an upper bound) at 1 - 1/(1 + slowdown) of its
+// first culprit's own slowdown, when that culprit is a rank, GPU, host or
+// NIC with one, and updates gpu_hours_per_day for `world` ranks.
+void BoundByCulprit(Verdict& v, size_t world);
+
+// A straggler verdict of a 2-rank job: each rank is compared with the other
+// alone, and no majority says which is the odd one. Its rank culprits whose
+// cause is unknown or host_contention (peer comparisons, not a GPU's or a
+// link's own metric) are held to kTwoRankCap, below "high", with a line of
+// evidence saying why. bench/realjobs 2026-12-05 (draws d2-d5, 480 runs):
+// 2-rank first culprits at >= 0.8 were right in 62 of 69 runs (90%),
+// 4-rank ones in 37 of 38. True when it lowered one.
+inline constexpr double kTwoRankCap = 0.75;
+bool CapTwoRankConfidence(Verdict& v, size_t world);
+
+// ", costs up to ~19% of job throughput" (an upper bound), ", costs ~12%
+// of job throughput (what-if replay)"; "" without a figure.
+std::string CostPhrase(const Verdict& v);
+
+// The job's step time changed level once (JobStepStats::level_shift) at
+// the first culprit's onset (its onset step within 5 steps, or an anomaly of
+// its GPU within 10 s of the shift's start), or nothing says when that
+// culprit began: the culprit is priced by it (ImpactMethod::kBeforeAfter)
+// where it has no figure yet, or, when tied, has an upper bound and the
+// measurement is within the culprit's own 1 - 1/(1 + slowdown). A replay or
+// lower bound stays, and a periodic or intermittent culprit is not one
+// level. Puts the cost phrase in v.summary. True when priced (impact.cc).
+bool PriceByLevelShift(Verdict& v, const Analyses& a);
+
+// A pause culprit (host.pause) without a figure is priced by the job's
+// isolated slow steps, its pauses: their seconds over the median step, over
+// all the job's seconds since the first (JobStepStats::spike_cost,
+// ImpactMethod::kSlowSteps). True when priced (impact.cc).
+bool PriceByPauses(Verdict& v, const Analyses& a);
+
+// A culprit of one finding's entity, slowdown, onset and pattern, its
+// confidence at most `cap`.
+Culprit CulpritOf(const Finding& f, CauseClass cause_class, double cap);
+
+// The rank that pauses at the job's isolated slow steps (host.pause,
+// pause_detector.h): a host stall, on the finding's evidence.
+Culprit PauseCulprit(const Finding& pause);
+
+// How many steps a rank's median needs for a 10% excess to stand three
+// standard errors above the run's per-step noise (the median's standard
+// error is ~1.2533 sigma / sqrt(n) for normal noise), at least 5 (fewer
+// do not measure the noise itself); nullopt when the noise is unknown.
+std::optional<size_t> StepsToTell(const StepAnalysis& steps);
+
+// "cannot tell: N steps, need M" where the run has fewer steps than
+// StepsToTell(), and the step detector named nobody (`named_nobody`) or
+// only ranks whose excess is within the noise (WithinStepNoise); nullopt
+// otherwise.
+std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_nobody);
+
+// A persistent step straggler whose excess is under three standard errors
+// of its median (1.2533 sigma / sqrt(its steps)) of the run's per-step
+// noise, in a run too short to tell (StepsToTell). An episode that began
+// and recovered is measured over its own steps, whatever the run's length,
+// and so is one that began after the first analysed step and lasted to the
+// last, unless the rank is slow over the whole run too (excess >= 5% at
+// z >= 3):
+// bench/realjobs 2026-12-05 (d6) named a healthy 4-rank run's rank 1 for
+// +8% over steps 28-32 with the run's per-step noise at 7.6% (three
+// standard errors over 5 steps: 12.8%).
+bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
+
+// A step straggler whose slowdown comes and goes (periodic, intermittent,
+// or an episode that recovered) on a rank not slow over the whole run (its
+// median under the step detector's 5% flag threshold), hitting at most
+// kMinorStepHits steps by under its strong threshold (15%) each, and costing,
+// spread over the rank's analysed steps, under kMinorStepCost of its step
+// time: the cost, else nullopt. Step times alone do not name such a rank
+// (bench/realjobs d8, 2026-12-06: healthy runs named rank 1 for 4 steps of
+// +12% every 4 steps, 1.4% over the run, and rank 0 for +11% over steps
+// 5-9, 1.6%; the host's cores drift apart for seconds at a time). More
+// hits, a stronger slowdown, a rank slow throughout, or one that a trace or
+// a host signal names, is judged as before; simulated pauses are named by
+// their pause findings, whatever their cost.
+inline constexpr double kMinorStepCost = 0.02;
+inline constexpr double kMinorStepHits = 10;
+std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps);
+
+// A step straggler step times alone do not stand by: inside the run's noise
+// (WithinStepNoise) or minor (MinorStepCost). It neither names, nor agrees
+// with, nor contradicts a culprit.
+bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps);
+
+// "; minor, not named: rank 1: 4 slow steps (...) — ~1.4% of its step time
+// over the run" for each step straggler MinorStepCost() leaves out; empty
+// when there is none.
+std::string MinorStepText(const StepAnalysis& steps);
+
+// Thermal, power cap, clocks, PCIe, NVLink: the GPU findings that name a
+// cause (hardware_culprit.cc).
+bool IsGpuCause(FindingCode c);
+
+// How far a GPU anomaly's onset may sit from the start of a whole-job change
+// of step time and still be the same event: nvidia-smi / DCGM sample every
+// 1-5 s and a change point is placed to a step, so max(10 s, two steps of
+// `step_s`) (judgement; hardware_culprit.cc).
+DurationNs OnsetSlack(double step_s);
+
+// A port down, a degraded link, low bandwidth, a socket fallback, no GPU
+// Direct RDMA, a poor path: the network findings that name a cause
+// (network_culprit.cc).
+bool IsNetCause(FindingCode c);
+
+// Whether `f` is about the GPU of `e`: the same rank, or the same host and
+// GPU index; OnHost: about `host` (enrich_culprit.cc).
+bool OnGpu(const Finding& f, const Entity& e);
+bool OnHost(const Finding& f, const std::optional<std::string>& host);
+
+// Adds the hardware and network evidence of a rank culprit's GPU and host
+// (its cause when observed); EnrichGroupCulprit: a group's, whose GPUs show
+// a hardware cause during the slow steps. True when the culprit's cause or
+// confidence changed (enrich_culprit.cc).
+bool EnrichRankCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+bool EnrichGroupCulprit(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+
+// Hosts whose network evidence is strong enough to blame on its own, not
+// already named for communication in `v`; their next steps are added
+// (network_culprit.cc).
+std::vector<Culprit> NetworkCulprits(const Verdict& v, const Analyses& a,
+                                     std::vector<std::string>& next_steps);
+
+// GPUs' hardware anomalies as the culprits where step times and traces
+// cannot name one: the GPU a whole-job slowdown followed, else each GPU
+// with its own strong anomaly; empty when none (hardware_culprit.cc).
+std::vector<Culprit> HardwareOnlyCulprits(const Analyses& a);
+
+// The share of the job's time the whole-job slowdown episode starting at
+// `start_step` cost: its steps' excess over the baseline / the job's time,
+// the other steps at the baseline (hardware_culprit.cc).
+std::optional<double> EpisodeThroughputLost(const Analyses& a, int64_t start_step);
+
+// Where that rule cannot tie a GPU's anomaly to a whole-job slowdown because
+// the step logs carry no times: the next step that would.
+std::optional<std::string> TimeTieStep(const Analyses& a);
+
+// A culprit (a rank, or a group of ranks) whose process waited for a CPU
+// (host.cpu_contention) or whose CPU ran slower than its peers'
+// (host.cpu_slow): host contention when that explains at least half its
+// slowdown and no GPU or network cause was observed, else one more piece of
+// evidence. Returns true when it changed the culprit
+// (host_cpu_culprit.cc).
+bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+
+// Where step times and traces name no culprit: the ranks that wait for a
+// CPU while their peers do not, the most slowed first (host_cpu_culprit.cc).
+std::vector<Culprit> HostCpuCulprits(const Analyses& a);
+
+// Where step times and traces name no culprit, in a job whose traces hold
+// CPU ops only: the one rank whose thread uses more CPU time per step than
+// its peers', step by step on CPUs as fast as theirs (step.cpu_time_high,
+// probes logged), is compute-slow. Its next steps go first. nullopt with no
+// such rank or more than one (host_cpu_culprit.cc).
+// In a 2-rank job the excess must be at least kTwoRankMoreWork: one rank
+// is compared with one, and bench/realjobs 2026-12-05 (d6, cores 1.37x
+// apart) had a healthy 2-rank run at 1.08x over 24 steps with equal probes;
+// 4-rank healthy runs stayed at <= 1.02x where z >= 5.
+inline constexpr double kTwoRankMoreWork = 0.15;
+std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
+
+// A straggler verdict of a CPU-only job with one more rank, not named, whose
+// thread does more work per step (step.cpu_time_high on probed steps) by
+// at least kHiddenMoreWork and kHiddenMoreWorkZ times the detector's
+// standard errors: a second straggler hidden behind the first (the job
+// waits for each step's slowest rank), named compute-slow. bench/realjobs
+// 2026-12-05: the two-fault runs' 1.5x rank read 1.41-1.44x at 16-59
+// standard errors; the one other such rank, beside a periodic stall, 1.06x
+// at 6 (host_cpu_culprit.cc). True when it added one.
+inline constexpr double kHiddenMoreWork = 0.1;
+inline constexpr double kHiddenMoreWorkZ = 2;
+bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A straggler verdict of a CPU-only job whose first culprit is a group of
+// ranks late together, not for a CPU they wait on, of which exactly one
+// rank's thread does more work per step (step.cpu_time_high on probed
+// steps, as CpuWorkCulprit) while every other member's CPU time per step is
+// within kGroupPeerWork of its peers': that rank alone is the culprit,
+// compute-slow; the others were late waiting on it. bench/realjobs
+// 2026-12-06 (d7, cores 1.06x): a 1.5x rank 3 at 1.41x CPU time and rank 1
+// at its peers' were named "ranks 1, 3, uneven work" (host_cpu_culprit.cc).
+// True when it narrowed the group.
+inline constexpr double kGroupPeerWork = 0.05;
+bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A no-straggler or inconclusive verdict whose CPU-only job has a rank that
+// ran more CPU time per step than its peers, on CPUs as fast, but over too
+// few steps to tell from noise: its summary and next steps say what it
+// would take ("rank 3's thread used 1.08x ... run ~60 steps to tell")
+// (host_cpu_culprit.cc).
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A straggler verdict whose every culprit is a rank of unknown cause, less
+// slowed than a rank that waits for a CPU: those ranks become the culprits
+// (host_cpu_culprit.cc). Returns true when it changed the verdict.
+bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A straggler verdict of a CPU-only job whose every culprit is a rank of
+// unknown cause, named by step times alone, less slowed than another rank's
+// thread does more work per step (CpuWorkCulprit): that rank is the
+// culprit, compute-slow, and the step-time ranks an evidence line. The CPU
+// time per step measures the work; a few percent of step time on one rank
+// of 4 ranks sharing 2 cores measures the scheduler (bench/realjobs d9:
+// rank 3 computing 1.1x, 1.09x its peers' CPU time over 23 probed steps,
+// while step times put healthy rank 0 at +6%). True when it changed the
+// verdict.
+bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// A CPU-only job's compute-slow culprit from the traces' profiled window
+// whose thread's mean CPU time per step over the whole run is within
+// max(kCpuTimeAgreement, its slowdown / 4) of its peers': the window's
+// difference does not last, and the culprit is dropped; with none left the
+// verdict is no straggler, saying why. Returns true when it dropped one
+// (host_cpu_culprit.cc).
+inline constexpr double kCpuTimeAgreement = 0.05;
+bool DropUnbornOut(Verdict& v, const Analyses& a);
+
+// A single-rank culprit read from the traces alone (no cause observed)
+// whose CPU ran the probe >= 1 + min_probe_excess times its peers' in the
+// profiled steps (mean), while over the run it ran < 1 + min_probe_excess
+// / 2 times theirs (median), and by enough to explain half its slowdown:
+// its core slowed while the profiler ran (a shared VM's cores do, often). A
+// compute-slow one only in a CPU-only job whose CPU time per step over the
+// run is within DropUnbornOut's margin of its peers'. Dropped; with none
+// left, no straggler, said why. True when it dropped one.
+bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
+
+// Where laggard's own evidence cannot decide (inconclusive, or too few
+// ranks with step times or traces to compare) and no GPU's finding names a
+// culprit either: the rank Megatron's StragglerDetector, else NVRx, names
+// slowest, alone, consistently (tool.straggler_report / tool.nvrx_report,
+// warning), cause unknown unless its GPU's or host's findings say
+// (tool_culprit.cc).
+std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a,
+                                         std::vector<std::string>& next_steps);
+
+// Cites the StragglerDetector and NVRx beside the verdict: on each rank
+// culprit, a line per tool saying whether it agrees; on a verdict with no
+// culprit, their readings in the summary. A run with nothing else about the
+// ranks (no step times or traces of two ranks, no GPU or network warning)
+// takes their reading as the verdict: "no straggler" when the
+// StragglerDetector's every report lies within 5% (NVRx's kernel scores
+// alone never clear a job), else inconclusive, saying why (tool_culprit.cc).
+void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
+                     std::vector<std::string>& next_steps);
+
+// The verdict of a model-parallel job's op timeline (pipeline_culprit.cc):
+// a stage, a worker, the work or a communication group, with the what-if
+// replay's numbers; nullopt when the pipeline detector found nothing.
+std::optional<Verdict> PipelineVerdict(const Analyses& a);
+
+// Whether every culprit of `v` is explained by the stage that a stage
+// imbalance finding names (pipeline_culprit.cc): then PipelineVerdict()'s
+// stage replaces them.
+bool CulpritsAreAnImbalancedStage(const Verdict& v, const Analyses& a);
+
+// The verdict of a stopped job (hang_culprit.cc): the hang detector's first
+// finding as the culprit, with what the step times said about it before;
+// nullopt when the run holds no hang evidence.
+std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a);
+
+// A step-time straggler `f` beside a culprit the traces named (`first`):
+// true, with a word on `first`, when its slowdown is under
+// kSmallStepStraggler and the traces, covering its rank at >= 5
+// collectives, show it arriving no later than the median (it waits for
+// the others there). It is then not a second culprit: step times of ranks
+// that share cores spread by a few percent (bench/realjobs: 4 ranks on 2
+// vCPUs named a healthy rank +5% beside a 1.5x rank the traces showed).
+inline constexpr double kSmallStepStraggler = 0.10;
+bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first);
+
+// The verdict from step times and traces alone, most specific rule first
+// (rank_culprit.cc): a late rank, a late group, a step straggler, a
+// job-wide cause, traces that clear the run, or no culprit.
+Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces);
+
+// "compute-slow: thermal"; "rank 5 (node-00 GPU 5)", "ranks 8-15",
+// "the whole job"; the straggler verdict's summary line, its first three
+// culprits with their cause, confidence and cost (cause.cc).
+std::string CauseWords(const Culprit& c);
+std::string CulpritName(const Culprit& c);
+std::string StragglerSummary(const Verdict& v);
+
+}  // namespace laggard::verdict_internal
+
+#endif  // LAGGARD_VERDICT_VERDICT_INTERNAL_H_
