@@ -159,7 +159,6 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   return v;
 }
 
-
 // Several ranks late together (trace.late_group): one host's ranks, or a
 // block of ranks. Slow kernels on several GPUs with no hardware finding
 // are taken for more work (imbalance) until GPU metrics say otherwise

@@ -1,6 +1,7 @@
 // Text helpers of the hang-line matcher (ingest/common/hang_lines.h),
 // shared by its files: hang_lines.cc (the line forms),
-// hang_lines_fr.cc (torch's dump-signal lines and fr_trace's blocks) and
+// hang_lines_fr.cc (torch's dump-signal lines, desync and mismatch
+// reports, fr_trace's blocks) and
 // python_traceback.cc (a rank's last uncaught exception).
 // Internal to the matcher; not an interface of ingest.
 
@@ -102,6 +103,14 @@ size_t SkipMpiTag(std::string_view line, std::optional<int32_t>& rank);
 // block's fields). False when `body` is none of them; `ended` false when
 // the form ends early (a cut line).
 bool ReadDumpOrFrTrace(std::string_view body, HangEvent& e, bool& ended);
+
+// "Detected mismatch between collectives" (TORCH_DISTRIBUTED_DEBUG=DETAIL):
+// the sequence number, the op and the ranks it names as running another.
+// TORCH_NCCL_DESYNC_DEBUG's report, one line per finding: the ranks it
+// names and the collective they did not join or finish. False when `body`
+// is not that report.
+bool ReadCollectiveMismatch(std::string_view body, HangEvent& e);
+bool ReadDesyncReport(std::string_view body, HangEvent& e);
 
 // Python's "{0, 1, 2}" (fr_trace's rank sets): the ranks, sorted and
 // unique. `closed` tells whether the '}' is there; without it the last

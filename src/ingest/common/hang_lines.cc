@@ -157,17 +157,6 @@ void ReadWorkNccl(std::string_view body, HangEvent& e) {
   if (auto r = IntAfter(body, "ran for ")) e.ran_for_ms = static_cast<double>(*r);
 }
 
-// "[7] finished ..." / "[0, 1, 2] started ..." / "Rank 3 is running":
-// the ranks a desync or mismatch report names.
-void ReadRankList(std::string_view s, std::vector<int32_t>& out) {
-  size_t open = s.find('[');
-  size_t close = open == npos ? npos : s.find(']', open);
-  if (open == npos || close == npos) return;
-  for (std::string_view tok : Split(s.substr(open + 1, close - open - 1), ',')) {
-    if (auto r = Rank(ParseInt<int64_t>(Trim(tok)))) out.push_back(*r);
-  }
-}
-
 // "10.0.0.2<42155>" after "from peer " / "from " / "remote peer ".
 std::string PeerAfter(std::string_view s, std::string_view key) {
   size_t at = s.find(key);
@@ -527,41 +516,8 @@ std::optional<HangEvent> ParseHangLine(std::string_view raw, bool* cut) {
     ended = e.last_completed.has_value();
   } else if (Has(body, "Some NCCL operations have failed or timed out")) {
     found = is(HangEventKind::kWatchdogTerminated);
-  } else if (Has(body, "Detected mismatch between collectives")) {
-    found = is(HangEventKind::kCollectiveMismatch);
-    e.seq = IntAfter(body, "SequenceNumber=");
-    if (!e.seq) e.seq = IntAfter(body, "The sequence number is: ");
-    e.op = WordAfter(body, "OpType=");
-    for (size_t at = 0; (at = body.find("Rank ", at)) != npos; at += 5) {
-      size_t after = at + 5;
-      auto r = Rank(IntAt(body, after));
-      if (!r) continue;
-      size_t p = after;
-      while (p < body.size() && IsDigit(body[p])) ++p;
-      if (StartsWith(body.substr(p), " is running")) e.ranks_named.push_back(*r);
-    }
-  } else if (Has(body, "didn't join collective #") || Has(body, "didn't finish collective #") ||
-             Has(body, "Timeout at collective: ") || Has(body, "has not joined")) {
-    // TORCH_NCCL_DESYNC_DEBUG's report, one line per finding:
-    // "[7] finished collective #182, but didn't join collective #183 (count from 1)".
-    found = is(HangEventKind::kDesyncReport);
-    ReadRankList(body, e.ranks_named);
-    if (Has(body, "Timeout at collective: ")) {
-      // "- [0] Timeout at collective: ALLREDUCE, #315": the reporting
-      // rank's own timeout, not a rank the report blames.
-      if (!e.rank && e.ranks_named.size() == 1) e.rank = e.ranks_named.front();
-      e.ranks_named.clear();
-    }
-    if (Has(body, "didn't join collective #")) {
-      e.seq = IntAfter(body, "didn't join collective #");
-    } else if (Has(body, "didn't finish collective #")) {
-      e.seq = IntAfter(body, "didn't finish collective #");
-    } else if (Has(body, "Timeout at collective: ")) {
-      e.op = WordAfter(body, "Timeout at collective: ");
-      e.seq = IntAfter(body, ", #");
-    } else {
-      e.seq = IntAfter(body, "#");
-    }
+  } else if (ReadCollectiveMismatch(body, e) || ReadDesyncReport(body, e)) {
+    found = true;
   } else if (ReadMonitoredBarrier(body, e)) {
     found = true;
   } else if (ReadNcclForm(line, body, e, ended)) {

@@ -1,6 +1,7 @@
-// torch's dump-signal lines and its fr_trace analyser's output, for the
-// hang-line matcher (ingest/common/hang_lines.h): the line forms, and the
-// collector's reading of an fr_trace block's fields.
+// torch's reports beside the watchdog's, for the hang-line matcher
+// (ingest/common/hang_lines.h): its dump-signal lines, its desync and
+// collective-mismatch reports, its fr_trace analyser's output (the line
+// forms, and the collector's reading of an fr_trace block's fields).
 
 #include <algorithm>
 
@@ -56,6 +57,17 @@ void ReadFrGroup(std::string_view s, HangEvent& e) {
   e.pg_id = std::string(name);
   e.pg_guid = std::string(name);
   if (colon != npos) e.pg_desc = std::string(Trim(s.substr(colon + 1)));
+}
+
+// "[7] finished ..." / "[0, 1, 2] started ..." / "Rank 3 is running":
+// the ranks a desync or mismatch report names.
+void ReadRankList(std::string_view s, std::vector<int32_t>& out) {
+  size_t open = s.find('[');
+  size_t close = open == npos ? npos : s.find(']', open);
+  if (open == npos || close == npos) return;
+  for (std::string_view tok : Split(s.substr(open + 1, close - open - 1), ',')) {
+    if (auto r = Rank(ParseInt<int64_t>(Trim(tok)))) out.push_back(*r);
+  }
 }
 
 }  // namespace
@@ -145,6 +157,50 @@ bool hang_line_text::ReadDumpOrFrTrace(std::string_view body, HangEvent& e, bool
 // "error msg: Culprit rank 1; ...", the sizes and state, and the stack
 // trace's lines. A field that ends before its closing '}', ']' or quote
 // marks the line cut.
+bool hang_line_text::ReadCollectiveMismatch(std::string_view body, HangEvent& e) {
+  if (!Has(body, "Detected mismatch between collectives")) return false;
+  e.kind = HangEventKind::kCollectiveMismatch;
+  e.seq = IntAfter(body, "SequenceNumber=");
+  if (!e.seq) e.seq = IntAfter(body, "The sequence number is: ");
+  e.op = WordAfter(body, "OpType=");
+  for (size_t at = 0; (at = body.find("Rank ", at)) != npos; at += 5) {
+    size_t after = at + 5;
+    auto r = Rank(IntAt(body, after));
+    if (!r) continue;
+    size_t p = after;
+    while (p < body.size() && IsDigit(body[p])) ++p;
+    if (StartsWith(body.substr(p), " is running")) e.ranks_named.push_back(*r);
+  }
+  return true;
+}
+
+bool hang_line_text::ReadDesyncReport(std::string_view body, HangEvent& e) {
+  if (!(Has(body, "didn't join collective #") || Has(body, "didn't finish collective #") ||
+        Has(body, "Timeout at collective: ") || Has(body, "has not joined"))) {
+    return false;
+  }
+  e.kind = HangEventKind::kDesyncReport;
+  // "[7] finished collective #182, but didn't join collective #183 (count from 1)".
+  ReadRankList(body, e.ranks_named);
+  if (Has(body, "Timeout at collective: ")) {
+    // "- [0] Timeout at collective: ALLREDUCE, #315": the reporting
+    // rank's own timeout, not a rank the report blames.
+    if (!e.rank && e.ranks_named.size() == 1) e.rank = e.ranks_named.front();
+    e.ranks_named.clear();
+  }
+  if (Has(body, "didn't join collective #")) {
+    e.seq = IntAfter(body, "didn't join collective #");
+  } else if (Has(body, "didn't finish collective #")) {
+    e.seq = IntAfter(body, "didn't finish collective #");
+  } else if (Has(body, "Timeout at collective: ")) {
+    e.op = WordAfter(body, "Timeout at collective: ");
+    e.seq = IntAfter(body, ", #");
+  } else {
+    e.seq = IntAfter(body, "#");
+  }
+  return true;
+}
+
 bool HangLineCollector::FrField(std::string_view line, std::string_view t, uint64_t line_number) {
   HangEvent& e = fr_.event;
   if (fr_.in_stack) {

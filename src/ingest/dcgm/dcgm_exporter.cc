@@ -85,6 +85,27 @@ void SeriesKey(const prom::Line& l, std::string& key) {
   }
 }
 
+// The GPU's identity from a series' labels, where not known yet.
+void TakeLabels(const prom::Line& l, ReaderContext& ctx, uint64_t n, GpuRecord& r) {
+  if (!r.uuid) r.uuid = NonEmpty(l.FindLabel("UUID"));
+  if (!r.bus_id) r.bus_id = NonEmpty(l.FindLabel("pci_bus_id"));
+  if (!r.facts.name) r.facts.name = NonEmpty(l.FindLabel("modelName"));
+  if (!r.facts.driver_version)
+    r.facts.driver_version = NonEmpty(l.FindLabel("DCGM_FI_DRIVER_VERSION"));
+  if (!r.facts.src) r.facts.src = ctx.Ref(n);
+}
+
+// DCGM_EXP_XID_ERRORS_COUNT: an XID the GPU reported (value > 0), kept once.
+// False when the series has no numeric xid label.
+bool TakeXid(const prom::Line& l, GpuFacts& facts) {
+  const std::string* xid_label = l.FindLabel("xid");
+  auto xid = xid_label != nullptr ? ParseInt<int64_t>(*xid_label) : std::nullopt;
+  if (!xid || *xid < 0) return false;
+  std::vector<int64_t>& xids = facts.xids;
+  if (l.value > 0 && std::find(xids.begin(), xids.end(), *xid) == xids.end()) xids.push_back(*xid);
+  return true;
+}
+
 class DcgmExporterReader final : public TextReader {
  public:
   std::string_view name() const override { return "dcgm-exporter"; }
@@ -197,26 +218,13 @@ class DcgmExporterReader final : public TextReader {
       }
       size_t record =
           table.Get(NonEmpty(l.FindLabel("Hostname")), *gpu, NonEmpty(l.FindLabel("GPU_I_ID")), n);
-      {
-        GpuRecord& r = table.at(record);
-        if (!r.uuid) r.uuid = NonEmpty(l.FindLabel("UUID"));
-        if (!r.bus_id) r.bus_id = NonEmpty(l.FindLabel("pci_bus_id"));
-        if (!r.facts.name) r.facts.name = NonEmpty(l.FindLabel("modelName"));
-        if (!r.facts.driver_version)
-          r.facts.driver_version = NonEmpty(l.FindLabel("DCGM_FI_DRIVER_VERSION"));
-        if (!r.facts.src) r.facts.src = ctx.Ref(n);
-      }
+      TakeLabels(l, ctx, n, table.at(record));
       if (xid_count) {
-        const std::string* xid_label = l.FindLabel("xid");
-        auto xid = xid_label != nullptr ? ParseInt<int64_t>(*xid_label) : std::nullopt;
-        if (!xid || *xid < 0) {
+        if (TakeXid(l, table.at(record).facts)) {
+          ++taken;
+        } else {
           bad(n, "DCGM_EXP_XID_ERRORS_COUNT without a numeric xid label");
-          continue;
         }
-        std::vector<int64_t>& xids = table.at(record).facts.xids;
-        if (l.value > 0 && std::find(xids.begin(), xids.end(), *xid) == xids.end())
-          xids.push_back(*xid);
-        ++taken;
         continue;
       }
       GpuSample& sample = WritesSample(field->sink) ? table.SampleAt(record, time, n) : scratch;

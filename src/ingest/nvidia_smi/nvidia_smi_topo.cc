@@ -148,6 +148,25 @@ std::optional<Header> ParseHeader(std::string_view line) {
 
 bool Unknown(std::string_view v) { return v.empty() || v == "N/A" || v == "-"; }
 
+// The values after a row's cells, by the header's `columns` ("CPU
+// Affinity", "NUMA Affinity", ...), into `m` for `device`; how many values
+// had no column (ignored).
+size_t TakeAffinities(std::vector<std::string_view> values, const std::vector<std::string>& columns,
+                      const std::string& device, TopologyMatrix& m) {
+  // Tabs: drop surplus empty fields, right to left, before the last one.
+  for (size_t k = values.size() >= 2 ? values.size() - 1 : 0;
+       values.size() > columns.size() && k-- > 0;) {
+    if (values[k].empty()) values.erase(values.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  while (values.size() > columns.size() && values.back().empty()) values.pop_back();
+  for (size_t k = 0; k < values.size() && k < columns.size(); ++k) {
+    if (Unknown(values[k])) continue;
+    if (columns[k] == "CPU Affinity") m.cpu_affinity[device] = std::string(values[k]);
+    if (columns[k] == "NUMA Affinity") m.numa_affinity[device] = std::string(values[k]);
+  }
+  return values.size() > columns.size() ? values.size() - columns.size() : 0;
+}
+
 class NvidiaSmiTopoReader final : public TextReader {
  public:
   std::string_view name() const override { return "nvidia-smi-topo"; }
@@ -285,29 +304,14 @@ class NvidiaSmiTopoReader final : public TextReader {
       }
       cur->seen[row] = true;
       for (size_t j = 0; j < nd; ++j) cur->m.link[row][j] = std::string(f[1 + j]);
-      std::vector<std::string_view> values(f.begin() + static_cast<std::ptrdiff_t>(1 + nd),
-                                           f.end());
-      const std::vector<std::string>& columns = cur->header.columns;
-      // Tabs: drop surplus empty fields, right to left, before the last one.
-      for (size_t k = values.size() >= 2 ? values.size() - 1 : 0;
-           values.size() > columns.size() && k-- > 0;) {
-        if (values[k].empty()) values.erase(values.begin() + static_cast<std::ptrdiff_t>(k));
-      }
-      while (values.size() > columns.size() && values.back().empty()) values.pop_back();
-      if (values.size() > columns.size()) {
+      size_t surplus = TakeAffinities({f.begin() + static_cast<std::ptrdiff_t>(1 + nd), f.end()},
+                                      cur->header.columns, devices[row], cur->m);
+      if (surplus > 0) {
         bad(n,
             fmt::format("topology row with {} values beyond the header's columns; they were "
                         "ignored",
-                        values.size() - columns.size()),
+                        surplus),
             t);
-      }
-      for (size_t k = 0; k < values.size() && k < columns.size(); ++k) {
-        if (Unknown(values[k])) continue;
-        if (columns[k] == "CPU Affinity")
-          cur->m.cpu_affinity[devices[row]] = std::string(values[k]);
-        if (columns[k] == "NUMA Affinity") {
-          cur->m.numa_affinity[devices[row]] = std::string(values[k]);
-        }
       }
       ++rows_taken;
     }

@@ -124,14 +124,22 @@ StatusOr<std::vector<PromSeries>> QueryRange(const PrometheusQuery& q, const std
   return ParsePrometheusResponse(res->body);
 }
 
-Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metric) {
-  RunBuilder b;
-  auto metric = [&](std::string_view name) -> const std::vector<PromSeries>& {
-    static const std::vector<PromSeries> kNone;
-    auto it = by_metric.find(std::string(name));
-    return it == by_metric.end() ? kNone : it->second;
-  };
+namespace {
 
+using SeriesByMetric = std::map<std::string, std::vector<PromSeries>>;
+
+const std::vector<PromSeries>& SeriesOf(const SeriesByMetric& by_metric, std::string_view name) {
+  static const std::vector<PromSeries> kNone;
+  auto it = by_metric.find(std::string(name));
+  return it == by_metric.end() ? kNone : it->second;
+}
+
+// Each rank's steps: laggard_step_duration_seconds, numbered by
+// laggard_step_last, with laggard_step_phase_seconds{phase="compute"}.
+void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
+  auto metric = [&](std::string_view name) -> const std::vector<PromSeries>& {
+    return SeriesOf(by_metric, name);
+  };
   // Steps: pair the duration gauge with the step-number gauge per series.
   using Key = std::pair<std::string, std::string>;  // (host, rank)
   std::map<Key, const PromSeries*> last_step;
@@ -182,7 +190,13 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
       b.AddStep(*rank, step, d, t - d, SourceRef{0, 0}, compute);
     }
   }
+}
 
+// Each GPU's samples (the agent's metrics, then DCGM's) and facts.
+void AddGpuSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
+  auto metric = [&](std::string_view name) -> const std::vector<PromSeries>& {
+    return SeriesOf(by_metric, name);
+  };
   // GPUs: one sample per (host, gpu, time) across all metrics.
   std::map<std::pair<std::string, int32_t>, GpuRecord> gpus;
   std::map<std::pair<std::string, int32_t>, std::map<TimeNs, GpuSample>> samples;
@@ -249,6 +263,14 @@ Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metri
     for (auto& [t, x] : samples[key]) g.samples.push_back(x);
     b.AddGpu(std::move(g));
   }
+}
+
+}  // namespace
+
+Run RunFromSeries(const std::map<std::string, std::vector<PromSeries>>& by_metric) {
+  RunBuilder b;
+  AddStepSeries(by_metric, b);
+  AddGpuSeries(by_metric, b);
 
   Run run;
   run.files.push_back(InputFileInfo{"prometheus", "prometheus", 0, 0, true});

@@ -67,7 +67,6 @@ Status ValidateTraceScenario(const TraceScenario& sc) {
   return Status::Ok();
 }
 
-
 Status WriteTraceTruth(const TraceScenario& sc, const std::string& dir, bool gzip) {
   std::string kind = "none";
   std::optional<int> culprit;
