@@ -185,7 +185,7 @@ def check(root):
                 if not m or '/' not in m.group(1):
                     continue
                 target = m.group(1)
-                if '..' in target.split('/') or target.startswith('./'):
+                if '..' in target.split('/') or '.' in target.split('/'):
                     problems.append(f'src/{rel}:{n}: includes {target}; name a header by its '
                                     f'path under src/, without "." or ".."')
                     continue

@@ -27,6 +27,8 @@
 namespace laggard {
 namespace {
 
+using namespace hang_internal;  // NOLINT: the rules the hang detector's files share
+
 HangAnalysis AnalyzeOneHang(const Run& run, const HangDetectorOptions& o);
 
 std::optional<int32_t> WorldOf(const Run& run, const std::vector<HangEvent>& events) {

@@ -1,4 +1,11 @@
+// The hang detector's rules for a group whose members are not all in its
+// stuck collective: ranks that never joined it (hang.not_joined), or whose
+// host stopped issuing (hang.host_stopped); and for a collective every
+// member enqueued and none completed (hang.stuck_collective). Internal to
+// analysis/hangs/ (hang_rules.h).
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +17,7 @@
 
 #include "analysis/hangs/hang_rules.h"
 
-namespace laggard {
+namespace laggard::hang_internal {
 namespace {
 
 // Ranks that wait in a collective of some group (enqueued past what they
@@ -260,4 +267,4 @@ std::optional<Finding> DecideStuck(const std::vector<HangGroupState>& groups, bo
   return f;
 }
 
-}  // namespace laggard
+}  // namespace laggard::hang_internal

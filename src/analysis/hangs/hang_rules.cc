@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace laggard {
+namespace laggard::hang_internal {
 
 std::string RankList(const std::vector<int32_t>& ranks, size_t max) {
   std::vector<std::string> parts;
@@ -76,4 +76,4 @@ void AddMatchingEvidence(Finding& f, size_t dumps_without_config) {
   f.confidence = std::min(f.confidence, kConfidencePartial);
 }
 
-}  // namespace laggard
+}  // namespace laggard::hang_internal

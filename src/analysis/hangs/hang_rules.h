@@ -17,7 +17,7 @@
 #include "analysis/hangs/hang_detector.h"
 #include "analysis/hangs/hang_groups.h"
 
-namespace laggard {
+namespace laggard::hang_internal {
 
 // A group's finding from every member's dump, from some members' dumps, or
 // from log lines only.
@@ -59,6 +59,6 @@ std::optional<Finding> DecideNotJoined(const std::vector<HangGroupState>& groups
 std::optional<Finding> DecideStuck(const std::vector<HangGroupState>& groups, bool started_only,
                                    const HangDetectorOptions& o);
 
-}  // namespace laggard
+}  // namespace laggard::hang_internal
 
 #endif  // LAGGARD_ANALYSIS_HANGS_HANG_RULES_H_

@@ -18,12 +18,13 @@ std::string Where(const RankProgress& p) {
   return p.gpu ? fmt::format(" ({} GPU {})", *p.host, *p.gpu) : fmt::format(" ({})", *p.host);
 }
 
+Entity EntityOf(const RankProgress& p) {
+  return Entity{.rank = p.rank, .host = p.host, .gpu = p.gpu};
+}
+
 Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnalysis& a,
                     size_t later, bool others_stopped, size_t judged) {
-  Finding f = MakeFinding(FindingCode::kHangRankStalled);
-  f.entity.rank = p.rank;
-  f.entity.host = p.host;
-  f.entity.gpu = p.gpu;
+  Finding f = MakeFinding(FindingCode::kHangRankStalled, EntityOf(p));
   f.onset_step = s.last_step + 1;
   f.onset_time = p.last_report_ns;
   std::string others = later == 0 ? std::string("while the other ranks went on reporting")
@@ -72,10 +73,7 @@ Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, Dura
 // end.
 Finding BehindAtHang(const RankProgress& p, const StalledRank& s, size_t later, size_t judged,
                      const std::optional<SourceRef>& ahead_src) {
-  Finding f = MakeFinding(FindingCode::kHangRankStalled);
-  f.entity.rank = p.rank;
-  f.entity.host = p.host;
-  f.entity.gpu = p.gpu;
+  Finding f = MakeFinding(FindingCode::kHangRankStalled, EntityOf(p));
   f.onset_step = s.last_step + 1;
   int64_t next = s.last_step + 1;
   f.message = fmt::format(

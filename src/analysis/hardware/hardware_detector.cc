@@ -681,9 +681,7 @@ std::optional<Finding> IdleVictimsFinding(const std::vector<GpuStats>& gpus,
     if (idle++ == 0) example = fmt::format("{} at {:.0f}%", GpuName(st), *st.util_pct_median);
   }
   if (idle == 0) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kGpuIdleWaiting;
-  f.severity = Severity::kInfo;
+  Finding f = MakeFinding(FindingCode::kGpuIdleWaiting);
   f.entity.job = true;
   f.confidence = 0.6;
   f.message = fmt::format(

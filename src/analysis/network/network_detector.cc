@@ -81,6 +81,16 @@ std::string PairTestCommand(const std::string& suspect, const std::string& healt
 
 namespace {
 
+// Files `f` of a host's own fault, its message as evidence at `src`, with
+// its next step; the host counts as slow for the shared-switch rule.
+void AddHostFault(NetworkDecision& d, Finding f, const std::optional<SourceRef>& src,
+                  std::string next_step) {
+  f.evidence.push_back({f.message, src});
+  f.next_steps.push_back(std::move(next_step));
+  if (f.entity.host) d.bad_hosts.insert(*f.entity.host);
+  d.a.findings.push_back(std::move(f));
+}
+
 void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkDetectorOptions& o,
                    NetworkDecision& d) {
   const NetworkData& net = *m.net;
@@ -101,13 +111,12 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
                                  peers == 1 ? "" : "s");
       f.confidence = peers > 0 ? 0.85 : 0.5;
       if (peers == 0) f.severity = Severity::kWarning;
-      f.evidence.push_back({f.message, p.src});
-      f.next_steps.push_back(fmt::format(
-          "check the cable and switch port of {} on {}: `ibstat {} {}`, `ibportstate` / "
-          "`mlxlink -d {} -m`; reseat or replace the cable",
-          nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
-      if (p.host) d.bad_hosts.insert(*p.host);
-      d.a.findings.push_back(std::move(f));
+      AddHostFault(
+          d, std::move(f), p.src,
+          fmt::format(
+              "check the cable and switch port of {} on {}: `ibstat {} {}`, `ibportstate` / "
+              "`mlxlink -d {} -m`; reseat or replace the cable",
+              nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
       continue;
     }
     if (p.state != "Active") continue;
@@ -129,13 +138,11 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
     f.message = fmt::format("{} on {}: {}{}", nic, p.host.value_or("unknown host"), what,
                             RanksText(f.ranks));
     f.confidence = 0.8;
-    f.evidence.push_back({f.message, p.src});
-    f.next_steps.push_back(fmt::format(
-        "check {} on {}: `ibstat {} {}` (Rate), `mlxlink -d {} -m` for the negotiated speed and "
-        "errors; reseat or replace the cable / transceiver",
-        nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
-    if (p.host) d.bad_hosts.insert(*p.host);
-    d.a.findings.push_back(std::move(f));
+    AddHostFault(d, std::move(f), p.src,
+                 fmt::format("check {} on {}: `ibstat {} {}` (Rate), `mlxlink -d {} -m` for the "
+                             "negotiated speed and "
+                             "errors; reseat or replace the cable / transceiver",
+                             nic, p.host.value_or("the host"), p.ca, p.port, p.ca));
   }
 }
 
@@ -152,13 +159,10 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
       f.message = fmt::format("{} on {}: link not detected{}", l.iface,
                               l.host.value_or("unknown host"), RanksText(f.ranks));
       f.confidence = lm.peer_speeds == 0 ? 0.5 : 0.8;
-      f.evidence.push_back({f.message, l.src});
-      f.next_steps.push_back(
-          fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
-                      "`ip link show {}`",
-                      l.iface, l.host.value_or("the host"), l.iface, l.iface));
-      if (l.host) d.bad_hosts.insert(*l.host);
-      d.a.findings.push_back(std::move(f));
+      AddHostFault(d, std::move(f), l.src,
+                   fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
+                               "`ip link show {}`",
+                               l.iface, l.host.value_or("the host"), l.iface, l.iface));
       continue;
     }
     const std::optional<double>& med = lm.peer_speed_mbps;
@@ -173,13 +177,10 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
         fmt::format("{} on {}: {} Mb/s vs {:.0f} Mb/s on its peers{}", l.iface,
                     l.host.value_or("unknown host"), *l.speed_mbps, *med, RanksText(f.ranks));
     f.confidence = 0.8;
-    f.evidence.push_back({f.message, l.src});
-    f.next_steps.push_back(
-        fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
-                    "reseat or replace the cable / transceiver",
-                    l.iface, l.host.value_or("the host"), l.iface));
-    if (l.host) d.bad_hosts.insert(*l.host);
-    d.a.findings.push_back(std::move(f));
+    AddHostFault(d, std::move(f), l.src,
+                 fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
+                             "reseat or replace the cable / transceiver",
+                             l.iface, l.host.value_or("the host"), l.iface));
   }
 }
 

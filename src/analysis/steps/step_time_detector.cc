@@ -268,9 +268,7 @@ Finding StragglerFinding(const StepMetrics& m, size_t r, const RankPattern& p,
                          const StepAnalysis& out, const StepDetectorOptions& opt) {
   const RankStepStats& st = m.ranks[r];
   const StepSeries& s = *m.series[r];
-  Finding f;
-  f.code = FindingCode::kStepStraggler;
-  f.severity = Severity::kCritical;
+  Finding f = MakeFinding(FindingCode::kStepStraggler);
   f.entity = RankEntity(s.info);
   double excess = DescribeStraggler(m, r, p, out.job, f);
   f.slowdown = excess;
@@ -335,9 +333,7 @@ std::optional<Finding> JitterFinding(const StepMetrics& m, const StepAnalysis& o
     events += m.slow_steps[r].size();
   }
   if (per_rank.size() < opt.jitter_min_ranks) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kJitter;
-  f.severity = Severity::kInfo;
+  Finding f = MakeFinding(FindingCode::kJitter);
   f.entity.job = true;
   f.pattern = Pattern::kJitter;
   f.confidence = 0.8;
@@ -402,9 +398,7 @@ std::vector<Episode> FindEpisodes(const StepMetrics& m, double base, double leve
 Finding PeriodicJobFinding(const JobStepStats& job, double job_period) {
   const std::vector<Episode>& eps = job.episodes;
   const double base = *job.baseline_step_s;
-  Finding f;
-  f.code = FindingCode::kPeriodicSlowdown;
-  f.severity = Severity::kWarning;
+  Finding f = MakeFinding(FindingCode::kPeriodicSlowdown);
   f.entity.job = true;
   f.pattern = Pattern::kPeriodic;
   f.period_steps = job_period;
@@ -440,9 +434,7 @@ Finding PeriodicJobFinding(const JobStepStats& job, double job_period) {
 
 Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const Episode& e) {
   const double base = *job.baseline_step_s;
-  Finding f;
-  f.code = FindingCode::kJobSlowdown;
-  f.severity = Severity::kWarning;
+  Finding f = MakeFinding(FindingCode::kJobSlowdown);
   f.entity.job = true;
   f.pattern = Pattern::kJobWide;
   f.onset_step = e.start_step;
@@ -481,9 +473,7 @@ Finding ProfilerWindowFinding(const JobStepStats& job) {
     steps += e.steps;
   }
   double med = *Median(medians);
-  Finding f;
-  f.code = FindingCode::kStepProfilerWindow;
-  f.severity = Severity::kInfo;
+  Finding f = MakeFinding(FindingCode::kStepProfilerWindow);
   f.entity.job = true;
   f.onset_step = job.profiler_episodes.front().start_step;
   f.end_step = job.profiler_episodes.back().end_step;
@@ -568,9 +558,7 @@ std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats
 }
 
 Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
-  Finding f;
-  f.code = FindingCode::kStepsSynchronised;
-  f.severity = Severity::kWarning;
+  Finding f = MakeFinding(FindingCode::kStepsSynchronised);
   f.entity.job = true;
   f.confidence = 0.95;
   f.message = fmt::format(

@@ -114,9 +114,7 @@ std::optional<Finding> ClockOffsetsFinding(const TraceMetrics& m, const TraceDet
     max_abs_offset = std::max(max_abs_offset, std::abs(offset[ri]));
   }
   if (max_abs_offset < opt.clock_offset_report_ns) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kTraceClockOffsets;
-  f.severity = Severity::kInfo;
+  Finding f = MakeFinding(FindingCode::kTraceClockOffsets);
   f.entity.job = true;
   f.confidence = 0.9;
   // The largest offsets first.
@@ -188,9 +186,7 @@ Finding GroupFinding(const TraceMetrics& m, const TraceSuspect& s, const Suspect
   const DurationNs window = m.window_ns;
   if (window > 0) out.throughput_lost = std::min(1.0, delay / static_cast<double>(window));
 
-  Finding f;
-  f.code = FindingCode::kTraceLateGroup;
-  f.severity = Severity::kCritical;
+  Finding f = MakeFinding(FindingCode::kTraceLateGroup);
   f.ranks = ranks;
   f.confidence = 0.7;
   f.pattern = whole_host ? Pattern::kHost : block ? Pattern::kBlock : Pattern::kScattered;
@@ -347,9 +343,7 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
                            const TraceDetectorOptions& opt) {
   const RankTraceStats& cand = m.ranks[s.rank];
   const RankTraceStats& ps = m.ranks[s.peer];
-  Finding f;
-  f.code = FindingCode::kTraceLateArrival;
-  f.severity = Severity::kCritical;
+  Finding f = MakeFinding(FindingCode::kTraceLateArrival);
   f.entity.rank = cand.rank;
   f.entity.host = cand.host;
   f.entity.gpu = m.device[s.rank];
@@ -585,9 +579,7 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
     return std::nullopt;
   }
   const RankTraceStats& st = m.ranks[best];
-  Finding f;
-  f.code = FindingCode::kTraceComputeSlow;
-  f.severity = Severity::kCritical;
+  Finding f = MakeFinding(FindingCode::kTraceComputeSlow);
   f.entity.rank = st.rank;
   f.entity.host = st.host;
   f.entity.gpu = m.device[best];
@@ -622,9 +614,7 @@ std::optional<Finding> CommBoundFinding(const TraceMetrics& m, const TraceSuspec
                              static_cast<double>(m.instances) / std::max(1.0, steps_profiled);
   double share = per_step_transfer / static_cast<double>(*m.median_step_ns);
   if (share < opt.comm_bound_share) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kTraceCommBound;
-  f.severity = Severity::kWarning;
+  Finding f = MakeFinding(FindingCode::kTraceCommBound);
   f.entity.job = true;
   f.cause = "communication_bound";
   f.confidence = 0.7;

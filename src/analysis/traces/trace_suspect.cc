@@ -271,9 +271,7 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& measured, bool cpu
   const double need =
       cpu_only ? std::max(opt.variable_work_cv, opt.cpu_variable_work_cv) : opt.variable_work_cv;
   if (cv < need || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
-  Finding f;
-  f.code = FindingCode::kTraceVariableWork;
-  f.severity = Severity::kWarning;
+  Finding f = MakeFinding(FindingCode::kTraceVariableWork);
   f.entity.job = true;
   f.confidence = steps >= 2 ? 0.7 : 0.5;
   f.cause = "variable_work";

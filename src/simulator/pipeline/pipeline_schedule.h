@@ -1,8 +1,8 @@
 // Internal to the 3D-parallel simulator (pipeline_sim.h): the program each
 // worker runs in one training step (BuildPipelinePlan: Megatron's
 // non-interleaved 1F1B schedule and the step's collectives) and the
-// event-driven scheduler that times it (RunPipelineSchedule). Only
-// pipeline_schedule.cc, pipeline_sim.cc and pipeline_writer.cc include it.
+// event-driven scheduler that times it (RunPipelineSchedule). Only the
+// files of simulator/pipeline/ include it.
 //
 // A worker's program is a list of actions run in order. An action either
 // runs alone (a compute op without tensor parallelism, gc, the optimizer)

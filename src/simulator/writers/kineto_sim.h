@@ -13,6 +13,8 @@
 
 namespace laggard::sim {
 
+namespace kineto_kernels {
+
 // One kind of compute kernel: the name CUPTI reports, the aten op that
 // launches it, its nominal duration and launch configuration.
 struct KernelKind {
@@ -107,6 +109,8 @@ inline constexpr KernelKind kKinds[] = {
 inline constexpr uint16_t kForwardPattern[] = {0, 1, 2, 3, 4, 0, 5, 6, 7, 4};
 inline constexpr uint16_t kBackwardPattern[] = {7, 8, 9, 7, 8, 7, 8, 10, 7, 8, 11};
 inline constexpr uint16_t kOptimizerKind = 12;
+
+}  // namespace kineto_kernels
 
 // The scenario's values in range, or the first one that is not.
 Status ValidateTraceScenario(const TraceScenario& sc);

@@ -20,6 +20,12 @@
 namespace laggard::sim {
 namespace {
 
+using kineto_kernels::kBackwardPattern;
+using kineto_kernels::KernelKind;
+using kineto_kernels::kForwardPattern;
+using kineto_kernels::kKinds;
+using kineto_kernels::kOptimizerKind;
+
 // Each purpose/rank/step gets its own random stream (StreamSeed), so a fault
 // changes only what it touches and threads cannot reorder draws.
 

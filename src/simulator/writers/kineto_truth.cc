@@ -1,9 +1,16 @@
-#include <optional>
-#include <string>
-
-#include <fmt/format.h>
+// truth.json of the trace simulator (kineto_traces.h) and the check of its
+// scenario: what the trace tests and benchmarks score laggard against.
 
 #include "simulator/writers/kineto_sim.h"
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "simulator/writers/kineto_writer.h"
 #include "simulator/writers/step_logs.h"
 

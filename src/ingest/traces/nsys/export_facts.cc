@@ -103,8 +103,9 @@ bool IsNsysExport(const std::vector<std::string>& tables) {
 
 // The rank and world size from the launched process's environment (or the
 // device's), and the host name, into `facts`.
-void ReadEnvironment(sqlite3* h, ExportFacts& facts,
-                     const std::function<void(std::string_view, const QueryResult&)>& note_failure) {
+void ReadEnvironment(
+    sqlite3* h, ExportFacts& facts,
+    const std::function<void(std::string_view, const QueryResult&)>& note_failure) {
   NsysExportInfo& info = facts.info;
   EnvCollector env;
   std::optional<std::string> display_name;
