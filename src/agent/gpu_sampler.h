@@ -61,7 +61,6 @@ class GpuSampler {
  public:
   explicit GpuSampler(GpuBackend& backend);
 
-  unsigned gpu_count() const { return backend_.DeviceCount(); }
   // Queries every GPU once; the result has one snapshot per GPU, by index.
   const std::vector<GpuSnapshot>& Sample(TimeNs now);
   const std::vector<GpuSnapshot>& last() const { return gpus_; }

@@ -505,8 +505,8 @@ std::string DiagnoseFooter() {
 std::string SimulateFooter() {
   std::string s = "\nFault kinds (KIND: cause class, default severity):\n";
   for (sim::FaultKind k : sim::AllFaultKinds()) {
-    s += fmt::format("  {:<26} {}, {:g}\n", sim::FaultKindName(k),
-                     sim::CauseClassName(sim::CauseClassOf(k)), sim::DefaultSeverity(k));
+    s += fmt::format("  {:<26} {}, {:g}\n", sim::FaultKindName(k), sim::CauseClassWord(k),
+                     sim::DefaultSeverity(k));
   }
   s += "\nTARGET: all | rank13 (r13) | a host node-01 (or 1) | a GPU node-01:5 (1:5) | a NIC\n"
        "  node-01:mlx5_2 | nodes node-04..node-07, 4..7, node-01+node-05 | a stage stage2.\n"

@@ -42,27 +42,6 @@ std::string_view ConfidenceWord(double c) {
   return "low";
 }
 
-std::string_view CauseClassName(CauseClass c) {
-  switch (c) {
-    case CauseClass::kUnknown: return "unknown";
-    case CauseClass::kComputeSlow: return "compute_slow";
-    case CauseClass::kCommunication: return "communication";
-    case CauseClass::kHostStall: return "host_stall";
-    case CauseClass::kExternal: return "external";
-    case CauseClass::kImbalance: return "imbalance";
-    case CauseClass::kCount: break;
-  }
-  return "unknown";
-}
-
-std::optional<CauseClass> ParseCauseClass(std::string_view name) {
-  for (size_t i = 0; i < static_cast<size_t>(CauseClass::kCount); ++i) {
-    auto c = static_cast<CauseClass>(i);
-    if (CauseClassName(c) == name) return c;
-  }
-  return std::nullopt;
-}
-
 namespace verdict_internal {
 namespace {
 

@@ -49,6 +49,7 @@
 #include "analysis/common/finding.h"
 #include "analysis/steps/step_time_detector.h"
 #include "analysis/traces/trace_detector.h"
+#include "formats/cause_class.h"
 #include "model/run.h"
 
 namespace laggard {
@@ -83,22 +84,6 @@ enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kC
 // "straggler", "no_straggler", "inconclusive", "job_wide",
 // "communication_bound", "hang" (the job stopped: analysis/hangs/hang_detector.h).
 std::string_view VerdictStatusName(VerdictStatus s);
-
-// What kind of cause slows a culprit. Serialized by CauseClassName(); the
-// simulator's truth (simulator/cluster/cluster.h) uses the same words; append,
-// never rename.
-enum class CauseClass : uint8_t {
-  kUnknown,        // the evidence names the culprit, not why
-  kComputeSlow,    // its kernels run slower (thermal, power cap, clocks)
-  kCommunication,  // its transfers are slow (NIC, port, link, PCIe / NVLink)
-  kHostStall,      // its GPU waits for its host (CPU contention, pauses)
-  kExternal,       // interference from outside the job (a shared switch, periodic)
-  kImbalance,      // it does more work per step (pipeline stage, partition, data)
-  kCount,
-};
-std::string_view CauseClassName(CauseClass c);  // "unknown", "compute_slow", ...
-// The class whose CauseClassName() is `name`; nullopt for any other word.
-std::optional<CauseClass> ParseCauseClass(std::string_view name);
 
 struct Culprit {
   Entity entity;

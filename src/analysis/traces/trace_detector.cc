@@ -137,21 +137,6 @@ std::optional<Finding> ClockOffsetsFinding(const TraceMetrics& m, const TraceDet
   return f;
 }
 
-// What a set of ranks costs the job: per instance, the set's last arrival
-// minus everyone else's last arrival, summed.
-double GroupDelay(const std::vector<char>& in, const TraceMetrics& m) {
-  double delay = 0;
-  for (const auto& inst : m.arrivals_ns) {
-    double g = -1e300, o = -1e300;
-    for (auto [ri, a] : inst) {
-      double& mx = in[ri] ? g : o;
-      mx = std::max(mx, a);
-    }
-    if (g > -1e300 && o > -1e300) delay += std::max(0.0, g - o);
-  }
-  return delay;
-}
-
 // Ranks late together: one host's ranks (host contention, a host-wide
 // fault) or a block of ranks (a pipeline stage with more work). Why: their
 // kernels against a healthy peer's (slow kernels), or idle GPUs (host).
@@ -182,7 +167,7 @@ Finding GroupFinding(const TraceMetrics& m, const TraceSuspect& s, const Suspect
   bool block = true;
   for (size_t i = 1; i < ranks.size(); ++i) block = block && ranks[i] == ranks[i - 1] + 1;
 
-  double delay = GroupDelay(in, m);
+  double delay = GroupDelay(group, m);
   const DurationNs window = m.window_ns;
   if (window > 0) out.throughput_lost = std::min(1.0, delay / static_cast<double>(window));
 

@@ -336,6 +336,9 @@ struct SuspectComparison {
 
 TraceMetrics MeasureTraces(const Run& run, const TraceDetectorOptions& options);
 TraceSuspect FindTraceSuspect(const TraceMetrics& metrics, const TraceDetectorOptions& options);
+// The delay ranks `group` add, summed over the collectives: per instance,
+// how much later the group's last arrival is than the other ranks' last.
+double GroupDelay(const std::vector<size_t>& group, const TraceMetrics& m);
 
 // CPU-only jobs: the op outlier (see "op outlier" above) among the ranks
 // other than `exclude`: its index and op ratio. FindTraceSuspect looks at

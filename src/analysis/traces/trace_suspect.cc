@@ -370,23 +370,6 @@ void TakeLateRank(const TraceMetrics& m, size_t ri, TraceSuspect& s) {
       m.last_count[ri] > 0 ? m.delay_ns[ri] / static_cast<double>(m.last_count[ri]) : 0;
 }
 
-// What a set of ranks costs the job: per instance, the set's last arrival
-// minus everyone else's last arrival, summed.
-double GroupDelay(const std::vector<size_t>& group, const TraceMetrics& m) {
-  std::vector<char> in(m.ranks.size(), 0);
-  for (size_t gi : group) in[gi] = 1;
-  double delay = 0;
-  for (const auto& inst : m.arrivals_ns) {
-    double g = -1e300, o = -1e300;
-    for (auto [ri, a] : inst) {
-      double& mx = in[ri] ? g : o;
-      mx = std::max(mx, a);
-    }
-    if (g > -1e300 && o > -1e300) delay += std::max(0.0, g - o);
-  }
-  return delay;
-}
-
 // A compute block that costs >= the floor becomes the group; `must_hold`
 // (a late rank) has to be one of its ranks.
 bool TakeComputeBlock(const TraceMetrics& m, std::optional<size_t> must_hold, TraceSuspect& s,
@@ -540,6 +523,21 @@ TraceSuspect FindTraceSuspect(const TraceMetrics& m, const TraceDetectorOptions&
   }
   FindPeerAndVictim(m, s);
   return s;
+}
+
+double GroupDelay(const std::vector<size_t>& group, const TraceMetrics& m) {
+  std::vector<char> in(m.ranks.size(), 0);
+  for (size_t gi : group) in[gi] = 1;
+  double delay = 0;
+  for (const auto& inst : m.arrivals_ns) {
+    double g = -1e300, o = -1e300;
+    for (auto [ri, a] : inst) {
+      double& mx = in[ri] ? g : o;
+      mx = std::max(mx, a);
+    }
+    if (g > -1e300 && o > -1e300) delay += std::max(0.0, g - o);
+  }
+  return delay;
 }
 
 }  // namespace laggard

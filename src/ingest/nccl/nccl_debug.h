@@ -54,9 +54,6 @@ class NcclLogCollector {
   // or, when `hostless` is null, counts network.no_host once.
   uint64_t Finish(ReaderContext& ctx, bool* hostless = nullptr);
 
-  // The bare "NCCL version" banner of the file, if any ("2.19.3").
-  const std::optional<std::string>& banner_version() const { return banner_version_; }
-
  private:
   struct Connection {
     NcclConnection conn;

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "formats/cause_class.h"
 #include "simulator/writers/kineto_traces.h"
 
 namespace laggard::sim {
@@ -83,20 +84,13 @@ enum class FaultKind : uint8_t {
   kSequenceLengthImbalance,  // batches of unequal sequence length
 };
 
-enum class CauseClass : uint8_t {
-  kNone,
-  kComputeSlow,
-  kCommunication,
-  kHostStall,
-  kExternal,
-  kImbalance
-};
-
 std::string_view FaultKindName(FaultKind kind);  // "thermal", "nic_degraded", ...
 std::optional<FaultKind> ParseFaultKind(std::string_view name);
-std::span<const FaultKind> AllFaultKinds();     // every kind but kNone
-std::string_view CauseClassName(CauseClass c);  // "compute_slow", ...
-CauseClass CauseClassOf(FaultKind kind);
+std::span<const FaultKind> AllFaultKinds();  // every kind but kNone
+// The class of cause a fault is (formats/cause_class.h); nullopt for kNone.
+std::optional<CauseClass> CauseClassOf(FaultKind kind);
+// Its truth.json word: CauseClassName(), "none" for kNone.
+std::string_view CauseClassWord(FaultKind kind);
 // The severity a fault gets when none is given, and what it means.
 double DefaultSeverity(FaultKind kind);
 
@@ -278,7 +272,6 @@ class ClusterRun {
                     static_cast<size_t>(rank)];
   }
   bool has_steps() const { return !starts_.empty(); }
-  bool has_compute() const { return !compute_.empty(); }
 
   // Host clock = true clock + offset, per node.
   const std::vector<int64_t>& clock_offsets_ns() const { return clock_offsets_ns_; }
@@ -314,9 +307,6 @@ class ClusterRun {
   const std::vector<FaultEffect>& effects() const { return effects_; }  // per scenario fault
   // Nodes of each leaf switch, in switch-map.csv order ("leaf-00", ...).
   const std::vector<std::vector<int>>& switches() const { return switches_; }
-  // The fraction of a step's compute before collective k (k < K) and in the
-  // optimizer (k == K), as the Kineto layout has it.
-  const std::vector<double>& segment_shares() const { return shares_; }
 
  private:
   friend class Simulator;

@@ -25,12 +25,12 @@ constexpr int kMaxRanks = 1 << 20;
 struct KindInfo {
   FaultKind kind;
   const char* name;
-  CauseClass cause_class;
+  std::optional<CauseClass> cause_class;  // nullopt: no fault
   double default_severity;
 };
 
 constexpr KindInfo kKinds[] = {
-    {FaultKind::kNone, "none", CauseClass::kNone, 0},
+    {FaultKind::kNone, "none", std::nullopt, 0},
     {FaultKind::kThermal, "thermal", CauseClass::kComputeSlow, 0.25},
     {FaultKind::kPowerCap, "power_cap", CauseClass::kComputeSlow, 0.2},
     {FaultKind::kClocksLocked, "clocks_locked", CauseClass::kComputeSlow, 0.2},
@@ -335,19 +335,12 @@ std::span<const FaultKind> AllFaultKinds() {
   return kAll;
 }
 
-std::string_view CauseClassName(CauseClass c) {
-  switch (c) {
-    case CauseClass::kNone: return "none";
-    case CauseClass::kComputeSlow: return "compute_slow";
-    case CauseClass::kCommunication: return "communication";
-    case CauseClass::kHostStall: return "host_stall";
-    case CauseClass::kExternal: return "external";
-    case CauseClass::kImbalance: return "imbalance";
-  }
-  return "none";
-}
+std::optional<CauseClass> CauseClassOf(FaultKind kind) { return Info(kind).cause_class; }
 
-CauseClass CauseClassOf(FaultKind kind) { return Info(kind).cause_class; }
+std::string_view CauseClassWord(FaultKind kind) {
+  std::optional<CauseClass> c = CauseClassOf(kind);
+  return c ? CauseClassName(*c) : "none";
+}
 double DefaultSeverity(FaultKind kind) { return Info(kind).default_severity; }
 
 bool FaultActive(const Fault& f, int step) {

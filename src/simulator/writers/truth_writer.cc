@@ -94,7 +94,7 @@ Json FaultJson(const ClusterRun& run, size_t i) {
   j["kind"] = std::string(FaultKindName(f.kind));
   j["spec"] = f.spec;
   j["target"] = DescribeTarget(sc, f.target);
-  j["cause_class"] = std::string(CauseClassName(CauseClassOf(f.kind)));
+  j["cause_class"] = std::string(CauseClassWord(f.kind));
   j["cause"] = f.kind == FaultKind::kNone ? "none" : Cause(f);
   j["severity"] = f.kind == FaultKind::kNone ? 0.0 : f.severity.value_or(DefaultSeverity(f.kind));
   Json ent;
@@ -204,7 +204,7 @@ Status WriteTruth(const RunContext& ctx, uint64_t* bytes, int* files) {
     FaultEntities e = EntitiesOf(sc, f);
     expected["status"] = e.job_wide ? "job_wide" : "straggler";
     expected["culprits"] = e.job_wide ? Json::array() : Culprits(run, f);
-    expected["cause_class"] = std::string(CauseClassName(CauseClassOf(f.kind)));
+    expected["cause_class"] = std::string(CauseClassWord(f.kind));
     expected["cause"] = Cause(f);
     expected["fault_index"] = *primary;
   }

@@ -411,7 +411,6 @@ void TraceTokenizer::Cut(const std::string& where) {
 }
 
 void TraceTokenizer::Malformed(const std::string& what) {
-  stopped_early_ = true;
   diag_.diag().AddAtOffset(DiagCode::kTraceBadEvent, diag_.path(), pos_,
                            what + " (top-level JSON); the rest of the file is ignored");
 }

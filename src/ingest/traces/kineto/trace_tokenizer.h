@@ -89,7 +89,6 @@ class TraceTokenizer {
   bool has_trace() const { return has_trace_; }
   const TraceHeader& header() const { return header_; }
   bool truncated() const { return truncated_; }
-  bool stopped_early() const { return stopped_early_; }  // malformed JSON outside traceEvents
   uint64_t events_total() const { return events_total_; }
   uint64_t events_lost() const { return events_lost_; }
   bool saw_cpu_events() const { return events_.saw_cpu_events(); }
@@ -165,7 +164,6 @@ class TraceTokenizer {
   bool saw_events_ = false;
   bool root_closed_ = false;
   bool truncated_ = false;
-  bool stopped_early_ = false;
   uint64_t events_total_ = 0;
   uint64_t events_lost_ = 0;
   TraceHeader header_;
