@@ -33,11 +33,16 @@ void DropStageLateGroup(const RunLayout& layout, TraceAnalysis& traces) {
 
 std::vector<const Finding*> Analyses::AllFindings() const {
   std::vector<const Finding*> all;
-  for (const std::vector<Finding>* fs :
-       {&hang.findings, &stall.findings, &pipelines.findings, &traces.findings, &steps.findings,
-        &pauses.findings, &host_cpu.findings, &hardware.findings, &network.findings,
-        &tool_reports.findings}) {
+  for (const std::vector<Finding>* fs : FindingLists(*this)) {
     for (const Finding& f : *fs) all.push_back(&f);
+  }
+  return all;
+}
+
+std::vector<Finding*> Analyses::MutableFindings() {
+  std::vector<Finding*> all;
+  for (std::vector<Finding>* fs : FindingLists(*this)) {
+    for (Finding& f : *fs) all.push_back(&f);
   }
   return all;
 }
@@ -98,6 +103,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   }
   if (options.live_now_ns)
     a.stall = FindStalls(ProgressFromSteps(run), *options.live_now_ns, options.stall);
+  for (Finding* f : a.MutableFindings()) AddDefaultNextStep(*f);
   return a;
 }
 

@@ -12,6 +12,7 @@
 #ifndef LAGGARD_ANALYSIS_ANALYZE_RUN_H_
 #define LAGGARD_ANALYSIS_ANALYZE_RUN_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -54,8 +55,19 @@ struct Analyses {
 
   // Every detector's findings, in report order: hang, stall, pipelines,
   // traces, steps, pauses, host CPU, hardware, network, other tools. Every
-  // report lists these; a new detector adds its findings here.
+  // report lists these; a new detector adds its findings to FindingLists().
   std::vector<const Finding*> AllFindings() const;
+  std::vector<Finding*> MutableFindings();  // the same, to amend
+
+ private:
+  // Each detector's findings list, in report order (`Self`: const or not).
+  template <typename Self>
+  static auto FindingLists(Self& a) {
+    return std::array{&a.hang.findings,        &a.stall.findings,    &a.pipelines.findings,
+                      &a.traces.findings,      &a.steps.findings,    &a.pauses.findings,
+                      &a.host_cpu.findings,    &a.hardware.findings, &a.network.findings,
+                      &a.tool_reports.findings};
+  }
 };
 
 // Every detector's thresholds, in one place; each member's defaults and

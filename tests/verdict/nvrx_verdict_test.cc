@@ -108,6 +108,16 @@ TEST(NvrxReportTest, ARankAloneFarBelowTheOthersIsNamed) {
   ASSERT_EQ(d.v.culprits.size(), 1u) << d.v.summary;
   EXPECT_EQ(d.v.culprits[0].entity.rank, 5);
   EXPECT_EQ(ConfidenceWord(d.v.culprits[0].confidence), "medium");
+  // NVRx's finding carries no measured next step: AnalyzeRun gives it the
+  // catalogue's.
+  const Finding* named = nullptr;
+  for (const Finding& f : d.a.tool_reports.findings) {
+    if (f.code == FindingCode::kToolNvrxReport && f.entity.rank == 5) named = &f;
+  }
+  ASSERT_NE(named, nullptr);
+  EXPECT_EQ(named->next_steps, std::vector<std::string>{
+                                   std::string(Describe(FindingCode::kToolNvrxReport).next_step)});
+  EXPECT_FALSE(d.v.next_steps.empty());
 }
 
 // A log and its copy: one report each, counted once, so one report names

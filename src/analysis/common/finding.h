@@ -106,10 +106,13 @@ struct FindingInfo {
   std::string_view title;
   FindingCategory category;
   // What to do about the finding when nothing more specific is known, as a
-  // fmt template with named arguments (DefaultNextStep() fills them in);
-  // empty where the detector writes its own next steps from what it
-  // measured (Finding::next_steps).
+  // fmt template with named arguments (DefaultNextStep() fills them in).
+  // A detector writes its own from what it measured (Finding::next_steps);
+  // a warning or critical finding without any gets this one when it names
+  // no argument (AnalyzeRun). Empty only for an informational row, with
+  // `no_next_step` saying why nothing is to be done.
   std::string_view next_step;
+  std::string_view no_next_step;
 };
 const FindingInfo& Describe(FindingCode code);
 
@@ -207,6 +210,10 @@ struct Finding {
   std::optional<bool> overlaps_slow_steps;
   std::vector<int32_t> ranks;  // ranks behind a host / NIC finding
 };
+
+// A warning or critical finding its detector gave no next step gets its
+// catalogue row's default, when that names no argument; others are left.
+void AddDefaultNextStep(Finding& f);
 
 // A finding of `code` about `entity`, with the catalogue's severity
 // (Describe(code).severity); the detector fills in the rest.

@@ -104,7 +104,43 @@ TEST(FindingCatalogueTest, DefaultNextStepsFormatWithTheirCallersArguments) {
 TEST(FindingCatalogueTest, ATemplateMissingItsArgumentComesBackUnformatted) {
   EXPECT_EQ(DefaultNextStep(FindingCode::kTraceLateArrival),
             Describe(FindingCode::kTraceLateArrival).next_step);
-  EXPECT_EQ(DefaultNextStep(FindingCode::kStepStraggler), "");
+  EXPECT_EQ(DefaultNextStep(FindingCode::kJitter), "");
+}
+
+TEST(FindingCatalogueTest, EveryRowHasANextStepOrSaysWhyNone) {
+  for (size_t i = 0; i < static_cast<size_t>(FindingCode::kCount); ++i) {
+    const FindingInfo& info = Describe(static_cast<FindingCode>(i));
+    EXPECT_NE(info.next_step.empty(), info.no_next_step.empty()) << info.name;
+    if (!info.no_next_step.empty()) {
+      EXPECT_EQ(info.severity, Severity::kInfo)
+          << info.name << ": only informational rows have none";
+    }
+    if (info.next_step.find('{') == std::string_view::npos) {
+      EXPECT_EQ(DefaultNextStep(static_cast<FindingCode>(i)), info.next_step) << info.name;
+    }
+  }
+}
+
+TEST(FindingCatalogueTest, AFindingWithoutNextStepsGetsItsRowsDefault) {
+  Finding warn = MakeFinding(FindingCode::kNetBandwidthLow);
+  AddDefaultNextStep(warn);
+  ASSERT_EQ(warn.next_steps.size(), 1u);
+  EXPECT_EQ(warn.next_steps[0], Describe(FindingCode::kNetBandwidthLow).next_step);
+
+  Finding own = MakeFinding(FindingCode::kNetBandwidthLow);
+  own.next_steps = {"rerun nccl-tests between node-03 and node-07"};
+  AddDefaultNextStep(own);
+  EXPECT_EQ(own.next_steps,
+            std::vector<std::string>{"rerun nccl-tests between node-03 and node-07"});
+
+  Finding info = MakeFinding(FindingCode::kToolDataLoaderSlow);
+  info.severity = Severity::kInfo;  // a finding that decides nothing gets no step
+  AddDefaultNextStep(info);
+  EXPECT_TRUE(info.next_steps.empty());
+
+  Finding templated = MakeFinding(FindingCode::kTraceLateArrival);  // names {rank}
+  AddDefaultNextStep(templated);
+  EXPECT_TRUE(templated.next_steps.empty());
 }
 
 TEST(FindingCatalogueTest, MakeFindingTakesTheSeverityFromTheCatalogue) {
