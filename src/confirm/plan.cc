@@ -302,8 +302,9 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.culprit = i;
   smi.hosts = {host};
   smi.gpu = gpu;
-  smi.argv = {"nvidia-smi",       "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ERRORS", "-i",
-              std::to_string(gpu)};
+  smi.argv = {"nvidia-smi", "-q",
+              "-d",         "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER",
+              "-i",         std::to_string(gpu)};
   smi.time_limit_s = 60;
   smi.why = fmt::format("{} GPU {}: throttle reasons now and the time throttled, clocks, errors",
                         host, gpu);
@@ -554,7 +555,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       smi.kind = TestKind::kHealth;
       smi.culprit = i;
       smi.hosts = {*host};
-      smi.argv = {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ERRORS"};
+      smi.argv = {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER"};
       smi.time_limit_s = 60;
       smi.why = "every GPU of the host: throttle reasons, clocks, errors (its GPU is not known)";
       plan.tests.push_back(smi);

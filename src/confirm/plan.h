@@ -6,7 +6,7 @@
 // Per culprit, by its cause class:
 //   compute_slow, host_stall, unknown, with a GPU
 //       health on the suspect GPU: `nvidia-smi -q -d PERFORMANCE,CLOCK,
-//       TEMPERATURE,POWER,ERRORS -i G` and `dcgmi diag -r 1 -i G` (-r 2 by
+//       TEMPERATURE,POWER,ECC,ROW_REMAPPER -i G` and `dcgmi diag -r 1 -i G` (-r 2 by
 //       option); the same dcgmi run on a healthy GPU of the same model,
 //       another host preferred, as the control;
 //   the same on a CPU job (no GPUs in the report): `laggard gemm --cores`

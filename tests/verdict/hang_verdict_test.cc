@@ -92,7 +92,7 @@ TEST(HangVerdictTest, AGpuErrorBesideACollectiveNoneCompletedIsItsGpuSide) {
   f.ranks = {6, 7};
   f.message = "process group 3 (TENSOR_MODEL_PARALLEL_GROUP, ranks 6, 7): none completed #45255";
   f.confidence = 0.85;
-  f.next_steps.push_back("on the hosts of ranks 6, 7: `nvidia-smi -q -d ERRORS`");
+  f.next_steps.push_back("on the hosts of ranks 6, 7: `nvidia-smi -q -d ECC,ROW_REMAPPER`");
   h.a.hang.findings.push_back(f);
   Finding xid;
   xid.code = FindingCode::kGpuErrors;

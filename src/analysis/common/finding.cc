@@ -67,13 +67,14 @@ constexpr FindingInfo kCatalogue[] = {
     {"gpu.power_cap", Severity::kCritical,
      "GPU power limit is lowered, or draw is pinned at the cap with low clocks", kGpu,
      "compare the GPU's enforced power limit with its default (`nvidia-smi -q -d POWER`; `rocm-smi "
-     "--showpower --showmaxpower` on AMD); find what lowered it (`dcgmi policy --get`, a job "
+     "--showpower --showmaxpower` on AMD); find what lowered it (`dcgmi config --get`, a job "
      "prolog running `nvidia-smi -pl`, the BMC's power budget) and restore it"},
     {"gpu.clocks_low", Severity::kWarning,
      "GPU's SM clock under load is below its same-model peers'", kGpu,
      "check why the GPU's clocks are low: `nvidia-smi -q -d CLOCK,PERFORMANCE` (locked application "
-     "clocks, throttle reasons); reset them with `nvidia-smi -rac` and `nvidia-smi -rgc` "
-     "(`rocm-smi --resetclocks` on AMD), then run `dcgmi diag -r 2`"},
+     "clocks, throttle reasons); unless they were locked on purpose, reset them as root with "
+     "`nvidia-smi -rac` and `nvidia-smi -rgc` (`rocm-smi --resetclocks` on AMD); with the node "
+     "drained, `dcgmi diag -r 2`"},
     {"gpu.pcie_downgrade", Severity::kWarning,
      "GPU's PCIe link runs below its capability or its peers'", kGpu,
      "compare the GPU's PCIe link under load with its capability: `nvidia-smi -q -d PCI` and "
@@ -85,8 +86,9 @@ constexpr FindingInfo kCatalogue[] = {
      "-r 2`; drain the node if a link stays down"},
     {"gpu.errors", Severity::kWarning, "GPU reports XID / ECC / memory-remapping / diag errors",
      kGpu,
-     "run `dcgmi diag -r 2` (or -r 3) on the host and check `dmesg | grep -i xid` and `nvidia-smi "
-     "-q -d ECC,ROW_REMAPPER` (retired pages, remapped rows); drain the node if errors persist"},
+     "check `dmesg | grep -i xid` and `nvidia-smi -q -d ECC,ROW_REMAPPER` (retired pages, "
+     "remapped rows) on the host; drain the node and run `dcgmi diag -r 2` (or -r 3, longer); "
+     "keep it drained if errors persist"},
     {"gpu.idle_waiting", Severity::kInfo,
      "GPUs look idle because they wait for the culprit: low utilisation is not evidence", kGpu, "",
      "informational: healthy ranks' GPUs idle because they wait for the culprit; low utilisation "
@@ -99,11 +101,13 @@ constexpr FindingInfo kCatalogue[] = {
     {"net.link_degraded", Severity::kCritical,
      "network link runs below its peers' rate / width / speed", kNetwork,
      "check the link's negotiated rate and width against its peers': `ibstat` (Rate) and `mlxlink "
-     "-d DEVICE -m` for speed and errors on InfiniBand, `ethtool IFACE` (Speed) on Ethernet; "
+     "-d DEVICE -m -c` for speed and error counters on InfiniBand, `ethtool IFACE` (Speed) on "
+     "Ethernet; "
      "reseat or replace the cable / transceiver"},
     {"net.bandwidth_low", Severity::kCritical, "nccl-tests bus bandwidth far below comparable runs",
      kNetwork,
-     "check the slow hosts' NICs: `ibstat` and `ethtool` on each; rerun nccl-tests "
+     "find which hosts the low run used (its command line or launcher log), then check their NICs: "
+     "`ibstat` and `ethtool` on each; rerun nccl-tests "
      "(all_reduce_perf -b 1G -e 8G -f 2 -g 1) between one of them and a healthy host to tell the "
      "node from the fabric"},
     {"net.test_errors", Severity::kWarning, "nccl-tests reported wrong results or failures",
@@ -134,8 +138,8 @@ constexpr FindingInfo kCatalogue[] = {
      "the last stage, the embedding of the first), or use uneven layer splits"},
     {"net.nic_shared", Severity::kWarning,
      "several GPUs reach the network through one NIC while the host has NICs to spare", kNetwork,
-     "check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO \\\"NET/IB : "
-     "Using\\\"); set NCCL_IB_HCA or fix the PCIe placement so each GPU has its own rail"},
+     "check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO \"NET/IB : "
+     "Using\"); set NCCL_IB_HCA or fix the PCIe placement so each GPU has its own rail"},
     {"trace.late_group", Severity::kCritical,
      "several ranks arrive late together: one host's ranks, or a block of ranks", kTraces,
      "look at the late ranks' hosts: CPU contention (`top`, `pidstat -u 1`), data loader workers "
@@ -164,7 +168,7 @@ constexpr FindingInfo kCatalogue[] = {
      "daemon): an event on the timeline",
      kGpu,
      "find what changes the GPU's power limit at run time: a power-capping daemon, a DCGM policy "
-     "(`dcgmi policy --get`), a job prolog running `nvidia-smi -pl`, the BMC's power budget (its "
+     "(`dcgmi config --get`), a job prolog running `nvidia-smi -pl`, the BMC's power budget (its "
      "event log); harmless while the GPU keeps its peers' clocks"},
     {"pipeline.stage_imbalance", Severity::kWarning,
      "one pipeline stage is slower on every data-parallel replica: the layers are not "
@@ -206,7 +210,8 @@ constexpr FindingInfo kCatalogue[] = {
      "every rank of a group enqueued the collective and none completed it: the GPU or the "
      "network side (NCCL, a link, a GPU error), no rank is missing",
      kHang,
-     "on the hosts of ranks {ranks}: `nvidia-smi -q -d ERRORS` and `dmesg | grep -i xid` for a "
+     "on the hosts of ranks {ranks}: `nvidia-smi -q -d ECC,ROW_REMAPPER` and `dmesg | grep -i xid` "
+     "for a "
      "GPU error; ibstat and port counters for the links between them; while it hangs, "
      "`ncclras` (NCCL >= 2.24) for the communicator's state"},
     {"hang.transport_error", Severity::kCritical,
@@ -242,7 +247,8 @@ constexpr FindingInfo kCatalogue[] = {
      kHang,
      "see where rank {rank} is: `py-spy dump --pid PID` on its host (every python process of "
      "it); a stack outside torch.distributed is where its host stopped; a stack in a CUDA "
-     "synchronize points at its GPU instead: `nvidia-smi -q -d ERRORS`, `dmesg | grep -i xid`"},
+     "synchronize points at its GPU instead: `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep -i "
+     "xid`"},
     {"host.cpu_contention", Severity::kWarning,
      "a rank's process waits for a CPU while its peers' do not: other work shares its cores "
      "(host contention)",

@@ -184,7 +184,8 @@ void TestFindings(const P2pBandwidthTest& t, std::vector<Finding>& out) {
     if (warn) {
       f.next_steps.push_back(fmt::format(
           "check GPU {}'s links{}: nvidia-smi nvlink --status -i {} (a link down or at a lower "
-          "speed), nvidia-smi -q -d ERRORS, and nvidia-smi topo -m against a healthy node",
+          "speed), nvidia-smi -q -d ECC,ROW_REMAPPER, and nvidia-smi topo -m against a healthy "
+          "node",
           g, t.host ? " on " + *t.host : "", g));
     }
     out.push_back(std::move(f));

@@ -70,7 +70,6 @@ void Simulator::Prepare() {
   ts.bucket_bytes = sc_.bucket_bytes;
   shares_ = ComputeSegmentShares(ts);
   for (int k = 0; k < sc_.collectives_per_step; ++k) bytes_.push_back(CollectiveBytes(ts, k));
-  run_.shares_ = shares_;
 
   track_slot_.assign(static_cast<size_t>(ranks_), -1);
   auto track = [&](int r) {

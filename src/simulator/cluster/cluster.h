@@ -327,7 +327,6 @@ class ClusterRun {
   std::vector<double> step_s_, healthy_step_s_;
   std::vector<FaultEffect> effects_;
   std::vector<std::vector<int>> switches_;
-  std::vector<double> shares_;
 };
 
 // Simulates a resolved scenario (ResolveScenario first).

@@ -97,7 +97,8 @@ TEST(FindingCatalogueTest, DefaultNextStepsFormatWithTheirCallersArguments) {
       << stopped;
   std::string stuck =
       DefaultNextStep(FindingCode::kHangStuckCollective, fmt::arg("ranks", std::string("6, 7")));
-  EXPECT_EQ(stuck.rfind("on the hosts of ranks 6, 7: `nvidia-smi -q -d ERRORS`", 0), 0u) << stuck;
+  EXPECT_EQ(stuck.rfind("on the hosts of ranks 6, 7: `nvidia-smi -q -d ECC,ROW_REMAPPER`", 0), 0u)
+      << stuck;
   EXPECT_NE(stuck.find("`ncclras`"), std::string::npos) << stuck;
 }
 
