@@ -283,7 +283,7 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
                   "dp=D,pp=P,tp=T[,vpp=V] (ranks in Megatron order: tp fastest, then dp, then "
                   "pp); without it, a Megatron launch log's layout line or Kineto process groups "
                   "named TENSOR/PIPELINE/DATA_PARALLEL_GROUP or mesh_<dim> give it");
-  cmd->add_option("--job", o.input.job,
+  cmd->add_option("--job", o.input.ingest.job,
                   "when the files hold several jobs (listed first in the report), diagnose the "
                   "N-th; default: the largest (the most ranks, then files, then bytes)")
       ->check(CLI::Range(1, 1'000'000));
@@ -325,7 +325,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   auto update = [&](size_t d, size_t t, uint64_t b) { progress.Update(d, t, b); };
   StatusOr<Run> run = Status::Error("");
   IngestFlags input = o.input;
-  input.split_jobs = true;
+  input.ingest.split_jobs = true;
   if (o.mpi) {
     MpiIngestReport report;
     auto gathered = IngestWithFlagsOverMpi(o.paths, input, o.mpi_timeout_s, update, &report);
@@ -345,7 +345,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     err << "laggard: " << run.status().message() << "\n";
     return kExitNoInput;
   }
-  if (std::string bad = CheckJobFlag(o.input.job, run->jobs); !bad.empty()) {
+  if (std::string bad = CheckJobFlag(o.input.ingest.job, run->jobs); !bad.empty()) {
     err << "laggard diagnose: " << bad << "\n";
     return kExitNoInput;
   }

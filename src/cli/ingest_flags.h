@@ -26,17 +26,12 @@ class App;
 namespace laggard {
 
 struct IngestFlags {
-  std::optional<std::string> rank_from;
-  std::optional<std::string> file_ranks;
-  std::optional<std::string> host_from;
+  // The flags Ingest() takes as they are. diagnose also sets split_jobs (tell
+  // the jobs in the files apart) and job (--job N, else the one with the
+  // most ranks); `progress` is given per call.
+  IngestOptions ingest;
+  // The step-line regex: it makes the text readers (MakeDefaultTextReaders).
   std::optional<std::string> step_pattern;
-  std::optional<std::string> step_marker;
-  std::vector<std::string> comm_kernels;
-  int threads = 0;
-  // diagnose: tell the jobs in the files apart and read one (--job N, else
-  // the one with the most ranks); IngestOptions::split_jobs.
-  bool split_jobs = false;
-  std::optional<int32_t> job;
 };
 
 // Adds --rank-from, --file-ranks, --host-from, --step-pattern,
