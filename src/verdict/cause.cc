@@ -58,8 +58,6 @@ std::string_view CauseClassWords(CauseClass c) {
   return "cause unknown";
 }
 
-}  // namespace
-
 std::string CauseWords(const Culprit& c) {
   std::string s(CauseClassWords(c.cause_class));
   if (c.cause) s += ": " + *c.cause;
@@ -82,6 +80,8 @@ std::string CulpritName(const Culprit& c) {
   if (c.entity.nic) s += fmt::format(" ({})", *c.entity.nic);
   return s;
 }
+
+}  // namespace
 
 std::string StragglerSummary(const Verdict& v) {
   const Culprit& top = v.culprits.front();

@@ -323,11 +323,8 @@ bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces
 // job-wide cause, traces that clear the run, or no culprit.
 Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces);
 
-// "compute-slow: thermal"; "rank 5 (node-00 GPU 5)", "ranks 8-15",
-// "the whole job"; the straggler verdict's summary line, its first three
-// culprits with their cause, confidence and cost (cause.cc).
-std::string CauseWords(const Culprit& c);
-std::string CulpritName(const Culprit& c);
+// The straggler verdict's summary line: its first three culprits with their
+// cause, confidence and cost (cause.cc).
 std::string StragglerSummary(const Verdict& v);
 
 }  // namespace laggard::verdict_internal

@@ -1,4 +1,4 @@
-// What the hang detector's rules share (hang_detector.cc,
+// What the hang detector's rules share (hang_detector.cc, hang_transport.cc,
 // hang_not_joined.cc, hang_rules.cc): the words for ranks, groups and stacks,
 // the confidence a group's evidence earns, and the rules for a rank that
 // never joined and a collective every rank is stuck in. Internal to

@@ -9,10 +9,13 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/hangs/hang_rules.h"
+
 namespace laggard {
 namespace {
 
-constexpr double kConfidenceLines = 0.5;
+using hang_internal::kConfidenceLines;  // a finding from log lines only
+
 constexpr size_t kHostsSpelled = 4;
 constexpr size_t kEvidenceLines = 4;
 

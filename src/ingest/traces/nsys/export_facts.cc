@@ -101,6 +101,17 @@ bool IsNsysExport(const std::vector<std::string>& tables) {
   });
 }
 
+// Runs `sql`, whose rows are (name, value), and calls fn(name, value) for
+// each row where both are text.
+template <typename Fn>
+QueryResult ForEachNameValue(sqlite3* h, const std::string& sql, Fn&& fn) {
+  return ForEachRow(h, sql, [&](sqlite3_stmt* s) {
+    auto name = TextAt(s, 0);
+    auto value = TextAt(s, 1);
+    if (name && value) fn(*name, *value);
+  });
+}
+
 // The rank and world size from the launched process's environment (or the
 // device's), and the host name, into `facts`.
 void ReadEnvironment(
@@ -113,42 +124,36 @@ void ReadEnvironment(
     // PROCESS_0:ENVIRONMENT_VARIABLE | RANK="3": the launched process's own
     // environment, more specific than the device's below.
     note_failure("META_DATA_CAPTURE",
-                 ForEachRow(h,
-                            "SELECT name, value FROM META_DATA_CAPTURE WHERE name LIKE "
-                            "'PROCESS_%:ENVIRONMENT_VARIABLE' OR name = 'DEVICE_DISPLAY_NAME'",
-                            [&](sqlite3_stmt* s) {
-                              auto name = TextAt(s, 0);
-                              auto value = TextAt(s, 1);
-                              if (!name || !value) return;
-                              if (*name == "DEVICE_DISPLAY_NAME") {
-                                if (!Trim(*value).empty()) display_name = std::string(Trim(*value));
-                                return;
-                              }
-                              size_t eq = value->find('=');
-                              if (eq != std::string_view::npos && eq > 0) {
-                                env.Add(value->substr(0, eq), value->substr(eq + 1));
-                              }
-                            }));
+                 ForEachNameValue(h,
+                                  "SELECT name, value FROM META_DATA_CAPTURE WHERE name LIKE "
+                                  "'PROCESS_%:ENVIRONMENT_VARIABLE' OR name = "
+                                  "'DEVICE_DISPLAY_NAME'",
+                                  [&](std::string_view name, std::string_view value) {
+                                    if (name == "DEVICE_DISPLAY_NAME") {
+                                      if (!Trim(value).empty())
+                                        display_name = std::string(Trim(value));
+                                      return;
+                                    }
+                                    size_t eq = value.find('=');
+                                    if (eq != std::string_view::npos && eq > 0) {
+                                      env.Add(value.substr(0, eq), value.substr(eq + 1));
+                                    }
+                                  }));
   }
   if (Has(info.tables, "TARGET_INFO_SYSTEM_ENV")) {
     std::vector<std::string> cols = ColumnsOf(h, "TARGET_INFO_SYSTEM_ENV");
     if (Has(cols, "name") && Has(cols, "value")) {
       note_failure("TARGET_INFO_SYSTEM_ENV",
-                   ForEachRow(h,
-                              "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name IN "
-                              "('Hostname', 'DeviceEnvironment')",
-                              [&](sqlite3_stmt* s) {
-                                auto name = TextAt(s, 0);
-                                auto value = TextAt(s, 1);
-                                if (!name || !value) return;
-                                if (*name == "Hostname") {
-                                  if (!info.host && !Trim(*value).empty()) {
-                                    info.host = std::string(Trim(*value));
-                                  }
-                                } else {
-                                  env.AddList(*value);
-                                }
-                              }));
+                   ForEachNameValue(h,
+                                    "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name "
+                                    "IN ('Hostname', 'DeviceEnvironment')",
+                                    [&](std::string_view name, std::string_view value) {
+                                      if (name != "Hostname") {
+                                        env.AddList(value);
+                                      } else if (!info.host && !Trim(value).empty()) {
+                                        info.host = std::string(Trim(value));
+                                      }
+                                    }));
     }
   }
   if (!info.host) info.host = display_name;
@@ -189,20 +194,17 @@ StatusOr<ExportFacts> ReadExportFacts(const std::string& path, Db& db_out) {
 
   for (std::string_view table : {"EXPORT_META_DATA", "META_DATA_EXPORT"}) {
     if (!Has(info.tables, table)) continue;
-    note_failure(table, ForEachRow(h, fmt::format("SELECT name, value FROM {}", Quote(table)),
-                                   [&](sqlite3_stmt* s) {
-                                     auto name = TextAt(s, 0);
-                                     auto value = TextAt(s, 1);
-                                     if (!name || !value) return;
-                                     if (*name == "EXPORT_PRODUCT_VERSION") {
-                                       info.product_version = std::string(*value);
-                                     } else if (*name == "EXPORT_SCHEMA_VERSION") {
-                                       info.schema_version = std::string(*value);
-                                     } else if (*name == "EXPORT_PARAM_TIME_NORMALIZE") {
-                                       info.times_normalized =
-                                           EqualsIgnoreCase(Trim(*value), "true");
-                                     }
-                                   }));
+    note_failure(table, ForEachNameValue(h, fmt::format("SELECT name, value FROM {}", Quote(table)),
+                                         [&](std::string_view name, std::string_view value) {
+                                           if (name == "EXPORT_PRODUCT_VERSION") {
+                                             info.product_version = std::string(value);
+                                           } else if (name == "EXPORT_SCHEMA_VERSION") {
+                                             info.schema_version = std::string(value);
+                                           } else if (name == "EXPORT_PARAM_TIME_NORMALIZE") {
+                                             info.times_normalized =
+                                                 EqualsIgnoreCase(Trim(value), "true");
+                                           }
+                                         }));
   }
 
   if (Has(info.tables, "TARGET_INFO_SESSION_START_TIME") &&
