@@ -211,7 +211,7 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
                           "PyTorch's desync report names {} as not joining the collective "
                           "the others wait in",
                           Ranks(f.ranks, o.max_ranks_listed));
-    f.confidence = kConfidenceLines + 0.1;
+    f.confidence = kConfidenceLines + o.confidence.checked_lines_bonus;
     const bool barrier = std::all_of(lines.begin(), lines.end(), [](const HangEvent* e) {
       return e->detail == "monitoredBarrier";
     });
@@ -231,7 +231,7 @@ std::optional<Finding> DecideFromReports(const std::vector<HangEvent>& events,
                     "gloo's monitored barrier: a rank that reached it timed out "
                     "sending to {}: {} never entered it",
                     Ranks(f.ranks, o.max_ranks_listed), f.ranks.size() == 1 ? "it" : "they");
-      if (!own) f.confidence = kConfidenceLines - 0.1;
+      if (!own) f.confidence = kConfidenceLines - o.confidence.barrier_implied_penalty;
     }
     for (size_t i = 0; i < lines.size() && i < 4; ++i) {
       f.evidence.push_back({lines[i]->text, lines[i]->src});
@@ -410,7 +410,7 @@ Finding Inconclusive(const Run& run, const std::vector<HangEvent>& events,
       AddStateEvidence(f, g.ranks[i]);
     }
   }
-  f.confidence = 0.3;
+  f.confidence = o.confidence.inconclusive;
   f.next_steps.push_back(std::string(Describe(FindingCode::kHangInconclusive).next_step));
   return f;
 }

@@ -119,6 +119,19 @@ namespace laggard {
 
 struct HangDetectorOptions {
   size_t max_ranks_listed = 16;  // ranks spelled out in a message
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double checked_lines_bonus = 0.1;      // hang.desync / not_joined by torch's check
+    double barrier_implied_penalty = 0.1;  // hang.not_joined implied by a send timeout
+    double inconclusive = 0.3;             // hang.inconclusive
+    double ras_dead = 0.8;                 // hang.process_missing, RAS: dead
+    double ras_unreachable = 0.6;          // hang.process_missing, RAS: no answer
+    double ras_counts_only = 0.5;          // hang.process_missing, RAS: counts only
+    double ras_behind = 0.7;               // hang.not_joined, RAS: same counts twice
+    double ras_behind_once = 0.4;          // hang.not_joined, RAS: one query
+  };
+  Confidences confidence;
 };
 
 // One rank's progress in one group.

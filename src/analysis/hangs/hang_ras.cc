@@ -125,7 +125,7 @@ std::optional<Finding> DecideRasLost(const Run& run, std::optional<int32_t> worl
         dead ? "lost" : "could not reach", lost.size() == 1 ? "" : "es", fmt::join(names, "; "),
         dead ? "no answer for 60 s, RAS considers it dead (crashed, killed or hung)"
              : "it did not answer RAS's query (stopped, hung or exiting)");
-    f.confidence = dead ? 0.8 : 0.6;
+    f.confidence = dead ? o.confidence.ras_dead : o.confidence.ras_unreachable;
     f.next_steps.push_back(fmt::format(
         "on {0}, check process {1}: `ps -o pid,stat,etime -p {1}`; gone: read its stderr for the "
         "error before it exited and `dmesg | grep -i -e oom -e xid`; there but stopped (T) or "
@@ -139,12 +139,11 @@ std::optional<Finding> DecideRasLost(const Run& run, std::optional<int32_t> worl
         "NCCL RAS could not reach {} of the job's processes{}: too many for it to name them",
         missing + gone, gone > 0 ? fmt::format(" ({} considered dead)", gone) : "");
     f.evidence.push_back({"RAS report's Errors section", counts_only->src});
-    f.confidence = 0.5;
+    f.confidence = o.confidence.ras_counts_only;
     f.next_steps.push_back(
         "query RAS verbosely (`ncclras -v`, or `echo verbose status | nc localhost 28028`): it "
         "then names every process it cannot reach");
   }
-  (void)o;
   return f;
 }
 
@@ -235,7 +234,7 @@ std::optional<Finding> DecideRasBehind(const Run& run, std::optional<int32_t> wo
         behind.size() == 1 ? "it" : "they", op,
         l.same >= 2 ? fmt::format(" (the same counts in {} queries)", l.same)
                     : " (one query: RAS counts launches, a rank behind by a few may only be late)");
-    f.confidence = l.same >= 2 ? 0.7 : 0.4;
+    f.confidence = l.same >= 2 ? o.confidence.ras_behind : o.confidence.ras_behind_once;
     f.next_steps.push_back(fmt::format(
         "see where {} is{}: `py-spy dump --pid {}`; query RAS again (`ncclras`): counts that do "
         "not move mean it is stuck before the collective, counts that move mean it is only slow",

@@ -23,7 +23,8 @@ Entity EntityOf(const RankProgress& p) {
 }
 
 Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnalysis& a,
-                    size_t later, bool others_stopped, size_t judged) {
+                    size_t later, bool others_stopped, size_t judged,
+                    const StallDetectorOptions& o) {
   Finding f = MakeFinding(FindingCode::kHangRankStalled, EntityOf(p));
   f.onset_step = s.last_step + 1;
   f.onset_time = p.last_report_ns;
@@ -42,7 +43,8 @@ Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnal
        std::nullopt});
   // Steps alone: a rank behind the others, every one of them silent too,
   // is a hang; still an inference, not the ranks' own word (Flight Recorder).
-  f.confidence = others_stopped ? 0.8 : 0.65;
+  f.confidence =
+      others_stopped ? o.confidence.rank_stalled : o.confidence.rank_stalled_others_go_on;
   f.next_steps.push_back(fmt::format(
       "look at rank {} now, while it hangs: py-spy dump --pid <its pid>{} shows where it stopped; "
       "check its GPU (dmesg | grep -i xid) and host (free -g, dmesg | grep -i oom)",
@@ -54,7 +56,8 @@ Finding RankStalled(const RankProgress& p, const StalledRank& s, const StallAnal
   return f;
 }
 
-Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, DurationNs silent_ns) {
+Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, DurationNs silent_ns,
+                   const StallDetectorOptions& o) {
   Finding f = MakeFinding(FindingCode::kHangJobStalled);
   f.entity.job = true;
   int64_t high_step = a.job_step.value_or(low_step);
@@ -64,7 +67,7 @@ Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, Dura
       "all {} ranks stopped reporting steps {} ago, {} (typical step {}): no few ranks are behind "
       "the others, so the steps do not tell which rank holds them",
       judged, Seconds(silent_ns), at, Seconds(a.typical_ns));
-  f.confidence = 0.3;
+  f.confidence = o.confidence.job_stalled;
   f.next_steps.push_back(std::string(Describe(f.code).next_step));
   return f;
 }
@@ -72,7 +75,7 @@ Finding JobStalled(const StallAnalysis& a, size_t judged, int64_t low_step, Dura
 // Offline, at a hang the ranks' own lines established: where the step logs
 // end.
 Finding BehindAtHang(const RankProgress& p, const StalledRank& s, size_t later, size_t judged,
-                     const std::optional<SourceRef>& ahead_src) {
+                     const std::optional<SourceRef>& ahead_src, const StallDetectorOptions& o) {
   Finding f = MakeFinding(FindingCode::kHangRankStalled, EntityOf(p));
   f.onset_step = s.last_step + 1;
   int64_t next = s.last_step + 1;
@@ -87,7 +90,7 @@ Finding BehindAtHang(const RankProgress& p, const StalledRank& s, size_t later, 
         {fmt::format("a rank ahead: step {}", s.last_step + s.steps_behind), ahead_src});
   }
   // Step logs only: a log flushed late ends early too.
-  f.confidence = 0.6;
+  f.confidence = o.confidence.behind_at_hang;
   f.next_steps.push_back(fmt::format(
       "if it still hangs, py-spy dump rank {}'s process{}; else read its stderr after step {} "
       "(a Python exception, an OOM kill, a data-loader error) and check that its log is not "
@@ -130,7 +133,7 @@ StallAnalysis FindStallsAtHang(const std::vector<RankProgress>& ranks,
     size_t later = std::count_if(judged.begin(), judged.end(), [&](const RankProgress* q) {
       return q->last_step > p->last_step;
     });
-    a.findings.push_back(BehindAtHang(*p, s, later, judged.size(), top->last_src));
+    a.findings.push_back(BehindAtHang(*p, s, later, judged.size(), top->last_src, o));
   }
   return a;
 }
@@ -192,13 +195,13 @@ StallAnalysis FindStalls(const std::vector<RankProgress>& ranks, TimeNs now_ns,
       size_t later = std::count_if(judged.begin(), judged.end(), [&](const RankProgress* q) {
         return q->last_step > s.last_step;
       });
-      a.findings.push_back(RankStalled(p, s, a, later, stopped == judged.size(), judged.size()));
+      a.findings.push_back(RankStalled(p, s, a, later, stopped == judged.size(), judged.size(), o));
     }
     return a;
   }
   if (silent == judged.size()) {
     a.job_stalled = true;
-    a.findings.push_back(JobStalled(a, judged.size(), low_step, now_ns - latest));
+    a.findings.push_back(JobStalled(a, judged.size(), low_step, now_ns - latest, o));
   }
   return a;
 }

@@ -63,6 +63,15 @@ struct StallDetectorOptions {
   DurationNs silence_floor_ns = 5'000'000'000;  //
   size_t min_steps = 3;                         // reports before a rank is judged
   size_t max_ranks_listed = 16;                 // ranks spelled out in a message
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double rank_stalled = 0.8;                // hang.rank_stalled, the others wait too
+    double rank_stalled_others_go_on = 0.65;  // hang.rank_stalled, the others go on
+    double job_stalled = 0.3;                 // hang.job_stalled
+    double behind_at_hang = 0.6;              // hang.rank_stalled offline, step logs only
+  };
+  Confidences confidence;
 };
 
 // What is known of one rank's reports.

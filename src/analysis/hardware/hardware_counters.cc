@@ -115,7 +115,8 @@ std::optional<Finding> ThrottleHistoryFinding(const GpuMetrics& gm,
       fmt::format("clock-event counters: {} held for {}", worst->why, HeldFor(*worst->held)),
       gm.source});
   // A history since the driver loaded, not this run: a place to look.
-  f.confidence = worst->peers ? 0.5 : 0.3;
+  f.confidence =
+      worst->peers ? o.confidence.throttle_history : o.confidence.throttle_history_no_peers;
   f.next_steps.push_back(fmt::format(
       "watch {} GPU {} under load: two `nvidia-smi -q -d PERFORMANCE` a minute apart give the "
       "share of that minute throttled; for heat check its fans and airflow, for power `nvidia-smi "

@@ -329,7 +329,7 @@ Evidence SourceOf(const GpuMetrics& gm, std::string text) {
 
 // Fills severity, confidence and wording from the rank / time relation.
 void Relate(Finding& f, const GpuStats& st, const std::vector<SuspectRank>& suspects,
-            double confidence) {
+            double confidence, const HardwareDetectorOptions& o) {
   f.confidence = confidence;
   f.severity = Describe(f.code).severity;
   if (!IsSuspect(suspects, st.rank)) {
@@ -344,7 +344,7 @@ void Relate(Finding& f, const GpuStats& st, const std::vector<SuspectRank>& susp
     f.message += fmt::format("; during rank {}'s slow steps", *st.rank);
   } else if (f.overlaps_slow_steps == false) {
     f.message += fmt::format("; but not during rank {}'s slow steps", *st.rank);
-    f.confidence = std::min(f.confidence, 0.4);
+    f.confidence = std::min(f.confidence, o.confidence.not_during_slow_steps_max);
   }
 }
 
@@ -403,8 +403,10 @@ std::optional<Finding> ThermalFinding(const GpuMetrics& gm, const ClockState& cl
   f.evidence.push_back(SourceOf(
       gm, fmt::format("{:.0f}% of samples at >= {:.0f} °C", 100 * st.hot_share, o.hot_temp_c)));
   f.overlaps_slow_steps = gm.thermal_overlap;
-  double conf = 0.6 + (clock.low ? 0.15 : 0) + (reason >= o.min_share ? 0.1 : 0);
-  Relate(f, st, suspects, conf);
+  const HardwareDetectorOptions::Confidences& c = o.confidence;
+  double conf = c.thermal + (clock.low ? c.clock_low_bonus : 0) +
+                (reason >= o.min_share ? c.thermal_reason_bonus : 0);
+  Relate(f, st, suspects, conf, o);
   f.next_steps.push_back(
       fmt::format("improve cooling of {} GPU {}: check its fans, airflow, blocked intake and room "
                   "temperature; watch it with `{}`",
@@ -443,7 +445,7 @@ std::optional<Finding> ThermalTailFinding(const GpuMetrics& gm,
       -100 * (1 - *st.thermal_tail_sm_clock_mhz / *peer_clock), st.temp_c_max.value_or(0));
   f.evidence.push_back(SourceOf(
       gm, fmt::format("thermal slowdown in the last {} samples", st.thermal_tail_samples)));
-  f.confidence = 0.45;
+  f.confidence = o.confidence.thermal_tail;
   if (!IsSuspect(suspects, st.rank) && !suspects.empty()) {
     f.message += st.rank ? fmt::format("; rank {} is not slow, so it is not blamed", *st.rank)
                          : "; no rank is known to run on it, so it is not blamed";
@@ -525,8 +527,10 @@ std::optional<Finding> PowerFinding(const GpuMetrics& gm, const ClockState& cloc
   if (changes_told) f.evidence.push_back(Evidence{limit_text, lowered_at->src});
   else f.evidence.push_back(SourceOf(gm, limit_lowered ? limit_text : capped.text));
   f.overlaps_slow_steps = limit_lowered ? gm.any_overlap : gm.power_overlap;
-  double conf = 0.55 + (limit_lowered ? 0.15 : 0) + (capped.low ? 0.15 : 0);
-  Relate(f, st, suspects, conf);
+  const HardwareDetectorOptions::Confidences& c = o.confidence;
+  double conf = c.power_cap + (limit_lowered ? c.power_cap_lowered_bonus : 0) +
+                (capped.low ? c.clock_low_bonus : 0);
+  Relate(f, st, suspects, conf, o);
   if (lowered_at && st.power_limit_w && *st.power_limit_w > lowered_at->to_w) {
     // Restored already: what lowered it will again.
     f.next_steps.push_back(fmt::format(
@@ -566,14 +570,18 @@ std::optional<Finding> ClocksFinding(const GpuMetrics& gm, const ClockState& clo
   }
   f.evidence.push_back(SourceOf(gm, clock.text));
   f.overlaps_slow_steps = gm.clock_overlap;
-  Relate(f, st, suspects, 0.5 + (clock.low ? 0.15 : 0) + (locked ? 0.1 : 0));
+  const HardwareDetectorOptions::Confidences& c = o.confidence;
+  Relate(f, st, suspects,
+         c.clocks_low + (clock.low ? c.clock_low_bonus : 0) + (locked ? c.clocks_locked_bonus : 0),
+         o);
   f.next_steps.push_back(fmt::format(
       "reset the clocks of {} GPU {}: `{}`; then run `{}` on it", st.host.value_or("the host"),
       st.gpu, ResetClocksCommand(st.model, st.gpu), GpuDiagCommand(st.model)));
   return f;
 }
 
-std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<SuspectRank>& suspects) {
+std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<SuspectRank>& suspects,
+                                   const HardwareDetectorOptions& o) {
   const GpuStats& st = gm.stats;
   std::string what;
   if (gm.pcie_width_seen && gm.pcie_width_max && *gm.pcie_width_seen < *gm.pcie_width_max) {
@@ -591,7 +599,7 @@ std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<Suspe
   f.message = GpuName(st) + ": " + what + " (judged against the link's capability)";
   f.evidence.push_back(SourceOf(gm, what));
   f.overlaps_slow_steps = IsSuspect(suspects, st.rank) ? std::optional<bool>(true) : std::nullopt;
-  Relate(f, st, suspects, 0.75);
+  Relate(f, st, suspects, o.confidence.pcie_downgrade, o);
   f.next_steps.push_back(fmt::format(
       "reseat or replace the riser / check the slot of {} GPU {} (bus {}); confirm with `{}` "
       "under load and `lspci -vv -s {}` (LnkSta vs LnkCap)",
@@ -600,8 +608,8 @@ std::optional<Finding> PcieFinding(const GpuMetrics& gm, const std::vector<Suspe
   return f;
 }
 
-std::optional<Finding> NvlinkFinding(const GpuMetrics& gm,
-                                     const std::vector<SuspectRank>& suspects) {
+std::optional<Finding> NvlinkFinding(const GpuMetrics& gm, const std::vector<SuspectRank>& suspects,
+                                     const HardwareDetectorOptions& o) {
   const GpuStats& st = gm.stats;
   if (!gm.nvlink_up || !gm.nvlink_expected || *gm.nvlink_up >= *gm.nvlink_expected)
     return std::nullopt;
@@ -612,7 +620,7 @@ std::optional<Finding> NvlinkFinding(const GpuMetrics& gm,
   f.message = fmt::format("{}: {} NVLinks active, its peers have {:.0f}", GpuName(st),
                           *gm.nvlink_up, *gm.nvlink_expected);
   f.evidence.push_back(SourceOf(gm, f.message));
-  Relate(f, st, suspects, 0.75);
+  Relate(f, st, suspects, o.confidence.nvlink_down, o);
   f.next_steps.push_back(fmt::format(
       "check NVLink of {} GPU {}: `nvidia-smi nvlink --status -i {}` and `nvidia-smi nvlink "
       "-e -i {}`; run `dcgmi diag -r 2`",
@@ -621,8 +629,8 @@ std::optional<Finding> NvlinkFinding(const GpuMetrics& gm,
 }
 
 // Errors: supporting evidence.
-std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
-                                     const std::vector<SuspectRank>& suspects) {
+std::optional<Finding> ErrorsFinding(const GpuMetrics& gm, const std::vector<SuspectRank>& suspects,
+                                     const HardwareDetectorOptions& o) {
   const GpuStats& st = gm.stats;
   if (gm.errors.empty()) return std::nullopt;
   Finding f;
@@ -632,7 +640,7 @@ std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
   f.message = GpuName(st) + ": ";
   for (size_t k = 0; k < gm.errors.size(); ++k) f.message += (k ? "; " : "") + gm.errors[k];
   f.evidence.push_back(SourceOf(gm, f.message));
-  Relate(f, st, suspects, 0.6);
+  Relate(f, st, suspects, o.confidence.errors, o);
   f.next_steps.push_back(fmt::format(
       "run `dcgmi diag -r 2` (or -r 3) on {} and check `dmesg | grep -i xid`; drain the node "
       "if errors persist",
@@ -643,12 +651,12 @@ std::optional<Finding> ErrorsFinding(const GpuMetrics& gm,
 // The enforced limit changed during the run, and no power finding tells it:
 // an event on the timeline (a limit raised back, or lowered on a GPU that
 // stayed fast).
-std::optional<Finding> LimitChangeFinding(const GpuMetrics& gm) {
+std::optional<Finding> LimitChangeFinding(const GpuMetrics& gm, const HardwareDetectorOptions& o) {
   const GpuStats& st = gm.stats;
   if (st.power_limit_changes.empty()) return std::nullopt;
   Finding f = MakeFinding(FindingCode::kGpuPowerLimitChanged);
   f.entity = GpuEntity(st);
-  f.confidence = 0.9;
+  f.confidence = o.confidence.power_limit_changed;
   if (!st.time_is_approximate) f.onset_time = st.power_limit_changes.front().time_ns;
   std::string list;
   for (size_t k = 0; k < st.power_limit_changes.size(); ++k) {
@@ -683,7 +691,7 @@ std::optional<Finding> IdleVictimsFinding(const std::vector<GpuStats>& gpus,
   if (idle == 0) return std::nullopt;
   Finding f = MakeFinding(FindingCode::kGpuIdleWaiting);
   f.entity.job = true;
-  f.confidence = 0.6;
+  f.confidence = o.confidence.idle_waiting;
   f.message = fmt::format(
       "{} GPU{} of healthy ranks show low utilisation (e.g. {}): they wait for the slow rank; "
       "low utilisation is not evidence by itself",
@@ -741,11 +749,14 @@ HardwareAnalysis DecideHardware(const HardwareMetrics& m, const std::vector<Susp
       if (*f) a.findings.push_back(std::move(**f));
     }
     if (!changes_told) {
-      if (std::optional<Finding> f = LimitChangeFinding(gm)) a.findings.push_back(std::move(*f));
+      if (std::optional<Finding> f = LimitChangeFinding(gm, o)) a.findings.push_back(std::move(*f));
     }
-    if (std::optional<Finding> f = PcieFinding(gm, suspects)) a.findings.push_back(std::move(*f));
-    if (std::optional<Finding> f = NvlinkFinding(gm, suspects)) a.findings.push_back(std::move(*f));
-    if (std::optional<Finding> f = ErrorsFinding(gm, suspects)) a.findings.push_back(std::move(*f));
+    if (std::optional<Finding> f = PcieFinding(gm, suspects, o))
+      a.findings.push_back(std::move(*f));
+    if (std::optional<Finding> f = NvlinkFinding(gm, suspects, o))
+      a.findings.push_back(std::move(*f));
+    if (std::optional<Finding> f = ErrorsFinding(gm, suspects, o))
+      a.findings.push_back(std::move(*f));
   }
   if (std::optional<Finding> f = IdleVictimsFinding(a.gpus, suspects, o))
     a.findings.push_back(std::move(*f));

@@ -107,6 +107,27 @@ struct HardwareDetectorOptions {
   double lone_throttle_history_s = 3600;
   double idle_victim_util_pct = 80;
   DurationNs time_slack_ns = 5'000'000'000;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double thermal = 0.6;                    // gpu.thermal, before the bonuses
+    double thermal_reason_bonus = 0.1;       // gpu.thermal, reason in >= min_share
+    double thermal_tail = 0.45;              // gpu.thermal, near the capture's end
+    double power_cap = 0.55;                 // gpu.power_cap, before the bonuses
+    double power_cap_lowered_bonus = 0.15;   // gpu.power_cap, limit lowered
+    double clocks_low = 0.5;                 // gpu.clocks_low, before the bonuses
+    double clocks_locked_bonus = 0.1;        // gpu.clocks_low, app clocks locked
+    double clock_low_bonus = 0.15;           // gpu.thermal / power_cap / clocks_low: SM clock low
+    double not_during_slow_steps_max = 0.4;  // a suspect GPU's finding, not in its slow steps
+    double pcie_downgrade = 0.75;            // gpu.pcie_downgrade
+    double nvlink_down = 0.75;               // gpu.nvlink_down
+    double errors = 0.6;                     // gpu.errors
+    double power_limit_changed = 0.9;        // gpu.power_limit_changed
+    double idle_waiting = 0.6;               // gpu.idle_waiting
+    double throttle_history = 0.5;           // gpu.throttle_history, against peers
+    double throttle_history_no_peers = 0.3;  // gpu.throttle_history, no peers
+  };
+  Confidences confidence;
 };
 
 // A change of the enforced power limit between two consecutive samples of

@@ -147,7 +147,7 @@ void TestFindings(const P2pBandwidthTest& t, std::vector<Finding>& out) {
     f.cause = "p2p_link";
     f.slowdown = l.others / l.mine - 1;
     f.severity = warn ? Severity::kWarning : Severity::kInfo;
-    f.confidence = warn ? 0.6 : 0.3;
+    f.confidence = warn ? kP2pWarnConfidence : kP2pInfoConfidence;
     f.message = fmt::format(
         "{}'s links run {:.0f}% below its peers' in p2pBandwidthLatencyTest ({}: {:.1f} GB/s "
         "mean against {:.1f} GB/s among the others){}",

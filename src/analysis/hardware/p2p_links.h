@@ -41,6 +41,10 @@ inline constexpr double kP2pMildShare = 0.05;
 inline constexpr double kP2pLowCells = 0.75;
 inline constexpr double kP2pUniformSpread = 0.1;
 inline constexpr double kP2pOtherLinkKind = 0.5;
+// Confidence of gpu.p2p_bandwidth_low (0..1), a judgement: as a warning, and
+// as information.
+inline constexpr double kP2pWarnConfidence = 0.6;
+inline constexpr double kP2pInfoConfidence = 0.3;
 
 std::vector<Finding> P2pLinkFindings(const Run& run);
 

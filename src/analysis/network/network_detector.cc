@@ -109,7 +109,7 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
       if (peers > 0)
         f.message += fmt::format("; the same port is Active on {} other host{}", peers,
                                  peers == 1 ? "" : "s");
-      f.confidence = peers > 0 ? 0.85 : 0.5;
+      f.confidence = peers > 0 ? o.confidence.ib_port_down : o.confidence.port_down_no_peers;
       if (peers == 0) f.severity = Severity::kWarning;
       AddHostFault(
           d, std::move(f), p.src,
@@ -137,7 +137,7 @@ void DecideIbPorts(const NetworkMetrics& m, const RankMap& ranks, const NetworkD
     f.cause = "nic_degraded";
     f.message = fmt::format("{} on {}: {}{}", nic, p.host.value_or("unknown host"), what,
                             RanksText(f.ranks));
-    f.confidence = 0.8;
+    f.confidence = o.confidence.link_degraded;
     AddHostFault(d, std::move(f), p.src,
                  fmt::format("check {} on {}: `ibstat {} {}` (Rate), `mlxlink -d {} -m` for the "
                              "negotiated speed and "
@@ -158,7 +158,8 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
       f.cause = "port_down";
       f.message = fmt::format("{} on {}: link not detected{}", l.iface,
                               l.host.value_or("unknown host"), RanksText(f.ranks));
-      f.confidence = lm.peer_speeds == 0 ? 0.5 : 0.8;
+      f.confidence =
+          lm.peer_speeds == 0 ? o.confidence.port_down_no_peers : o.confidence.eth_port_down;
       AddHostFault(d, std::move(f), l.src,
                    fmt::format("check cable and switch port of {} on {}: `ethtool {}`, "
                                "`ip link show {}`",
@@ -176,7 +177,7 @@ void DecideEthLinks(const NetworkMetrics& m, const RankMap& ranks, const Network
     f.message =
         fmt::format("{} on {}: {} Mb/s vs {:.0f} Mb/s on its peers{}", l.iface,
                     l.host.value_or("unknown host"), *l.speed_mbps, *med, RanksText(f.ranks));
-    f.confidence = 0.8;
+    f.confidence = o.confidence.link_degraded;
     AddHostFault(d, std::move(f), l.src,
                  fmt::format("check the negotiated speed of {} on {}: `ethtool {}`; "
                              "reseat or replace the cable / transceiver",
@@ -244,7 +245,7 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
           "bandwidth of comparable runs{}",
           h, n, Median(ratios).value_or(0), RanksText(f.ranks));
       f.slowdown = 1 - Median(ratios).value_or(1);
-      f.confidence = 0.8;
+      f.confidence = o.confidence.bandwidth_low;
       f.next_steps.push_back(fmt::format("check {}'s NICs: `ibstat` and `ethtool` on it", h));
       f.next_steps.push_back(PairTestCommand(
           h, HealthyHost(ranks, std::set<std::string>(culprits.begin(), culprits.end()))));
@@ -262,7 +263,7 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
     f.cause = "nic_degraded";
     f.message = run_text(i);
     f.slowdown = 1 - *s.large_busbw_gbps / *s.peer_busbw_gbps;
-    f.confidence = 0.65;
+    f.confidence = o.confidence.bandwidth_low_run;
     f.evidence.push_back({run_text(i), net.nccl_tests[i].src});
     if (!s.hosts.empty()) {
       f.next_steps.push_back(
@@ -276,7 +277,8 @@ void DecideBandwidth(const NetworkMetrics& m, const RankMap& ranks, const Networ
   }
 }
 
-void DecideTestErrors(const NetworkMetrics& m, const RankMap& ranks, NetworkDecision& d) {
+void DecideTestErrors(const NetworkMetrics& m, const RankMap& ranks,
+                      const NetworkDetectorOptions& o, NetworkDecision& d) {
   const NetworkData& net = *m.net;
   for (size_t i = 0; i < net.nccl_tests.size(); ++i) {
     const NcclTestRun& r = net.nccl_tests[i];
@@ -291,7 +293,7 @@ void DecideTestErrors(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
                     ranks, net.switch_of);
     f.message = fmt::format("{} on {}: {} wrong results{}", s.collective, HostList(s.hosts), wrong,
                             r.errors.empty() ? "" : "; " + r.errors.front());
-    f.confidence = 0.7;
+    f.confidence = o.confidence.test_errors;
     f.evidence.push_back({f.message, r.src});
     f.next_steps.push_back(
         "rerun the test with NCCL_DEBUG=INFO and check the hosts' GPUs with `dcgmi diag -r 2`");
@@ -301,7 +303,8 @@ void DecideTestErrors(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
 
 // NCCL transports, compared among the processes of one job: NET/Socket
 // where most hosts use IB; no GDR where most hosts have it.
-void DecideTransports(const NetworkMetrics& m, const RankMap& ranks, NetworkDecision& d) {
+void DecideTransports(const NetworkMetrics& m, const RankMap& ranks,
+                      const NetworkDetectorOptions& o, NetworkDecision& d) {
   const NetworkData& net = *m.net;
   for (const NcclJobTransports& j : m.nccl_jobs) {
     for (auto& [h, s] : j.nets) {
@@ -310,7 +313,7 @@ void DecideTransports(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
       f.cause = "socket_fallback";
       f.message = fmt::format("NCCL on {} uses NET/Socket while {} of {} hosts use NET/IB{}", h,
                               j.ib_hosts, j.nets.size(), RanksText(f.ranks));
-      f.confidence = 0.85;
+      f.confidence = o.confidence.socket_fallback;
       f.evidence.push_back({f.message, j.where.at(h)});
       f.next_steps.push_back(fmt::format(
           "on {}: check `ibstat` (ports Active?), that the IB verbs libraries are installed, and "
@@ -326,7 +329,7 @@ void DecideTransports(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
       f.message =
           fmt::format("NCCL on {} connects without GPU Direct RDMA while {} of {} hosts use it{}",
                       h, j.gdr_hosts, j.gdr.size(), RanksText(f.ranks));
-      f.confidence = 0.7;
+      f.confidence = o.confidence.no_gdr;
       f.evidence.push_back({f.message, j.where.at(h)});
       f.next_steps.push_back(fmt::format(
           "on {}: check that the nvidia-peermem (nv_peer_mem) module is loaded (`lsmod | grep "
@@ -341,7 +344,8 @@ void DecideTransports(const NetworkMetrics& m, const RankMap& ranks, NetworkDeci
 // most have one on their PCIe switch; more GPUs behind one NIC than the
 // host's NICs share out evenly (their traffic queues on it while another
 // NIC idles).
-void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecision& d) {
+void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, const NetworkDetectorOptions& o,
+                    NetworkDecision& d) {
   const NetworkData& net = *m.net;
   const std::vector<GpuNicPath>& near = m.gpu_nic_paths;
   size_t close = 0;
@@ -366,7 +370,7 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
           n.gpu, n.host.empty() ? "unknown host" : n.host, n.link == 3 ? "NODE" : "SYS", close,
           near.size());
       f.severity = Severity::kWarning;
-      f.confidence = 0.6;
+      f.confidence = o.confidence.poor_path;
       f.evidence.push_back({f.message, n.src});
       f.next_steps.push_back(
           "check `nvidia-smi topo -m` and NCCL's NIC choice (NCCL_DEBUG=INFO, "
@@ -387,7 +391,7 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
         "each",
         t.devices[load.nic], t.host.value_or("unknown host"), load.gpus.size(), list, load.nics,
         load.fair);
-    f.confidence = 0.6;
+    f.confidence = o.confidence.nic_shared;
     f.evidence.push_back({f.message, t.src});
     f.next_steps.push_back(
         "check `nvidia-smi topo -m` and which NIC each rank uses (NCCL_DEBUG=INFO "
@@ -401,6 +405,7 @@ void DecideTopology(const NetworkMetrics& m, const RankMap& ranks, NetworkDecisi
 // own, all on one switch of several: the switch.
 std::optional<Finding> SlowHostsSwitchFinding(const NetworkMetrics& m, const RankMap& ranks,
                                               const std::vector<SuspectRank>& suspects,
+                                              const NetworkDetectorOptions& o,
                                               const NetworkDecision& d) {
   const NetworkData& net = *m.net;
   if (net.switch_of.empty()) return std::nullopt;
@@ -447,7 +452,7 @@ std::optional<Finding> SlowHostsSwitchFinding(const NetworkMetrics& m, const Ran
       "the slow hosts {} all hang off switch {}, hosts on the other {} "
       "switch{} are fine: likely traffic from outside the job",
       HostList(sorted), sw, switches.size() - 1, switches.size() == 2 ? "" : "es");
-  f.confidence = 0.6;
+  f.confidence = o.confidence.shared_switch_slow_hosts;
   auto src = net.switch_src.find(sorted.front());
   f.evidence.push_back({f.message, src != net.switch_src.end()
                                        ? std::optional<SourceRef>(src->second)
@@ -498,7 +503,7 @@ std::optional<Finding> SwitchGroupFinding(const NetworkMetrics& m, const RankMap
     double ratio = Median(ratios).value_or(1);
     Finding f = SwitchFinding(sw, sorted, Pattern::kSwitchGroup, ranks);
     f.slowdown = 1 - ratio;
-    f.confidence = 0.5;
+    f.confidence = o.confidence.shared_switch_group;
     f.message = fmt::format(
         "every host on switch {} ({}) is slow in nccl-tests, its best run at {:.2f}x the bus "
         "bandwidth of comparable runs, while the {} hosts on other switches reach >= {:.2f}x: "
@@ -597,11 +602,13 @@ std::optional<Finding> PortCounterSwitchFinding(const NetworkMetrics& m, const R
     std::sort(sorted.begin(), sorted.end(), NaturalLess);
     Finding f = SwitchFinding(sw, sorted, Pattern::kPortCounters, ranks);
     if (w.by_z) {
-      f.confidence = *w.min_z >= 2 * o.port_wait_z && w.times >= 2 * o.port_wait_ratio ? 0.65 : 0.6;
+      f.confidence = *w.min_z >= 2 * o.port_wait_z && w.times >= 2 * o.port_wait_ratio
+                         ? o.confidence.shared_switch_counters_strong
+                         : o.confidence.shared_switch_counters;
     } else {
-      f.confidence = 0.55;
+      f.confidence = o.confidence.shared_switch_counters_apart;
     }
-    if (sorted.size() == 1) f.confidence = 0.5;
+    if (sorted.size() == 1) f.confidence = o.confidence.shared_switch_counters_one_host;
     std::string spread =
         w.min_z
             ? fmt::format("its least-waiting host {:.1f} robust deviations above theirs", *w.min_z)
@@ -715,7 +722,7 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkMetrics& m, const
   };
   const std::vector<size_t>& ks = congested[top];
   Finding f = SwitchFinding(top, sorted, Pattern::kPortCounters, ranks);
-  f.confidence = 0.6;
+  f.confidence = o.confidence.shared_switch_intervals;
   f.message = fmt::format(
       "every host on switch {} ({}) waited >= {:.0f}x as long per byte sent as the median host on "
       "the other switches, and longer than any of them, in {} of {} intervals between perfquery "
@@ -739,7 +746,7 @@ std::optional<Finding> PortCounterIntervalFinding(const NetworkMetrics& m, const
 void DecideSwitches(const NetworkMetrics& m, const RankMap& ranks,
                     const std::vector<SuspectRank>& suspects, const NetworkDetectorOptions& o,
                     NetworkDecision& d) {
-  if (std::optional<Finding> f = SlowHostsSwitchFinding(m, ranks, suspects, d)) {
+  if (std::optional<Finding> f = SlowHostsSwitchFinding(m, ranks, suspects, o, d)) {
     d.a.findings.push_back(std::move(*f));
   } else if (std::optional<Finding> g = SwitchGroupFinding(m, ranks, o)) {
     d.a.findings.push_back(std::move(*g));
@@ -753,7 +760,9 @@ void DecideSwitches(const NetworkMetrics& m, const RankMap& ranks,
     });
     if (same != d.a.findings.end()) {
       same->evidence.push_back(f->evidence.front());
-      same->confidence = std::min(0.8, std::max(same->confidence, f->confidence) + 0.1);
+      same->confidence = std::min(
+          o.confidence.shared_switch_confirmed_max,
+          std::max(same->confidence, f->confidence) + o.confidence.shared_switch_confirmed_bonus);
       same->pattern = Pattern::kPortCounters;
     } else {
       d.a.findings.push_back(std::move(*f));
@@ -772,9 +781,9 @@ NetworkAnalysis DecideNetwork(const NetworkMetrics& m, const RankMap& ranks,
   DecideIbPorts(m, ranks, o, d);
   DecideEthLinks(m, ranks, o, d);
   DecideBandwidth(m, ranks, o, d);
-  DecideTestErrors(m, ranks, d);
-  DecideTransports(m, ranks, d);
-  DecideTopology(m, ranks, d);
+  DecideTestErrors(m, ranks, o, d);
+  DecideTransports(m, ranks, o, d);
+  DecideTopology(m, ranks, o, d);
   DecideSwitches(m, ranks, suspects, o, d);
   return std::move(d.a);
 }

@@ -125,6 +125,39 @@ struct NetworkDetectorOptions {
   size_t port_interval_min_count = 2;
   size_t port_interval_dominance = 2;
   double port_interval_align_s = 5;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double ib_port_down = 0.85;                    // net.port_down, IB, Active on other hosts
+    double eth_port_down = 0.8;                    // net.port_down, Ethernet, with peers
+    double port_down_no_peers = 0.5;               // net.port_down, no peer to compare
+    double link_degraded = 0.8;                    // net.link_degraded
+    double bandwidth_low = 0.8;                    // net.bandwidth_low, low in every run
+    double bandwidth_low_run = 0.65;               // net.bandwidth_low, one low run
+    double test_errors = 0.7;                      // net.test_errors
+    double socket_fallback = 0.85;                 // net.socket_fallback
+    double no_gdr = 0.7;                           // net.no_gdr
+    double poor_path = 0.6;                        // net.poor_path
+    double nic_shared = 0.6;                       // net.nic_shared
+    double shared_switch_slow_hosts = 0.6;         // net.shared_switch, slow hosts
+    double shared_switch_group = 0.5;              // net.shared_switch, switch_group
+    double shared_switch_counters_strong = 0.65;   // net.shared_switch, 2x z and ratio
+    double shared_switch_counters = 0.6;           // net.shared_switch, counters by z
+    double shared_switch_counters_apart = 0.55;    // net.shared_switch, counters apart
+    double shared_switch_counters_one_host = 0.5;  // net.shared_switch, counters, one host
+    double shared_switch_intervals = 0.6;          // net.shared_switch, counters over time
+    double shared_switch_confirmed_bonus = 0.1;    // net.shared_switch, counters add
+    double shared_switch_confirmed_max = 0.8;      // net.shared_switch, cap after that
+    double pair_node = 0.8;                        // net.bandwidth_low, node pairs
+    double pair_node_cleared = 0.85;               // net.bandwidth_low, pairs, >= 3 cleared
+    double pair_fabric_one = 0.6;                  // net.pair_fabric, one slow pair
+    double pair_fabric_split = 0.75;               // net.pair_fabric, groups split
+    double pair_fabric_disjoint = 0.75;            // net.pair_fabric, pairs share no node
+    double pair_fabric = 0.65;                     // net.pair_fabric, pairs share nodes
+    double pair_slow = 0.4;                        // net.pair_slow, a slow pair undecided
+    double pair_slow_node = 0.4;                   // net.pair_slow, a node not named
+  };
+  Confidences confidence;
 };
 
 struct NcclTestStats {

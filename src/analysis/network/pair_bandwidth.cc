@@ -196,7 +196,7 @@ void AddPairEvidence(Finding& f, const PairDecision& d, const std::vector<size_t
 }
 
 void NodeFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
-                  std::string_view source, NetworkDecision& out) {
+                  std::string_view source, const NetworkDetectorOptions& o, NetworkDecision& out) {
   const HostPairs of = PairsOfHosts(d);
   for (const std::string& h : d.bad_nodes) {
     Finding f = HostFinding(FindingCode::kNetBandwidthLow, h, ranks, net.switch_of);
@@ -216,7 +216,7 @@ void NodeFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
         "fabric{}",
         h, slow.size(), ratio, d.reference_gbps, clearing.size(), RanksText(f.ranks));
     f.slowdown = 1 - ratio;
-    f.confidence = clearing.size() >= 3 ? 0.85 : 0.8;
+    f.confidence = clearing.size() >= 3 ? o.confidence.pair_node_cleared : o.confidence.pair_node;
     AddPairEvidence(f, d, slow, source);
     AddPairEvidence(f, d, clearing, source);
     f.next_steps.push_back(
@@ -283,7 +283,7 @@ std::string SplitText(const PairDecision& d) {
 }
 
 void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_view source,
-                   NetworkDecision& out) {
+                   const NetworkDetectorOptions& o, NetworkDecision& out) {
   if (d.fabric.empty()) return;
   Finding f = MakeFinding(FindingCode::kNetPairFabric);
   f.cause = "fabric";
@@ -301,14 +301,14 @@ void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_vi
         "{} and {} are slow together ({:.2f}x the fast pairs' {:.1f} GB/s) though each is fast "
         "with other nodes: the path between them (switches, cables, routing), not a node",
         p.a, p.b, ratio, d.reference_gbps);
-    f.confidence = 0.6;
+    f.confidence = o.confidence.pair_fabric_one;
   } else if (std::string split = SplitText(d); !split.empty()) {
     f.message = fmt::format(
         "the nodes split into groups, fast within and slow between: {}; the {} pairs between "
         "them run at {:.2f}x the fast pairs' {:.1f} GB/s: the links between the groups (leaf "
         "uplinks, spine, routing), not a node",
         split, d.fabric.size(), ratio, d.reference_gbps);
-    f.confidence = 0.75;
+    f.confidence = o.confidence.pair_fabric_split;
   } else {
     const bool disjoint = nodes.size() == 2 * d.fabric.size();
     f.message = fmt::format(
@@ -316,7 +316,7 @@ void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_vi
         "fast with another partner: the fabric between them (switches, cables, routing), not a "
         "node",
         d.fabric.size(), ratio, d.reference_gbps, disjoint ? " share no node," : "");
-    f.confidence = disjoint ? 0.75 : 0.65;
+    f.confidence = disjoint ? o.confidence.pair_fabric_disjoint : o.confidence.pair_fabric;
   }
   f.message = fmt::format("{}: {}", source, f.message);
   f.slowdown = 1 - ratio;
@@ -337,7 +337,7 @@ void FabricFinding(const PairDecision& d, const NetworkData& net, std::string_vi
 }
 
 void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
-                  std::string_view source, NetworkDecision& out) {
+                  std::string_view source, const NetworkDetectorOptions& o, NetworkDecision& out) {
   const HostPairs of = PairsOfHosts(d);
   for (size_t i : d.open) {
     const PairLink& p = d.pairs[i];
@@ -361,7 +361,7 @@ void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
                   "are too few to tell a node from the fabric (3 hosts in 3 pairs needed)",
                   p.a, p.b, p.gbps / d.reference_gbps, d.reference_gbps, d.pairs.size(), d.hosts);
     f.slowdown = 1 - p.gbps / d.reference_gbps;
-    f.confidence = 0.4;
+    f.confidence = o.confidence.pair_slow;
     f.evidence.push_back({fmt::format("{}: {}", source, PairText(p, d.reference_gbps)), p.src});
     const std::string fast = FastHost(d, {p.a, p.b});
     f.next_steps.push_back(PairTestCommand(p.a, fast));
@@ -372,7 +372,8 @@ void OpenFindings(const PairDecision& d, const RankMap& ranks, const NetworkData
 
 // One finding per node the pairs cannot pin down, with every reason.
 void SuspectFindings(const PairDecision& d, const RankMap& ranks, const NetworkData& net,
-                     std::string_view source, NetworkDecision& out) {
+                     std::string_view source, const NetworkDetectorOptions& o,
+                     NetworkDecision& out) {
   std::map<std::string, std::vector<std::string>> reasons;
   for (const auto& [h, why] : d.suspects) {
     auto& r = reasons[h];
@@ -396,7 +397,7 @@ void SuspectFindings(const PairDecision& d, const RankMap& ranks, const NetworkD
         "{}: the node, or a link it shares with others; not named",
         h, slow.size(), ratio, d.reference_gbps, reason);
     f.slowdown = 1 - ratio;
-    f.confidence = 0.4;
+    f.confidence = o.confidence.pair_slow_node;
     AddPairEvidence(f, d, slow, source);
     f.next_steps.push_back(PairTestCommand(h, FastHost(d, {h})));
     out.a.findings.push_back(std::move(f));
@@ -498,10 +499,10 @@ void DecidePairTests(const NetworkMetrics& m, const RankMap& ranks, const Networ
     });
     named.insert(keep.begin(), keep.end());
     pd.bad_nodes = std::move(keep);
-    NodeFindings(pd, ranks, net, sets[k].source, d);
-    FabricFinding(pd, net, sets[k].source, d);
-    SuspectFindings(pd, ranks, net, sets[k].source, d);
-    OpenFindings(pd, ranks, net, sets[k].source, d);
+    NodeFindings(pd, ranks, net, sets[k].source, o, d);
+    FabricFinding(pd, net, sets[k].source, o, d);
+    SuspectFindings(pd, ranks, net, sets[k].source, o, d);
+    OpenFindings(pd, ranks, net, sets[k].source, o, d);
     handled.insert(sets[k].runs.begin(), sets[k].runs.end());
   }
 }

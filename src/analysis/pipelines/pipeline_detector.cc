@@ -229,7 +229,7 @@ std::optional<Finding> DecideCommunication(const WhatIf& w, const PipelineMetric
       "{} transfers hold the step up: {} alone gives {} of the ideal step, "
       "more than any compute type ({})",
       top_comm->label, top_comm->label, Times(top_comm->slowdown), who);
-  f.confidence = 0.6;
+  f.confidence = o.confidence.slow_communication;
   f.cause = "slow_" + top_comm->label;
   f.entity.job = f.ranks.empty();
   if (f.ranks.size() == 1) f.entity.rank = f.ranks[0];
@@ -298,7 +298,7 @@ std::optional<Finding> DecideWorker(const WhatIf& w, const PipelineMetrics& m,
         rank, top->coord.dp, top->coord.pp, top->coord.tp, 100 * (*top->peer_ratio - 1),
         top->coord.pp, alone);
   }
-  f.confidence = 0.7;
+  f.confidence = o.confidence.slow_worker;
   f.cause = "slow_worker";
   f.evidence.push_back({fmt::format("median over steps of its forward + backward time over its "
                                     "role peers' (same stage and TP rank): {}",
@@ -334,7 +334,7 @@ std::optional<Finding> DecideWorkload(const WhatIf& w, const PipelineMetrics& m,
       "the work of a microbatch varies by {:.0f}% (cv) on every stage alike, and only {:.0f}% "
       "of that variation is one replica's: uneven work (sequence lengths), not a faulty worker",
       100 * *m.work_cv, 100 * *m.work_dp_share);
-  f.confidence = 0.6;
+  f.confidence = o.confidence.workload_imbalance;
   f.cause = "workload_imbalance";
   f.evidence.push_back(
       {fmt::format("DP ranks: {}", GroupList(w.by_dp_rank, 4, "dp ")), SourceRef{m.file, 0}});
@@ -362,7 +362,7 @@ std::optional<Finding> DecideStage(const WhatIf& w, const PipelineMetrics& m,
       "it makes the step {} the ideal ({}); the layers are not partitioned evenly",
       *s.pp, Times(s.slowdown),
       ops.empty() ? std::string("no op type stands out") : fmt::format("{}", fmt::join(ops, ", ")));
-  f.confidence = 0.7;
+  f.confidence = o.confidence.stage_imbalance;
   f.cause = "pipeline_stage_imbalance";
   f.evidence.push_back(
       {fmt::format("stages: {}", GroupList(w.by_stage, 4, "stage ")), SourceRef{m.file, 0}});
@@ -382,7 +382,7 @@ std::optional<Finding> DecideStage(const WhatIf& w, const PipelineMetrics& m,
         {"one data-parallel replica: a slow GPU on this stage would look the "
          "same; check its GPU metrics before repartitioning",
          SourceRef{m.file, 0}});
-    f.confidence = 0.5;
+    f.confidence = o.confidence.stage_imbalance_one_replica;
   }
   f.next_steps.push_back(fmt::format(
       "rebalance the layers of stage {}: fewer transformer layers there (e.g. an uneven split "
@@ -436,7 +436,7 @@ std::vector<Finding> DecidePipeline(const Run& run, const OpTimeline& timeline,
     f.entity.job = true;
     std::string path = m.file < run.files.size() ? run.files[m.file].path : "";
     f.message = fmt::format("{}: {}", path, m.error.value_or("the replay did not run"));
-    f.confidence = 1;
+    f.confidence = o.confidence.no_layout;
     f.evidence.push_back({f.message, SourceRef{m.file, 0}});
     f.next_steps.push_back(DefaultNextStep(f.code));
     out.push_back(std::move(f));

@@ -84,6 +84,17 @@ struct PipelineDetectorOptions {
   double comm_group_ratio = 1.5;
   double min_comm_share = 0.5;
   WhatIfOptions whatif;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double slow_communication = 0.6;           // pipeline.slow_communication
+    double slow_worker = 0.7;                  // pipeline.slow_worker
+    double workload_imbalance = 0.6;           // pipeline.workload_imbalance
+    double stage_imbalance = 0.7;              // pipeline.stage_imbalance
+    double stage_imbalance_one_replica = 0.5;  // pipeline.stage_imbalance, dp < 2
+    double no_layout = 1;                      // pipeline.no_layout
+  };
+  Confidences confidence;
 };
 
 struct PipelineWorkerMetrics {

@@ -80,7 +80,9 @@ StageBalance AnalyzeStageBalance(const TraceAnalysis& traces, const RunLayout& l
       "the stage is slower than its role peers",
       heavy.stage, heavy.median_ns / next.median_ns, next.stage, heavy.ranks.size(),
       f.ranks.size());
-  f.confidence = layout.layout.dp >= 2 && heavy.ranks.size() >= 2 ? 0.7 : 0.5;
+  f.confidence = layout.layout.dp >= 2 && heavy.ranks.size() >= 2
+                     ? o.confidence.stage_imbalance
+                     : o.confidence.stage_imbalance_weak;
   std::vector<std::string> stages;
   for (const StageCompute* sc : order) {
     stages.push_back(fmt::format("stage {} {}", sc->stage, Ms(sc->median_ns)));

@@ -47,6 +47,13 @@ struct StageBalanceOptions {
   // The heavy stage's excess over the next must be at least this many times
   // the largest spread (max / min - 1) between role peers of any stage.
   double over_peer_spread = 2;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double stage_imbalance = 0.7;       // pipeline.stage_imbalance, dp >= 2, >= 2 ranks traced
+    double stage_imbalance_weak = 0.5;  // pipeline.stage_imbalance, one replica or rank traced
+  };
+  Confidences confidence;
 };
 
 struct StageCompute {

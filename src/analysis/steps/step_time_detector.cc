@@ -97,10 +97,10 @@ std::string RankName(const RankInfo& info) {
   return s;
 }
 
-Finding NoPeersFinding(const StepMetrics& m) {
+Finding NoPeersFinding(const StepMetrics& m, const StepDetectorOptions& opt) {
   Finding f = MakeFinding(FindingCode::kNoPeers);
   f.entity.job = true;
-  f.confidence = 1.0;
+  f.confidence = opt.confidence.no_peers;
   f.message = m.attributed ? fmt::format(
                                  "only rank {} has step times: there are no peers to compare it "
                                  "with",
@@ -141,7 +141,7 @@ std::optional<Finding> StageImbalanceFinding(const StepMetrics& m, const StepDet
   for (size_t r = 0; r < m.series.size(); ++r) {
     if (m.group_of[r] == worst) f.ranks.push_back(m.series[r]->info.rank);
   }
-  f.confidence = 0.7;
+  f.confidence = opt.confidence.stage_imbalance;
   f.message = fmt::format(
       "pipeline stage {} is uniformly {:+.0f}% slower than the other stages ({:.4g} s vs "
       "{:.4g} s per step, {} ranks): workload imbalance, not a faulty GPU",
@@ -275,10 +275,13 @@ Finding StragglerFinding(const StepMetrics& m, size_t r, const RankPattern& p,
   f.band = Band(excess);
   // Confidence that this rank is the slow one: by band, by how far it stands
   // out, by how many steps back it.
-  double conf = excess >= opt.strong_threshold ? 0.9 : excess >= 0.10 ? 0.8 : 0.65;
-  if (f.pattern == Pattern::kIntermittent) conf = std::min(conf, 0.6);
-  if (st.steps_used < 20) conf -= 0.15;
-  f.confidence = std::clamp(conf, 0.1, 0.95);
+  const StepDetectorOptions::Confidences& c = opt.confidence;
+  double conf = excess >= opt.strong_threshold ? c.straggler_strong
+                : excess >= 0.10               ? c.straggler
+                                               : c.straggler_weak;
+  if (f.pattern == Pattern::kIntermittent) conf = std::min(conf, c.straggler_intermittent_max);
+  if (st.steps_used < 20) conf -= c.straggler_few_steps_penalty;
+  f.confidence = std::clamp(conf, c.straggler_min, c.straggler_max);
   f.evidence.push_back(
       Evidence{fmt::format("median {} {} over {} steps after warm-up, p90 {}, MAD {}",
                            m.basis == StepBasis::kComputeTime ? "compute time" : "step time",
@@ -336,7 +339,7 @@ std::optional<Finding> JitterFinding(const StepMetrics& m, const StepAnalysis& o
   Finding f = MakeFinding(FindingCode::kJitter);
   f.entity.job = true;
   f.pattern = Pattern::kJitter;
-  f.confidence = 0.8;
+  f.confidence = opt.confidence.jitter;
   double rate = static_cast<double>(events) / static_cast<double>(R * std::max<size_t>(1, C));
   f.message = fmt::format(
       "{} isolated slow steps (>= {} over the step's median) on {} different ranks, {:.2f}% "
@@ -395,7 +398,8 @@ std::vector<Episode> FindEpisodes(const StepMetrics& m, double base, double leve
   return episodes;
 }
 
-Finding PeriodicJobFinding(const JobStepStats& job, double job_period) {
+Finding PeriodicJobFinding(const JobStepStats& job, double job_period,
+                           const StepDetectorOptions& opt) {
   const std::vector<Episode>& eps = job.episodes;
   const double base = *job.baseline_step_s;
   Finding f = MakeFinding(FindingCode::kPeriodicSlowdown);
@@ -415,7 +419,7 @@ Finding PeriodicJobFinding(const JobStepStats& job, double job_period) {
   f.slowdown = ep_med / base - 1;
   f.onset_step = eps.front().start_step;
   f.onset_time = eps.front().start_time;
-  f.confidence = 0.8;
+  f.confidence = opt.confidence.periodic_slowdown;
   f.message = fmt::format(
       "the whole job slows every {:.0f} steps (~{}): {} episodes, steps take {} instead of {} "
       "(first at step {})",
@@ -432,7 +436,8 @@ Finding PeriodicJobFinding(const JobStepStats& job, double job_period) {
   return f;
 }
 
-Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const Episode& e) {
+Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const Episode& e,
+                           const StepDetectorOptions& opt) {
   const double base = *job.baseline_step_s;
   Finding f = MakeFinding(FindingCode::kJobSlowdown);
   f.entity.job = true;
@@ -441,7 +446,7 @@ Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const 
   f.onset_time = e.start_time;
   f.end_step = e.end_step;
   f.slowdown = e.median_step_s / base - 1;
-  f.confidence = 0.8;
+  f.confidence = opt.confidence.job_slowdown;
   bool to_end = e.end_step == m.step_numbers.back();
   f.message =
       fmt::format("the whole job slowed in steps {}-{}{}: {} per step instead of {} ({})",
@@ -463,7 +468,7 @@ Finding JobSlowdownFinding(const StepMetrics& m, const JobStepStats& job, const 
   return f;
 }
 
-Finding ProfilerWindowFinding(const JobStepStats& job) {
+Finding ProfilerWindowFinding(const JobStepStats& job, const StepDetectorOptions& opt) {
   const LogStepRange& prof = *job.profiled_steps;
   const double base = *job.baseline_step_s;
   std::vector<double> medians;
@@ -478,7 +483,7 @@ Finding ProfilerWindowFinding(const JobStepStats& job) {
   f.onset_step = job.profiler_episodes.front().start_step;
   f.end_step = job.profiler_episodes.back().end_step;
   f.slowdown = med / base - 1;
-  f.confidence = 0.8;
+  f.confidence = opt.confidence.profiler_window;
   f.message = fmt::format(
       "steps {}-{} are the profiler's window (the traces' steps, numbered {:+} in the logs); {} "
       "of them ran {} per step instead of {} ({}): the cost of profiling, not a slowdown of the "
@@ -504,7 +509,7 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   std::vector<int64_t> starts;
   auto job_period = DetectPeriod(slow_cols_steps, opt, &starts);
   if (job_period && out.job.episodes.size() >= opt.min_periodic_episodes) {
-    out.findings.push_back(PeriodicJobFinding(out.job, *job_period));
+    out.findings.push_back(PeriodicJobFinding(out.job, *job_period, opt));
     return;
   }
   // Not periodic: a stretch too short is a spike, and one inside the
@@ -521,13 +526,13 @@ void DecideJobSlowdowns(const StepMetrics& m, const StepDetectorOptions& opt, St
   }
   out.job.episodes = std::move(kept);
   if (!out.job.profiler_episodes.empty()) {
-    out.findings.push_back(ProfilerWindowFinding(out.job));
+    out.findings.push_back(ProfilerWindowFinding(out.job, opt));
   }
   const auto& eps = out.job.episodes;
   size_t n = 0;
   for (const Episode& e : eps) {
     if (n++ >= kMaxEpisodeFindings) break;
-    out.findings.push_back(JobSlowdownFinding(m, out.job, e));
+    out.findings.push_back(JobSlowdownFinding(m, out.job, e, opt));
   }
   if (eps.size() > kMaxEpisodeFindings) {
     out.findings.back().message += fmt::format(" (and {} more episodes, see the JSON report)",
@@ -557,10 +562,11 @@ std::optional<LevelShift> JobLevelShift(const StepMetrics& m, const JobStepStats
                            job.step_noise_sigma.value_or(0));
 }
 
-Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job) {
+Finding SynchronisedFinding(const StepMetrics& m, const JobStepStats& job,
+                            const StepDetectorOptions& opt) {
   Finding f = MakeFinding(FindingCode::kStepsSynchronised);
   f.entity.job = true;
-  f.confidence = 0.95;
+  f.confidence = opt.confidence.synchronised;
   f.message = fmt::format(
       "step times are synchronised across {} ranks (per-step p90-p10 spread {:.2f}%, every "
       "rank's median within {:.2f}% of the steps' medians): each step waits for the slowest "
@@ -609,7 +615,7 @@ StepAnalysis DecideSteps(const StepMetrics& m, const StepDetectorOptions& opt) {
   out.ranks = m.ranks;
   out.job = m.job;
   out.job.synchronised = StepsSynchronised(m, opt);
-  if (!m.comparable) out.findings.push_back(NoPeersFinding(m));
+  if (!m.comparable) out.findings.push_back(NoPeersFinding(m, opt));
   if (m.comparable && !m.group_stage.empty() && !out.job.synchronised) {
     if (std::optional<Finding> f = StageImbalanceFinding(m, opt))
       out.findings.push_back(std::move(*f));
@@ -629,7 +635,7 @@ StepAnalysis DecideSteps(const StepMetrics& m, const StepDetectorOptions& opt) {
   }
   DecideJobSlowdowns(m, opt, out);
   out.job.level_shift = JobLevelShift(m, out.job, opt);
-  if (out.job.synchronised) out.findings.push_back(SynchronisedFinding(m, out.job));
+  if (out.job.synchronised) out.findings.push_back(SynchronisedFinding(m, out.job, opt));
   return out;
 }
 

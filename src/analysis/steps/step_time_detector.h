@@ -147,6 +147,25 @@ struct StepDetectorOptions {
   // fewer than ~2^18 step records stay on the caller's thread. The result
   // does not depend on it (base/parallel.h).
   unsigned threads = 0;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double no_peers = 1.0;                      // step.no_peers
+    double stage_imbalance = 0.7;               // step.stage_imbalance
+    double straggler_strong = 0.9;              // step.straggler, excess >= strong_threshold
+    double straggler = 0.8;                     // step.straggler, excess >= 10%
+    double straggler_weak = 0.65;               // step.straggler, below 10% excess
+    double straggler_intermittent_max = 0.6;    // step.straggler, intermittent pattern
+    double straggler_few_steps_penalty = 0.15;  // step.straggler, < 20 steps used
+    double straggler_min = 0.1;                 // step.straggler, floor after the penalty
+    double straggler_max = 0.95;                // step.straggler, ceiling
+    double jitter = 0.8;                        // step.jitter
+    double periodic_slowdown = 0.8;             // step.periodic_slowdown
+    double job_slowdown = 0.8;                  // step.job_slowdown
+    double profiler_window = 0.8;               // step.profiler_window
+    double synchronised = 0.95;                 // step.synchronised
+  };
+  Confidences confidence;
 };
 
 // What the per-rank comparison read: end-to-end step times, or the

@@ -56,7 +56,7 @@ void IndividualFinding(const std::vector<NvrxReport>& reports, std::vector<Findi
   f.entity.rank = low.rank;
   if (!low.node.empty()) f.entity.host = low.node;
   f.severity = Severity::kInfo;
-  f.confidence = 0.3;
+  f.confidence = kNvrxDroppedConfidence;
   f.cause = "slowed_over_time";  // not a reading of who is slowest
   f.slowdown = 1 / low.score - 1;
   f.message = fmt::format(
@@ -160,7 +160,7 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
     slowest = s;
     f.entity.rank = s.rank;
     f.severity = Severity::kInfo;
-    f.confidence = 0.5;
+    f.confidence = kToolEvenConfidence;
     f.message = fmt::format(
         "{}: every rank's GPU relative score lies within {:.1f}% of the best {} (lowest: {} at "
         "{:.2f}, best {:.2f}; {} ranks scored): no straggler by its measure (GPU kernels only: "
@@ -220,7 +220,7 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
     f.entity.host = low.node;
     f.ranks = {low.rank, second.rank};
     f.severity = Severity::kWarning;
-    f.confidence = 0.6;
+    f.confidence = kToolConsistentConfidence;
     f.message = fmt::format(
         "{} puts ranks {} and {}, both on node {}, lowest {}: GPU relative scores {:.2f} and "
         "{:.2f} against the best rank's {:.2f}, the next lowest rank {:.2f}: the node, not one GPU",
@@ -228,12 +228,12 @@ void AnalyzeNvrxReports(const Run& run, std::vector<Finding>& out,
         second.score, last->sorted.back().score, last->sorted[2].score);
   } else if (s.consistent) {
     f.severity = Severity::kWarning;
-    f.confidence = 0.6;
+    f.confidence = kToolConsistentConfidence;
     f.message = fmt::format("{}; alone: the next lowest rank scores a median {:.0f}% higher", head,
                             100 * *s.gap);
   } else {
     f.severity = Severity::kInfo;
-    f.confidence = 0.3;
+    f.confidence = kToolUnconfirmedConfidence;
     std::string why = WhyNot(s, ranks, enough, alone);
     f.message = head + "; " + why;
   }

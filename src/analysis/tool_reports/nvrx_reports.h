@@ -29,6 +29,8 @@ namespace laggard {
 
 inline constexpr double kNvrxSlowerBy = 0.15;
 inline constexpr double kNvrxDropped = 0.9;
+// Confidence of tool.nvrx_report for a rank whose individual score dropped.
+inline constexpr double kNvrxDroppedConfidence = 0.3;
 
 // Appends tool.nvrx_report findings to `out`; the lowest rank's summary in
 // `slowest` (its `spread`: the best score over its own - 1).

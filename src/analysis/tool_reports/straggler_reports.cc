@@ -155,7 +155,7 @@ std::optional<Finding> SlowestFinding(const std::vector<ToolReport>& all,
     out = s;
     f.entity.rank = s.rank;
     f.severity = Severity::kInfo;
-    f.confidence = 0.5;
+    f.confidence = kToolEvenConfidence;
     f.message = fmt::format(
         "{}: every rank's round trip lies within {:.1f}% of every other's {} (the widest: {}): "
         "no straggler by its measure in the intervals it reported",
@@ -194,13 +194,13 @@ std::optional<Finding> SlowestFinding(const std::vector<ToolReport>& all,
       times(*last));
   if (s.consistent) {
     f.severity = Severity::kWarning;
-    f.confidence = 0.6;
+    f.confidence = kToolConsistentConfidence;
     f.message = fmt::format(
         "{}; alone: its Bottom throughput lists put it a median {:.1f}% below the next lowest rank",
         head, 100 * *s.gap);
   } else {
     f.severity = Severity::kInfo;
-    f.confidence = 0.3;
+    f.confidence = kToolUnconfirmedConfidence;
     std::string why;
     if (s.reports < kToolMinReports) {
       why = fmt::format(
@@ -268,7 +268,7 @@ std::optional<Finding> DataLoaderFinding(const std::vector<ToolReport>& all) {
   f.entity.rank = rank;
   bool consistent = reports >= kToolMinReports && named >= kToolConsistentShare * reports;
   f.severity = consistent ? Severity::kWarning : Severity::kInfo;
-  f.confidence = consistent ? 0.6 : 0.3;
+  f.confidence = consistent ? kToolConsistentConfidence : kToolUnconfirmedConfidence;
   f.message = fmt::format(
       "{}: rank {} had the slowest get_batch {}, up to {:.2f} ms, {:.0f}x the fastest rank's "
       "({:.2f} ms) and {:.0f}% of the timed forward work per iteration (one fetch, the "

@@ -38,6 +38,12 @@ namespace laggard {
 inline constexpr int kToolMinReports = 3;
 inline constexpr double kToolConsistentShare = 2.0 / 3.0;
 inline constexpr double kToolMaterialSpread = 0.05;
+// Confidence of a tool report's finding (0..1), a judgement: a rank (or
+// node) it names consistently, every rank within kToolMaterialSpread, and a
+// rank it names without what it takes to blame it.
+inline constexpr double kToolConsistentConfidence = 0.6;
+inline constexpr double kToolEvenConfidence = 0.5;
+inline constexpr double kToolUnconfirmedConfidence = 0.3;
 
 // The StragglerDetector's slowest rank by round-trip time.
 struct ToolSlowestRank {

@@ -89,10 +89,10 @@ std::string BackendWord(const TraceMetrics& m, size_t ri) {
   return "NCCL";
 }
 
-Finding NoMatchFinding(const TraceMetrics& m) {
+Finding NoMatchFinding(const TraceMetrics& m, const TraceDetectorOptions& opt) {
   Finding f = MakeFinding(FindingCode::kTraceNoMatch);
   f.entity.job = true;
-  f.confidence = 0.9;
+  f.confidence = opt.confidence.no_match;
   size_t with = 0;
   for (const RankTraceStats& st : m.ranks) with += st.collectives > 0;
   f.message = fmt::format(
@@ -116,7 +116,7 @@ std::optional<Finding> ClockOffsetsFinding(const TraceMetrics& m, const TraceDet
   if (max_abs_offset < opt.clock_offset_report_ns) return std::nullopt;
   Finding f = MakeFinding(FindingCode::kTraceClockOffsets);
   f.entity.job = true;
-  f.confidence = 0.9;
+  f.confidence = opt.confidence.clock_offsets;
   // The largest offsets first.
   std::vector<size_t> order(R);
   for (size_t ri = 0; ri < R; ++ri) order[ri] = ri;
@@ -173,7 +173,7 @@ Finding GroupFinding(const TraceMetrics& m, const TraceSuspect& s, const Suspect
 
   Finding f = MakeFinding(FindingCode::kTraceLateGroup);
   f.ranks = ranks;
-  f.confidence = 0.7;
+  f.confidence = opt.confidence.late_group;
   f.pattern = whole_host ? Pattern::kHost : block ? Pattern::kBlock : Pattern::kScattered;
   std::string who;
   if (whole_host) {
@@ -281,7 +281,7 @@ std::optional<Finding> JobIdleFinding(const TraceMetrics& m, const TraceDetector
   Finding f;
   bool one_host = hosts.size() == 1 && !host_unknown;
   f.severity = Severity::kCritical;
-  f.confidence = 0.6;
+  f.confidence = opt.confidence.job_idle;
   f.slowdown = median;
   f.cause = "host_stall";
   for (const RankTraceStats& st : m.ranks) f.ranks.push_back(st.rank);
@@ -332,7 +332,9 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
   f.entity.rank = cand.rank;
   f.entity.host = cand.host;
   f.entity.gpu = m.device[s.rank];
-  f.confidence = s.from_group ? 0.55 : s.delay_share >= 0.8 ? 0.75 : 0.6;
+  f.confidence = s.from_group           ? opt.confidence.late_arrival_from_group
+                 : s.delay_share >= 0.8 ? opt.confidence.late_arrival_most_delay
+                                        : opt.confidence.late_arrival;
   f.message = fmt::format(
       "rank {} arrives last at {} of {} collectives, {} after the next rank on average: it holds "
       "the job up by {} in total ({:.0f}% of all waiting); median wait {} vs {} on healthy rank {}",
@@ -374,14 +376,16 @@ Finding LateArrivalFinding(const TraceMetrics& m, const TraceSuspect& s,
 // trace.compute_slow of the late rank: its kernels (CPU ops) run
 // `kernel_ratio` times as long as its healthy peer's.
 Finding ComputeSlowFinding(const TraceMetrics& m, const TraceSuspect& s, const SuspectComparison& c,
-                           double kernel_ratio, const Entity& entity) {
+                           double kernel_ratio, const Entity& entity,
+                           const TraceDetectorOptions& opt) {
   const RankTraceStats& cand = m.ranks[s.rank];
   const RankTraceStats& ps = m.ranks[s.peer];
   const KernelComparison& kc = c.kernels;
   const std::optional<int32_t>& device = m.device[s.rank];
   Finding k = MakeFinding(FindingCode::kTraceComputeSlow, entity);
   k.slowdown = s.compute_excess ? *s.compute_excess : kernel_ratio - 1;
-  k.confidence = s.compute_excess ? 0.6 : 0.8;
+  k.confidence =
+      s.compute_excess ? opt.confidence.compute_slow_by_excess : opt.confidence.compute_slow;
   const char* ops = cand.cpu_only ? "CPU ops" : "compute kernels";
   k.message = fmt::format(
       "rank {}'s {} run {:.2f}x as long as healthy rank {}'s (time-weighted{}, {} {} compared by "
@@ -418,12 +422,13 @@ Finding ComputeSlowFinding(const TraceMetrics& m, const TraceSuspect& s, const S
 // trace.host_stall of the late rank: its kernels (CPU ops) run at about
 // the healthy speed and it idles `extra_idle` more than its healthy peer.
 Finding HostStallFinding(const TraceMetrics& m, const TraceSuspect& s, const SuspectComparison& c,
-                         double kernel_ratio, DurationNs extra_idle, const Entity& entity) {
+                         double kernel_ratio, DurationNs extra_idle, const Entity& entity,
+                         const TraceDetectorOptions& opt) {
   const RankTraceStats& cand = m.ranks[s.rank];
   const RankTraceStats& ps = m.ranks[s.peer];
   const HostGapComparison& hg = c.host_gaps;
   Finding h = MakeFinding(FindingCode::kTraceHostStall, entity);
-  h.confidence = 0.75;
+  h.confidence = opt.confidence.host_stall;
   h.message = cand.cpu_only
                   ? fmt::format(
                         "rank {}'s CPU ops run at about the healthy speed ({:.2f}x of rank {}) "
@@ -504,10 +509,11 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
     compute_first = extra_compute >= static_cast<double>(extra_idle);
   }
   if (compute_first) {
-    out.findings.push_back(ComputeSlowFinding(m, s, c, kernel_ratio, out.findings.back().entity));
+    out.findings.push_back(
+        ComputeSlowFinding(m, s, c, kernel_ratio, out.findings.back().entity, opt));
   } else if (idles) {
     out.findings.push_back(
-        HostStallFinding(m, s, c, kernel_ratio, extra_idle, out.findings.back().entity));
+        HostStallFinding(m, s, c, kernel_ratio, extra_idle, out.findings.back().entity, opt));
   } else if (const double floor = cand.cpu_only ? opt.cpu_unexplained_min_cost_share
                                                 : opt.unexplained_min_cost_share;
              m.delay_ns[s.rank] < floor * static_cast<double>(m.window_ns)) {
@@ -516,7 +522,7 @@ void DecideWhyLate(const TraceMetrics& m, const TraceSuspect& s, const SuspectCo
     // shared host's CPU by the host's scheduling.
     Finding& late_f = out.findings.back();
     late_f.severity = Severity::kInfo;
-    late_f.confidence = 0.3;
+    late_f.confidence = opt.confidence.late_arrival_unblamed;
     const double share = 100 * m.delay_ns[s.rank] / static_cast<double>(m.window_ns);
     if (cand.cpu_only) {
       late_f.message += fmt::format(
@@ -569,7 +575,7 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
   f.entity.host = st.host;
   f.entity.gpu = m.device[best];
   f.slowdown = k.ratio - 1;
-  f.confidence = 0.6;
+  f.confidence = opt.confidence.second_slow_rank;
   f.message = fmt::format(
       "a second slow rank: rank {}'s CPU ops run {:.2f}x as long as its peers' (self time of the "
       "same ops, {} compared), more than {:.0f}x any other rank's excess besides rank {}, and it "
@@ -602,7 +608,7 @@ std::optional<Finding> CommBoundFinding(const TraceMetrics& m, const TraceSuspec
   Finding f = MakeFinding(FindingCode::kTraceCommBound);
   f.entity.job = true;
   f.cause = "communication_bound";
-  f.confidence = 0.7;
+  f.confidence = opt.confidence.comm_bound;
   f.slowdown = share;
   f.message = fmt::format(
       "no rank holds the others up (the largest share of waiting, {:.0f}%, is rank {}'s), but "
@@ -636,7 +642,7 @@ TraceAnalysis DecideTraces(const TraceMetrics& m, const TraceSuspect& s, const S
   out.median_step_ns = m.median_step_ns;
   out.instances = m.instances;
   const size_t R = m.ranks.size();
-  if (R >= 2 && m.instances == 0) out.findings.push_back(NoMatchFinding(m));
+  if (R >= 2 && m.instances == 0) out.findings.push_back(NoMatchFinding(m, opt));
   if (m.instances == 0) return out;
   out.median_transfer_ns = m.median_transfer_ns;
   if (std::optional<Finding> f = ClockOffsetsFinding(m, opt)) out.findings.push_back(std::move(*f));

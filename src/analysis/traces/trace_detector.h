@@ -177,6 +177,26 @@ struct TraceDetectorOptions {
   // the same work. Variable work is measured after each role's own typical
   // compute is taken out: pipeline stages differ by design.
   std::vector<int32_t> role_of_rank;
+  // Confidence each finding starts at (0..1): a judgement of how often the
+  // rule is right when it fires; docs/detectors.md gives the reasons.
+  struct Confidences {
+    double no_match = 0.9;                  // trace.no_match
+    double clock_offsets = 0.9;             // trace.clock_offsets
+    double late_group = 0.7;                // trace.late_group
+    double job_idle = 0.6;                  // trace.host_stall / late_group: every GPU idles
+    double late_arrival = 0.6;              // trace.late_arrival
+    double late_arrival_most_delay = 0.75;  // trace.late_arrival, >= 80% of the waiting
+    double late_arrival_from_group = 0.55;  // trace.late_arrival, by mean lateness
+    double late_arrival_unblamed = 0.3;     // trace.late_arrival, small delay, no why: info
+    double compute_slow = 0.8;              // trace.compute_slow, by kernel comparison
+    double compute_slow_by_excess = 0.6;    // trace.compute_slow, by compute per step
+    double second_slow_rank = 0.6;          // trace.compute_slow of a second rank
+    double host_stall = 0.75;               // trace.host_stall
+    double comm_bound = 0.7;                // trace.comm_bound
+    double variable_work = 0.7;             // trace.variable_work, >= 2 steps
+    double variable_work_one_step = 0.5;    // trace.variable_work, 1 step
+  };
+  Confidences confidence;
 };
 
 // One trace's own time, whether or not it has a rank.

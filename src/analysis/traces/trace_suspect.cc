@@ -273,7 +273,7 @@ std::optional<Finding> VariableWorkFinding(const StepCompute& measured, bool cpu
   if (cv < need || (steps >= 2 && distinct.size() == 1)) return std::nullopt;
   Finding f = MakeFinding(FindingCode::kTraceVariableWork);
   f.entity.job = true;
-  f.confidence = steps >= 2 ? 0.7 : 0.5;
+  f.confidence = steps >= 2 ? opt.confidence.variable_work : opt.confidence.variable_work_one_step;
   f.cause = "variable_work";
   f.slowdown = MedianNs(spikes);
   f.message = fmt::format(

@@ -124,6 +124,39 @@ class StepRanges {
   std::vector<MarkerRange> builtin_;  // every number set
 };
 
+// Which layer of a CPU-only trace recorded a collective call: the
+// backend's own range (ProcessGroupGloo / nccl:...), record_param_comms,
+// or the c10d:: frontend call.
+enum class CpuCommLayer { kBackend = 0, kParamComms = 1, kC10d = 2 };
+
+// A CPU-only trace's collective calls by layer. Only the lowest layer
+// present is taken: the layers above it wrap the same calls.
+class CpuCollectives {
+ public:
+  // A call; the reader fills in what else it knows.
+  CollectiveCall& Add(CpuCommLayer layer, TimeNs start_ns, DurationNs dur_ns, uint32_t kernel,
+                      uint64_t offset) {
+    CollectiveCall& c = by_layer_[static_cast<size_t>(layer)].emplace_back();
+    c.start_ns = start_ns;
+    c.dur_ns = dur_ns;
+    c.kernel = kernel;
+    c.offset = offset;
+    return c;
+  }
+  // The lowest layer's calls, added to `builder`.
+  template <class Builder>
+  void AddLowestTo(Builder& builder) const {
+    for (const auto& layer : by_layer_) {
+      if (layer.empty()) continue;
+      for (const CollectiveCall& c : layer) builder.AddCollective(c);
+      return;
+    }
+  }
+
+ private:
+  std::vector<CollectiveCall> by_layer_[3];
+};
+
 // Launch calls are matched by correlation id; an op without one has this.
 // (CUPTI / roctracer correlation ids are 32-bit.)
 inline constexpr uint32_t kNoCorrelation = UINT32_MAX;

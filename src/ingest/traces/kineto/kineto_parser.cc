@@ -148,15 +148,16 @@ void KinetoParser::OnEvent(const EventFields& e, uint64_t offset) {
   op.device = -1;
   builder_.AddOp(op);
   if (!comm) return;
-  int level = IsBackendCommAnnotation(*name) ? 0
-              : is_rpc                       ? 1
-              : StartsWith(*name, "c10d::")  ? 2
-                                             : -1;
-  if (level < 0) return;
-  CollectiveCall c;
-  c.start_ns = *ts;
-  c.dur_ns = *dur;
-  c.kernel = info.id;
+  std::optional<CpuCommLayer> layer;
+  if (IsBackendCommAnnotation(*name)) {
+    layer = CpuCommLayer::kBackend;
+  } else if (is_rpc) {
+    layer = CpuCommLayer::kParamComms;
+  } else if (StartsWith(*name, "c10d::")) {
+    layer = CpuCommLayer::kC10d;
+  }
+  if (!layer) return;
+  CollectiveCall& c = cpu_collectives_.Add(*layer, *ts, *dur, info.id, offset);
   std::string coll = CollectiveOf(e);
   if (coll.empty() && !is_rpc) coll = CanonicalCollective(*name, /*known_only=*/false);
   c.collective = Intern(coll);
@@ -165,8 +166,6 @@ void KinetoParser::OnEvent(const EventFields& e, uint64_t offset) {
   c.nelems = ParseIntToken(e.nelems);
   if (!c.nelems) c.nelems = e.dims_product;
   c.group_size = ToInt32(ParseIntToken(e.group_size));
-  c.offset = offset;
-  cpu_collectives_[level].push_back(c);
 }
 
 // A launch call (cat cuda_runtime / cuda_driver / Runtime): its start and
@@ -267,13 +266,7 @@ void KinetoParser::OnEvent(const EventFields& e, uint64_t offset) {
 RankTrace KinetoParser::Finish(const TraceHeader& header, uint64_t events_total,
                                uint64_t events_lost, bool truncated) {
   const bool cpu_only = mode_ == Mode::kCpu && builder_.has_ops();
-  if (mode_ == Mode::kCpu) {
-    for (const auto& level : cpu_collectives_) {
-      if (level.empty()) continue;
-      for (const CollectiveCall& c : level) builder_.AddCollective(c);
-      break;
-    }
-  }
+  if (mode_ == Mode::kCpu) cpu_collectives_.AddLowestTo(builder_);
   const bool marked = builder_.steps().marked();
   RankTrace t = builder_.Finish(header.base_ns, RepeatedSteps::kSpan);
   t.file = ctx_.file_index;

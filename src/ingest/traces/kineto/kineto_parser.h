@@ -128,8 +128,8 @@ class KinetoParser final : public EventSink {
   ReaderContext& ctx_;
   EventDiagnostics& diag_;
   TraceBuilder builder_;
-  const std::string_view marker_;                   // --step-marker, "" when not given
-  std::vector<CollectiveCall> cpu_collectives_[3];  // backend ranges, record_param_comms, c10d::
+  const std::string_view marker_;  // --step-marker, "" when not given
+  CpuCollectives cpu_collectives_;
   std::unordered_map<std::string, NameInfo, NameHash, std::equal_to<>> names_;
   std::array<NameCacheEntry, kNameCacheSize> name_cache_{};
   std::string scratch_, name_scratch_;

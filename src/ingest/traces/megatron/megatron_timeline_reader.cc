@@ -1,6 +1,5 @@
 #include "ingest/traces/megatron/megatron_timeline_reader.h"
 
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include "formats/megatron_timeline.h"
 #include "ingest/common/input_file.h"
 #include "ingest/common/sniff.h"
+#include "ingest/traces/common/event_array.h"
 #include "ingest/traces/common/json_scalars.h"
 #include "ingest/traces/megatron/megatron_event.h"
 #include "ingest/traces/megatron/timeline_assembler.h"
@@ -25,67 +25,11 @@ using megatron::MegatronEventParser;
 using megatron::TimelineAssembler;
 namespace mt = megatron_timeline;
 
-constexpr size_t kChunkBytes = 1 << 20;
-constexpr size_t kMaxEventBytes = 1 << 20;
 // Brackets an event may nest (the exporter's nest two).
 constexpr size_t kMaxDepth = 32;
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
 
-// The bytes of a file from the read position on, a chunk at a time, with
-// kEventPadBytes readable past the last (simdjson's padding): what is
-// consumed is dropped before the next chunk is read.
-class PaddedInput {
- public:
-  explicit PaddedInput(ByteSource& source) : source_(source) {}
-
-  std::string_view window() const { return {buf_.data() + pos_, end_ - pos_}; }
-  uint64_t offset() const { return base_ + pos_; }  // of the read position, in the file
-  void Advance(size_t n) { pos_ += n; }
-
-  // Appends the next chunk to the window; false at the end of the data.
-  bool More() {
-    if (eof_) return false;
-    if (pos_ > 0) {
-      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
-      end_ -= pos_;
-      base_ += pos_;
-      pos_ = 0;
-    }
-    buf_.resize(end_ + kChunkBytes + kEventPadBytes);
-    size_t n = source_.Read(buf_.data() + end_, kChunkBytes);
-    end_ += n;
-    std::memset(buf_.data() + end_, ' ', kEventPadBytes);
-    buf_.resize(end_ + kEventPadBytes);
-    if (n == 0) eof_ = true;
-    return n > 0;
-  }
-
-  // The next byte that is not blank, consumed up to it; false at the end.
-  bool PeekNonBlank(char& c) {
-    for (;;) {
-      std::string_view w = window();
-      size_t i = 0;
-      while (i < w.size() && IsBlank(w[i])) ++i;
-      Advance(i);
-      if (i < w.size()) {
-        c = w[i];
-        return true;
-      }
-      if (!More()) return false;
-    }
-  }
-
- private:
-  ByteSource& source_;
-  std::string buf_ = std::string(kEventPadBytes, ' ');
-  size_t pos_ = 0;
-  size_t end_ = 0;  // of the data; kEventPadBytes follow
-  uint64_t base_ = 0;
-  bool eof_ = false;
-};
-
-// How far a scan of the window got: done, malformed, or out of bytes.
-enum class Scan { kOk, kBad, kMore };
+using Scan = EventScan;
 
 // The object at t[0] == '{': `end` past its matching '}' (kOk), or at the
 // bracket that does not match, past kMaxDepth (kBad). Strings are skipped
@@ -120,146 +64,33 @@ Scan ScanObject(std::string_view t, size_t& end) {
   return Scan::kMore;
 }
 
-// The top level of one file: '[', events separated by ',', ']'.
-class TimelineFile {
+// The events of one file, from the array walk to the assembler.
+class TimelineSink : public EventSink {
  public:
-  TimelineFile(ByteSource& source, TimelineAssembler& assembler, ReaderContext& ctx)
-      : in_(source), assembler_(assembler), ctx_(ctx) {}
+  explicit TimelineSink(TimelineAssembler& assembler) : assembler_(assembler) {}
 
-  // False when the file is not a JSON array (trace.unsupported counted).
-  bool Read();
-  uint64_t events_total() const { return events_total_; }
-
- private:
-  // Reads the event at the read position ('{'); false at a cut.
-  bool ReadEvent();
-  // Skips to the next event or to the ']' after the bad event (or stray
-  // bytes) at the read position: past a '}' followed by ',' and '{' (or
-  // ']') for an event, to the next '{' or ']' for stray bytes between
-  // events. False at the end of the data.
-  bool Resync(bool in_event);
-  void Cut(const std::string& where);
-
-  PaddedInput in_;
-  TimelineAssembler& assembler_;
-  ReaderContext& ctx_;
-  MegatronEventParser parser_;
-  MegatronEvent event_;
-  uint64_t events_total_ = 0;
-};
-
-void TimelineFile::Cut(const std::string& where) {
-  ctx_.diag().AddAtOffset(DiagCode::kTraceTruncated, ctx_.path, in_.offset(),
-                          fmt::format("file ends at byte {} {}; {} complete events kept",
-                                      in_.offset(), where, events_total_));
-}
-
-bool TimelineFile::Read() {
-  in_.More();
-  if (StartsWith(in_.window(), kBom)) in_.Advance(kBom.size());
-  char c = 0;
-  if (!in_.PeekNonBlank(c) || c != '[') {
-    ctx_.diag().AddAtOffset(DiagCode::kTraceUnsupported, ctx_.path, in_.offset(),
-                            "not a JSON array of trace events");
-    return false;
-  }
-  in_.Advance(1);
-  for (;;) {
-    if (!in_.PeekNonBlank(c)) {
-      Cut("without the closing ']' the exporter always writes (the write was cut)");
-      return true;
-    }
-    if (c == ']') {
-      in_.Advance(1);
-      if (in_.PeekNonBlank(c)) {
-        ctx_.diag().AddAtOffset(DiagCode::kTraceBadEvent, ctx_.path, in_.offset(),
-                                "data after the closing ']'; ignored");
-      }
-      return true;
-    }
-    if (c == ',') {
-      in_.Advance(1);
-      continue;
-    }
-    if (c != '{') {
-      ++events_total_;
-      assembler_.BadEvent(in_.offset(),
-                          fmt::format("'{}' where an event should start", Printable({&c, 1})));
-      if (!Resync(/*in_event=*/false)) return true;
-      continue;
-    }
-    if (!ReadEvent()) return true;
-  }
-}
-
-bool TimelineFile::ReadEvent() {
-  const uint64_t start = in_.offset();
-  for (;;) {
-    std::string_view w = in_.window();
-    size_t end = 0;
-    Scan s = ScanObject(w, end);
-    // Over 1 MiB is bad whether or not its end is in the window yet, so
-    // that chunk boundaries change nothing.
-    if (s == Scan::kOk && end <= kMaxEventBytes) {
-      ++events_total_;
-      if (parser_.Parse(w.data(), end, event_)) {
+  EventScan Event(std::string_view window, uint64_t start, size_t& end, std::string& why) override {
+    Scan s = ScanObject(window, end);
+    if (s == Scan::kBad) {
+      why = "event with brackets that do not match";
+    } else if (s == Scan::kOk) {
+      if (parser_.Parse(window.data(), end, event_)) {
         assembler_.OnEvent(event_, start);
       } else {
         assembler_.BadEvent(start, "event that is not valid JSON");
       }
-      in_.Advance(end);
-      return true;
     }
-    std::string why = "brackets that do not match";
-    if (s != Scan::kBad && w.size() > kMaxEventBytes) {
-      s = Scan::kBad;
-      why = "event over 1 MiB";
-    }
-    if (s == Scan::kBad) {
-      ++events_total_;
-      assembler_.BadEvent(start, "event with " + why);
-      return Resync(/*in_event=*/true);
-    }
-    if (!in_.More()) {
-      in_.Advance(in_.window().size());
-      Cut(fmt::format("inside the event that starts at byte {}", start));
-      return false;
-    }
+    return s;
   }
-}
+  void BadEvent(uint64_t offset, const std::string& why) override {
+    assembler_.BadEvent(offset, why);
+  }
 
-bool TimelineFile::Resync(bool in_event) {
-  in_.Advance(1);
-  int state = 0;  // in an event: 0 looking for '}', 1 after '}', 2 after "},"
-  for (;;) {
-    std::string_view w = in_.window();
-    for (size_t i = 0; i < w.size(); ++i) {
-      char c = w[i];
-      bool found = false;
-      if (!in_event) {
-        found = c == '{' || c == ']';
-      } else if (IsBlank(c) && state > 0) {
-        continue;
-      } else if (c == '}') {
-        state = 1;
-      } else if (state == 1 && c == ',') {
-        state = 2;
-      } else {
-        found = (state == 1 && c == ']') || (state == 2 && c == '{');
-        state = 0;
-      }
-      if (found) {
-        in_.Advance(i);
-        return true;
-      }
-    }
-    in_.Advance(w.size());
-    if (!in_.More()) {
-      Cut("while looking for the event after a bad one");
-      return false;
-    }
-  }
-}
+ private:
+  TimelineAssembler& assembler_;
+  MegatronEventParser parser_;
+  MegatronEvent event_;
+};
 
 // Whether the first event of a head is a Megatron timeline's: an op of the
 // vocabulary with args.step and args.mb_id or args.seq_id, or a
@@ -307,9 +138,10 @@ class MegatronTimelineReader : public TraceReader {
       return 0;
     }
     TimelineAssembler assembler(ctx);
-    TimelineFile file(**source, assembler, ctx);
+    TimelineSink sink(assembler);
+    EventArrayRead file = ReadEventArray(**source, ctx, sink, kEventPadBytes);
     uint64_t taken = 0;
-    if (file.Read()) taken = assembler.Finish(file.events_total());
+    if (file.is_array) taken = assembler.Finish(file.events_total);
     if (const auto& damage = (*source)->damage()) {
       ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
                                                                       : DiagCode::kGzipCorrupt,

@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "ingest/common/input_file.h"
 #include "ingest/common/sniff.h"
+#include "ingest/traces/common/event_array.h"
 #include "ingest/traces/common/json_scalars.h"
 #include "ingest/traces/common/kernel_names.h"
 #include "ingest/traces/common/step_marker.h"
@@ -30,60 +31,8 @@ constexpr std::string_view kFlowCategory = "\"cpu_to_cuda\"";
 constexpr std::string_view kProfilerStep = "ProfilerStep#";
 constexpr std::string_view kRecordParamComms = "record_param_comms";
 
-constexpr size_t kChunkBytes = 1 << 20;
-constexpr size_t kMaxEventBytes = 1 << 20;
-
-// The bytes of a file from the read position on, a chunk at a time: what
-// is consumed is dropped before the next chunk is read.
-class ChunkedInput {
- public:
-  explicit ChunkedInput(ByteSource& source) : source_(source) {}
-
-  std::string_view window() const { return std::string_view(buf_).substr(pos_); }
-  uint64_t offset() const { return base_ + pos_; }  // of the read position, in the file
-  void Advance(size_t n) { pos_ += n; }
-
-  // Appends the next chunk to the window; false at the end of the data.
-  bool More() {
-    if (eof_) return false;
-    if (pos_ > 0) {
-      buf_.erase(0, pos_);
-      base_ += pos_;
-      pos_ = 0;
-    }
-    size_t old = buf_.size();
-    buf_.resize(old + kChunkBytes);
-    size_t n = source_.Read(buf_.data() + old, kChunkBytes);
-    buf_.resize(old + n);
-    if (n == 0) eof_ = true;
-    return n > 0;
-  }
-
-  // The next byte that is not blank, consumed up to it; false at the end.
-  bool PeekNonBlank(char& c) {
-    for (;;) {
-      std::string_view w = window();
-      size_t i = 0;
-      while (i < w.size() && IsSpace(w[i])) ++i;
-      Advance(i);
-      if (i < w.size()) {
-        c = w[i];
-        return true;
-      }
-      if (!More()) return false;
-    }
-  }
-
- private:
-  ByteSource& source_;
-  std::string buf_;
-  size_t pos_ = 0;
-  uint64_t base_ = 0;
-  bool eof_ = false;
-};
-
 // How far a scan of the window got: done, malformed, or out of bytes.
-enum class Scan { kOk, kBad, kMore };
+using Scan = EventScan;
 
 size_t SkipBlanks(std::string_view t, size_t i) {
   while (i < t.size() && IsSpace(t[i])) ++i;
@@ -334,7 +283,7 @@ class LegacyTraceParser {
   TraceBuilder builder_;
   const std::string_view marker_;  // --step-marker, "" when not given
   std::unordered_map<std::string, NameInfo> names_;
-  std::vector<CollectiveCall> collectives_[3];  // backend ranges, record_param_comms, c10d::
+  CpuCollectives collectives_;
   std::array<UnusedEvents, kUnusedKinds> unused_;
   std::string scratch_;
 };
@@ -431,18 +380,12 @@ void LegacyTraceParser::TakeComplete(const RawEvent& e, std::string_view name, u
   op.cls = info.kind == Kind::kOp ? OpClass::kOtherCompute : OpClass::kCommunication;
   op.device = -1;
   builder_.AddOp(op);
-  int level = info.kind == Kind::kBackendComm  ? 0
-              : info.kind == Kind::kParamComms ? 1
-              : info.kind == Kind::kC10dComm   ? 2
-                                               : -1;
-  if (level < 0) return;
-  CollectiveCall c;
-  c.start_ns = *ts;
-  c.dur_ns = *dur;
-  c.kernel = info.id;
-  c.collective = info.collective;
-  c.offset = offset;
-  collectives_[level].push_back(c);
+  std::optional<CpuCommLayer> layer;
+  if (info.kind == Kind::kBackendComm) layer = CpuCommLayer::kBackend;
+  if (info.kind == Kind::kParamComms) layer = CpuCommLayer::kParamComms;
+  if (info.kind == Kind::kC10dComm) layer = CpuCommLayer::kC10d;
+  if (!layer) return;
+  collectives_.Add(*layer, *ts, *dur, info.id, offset).collective = info.collective;
 }
 
 void LegacyTraceParser::ReportUnused() {
@@ -474,11 +417,7 @@ void LegacyTraceParser::ReportUnused() {
 }
 
 RankTrace LegacyTraceParser::Finish(uint64_t events_total, uint64_t events_lost, bool truncated) {
-  for (const auto& level : collectives_) {
-    if (level.empty()) continue;
-    for (const CollectiveCall& c : level) builder_.AddCollective(c);
-    break;
-  }
+  collectives_.AddLowestTo(builder_);
   const bool marked = builder_.steps().marked();
   RankTrace t = builder_.Finish(/*shift_ns=*/0, RepeatedSteps::kSpan);
   t.file = ctx_.file_index;
@@ -511,145 +450,22 @@ RankTrace LegacyTraceParser::Finish(uint64_t events_total, uint64_t events_lost,
   return t;
 }
 
-// The top level of one file: '[', events separated by ',', ']'.
-class LegacyTraceFile {
+// The events of one file, from the array walk to the parser.
+class LegacySink : public EventSink {
  public:
-  LegacyTraceFile(ByteSource& source, LegacyTraceParser& parser, ReaderContext& ctx)
-      : in_(source), parser_(parser), ctx_(ctx) {}
+  explicit LegacySink(LegacyTraceParser& parser) : parser_(parser) {}
 
-  // False when the file is not a JSON array (trace.unsupported counted).
-  bool Read();
-  uint64_t events_total() const { return events_total_; }
-  uint64_t events_lost() const { return events_lost_; }
-  bool truncated() const { return truncated_; }
+  EventScan Event(std::string_view window, uint64_t start, size_t& end, std::string& why) override {
+    RawEvent e;
+    Scan s = ParseEvent(window, e, end, why);
+    if (s == Scan::kOk) parser_.OnEvent(e, start);
+    return s;
+  }
+  void BadEvent(uint64_t offset, const std::string& why) override { parser_.BadEvent(offset, why); }
 
  private:
-  // Reads the event at the read position ('{'); false at a cut.
-  bool ReadEvent();
-  // Skips to the next event or to the ']' after the bad event (or stray
-  // bytes) at the read position: past a '}' followed by ',' and '{' (or
-  // ']') for an event, to the next '{' or ']' for stray bytes between
-  // events. False at the end of the data.
-  bool Resync(bool in_event);
-  void Cut(const std::string& where);
-
-  ChunkedInput in_;
   LegacyTraceParser& parser_;
-  ReaderContext& ctx_;
-  uint64_t events_total_ = 0;
-  uint64_t events_lost_ = 0;
-  bool truncated_ = false;
 };
-
-void LegacyTraceFile::Cut(const std::string& where) {
-  truncated_ = true;
-  ctx_.diag().AddAtOffset(DiagCode::kTraceTruncated, ctx_.path, in_.offset(),
-                          fmt::format("file ends at byte {} {}; {} complete events kept",
-                                      in_.offset(), where, events_total_));
-}
-
-bool LegacyTraceFile::Read() {
-  in_.More();
-  if (StartsWith(in_.window(), "\xEF\xBB\xBF")) in_.Advance(3);
-  char c = 0;
-  if (!in_.PeekNonBlank(c) || c != '[') {
-    ctx_.diag().AddAtOffset(DiagCode::kTraceUnsupported, ctx_.path, in_.offset(),
-                            "not a JSON array of trace events");
-    return false;
-  }
-  in_.Advance(1);
-  for (;;) {
-    if (!in_.PeekNonBlank(c)) {
-      Cut("without the closing ']' the exporter always writes (the write was cut)");
-      return true;
-    }
-    if (c == ']') {
-      in_.Advance(1);
-      if (in_.PeekNonBlank(c)) {
-        ctx_.diag().AddAtOffset(DiagCode::kTraceBadEvent, ctx_.path, in_.offset(),
-                                "data after the closing ']'; ignored");
-      }
-      return true;
-    }
-    if (c == ',') {
-      in_.Advance(1);
-      continue;
-    }
-    if (c != '{') {
-      ++events_total_;
-      parser_.BadEvent(in_.offset(),
-                       fmt::format("'{}' where an event should start", Printable({&c, 1})));
-      if (!Resync(/*in_event=*/false)) return true;
-      continue;
-    }
-    if (!ReadEvent()) return true;
-  }
-}
-
-bool LegacyTraceFile::ReadEvent() {
-  const uint64_t start = in_.offset();
-  for (;;) {
-    RawEvent e;
-    size_t end = 0;
-    std::string why;
-    std::string_view w = in_.window();
-    Scan s = ParseEvent(w, e, end, why);
-    if (s == Scan::kOk) {
-      ++events_total_;
-      parser_.OnEvent(e, start);
-      in_.Advance(end);
-      return true;
-    }
-    if (s == Scan::kMore && w.size() > kMaxEventBytes) {
-      s = Scan::kBad;
-      why = "event over 1 MiB";
-    }
-    if (s == Scan::kBad) {
-      ++events_total_;
-      parser_.BadEvent(start, why);
-      return Resync(/*in_event=*/true);
-    }
-    if (!in_.More()) {
-      events_lost_ = 1;
-      in_.Advance(in_.window().size());
-      Cut(fmt::format("inside the event that starts at byte {}", start));
-      return false;
-    }
-  }
-}
-
-bool LegacyTraceFile::Resync(bool in_event) {
-  in_.Advance(1);
-  int state = 0;  // in an event: 0 looking for '}', 1 after '}', 2 after "},"
-  for (;;) {
-    std::string_view w = in_.window();
-    for (size_t i = 0; i < w.size(); ++i) {
-      char c = w[i];
-      bool found = false;
-      if (!in_event) {
-        found = c == '{' || c == ']';
-      } else if (IsSpace(c) && state > 0) {
-        continue;
-      } else if (c == '}') {
-        state = 1;
-      } else if (state == 1 && c == ',') {
-        state = 2;
-      } else {
-        found = (state == 1 && c == ']') || (state == 2 && c == '{');
-        state = 0;
-      }
-      if (found) {
-        in_.Advance(i);
-        return true;
-      }
-    }
-    in_.Advance(w.size());
-    if (!in_.More()) {
-      Cut("while looking for the event after a bad one");
-      return false;
-    }
-  }
-}
 
 // "key" followed by blanks, ':' and blanks, at `at` in `s`: the position
 // of the value, or npos.
@@ -699,10 +515,11 @@ class TorchLegacyTraceReader : public TraceReader {
       return 0;
     }
     LegacyTraceParser parser(ctx);
-    LegacyTraceFile file(**source, parser, ctx);
+    LegacySink sink(parser);
+    EventArrayRead file = ReadEventArray(**source, ctx, sink);
     uint64_t taken = 0;
-    if (file.Read()) {
-      RankTrace t = parser.Finish(file.events_total(), file.events_lost(), file.truncated());
+    if (file.is_array) {
+      RankTrace t = parser.Finish(file.events_total, file.events_lost, file.truncated);
       taken = t.ops.size() + t.steps.size();
       ctx.out->AddTrace(std::move(t));
     }
