@@ -2,52 +2,40 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 namespace laggard::history {
 namespace {
 
-enum class Seen : uint8_t { kHealthy, kCulprit, kUnsure };
-
-struct Entry {
-  size_t job = 0;
-  bool timed = false;  // the job's time is when it ran, not when it was recorded
-  Seen seen = Seen::kHealthy;
-  std::optional<int32_t> rank;
-  std::string cause;
-  int64_t when_s = 0;
-};
-
-struct Track {
-  PartRecord part;
-  bool node = false;
-  std::vector<Entry> entries;  // in job order
-};
-
-std::string CauseOf(const PartRecord& p) {
-  std::string c = p.cause_class.value_or("unknown");
-  if (p.cause) c += "/" + *p.cause;
+std::string CauseOf(const std::optional<std::string>& cause_class,
+                    const std::optional<std::string>& cause) {
+  std::string c = cause_class.value_or("unknown");
+  if (cause) c += "/" + *cause;
   return c;
 }
 
 // A verdict that decides: a straggler named, none found, or who stopped a
 // hung job. Inconclusive, job-wide and communication-bound verdicts say
 // nothing of one part's health.
-bool Decided(const JobRecord& job) {
-  return job.status == "straggler" || job.status == "no_straggler" || job.status == "hang";
+bool Decided(std::string_view status) {
+  return status == "straggler" || status == "no_straggler" || status == "hang";
 }
 
 // Causes that say nothing against the part: the job's own work split
 // (imbalance), and interference from outside it (external).
-bool NotThePart(const PartRecord& p) {
-  return p.cause_class == "imbalance" || p.cause_class == "external";
+bool NotThePart(const std::optional<std::string>& cause_class) {
+  return cause_class == "imbalance" || cause_class == "external";
 }
 
-Seen SeenOf(const PartRecord& p, bool decided, double min_confidence) {
+using Seen = FleetTally::Seen;
+
+template <class Part>
+Seen SeenOf(const Part& p, bool decided, double min_confidence) {
   if (!decided) return Seen::kUnsure;
   if (!p.culprit) return Seen::kHealthy;
-  if (NotThePart(p)) return Seen::kUnsure;
+  if (NotThePart(p.cause_class)) return Seen::kUnsure;
   return p.confidence.value_or(0) >= min_confidence ? Seen::kCulprit : Seen::kUnsure;
 }
 
@@ -61,120 +49,7 @@ std::string Ordinal(int d) {
   }
 }
 
-std::optional<std::string> Periodic(const std::vector<Entry>& entries) {
-  // The hour of the day only of jobs whose own records are timed.
-  std::vector<const Entry*> culprit, healthy;
-  std::vector<size_t> positions;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].seen == Seen::kCulprit) {
-      positions.push_back(i);
-      if (entries[i].timed) culprit.push_back(&entries[i]);
-    } else if (entries[i].seen == Seen::kHealthy && entries[i].timed) {
-      healthy.push_back(&entries[i]);
-    }
-  }
-  if (positions.size() < 3) return std::nullopt;
-  auto hour = [](const Entry* e) {
-    return static_cast<int>(((e->when_s % 86400) + 86400) % 86400 / 3600);
-  };
-  int best_hour = 0;
-  size_t best = 0;
-  for (int h = 0; h < 24; ++h) {
-    size_t in = std::count_if(culprit.begin(), culprit.end(), [&](const Entry* e) {
-      int x = hour(e);
-      return x == h || x == (h + 1) % 24;
-    });
-    if (in > best) {
-      best = in;
-      best_hour = h;
-    }
-  }
-  size_t healthy_in = std::count_if(healthy.begin(), healthy.end(), [&](const Entry* e) {
-    int x = hour(e);
-    return x == best_hour || x == (best_hour + 1) % 24;
-  });
-  if (culprit.size() >= 3 && !healthy.empty() && best * 4 >= culprit.size() * 3 &&
-      healthy_in * 2 < healthy.size()) {
-    return fmt::format("{:02}:00-{:02}:00 UTC in {} of {}", best_hour, (best_hour + 2) % 24, best,
-                       culprit.size());
-  }
-  size_t d = positions[1] - positions[0];
-  if (d < 2) return std::nullopt;
-  for (size_t i = 2; i < positions.size(); ++i) {
-    if (positions[i] - positions[i - 1] != d) return std::nullopt;
-  }
-  // The pattern holds to the end: no culprit job missing where it was due.
-  if (positions.back() + d < entries.size()) return std::nullopt;
-  return fmt::format("every {} job", Ordinal(static_cast<int>(d)));
-}
-
-Offender Judge(const Track& t, const std::vector<JobRecord>& jobs, const ReportOptions& o) {
-  Offender off;
-  off.part = t.part;
-  off.node = t.node;
-  std::set<int32_t> ranks;
-  for (const Entry& e : t.entries) {
-    ++off.jobs_all;
-    if (e.seen == Seen::kUnsure) ++off.unsure_all;
-    if (e.seen != Seen::kCulprit) continue;
-    ++off.culprit_all;
-    ++off.causes[e.cause];
-    if (e.rank) ranks.insert(*e.rank);
-    off.culprit_jobs.push_back(jobs[e.job].job_id);
-    off.last_culprit_s = std::max(off.last_culprit_s, e.when_s);
-  }
-  off.ranks.assign(ranks.begin(), ranks.end());
-  // Every job it ran in counts in n, undecided ones too: chronic is "the
-  // culprit in most of its jobs", and a job that could not tell is not one
-  // where it was seen slow.
-  for (auto it = t.entries.rbegin(); it != t.entries.rend() && off.jobs_last < o.last_jobs; ++it) {
-    ++off.jobs_last;
-    if (it->seen == Seen::kCulprit) ++off.culprit_last;
-  }
-  if (off.culprit_last >= o.chronic_min_jobs &&
-      off.culprit_last >= o.chronic_share * off.jobs_last) {
-    off.standing = Standing::kChronic;
-  } else if (off.culprit_all >= 2) {
-    off.standing = Standing::kRecurring;
-  } else {
-    off.standing = Standing::kTransient;
-  }
-  off.periodic = Periodic(t.entries);
-  return off;
-}
-
-// What the rank-fixed rule counts of one rank number.
-struct RankTally {
-  int decided_jobs = 0;  // decided jobs that had this rank
-  int jobs = 0;          // of them, those it was the culprit in
-  int imbalance = 0;     // of those, for the job's own work split
-  std::map<std::string, int> parts;
-};
-
-std::vector<RankFixed> RankFixedOf(const std::map<int32_t, RankTally>& by_rank,
-                                   const ReportOptions& o) {
-  std::vector<RankFixed> out;
-  for (const auto& [rank, tally] : by_rank) {
-    // The rank must be the culprit in a chronic share of the decided jobs
-    // that had it: a few unrelated faults that happened to land on one rank
-    // number are chance.
-    if (tally.jobs < o.chronic_min_jobs || tally.jobs < o.chronic_share * tally.decided_jobs) {
-      continue;
-    }
-    int most = 0;
-    for (const auto& [key, n] : tally.parts) most = std::max(most, n);
-    bool spread = tally.parts.size() >= 3 && most * 2 < tally.jobs;
-    bool work = tally.imbalance * 2 > tally.jobs;
-    if (!spread && !work) continue;
-    RankFixed f;
-    f.rank = rank;
-    f.culprit_jobs = tally.jobs;
-    f.imbalance_jobs = tally.imbalance;
-    for (const auto& [key, n] : tally.parts) f.parts.push_back(key);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
+int HourOf(int64_t when_s) { return static_cast<int>(((when_s % 86400) + 86400) % 86400 / 3600); }
 
 }  // namespace
 
@@ -223,99 +98,211 @@ std::string Offender::MainCause() const {
   return best;
 }
 
-FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOptions& o) {
-  FleetReport r;
-  r.jobs = static_cast<int>(jobs.size());
-  std::map<std::string, Track> tracks;
-  std::map<int32_t, RankTally> by_rank;
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const JobRecord& job = jobs[j];
-    int64_t when = job.when_s();
-    r.first_s = j == 0 ? when : std::min(r.first_s, when);
-    r.last_s = std::max(r.last_s, when);
-    bool any = false, weak = false;
-    bool decided = Decided(job);
-    bool timed = job.first_ns.has_value();
-    if (decided) {
-      std::set<int32_t> job_ranks;
-      for (const PartRecord& p : job.parts) {
-        if (p.rank) job_ranks.insert(*p.rank);
-      }
-      for (int32_t rank : job_ranks) ++by_rank[rank].decided_jobs;
-    }
-    // A host as a whole: the worst of its parts in this job.
-    std::map<std::string, Entry> hosts;
-    for (const PartRecord& p : job.parts) {
-      Seen seen = SeenOf(p, decided, o.min_confidence);
-      Track& t = tracks[p.key];
-      if (t.entries.empty()) {
-        // Its identity, once; its culprit fields are per job (the entries).
-        t.part = p;
-        t.part.culprit = false;
-        t.part.cause_class.reset();
-        t.part.cause.reset();
-        t.part.confidence.reset();
-        t.part.slowdown.reset();
-        t.part.evidence_codes.clear();
-      }
-      // Its latest place: a card moves between hosts.
-      t.part.host = p.host;
-      t.part.gpu = p.gpu;
-      t.part.rank = p.rank;
-      t.entries.push_back({j, timed, seen, p.rank, p.culprit ? CauseOf(p) : std::string(), when});
-      if (p.culprit && decided) any = true;
-      if (seen == Seen::kCulprit) weak = weak || WeakIdentity(p);
-      // Rank numbers of culprits, imbalance included: what the rank-fixed
-      // rule reads.
-      bool rank_culprit = decided && p.culprit && p.cause_class != "external";
-      if (rank_culprit && p.rank && p.confidence.value_or(0) >= o.min_confidence) {
-        RankTally& tally = by_rank[*p.rank];
-        ++tally.jobs;
-        ++tally.parts[p.key];
-        if (p.cause_class == "imbalance") ++tally.imbalance;
-      }
-      if (!p.host) continue;
-      auto [it, added] = hosts.try_emplace(
-          *p.host, Entry{j, timed, decided ? Seen::kHealthy : Seen::kUnsure, {}, "", when});
-      if (seen == Seen::kCulprit || (seen == Seen::kUnsure && it->second.seen == Seen::kHealthy)) {
-        if (it->second.seen != Seen::kCulprit) it->second.cause = CauseOf(p);
-        it->second.seen = seen == Seen::kCulprit              ? Seen::kCulprit
-                          : it->second.seen == Seen::kCulprit ? Seen::kCulprit
-                                                              : Seen::kUnsure;
-      }
-    }
-    for (auto& [host, e] : hosts) {
-      Track& t = tracks["node:" + host];
-      t.node = true;
-      t.part = PartRecord{};
-      t.part.key = "node:" + host;
-      t.part.kind = PartKind::kHost;
-      t.part.identity = Identity::kHardware;
-      t.part.host = host;
-      t.entries.push_back(e);
-    }
-    if (!any && decided) ++r.healthy_jobs;
-    if (!any && !decided) ++r.undecided_jobs;
-    if (weak) ++r.weak_jobs;
-  }
+uint32_t FleetTally::AddPart(const PartRecord& identity) {
+  PartRecord& p = parts_.emplace_back(identity);
+  p.host.reset();
+  p.gpu.reset();
+  p.rank.reset();
+  p.culprit = false;
+  p.cause_class.reset();
+  p.cause.reset();
+  p.confidence.reset();
+  p.slowdown.reset();
+  p.evidence_codes.clear();
+  part_tracks_.emplace_back();
+  return static_cast<uint32_t>(parts_.size() - 1);
+}
 
-  std::set<std::string> chronic_hosts;
-  std::vector<Offender> nodes;
-  for (const auto& [key, t] : tracks) {
-    Offender off = Judge(t, jobs, o);
-    if (off.culprit_all == 0) continue;
-    if (t.node) {
-      nodes.push_back(std::move(off));
-      continue;
+uint32_t FleetTally::AddHost(const std::string& name) {
+  hosts_.push_back(name);
+  node_tracks_.emplace_back();
+  node_states_.emplace_back();
+  return static_cast<uint32_t>(hosts_.size() - 1);
+}
+
+uint32_t FleetTally::CauseIndex(const CompactPart& p) {
+  std::string label = CauseOf(p.cause_class, p.cause);
+  auto [it, added] = cause_index_.try_emplace(std::move(label), 0);
+  if (added) {
+    it->second = static_cast<uint32_t>(causes_.size());
+    causes_.push_back(it->first);
+  }
+  return it->second;
+}
+
+// One more job of `t`, seen as `seen`.
+void FleetTally::Count(Track& t, Seen seen, const CompactJob& job, std::optional<int32_t> rank,
+                       uint32_t cause) {
+  uint32_t position = t.jobs++;
+  if (seen == Seen::kUnsure) ++t.unsure;
+  if (seen == Seen::kHealthy && job.timed) {
+    ++t.healthy_hours[HourOf(job.when_s)];
+    ++t.healthy_timed;
+  }
+  if (seen != Seen::kCulprit) return;
+  if (!job_id_index_) {
+    job_id_index_ = static_cast<uint32_t>(job_ids_.size());
+    job_ids_.emplace_back(job.job_id);
+  }
+  t.hits.push_back(Hit{position, *job_id_index_, job.when_s, job.timed, rank, cause});
+}
+
+void FleetTally::AddJob(const CompactJob& job) {
+  const uint32_t stamp = ++jobs_;
+  int64_t when = job.when_s;
+  r_.first_s = stamp == 1 ? when : std::min(r_.first_s, when);
+  r_.last_s = std::max(r_.last_s, when);
+  job_id_index_.reset();
+  bool any = false, weak = false;
+  bool decided = Decided(job.status);
+  if (decided) {
+    job_ranks_.clear();
+    for (const CompactPart& p : job.parts) {
+      if (p.rank) job_ranks_.push_back(*p.rank);
     }
+    std::sort(job_ranks_.begin(), job_ranks_.end());
+    job_ranks_.erase(std::unique(job_ranks_.begin(), job_ranks_.end()), job_ranks_.end());
+    for (int32_t rank : job_ranks_) ++by_rank_[rank].decided_jobs;
+  }
+  job_hosts_.clear();
+  for (const CompactPart& p : job.parts) {
+    Seen seen = SeenOf(p, decided, o_.min_confidence);
+    uint32_t cause = seen == Seen::kCulprit ? CauseIndex(p) : 0;
+    Track& t = part_tracks_[p.part];
+    t.host = p.host;
+    t.gpu = p.gpu;
+    t.rank = p.rank;
+    Count(t, seen, job, p.rank, cause);
+    if (p.culprit && decided) any = true;
+    if (seen == Seen::kCulprit) weak = weak || WeakIdentity(parts_[p.part]);
+    // Rank numbers of culprits, imbalance included: what the rank-fixed
+    // rule reads.
+    bool rank_culprit = decided && p.culprit && p.cause_class != "external";
+    if (rank_culprit && p.rank && p.confidence.value_or(0) >= o_.min_confidence) {
+      RankTally& tally = by_rank_[*p.rank];
+      ++tally.jobs;
+      ++tally.parts[p.part];
+      if (p.cause_class == "imbalance") ++tally.imbalance;
+    }
+    if (!p.host) continue;
+    // A host as a whole: the worst of its parts in this job, with the cause
+    // of its first culprit part.
+    NodeState& n = node_states_[*p.host];
+    if (n.stamp != stamp) {
+      n = NodeState{stamp, decided ? Seen::kHealthy : Seen::kUnsure, 0};
+      job_hosts_.push_back(*p.host);
+    }
+    if (seen == Seen::kCulprit && n.seen != Seen::kCulprit) {
+      n.seen = Seen::kCulprit;
+      n.cause = cause;
+    } else if (seen == Seen::kUnsure && n.seen == Seen::kHealthy) {
+      n.seen = Seen::kUnsure;
+    }
+  }
+  for (uint32_t host : job_hosts_) {
+    const NodeState& n = node_states_[host];
+    Count(node_tracks_[host], n.seen, job, std::nullopt, n.cause);
+  }
+  if (!any && decided) ++r_.healthy_jobs;
+  if (!any && !decided) ++r_.undecided_jobs;
+  if (weak) ++r_.weak_jobs;
+}
+
+std::optional<std::string> FleetTally::Periodic(const Track& t) const {
+  if (t.hits.size() < 3) return std::nullopt;
+  // The hour of the day only of jobs whose own records are timed.
+  std::array<uint32_t, 24> culprit_hours{};
+  uint32_t culprit_timed = 0;
+  for (const Hit& h : t.hits) {
+    if (!h.timed) continue;
+    ++culprit_hours[HourOf(h.when_s)];
+    ++culprit_timed;
+  }
+  int best_hour = 0;
+  uint32_t best = 0;
+  for (int h = 0; h < 24; ++h) {
+    uint32_t in = culprit_hours[h] + culprit_hours[(h + 1) % 24];
+    if (in > best) {
+      best = in;
+      best_hour = h;
+    }
+  }
+  uint32_t healthy_in = t.healthy_hours[best_hour] + t.healthy_hours[(best_hour + 1) % 24];
+  if (culprit_timed >= 3 && t.healthy_timed > 0 && best * 4 >= culprit_timed * 3 &&
+      healthy_in * 2 < t.healthy_timed) {
+    return fmt::format("{:02}:00-{:02}:00 UTC in {} of {}", best_hour, (best_hour + 2) % 24, best,
+                       culprit_timed);
+  }
+  uint32_t d = t.hits[1].position - t.hits[0].position;
+  if (d < 2) return std::nullopt;
+  for (size_t i = 2; i < t.hits.size(); ++i) {
+    if (t.hits[i].position - t.hits[i - 1].position != d) return std::nullopt;
+  }
+  // The pattern holds to the end: no culprit job missing where it was due.
+  if (t.hits.back().position + d < t.jobs) return std::nullopt;
+  return fmt::format("every {} job", Ordinal(static_cast<int>(d)));
+}
+
+Offender FleetTally::Judge(const Track& t) const {
+  Offender off;
+  off.jobs_all = static_cast<int>(t.jobs);
+  off.unsure_all = static_cast<int>(t.unsure);
+  off.culprit_all = static_cast<int>(t.hits.size());
+  std::set<int32_t> ranks;
+  for (const Hit& h : t.hits) {
+    ++off.causes[causes_[h.cause]];
+    if (h.rank) ranks.insert(*h.rank);
+    off.culprit_jobs.push_back(job_ids_[h.job]);
+    off.last_culprit_s = std::max(off.last_culprit_s, h.when_s);
+  }
+  off.ranks.assign(ranks.begin(), ranks.end());
+  // Every job it ran in counts in n, undecided ones too: chronic is "the
+  // culprit in most of its jobs", and a job that could not tell is not one
+  // where it was seen slow.
+  off.jobs_last = static_cast<int>(std::min<int64_t>(std::max(o_.last_jobs, 0), t.jobs));
+  const uint32_t first_last = t.jobs - static_cast<uint32_t>(off.jobs_last);
+  for (const Hit& h : t.hits) {
+    if (h.position >= first_last) ++off.culprit_last;
+  }
+  if (off.culprit_last >= o_.chronic_min_jobs &&
+      off.culprit_last >= o_.chronic_share * off.jobs_last) {
+    off.standing = Standing::kChronic;
+  } else if (off.culprit_all >= 2) {
+    off.standing = Standing::kRecurring;
+  } else {
+    off.standing = Standing::kTransient;
+  }
+  off.periodic = Periodic(t);
+  return off;
+}
+
+FleetReport FleetTally::Finish() {
+  FleetReport r = r_;
+  r.jobs = static_cast<int>(jobs_);
+  std::set<std::string> chronic_hosts;
+  for (size_t i = 0; i < part_tracks_.size(); ++i) {
+    const Track& t = part_tracks_[i];
+    if (t.hits.empty()) continue;
+    Offender off = Judge(t);
+    off.part = parts_[i];
+    if (t.host) off.part.host = hosts_[*t.host];
+    off.part.gpu = t.gpu;
+    off.part.rank = t.rank;
     if (off.standing == Standing::kChronic && off.part.host) chronic_hosts.insert(*off.part.host);
     r.offenders.push_back(std::move(off));
   }
   // A node stands on its own only where no part of it explains it.
-  for (Offender& n : nodes) {
-    if (n.standing == Standing::kChronic && chronic_hosts.count(*n.part.host) == 0) {
-      r.offenders.push_back(std::move(n));
-    }
+  for (size_t i = 0; i < node_tracks_.size(); ++i) {
+    const Track& t = node_tracks_[i];
+    if (t.hits.empty()) continue;
+    Offender off = Judge(t);
+    if (off.standing != Standing::kChronic || chronic_hosts.count(hosts_[i]) != 0) continue;
+    off.node = true;
+    off.part.key = "node:" + hosts_[i];
+    off.part.kind = PartKind::kHost;
+    off.part.identity = Identity::kHardware;
+    off.part.host = hosts_[i];
+    r.offenders.push_back(std::move(off));
   }
   std::sort(r.offenders.begin(), r.offenders.end(), [](const Offender& a, const Offender& b) {
     if (a.standing != b.standing) return a.standing < b.standing;
@@ -326,13 +313,64 @@ FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOpt
     return a.part.key < b.part.key;
   });
 
-  r.rank_fixed = RankFixedOf(by_rank, o);
+  for (const auto& [rank, tally] : by_rank_) {
+    // The rank must be the culprit in a chronic share of the decided jobs
+    // that had it: a few unrelated faults that happened to land on one rank
+    // number are chance.
+    if (tally.jobs < o_.chronic_min_jobs || tally.jobs < o_.chronic_share * tally.decided_jobs) {
+      continue;
+    }
+    int most = 0;
+    for (const auto& [part, n] : tally.parts) most = std::max(most, n);
+    bool spread = tally.parts.size() >= 3 && most * 2 < tally.jobs;
+    bool work = tally.imbalance * 2 > tally.jobs;
+    if (!spread && !work) continue;
+    RankFixed f;
+    f.rank = rank;
+    f.culprit_jobs = tally.jobs;
+    f.imbalance_jobs = tally.imbalance;
+    for (const auto& [part, n] : tally.parts) f.parts.push_back(parts_[part].key);
+    std::sort(f.parts.begin(), f.parts.end());
+    r.rank_fixed.push_back(std::move(f));
+  }
   return r;
+}
+
+FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOptions& o) {
+  FleetTally tally(o);
+  std::unordered_map<std::string, uint32_t> part_index, host_index;
+  CompactJob c;
+  for (const JobRecord& job : jobs) {
+    c.job_id = job.job_id;
+    c.status = job.status;
+    c.when_s = job.when_s();
+    c.timed = job.first_ns.has_value();
+    c.parts.clear();
+    for (const PartRecord& p : job.parts) {
+      CompactPart& cp = c.parts.emplace_back();
+      auto [part, new_part] = part_index.try_emplace(p.key, 0);
+      if (new_part) part->second = tally.AddPart(p);
+      cp.part = part->second;
+      if (p.host) {
+        auto [host, new_host] = host_index.try_emplace(*p.host, 0);
+        if (new_host) host->second = tally.AddHost(*p.host);
+        cp.host = host->second;
+      }
+      cp.gpu = p.gpu;
+      cp.rank = p.rank;
+      cp.culprit = p.culprit;
+      cp.cause_class = p.cause_class;
+      cp.cause = p.cause;
+      cp.confidence = p.confidence;
+    }
+    tally.AddJob(c);
+  }
+  return tally.Finish();
 }
 
 std::map<std::string, HostState> HostStatesOf(const JobRecord& job, const ReportOptions& o) {
   std::map<std::string, HostState> out;
-  bool decided = Decided(job);
+  bool decided = Decided(job.status);
   for (const PartRecord& p : job.parts) {
     if (!p.host) continue;
     Seen seen = SeenOf(p, decided, o.min_confidence);
@@ -342,7 +380,7 @@ std::map<std::string, HostState> HostStatesOf(const JobRecord& job, const Report
       h.kind = decided ? HostState::kHealthy : HostState::kUnsure;
     if (seen == Seen::kCulprit && h.kind != HostState::kCulprit) {
       h.kind = HostState::kCulprit;
-      h.cause = CauseOf(p);
+      h.cause = CauseOf(p.cause_class, p.cause);
       h.what = p.kind == PartKind::kGpu   ? fmt::format("GPU {}", p.gpu.value_or(0))
                : p.kind == PartKind::kNic ? fmt::format("NIC {}", p.nic.value_or("?"))
                                           : std::string(PartKindName(p.kind));

@@ -31,6 +31,7 @@
 #ifndef LAGGARD_HISTORY_FLEET_REPORT_H_
 #define LAGGARD_HISTORY_FLEET_REPORT_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -94,6 +95,77 @@ struct FleetReport {
   std::vector<Offender> offenders;  // chronic, recurring, transient; then k/n, then name
   std::vector<RankFixed> rank_fixed;
   int weak_jobs = 0;  // jobs with a GPU or rank culprit known by place or rank only
+};
+
+// The report, built job by job from jobs in compact form (a store's
+// Scan(), or BuildFleetReport's records): per part only its counts, its
+// culprit jobs and the hours of its healthy ones, so that 10^6 jobs fit.
+class FleetTally : public JobSink {
+ public:
+  // What one job says of a part: culprit, healthy, or unsure (a weak
+  // culprit, not the part's fault, or a verdict that decided nothing).
+  enum class Seen : uint8_t { kHealthy, kCulprit, kUnsure };
+
+  explicit FleetTally(const ReportOptions& options) : o_(options) {}
+
+  uint32_t AddPart(const PartRecord& identity) override;
+  uint32_t AddHost(const std::string& name) override;
+  void AddJob(const CompactJob& job) override;
+  FleetReport Finish();
+
+ private:
+  // A job in which the part (or node) was the culprit.
+  struct Hit {
+    uint32_t position = 0;  // among the part's jobs
+    uint32_t job = 0;       // index into job_ids_
+    int64_t when_s = 0;
+    bool timed = false;
+    std::optional<int32_t> rank;
+    uint32_t cause = 0;  // index into causes_
+  };
+  struct Track {
+    uint32_t jobs = 0;
+    uint32_t unsure = 0;
+    std::vector<Hit> hits;
+    std::array<uint32_t, 24> healthy_hours{};  // healthy timed jobs by hour of day (UTC)
+    uint32_t healthy_timed = 0;
+    // Its latest place: a card moves between hosts.
+    std::optional<uint32_t> host;
+    std::optional<int32_t> gpu, rank;
+  };
+  struct RankTally {
+    int decided_jobs = 0;  // decided jobs that had this rank
+    int jobs = 0;          // of them, those it was the culprit in
+    int imbalance = 0;     // of those, for the job's own work split
+    std::map<uint32_t, int> parts;
+  };
+  struct NodeState {
+    uint32_t stamp = 0;  // the job (jobs_ + 1) it was last set in
+    Seen seen = Seen::kHealthy;
+    uint32_t cause = 0;
+  };
+
+  void Count(Track& t, Seen seen, const CompactJob& job, std::optional<int32_t> rank,
+             uint32_t cause);
+  uint32_t CauseIndex(const CompactPart& p);
+  Offender Judge(const Track& t) const;
+  std::optional<std::string> Periodic(const Track& t) const;
+
+  ReportOptions o_;
+  FleetReport r_;
+  uint32_t jobs_ = 0;
+  std::vector<PartRecord> parts_;  // identity only
+  std::vector<Track> part_tracks_;
+  std::vector<std::string> hosts_;
+  std::vector<Track> node_tracks_;
+  std::vector<NodeState> node_states_;
+  std::vector<uint32_t> job_hosts_;  // the hosts of the job being added
+  std::vector<std::string> causes_;  // "compute_slow/thermal"
+  std::map<std::string, uint32_t, std::less<>> cause_index_;
+  std::vector<std::string> job_ids_;      // of jobs with a hit
+  std::optional<uint32_t> job_id_index_;  // of the job being added, once it has a hit
+  std::map<int32_t, RankTally> by_rank_;
+  std::vector<int32_t> job_ranks_;
 };
 
 // `jobs` oldest first, as HistoryStore::Load() returns them.

@@ -85,6 +85,40 @@ struct JobRecord {
   int64_t when_s() const { return first_ns ? *first_ns / 1'000'000'000 : recorded_at_s; }
 };
 
+// One part in one job in compact form (HistoryStore::Scan), by its index
+// among the parts and hosts its JobSink was given.
+struct CompactPart {
+  uint32_t part = 0;
+  std::optional<uint32_t> host;
+  std::optional<int32_t> gpu;
+  std::optional<int32_t> rank;
+  bool culprit = false;
+  // Culprits only, as PartRecord's.
+  std::optional<std::string> cause_class;
+  std::optional<std::string> cause;
+  std::optional<double> confidence;
+};
+
+struct CompactJob {
+  std::string_view job_id;
+  std::string_view status;
+  int64_t when_s = 0;              // JobRecord::when_s()
+  bool timed = false;              // JobRecord::first_ns is set
+  std::vector<CompactPart> parts;  // in key order
+};
+
+// What reads jobs in compact form: every part (its identity: key, kind,
+// identity, uuid, serial, nic, switch) and host before the first job that
+// names it, then the jobs oldest first.
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  // The index the jobs will name it by.
+  virtual uint32_t AddPart(const PartRecord& identity) = 0;
+  virtual uint32_t AddHost(const std::string& name) = 0;
+  virtual void AddJob(const CompactJob& job) = 0;
+};
+
 // The record of one diagnosis. `findings`: every detector's, for the
 // evidence codes of the culprits' parts.
 JobRecord RecordOfJob(const Run& run, const RankMap& ranks, const Verdict& verdict,

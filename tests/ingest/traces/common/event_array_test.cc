@@ -56,9 +56,7 @@ class RecordingSink : public EventSink {
     }
     return EventScan::kMore;
   }
-  void BadEvent(uint64_t offset, const std::string& why) override {
-    bad.push_back({offset, why});
-  }
+  void BadEvent(uint64_t offset, const std::string& why) override { bad.push_back({offset, why}); }
 
   std::vector<std::pair<uint64_t, std::string>> events, bad;
   uint64_t padding_sum = 0;
@@ -163,7 +161,8 @@ TEST(EventArrayTest, AnEventOver1MiBIsBadWhereverTheChunksFall) {
 
 TEST(EventArrayTest, TheSameEventsWhateverTheChunkSize) {
   std::string text = "[";
-  for (int i = 0; i < 200; ++i) text += (i ? ", " : "") + std::string("{\"i\":") + std::to_string(i) + "}";
+  for (int i = 0; i < 200; ++i)
+    text += (i ? ", " : "") + std::string("{\"i\":") + std::to_string(i) + "}";
   text += "]";
   Walk whole = WalkOf(text, 1 << 20, 64);
   ASSERT_EQ(whole.events.size(), 200u);
