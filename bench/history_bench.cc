@@ -2,11 +2,12 @@
 // of 4,096 nodes x 8 GPUs into a fresh SQLite store, each job through
 // HistoryStore::Record() as `diagnose --record` does, then times the
 // queries `laggard history` runs: the last day, the last 30 days, and all
-// of them (Load + BuildFleetReport; --host and --gpu only pick offenders
-// from the same report), and prints the store's size. Results:
-// docs/history.md.
+// of them (Scan into a FleetTally; --host and --gpu only pick offenders
+// from the same report), and prints the store's size. --compare also times
+// Load + BuildFleetReport and checks that both give the same report (exit
+// 1 when not). Results: docs/history.md.
 //
-//   history_bench [--jobs N] [--nodes-per-job K] [--out PATH]
+//   history_bench [--jobs N] [--nodes-per-job K] [--out PATH] [--compare]
 
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,8 @@
 namespace {
 
 using laggard::history::BuildFleetReport;
+using laggard::history::FleetReport;
+using laggard::history::FleetTally;
 using laggard::history::HistoryStore;
 using laggard::history::Identity;
 using laggard::history::JobRecord;
@@ -80,20 +83,36 @@ JobRecord Job(int64_t i, int64_t n_jobs, int nodes_per_job, std::mt19937_64& rng
   return j;
 }
 
-void Query(const HistoryStore& store, const char* what, const LoadFilter& f) {
+// What `laggard history` runs (Scan into a FleetTally); with `compare`,
+// also Load + BuildFleetReport, and whether the two reports are the same.
+bool Query(const HistoryStore& store, const char* what, const LoadFilter& f, bool compare) {
   auto t0 = std::chrono::steady_clock::now();
+  FleetTally tally({});
+  laggard::Status s = store.Scan(f, tally);
+  FleetReport report = tally.Finish();
+  double scan_s = Seconds(t0);
+  if (!s.ok()) {
+    fmt::print("{}: {}\n", what, s.message());
+    return false;
+  }
+  fmt::print("{:<12} {:>9} jobs  scan + report {:7.3f} s  ({} offenders)\n", what, report.jobs,
+             scan_s, report.offenders.size());
+  if (!compare) return true;
+  auto t1 = std::chrono::steady_clock::now();
   auto jobs = store.Load(f);
-  double load_s = Seconds(t0);
+  double load_s = Seconds(t1);
   if (!jobs.ok()) {
     fmt::print("{}: {}\n", what, jobs.status().message());
-    return;
+    return false;
   }
-  auto t1 = std::chrono::steady_clock::now();
-  auto report = BuildFleetReport(*jobs, {});
-  double report_s = Seconds(t1);
-  fmt::print(
-      "{:<28} {:>9} jobs  load {:7.3f} s  report {:7.3f} s  total {:7.3f} s  ({} offenders)\n",
-      what, jobs->size(), load_s, report_s, load_s + report_s, report.offenders.size());
+  auto t2 = std::chrono::steady_clock::now();
+  FleetReport loaded = BuildFleetReport(*jobs, {});
+  double report_s = Seconds(t2);
+  bool same = report == loaded;
+  fmt::print("{:<12} {:>9} jobs  load {:7.3f} s  report {:7.3f} s  total {:7.3f} s: {}\n", what,
+             jobs->size(), load_s, report_s, load_s + report_s,
+             same ? "the same report" : "A DIFFERENT REPORT");
+  return same;
 }
 
 }  // namespace
@@ -102,8 +121,16 @@ int main(int argc, char** argv) {
   int64_t n_jobs = 1'000'000;
   int nodes_per_job = 1;
   std::string out = "/tmp/laggard-history-bench.db";
+  bool compare = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--compare") compare = true;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--compare") {
+      --i;
+      continue;
+    }
     if (a == "--jobs") n_jobs = std::atoll(argv[i + 1]);
     if (a == "--nodes-per-job") nodes_per_job = std::atoi(argv[i + 1]);
     if (a == "--out") out = argv[i + 1];
@@ -143,10 +170,10 @@ int main(int argc, char** argv) {
   int64_t end = kStart + 365LL * 86400;
   LoadFilter day;
   day.since_s = end - 86400;
-  Query(*store, "--since 1d", day);
+  bool same = Query(*store, "--since 1d", day, compare);
   LoadFilter month;
   month.since_s = end - 30 * 86400;
-  Query(*store, "--since 30d", month);
-  Query(*store, "all jobs", {});
-  return 0;
+  same = Query(*store, "--since 30d", month, compare) && same;
+  same = Query(*store, "all jobs", {}, compare) && same;
+  return same ? 0 : 1;
 }

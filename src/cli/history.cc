@@ -367,14 +367,14 @@ int History(const HistoryOptions& o, bool drain, std::ostream& out, std::ostream
     err << who << ": " << store.status().message() << "\n";
     return kExitNoInput;
   }
-  auto jobs = store->Load(filter);
-  if (!jobs.ok()) {
-    err << who << ": " << jobs.status().message() << "\n";
-    return kExitNoInput;
-  }
   // Every part is judged on all its jobs; --host and --gpu then pick whose
   // standing is shown (and drained), never which jobs count.
-  FleetReport report = history::BuildFleetReport(*jobs, o.report);
+  history::FleetTally tally(o.report);
+  if (Status s = store->Scan(filter, tally); !s.ok()) {
+    err << who << ": " << s.message() << "\n";
+    return kExitNoInput;
+  }
+  FleetReport report = tally.Finish();
   KeepOffendersOf(o.host, o.gpu, report);
   if (drain) return Drain(*store, report, o, out, err);
   if (!o.html.empty()) {
@@ -382,6 +382,13 @@ int History(const HistoryOptions& o, bool drain, std::ostream& out, std::ostream
     if (std::filesystem::equivalent(o.html, path, ec)) {
       err << fmt::format("laggard history: --html {} is the history store itself; not written\n",
                          o.html);
+      return kExitNoInput;
+    }
+    // The grid draws the last jobs only.
+    filter.last = history::kMaxGridJobs;
+    auto jobs = store->Load(filter);
+    if (!jobs.ok()) {
+      err << who << ": " << jobs.status().message() << "\n";
       return kExitNoInput;
     }
     std::ofstream page(o.html, std::ios::binary);

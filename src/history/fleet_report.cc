@@ -16,13 +16,6 @@ std::string CauseOf(const std::optional<std::string>& cause_class,
   return c;
 }
 
-// A verdict that decides: a straggler named, none found, or who stopped a
-// hung job. Inconclusive, job-wide and communication-bound verdicts say
-// nothing of one part's health.
-bool Decided(std::string_view status) {
-  return status == "straggler" || status == "no_straggler" || status == "hang";
-}
-
 // Causes that say nothing against the part: the job's own work split
 // (imbalance), and interference from outside it (external).
 bool NotThePart(const std::optional<std::string>& cause_class) {
@@ -154,7 +147,7 @@ void FleetTally::AddJob(const CompactJob& job) {
   r_.last_s = std::max(r_.last_s, when);
   job_id_index_.reset();
   bool any = false, weak = false;
-  bool decided = Decided(job.status);
+  bool decided = job.decided;
   if (decided) {
     job_ranks_.clear();
     for (const CompactPart& p : job.parts) {
@@ -342,7 +335,7 @@ FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOpt
   CompactJob c;
   for (const JobRecord& job : jobs) {
     c.job_id = job.job_id;
-    c.status = job.status;
+    c.decided = DecidesParts(job.status);
     c.when_s = job.when_s();
     c.timed = job.first_ns.has_value();
     c.parts.clear();
@@ -370,7 +363,7 @@ FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOpt
 
 std::map<std::string, HostState> HostStatesOf(const JobRecord& job, const ReportOptions& o) {
   std::map<std::string, HostState> out;
-  bool decided = Decided(job.status);
+  bool decided = DecidesParts(job.status);
   for (const PartRecord& p : job.parts) {
     if (!p.host) continue;
     Seen seen = SeenOf(p, decided, o.min_confidence);

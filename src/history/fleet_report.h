@@ -78,6 +78,8 @@ struct Offender {
   std::string Name() const;
   // "compute_slow/thermal", the commonest cause.
   std::string MainCause() const;
+
+  bool operator==(const Offender&) const = default;
 };
 
 struct RankFixed {
@@ -85,6 +87,8 @@ struct RankFixed {
   int culprit_jobs = 0;
   int imbalance_jobs = 0;          // of them, named for doing more work (imbalance)
   std::vector<std::string> parts;  // the distinct parts it ran on when culprit
+
+  bool operator==(const RankFixed&) const = default;
 };
 
 struct FleetReport {
@@ -95,6 +99,8 @@ struct FleetReport {
   std::vector<Offender> offenders;  // chronic, recurring, transient; then k/n, then name
   std::vector<RankFixed> rank_fixed;
   int weak_jobs = 0;  // jobs with a GPU or rank culprit known by place or rank only
+
+  bool operator==(const FleetReport&) const = default;
 };
 
 // The report, built job by job from jobs in compact form (a store's

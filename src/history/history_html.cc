@@ -75,6 +75,7 @@ void RenderHistoryHtml(const std::string& store_path, const std::vector<JobRecor
 
   // The grid: hosts that were ever the culprit, jobs in the order they ran.
   size_t first = jobs.size() > kMaxGridJobs ? jobs.size() - kMaxGridJobs : 0;
+  const size_t total = std::max<size_t>(static_cast<size_t>(r.jobs), jobs.size());
   std::vector<std::map<std::string, HostState>> states;
   std::map<std::string, int> culprit_jobs;
   std::map<std::string, bool> seen;
@@ -99,7 +100,7 @@ void RenderHistoryHtml(const std::string& store_path, const std::vector<JobRecor
       "<p class=\"note\">{} jobs drawn{}, oldest on the left; {} hosts that were a culprit "
       "drawn{}, {} never a culprit not drawn.</p>\n",
       states.size(),
-      first > 0 ? fmt::format(" (the last {} of {})", states.size(), jobs.size()) : "",
+      total > states.size() ? fmt::format(" (the last {} of {})", states.size(), total) : "",
       hosts.size(), hidden_hosts > 0 ? fmt::format(" ({} more not drawn)", hidden_hosts) : "",
       seen.size() - culprit_jobs.size());
   out << "<table class=\"grid\">\n";

@@ -19,6 +19,8 @@ namespace laggard::history {
 inline constexpr size_t kMaxGridJobs = 200;
 inline constexpr size_t kMaxGridHosts = 100;
 
+// `jobs`: the last of the report's jobs (at least kMaxGridJobs of them, or
+// all), oldest first.
 void RenderHistoryHtml(const std::string& store_path, const std::vector<JobRecord>& jobs,
                        const FleetReport& report, const ReportOptions& options, std::ostream& out);
 

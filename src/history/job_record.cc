@@ -416,4 +416,8 @@ JobRecord RecordOfJob(const Run& run, const RankMap& ranks, const Verdict& verdi
   return r;
 }
 
+bool DecidesParts(std::string_view status) {
+  return status == "straggler" || status == "no_straggler" || status == "hang";
+}
+
 }  // namespace laggard::history

@@ -63,6 +63,8 @@ struct PartRecord {
   std::optional<double> confidence;
   std::optional<double> slowdown;
   std::vector<std::string> evidence_codes;
+
+  bool operator==(const PartRecord&) const = default;
 };
 
 struct JobRecord {
@@ -85,6 +87,11 @@ struct JobRecord {
   int64_t when_s() const { return first_ns ? *first_ns / 1'000'000'000 : recorded_at_s; }
 };
 
+// A verdict that decides: a straggler named, none found, or who stopped a
+// hung job. Inconclusive, job-wide and communication-bound verdicts say
+// nothing of one part's health.
+bool DecidesParts(std::string_view status);
+
 // One part in one job in compact form (HistoryStore::Scan), by its index
 // among the parts and hosts its JobSink was given.
 struct CompactPart {
@@ -101,7 +108,7 @@ struct CompactPart {
 
 struct CompactJob {
   std::string_view job_id;
-  std::string_view status;
+  bool decided = false;            // DecidesParts(status)
   int64_t when_s = 0;              // JobRecord::when_s()
   bool timed = false;              // JobRecord::first_ns is set
   std::vector<CompactPart> parts;  // in key order

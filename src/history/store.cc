@@ -7,16 +7,25 @@
 #include <map>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "history/scan_codec.h"
 
 namespace laggard::history {
 namespace {
 
-// Each migration takes the store from version i to i + 1.
-constexpr std::string_view kMigrations[] = {
-    // 0 -> 1
-    R"sql(
+// Each migration takes the store from version i to i + 1: its SQL, then
+// its backfill (when it has one) in the same transaction.
+struct Migration {
+  std::string_view sql;
+  Status (*backfill)(sqlite3* db, const std::string& path) = nullptr;
+};
+
+Status BackfillJobScan(sqlite3* db, const std::string& path);
+
+constexpr std::string_view kSchema1 = R"sql(
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY,
   job_id TEXT NOT NULL UNIQUE,
@@ -76,7 +85,26 @@ CREATE TABLE actions (
   exit_code INTEGER,
   output TEXT NOT NULL
 );
-)sql",
+)sql";
+
+constexpr std::string_view kSchema2 = R"sql(
+CREATE TABLE job_scan (
+  when_s INTEGER NOT NULL,
+  job INTEGER NOT NULL,
+  flags INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  parts BLOB NOT NULL,
+  PRIMARY KEY (when_s, job)
+) WITHOUT ROWID;
+)sql";
+
+// job_scan.flags
+constexpr int kScanTimed = 1;
+constexpr int kScanDecided = 2;
+
+const Migration kMigrations[] = {
+    {kSchema1},                   // 0 -> 1
+    {kSchema2, BackfillJobScan},  // 1 -> 2
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -242,7 +270,9 @@ Status Prepare(sqlite3* db, const std::string& path, bool writable) {
     return s;
   }
   for (int64_t v = *now; v < kSchemaVersion; ++v) {
-    if (Status s = Exec(db, kMigrations[v], path); !s.ok()) {
+    Status s = Exec(db, kMigrations[v].sql, path);
+    if (s.ok() && kMigrations[v].backfill != nullptr) s = kMigrations[v].backfill(db, path);
+    if (!s.ok()) {
       (void)Exec(db, "ROLLBACK", path);
       return Status::Error(fmt::format("migrating to schema {}: {}", v + 1, s.message()));
     }
@@ -280,10 +310,38 @@ std::optional<int64_t> ReturnedId(sqlite3_stmt* st) {
   return id;
 }
 
+// A part of the job_scan row being built, with its key (the row's order).
+struct KeyedScanPart {
+  std::string key;
+  ScanPart part;
+};
+
+constexpr std::string_view kInsertScan =
+    "INSERT INTO job_scan (when_s, job, flags, job_id, parts) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+// Inserts a job's job_scan row, its parts sorted by key; false on failure.
+bool InsertScanRow(sqlite3_stmt* st, int64_t when_s, int64_t job_row, int flags,
+                   const std::string& job_id, std::vector<KeyedScanPart>& parts) {
+  std::sort(parts.begin(), parts.end(),
+            [](const KeyedScanPart& a, const KeyedScanPart& b) { return a.key < b.key; });
+  std::vector<ScanPart> sorted;
+  sorted.reserve(parts.size());
+  for (KeyedScanPart& p : parts) sorted.push_back(std::move(p.part));
+  std::string blob = EncodeScanParts(sorted);
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, when_s);
+  sqlite3_bind_int64(st, 2, job_row);
+  sqlite3_bind_int(st, 3, flags);
+  Bind(st, 4, job_id);
+  sqlite3_bind_blob(st, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  return sqlite3_step(st) == SQLITE_DONE;
+}
+
 // Inserts a job's parts with the statements Record() prepared; "" when all
 // went in, else what failed.
 std::string InsertParts(const JobRecord& job, int64_t job_row, sqlite3_stmt* part,
-                        sqlite3_stmt* host, sqlite3_stmt* seen, sqlite3_stmt* culprit) {
+                        sqlite3_stmt* host, sqlite3_stmt* seen, sqlite3_stmt* culprit,
+                        std::vector<KeyedScanPart>& scan) {
   std::map<std::string, int64_t> host_rows;
   for (const PartRecord& p : job.parts) {
     sqlite3_reset(part);
@@ -316,7 +374,14 @@ std::string InsertParts(const JobRecord& job, int64_t job_row, sqlite3_stmt* par
     Bind(seen, 5, p.rank ? std::optional<int64_t>(*p.rank) : std::nullopt);
     sqlite3_bind_int(seen, 6, p.culprit ? 1 : 0);
     if (sqlite3_step(seen) != SQLITE_DONE) return "part " + p.key + " seen";
+    KeyedScanPart& sp = scan.emplace_back();
+    sp.key = p.key;
+    sp.part = ScanPart{*part_row, host_row,     p.gpu,        p.rank,
+                       p.culprit, std::nullopt, std::nullopt, std::nullopt};
     if (!p.culprit) continue;
+    sp.part.cause_class = p.cause_class.value_or("unknown");
+    sp.part.cause = p.cause;
+    sp.part.confidence = p.confidence;
     sqlite3_reset(culprit);
     sqlite3_bind_int64(culprit, 1, job_row);
     sqlite3_bind_int64(culprit, 2, *part_row);
@@ -353,6 +418,87 @@ PartRecord PartAt(sqlite3_stmt* ps) {
   }
   return p;
 }
+
+// The job_scan rows of a store of schema 1, from its jobs, seen and
+// culprits rows, a job at a time (as Load() reads them: a seen row without
+// its part is left out).
+Status BackfillJobScan(sqlite3* db, const std::string& path) {
+  auto jobs = Prepare(db, "SELECT id, when_s, timed, status, job_id FROM jobs ORDER BY id", path);
+  auto parts = Prepare(db,
+                       "SELECT s.job, p.key, s.part, s.host, s.gpu, s.rank, s.culprit, "
+                       "c.cause_class, c.cause, c.confidence FROM seen s JOIN parts p ON p.id = "
+                       "s.part LEFT JOIN culprits c ON c.job = s.job AND c.part = s.part ORDER BY "
+                       "s.job",
+                       path);
+  auto ins = Prepare(db, kInsertScan, path);
+  if (!jobs.ok() || !parts.ok() || !ins.ok()) {
+    return !jobs.ok() ? jobs.status() : !parts.ok() ? parts.status() : ins.status();
+  }
+  sqlite3_stmt* js = jobs->get();
+  sqlite3_stmt* ps = parts->get();
+  int prc = sqlite3_step(ps);
+  int jrc;
+  std::vector<KeyedScanPart> scan;
+  while ((jrc = sqlite3_step(js)) == SQLITE_ROW) {
+    int64_t job = sqlite3_column_int64(js, 0);
+    scan.clear();
+    while (prc == SQLITE_ROW && sqlite3_column_int64(ps, 0) <= job) {
+      if (sqlite3_column_int64(ps, 0) == job) {
+        KeyedScanPart& sp = scan.emplace_back();
+        sp.key = TextAt(ps, 1).value_or("");
+        ScanPart& p = sp.part;
+        p.part = sqlite3_column_int64(ps, 2);
+        p.host = IntAt(ps, 3);
+        if (auto g = IntAt(ps, 4)) p.gpu = static_cast<int32_t>(*g);
+        if (auto r = IntAt(ps, 5)) p.rank = static_cast<int32_t>(*r);
+        p.culprit = IntAt(ps, 6).value_or(0) != 0;
+        if (p.culprit) {
+          p.cause_class = TextAt(ps, 7);
+          p.cause = TextAt(ps, 8);
+          p.confidence = RealAt(ps, 9);
+        }
+      }
+      prc = sqlite3_step(ps);
+    }
+    int flags = (IntAt(js, 2).value_or(0) != 0 ? kScanTimed : 0) |
+                (DecidesParts(TextAt(js, 3).value_or("")) ? kScanDecided : 0);
+    if (!InsertScanRow(ins->get(), IntAt(js, 1).value_or(0), job, flags, TextAt(js, 4).value_or(""),
+                       scan)) {
+      return Status::Error(fmt::format("{}: job row {}: {}", Where(path), job, sqlite3_errmsg(db)));
+    }
+  }
+  if (jrc != SQLITE_DONE || (prc != SQLITE_DONE && prc != SQLITE_ROW)) {
+    return Status::Error(fmt::format("{}: {}", Where(path), sqlite3_errmsg(db)));
+  }
+  return Status::Ok();
+}
+
+// Ids of rows (parts, hosts) to the indices a JobSink gave them.
+class IdMap {
+ public:
+  void Add(int64_t id, uint32_t index) {
+    if (id >= 0 && id < kDense) {
+      if (static_cast<size_t>(id) >= dense_.size()) dense_.resize(id + 1, kNone);
+      dense_[id] = index;
+    } else {
+      sparse_[id] = index;
+    }
+  }
+  std::optional<uint32_t> Find(int64_t id) const {
+    if (id >= 0 && id < kDense) {
+      if (static_cast<size_t>(id) < dense_.size() && dense_[id] != kNone) return dense_[id];
+      return std::nullopt;
+    }
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  }
+
+ private:
+  static constexpr int64_t kDense = 1 << 24;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> dense_;
+  std::unordered_map<int64_t, uint32_t> sparse_;
+};
 
 }  // namespace
 
@@ -464,18 +610,25 @@ StatusOr<bool> HistoryStore::Record(const JobRecord& job) {
                          "INSERT INTO culprits (job, part, cause_class, cause, confidence, "
                          "slowdown, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                          path_);
-  if (!part.ok() || !host.ok() || !seen.ok() || !culprit.ok()) {
-    Status st = !part.ok()   ? part.status()
-                : !host.ok() ? host.status()
-                : !seen.ok() ? seen.status()
-                             : culprit.status();
+  auto scan = Prepare(db, kInsertScan, path_);
+  if (!part.ok() || !host.ok() || !seen.ok() || !culprit.ok() || !scan.ok()) {
+    Status st = !part.ok()      ? part.status()
+                : !host.ok()    ? host.status()
+                : !seen.ok()    ? seen.status()
+                : !culprit.ok() ? culprit.status()
+                                : scan.status();
     (void)Exec(db, "ROLLBACK", path_);
     return st;
   }
-  if (std::string what =
-          InsertParts(job, job_row, part->get(), host->get(), seen->get(), culprit->get());
+  std::vector<KeyedScanPart> scan_parts;
+  if (std::string what = InsertParts(job, job_row, part->get(), host->get(), seen->get(),
+                                     culprit->get(), scan_parts);
       !what.empty()) {
     return fail(what);
+  }
+  int flags = (job.first_ns ? kScanTimed : 0) | (DecidesParts(job.status) ? kScanDecided : 0);
+  if (!InsertScanRow(scan->get(), job.when_s(), job_row, flags, job.job_id, scan_parts)) {
+    return fail("the job's scan row");
   }
   if (Status c = Exec(db, "COMMIT", path_); !c.ok()) {
     (void)Exec(db, "ROLLBACK", path_);
@@ -494,14 +647,22 @@ StatusOr<std::vector<JobRecord>> HistoryStore::Load(const LoadFilter& filter) co
     ~EndRead() { (void)Exec(db, "COMMIT", path); }
   } end_read{db, path_};
 
+  std::string select =
+      "SELECT j.id, j.job_id, j.source, j.recorded_at_s, j.first_ns, j.last_ns, j.status, "
+      "j.summary, j.throughput_lost, j.impact_method, j.fingerprint, j.when_s FROM jobs j WHERE "
+      "j.when_s >= ?1";
   auto jobs = Prepare(db,
-                      "SELECT j.id, j.job_id, j.source, j.recorded_at_s, j.first_ns, j.last_ns, "
-                      "j.status, j.summary, j.throughput_lost, j.impact_method, j.fingerprint "
-                      "FROM jobs j WHERE j.when_s >= ?1 ORDER BY j.when_s, j.id",
+                      filter.last ? "SELECT * FROM (" + select +
+                                        " ORDER BY j.when_s DESC, j.id DESC LIMIT ?2) ORDER BY "
+                                        "when_s, id"
+                                  : select + " ORDER BY j.when_s, j.id",
                       path_);
   if (!jobs.ok()) return jobs.status();
   sqlite3_stmt* js = jobs->get();
   sqlite3_bind_int64(js, 1, filter.since_s.value_or(INT64_MIN));
+  if (filter.last) {
+    sqlite3_bind_int64(js, 2, static_cast<int64_t>(std::min<size_t>(*filter.last, INT64_MAX)));
+  }
   std::vector<JobRecord> out;
   std::map<int64_t, size_t> index_of;
   int rc;
@@ -567,6 +728,91 @@ StatusOr<std::vector<JobRecord>> HistoryStore::Load(const LoadFilter& filter) co
               [](const PartRecord& a, const PartRecord& b) { return a.key < b.key; });
   }
   return out;
+}
+
+Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
+  sqlite3* db = db_.get();
+  if (Status s = Exec(db, "BEGIN", path_); !s.ok()) return s;
+  struct EndRead {
+    sqlite3* db;
+    const std::string& path;
+    ~EndRead() { (void)Exec(db, "COMMIT", path); }
+  } end_read{db, path_};
+
+  auto parts = Prepare(
+      db, "SELECT id, key, kind, identity, uuid, serial, nic, switch_name FROM parts ORDER BY id",
+      path_);
+  auto hosts = Prepare(db, "SELECT id, name FROM hosts ORDER BY id", path_);
+  auto rows = Prepare(db,
+                      "SELECT when_s, flags, job_id, parts, job FROM job_scan WHERE when_s >= ?1 "
+                      "ORDER BY when_s, job",
+                      path_);
+  if (!parts.ok() || !hosts.ok() || !rows.ok()) {
+    return !parts.ok() ? parts.status() : !hosts.ok() ? hosts.status() : rows.status();
+  }
+  IdMap part_index, host_index;
+  int rc;
+  sqlite3_stmt* ps = parts->get();
+  while ((rc = sqlite3_step(ps)) == SQLITE_ROW) {
+    PartRecord p;
+    p.key = TextAt(ps, 1).value_or("");
+    p.kind = ParsePartKind(TextAt(ps, 2).value_or("")).value_or(PartKind::kRank);
+    p.identity = ParseIdentity(TextAt(ps, 3).value_or("")).value_or(Identity::kRank);
+    p.uuid = TextAt(ps, 4);
+    p.serial = TextAt(ps, 5);
+    p.nic = TextAt(ps, 6);
+    p.switch_name = TextAt(ps, 7);
+    part_index.Add(sqlite3_column_int64(ps, 0), sink.AddPart(p));
+  }
+  sqlite3_stmt* hs = hosts->get();
+  if (rc == SQLITE_DONE) {
+    while ((rc = sqlite3_step(hs)) == SQLITE_ROW) {
+      host_index.Add(sqlite3_column_int64(hs, 0), sink.AddHost(TextAt(hs, 1).value_or("")));
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    return Status::Error(fmt::format("{}: reading parts: {}", Where(path_), sqlite3_errmsg(db)));
+  }
+
+  sqlite3_stmt* rs = rows->get();
+  sqlite3_bind_int64(rs, 1, filter.since_s.value_or(INT64_MIN));
+  std::vector<ScanPart> scanned;
+  CompactJob job;
+  while ((rc = sqlite3_step(rs)) == SQLITE_ROW) {
+    job.when_s = sqlite3_column_int64(rs, 0);
+    int flags = sqlite3_column_int(rs, 1);
+    job.timed = (flags & kScanTimed) != 0;
+    job.decided = (flags & kScanDecided) != 0;
+    job.job_id = std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(rs, 2)),
+                                  static_cast<size_t>(sqlite3_column_bytes(rs, 2)));
+    std::string_view blob(static_cast<const char*>(sqlite3_column_blob(rs, 3)),
+                          static_cast<size_t>(sqlite3_column_bytes(rs, 3)));
+    if (!DecodeScanParts(blob, scanned)) {
+      return Status::Error(fmt::format("{}: the scan row of job row {} is damaged", Where(path_),
+                                       sqlite3_column_int64(rs, 4)));
+    }
+    job.parts.clear();
+    for (ScanPart& sp : scanned) {
+      // As Load()'s joins: a part without its parts row is left out, a
+      // host without its hosts row is none.
+      std::optional<uint32_t> part = part_index.Find(sp.part);
+      if (!part) continue;
+      CompactPart& cp = job.parts.emplace_back();
+      cp.part = *part;
+      if (sp.host) cp.host = host_index.Find(*sp.host);
+      cp.gpu = sp.gpu;
+      cp.rank = sp.rank;
+      cp.culprit = sp.culprit;
+      cp.cause_class = std::move(sp.cause_class);
+      cp.cause = std::move(sp.cause);
+      cp.confidence = sp.confidence;
+    }
+    sink.AddJob(job);
+  }
+  if (rc != SQLITE_DONE) {
+    return Status::Error(fmt::format("{}: reading jobs: {}", Where(path_), sqlite3_errmsg(db)));
+  }
+  return Status::Ok();
 }
 
 Status HistoryStore::RecordAction(const ActionRecord& a) {
