@@ -9,16 +9,17 @@
 namespace laggard::history {
 namespace {
 
-std::string CauseOf(const std::optional<std::string>& cause_class,
-                    const std::optional<std::string>& cause) {
-  std::string c = cause_class.value_or("unknown");
-  if (cause) c += "/" + *cause;
+template <class Text>
+std::string CauseOf(const std::optional<Text>& cause_class, const std::optional<Text>& cause) {
+  std::string c(cause_class ? std::string_view(*cause_class) : std::string_view("unknown"));
+  if (cause) (c += '/') += *cause;
   return c;
 }
 
 // Causes that say nothing against the part: the job's own work split
 // (imbalance), and interference from outside it (external).
-bool NotThePart(const std::optional<std::string>& cause_class) {
+template <class Text>
+bool NotThePart(const std::optional<Text>& cause_class) {
   return cause_class == "imbalance" || cause_class == "external";
 }
 
@@ -91,6 +92,14 @@ std::string Offender::MainCause() const {
   return best;
 }
 
+void FleetTally::Expect(size_t parts, size_t hosts) {
+  parts_.reserve(parts_.size() + parts);
+  part_tracks_.reserve(part_tracks_.size() + parts);
+  hosts_.reserve(hosts_.size() + hosts);
+  node_tracks_.reserve(node_tracks_.size() + hosts);
+  node_states_.reserve(node_states_.size() + hosts);
+}
+
 uint32_t FleetTally::AddPart(const PartRecord& identity) {
   PartRecord& p = parts_.emplace_back(identity);
   p.host.reset();
@@ -102,7 +111,7 @@ uint32_t FleetTally::AddPart(const PartRecord& identity) {
   p.confidence.reset();
   p.slowdown.reset();
   p.evidence_codes.clear();
-  part_tracks_.emplace_back();
+  part_tracks_.emplace_back().weak = WeakIdentity(p);
   return static_cast<uint32_t>(parts_.size() - 1);
 }
 
@@ -123,13 +132,19 @@ uint32_t FleetTally::CauseIndex(const CompactPart& p) {
   return it->second;
 }
 
-// One more job of `t`, seen as `seen`.
-void FleetTally::Count(Track& t, Seen seen, const CompactJob& job, std::optional<int32_t> rank,
-                       uint32_t cause) {
+FleetTally::RankTally& FleetTally::RankAt(int32_t rank) {
+  if (rank < 0 || rank >= kDenseRanks) return other_ranks_[rank];
+  if (static_cast<size_t>(rank) >= dense_ranks_.size()) dense_ranks_.resize(rank + 1);
+  return dense_ranks_[rank];
+}
+
+// One more job of `t`, seen as `seen`; `hour`, the job's hour of the day.
+inline void FleetTally::Count(Track& t, Seen seen, const CompactJob& job, int hour,
+                              std::optional<int32_t> rank, uint32_t cause) {
   uint32_t position = t.jobs++;
   if (seen == Seen::kUnsure) ++t.unsure;
   if (seen == Seen::kHealthy && job.timed) {
-    ++t.healthy_hours[HourOf(job.when_s)];
+    ++t.healthy_hours[hour];
     ++t.healthy_timed;
   }
   if (seen != Seen::kCulprit) return;
@@ -146,8 +161,16 @@ void FleetTally::AddJob(const CompactJob& job) {
   r_.first_s = stamp == 1 ? when : std::min(r_.first_s, when);
   r_.last_s = std::max(r_.last_s, when);
   job_id_index_.reset();
+  const int hour = HourOf(when);
   bool any = false, weak = false;
   bool decided = job.decided;
+  // The parts' tracks are far apart in a large fleet: ask for them all
+  // before the first is read.
+  for (const CompactPart& p : job.parts) {
+    const Track& t = part_tracks_[p.part];
+    __builtin_prefetch(&t);
+    if (job.timed) __builtin_prefetch(&t.healthy_hours[hour]);
+  }
   if (decided) {
     job_ranks_.clear();
     for (const CompactPart& p : job.parts) {
@@ -155,7 +178,7 @@ void FleetTally::AddJob(const CompactJob& job) {
     }
     std::sort(job_ranks_.begin(), job_ranks_.end());
     job_ranks_.erase(std::unique(job_ranks_.begin(), job_ranks_.end()), job_ranks_.end());
-    for (int32_t rank : job_ranks_) ++by_rank_[rank].decided_jobs;
+    for (int32_t rank : job_ranks_) ++RankAt(rank).decided_jobs;
   }
   job_hosts_.clear();
   for (const CompactPart& p : job.parts) {
@@ -165,14 +188,14 @@ void FleetTally::AddJob(const CompactJob& job) {
     t.host = p.host;
     t.gpu = p.gpu;
     t.rank = p.rank;
-    Count(t, seen, job, p.rank, cause);
+    Count(t, seen, job, hour, p.rank, cause);
     if (p.culprit && decided) any = true;
-    if (seen == Seen::kCulprit) weak = weak || WeakIdentity(parts_[p.part]);
+    if (seen == Seen::kCulprit) weak = weak || t.weak;
     // Rank numbers of culprits, imbalance included: what the rank-fixed
     // rule reads.
     bool rank_culprit = decided && p.culprit && p.cause_class != "external";
     if (rank_culprit && p.rank && p.confidence.value_or(0) >= o_.min_confidence) {
-      RankTally& tally = by_rank_[*p.rank];
+      RankTally& tally = RankAt(*p.rank);
       ++tally.jobs;
       ++tally.parts[p.part];
       if (p.cause_class == "imbalance") ++tally.imbalance;
@@ -194,7 +217,7 @@ void FleetTally::AddJob(const CompactJob& job) {
   }
   for (uint32_t host : job_hosts_) {
     const NodeState& n = node_states_[host];
-    Count(node_tracks_[host], n.seen, job, std::nullopt, n.cause);
+    Count(node_tracks_[host], n.seen, job, hour, std::nullopt, n.cause);
   }
   if (!any && decided) ++r_.healthy_jobs;
   if (!any && !decided) ++r_.undecided_jobs;
@@ -273,6 +296,11 @@ FleetReport FleetTally::Finish() {
   FleetReport r = r_;
   r.jobs = static_cast<int>(jobs_);
   std::set<std::string> chronic_hosts;
+  auto with_hits = [](const std::vector<Track>& tracks) {
+    return std::count_if(tracks.begin(), tracks.end(),
+                         [](const Track& t) { return !t.hits.empty(); });
+  };
+  r.offenders.reserve(with_hits(part_tracks_) + with_hits(node_tracks_));
   for (size_t i = 0; i < part_tracks_.size(); ++i) {
     const Track& t = part_tracks_[i];
     if (t.hits.empty()) continue;
@@ -297,7 +325,12 @@ FleetReport FleetTally::Finish() {
     off.part.host = hosts_[i];
     r.offenders.push_back(std::move(off));
   }
-  std::sort(r.offenders.begin(), r.offenders.end(), [](const Offender& a, const Offender& b) {
+  // Sorted by index: an offender is large to move.
+  std::vector<uint32_t> order(r.offenders.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) {
+    const Offender& a = r.offenders[i];
+    const Offender& b = r.offenders[j];
     if (a.standing != b.standing) return a.standing < b.standing;
     double sa = a.jobs_last > 0 ? double(a.culprit_last) / a.jobs_last : 0;
     double sb = b.jobs_last > 0 ? double(b.culprit_last) / b.jobs_last : 0;
@@ -305,8 +338,20 @@ FleetReport FleetTally::Finish() {
     if (a.culprit_all != b.culprit_all) return a.culprit_all > b.culprit_all;
     return a.part.key < b.part.key;
   });
+  std::vector<Offender> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t i : order) sorted.push_back(std::move(r.offenders[i]));
+  r.offenders = std::move(sorted);
 
-  for (const auto& [rank, tally] : by_rank_) {
+  std::vector<std::pair<int32_t, const RankTally*>> by_rank;
+  for (size_t rank = 0; rank < dense_ranks_.size(); ++rank) {
+    by_rank.emplace_back(static_cast<int32_t>(rank), &dense_ranks_[rank]);
+  }
+  for (const auto& [rank, tally] : other_ranks_) by_rank.emplace_back(rank, &tally);
+  std::sort(by_rank.begin(), by_rank.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [rank, t] : by_rank) {
+    const RankTally& tally = *t;
     // The rank must be the culprit in a chronic share of the decided jobs
     // that had it: a few unrelated faults that happened to land on one rank
     // number are chance.
@@ -331,33 +376,7 @@ FleetReport FleetTally::Finish() {
 
 FleetReport BuildFleetReport(const std::vector<JobRecord>& jobs, const ReportOptions& o) {
   FleetTally tally(o);
-  std::unordered_map<std::string, uint32_t> part_index, host_index;
-  CompactJob c;
-  for (const JobRecord& job : jobs) {
-    c.job_id = job.job_id;
-    c.decided = DecidesParts(job.status);
-    c.when_s = job.when_s();
-    c.timed = job.first_ns.has_value();
-    c.parts.clear();
-    for (const PartRecord& p : job.parts) {
-      CompactPart& cp = c.parts.emplace_back();
-      auto [part, new_part] = part_index.try_emplace(p.key, 0);
-      if (new_part) part->second = tally.AddPart(p);
-      cp.part = part->second;
-      if (p.host) {
-        auto [host, new_host] = host_index.try_emplace(*p.host, 0);
-        if (new_host) host->second = tally.AddHost(*p.host);
-        cp.host = host->second;
-      }
-      cp.gpu = p.gpu;
-      cp.rank = p.rank;
-      cp.culprit = p.culprit;
-      cp.cause_class = p.cause_class;
-      cp.cause = p.cause;
-      cp.confidence = p.confidence;
-    }
-    tally.AddJob(c);
-  }
+  FeedJobs(jobs, tally);
   return tally.Finish();
 }
 

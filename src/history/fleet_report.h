@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "history/job_record.h"
@@ -114,6 +115,7 @@ class FleetTally : public JobSink {
 
   explicit FleetTally(const ReportOptions& options) : o_(options) {}
 
+  void Expect(size_t parts, size_t hosts) override;
   uint32_t AddPart(const PartRecord& identity) override;
   uint32_t AddHost(const std::string& name) override;
   void AddJob(const CompactJob& job) override;
@@ -129,21 +131,23 @@ class FleetTally : public JobSink {
     std::optional<int32_t> rank;
     uint32_t cause = 0;  // index into causes_
   };
-  struct Track {
+  // What every job touches first, in one cache line.
+  struct alignas(64) Track {
     uint32_t jobs = 0;
     uint32_t unsure = 0;
-    std::vector<Hit> hits;
-    std::array<uint32_t, 24> healthy_hours{};  // healthy timed jobs by hour of day (UTC)
     uint32_t healthy_timed = 0;
+    bool weak = false;  // WeakIdentity() of its part
     // Its latest place: a card moves between hosts.
     std::optional<uint32_t> host;
     std::optional<int32_t> gpu, rank;
+    std::vector<Hit> hits;
+    std::array<uint32_t, 24> healthy_hours{};  // healthy timed jobs by hour of day (UTC)
   };
   struct RankTally {
-    int decided_jobs = 0;  // decided jobs that had this rank
-    int jobs = 0;          // of them, those it was the culprit in
-    int imbalance = 0;     // of those, for the job's own work split
-    std::map<uint32_t, int> parts;
+    int decided_jobs = 0;                     // decided jobs that had this rank
+    int jobs = 0;                             // of them, those it was the culprit in
+    int imbalance = 0;                        // of those, for the job's own work split
+    std::unordered_map<uint32_t, int> parts;  // culprit jobs by part
   };
   struct NodeState {
     uint32_t stamp = 0;  // the job (jobs_ + 1) it was last set in
@@ -151,7 +155,7 @@ class FleetTally : public JobSink {
     uint32_t cause = 0;
   };
 
-  void Count(Track& t, Seen seen, const CompactJob& job, std::optional<int32_t> rank,
+  void Count(Track& t, Seen seen, const CompactJob& job, int hour, std::optional<int32_t> rank,
              uint32_t cause);
   uint32_t CauseIndex(const CompactPart& p);
   Offender Judge(const Track& t) const;
@@ -170,7 +174,11 @@ class FleetTally : public JobSink {
   std::map<std::string, uint32_t, std::less<>> cause_index_;
   std::vector<std::string> job_ids_;      // of jobs with a hit
   std::optional<uint32_t> job_id_index_;  // of the job being added, once it has a hit
-  std::map<int32_t, RankTally> by_rank_;
+  RankTally& RankAt(int32_t rank);
+  // Rank numbers 0 .. kDenseRanks - 1 by index, others by number.
+  static constexpr int32_t kDenseRanks = 1 << 16;
+  std::vector<RankTally> dense_ranks_;
+  std::map<int32_t, RankTally> other_ranks_;
   std::vector<int32_t> job_ranks_;
 };
 

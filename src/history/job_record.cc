@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -418,6 +419,36 @@ JobRecord RecordOfJob(const Run& run, const RankMap& ranks, const Verdict& verdi
 
 bool DecidesParts(std::string_view status) {
   return status == "straggler" || status == "no_straggler" || status == "hang";
+}
+
+void FeedJobs(const std::vector<JobRecord>& jobs, JobSink& sink) {
+  std::unordered_map<std::string, uint32_t> part_index, host_index;
+  CompactJob c;
+  for (const JobRecord& job : jobs) {
+    c.job_id = job.job_id;
+    c.decided = DecidesParts(job.status);
+    c.when_s = job.when_s();
+    c.timed = job.first_ns.has_value();
+    c.parts.clear();
+    for (const PartRecord& p : job.parts) {
+      CompactPart& cp = c.parts.emplace_back();
+      auto [part, new_part] = part_index.try_emplace(p.key, 0);
+      if (new_part) part->second = sink.AddPart(p);
+      cp.part = part->second;
+      if (p.host) {
+        auto [host, new_host] = host_index.try_emplace(*p.host, 0);
+        if (new_host) host->second = sink.AddHost(*p.host);
+        cp.host = host->second;
+      }
+      cp.gpu = p.gpu;
+      cp.rank = p.rank;
+      cp.culprit = p.culprit;
+      cp.cause_class = p.cause_class;
+      cp.cause = p.cause;
+      cp.confidence = p.confidence;
+    }
+    sink.AddJob(c);
+  }
 }
 
 }  // namespace laggard::history

@@ -100,12 +100,13 @@ struct CompactPart {
   std::optional<int32_t> gpu;
   std::optional<int32_t> rank;
   bool culprit = false;
-  // Culprits only, as PartRecord's.
-  std::optional<std::string> cause_class;
-  std::optional<std::string> cause;
+  // Culprits only, as PartRecord's; valid while the job is added.
+  std::optional<std::string_view> cause_class;
+  std::optional<std::string_view> cause;
   std::optional<double> confidence;
 };
 
+// Valid while the sink's AddJob() runs.
 struct CompactJob {
   std::string_view job_id;
   bool decided = false;            // DecidesParts(status)
@@ -120,11 +121,20 @@ struct CompactJob {
 class JobSink {
  public:
   virtual ~JobSink() = default;
+  // How many parts and hosts are coming (room made for them at once).
+  virtual void Expect(size_t parts, size_t hosts) {
+    (void)parts;
+    (void)hosts;
+  }
   // The index the jobs will name it by.
   virtual uint32_t AddPart(const PartRecord& identity) = 0;
   virtual uint32_t AddHost(const std::string& name) = 0;
   virtual void AddJob(const CompactJob& job) = 0;
 };
+
+// `jobs` (oldest first) into `sink`: each part (by key) and host the first
+// time a job names it.
+void FeedJobs(const std::vector<JobRecord>& jobs, JobSink& sink);
 
 // The record of one diagnosis. `findings`: every detector's, for the
 // evidence codes of the culprits' parts.

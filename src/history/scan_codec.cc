@@ -30,7 +30,7 @@ uint64_t ZigZag(int64_t v) {
 }
 int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
-void PutText(std::string& out, const std::string& s) {
+void PutText(std::string& out, std::string_view s) {
   PutVarint(out, s.size());
   out += s;
 }
@@ -43,11 +43,14 @@ class Reader {
     for (int shift = 0; shift < 64; shift += 7) {
       if (at_ >= b_.size()) return false;
       auto c = static_cast<uint8_t>(b_[at_++]);
+      // The tenth byte holds the top bit only.
+      if (shift == 63 && c > 1) return false;
       v |= static_cast<uint64_t>(c & 0x7f) << shift;
       if ((c & 0x80) == 0) return true;
     }
     return false;
   }
+  bool AtEnd() const { return at_ == b_.size(); }
   bool Signed(int64_t& v) {
     uint64_t u = 0;
     if (!Varint(u)) return false;
@@ -65,10 +68,10 @@ class Reader {
     v = static_cast<uint8_t>(b_[at_++]);
     return true;
   }
-  bool Text(std::optional<std::string>& s) {
+  bool Text(std::optional<std::string_view>& s) {
     uint64_t n = 0;
     if (!Varint(n) || n > b_.size() - at_) return false;
-    s.emplace(b_.substr(at_, n));
+    s = b_.substr(at_, n);
     at_ += n;
     return true;
   }
@@ -100,7 +103,9 @@ std::string EncodeScanParts(const std::vector<ScanPart>& parts) {
                     (p.culprit && p.cause ? kCause : 0) | (confidence ? kConfidence : 0);
     if (p.host) flags |= p.host == last_host ? kSameHost : kHost;
     out.push_back(static_cast<char>(flags));
-    PutVarint(out, ZigZag(p.part - last_part));
+    // Wrapping differences: any two ids, however far apart.
+    PutVarint(out, ZigZag(static_cast<int64_t>(static_cast<uint64_t>(p.part) -
+                                               static_cast<uint64_t>(last_part))));
     last_part = p.part;
     if (flags & kHost) PutVarint(out, static_cast<uint64_t>(*p.host));
     if (p.host) last_host = p.host;
@@ -129,7 +134,7 @@ bool DecodeScanParts(std::string_view blob, std::vector<ScanPart>& out) {
     uint8_t flags = 0;
     int64_t delta = 0;
     if (!in.Byte(flags) || !in.Signed(delta)) return false;
-    part += delta;
+    part = static_cast<int64_t>(static_cast<uint64_t>(part) + static_cast<uint64_t>(delta));
     p.part = part;
     p.culprit = (flags & kCulprit) != 0;
     if (flags & kHost) {
@@ -147,7 +152,8 @@ bool DecodeScanParts(std::string_view blob, std::vector<ScanPart>& out) {
     if ((flags & kCause) && !in.Text(p.cause)) return false;
     if ((flags & kConfidence) && !in.Double(p.confidence)) return false;
   }
-  return true;
+  // Bytes left over: the count was damaged.
+  return in.AtEnd();
 }
 
 }  // namespace laggard::history

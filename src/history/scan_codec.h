@@ -27,8 +27,10 @@ struct ScanPart {
   std::optional<int32_t> gpu;
   std::optional<int32_t> rank;
   bool culprit = false;
-  std::optional<std::string> cause_class;  // culprits only
-  std::optional<std::string> cause;
+  // Culprits only. Encoding: the strings must outlive the call; decoding:
+  // views into the blob.
+  std::optional<std::string_view> cause_class;
+  std::optional<std::string_view> cause;
   std::optional<double> confidence;
 };
 

@@ -244,16 +244,15 @@ Status CheckIdentity(const DbIdentity& id, const std::string& path) {
 
 // Checks the store's identity and version, and creates or migrates it
 // (read-write).
-Status Prepare(sqlite3* db, const std::string& path, bool writable) {
+// The schema it has then: read-only, an older one is read as it is.
+StatusOr<int64_t> Prepare(sqlite3* db, const std::string& path, bool writable) {
   auto id = ReadIdentity(db, path);
   if (!id.ok()) return id.status();
   if (Status s = CheckIdentity(*id, path); !s.ok()) return s;
-  if (id->version == kSchemaVersion) return Status::Ok();
+  if (id->version == kSchemaVersion) return id->version;
   if (!writable) {
     if (id->tables == 0) return Status::Error(fmt::format("{}: an empty store", Where(path)));
-    return Status::Error(
-        fmt::format("{}: schema {} is older than {}; record to it once to migrate it", Where(path),
-                    id->version, kSchemaVersion));
+    return id->version;
   }
   // Another process may be creating or migrating it at the same moment: the
   // write lock decides, and the identity is read again under it.
@@ -281,8 +280,11 @@ Status Prepare(sqlite3* db, const std::string& path, bool writable) {
                   fmt::format("PRAGMA application_id = {}; PRAGMA user_version = {}; COMMIT",
                               kApplicationId, kSchemaVersion),
                   path);
-  if (!s.ok()) (void)Exec(db, "ROLLBACK", path);
-  return s;
+  if (!s.ok()) {
+    (void)Exec(db, "ROLLBACK", path);
+    return s;
+  }
+  return kSchemaVersion;
 }
 
 std::string Joined(const std::vector<std::string>& words) {
@@ -314,6 +316,9 @@ std::optional<int64_t> ReturnedId(sqlite3_stmt* st) {
 struct KeyedScanPart {
   std::string key;
   ScanPart part;
+  // The culprit's texts when nothing else holds them (the part's views
+  // are pointed at them once the list stops growing).
+  std::optional<std::string> cause_class, cause;
 };
 
 constexpr std::string_view kInsertScan =
@@ -326,7 +331,11 @@ bool InsertScanRow(sqlite3_stmt* st, int64_t when_s, int64_t job_row, int flags,
             [](const KeyedScanPart& a, const KeyedScanPart& b) { return a.key < b.key; });
   std::vector<ScanPart> sorted;
   sorted.reserve(parts.size());
-  for (KeyedScanPart& p : parts) sorted.push_back(std::move(p.part));
+  for (KeyedScanPart& p : parts) {
+    if (p.cause_class) p.part.cause_class = *p.cause_class;
+    if (p.cause) p.part.cause = *p.cause;
+    sorted.push_back(p.part);
+  }
   std::string blob = EncodeScanParts(sorted);
   sqlite3_reset(st);
   sqlite3_bind_int64(st, 1, when_s);
@@ -379,8 +388,8 @@ std::string InsertParts(const JobRecord& job, int64_t job_row, sqlite3_stmt* par
     sp.part = ScanPart{*part_row, host_row,     p.gpu,        p.rank,
                        p.culprit, std::nullopt, std::nullopt, std::nullopt};
     if (!p.culprit) continue;
-    sp.part.cause_class = p.cause_class.value_or("unknown");
-    sp.part.cause = p.cause;
+    sp.part.cause_class = p.cause_class ? std::string_view(*p.cause_class) : "unknown";
+    if (p.cause) sp.part.cause = *p.cause;
     sp.part.confidence = p.confidence;
     sqlite3_reset(culprit);
     sqlite3_bind_int64(culprit, 1, job_row);
@@ -453,8 +462,8 @@ Status BackfillJobScan(sqlite3* db, const std::string& path) {
         if (auto r = IntAt(ps, 5)) p.rank = static_cast<int32_t>(*r);
         p.culprit = IntAt(ps, 6).value_or(0) != 0;
         if (p.culprit) {
-          p.cause_class = TextAt(ps, 7);
-          p.cause = TextAt(ps, 8);
+          sp.cause_class = TextAt(ps, 7);
+          sp.cause = TextAt(ps, 8);
           p.confidence = RealAt(ps, 9);
         }
       }
@@ -543,7 +552,9 @@ StatusOr<HistoryStore> HistoryStore::Open(const std::string& path, Mode mode) {
   }
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  if (Status s = Prepare(raw, path, mode != Mode::kReadOnly); !s.ok()) return s;
+  auto schema = Prepare(raw, path, mode != Mode::kReadOnly);
+  if (!schema.ok()) return schema.status();
+  store.schema_ = *schema;
   if (mode != Mode::kReadOnly) {
     if (Status s = Exec(raw, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", path);
         !s.ok()) {
@@ -731,6 +742,16 @@ StatusOr<std::vector<JobRecord>> HistoryStore::Load(const LoadFilter& filter) co
 }
 
 Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
+  if (schema_ < 2) {
+    // A store of an older laggard, read before anything records to it (and
+    // migrates it): the same jobs, the slow way.
+    LoadFilter all_of_them = filter;
+    all_of_them.last.reset();
+    auto jobs = Load(all_of_them);
+    if (!jobs.ok()) return jobs.status();
+    FeedJobs(*jobs, sink);
+    return Status::Ok();
+  }
   sqlite3* db = db_.get();
   if (Status s = Exec(db, "BEGIN", path_); !s.ok()) return s;
   struct EndRead {
@@ -751,6 +772,11 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
     return !parts.ok() ? parts.status() : !hosts.ok() ? hosts.status() : rows.status();
   }
   IdMap part_index, host_index;
+  auto n_parts = QueryInt(db, "SELECT count(*) FROM parts", path_);
+  auto n_hosts = QueryInt(db, "SELECT count(*) FROM hosts", path_);
+  if (n_parts.ok() && n_hosts.ok()) {
+    sink.Expect(static_cast<size_t>(*n_parts), static_cast<size_t>(*n_hosts));
+  }
   int rc;
   sqlite3_stmt* ps = parts->get();
   while ((rc = sqlite3_step(ps)) == SQLITE_ROW) {
@@ -771,7 +797,8 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
     }
   }
   if (rc != SQLITE_DONE) {
-    return Status::Error(fmt::format("{}: reading parts: {}", Where(path_), sqlite3_errmsg(db)));
+    return Status::Error(
+        fmt::format("{}: reading parts and hosts: {}", Where(path_), sqlite3_errmsg(db)));
   }
 
   sqlite3_stmt* rs = rows->get();
@@ -803,8 +830,8 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
       cp.gpu = sp.gpu;
       cp.rank = sp.rank;
       cp.culprit = sp.culprit;
-      cp.cause_class = std::move(sp.cause_class);
-      cp.cause = std::move(sp.cause);
+      cp.cause_class = sp.cause_class;
+      cp.cause = sp.cause;
       cp.confidence = sp.confidence;
     }
     sink.AddJob(job);

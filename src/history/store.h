@@ -73,7 +73,8 @@ class HistoryStore {
   // mistyped path must not read as an empty fleet).
   enum class Mode { kReadOnly, kReadWrite, kWriteExisting };
 
-  // Opens the store at `path`, migrating an older schema when writing.
+  // Opens the store at `path`, migrating an older schema when writing
+  // (read-only, an older schema is read as it is).
   // Fails, leaving the file as it was, on a file that is not a laggard
   // history (another program's, even without tables) or of a newer schema.
   static StatusOr<HistoryStore> Open(const std::string& path, Mode mode);
@@ -89,7 +90,8 @@ class HistoryStore {
   // The jobs Load() would return (`filter.last` aside), in compact form,
   // into `sink`: every part and host first, then the jobs in Load()'s
   // order, their parts in key order. Without evidence codes, slowdown or
-  // the job's summary; a report of 10^6 jobs in well under a second.
+  // the job's summary: 10^6 jobs in well under a second (a store of schema
+  // 1, opened read-only before anything migrated it, is loaded instead).
   Status Scan(const LoadFilter& filter, JobSink& sink) const;
 
   Status RecordAction(const ActionRecord& action);
@@ -105,6 +107,7 @@ class HistoryStore {
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;
+  int64_t schema_ = kSchemaVersion;  // an older one only when opened read-only
 };
 
 }  // namespace laggard::history

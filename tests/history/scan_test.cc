@@ -66,14 +66,32 @@ TEST(ScanCodecTest, EveryCutOfARowIsDamageNotACrash) {
   EXPECT_FALSE(DecodeScanParts(std::string("\xff\xff\x03", 3), back));
   // A same-host flag on the first part.
   EXPECT_FALSE(DecodeScanParts(std::string("\x01\x04\x02", 3), back));
+  // A count damaged downwards leaves bytes over.
+  std::string fewer = blob;
+  fewer[0] = 1;
+  EXPECT_FALSE(DecodeScanParts(fewer, back));
+  // A varint past 64 bits.
+  EXPECT_FALSE(
+      DecodeScanParts(std::string("\x01\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 12), back));
+}
+
+TEST(ScanCodecTest, PartIdsAnyDistanceApartPackToThemselves) {
+  std::vector<ScanPart> parts{{INT64_MAX, {}, {}, {}, false, {}, {}, {}},
+                              {INT64_MIN, {}, {}, {}, false, {}, {}, {}},
+                              {0, {}, {}, {}, false, {}, {}, {}}};
+  std::vector<ScanPart> back;
+  ASSERT_TRUE(DecodeScanParts(EncodeScanParts(parts), back));
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].part, INT64_MAX);
+  EXPECT_EQ(back[1].part, INT64_MIN);
+  EXPECT_EQ(back[2].part, 0);
 }
 
 // A job of a varied fleet: 6 hosts of 4 GPUs, cards that move, parts known
 // by place and by rank only, every verdict status, culprits of every class
 // with and without cause and confidence, timed and untimed.
 JobRecord RandomJob(int i, std::mt19937& rng) {
-  static const char* kStatus[] = {"straggler", "no_straggler", "hang", "inconclusive",
-                                  "job_wide"};
+  static const char* kStatus[] = {"straggler", "no_straggler", "hang", "inconclusive", "job_wide"};
   static const char* kClass[] = {"compute_slow", "imbalance", "external", "network", "host"};
   JobRecord j;
   j.job_id = "job-" + std::to_string(i);
@@ -167,8 +185,8 @@ void ExpectSameReports(const HistoryStore& store, int seed) {
           FleetReport loaded = Loaded(store, f, o);
           EXPECT_EQ(scanned.offenders.size(), loaded.offenders.size());
           ASSERT_TRUE(scanned == loaded)
-              << "seed " << seed << ", last " << last_jobs << ", min confidence "
-              << min_confidence << ", share " << share << ", since " << since.value_or(0);
+              << "seed " << seed << ", last " << last_jobs << ", min confidence " << min_confidence
+              << ", share " << share << ", since " << since.value_or(0);
         }
       }
     }
@@ -214,15 +232,58 @@ TEST(HistoryScanTest, ASchemaOneStoreGetsItsScanRowsWhenMigrated) {
   }
   // As a laggard of schema 1 left it.
   ASSERT_TRUE(Sql(path, "DROP TABLE job_scan; PRAGMA user_version = 1").ok());
-  auto old = HistoryStore::Open(path, HistoryStore::Mode::kReadOnly);
-  ASSERT_FALSE(old.ok());
-  EXPECT_NE(old.status().message().find("schema 1 is older than 2"), std::string::npos);
+  {
+    // Read before anything records to it: the same report, loaded.
+    auto old = HistoryStore::Open(path, HistoryStore::Mode::kReadOnly);
+    ASSERT_TRUE(old.ok()) << old.status().message();
+    EXPECT_EQ(Scanned(*old, {}, {}), Loaded(*old, {}, {}));
+    EXPECT_EQ(Scanned(*old, {}, {}).jobs, 80);
+  }
 
   auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok()) << store.status().message();
   FleetReport all = Scanned(*store, {}, {});
   EXPECT_EQ(all.jobs, 80);
   ExpectSameReports(*store, 7);
+}
+
+// A card slow at 14:00 on five days, healthy at other hours: periodic (the
+// first 2-hour window that holds 14:00),
+// which only timed jobs can show.
+TEST(HistoryScanTest, ATimedPeriodicCulpritIsFoundByScan) {
+  TempDir dir;
+  auto store = HistoryStore::Open(dir.path() + "/h.db", HistoryStore::Mode::kReadWrite);
+  ASSERT_TRUE(store.ok());
+  for (int day = 0; day < 5; ++day) {
+    for (int hour : {2, 8, 14, 20}) {
+      JobRecord j;
+      j.job_id = "job-" + std::to_string(day) + "-" + std::to_string(hour);
+      int64_t when = 1'700'006'400 + day * 86'400 + hour * 3'600;  // 00:00 UTC + hour
+      j.recorded_at_s = when + 86'400 * 30;                        // recorded much later
+      j.first_ns = when * 1'000'000'000LL;
+      j.status = hour == 14 ? "straggler" : "no_straggler";
+      PartRecord p;
+      p.key = "gpu:GPU-7";
+      p.kind = PartKind::kGpu;
+      p.identity = Identity::kHardware;
+      p.uuid = "GPU-7";
+      p.host = "node-01";
+      p.gpu = 7;
+      p.rank = 7;
+      if (hour == 14) {
+        p.culprit = true;
+        p.cause_class = "compute_slow";
+        p.confidence = 0.9;
+      }
+      j.parts.push_back(p);
+      ASSERT_TRUE(store->Record(j).ok());
+    }
+  }
+  FleetReport r = Scanned(*store, {}, {});
+  ASSERT_FALSE(r.offenders.empty());
+  EXPECT_EQ(r.offenders[0].part.key, "gpu:GPU-7");
+  EXPECT_EQ(r.offenders[0].periodic.value_or(""), "13:00-15:00 UTC in 5 of 5");
+  EXPECT_EQ(r, Loaded(*store, {}, {}));
 }
 
 TEST(HistoryScanTest, AFailedMigrationLeavesSchemaOne) {
@@ -235,8 +296,8 @@ TEST(HistoryScanTest, AFailedMigrationLeavesSchemaOne) {
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->Record(RandomJob(i, rng)).ok());
   }
   // A table in the way of the migration's.
-  ASSERT_TRUE(Sql(path, "DROP TABLE job_scan; CREATE TABLE job_scan (x); PRAGMA user_version = 1")
-                  .ok());
+  ASSERT_TRUE(
+      Sql(path, "DROP TABLE job_scan; CREATE TABLE job_scan (x); PRAGMA user_version = 1").ok());
   auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadWrite);
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("migrating to schema 2"), std::string::npos);

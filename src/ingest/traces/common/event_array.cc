@@ -144,7 +144,11 @@ bool EventArrayWalk::ReadEvent() {
     std::string_view w = in_.window();
     size_t end = 0;
     std::string why;
-    EventScan s = sink_.Event(w.substr(0, kMaxTraceEventBytes + 1), start, end, why);
+    EventScan s = sink_.Event(w.substr(0, kMaxTraceEventBytes), start, end, why);
+    if (s == EventScan::kOk && (end == 0 || end > w.size())) {
+      s = EventScan::kBad;
+      why = "event the reader could not place";
+    }
     if (s == EventScan::kOk) {
       ++read_.events_total;
       in_.Advance(end);

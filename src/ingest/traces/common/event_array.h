@@ -32,7 +32,7 @@ class EventSink {
   // file. kOk with `end` past it once the sink has taken it (or counted it
   // bad itself: the walk goes on after it); kBad with `why` when it is
   // malformed (the walk resynchronises); kMore when the window ends inside
-  // it. The window holds at most kMaxTraceEventBytes + 1 bytes.
+  // it. The window holds at most kMaxTraceEventBytes bytes.
   virtual EventScan Event(std::string_view window, uint64_t start, size_t& end,
                           std::string& why) = 0;
   // A bad event, or stray bytes where an event should start, at `offset`.

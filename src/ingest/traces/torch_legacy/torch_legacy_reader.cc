@@ -35,7 +35,7 @@ constexpr std::string_view kRecordParamComms = "record_param_comms";
 using Scan = EventScan;
 
 size_t SkipBlanks(std::string_view t, size_t i) {
-  while (i < t.size() && IsSpace(t[i])) ++i;
+  while (i < t.size() && IsBlank(t[i])) ++i;
   return i;
 }
 
@@ -84,7 +84,7 @@ Scan ScanRawName(std::string_view t, size_t i, size_t& end) {
 Scan ScanValue(std::string_view t, size_t i, size_t& end) {
   if (t[i] != '{' && t[i] != '[') {
     size_t j = i;
-    while (j < t.size() && t[j] != ',' && t[j] != '}' && t[j] != ']' && !IsSpace(t[j])) {
+    while (j < t.size() && t[j] != ',' && t[j] != '}' && t[j] != ']' && !IsBlank(t[j])) {
       if (t[j] == '{' || t[j] == '[' || t[j] == '"' || t[j] == ':') return Scan::kBad;
       ++j;
     }

@@ -159,6 +159,20 @@ TEST(EventArrayTest, AnEventOver1MiBIsBadWhereverTheChunksFall) {
   }
 }
 
+TEST(EventArrayTest, AnEventOfExactly1MiBIsTakenOneByteMoreIsNot) {
+  auto event_of = [](size_t bytes) {
+    return "{\"x\":\"" + std::string(bytes - 8, 'y') + "\"}";  // {"x":"…"}
+  };
+  ASSERT_EQ(event_of(kMaxTraceEventBytes).size(), kMaxTraceEventBytes);
+  Walk exact = WalkOf("[" + event_of(kMaxTraceEventBytes) + "]", 1 << 20);
+  EXPECT_EQ(exact.events.size(), 1u);
+  EXPECT_TRUE(exact.bad.empty());
+  Walk over = WalkOf("[" + event_of(kMaxTraceEventBytes + 1) + "]", 1 << 20);
+  EXPECT_TRUE(over.events.empty());
+  ASSERT_EQ(over.bad.size(), 1u);
+  EXPECT_EQ(over.bad[0].second, "event over 1 MiB");
+}
+
 TEST(EventArrayTest, TheSameEventsWhateverTheChunkSize) {
   std::string text = "[";
   for (int i = 0; i < 200; ++i)
