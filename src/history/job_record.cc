@@ -431,7 +431,7 @@ void FeedJobs(const std::vector<JobRecord>& jobs, JobSink& sink) {
     c.timed = job.first_ns.has_value();
     c.parts.clear();
     for (const PartRecord& p : job.parts) {
-      CompactPart& cp = c.parts.emplace_back();
+      CompactPart& cp = c.parts.emplace_back(CompactOf(p));
       auto [part, new_part] = part_index.try_emplace(p.key, 0);
       if (new_part) part->second = sink.AddPart(p);
       cp.part = part->second;
@@ -440,12 +440,6 @@ void FeedJobs(const std::vector<JobRecord>& jobs, JobSink& sink) {
         if (new_host) host->second = sink.AddHost(*p.host);
         cp.host = host->second;
       }
-      cp.gpu = p.gpu;
-      cp.rank = p.rank;
-      cp.culprit = p.culprit;
-      cp.cause_class = p.cause_class;
-      cp.cause = p.cause;
-      cp.confidence = p.confidence;
     }
     sink.AddJob(c);
   }

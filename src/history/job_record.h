@@ -106,6 +106,20 @@ struct CompactPart {
   std::optional<double> confidence;
 };
 
+// The place and verdict of `p` (a PartRecord, or a scan_codec.h ScanPart)
+// as a CompactPart; its part and host indices are the caller's to set.
+template <class Part>
+CompactPart CompactOf(const Part& p) {
+  CompactPart c;
+  c.gpu = p.gpu;
+  c.rank = p.rank;
+  c.culprit = p.culprit;
+  c.cause_class = p.cause_class;
+  c.cause = p.cause;
+  c.confidence = p.confidence;
+  return c;
+}
+
 // Valid while the sink's AddJob() runs.
 struct CompactJob {
   std::string_view job_id;

@@ -482,6 +482,22 @@ Status BackfillJobScan(sqlite3* db, const std::string& path) {
   return Status::Ok();
 }
 
+// A read transaction: one consistent snapshot while writers go on.
+class ReadTransaction {
+ public:
+  ReadTransaction(sqlite3* db, const std::string& path)
+      : db_(db), path_(path), begun_(Exec(db, "BEGIN", path)) {}
+  ~ReadTransaction() {
+    if (begun_.ok()) (void)Exec(db_, "COMMIT", path_);
+  }
+  const Status& status() const { return begun_; }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  Status begun_;
+};
+
 // Ids of rows (parts, hosts) to the indices a JobSink gave them.
 class IdMap {
  public:
@@ -650,13 +666,8 @@ StatusOr<bool> HistoryStore::Record(const JobRecord& job) {
 
 StatusOr<std::vector<JobRecord>> HistoryStore::Load(const LoadFilter& filter) const {
   sqlite3* db = db_.get();
-  // A read transaction: one consistent snapshot while writers go on.
-  if (Status s = Exec(db, "BEGIN", path_); !s.ok()) return s;
-  struct EndRead {
-    sqlite3* db;
-    const std::string& path;
-    ~EndRead() { (void)Exec(db, "COMMIT", path); }
-  } end_read{db, path_};
+  ReadTransaction read(db, path_);
+  if (!read.status().ok()) return read.status();
 
   std::string select =
       "SELECT j.id, j.job_id, j.source, j.recorded_at_s, j.first_ns, j.last_ns, j.status, "
@@ -753,12 +764,8 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
     return Status::Ok();
   }
   sqlite3* db = db_.get();
-  if (Status s = Exec(db, "BEGIN", path_); !s.ok()) return s;
-  struct EndRead {
-    sqlite3* db;
-    const std::string& path;
-    ~EndRead() { (void)Exec(db, "COMMIT", path); }
-  } end_read{db, path_};
+  ReadTransaction read(db, path_);
+  if (!read.status().ok()) return read.status();
 
   auto parts = Prepare(
       db, "SELECT id, key, kind, identity, uuid, serial, nic, switch_name FROM parts ORDER BY id",
@@ -824,15 +831,9 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
       // host without its hosts row is none.
       std::optional<uint32_t> part = part_index.Find(sp.part);
       if (!part) continue;
-      CompactPart& cp = job.parts.emplace_back();
+      CompactPart& cp = job.parts.emplace_back(CompactOf(sp));
       cp.part = *part;
       if (sp.host) cp.host = host_index.Find(*sp.host);
-      cp.gpu = sp.gpu;
-      cp.rank = sp.rank;
-      cp.culprit = sp.culprit;
-      cp.cause_class = sp.cause_class;
-      cp.cause = sp.cause;
-      cp.confidence = sp.confidence;
     }
     sink.AddJob(job);
   }

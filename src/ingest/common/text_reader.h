@@ -54,6 +54,10 @@ struct ReaderContext {
   }
 };
 
+// The damage `source` met (a cut or corrupt gzip stream), if any, counted
+// at its compressed offset in `path`.
+void CountStreamDamage(const ByteSource& source, const std::string& path, ReaderContext& ctx);
+
 class TextReader {
  public:
   virtual ~TextReader() = default;

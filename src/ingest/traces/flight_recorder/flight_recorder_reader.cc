@@ -514,11 +514,7 @@ class FlightRecorderReader : public TraceReader {
       }
       data.append(buf, n);
     }
-    if (const auto& damage = (*source)->damage()) {
-      ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                      : DiagCode::kGzipCorrupt,
-                             path, damage->compressed_offset, damage->message);
-    }
+    CountStreamDamage(**source, path, ctx);
     bool is_pickle = !data.empty() && static_cast<uint8_t>(data[0]) == 0x80;
     return is_pickle ? ReadPickle(data, ctx) : ReadJson(data, ctx);
   }

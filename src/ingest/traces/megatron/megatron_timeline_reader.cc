@@ -142,11 +142,7 @@ class MegatronTimelineReader : public TraceReader {
     EventArrayRead file = ReadEventArray(**source, ctx, sink, kEventPadBytes);
     uint64_t taken = 0;
     if (file.is_array) taken = assembler.Finish(file.events_total);
-    if (const auto& damage = (*source)->damage()) {
-      ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                      : DiagCode::kGzipCorrupt,
-                             path, damage->compressed_offset, damage->message);
-    }
+    CountStreamDamage(**source, path, ctx);
     return taken;
   }
 };

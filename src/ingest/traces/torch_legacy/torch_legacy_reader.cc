@@ -523,11 +523,7 @@ class TorchLegacyTraceReader : public TraceReader {
       taken = t.ops.size() + t.steps.size();
       ctx.out->AddTrace(std::move(t));
     }
-    if (const auto& damage = (*source)->damage()) {
-      ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                      : DiagCode::kGzipCorrupt,
-                             path, damage->compressed_offset, damage->message);
-    }
+    CountStreamDamage(**source, path, ctx);
     return taken;
   }
 };

@@ -13,28 +13,12 @@
 
 #include "model/run.h"
 
+#include "string_source.h"
+
 namespace laggard {
 namespace {
 
-// The bytes of a string, at most `chunk` a Read().
-class StringSource : public ByteSource {
- public:
-  StringSource(std::string data, size_t chunk) : data_(std::move(data)), chunk_(chunk) {}
-  size_t Read(char* buf, size_t n) override {
-    size_t k = std::min({n, chunk_, data_.size() - pos_});
-    std::memcpy(buf, data_.data() + pos_, k);
-    pos_ += k;
-    return k;
-  }
-  const std::optional<StreamDamage>& damage() const override { return damage_; }
-  bool compressed() const override { return false; }
-
- private:
-  std::string data_;
-  size_t chunk_;
-  size_t pos_ = 0;
-  std::optional<StreamDamage> damage_;
-};
+using testing_util::StringSource;
 
 // Takes each balanced {...} without nesting; records what it saw.
 class RecordingSink : public EventSink {

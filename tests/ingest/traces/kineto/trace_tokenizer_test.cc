@@ -13,28 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "string_source.h"
+
 namespace laggard::kineto {
 namespace {
 
-// A ByteSource over a string, `piece` bytes per Read() at most.
-class StringSource : public ByteSource {
- public:
-  StringSource(std::string data, size_t piece) : data_(std::move(data)), piece_(piece) {}
-  size_t Read(char* buf, size_t n) override {
-    size_t k = std::min({n, piece_, data_.size() - pos_});
-    std::copy_n(data_.data() + pos_, k, buf);
-    pos_ += k;
-    return k;
-  }
-  const std::optional<StreamDamage>& damage() const override { return damage_; }
-  bool compressed() const override { return false; }
+using testing_util::StringSource;
 
- private:
-  std::string data_;
-  size_t piece_;
-  size_t pos_ = 0;
-  std::optional<StreamDamage> damage_;
-};
+// A ByteSource over a string, `piece` bytes per Read() at most.
 
 struct Taken {
   uint64_t offset;
