@@ -82,9 +82,11 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
   f.slowdown = share < 1 ? share / (1 - share) : std::optional<double>();
   // 0.5 at the threshold, rising with the share (0.3 of the step: the
   // cap) and held down over few steps.
-  double by_share = 0.5 + (o.max_confidence - 0.5) * std::min(1.0, share / 0.3);
+  double by_share = o.threshold_confidence +
+                    (o.max_confidence - o.threshold_confidence) * std::min(1.0, share / 0.3);
   double by_steps = std::min(1.0, static_cast<double>(r.steps) / 20.0);
-  f.confidence = std::min(o.max_confidence, 0.4 + (by_share - 0.4) * by_steps);
+  f.confidence = std::min(o.max_confidence,
+                          o.few_steps_confidence + (by_share - o.few_steps_confidence) * by_steps);
   bool peers = all.size() > 1;
   std::string who = fmt::format("rank {}", r.rank);
   f.message = fmt::format(
@@ -128,9 +130,10 @@ std::optional<Finding> SlowCpu(const Run& run, const std::vector<RankCpuStats>& 
   f.slowdown = ratio - 1;
   // 0.5 at the threshold, the cap at 3x the threshold, held down over few steps.
   double by_ratio =
-      0.5 + (o.max_probe_confidence - 0.5) * std::min(1.0, (ratio - 1) / (3 * o.min_probe_excess));
+      o.threshold_confidence + (o.max_probe_confidence - o.threshold_confidence) *
+                                   std::min(1.0, (ratio - 1) / (3 * o.min_probe_excess));
   double by_steps = std::min(1.0, static_cast<double>(r.probe_steps) / 20.0);
-  f.confidence = 0.4 + (by_ratio - 0.4) * by_steps;
+  f.confidence = o.few_steps_confidence + (by_ratio - o.few_steps_confidence) * by_steps;
   f.message = fmt::format(
       "rank {}'s CPU runs a fixed piece of work {:.2f}x as long as its peers' ({:.3f} ms against "
       "{:.3f} ms, median of {} steps): a slower or shared core",
@@ -232,9 +235,11 @@ std::optional<Finding> CpuTimeHigh(const Run& run, const RankCpuStats& r,
   f.cause = "more_work";
   f.slowdown = ratio - 1;
   // 0.5 at min_cpu_time_z, 0.8 at four times it; held down over few steps.
-  double by_z = 0.5 + 0.3 * std::min(1.0, (r.work_z - o.min_cpu_time_z) / (3 * o.min_cpu_time_z));
+  double by_z = o.threshold_confidence +
+                o.cpu_time_confidence_rise *
+                    std::min(1.0, (r.work_z - o.min_cpu_time_z) / (3 * o.min_cpu_time_z));
   double by_steps = std::min(1.0, static_cast<double>(r.work_steps) / 20.0);
-  f.confidence = 0.4 + (by_z - 0.4) * by_steps;
+  f.confidence = o.few_steps_confidence + (by_z - o.few_steps_confidence) * by_steps;
   f.message = fmt::format(
       "rank {}'s training thread uses {:.2f}x its peers' CPU time per step (±{:.2f}, median of "
       "{} steps{})",

@@ -88,6 +88,13 @@ struct HostCpuDetectorOptions {
   double min_cpu_time_z = 5;
   double max_step_probe_gap = 0.05;
   double min_job_probe_rise = 0.2;
+  // Confidence of a finding at its threshold, and over few steps (it then
+  // starts from few_steps_confidence and reaches the full figure at 20
+  // steps); more work: threshold_confidence + cpu_time_confidence_rise at
+  // four times min_cpu_time_z.
+  double threshold_confidence = 0.5;
+  double few_steps_confidence = 0.4;
+  double cpu_time_confidence_rise = 0.3;
 };
 
 // One rank's CPU picture over its steps with a known run-queue wait.
