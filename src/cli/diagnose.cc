@@ -393,7 +393,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   }
   if (o.record.record) {
     std::vector<const Finding*> findings = in->analyses.AllFindings();
-    outputs_ok &= RecordVerdict(o.record, o.paths.front(), *run, a.ranks, verdict, findings, err);
+    outputs_ok &= RecordVerdict(o.record, o.paths.front(), *run, a.ranks, verdict, findings,
+                                "laggard diagnose --record", err);
   }
   if (!outputs_ok) return kExitOutputFailed;
   if (o.strict && run->diagnostics.TotalOfKind(DiagKind::kBadRecord) > 0) {

@@ -263,18 +263,19 @@ void AddRecordFlags(CLI::App* cmd, RecordFlags& f) {
 
 bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, const Run& run,
                    const RankMap& ranks, const Verdict& verdict,
-                   std::span<const Finding* const> findings, std::ostream& err) {
+                   std::span<const Finding* const> findings, std::string_view who,
+                   std::ostream& err) {
   std::string path = PathOr(flags.history);
   auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadWrite);
   if (!store.ok()) {
-    err << "laggard diagnose --record: " << store.status().message() << "\n";
+    err << who << ": " << store.status().message() << "\n";
     return false;
   }
   history::JobRecord rec =
       history::RecordOfJob(run, ranks, verdict, findings, JobIdOf(flags, first_path, run), NowS());
   auto added = store->Record(rec);
   if (!added.ok()) {
-    err << "laggard diagnose --record: " << added.status().message() << "\n";
+    err << who << ": " << added.status().message() << "\n";
     return false;
   }
   size_t culprits = std::count_if(rec.parts.begin(), rec.parts.end(),

@@ -35,11 +35,13 @@ struct RecordFlags {
 };
 void AddRecordFlags(CLI::App* cmd, RecordFlags& flags);
 
-// Records a diagnosis when --record was given; prints one line on `err`.
-// false when it could not be recorded (the message says why).
+// Records a diagnosis when --record was given; prints one line on `err`,
+// its errors after `who` ("laggard diagnose --record"). false when it could
+// not be recorded (the message says why).
 bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, const Run& run,
                    const RankMap& ranks, const Verdict& verdict,
-                   std::span<const Finding* const> findings, std::ostream& err);
+                   std::span<const Finding* const> findings, std::string_view who,
+                   std::ostream& err);
 
 struct HistoryOptions {
   std::string history;  // "" for the default path

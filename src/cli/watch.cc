@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "cli/app.h"
 #include "cli/diagnose.h"
+#include "history/job_record.h"
 #include "ingest/common/prometheus_text.h"
 #include "ingest/prometheus/prometheus_source.h"
 #include "net/http.h"
@@ -148,6 +149,7 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
                       "place ranks as node_index x G + local_rank when steps name no GPU "
                       "(node_index from the host name's number)")
           ->check(CLI::Range(1, 1024));
+  AddRecordFlags(cmd, o.record);
   cmd->add_option("--first-node", o.first_node,
                   "with --gpus-per-node: the number in the host name of the job's first node")
       ->check(CLI::Range(0, 999'999'999))
@@ -157,6 +159,11 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
 int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.fail_on.empty() && !o.once) {
     err << "laggard watch: --fail-on needs --once (one evaluation, one exit code)\n";
+    return kExitNoInput;
+  }
+  if (o.record.record && o.record.job_id.empty()) {
+    err << "laggard watch: --record needs --job-id (the id of the job watched, e.g. "
+           "\"$SLURM_JOB_ID\")\n";
     return kExitNoInput;
   }
   g_stop = false;
@@ -201,6 +208,11 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   analysis.first_node = o.first_node;
   uint64_t evaluations = 0, errors = 0;
   std::string last_summary;
+  // What --record records: the last window whose verdict decided, else the
+  // last one, with the options it was read with.
+  std::optional<Run> kept;
+  AnalysisOptions kept_analysis;
+  bool kept_decided = false;
   int rc = kExitOk;
   TimeNs started = NowNs();
   while (!g_stop) {
@@ -231,8 +243,16 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
       out.flush();
       last_summary = v.summary;
       if (o.once && FailsOn(o.fail_on, v.status)) rc = kExitFailOn;
-      std::lock_guard<std::mutex> lock(mu);
-      metrics = VerdictMetrics(v, evaluations, errors, now) + StallMetrics(a.stall, *run);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        metrics = VerdictMetrics(v, evaluations, errors, now) + StallMetrics(a.stall, *run);
+      }
+      bool decided = history::DecidesParts(VerdictStatusName(v.status));
+      if (o.record.record && (decided || !kept_decided)) {
+        kept = std::move(*run);
+        kept_analysis = analysis;
+        kept_decided = decided;
+      }
     }
     if (o.once) break;
     TimeNs wake = now + static_cast<DurationNs>(o.interval_s * 1e9);
@@ -240,6 +260,20 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     if (o.duration_s > 0 && NowNs() - started >= static_cast<DurationNs>(o.duration_s * 1e9)) break;
   }
   if (server) server->Stop();
+  if (o.record.record) {
+    if (!kept) {
+      err << "laggard watch --record: no window was read; nothing recorded\n";
+      return rc == kExitOk ? kExitOutputFailed : rc;
+    }
+    // The same verdict again: its analyses are not kept apart from the run.
+    Analyses a = AnalyzeRun(*kept, kept_analysis);
+    Verdict v = DecideVerdict(*kept, a);
+    std::vector<const Finding*> findings = a.AllFindings();
+    if (!RecordVerdict(o.record, o.record.job_id, *kept, a.ranks, v, findings,
+                       "laggard watch --record", err)) {
+      return rc == kExitOk ? kExitOutputFailed : rc;
+    }
+  }
   return rc;
 }
 

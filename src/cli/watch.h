@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/history.h"
+
 namespace CLI {
 class App;
 }
@@ -37,6 +39,10 @@ struct WatchOptions {
   std::optional<int32_t> first_node;  // with gpus_per_node (analysis/common/rank_map.h)
   // With --once: verdict statuses that exit kExitFailOn (cli/diagnose.h).
   std::vector<std::string> fail_on;
+  // --record: when watch stops, the job (--job-id, required) goes to the
+  // fleet history with the last evaluation whose verdict decided (a
+  // straggler, none, or a hang), else the last one.
+  RecordFlags record;
 };
 
 // Every flag but --fail-on, which RunLaggard() adds (AddFailOnFlag).

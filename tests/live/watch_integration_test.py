@@ -198,8 +198,10 @@ def main():
 
         # The watcher's own metrics.
         listen = free_port()
+        history = os.path.join(work, "history.db")
         w = subprocess.Popen([laggard, "watch", "--window", "20", "--interval", "1", "--duration", "6",
-                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url],
+                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url,
+                              "--record", "--history", history, "--job-id", "live-thermal"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append(w)
         metrics = ""
@@ -214,7 +216,21 @@ def main():
         assert re.search(r'laggard_straggler\{rank="5",host="node-2",gpu="1",cause_class="compute_slow",'
                          r'cause="thermal"\} 0\.\d+', metrics), metrics
         assert 'laggard_verdict_status{status="straggler"} 1' in metrics, metrics
-        w.wait(timeout=30)
+        watched, _ = w.communicate(timeout=30)
+        assert w.returncode == 0, watched
+        assert "recorded job live-thermal" in watched, watched
+
+        # watch --record put the job in the fleet history: the throttled card,
+        # culprit in its one job.
+        h = subprocess.run([laggard, "history", "--history", history, "--json"],
+                           capture_output=True, text=True, timeout=60)
+        assert h.returncode == 0, h.stderr
+        fleet = json.loads(h.stdout)
+        assert fleet["jobs"] == 1, fleet
+        cards = [o for o in fleet["offenders"]
+                 if o["kind"] == "gpu" and o["host"] == "node-2" and o["gpu"] == 1]
+        assert cards and cards[0]["culprit_all"] == 1, fleet["offenders"]
+        print("watch --record:", watched.strip().splitlines()[-1], "; the card:", cards[0]["key"])
 
         # Rank 5 hangs; the others wait in the next all-reduce.
         listen = free_port()
