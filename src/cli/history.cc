@@ -14,6 +14,7 @@
 #include "history/drain.h"
 #include "history/history_html.h"
 #include "history/store.h"
+#include "ingest/common/prometheus_text.h"
 #include "model/time.h"
 
 namespace laggard {
@@ -289,6 +290,30 @@ bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, cons
         path);
   }
   return true;
+}
+
+StatusOr<std::string> CulpritJobsMetrics(const std::string& path) {
+  auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadOnly);
+  if (!store.ok()) return store.status();
+  history::FleetTally tally({});
+  if (Status s = store->Scan({}, tally); !s.ok()) return s;
+  FleetReport report = tally.Finish();
+  std::string out =
+      "# HELP laggard_culprit_jobs_total Recorded jobs in which a part was the culprit, by cause "
+      "(the fleet history).\n# TYPE laggard_culprit_jobs_total counter\n";
+  for (const Offender& o : report.offenders) {
+    if (o.node) continue;  // its parts are listed
+    for (const auto& [cause, jobs] : o.causes) {
+      out += prom::FormatSample("laggard_culprit_jobs_total",
+                                {{"host", o.part.host.value_or("")},
+                                 {"gpu_uuid", o.part.uuid.value_or("")},
+                                 {"part", o.part.key},
+                                 {"cause", cause}},
+                                jobs) +
+             "\n";
+    }
+  }
+  return out;
 }
 
 StatusOr<int64_t> ParseSince(std::string_view text, int64_t now_s) {

@@ -43,6 +43,12 @@ bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, cons
                    std::span<const Finding* const> findings, std::string_view who,
                    std::ostream& err);
 
+// The fleet history at `path` as Prometheus text: per part that was ever
+// the culprit and per cause, laggard_culprit_jobs_total{host, gpu_uuid,
+// part, cause} = the recorded jobs it was the culprit in. An error when the
+// store cannot be read.
+StatusOr<std::string> CulpritJobsMetrics(const std::string& path);
+
 struct HistoryOptions {
   std::string history;  // "" for the default path
   std::string since;    // "30d", "12h", "2w", or a date "2026-11-01"; "" for all

@@ -25,6 +25,10 @@ namespace laggard {
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// How often --listen reads the fleet history again (a store of 10^6 jobs
+// takes about a second).
+constexpr DurationNs kFleetMetricsEveryNs = 300'000'000'000;
 extern "C" void OnStopSignal(int) { g_stop = true; }
 
 TimeNs NowNs() {
@@ -172,6 +176,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
 
   std::mutex mu;
   std::string metrics = VerdictMetrics(Verdict(), 0, 0, NowNs());
+  std::string fleet;  // the history's series, with --listen and --history
   // Every evaluation reads Prometheus through the HTTP module: without it,
   // stop now rather than print the same error every interval.
   if (Status module = net::OpenHttpModule(); !module.ok()) {
@@ -189,7 +194,7 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     server.emplace(2);
     server->Get("/metrics", [&] {
       std::lock_guard<std::mutex> lock(mu);
-      return net::HttpResponse{200, "text/plain; version=0.0.4", metrics};
+      return net::HttpResponse{200, "text/plain; version=0.0.4", metrics + fleet};
     });
     server->Get("/healthz", [] { return net::HttpResponse{200, "text/plain", "ok\n"}; });
     if (Status listening = server->Listen(o.listen); !listening.ok()) {
@@ -215,8 +220,17 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   bool kept_decided = false;
   int rc = kExitOk;
   TimeNs started = NowNs();
+  std::optional<TimeNs> fleet_read;
   while (!g_stop) {
     TimeNs now = NowNs();
+    if (server && !o.record.history.empty() &&
+        (!fleet_read || now - *fleet_read >= kFleetMetricsEveryNs)) {
+      fleet_read = now;
+      auto read = CulpritJobsMetrics(o.record.history);
+      if (!read.ok()) err << fmt::format("laggard watch: {}\n", read.status().message());
+      std::lock_guard<std::mutex> lock(mu);
+      fleet = read.ok() ? *read : "";
+    }
     q.end_ns = now;
     q.start_ns = now - static_cast<DurationNs>(o.window_s * 1e9);
     analysis.live_now_ns = now;

@@ -235,7 +235,8 @@ def main():
         # Rank 5 hangs; the others wait in the next all-reduce.
         listen = free_port()
         w = subprocess.Popen([laggard, "watch", "--window", "30", "--interval", "1", "--duration", "60",
-                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url],
+                              "--listen", "127.0.0.1:%d" % listen, "--prometheus", url,
+                              "--history", history],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append(w)
         hang.set()
@@ -256,6 +257,10 @@ def main():
                     m = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % listen, timeout=1).read().decode()
                     if 'laggard_rank_stalled{rank="5",host="node-2"} 1' in m:
                         seen["watch --listen"] = now
+                        # --history: the fleet's series, the card recorded above.
+                        assert re.search(r'laggard_culprit_jobs_total\{host="node-2",'
+                                         r'gpu_uuid="GPU-00000002-0000-0000-0000-000000000001",'
+                                         r'part="[^"]+",cause="compute_slow/thermal"\} 1\n', m), m
                 except OSError:
                     pass
             if "watch --once" not in seen:
