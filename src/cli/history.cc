@@ -34,10 +34,6 @@ int64_t NowS() {
 
 std::string Day(int64_t s) { return FormatDate(s * 1'000'000'000); }
 
-std::string PathOr(const std::string& given) {
-  return given.empty() ? history::DefaultHistoryPath() : given;
-}
-
 // --job-id, else the first input's absolute path, with the job's number
 // when the files hold several. $SLURM_JOB_ID is not taken on its own: it
 // names the allocation diagnose runs in, which is the run's only in an
@@ -252,6 +248,10 @@ int Drain(HistoryStore& store, const FleetReport& report, const HistoryOptions& 
 
 }  // namespace
 
+std::string PathOr(const std::string& given) {
+  return given.empty() ? history::DefaultHistoryPath() : given;
+}
+
 void AddRecordFlags(CLI::App* cmd, RecordFlags& f) {
   cmd->add_flag("--record", f.record,
                 "append the verdict to the fleet history (laggard history reads it)");
@@ -298,9 +298,7 @@ StatusOr<std::string> CulpritJobsMetrics(const std::string& path) {
   history::FleetTally tally({});
   if (Status s = store->Scan({}, tally); !s.ok()) return s;
   FleetReport report = tally.Finish();
-  std::string out =
-      "# HELP laggard_culprit_jobs_total Recorded jobs in which a part was the culprit, by cause "
-      "(the fleet history).\n# TYPE laggard_culprit_jobs_total counter\n";
+  std::string out(kCulpritJobsHeader);
   for (const Offender& o : report.offenders) {
     if (o.node) continue;  // its parts are listed
     for (const auto& [cause, jobs] : o.causes) {

@@ -1,8 +1,9 @@
 // `laggard history` (the fleet report of recorded verdicts), `laggard history
-// drain` (the scheduler commands for chronic offenders), and the recording
-// that `laggard diagnose --record` does (docs/history.md).
+// drain` (the scheduler commands for chronic offenders), the recording that
+// `laggard diagnose --record` and `watch --record` do, and the fleet series
+// `watch --listen` serves (docs/history.md).
 //
-// Called from RunLaggard() and Diagnose() on the main thread.
+// Called from RunLaggard(), Diagnose() and Watch() on the main thread.
 
 #ifndef LAGGARD_CLI_HISTORY_H_
 #define LAGGARD_CLI_HISTORY_H_
@@ -31,7 +32,7 @@ namespace laggard {
 struct RecordFlags {
   bool record = false;
   std::string history;  // "" for history::DefaultHistoryPath()
-  std::string job_id;   // "" for $SLURM_JOB_ID, else the first input's absolute path
+  std::string job_id;   // "" for the first input's absolute path (diagnose)
 };
 void AddRecordFlags(CLI::App* cmd, RecordFlags& flags);
 
@@ -48,6 +49,12 @@ bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, cons
 // part, cause} = the recorded jobs it was the culprit in. An error when the
 // store cannot be read.
 StatusOr<std::string> CulpritJobsMetrics(const std::string& path);
+// Its HELP and TYPE lines: the series of an empty fleet.
+inline constexpr std::string_view kCulpritJobsHeader =
+    "# HELP laggard_culprit_jobs_total Recorded jobs in which a part was the culprit, by cause "
+    "(the fleet history).\n# TYPE laggard_culprit_jobs_total counter\n";
+// The history path given, else history::DefaultHistoryPath().
+std::string PathOr(const std::string& given);
 
 struct HistoryOptions {
   std::string history;  // "" for the default path

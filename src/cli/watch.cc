@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "cli/app.h"
 #include "cli/diagnose.h"
 #include "history/job_record.h"
+#include "history/store.h"
 #include "ingest/common/prometheus_text.h"
 #include "ingest/prometheus/prometheus_source.h"
 #include "net/http.h"
@@ -127,6 +129,85 @@ std::string JsonLine(const Verdict& v, const Run& run, const StallAnalysis& stal
   return j.dump();
 }
 
+// The fleet history's series for --listen, read again every
+// kFleetMetricsEveryNs: a store not written yet is an empty fleet, an error
+// is printed when it differs from the last one, and the last good series
+// stay served meanwhile.
+class FleetSeries {
+ public:
+  explicit FleetSeries(std::string path) : path_(std::move(path)) {}
+
+  // The series to serve now, read again when due; nullopt when unchanged.
+  std::optional<std::string> Refresh(TimeNs now, std::ostream& err) {
+    if (path_.empty() || (read_at_ && now - *read_at_ < kFleetMetricsEveryNs)) return std::nullopt;
+    read_at_ = now;
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec)) return std::string(kCulpritJobsHeader);
+    auto read = CulpritJobsMetrics(path_);
+    if (!read.ok()) {
+      if (read.status().message() != last_error_) {
+        err << fmt::format("laggard watch: {}\n", read.status().message());
+        last_error_ = read.status().message();
+      }
+      return std::nullopt;
+    }
+    last_error_.clear();
+    return *read;
+  }
+
+ private:
+  std::string path_;  // "" for none
+  std::optional<TimeNs> read_at_;
+  std::string last_error_;
+};
+
+// --record at stop: the kept window's verdict again (the analyses are pure)
+// into the history. false when it could not be recorded.
+bool RecordKept(const WatchOptions& o, const std::optional<Run>& kept,
+                const AnalysisOptions& analysis, std::ostream& err) {
+  if (!kept) {
+    err << "laggard watch --record: no window was read; nothing recorded\n";
+    return false;
+  }
+  Analyses a = AnalyzeRun(*kept, analysis);
+  Verdict v = DecideVerdict(*kept, a);
+  std::vector<const Finding*> findings = a.AllFindings();
+  return RecordVerdict(o.record, o.record.job_id, *kept, a.ranks, v, findings,
+                       "laggard watch --record", err);
+}
+
+// Flags that would do nothing, and a store --record could not write.
+bool UsageOk(const WatchOptions& o, std::ostream& err) {
+  if (!o.fail_on.empty() && !o.once) {
+    err << "laggard watch: --fail-on needs --once (one evaluation, one exit code)\n";
+    return false;
+  }
+  if (o.record.record && o.record.job_id.empty()) {
+    err << "laggard watch: --record needs --job-id (the id of the job watched, e.g. "
+           "\"$SLURM_JOB_ID\")\n";
+    return false;
+  }
+  if (!o.record.record && !o.record.job_id.empty()) {
+    err << "laggard watch: --job-id names the job --record records; give --record too\n";
+    return false;
+  }
+  if (!o.record.record && o.listen.empty() && !o.record.history.empty()) {
+    err << "laggard watch: --history is the store of --record, or of --listen's "
+           "laggard_culprit_jobs_total; give one of them\n";
+    return false;
+  }
+  if (o.record.record) {
+    // Found out now, not when the job ends: the store must be writable.
+    auto store = history::HistoryStore::Open(PathOr(o.record.history),
+                                             history::HistoryStore::Mode::kReadWrite);
+    if (!store.ok()) {
+      err << "laggard watch --record: " << store.status().message() << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
@@ -153,7 +234,13 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
                       "place ranks as node_index x G + local_rank when steps name no GPU "
                       "(node_index from the host name's number)")
           ->check(CLI::Range(1, 1024));
-  AddRecordFlags(cmd, o.record);
+  cmd->add_flag("--record", o.record.record,
+                "when watch stops, record the job (--job-id) in the fleet history");
+  cmd->add_option("--history", o.record.history,
+                  "the fleet history store of --record, and of --listen's "
+                  "laggard_culprit_jobs_total (default with --record: "
+                  "$XDG_DATA_HOME/laggard/history.db)");
+  cmd->add_option("--job-id", o.record.job_id, "the id of the job watched, for --record");
   cmd->add_option("--first-node", o.first_node,
                   "with --gpus-per-node: the number in the host name of the job's first node")
       ->check(CLI::Range(0, 999'999'999))
@@ -161,15 +248,7 @@ void AddWatchFlags(CLI::App* cmd, WatchOptions& o) {
 }
 
 int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
-  if (!o.fail_on.empty() && !o.once) {
-    err << "laggard watch: --fail-on needs --once (one evaluation, one exit code)\n";
-    return kExitNoInput;
-  }
-  if (o.record.record && o.record.job_id.empty()) {
-    err << "laggard watch: --record needs --job-id (the id of the job watched, e.g. "
-           "\"$SLURM_JOB_ID\")\n";
-    return kExitNoInput;
-  }
+  if (!UsageOk(o, err)) return kExitNoInput;
   g_stop = false;
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
@@ -220,17 +299,17 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   bool kept_decided = false;
   int rc = kExitOk;
   TimeNs started = NowNs();
-  std::optional<TimeNs> fleet_read;
+  // --listen serves the store --history names, or the one --record writes.
+  FleetSeries fleet_series(!server                     ? ""
+                           : !o.record.history.empty() ? o.record.history
+                           : o.record.record           ? PathOr("")
+                                                       : "");
   while (!g_stop) {
-    TimeNs now = NowNs();
-    if (server && !o.record.history.empty() &&
-        (!fleet_read || now - *fleet_read >= kFleetMetricsEveryNs)) {
-      fleet_read = now;
-      auto read = CulpritJobsMetrics(o.record.history);
-      if (!read.ok()) err << fmt::format("laggard watch: {}\n", read.status().message());
+    if (auto read = fleet_series.Refresh(NowNs(), err)) {
       std::lock_guard<std::mutex> lock(mu);
-      fleet = read.ok() ? *read : "";
+      fleet = std::move(*read);
     }
+    TimeNs now = NowNs();
     q.end_ns = now;
     q.start_ns = now - static_cast<DurationNs>(o.window_s * 1e9);
     analysis.live_now_ns = now;
@@ -274,19 +353,9 @@ int Watch(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     if (o.duration_s > 0 && NowNs() - started >= static_cast<DurationNs>(o.duration_s * 1e9)) break;
   }
   if (server) server->Stop();
-  if (o.record.record) {
-    if (!kept) {
-      err << "laggard watch --record: no window was read; nothing recorded\n";
-      return rc == kExitOk ? kExitOutputFailed : rc;
-    }
-    // The same verdict again: its analyses are not kept apart from the run.
-    Analyses a = AnalyzeRun(*kept, kept_analysis);
-    Verdict v = DecideVerdict(*kept, a);
-    std::vector<const Finding*> findings = a.AllFindings();
-    if (!RecordVerdict(o.record, o.record.job_id, *kept, a.ranks, v, findings,
-                       "laggard watch --record", err)) {
-      return rc == kExitOk ? kExitOutputFailed : rc;
-    }
+  // As diagnose: an output not written comes before --fail-on.
+  if (o.record.record && !RecordKept(o, kept, kept_analysis, err)) {
+    return rc == kExitNoInput ? rc : kExitOutputFailed;
   }
   return rc;
 }

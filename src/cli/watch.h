@@ -7,7 +7,9 @@
 // window and exits (cron / CI). --listen serves the verdict as Prometheus
 // metrics (laggard_straggler{rank,host,gpu,cause_class,cause},
 // laggard_rank_stalled{rank,host}, laggard_job_stalled) for alert rules and
-// Grafana; docs/watch.md.
+// Grafana, and with --history the fleet history's laggard_culprit_jobs_total.
+// --record --job-id records the job watched in the fleet history when watch
+// stops; docs/watch.md.
 
 #ifndef LAGGARD_CLI_WATCH_H_
 #define LAGGARD_CLI_WATCH_H_

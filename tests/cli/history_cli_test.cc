@@ -399,3 +399,83 @@ TEST(HistorySinceTest, SpansAndDatesAreRead) {
 
 }  // namespace
 }  // namespace laggard
+
+namespace laggard::history {
+namespace {
+
+using testing_util::ReadFile;
+using testing_util::RunCli;
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+// watch --record and --history: what would do nothing, or fail only when
+// the job ends, is refused when watch starts (no Prometheus needed).
+TEST(WatchRecordTest, FlagsThatWouldDoNothingOrFailLateAreRefusedAtOnce) {
+  TempDir dir;
+  auto no_id = RunCli({"watch", "--record", "--history", dir.File("h.db")});
+  EXPECT_EQ(no_id.rc, kExitNoInput);
+  EXPECT_NE(no_id.err.find("--record needs --job-id"), std::string::npos) << no_id.err;
+  auto no_record = RunCli({"watch", "--job-id", "7"});
+  EXPECT_EQ(no_record.rc, kExitNoInput);
+  EXPECT_NE(no_record.err.find("give --record too"), std::string::npos) << no_record.err;
+  auto history_alone = RunCli({"watch", "--history", dir.File("h.db")});
+  EXPECT_EQ(history_alone.rc, kExitNoInput);
+  EXPECT_NE(history_alone.err.find("give one of them"), std::string::npos) << history_alone.err;
+  // A file that is not a store: refused before any window is read, untouched.
+  WriteFile(dir.File("notes.txt"), "not a database\n");
+  auto foreign = RunCli({"watch", "--record", "--job-id", "7", "--history", dir.File("notes.txt"),
+                         "--prometheus", "http://127.0.0.1:1"});
+  EXPECT_EQ(foreign.rc, kExitNoInput);
+  EXPECT_NE(foreign.err.find("not an SQLite database"), std::string::npos) << foreign.err;
+  EXPECT_EQ(ReadFile(dir.File("notes.txt")), "not a database\n");
+}
+
+// --once against no Prometheus: no window read, nothing recorded, and the
+// exit code says Prometheus (2), not the record.
+TEST(WatchRecordTest, NoWindowReadRecordsNothing) {
+  TempDir dir;
+  auto r = RunCli({"watch", "--once", "--record", "--job-id", "7", "--history", dir.File("h.db"),
+                   "--prometheus", "http://127.0.0.1:1"});
+  EXPECT_EQ(r.rc, kExitNoInput) << r.err;
+  EXPECT_NE(r.err.find("no window was read; nothing recorded"), std::string::npos) << r.err;
+}
+
+// The fleet series of a store: a part culprit in two jobs, by cause.
+TEST(WatchRecordTest, CulpritJobsMetricsCountWhatHistoryCounts) {
+  TempDir dir;
+  std::string path = dir.File("h.db");
+  {
+    auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadWrite);
+    ASSERT_TRUE(store.ok());
+    for (int i = 0; i < 3; ++i) {
+      JobRecord j;
+      j.job_id = "job-" + std::to_string(i);
+      j.recorded_at_s = 1'700'000'000 + i;
+      j.status = "straggler";
+      PartRecord p;
+      p.key = "gpu:GPU-\"q\"";  // a quote to escape
+      p.kind = PartKind::kGpu;
+      p.identity = Identity::kHardware;
+      p.uuid = "GPU-\"q\"";
+      p.host = "node-01";
+      p.gpu = 3;
+      p.culprit = i < 2;
+      p.cause_class = "compute_slow";
+      p.cause = "thermal";
+      p.confidence = 0.9;
+      j.parts.push_back(p);
+      ASSERT_TRUE(store->Record(j).ok());
+    }
+  }
+  auto m = CulpritJobsMetrics(path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->rfind(std::string(kCulpritJobsHeader), 0), 0u);
+  EXPECT_NE(m->find("laggard_culprit_jobs_total{host=\"node-01\",gpu_uuid=\"GPU-\\\"q\\\"\","
+                    "part=\"gpu:GPU-\\\"q\\\"\",cause=\"compute_slow/thermal\"} 2\n"),
+            std::string::npos)
+      << *m;
+  EXPECT_FALSE(CulpritJobsMetrics(dir.File("none.db")).ok());
+}
+
+}  // namespace
+}  // namespace laggard::history
