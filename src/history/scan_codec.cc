@@ -107,7 +107,7 @@ std::string EncodeScanParts(const std::vector<ScanPart>& parts) {
     PutVarint(out, ZigZag(static_cast<int64_t>(static_cast<uint64_t>(p.part) -
                                                static_cast<uint64_t>(last_part))));
     last_part = p.part;
-    if (flags & kHost) PutVarint(out, static_cast<uint64_t>(*p.host));
+    if (flags & kHost) PutVarint(out, ZigZag(*p.host));
     if (p.host) last_host = p.host;
     if (p.gpu) PutVarint(out, ZigZag(*p.gpu));
     if (p.rank) PutVarint(out, ZigZag(*p.rank));
@@ -138,9 +138,9 @@ bool DecodeScanParts(std::string_view blob, std::vector<ScanPart>& out) {
     p.part = part;
     p.culprit = (flags & kCulprit) != 0;
     if (flags & kHost) {
-      uint64_t h = 0;
-      if (!in.Varint(h) || h > static_cast<uint64_t>(INT64_MAX)) return false;
-      host = static_cast<int64_t>(h);
+      int64_t h = 0;
+      if (!in.Signed(h)) return false;
+      host = h;
     }
     if (flags & (kHost | kSameHost)) {
       if (!host) return false;

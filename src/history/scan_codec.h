@@ -4,8 +4,8 @@
 // cause and confidence; ids are the store's parts and hosts rows.
 //
 // Layout: varint count, then per part a flags byte (ScanFlag), the part id
-// as a zigzag varint delta from the previous part's, the host id (varint;
-// absent when the part has none or shares the previous part's), GPU and
+// as a zigzag varint delta from the previous part's, the host id (zigzag
+// varint; absent when the part has none or shares the previous part's), GPU and
 // rank (zigzag varints), cause class and cause (varint length + bytes),
 // confidence (8 bytes, IEEE 754 little-endian; a NaN is left out, as SQLite
 // stores it as NULL).

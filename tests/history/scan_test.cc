@@ -26,6 +26,7 @@ TEST(ScanCodecTest, PartsPackAndUnpackToThemselves) {
   parts.push_back({7, 3, 0, 0, false, {}, {}, {}});
   parts.push_back({2, 3, -1, INT32_MAX, true, "compute_slow", "thermal", 0.85});  // same host
   parts.push_back({1LL << 40, std::nullopt, INT32_MIN, std::nullopt, true, "unknown", {}, 1.0});
+  parts.push_back({6, -4, {}, {}, false, {}, {}, {}});  // a host id SQLite allows, if odd
   parts.push_back({5, 9, std::nullopt, 12, true, "", "", std::nullopt});
   std::string blob = EncodeScanParts(parts);
   std::vector<ScanPart> back;
@@ -41,8 +42,9 @@ TEST(ScanCodecTest, PartsPackAndUnpackToThemselves) {
     EXPECT_EQ(back[i].cause, parts[i].cause) << i;
     EXPECT_EQ(back[i].confidence, parts[i].confidence) << i;
   }
+  EXPECT_EQ(back[3].host, -4);
   // A part's host given again after a part without one.
-  EXPECT_EQ(back[3].host, 9);
+  EXPECT_EQ(back[4].host, 9);
 }
 
 TEST(ScanCodecTest, ANaNConfidenceIsLeftOutAsSqliteLeavesIt) {
