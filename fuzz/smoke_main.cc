@@ -53,6 +53,7 @@ int LaggardFuzz_dcgm(const uint8_t* data, size_t size);
 int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
 int LaggardFuzz_watchdog_lines(const uint8_t* data, size_t size);
 int LaggardFuzz_wire(const uint8_t* data, size_t size);
+int LaggardFuzz_scan_codec(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -88,6 +89,7 @@ constexpr Target kTargets[] = {
     {"prometheus_text", LaggardFuzz_prometheus_text, 300},
     {"watchdog_lines", LaggardFuzz_watchdog_lines, 200},
     {"wire", LaggardFuzz_wire, 1000},
+    {"scan_codec", LaggardFuzz_scan_codec, 1000},
 };
 
 // splitmix64: small, fast, and the same on every platform.

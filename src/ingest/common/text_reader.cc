@@ -69,11 +69,11 @@ void AddStepCpuFields(ReaderContext& ctx, uint64_t line, std::optional<int64_t> 
     ctx.out->AddStepCpu(static_cast<int32_t>(*rank), c);
 }
 
-void CountStreamDamage(const ByteSource& source, const std::string& path, ReaderContext& ctx) {
+void CountStreamDamage(const ByteSource& source, const std::string& path, Diagnostics& diag) {
   if (const auto& damage = source.damage()) {
-    ctx.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                    : DiagCode::kGzipCorrupt,
-                           path, damage->compressed_offset, damage->message);
+    diag.AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
+                                                              : DiagCode::kGzipCorrupt,
+                     path, damage->compressed_offset, damage->message);
   }
 }
 

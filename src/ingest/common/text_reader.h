@@ -56,7 +56,7 @@ struct ReaderContext {
 
 // The damage `source` met (a cut or corrupt gzip stream), if any, counted
 // at its compressed offset in `path`.
-void CountStreamDamage(const ByteSource& source, const std::string& path, ReaderContext& ctx);
+void CountStreamDamage(const ByteSource& source, const std::string& path, Diagnostics& diag);
 
 class TextReader {
  public:

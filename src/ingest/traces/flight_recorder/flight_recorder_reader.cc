@@ -514,7 +514,7 @@ class FlightRecorderReader : public TraceReader {
       }
       data.append(buf, n);
     }
-    CountStreamDamage(**source, path, ctx);
+    CountStreamDamage(**source, path, ctx.diag());
     bool is_pickle = !data.empty() && static_cast<uint8_t>(data[0]) == 0x80;
     return is_pickle ? ReadPickle(data, ctx) : ReadJson(data, ctx);
   }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "formats/kineto_keys.h"
+#include "ingest/common/text_reader.h"
 #include "model/run.h"
 
 namespace laggard::kineto {
@@ -415,13 +416,7 @@ void TraceTokenizer::Malformed(const std::string& what) {
                            what + " (top-level JSON); the rest of the file is ignored");
 }
 
-void TraceTokenizer::ReportDamage() {
-  if (const auto& damage = src_->damage()) {
-    diag_.diag().AddAtOffset(damage->kind == StreamDamage::kTruncated ? DiagCode::kGzipTruncated
-                                                                      : DiagCode::kGzipCorrupt,
-                             diag_.path(), damage->compressed_offset, damage->message);
-  }
-}
+void TraceTokenizer::ReportDamage() { CountStreamDamage(*src_, diag_.path(), diag_.diag()); }
 
 // -- traceEvents: pos_ is just after '['. Returns true at the closing ']'
 // (pos_ after it), false at the end of data (a cut is counted).

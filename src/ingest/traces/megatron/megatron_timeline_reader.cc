@@ -142,7 +142,7 @@ class MegatronTimelineReader : public TraceReader {
     EventArrayRead file = ReadEventArray(**source, ctx, sink, kEventPadBytes);
     uint64_t taken = 0;
     if (file.is_array) taken = assembler.Finish(file.events_total);
-    CountStreamDamage(**source, path, ctx);
+    CountStreamDamage(**source, path, ctx.diag());
     return taken;
   }
 };

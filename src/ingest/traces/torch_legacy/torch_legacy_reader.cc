@@ -523,7 +523,7 @@ class TorchLegacyTraceReader : public TraceReader {
       taken = t.ops.size() + t.steps.size();
       ctx.out->AddTrace(std::move(t));
     }
-    CountStreamDamage(**source, path, ctx);
+    CountStreamDamage(**source, path, ctx.diag());
     return taken;
   }
 };
