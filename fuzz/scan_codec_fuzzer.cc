@@ -41,8 +41,8 @@ LAGGARD_FUZZ_TARGET(scan_codec) {
         a.confidence.has_value() == b.confidence.has_value() &&
         (!a.confidence || std::memcmp(&*a.confidence, &*b.confidence, sizeof(double)) == 0);
     FUZZ_CHECK(a.part == b.part && a.host == b.host && a.gpu == b.gpu && a.rank == b.rank &&
-                   a.culprit == b.culprit && a.cause_class == b.cause_class &&
-                   a.cause == b.cause && same_confidence,
+                   a.culprit == b.culprit && a.cause_class == b.cause_class && a.cause == b.cause &&
+                   same_confidence,
                "part {} changed in a round trip", i);
   }
   return 0;
