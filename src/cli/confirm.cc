@@ -12,14 +12,18 @@
 
 #include "base/process.h"
 #include "cli/app.h"
+#include "confirm/read_back.h"
 
 namespace laggard {
 namespace {
 
+using confirm::Confirmation;
 using confirm::ConfirmInput;
 using confirm::ConfirmPlan;
 using confirm::GemmResult;
+using confirm::Launcher;
 using confirm::PlannedTest;
+using confirm::TestRun;
 using Json = nlohmann::ordered_json;
 
 std::string SelfPath() {
@@ -53,97 +57,29 @@ StatusOr<std::map<int32_t, int>> ParseRankCores(const std::string& text) {
   return out;
 }
 
-// The outcome of one test run here.
-struct TestRun {
-  bool ran = false;
-  std::string state;  // "ran", "exited N", "killed", "could not run", "not run"
-  std::string file;   // its output
-  std::string output;
-  std::vector<GemmResult> gemm;
-  std::string verdict;  // "confirmed" | "refuted" | "inconclusive" | ""
-  std::string figures;
-};
-
-// A GEMM test of --cores SUSPECT,PEER: the suspect core's rate against the
-// peer's.
-void JudgeGemm(const PlannedTest& t, TestRun& run) {
-  if (run.gemm.empty()) return;
-  auto cores = std::find(t.argv.begin(), t.argv.end(), "--cores");
-  if (cores == t.argv.end() || cores + 1 == t.argv.end() || run.gemm.size() < 2) {
-    auto slowest = std::min_element(
-        run.gemm.begin(), run.gemm.end(),
-        [](const GemmResult& a, const GemmResult& b) { return a.gflops < b.gflops; });
-    std::vector<double> rates;
-    for (const GemmResult& g : run.gemm) rates.push_back(g.gflops);
-    std::sort(rates.begin(), rates.end());
-    double median = rates[rates.size() / 2];
-    run.verdict = "inconclusive";
-    run.figures = fmt::format(
-        "slowest core {} at {:.2f}x the cores' median ({:.1f} of {:.1f} GFLOP/s); which core the "
-        "suspect ran on is not known",
-        slowest->device, median > 0 ? slowest->gflops / median : 0, slowest->gflops, median);
-    return;
-  }
-  std::string suspect = "cpu:" + cores[1].substr(0, cores[1].find(','));
-  const GemmResult* mine = nullptr;
-  std::vector<double> peers;
-  for (const GemmResult& g : run.gemm) {
-    if (g.device == suspect) {
-      mine = &g;
-    } else {
-      peers.push_back(g.gflops);
+Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& confirmations) {
+  Json out = Json::array();
+  for (const Confirmation& c : confirmations) {
+    Json pairs = Json::array();
+    for (const confirm::PairFigure& p : c.pairs) {
+      pairs.push_back({{"a", p.a},
+                       {"b", p.b},
+                       {"busbw_gbps", p.gbps},
+                       {"test", p.test + 1},
+                       {"control", p.role == confirm::PairRole::kControl}});
     }
+    out.push_back({{"culprit", c.culprit},
+                   {"name", confirm::CulpritName(in.culprits[c.culprit])},
+                   {"verdict", c.verdict},
+                   {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
+                   {"figures", c.figures},
+                   {"pairs", std::move(pairs)}});
   }
-  if (mine == nullptr || peers.empty()) return;
-  std::sort(peers.begin(), peers.end());
-  double peer = peers[peers.size() / 2];
-  double ratio = peer > 0 ? mine->gflops / peer : 0;
-  run.verdict = ratio < kConfirmedBelow                                 ? "confirmed"
-                : ratio >= kRefutedFrom && ratio <= 1 / kConfirmedBelow ? "refuted"
-                                                                        : "inconclusive";
-  run.figures = fmt::format("suspect core {} GEMM {:.2f}x its peer's ({:.1f} vs {:.1f} GFLOP/s)",
-                            mine->device, ratio, mine->gflops, peer);
-  if (ratio > 1 / kConfirmedBelow) {
-    run.figures += ": the peer's core is the slow one, so it cannot clear the suspect";
-  }
+  return out;
 }
 
-TestRun RunHere(const PlannedTest& t, size_t index, const std::string& here,
-                const ConfirmOptions& o) {
-  TestRun run;
-  for (const std::string& h : t.hosts) {
-    if (h != here && h != "localhost") {
-      run.state = "not run";
-      run.output = fmt::format(
-          "runs on {}, not on this machine ({}): use a launcher that reaches it", h, here);
-      return run;
-    }
-  }
-  CommandResult r = RunCommand(t.argv, t.time_limit_s, 1 << 20);
-  run.ran = true;
-  run.output = r.output;
-  // Whether the command ran to its end, not what it found.
-  if (!r.exit_code) {
-    run.state = r.output.find("killed after") != std::string::npos ? "killed" : "could not run";
-  } else {
-    run.state = *r.exit_code == 0 ? "ran" : fmt::format("exited {}", *r.exit_code);
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  std::string file = fmt::format("{}/test-{}.txt", o.out_dir, index + 1);
-  std::ofstream saved(file);
-  saved << ShellText(t.argv) << "\n" << r.output;
-  saved.close();
-  if (saved) run.file = file;
-  std::istringstream lines(r.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (auto g = confirm::ParseGemmLine(line)) run.gemm.push_back(*g);
-  }
-  if (t.kind == confirm::TestKind::kCompute) JudgeGemm(t, run);
-  return run;
-}
-
-Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs) {
+Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs,
+              Launcher launcher) {
   Json j;
   j["schema"] = "laggard.confirm/1";
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
@@ -163,8 +99,8 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
               {"control", t.control},
               {"hosts", t.hosts},
               {"gpu", t.gpu ? Json(*t.gpu) : Json(nullptr)},
-              {"argv", t.argv},
-              {"command", ShellText(t.argv)},
+              {"argv", confirm::LaunchArgv(t, launcher)},
+              {"command", ShellText(confirm::LaunchArgv(t, launcher))},
               {"time_limit_s", t.time_limit_s},
               {"why", t.why}};
     if (i < runs.size() && !runs[i].state.empty()) {
@@ -174,13 +110,53 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
                   {"reason", r.state == "ran" || first.empty() ? Json(nullptr) : Json(first)},
                   {"output_file", r.file.empty() ? Json(nullptr) : Json(r.file)},
                   {"verdict", r.verdict.empty() ? Json(nullptr) : Json(r.verdict)},
-                  {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)}};
+                  {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)},
+                  {"busbw_gbps", r.busbw_gbps ? Json(*r.busbw_gbps) : Json(nullptr)}};
     }
     tests.push_back(std::move(x));
   }
   j["tests"] = std::move(tests);
+  j["confirmation"] = ConfirmationJson(in, confirm::ReadBack(in, plan, runs));
   j["notes"] = plan.notes;
   return j;
+}
+
+void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs,
+               Launcher launcher, bool ran, std::ostream& out) {
+  std::string how =
+      ran ? fmt::format(", run with {}", confirm::LauncherName(launcher))
+      : launcher == Launcher::kPrint
+          ? ", printed only (--launcher local|mpirun|srun|ssh runs them)"
+          : fmt::format(", as {} would run them (dry run)", confirm::LauncherName(launcher));
+  out << fmt::format(
+      "{} to confirm ({}): {} test{}{}\n",
+      in.culprits.size() == 1 ? "1 culprit" : fmt::format("{} culprits", in.culprits.size()),
+      in.summary, plan.tests.size(), plan.tests.size() == 1 ? "" : "s", how);
+  for (size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    std::string where = t.hosts.empty() ? "here" : fmt::format("on {}", fmt::join(t.hosts, " + "));
+    out << fmt::format("  [{}] {} {}{}, {}: {}\n", i + 1, confirm::TestKindName(t.kind),
+                       confirm::CulpritName(in.culprits[t.culprit]), t.control ? " (control)" : "",
+                       where, t.why);
+    out << fmt::format("      {}\n", ShellText(confirm::LaunchArgv(t, launcher)));
+    const TestRun& r = runs[i];
+    if (r.state.empty()) continue;
+    out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
+    if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
+    if (r.busbw_gbps) out << fmt::format("      bus bandwidth {:.2f} GB/s\n", *r.busbw_gbps);
+    if (!r.ran || r.state != "ran") {
+      std::string first = r.output.substr(0, r.output.find('\n'));
+      if (!first.empty()) out << fmt::format("      {}\n", first);
+    } else if (!r.busbw_gbps && r.verdict.empty() && !r.figures.empty()) {
+      out << fmt::format("      {}\n", r.figures);
+    }
+  }
+  for (const std::string& n : plan.notes) out << "note: " << n << "\n";
+  if (!ran) return;
+  for (const Confirmation& c : confirm::ReadBack(in, plan, runs)) {
+    out << fmt::format("{}: {}{} — {}\n", confirm::CulpritName(in.culprits[c.culprit]), c.verdict,
+                       c.locus.empty() ? "" : fmt::format(" ({})", c.locus), c.figures);
+  }
 }
 
 }  // namespace
@@ -188,10 +164,12 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
 void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
   cmd->add_option("report", o.report, "the JSON report of `laggard diagnose --json`")->required();
   cmd->add_option("--launcher", o.launcher,
-                  "print: show the tests (default); local: run this machine's tests")
-      ->check(CLI::IsMember({"print", "local"}))
+                  "print: show the tests (default); local: run this machine's; mpirun, srun, ssh: "
+                  "run each on its hosts")
+      ->check(CLI::IsMember({"print", "local", "mpirun", "srun", "ssh"}))
       ->capture_default_str();
-  cmd->add_option("--out", o.out_dir, "where --launcher local writes each test's output")
+  cmd->add_flag("--dry-run", o.dry_run, "show the launcher's command lines; run nothing");
+  cmd->add_option("--out", o.out_dir, "where each test's output is written when it runs")
       ->capture_default_str();
   cmd->add_option("--rank-cores", o.rank_cores,
                   "CPU jobs: the core each rank ran on, RANK:CORE,... (e.g. 0:0,1:1)");
@@ -265,12 +243,16 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
     }
     plan_options.rank_cores = *cores;
   }
-  if (o.launcher == "local" && plan_options.laggard == "laggard") plan_options.laggard = SelfPath();
+  Launcher launcher = confirm::ParseLauncher(o.launcher).value_or(Launcher::kPrint);
+  bool runs_tests = launcher != Launcher::kPrint && !o.dry_run;
+  if (launcher == Launcher::kLocal && plan_options.laggard == "laggard") {
+    plan_options.laggard = SelfPath();
+  }
   if (in->culprits.empty()) {
     std::string why =
         fmt::format("nothing to confirm: the verdict names no culprit ({})", in->status);
     if (o.json) {
-      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}).dump(2) << "\n";
+      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}, launcher).dump(2) << "\n";
     } else {
       out << why << "\n";
     }
@@ -278,39 +260,18 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   }
   ConfirmPlan plan = confirm::PlanConfirm(*in, plan_options);
   std::vector<TestRun> runs(plan.tests.size());
-  if (o.launcher == "local") {
+  if (runs_tests) {
     std::string here = LocalHostName();
     for (size_t i = 0; i < plan.tests.size(); ++i) {
       if (!o.json) err << fmt::format("running test {} of {}\n", i + 1, plan.tests.size());
-      runs[i] = RunHere(plan.tests[i], i, here, o);
+      runs[i] = confirm::RunTest(plan.tests[i], i, launcher, here, o.out_dir);
     }
   }
   if (o.json) {
-    out << PlanJson(*in, plan, runs).dump(2) << "\n";
+    out << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
     return kExitOk;
   }
-  out << fmt::format(
-      "{} to confirm ({}): {} test{}{}\n",
-      in->culprits.size() == 1 ? "1 culprit" : fmt::format("{} culprits", in->culprits.size()),
-      in->summary, plan.tests.size(), plan.tests.size() == 1 ? "" : "s",
-      o.launcher == "print" ? ", printed only (--launcher local runs this machine's)" : "");
-  for (size_t i = 0; i < plan.tests.size(); ++i) {
-    const PlannedTest& t = plan.tests[i];
-    std::string where = t.hosts.empty() ? "here" : fmt::format("on {}", fmt::join(t.hosts, " + "));
-    out << fmt::format("  [{}] {} {}{}, {}: {}\n", i + 1, confirm::TestKindName(t.kind),
-                       confirm::CulpritName(in->culprits[t.culprit]), t.control ? " (control)" : "",
-                       where, t.why);
-    out << fmt::format("      {}\n", ShellText(t.argv));
-    const TestRun& r = runs[i];
-    if (r.state.empty()) continue;
-    out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
-    if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
-    if (!r.ran || r.state != "ran") {
-      std::string first = r.output.substr(0, r.output.find('\n'));
-      if (!first.empty()) out << fmt::format("      {}\n", first);
-    }
-  }
-  for (const std::string& n : plan.notes) out << "note: " << n << "\n";
+  PrintPlan(*in, plan, runs, launcher, runs_tests, out);
   return kExitOk;
 }
 

@@ -1,7 +1,8 @@
 // `laggard confirm REPORT.json`: the tests that confirm or refute each
 // culprit of a diagnosis (confirm/plan.h), printed (--launcher print, the
-// default) or run here (--launcher local: the tests of this machine; GEMM
-// results read back and judged). `laggard gemm`: the CPU GEMM per core
+// default), or run through a launcher (confirm/launch.h: local, mpirun,
+// srun, ssh) and read back into one answer per culprit
+// (confirm/read_back.h). `laggard gemm`: the CPU GEMM per core
 // (confirm/cpu_gemm.h). docs/confirm.md.
 //
 // Called from RunLaggard() on the main thread.
@@ -26,6 +27,7 @@ struct ConfirmOptions {
   std::string launcher = "print";
   std::string out_dir = "laggard-confirm";
   std::string rank_cores;  // "0:0,1:1"
+  bool dry_run = false;    // the launcher's command lines, nothing run
   bool json = false;
   confirm::PlanOptions plan;
 };
@@ -40,13 +42,6 @@ void AddGemmFlags(CLI::App* cmd, GemmFlags& flags);
 
 int Confirm(const ConfirmOptions& options, std::ostream& out, std::ostream& err);
 int Gemm(const GemmFlags& flags, std::ostream& out, std::ostream& err);
-
-// A suspect core's GEMM against its peers': "confirmed" below
-// kConfirmedBelow of the peers' median, "refuted" at kRefutedFrom or more,
-// else "inconclusive". Two cores of one host differ by a few percent at
-// rest; a core shared with a busy neighbour runs at half or less.
-inline constexpr double kConfirmedBelow = 0.85;
-inline constexpr double kRefutedFrom = 0.95;
 
 }  // namespace laggard
 

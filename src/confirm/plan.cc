@@ -165,35 +165,22 @@ int PerHost(const ConfirmInput& in, const PlanOptions& o, const std::string& hos
   return 8;
 }
 
-std::vector<std::string> AllReduce(const ConfirmInput& in, const PlanOptions& o,
-                                   const std::string& a, const std::string& b) {
+std::vector<std::string> AllReduce(const PlanOptions& o) {
   std::string bin =
       o.nccl_tests_dir.empty() ? "all_reduce_perf" : o.nccl_tests_dir + "/all_reduce_perf";
-  int per_a = PerHost(in, o, a), per_b = PerHost(in, o, b);
-  return {"mpirun",
-          "-np",
-          std::to_string(per_a + per_b),
-          "-H",
-          fmt::format("{}:{},{}:{}", a, per_a, b, per_b),
-          bin,
-          "-b",
-          "8M",
-          "-e",
-          "1G",
-          "-f",
-          "2",
-          "-g",
-          "1"};
+  return {bin, "-b", "8M", "-e", "1G", "-f", "2", "-g", "1"};
 }
 
 PlannedTest PairTest(const ConfirmInput& in, const PlanOptions& o, size_t culprit,
-                     const std::string& a, const std::string& b, bool control, std::string why) {
+                     const std::string& a, const std::string& b, PairRole role, std::string why) {
   PlannedTest t;
   t.kind = TestKind::kCommunication;
+  t.role = role;
   t.culprit = culprit;
-  t.control = control;
+  t.control = role == PairRole::kControl;
   t.hosts = {a, b};
-  t.argv = AllReduce(in, o, a, b);
+  t.procs = {PerHost(in, o, a), PerHost(in, o, b)};
+  t.argv = AllReduce(o);
   t.time_limit_s = 300;
   t.why = std::move(why);
   return t;
@@ -217,7 +204,7 @@ void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspe
   std::string what =
       across ? fmt::format("{} or the uplink of its switch {}", suspect, *sw) : suspect;
   plan.tests.push_back(PairTest(
-      in, o, i, suspect, healthy[0], false,
+      in, o, i, suspect, healthy[0], PairRole::kSuspect,
       fmt::format("{} with {}: its bus bandwidth against the control's", suspect, healthy[0])));
   if (healthy.size() < 2) {
     plan.notes.push_back(fmt::format(
@@ -227,10 +214,10 @@ void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspe
     return;
   }
   plan.tests.push_back(PairTest(
-      in, o, i, suspect, healthy[1], false,
+      in, o, i, suspect, healthy[1], PairRole::kSuspect,
       fmt::format("{} with {}: slow with both partners is {}", suspect, healthy[1], what)));
   plan.tests.push_back(PairTest(
-      in, o, i, healthy[0], healthy[1], true,
+      in, o, i, healthy[0], healthy[1], PairRole::kControl,
       fmt::format("control {} with {}: fast here and slow above is {}; slow here too is the "
                   "fabric",
                   healthy[0], healthy[1], what)));
@@ -253,18 +240,18 @@ void PlanSwitch(const ConfirmInput& in, size_t i, const std::string& sw, const N
     return;
   }
   plan.tests.push_back(PairTest(
-      in, o, i, under[0], healthy_elsewhere[0], false,
+      in, o, i, under[0], healthy_elsewhere[0], PairRole::kAcross,
       fmt::format("across switch {}'s uplink: {} with {}", sw, under[0], healthy_elsewhere[0])));
   if (under.size() >= 2) {
     plan.tests.push_back(PairTest(
-        in, o, i, under[0], under[1], false,
+        in, o, i, under[0], under[1], PairRole::kInside,
         fmt::format("inside switch {}: {} with {}; fast here and slow across is the uplink or the "
                     "switch's other tenants, not a node",
                     sw, under[0], under[1])));
   }
   if (healthy_elsewhere.size() >= 2) {
     plan.tests.push_back(PairTest(
-        in, o, i, healthy_elsewhere[0], healthy_elsewhere[1], true,
+        in, o, i, healthy_elsewhere[0], healthy_elsewhere[1], PairRole::kControl,
         fmt::format("control elsewhere: {} with {}", healthy_elsewhere[0], healthy_elsewhere[1])));
   }
 }

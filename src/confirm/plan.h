@@ -87,20 +87,30 @@ StatusOr<ConfirmInput> ReadReport(std::string_view json_text, const std::string&
 enum class TestKind : uint8_t { kHealth, kCompute, kCommunication };
 std::string_view TestKindName(TestKind k);  // "health", "compute", "communication"
 
+// A communication test's place in its culprit's set: a pair with the
+// suspect host, across a suspect switch's uplink, inside that switch, or a
+// control pair of healthy hosts.
+enum class PairRole : uint8_t { kNone, kSuspect, kAcross, kInside, kControl };
+
 struct PlannedTest {
   TestKind kind = TestKind::kHealth;
+  PairRole role = PairRole::kNone;
   size_t culprit = 0;              // index into ConfirmInput::culprits
   bool control = false;            // a healthy control, not the suspect
   std::vector<std::string> hosts;  // where it runs, in order
   std::optional<int32_t> gpu;
-  std::vector<std::string> argv;  // the command, for the launcher
+  // The command as it runs on each host; a communication test's is one
+  // process of it, started procs[i] times on hosts[i] by the launcher
+  // (confirm/launch.h).
+  std::vector<std::string> argv;
+  std::vector<int> procs;
   double time_limit_s = 120;
   std::string why;  // what it tells apart
 };
 
 struct PlanOptions {
   int dcgm_level = 1;                 // dcgmi diag -r N
-  int gpus_per_node = 8;              // ranks per host for nccl-tests (-np = hosts x this)
+  int gpus_per_node = 0;              // processes per host for nccl-tests; 0: from the report
   std::string nccl_tests_dir;         // where all_reduce_perf is; "" for PATH
   std::map<int32_t, int> rank_cores;  // --rank-cores 0:0,1:1 (CPU jobs)
   std::string laggard = "laggard";    // the binary for `laggard gemm`

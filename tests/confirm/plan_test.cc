@@ -90,9 +90,10 @@ TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithItsSwitchNeighbourFirst) {
   EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-02"}));
   EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-01", "node-02"}));
   EXPECT_TRUE(plan.tests[2].control);
-  EXPECT_EQ(plan.tests[0].argv[0], "mpirun");
-  EXPECT_NE(std::find(plan.tests[0].argv.begin(), plan.tests[0].argv.end(), "node-00:2,node-01:2"),
-            plan.tests[0].argv.end());
+  EXPECT_EQ(plan.tests[0].argv[0], "all_reduce_perf");
+  EXPECT_EQ(plan.tests[0].procs, (std::vector<int>{2, 2}));
+  EXPECT_EQ(plan.tests[0].role, PairRole::kSuspect);
+  EXPECT_EQ(plan.tests[2].role, PairRole::kControl);
   for (const PlannedTest& t : plan.tests) EXPECT_EQ(t.kind, TestKind::kCommunication);
 }
 

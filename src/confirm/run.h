@@ -1,0 +1,54 @@
+// Running a plan's tests and judging each one's output: the GEMM of a CPU
+// job's suspect core against its peer's (the culprit's compute), the bus
+// bandwidth of a communication test (read back by read_back.h).
+//
+// RunTest() blocks the calling thread until the test ends or is killed.
+
+#ifndef LAGGARD_CONFIRM_RUN_H_
+#define LAGGARD_CONFIRM_RUN_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confirm/cpu_gemm.h"
+#include "confirm/launch.h"
+#include "confirm/plan.h"
+
+namespace laggard::confirm {
+
+// A suspect core's GEMM against its peers': "confirmed" below
+// kConfirmedBelow of the peers' median, "refuted" at kRefutedFrom or more,
+// else "inconclusive". Two cores of one host differ by a few percent at
+// rest; a core shared with a busy neighbour runs at half or less.
+inline constexpr double kConfirmedBelow = 0.85;
+inline constexpr double kRefutedFrom = 0.95;
+
+// The outcome of one test.
+struct TestRun {
+  bool ran = false;
+  std::string state;  // "ran", "exited N", "killed", "could not run", "not run"
+  std::vector<std::string> argv;  // what ran (or would have)
+  std::string file;               // its output, saved
+  std::string output;
+  std::vector<GemmResult> gemm;
+  std::optional<double> busbw_gbps;  // a communication test's (read_back.h)
+  std::string verdict;               // "confirmed" | "refuted" | "inconclusive" | ""
+  std::string figures;
+};
+
+// Runs test `index` of a plan with launcher `l` from this machine (`here`),
+// within its time limit, no shell; its command line and output saved to
+// out_dir/test-N.txt. A test the launcher does not reach is "not run", with
+// why as its output.
+TestRun RunTest(const PlannedTest& t, size_t index, Launcher l, const std::string& here,
+                const std::string& out_dir);
+
+// A GEMM test of --cores SUSPECT,PEER: the suspect core's rate against the
+// peer's; without that pair, the slowest core against the median
+// (inconclusive: which core the suspect ran on is not known).
+void JudgeGemm(const PlannedTest& t, TestRun& run);
+
+}  // namespace laggard::confirm
+
+#endif  // LAGGARD_CONFIRM_RUN_H_

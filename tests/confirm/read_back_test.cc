@@ -1,0 +1,248 @@
+// A plan's tests as each launcher runs them, and their outputs read back:
+// nccl-tests tables into bus bandwidth, the pairs of a suspect host or
+// switch into one answer, a CPU job's GEMM verdicts.
+
+#include "confirm/read_back.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "confirm/launch.h"
+#include "confirm/run.h"
+
+namespace laggard::confirm {
+namespace {
+
+PlannedTest Pair(std::string a, std::string b, PairRole role, size_t culprit = 0) {
+  PlannedTest t;
+  t.kind = TestKind::kCommunication;
+  t.role = role;
+  t.control = role == PairRole::kControl;
+  t.culprit = culprit;
+  t.hosts = {std::move(a), std::move(b)};
+  t.procs = {8, 8};
+  t.argv = {"all_reduce_perf", "-b", "8M", "-e", "1G", "-f", "2", "-g", "1"};
+  t.time_limit_s = 300;
+  return t;
+}
+
+PlannedTest Health(std::string host) {
+  PlannedTest t;
+  t.hosts = {std::move(host)};
+  t.argv = {"nvidia-smi", "-q", "-d", "PERFORMANCE"};
+  t.time_limit_s = 60;
+  return t;
+}
+
+TEST(ConfirmLaunchTest, EachLauncherRunsAHostsTestAndAPairOnTheirHosts) {
+  PlannedTest smi = Health("node-03");
+  EXPECT_EQ(LaunchArgv(smi, Launcher::kPrint), smi.argv);
+  EXPECT_EQ(LaunchArgv(smi, Launcher::kMpirun),
+            (std::vector<std::string>{"mpirun", "-np", "1", "-H", "node-03:1", "nvidia-smi", "-q",
+                                      "-d", "PERFORMANCE"}));
+  EXPECT_EQ(LaunchArgv(smi, Launcher::kSrun),
+            (std::vector<std::string>{"srun", "--nodes=1", "--ntasks=1", "--nodelist=node-03",
+                                      "--time=1", "nvidia-smi", "-q", "-d", "PERFORMANCE"}));
+  EXPECT_EQ(LaunchArgv(smi, Launcher::kSsh),
+            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+                                      "node-03", "--", "nvidia-smi -q -d PERFORMANCE"}));
+
+  PlannedTest pair = Pair("node-00", "node-01", PairRole::kSuspect);
+  pair.procs = {8, 4};
+  std::vector<std::string> mpi = LaunchArgv(pair, Launcher::kMpirun);
+  ASSERT_GE(mpi.size(), 6u);
+  EXPECT_EQ(std::vector<std::string>(mpi.begin(), mpi.begin() + 6),
+            (std::vector<std::string>{"mpirun", "-np", "12", "-H", "node-00:8,node-01:4",
+                                      "all_reduce_perf"}));
+  EXPECT_EQ(LaunchArgv(pair, Launcher::kPrint), mpi);
+  EXPECT_EQ(LaunchArgv(pair, Launcher::kSsh), mpi);  // mpirun starts them over ssh
+  std::vector<std::string> srun = LaunchArgv(pair, Launcher::kSrun);
+  EXPECT_EQ(std::vector<std::string>(srun.begin(), srun.begin() + 6),
+            (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=12",
+                                      "--nodelist=node-00,node-01", "--time=5",
+                                      "all_reduce_perf"}));
+  pair.procs = {8, 8};
+  EXPECT_EQ(LaunchArgv(pair, Launcher::kSrun)[2], "--ntasks-per-node=8");
+
+  PlannedTest here;  // a CPU GEMM that names no host runs here
+  here.argv = {"laggard", "gemm"};
+  EXPECT_EQ(LaunchArgv(here, Launcher::kSrun), here.argv);
+  EXPECT_TRUE(Reaches(here, Launcher::kLocal, "vm"));
+  EXPECT_FALSE(Reaches(smi, Launcher::kLocal, "vm"));
+  EXPECT_TRUE(Reaches(Health("vm"), Launcher::kLocal, "vm"));
+  EXPECT_TRUE(Reaches(Pair("localhost", "127.0.0.1", PairRole::kSuspect), Launcher::kLocal, "vm"));
+  EXPECT_TRUE(Reaches(smi, Launcher::kSrun, "vm"));
+  EXPECT_FALSE(Reaches(here, Launcher::kPrint, "vm"));
+}
+
+// An all_reduce_perf output as nccl-tests 2.x prints it, sizes 8M..32M,
+// with the launcher's command line above it as confirm saves it.
+std::string NcclTestsOutput(double busbw) {
+  std::string s =
+      "mpirun -np 16 -H a:8,b:8 all_reduce_perf -b 8M -e 32M -f 2 -g 1\n"
+      "# nThread 1 nGpus 1 minBytes 8388608 maxBytes 33554432 step: 2(factor) warmup iters: 5 "
+      "iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "#\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid  4242 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  4243 on     node-b device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+      "#\n"
+      "#                                                              out-of-place              "
+      "         in-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+      "(us)  (GB/s)  (GB/s)\n";
+  int64_t size = 8388608;
+  for (double f : {0.5, 0.8, 1.0}) {
+    double bw = busbw * f, alg = bw / 1.875;
+    double us = static_cast<double>(size) / (alg * 1e3);
+    s += fmt::format(
+        "  {:>10}  {:>12}     float     sum      -1  {:>7.1f}  {:>6.2f}  {:>6.2f}      0  {:>7.1f}  "
+        "{:>6.2f}  {:>6.2f}      0\n",
+        size, size / 4, us, alg, bw, us, alg, bw);
+    size *= 2;
+  }
+  s += "# Out of bounds values : 0 OK\n";
+  s += fmt::format("# Avg bus bandwidth    : {:.4f}\n#\n", busbw * 0.77);
+  return s;
+}
+
+class ReadBackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           fmt::format("laggard_read_back_{}_{}", getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A run of test i whose output is `text`, read back as confirm does.
+  TestRun Ran(size_t i, const std::string& text) {
+    std::string file = (dir_ / fmt::format("test-{}.txt", i + 1)).string();
+    std::ofstream(file) << text;
+    TestRun r;
+    r.ran = true;
+    r.state = "ran";
+    r.file = file;
+    std::string why;
+    r.busbw_gbps = BusBandwidthOf(file, why);
+    r.figures = why;
+    return r;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReadBackTest, TheLargestSizesBusBandwidthIsTheFigure) {
+  TestRun r = Ran(0, NcclTestsOutput(40));
+  ASSERT_TRUE(r.busbw_gbps) << r.figures;
+  EXPECT_NEAR(*r.busbw_gbps, 40, 0.01);
+  TestRun none = Ran(1, "mpirun ...\n--------------------------------------------------------\n"
+                        "mpirun was unable to launch the specified application as it could not "
+                        "access or execute an executable:\n");
+  EXPECT_FALSE(none.busbw_gbps);
+  EXPECT_NE(none.figures.find("no nccl-tests table"), std::string::npos) << none.figures;
+}
+
+ConfirmInput OneCulprit(const std::string& host) {
+  ConfirmInput in;
+  ReportCulprit c;
+  c.host = host;
+  c.cause_class = "communication";
+  in.culprits.push_back(c);
+  return in;
+}
+
+TEST_F(ReadBackTest, ASuspectSlowWithBothPartnersAndAFastControlIsTheNode) {
+  ConfirmInput in = OneCulprit("node-00");
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-01", PairRole::kSuspect),
+                Pair("node-00", "node-02", PairRole::kSuspect),
+                Pair("node-01", "node-02", PairRole::kControl)};
+  std::vector<TestRun> runs = {Ran(0, NcclTestsOutput(12)), Ran(1, NcclTestsOutput(13)),
+                               Ran(2, NcclTestsOutput(40))};
+  auto c = ReadBack(in, plan, runs);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].verdict, "confirmed") << c[0].figures;
+  EXPECT_EQ(c[0].locus, "node");
+  EXPECT_EQ(c[0].pairs.size(), 3u);
+  EXPECT_NE(c[0].figures.find("node-01 12.0 GB/s (0.30x)"), std::string::npos) << c[0].figures;
+
+  runs = {Ran(0, NcclTestsOutput(39)), Ran(1, NcclTestsOutput(41)), Ran(2, NcclTestsOutput(40))};
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "refuted") << c[0].figures;
+
+  // Slow with one partner only: the path between them, not the suspect.
+  runs = {Ran(0, NcclTestsOutput(12)), Ran(1, NcclTestsOutput(40)), Ran(2, NcclTestsOutput(40))};
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive");
+  EXPECT_EQ(c[0].locus, "path");
+
+  // No control pair read: nothing to compare with.
+  runs = {Ran(0, NcclTestsOutput(12)), Ran(1, NcclTestsOutput(13)), Ran(2, "no table\n")};
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive");
+  EXPECT_NE(c[0].figures.find("no control pair"), std::string::npos) << c[0].figures;
+
+  // Nothing ran (printed only).
+  c = ReadBack(in, plan, std::vector<TestRun>(3));
+  EXPECT_EQ(c[0].verdict, "not run");
+}
+
+TEST_F(ReadBackTest, ASwitchSlowAcrossItsUplinkOnlyIsTheSwitch) {
+  ConfirmInput in = OneCulprit("node-00");
+  in.culprits[0].switch_name = "leaf-1";
+  in.culprits[0].cause_class = "external";
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-02", PairRole::kAcross),
+                Pair("node-00", "node-01", PairRole::kInside),
+                Pair("node-02", "node-03", PairRole::kControl)};
+  std::vector<TestRun> runs = {Ran(0, NcclTestsOutput(15)), Ran(1, NcclTestsOutput(44)),
+                               Ran(2, NcclTestsOutput(42))};
+  auto c = ReadBack(in, plan, runs);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].verdict, "confirmed") << c[0].figures;
+  EXPECT_EQ(c[0].locus, "switch");
+
+  runs[1] = Ran(1, NcclTestsOutput(14));  // slow inside too: a host under it
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive");
+  EXPECT_EQ(c[0].locus, "node");
+
+  runs = {Ran(0, NcclTestsOutput(41)), Ran(1, NcclTestsOutput(44)), Ran(2, NcclTestsOutput(42))};
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "refuted") << c[0].figures;
+}
+
+TEST_F(ReadBackTest, ACpuJobsGemmVerdictIsItsCulprits) {
+  ConfirmInput in = OneCulprit("vm");
+  in.culprits[0].cause_class = "compute_slow";
+  PlannedTest gemm;
+  gemm.kind = TestKind::kCompute;
+  gemm.argv = {"laggard", "gemm", "--cores", "1,0"};
+  ConfirmPlan plan;
+  plan.tests = {gemm};
+  TestRun r;
+  r.ran = true;
+  r.state = "ran";
+  GemmResult core0, core1;
+  core0.device = "cpu:0";
+  core0.gflops = 100;
+  core1.device = "cpu:1";
+  core1.gflops = 52;
+  r.gemm = {core0, core1};
+  JudgeGemm(gemm, r);
+  auto c = ReadBack(in, plan, {r});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].verdict, "confirmed");
+  EXPECT_EQ(c[0].locus, "compute");
+  EXPECT_NE(c[0].figures.find("0.52x"), std::string::npos) << c[0].figures;
+}
+
+}  // namespace
+}  // namespace laggard::confirm
