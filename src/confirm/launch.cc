@@ -12,8 +12,7 @@ namespace laggard::confirm {
 namespace {
 
 bool IsPair(const PlannedTest& t) {
-  return t.kind == TestKind::kCommunication && t.procs.size() == t.hosts.size() &&
-         !t.hosts.empty();
+  return t.kind == TestKind::kCommunication && t.procs.size() == t.hosts.size() && !t.hosts.empty();
 }
 
 std::vector<std::string> Mpirun(const PlannedTest& t) {
@@ -38,7 +37,8 @@ std::vector<std::string> Srun(const PlannedTest& t) {
     if (even) {
       argv.push_back(fmt::format("--ntasks-per-node={}", t.procs[0]));
     } else {
-      argv.push_back(fmt::format("--ntasks={}", std::accumulate(t.procs.begin(), t.procs.end(), 0)));
+      argv.push_back(
+          fmt::format("--ntasks={}", std::accumulate(t.procs.begin(), t.procs.end(), 0)));
     }
   } else {
     argv.push_back(fmt::format("--ntasks={}", t.hosts.size()));
@@ -52,8 +52,8 @@ std::vector<std::string> Srun(const PlannedTest& t) {
 }  // namespace
 
 std::optional<Launcher> ParseLauncher(std::string_view name) {
-  for (Launcher l : {Launcher::kPrint, Launcher::kLocal, Launcher::kMpirun, Launcher::kSrun,
-                     Launcher::kSsh}) {
+  for (Launcher l :
+       {Launcher::kPrint, Launcher::kLocal, Launcher::kMpirun, Launcher::kSrun, Launcher::kSsh}) {
     if (LauncherName(l) == name) return l;
   }
   return std::nullopt;
@@ -77,8 +77,8 @@ std::vector<std::string> LaunchArgv(const PlannedTest& t, Launcher l) {
     case Launcher::kMpirun: return Mpirun(t);
     case Launcher::kSsh:
       if (IsPair(t) || t.hosts.size() != 1) return Mpirun(t);
-      return {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", t.hosts[0], "--",
-              ShellText(t.argv)};
+      return {"ssh",      "-o", "BatchMode=yes",  "-o", "ConnectTimeout=10",
+              t.hosts[0], "--", ShellText(t.argv)};
     case Launcher::kPrint:
     case Launcher::kLocal: return IsPair(t) ? Mpirun(t) : t.argv;
   }

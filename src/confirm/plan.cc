@@ -223,6 +223,22 @@ void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspe
                   healthy[0], healthy[1], what)));
 }
 
+// The suspect's own ports: one down or slower than its others is the NIC
+// (the pairs say the node; this says which part of it).
+void PlanIbstat(size_t i, const std::string& suspect, ConfirmPlan& plan) {
+  PlannedTest ib;
+  ib.kind = TestKind::kHealth;
+  ib.culprit = i;
+  ib.hosts = {suspect};
+  ib.argv = {"ibstat"};
+  ib.time_limit_s = 30;
+  ib.why = fmt::format(
+      "{}'s InfiniBand ports: a port down, or at a lower rate than its others, is "
+      "the NIC",
+      suspect);
+  plan.tests.push_back(std::move(ib));
+}
+
 // A switch under suspicion: across its uplink, inside it, and elsewhere.
 void PlanSwitch(const ConfirmInput& in, size_t i, const std::string& sw, const Named& named,
                 const PlanOptions& o, ConfirmPlan& plan) {
@@ -513,6 +529,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
     if (cls == "communication") {
       if (host) {
         PlanNodeTriangle(in, i, *host, named, o, plan);
+        PlanIbstat(i, *host, plan);
       } else {
         plan.notes.push_back(fmt::format("{}: no host named, nothing to pair", CulpritName(c)));
       }

@@ -1,12 +1,14 @@
 #include "confirm/read_back.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "ingest/ingest.h"
 #include "ingest/nccl/nccl_readers.h"
+#include "ingest/network/network_readers.h"
 
 namespace laggard::confirm {
 namespace {
@@ -36,8 +38,10 @@ void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
   if (control == nullptr) {
     c.verdict = "inconclusive";
     std::vector<std::string> each;
-    for (const PairFigure* p : suspect) each.push_back(fmt::format("{} {:.1f} GB/s", p->b, p->gbps));
-    c.figures = fmt::format("{} with {}: no control pair to compare with", s, fmt::join(each, ", "));
+    for (const PairFigure* p : suspect)
+      each.push_back(fmt::format("{} {:.1f} GB/s", p->b, p->gbps));
+    c.figures =
+        fmt::format("{} with {}: no control pair to compare with", s, fmt::join(each, ", "));
     return;
   }
   double ref = control->gbps;
@@ -54,8 +58,9 @@ void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
   if (slow == suspect.size() && suspect.size() >= 2) {
     c.verdict = "confirmed";
     c.locus = "node";
-    c.figures = fmt::format("{}: slow with every partner, so {} (its NICs or the link to its switch)",
-                            base, s);
+    c.figures = fmt::format(
+        "{}: slow with every partner, so {} (the host, its NICs or its link to the switch)", base,
+        s);
   } else if (fast == suspect.size()) {
     c.verdict = "refuted";
     c.figures = fmt::format(
@@ -73,9 +78,10 @@ void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
                             fmt::join(slow_with, ", "), s);
   } else {
     c.verdict = "inconclusive";
-    c.figures = fmt::format("{}: neither clearly slow nor clearly fast (slow at <= {:.2f}x, fast "
-                            "at >= {:.2f}x)",
-                            base, kPairSlow, kPairFast);
+    c.figures = fmt::format(
+        "{}: neither clearly slow nor clearly fast (slow at <= {:.2f}x, fast "
+        "at >= {:.2f}x)",
+        base, kPairSlow, kPairFast);
   }
 }
 
@@ -89,8 +95,9 @@ void JudgeSwitch(const std::vector<PairFigure>& pairs, Confirmation& c) {
   }
   if (across == nullptr || (inside == nullptr && control == nullptr)) {
     c.verdict = "inconclusive";
-    c.figures = "the pair across the switch's uplink and a pair to compare it with did not both "
-                "give a bandwidth";
+    c.figures =
+        "the pair across the switch's uplink and a pair to compare it with did not both "
+        "give a bandwidth";
     return;
   }
   double ref = std::max(inside ? inside->gbps : 0.0, control ? control->gbps : 0.0);
@@ -105,21 +112,48 @@ void JudgeSwitch(const std::vector<PairFigure>& pairs, Confirmation& c) {
   if (inside_slow) {
     c.verdict = "inconclusive";
     c.locus = "node";
-    c.figures = fmt::format("{}: slow inside the switch too, so a host under it ({}), not the "
-                            "uplink",
-                            base, inside->a);
+    c.figures = fmt::format(
+        "{}: slow inside the switch too, so a host under it ({}), not the "
+        "uplink",
+        base, inside->a);
   } else if (r <= kPairSlow) {
     c.verdict = "confirmed";
     c.locus = "switch";
-    c.figures = fmt::format("{}: slow across only, so the switch's uplink or its other tenants, "
-                            "not a node",
-                            base);
+    c.figures = fmt::format(
+        "{}: slow across only, so the switch's uplink or its other tenants, "
+        "not a node",
+        base);
   } else if (r >= kPairFast) {
     c.verdict = "refuted";
     c.figures = fmt::format("{}: across the uplink as fast as elsewhere", base);
   } else {
     c.verdict = "inconclusive";
     c.figures = fmt::format("{}: neither clearly slow nor clearly fast", base);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The suspect's ibstat beside its pairs' answer.
+void JudgeNic(const std::vector<PortReading>& ports, Confirmation& c) {
+  std::vector<std::string> faults = NicFaults(ports);
+  if (faults.empty()) {
+    Rails rails = RailsOf(ports);
+    if (c.verdict == "confirmed" && rails.count >= 2) {
+      c.figures += fmt::format(
+          "; ibstat: its {} rails ({}) all Active at {:g} Gb/s: the node, not "
+          "one NIC",
+          rails.count, rails.kind, rails.best_gbps);
+    }
+    return;
+  }
+  if (c.verdict == "confirmed") {
+    c.locus = "nic";
+    c.figures += fmt::format("; ibstat: {}: the NIC", fmt::join(faults, "; "));
+  } else {
+    c.figures += fmt::format("; ibstat: {} (its pairs did not show it)", fmt::join(faults, "; "));
   }
 }
 
@@ -148,6 +182,62 @@ std::optional<double> BusBandwidthOf(const std::string& file, std::string& why) 
   return std::nullopt;
 }
 
+std::vector<PortReading> IbstatPortsOf(const std::string& file, std::string& why) {
+  static const std::unique_ptr<TextReader> reader = MakeIbstatReader();
+  std::vector<PortReading> out;
+  auto run = Ingest({file}, {reader.get()}, IngestOptions{});
+  if (!run.ok()) {
+    why = std::string(run.status().message());
+    return out;
+  }
+  for (const IbPort& p : run->network.ib_ports) {
+    out.push_back({fmt::format("{} port {}", p.ca, p.port), p.state.value_or(""), p.rate_gbps,
+                   fmt::format("{} {}", p.link_layer.value_or("?"), p.ca_type.value_or("?"))});
+  }
+  if (out.empty()) why = fmt::format("{}: no ibstat port in the output", file);
+  return out;
+}
+
+Rails RailsOf(const std::vector<PortReading>& ports) {
+  // The kind of port the host has most of (8 InfiniBand HCAs beside a
+  // front-end Ethernet NIC whose unused ports are Down), the faster kind on
+  // a tie.
+  std::map<std::string, std::pair<size_t, double>> kinds;  // count, best rate
+  for (const PortReading& p : ports) {
+    auto& [n, best] = kinds[p.kind];
+    ++n;
+    if (p.state == "Active" && p.rate_gbps) best = std::max(best, *p.rate_gbps);
+  }
+  Rails r;
+  std::pair<size_t, double> top{0, 0};
+  for (const auto& [kind, v] : kinds) {
+    if (v > top) top = v, r.kind = kind;
+  }
+  r.count = top.first;
+  r.best_gbps = top.second;
+  return r;
+}
+
+std::vector<std::string> NicFaults(const std::vector<PortReading>& ports) {
+  Rails rails = RailsOf(ports);
+  std::pair<size_t, double> top{rails.count, rails.best_gbps};
+  std::vector<std::string> faults;
+  if (top.first < 2) return faults;  // one port: nothing to compare it with
+  size_t active = 0;
+  for (const PortReading& p : ports) active += p.kind == rails.kind && p.state == "Active";
+  for (const PortReading& p : ports) {
+    if (p.kind != rails.kind) continue;
+    if (!p.state.empty() && p.state != "Active" && active > 0) {
+      faults.push_back(fmt::format("{} {} (its {} peer{} Active)", p.name, p.state, active,
+                                   active == 1 ? "" : "s"));
+    } else if (p.state == "Active" && p.rate_gbps && *p.rate_gbps < top.second) {
+      faults.push_back(
+          fmt::format("{} at {:g} Gb/s, its peers {:g}", p.name, *p.rate_gbps, top.second));
+    }
+  }
+  return faults;
+}
+
 std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& plan,
                                    const std::vector<TestRun>& runs) {
   std::vector<Confirmation> out;
@@ -155,7 +245,8 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
     Confirmation c;
     c.culprit = ci;
     size_t tests = 0, ran = 0, comm = 0;
-    std::vector<std::string> gemm;  // the GEMM tests' verdicts
+    std::vector<std::string> gemm;                    // the GEMM tests' verdicts
+    const std::vector<PortReading>* ports = nullptr;  // the suspect's ibstat
     std::string gemm_figures;
     for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
       const PlannedTest& t = plan.tests[i];
@@ -167,6 +258,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         gemm.push_back(r.verdict);
         if (gemm_figures.empty() || r.verdict == "confirmed") gemm_figures = r.figures;
       }
+      if (!t.argv.empty() && t.argv[0] == "ibstat" && !r.ports.empty()) ports = &r.ports;
       if (t.kind == TestKind::kCommunication) {
         ++comm;
         if (r.busbw_gbps && t.hosts.size() == 2) {
@@ -180,7 +272,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
       c.figures = fmt::format("{} test{} planned, none run here", tests, tests == 1 ? "" : "s");
     } else if (!gemm.empty()) {
       auto has = [&](const char* v) { return std::count(gemm.begin(), gemm.end(), v) > 0; };
-      c.verdict = has("confirmed")                            ? "confirmed"
+      c.verdict = has("confirmed") ? "confirmed"
                   : std::all_of(gemm.begin(), gemm.end(),
                                 [](const std::string& v) { return v == "refuted"; })
                       ? "refuted"
@@ -195,11 +287,13 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         JudgeSwitch(c.pairs, c);
       } else {
         JudgeTriangle(c.pairs, c);
+        if (ports != nullptr) JudgeNic(*ports, c);
       }
     } else {
       c.verdict = "not judged";
-      c.figures = "its health checks' outputs are saved for reading; laggard does not judge them "
-                  "yet";
+      c.figures =
+          "its health checks' outputs are saved for reading; laggard does not judge them "
+          "yet";
     }
     out.push_back(std::move(c));
   }

@@ -11,6 +11,9 @@
 //       switch, its switch's uplink);
 //     both at >= kPairFast: refuted, S's network is as fast as its peers';
 //     one slow and one fast: the path between S and that partner, not S;
+//   S's `ibstat` then tells its NIC from the rest of it: a port not Active,
+//     or slower than S's others, makes a confirmed node the NIC (locus
+//     "nic"); ports all alike leave it the node;
 //   a suspect switch: across its uplink, inside it, and a control pair
 //   elsewhere: slow across with fast inside and elsewhere is confirmed (the
 //     uplink or the switch's other tenants); fast across is refuted; slow
@@ -42,6 +45,27 @@ inline constexpr double kPairFast = 0.85;
 // nullopt with why (no nccl-tests table in it, no row with a figure).
 std::optional<double> BusBandwidthOf(const std::string& file, std::string& why);
 
+// The ports of the `ibstat` output saved in `file`; empty with why when it
+// holds none.
+std::vector<PortReading> IbstatPortsOf(const std::string& file, std::string& why);
+
+// A host's rails: the kind of port it has most of, how many, and the
+// fastest rate among them.
+struct Rails {
+  std::string kind;  // "InfiniBand MT4129"
+  size_t count = 0;
+  double best_gbps = 0;
+};
+Rails RailsOf(const std::vector<PortReading>& ports);
+
+// What a host's ports say of its NICs. Its rails are the kind of port (link
+// layer and CA type) it has most of; a rail not Active while another is, or
+// Active at a lower rate than its fastest peer ("mlx5_3 port 1 at 200 Gb/s,
+// its peers 400"), is a fault. Other kinds (a front-end Ethernet NIC's
+// unused ports, Down) and a host of one port say nothing. Empty when the
+// rails agree.
+std::vector<std::string> NicFaults(const std::vector<PortReading>& ports);
+
 struct PairFigure {
   std::string a, b;
   double gbps = 0;
@@ -52,7 +76,7 @@ struct PairFigure {
 struct Confirmation {
   size_t culprit = 0;
   std::string verdict;  // "confirmed", "refuted", "inconclusive", "not run"
-  // What the tests point at: "node", "path", "switch", "compute" or "".
+  // What the tests point at: "node", "nic", "path", "switch", "compute" or "".
   std::string locus;
   std::string figures;
   std::vector<PairFigure> pairs;  // its communication tests' figures

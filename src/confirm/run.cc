@@ -92,6 +92,11 @@ TestRun RunTest(const PlannedTest& t, size_t index, Launcher l, const std::strin
     if (auto g = ParseGemmLine(line)) run.gemm.push_back(*g);
   }
   if (t.kind == TestKind::kCompute) JudgeGemm(t, run);
+  if (!t.argv.empty() && t.argv[0] == "ibstat" && !run.file.empty()) {
+    std::string why;
+    run.ports = IbstatPortsOf(run.file, why);
+    if (run.ports.empty()) run.figures = why;
+  }
   if (t.kind == TestKind::kCommunication && !run.file.empty()) {
     std::string why;
     run.busbw_gbps = BusBandwidthOf(run.file, why);

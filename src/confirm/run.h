@@ -24,15 +24,24 @@ namespace laggard::confirm {
 inline constexpr double kConfirmedBelow = 0.85;
 inline constexpr double kRefutedFrom = 0.95;
 
+// One InfiniBand port as `ibstat` printed it.
+struct PortReading {
+  std::string name;   // "mlx5_3 port 1"
+  std::string state;  // "Active", "Down", ... ("" when not printed)
+  std::optional<double> rate_gbps;
+  std::string kind;  // link layer and CA type: "InfiniBand MT4129"
+};
+
 // The outcome of one test.
 struct TestRun {
   bool ran = false;
-  std::string state;  // "ran", "exited N", "killed", "could not run", "not run"
+  std::string state;              // "ran", "exited N", "killed", "could not run", "not run"
   std::vector<std::string> argv;  // what ran (or would have)
   std::string file;               // its output, saved
   std::string output;
   std::vector<GemmResult> gemm;
   std::optional<double> busbw_gbps;  // a communication test's (read_back.h)
+  std::vector<PortReading> ports;    // an ibstat test's (read_back.h)
   std::string verdict;               // "confirmed" | "refuted" | "inconclusive" | ""
   std::string figures;
 };

@@ -7,19 +7,22 @@
 # ../shared/corpus (rank 0 only, as nccl-tests does), its bandwidth columns
 # scaled by STANDIN_SLOW for the suspect's pairs (3 processes: 1 on the
 # suspect, 2 on its partner). Read back, the slow pairs confirm the node;
-# unscaled, they refute it. Skips (77) without mpirun or the corpus.
+# unscaled, they refute it. A stand-in ibstat prints a real H100 host's
+# ports from the corpus (8 rails Active, unused Ethernet ports Down): the
+# node, not one NIC. Skips (77) without mpirun or the corpus.
 #
 #   mpirun_confirm_test.sh LAGGARD_BINARY CORPUS_DIR
 set -euo pipefail
 laggard=$1
 corpus=$2/nccl_tests/all_reduce_perf_8xH200_single_8G_azure_nccl2.19.3.txt
+ibstat=$2/ib_eth/gpud_ibstat.47.0.h100.some.down.0.txt
 
 if ! command -v mpirun >/dev/null; then
   echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77
 fi
-if [ ! -f "$corpus" ]; then
-  echo "SKIP: $corpus not found (the shared corpus is not here)"; exit 77
-fi
+for f in "$corpus" "$ibstat"; do
+  if [ ! -f "$f" ]; then echo "SKIP: $f not found (the shared corpus is not here)"; exit 77; fi
+done
 
 dir=$(mktemp -d /tmp/laggard-confirm-mpi-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
@@ -39,6 +42,9 @@ awk -v s="\$scale" '
   { print }' "$corpus"
 STANDIN
 chmod +x "$dir/bin/all_reduce_perf"
+printf '#!/bin/sh\ncat "%s"\n' "$ibstat" >"$dir/bin/ibstat"
+chmod +x "$dir/bin/ibstat"
+export PATH="$dir/bin:$PATH"
 
 cat >"$dir/report.json" <<REPORT
 {"schema": "laggard.report/1",
@@ -56,7 +62,7 @@ check() {  # check SLOW EXPECTED_VERDICT
   cat "$dir/out-$1.txt"
   local runs
   runs=$(grep -c -- '-> ran' "$dir/out-$1.txt" || true)
-  if [ "$runs" != 3 ]; then echo "FAIL: $runs of 3 mpirun tests ran (slow $1)"; fail=1; fi
+  if [ "$runs" != 4 ]; then echo "FAIL: $runs of 4 mpirun tests ran (slow $1)"; fail=1; fi
   if ! grep -q -- "-np 3 -H $host:1,127.0.0.1:2" "$dir/out-$1.txt"; then
     echo "FAIL: the suspect's pair did not go to mpirun with each host's processes"; fail=1
   fi
@@ -64,7 +70,7 @@ check() {  # check SLOW EXPECTED_VERDICT
     echo "FAIL: expected 'host $host: $2' (slow $1)"; fail=1
   fi
 }
-check 0.4 "confirmed (node)"
+check 0.4 "confirmed (node) .*the node, not one NIC"
 check 1 "refuted"
 [ $fail = 0 ] && echo "PASS: mpirun ran the triangle; slow pairs confirmed the node, fast refuted it"
 exit $fail

@@ -84,8 +84,12 @@ TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithItsSwitchNeighbourFirst) {
   PlanOptions o;
   o.gpus_per_node = 2;
   ConfirmPlan plan = PlanConfirm(in, o);
-  // Its switch neighbour first: that pair leaves the switch's uplink out.
-  ASSERT_EQ(plan.tests.size(), 3u);
+  // Its switch neighbour first: that pair leaves the switch's uplink out;
+  // then its own ports.
+  ASSERT_EQ(plan.tests.size(), 4u);
+  EXPECT_EQ(plan.tests[3].argv, std::vector<std::string>{"ibstat"});
+  EXPECT_EQ(plan.tests[3].hosts, std::vector<std::string>{"node-00"});
+  EXPECT_EQ(plan.tests[3].kind, TestKind::kHealth);
   EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-01"}));
   EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-00", "node-02"}));
   EXPECT_EQ(plan.tests[2].hosts, (std::vector<std::string>{"node-01", "node-02"}));
@@ -94,7 +98,7 @@ TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithItsSwitchNeighbourFirst) {
   EXPECT_EQ(plan.tests[0].procs, (std::vector<int>{2, 2}));
   EXPECT_EQ(plan.tests[0].role, PairRole::kSuspect);
   EXPECT_EQ(plan.tests[2].role, PairRole::kControl);
-  for (const PlannedTest& t : plan.tests) EXPECT_EQ(t.kind, TestKind::kCommunication);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(plan.tests[i].kind, TestKind::kCommunication);
 }
 
 TEST(ConfirmPlanTest, NoSuspectGetsMoreThanThreeRuns) {
@@ -108,9 +112,15 @@ TEST(ConfirmPlanTest, NoSuspectGetsMoreThanThreeRuns) {
   culprits.push_back({{"switch", "leaf-1"}, {"cause_class", "external"}, {"confidence", 0.6}});
   ConfirmInput in = Read(Report(culprits));
   ConfirmPlan plan = PlanConfirm(in, {});
+  // Benchmark runs (GEMM, nccl-tests) and health checks (nvidia-smi, dcgmi,
+  // ibstat) are each at most 3 per suspect.
+  std::vector<int> runs(3, 0), checks(3, 0);
+  for (const PlannedTest& t : plan.tests)
+    ++(t.kind == TestKind::kHealth ? checks : runs)[t.culprit];
+  for (int n : runs) EXPECT_LE(n, 3);
+  for (int n : checks) EXPECT_LE(n, 3);
   std::vector<int> per(3, 0);
-  for (const PlannedTest& t : plan.tests) ++per[t.culprit];
-  for (int n : per) EXPECT_LE(n, 3);
+  for (size_t i = 0; i < 3; ++i) per[i] = runs[i] + checks[i];
   EXPECT_GT(per[2], 0);  // the switch: a host under it with one elsewhere
 }
 

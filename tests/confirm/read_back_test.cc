@@ -13,6 +13,7 @@
 
 #include "confirm/launch.h"
 #include "confirm/run.h"
+#include "test_paths.h"
 
 namespace laggard::confirm {
 namespace {
@@ -61,10 +62,10 @@ TEST(ConfirmLaunchTest, EachLauncherRunsAHostsTestAndAPairOnTheirHosts) {
   EXPECT_EQ(LaunchArgv(pair, Launcher::kPrint), mpi);
   EXPECT_EQ(LaunchArgv(pair, Launcher::kSsh), mpi);  // mpirun starts them over ssh
   std::vector<std::string> srun = LaunchArgv(pair, Launcher::kSrun);
-  EXPECT_EQ(std::vector<std::string>(srun.begin(), srun.begin() + 6),
-            (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=12",
-                                      "--nodelist=node-00,node-01", "--time=5",
-                                      "all_reduce_perf"}));
+  EXPECT_EQ(
+      std::vector<std::string>(srun.begin(), srun.begin() + 6),
+      (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=12", "--nodelist=node-00,node-01",
+                                "--time=5", "all_reduce_perf"}));
   pair.procs = {8, 8};
   EXPECT_EQ(LaunchArgv(pair, Launcher::kSrun)[2], "--ntasks-per-node=8");
 
@@ -101,7 +102,8 @@ std::string NcclTestsOutput(double busbw) {
     double bw = busbw * f, alg = bw / 1.875;
     double us = static_cast<double>(size) / (alg * 1e3);
     s += fmt::format(
-        "  {:>10}  {:>12}     float     sum      -1  {:>7.1f}  {:>6.2f}  {:>6.2f}      0  {:>7.1f}  "
+        "  {:>10}  {:>12}     float     sum      -1  {:>7.1f}  {:>6.2f}  {:>6.2f}      0  {:>7.1f} "
+        " "
         "{:>6.2f}  {:>6.2f}      0\n",
         size, size / 4, us, alg, bw, us, alg, bw);
     size *= 2;
@@ -142,9 +144,10 @@ TEST_F(ReadBackTest, TheLargestSizesBusBandwidthIsTheFigure) {
   TestRun r = Ran(0, NcclTestsOutput(40));
   ASSERT_TRUE(r.busbw_gbps) << r.figures;
   EXPECT_NEAR(*r.busbw_gbps, 40, 0.01);
-  TestRun none = Ran(1, "mpirun ...\n--------------------------------------------------------\n"
-                        "mpirun was unable to launch the specified application as it could not "
-                        "access or execute an executable:\n");
+  TestRun none = Ran(1,
+                     "mpirun ...\n--------------------------------------------------------\n"
+                     "mpirun was unable to launch the specified application as it could not "
+                     "access or execute an executable:\n");
   EXPECT_FALSE(none.busbw_gbps);
   EXPECT_NE(none.figures.find("no nccl-tests table"), std::string::npos) << none.figures;
 }
@@ -192,6 +195,83 @@ TEST_F(ReadBackTest, ASuspectSlowWithBothPartnersAndAFastControlIsTheNode) {
   // Nothing ran (printed only).
   c = ReadBack(in, plan, std::vector<TestRun>(3));
   EXPECT_EQ(c[0].verdict, "not run");
+}
+
+// `ibstat` as it prints a CA of one port.
+std::string IbstatCa(int index, const std::string& type, const std::string& state, int rate,
+                     const std::string& layer) {
+  return fmt::format(
+      "CA 'mlx5_{}'\n\tCA type: {}\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n"
+      "\tHardware version: 0\n\tNode GUID: 0x946dae0300cde7{:02x}\n\tSystem image GUID: "
+      "0x946dae0300cde7{:02x}\n\tPort 1:\n\t\tState: {}\n\t\tPhysical state: {}\n\t\tRate: "
+      "{}\n\t\tBase lid: {}\n\t\tLMC: 0\n\t\tSM lid: 334\n\t\tCapability mask: "
+      "0xa751e848\n\t\tPort GUID: 0x946dae0300cde7{:02x}\n\t\tLink layer: {}\n",
+      index, type, index, index, state, state == "Active" ? "LinkUp" : "Disabled", rate, 70 + index,
+      index, layer);
+}
+
+// 4 InfiniBand rails (mlx5_0-3) beside a front-end Ethernet NIC of two
+// ports, one unused (Down), as real hosts have them.
+std::string Ibstat(const std::string& rail2_state, int rail2_rate) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    s += IbstatCa(i, "MT4129", i == 2 ? rail2_state : "Active", i == 2 ? rail2_rate : 400,
+                  "InfiniBand");
+  }
+  s += IbstatCa(4, "MT4125", "Active", 100, "Ethernet");
+  s += IbstatCa(5, "MT4125", "Down", 40, "Ethernet");
+  return s;
+}
+
+TEST_F(ReadBackTest, TheSuspectsIbstatTellsItsNicFromTheNode) {
+  EXPECT_TRUE(NicFaults({}).empty());
+  ConfirmInput in = OneCulprit("node-00");
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-01", PairRole::kSuspect),
+                Pair("node-00", "node-02", PairRole::kSuspect),
+                Pair("node-01", "node-02", PairRole::kControl), Health("node-00")};
+  plan.tests[3].argv = {"ibstat"};
+  auto with_ibstat = [&](const std::string& ibstat, double suspect_gbps) {
+    std::vector<TestRun> runs = {Ran(0, NcclTestsOutput(suspect_gbps)),
+                                 Ran(1, NcclTestsOutput(suspect_gbps)), Ran(2, NcclTestsOutput(40)),
+                                 Ran(3, "ibstat\n" + ibstat)};
+    std::string why;
+    runs[3].ports = IbstatPortsOf(runs[3].file, why);
+    EXPECT_EQ(runs[3].ports.size(), 6u) << why;
+    return ReadBack(in, plan, runs).at(0);
+  };
+  Confirmation degraded = with_ibstat(Ibstat("Active", 200), 20);
+  EXPECT_EQ(degraded.verdict, "confirmed");
+  EXPECT_EQ(degraded.locus, "nic");
+  EXPECT_NE(degraded.figures.find("mlx5_2 port 1 at 200 Gb/s, its peers 400"), std::string::npos)
+      << degraded.figures;
+  Confirmation down = with_ibstat(Ibstat("Down", 400), 20);
+  EXPECT_EQ(down.locus, "nic");
+  EXPECT_NE(down.figures.find("mlx5_2 port 1 Down (its 3 peers Active)"), std::string::npos)
+      << down.figures;
+  // Rails alike; the front-end NIC's unused port is no fault: the node.
+  Confirmation node = with_ibstat(Ibstat("Active", 400), 20);
+  EXPECT_EQ(node.verdict, "confirmed");
+  EXPECT_EQ(node.locus, "node");
+  EXPECT_NE(node.figures.find("the node, not one NIC"), std::string::npos) << node.figures;
+  // A degraded rail the pairs did not feel: refuted, the port still said.
+  Confirmation felt_nothing = with_ibstat(Ibstat("Active", 200), 40);
+  EXPECT_EQ(felt_nothing.verdict, "refuted");
+  EXPECT_NE(felt_nothing.figures.find("its pairs did not show it"), std::string::npos);
+}
+
+// A real H100 host (gpud's test data): 8 InfiniBand rails Active at 400
+// beside ConnectX-6 Dx Ethernet ports, three of them Down and unused.
+// Expected before the first run: no NIC fault.
+TEST(ReadBackCorpusTest, ARealHostsUnusedEthernetPortsAreNoNicFault) {
+  std::string file =
+      std::string(LAGGARD_CORPUS_DIR) + "/ib_eth/gpud_ibstat.47.0.h100.some.down.0.txt";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not found (the shared corpus)";
+  std::string why;
+  std::vector<PortReading> ports = IbstatPortsOf(file, why);
+  EXPECT_EQ(ports.size(), 12u) << why;
+  std::vector<std::string> faults = NicFaults(ports);
+  EXPECT_TRUE(faults.empty()) << faults.front();
 }
 
 TEST_F(ReadBackTest, ASwitchSlowAcrossItsUplinkOnlyIsTheSwitch) {
