@@ -66,6 +66,7 @@ Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& c
                        {"b", p.b},
                        {"busbw_gbps", p.gbps},
                        {"test", p.test + 1},
+                       {"role", confirm::PairRoleName(p.role)},
                        {"control", p.role == confirm::PairRole::kControl}});
     }
     out.push_back({{"culprit", c.culprit},
@@ -73,6 +74,7 @@ Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& c
                    {"verdict", c.verdict},
                    {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
                    {"figures", c.figures},
+                   {"size_bytes", c.size_bytes > 0 ? Json(c.size_bytes) : Json(nullptr)},
                    {"pairs", std::move(pairs)}});
   }
   return out;
@@ -93,16 +95,19 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   Json tests = Json::array();
   for (size_t i = 0; i < plan.tests.size(); ++i) {
     const PlannedTest& t = plan.tests[i];
-    Json x = {{"id", i + 1},
-              {"culprit", t.culprit},
-              {"kind", confirm::TestKindName(t.kind)},
-              {"control", t.control},
-              {"hosts", t.hosts},
-              {"gpu", t.gpu ? Json(*t.gpu) : Json(nullptr)},
-              {"argv", confirm::LaunchArgv(t, launcher)},
-              {"command", ShellText(confirm::LaunchArgv(t, launcher))},
-              {"time_limit_s", t.time_limit_s},
-              {"why", t.why}};
+    Json x = {
+        {"id", i + 1},
+        {"culprit", t.culprit},
+        {"kind", confirm::TestKindName(t.kind)},
+        {"control", t.control},
+        {"role", t.kind == confirm::TestKind::kCommunication ? Json(confirm::PairRoleName(t.role))
+                                                             : Json(nullptr)},
+        {"hosts", t.hosts},
+        {"gpu", t.gpu ? Json(*t.gpu) : Json(nullptr)},
+        {"argv", confirm::LaunchArgv(t, launcher)},
+        {"command", ShellText(confirm::LaunchArgv(t, launcher))},
+        {"time_limit_s", t.time_limit_s},
+        {"why", t.why}};
     if (i < runs.size() && !runs[i].state.empty()) {
       const TestRun& r = runs[i];
       std::string first = r.output.substr(0, r.output.find('\n'));
@@ -116,7 +121,8 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
     tests.push_back(std::move(x));
   }
   j["tests"] = std::move(tests);
-  j["confirmation"] = ConfirmationJson(in, confirm::ReadBack(in, plan, runs));
+  bool ran = std::any_of(runs.begin(), runs.end(), [](const TestRun& r) { return r.ran; });
+  j["confirmation"] = ran ? ConfirmationJson(in, confirm::ReadBack(in, plan, runs)) : Json::array();
   j["notes"] = plan.notes;
   return j;
 }

@@ -1,12 +1,11 @@
 #include "confirm/launch.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <numeric>
+#include <cstring>
 
 #include <fmt/format.h>
-
-#include "base/process.h"
 
 namespace laggard::confirm {
 namespace {
@@ -33,13 +32,12 @@ std::vector<std::string> Srun(const PlannedTest& t) {
   int minutes = std::max(1, static_cast<int>(std::ceil(t.time_limit_s / 60)));
   std::vector<std::string> argv = {"srun", fmt::format("--nodes={}", t.hosts.size())};
   if (IsPair(t)) {
-    bool even = std::all_of(t.procs.begin(), t.procs.end(), [&](int n) { return n == t.procs[0]; });
-    if (even) {
-      argv.push_back(fmt::format("--ntasks-per-node={}", t.procs[0]));
-    } else {
-      argv.push_back(
-          fmt::format("--ntasks={}", std::accumulate(t.procs.begin(), t.procs.end(), 0)));
-    }
+    // Slurm places the same count on each node; uneven counts (a node of 4
+    // GPUs with one of 8) run the smaller on both, so no node gets a task
+    // without a GPU.
+    int per = *std::min_element(t.procs.begin(), t.procs.end());
+    argv.push_back(fmt::format("--ntasks-per-node={}", per));
+    argv.push_back(fmt::format("--gpus-per-node={}", per));
   } else {
     argv.push_back(fmt::format("--ntasks={}", t.hosts.size()));
   }
@@ -47,6 +45,24 @@ std::vector<std::string> Srun(const PlannedTest& t) {
   argv.push_back(fmt::format("--time={}", minutes));
   argv.insert(argv.end(), t.argv.begin(), t.argv.end());
   return argv;
+}
+
+// A word for the remote shell ssh hands its command to: as it is when it
+// holds only characters no shell treats specially, else in single quotes.
+std::string RemoteWord(const std::string& w) {
+  bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./,:@%+-", c) != nullptr;
+  });
+  if (plain) return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string RemoteCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& w : argv) out += (out.empty() ? "" : " ") + RemoteWord(w);
+  return out;
 }
 
 }  // namespace
@@ -77,8 +93,8 @@ std::vector<std::string> LaunchArgv(const PlannedTest& t, Launcher l) {
     case Launcher::kMpirun: return Mpirun(t);
     case Launcher::kSsh:
       if (IsPair(t) || t.hosts.size() != 1) return Mpirun(t);
-      return {"ssh",      "-o", "BatchMode=yes",  "-o", "ConnectTimeout=10",
-              t.hosts[0], "--", ShellText(t.argv)};
+      return {"ssh", "-o",       "BatchMode=yes",      "-o", "ConnectTimeout=10",
+              "--",  t.hosts[0], RemoteCommand(t.argv)};
     case Launcher::kPrint:
     case Launcher::kLocal: return IsPair(t) ? Mpirun(t) : t.argv;
   }

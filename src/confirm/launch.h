@@ -5,12 +5,15 @@
 //           the others as they run on their host (the default);
 //   local   this machine only: the tests whose hosts are this machine, or
 //           that name none; communication tests through mpirun on it;
-//   mpirun  Open MPI: `mpirun -np 1 -H HOST CMD` for a host's test,
-//           `mpirun -np N -H A:a,B:b CMD` for a pair;
+//   mpirun  Open MPI: `mpirun -np 1 -H HOST:1 CMD` for a host's test,
+//           `mpirun -np a+b -H A:a,B:b CMD` for a pair;
 //   srun    Slurm: `srun --nodes=1 --ntasks=1 --nodelist=HOST --time=M CMD`;
-//           a pair with its tasks per node;
-//   ssh     `ssh -o BatchMode=yes HOST -- CMD` for a host's test; a pair
+//           a pair with the smaller of its counts as tasks and GPUs per node;
+//   ssh     `ssh -o BatchMode=yes -o ConnectTimeout=10 -- HOST 'CMD'` for a
+//           host's test, each word quoted for the remote shell; a pair
 //           through mpirun (which starts its remote processes over ssh).
+//           A remote command past its limit dies with its ssh only if the
+//           remote side hangs up: the limit ends the local ssh.
 // A test that names no host runs here with every launcher.
 //
 // Thread-safety: pure functions.

@@ -382,6 +382,17 @@ void PlanCpuCompute(const ConfirmInput& in, size_t i, const std::optional<std::s
 
 }  // namespace
 
+std::string_view PairRoleName(PairRole r) {
+  switch (r) {
+    case PairRole::kSuspect: return "suspect";
+    case PairRole::kAcross: return "across";
+    case PairRole::kInside: return "inside";
+    case PairRole::kControl: return "control";
+    case PairRole::kNone: break;
+  }
+  return "";
+}
+
 std::string_view TestKindName(TestKind k) {
   switch (k) {
     case TestKind::kHealth: return "health";
@@ -426,6 +437,15 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
         where, schema.value_or("")));
   }
   static const Json kObject = Json::object(), kArray = Json::array();
+  // Host names go into command lines (mpirun -H, ssh, srun --nodelist):
+  // only what a host name can be, never an option.
+  auto host_ok = [](const std::string& h) {
+    return !h.empty() && h.size() <= 253 && h[0] != '-' &&
+           std::all_of(h.begin(), h.end(), [](char ch) {
+             return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ||
+                    ch == '_';
+           });
+  };
   ConfirmInput in;
   const Json& v = Member(j, "verdict", kObject);
   in.status = Get<std::string>(v, "status").value_or("");
@@ -434,7 +454,7 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
     ReportCulprit rc;
     rc.rank = Get<int32_t>(c, "rank");
     rc.host = Get<std::string>(c, "host");
-    if (rc.host && rc.host->empty()) rc.host.reset();
+    if (rc.host && !host_ok(*rc.host)) rc.host.reset();
     rc.gpu = Get<int32_t>(c, "gpu");
     rc.nic = Get<std::string>(c, "nic");
     rc.switch_name = Get<std::string>(c, "switch");
@@ -449,13 +469,6 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
     }
     in.culprits.push_back(std::move(rc));
   }
-  // Host names go into command lines (mpirun -H): only what a host name
-  // can be.
-  auto host_ok = [](const std::string& h) {
-    return !h.empty() && h.size() <= 253 && std::all_of(h.begin(), h.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_';
-    });
-  };
   std::set<std::string> hosts;
   for (const Json& r : Member(j, "ranks", kArray)) {
     auto rank = Get<int32_t>(r, "rank");

@@ -91,6 +91,7 @@ std::string_view TestKindName(TestKind k);  // "health", "compute", "communicati
 // suspect host, across a suspect switch's uplink, inside that switch, or a
 // control pair of healthy hosts.
 enum class PairRole : uint8_t { kNone, kSuspect, kAcross, kInside, kControl };
+std::string_view PairRoleName(PairRole r);  // "suspect", "across", "inside", "control", ""
 
 struct PlannedTest {
   TestKind kind = TestKind::kHealth;

@@ -1,6 +1,7 @@
 #include "confirm/read_back.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -21,47 +22,75 @@ std::optional<double> RowFigure(const NcclTestRow& r) {
 
 std::string Ratio(double x, double ref) { return fmt::format("{:.2f}x", ref > 0 ? x / ref : 0); }
 
-// The suspect host's pairs against the control pair.
-void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
+// A culprit's pair tests: which ran well, and which did not.
+struct PairTests {
+  std::vector<PairFigure> figures;  // ran, with a figure at the common size
+  std::vector<std::pair<const PlannedTest*, std::string>> failed;  // planned, no figure: why
+};
+
+// The suspect host's pairs against the control pair. `across`: S's
+// partners sit behind another switch, so every suspect pair crosses S's
+// switch's uplink.
+void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across_switch,
+                   Confirmation& c) {
   std::vector<const PairFigure*> suspect;
   const PairFigure* control = nullptr;
-  for (const PairFigure& p : pairs) {
+  for (const PairFigure& p : pt.figures) {
     if (p.role == PairRole::kSuspect) suspect.push_back(&p);
     if (p.role == PairRole::kControl) control = &p;
   }
+  size_t suspect_failed = 0;
+  std::vector<std::string> failed;
+  for (const auto& [t, why] : pt.failed) {
+    suspect_failed += t->role == PairRole::kSuspect;
+    failed.push_back(fmt::format("{}-{} {}", t->hosts[0], t->hosts[1], why));
+  }
+  std::string failed_text =
+      failed.empty() ? "" : fmt::format("; no figure from {}", fmt::join(failed, ", "));
   if (suspect.empty()) {
     c.verdict = "inconclusive";
-    c.figures = "no pair with the suspect gave a bandwidth";
+    c.figures = "no pair with the suspect gave a bandwidth" + failed_text;
     return;
   }
   const std::string& s = suspect[0]->a;
+  std::vector<std::string> each;
   if (control == nullptr) {
-    c.verdict = "inconclusive";
-    std::vector<std::string> each;
     for (const PairFigure* p : suspect)
       each.push_back(fmt::format("{} {:.1f} GB/s", p->b, p->gbps));
-    c.figures =
-        fmt::format("{} with {}: no control pair to compare with", s, fmt::join(each, ", "));
+    c.verdict = "inconclusive";
+    c.figures = fmt::format("{} with {}: no control pair to compare with{}", s,
+                            fmt::join(each, ", "), failed_text);
     return;
   }
   double ref = control->gbps;
   size_t slow = 0, fast = 0;
-  std::vector<std::string> each;
+  std::vector<std::string> slow_with;
   for (const PairFigure* p : suspect) {
-    double r = p->gbps / ref;
+    double r = ref > 0 ? p->gbps / ref : 0;
     slow += r <= kPairSlow;
     fast += r >= kPairFast;
+    if (r <= kPairSlow) slow_with.push_back(p->b);
     each.push_back(fmt::format("{} {:.1f} GB/s ({})", p->b, p->gbps, Ratio(p->gbps, ref)));
   }
-  std::string base = fmt::format("{} with {}; control {} with {} {:.1f} GB/s", s,
-                                 fmt::join(each, ", "), control->a, control->b, ref);
-  if (slow == suspect.size() && suspect.size() >= 2) {
-    c.verdict = "confirmed";
-    c.locus = "node";
-    c.figures = fmt::format(
-        "{}: slow with every partner, so {} (the host, its NICs or its link to the switch)", base,
-        s);
-  } else if (fast == suspect.size()) {
+  std::string base = fmt::format("{} with {}; control {} with {} {:.1f} GB/s{}", s,
+                                 fmt::join(each, ", "), control->a, control->b, ref, failed_text);
+  bool all = suspect_failed == 0;
+  if (slow == suspect.size() && suspect.size() >= 2 && all) {
+    if (across_switch) {
+      c.verdict = "inconclusive";
+      c.locus = "node_or_uplink";
+      c.figures = fmt::format(
+          "{}: slow with every partner, all behind another switch, so {} or the uplink of its "
+          "switch {}: pair it with a host on its own switch to tell",
+          base, s, *across_switch);
+    } else {
+      c.verdict = "confirmed";
+      c.locus = "node";
+      c.figures = fmt::format(
+          "{}: slow with every partner, so {} (the host, its NICs or its link to the switch)", base,
+          s);
+    }
+  } else if (fast == suspect.size() && all) {
     c.verdict = "refuted";
     c.figures = fmt::format(
         "{}: as fast as its peers' pair, so not {}'s network; look at software or input (or the "
@@ -70,12 +99,14 @@ void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
   } else if (slow > 0 && fast > 0) {
     c.verdict = "inconclusive";
     c.locus = "path";
-    std::vector<std::string> slow_with;
-    for (const PairFigure* p : suspect) {
-      if (p->gbps / ref <= kPairSlow) slow_with.push_back(p->b);
-    }
     c.figures = fmt::format("{}: slow with {} only, so the path between them, not {}", base,
                             fmt::join(slow_with, ", "), s);
+  } else if (!all) {
+    c.verdict = "inconclusive";
+    c.figures = fmt::format(
+        "{}: a pair with {} gave no figure, so {} is neither confirmed nor "
+        "cleared",
+        base, s, s);
   } else {
     c.verdict = "inconclusive";
     c.figures = fmt::format(
@@ -86,37 +117,60 @@ void JudgeTriangle(const std::vector<PairFigure>& pairs, Confirmation& c) {
 }
 
 // A suspect switch: across its uplink, inside it, and a control elsewhere.
-void JudgeSwitch(const std::vector<PairFigure>& pairs, Confirmation& c) {
+void JudgeSwitch(const PairTests& pt, Confirmation& c) {
   const PairFigure *across = nullptr, *inside = nullptr, *control = nullptr;
-  for (const PairFigure& p : pairs) {
+  for (const PairFigure& p : pt.figures) {
     if (p.role == PairRole::kAcross) across = &p;
     if (p.role == PairRole::kInside) inside = &p;
     if (p.role == PairRole::kControl) control = &p;
   }
-  if (across == nullptr || (inside == nullptr && control == nullptr)) {
+  std::vector<std::string> failed;
+  for (const auto& [t, why] : pt.failed) {
+    failed.push_back(fmt::format("{}-{} {}", t->hosts[0], t->hosts[1], why));
+  }
+  std::string failed_text =
+      failed.empty() ? "" : fmt::format("; no figure from {}", fmt::join(failed, ", "));
+  if (across == nullptr) {
     c.verdict = "inconclusive";
-    c.figures =
-        "the pair across the switch's uplink and a pair to compare it with did not both "
-        "give a bandwidth";
+    c.figures = "the pair across the switch's uplink gave no figure" + failed_text;
     return;
   }
-  double ref = std::max(inside ? inside->gbps : 0.0, control ? control->gbps : 0.0);
-  std::string base = fmt::format("across {}-{} {:.1f} GB/s ({})", across->a, across->b,
-                                 across->gbps, Ratio(across->gbps, ref));
+  std::string base = fmt::format("across {}-{} {:.1f} GB/s", across->a, across->b, across->gbps);
   if (inside) base += fmt::format(", inside {}-{} {:.1f} GB/s", inside->a, inside->b, inside->gbps);
   if (control) {
     base += fmt::format(", elsewhere {}-{} {:.1f} GB/s", control->a, control->b, control->gbps);
   }
-  bool inside_slow = inside && control && inside->gbps <= kPairSlow * control->gbps;
-  double r = across->gbps / ref;
-  if (inside_slow) {
+  base += failed_text;
+  if (inside == nullptr) {
+    // The host under the switch is in the across pair: a slow one is that
+    // host or the uplink, and a fast one clears the uplink only as far as
+    // that host goes.
+    bool slow = control && across->gbps <= kPairSlow * control->gbps;
+    bool fast = control && across->gbps >= kPairFast * control->gbps;
+    c.verdict = fast ? "refuted" : "inconclusive";
+    if (slow) c.locus = "node_or_uplink";
+    c.figures = fast   ? fmt::format("{} ({}): across the uplink as fast as elsewhere", base,
+                                     Ratio(across->gbps, control->gbps))
+                : slow ? fmt::format("{} ({}): no pair inside the switch, so {} or the uplink",
+                                     base, Ratio(across->gbps, control->gbps), across->a)
+                       : fmt::format("{}: no pair inside the switch to compare with", base);
+    return;
+  }
+  if (control && inside->gbps <= kPairSlow * control->gbps) {
     c.verdict = "inconclusive";
     c.locus = "node";
     c.figures = fmt::format(
         "{}: slow inside the switch too, so a host under it ({}), not the "
         "uplink",
         base, inside->a);
-  } else if (r <= kPairSlow) {
+    return;
+  }
+  // The reference: the pair inside (it leaves the uplink out), or the
+  // better of inside and elsewhere.
+  double ref = std::max(inside->gbps, control ? control->gbps : 0.0);
+  double r = ref > 0 ? across->gbps / ref : 0;
+  base += fmt::format(" (across {})", Ratio(across->gbps, ref));
+  if (r <= kPairSlow) {
     c.verdict = "confirmed";
     c.locus = "switch";
     c.figures = fmt::format(
@@ -125,7 +179,7 @@ void JudgeSwitch(const std::vector<PairFigure>& pairs, Confirmation& c) {
         base);
   } else if (r >= kPairFast) {
     c.verdict = "refuted";
-    c.figures = fmt::format("{}: across the uplink as fast as elsewhere", base);
+    c.figures = fmt::format("{}: across the uplink as fast as inside", base);
   } else {
     c.verdict = "inconclusive";
     c.figures = fmt::format("{}: neither clearly slow nor clearly fast", base);
@@ -149,7 +203,8 @@ void JudgeNic(const std::vector<PortReading>& ports, Confirmation& c) {
     }
     return;
   }
-  if (c.verdict == "confirmed") {
+  if (c.verdict == "confirmed" || c.locus == "node_or_uplink") {
+    c.verdict = "confirmed";
     c.locus = "nic";
     c.figures += fmt::format("; ibstat: {}: the NIC", fmt::join(faults, "; "));
   } else {
@@ -159,27 +214,26 @@ void JudgeNic(const std::vector<PortReading>& ports, Confirmation& c) {
 
 }  // namespace
 
-std::optional<double> BusBandwidthOf(const std::string& file, std::string& why) {
+std::vector<SizeBandwidth> BusBandwidthOf(const std::string& file, std::string& why) {
   static const std::unique_ptr<TextReader> reader = MakeNcclTestsReader();
+  std::vector<SizeBandwidth> out;
   auto run = Ingest({file}, {reader.get()}, IngestOptions{});
   if (!run.ok()) {
     why = std::string(run.status().message());
-    return std::nullopt;
+    return out;
   }
   const std::vector<NcclTestRun>& tests = run->network.nccl_tests;
   if (tests.empty()) {
     why = fmt::format("{}: no nccl-tests table in the output", file);
-    return std::nullopt;
+    return out;
   }
-  const NcclTestRun& t = tests.back();
-  const NcclTestRow* largest = nullptr;
-  for (const NcclTestRow& r : t.rows) {
-    if (RowFigure(r) && (largest == nullptr || r.size_bytes >= largest->size_bytes)) largest = &r;
+  std::map<int64_t, double> by_size;  // a size printed twice keeps its last
+  for (const NcclTestRow& r : tests.back().rows) {
+    if (auto f = RowFigure(r)) by_size[r.size_bytes] = *f;
   }
-  if (largest != nullptr) return RowFigure(*largest);
-  if (t.avg_busbw_gbps && *t.avg_busbw_gbps > 0) return t.avg_busbw_gbps;
-  why = fmt::format("{}: the nccl-tests table has no bus bandwidth", file);
-  return std::nullopt;
+  for (const auto& [size, gbps] : by_size) out.push_back({size, gbps});
+  if (out.empty()) why = fmt::format("{}: the nccl-tests table has no bus bandwidth", file);
+  return out;
 }
 
 std::vector<PortReading> IbstatPortsOf(const std::string& file, std::string& why) {
@@ -238,6 +292,76 @@ std::vector<std::string> NicFaults(const std::vector<PortReading>& ports) {
   return faults;
 }
 
+namespace {
+
+// A culprit's communication tests: figures at the largest size every pair
+// that ran well reached; the others with why.
+PairTests CollectPairs(const ConfirmPlan& plan, const std::vector<TestRun>& runs, size_t culprit,
+                       int64_t& size_bytes) {
+  PairTests pt;
+  std::vector<size_t> good;
+  for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    if (t.culprit != culprit || t.kind != TestKind::kCommunication || t.hosts.size() != 2) continue;
+    const TestRun& r = runs[i];
+    if (!r.ran) continue;
+    if (r.state != "ran") {
+      pt.failed.push_back({&t, r.state});
+    } else if (r.busbw.empty()) {
+      pt.failed.push_back({&t, "(no bus bandwidth in its output)"});
+    } else {
+      good.push_back(i);
+    }
+  }
+  if (good.empty()) return pt;
+  // The largest size in every good pair's table.
+  std::vector<int64_t> common;
+  for (const SizeBandwidth& b : runs[good[0]].busbw) common.push_back(b.size_bytes);
+  for (size_t i : good) {
+    std::vector<int64_t> mine, both;
+    for (const SizeBandwidth& b : runs[i].busbw) mine.push_back(b.size_bytes);
+    std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (common.empty()) {
+    for (size_t i : good) {
+      pt.failed.push_back({&plan.tests[i], "(no message size in common with the other pairs)"});
+    }
+    return pt;
+  }
+  size_bytes = common.back();
+  for (size_t i : good) {
+    const PlannedTest& t = plan.tests[i];
+    for (const SizeBandwidth& b : runs[i].busbw) {
+      if (b.size_bytes == size_bytes)
+        pt.figures.push_back({t.hosts[0], t.hosts[1], b.gbps, i, t.role});
+    }
+  }
+  return pt;
+}
+
+// The suspect's switch when every partner of its triangle sits behind
+// another one.
+std::optional<std::string> PartnersAcross(const ConfirmInput& in, const ConfirmPlan& plan,
+                                          size_t culprit) {
+  std::optional<std::string> mine;
+  bool any = false;
+  for (const PlannedTest& t : plan.tests) {
+    if (t.culprit != culprit || t.role != PairRole::kSuspect || t.hosts.size() != 2) continue;
+    auto s = in.switch_of.find(t.hosts[0]);
+    auto p = in.switch_of.find(t.hosts[1]);
+    if (s == in.switch_of.end() || p == in.switch_of.end() || s->second == p->second) {
+      return std::nullopt;
+    }
+    mine = s->second;
+    any = true;
+  }
+  return any ? mine : std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& plan,
                                    const std::vector<TestRun>& runs) {
   std::vector<Confirmation> out;
@@ -245,6 +369,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
     Confirmation c;
     c.culprit = ci;
     size_t tests = 0, ran = 0, comm = 0;
+    bool is_switch = false;
     std::vector<std::string> gemm;                    // the GEMM tests' verdicts
     const std::vector<PortReading>* ports = nullptr;  // the suspect's ibstat
     std::string gemm_figures;
@@ -258,18 +383,18 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         gemm.push_back(r.verdict);
         if (gemm_figures.empty() || r.verdict == "confirmed") gemm_figures = r.figures;
       }
-      if (!t.argv.empty() && t.argv[0] == "ibstat" && !r.ports.empty()) ports = &r.ports;
+      if (!t.argv.empty() && t.argv[0] == "ibstat" && r.state == "ran" && !r.ports.empty()) {
+        ports = &r.ports;
+      }
       if (t.kind == TestKind::kCommunication) {
         ++comm;
-        if (r.busbw_gbps && t.hosts.size() == 2) {
-          c.pairs.push_back({t.hosts[0], t.hosts[1], *r.busbw_gbps, i, t.role});
-        }
+        is_switch |= t.role == PairRole::kAcross || t.role == PairRole::kInside;
       }
     }
     if (tests == 0) continue;
     if (ran == 0) {
       c.verdict = "not run";
-      c.figures = fmt::format("{} test{} planned, none run here", tests, tests == 1 ? "" : "s");
+      c.figures = fmt::format("{} test{} planned, none run", tests, tests == 1 ? "" : "s");
     } else if (!gemm.empty()) {
       auto has = [&](const char* v) { return std::count(gemm.begin(), gemm.end(), v) > 0; };
       c.verdict = has("confirmed") ? "confirmed"
@@ -280,13 +405,12 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
       if (c.verdict == "confirmed") c.locus = "compute";
       c.figures = gemm_figures;
     } else if (comm > 0) {
-      bool is_switch = std::any_of(c.pairs.begin(), c.pairs.end(), [](const PairFigure& p) {
-        return p.role == PairRole::kAcross || p.role == PairRole::kInside;
-      });
+      PairTests pt = CollectPairs(plan, runs, ci, c.size_bytes);
+      c.pairs = pt.figures;
       if (is_switch) {
-        JudgeSwitch(c.pairs, c);
+        JudgeSwitch(pt, c);
       } else {
-        JudgeTriangle(c.pairs, c);
+        JudgeTriangle(pt, PartnersAcross(in, plan, ci), c);
         if (ports != nullptr) JudgeNic(*ports, c);
       }
     } else {

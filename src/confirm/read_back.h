@@ -1,28 +1,31 @@
 // Reading a confirmation's outputs back into one answer per culprit.
 //
 // A communication test's output is read by the nccl-tests reader (the one
-// `diagnose` uses); its figure is the bus bandwidth of its largest message
-// size (out-of-place, else in-place, else the run's average): the size
-// where the link, not latency, sets the pace. The pairs of one culprit are
-// then judged together:
+// `diagnose` uses) into its bus bandwidth per message size (out-of-place,
+// else in-place). Only a run that ended well (state "ran") gives figures;
+// a culprit's pairs are compared at the largest size every one of them
+// reached, where the link, not latency, sets the pace. Then:
 //   a suspect host's triangle, (S, H1), (S, H2) and the control (H1, H2):
-//     both suspect pairs at <= kPairSlow of the control: confirmed, the
-//       node (with its NIC and, when its partners sit behind another
-//       switch, its switch's uplink);
-//     both at >= kPairFast: refuted, S's network is as fast as its peers';
+//     every suspect pair at <= kPairSlow of the control: confirmed, the
+//       node; when its partners sit behind another switch, S or its
+//       switch's uplink (inconclusive: a pair on S's own switch tells);
+//     every planned suspect pair at >= kPairFast: refuted;
 //     one slow and one fast: the path between S and that partner, not S;
-//   S's `ibstat` then tells its NIC from the rest of it: a port not Active,
-//     or slower than S's others, makes a confirmed node the NIC (locus
-//     "nic"); ports all alike leave it the node;
+//     a suspect pair that failed, or no control: inconclusive;
+//   S's `ibstat` then tells its NIC from the rest of it (NicFaults()): a
+//     faulty rail makes a confirmed node (or node-or-uplink) the NIC;
 //   a suspect switch: across its uplink, inside it, and a control pair
-//   elsewhere: slow across with fast inside and elsewhere is confirmed (the
-//     uplink or the switch's other tenants); fast across is refuted; slow
-//     inside too points at a host under it, not the uplink.
+//   elsewhere: slow across with a fast pair inside is confirmed (the uplink
+//     or the switch's other tenants); without a pair inside nothing is
+//     confirmed (the host under it is in the across pair); fast across
+//     against a measured reference is refuted; slow inside too points at a
+//     host under it, not the uplink.
 // A CPU job's GEMM test carries its own verdict (run.h): confirmed when
 // any of the culprit's is, refuted when all are. Health checks (nvidia-smi,
 // dcgmi) are saved for reading, not judged here.
 //
-// Thread-safety: pure functions but BusBandwidthOf(), which reads a file.
+// Thread-safety: pure functions but BusBandwidthOf() and IbstatPortsOf(),
+// which read a file.
 
 #ifndef LAGGARD_CONFIRM_READ_BACK_H_
 #define LAGGARD_CONFIRM_READ_BACK_H_
@@ -41,9 +44,10 @@ namespace laggard::confirm {
 inline constexpr double kPairSlow = 0.7;
 inline constexpr double kPairFast = 0.85;
 
-// The bus bandwidth (GB/s) of the nccl-tests output saved in `file`, or
-// nullopt with why (no nccl-tests table in it, no row with a figure).
-std::optional<double> BusBandwidthOf(const std::string& file, std::string& why);
+// The bus bandwidth (GB/s) per message size of the nccl-tests output saved
+// in `file`, ascending by size; empty with why (no nccl-tests table in it,
+// no row with a figure).
+std::vector<SizeBandwidth> BusBandwidthOf(const std::string& file, std::string& why);
 
 // The ports of the `ibstat` output saved in `file`; empty with why when it
 // holds none.
@@ -68,7 +72,7 @@ std::vector<std::string> NicFaults(const std::vector<PortReading>& ports);
 
 struct PairFigure {
   std::string a, b;
-  double gbps = 0;
+  double gbps = 0;  // at the culprit's common size
   size_t test = 0;  // into the plan's tests
   PairRole role = PairRole::kNone;
 };
@@ -76,14 +80,17 @@ struct PairFigure {
 struct Confirmation {
   size_t culprit = 0;
   std::string verdict;  // "confirmed", "refuted", "inconclusive", "not run"
-  // What the tests point at: "node", "nic", "path", "switch", "compute" or "".
+  // What the tests point at: "node", "nic", "node_or_uplink", "path",
+  // "switch", "compute" or "".
   std::string locus;
   std::string figures;
   std::vector<PairFigure> pairs;  // its communication tests' figures
+  int64_t size_bytes = 0;         // the message size they are compared at
 };
 
 // One entry per culprit that has tests in `plan`, in culprit order; `runs`
-// holds one entry per planned test (empty state: not run).
+// holds one entry per planned test (empty state: not run). `in` gives the
+// hosts' switches (a triangle whose partners sit behind another switch).
 std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& plan,
                                    const std::vector<TestRun>& runs);
 

@@ -24,6 +24,12 @@ namespace laggard::confirm {
 inline constexpr double kConfirmedBelow = 0.85;
 inline constexpr double kRefutedFrom = 0.95;
 
+// A bus bandwidth at one message size of an nccl-tests table.
+struct SizeBandwidth {
+  int64_t size_bytes = 0;
+  double gbps = 0;
+};
+
 // One InfiniBand port as `ibstat` printed it.
 struct PortReading {
   std::string name;   // "mlx5_3 port 1"
@@ -40,7 +46,8 @@ struct TestRun {
   std::string file;               // its output, saved
   std::string output;
   std::vector<GemmResult> gemm;
-  std::optional<double> busbw_gbps;  // a communication test's (read_back.h)
+  std::optional<double> busbw_gbps;  // a communication test's, at its largest size
+  std::vector<SizeBandwidth> busbw;  // per size, ascending (read_back.h)
   std::vector<PortReading> ports;    // an ibstat test's (read_back.h)
   std::string verdict;               // "confirmed" | "refuted" | "inconclusive" | ""
   std::string figures;

@@ -188,6 +188,18 @@ TEST(ConfirmPlanTest, NumbersOutOfRangeAndOddShapesAreAbsentNotWrapped) {
   EXPECT_FALSE(ReadReport(deep, "g.json").ok());
 }
 
+TEST(ConfirmPlanTest, AHostNameThatIsAnOptionNeverReachesACommandLine) {
+  ConfirmInput in = Read(Report(Json::array({{{"host", "-oProxyCommand=touch /tmp/x"},
+                                              {"cause_class", "communication"},
+                                              {"confidence", 0.7}}})));
+  ASSERT_EQ(in.culprits.size(), 1u);
+  EXPECT_FALSE(in.culprits[0].host);
+  ConfirmPlan plan = PlanConfirm(in, {});
+  for (const PlannedTest& t : plan.tests) {
+    for (const std::string& h : t.hosts) EXPECT_NE(h[0], '-') << h;
+  }
+}
+
 TEST(ConfirmPlanTest, ImbalanceIsNotAHardwareQuestion) {
   ConfirmInput in = Read(Report(Json::array({{{"ranks", {2, 3}},
                                               {"cause_class", "imbalance"},

@@ -49,8 +49,13 @@ TEST(ConfirmLaunchTest, EachLauncherRunsAHostsTestAndAPairOnTheirHosts) {
             (std::vector<std::string>{"srun", "--nodes=1", "--ntasks=1", "--nodelist=node-03",
                                       "--time=1", "nvidia-smi", "-q", "-d", "PERFORMANCE"}));
   EXPECT_EQ(LaunchArgv(smi, Launcher::kSsh),
-            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-                                      "node-03", "--", "nvidia-smi -q -d PERFORMANCE"}));
+            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--",
+                                      "node-03", "nvidia-smi -q -d PERFORMANCE"}));
+  // The remote shell gets each word quoted unless it is plain.
+  PlannedTest odd = smi;
+  odd.argv = {"/opt/x`id`=/laggard", "gemm", "it's", "$HOME"};
+  EXPECT_EQ(LaunchArgv(odd, Launcher::kSsh).back(),
+            "'/opt/x`id`=/laggard' gemm 'it'\\''s' '$HOME'");
 
   PlannedTest pair = Pair("node-00", "node-01", PairRole::kSuspect);
   pair.procs = {8, 4};
@@ -62,10 +67,12 @@ TEST(ConfirmLaunchTest, EachLauncherRunsAHostsTestAndAPairOnTheirHosts) {
   EXPECT_EQ(LaunchArgv(pair, Launcher::kPrint), mpi);
   EXPECT_EQ(LaunchArgv(pair, Launcher::kSsh), mpi);  // mpirun starts them over ssh
   std::vector<std::string> srun = LaunchArgv(pair, Launcher::kSrun);
+  // Uneven counts: the smaller on both nodes, so none gets a task without a
+  // GPU.
   EXPECT_EQ(
-      std::vector<std::string>(srun.begin(), srun.begin() + 6),
-      (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=12", "--nodelist=node-00,node-01",
-                                "--time=5", "all_reduce_perf"}));
+      std::vector<std::string>(srun.begin(), srun.begin() + 7),
+      (std::vector<std::string>{"srun", "--nodes=2", "--ntasks-per-node=4", "--gpus-per-node=4",
+                                "--nodelist=node-00,node-01", "--time=5", "all_reduce_perf"}));
   pair.procs = {8, 8};
   EXPECT_EQ(LaunchArgv(pair, Launcher::kSrun)[2], "--ntasks-per-node=8");
 
@@ -132,7 +139,8 @@ class ReadBackTest : public ::testing::Test {
     r.state = "ran";
     r.file = file;
     std::string why;
-    r.busbw_gbps = BusBandwidthOf(file, why);
+    r.busbw = BusBandwidthOf(file, why);
+    if (!r.busbw.empty()) r.busbw_gbps = r.busbw.back().gbps;
     r.figures = why;
     return r;
   }
@@ -144,6 +152,8 @@ TEST_F(ReadBackTest, TheLargestSizesBusBandwidthIsTheFigure) {
   TestRun r = Ran(0, NcclTestsOutput(40));
   ASSERT_TRUE(r.busbw_gbps) << r.figures;
   EXPECT_NEAR(*r.busbw_gbps, 40, 0.01);
+  ASSERT_EQ(r.busbw.size(), 3u);
+  EXPECT_EQ(r.busbw[0].size_bytes, 8388608);
   TestRun none = Ran(1,
                      "mpirun ...\n--------------------------------------------------------\n"
                      "mpirun was unable to launch the specified application as it could not "
@@ -258,6 +268,69 @@ TEST_F(ReadBackTest, TheSuspectsIbstatTellsItsNicFromTheNode) {
   Confirmation felt_nothing = with_ibstat(Ibstat("Active", 200), 40);
   EXPECT_EQ(felt_nothing.verdict, "refuted");
   EXPECT_NE(felt_nothing.figures.find("its pairs did not show it"), std::string::npos);
+}
+
+TEST_F(ReadBackTest, AFailedOrCutPairIsNeverEvidence) {
+  ConfirmInput in = OneCulprit("node-00");
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-01", PairRole::kSuspect),
+                Pair("node-00", "node-02", PairRole::kSuspect),
+                Pair("node-01", "node-02", PairRole::kControl)};
+  // Both suspect pairs died after their first sizes (low figures there):
+  // no confirmation from runs that did not end well.
+  std::string cut = NcclTestsOutput(40);
+  cut = cut.substr(0, cut.find("  16777216"));
+  std::vector<TestRun> runs = {Ran(0, cut), Ran(1, cut), Ran(2, NcclTestsOutput(40))};
+  runs[0].state = runs[1].state = "exited 1";
+  auto c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive") << c[0].figures;
+  EXPECT_NE(c[0].figures.find("exited 1"), std::string::npos) << c[0].figures;
+  // One suspect pair fast and the other failed: not refuted.
+  runs = {Ran(0, NcclTestsOutput(40)), Ran(1, cut), Ran(2, NcclTestsOutput(40))};
+  runs[1].state = "exited 1";
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive") << c[0].figures;
+  // A pair that ended well at a smaller largest size: all are compared at
+  // the size every pair reached (8M here: 0.5 x 40 against 0.5 x 40).
+  runs = {Ran(0, cut), Ran(1, NcclTestsOutput(40)), Ran(2, NcclTestsOutput(40))};
+  c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].size_bytes, 8388608);
+  EXPECT_EQ(c[0].verdict, "refuted") << c[0].figures;
+}
+
+TEST_F(ReadBackTest, PartnersBehindAnotherSwitchLeaveTheUplinkOpen) {
+  ConfirmInput in = OneCulprit("node-00");
+  in.switch_of = {{"node-00", "leaf-1"}, {"node-02", "leaf-2"}, {"node-03", "leaf-2"}};
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-02", PairRole::kSuspect),
+                Pair("node-00", "node-03", PairRole::kSuspect),
+                Pair("node-02", "node-03", PairRole::kControl), Health("node-00")};
+  plan.tests[3].argv = {"ibstat"};
+  std::vector<TestRun> runs = {Ran(0, NcclTestsOutput(12)), Ran(1, NcclTestsOutput(13)),
+                               Ran(2, NcclTestsOutput(40))};
+  auto c = ReadBack(in, plan, runs);
+  EXPECT_EQ(c[0].verdict, "inconclusive") << c[0].figures;
+  EXPECT_EQ(c[0].locus, "node_or_uplink");
+  EXPECT_NE(c[0].figures.find("uplink of its switch leaf-1"), std::string::npos) << c[0].figures;
+}
+
+TEST_F(ReadBackTest, ASwitchWithoutAPairInsideIsNeverConfirmed) {
+  ConfirmInput in = OneCulprit("node-00");
+  in.culprits[0].switch_name = "leaf-1";
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-02", PairRole::kAcross),
+                Pair("node-02", "node-03", PairRole::kControl)};
+  auto c = ReadBack(in, plan, {Ran(0, NcclTestsOutput(15)), Ran(1, NcclTestsOutput(42))});
+  EXPECT_EQ(c[0].verdict, "inconclusive") << c[0].figures;
+  EXPECT_EQ(c[0].locus, "node_or_uplink");
+  c = ReadBack(in, plan, {Ran(0, NcclTestsOutput(41)), Ran(1, NcclTestsOutput(42))});
+  EXPECT_EQ(c[0].verdict, "refuted") << c[0].figures;
+  // Across and inside only: inside is the reference; "elsewhere" is never
+  // said without a pair there.
+  plan.tests[1] = Pair("node-00", "node-01", PairRole::kInside);
+  c = ReadBack(in, plan, {Ran(0, NcclTestsOutput(15)), Ran(1, NcclTestsOutput(42))});
+  EXPECT_EQ(c[0].verdict, "confirmed") << c[0].figures;
+  EXPECT_EQ(c[0].figures.find("elsewhere"), std::string::npos) << c[0].figures;
 }
 
 // A real H100 host (gpud's test data): 8 InfiniBand rails Active at 400
