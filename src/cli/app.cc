@@ -231,8 +231,8 @@ struct SimulateArgs {
   int64_t start_time_s = 0;
   std::string step_format = "article", step_timing = "end-to-end";
   bool no_traces = false, gzip_traces = false, no_hardware = false, no_network = false,
-       no_nccl_tests = false, no_nccl_debug = false, step_logs_only = false, no_effects = false,
-       quiet = false;
+       no_nccl_tests = false, all_pair_tests = false, no_nccl_debug = false, step_logs_only = false,
+       no_effects = false, quiet = false;
   int trace_steps = 5, trace_first_step = -1, threads = 0;
   std::string layout;  // given: a 3D-parallel job (pipeline_sim.h) instead of the cluster
   int microbatches = 8;
@@ -251,7 +251,8 @@ int SimulatePipelineJob(CLI::App* cmd, const SimulateArgs& a, std::ostream& out,
                                    "--step-timing",      "--no-traces",       "--trace-steps",
                                    "--trace-first-step", "--gzip-traces",     "--no-hardware",
                                    "--no-network",       "--no-nccl-tests",   "--no-nccl-debug",
-                                   "--step-logs-only",   "--no-effects",      "--trace-ranks"}) {
+                                   "--all-pair-tests",   "--step-logs-only",  "--no-effects",
+                                   "--trace-ranks"}) {
     if (given(cluster_only)) {
       err << "laggard simulate: " << cluster_only
           << " is a cluster option; --layout simulates a 3D-parallel job (options: --layout, "
@@ -375,6 +376,7 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
   if (a.no_hardware || a.step_logs_only) oo.hardware = false;
   if (a.no_network || a.step_logs_only) oo.network = false;
   if (a.no_nccl_tests || a.step_logs_only) oo.nccl_tests = false;
+  oo.all_pair_tests = a.all_pair_tests;
   if (a.no_nccl_debug || a.step_logs_only) oo.nccl_debug = false;
   if (a.no_effects) oo.measure_effects = false;
   oo.threads = a.threads;
@@ -446,6 +448,9 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
   cmd->add_flag("--no-hardware", a.no_hardware, "no nvidia-smi files");
   cmd->add_flag("--no-network", a.no_network, "no ibstat, ethtool or switch map");
   cmd->add_flag("--no-nccl-tests", a.no_nccl_tests, "no nccl-tests output");
+  cmd->add_flag("--all-pair-tests", a.all_pair_tests,
+                "two-node nccl-tests for every node pair (default: every pair up to 8 nodes, "
+                "neighbours beyond)");
   cmd->add_flag("--no-nccl-debug", a.no_nccl_debug, "no NCCL_DEBUG log");
   cmd->add_flag("--step-logs-only", a.step_logs_only,
                 "only step logs and truth.json (for scale runs)");

@@ -175,6 +175,10 @@ void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
       ->check(CLI::IsMember({"print", "local", "mpirun", "srun", "ssh"}))
       ->capture_default_str();
   cmd->add_flag("--dry-run", o.dry_run, "show the launcher's command lines; run nothing");
+  cmd->add_option("--results", o.results,
+                  "read the tests' outputs from this folder (run earlier, by hand or by "
+                  "nccl-tests-cluster) instead of running them")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--out", o.out_dir, "where each test's output is written when it runs")
       ->capture_default_str();
   cmd->add_option("--rank-cores", o.rank_cores,
@@ -266,7 +270,19 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   }
   ConfirmPlan plan = confirm::PlanConfirm(*in, plan_options);
   std::vector<TestRun> runs(plan.tests.size());
-  if (runs_tests) {
+  if (!o.results.empty()) {
+    if (launcher != Launcher::kPrint) {
+      err << "laggard confirm: --results reads outputs already there; it takes no --launcher\n";
+      return kExitNoInput;
+    }
+    auto read = confirm::ReadResults(plan, o.results);
+    if (!read.ok()) {
+      err << "laggard confirm: " << read.status().message() << "\n";
+      return kExitNoInput;
+    }
+    runs = std::move(*read);
+    runs_tests = true;
+  } else if (runs_tests) {
     std::string here = LocalHostName();
     for (size_t i = 0; i < plan.tests.size(); ++i) {
       if (!o.json) err << fmt::format("running test {} of {}\n", i + 1, plan.tests.size());

@@ -28,6 +28,7 @@ struct ConfirmOptions {
   std::string out_dir = "laggard-confirm";
   std::string rank_cores;  // "0:0,1:1"
   bool dry_run = false;    // the launcher's command lines, nothing run
+  std::string results;     // read the tests' outputs from here instead of running them
   bool json = false;
   confirm::PlanOptions plan;
 };

@@ -127,7 +127,9 @@ Named NamedByCulprits(const ConfirmInput& in) {
       if (h && g != in.gpu_of_rank.end()) n.gpus.insert({*h, g->second});
     }
     if (auto h = HostOf(in, c); h && c.gpu) n.gpus.insert({*h, *c.gpu});
-    if (c.switch_name) {
+    // A switch culprit names its hosts; a host's culprit carries its switch
+    // only as where it sits.
+    if (c.switch_name && (c.cause_class == "external" || !HostOf(in, c))) {
       for (const auto& [host, sw] : in.switch_of) {
         if (sw == *c.switch_name) n.hosts.insert(host);
       }

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -214,26 +215,87 @@ void JudgeNic(const std::vector<PortReading>& ports, Confirmation& c) {
 
 }  // namespace
 
+namespace {
+
+std::vector<SizeBandwidth> SizesOf(const NcclTestRun& t) {
+  std::map<int64_t, double> by_size;  // a size printed twice keeps its last
+  for (const NcclTestRow& r : t.rows) {
+    if (auto f = RowFigure(r)) by_size[r.size_bytes] = *f;
+  }
+  std::vector<SizeBandwidth> out;
+  for (const auto& [size, gbps] : by_size) out.push_back({size, gbps});
+  return out;
+}
+
+PortReading ReadingOf(const IbPort& p) {
+  return {fmt::format("{} port {}", p.ca, p.port), p.state.value_or(""), p.rate_gbps,
+          fmt::format("{} {}", p.link_layer.value_or("?"), p.ca_type.value_or("?"))};
+}
+
+}  // namespace
+
 std::vector<SizeBandwidth> BusBandwidthOf(const std::string& file, std::string& why) {
   static const std::unique_ptr<TextReader> reader = MakeNcclTestsReader();
-  std::vector<SizeBandwidth> out;
   auto run = Ingest({file}, {reader.get()}, IngestOptions{});
   if (!run.ok()) {
     why = std::string(run.status().message());
-    return out;
+    return {};
   }
   const std::vector<NcclTestRun>& tests = run->network.nccl_tests;
   if (tests.empty()) {
     why = fmt::format("{}: no nccl-tests table in the output", file);
-    return out;
+    return {};
   }
-  std::map<int64_t, double> by_size;  // a size printed twice keeps its last
-  for (const NcclTestRow& r : tests.back().rows) {
-    if (auto f = RowFigure(r)) by_size[r.size_bytes] = *f;
-  }
-  for (const auto& [size, gbps] : by_size) out.push_back({size, gbps});
+  std::vector<SizeBandwidth> out = SizesOf(tests.back());
   if (out.empty()) why = fmt::format("{}: the nccl-tests table has no bus bandwidth", file);
   return out;
+}
+
+StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::string& dir) {
+  static const std::unique_ptr<TextReader> tests_reader = MakeNcclTestsReader();
+  static const std::unique_ptr<TextReader> ib_reader = MakeIbstatReader();
+  auto run = Ingest({dir}, {tests_reader.get(), ib_reader.get()}, IngestOptions{});
+  if (!run.ok()) return run.status();
+  const NetworkData& net = run->network;
+  auto path_of = [&](const SourceRef& src) {
+    return src.file < run->files.size() ? run->files[src.file].path : dir;
+  };
+  std::vector<TestRun> runs(plan.tests.size());
+  for (size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    TestRun& r = runs[i];
+    r.argv = t.argv;
+    if (t.kind == TestKind::kCommunication && t.hosts.size() == 2) {
+      std::set<std::string> want(t.hosts.begin(), t.hosts.end());
+      // The last run of exactly these hosts.
+      for (const NcclTestRun& x : net.nccl_tests) {
+        std::set<std::string> hosts;
+        for (const NcclTestRank& k : x.ranks) hosts.insert(k.host);
+        if (hosts != want) continue;
+        r = TestRun();
+        r.argv = t.argv;
+        r.ran = true;
+        r.file = path_of(x.src);
+        r.state = x.errors.empty() ? "ran" : "failed";
+        if (!x.errors.empty()) r.output = x.errors.front();
+        r.busbw = SizesOf(x);
+        if (!r.busbw.empty()) r.busbw_gbps = r.busbw.back().gbps;
+      }
+    } else if (!t.argv.empty() && t.argv[0] == "ibstat" && t.hosts.size() == 1) {
+      for (const IbPort& p : net.ib_ports) {
+        if (p.host != t.hosts[0]) continue;
+        r.ran = true;
+        r.state = "ran";
+        r.file = path_of(p.src);
+        r.ports.push_back(ReadingOf(p));
+      }
+    }
+    if (!r.ran) {
+      r.state = "not run";
+      r.output = fmt::format("no result for it in {}", dir);
+    }
+  }
+  return runs;
 }
 
 std::vector<PortReading> IbstatPortsOf(const std::string& file, std::string& why) {
@@ -244,10 +306,7 @@ std::vector<PortReading> IbstatPortsOf(const std::string& file, std::string& why
     why = std::string(run.status().message());
     return out;
   }
-  for (const IbPort& p : run->network.ib_ports) {
-    out.push_back({fmt::format("{} port {}", p.ca, p.port), p.state.value_or(""), p.rate_gbps,
-                   fmt::format("{} {}", p.link_layer.value_or("?"), p.ca_type.value_or("?"))});
-  }
+  for (const IbPort& p : run->network.ib_ports) out.push_back(ReadingOf(p));
   if (out.empty()) why = fmt::format("{}: no ibstat port in the output", file);
   return out;
 }

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "confirm/plan.h"
 #include "confirm/run.h"
 
@@ -48,6 +49,14 @@ inline constexpr double kPairFast = 0.85;
 // in `file`, ascending by size; empty with why (no nccl-tests table in it,
 // no row with a figure).
 std::vector<SizeBandwidth> BusBandwidthOf(const std::string& file, std::string& why);
+
+// The plan's tests read from outputs already there, in `dir` (files or
+// folders, any names: run by hand, by nccl-tests-cluster, or `laggard
+// simulate --all-pair-tests`): a pair's test is the last nccl-tests run whose
+// ranks sit on exactly its two hosts; a host's ibstat test is the ibstat
+// ports of that host (named by its folder, as `diagnose` reads them). A
+// test with no result there is "not run". Fails only when `dir` is missing.
+StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::string& dir);
 
 // The ports of the `ibstat` output saved in `file`; empty with why when it
 // holds none.

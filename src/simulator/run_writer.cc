@@ -257,7 +257,7 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in,
     if (ec)
       return Status::Error(fmt::format("{}/{}: cannot create: {}", dir, HostName(n), ec.message()));
   }
-  if (opt.nccl_tests && NcclTestCount(*run) > 0) {
+  if (opt.nccl_tests && NcclTestCount(*run, opt) > 0) {
     std::filesystem::create_directories(dir + "/nccl-tests", ec);
     if (ec)
       return Status::Error(fmt::format("{}/nccl-tests: cannot create: {}", dir, ec.message()));
@@ -289,7 +289,7 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario_in,
   if (opt.network)
     tasks.push_back([&ctx](uint64_t* b, int* f) { return WriteSwitchMap(ctx, b, f); });
   if (opt.nccl_tests) {
-    for (int i = 0; i < NcclTestCount(*run); ++i) {
+    for (int i = 0; i < NcclTestCount(*run, opt); ++i) {
       tasks.push_back([&ctx, i](uint64_t* b, int* f) { return WriteNcclTest(ctx, i, b, f); });
     }
   }

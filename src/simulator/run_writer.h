@@ -57,6 +57,9 @@ struct RunOutputOptions {
   bool hardware = true;  // nvidia-smi files
   bool network = true;   // ibstat, ethtool, switch-map.csv
   bool nccl_tests = true;
+  // Two-node nccl-tests for every node pair (what `laggard confirm
+  // --results` reads back); else every pair up to 8 nodes, neighbours beyond.
+  bool all_pair_tests = false;
   bool nccl_debug = true;
   bool measure_effects = true;  // simulate the healthy control for truth.json's effects
   int dmon_interval_s = 1;

@@ -188,6 +188,19 @@ TEST(ConfirmPlanTest, NumbersOutOfRangeAndOddShapesAreAbsentNotWrapped) {
   EXPECT_FALSE(ReadReport(deep, "g.json").ok());
 }
 
+TEST(ConfirmPlanTest, AHostCulpritsSwitchIsWhereItSitsNotASuspect) {
+  // diagnose gives a host's culprit its switch: its neighbours there stay
+  // healthy partners.
+  ConfirmInput in = Read(Report(Json::array({{{"host", "node-00"},
+                                              {"switch", "leaf-1"},
+                                              {"nic", "mlx5_1 port 1"},
+                                              {"cause_class", "communication"},
+                                              {"confidence", 0.8}}})));
+  ConfirmPlan plan = PlanConfirm(in, {});
+  ASSERT_GE(plan.tests.size(), 1u);
+  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-00", "node-01"}));
+}
+
 TEST(ConfirmPlanTest, AHostNameThatIsAnOptionNeverReachesACommandLine) {
   ConfirmInput in = Read(Report(Json::array({{{"host", "-oProxyCommand=touch /tmp/x"},
                                               {"cause_class", "communication"},

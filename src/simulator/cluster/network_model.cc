@@ -198,10 +198,15 @@ double ClusterRun::BusBandwidthGBps(std::span<const int> nodes, bool single_node
     const NodeState& st = node_states_[static_cast<size_t>(n)];
     bw = std::min(bw, st.intra_busbw_gbps);
     if (!single_node) {
+      // Another job's traffic on a switch congests its uplinks: a test
+      // between nodes under that switch alone stays inside it, unslowed.
       double cong = 1;
       for (const Fault& f : sc_.faults) {
-        if (f.kind == FaultKind::kSharedSwitchCongestion && FaultActive(f, sc_.steps) &&
-            std::find(f.target.nodes.begin(), f.target.nodes.end(), n) != f.target.nodes.end()) {
+        if (f.kind != FaultKind::kSharedSwitchCongestion || !FaultActive(f, sc_.steps)) continue;
+        auto under = [&](int m) {
+          return std::find(f.target.nodes.begin(), f.target.nodes.end(), m) != f.target.nodes.end();
+        };
+        if (under(n) && !std::all_of(nodes.begin(), nodes.end(), under)) {
           cong *= 1 - f.severity.value_or(DefaultSeverity(f.kind));
         }
       }

@@ -1,6 +1,7 @@
 // NCCL's view of the simulated cluster:
 //   nccl-tests/all_reduce_perf_<host>.txt            all_reduce_perf -b 1G -e 8G
-//   nccl-tests/all_reduce_perf_<hostA>_<hostB>.txt   -f 2 -g 1, one process per GPU
+//   nccl-tests/all_reduce_perf_<hostA>_<hostB>.txt   -f 2 -g 1, one process per GPU,
+//     every pair up to 8 nodes (or with all_pair_tests), neighbours beyond
 //     (nccl-tests 2.13 layout; bus bandwidth from the same link model as the
 //     job, at the end of the run: ClusterRun::BusBandwidthGBps)
 //   nccl-debug.log   NCCL_DEBUG=INFO lines of every rank's communicator
@@ -20,10 +21,10 @@ namespace {
 constexpr const char* kNcclVersion = "2.21.5+cuda12.4";
 
 // The node pairs of the two-node tests.
-std::vector<std::pair<int, int>> Pairs(int nodes) {
+std::vector<std::pair<int, int>> Pairs(int nodes, bool all) {
   std::vector<std::pair<int, int>> pairs;
   if (nodes < 2) return pairs;
-  if (nodes <= 8) {
+  if (nodes <= 8 || all) {
     for (int a = 0; a < nodes; ++a) {
       for (int b = a + 1; b < nodes; ++b) pairs.emplace_back(a, b);
     }
@@ -66,8 +67,8 @@ int NetDev(const NodeState& ns, int nic) {
 
 std::string HostIp(int node) { return fmt::format("10.1.{}.{}", node / 250, 10 + node % 250); }
 
-int NcclTestCount(const ClusterRun& run) {
-  return Singles(run) + static_cast<int>(Pairs(run.scenario().nodes).size());
+int NcclTestCount(const ClusterRun& run, const RunOutputOptions& opt) {
+  return Singles(run) + static_cast<int>(Pairs(run.scenario().nodes, opt.all_pair_tests).size());
 }
 
 Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* files) {
@@ -79,7 +80,8 @@ Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* fil
     nodes = {index};
     name = HostName(index);
   } else {
-    auto [a, b] = Pairs(run.scenario().nodes)[static_cast<size_t>(index - Singles(run))];
+    auto [a, b] = Pairs(run.scenario().nodes,
+                        ctx.opt.all_pair_tests)[static_cast<size_t>(index - Singles(run))];
     nodes = {a, b};
     name = HostName(a) + "_" + HostName(b);
   }

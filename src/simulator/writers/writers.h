@@ -62,7 +62,7 @@ Status WriteNvidiaSmiFiles(const RunContext& ctx, int node, uint64_t* bytes, int
 Status WriteNetworkFiles(const RunContext& ctx, int node, uint64_t* bytes, int* files);
 Status WriteSwitchMap(const RunContext& ctx, uint64_t* bytes, int* files);
 // nccl_writer.cc: nccl-tests/*.txt (task `index` of NcclTestCount()), nccl-debug.log
-int NcclTestCount(const ClusterRun& run);
+int NcclTestCount(const ClusterRun& run, const RunOutputOptions& opt);
 Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* files);
 Status WriteNcclDebug(const RunContext& ctx, uint64_t* bytes, int* files);
 // truth_writer.cc: truth.json
