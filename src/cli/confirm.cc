@@ -168,7 +168,13 @@ void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vecto
 }  // namespace
 
 void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
-  cmd->add_option("report", o.report, "the JSON report of `laggard diagnose --json`")->required();
+  cmd->add_option("report", o.report, "the JSON report of `laggard diagnose --json`");
+  cmd->add_option("--suspect", o.suspect,
+                  "instead of a report: HOST (its network) or HOST:GPU (that GPU) to confirm");
+  cmd->add_option("--hosts", o.hosts,
+                  "with --suspect: the hosts to pair it with, one per line, optionally with its "
+                  "switch (HOST SWITCH; simulate's switch-map.csv reads as it is)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--launcher", o.launcher,
                   "print: show the tests (default); local: run this machine's; mpirun, srun, ssh: "
                   "run each on its hosts")
@@ -232,14 +238,39 @@ int Gemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
-  std::ifstream file(o.report, std::ios::binary);
-  if (!file) {
-    err << fmt::format("laggard confirm: cannot read {}\n", o.report);
-    return kExitNoInput;
+namespace {
+
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+// The report, or the suspect named by hand with its hosts.
+StatusOr<ConfirmInput> ConfirmInputOf(const ConfirmOptions& o) {
+  if (o.report.empty() == o.suspect.empty()) {
+    return Status::Error(
+        "give a report (laggard diagnose --json) or --suspect HOST[:GPU], not both");
   }
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  auto in = confirm::ReadReport(text, o.report);
+  if (!o.suspect.empty()) {
+    std::string hosts;
+    if (!o.hosts.empty()) {
+      auto text = ReadText(o.hosts);
+      if (!text) return Status::Error(fmt::format("cannot read {}", o.hosts));
+      hosts = std::move(*text);
+    }
+    return confirm::SuspectInput(o.suspect, hosts, o.hosts,
+                                 o.plan.gpus_per_node > 0 ? o.plan.gpus_per_node : 8);
+  }
+  auto text = ReadText(o.report);
+  if (!text) return Status::Error(fmt::format("cannot read {}", o.report));
+  return confirm::ReadReport(*text, o.report);
+}
+
+}  // namespace
+
+int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
+  auto in = ConfirmInputOf(o);
   if (!in.ok()) {
     err << "laggard confirm: " << in.status().message() << "\n";
     return kExitNoInput;

@@ -24,6 +24,8 @@ namespace laggard {
 
 struct ConfirmOptions {
   std::string report;
+  std::string suspect;  // HOST or HOST:GPU, instead of a report
+  std::string hosts;    // with suspect: the hosts to pair it with
   std::string launcher = "print";
   std::string out_dir = "laggard-confirm";
   std::string rank_cores;  // "0:0,1:1"

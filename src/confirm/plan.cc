@@ -200,29 +200,53 @@ void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspe
         name, suspect));
     return;
   }
-  // Partners behind the same switch leave the uplink out of every pair;
-  // partners elsewhere put it in the suspect's pairs only.
-  bool across = sw && SwitchOf(in, healthy[0]) != sw;
+  // H1 on the suspect's own switch (that pair leaves every uplink out), H2
+  // behind another switch when there is one: then a slow S is slow with
+  // both, while the uplinks between the switches slow (S, H2) and the
+  // control (H1, H2) but not (S, H1). Partners both elsewhere put S's
+  // switch's uplink in both of S's pairs.
+  std::string h1 = healthy[0];
+  std::optional<std::string> sw1 = SwitchOf(in, h1);
+  bool across = sw && sw1 != sw;
   std::string what =
       across ? fmt::format("{} or the uplink of its switch {}", suspect, *sw) : suspect;
   plan.tests.push_back(PairTest(
-      in, o, i, suspect, healthy[0], PairRole::kSuspect,
-      fmt::format("{} with {}: its bus bandwidth against the control's", suspect, healthy[0])));
+      in, o, i, suspect, h1, PairRole::kSuspect,
+      across || !sw
+          ? fmt::format("{} with {}: its bus bandwidth against the control's", suspect, h1)
+          : fmt::format("{} with {} inside switch {}: no uplink in the path", suspect, h1, *sw)));
   if (healthy.size() < 2) {
     plan.notes.push_back(fmt::format(
         "{}: one healthy host only ({}): no second pair and no control pair; a slow pair cannot "
         "tell {} from the path between them",
-        name, healthy[0], suspect));
+        name, h1, suspect));
     return;
   }
+  std::string h2 = healthy[1];
+  if (sw && sw1 == sw) {
+    for (const std::string& h : healthy) {
+      auto other = SwitchOf(in, h);
+      if (other && other != sw) {
+        h2 = h;
+        break;
+      }
+    }
+  }
+  std::optional<std::string> sw2 = SwitchOf(in, h2);
+  bool spans = sw && sw1 == sw && sw2 && sw2 != sw;
   plan.tests.push_back(PairTest(
-      in, o, i, suspect, healthy[1], PairRole::kSuspect,
-      fmt::format("{} with {}: slow with both partners is {}", suspect, healthy[1], what)));
+      in, o, i, suspect, h2, PairRole::kSuspect,
+      spans ? fmt::format("{} with {} across to switch {}: slow with both partners is {}", suspect,
+                          h2, *sw2, suspect)
+            : fmt::format("{} with {}: slow with both partners is {}", suspect, h2, what)));
   plan.tests.push_back(PairTest(
-      in, o, i, healthy[0], healthy[1], PairRole::kControl,
-      fmt::format("control {} with {}: fast here and slow above is {}; slow here too is the "
-                  "fabric",
-                  healthy[0], healthy[1], what)));
+      in, o, i, h1, h2, PairRole::kControl,
+      spans ? fmt::format("control {} with {}: fast here and slow with {} is {}; slow here and "
+                          "with {} across, fast inside, is the path between {} and {}",
+                          h1, h2, suspect, suspect, suspect, *sw, *sw2)
+            : fmt::format("control {} with {}: fast here and slow above is {}; slow here too is "
+                          "the fabric",
+                          h1, h2, what)));
 }
 
 // The suspect's own ports: one down or slower than its others is the NIC
@@ -441,13 +465,7 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
   static const Json kObject = Json::object(), kArray = Json::array();
   // Host names go into command lines (mpirun -H, ssh, srun --nodelist):
   // only what a host name can be, never an option.
-  auto host_ok = [](const std::string& h) {
-    return !h.empty() && h.size() <= 253 && h[0] != '-' &&
-           std::all_of(h.begin(), h.end(), [](char ch) {
-             return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ||
-                    ch == '_';
-           });
-  };
+  auto host_ok = LooksLikeHost;
   ConfirmInput in;
   const Json& v = Member(j, "verdict", kObject);
   in.status = Get<std::string>(v, "status").value_or("");

@@ -80,6 +80,20 @@ struct ConfirmInput {
   std::map<int32_t, int32_t> gpu_of_rank;  // from hardware.gpus and ranks
 };
 
+// Whether `h` can be a host name in a command line: letters, digits, '-',
+// '.', '_', not starting with '-' (never an option).
+bool LooksLikeHost(const std::string& h);
+
+// The input for a suspect named by hand (`laggard confirm --suspect`):
+// HOST (its network: the triangle and its ports) or HOST:GPU (that GPU's
+// health against a GPU of another host), paired with the hosts of
+// `hosts_text`, one per line, optionally with its switch ("HOST SWITCH" or
+// "HOST,SWITCH"; a "host,switch" header and # comments are skipped, as in
+// `laggard simulate`'s switch-map.csv). `where` names the hosts file in
+// errors; `gpus_per_node` gives each host's GPUs for a GPU suspect.
+StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view hosts_text,
+                                    const std::string& where, int gpus_per_node);
+
 // The report's JSON text (schema laggard.report/1); `where` names it in
 // errors.
 StatusOr<ConfirmInput> ReadReport(std::string_view json_text, const std::string& where);

@@ -29,11 +29,27 @@ struct PairTests {
   std::vector<std::pair<const PlannedTest*, std::string>> failed;  // planned, no figure: why
 };
 
-// The suspect host's pairs against the control pair. `across`: S's
-// partners sit behind another switch, so every suspect pair crosses S's
-// switch's uplink.
-void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across_switch,
-                   Confirmation& c) {
+std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {
+  auto it = in.switch_of.find(host);
+  if (it == in.switch_of.end()) return std::nullopt;
+  return it->second;
+}
+
+// "; no figure from a-b exited 1, ..." for the pairs that gave none.
+std::string FailedText(const PairTests& pt) {
+  std::vector<std::string> failed;
+  for (const auto& [t, why] : pt.failed) {
+    failed.push_back(fmt::format("{}-{} {}", t->hosts[0], t->hosts[1], why));
+  }
+  return failed.empty() ? "" : fmt::format("; no figure from {}", fmt::join(failed, ", "));
+}
+
+// The suspect host's triangle: (S, H1), (S, H2) and the control (H1, H2),
+// each against the fastest of the three. A host slow with both its pairs
+// while the third is fast is that host; when the two slow pairs cross
+// between switches and the fast one stays inside one, it is the path
+// between the switches as much as that host.
+void JudgeTriangle(const PairTests& pt, const ConfirmInput& in, Confirmation& c) {
   std::vector<const PairFigure*> suspect;
   const PairFigure* control = nullptr;
   for (const PairFigure& p : pt.figures) {
@@ -41,13 +57,8 @@ void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across
     if (p.role == PairRole::kControl) control = &p;
   }
   size_t suspect_failed = 0;
-  std::vector<std::string> failed;
-  for (const auto& [t, why] : pt.failed) {
-    suspect_failed += t->role == PairRole::kSuspect;
-    failed.push_back(fmt::format("{}-{} {}", t->hosts[0], t->hosts[1], why));
-  }
-  std::string failed_text =
-      failed.empty() ? "" : fmt::format("; no figure from {}", fmt::join(failed, ", "));
+  for (const auto& [t, why] : pt.failed) suspect_failed += t->role == PairRole::kSuspect;
+  std::string failed_text = FailedText(pt);
   if (suspect.empty()) {
     c.verdict = "inconclusive";
     c.figures = "no pair with the suspect gave a bandwidth" + failed_text;
@@ -64,26 +75,35 @@ void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across
     return;
   }
   double ref = control->gbps;
+  for (const PairFigure* p : suspect) ref = std::max(ref, p->gbps);
+  auto is_slow = [&](const PairFigure* p) { return ref > 0 && p->gbps <= kPairSlow * ref; };
+  auto is_fast = [&](const PairFigure* p) { return ref > 0 && p->gbps >= kPairFast * ref; };
   size_t slow = 0, fast = 0;
   std::vector<std::string> slow_with;
   for (const PairFigure* p : suspect) {
-    double r = ref > 0 ? p->gbps / ref : 0;
-    slow += r <= kPairSlow;
-    fast += r >= kPairFast;
-    if (r <= kPairSlow) slow_with.push_back(p->b);
+    slow += is_slow(p);
+    fast += is_fast(p);
+    if (is_slow(p)) slow_with.push_back(p->b);
     each.push_back(fmt::format("{} {:.1f} GB/s ({})", p->b, p->gbps, Ratio(p->gbps, ref)));
   }
-  std::string base = fmt::format("{} with {}; control {} with {} {:.1f} GB/s{}", s,
-                                 fmt::join(each, ", "), control->a, control->b, ref, failed_text);
-  bool all = suspect_failed == 0;
-  if (slow == suspect.size() && suspect.size() >= 2 && all) {
-    if (across_switch) {
+  std::string base =
+      fmt::format("{} with {}; control {} with {} {:.1f} GB/s ({}){}", s, fmt::join(each, ", "),
+                  control->a, control->b, control->gbps, Ratio(control->gbps, ref), failed_text);
+  bool all = suspect_failed == 0 && suspect.size() >= 2;
+  auto sw_s = SwitchOf(in, s);
+  if (all && slow == suspect.size() && is_fast(control)) {
+    bool both_across =
+        sw_s && std::all_of(suspect.begin(), suspect.end(), [&](const PairFigure* p) {
+          auto sw = SwitchOf(in, p->b);
+          return sw && sw != sw_s;
+        });
+    if (both_across) {
       c.verdict = "inconclusive";
       c.locus = "node_or_uplink";
       c.figures = fmt::format(
           "{}: slow with every partner, all behind another switch, so {} or the uplink of its "
           "switch {}: pair it with a host on its own switch to tell",
-          base, s, *across_switch);
+          base, s, *sw_s);
     } else {
       c.verdict = "confirmed";
       c.locus = "node";
@@ -91,17 +111,47 @@ void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across
           "{}: slow with every partner, so {} (the host, its NICs or its link to the switch)", base,
           s);
     }
-  } else if (fast == suspect.size() && all) {
+    return;
+  }
+  // No pair slow, and S at full speed with a partner: a slow host is slow
+  // with every partner, so S is not (the other pair's dip is the noise
+  // between pairs).
+  if (all && slow == 0 && fast >= 1 && !is_slow(control)) {
     c.verdict = "refuted";
     c.figures = fmt::format(
-        "{}: as fast as its peers' pair, so not {}'s network; look at software or input (or the "
-        "fabric as a whole, if every pair runs below the links' rating)",
+        "{}: at full speed with a partner and slow with none, so not {}'s network; look at "
+        "software or input (or the fabric as a whole, if every pair runs below the links' rating)",
         base, s);
-  } else if (slow > 0 && fast > 0) {
+    return;
+  }
+  // A partner slow with both its pairs (with S and in the control) while
+  // S's other pair is fast: that partner, or the switches between.
+  if (all && slow == 1 && fast == 1 && is_slow(control)) {
+    const PairFigure* good = is_fast(suspect[0]) ? suspect[0] : suspect[1];
+    const std::string& h = slow_with[0];
+    auto sw_h = SwitchOf(in, h), sw_good = SwitchOf(in, good->b);
+    c.verdict = "refuted";
+    if (sw_s && sw_h && sw_h != sw_s && sw_good == sw_s) {
+      c.locus = "fabric";
+      c.figures = fmt::format(
+          "{}: {}'s pair inside switch {} is fast and both pairs across to {} (switch {}) are "
+          "slow, so the path between switches {} and {} (their uplinks), or {} itself; not {}",
+          base, s, *sw_s, h, *sw_h, *sw_s, *sw_h, h, s);
+    } else {
+      c.locus = "other_host";
+      c.figures =
+          fmt::format("{}: {} is slow with both its partners, so {}, not {}", base, h, h, s);
+    }
+    return;
+  }
+  if (slow > 0 && fast > 0) {
     c.verdict = "inconclusive";
     c.locus = "path";
     c.figures = fmt::format("{}: slow with {} only, so the path between them, not {}", base,
                             fmt::join(slow_with, ", "), s);
+  } else if (all && fast == suspect.size() && is_slow(control)) {
+    c.verdict = "refuted";
+    c.figures = fmt::format("{}: {}'s pairs are fast; the control's path is the slow one", base, s);
   } else if (!all) {
     c.verdict = "inconclusive";
     c.figures = fmt::format(
@@ -112,7 +162,7 @@ void JudgeTriangle(const PairTests& pt, const std::optional<std::string>& across
     c.verdict = "inconclusive";
     c.figures = fmt::format(
         "{}: neither clearly slow nor clearly fast (slow at <= {:.2f}x, fast "
-        "at >= {:.2f}x)",
+        "at >= {:.2f}x the fastest pair)",
         base, kPairSlow, kPairFast);
   }
 }
@@ -125,12 +175,7 @@ void JudgeSwitch(const PairTests& pt, Confirmation& c) {
     if (p.role == PairRole::kInside) inside = &p;
     if (p.role == PairRole::kControl) control = &p;
   }
-  std::vector<std::string> failed;
-  for (const auto& [t, why] : pt.failed) {
-    failed.push_back(fmt::format("{}-{} {}", t->hosts[0], t->hosts[1], why));
-  }
-  std::string failed_text =
-      failed.empty() ? "" : fmt::format("; no figure from {}", fmt::join(failed, ", "));
+  std::string failed_text = FailedText(pt);
   if (across == nullptr) {
     c.verdict = "inconclusive";
     c.figures = "the pair across the switch's uplink gave no figure" + failed_text;
@@ -400,25 +445,6 @@ PairTests CollectPairs(const ConfirmPlan& plan, const std::vector<TestRun>& runs
   return pt;
 }
 
-// The suspect's switch when every partner of its triangle sits behind
-// another one.
-std::optional<std::string> PartnersAcross(const ConfirmInput& in, const ConfirmPlan& plan,
-                                          size_t culprit) {
-  std::optional<std::string> mine;
-  bool any = false;
-  for (const PlannedTest& t : plan.tests) {
-    if (t.culprit != culprit || t.role != PairRole::kSuspect || t.hosts.size() != 2) continue;
-    auto s = in.switch_of.find(t.hosts[0]);
-    auto p = in.switch_of.find(t.hosts[1]);
-    if (s == in.switch_of.end() || p == in.switch_of.end() || s->second == p->second) {
-      return std::nullopt;
-    }
-    mine = s->second;
-    any = true;
-  }
-  return any ? mine : std::nullopt;
-}
-
 }  // namespace
 
 std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& plan,
@@ -469,7 +495,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
       if (is_switch) {
         JudgeSwitch(pt, c);
       } else {
-        JudgeTriangle(pt, PartnersAcross(in, plan, ci), c);
+        JudgeTriangle(pt, in, c);
         if (ports != nullptr) JudgeNic(*ports, c);
       }
     } else {

@@ -308,3 +308,42 @@ TEST(CpuGemmTest, EveryAllowedCoreIsTimedAndAnotherIsRefused) {
 
 }  // namespace
 }  // namespace laggard::confirm
+
+namespace laggard::confirm {
+namespace {
+
+TEST(ConfirmSuspectTest, AHostNamedByHandIsPairedWithTheHostsFile) {
+  auto in = SuspectInput("node-05",
+                         "host,switch\nnode-04,leaf-01\nnode-05,leaf-01\n# a comment\n"
+                         "node-00 leaf-00\nnode-01\n",
+                         "hosts.csv", 8);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->hosts, (std::vector<std::string>{"node-00", "node-01", "node-04", "node-05"}));
+  EXPECT_EQ(in->switch_of.at("node-00"), "leaf-00");
+  EXPECT_EQ(in->switch_of.count("node-01"), 0u);
+  ASSERT_EQ(in->culprits.size(), 1u);
+  EXPECT_EQ(in->culprits[0].cause_class, "communication");
+  ConfirmPlan plan = PlanConfirm(*in, {});
+  ASSERT_EQ(plan.tests.size(), 4u);  // the triangle and its ports
+  EXPECT_EQ(plan.tests[0].hosts, (std::vector<std::string>{"node-05", "node-04"}));
+  EXPECT_EQ(plan.tests[1].hosts, (std::vector<std::string>{"node-05", "node-00"}));  // across
+
+  auto gpu = SuspectInput("node-05:3", "node-04\nnode-05\n", "hosts.txt", 4);
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(gpu->culprits[0].gpu, 3);
+  plan = PlanConfirm(*gpu, {});
+  ASSERT_EQ(plan.tests.size(), 3u);
+  EXPECT_EQ(plan.tests[2].hosts, std::vector<std::string>{"node-04"});  // the control
+}
+
+TEST(ConfirmSuspectTest, WhatIsNotAHostIsAClearError) {
+  EXPECT_FALSE(SuspectInput("-oProxyCommand=x", "", "h", 8).ok());
+  EXPECT_FALSE(SuspectInput("node-01:x", "", "h", 8).ok());
+  auto bad = SuspectInput("node-01", "node-02 leaf-1 extra\n", "hosts.txt", 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hosts.txt:1"), std::string::npos);
+  EXPECT_FALSE(SuspectInput("node-01", "node-02\n$(reboot)\n", "hosts.txt", 8).ok());
+}
+
+}  // namespace
+}  // namespace laggard::confirm

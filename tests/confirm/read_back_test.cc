@@ -314,6 +314,36 @@ TEST_F(ReadBackTest, PartnersBehindAnotherSwitchLeaveTheUplinkOpen) {
   EXPECT_NE(c[0].figures.find("uplink of its switch leaf-1"), std::string::npos) << c[0].figures;
 }
 
+TEST_F(ReadBackTest, SlowAcrossTheSwitchesAndFastInsideIsTheFabricNotTheSuspect) {
+  // S = node-00 and H1 = node-01 under leaf-1, H2 = node-04 under leaf-2.
+  ConfirmInput in = OneCulprit("node-00");
+  in.switch_of = {{"node-00", "leaf-1"}, {"node-01", "leaf-1"}, {"node-04", "leaf-2"}};
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-00", "node-01", PairRole::kSuspect),
+                Pair("node-00", "node-04", PairRole::kSuspect),
+                Pair("node-01", "node-04", PairRole::kControl)};
+  auto c = ReadBack(
+      in, plan,
+      {Ran(0, NcclTestsOutput(40)), Ran(1, NcclTestsOutput(18)), Ran(2, NcclTestsOutput(17))});
+  EXPECT_EQ(c[0].verdict, "refuted") << c[0].figures;
+  EXPECT_EQ(c[0].locus, "fabric");
+  EXPECT_NE(c[0].figures.find("between switches leaf-1 and leaf-2"), std::string::npos)
+      << c[0].figures;
+  // The same numbers with every host under one switch: H2 itself.
+  in.switch_of["node-04"] = "leaf-1";
+  c = ReadBack(
+      in, plan,
+      {Ran(0, NcclTestsOutput(40)), Ran(1, NcclTestsOutput(18)), Ran(2, NcclTestsOutput(17))});
+  EXPECT_EQ(c[0].verdict, "refuted");
+  EXPECT_EQ(c[0].locus, "other_host");
+  // S slow with both, H1 inside its switch: the node, the uplink ruled out.
+  c = ReadBack(
+      in, plan,
+      {Ran(0, NcclTestsOutput(15)), Ran(1, NcclTestsOutput(16)), Ran(2, NcclTestsOutput(40))});
+  EXPECT_EQ(c[0].verdict, "confirmed");
+  EXPECT_EQ(c[0].locus, "node");
+}
+
 TEST_F(ReadBackTest, ASwitchWithoutAPairInsideIsNeverConfirmed) {
   ConfirmInput in = OneCulprit("node-00");
   in.culprits[0].switch_name = "leaf-1";
