@@ -27,18 +27,27 @@ drawn from [1-F, 1+F] before the read-back, so a healthy pair may run 18%
 below another.
 
 Anything else is wrong (a confirmed node on a healthy host is a false
-culprit, counted apart). Also checked: at most 3 benchmark runs planned per
+culprit, counted apart).
+
+--bisect: the suspicion names no host (`--suspect all`: a network slow as a
+whole), so confirm bisects the hosts a round at a time. Each round's tests
+(the halves still suspected, then single hosts with a cleared one) are
+simulated with `--group-tests` on the same cluster and read back, until
+the answer comes. Truths node, nic (right: confirmed, the faulty host) and
+nothing (right: refuted); clusters of 8 to 32 nodes; checked: at most
+2·log2(N) runs. Also checked: at most 3 benchmark runs planned per
 suspect. Clusters: 8, 12 or 16 nodes of 4 GPUs, 4 nodes per leaf switch.
 
 Usage
   bench/confirm/confirm_accuracy.py --laggard build/release/src/laggard [--draws 200] [--seed 1]
-      [--noise 0.1] [--keep DIR]
+      [--noise 0.1] [--bisect] [--keep DIR]
 Exit 0 when at least 95% of the draws are right and no healthy host is
 confirmed, 1 otherwise, 2 on a tool error.
 """
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -50,12 +59,12 @@ import time
 CLASSES = ["node", "nic", "fabric", "nothing"]
 
 
-def draw(rng, index):
-    nodes = rng.choice([8, 12, 16])
+def draw(rng, index, bisect=False):
+    nodes = rng.choice([8, 12, 16, 24, 32] if bisect else [8, 12, 16])
     g = 4
     host = rng.randrange(nodes)
     name = f"node-{host:02d}"
-    truth = CLASSES[index % 4]
+    truth = (["node", "nic", "nothing"] if bisect else CLASSES)[index % (3 if bisect else 4)]
     fault = None
     suspect = name
     if truth == "node":
@@ -79,8 +88,10 @@ def draw(rng, index):
         fault = (f"shared_switch_congestion@node-{4 * s:02d}..node-{4 * s + 3:02d}:"
                  f"{rng.uniform(0.4, 0.7):.2f},period=1,duration=1")
         suspect = f"node-{4 * s + rng.randrange(4):02d}"
+    if bisect:
+        suspect = "all"
     return {"nodes": nodes, "gpus": g, "truth": truth, "fault": fault, "suspect": suspect,
-            "seed": rng.randrange(1 << 30)}
+            "host": name, "seed": rng.randrange(1 << 30)}
 
 
 def answer(conf):
@@ -115,29 +126,53 @@ def add_noise(run, rng, noise):
             fh.writelines(lines)
 
 
-def run_one(laggard, d, work, rng, noise):
-    out = os.path.join(work, "run")
-    shutil.rmtree(out, ignore_errors=True)
+def simulate(laggard, d, out, groups, bisect):
     cmd = [laggard, "simulate", "-q", "-o", out, "--nodes", str(d["nodes"]), "--gpus-per-node",
            str(d["gpus"]), "--nodes-per-switch", "4", "--steps", "30", "--seed", str(d["seed"]),
            "--no-traces", "--no-hardware", "--no-nccl-debug", "--no-effects", "--step-format",
-           "none", "--all-pair-tests"]
+           "none"]
+    if not bisect:
+        cmd.append("--all-pair-tests")
+    for g in groups:
+        cmd += ["--group-tests", g]
     if d["fault"]:
         cmd += ["--fault", d["fault"]]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"simulate failed: {' '.join(cmd)}\n{r.stderr}")
-    if noise > 0:
-        add_noise(out, rng, noise)
+
+
+def confirm(laggard, d, out):
     cmd = [laggard, "confirm", "--suspect", d["suspect"], "--hosts",
            os.path.join(out, "switch-map.csv"), "--results", out, "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"confirm failed: {' '.join(cmd)}\n{r.stderr}")
-    doc = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+def run_one(laggard, d, work, rng, noise, bisect):
+    out = os.path.join(work, "run")
+    shutil.rmtree(out, ignore_errors=True)
+    groups = []
+    for _ in range(12):  # rounds; a bisection of 32 hosts takes 5
+        simulate(laggard, d, out, groups, bisect)
+        if noise > 0:
+            add_noise(out, rng, noise)
+        doc = confirm(laggard, d, out)
+        todo = ["+".join(t["hosts"]) for t in doc["tests"]
+                if t.get("role") == "half" and (t.get("run") or {}).get("state") == "not run"]
+        if not bisect or not todo:
+            break
+        groups += todo
     runs = sum(1 for t in doc["tests"] if t["kind"] in ("communication", "compute"))
     conf = doc["confirmation"][0] if doc["confirmation"] else {}
-    return answer(conf), conf, runs
+    got = answer(conf)
+    if bisect and got in ("node", "nic") and conf.get("host") != d["host"]:
+        got = f"wrong host {conf.get('host')}"
+    if bisect and got == "node" and d["truth"] == "nic":
+        got = "nic"  # a bisection finds the host; which part of it is the triangle's to say
+    return got, conf, runs
 
 
 def main():
@@ -147,42 +182,49 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.1,
                     help="each pair's figures scaled by a factor in [1-F, 1+F] (default 0.1)")
+    ap.add_argument("--bisect", action="store_true",
+                    help="the suspicion names no host: confirm bisects (node, nic, nothing)")
     ap.add_argument("--keep", help="keep each wrong draw's run folder here")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="laggard-confirm-acc-")
-    tally = {c: [0, 0] for c in CLASSES}
+    classes = ["node", "nic", "nothing"] if a.bisect else CLASSES
+    tally = {c: [0, 0] for c in classes}
     false_culprits, over_bound, wrong = 0, 0, []
     start = time.time()
     try:
         for i in range(a.draws):
-            d = draw(rng, i)
+            d = draw(rng, i, a.bisect)
             try:
-                got, conf, runs = run_one(a.laggard, d, work, rng, a.noise)
+                got, conf, runs = run_one(a.laggard, d, work, rng, a.noise, a.bisect)
             except (RuntimeError, json.JSONDecodeError) as e:
                 print(f"draw {i}: {e}", file=sys.stderr)
                 return 2
             tally[d["truth"]][1] += 1
-            over_bound += runs > 3
+            bound = int(2 * math.log2(d["nodes"]) + 1e-9) if a.bisect else 3
+            over_bound += runs > bound
             if got == d["truth"]:
                 tally[d["truth"]][0] += 1
             else:
                 wrong.append((i, d, got, conf.get("figures", "")))
-                if d["truth"] in ("nothing", "fabric") and got in ("node", "nic"):
+                if (d["truth"] in ("nothing", "fabric") and got in ("node", "nic")) or \
+                        got.startswith("wrong host"):
                     false_culprits += 1
                 if a.keep:
                     shutil.copytree(os.path.join(work, "run"), os.path.join(a.keep, f"draw{i}"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     right = sum(v[0] for v in tally.values())
-    print(f"confirm read-back, {a.draws} simulated draws (seed {a.seed}, noise {a.noise}), "
+    print(f"confirm read-back{' by bisection' if a.bisect else ''}, {a.draws} simulated draws "
+          f"(seed {a.seed}, noise {a.noise}), "
           f"{time.time() - start:.0f} s")
     print("| truth | draws | right |")
     print("|---|---|---|")
-    for c in CLASSES:
+    for c in classes:
         print(f"| {c} | {tally[c][1]} | {tally[c][0]} |")
     print(f"right: {right} of {a.draws} ({100.0 * right / max(1, a.draws):.1f}%); "
-          f"healthy hosts confirmed: {false_culprits}; suspects with more than 3 runs: {over_bound}")
+          f"healthy hosts confirmed: {false_culprits}; over the runs' bound "
+          f"({'2·log2(N)' if a.bisect else 3}): {over_bound}")
     for i, d, got, figures in wrong:
         print(f"  wrong: draw {i} {d['truth']} ({d['fault']}, suspect {d['suspect']}, "
               f"{d['nodes']} nodes): {got} — {figures}")

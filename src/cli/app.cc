@@ -236,7 +236,8 @@ struct SimulateArgs {
   int trace_steps = 5, trace_first_step = -1, threads = 0;
   std::string layout;  // given: a 3D-parallel job (pipeline_sim.h) instead of the cluster
   int microbatches = 8;
-  std::string trace_ranks;  // "0-1023": only these ranks write a trace
+  std::vector<std::string> group_tests;  // --group-tests node-00..node-07
+  std::string trace_ranks;               // "0-1023": only these ranks write a trace
 };
 
 // `laggard simulate --layout dp=D,pp=P,tp=T`: a Megatron job's op timeline
@@ -377,6 +378,20 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
   if (a.no_network || a.step_logs_only) oo.network = false;
   if (a.no_nccl_tests || a.step_logs_only) oo.nccl_tests = false;
   oo.all_pair_tests = a.all_pair_tests;
+  for (const std::string& g : a.group_tests) {
+    auto nodes = sim::ParseNodeSet(g);
+    if (!nodes.ok()) {
+      err << "laggard simulate: --group-tests " << nodes.status().message() << "\n";
+      return kExitNoInput;
+    }
+    if (nodes->back() >= sc.nodes) {
+      err << fmt::format(
+          "laggard simulate: --group-tests '{}': node {} is past the last node ({})\n", g,
+          nodes->back(), sc.nodes - 1);
+      return kExitNoInput;
+    }
+    oo.group_tests.push_back(*nodes);
+  }
   if (a.no_nccl_debug || a.step_logs_only) oo.nccl_debug = false;
   if (a.no_effects) oo.measure_effects = false;
   oo.threads = a.threads;
@@ -448,6 +463,9 @@ void AddSimulateFlags(CLI::App* cmd, SimulateArgs& a) {
   cmd->add_flag("--no-hardware", a.no_hardware, "no nvidia-smi files");
   cmd->add_flag("--no-network", a.no_network, "no ibstat, ethtool or switch map");
   cmd->add_flag("--no-nccl-tests", a.no_nccl_tests, "no nccl-tests output");
+  cmd->add_option("--group-tests", a.group_tests,
+                  "further nccl-tests runs, one per set of nodes: node-00..node-07 or "
+                  "node-01+node-05 (repeatable)");
   cmd->add_flag("--all-pair-tests", a.all_pair_tests,
                 "two-node nccl-tests for every node pair (default: every pair up to 8 nodes, "
                 "neighbours beyond)");

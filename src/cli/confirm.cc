@@ -12,6 +12,7 @@
 
 #include "base/process.h"
 #include "cli/app.h"
+#include "confirm/bisect.h"
 #include "confirm/read_back.h"
 
 namespace laggard {
@@ -74,6 +75,7 @@ Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& c
                    {"verdict", c.verdict},
                    {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
                    {"figures", c.figures},
+                   {"host", c.host.empty() ? Json(nullptr) : Json(c.host)},
                    {"size_bytes", c.size_bytes > 0 ? Json(c.size_bytes) : Json(nullptr)},
                    {"pairs", std::move(pairs)}});
   }
@@ -267,6 +269,40 @@ StatusOr<ConfirmInput> ConfirmInputOf(const ConfirmOptions& o) {
   return confirm::ReadReport(*text, o.report);
 }
 
+// A bisection grows a round at a time: each round's tests run (or are read
+// back from --results) once the last round's results decide its halves.
+void ExtendBisections(const ConfirmInput& in, const confirm::PlanOptions& options,
+                      Launcher launcher, const ConfirmOptions& o, ConfirmPlan& plan,
+                      std::vector<TestRun>& runs, std::ostream& err) {
+  std::string here = LocalHostName();
+  for (size_t ci = 0; ci < in.culprits.size(); ++ci) {
+    if (!confirm::Bisects(in.culprits[ci])) continue;
+    for (int round = 0; round < 64; ++round) {
+      confirm::BisectState st = confirm::BisectNext(in, plan, runs, ci, options);
+      if (st.next.empty()) break;
+      size_t first = plan.tests.size();
+      for (PlannedTest& t : st.next) plan.tests.push_back(std::move(t));
+      runs.resize(plan.tests.size());
+      bool any = false;
+      if (!o.results.empty()) {
+        auto read = confirm::ReadResults(plan, o.results);
+        if (!read.ok()) break;
+        for (size_t i = first; i < plan.tests.size(); ++i) {
+          runs[i] = (*read)[i];
+          any |= runs[i].ran;
+        }
+      } else {
+        for (size_t i = first; i < plan.tests.size(); ++i) {
+          if (!o.json) err << fmt::format("running bisection test {}\n", i + 1);
+          runs[i] = confirm::RunTest(plan.tests[i], i, launcher, here, o.out_dir);
+          any |= runs[i].ran;
+        }
+      }
+      if (!any) break;  // the next round is what to run
+    }
+  }
+}
+
 }  // namespace
 
 int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
@@ -320,6 +356,7 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
       runs[i] = confirm::RunTest(plan.tests[i], i, launcher, here, o.out_dir);
     }
   }
+  if (runs_tests) ExtendBisections(*in, plan_options, launcher, o, plan, runs, err);
   if (o.json) {
     out << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
     return kExitOk;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
+#include "confirm/bisect.h"
 
 namespace laggard::confirm {
 namespace {
@@ -187,6 +188,24 @@ PlannedTest PairTest(const ConfirmInput& in, const PlanOptions& o, size_t culpri
   t.why = std::move(why);
   return t;
 }
+
+}  // namespace
+
+PlannedTest GroupTest(const ConfirmInput& in, const PlanOptions& o, size_t culprit,
+                      std::vector<std::string> hosts, PairRole role, std::string why) {
+  PlannedTest t;
+  t.kind = TestKind::kCommunication;
+  t.role = role;
+  t.culprit = culprit;
+  for (const std::string& h : hosts) t.procs.push_back(PerHost(in, o, h));
+  t.hosts = std::move(hosts);
+  t.argv = AllReduce(o);
+  t.time_limit_s = 300;
+  t.why = std::move(why);
+  return t;
+}
+
+namespace {
 
 void PlanNodeTriangle(const ConfirmInput& in, size_t i, const std::string& suspect,
                       const Named& named, const PlanOptions& o, ConfirmPlan& plan) {
@@ -414,6 +433,7 @@ std::string_view PairRoleName(PairRole r) {
     case PairRole::kAcross: return "across";
     case PairRole::kInside: return "inside";
     case PairRole::kControl: return "control";
+    case PairRole::kHalf: return "half";
     case PairRole::kNone: break;
   }
   return "";
@@ -443,7 +463,7 @@ std::string CulpritName(const ReportCulprit& c) {
                                  c.ranks.begin() + std::min<size_t>(c.ranks.size(), 8), ", ")) +
            (c.ranks.size() > 8 ? ", ..." : "");
   }
-  return "the job";
+  return c.cause_class == "communication" ? "the job's network" : "the job";
 }
 
 StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& where) {
@@ -525,6 +545,13 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
                  std::any_of(in.culprits.begin(), in.culprits.end(),
                              [](const ReportCulprit& c) { return c.gpu.has_value(); });
   in.cpu_job = cpu_traces && !device_traces && !any_gpu;
+  // A network slow as a whole names nobody: the job's network is the
+  // suspect, bisected over its hosts.
+  if (in.culprits.empty() && in.status == "communication_bound") {
+    ReportCulprit c;
+    c.cause_class = "communication";
+    in.culprits.push_back(c);
+  }
   in.hosts.assign(hosts.begin(), hosts.end());
   std::sort(in.hosts.begin(), in.hosts.end(), NaturalLess);
   std::sort(in.ranks.begin(), in.ranks.end());
@@ -564,7 +591,19 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
         PlanNodeTriangle(in, i, *host, named, o, plan);
         PlanIbstat(i, *host, plan);
       } else {
-        plan.notes.push_back(fmt::format("{}: no host named, nothing to pair", CulpritName(c)));
+        if (in.hosts.size() >= 4) {
+          plan.notes.push_back(fmt::format(
+              "{}: no host named: bisection over {} hosts, a round of 2 runs at a time (each "
+              "round's halves depend on the last), at most {} runs",
+              CulpritName(c), in.hosts.size(), BisectBound(in.hosts.size())));
+          BisectState b = BisectNext(in, plan, {}, i, o);
+          for (PlannedTest& t : b.next) plan.tests.push_back(std::move(t));
+        } else {
+          plan.notes.push_back(fmt::format(
+              "{}: no host named, and {} host{} too few to bisect: run all_reduce_perf between "
+              "each pair",
+              CulpritName(c), in.hosts.size(), in.hosts.size() == 1 ? " is" : "s are"));
+        }
       }
       continue;
     }

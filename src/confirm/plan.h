@@ -85,8 +85,9 @@ struct ConfirmInput {
 bool LooksLikeHost(const std::string& h);
 
 // The input for a suspect named by hand (`laggard confirm --suspect`):
-// HOST (its network: the triangle and its ports) or HOST:GPU (that GPU's
-// health against a GPU of another host), paired with the hosts of
+// HOST (its network: the triangle and its ports), HOST:GPU (that GPU's
+// health against a GPU of another host) or "all" (the network of all the
+// hosts, no host known: bisected, confirm/bisect.h), paired with the hosts of
 // `hosts_text`, one per line, optionally with its switch ("HOST SWITCH" or
 // "HOST,SWITCH"; a "host,switch" header and # comments are skipped, as in
 // `laggard simulate`'s switch-map.csv). `where` names the hosts file in
@@ -95,7 +96,8 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
                                     const std::string& where, int gpus_per_node);
 
 // The report's JSON text (schema laggard.report/1); `where` names it in
-// errors.
+// errors. A communication_bound verdict, which names nobody, gets one
+// culprit: the job's network, with no host (bisected).
 StatusOr<ConfirmInput> ReadReport(std::string_view json_text, const std::string& where);
 
 enum class TestKind : uint8_t { kHealth, kCompute, kCommunication };
@@ -104,8 +106,10 @@ std::string_view TestKindName(TestKind k);  // "health", "compute", "communicati
 // A communication test's place in its culprit's set: a pair with the
 // suspect host, across a suspect switch's uplink, inside that switch, or a
 // control pair of healthy hosts.
-enum class PairRole : uint8_t { kNone, kSuspect, kAcross, kInside, kControl };
-std::string_view PairRoleName(PairRole r);  // "suspect", "across", "inside", "control", ""
+// kHalf: a bisection's test (confirm/bisect.h), on half the suspected hosts
+// or one of them with a cleared host.
+enum class PairRole : uint8_t { kNone, kSuspect, kAcross, kInside, kControl, kHalf };
+std::string_view PairRoleName(PairRole r);  // "suspect", ..., "half", ""
 
 struct PlannedTest {
   TestKind kind = TestKind::kHealth;
@@ -139,6 +143,12 @@ struct ConfirmPlan {
 };
 
 ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& options);
+
+// An nccl-tests all_reduce_perf run over `hosts` for culprit `culprit`,
+// each host with its processes (the report's ranks there, or
+// --gpus-per-node).
+PlannedTest GroupTest(const ConfirmInput& in, const PlanOptions& o, size_t culprit,
+                      std::vector<std::string> hosts, PairRole role, std::string why);
 
 // "node-01 GPU 3", "rank 5 (node-01)", "host node-04", "switch leaf-2".
 std::string CulpritName(const ReportCulprit& c);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "confirm/bisect.h"
 #include "ingest/ingest.h"
 #include "ingest/nccl/nccl_readers.h"
 #include "ingest/network/network_readers.h"
@@ -107,6 +108,7 @@ void JudgeTriangle(const PairTests& pt, const ConfirmInput& in, Confirmation& c)
     } else {
       c.verdict = "confirmed";
       c.locus = "node";
+      c.host = s;
       c.figures = fmt::format(
           "{}: slow with every partner, so {} (the host, its NICs or its link to the switch)", base,
           s);
@@ -252,6 +254,7 @@ void JudgeNic(const std::vector<PortReading>& ports, Confirmation& c) {
   if (c.verdict == "confirmed" || c.locus == "node_or_uplink") {
     c.verdict = "confirmed";
     c.locus = "nic";
+    if (c.host.empty() && !c.pairs.empty()) c.host = c.pairs.front().a;
     c.figures += fmt::format("; ibstat: {}: the NIC", fmt::join(faults, "; "));
   } else {
     c.figures += fmt::format("; ibstat: {} (its pairs did not show it)", fmt::join(faults, "; "));
@@ -310,7 +313,7 @@ StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::s
     const PlannedTest& t = plan.tests[i];
     TestRun& r = runs[i];
     r.argv = t.argv;
-    if (t.kind == TestKind::kCommunication && t.hosts.size() == 2) {
+    if (t.kind == TestKind::kCommunication && t.hosts.size() >= 2) {
       std::set<std::string> want(t.hosts.begin(), t.hosts.end());
       // The last run of exactly these hosts.
       for (const NcclTestRun& x : net.nccl_tests) {
@@ -477,6 +480,10 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
       }
     }
     if (tests == 0) continue;
+    if (Bisects(in.culprits[ci])) {
+      out.push_back(BisectNext(in, plan, runs, ci, PlanOptions{}).answer);
+      continue;
+    }
     if (ran == 0) {
       c.verdict = "not run";
       c.figures = fmt::format("{} test{} planned, none run", tests, tests == 1 ? "" : "s");

@@ -52,8 +52,8 @@ std::vector<SizeBandwidth> BusBandwidthOf(const std::string& file, std::string& 
 
 // The plan's tests read from outputs already there, in `dir` (files or
 // folders, any names: run by hand, by nccl-tests-cluster, or `laggard
-// simulate --all-pair-tests`): a pair's test is the last nccl-tests run whose
-// ranks sit on exactly its two hosts; a host's ibstat test is the ibstat
+// simulate --all-pair-tests`): a pair's (or a group's) test is the last
+// nccl-tests run whose ranks sit on exactly its hosts; a host's ibstat test is the ibstat
 // ports of that host (named by its folder, as `diagnose` reads them). A
 // test with no result there is "not run". Fails only when `dir` is missing.
 StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::string& dir);
@@ -93,6 +93,7 @@ struct Confirmation {
   // "switch", "compute" or "".
   std::string locus;
   std::string figures;
+  std::string host;               // the host it confirms, when it names one
   std::vector<PairFigure> pairs;  // its communication tests' figures
   int64_t size_bytes = 0;         // the message size they are compared at
 };

@@ -12,7 +12,8 @@
 namespace laggard::confirm {
 
 bool LooksLikeHost(const std::string& h) {
-  return !h.empty() && h.size() <= 253 && h[0] != '-' && std::all_of(h.begin(), h.end(), [](char c) {
+  return !h.empty() && h.size() <= 253 && h[0] != '-' &&
+         std::all_of(h.begin(), h.end(), [](char c) {
            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
          });
 }
@@ -33,10 +34,12 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
     gpu = g;
     host.resize(colon);
   }
-  if (!LooksLikeHost(host)) {
+  bool all = host == "all";
+  if (!all && !LooksLikeHost(host)) {
     return Status::Error(fmt::format("--suspect '{}': '{}' is not a host name", suspect, host));
   }
-  std::set<std::string> hosts = {host};
+  std::set<std::string> hosts;
+  if (!all) hosts.insert(host);
   std::istringstream lines{std::string(hosts_text)};
   size_t number = 0;
   for (std::string line; std::getline(lines, line);) {
@@ -51,17 +54,18 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
     words >> sw >> extra;
     if (number == 1 && (h == "host" || h == "Host" || h == "HOST")) continue;  // a header
     if (!LooksLikeHost(h) || !extra.empty()) {
-      return Status::Error(fmt::format(
-          "{}:{}: '{}': give one host per line, optionally its switch (HOST [SWITCH])", where,
-          number, Trim(line)));
+      return Status::Error(
+          fmt::format("{}:{}: '{}': give one host per line, optionally its switch (HOST [SWITCH])",
+                      where, number, Trim(line)));
     }
     hosts.insert(h);
     if (!sw.empty()) in.switch_of[h] = sw;
   }
   in.hosts.assign(hosts.begin(), hosts.end());
   std::sort(in.hosts.begin(), in.hosts.end(), NaturalLess);
+  if (all && gpu) return Status::Error("--suspect all takes no GPU");
   ReportCulprit c;
-  c.host = host;
+  if (!all) c.host = host;
   c.gpu = gpu;
   c.cause_class = gpu ? "compute_slow" : "communication";
   in.culprits.push_back(c);

@@ -60,6 +60,9 @@ struct RunOutputOptions {
   // Two-node nccl-tests for every node pair (what `laggard confirm
   // --results` reads back); else every pair up to 8 nodes, neighbours beyond.
   bool all_pair_tests = false;
+  // Further nccl-tests runs, each over one set of nodes (the halves of
+  // `laggard confirm`'s bisection): nccl-tests/all_reduce_perf_<set>.txt.
+  std::vector<std::vector<int>> group_tests;
   bool nccl_debug = true;
   bool measure_effects = true;  // simulate the healthy control for truth.json's effects
   int dmon_interval_s = 1;
@@ -90,6 +93,10 @@ StatusOr<RunSummary> WriteClusterRun(const ClusterScenario& scenario,
 //   SEVERITY  a fraction with a decimal point (0.2) or a percentage (20%)
 // Targets are checked against the cluster by ResolveScenario.
 StatusOr<Fault> ParseFaultSpec(std::string_view spec);
+
+// A set of nodes for --group-tests: <host>..<host>, <node>..<node>,
+// <host>+<host>+..., two or more, ascending and unique.
+StatusOr<std::vector<int>> ParseNodeSet(std::string_view text);
 
 // Reads a scenario file (JSON): cluster keys, "faults" (spec strings or
 // objects) and "outputs"; see docs/simulator.md. Unknown keys are errors.

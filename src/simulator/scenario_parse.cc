@@ -274,6 +274,19 @@ Status ParseScenario(const Json& doc, ClusterScenario* sc, RunOutputOptions* out
 
 }  // namespace
 
+StatusOr<std::vector<int>> ParseNodeSet(std::string_view text) {
+  auto t = ParseTarget(text);
+  if (!t.ok()) return t.status();
+  std::vector<int> nodes = t->nodes;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (t->kind != FaultTarget::Kind::kNodes || nodes.size() < 2) {
+    return Status::Error(fmt::format(
+        "'{}': a group test runs on two nodes or more: node-00..node-07 or node-01+node-05", text));
+  }
+  return nodes;
+}
+
 StatusOr<Fault> ParseFaultSpec(std::string_view spec_in) {
   std::string_view spec = Trim(spec_in);
   Fault f;

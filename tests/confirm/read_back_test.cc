@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "confirm/bisect.h"
 #include "confirm/launch.h"
 #include "confirm/run.h"
 #include "test_paths.h"
@@ -425,6 +426,76 @@ TEST_F(ReadBackTest, ACpuJobsGemmVerdictIsItsCulprits) {
   EXPECT_EQ(c[0].verdict, "confirmed");
   EXPECT_EQ(c[0].locus, "compute");
   EXPECT_NE(c[0].figures.find("0.52x"), std::string::npos) << c[0].figures;
+}
+
+}  // namespace
+}  // namespace laggard::confirm
+
+namespace laggard::confirm {
+namespace {
+
+// Runs a bisection to its end over 12 hosts with host `bad` slow: each
+// round's tests get the figure of the slowest member's link.
+Confirmation BisectWith(int bad, size_t& runs_taken) {
+  ConfirmInput in;
+  for (int h = 0; h < 12; ++h) in.hosts.push_back(fmt::format("node-{:02}", h));
+  ReportCulprit c;
+  c.cause_class = "communication";
+  in.culprits.push_back(c);
+  EXPECT_TRUE(Bisects(in.culprits[0]));
+  ConfirmPlan plan;
+  std::vector<TestRun> runs;
+  std::string slow = bad >= 0 ? fmt::format("node-{:02}", bad) : "";
+  for (int round = 0; round < 10; ++round) {
+    BisectState st = BisectNext(in, plan, runs, 0, {});
+    if (st.next.empty()) break;
+    for (PlannedTest& t : st.next) {
+      TestRun r;
+      r.ran = true;
+      r.state = "ran";
+      bool has = std::find(t.hosts.begin(), t.hosts.end(), slow) != t.hosts.end();
+      r.busbw = {{1 << 30, has ? 90.0 : 180.0}};
+      plan.tests.push_back(std::move(t));
+      runs.push_back(r);
+    }
+  }
+  BisectState last = BisectNext(in, plan, runs, 0, {});
+  EXPECT_TRUE(last.done);
+  runs_taken = last.runs;
+  return last.answer;
+}
+
+TEST(BisectTest, TheSlowHostIsFoundWithinTwoLogNRuns) {
+  EXPECT_EQ(BisectBound(16), 8u);
+  EXPECT_EQ(BisectBound(12), 7u);
+  for (int bad = 0; bad < 12; ++bad) {
+    size_t runs = 0;
+    Confirmation c = BisectWith(bad, runs);
+    EXPECT_EQ(c.verdict, "confirmed") << bad << ": " << c.figures;
+    EXPECT_EQ(c.host, fmt::format("node-{:02}", bad)) << c.figures;
+    EXPECT_LE(runs, BisectBound(12)) << bad;
+  }
+  size_t runs = 0;
+  Confirmation none = BisectWith(-1, runs);
+  EXPECT_EQ(none.verdict, "refuted") << none.figures;
+  EXPECT_EQ(runs, 2u);  // the halves alike: no single slow node
+}
+
+TEST(BisectTest, ARoundNotRunYetIsWhatToRunNext) {
+  ConfirmInput in;
+  for (int h = 0; h < 8; ++h) in.hosts.push_back(fmt::format("node-{:02}", h));
+  ReportCulprit c;
+  c.cause_class = "communication";
+  in.culprits.push_back(c);
+  ConfirmPlan plan = PlanConfirm(in, {});
+  ASSERT_EQ(plan.tests.size(), 2u);
+  EXPECT_EQ(plan.tests[0].role, PairRole::kHalf);
+  EXPECT_EQ(plan.tests[0].hosts.size(), 4u);
+  // Printed, not run: the answer waits for them, and nothing more is planned.
+  BisectState st = BisectNext(in, plan, std::vector<TestRun>(2), 0, {});
+  EXPECT_TRUE(st.next.empty());
+  EXPECT_FALSE(st.done);
+  EXPECT_EQ(st.answer.verdict, "not run");
 }
 
 }  // namespace

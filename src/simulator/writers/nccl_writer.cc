@@ -68,7 +68,8 @@ int NetDev(const NodeState& ns, int nic) {
 std::string HostIp(int node) { return fmt::format("10.1.{}.{}", node / 250, 10 + node % 250); }
 
 int NcclTestCount(const ClusterRun& run, const RunOutputOptions& opt) {
-  return Singles(run) + static_cast<int>(Pairs(run.scenario().nodes, opt.all_pair_tests).size());
+  return Singles(run) + static_cast<int>(Pairs(run.scenario().nodes, opt.all_pair_tests).size()) +
+         static_cast<int>(opt.group_tests.size());
 }
 
 Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* files) {
@@ -79,11 +80,19 @@ Status WriteNcclTest(const RunContext& ctx, int index, uint64_t* bytes, int* fil
   if (index < Singles(run)) {
     nodes = {index};
     name = HostName(index);
-  } else {
-    auto [a, b] = Pairs(run.scenario().nodes,
-                        ctx.opt.all_pair_tests)[static_cast<size_t>(index - Singles(run))];
+  } else if (auto pairs = Pairs(run.scenario().nodes, ctx.opt.all_pair_tests);
+             static_cast<size_t>(index - Singles(run)) < pairs.size()) {
+    auto [a, b] = pairs[static_cast<size_t>(index - Singles(run))];
     nodes = {a, b};
     name = HostName(a) + "_" + HostName(b);
+  } else {
+    nodes = ctx.opt.group_tests[static_cast<size_t>(index - Singles(run)) - pairs.size()];
+    bool range = nodes.back() - nodes.front() + 1 == static_cast<int>(nodes.size());
+    if (range) {
+      name = HostName(nodes.front()) + ".." + HostName(nodes.back());
+    } else {
+      for (int n : nodes) name += (name.empty() ? "" : "+") + HostName(n);
+    }
   }
   double busbw = run.BusBandwidthGBps(nodes, nodes.size() == 1);
   int n = g * static_cast<int>(nodes.size());
