@@ -89,7 +89,13 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
   Json culprits = Json::array();
   for (const confirm::ReportCulprit& c : in.culprits) {
+    auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
     culprits.push_back({{"name", confirm::CulpritName(c)},
+                        {"host", opt(c.host)},
+                        {"rank", opt(c.rank)},
+                        {"gpu", opt(c.gpu)},
+                        {"nic", opt(c.nic)},
+                        {"switch", opt(c.switch_name)},
                         {"cause_class", c.cause_class},
                         {"confidence", c.confidence}});
   }
@@ -187,8 +193,11 @@ void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
                   "read the tests' outputs from this folder (run earlier, by hand or by "
                   "nccl-tests-cluster) instead of running them")
       ->check(CLI::ExistingPath);
-  cmd->add_option("--out", o.out_dir, "where each test's output is written when it runs")
-      ->capture_default_str();
+  cmd->add_option("--out", o.out_dir,
+                  "where each test's output and confirmation.json are written when tests run "
+                  "(laggard diagnose RUN_DIR OUT folds it into the verdict)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.out_given = true; });
   cmd->add_option("--rank-cores", o.rank_cores,
                   "CPU jobs: the core each rank ran on, RANK:CORE,... (e.g. 0:0,1:1)");
   cmd->add_option("--dcgm-level", o.plan.dcgm_level,
@@ -357,6 +366,15 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   if (runs_tests) ExtendBisections(*in, plan_options, launcher, o, plan, runs, err);
+  // What `laggard diagnose RUN_DIR OUT_DIR` folds into the verdict.
+  if (runs_tests && (o.results.empty() || o.out_given)) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    std::ofstream saved(o.out_dir + "/confirmation.json");
+    saved << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
+    if (!saved)
+      err << fmt::format("laggard confirm: cannot write {}/confirmation.json\n", o.out_dir);
+  }
   if (o.json) {
     out << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
     return kExitOk;

@@ -28,6 +28,7 @@ struct ConfirmOptions {
   std::string hosts;    // with suspect: the hosts to pair it with
   std::string launcher = "print";
   std::string out_dir = "laggard-confirm";
+  bool out_given = false;  // --out on the command line (--results writes only then)
   std::string rank_cores;  // "0:0,1:1"
   bool dry_run = false;    // the launcher's command lines, nothing run
   std::string results;     // read the tests' outputs from here instead of running them

@@ -12,6 +12,7 @@
 
 #include "analysis/analyze_run.h"
 #include "base/text.h"
+#include "confirm/fold.h"
 #include "report/report.h"
 
 namespace laggard {
@@ -298,6 +299,45 @@ void AddDiagnoseFlags(CLI::App* cmd, DiagnoseOptions& o) {
       ->capture_default_str();
 }
 
+namespace {
+
+// The run's paths, and the confirmations (laggard confirm --out) among the
+// paths given: folded into the verdict, not read as the job's data.
+struct SplitPaths {
+  std::vector<std::string> paths;
+  std::vector<confirm::ConfirmationEntry> confirmed;
+  size_t folders = 0;
+};
+
+StatusOr<SplitPaths> SplitConfirmations(const std::vector<std::string>& given) {
+  SplitPaths out;
+  for (const std::string& p : given) {
+    if (!confirm::IsConfirmation(p)) {
+      out.paths.push_back(p);
+      continue;
+    }
+    auto entries = confirm::ReadConfirmation(p);
+    if (!entries.ok()) return entries.status();
+    out.confirmed.insert(out.confirmed.end(), entries->begin(), entries->end());
+    ++out.folders;
+  }
+  if (out.paths.empty()) {
+    return Status::Error(
+        "only confirmations given; give the run's folder too (diagnose RUN_DIR CONFIRM_DIR)");
+  }
+  return out;
+}
+
+void FoldInto(const SplitPaths& split, Verdict& verdict, bool quiet, std::ostream& err) {
+  if (split.folders == 0) return;
+  size_t folded = confirm::FoldConfirmation(split.confirmed, verdict);
+  if (quiet) return;
+  err << fmt::format("laggard: {} of {} confirmation{} matched the verdict's culprits\n", folded,
+                     split.confirmed.size(), split.confirmed.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
 int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
              const Terminal& terminal) {
   // Filled once the run is analysed; the outputs render from it.
@@ -312,7 +352,13 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   if (!o.trace_out.empty()) {
     outputs.push_back({"--trace", o.trace_out, [&](std::ostream& s) { WriteMergedTrace(*in, s); }});
   }
-  if (std::string bad = CheckOutputs(outputs, o.paths); !bad.empty()) {
+  auto split = SplitConfirmations(o.paths);
+  if (!split.ok()) {
+    err << "laggard diagnose: " << split.status().message() << "\n";
+    return kExitNoInput;
+  }
+  const std::vector<std::string>& paths = split->paths;
+  if (std::string bad = CheckOutputs(outputs, paths); !bad.empty()) {
     err << "laggard diagnose: " << bad << "\n";
     return kExitNoInput;
   }
@@ -328,7 +374,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   input.ingest.split_jobs = true;
   if (o.mpi) {
     MpiIngestReport report;
-    auto gathered = IngestWithFlagsOverMpi(o.paths, input, o.mpi_timeout_s, update, &report);
+    auto gathered = IngestWithFlagsOverMpi(paths, input, o.mpi_timeout_s, update, &report);
     progress.Clear();
     if (!gathered.ok()) {
       err << "laggard: " << gathered.status().message() << "\n";
@@ -338,7 +384,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     if (!o.quiet) err << MpiSummaryLine(report) << "\n";
     run = std::move(**gathered);
   } else {
-    run = IngestWithFlags(o.paths, input, update);
+    run = IngestWithFlags(paths, input, update);
     progress.Clear();
   }
   if (!run.ok()) {
@@ -364,6 +410,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
+  FoldInto(*split, verdict, o.quiet, err);
   in.emplace(ReportInput{*run, a, verdict});
 
   bool to_stdout = false;
@@ -393,7 +440,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   }
   if (o.record.record) {
     std::vector<const Finding*> findings = in->analyses.AllFindings();
-    outputs_ok &= RecordVerdict(o.record, o.paths.front(), *run, a.ranks, verdict, findings,
+    outputs_ok &= RecordVerdict(o.record, paths.front(), *run, a.ranks, verdict, findings,
                                 "laggard diagnose --record", err);
   }
   if (!outputs_ok) return kExitOutputFailed;

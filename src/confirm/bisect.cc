@@ -41,14 +41,14 @@ BisectState FinalRound(const ConfirmInput& in, const PlanOptions& o, size_t culp
   size_t pairs = std::min<size_t>(suspects.size(), 2);  // the third by elimination
   if (k + pairs > done.size()) {
     st.answer.verdict = "not run";
-    st.answer.figures = fmt::format("bisection waits for {} paired with {}",
-                                    fmt::join(suspects.begin(), suspects.begin() + pairs, ", "),
-                                    partner);
+    st.answer.figures =
+        fmt::format("bisection waits for {} paired with {}",
+                    fmt::join(suspects.begin(), suspects.begin() + pairs, ", "), partner);
     if (waiting) return st;
     for (size_t i = 0; i < pairs; ++i) {
-      st.next.push_back(GroupTest(
-          in, o, culprit, {suspects[i], partner}, PairRole::kHalf,
-          fmt::format("bisection: {} with {}, a cleared host", suspects[i], partner)));
+      st.next.push_back(
+          GroupTest(in, o, culprit, {suspects[i], partner}, PairRole::kHalf,
+                    fmt::format("bisection: {} with {}, a cleared host", suspects[i], partner)));
     }
     st.runs += pairs;
     return st;
@@ -80,8 +80,9 @@ BisectState FinalRound(const ConfirmInput& in, const PlanOptions& o, size_t culp
                                         suspects[2]));
   }
   return Finish(st, steps, "inconclusive", "",
-                figures + ": neither is clearly the slow one (both slow: the half's slowness is "
-                          "between them)");
+                figures +
+                    ": neither is clearly the slow one (both slow: the half's slowness is "
+                    "between them)");
 }
 
 }  // namespace
@@ -123,8 +124,8 @@ BisectState BisectNext(const ConfirmInput& in, const ConfirmPlan& plan,
     if (k + 2 > done.size()) {
       if (waiting) {
         st.answer.verdict = "not run";
-        st.answer.figures = fmt::format("bisection waits for the halves {} and {}", Hosts(a),
-                                        Hosts(b));
+        st.answer.figures =
+            fmt::format("bisection waits for the halves {} and {}", Hosts(a), Hosts(b));
         return st;
       }
       st.next = {GroupTest(in, o, culprit, a, PairRole::kHalf,
@@ -133,17 +134,18 @@ BisectState BisectNext(const ConfirmInput& in, const ConfirmPlan& plan,
                            fmt::format("bisection: half {}", Hosts(b)))};
       st.runs += 2;
       st.answer.verdict = "not run";
-      st.answer.figures = fmt::format("bisection waits for the halves {} and {}", Hosts(a),
-                                      Hosts(b));
+      st.answer.figures =
+          fmt::format("bisection waits for the halves {} and {}", Hosts(a), Hosts(b));
       return st;
     }
     std::optional<double> fa = done[k].second, fb = done[k + 1].second;
     k += 2;
     if (!fa || !fb) {
       return Finish(st, steps, "inconclusive", "",
-                  fmt::format("a half's test gave no figure ({} / {})", Hosts(a), Hosts(b)));
+                    fmt::format("a half's test gave no figure ({} / {})", Hosts(a), Hosts(b)));
     }
-    std::string figures = fmt::format("{} {:.1f} GB/s, {} {:.1f} GB/s", Hosts(a), *fa, Hosts(b), *fb);
+    std::string figures =
+        fmt::format("{} {:.1f} GB/s, {} {:.1f} GB/s", Hosts(a), *fa, Hosts(b), *fb);
     if (*fa <= kPairSlow * *fb) {
       steps.push_back(figures + ": the first half is slow");
       cleared.insert(cleared.end(), b.begin(), b.end());
@@ -154,8 +156,9 @@ BisectState BisectNext(const ConfirmInput& in, const ConfirmPlan& plan,
       suspects = b;
     } else {
       return Finish(st, steps, "refuted", "",
-                  figures + ": both halves alike, so no single slow node (the fabric as a whole, "
-                            "or the job's own traffic)");
+                    figures +
+                        ": both halves alike, so no single slow node (the fabric as a whole, "
+                        "or the job's own traffic)");
     }
   }
   // Three hosts or fewer: each with a cleared host (one never suspected
@@ -165,8 +168,8 @@ BisectState BisectNext(const ConfirmInput& in, const ConfirmPlan& plan,
     partner = cleared.front();
   } else {
     return Finish(st, steps, "inconclusive", "",
-                fmt::format("{} host{} to tell apart and none cleared to pair them with",
-                            suspects.size(), suspects.size() == 1 ? "" : "s"));
+                  fmt::format("{} host{} to tell apart and none cleared to pair them with",
+                              suspects.size(), suspects.size() == 1 ? "" : "s"));
   }
   return FinalRound(in, o, culprit, suspects, partner, done, k, waiting, st, steps);
 }

@@ -34,7 +34,7 @@ bool Bisects(const ReportCulprit& c);
 size_t BisectBound(size_t hosts);
 
 struct BisectState {
-  bool done = false;  // decided (found, cleared, or stopped): no more rounds
+  bool done = false;              // decided (found, cleared, or stopped): no more rounds
   std::vector<PlannedTest> next;  // the next round's tests (empty when done or waiting)
   Confirmation answer;            // verdict, locus ("node" when found), figures
   size_t runs = 0;                // tests planned so far, the next round's included

@@ -1,0 +1,135 @@
+#include "confirm/fold.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace laggard::confirm {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string FileOf(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return path + "/confirmation.json";
+  return path;
+}
+
+template <typename T>
+std::optional<T> Field(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (it->is_string()) return it->get<std::string>();
+  } else {
+    if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= INT32_MAX) {
+      return static_cast<T>(it->get<int64_t>());
+    }
+  }
+  return std::nullopt;
+}
+
+bool Matches(const ConfirmationEntry& e, const Culprit& c) {
+  const Entity& x = c.entity;
+  if (!e.host || !x.host || *e.host != *x.host) return false;
+  if (e.gpu && x.gpu && *e.gpu != *x.gpu) return false;
+  if (e.rank && x.rank && *e.rank != *x.rank) return false;
+  if (e.nic && x.nic && *e.nic != *x.nic) return false;
+  return true;
+}
+
+std::string Line(const ConfirmationEntry& e) {
+  return fmt::format("confirm: {}{} — {}", e.verdict,
+                     e.locus.empty() ? "" : fmt::format(" ({})", e.locus), e.figures);
+}
+
+// The summary's "confidence WORD" for the top culprit, after a change.
+void MendSummary(Verdict& v, std::string_view before) {
+  if (v.culprits.empty()) return;
+  std::string old = fmt::format("confidence {}", before);
+  std::string now = fmt::format("confidence {}", ConfidenceWord(v.culprits.front().confidence));
+  if (size_t at = v.summary.find(old); at != std::string::npos) v.summary.replace(at, old.size(), now);
+}
+
+}  // namespace
+
+bool IsConfirmation(const std::string& path) {
+  std::error_code ec;
+  std::string file = FileOf(path);
+  if (std::filesystem::path(file).filename() != "confirmation.json") return false;
+  return std::filesystem::is_regular_file(file, ec);
+}
+
+StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& path) {
+  std::string file = FileOf(path);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::Error(fmt::format("{}: cannot read", file));
+  Json j = Json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "laggard.confirm/1") {
+    return Status::Error(
+        fmt::format("{}: not a confirmation (laggard.confirm/1, as `laggard confirm` writes)", file));
+  }
+  std::vector<Json> culprits;
+  if (auto it = j.find("culprits"); it != j.end() && it->is_array()) {
+    culprits.assign(it->begin(), it->end());
+  }
+  std::vector<ConfirmationEntry> out;
+  auto conf = j.find("confirmation");
+  if (conf == j.end() || !conf->is_array()) return out;
+  for (const Json& c : *conf) {
+    if (!c.is_object()) continue;
+    ConfirmationEntry e;
+    e.verdict = Field<std::string>(c, "verdict").value_or("");
+    e.locus = Field<std::string>(c, "locus").value_or("");
+    e.figures = Field<std::string>(c, "figures").value_or("");
+    e.confirmed_host = Field<std::string>(c, "host");
+    auto index = Field<int32_t>(c, "culprit");
+    if (index && static_cast<size_t>(*index) < culprits.size() &&
+        culprits[static_cast<size_t>(*index)].is_object()) {
+      const Json& k = culprits[static_cast<size_t>(*index)];
+      e.host = Field<std::string>(k, "host");
+      e.rank = Field<int32_t>(k, "rank");
+      e.gpu = Field<int32_t>(k, "gpu");
+      e.nic = Field<std::string>(k, "nic");
+    }
+    if (!e.verdict.empty()) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& v) {
+  size_t matched = 0;
+  std::string before =
+      v.culprits.empty() ? "" : std::string(ConfidenceWord(v.culprits.front().confidence));
+  for (const ConfirmationEntry& e : entries) {
+    if (!e.host && e.verdict == "confirmed" && e.confirmed_host &&
+        v.status == VerdictStatus::kCommBound && v.culprits.empty()) {
+      Culprit c;
+      c.entity.host = e.confirmed_host;
+      c.cause_class = CauseClass::kCommunication;
+      c.confidence = 0.7;
+      c.evidence.push_back(Line(e));
+      v.culprits.push_back(std::move(c));
+      v.status = VerdictStatus::kStraggler;
+      v.summary = fmt::format(
+          "verdict: host {} is the straggler — communication, found by bisection after the job "
+          "ran communication-bound, confidence {}",
+          *e.confirmed_host, ConfidenceWord(0.7));
+      ++matched;
+      continue;
+    }
+    for (Culprit& c : v.culprits) {
+      if (!Matches(e, c)) continue;
+      if (e.verdict == "confirmed") c.confidence += (1 - c.confidence) / 2;
+      if (e.verdict == "refuted") c.confidence /= 2;
+      c.evidence.push_back(Line(e));
+      ++matched;
+    }
+  }
+  if (!before.empty()) MendSummary(v, before);
+  return matched;
+}
+
+}  // namespace laggard::confirm

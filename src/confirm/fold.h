@@ -1,0 +1,51 @@
+// `laggard diagnose RUN_DIR CONFIRM_DIR`: a confirmation (the folder
+// `laggard confirm --out` wrote, holding confirmation.json) folded into the
+// verdict. Each confirmation is matched to the verdict's culprit with the
+// same host (and GPU, rank or NIC where both name one):
+//   confirmed     confidence c -> c + (1 - c) / 2 (0.6 -> 0.8), evidence
+//                 "confirm: confirmed (node) — figures";
+//   refuted       confidence halved, the same evidence line: the culprit
+//                 stays listed, weaker, with the measurement against it;
+//   otherwise     (inconclusive, not run, not judged) the evidence line only.
+// A bisection that confirmed a host under a communication_bound verdict
+// (which names nobody) makes that host the culprit: communication, found by
+// bisection, confidence 0.7. The summary's confidence word follows.
+//
+// Thread-safety: pure functions but ReadConfirmation(), which reads a file.
+
+#ifndef LAGGARD_CONFIRM_FOLD_H_
+#define LAGGARD_CONFIRM_FOLD_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "verdict/verdict.h"
+
+namespace laggard::confirm {
+
+// One culprit's confirmation as confirm wrote it.
+struct ConfirmationEntry {
+  std::optional<std::string> host;  // the report culprit's
+  std::optional<int32_t> rank, gpu;
+  std::optional<std::string> nic;
+  std::string verdict;  // confirmed | refuted | inconclusive | not run | not judged
+  std::string locus;
+  std::string figures;
+  std::optional<std::string> confirmed_host;  // the host it names (bisection)
+};
+
+// Whether `path` is a confirmation: a folder holding confirmation.json, or
+// that file itself.
+bool IsConfirmation(const std::string& path);
+
+// Its entries; an error names the file when it is not laggard.confirm/1.
+StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& path);
+
+// Folds `entries` into `v`; returns how many matched a culprit (or made one).
+size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& v);
+
+}  // namespace laggard::confirm
+
+#endif  // LAGGARD_CONFIRM_FOLD_H_

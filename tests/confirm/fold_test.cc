@@ -1,0 +1,107 @@
+// A confirmation folded into a verdict: confirmed raises the culprit's
+// confidence, refuted halves it, each with its evidence line; a bisection's
+// host becomes the culprit of a communication-bound verdict.
+
+#include "confirm/fold.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace laggard::confirm {
+namespace {
+
+Verdict HostVerdict(double confidence) {
+  Verdict v;
+  v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity.host = "node-05";
+  c.entity.nic = "mlx5_2 port 1";
+  c.cause_class = CauseClass::kCommunication;
+  c.confidence = confidence;
+  v.culprits.push_back(c);
+  v.summary = fmt::format("verdict: node-05 (mlx5_2 port 1) is the straggler — communication, "
+                          "confidence {}",
+                          ConfidenceWord(confidence));
+  return v;
+}
+
+ConfirmationEntry Entry(std::string verdict, std::string host = "node-05") {
+  ConfirmationEntry e;
+  e.host = std::move(host);
+  e.verdict = std::move(verdict);
+  e.locus = "nic";
+  e.figures = "node-05 with node-04 91.8 GB/s (0.50x)";
+  return e;
+}
+
+TEST(FoldConfirmationTest, ConfirmedRaisesRefutedHalvesEachWithItsEvidence) {
+  Verdict v = HostVerdict(0.6);
+  EXPECT_EQ(FoldConfirmation({Entry("confirmed")}, v), 1u);
+  EXPECT_DOUBLE_EQ(v.culprits[0].confidence, 0.8);
+  ASSERT_EQ(v.culprits[0].evidence.size(), 1u);
+  EXPECT_EQ(v.culprits[0].evidence[0].rfind("confirm: confirmed (nic) — node-05 with", 0), 0u);
+
+  Verdict r = HostVerdict(0.85);
+  EXPECT_EQ(FoldConfirmation({Entry("refuted")}, r), 1u);
+  EXPECT_DOUBLE_EQ(r.culprits[0].confidence, 0.425);
+  EXPECT_NE(r.summary.find(fmt::format("confidence {}", ConfidenceWord(0.425))), std::string::npos)
+      << r.summary;
+
+  Verdict other = HostVerdict(0.6);  // another host's confirmation changes nothing
+  EXPECT_EQ(FoldConfirmation({Entry("confirmed", "node-01")}, other), 0u);
+  EXPECT_DOUBLE_EQ(other.culprits[0].confidence, 0.6);
+  EXPECT_TRUE(other.culprits[0].evidence.empty());
+
+  Verdict open = HostVerdict(0.6);  // inconclusive: evidence only
+  EXPECT_EQ(FoldConfirmation({Entry("inconclusive")}, open), 1u);
+  EXPECT_DOUBLE_EQ(open.culprits[0].confidence, 0.6);
+  EXPECT_EQ(open.culprits[0].evidence.size(), 1u);
+}
+
+TEST(FoldConfirmationTest, ABisectionsHostBecomesTheCulpritOfACommunicationBoundVerdict) {
+  Verdict v;
+  v.status = VerdictStatus::kCommBound;
+  v.summary = "verdict: communication-bound";
+  ConfirmationEntry e;
+  e.verdict = "confirmed";
+  e.locus = "node";
+  e.confirmed_host = "node-09";
+  e.figures = "bisection, 8 runs: ...";
+  EXPECT_EQ(FoldConfirmation({e}, v), 1u);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].entity.host, "node-09");
+  EXPECT_EQ(v.status, VerdictStatus::kStraggler);
+  EXPECT_NE(v.summary.find("found by bisection"), std::string::npos);
+  // Refuted, or a verdict that already names someone: no new culprit.
+  Verdict named = HostVerdict(0.6);
+  EXPECT_EQ(FoldConfirmation({e}, named), 0u);
+  EXPECT_EQ(named.culprits.size(), 1u);
+}
+
+TEST(FoldConfirmationTest, OnlyConfirmsOwnFileIsAConfirmation) {
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("laggard_fold_{}", getpid());
+  std::filesystem::create_directories(dir);
+  EXPECT_FALSE(IsConfirmation(dir.string()));
+  std::ofstream(dir / "confirmation.json") << R"({"schema": "laggard.report/1"})";
+  EXPECT_TRUE(IsConfirmation(dir.string()));
+  auto bad = ReadConfirmation(dir.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a confirmation"), std::string::npos);
+  std::ofstream(dir / "confirmation.json")
+      << R"({"schema": "laggard.confirm/1", "culprits": [{"host": "node-05", "nic": "mlx5_2 port 1"}],
+             "confirmation": [{"culprit": 0, "verdict": "confirmed", "locus": "nic",
+                               "figures": "f", "host": "node-05"}, {"culprit": 7}, 3]})";
+  auto ok = ReadConfirmation(dir.string());
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->size(), 1u);
+  EXPECT_EQ((*ok)[0].host, "node-05");
+  EXPECT_EQ((*ok)[0].nic, "mlx5_2 port 1");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace laggard::confirm
