@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstdlib>
 #include <filesystem>
@@ -253,7 +254,7 @@ int SimulatePipelineJob(CLI::App* cmd, const SimulateArgs& a, std::ostream& out,
                                    "--trace-first-step", "--gzip-traces",     "--no-hardware",
                                    "--no-network",       "--no-nccl-tests",   "--no-nccl-debug",
                                    "--all-pair-tests",   "--step-logs-only",  "--no-effects",
-                                   "--trace-ranks"}) {
+                                   "--trace-ranks",      "--group-tests"}) {
     if (given(cluster_only)) {
       err << "laggard simulate: " << cluster_only
           << " is a cluster option; --layout simulates a 3D-parallel job (options: --layout, "
@@ -390,7 +391,14 @@ int Simulate(CLI::App* cmd, const SimulateArgs& a, std::ostream& out, std::ostre
           nodes->back(), sc.nodes - 1);
       return kExitNoInput;
     }
-    oo.group_tests.push_back(*nodes);
+    if (std::find(oo.group_tests.begin(), oo.group_tests.end(), *nodes) == oo.group_tests.end()) {
+      oo.group_tests.push_back(*nodes);  // a set given twice is one file
+    }
+  }
+  if (!oo.group_tests.empty() && !oo.nccl_tests) {
+    err << "laggard simulate: --group-tests writes nccl-tests outputs; --no-nccl-tests and "
+           "--step-logs-only write none\n";
+    return kExitNoInput;
   }
   if (a.no_nccl_debug || a.step_logs_only) oo.nccl_debug = false;
   if (a.no_effects) oo.measure_effects = false;

@@ -124,7 +124,8 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
                   {"output_file", r.file.empty() ? Json(nullptr) : Json(r.file)},
                   {"verdict", r.verdict.empty() ? Json(nullptr) : Json(r.verdict)},
                   {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)},
-                  {"busbw_gbps", r.busbw_gbps ? Json(*r.busbw_gbps) : Json(nullptr)}};
+                  {"busbw_gbps", r.busbw_gbps ? Json(*r.busbw_gbps) : Json(nullptr)},
+                  {"note", r.note.empty() ? Json(nullptr) : Json(r.note)}};
     }
     tests.push_back(std::move(x));
   }
@@ -158,6 +159,7 @@ void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vecto
     out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
     if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
     if (r.busbw_gbps) out << fmt::format("      bus bandwidth {:.2f} GB/s\n", *r.busbw_gbps);
+    if (!r.note.empty()) out << fmt::format("      {}\n", r.note);
     if (!r.ran || r.state != "ran") {
       std::string first = r.output.substr(0, r.output.find('\n'));
       if (!first.empty()) out << fmt::format("      {}\n", first);

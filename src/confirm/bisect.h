@@ -1,12 +1,17 @@
 // Bisection: the slow node among N hosts when the verdict names none (a job
 // whose network is slow as a whole, `--suspect all`). Each round runs
-// nccl-tests all_reduce_perf on the two halves of the hosts still suspected
-// (natural order, so a half keeps its switches); the half at <= kPairSlow of
-// the other holds the slow node and is split again. Three hosts or fewer
-// are each paired with a host of a cleared half: the slow pair is the
-// node; of three, when the first two pairs are fast, the third host by
-// elimination. At most 2·log2(N) runs. Both halves alike: no single slow
-// node (the fabric as a whole, or the job's own traffic).
+// nccl-tests all_reduce_perf on the two halves of the hosts still suspected,
+// split at the switch boundary nearest the middle (natural order, so a half
+// keeps its switches) as long as that keeps the rounds to ⌈log2 N⌉; the half
+// at <= kPairSlow of the other holds the slow node and is split again.
+// Halves alike after a slow round: the paths between them (fabric), no
+// node. Halves alike at the first round: one more run of all the hosts
+// together; slow, the fabric between the halves, else nothing slow. Three
+// hosts or fewer are each paired with a cleared host under their own
+// switch, or all with one cleared host when they share a switch (else
+// inconclusive, node_or_uplink): one slow pair among fast ones is its host;
+// every one fast is the fabric. Nobody is named by elimination. At most
+// 2·⌈log2 N⌉ runs.
 //
 // The rounds depend on each other: BisectNext() replays the rounds whose
 // results are in and gives the next round's tests, so a plan grows a round
@@ -30,7 +35,7 @@ namespace laggard::confirm {
 // The culprits to bisect: communication with no host.
 bool Bisects(const ReportCulprit& c);
 
-// The most runs a bisection over `hosts` may take: 2·log2(N), rounded down.
+// The most runs a bisection over `hosts` may take: 2·⌈log2 N⌉.
 size_t BisectBound(size_t hosts);
 
 struct BisectState {

@@ -50,7 +50,8 @@ void MendSummary(Verdict& v, std::string_view before) {
   if (v.culprits.empty()) return;
   std::string old = fmt::format("confidence {}", before);
   std::string now = fmt::format("confidence {}", ConfidenceWord(v.culprits.front().confidence));
-  if (size_t at = v.summary.find(old); at != std::string::npos) v.summary.replace(at, old.size(), now);
+  if (size_t at = v.summary.find(old); at != std::string::npos)
+    v.summary.replace(at, old.size(), now);
 }
 
 }  // namespace
@@ -68,8 +69,8 @@ StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& pat
   if (!in) return Status::Error(fmt::format("{}: cannot read", file));
   Json j = Json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "laggard.confirm/1") {
-    return Status::Error(
-        fmt::format("{}: not a confirmation (laggard.confirm/1, as `laggard confirm` writes)", file));
+    return Status::Error(fmt::format(
+        "{}: not a confirmation (laggard.confirm/1, as `laggard confirm` writes)", file));
   }
   std::vector<Json> culprits;
   if (auto it = j.find("culprits"); it != j.end() && it->is_array()) {

@@ -573,7 +573,9 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
           CulpritName(c)));
       continue;
     }
-    if (cls == "external" || (c.switch_name && !c.gpu && !c.nic)) {
+    // A switch culprit (external, or naming no host); a host culprit's
+    // switch is only where it sits.
+    if (cls == "external" || (c.switch_name && !host)) {
       std::optional<std::string> sw = c.switch_name;
       if (!sw && host) sw = SwitchOf(in, *host);
       if (sw) {
@@ -591,18 +593,22 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
         PlanNodeTriangle(in, i, *host, named, o, plan);
         PlanIbstat(i, *host, plan);
       } else {
-        if (in.hosts.size() >= 4) {
+        if (Bisects(c) && in.hosts.size() >= 4) {
           plan.notes.push_back(fmt::format(
-              "{}: no host named: bisection over {} hosts, a round of 2 runs at a time (each "
-              "round's halves depend on the last), at most {} runs",
+              "{}: no host named: bisection over {} hosts, a round at a time (each round's halves "
+              "depend on the last), at most {} runs",
               CulpritName(c), in.hosts.size(), BisectBound(in.hosts.size())));
           BisectState b = BisectNext(in, plan, {}, i, o);
           for (PlannedTest& t : b.next) plan.tests.push_back(std::move(t));
         } else {
-          plan.notes.push_back(fmt::format(
-              "{}: no host named, and {} host{} too few to bisect: run all_reduce_perf between "
-              "each pair",
-              CulpritName(c), in.hosts.size(), in.hosts.size() == 1 ? " is" : "s are"));
+          plan.notes.push_back(
+              Bisects(c) ? fmt::format("{}: no host named, and {} host{} too few to bisect: run "
+                                       "all_reduce_perf between each pair",
+                                       CulpritName(c), in.hosts.size(),
+                                       in.hosts.size() == 1 ? " is" : "s are")
+                         : fmt::format("{}: no host is known for it; tie ranks to hosts (step "
+                                       "logs with host names) and diagnose again",
+                                       CulpritName(c)));
         }
       }
       continue;

@@ -315,17 +315,37 @@ StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::s
     r.argv = t.argv;
     if (t.kind == TestKind::kCommunication && t.hosts.size() >= 2) {
       std::set<std::string> want(t.hosts.begin(), t.hosts.end());
-      // The last run of exactly these hosts.
+      // The last all_reduce_perf run (in file order) on exactly these hosts,
+      // with the planned processes per host when one has them.
+      const NcclTestRun* pick = nullptr;
+      std::vector<int> pick_procs;
+      bool pick_exact = false;
       for (const NcclTestRun& x : net.nccl_tests) {
+        if (x.collective != "all_reduce") continue;
+        std::map<std::string, int> per;
+        for (const NcclTestRank& k : x.ranks) ++per[k.host];
         std::set<std::string> hosts;
-        for (const NcclTestRank& k : x.ranks) hosts.insert(k.host);
+        for (const auto& [h, n] : per) hosts.insert(h);
         if (hosts != want) continue;
-        r = TestRun();
-        r.argv = t.argv;
+        std::vector<int> procs;
+        for (const std::string& h : t.hosts) procs.push_back(per[h]);
+        bool exact = procs == t.procs;
+        if (pick_exact && !exact) continue;
+        pick = &x;
+        pick_procs = std::move(procs);
+        pick_exact = exact;
+      }
+      if (pick != nullptr) {
+        const NcclTestRun& x = *pick;
         r.ran = true;
         r.file = path_of(x.src);
         r.state = x.errors.empty() ? "ran" : "failed";
         if (!x.errors.empty()) r.output = x.errors.front();
+        r.procs = pick_procs;
+        if (!pick_exact && x.errors.empty()) {
+          r.note = fmt::format("ran with {} processes on its hosts, not the planned {}",
+                               fmt::join(pick_procs, "+"), fmt::join(t.procs, "+"));
+        }
         r.busbw = SizesOf(x);
         if (!r.busbw.empty()) r.busbw_gbps = r.busbw.back().gbps;
       }
@@ -421,6 +441,29 @@ PairTests CollectPairs(const ConfirmPlan& plan, const std::vector<TestRun>& runs
     }
   }
   if (good.empty()) return pt;
+  // Pairs read back with other process counts than most of them are not
+  // compared with those (8 GPUs a host against 4 moves the figure).
+  std::map<std::vector<int>, size_t> shapes;
+  auto shape = [&](size_t i) {
+    std::vector<int> p = runs[i].procs;
+    std::sort(p.begin(), p.end());
+    return p;
+  };
+  for (size_t i : good) ++shapes[shape(i)];
+  std::vector<int> common_shape;
+  size_t most = 0;
+  for (const auto& [p, n] : shapes) {
+    if (n > most) most = n, common_shape = p;
+  }
+  std::vector<size_t> kept;
+  for (size_t i : good) {
+    if (shape(i) == common_shape) {
+      kept.push_back(i);
+    } else {
+      pt.failed.push_back({&plan.tests[i], "(other process counts than the other pairs)"});
+    }
+  }
+  good = std::move(kept);
   // The largest size in every good pair's table.
   std::vector<int64_t> common;
   for (const SizeBandwidth& b : runs[good[0]].busbw) common.push_back(b.size_bytes);

@@ -48,6 +48,8 @@ struct TestRun {
   std::vector<GemmResult> gemm;
   std::optional<double> busbw_gbps;  // a communication test's, at its largest size
   std::vector<SizeBandwidth> busbw;  // per size, ascending (read_back.h)
+  std::vector<int> procs;            // processes per host, in the test's host order, when read
+  std::string note;                  // what the read-back says of it ("ran with 4+4 processes ...")
   std::vector<PortReading> ports;    // an ibstat test's (read_back.h)
   std::string verdict;               // "confirmed" | "refuted" | "inconclusive" | ""
   std::string figures;

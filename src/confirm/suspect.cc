@@ -42,6 +42,7 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
   if (!all) hosts.insert(host);
   std::istringstream lines{std::string(hosts_text)};
   size_t number = 0;
+  bool first = true;  // the first line that is not blank or a comment
   for (std::string line; std::getline(lines, line);) {
     ++number;
     if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
@@ -52,7 +53,9 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
     std::string h, sw, extra;
     if (!(words >> h)) continue;
     words >> sw >> extra;
-    if (number == 1 && (h == "host" || h == "Host" || h == "HOST")) continue;  // a header
+    bool header = first && (h == "host" || h == "Host" || h == "HOST");
+    first = false;
+    if (header) continue;
     if (!LooksLikeHost(h) || !extra.empty()) {
       return Status::Error(
           fmt::format("{}:{}: '{}': give one host per line, optionally its switch (HOST [SWITCH])",

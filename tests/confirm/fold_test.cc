@@ -23,9 +23,10 @@ Verdict HostVerdict(double confidence) {
   c.cause_class = CauseClass::kCommunication;
   c.confidence = confidence;
   v.culprits.push_back(c);
-  v.summary = fmt::format("verdict: node-05 (mlx5_2 port 1) is the straggler — communication, "
-                          "confidence {}",
-                          ConfidenceWord(confidence));
+  v.summary = fmt::format(
+      "verdict: node-05 (mlx5_2 port 1) is the straggler — communication, "
+      "confidence {}",
+      ConfidenceWord(confidence));
   return v;
 }
 
