@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "confirm/bisect.h"
+#include "confirm/gpu_health.h"
 #include "ingest/ingest.h"
 #include "ingest/nccl/nccl_readers.h"
 #include "ingest/network/network_readers.h"
@@ -549,10 +550,20 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         if (ports != nullptr) JudgeNic(*ports, c);
       }
     } else {
-      c.verdict = "not judged";
-      c.figures =
-          "its health checks' outputs are saved for reading; laggard does not judge them "
-          "yet";
+      // Health checks only (a GPU suspect): what its pages say.
+      std::vector<std::string> mine, control;
+      for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
+        const PlannedTest& t = plan.tests[i];
+        if (t.culprit != ci || t.kind != TestKind::kHealth || runs[i].file.empty()) continue;
+        (t.control ? control : mine).push_back(runs[i].file);
+      }
+      GpuHealth h = JudgeGpuHealth(mine, control);
+      c.verdict = h.verdict;
+      c.figures = h.figures;
+      if (h.verdict == "confirmed") {
+        c.locus = "gpu";
+        if (in.culprits[ci].host) c.host = *in.culprits[ci].host;
+      }
     }
     out.push_back(std::move(c));
   }
