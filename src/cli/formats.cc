@@ -42,7 +42,8 @@ constexpr std::array kDescriptions = {
     Entry{"dcgm-exporter", "dcgm-exporter's Prometheus text"},
     Entry{"text-log",
           "training logs: the article's 'rank R, step S, time Ts' lines, Megatron "
-          "iteration lines and StragglerDetector reports, or your --step-pattern"},
+          "iteration lines, Megatron StragglerDetector and NVRx straggler reports, or your "
+          "--step-pattern"},
     Entry{"agent_log", "laggard agent's rolling logs (steps.jsonl, hardware.jsonl)"},
     Entry{"nccl-tests", "nccl-tests output (all_reduce_perf, ...)"},
     Entry{"nccl-debug", "NCCL_DEBUG=INFO logs"},
