@@ -33,12 +33,6 @@ BisectState Finish(BisectState st, std::vector<std::string>& steps, std::string 
   return st;
 }
 
-std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {
-  auto it = in.switch_of.find(host);
-  if (it == in.switch_of.end()) return std::nullopt;
-  return it->second;
-}
-
 // A cleared host to pair each of the last suspects with, and whether that
 // pair leaves its switch's uplink out: a host under its own switch; else,
 // when the suspects all sit under one switch, one cleared host for all of

@@ -17,9 +17,9 @@ namespace {
 // could not run, which says nothing against the card.
 bool DeploymentTest(std::string_view message) {
   static constexpr std::string_view kSetup[] = {
-      "denylist",           "nvml library",          "cuda main library",
-      "cuda toolkit",       "permissions and os",    "persistence mode",
-      "environment variab", "graphics processes",    "software",
+      "denylist",           "nvml library",       "cuda main library",
+      "cuda toolkit",       "permissions and os", "persistence mode",
+      "environment variab", "graphics processes", "software",
   };
   std::string lower(message.substr(0, 40));
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -37,7 +37,8 @@ void FaultsOf(const GpuRecord& g, std::vector<std::string>& out, std::vector<std
     std::vector<std::string> real, deploy;
     for (const std::string& m : f.diag_messages) (DeploymentTest(m) ? deploy : real).push_back(m);
     auto first = [](const std::vector<std::string>& v) {
-      return fmt::format("{}", fmt::join(v.begin(), v.begin() + std::min<size_t>(v.size(), 3), "; "));
+      return fmt::format("{}",
+                         fmt::join(v.begin(), v.begin() + std::min<size_t>(v.size(), 3), "; "));
     };
     if (!real.empty() || f.diag_messages.empty()) {
       out.push_back("dcgmi diag failed" + (real.empty() ? "" : ": " + first(real)));
@@ -46,10 +47,10 @@ void FaultsOf(const GpuRecord& g, std::vector<std::string>& out, std::vector<std
     }
   }
   if (!g.samples.empty() && g.samples.back().clock_events) {
-    uint64_t bad = *g.samples.back().clock_events &
-                   (clock_event::kSwPowerCap | clock_event::kHwSlowdown |
-                    clock_event::kSwThermalSlowdown | clock_event::kHwThermalSlowdown |
-                    clock_event::kHwPowerBrakeSlowdown);
+    uint64_t bad =
+        *g.samples.back().clock_events &
+        (clock_event::kSwPowerCap | clock_event::kHwSlowdown | clock_event::kSwThermalSlowdown |
+         clock_event::kHwThermalSlowdown | clock_event::kHwPowerBrakeSlowdown);
     if (bad != 0) out.push_back(fmt::format("clocks held back now: {}", ClockEventNames(bad)));
   }
   if (f.enforced_power_limit_w && f.default_power_limit_w &&
@@ -63,8 +64,8 @@ void FaultsOf(const GpuRecord& g, std::vector<std::string>& out, std::vector<std
   }
   if (f.pcie_width_current && f.pcie_width_max && *f.pcie_width_current < *f.pcie_width_max &&
       !g.samples.empty() && g.samples.back().util_pct.value_or(0) >= 50) {
-    out.push_back(fmt::format("PCIe x{} of x{} while busy", *f.pcie_width_current,
-                              *f.pcie_width_max));
+    out.push_back(
+        fmt::format("PCIe x{} of x{} while busy", *f.pcie_width_current, *f.pcie_width_max));
   }
   if (f.ecc_uncorrected_volatile.value_or(0) > 0) {
     out.push_back(fmt::format("{} uncorrected ECC errors since the driver loaded",
@@ -100,9 +101,10 @@ GpuHealth JudgeGpuHealth(const std::vector<std::string>& suspect_files,
   }
   if (!h.faults.empty() && control > 0 && !control_faults.empty()) {
     h.verdict = "inconclusive";
-    h.figures = fmt::format("{}; the control GPU shows the same kind of trouble ({}): the host or "
-                            "the test, not this GPU alone",
-                            fmt::join(h.faults, "; "), fmt::join(control_faults, "; "));
+    h.figures = fmt::format(
+        "{}; the control GPU shows the same kind of trouble ({}): the host or "
+        "the test, not this GPU alone",
+        fmt::join(h.faults, "; "), fmt::join(control_faults, "; "));
     return h;
   }
   if (!h.faults.empty()) {

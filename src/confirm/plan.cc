@@ -102,12 +102,6 @@ std::optional<std::string> HostOf(const ConfirmInput& in, const ReportCulprit& c
   return std::nullopt;
 }
 
-std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {
-  auto it = in.switch_of.find(host);
-  if (it == in.switch_of.end()) return std::nullopt;
-  return it->second;
-}
-
 // Everything the culprits name: hosts, GPUs (host, index), ranks.
 struct Named {
   std::set<std::string> hosts;
@@ -446,6 +440,12 @@ std::string_view TestKindName(TestKind k) {
     case TestKind::kCommunication: return "communication";
   }
   return "health";
+}
+
+std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {
+  auto it = in.switch_of.find(host);
+  if (it == in.switch_of.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string CulpritName(const ReportCulprit& c) {

@@ -150,6 +150,9 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& options);
 PlannedTest GroupTest(const ConfirmInput& in, const PlanOptions& o, size_t culprit,
                       std::vector<std::string> hosts, PairRole role, std::string why);
 
+// The switch `host` sits under, from the report's switch map.
+std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host);
+
 // "node-01 GPU 3", "rank 5 (node-01)", "host node-04", "switch leaf-2".
 std::string CulpritName(const ReportCulprit& c);
 

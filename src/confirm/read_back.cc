@@ -31,12 +31,6 @@ struct PairTests {
   std::vector<std::pair<const PlannedTest*, std::string>> failed;  // planned, no figure: why
 };
 
-std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {
-  auto it = in.switch_of.find(host);
-  if (it == in.switch_of.end()) return std::nullopt;
-  return it->second;
-}
-
 // "; no figure from a-b exited 1, ..." for the pairs that gave none.
 std::string FailedText(const PairTests& pt) {
   std::vector<std::string> failed;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace laggard::confirm {
 namespace {
@@ -37,26 +38,19 @@ constexpr const char* kDiagGpuMemoryFail = R"(Successfully ran diagnostic for gr
 
 class GpuHealthTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           fmt::format("laggard_gpu_health_{}_{}", getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
-    std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
+    std::ofstream(dir_.File(name)) << text;
+    return dir_.File(name);
   }
-  std::filesystem::path dir_;
+  testing_util::TempDir dir_;
 };
 
 // A real GTX 1650 page (driver 575), idle: no reason active, its default
 // power limit, x8 of x16 while idle (a link drops when idle): nothing
 // against it. Expected before the first run: inconclusive.
 TEST_F(GpuHealthTest, ARealIdlePageShowsNothingAgainstItsGpu) {
-  std::string page = std::string(LAGGARD_SOURCE_DIR) + "/tests/data/nvidia_smi_q/gtx1650_575_counters.txt";
+  std::string page =
+      std::string(LAGGARD_SOURCE_DIR) + "/tests/data/nvidia_smi_q/gtx1650_575_counters.txt";
   GpuHealth h = JudgeGpuHealth({page}, {});
   EXPECT_EQ(h.records, 1u);
   EXPECT_EQ(h.verdict, "inconclusive") << h.figures;
@@ -64,7 +58,8 @@ TEST_F(GpuHealthTest, ARealIdlePageShowsNothingAgainstItsGpu) {
 }
 
 TEST_F(GpuHealthTest, AFailedHardwareTestConfirmsUnlessTheControlFailsToo) {
-  std::string diag = Write("test-2.txt", std::string("dcgmi diag -r 2 -i 2\n") + kDiagGpuMemoryFail);
+  std::string diag =
+      Write("test-2.txt", std::string("dcgmi diag -r 2 -i 2\n") + kDiagGpuMemoryFail);
   GpuHealth h = JudgeGpuHealth({diag}, {});
   EXPECT_EQ(h.verdict, "confirmed") << h.figures;
   EXPECT_NE(h.figures.find("dcgmi diag failed: GPU Memory: Fail"), std::string::npos) << h.figures;

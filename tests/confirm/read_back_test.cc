@@ -15,6 +15,7 @@
 #include "confirm/launch.h"
 #include "confirm/run.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace laggard::confirm {
 namespace {
@@ -123,17 +124,9 @@ std::string NcclTestsOutput(double busbw) {
 
 class ReadBackTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           fmt::format("laggard_read_back_{}_{}", getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // A run of test i whose output is `text`, read back as confirm does.
   TestRun Ran(size_t i, const std::string& text) {
-    std::string file = (dir_ / fmt::format("test-{}.txt", i + 1)).string();
+    std::string file = dir_.File(fmt::format("test-{}.txt", i + 1));
     std::ofstream(file) << text;
     TestRun r;
     r.ran = true;
@@ -146,7 +139,7 @@ class ReadBackTest : public ::testing::Test {
     return r;
   }
 
-  std::filesystem::path dir_;
+  testing_util::TempDir dir_;
 };
 
 TEST_F(ReadBackTest, TheLargestSizesBusBandwidthIsTheFigure) {

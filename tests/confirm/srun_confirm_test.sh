@@ -13,32 +13,7 @@
 set -euo pipefail
 laggard=$1
 here=$(cd "$(dirname "$0")" && pwd)
-start_slurm=$here/../history/start_slurm.sh
-
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: srun_confirm needs root (slurmd runs as root)"; exit 77
-fi
-for b in munged slurmctld slurmd srun sinfo; do
-  if ! command -v "$b" >/dev/null; then
-    echo "SKIP: $b not found (apt-get install slurmctld slurmd slurm-client munge)"; exit 77
-  fi
-done
-
-dir=$(mktemp -d /tmp/laggard-srun-XXXXXX)
-cleanup() { "$start_slurm" "$dir" stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
-trap cleanup EXIT
-
-export SLURM_TEST_NODE=node-01 SLURM_TEST_TIMEOUT=60
-export SLURM_TEST_CTLD_PORT=$((18817 + RANDOM % 1000)) SLURM_TEST_SLURMD_PORT=$((19817 + RANDOM % 1000))
-start=$SECONDS
-if ! env_lines=$("$start_slurm" "$dir" 2>"$dir/start.err"); then
-  if [ $((SECONDS - start)) -ge 60 ]; then
-    echo "SKIP: Slurm did not start within 60 s"; cat "$dir/start.err"; exit 77
-  fi
-  echo "FAIL: Slurm did not start"; cat "$dir/start.err"; exit 1
-fi
-export SLURM_CONF=$(echo "$env_lines" | sed -n 's/^SLURM_CONF=//p')
-echo "slurm up in $((SECONDS - start)) s: $(sinfo -h -N -o '%N %T')"
+. "$here/../history/slurm_test_up.sh" srun_confirm srun sinfo
 
 mkdir "$dir/bin"
 for tool in nvidia-smi dcgmi; do

@@ -11,32 +11,7 @@
 set -euo pipefail
 laggard=$1
 here=$(cd "$(dirname "$0")" && pwd)
-
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: slurm_drain needs root (slurmd runs as root)"; exit 77
-fi
-for b in munged slurmctld slurmd sinfo scontrol; do
-  if ! command -v "$b" >/dev/null; then
-    echo "SKIP: $b not found (apt-get install slurmctld slurmd slurm-client munge)"; exit 77
-  fi
-done
-
-dir=$(mktemp -d /tmp/laggard-slurm-XXXXXX)
-cleanup() { "$here/start_slurm.sh" "$dir" stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
-trap cleanup EXIT
-
-# Ports of their own, so a cluster left by another run does not answer.
-export SLURM_TEST_NODE=node-01 SLURM_TEST_TIMEOUT=60
-export SLURM_TEST_CTLD_PORT=$((16817 + RANDOM % 1000)) SLURM_TEST_SLURMD_PORT=$((17817 + RANDOM % 1000))
-start=$SECONDS
-if ! env_lines=$("$here/start_slurm.sh" "$dir" 2>"$dir/start.err"); then
-  if [ $((SECONDS - start)) -ge 60 ]; then
-    echo "SKIP: Slurm did not start within 60 s"; cat "$dir/start.err"; exit 77
-  fi
-  echo "FAIL: Slurm did not start"; cat "$dir/start.err"; exit 1
-fi
-export SLURM_CONF=$(echo "$env_lines" | sed -n 's/^SLURM_CONF=//p')
-echo "slurm up in $((SECONDS - start)) s: $(sinfo -h -N -o '%N %T')"
+. "$here/slurm_test_up.sh" slurm_drain sinfo scontrol
 
 for j in 0 1 2 3; do
   fault=(--fault thermal@node-01:2:0.3)
