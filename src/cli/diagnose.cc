@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -305,17 +306,25 @@ namespace {
 // paths given: folded into the verdict, not read as the job's data.
 struct SplitPaths {
   std::vector<std::string> paths;
+  std::vector<std::string> inputs;  // every path given, and the confirmation.json files
   std::vector<confirm::ConfirmationEntry> confirmed;
   size_t folders = 0;
 };
 
 StatusOr<SplitPaths> SplitConfirmations(const std::vector<std::string>& given) {
   SplitPaths out;
+  out.inputs = given;
+  std::set<std::string> seen;  // a confirmation given twice folds once
   for (const std::string& p : given) {
     if (!confirm::IsConfirmation(p)) {
       out.paths.push_back(p);
       continue;
     }
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(p, ec);
+    if (!seen.insert(ec ? p : canonical.string()).second) continue;
+    std::error_code dir_ec;
+    out.inputs.push_back(std::filesystem::is_directory(p, dir_ec) ? p + "/confirmation.json" : p);
     auto entries = confirm::ReadConfirmation(p);
     if (!entries.ok()) return entries.status();
     out.confirmed.insert(out.confirmed.end(), entries->begin(), entries->end());
@@ -326,6 +335,14 @@ StatusOr<SplitPaths> SplitConfirmations(const std::vector<std::string>& given) {
         "only confirmations given; give the run's folder too (diagnose RUN_DIR CONFIRM_DIR)");
   }
   return out;
+}
+
+std::vector<ConfirmationLine> ConfirmationLines(const SplitPaths& split) {
+  std::vector<ConfirmationLine> lines;
+  for (const confirm::ConfirmationEntry& e : split.confirmed) {
+    lines.push_back({e.name, e.verdict, e.locus, e.figures, e.confirmed_host.value_or("")});
+  }
+  return lines;
 }
 
 void FoldInto(const SplitPaths& split, Verdict& verdict, bool quiet, std::ostream& err) {
@@ -358,7 +375,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
     return kExitNoInput;
   }
   const std::vector<std::string>& paths = split->paths;
-  if (std::string bad = CheckOutputs(outputs, paths); !bad.empty()) {
+  // Outputs checked against every path given, confirmations' files included.
+  if (std::string bad = CheckOutputs(outputs, split->inputs); !bad.empty()) {
     err << "laggard diagnose: " << bad << "\n";
     return kExitNoInput;
   }
@@ -411,7 +429,7 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
   FoldInto(*split, verdict, o.quiet, err);
-  in.emplace(ReportInput{*run, a, verdict});
+  in.emplace(ReportInput{*run, a, verdict, ConfirmationLines(*split)});
 
   bool to_stdout = false;
   bool outputs_ok = true;

@@ -34,9 +34,11 @@ std::optional<T> Field(const Json& j, const char* key) {
 bool Matches(const ConfirmationEntry& e, const Culprit& c) {
   const Entity& x = c.entity;
   if (!e.host || !x.host || *e.host != *x.host) return false;
-  if (e.gpu && x.gpu && *e.gpu != *x.gpu) return false;
-  if (e.rank && x.rank && *e.rank != *x.rank) return false;
+  if (e.cause_class && *e.cause_class != CauseClassName(c.cause_class)) return false;
+  if (e.gpu != x.gpu) return false;
   if (e.nic && x.nic && *e.nic != *x.nic) return false;
+  if (e.switch_name && x.switch_name && *e.switch_name != *x.switch_name) return false;
+  if (e.rank && x.rank && *e.rank != *x.rank) return false;
   return true;
 }
 
@@ -60,7 +62,17 @@ bool IsConfirmation(const std::string& path) {
   std::error_code ec;
   std::string file = FileOf(path);
   if (std::filesystem::path(file).filename() != "confirmation.json") return false;
-  return std::filesystem::is_regular_file(file, ec);
+  if (!std::filesystem::is_regular_file(file, ec)) return false;
+  if (!std::filesystem::is_directory(path, ec)) return true;  // the file itself
+  // A folder is a confirmation only when it holds what confirm writes
+  // there (confirmation.json, test-N.txt): a run folder that also holds a
+  // confirmation.json stays a run.
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    std::string name = e.path().filename().string();
+    bool test_output = name.rfind("test-", 0) == 0 && e.path().extension() == ".txt";
+    if (name != "confirmation.json" && !test_output) return false;
+  }
+  return !ec;
 }
 
 StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& path) {
@@ -82,6 +94,7 @@ StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& pat
   for (const Json& c : *conf) {
     if (!c.is_object()) continue;
     ConfirmationEntry e;
+    e.name = Field<std::string>(c, "name").value_or("a culprit");
     e.verdict = Field<std::string>(c, "verdict").value_or("");
     e.locus = Field<std::string>(c, "locus").value_or("");
     e.figures = Field<std::string>(c, "figures").value_or("");
@@ -94,6 +107,8 @@ StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& pat
       e.rank = Field<int32_t>(k, "rank");
       e.gpu = Field<int32_t>(k, "gpu");
       e.nic = Field<std::string>(k, "nic");
+      e.switch_name = Field<std::string>(k, "switch");
+      e.cause_class = Field<std::string>(k, "cause_class");
     }
     if (!e.verdict.empty()) out.push_back(std::move(e));
   }
@@ -105,8 +120,12 @@ size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& 
   std::string before =
       v.culprits.empty() ? "" : std::string(ConfidenceWord(v.culprits.front().confidence));
   for (const ConfirmationEntry& e : entries) {
+    // A communication-bound verdict's culprit is the job as a whole (or
+    // none): the host a bisection confirmed takes its place.
+    bool job_only = v.culprits.empty() || (v.culprits.size() == 1 && v.culprits[0].entity.job);
     if (!e.host && e.verdict == "confirmed" && e.confirmed_host &&
-        v.status == VerdictStatus::kCommBound && v.culprits.empty()) {
+        v.status == VerdictStatus::kCommBound && job_only) {
+      v.culprits.clear();
       Culprit c;
       c.entity.host = e.confirmed_host;
       c.cause_class = CauseClass::kCommunication;

@@ -1,15 +1,19 @@
 // `laggard diagnose RUN_DIR CONFIRM_DIR`: a confirmation (the folder
 // `laggard confirm --out` wrote, holding confirmation.json) folded into the
-// verdict. Each confirmation is matched to the verdict's culprit with the
-// same host (and GPU, rank or NIC where both name one):
+// verdict. Each confirmation is matched to the verdict's culprit of the same
+// identity: the same host and cause class, the same GPU (absent only
+// matching absent), and NIC, switch and rank equal where both name one (a
+// NIC's answer never moves its host's GPU culprit, nor a host's a shared
+// switch's):
 //   confirmed     confidence c -> c + (1 - c) / 2 (0.6 -> 0.8), evidence
 //                 "confirm: confirmed (node) — figures";
 //   refuted       confidence halved, the same evidence line: the culprit
 //                 stays listed, weaker, with the measurement against it;
 //   otherwise     (inconclusive, not run, not judged) the evidence line only.
 // A bisection that confirmed a host under a communication_bound verdict
-// (which names nobody) makes that host the culprit: communication, found by
-// bisection, confidence 0.7. The summary's confidence word follows.
+// (whose culprit is the job as a whole) makes that host the culprit in the
+// job's place: communication, found by bisection, confidence 0.7. The summary's confidence word
+// follows.
 //
 // Thread-safety: pure functions but ReadConfirmation(), which reads a file.
 
@@ -27,17 +31,19 @@ namespace laggard::confirm {
 
 // One culprit's confirmation as confirm wrote it.
 struct ConfirmationEntry {
+  std::string name;                 // the culprit's, as confirm named it
   std::optional<std::string> host;  // the report culprit's
   std::optional<int32_t> rank, gpu;
-  std::optional<std::string> nic;
+  std::optional<std::string> nic, switch_name, cause_class;
   std::string verdict;  // confirmed | refuted | inconclusive | not run | not judged
   std::string locus;
   std::string figures;
   std::optional<std::string> confirmed_host;  // the host it names (bisection)
 };
 
-// Whether `path` is a confirmation: a folder holding confirmation.json, or
-// that file itself.
+// Whether `path` is a confirmation: that file itself, or a folder holding
+// only what confirm writes (confirmation.json and test-N.txt outputs); a
+// run folder that also holds a confirmation.json is a run.
 bool IsConfirmation(const std::string& path);
 
 // Its entries; an error names the file when it is not laggard.confirm/1.

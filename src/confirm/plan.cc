@@ -344,9 +344,12 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.culprit = i;
   smi.hosts = {host};
   smi.gpu = gpu;
-  smi.argv = {"nvidia-smi", "-q",
-              "-d",         "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER",
-              "-i",         std::to_string(gpu)};
+  smi.argv = {"nvidia-smi",
+              "-q",
+              "-d",
+              "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT",
+              "-i",
+              std::to_string(gpu)};
   smi.time_limit_s = 60;
   smi.why = fmt::format("{} GPU {}: throttle reasons now and the time throttled, clocks, errors",
                         host, gpu);
@@ -637,7 +640,9 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       smi.kind = TestKind::kHealth;
       smi.culprit = i;
       smi.hosts = {*host};
-      smi.argv = {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER"};
+      smi.argv = {
+          "nvidia-smi", "-q", "-d",
+          "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT"};
       smi.time_limit_s = 60;
       smi.why = "every GPU of the host: throttle reasons, clocks, errors (its GPU is not known)";
       plan.tests.push_back(smi);

@@ -551,7 +551,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         if (t.culprit != ci || t.kind != TestKind::kHealth || runs[i].file.empty()) continue;
         (t.control ? control : mine).push_back(runs[i].file);
       }
-      GpuHealth h = JudgeGpuHealth(mine, control);
+      GpuHealth h = JudgeGpuHealth(mine, control, in.culprits[ci].gpu);
       c.verdict = h.verdict;
       c.figures = h.figures;
       if (h.verdict == "confirmed") {

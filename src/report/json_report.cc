@@ -451,6 +451,17 @@ Json BuildReport(const ReportInput& in) {
     root["parallel_layout"] = LayoutJson(in.run, in.analyses.layout);
   }
   if (in.analyses.hang.hang) root["hang"] = HangJson(in.analyses.hang);
+  if (!in.confirmations.empty()) {
+    Json confirmation = Json::array();
+    for (const ConfirmationLine& c : in.confirmations) {
+      confirmation.push_back({{"culprit", c.culprit},
+                              {"verdict", c.verdict},
+                              {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
+                              {"host", c.host.empty() ? Json(nullptr) : Json(c.host)},
+                              {"figures", c.figures}});
+    }
+    root["confirmation"] = std::move(confirmation);
+  }
   root["data_quality"] = DataQualityJson(in.run);
   root["series"] = BuildSeries(in);
   return root;

@@ -10,6 +10,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analysis/analyze_run.h"
 #include "model/run.h"
@@ -22,10 +23,21 @@ inline constexpr std::string_view kLaggardVersion = "0.1.0";
 
 // What every report renders: the run, every detector's output and the
 // verdict. Its findings are analyses.AllFindings().
+// One confirmation folded into the verdict (laggard diagnose RUN_DIR
+// CONFIRM_DIR, confirm/fold.h): the report's `confirmation` section.
+struct ConfirmationLine {
+  std::string culprit;  // the culprit it was about ("host node-05", "the job's network")
+  std::string verdict;  // confirmed | refuted | inconclusive | not run | not judged
+  std::string locus;
+  std::string figures;
+  std::string host;  // the host it confirms, when it names one
+};
+
 struct ReportInput {
   const Run& run;
   const Analyses& analyses;
   const Verdict& verdict;
+  std::vector<ConfirmationLine> confirmations = {};
 
   // The rank <-> GPU join when the reports show it: the run has GPU metrics
   // and ranks were tied to GPUs, or some host's GPUs could not be.

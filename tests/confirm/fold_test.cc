@@ -57,6 +57,20 @@ TEST(FoldConfirmationTest, ConfirmedRaisesRefutedHalvesEachWithItsEvidence) {
   EXPECT_DOUBLE_EQ(other.culprits[0].confidence, 0.6);
   EXPECT_TRUE(other.culprits[0].evidence.empty());
 
+  // Another identity on the same host: a GPU culprit, or a shared switch's.
+  Verdict gpu = HostVerdict(0.6);
+  gpu.culprits[0].entity.nic.reset();
+  gpu.culprits[0].entity.gpu = 2;
+  gpu.culprits[0].cause_class = CauseClass::kComputeSlow;
+  ConfirmationEntry nic = Entry("refuted");
+  nic.nic = "mlx5_2 port 1";
+  nic.cause_class = "communication";
+  EXPECT_EQ(FoldConfirmation({nic}, gpu), 0u);
+  EXPECT_DOUBLE_EQ(gpu.culprits[0].confidence, 0.6);
+  Verdict sw = HostVerdict(0.6);
+  sw.culprits[0].cause_class = CauseClass::kExternal;
+  EXPECT_EQ(FoldConfirmation({nic}, sw), 0u);
+
   Verdict open = HostVerdict(0.6);  // inconclusive: evidence only
   EXPECT_EQ(FoldConfirmation({Entry("inconclusive")}, open), 1u);
   EXPECT_DOUBLE_EQ(open.culprits[0].confidence, 0.6);
@@ -67,6 +81,11 @@ TEST(FoldConfirmationTest, ABisectionsHostBecomesTheCulpritOfACommunicationBound
   Verdict v;
   v.status = VerdictStatus::kCommBound;
   v.summary = "verdict: communication-bound";
+  Culprit job;  // its culprit: the job as a whole
+  job.entity.job = true;
+  job.cause_class = CauseClass::kCommunication;
+  job.confidence = 0.6;
+  v.culprits.push_back(job);
   ConfirmationEntry e;
   e.verdict = "confirmed";
   e.locus = "node";

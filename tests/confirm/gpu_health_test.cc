@@ -68,6 +68,38 @@ TEST_F(GpuHealthTest, AFailedHardwareTestConfirmsUnlessTheControlFailsToo) {
   EXPECT_EQ(JudgeGpuHealth({}, {}).verdict, "not judged");
 }
 
+// A DCGM 2.x table whose Blacklist (Deployment) test failed: the
+// diagnostic never ran on the card.
+TEST_F(GpuHealthTest, ADeploymentFailureOfAnyDcgmGenerationIsNoEvidence) {
+  std::string diag =
+      Write("test-2.txt",
+            R"(+---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Deployment  --------+------------------------------------------------|
+| Blacklist                 | Fail                                           |
+| Error                     | Found blacklisted driver: nouveau              |
++---------------------------+------------------------------------------------+
+)");
+  GpuHealth h = JudgeGpuHealth({diag}, {});
+  EXPECT_NE(h.verdict, "confirmed") << h.figures;
+}
+
+// gpud's real 8xH100 page (driver 535.183.01): every GPU idle at 0%, one
+// with power and thermal reasons flagged. Expected before the run: nothing
+// against GPU 0 (an idle card's flags are not held against it, and another
+// GPU's never are).
+TEST_F(GpuHealthTest, AnIdlePageOfSeveralGpusJudgesOnlyTheOneAsked) {
+  std::string page = std::string(LAGGARD_CORPUS_DIR) +
+                     "/nvidia_smi/gpud_nvidia-smi-query.535.183.01.out.0.valid.txt";
+  if (!std::filesystem::exists(page)) GTEST_SKIP() << page << " not found (the shared corpus)";
+  for (int32_t gpu : {0, 2}) {
+    GpuHealth h = JudgeGpuHealth({page}, {}, gpu);
+    EXPECT_EQ(h.records, 1u) << gpu;
+    EXPECT_NE(h.verdict, "confirmed") << gpu << ": " << h.figures;
+  }
+}
+
 // Azure's 8xH100 run with persistence mode off: a Deployment test failed,
 // so the diagnostic never tested the GPUs. Expected: inconclusive, said.
 TEST_F(GpuHealthTest, ADiagnosticThatCouldNotRunIsNoEvidence) {
