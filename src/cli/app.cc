@@ -621,7 +621,7 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
   HistoryCommands history_cmds = AddHistoryCommands(app, history_opts);
   ConfirmOptions confirm_opts;
   CLI::App* confirm_cmd = app.add_subcommand(
-      "confirm", "plan (or run here) the tests that confirm or refute a report's culprits");
+      "confirm", "plan, run and read back the tests that confirm or refute a report's culprits");
   AddConfirmFlags(confirm_cmd, confirm_opts);
   GemmFlags gemm_flags;
   CLI::App* gemm_cmd =

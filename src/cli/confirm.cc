@@ -180,7 +180,8 @@ void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vecto
 void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
   cmd->add_option("report", o.report, "the JSON report of `laggard diagnose --json`");
   cmd->add_option("--suspect", o.suspect,
-                  "instead of a report: HOST (its network) or HOST:GPU (that GPU) to confirm");
+                  "instead of a report: HOST (its network), HOST:GPU (that GPU), or all (the "
+                  "hosts' network, bisected) to confirm");
   cmd->add_option("--hosts", o.hosts,
                   "with --suspect: the hosts to pair it with, one per line, optionally with its "
                   "switch (HOST SWITCH; simulate's switch-map.csv reads as it is)")
