@@ -54,6 +54,7 @@ int LaggardFuzz_prometheus_text(const uint8_t* data, size_t size);
 int LaggardFuzz_watchdog_lines(const uint8_t* data, size_t size);
 int LaggardFuzz_wire(const uint8_t* data, size_t size);
 int LaggardFuzz_scan_codec(const uint8_t* data, size_t size);
+int LaggardFuzz_confirm_inputs(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -90,6 +91,7 @@ constexpr Target kTargets[] = {
     {"watchdog_lines", LaggardFuzz_watchdog_lines, 200},
     {"wire", LaggardFuzz_wire, 1000},
     {"scan_codec", LaggardFuzz_scan_codec, 1000},
+    {"confirm_inputs", LaggardFuzz_confirm_inputs, 300},
 };
 
 // splitmix64: small, fast, and the same on every platform.

@@ -82,8 +82,9 @@ Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& c
   return out;
 }
 
+// `confirmations`: the read-back of `runs` (empty when nothing ran).
 Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs,
-              Launcher launcher) {
+              Launcher launcher, const std::vector<Confirmation>& confirmations) {
   Json j;
   j["schema"] = "laggard.confirm/1";
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
@@ -103,6 +104,7 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   Json tests = Json::array();
   for (size_t i = 0; i < plan.tests.size(); ++i) {
     const PlannedTest& t = plan.tests[i];
+    std::vector<std::string> argv = confirm::LaunchArgv(t, launcher);
     Json x = {
         {"id", i + 1},
         {"culprit", t.culprit},
@@ -112,8 +114,8 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
                                                              : Json(nullptr)},
         {"hosts", t.hosts},
         {"gpu", t.gpu ? Json(*t.gpu) : Json(nullptr)},
-        {"argv", confirm::LaunchArgv(t, launcher)},
-        {"command", ShellText(confirm::LaunchArgv(t, launcher))},
+        {"argv", argv},
+        {"command", ShellText(argv)},
         {"time_limit_s", t.time_limit_s},
         {"why", t.why}};
     if (i < runs.size() && !runs[i].state.empty()) {
@@ -124,22 +126,23 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
                   {"output_file", r.file.empty() ? Json(nullptr) : Json(r.file)},
                   {"verdict", r.verdict.empty() ? Json(nullptr) : Json(r.verdict)},
                   {"figures", r.figures.empty() ? Json(nullptr) : Json(r.figures)},
-                  {"busbw_gbps", r.busbw_gbps ? Json(*r.busbw_gbps) : Json(nullptr)},
+                  {"busbw_gbps", r.LargestBusbw() ? Json(*r.LargestBusbw()) : Json(nullptr)},
                   {"note", r.note.empty() ? Json(nullptr) : Json(r.note)}};
     }
     tests.push_back(std::move(x));
   }
   j["tests"] = std::move(tests);
-  bool ran = std::any_of(runs.begin(), runs.end(), [](const TestRun& r) { return r.ran; });
-  j["confirmation"] = ran ? ConfirmationJson(in, confirm::ReadBack(in, plan, runs)) : Json::array();
+  j["confirmation"] = ConfirmationJson(in, confirmations);
   j["notes"] = plan.notes;
   return j;
 }
 
 void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs,
-               Launcher launcher, bool ran, std::ostream& out) {
+               Launcher launcher, bool ran, const std::vector<Confirmation>& confirmations,
+               std::ostream& out) {
   std::string how =
-      ran ? fmt::format(", run with {}", confirm::LauncherName(launcher))
+      ran && launcher == Launcher::kPrint ? std::string(", read back from files")
+      : ran ? fmt::format(", run with {}", confirm::LauncherName(launcher))
       : launcher == Launcher::kPrint
           ? ", printed only (--launcher local|mpirun|srun|ssh runs them)"
           : fmt::format(", as {} would run them (dry run)", confirm::LauncherName(launcher));
@@ -158,18 +161,18 @@ void PrintPlan(const ConfirmInput& in, const ConfirmPlan& plan, const std::vecto
     if (r.state.empty()) continue;
     out << fmt::format("      -> {}{}\n", r.state, r.file.empty() ? "" : " (" + r.file + ")");
     if (!r.verdict.empty()) out << fmt::format("      {}: {}\n", r.verdict, r.figures);
-    if (r.busbw_gbps) out << fmt::format("      bus bandwidth {:.2f} GB/s\n", *r.busbw_gbps);
+    if (auto bw = r.LargestBusbw()) out << fmt::format("      bus bandwidth {:.2f} GB/s\n", *bw);
     if (!r.note.empty()) out << fmt::format("      {}\n", r.note);
     if (!r.ran || r.state != "ran") {
       std::string first = r.output.substr(0, r.output.find('\n'));
       if (!first.empty()) out << fmt::format("      {}\n", first);
-    } else if (!r.busbw_gbps && r.verdict.empty() && !r.figures.empty()) {
+    } else if (!r.LargestBusbw() && r.verdict.empty() && !r.figures.empty()) {
       out << fmt::format("      {}\n", r.figures);
     }
   }
   for (const std::string& n : plan.notes) out << "note: " << n << "\n";
   if (!ran) return;
-  for (const Confirmation& c : confirm::ReadBack(in, plan, runs)) {
+  for (const Confirmation& c : confirmations) {
     out << fmt::format("{}: {}{} — {}\n", confirm::CulpritName(in.culprits[c.culprit]), c.verdict,
                        c.locus.empty() ? "" : fmt::format(" ({})", c.locus), c.figures);
   }
@@ -341,7 +344,7 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
     std::string why =
         fmt::format("nothing to confirm: the verdict names no culprit ({})", in->status);
     if (o.json) {
-      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}, launcher).dump(2) << "\n";
+      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}, launcher, {}).dump(2) << "\n";
     } else {
       out << why << "\n";
     }
@@ -370,19 +373,28 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (runs_tests) ExtendBisections(*in, plan_options, launcher, o, plan, runs, err);
   // What `laggard diagnose RUN_DIR OUT_DIR` folds into the verdict.
-  if (runs_tests && (o.results.empty() || o.out_given)) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    std::ofstream saved(o.out_dir + "/confirmation.json");
-    saved << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
-    if (!saved)
-      err << fmt::format("laggard confirm: cannot write {}/confirmation.json\n", o.out_dir);
+  // Read back once, for the saved document, --json and the text alike.
+  bool ran = std::any_of(runs.begin(), runs.end(), [](const TestRun& r) { return r.ran; });
+  std::vector<Confirmation> confirmations;
+  if (ran) confirmations = confirm::ReadBack(*in, plan, runs);
+  bool save = runs_tests && (o.results.empty() || o.out_given);
+  if (save || o.json) {
+    std::string doc = PlanJson(*in, plan, runs, launcher, confirmations).dump(2) + "\n";
+    if (save) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.out_dir, ec);
+      std::ofstream saved(o.out_dir + "/confirmation.json");
+      saved << doc;
+      if (!saved) {
+        err << fmt::format("laggard confirm: cannot write {}/confirmation.json\n", o.out_dir);
+      }
+    }
+    if (o.json) {
+      out << doc;
+      return kExitOk;
+    }
   }
-  if (o.json) {
-    out << PlanJson(*in, plan, runs, launcher).dump(2) << "\n";
-    return kExitOk;
-  }
-  PrintPlan(*in, plan, runs, launcher, runs_tests, out);
+  PrintPlan(*in, plan, runs, launcher, runs_tests, confirmations, out);
   return kExitOk;
 }
 

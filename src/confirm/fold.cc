@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "confirm/json_fields.h"
+
 namespace laggard::confirm {
 namespace {
 
@@ -15,20 +17,6 @@ std::string FileOf(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return path + "/confirmation.json";
   return path;
-}
-
-template <typename T>
-std::optional<T> Field(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (it->is_string()) return it->get<std::string>();
-  } else {
-    if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= INT32_MAX) {
-      return static_cast<T>(it->get<int64_t>());
-    }
-  }
-  return std::nullopt;
 }
 
 bool Matches(const ConfirmationEntry& e, const Culprit& c) {
@@ -79,10 +67,16 @@ StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& pat
   std::string file = FileOf(path);
   std::ifstream in(file, std::ios::binary);
   if (!in) return Status::Error(fmt::format("{}: cannot read", file));
-  Json j = Json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "laggard.confirm/1") {
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ParseConfirmation(text, file);
+}
+
+StatusOr<std::vector<ConfirmationEntry>> ParseConfirmation(std::string_view text,
+                                                           const std::string& where) {
+  Json j = NestingDepth(text) > kMaxNesting ? Json() : Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || Get<std::string>(j, "schema") != "laggard.confirm/1") {
     return Status::Error(fmt::format(
-        "{}: not a confirmation (laggard.confirm/1, as `laggard confirm` writes)", file));
+        "{}: not a confirmation (laggard.confirm/1, as `laggard confirm` writes)", where));
   }
   std::vector<Json> culprits;
   if (auto it = j.find("culprits"); it != j.end() && it->is_array()) {
@@ -94,21 +88,21 @@ StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& pat
   for (const Json& c : *conf) {
     if (!c.is_object()) continue;
     ConfirmationEntry e;
-    e.name = Field<std::string>(c, "name").value_or("a culprit");
-    e.verdict = Field<std::string>(c, "verdict").value_or("");
-    e.locus = Field<std::string>(c, "locus").value_or("");
-    e.figures = Field<std::string>(c, "figures").value_or("");
-    e.confirmed_host = Field<std::string>(c, "host");
-    auto index = Field<int32_t>(c, "culprit");
+    e.name = Get<std::string>(c, "name").value_or("a culprit");
+    e.verdict = Get<std::string>(c, "verdict").value_or("");
+    e.locus = Get<std::string>(c, "locus").value_or("");
+    e.figures = Get<std::string>(c, "figures").value_or("");
+    e.confirmed_host = Get<std::string>(c, "host");
+    auto index = Get<int32_t>(c, "culprit");
     if (index && static_cast<size_t>(*index) < culprits.size() &&
         culprits[static_cast<size_t>(*index)].is_object()) {
       const Json& k = culprits[static_cast<size_t>(*index)];
-      e.host = Field<std::string>(k, "host");
-      e.rank = Field<int32_t>(k, "rank");
-      e.gpu = Field<int32_t>(k, "gpu");
-      e.nic = Field<std::string>(k, "nic");
-      e.switch_name = Field<std::string>(k, "switch");
-      e.cause_class = Field<std::string>(k, "cause_class");
+      e.host = Get<std::string>(k, "host");
+      e.rank = Get<int32_t>(k, "rank");
+      e.gpu = Get<int32_t>(k, "gpu");
+      e.nic = Get<std::string>(k, "nic");
+      e.switch_name = Get<std::string>(k, "switch");
+      e.cause_class = Get<std::string>(k, "cause_class");
     }
     if (!e.verdict.empty()) out.push_back(std::move(e));
   }

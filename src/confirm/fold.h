@@ -22,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -48,6 +49,9 @@ bool IsConfirmation(const std::string& path);
 
 // Its entries; an error names the file when it is not laggard.confirm/1.
 StatusOr<std::vector<ConfirmationEntry>> ReadConfirmation(const std::string& path);
+// The same from the file's text (nested deeper than kMaxNesting: refused).
+StatusOr<std::vector<ConfirmationEntry>> ParseConfirmation(std::string_view text,
+                                                           const std::string& where);
 
 // Folds `entries` into `v`; returns how many matched a culprit (or made one).
 size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& v);

@@ -11,38 +11,12 @@
 
 #include "base/text.h"
 #include "confirm/bisect.h"
+#include "confirm/json_fields.h"
 
 namespace laggard::confirm {
 namespace {
 
 using Json = nlohmann::json;
-
-// A field of the type asked, else nullopt: a report is a user's file, so a
-// wrong type or an integer out of range (a GPU of 4294967301) is absent,
-// never wrapped into another number. Ranks and GPUs are never negative.
-template <typename T>
-std::optional<T> Get(const Json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!it->is_string()) return std::nullopt;
-    return it->get<std::string>();
-  } else if constexpr (std::is_integral_v<T>) {
-    if (it->is_number_unsigned()) {
-      uint64_t v = it->get<uint64_t>();
-      if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
-      return static_cast<T>(v);
-    }
-    if (!it->is_number_integer()) return std::nullopt;
-    int64_t v = it->get<int64_t>();
-    if (v < 0 || v > static_cast<int64_t>(std::numeric_limits<T>::max())) return std::nullopt;
-    return static_cast<T>(v);
-  } else {
-    if (!it->is_number()) return std::nullopt;
-    return it->get<T>();
-  }
-}
 
 // An object member, or an empty object/array when it is absent or of
 // another type.
@@ -52,35 +26,6 @@ const Json& Member(const Json& j, const char* key, const Json& empty) {
   if (it == j.end() || it->type() != empty.type()) return empty;
   return *it;
 }
-
-// The deepest nesting of `text`'s arrays and objects, outside strings:
-// nlohmann's parser recurses, so a report nested 100,000 deep must be
-// refused before it is parsed.
-size_t NestingDepth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char ch : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (ch == '\\') {
-        escaped = true;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((ch == ']' || ch == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-constexpr size_t kMaxNesting = 64;
 
 std::optional<std::string> HostOfRank(const ConfirmInput& in, int32_t rank) {
   auto it = in.host_of_rank.find(rank);
@@ -443,6 +388,31 @@ std::string_view TestKindName(TestKind k) {
     case TestKind::kCommunication: return "communication";
   }
   return "health";
+}
+
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 std::optional<std::string> SwitchOf(const ConfirmInput& in, const std::string& host) {

@@ -342,7 +342,6 @@ StatusOr<std::vector<TestRun>> ReadResults(const ConfirmPlan& plan, const std::s
                                fmt::join(pick_procs, "+"), fmt::join(t.procs, "+"));
         }
         r.busbw = SizesOf(x);
-        if (!r.busbw.empty()) r.busbw_gbps = r.busbw.back().gbps;
       }
     } else if (!t.argv.empty() && t.argv[0] == "ibstat" && t.hosts.size() == 1) {
       for (const IbPort& p : net.ib_ports) {

@@ -100,11 +100,7 @@ TestRun RunTest(const PlannedTest& t, size_t index, Launcher l, const std::strin
   if (t.kind == TestKind::kCommunication && !run.file.empty()) {
     std::string why;
     run.busbw = BusBandwidthOf(run.file, why);
-    if (run.busbw.empty()) {
-      run.figures = why;
-    } else {
-      run.busbw_gbps = run.busbw.back().gbps;
-    }
+    if (run.busbw.empty()) run.figures = why;
   }
   return run;
 }

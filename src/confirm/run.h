@@ -46,13 +46,17 @@ struct TestRun {
   std::string file;               // its output, saved
   std::string output;
   std::vector<GemmResult> gemm;
-  std::optional<double> busbw_gbps;  // a communication test's, at its largest size
-  std::vector<SizeBandwidth> busbw;  // per size, ascending (read_back.h)
+  std::vector<SizeBandwidth> busbw;  // a communication test's, per size, ascending (read_back.h)
   std::vector<int> procs;            // processes per host, in the test's host order, when read
   std::string note;                  // what the read-back says of it ("ran with 4+4 processes ...")
   std::vector<PortReading> ports;    // an ibstat test's (read_back.h)
   std::string verdict;               // "confirmed" | "refuted" | "inconclusive" | ""
   std::string figures;
+
+  // The bus bandwidth at its largest size, when it has one.
+  std::optional<double> LargestBusbw() const {
+    return busbw.empty() ? std::nullopt : std::optional<double>(busbw.back().gbps);
+  }
 };
 
 // Runs test `index` of a plan with launcher `l` from this machine (`here`),

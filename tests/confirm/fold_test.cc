@@ -123,5 +123,14 @@ TEST(FoldConfirmationTest, OnlyConfirmsOwnFileIsAConfirmation) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(FoldConfirmationTest, ADocumentNestedTooDeepIsRefusedBeforeParsing) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = ParseConfirmation(deep, "c.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("c.json: not a confirmation"), std::string::npos);
+  EXPECT_FALSE(
+      ParseConfirmation("{\"schema\": \"laggard.confirm/1\", \"confirmation\": 3}", "c")->size());
+}
+
 }  // namespace
 }  // namespace laggard::confirm

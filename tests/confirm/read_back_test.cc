@@ -134,7 +134,6 @@ class ReadBackTest : public ::testing::Test {
     r.file = file;
     std::string why;
     r.busbw = BusBandwidthOf(file, why);
-    if (!r.busbw.empty()) r.busbw_gbps = r.busbw.back().gbps;
     r.figures = why;
     return r;
   }
@@ -144,15 +143,15 @@ class ReadBackTest : public ::testing::Test {
 
 TEST_F(ReadBackTest, TheLargestSizesBusBandwidthIsTheFigure) {
   TestRun r = Ran(0, NcclTestsOutput(40));
-  ASSERT_TRUE(r.busbw_gbps) << r.figures;
-  EXPECT_NEAR(*r.busbw_gbps, 40, 0.01);
+  ASSERT_TRUE(r.LargestBusbw()) << r.figures;
+  EXPECT_NEAR(*r.LargestBusbw(), 40, 0.01);
   ASSERT_EQ(r.busbw.size(), 3u);
   EXPECT_EQ(r.busbw[0].size_bytes, 8388608);
   TestRun none = Ran(1,
                      "mpirun ...\n--------------------------------------------------------\n"
                      "mpirun was unable to launch the specified application as it could not "
                      "access or execute an executable:\n");
-  EXPECT_FALSE(none.busbw_gbps);
+  EXPECT_FALSE(none.LargestBusbw());
   EXPECT_NE(none.figures.find("no nccl-tests table"), std::string::npos) << none.figures;
 }
 
@@ -357,6 +356,52 @@ TEST_F(ReadBackTest, ASwitchWithoutAPairInsideIsNeverConfirmed) {
   EXPECT_EQ(c[0].figures.find("elsewhere"), std::string::npos) << c[0].figures;
 }
 
+// The corpus' real nccl-tests output (8xH200, NCCL 2.19.3, one 8 GiB size).
+// Expected before the first run: 476.96 GB/s, its out-of-place busbw.
+TEST(ReadBackCorpusTest, ARealNcclTestsOutputGivesItsBusBandwidth) {
+  std::string file = std::string(LAGGARD_CORPUS_DIR) +
+                     "/nccl_tests/all_reduce_perf_8xH200_single_8G_azure_nccl2.19.3.txt";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not found (the shared corpus)";
+  std::string why;
+  std::vector<SizeBandwidth> bw = BusBandwidthOf(file, why);
+  ASSERT_EQ(bw.size(), 1u) << why;
+  EXPECT_EQ(bw[0].size_bytes, 8589934592);
+  EXPECT_DOUBLE_EQ(bw[0].gbps, 476.96);
+}
+
+TEST_F(ReadBackTest, ResultsOfTheWrongKindCutOrGarbledAreNotRun) {
+  // A folder of what users leave beside their results: an alltoall run on
+  // the pair, a table cut before its rows, a binary blob, an empty file.
+  std::string alltoall = NcclTestsOutput(10);
+  size_t at = alltoall.find("all_reduce_perf");
+  alltoall.replace(at, 15, "alltoall_perf  ");
+  std::ofstream(dir_.File("alltoall_perf_a_b.txt")) << alltoall;
+  std::string cut = NcclTestsOutput(10);
+  std::ofstream(dir_.File("cut.txt")) << cut.substr(0, cut.find("#       size"));
+  std::ofstream(dir_.File("blob.bin")) << std::string("\x00\xff\x13garbage\n", 12);
+  std::ofstream(dir_.File("empty.txt"));
+  ConfirmPlan plan;
+  plan.tests = {Pair("node-a", "node-b", PairRole::kSuspect)};
+  // The cut all_reduce_perf run is the pair's result, with no figure: the
+  // read-back names it and compares nothing.
+  auto runs = ReadResults(plan, dir_.path());
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_TRUE((*runs)[0].ran);
+  EXPECT_EQ(std::filesystem::path((*runs)[0].file).filename(), "cut.txt");
+  EXPECT_TRUE((*runs)[0].busbw.empty());
+  Confirmation c = ReadBack(OneCulprit("node-a"), plan, *runs).at(0);
+  EXPECT_EQ(c.verdict, "inconclusive");
+  EXPECT_NE(c.figures.find("no bus bandwidth"), std::string::npos) << c.figures;
+  // Without it, the alltoall run is no all_reduce result: not run.
+  std::filesystem::remove(dir_.File("cut.txt"));
+  runs = ReadResults(plan, dir_.path());
+  ASSERT_TRUE(runs.ok());
+  EXPECT_FALSE((*runs)[0].ran);
+  EXPECT_EQ((*runs)[0].state, "not run");
+  EXPECT_FALSE(ReadResults(plan, dir_.File("missing")).ok());
+}
+
 // A real H100 host (gpud's test data): 8 InfiniBand rails Active at 400
 // beside ConnectX-6 Dx Ethernet ports, three of them Down and unused.
 // Expected before the first run: no NIC fault.
@@ -427,14 +472,20 @@ TEST_F(ReadBackTest, ACpuJobsGemmVerdictIsItsCulprits) {
 namespace laggard::confirm {
 namespace {
 
-// Runs a bisection to its end over 12 hosts with host `bad` slow: each
-// round's tests get the figure of the slowest member's link.
-Confirmation BisectWith(int bad, size_t& runs_taken) {
+// The network of `hosts` hosts, no host named: what a bisection starts from.
+ConfirmInput JobNetwork(int hosts) {
   ConfirmInput in;
-  for (int h = 0; h < 12; ++h) in.hosts.push_back(fmt::format("node-{:02}", h));
+  for (int h = 0; h < hosts; ++h) in.hosts.push_back(fmt::format("node-{:02}", h));
   ReportCulprit c;
   c.cause_class = "communication";
   in.culprits.push_back(c);
+  return in;
+}
+
+// Runs a bisection to its end over 12 hosts with host `bad` slow: each
+// round's tests get the figure of the slowest member's link.
+Confirmation BisectWith(int bad, size_t& runs_taken) {
+  ConfirmInput in = JobNetwork(12);
   EXPECT_TRUE(Bisects(in.culprits[0]));
   ConfirmPlan plan;
   std::vector<TestRun> runs;
@@ -476,11 +527,7 @@ TEST(BisectTest, TheSlowHostIsFoundWithinTwoLogNRuns) {
 }
 
 TEST(BisectTest, ARoundNotRunYetIsWhatToRunNext) {
-  ConfirmInput in;
-  for (int h = 0; h < 8; ++h) in.hosts.push_back(fmt::format("node-{:02}", h));
-  ReportCulprit c;
-  c.cause_class = "communication";
-  in.culprits.push_back(c);
+  ConfirmInput in = JobNetwork(8);
   ConfirmPlan plan = PlanConfirm(in, {});
   ASSERT_EQ(plan.tests.size(), 2u);
   EXPECT_EQ(plan.tests[0].role, PairRole::kHalf);
