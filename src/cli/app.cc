@@ -624,8 +624,8 @@ int RunLaggard(int argc, const char* const* argv, std::ostream& out, std::ostrea
       "confirm", "plan, run and read back the tests that confirm or refute a report's culprits");
   AddConfirmFlags(confirm_cmd, confirm_opts);
   GemmFlags gemm_flags;
-  CLI::App* gemm_cmd =
-      app.add_subcommand("gemm", "time a GEMM on each CPU core (OpenBLAS): GFLOP/s per core");
+  CLI::App* gemm_cmd = app.add_subcommand(
+      "gemm", "time a GEMM on each CPU core (OpenBLAS) or GPU (--gpus, cuBLAS): GFLOP/s each");
   AddGemmFlags(gemm_cmd, gemm_flags);
 
   try {

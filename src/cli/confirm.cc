@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,9 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/fake_gpu.h"
+#include "agent/nvml.h"
 #include "base/process.h"
 #include "cli/app.h"
 #include "confirm/bisect.h"
+#include "confirm/gpu_gemm.h"
 #include "confirm/read_back.h"
 
 namespace laggard {
@@ -223,15 +228,91 @@ void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& o) {
 
 void AddGemmFlags(CLI::App* cmd, GemmFlags& f) {
   cmd->add_option("--cores", f.cores, "cores to time, e.g. 0-3,6 (default: every allowed core)");
-  cmd->add_option("--n", f.options.n, "matrix size n (n x n, fp32)")
-      ->check(CLI::Range(16, 8192))
+  cmd->add_option("--gpus", f.gpus,
+                  "time GPUs instead (cuBLAS): 'all' or nvidia-smi indices, e.g. 0,3");
+  cmd->add_option("--n", f.n, "matrix size n, n x n (default 512 on CPUs, 8192 on GPUs)")
+      ->check(CLI::Range(16, 32768));
+  cmd->add_option("--seconds", f.seconds, "time per core (default 1), or for all GPUs (3)")
+      ->check(CLI::Range(0.01, 600.0));
+  cmd->add_option("--dtype", f.dtype, "GPUs: bf16, fp16 or fp32 (fp32 without TF32)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
-  cmd->add_option("--seconds", f.options.seconds, "time per core")
-      ->check(CLI::Range(0.01, 600.0))
+  cmd->add_option("--cudart-lib", f.cudart_lib,
+                  "GPUs: the CUDA runtime to load (default libcudart.so.12, then .11.0)");
+  cmd->add_option("--cublas-lib", f.cublas_lib,
+                  "GPUs: cuBLAS to load (default libcublas.so.12, then .11)");
+  cmd->add_option("--nvml-lib", f.nvml_lib, "GPUs: NVML, for clocks and temperature meanwhile")
       ->capture_default_str();
+  cmd->add_option("--fake-gpus", f.fake_gpus, "GPUs: NVML scripted by SCRIPT.json (tests)");
 }
 
+namespace {
+
+int GpuGemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
+  if (!f.cores.empty()) {
+    err << "laggard gemm: give --cores or --gpus, not both\n";
+    return kExitNoInput;
+  }
+  std::optional<std::vector<int>> gpus;
+  if (f.gpus != "all") {
+    auto parsed = confirm::ParseCoreList(f.gpus);
+    if (!parsed.ok()) {
+      err << "laggard gemm: --gpus '" << f.gpus << "': give all or indices such as 0,3\n";
+      return kExitNoInput;
+    }
+    gpus = *parsed;
+  }
+  auto cuda = confirm::Cuda::Load(f.cudart_lib, f.cublas_lib);
+  if (!cuda.ok()) {
+    err << "laggard gemm: " << cuda.status().message() << "\n";
+    return kExitNoInput;
+  }
+  agent::SystemClock clock;
+  std::unique_ptr<agent::GpuBackend> nvml;
+  if (f.fake_gpus) {
+    auto script = agent::LoadFakeGpuScript(*f.fake_gpus);
+    if (!script.ok()) {
+      err << "laggard gemm: " << script.status().message() << "\n";
+      return kExitNoInput;
+    }
+    nvml = std::make_unique<agent::FakeGpuBackend>(std::move(*script), clock);
+  } else if (auto opened = agent::OpenNvml(f.nvml_lib); opened.ok()) {
+    nvml = std::move(*opened);
+  } else {
+    err << "laggard gemm: no clocks or temperature (" << opened.status().message()
+        << "); GPUs numbered in PCI order\n";
+  }
+  confirm::GpuGemmOptions o;
+  o.dtype = f.dtype;
+  if (f.n) o.n = *f.n;
+  if (f.seconds) o.seconds = *f.seconds;
+  auto run = confirm::RunGpuGemm(**cuda, nvml.get(), gpus, o);
+  if (!run.ok()) {
+    err << "laggard gemm: " << run.status().message() << "\n";
+    return kExitNoInput;
+  }
+  for (const GemmResult& r : run->results) out << confirm::GemmLine(r) << "\n";
+  for (const confirm::GpuGemmFailure& failure : run->failures) {
+    err << "laggard gemm: " << failure.device << ": " << failure.what << "\n";
+  }
+  int rc = run->results.empty()    ? kExitNoInput
+           : run->failures.empty() ? kExitOk
+                                   : kExitStrictFailure;  // some GPUs not timed
+  if (run->stuck) {
+    // A thread is inside the driver for good: unloading CUDA under it, or
+    // waiting for it, would hang or crash the process.
+    out.flush();
+    err.flush();
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  return rc;
+}
+
+}  // namespace
+
 int Gemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
+  if (!f.gpus.empty()) return GpuGemm(f, out, err);
   auto blas = confirm::Blas::Load();
   if (!blas.ok()) {
     err << "laggard gemm: " << blas.status().message() << "\n";
@@ -246,7 +327,16 @@ int Gemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
     }
     cores = *parsed;
   }
-  auto results = confirm::RunCpuGemm(**blas, cores, f.options);
+  confirm::GemmOptions options = f.options;
+  if (f.n) {
+    if (*f.n > 8192) {
+      err << "laggard gemm: --n " << *f.n << ": at most 8192 on CPUs\n";
+      return kExitNoInput;
+    }
+    options.n = *f.n;
+  }
+  if (f.seconds) options.seconds = *f.seconds;
+  auto results = confirm::RunCpuGemm(**blas, cores, options);
   if (!results.ok()) {
     err << "laggard gemm: " << results.status().message() << "\n";
     return kExitNoInput;

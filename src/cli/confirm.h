@@ -3,16 +3,19 @@
 // default), or run through a launcher (confirm/launch.h: local, mpirun,
 // srun, ssh) and read back into one answer per culprit
 // (confirm/read_back.h). `laggard gemm`: the CPU GEMM per core
-// (confirm/cpu_gemm.h). docs/confirm.md.
+// (confirm/cpu_gemm.h), or per GPU with --gpus (confirm/gpu_gemm.h).
+// docs/confirm.md.
 //
 // Called from RunLaggard() on the main thread.
 
 #ifndef LAGGARD_CLI_CONFIRM_H_
 #define LAGGARD_CLI_CONFIRM_H_
 
+#include <optional>
 #include <ostream>
 #include <string>
 
+#include "agent/nvml.h"
 #include "confirm/cpu_gemm.h"
 #include "confirm/plan.h"
 
@@ -38,6 +41,13 @@ struct ConfirmOptions {
 
 struct GemmFlags {
   std::string cores;  // "" for every core this process may run on
+  std::string gpus;   // "all" or "0,3": the GPUs instead of the cores
+  std::optional<int> n;
+  std::optional<double> seconds;
+  std::string dtype = "bf16";  // GPUs
+  std::string cudart_lib, cublas_lib;
+  std::string nvml_lib = agent::kNvmlLibrary;
+  std::optional<std::string> fake_gpus;  // NVML scripted (agent/fake_gpu.h), for tests
   confirm::GemmOptions options;
 };
 

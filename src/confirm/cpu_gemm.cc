@@ -197,11 +197,26 @@ StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector
 }
 
 std::string GemmLine(const GemmResult& r) {
-  return fmt::format(
+  std::string line = fmt::format(
       "laggard-gemm host={} device={} dtype={} n={} reps={} seconds={:.2f} gflops={:.2f} "
-      "gflops_min={:.2f} gflops_max={:.2f} blas={}",
-      r.host, r.device, r.dtype, r.n, r.reps, r.seconds, r.gflops, r.gflops_min, r.gflops_max,
-      r.blas);
+      "gflops_min={:.2f} gflops_max={:.2f}",
+      r.host, r.device, r.dtype, r.n, r.reps, r.seconds, r.gflops, r.gflops_min, r.gflops_max);
+  auto word = [](std::string s) {
+    std::replace_if(
+        s.begin(), s.end(), [](char c) { return c == ' ' || c == '='; }, '_');
+    return s;
+  };
+  if (r.model) line += " model=" + word(*r.model);
+  if (r.uuid) line += " uuid=" + word(*r.uuid);
+  auto number = [&](std::string_view key, const std::optional<double>& v) {
+    if (v) line += fmt::format(" {}={:.0f}", key, *v);
+  };
+  number("sm_mhz", r.sm_mhz);
+  number("sm_mhz_min", r.sm_mhz_min);
+  number("temp_c_max", r.temp_c_max);
+  number("power_w_max", r.power_w_max);
+  if (!r.throttle.empty()) line += " throttle=" + word(r.throttle);
+  return line + " blas=" + r.blas;
 }
 
 std::optional<GemmResult> ParseGemmLine(std::string_view line) {
@@ -239,6 +254,19 @@ std::optional<GemmResult> ParseGemmLine(std::string_view line) {
   r.n = static_cast<int>(n);
   r.reps = static_cast<int>(reps);
   r.blas = kv.count("blas") != 0 ? kv["blas"] : "";
+  if (kv.count("model") != 0) {
+    r.model = kv["model"];
+    std::replace(r.model->begin(), r.model->end(), '_', ' ');
+  }
+  if (kv.count("uuid") != 0) r.uuid = kv["uuid"];
+  for (auto [key, field] : {std::pair{"sm_mhz", &r.sm_mhz},
+                            {"sm_mhz_min", &r.sm_mhz_min},
+                            {"temp_c_max", &r.temp_c_max},
+                            {"power_w_max", &r.power_w_max}}) {
+    double v = 0;
+    if (num(key, v)) *field = v;
+  }
+  if (kv.count("throttle") != 0) r.throttle = kv["throttle"];
   return r;
 }
 

@@ -11,6 +11,7 @@
 // Output, one line per core (ParseGemmLine() reads it back):
 //   laggard-gemm host=vm device=cpu:1 dtype=fp32 n=512 reps=41 seconds=1.00
 //     gflops=38.21 gflops_min=35.90 gflops_max=38.77 blas=OpenBLAS 0.3.21
+// (a GPU's line has more fields before blas=: gpu_gemm.h).
 //
 // Not thread-safe: the pinning changes the calling thread's affinity (and
 // restores it).
@@ -46,7 +47,13 @@ struct GemmResult {
   double gflops = 0;  // median over the repetitions
   double gflops_min = 0;
   double gflops_max = 0;
-  std::string blas;  // openblas_get_config(), first words
+  std::string blas;  // openblas_get_config(), first words; cuBLAS's version on GPUs
+  // GPUs (gpu_gemm.h): the model (spaces as '_' in the line), the UUID, and
+  // what NVML showed while the GEMM ran; absent when not read.
+  std::optional<std::string> model, uuid;
+  std::optional<double> sm_mhz;  // median of the samples
+  std::optional<double> sm_mhz_min, temp_c_max, power_w_max;
+  std::string throttle;  // clock event reasons seen, "sw_power_cap,hw_slowdown"; "" none
 };
 
 // OpenBLAS, loaded once.

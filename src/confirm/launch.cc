@@ -40,6 +40,10 @@ std::vector<std::string> Srun(const PlannedTest& t) {
     argv.push_back(fmt::format("--gpus-per-node={}", per));
   } else {
     argv.push_back(fmt::format("--ntasks={}", t.hosts.size()));
+    if (t.node_gpus > 0) {
+      argv.push_back("--exclusive");
+      argv.push_back(fmt::format("--gpus-per-node={}", t.node_gpus));
+    }
   }
   argv.push_back(fmt::format("--nodelist={}", fmt::join(t.hosts, ",")));
   argv.push_back(fmt::format("--time={}", minutes));

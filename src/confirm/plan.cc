@@ -78,6 +78,30 @@ Named NamedByCulprits(const ConfirmInput& in) {
   return n;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, int32_t>> CulpritGpus(const ConfirmInput& in,
+                                                         const ReportCulprit& c) {
+  std::vector<std::pair<std::string, int32_t>> gpus;
+  if (auto host = HostOf(in, c); host && c.gpu) gpus.push_back({*host, *c.gpu});
+  std::vector<int32_t> ranks = c.ranks;
+  if (c.rank && !c.gpu) ranks.push_back(*c.rank);
+  for (int32_t r : ranks) {
+    auto h = HostOfRank(in, r);
+    auto g = in.gpu_of_rank.find(r);
+    if (h && g != in.gpu_of_rank.end()) gpus.push_back({*h, g->second});
+  }
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  return gpus;
+}
+
+std::set<std::pair<std::string, int32_t>> NamedGpus(const ConfirmInput& in) {
+  return NamedByCulprits(in).gpus;
+}
+
+namespace {
+
 // Healthy hosts: in the job, named by no culprit; those on `same_switch`
 // first when it is given, the rest after.
 std::vector<std::string> HealthyHosts(const ConfirmInput& in, const Named& named,
@@ -282,6 +306,47 @@ double DcgmLimit(int level) {
   }
 }
 
+int GpusOf(const ConfirmInput& in, const std::string& host) {
+  return static_cast<int>(std::count_if(in.gpus.begin(), in.gpus.end(),
+                                        [&](const ReportGpu& g) { return g.host == host; }));
+}
+
+// The GEMM on every GPU of the suspect's host at once (its peers there of
+// the same model are the first comparison), and on a healthy GPU of another
+// host when the report has one: a host whose GPUs are all slow shows then.
+void PlanGpuGemm(const ConfirmInput& in, size_t i, const std::string& host, int32_t gpu,
+                 const std::optional<ReportGpu>& peer, const PlanOptions& o, ConfirmPlan& plan) {
+  PlannedTest t;
+  t.kind = TestKind::kCompute;
+  t.culprit = i;
+  t.hosts = {host};
+  t.gpu = gpu;
+  t.node_gpus = GpusOf(in, host);
+  // Long enough for a poorly cooled GPU to heat up and throttle.
+  t.argv = {o.laggard, "gemm", "--gpus", "all", "--seconds", "30"};
+  t.time_limit_s = 180;
+  t.why = fmt::format("GEMM on every GPU of {} at once: GPU {} against its peers of the same model",
+                      host, gpu);
+  auto planned = [&](const PlannedTest& x) {
+    return std::any_of(plan.tests.begin(), plan.tests.end(), [&](const PlannedTest& have) {
+      return have.culprit == i && have.control == x.control && have.argv == x.argv &&
+             have.hosts == x.hosts;
+    });
+  };
+  // A group's GPUs on one host share the host's run.
+  if (!planned(t)) plan.tests.push_back(t);
+  if (!peer || peer->host == host) return;
+  // The control host loaded as the suspect's is: every GPU at once.
+  PlannedTest ctl = t;
+  ctl.control = true;
+  ctl.hosts = {peer->host};
+  ctl.gpu = peer->gpu;
+  ctl.node_gpus = GpusOf(in, peer->host);
+  ctl.why = fmt::format("the same GEMM on every GPU of {} (a healthy {}, GPU {}) as the control",
+                        peer->host, peer->model.value_or("GPU"), peer->gpu);
+  if (!planned(ctl)) plan.tests.push_back(std::move(ctl));
+}
+
 void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, int32_t gpu,
                     const Named& named, const PlanOptions& o, ConfirmPlan& plan) {
   PlannedTest smi;
@@ -289,6 +354,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.culprit = i;
   smi.hosts = {host};
   smi.gpu = gpu;
+  smi.node_gpus = GpusOf(in, host);
   smi.argv = {"nvidia-smi",
               "-q",
               "-d",
@@ -304,6 +370,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   diag.culprit = i;
   diag.hosts = {host};
   diag.gpu = gpu;
+  diag.node_gpus = smi.node_gpus;
   diag.argv = {"dcgmi", "diag", "-r", std::to_string(o.dcgm_level), "-i", std::to_string(gpu)};
   diag.time_limit_s = DcgmLimit(o.dcgm_level);
   diag.why = fmt::format("DCGM's level-{} diagnostic on {} GPU {}", o.dcgm_level, host, gpu);
@@ -313,6 +380,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
     ctl.control = true;
     ctl.hosts = {peer->host};
     ctl.gpu = peer->gpu;
+    ctl.node_gpus = GpusOf(in, peer->host);
     ctl.argv = {
         "dcgmi", "diag", "-r", std::to_string(o.dcgm_level), "-i", std::to_string(peer->gpu)};
     ctl.why = fmt::format("the same on a healthy {} ({} GPU {}) as the control",
@@ -322,6 +390,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
     plan.notes.push_back(fmt::format(
         "{} GPU {}: no healthy GPU of the same model in the report for a control", host, gpu));
   }
+  PlanGpuGemm(in, i, host, gpu, ControlGpu(in, host, gpu, named), o, plan);
 }
 
 void PlanCpuCompute(const ConfirmInput& in, size_t i, const std::optional<std::string>& host,
@@ -592,17 +661,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       continue;
     }
     // Each GPU the culprit names: its own, or each of a group's ranks'.
-    std::vector<std::pair<std::string, int32_t>> gpus;
-    if (host && c.gpu) gpus.push_back({*host, *c.gpu});
-    std::vector<int32_t> ranks = c.ranks;
-    if (c.rank && !c.gpu) ranks.push_back(*c.rank);
-    for (int32_t r : ranks) {
-      auto h = HostOfRank(in, r);
-      auto g = in.gpu_of_rank.find(r);
-      if (h && g != in.gpu_of_rank.end()) gpus.push_back({*h, g->second});
-    }
-    std::sort(gpus.begin(), gpus.end());
-    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    std::vector<std::pair<std::string, int32_t>> gpus = CulpritGpus(in, c);
     if (!gpus.empty()) {
       for (const auto& [h, g] : gpus) PlanGpuCompute(in, i, h, g, named, o, plan);
     } else if (host) {
@@ -610,6 +669,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       smi.kind = TestKind::kHealth;
       smi.culprit = i;
       smi.hosts = {*host};
+      smi.node_gpus = GpusOf(in, *host);
       smi.argv = {
           "nvidia-smi", "-q", "-d",
           "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT"};

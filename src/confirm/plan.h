@@ -8,7 +8,10 @@
 //       health on the suspect GPU: `nvidia-smi -q -d PERFORMANCE,CLOCK,
 //       TEMPERATURE,POWER,ECC,ROW_REMAPPER -i G` and `dcgmi diag -r 1 -i G` (-r 2 by
 //       option); the same dcgmi run on a healthy GPU of the same model,
-//       another host preferred, as the control;
+//       another host preferred, as the control; `laggard gemm --gpus all`
+//       on the suspect's host (the GPU against its peers there) and
+//       `laggard gemm --gpus all` on the control GPU's host when it is
+//       another (every GPU of that host at once, loaded alike);
 //   the same on a CPU job (no GPUs in the report): `laggard gemm --cores`
 //       on the suspect rank's core and on a healthy rank's core, when the
 //       rank -> core map is given (--rank-cores), else on every core;
@@ -26,8 +29,8 @@
 //       uplink), two hosts under it (inside the switch), and a control pair
 //       elsewhere: slow across, fast inside and elsewhere is the switch's
 //       uplink or its other tenants, not a node.
-// At most 3 runs per suspect. Every test is a command line for the launcher
-// (print: shown only); nothing runs unless asked (cli/confirm.cc).
+// At most 3 benchmark runs and 3 health checks per suspect. Every test is a command line for the
+// launcher (print: shown only); nothing runs unless asked (cli/confirm.cc).
 //
 // Pure functions of their input.
 
@@ -37,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +127,10 @@ struct PlannedTest {
   // (confirm/launch.h).
   std::vector<std::string> argv;
   std::vector<int> procs;
+  // A test of one host's GPUs: how many the host has in the report (0: not
+  // a GPU test, or not known). srun allocates them all (--exclusive), so
+  // that a GPU's index is nvidia-smi's whatever the cgroup shows.
+  int node_gpus = 0;
   double time_limit_s = 120;
   std::string why;  // what it tells apart
 };
@@ -134,6 +142,13 @@ struct PlanOptions {
   std::map<int32_t, int> rank_cores;  // --rank-cores 0:0,1:1 (CPU jobs)
   std::string laggard = "laggard";    // the binary for `laggard gemm`
 };
+
+// The GPUs a culprit names, (host, index): its own, or each of a group's
+// ranks', sorted, once each.
+std::vector<std::pair<std::string, int32_t>> CulpritGpus(const ConfirmInput& in,
+                                                         const ReportCulprit& c);
+// Every GPU any culprit names: none of them is another's peer or control.
+std::set<std::pair<std::string, int32_t>> NamedGpus(const ConfirmInput& in);
 
 struct ConfirmPlan {
   std::vector<PlannedTest> tests;

@@ -485,6 +485,89 @@ PairTests CollectPairs(const ConfirmPlan& plan, const std::vector<TestRun>& runs
   return pt;
 }
 
+// A GPU culprit's GEMM tests (one per host of its GPUs, each of the host's
+// GPUs at once), each of its GPUs against its peers and the controls (no
+// GPU any culprit names is a peer or a control): confirmed when one is
+// slow, refuted when every one is as fast as its peers; "" when none was
+// timed.
+GemmJudgement JudgeGpuGemms(const ConfirmInput& in, size_t ci, const ConfirmPlan& plan,
+                            const std::vector<TestRun>& runs) {
+  std::set<std::pair<std::string, int32_t>> named = NamedGpus(in);
+  auto named_on = [&](const std::string& host) {
+    std::vector<int32_t> out;
+    for (const auto& [h, g] : named) {
+      if (h == host) out.push_back(g);
+    }
+    return out;
+  };
+  std::vector<GemmResult> control_lines;
+  for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    if (t.culprit != ci || t.kind != TestKind::kCompute || !t.gpu || !t.control) continue;
+    std::vector<int32_t> out = named_on(t.hosts.at(0));
+    for (const GemmResult& g : runs[i].gemm) {
+      bool suspect = std::any_of(out.begin(), out.end(),
+                                 [&](int32_t n) { return g.device == fmt::format("gpu:{}", n); });
+      if (!suspect) control_lines.push_back(g);
+    }
+  }
+  std::vector<GemmJudgement> each;
+  std::vector<std::pair<std::string, int32_t>> mine = CulpritGpus(in, in.culprits[ci]);
+  for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    if (t.culprit != ci || t.kind != TestKind::kCompute || !t.gpu || t.control) continue;
+    if (runs[i].gemm.empty()) continue;
+    const std::string& host = t.hosts.at(0);
+    std::vector<int32_t> out = named_on(host);
+    for (const auto& [h, g] : mine) {
+      if (h != host) continue;
+      std::vector<int32_t> others;
+      for (int32_t n : out) {
+        if (n != g) others.push_back(n);
+      }
+      each.push_back(JudgeGpuGemm(runs[i].gemm, g, others, control_lines));
+    }
+  }
+  if (each.empty()) return {};
+  auto is = [&](const char* v) { return [v](const GemmJudgement& j) { return j.verdict == v; }; };
+  GemmJudgement out;
+  out.host_wide = std::any_of(each.begin(), each.end(), [](const GemmJudgement& j) {
+    return j.host_wide && j.verdict == "confirmed";
+  });
+  out.verdict = std::any_of(each.begin(), each.end(), is("confirmed")) ? "confirmed"
+                : std::all_of(each.begin(), each.end(), is("refuted")) ? "refuted"
+                                                                       : "inconclusive";
+  for (const GemmJudgement& j : each) {
+    if (out.verdict == "confirmed" && j.verdict != "confirmed") continue;
+    out.figures += (out.figures.empty() ? "" : "; ") + j.figures;
+  }
+  return out;
+}
+
+// The GEMM and the health pages together: either confirming confirms (a
+// slow GEMM is the slowdown measured; a failed diagnostic or an error
+// counter is a fault seen); a GEMM as fast as its peers refutes unless the
+// pages show a fault (on the control too: then nothing is clear); else
+// inconclusive.
+void CombineGpu(const GemmJudgement& g, const GpuHealth& h, Confirmation& c) {
+  if (g.verdict.empty()) {
+    c.verdict = h.verdict;
+    c.figures = h.figures;
+    return;
+  }
+  bool health_confirms = h.verdict == "confirmed";
+  if (g.verdict == "confirmed" || health_confirms) {
+    c.verdict = "confirmed";
+    c.figures = g.verdict == "confirmed" ? g.figures : h.figures;
+    if (g.verdict == "confirmed" && health_confirms) c.figures += "; " + h.figures;
+    if (g.verdict != "confirmed") c.figures += fmt::format(" (its GEMM: {})", g.figures);
+    return;
+  }
+  c.verdict = g.verdict == "refuted" && !h.faults.empty() ? "inconclusive" : g.verdict;
+  c.figures = g.figures;
+  if (!h.figures.empty()) c.figures += "; " + h.figures;
+}
+
 }  // namespace
 
 std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& plan,
@@ -504,7 +587,9 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
       ++tests;
       const TestRun& r = runs[i];
       ran += r.ran;
-      if (t.kind == TestKind::kCompute && !r.verdict.empty()) {
+      if (t.kind == TestKind::kCompute && t.gpu) {
+        // A GPU's GEMM: judged with its controls below.
+      } else if (t.kind == TestKind::kCompute && !r.verdict.empty()) {
         gemm.push_back(r.verdict);
         if (gemm_figures.empty() || r.verdict == "confirmed") gemm_figures = r.figures;
       }
@@ -543,7 +628,7 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         if (ports != nullptr) JudgeNic(*ports, c);
       }
     } else {
-      // Health checks only (a GPU suspect): what its pages say.
+      // A GPU suspect: its GEMM against its peers', and what its pages say.
       std::vector<std::string> mine, control;
       for (size_t i = 0; i < plan.tests.size() && i < runs.size(); ++i) {
         const PlannedTest& t = plan.tests[i];
@@ -551,10 +636,10 @@ std::vector<Confirmation> ReadBack(const ConfirmInput& in, const ConfirmPlan& pl
         (t.control ? control : mine).push_back(runs[i].file);
       }
       GpuHealth h = JudgeGpuHealth(mine, control, in.culprits[ci].gpu);
-      c.verdict = h.verdict;
-      c.figures = h.figures;
-      if (h.verdict == "confirmed") {
-        c.locus = "gpu";
+      GemmJudgement g = JudgeGpuGemms(in, ci, plan, runs);
+      CombineGpu(g, h, c);
+      if (c.verdict == "confirmed") {
+        c.locus = g.host_wide && h.verdict != "confirmed" ? "node" : "gpu";
         if (in.culprits[ci].host) c.host = *in.culprits[ci].host;
       }
     }

@@ -90,7 +90,7 @@ struct Confirmation {
   size_t culprit = 0;
   std::string verdict;  // "confirmed", "refuted", "inconclusive", "not run"
   // What the tests point at: "node", "nic", "node_or_uplink", "path",
-  // "switch", "compute" or "".
+  // "switch", "compute", "gpu" or "".
   std::string locus;
   std::string figures;
   std::string host;               // the host it confirms, when it names one

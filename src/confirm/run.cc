@@ -12,8 +12,104 @@
 
 namespace laggard::confirm {
 
+namespace {
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+std::string Verdict(double ratio) {
+  return ratio < kConfirmedBelow                                 ? "confirmed"
+         : ratio >= kRefutedFrom && ratio <= 1 / kConfirmedBelow ? "refuted"
+                                                                 : "inconclusive";
+}
+
+}  // namespace
+
+GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gpu,
+                           const std::vector<int32_t>& other_suspects,
+                           const std::vector<GemmResult>& control_lines) {
+  std::string device = fmt::format("gpu:{}", gpu);
+  auto mine = std::find_if(host_lines.begin(), host_lines.end(),
+                           [&](const GemmResult& g) { return g.device == device; });
+  if (mine == host_lines.end()) {
+    return {"inconclusive", fmt::format("GPU {} was not timed (the test's output says why)", gpu)};
+  }
+  auto same_model = [&](const GemmResult& g) {
+    return !mine->model || !g.model || *g.model == *mine->model;
+  };
+  std::vector<double> host_peers, control;
+  std::vector<double> peer_mhz;
+  for (const GemmResult& g : host_lines) {
+    if (g.device == device || !same_model(g)) continue;
+    bool suspect = std::any_of(other_suspects.begin(), other_suspects.end(),
+                               [&](int32_t o) { return g.device == fmt::format("gpu:{}", o); });
+    if (suspect) continue;
+    host_peers.push_back(g.gflops);
+    if (g.sm_mhz) peer_mhz.push_back(*g.sm_mhz);
+  }
+  for (const GemmResult& g : control_lines) {
+    if (!same_model(g)) continue;
+    control.push_back(g.gflops);
+    if (g.sm_mhz) peer_mhz.push_back(*g.sm_mhz);
+  }
+  std::vector<double> peers = host_peers;
+  peers.insert(peers.end(), control.begin(), control.end());
+  if (peers.empty()) {
+    return {"inconclusive",
+            fmt::format("GPU {} GEMM {:.1f} TFLOP/s {}, but no peer of the same model was timed",
+                        gpu, mine->gflops / 1e3, mine->dtype)};
+  }
+  GemmJudgement j;
+  // The host's other GPUs slow against the control: the host is, and the
+  // suspect is measured against the control alone.
+  // Two control GPUs at least: one card alone says nothing of its host.
+  double host_ratio =
+      !host_peers.empty() && control.size() >= 2 ? MedianOf(host_peers) / MedianOf(control) : 1.0;
+  j.host_wide = host_ratio < kConfirmedBelow;
+  double peer = j.host_wide ? MedianOf(control) : MedianOf(peers);
+  size_t count = j.host_wide ? control.size() : peers.size();
+  double ratio = peer > 0 ? mine->gflops / peer : 0;
+  j.verdict = Verdict(ratio);
+  j.figures = fmt::format("GPU {} GEMM {:.2f}x {} ({:.1f} vs {:.1f} TFLOP/s {}, {} peer{})", gpu,
+                          ratio, j.host_wide ? "the control's" : "its peers'", mine->gflops / 1e3,
+                          peer / 1e3, mine->dtype, count, count == 1 ? "" : "s");
+  if (!mine->throttle.empty()) j.figures += "; throttled while timed: " + mine->throttle;
+  if (mine->sm_mhz && !peer_mhz.empty()) {
+    j.figures +=
+        fmt::format("; SM clock {:.0f} MHz (peers {:.0f})", *mine->sm_mhz, MedianOf(peer_mhz));
+  }
+  if (ratio > 1 / kConfirmedBelow) {
+    j.figures += ": its peers are the slow ones, so they cannot clear it";
+  }
+  if (j.host_wide) {
+    j.figures += fmt::format(
+        "; the host's other GPUs run at {:.2f}x the control too: the host as a whole (power, "
+        "cooling) is slow",
+        host_ratio);
+  }
+  return j;
+}
+
 void JudgeGemm(const PlannedTest& t, TestRun& run) {
   if (run.gemm.empty()) return;
+  if (t.gpu) {
+    if (t.control) {
+      for (const GemmResult& g : run.gemm) {
+        if (g.device == fmt::format("gpu:{}", *t.gpu)) {
+          run.figures =
+              fmt::format("control GPU {} GEMM {:.1f} TFLOP/s {}", *t.gpu, g.gflops / 1e3, g.dtype);
+        }
+      }
+      return;
+    }
+    GemmJudgement j = JudgeGpuGemm(run.gemm, *t.gpu, {}, {});
+    run.verdict = j.verdict;
+    run.figures = j.figures;
+    return;
+  }
   auto cores = std::find(t.argv.begin(), t.argv.end(), "--cores");
   if (cores == t.argv.end() || cores + 1 == t.argv.end() || run.gemm.size() < 2) {
     auto slowest = std::min_element(
@@ -44,9 +140,7 @@ void JudgeGemm(const PlannedTest& t, TestRun& run) {
   std::sort(peers.begin(), peers.end());
   double peer = peers[peers.size() / 2];
   double ratio = peer > 0 ? mine->gflops / peer : 0;
-  run.verdict = ratio < kConfirmedBelow                                 ? "confirmed"
-                : ratio >= kRefutedFrom && ratio <= 1 / kConfirmedBelow ? "refuted"
-                                                                        : "inconclusive";
+  run.verdict = Verdict(ratio);
   run.figures = fmt::format("suspect core {} GEMM {:.2f}x its peer's ({:.1f} vs {:.1f} GFLOP/s)",
                             mine->device, ratio, mine->gflops, peer);
   if (ratio > 1 / kConfirmedBelow) {

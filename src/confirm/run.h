@@ -1,5 +1,6 @@
 // Running a plan's tests and judging each one's output: the GEMM of a CPU
-// job's suspect core against its peer's (the culprit's compute), the bus
+// job's suspect core against its peer's, or of a suspect GPU against its
+// peers' (the culprit's compute), the bus
 // bandwidth of a communication test (read back by read_back.h).
 //
 // RunTest() blocks the calling thread until the test ends or is killed.
@@ -68,8 +69,27 @@ TestRun RunTest(const PlannedTest& t, size_t index, Launcher l, const std::strin
 
 // A GEMM test of --cores SUSPECT,PEER: the suspect core's rate against the
 // peer's; without that pair, the slowest core against the median
-// (inconclusive: which core the suspect ran on is not known).
+// (inconclusive: which core the suspect ran on is not known). A GPU test
+// (t.gpu): JudgeGpuGemm() on its own lines; a control's gets no verdict.
 void JudgeGemm(const PlannedTest& t, TestRun& run);
+
+struct GemmJudgement {
+  std::string verdict;  // as TestRun::verdict
+  std::string figures;
+  bool host_wide = false;  // the host's other GPUs are as slow against the control
+};
+
+// Suspect GPU `gpu`'s GEMM (in `host_lines`, timed with its host's other
+// GPUs) against its peers of the same model: the host's GPUs but
+// `other_suspects` (GPUs any culprit names), and `control_lines` (the
+// healthy GPUs of another host, timed all at once);
+// the thresholds above. The figures add what NVML saw while it ran
+// (throttle reasons, SM clock). When the host's peers are themselves slow
+// against two control GPUs or more, the whole host is (host_wide), and the
+// suspect is measured against the control alone.
+GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gpu,
+                           const std::vector<int32_t>& other_suspects,
+                           const std::vector<GemmResult>& control_lines);
 
 }  // namespace laggard::confirm
 

@@ -5,10 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
 #include "cli/run_cli.h"
+#include "confirm/cpu_gemm.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace laggard {
@@ -92,6 +97,64 @@ TEST(GemmCliTest, OneLinePerCoreOrAClearError) {
   EXPECT_NE(r.out.find("device=cpu:0"), std::string::npos) << r.out;
   auto bad = RunCli({"gemm", "--cores", "x"});
   EXPECT_EQ(bad.rc, kExitNoInput);
+}
+
+TEST(ConfirmCliTest, GemmTimesEachGpuThroughCublasAndSaysWhichFailed) {
+  // tests/fake_cuda stands in for the CUDA runtime and cuBLAS; NVML is
+  // scripted, with the GPUs on the buses the fake gives them.
+  TempDir tmp;
+  std::string script = WriteFile(tmp.File("gpus.json"), R"({"gpus": [
+    {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
+     "fields": {"sm_clock_mhz": 1410, "temp_c": 60}},
+    {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-1", "bus_id": "00000000:28:00.0",
+     "fields": {"sm_clock_mhz": 1410, "temp_c": 60}}]})");
+  setenv("FAKE_CUDA_TFLOPS", "200,150", 1);
+  std::vector<std::string> args = {"gemm",
+                                   "--gpus",
+                                   "all",
+                                   "--cudart-lib",
+                                   LAGGARD_FAKE_CUDA_LIB,
+                                   "--cublas-lib",
+                                   LAGGARD_FAKE_CUDA_LIB,
+                                   "--fake-gpus",
+                                   script,
+                                   "--n",
+                                   "4096",
+                                   "--seconds",
+                                   "0.2"};
+  auto r = RunCli(args);
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  auto lines = [](const std::string& out) {
+    std::vector<confirm::GemmResult> got;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (auto g = confirm::ParseGemmLine(line)) got.push_back(*g);
+    }
+    return got;
+  };
+  auto got = lines(r.out);
+  ASSERT_EQ(got.size(), 2u) << r.out;
+  EXPECT_EQ(got[1].device, "gpu:1");
+  EXPECT_EQ(got[1].model, "NVIDIA A100-SXM4-80GB");
+  EXPECT_NEAR(got[1].gflops / got[0].gflops, 0.75, 0.03) << r.out;
+  EXPECT_EQ(got[0].dtype, "bf16");
+
+  setenv("FAKE_CUDA_FAIL", "malloc@0", 1);
+  auto failed = RunCli(args);
+  unsetenv("FAKE_CUDA_FAIL");
+  EXPECT_EQ(failed.rc, kExitStrictFailure);
+  EXPECT_EQ(lines(failed.out).size(), 1u) << failed.out;
+  EXPECT_NE(failed.err.find("gpu:0: cudaMalloc: out of memory"), std::string::npos) << failed.err;
+
+  auto both = RunCli({"gemm", "--gpus", "0", "--cores", "1"});
+  EXPECT_EQ(both.rc, kExitNoInput);
+  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
+  auto bad = RunCli({"gemm", "--gpus", "first"});
+  EXPECT_EQ(bad.rc, kExitNoInput);
+  unsetenv("FAKE_CUDA_TFLOPS");
+  auto absent = RunCli({"gemm", "--gpus", "all", "--cudart-lib", "/nonexistent/libcudart.so"});
+  EXPECT_EQ(absent.rc, kExitNoInput);
+  EXPECT_NE(absent.err.find("cannot load the CUDA runtime"), std::string::npos) << absent.err;
 }
 
 }  // namespace

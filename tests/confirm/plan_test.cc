@@ -64,7 +64,7 @@ TEST(ConfirmPlanTest, AThrottledGpuGetsItsHealthChecksAndAControlOnAnotherHost) 
                                               {"cause", "thermal"},
                                               {"confidence", 0.8}}})));
   ConfirmPlan plan = PlanConfirm(in, {});
-  ASSERT_EQ(plan.tests.size(), 3u);
+  ASSERT_EQ(plan.tests.size(), 5u);
   EXPECT_EQ(plan.tests[0].argv[0], "nvidia-smi");
   EXPECT_EQ(plan.tests[0].hosts, std::vector<std::string>{"node-01"});
   EXPECT_EQ(plan.tests[1].argv, (std::vector<std::string>{"dcgmi", "diag", "-r", "1", "-i", "1"}));
@@ -73,6 +73,21 @@ TEST(ConfirmPlanTest, AThrottledGpuGetsItsHealthChecksAndAControlOnAnotherHost) 
   EXPECT_TRUE(control.control);
   ASSERT_EQ(control.hosts.size(), 1u);
   EXPECT_NE(control.hosts[0], "node-01");  // another host, the same model
+  // The GEMM: every GPU of the suspect's host at once, and the control GPU.
+  const PlannedTest& gemm = plan.tests[3];
+  EXPECT_EQ(gemm.kind, TestKind::kCompute);
+  EXPECT_EQ(gemm.argv,
+            (std::vector<std::string>{"laggard", "gemm", "--gpus", "all", "--seconds", "30"}));
+  EXPECT_EQ(gemm.hosts, std::vector<std::string>{"node-01"});
+  EXPECT_EQ(gemm.gpu, 1);
+  EXPECT_FALSE(gemm.control);
+  const PlannedTest& gemm_control = plan.tests[4];
+  EXPECT_TRUE(gemm_control.control);
+  EXPECT_EQ(gemm_control.hosts, control.hosts);
+  EXPECT_EQ(gemm_control.argv, gemm.argv);  // every GPU of the control's host, loaded alike
+  EXPECT_EQ(gemm_control.gpu, control.gpu);
+  // Every GPU test knows its host's GPUs, for srun to allocate them all.
+  for (const PlannedTest& t : plan.tests) EXPECT_GT(t.node_gpus, 0) << t.why;
 }
 
 TEST(ConfirmPlanTest, ASlowLinkGetsTheTriangleWithItsSwitchNeighbourFirst) {
@@ -332,8 +347,11 @@ TEST(ConfirmSuspectTest, AHostNamedByHandIsPairedWithTheHostsFile) {
   ASSERT_TRUE(gpu.ok());
   EXPECT_EQ(gpu->culprits[0].gpu, 3);
   plan = PlanConfirm(*gpu, {});
-  ASSERT_EQ(plan.tests.size(), 3u);
+  ASSERT_EQ(plan.tests.size(), 5u);  // its two checks, the control's, its GEMM, the control's
   EXPECT_EQ(plan.tests[2].hosts, std::vector<std::string>{"node-04"});  // the control
+  EXPECT_EQ(plan.tests[3].hosts, std::vector<std::string>{"node-05"});
+  EXPECT_EQ(plan.tests[4].hosts, std::vector<std::string>{"node-04"});
+  EXPECT_EQ(plan.tests[4].node_gpus, 4);
 }
 
 TEST(ConfirmSuspectTest, WhatIsNotAHostIsAClearError) {
