@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libsimdjson-dev libcli11-dev nlohmann-json3-dev
-  zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libcpp-httplib-dev prometheus
+  zlib1g-dev libisal-dev libpcre2-dev libsqlite3-dev libpq-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   libjs-chart.js
   libcereal-dev
@@ -34,10 +34,11 @@ PACKAGES=(
 OPTIONAL_PACKAGES=(ccache dpkg-dev file)
 # Only for `test`: the HTML report's browser test, the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo), and the real single-node
-# Slurm that `history drain --apply` drains (tests/history/); each test
+# Slurm that `history drain --apply` drains and the real PostgreSQL the
+# history store's tests run on (tests/history/); each test
 # skips when its package is absent. libblas3: the reference BLAS the
 # real jobs run on (bench/realjobs/job_env.py), whatever libblas.so.3 is.
-TEST_PACKAGES=(chromium python3-torch libblas3 slurmctld slurmd slurm-client munge)
+TEST_PACKAGES=(chromium python3-torch libblas3 slurmctld slurmd slurm-client munge postgresql)
 
 usage() {
   sed -n '2,15p' "$0" >&2

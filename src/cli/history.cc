@@ -256,7 +256,8 @@ void AddRecordFlags(CLI::App* cmd, RecordFlags& f) {
   cmd->add_flag("--record", f.record,
                 "append the verdict to the fleet history (laggard history reads it)");
   cmd->add_option("--history", f.history,
-                  "the history store (default $XDG_DATA_HOME/laggard/history.db)");
+                  "the history store: a file (default $XDG_DATA_HOME/laggard/history.db) or a "
+                  "postgresql:// URI");
   cmd->add_option("--job-id", f.job_id,
                   "the job's id in the history (default: the first path; in a Slurm epilog give "
                   "\"$SLURM_JOB_ID\")");
@@ -341,7 +342,8 @@ HistoryCommands AddHistoryCommands(CLI::App& app, HistoryOptions& o) {
       "history", "repeat offenders across recorded jobs: chronic, transient, periodic, rank-fixed");
   c.history->fallthrough();
   c.history->add_option("--history", o.history,
-                        "the history store (default $XDG_DATA_HOME/laggard/history.db)");
+                        "the history store: a file (default $XDG_DATA_HOME/laggard/history.db) or "
+                        "a postgresql:// URI");
   c.history->add_option("--since", o.since, "only jobs since: 30d, 12h, 2w, or 2026-11-01");
   c.history->add_option("--host", o.host, "only this host's parts (judged on all their jobs)");
   c.history->add_option("--gpu", o.gpu, "only this GPU (UUID or serial; judged on all its jobs)");

@@ -1,6 +1,8 @@
-// The fleet history store: every recorded verdict, kept in SQLite
-// (docs/history.md). `diagnose --record` writes to it; `laggard history`
-// reads it; `history drain --apply` writes what it did.
+// The fleet history store: every recorded verdict, kept in SQLite, or in
+// PostgreSQL for a fleet (--history postgresql://…: every login node and
+// agent writing to one place) (docs/history.md). `diagnose --record`
+// writes to it; `laggard history` reads it; `history drain --apply`
+// writes what it did. Both speak the same SQL (sql.h).
 //
 // Layout (schema version kSchemaVersion, PRAGMA user_version; migrations
 // run in order when an older store is opened for writing):
@@ -18,17 +20,22 @@
 //             reads, one row per job;
 //   actions   each drain command printed or run, with its outcome.
 //
+// PostgreSQL: the same tables, in the database's schema `laggard`, with a
+// table `meta` (application, schema version) in place of the pragmas;
+// schema 2 is the first it had.
+//
 // Safety: a file that is not SQLite, or an SQLite database that is not a
 // laggard history (PRAGMA application_id), is refused with a message and
-// never written to. Several processes may record at once: WAL mode, a busy
-// timeout, and one IMMEDIATE transaction per record.
+// never written to; so is a PostgreSQL schema `laggard` that holds other
+// tables. Several processes may record at once: SQLite, WAL mode, a busy
+// timeout, and one IMMEDIATE transaction per record; PostgreSQL, one
+// transaction per record, hosts and parts written in key order, and a
+// record that deadlocked with another tried again (up to 5 times).
 //
 // One HistoryStore per thread; each process opens its own.
 
 #ifndef LAGGARD_HISTORY_STORE_H_
 #define LAGGARD_HISTORY_STORE_H_
-
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <memory>
@@ -44,6 +51,8 @@ namespace laggard::history {
 inline constexpr int kSchemaVersion = 2;
 // PRAGMA application_id of a laggard history: "LGHS".
 inline constexpr int32_t kApplicationId = 0x4C474853;
+
+class Db;
 
 // $XDG_DATA_HOME/laggard/history.db, else ~/.local/share/laggard/history.db;
 // "" when neither variable is set.
@@ -73,7 +82,8 @@ class HistoryStore {
   // mistyped path must not read as an empty fleet).
   enum class Mode { kReadOnly, kReadWrite, kWriteExisting };
 
-  // Opens the store at `path`, migrating an older schema when writing
+  // Opens the store at `path` (a file, or a postgresql:// or postgres://
+  // URI), migrating an older schema when writing
   // (read-only, an older schema is read as it is).
   // Fails, leaving the file as it was, on a file that is not a laggard
   // history (another program's, even without tables) or of a newer schema.
@@ -99,14 +109,15 @@ class HistoryStore {
 
   const std::string& path() const { return path_; }
 
+  HistoryStore(HistoryStore&&) noexcept;
+  HistoryStore& operator=(HistoryStore&&) noexcept;
+  ~HistoryStore();
+
  private:
-  struct Closer {
-    void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-  };
-  HistoryStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  HistoryStore(std::string path, std::unique_ptr<Db> db, int64_t schema);
 
   std::string path_;
-  std::unique_ptr<sqlite3, Closer> db_;
+  std::unique_ptr<Db> db_;
   int64_t schema_ = kSchemaVersion;  // an older one only when opened read-only
 };
 

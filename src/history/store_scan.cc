@@ -6,8 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "history/sql.h"
 #include "history/store.h"
-#include "history/store_sqlite.h"
+#include "history/store_internal.h"
 
 namespace laggard::history {
 namespace {
@@ -41,8 +42,8 @@ class IdMap {
 
 }  // namespace
 
-bool InsertScanRow(sqlite3_stmt* st, int64_t when_s, int64_t job_row, int flags,
-                   const std::string& job_id, std::vector<KeyedScanPart>& parts) {
+Status InsertScanRow(Statement& st, int64_t when_s, int64_t job_row, int flags,
+                     const std::string& job_id, std::vector<KeyedScanPart>& parts) {
   std::sort(parts.begin(), parts.end(),
             [](const KeyedScanPart& a, const KeyedScanPart& b) { return a.key < b.key; });
   std::vector<ScanPart> sorted;
@@ -53,63 +54,68 @@ bool InsertScanRow(sqlite3_stmt* st, int64_t when_s, int64_t job_row, int flags,
     sorted.push_back(p.part);
   }
   std::string blob = EncodeScanParts(sorted);
-  sqlite3_reset(st);
-  sqlite3_bind_int64(st, 1, when_s);
-  sqlite3_bind_int64(st, 2, job_row);
-  sqlite3_bind_int(st, 3, flags);
-  Bind(st, 4, job_id);
-  sqlite3_bind_blob(st, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  return sqlite3_step(st) == SQLITE_DONE;
+  st.Reset();
+  st.BindInt(1, when_s);
+  st.BindInt(2, job_row);
+  st.BindInt(3, flags);
+  st.BindText(4, job_id);
+  st.BindBlob(5, blob);
+  auto row = st.Step();
+  return row.ok() ? Status::Ok() : row.status();
 }
 
-// As Load() reads them: a seen row without its part is left out.
-Status BackfillJobScan(sqlite3* db, const std::string& path) {
-  auto jobs = Prepare(db, "SELECT id, when_s, timed, status, job_id FROM jobs ORDER BY id", path);
-  auto parts = Prepare(db,
-                       "SELECT s.job, p.key, s.part, s.host, s.gpu, s.rank, s.culprit, "
-                       "c.cause_class, c.cause, c.confidence FROM seen s JOIN parts p ON p.id = "
-                       "s.part LEFT JOIN culprits c ON c.job = s.job AND c.part = s.part ORDER BY "
-                       "s.job",
-                       path);
-  auto ins = Prepare(db, kInsertScan, path);
-  if (!jobs.ok() || !parts.ok() || !ins.ok()) {
-    return !jobs.ok() ? jobs.status() : !parts.ok() ? parts.status() : ins.status();
-  }
-  sqlite3_stmt* js = jobs->get();
-  sqlite3_stmt* ps = parts->get();
-  int prc = sqlite3_step(ps);
-  int jrc;
-  std::vector<KeyedScanPart> scan;
-  while ((jrc = sqlite3_step(js)) == SQLITE_ROW) {
-    int64_t job = sqlite3_column_int64(js, 0);
-    scan.clear();
-    while (prc == SQLITE_ROW && sqlite3_column_int64(ps, 0) <= job) {
-      if (sqlite3_column_int64(ps, 0) == job) {
-        KeyedScanPart& sp = scan.emplace_back();
-        sp.key = TextAt(ps, 1).value_or("");
-        ScanPart& p = sp.part;
-        p.part = sqlite3_column_int64(ps, 2);
-        p.host = IntAt(ps, 3);
-        if (auto g = IntAt(ps, 4)) p.gpu = static_cast<int32_t>(*g);
-        if (auto r = IntAt(ps, 5)) p.rank = static_cast<int32_t>(*r);
-        p.culprit = IntAt(ps, 6).value_or(0) != 0;
-        if (p.culprit) {
-          sp.cause_class = TextAt(ps, 7);
-          sp.cause = TextAt(ps, 8);
-          p.confidence = RealAt(ps, 9);
-        }
-      }
-      prc = sqlite3_step(ps);
-    }
-    int flags = (IntAt(js, 2).value_or(0) != 0 ? kScanTimed : 0) |
-                (DecidesParts(TextAt(js, 3).value_or("")) ? kScanDecided : 0);
-    if (!InsertScanRow(ins->get(), IntAt(js, 1).value_or(0), job, flags, TextAt(js, 4).value_or(""),
-                       scan)) {
-      return Status::Error(fmt::format("{}: job row {}: {}", Where(path), job, sqlite3_errmsg(db)));
+// As Load() reads them: a seen row without its part is left out. The
+// parts are read whole first: one statement at a time.
+Status BackfillJobScan(Db& db) {
+  auto parts = db.Prepare(
+      "SELECT s.job, p.key, s.part, s.host, s.gpu, s.rank, s.culprit, c.cause_class, c.cause, "
+      "c.confidence FROM seen s JOIN parts p ON p.id = s.part LEFT JOIN culprits c ON c.job = "
+      "s.job AND c.part = s.part ORDER BY s.job");
+  if (!parts.ok()) return parts.status();
+  std::unordered_map<int64_t, std::vector<KeyedScanPart>> by_job;
+  Statement& ps = **parts;
+  while (true) {
+    auto row = ps.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    KeyedScanPart& sp = by_job[ps.Int(0).value_or(0)].emplace_back();
+    sp.key = ps.TextCopy(1).value_or("");
+    ScanPart& p = sp.part;
+    p.part = ps.Int(2).value_or(0);
+    p.host = ps.Int(3);
+    if (auto g = ps.Int(4)) p.gpu = static_cast<int32_t>(*g);
+    if (auto r = ps.Int(5)) p.rank = static_cast<int32_t>(*r);
+    p.culprit = ps.Int(6).value_or(0) != 0;
+    if (p.culprit) {
+      sp.cause_class = ps.TextCopy(7);
+      sp.cause = ps.TextCopy(8);
+      p.confidence = ps.Real(9);
     }
   }
-  if (jrc != SQLITE_DONE || (prc != SQLITE_DONE && prc != SQLITE_ROW)) {
-    return Status::Error(fmt::format("{}: {}", Where(path), sqlite3_errmsg(db)));
+  struct JobRow {
+    int64_t id, when_s;
+    int flags;
+    std::string job_id;
+  };
+  std::vector<JobRow> jobs;
+  auto js = db.Prepare("SELECT id, when_s, timed, status, job_id FROM jobs ORDER BY id");
+  if (!js.ok()) return js.status();
+  while (true) {
+    auto row = (*js)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    Statement& j = **js;
+    int flags = (j.Int(2).value_or(0) != 0 ? kScanTimed : 0) |
+                (DecidesParts(j.Text(3).value_or("")) ? kScanDecided : 0);
+    jobs.push_back({j.Int(0).value_or(0), j.Int(1).value_or(0), flags, j.TextCopy(4).value_or("")});
+  }
+  auto ins = db.Prepare(kInsertScan);
+  if (!ins.ok()) return ins.status();
+  for (const JobRow& j : jobs) {
+    std::vector<KeyedScanPart>& scan = by_job[j.id];
+    if (Status s = InsertScanRow(**ins, j.when_s, j.id, j.flags, j.job_id, scan); !s.ok()) {
+      return Status::Error(fmt::format("job row {}: {}", j.id, s.message()));
+    }
   }
   return Status::Ok();
 }
@@ -125,67 +131,67 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
     FeedJobs(*jobs, sink);
     return Status::Ok();
   }
-  sqlite3* db = db_.get();
-  ReadTransaction read(db, path_);
+  Db& db = *db_;
+  ReadTransaction read(db);
   if (!read.status().ok()) return read.status();
 
-  auto parts = Prepare(
-      db, "SELECT id, key, kind, identity, uuid, serial, nic, switch_name FROM parts ORDER BY id",
-      path_);
-  auto hosts = Prepare(db, "SELECT id, name FROM hosts ORDER BY id", path_);
-  auto rows = Prepare(db,
-                      "SELECT when_s, flags, job_id, parts, job FROM job_scan WHERE when_s >= ?1 "
-                      "ORDER BY when_s, job",
-                      path_);
-  if (!parts.ok() || !hosts.ok() || !rows.ok()) {
-    return !parts.ok() ? parts.status() : !hosts.ok() ? hosts.status() : rows.status();
-  }
   IdMap part_index, host_index;
-  auto n_parts = QueryInt(db, "SELECT count(*) FROM parts", path_);
-  auto n_hosts = QueryInt(db, "SELECT count(*) FROM hosts", path_);
+  auto n_parts = db.QueryInt("SELECT count(*) FROM parts");
+  auto n_hosts = db.QueryInt("SELECT count(*) FROM hosts");
   if (n_parts.ok() && n_hosts.ok()) {
     sink.Expect(static_cast<size_t>(*n_parts), static_cast<size_t>(*n_hosts));
   }
-  int rc;
-  sqlite3_stmt* ps = parts->get();
-  while ((rc = sqlite3_step(ps)) == SQLITE_ROW) {
+  auto parts = db.Prepare(
+      "SELECT id, key, kind, identity, uuid, serial, nic, switch_name FROM parts ORDER BY id");
+  if (!parts.ok()) return parts.status();
+  Statement& ps = **parts;
+  auto failed = [&](const char* what, const Status& why) {
+    return Status::Error(fmt::format("{}: {}: {}", Where(path_), what, why.message()));
+  };
+  while (true) {
+    auto row = ps.Step();
+    if (!row.ok()) return failed("reading parts", row.status());
+    if (!*row) break;
     PartRecord p;
-    p.key = TextAt(ps, 1).value_or("");
-    p.kind = ParsePartKind(TextAt(ps, 2).value_or("")).value_or(PartKind::kRank);
-    p.identity = ParseIdentity(TextAt(ps, 3).value_or("")).value_or(Identity::kRank);
-    p.uuid = TextAt(ps, 4);
-    p.serial = TextAt(ps, 5);
-    p.nic = TextAt(ps, 6);
-    p.switch_name = TextAt(ps, 7);
-    part_index.Add(sqlite3_column_int64(ps, 0), sink.AddPart(p));
+    p.key = ps.TextCopy(1).value_or("");
+    p.kind = ParsePartKind(ps.Text(2).value_or("")).value_or(PartKind::kRank);
+    p.identity = ParseIdentity(ps.Text(3).value_or("")).value_or(Identity::kRank);
+    p.uuid = ps.TextCopy(4);
+    p.serial = ps.TextCopy(5);
+    p.nic = ps.TextCopy(6);
+    p.switch_name = ps.TextCopy(7);
+    part_index.Add(ps.Int(0).value_or(-1), sink.AddPart(p));
   }
-  sqlite3_stmt* hs = hosts->get();
-  if (rc == SQLITE_DONE) {
-    while ((rc = sqlite3_step(hs)) == SQLITE_ROW) {
-      host_index.Add(sqlite3_column_int64(hs, 0), sink.AddHost(TextAt(hs, 1).value_or("")));
-    }
-  }
-  if (rc != SQLITE_DONE) {
-    return Status::Error(
-        fmt::format("{}: reading parts and hosts: {}", Where(path_), sqlite3_errmsg(db)));
+  auto hosts = db.Prepare("SELECT id, name FROM hosts ORDER BY id");
+  if (!hosts.ok()) return hosts.status();
+  Statement& hs = **hosts;
+  while (true) {
+    auto row = hs.Step();
+    if (!row.ok()) return failed("reading hosts", row.status());
+    if (!*row) break;
+    host_index.Add(hs.Int(0).value_or(-1), sink.AddHost(hs.TextCopy(1).value_or("")));
   }
 
-  sqlite3_stmt* rs = rows->get();
-  sqlite3_bind_int64(rs, 1, filter.since_s.value_or(INT64_MIN));
+  auto rows = db.Prepare(
+      "SELECT when_s, flags, job_id, parts, job FROM job_scan WHERE when_s >= ?1 ORDER BY when_s, "
+      "job");
+  if (!rows.ok()) return rows.status();
+  Statement& rs = **rows;
+  rs.BindInt(1, filter.since_s.value_or(INT64_MIN));
   std::vector<ScanPart> scanned;
   CompactJob job;
-  while ((rc = sqlite3_step(rs)) == SQLITE_ROW) {
-    job.when_s = sqlite3_column_int64(rs, 0);
-    int flags = sqlite3_column_int(rs, 1);
+  while (true) {
+    auto row = rs.Step();
+    if (!row.ok()) return failed("reading jobs", row.status());
+    if (!*row) break;
+    job.when_s = rs.Int(0).value_or(0);
+    int flags = static_cast<int>(rs.Int(1).value_or(0));
     job.timed = (flags & kScanTimed) != 0;
     job.decided = (flags & kScanDecided) != 0;
-    job.job_id = std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(rs, 2)),
-                                  static_cast<size_t>(sqlite3_column_bytes(rs, 2)));
-    std::string_view blob(static_cast<const char*>(sqlite3_column_blob(rs, 3)),
-                          static_cast<size_t>(sqlite3_column_bytes(rs, 3)));
-    if (!DecodeScanParts(blob, scanned)) {
+    job.job_id = rs.Text(2).value_or("");
+    if (!DecodeScanParts(rs.Blob(3), scanned)) {
       return Status::Error(fmt::format("{}: the scan row of job row {} is damaged", Where(path_),
-                                       sqlite3_column_int64(rs, 4)));
+                                       rs.Int(4).value_or(0)));
     }
     job.parts.clear();
     for (ScanPart& sp : scanned) {
@@ -198,9 +204,6 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
       if (sp.host) cp.host = host_index.Find(*sp.host);
     }
     sink.AddJob(job);
-  }
-  if (rc != SQLITE_DONE) {
-    return Status::Error(fmt::format("{}: reading jobs: {}", Where(path_), sqlite3_errmsg(db)));
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include "history/fleet_report.h"
 #include "history/scan_codec.h"
 #include "history/store.h"
+#include "history/store_backends.h"
 #include "test_util.h"
 
 namespace laggard::history {
@@ -195,10 +196,14 @@ void ExpectSameReports(const HistoryStore& store, int seed) {
   }
 }
 
-TEST(HistoryScanTest, TheReportFromScanIsTheReportFromLoad) {
+// The same cases on each backend (store_backends.h).
+class HistoryScanBackendTest : public HistoryBackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, HistoryScanBackendTest, testing::Values("sqlite", "postgresql"),
+                         BackendName);
+
+TEST_P(HistoryScanBackendTest, TheReportFromScanIsTheReportFromLoad) {
   for (int seed = 1; seed <= 4; ++seed) {
-    TempDir dir;
-    auto store = HistoryStore::Open(dir.path() + "/h.db", HistoryStore::Mode::kReadWrite);
+    auto store = HistoryStore::Open(Fresh(), HistoryStore::Mode::kReadWrite);
     ASSERT_TRUE(store.ok()) << store.status().message();
     std::mt19937 rng(seed);
     for (int i = 0; i < 120; ++i) ASSERT_TRUE(store->Record(RandomJob(i, rng)).ok());
@@ -252,9 +257,8 @@ TEST(HistoryScanTest, ASchemaOneStoreGetsItsScanRowsWhenMigrated) {
 // A card slow at 14:00 on five days, healthy at other hours: periodic (the
 // first 2-hour window that holds 14:00),
 // which only timed jobs can show.
-TEST(HistoryScanTest, ATimedPeriodicCulpritIsFoundByScan) {
-  TempDir dir;
-  auto store = HistoryStore::Open(dir.path() + "/h.db", HistoryStore::Mode::kReadWrite);
+TEST_P(HistoryScanBackendTest, ATimedPeriodicCulpritIsFoundByScan) {
+  auto store = HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok());
   for (int day = 0; day < 5; ++day) {
     for (int hour : {2, 8, 14, 20}) {
@@ -334,9 +338,8 @@ TEST(HistoryScanTest, ADamagedScanRowIsAnErrorThatNamesIt) {
       << s.message();
 }
 
-TEST(HistoryScanTest, LoadCanReturnTheLastJobsOnly) {
-  TempDir dir;
-  auto store = HistoryStore::Open(dir.path() + "/h.db", HistoryStore::Mode::kReadWrite);
+TEST_P(HistoryScanBackendTest, LoadCanReturnTheLastJobsOnly) {
+  auto store = HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok());
   std::mt19937 rng(9);
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(store->Record(RandomJob(i, rng)).ok());

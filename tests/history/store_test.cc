@@ -1,6 +1,8 @@
 // The history store: what is recorded is read back, a job is kept once,
-// foreign and corrupt files are refused and left untouched, and several
-// processes recording at once lose nothing.
+// and several processes recording at once lose nothing, on SQLite and on
+// PostgreSQL (store_backends.h); foreign and corrupt SQLite files are
+// refused and left untouched (postgres_store_test.cc: the same of a
+// PostgreSQL database).
 
 #include "history/store.h"
 
@@ -11,6 +13,7 @@
 
 #include <filesystem>
 
+#include "history/store_backends.h"
 #include "test_util.h"
 
 namespace laggard::history {
@@ -56,9 +59,11 @@ JobRecord Job(const std::string& id, int64_t when_s, bool gpu3_culprit) {
   return j;
 }
 
-TEST(HistoryStoreTest, WhatIsRecordedIsReadBack) {
-  TempDir dir;
-  std::string path = dir.File("sub/history.db");
+// The same cases on each backend (store_backends.h).
+class HistoryStoreBackendTest : public HistoryBackendTest {};
+
+TEST_P(HistoryStoreBackendTest, WhatIsRecordedIsReadBack) {
+  std::string path = Path();
   auto store = HistoryStore::Open(path, HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok()) << store.status().message();
   auto added = store->Record(Job("job-1", 1764000000, true));
@@ -90,11 +95,10 @@ TEST(HistoryStoreTest, WhatIsRecordedIsReadBack) {
   EXPECT_EQ(reader->Load(since)->size(), 1u);
 }
 
-TEST(HistoryStoreTest, ACardKeepsItsPlaceInEachJob) {
+TEST_P(HistoryStoreBackendTest, ACardKeepsItsPlaceInEachJob) {
   // GPU-3 runs in node-01 in the first job and in node-05 in the second:
   // the first job still says node-01.
-  TempDir dir;
-  auto store = HistoryStore::Open(dir.File("h.db"), HistoryStore::Mode::kReadWrite);
+  auto store = HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE(store->Record(Job("job-1", 1764000000, true)).ok());
   JobRecord moved = Job("job-2", 1764090000, true);
@@ -112,9 +116,8 @@ TEST(HistoryStoreTest, ACardKeepsItsPlaceInEachJob) {
   EXPECT_EQ((*jobs)[1].parts[3].gpu.value_or(-1), 4);
 }
 
-TEST(HistoryStoreTest, TheSameInputsUnderAnotherIdAreKeptOnce) {
-  TempDir dir;
-  auto store = HistoryStore::Open(dir.File("h.db"), HistoryStore::Mode::kReadWrite);
+TEST_P(HistoryStoreBackendTest, TheSameInputsUnderAnotherIdAreKeptOnce) {
+  auto store = HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok());
   JobRecord a = Job("/runs/job-1", 1764000000, true);
   a.fingerprint = "0123456789abcdef";
@@ -125,9 +128,8 @@ TEST(HistoryStoreTest, TheSameInputsUnderAnotherIdAreKeptOnce) {
   EXPECT_EQ(store->Load({})->size(), 1u);
 }
 
-TEST(HistoryStoreTest, TwoRecordsOfTheSameJobAreKeptOnce) {
-  TempDir dir;
-  auto store = HistoryStore::Open(dir.File("h.db"), HistoryStore::Mode::kReadWrite);
+TEST_P(HistoryStoreBackendTest, TwoRecordsOfTheSameJobAreKeptOnce) {
+  auto store = HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite);
   ASSERT_TRUE(store.ok());
   EXPECT_TRUE(*store->Record(Job("job-1", 1764000000, true)));
   auto again = store->Record(Job("job-1", 1764000000, false));
@@ -235,9 +237,8 @@ TEST(HistoryStoreTest, ReadingAMissingStoreSaysHowToFillIt) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("none.db")));
 }
 
-TEST(HistoryStoreTest, EightProcessesRecordingAtOnceLoseNothing) {
-  TempDir dir;
-  std::string path = dir.File("h.db");
+TEST_P(HistoryStoreBackendTest, EightProcessesRecordingAtOnceLoseNothing) {
+  std::string path = Path();
   constexpr int kProcesses = 8;
   constexpr int kJobsEach = 1000;
   std::vector<pid_t> children;
@@ -271,6 +272,9 @@ TEST(HistoryStoreTest, EightProcessesRecordingAtOnceLoseNothing) {
   for (const JobRecord& j : *jobs) parts += j.parts.size();
   EXPECT_EQ(parts, static_cast<size_t>(kProcesses * kJobsEach * 5));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, HistoryStoreBackendTest, testing::Values("sqlite", "postgresql"),
+                         BackendName);
 
 }  // namespace
 }  // namespace laggard::history

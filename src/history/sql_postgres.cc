@@ -1,0 +1,205 @@
+#include "history/sql_postgres.h"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace laggard::history {
+namespace {
+
+struct ResultFree {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using Result = std::unique_ptr<PGresult, ResultFree>;
+
+// ?1 -> $1: the store's statements are written for both dialects.
+std::string Dollars(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size());
+  bool quoted = false;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (c == '\'') quoted = !quoted;
+    bool param =
+        !quoted && c == '?' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9';
+    out += param ? '$' : c;
+  }
+  return out;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// What an error says, with its SQLSTATE.
+std::string ErrorOf(PGconn* conn, const PGresult* r, std::string& state) {
+  const char* code = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  state = code != nullptr ? code : "";
+  std::string text = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) text = PQerrorMessage(conn);
+  return state.empty() ? text : fmt::format("{} (SQLSTATE {})", text, state);
+}
+
+}  // namespace
+
+class PgStatement final : public Statement {
+ public:
+  PgStatement(PostgresDb& db, std::string sql) : db_(db), sql_(std::move(sql)) {}
+
+  void Reset() override {
+    result_.reset();
+    row_ = -1;
+  }
+  void BindNull(int i) override { Slot(i).reset(); }
+  void BindInt(int i, int64_t v) override { Set(i, std::to_string(v), false); }
+  // NaN as NULL, as SQLite stores it: both stores read back alike.
+  void BindReal(int i, double v) override {
+    if (std::isnan(v)) {
+      BindNull(i);
+    } else {
+      Set(i, fmt::format("{}", v), false);
+    }
+  }
+  void BindText(int i, std::string_view v) override { Set(i, std::string(v), false); }
+  void BindBlob(int i, std::string_view v) override { Set(i, std::string(v), true); }
+
+  StatusOr<bool> Step() override {
+    if (!result_) {
+      std::vector<const char*> values(params_.size());
+      std::vector<int> lengths(params_.size()), formats(params_.size());
+      for (size_t i = 0; i < params_.size(); ++i) {
+        if (!params_[i]) continue;
+        values[i] = params_[i]->data();
+        lengths[i] = static_cast<int>(params_[i]->size());
+        formats[i] = binary_[i] ? 1 : 0;
+      }
+      result_.reset(PQexecParams(db_.conn_, sql_.c_str(), static_cast<int>(params_.size()), nullptr,
+                                 values.data(), lengths.data(), formats.data(), 0));
+      ExecStatusType st = result_ ? PQresultStatus(result_.get()) : PGRES_FATAL_ERROR;
+      if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        std::string msg = ErrorOf(db_.conn_, result_.get(), db_.last_state_);
+        result_.reset();
+        return Status::Error(fmt::format("{}: {}", db_.where_, msg));
+      }
+      db_.last_state_.clear();
+      row_ = -1;
+    }
+    ++row_;
+    return row_ < PQntuples(result_.get());
+  }
+
+  std::optional<int64_t> Int(int col) const override {
+    auto t = Text(col);
+    if (!t) return std::nullopt;
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
+    if (ec != std::errc() || p != t->data() + t->size()) return std::nullopt;
+    return v;
+  }
+  std::optional<double> Real(int col) const override {
+    auto t = Text(col);
+    if (!t) return std::nullopt;
+    double v = 0;
+    auto [p, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
+    if (ec != std::errc() || p != t->data() + t->size()) return std::nullopt;
+    return v;
+  }
+  std::optional<std::string_view> Text(int col) const override {
+    if (!result_ || row_ < 0 || PQgetisnull(result_.get(), row_, col)) return std::nullopt;
+    return std::string_view(PQgetvalue(result_.get(), row_, col),
+                            static_cast<size_t>(PQgetlength(result_.get(), row_, col)));
+  }
+  // bytea in text form: \x and two hex digits a byte.
+  std::string_view Blob(int col) const override {
+    auto t = Text(col);
+    blob_.clear();
+    if (!t || t->size() < 2 || t->substr(0, 2) != "\\x") return {};
+    for (size_t i = 2; i + 1 < t->size(); i += 2) {
+      int hi = HexValue((*t)[i]), lo = HexValue((*t)[i + 1]);
+      if (hi < 0 || lo < 0) return {};
+      blob_ += static_cast<char>(hi * 16 + lo);
+    }
+    return blob_;
+  }
+
+ private:
+  std::optional<std::string>& Slot(int i) {
+    size_t at = static_cast<size_t>(i - 1);
+    if (params_.size() <= at) {
+      params_.resize(at + 1);
+      binary_.resize(at + 1, false);
+    }
+    return params_[at];
+  }
+  void Set(int i, std::string v, bool binary) {
+    Slot(i) = std::move(v);
+    binary_[static_cast<size_t>(i - 1)] = binary;
+  }
+
+  PostgresDb& db_;
+  std::string sql_;
+  std::vector<std::optional<std::string>> params_;
+  std::vector<bool> binary_;
+  Result result_;
+  int row_ = -1;
+  mutable std::string blob_;
+};
+
+bool IsPostgresUri(const std::string& path) {
+  return path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0;
+}
+
+std::string PostgresDisplay(const std::string& uri) {
+  // scheme://user:password@host/...: the password goes.
+  size_t scheme = uri.find("://");
+  if (scheme == std::string::npos) return uri;
+  size_t start = scheme + 3;
+  size_t at = uri.find('@', start);
+  size_t slash = uri.find('/', start);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return uri;
+  size_t colon = uri.find(':', start);
+  if (colon == std::string::npos || colon > at) return uri;
+  return uri.substr(0, colon) + ":***" + uri.substr(at);
+}
+
+StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri,
+                                                          std::string where) {
+  PGconn* conn = PQconnectdb(uri.c_str());
+  std::unique_ptr<PostgresDb> db(new PostgresDb(conn, std::move(where)));
+  if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = conn != nullptr ? PQerrorMessage(conn) : "out of memory";
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return Status::Error(fmt::format("{}: cannot connect: {}", db->where_, msg));
+  }
+  // Notices (a schema that exists already) are not the user's business.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
+  if (Status s = db->Exec("SET search_path TO laggard"); !s.ok()) return s;
+  return db;
+}
+
+PostgresDb::~PostgresDb() { PQfinish(conn_); }
+
+Status PostgresDb::Exec(std::string_view sql) {
+  Result r(PQexec(conn_, std::string(sql).c_str()));
+  ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    last_state_.clear();
+    return Status::Ok();
+  }
+  return Status::Error(fmt::format("{}: {}", where_, ErrorOf(conn_, r.get(), last_state_)));
+}
+
+StatusOr<std::unique_ptr<Statement>> PostgresDb::Prepare(std::string_view sql) {
+  return std::unique_ptr<Statement>(new PgStatement(*this, Dollars(sql)));
+}
+
+}  // namespace laggard::history
