@@ -35,10 +35,12 @@ OPTIONAL_PACKAGES=(ccache dpkg-dev file)
 # Only for `test`: the HTML report's browser test, the real PyTorch jobs
 # of bench/realjobs (Debian's torch, CPU, gloo), and the real single-node
 # Slurm that `history drain --apply` drains and the real PostgreSQL the
-# history store's tests run on (tests/history/); each test
+# history store's tests run on (tests/history/), the real sshd that
+# `confirm --launcher ssh` goes through (tests/confirm/); each test
 # skips when its package is absent. libblas3: the reference BLAS the
 # real jobs run on (bench/realjobs/job_env.py), whatever libblas.so.3 is.
-TEST_PACKAGES=(chromium python3-torch libblas3 slurmctld slurmd slurm-client munge postgresql)
+TEST_PACKAGES=(chromium python3-torch libblas3 slurmctld slurmd slurm-client munge postgresql
+  openssh-server)
 
 usage() {
   sed -n '2,15p' "$0" >&2
