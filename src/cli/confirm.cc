@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "confirm/bisect.h"
 #include "confirm/gpu_gemm.h"
 #include "confirm/read_back.h"
+#include "model/time.h"
 
 namespace laggard {
 namespace {
@@ -93,6 +95,13 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   Json j;
   j["schema"] = "laggard.confirm/1";
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
+  auto opt_text = [](const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); };
+  j["job"] = {{"first_time", opt_text(in.first_time)}, {"last_time", opt_text(in.last_time)}};
+  if (!confirmations.empty()) {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    j["confirmed_at"] =
+        FormatTimestamp(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+  }
   Json culprits = Json::array();
   for (const confirm::ReportCulprit& c : in.culprits) {
     auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };

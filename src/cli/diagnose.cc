@@ -337,17 +337,30 @@ StatusOr<SplitPaths> SplitConfirmations(const std::vector<std::string>& given) {
   return out;
 }
 
-std::vector<ConfirmationLine> ConfirmationLines(const SplitPaths& split) {
+std::vector<ConfirmationLine> ConfirmationLines(const SplitPaths& split, const WallSpan& span) {
   std::vector<ConfirmationLine> lines;
   for (const confirm::ConfirmationEntry& e : split.confirmed) {
-    lines.push_back({e.name, e.verdict, e.locus, e.figures, e.confirmed_host.value_or("")});
+    lines.push_back({e.name, e.verdict, e.locus, e.figures, e.confirmed_host.value_or(""),
+                     confirm::OfAnotherJob(e, span)});
   }
   return lines;
 }
 
-void FoldInto(const SplitPaths& split, Verdict& verdict, bool quiet, std::ostream& err) {
+// Folds the confirmations of this run's job (`span`); another job's are
+// said and left out.
+void FoldInto(const SplitPaths& split, const WallSpan& span, Verdict& verdict, bool quiet,
+              std::ostream& err) {
   if (split.folders == 0) return;
-  size_t folded = confirm::FoldConfirmation(split.confirmed, verdict);
+  std::vector<confirm::ConfirmationEntry> ours;
+  for (const confirm::ConfirmationEntry& e : split.confirmed) {
+    std::string why = confirm::OfAnotherJob(e, span);
+    if (why.empty()) {
+      ours.push_back(e);
+    } else if (!quiet) {
+      err << fmt::format("laggard: the confirmation of {} is not folded: {}\n", e.name, why);
+    }
+  }
+  size_t folded = confirm::FoldConfirmation(ours, verdict);
   if (quiet) return;
   err << fmt::format("laggard: {} of {} confirmation{} matched the verdict's culprits\n", folded,
                      split.confirmed.size(), split.confirmed.size() == 1 ? "" : "s");
@@ -428,8 +441,9 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
-  FoldInto(*split, verdict, o.quiet, err);
-  in.emplace(ReportInput{*run, a, verdict, ConfirmationLines(*split)});
+  WallSpan span = JobWallSpan(*run);
+  FoldInto(*split, span, verdict, o.quiet, err);
+  in.emplace(ReportInput{*run, a, verdict, ConfirmationLines(*split, span)});
 
   bool to_stdout = false;
   bool outputs_ok = true;

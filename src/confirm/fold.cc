@@ -82,6 +82,13 @@ StatusOr<std::vector<ConfirmationEntry>> ParseConfirmation(std::string_view text
   if (auto it = j.find("culprits"); it != j.end() && it->is_array()) {
     culprits.assign(it->begin(), it->end());
   }
+  WallSpan job;
+  std::optional<TimeNs> confirmed_at;
+  if (auto it = j.find("job"); it != j.end() && it->is_object()) {
+    if (auto t = Get<std::string>(*it, "first_time")) job.first_ns = ParseTimestamp(*t);
+    if (auto t = Get<std::string>(*it, "last_time")) job.last_ns = ParseTimestamp(*t);
+  }
+  if (auto t = Get<std::string>(j, "confirmed_at")) confirmed_at = ParseTimestamp(*t);
   std::vector<ConfirmationEntry> out;
   auto conf = j.find("confirmation");
   if (conf == j.end() || !conf->is_array()) return out;
@@ -93,6 +100,8 @@ StatusOr<std::vector<ConfirmationEntry>> ParseConfirmation(std::string_view text
     e.locus = Get<std::string>(c, "locus").value_or("");
     e.figures = Get<std::string>(c, "figures").value_or("");
     e.confirmed_host = Get<std::string>(c, "host");
+    e.job = job;
+    e.confirmed_at = confirmed_at;
     auto index = Get<int32_t>(c, "culprit");
     if (index && static_cast<size_t>(*index) < culprits.size() &&
         culprits[static_cast<size_t>(*index)].is_object()) {
@@ -107,6 +116,20 @@ StatusOr<std::vector<ConfirmationEntry>> ParseConfirmation(std::string_view text
     if (!e.verdict.empty()) out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string OfAnotherJob(const ConfirmationEntry& e, const WallSpan& run) {
+  constexpr TimeNs kSlack = 60'000'000'000;  // clocks of two hosts, a minute apart at most
+  if (!SpansMeet(e.job, run, kSlack)) {
+    return fmt::format("it is about another job (that job ran {} to {}; this one {} to {})",
+                       FormatTimestamp(*e.job.first_ns), FormatTimestamp(*e.job.last_ns),
+                       FormatTimestamp(*run.first_ns), FormatTimestamp(*run.last_ns));
+  }
+  if (e.confirmed_at && run.first_ns && *e.confirmed_at + kSlack < *run.first_ns) {
+    return fmt::format("its tests ran at {}, before this job began ({})",
+                       FormatTimestamp(*e.confirmed_at), FormatTimestamp(*run.first_ns));
+  }
+  return "";
 }
 
 size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& v) {

@@ -13,7 +13,7 @@
 // A bisection that confirmed a host under a communication_bound verdict
 // (whose culprit is the job as a whole) makes that host the culprit in the
 // job's place: communication, found by bisection, confidence 0.7. The summary's confidence word
-// follows.
+// follows. A confirmation of another job (OfAnotherJob) is not folded.
 //
 // Thread-safety: pure functions but ReadConfirmation(), which reads a file.
 
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/job_span.h"
 #include "verdict/verdict.h"
 
 namespace laggard::confirm {
@@ -40,7 +41,16 @@ struct ConfirmationEntry {
   std::string locus;
   std::string figures;
   std::optional<std::string> confirmed_host;  // the host it names (bisection)
+  // The job its report was about (its first and last wall-clock times),
+  // and when the tests ran; unset when unknown.
+  WallSpan job;
+  std::optional<TimeNs> confirmed_at;
 };
+
+// Why `e` is not about the job of `run` ("" when it may be): the span of
+// the report's job and the run's are apart (by more than a minute), or the
+// tests ran before the run's job began.
+std::string OfAnotherJob(const ConfirmationEntry& e, const WallSpan& run);
 
 // Whether `path` is a confirmation: that file itself, or a folder holding
 // only what confirm writes (confirmation.json and test-N.txt outputs); a

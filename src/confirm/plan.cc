@@ -532,6 +532,9 @@ StatusOr<ConfirmInput> ReadReport(std::string_view text, const std::string& wher
   const Json& v = Member(j, "verdict", kObject);
   in.status = Get<std::string>(v, "status").value_or("");
   in.summary = Get<std::string>(v, "summary").value_or("");
+  const Json& job = Member(j, "job", kObject);
+  in.first_time = Get<std::string>(job, "first_time");
+  in.last_time = Get<std::string>(job, "last_time");
   for (const Json& c : Member(v, "culprits", kArray)) {
     ReportCulprit rc;
     rc.rank = Get<int32_t>(c, "rank");

@@ -82,6 +82,10 @@ struct ConfirmInput {
   // GPU is in the report. A GPU job without GPU metrics is not one.
   bool cpu_job = false;
   std::map<int32_t, int32_t> gpu_of_rank;  // from hardware.gpus and ranks
+  // When the job ran (the report's job.first_time / last_time, ISO 8601):
+  // the confirmation carries them, so that it is never folded into
+  // another job's verdict (fold.h).
+  std::optional<std::string> first_time, last_time;
 };
 
 // Whether `h` can be a host name in a command line: letters, digits, '-',

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "model/job_span.h"
+
 namespace laggard::history {
 namespace {
 
@@ -219,21 +221,9 @@ void MarkCulprits(Parts& parts, const Run& run, const RankMap& ranks, const Verd
 }
 
 void Span(const Run& run, JobRecord& r) {
-  auto widen = [&](TimeNs from, TimeNs to) {
-    if (!IsWallClockTime(from) || !IsWallClockTime(to)) return;
-    r.first_ns = r.first_ns ? std::min(*r.first_ns, from) : from;
-    r.last_ns = r.last_ns ? std::max(*r.last_ns, to) : to;
-  };
-  if (run.jobs.several() && run.jobs.chosen < run.jobs.jobs.size()) {
-    const JobInfo& j = run.jobs.jobs[run.jobs.chosen];
-    if (j.first_ns && j.last_ns) widen(*j.first_ns, *j.last_ns);
-    return;
-  }
-  for (const StepSeries& s : run.ranks) {
-    for (const StepRecord& st : s.steps) {
-      if (st.start_ns) widen(*st.start_ns, *st.start_ns + st.duration_ns);
-    }
-  }
+  WallSpan span = JobWallSpan(run);
+  r.first_ns = span.first_ns;
+  r.last_ns = span.last_ns;
 }
 
 // FNV-1a over what the job's inputs hold.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/job_span.h"
 #include "report/hang_view.h"
 #include "report/json_document.h"
 #include "report/report.h"
@@ -443,6 +444,9 @@ Json BuildReport(const ReportInput& in) {
   root["findings"] = std::move(findings);
   root["ranks"] = RanksJson(in.analyses.steps);
   root["job"] = JobJson(in.analyses.steps.job);
+  WallSpan span = JobWallSpan(in.run);
+  root["job"]["first_time"] = TimeJson(span.first_ns);
+  root["job"]["last_time"] = TimeJson(span.last_ns);
   root["traces"] = TracesJson(in.run, in.analyses.traces);
   root["hardware"] = HardwareJson(in.run, in.analyses.hardware);
   if (const RankMap* map = in.RankMapShown()) root["rank_map"] = RankMapJson(*map);
@@ -454,11 +458,14 @@ Json BuildReport(const ReportInput& in) {
   if (!in.confirmations.empty()) {
     Json confirmation = Json::array();
     for (const ConfirmationLine& c : in.confirmations) {
-      confirmation.push_back({{"culprit", c.culprit},
-                              {"verdict", c.verdict},
-                              {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
-                              {"host", c.host.empty() ? Json(nullptr) : Json(c.host)},
-                              {"figures", c.figures}});
+      confirmation.push_back(
+          {{"culprit", c.culprit},
+           {"verdict", c.verdict},
+           {"locus", c.locus.empty() ? Json(nullptr) : Json(c.locus)},
+           {"host", c.host.empty() ? Json(nullptr) : Json(c.host)},
+           {"figures", c.figures},
+           {"folded", c.not_folded.empty()},
+           {"not_folded", c.not_folded.empty() ? Json(nullptr) : Json(c.not_folded)}});
     }
     root["confirmation"] = std::move(confirmation);
   }

@@ -31,6 +31,9 @@ struct ConfirmationLine {
   std::string locus;
   std::string figures;
   std::string host;  // the host it confirms, when it names one
+  // Why it was not folded into the verdict ("" when it was): it was about
+  // another job (model/job_span.h).
+  std::string not_folded;
 };
 
 struct ReportInput {

@@ -132,5 +132,38 @@ TEST(FoldConfirmationTest, ADocumentNestedTooDeepIsRefusedBeforeParsing) {
       ParseConfirmation("{\"schema\": \"laggard.confirm/1\", \"confirmation\": 3}", "c")->size());
 }
 
+TEST(FoldConfirmationTest, AnotherJobsConfirmationIsToldApart) {
+  auto doc = ParseConfirmation(R"({"schema": "laggard.confirm/1",
+    "job": {"first_time": "2026-12-01T10:00:00.000Z", "last_time": "2026-12-01T11:00:00.000Z"},
+    "confirmed_at": "2026-12-01T11:20:00.000Z",
+    "culprits": [{"host": "node-05", "cause_class": "communication"}],
+    "confirmation": [{"culprit": 0, "name": "node-05", "verdict": "confirmed"}]})",
+                               "c.json");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ(doc->size(), 1u);
+  const ConfirmationEntry& e = (*doc)[0];
+  ASSERT_TRUE(e.job.known());
+  ASSERT_TRUE(e.confirmed_at.has_value());
+  auto at = [](const char* t) { return ParseTimestamp(t); };
+  // The same job, seen again later with more steps: folded.
+  EXPECT_EQ(OfAnotherJob(e, {at("2026-12-01T10:00:00Z"), at("2026-12-01T12:00:00Z")}), "");
+  // Unknown on this side: folded.
+  EXPECT_EQ(OfAnotherJob(e, {}), "");
+  // A later job on the same hosts: not folded, and why.
+  EXPECT_EQ(OfAnotherJob(e, {at("2026-12-03T08:00:00Z"), at("2026-12-03T09:00:00Z")}),
+            "it is about another job (that job ran 2026-12-01T10:00:00.000Z to "
+            "2026-12-01T11:00:00.000Z; this one 2026-12-03T08:00:00.000Z to "
+            "2026-12-03T09:00:00.000Z)");
+  // Tests run before the job began are not about it, even without the
+  // report's span (a suspect named by hand).
+  ConfirmationEntry by_hand = e;
+  by_hand.job = {};
+  EXPECT_NE(OfAnotherJob(by_hand, {at("2026-12-02T00:00:00Z"), at("2026-12-02T01:00:00Z")})
+                .find("before this job began"),
+            std::string::npos);
+  // Clocks a few seconds apart are the same job.
+  EXPECT_EQ(OfAnotherJob(e, {at("2026-12-01T11:00:30Z"), at("2026-12-01T11:30:00Z")}), "");
+}
+
 }  // namespace
 }  // namespace laggard::confirm
