@@ -283,12 +283,12 @@ bool RecordVerdict(const RecordFlags& flags, const std::string& first_path, cons
   size_t culprits = std::count_if(rec.parts.begin(), rec.parts.end(),
                                   [](const history::PartRecord& p) { return p.culprit; });
   if (*added) {
-    err << fmt::format("recorded job {} to {}: {} parts, {} culprit{}\n", rec.job_id, path,
-                       rec.parts.size(), culprits, culprits == 1 ? "" : "s");
+    err << fmt::format("recorded job {} to {}: {} parts, {} culprit{}\n", rec.job_id,
+                       store->display(), rec.parts.size(), culprits, culprits == 1 ? "" : "s");
   } else {
     err << fmt::format(
         "job {} is already in {}: the first record is kept (--job-id names another)\n", rec.job_id,
-        path);
+        store->display());
   }
   return true;
 }
@@ -418,7 +418,7 @@ int History(const HistoryOptions& o, bool drain, std::ostream& out, std::ostream
       return kExitNoInput;
     }
     std::ofstream page(o.html, std::ios::binary);
-    history::RenderHistoryHtml(path, *jobs, report, o.report, page);
+    history::RenderHistoryHtml(store->display(), *jobs, report, o.report, page);
     page.close();
     if (!page) {
       err << fmt::format("laggard history: cannot write {}\n", o.html);
@@ -426,9 +426,9 @@ int History(const HistoryOptions& o, bool drain, std::ostream& out, std::ostream
     }
   }
   if (o.json) {
-    out << ReportJson(path, report, o.report).dump(2) << "\n";
+    out << ReportJson(store->display(), report, o.report).dump(2) << "\n";
   } else {
-    RenderText(path, report, o, out);
+    RenderText(store->display(), report, o, out);
   }
   return kExitOk;
 }

@@ -6,7 +6,8 @@
 // are rewritten to $1, $2). Values are 64-bit integers, doubles, text and
 // blobs, each possibly NULL. A statement runs at its first Step() with the
 // values bound since it was made or Reset(); Step() then moves from row to
-// row. Text and blobs read from a row stay valid until the next Step().
+// row. Text read from a row stays valid until the next Step(); a blob until
+// the next Step() or Blob().
 //
 // One Db per thread.
 

@@ -158,31 +158,84 @@ bool IsPostgresUri(const std::string& path) {
 }
 
 std::string PostgresDisplay(const std::string& uri) {
+  std::string out = uri;
   // scheme://user:password@host/...: the password goes.
-  size_t scheme = uri.find("://");
-  if (scheme == std::string::npos) return uri;
+  size_t scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
   size_t start = scheme + 3;
-  size_t at = uri.find('@', start);
-  size_t slash = uri.find('/', start);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return uri;
-  size_t colon = uri.find(':', start);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon) + ":***" + uri.substr(at);
+  size_t query = out.find('?', start);
+  size_t at = out.find('@', start);
+  size_t slash = out.find('/', start);
+  bool userinfo = at != std::string::npos && (slash == std::string::npos || at < slash) &&
+                  (query == std::string::npos || at < query);
+  if (userinfo) {
+    size_t colon = out.find(':', start);
+    if (colon != std::string::npos && colon < at)
+      out = out.substr(0, colon) + ":***" + out.substr(at);
+  }
+  // ...?password=...&sslpassword=...: their values go too.
+  query = out.find('?', start);
+  for (size_t p = query; p != std::string::npos && p < out.size(); p = out.find('&', p + 1)) {
+    size_t key = p + 1;
+    size_t eq = out.find('=', key);
+    size_t end = out.find('&', key);
+    if (eq == std::string::npos || (end != std::string::npos && eq > end)) continue;
+    std::string name = out.substr(key, eq - key);
+    if (name != "password" && name != "sslpassword") continue;
+    out.replace(eq + 1, (end == std::string::npos ? out.size() : end) - eq - 1, "***");
+  }
+  return out;
 }
 
-StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri,
-                                                          std::string where) {
+namespace {
+
+// The password the URI carries (as libpq reads it), to keep it out of
+// libpq's own messages; "" when none.
+std::string PasswordOf(const std::string& uri) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(uri.c_str(), &error);
+  PQfreemem(error);
+  std::string password;
+  for (PQconninfoOption* o = options; o != nullptr && o->keyword != nullptr; ++o) {
+    if (std::string_view(o->keyword) == "password" && o->val != nullptr) password = o->val;
+  }
+  PQconninfoFree(options);
+  return password;
+}
+
+std::string WithoutPassword(std::string text, const std::string& password) {
+  if (password.empty()) return text;
+  for (size_t at = text.find(password); at != std::string::npos; at = text.find(password, at + 3)) {
+    text.replace(at, password.size(), "***");
+  }
+  return text;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri, std::string where,
+                                                          bool read_only) {
   PGconn* conn = PQconnectdb(uri.c_str());
   std::unique_ptr<PostgresDb> db(new PostgresDb(conn, std::move(where)));
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string msg = conn != nullptr ? PQerrorMessage(conn) : "out of memory";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return Status::Error(fmt::format("{}: cannot connect: {}", db->where_, msg));
+    return Status::Error(
+        fmt::format("{}: cannot connect: {}", db->where_, WithoutPassword(msg, PasswordOf(uri))));
   }
   // Notices (a schema that exists already) are not the user's business.
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
-  if (Status s = db->Exec("SET search_path TO laggard"); !s.ok()) return s;
+  // What the values are read back as, whatever the server's defaults: blobs
+  // in hex, doubles to the last bit.
+  if (Status s = db->Exec(
+          "SET search_path TO laggard; SET bytea_output TO hex; SET extra_float_digits TO 3");
+      !s.ok()) {
+    return s;
+  }
+  if (read_only) {
+    if (Status s = db->Exec("SET default_transaction_read_only TO on"); !s.ok()) return s;
+  }
   return db;
 }
 

@@ -1,6 +1,7 @@
 // The history store's SQL over PostgreSQL (sql.h), through libpq: one
 // connection, each statement sent with its parameters (PQexecParams, text
-// values, blobs as binary) and its whole result read at once.
+// values, blobs as binary) and its whole result read at once (a query of
+// 10^6 jobs holds them all in memory: not measured at that scale yet).
 //
 // The store lives in its own schema, `laggard`, of the database the URI
 // names (the connection's search_path), so that another program's tables
@@ -20,14 +21,16 @@ namespace laggard::history {
 
 // Whether `path` names a PostgreSQL database: postgresql://… or postgres://….
 bool IsPostgresUri(const std::string& path);
-// The URI without its password, for messages.
+// The URI without its password (user:password@, ?password=, ?sslpassword=),
+// for messages.
 std::string PostgresDisplay(const std::string& uri);
 
 class PostgresDb final : public Db {
  public:
   // Connects to `uri` (libpq's connection URI); `where` begins every
-  // message.
-  static StatusOr<std::unique_ptr<PostgresDb>> Connect(const std::string& uri, std::string where);
+  // message. read_only: every transaction is (default_transaction_read_only).
+  static StatusOr<std::unique_ptr<PostgresDb>> Connect(const std::string& uri, std::string where,
+                                                       bool read_only = false);
   ~PostgresDb() override;
 
   Dialect dialect() const override { return Dialect::kPostgres; }

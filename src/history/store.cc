@@ -54,18 +54,79 @@ Status Run(Statement& st) {
   }
 }
 
-// "history PATH: WHAT: why", `why` without its own "history PATH: ".
-Status InContext(const std::string& path, std::string_view what, const Status& why) {
-  std::string prefix = Where(path) + ": ";
-  std::string bare = why.message();
-  if (bare.rfind(prefix, 0) == 0) bare.erase(0, prefix.size());
-  return Status::Error(fmt::format("{}{}: {}", prefix, what, bare));
-}
-
-// The statements Record() inserts a job's parts with.
+// The statements Record() inserts a job's parts with. PostgreSQL: the
+// inserts do nothing on a conflict, and a part or host is looked for first
+// (find_*): an insert that conflicts still uses up an id and locks the row.
 struct PartStatements {
   std::unique_ptr<Statement> part, host, seen, culprit;
+  std::unique_ptr<Statement> find_part, find_host, update_part;  // PostgreSQL
 };
+
+// One row's first column, or nullopt when there is no row.
+StatusOr<std::optional<int64_t>> FirstId(Statement& st) {
+  auto row = st.Step();
+  if (!row.ok()) return row.status();
+  std::optional<int64_t> id;
+  if (*row) id = st.Int(0);
+  while (*row) {
+    row = st.Step();
+    if (!row.ok()) return row.status();
+  }
+  return id;
+}
+
+StatusOr<int64_t> PgHostRow(PartStatements& st, const std::string& name) {
+  for (Statement* s : {st.find_host.get(), st.host.get(), st.find_host.get()}) {
+    s->Reset();
+    s->Bind(1, name);
+    auto id = FirstId(*s);
+    if (!id.ok()) return id.status();
+    if (*id) return **id;  // the insert gave none: another writer's went first
+  }
+  return Status::Error("no id for it");
+}
+
+StatusOr<int64_t> PgPartRow(PartStatements& st, const PartRecord& p) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Statement& find = *st.find_part;
+    find.Reset();
+    find.Bind(1, p.key);
+    auto row = find.Step();
+    if (!row.ok()) return row.status();
+    if (*row) {
+      int64_t id = find.Int(0).value_or(0);
+      bool newer = (p.uuid && find.Text(1) != std::string_view(*p.uuid)) ||
+                   (p.serial && find.Text(2) != std::string_view(*p.serial));
+      while (*row) {
+        row = find.Step();
+        if (!row.ok()) return row.status();
+      }
+      if (newer) {
+        Statement& update = *st.update_part;
+        update.Reset();
+        update.BindInt(1, id);
+        update.Bind(2, p.uuid);
+        update.Bind(3, p.serial);
+        if (auto done = FirstId(update); !done.ok()) return done.status();
+      }
+      return id;
+    }
+    if (attempt == 1) break;
+    Statement& ins = *st.part;
+    ins.Reset();
+    ins.Bind(1, p.key);
+    ins.Bind(2, std::string(PartKindName(p.kind)));
+    ins.Bind(3, std::string(IdentityName(p.identity)));
+    ins.Bind(4, p.uuid);
+    ins.Bind(5, p.serial);
+    ins.Bind(6, p.nic);
+    ins.Bind(7, p.switch_name);
+    auto id = FirstId(ins);
+    if (!id.ok()) return id.status();
+    if (*id) return **id;  // else another writer's went first: found next
+  }
+  return Status::Error("no id for it");
+}
 
 // Inserts a job's parts; the first error, with what it was about.
 // PostgreSQL: the hosts first and the parts in key order, so that two
@@ -76,9 +137,14 @@ Status InsertParts(const std::string& path, const JobRecord& job, int64_t job_ro
   auto host_row_of = [&](const std::string& name) -> StatusOr<int64_t> {
     auto [it, added] = host_rows.try_emplace(name, 0);
     if (added) {
-      st.host->Reset();
-      st.host->Bind(1, name);
-      auto row = ReturnedId(*st.host);
+      StatusOr<int64_t> row = Status::Error("");
+      if (dialect == Dialect::kPostgres) {
+        row = PgHostRow(st, name);
+      } else {
+        st.host->Reset();
+        st.host->Bind(1, name);
+        row = ReturnedId(*st.host);
+      }
       if (!row.ok()) return InContext(path, "host " + name, row.status());
       it->second = *row;
     }
@@ -99,15 +165,20 @@ Status InsertParts(const std::string& path, const JobRecord& job, int64_t job_ro
   }
   for (const PartRecord* pp : parts) {
     const PartRecord& p = *pp;
-    st.part->Reset();
-    st.part->Bind(1, p.key);
-    st.part->Bind(2, std::string(PartKindName(p.kind)));
-    st.part->Bind(3, std::string(IdentityName(p.identity)));
-    st.part->Bind(4, p.uuid);
-    st.part->Bind(5, p.serial);
-    st.part->Bind(6, p.nic);
-    st.part->Bind(7, p.switch_name);
-    auto part_row = ReturnedId(*st.part);
+    StatusOr<int64_t> part_row = Status::Error("");
+    if (dialect == Dialect::kPostgres) {
+      part_row = PgPartRow(st, p);
+    } else {
+      st.part->Reset();
+      st.part->Bind(1, p.key);
+      st.part->Bind(2, std::string(PartKindName(p.kind)));
+      st.part->Bind(3, std::string(IdentityName(p.identity)));
+      st.part->Bind(4, p.uuid);
+      st.part->Bind(5, p.serial);
+      st.part->Bind(6, p.nic);
+      st.part->Bind(7, p.switch_name);
+      part_row = ReturnedId(*st.part);
+    }
     if (!part_row.ok()) return InContext(path, "part " + p.key, part_row.status());
     std::optional<int64_t> host_row;
     if (p.host) {
@@ -222,13 +293,30 @@ StatusOr<bool> RecordOnce(Db& db, const std::string& path_, const JobRecord& job
   if (Status done = Run(s); !done.ok()) return fail("the job", done);
 
   PartStatements st;
+  bool pg = db.dialect() == Dialect::kPostgres;
   auto part = db.Prepare(
-      "INSERT INTO parts (key, kind, identity, uuid, serial, nic, switch_name) VALUES (?1, ?2, "
-      "?3, ?4, ?5, ?6, ?7) ON CONFLICT(key) DO UPDATE SET serial = coalesce(excluded.serial, "
-      "parts.serial), uuid = coalesce(excluded.uuid, parts.uuid) RETURNING id");
-  auto host = db.Prepare(
-      "INSERT INTO hosts (name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET name = "
-      "excluded.name RETURNING id");
+      pg ? "INSERT INTO parts (key, kind, identity, uuid, serial, nic, switch_name) VALUES (?1, "
+           "?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(key) DO NOTHING RETURNING id"
+         : "INSERT INTO parts (key, kind, identity, uuid, serial, nic, switch_name) VALUES (?1, "
+           "?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(key) DO UPDATE SET serial = "
+           "coalesce(excluded.serial, parts.serial), uuid = coalesce(excluded.uuid, parts.uuid) "
+           "RETURNING id");
+  auto host = db.Prepare(pg ? "INSERT INTO hosts (name) VALUES (?1) ON CONFLICT(name) DO NOTHING "
+                              "RETURNING id"
+                            : "INSERT INTO hosts (name) VALUES (?1) ON CONFLICT(name) DO UPDATE "
+                              "SET name = excluded.name RETURNING id");
+  if (pg) {
+    auto find_part = db.Prepare("SELECT id, uuid, serial FROM parts WHERE key = ?1");
+    auto find_host = db.Prepare("SELECT id FROM hosts WHERE name = ?1");
+    auto update_part = db.Prepare(
+        "UPDATE parts SET uuid = coalesce(?2, uuid), serial = coalesce(?3, serial) WHERE id = ?1");
+    for (auto* p : {&find_part, &find_host, &update_part}) {
+      if (!p->ok()) return fail("preparing", p->status());
+    }
+    st.find_part = std::move(*find_part);
+    st.find_host = std::move(*find_host);
+    st.update_part = std::move(*update_part);
+  }
   auto seen = db.Prepare(
       "INSERT INTO seen (part, job, host, gpu, rank, culprit) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   auto culprit = db.Prepare(
@@ -273,6 +361,10 @@ HistoryStore::HistoryStore(std::string path, std::unique_ptr<Db> db, int64_t sch
 HistoryStore::HistoryStore(HistoryStore&&) noexcept = default;
 HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
 HistoryStore::~HistoryStore() = default;
+
+std::string HistoryStore::display() const {
+  return IsPostgresUri(path_) ? PostgresDisplay(path_) : path_;
+}
 
 StatusOr<HistoryStore> HistoryStore::Open(const std::string& path, Mode mode) {
   if (path.empty()) {

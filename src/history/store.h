@@ -108,6 +108,8 @@ class HistoryStore {
   StatusOr<std::vector<ActionRecord>> Actions() const;
 
   const std::string& path() const { return path_; }
+  // The path as messages show it: a PostgreSQL URI without its password.
+  std::string display() const;
 
   HistoryStore(HistoryStore&&) noexcept;
   HistoryStore& operator=(HistoryStore&&) noexcept;

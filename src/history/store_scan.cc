@@ -64,57 +64,55 @@ Status InsertScanRow(Statement& st, int64_t when_s, int64_t job_row, int flags,
   return row.ok() ? Status::Ok() : row.status();
 }
 
-// As Load() reads them: a seen row without its part is left out. The
-// parts are read whole first: one statement at a time.
+// As Load() reads them: a seen row without its part is left out. The jobs
+// and their parts are read side by side, one job's parts at a time (a
+// store of 10^6 jobs is migrated in the memory of one). SQLite only: a
+// PostgreSQL store began at schema 2.
 Status BackfillJobScan(Db& db) {
+  auto jobs = db.Prepare("SELECT id, when_s, timed, status, job_id FROM jobs ORDER BY id");
   auto parts = db.Prepare(
       "SELECT s.job, p.key, s.part, s.host, s.gpu, s.rank, s.culprit, c.cause_class, c.cause, "
       "c.confidence FROM seen s JOIN parts p ON p.id = s.part LEFT JOIN culprits c ON c.job = "
       "s.job AND c.part = s.part ORDER BY s.job");
-  if (!parts.ok()) return parts.status();
-  std::unordered_map<int64_t, std::vector<KeyedScanPart>> by_job;
-  Statement& ps = **parts;
-  while (true) {
-    auto row = ps.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    KeyedScanPart& sp = by_job[ps.Int(0).value_or(0)].emplace_back();
-    sp.key = ps.TextCopy(1).value_or("");
-    ScanPart& p = sp.part;
-    p.part = ps.Int(2).value_or(0);
-    p.host = ps.Int(3);
-    if (auto g = ps.Int(4)) p.gpu = static_cast<int32_t>(*g);
-    if (auto r = ps.Int(5)) p.rank = static_cast<int32_t>(*r);
-    p.culprit = ps.Int(6).value_or(0) != 0;
-    if (p.culprit) {
-      sp.cause_class = ps.TextCopy(7);
-      sp.cause = ps.TextCopy(8);
-      p.confidence = ps.Real(9);
-    }
-  }
-  struct JobRow {
-    int64_t id, when_s;
-    int flags;
-    std::string job_id;
-  };
-  std::vector<JobRow> jobs;
-  auto js = db.Prepare("SELECT id, when_s, timed, status, job_id FROM jobs ORDER BY id");
-  if (!js.ok()) return js.status();
-  while (true) {
-    auto row = (*js)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    Statement& j = **js;
-    int flags = (j.Int(2).value_or(0) != 0 ? kScanTimed : 0) |
-                (DecidesParts(j.Text(3).value_or("")) ? kScanDecided : 0);
-    jobs.push_back({j.Int(0).value_or(0), j.Int(1).value_or(0), flags, j.TextCopy(4).value_or("")});
-  }
   auto ins = db.Prepare(kInsertScan);
-  if (!ins.ok()) return ins.status();
-  for (const JobRow& j : jobs) {
-    std::vector<KeyedScanPart>& scan = by_job[j.id];
-    if (Status s = InsertScanRow(**ins, j.when_s, j.id, j.flags, j.job_id, scan); !s.ok()) {
-      return Status::Error(fmt::format("job row {}: {}", j.id, s.message()));
+  if (!jobs.ok() || !parts.ok() || !ins.ok()) {
+    return !jobs.ok() ? jobs.status() : !parts.ok() ? parts.status() : ins.status();
+  }
+  Statement& js = **jobs;
+  Statement& ps = **parts;
+  auto part_row = ps.Step();
+  std::vector<KeyedScanPart> scan;
+  while (true) {
+    auto job_row = js.Step();
+    if (!job_row.ok()) return job_row.status();
+    if (!*job_row) break;
+    int64_t job = js.Int(0).value_or(0);
+    scan.clear();
+    while (part_row.ok() && *part_row && ps.Int(0).value_or(0) <= job) {
+      if (ps.Int(0).value_or(0) == job) {
+        KeyedScanPart& sp = scan.emplace_back();
+        sp.key = ps.TextCopy(1).value_or("");
+        ScanPart& p = sp.part;
+        p.part = ps.Int(2).value_or(0);
+        p.host = ps.Int(3);
+        if (auto g = ps.Int(4)) p.gpu = static_cast<int32_t>(*g);
+        if (auto r = ps.Int(5)) p.rank = static_cast<int32_t>(*r);
+        p.culprit = ps.Int(6).value_or(0) != 0;
+        if (p.culprit) {
+          sp.cause_class = ps.TextCopy(7);
+          sp.cause = ps.TextCopy(8);
+          p.confidence = ps.Real(9);
+        }
+      }
+      part_row = ps.Step();
+    }
+    if (!part_row.ok()) return part_row.status();
+    int flags = (js.Int(2).value_or(0) != 0 ? kScanTimed : 0) |
+                (DecidesParts(js.Text(3).value_or("")) ? kScanDecided : 0);
+    if (Status s = InsertScanRow(**ins, js.Int(1).value_or(0), job, flags,
+                                 js.TextCopy(4).value_or(""), scan);
+        !s.ok()) {
+      return Status::Error(fmt::format("job row {}: {}", job, s.message()));
     }
   }
   return Status::Ok();
@@ -145,9 +143,7 @@ Status HistoryStore::Scan(const LoadFilter& filter, JobSink& sink) const {
       "SELECT id, key, kind, identity, uuid, serial, nic, switch_name FROM parts ORDER BY id");
   if (!parts.ok()) return parts.status();
   Statement& ps = **parts;
-  auto failed = [&](const char* what, const Status& why) {
-    return Status::Error(fmt::format("{}: {}: {}", Where(path_), what, why.message()));
-  };
+  auto failed = [&](const char* what, const Status& why) { return InContext(path_, what, why); };
   while (true) {
     auto row = ps.Step();
     if (!row.ok()) return failed("reading parts", row.status());

@@ -292,17 +292,22 @@ StatusOr<int64_t> PreparePostgres(Db& db, const std::string& uri, HistoryStore::
       return fail(s);
     }
   }
-  auto tables =
-      db.QueryInt("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'laggard'");
+  // The catalog, not information_schema (which lists only what this role
+  // may use): every relation of the schema, tables, sequences, views.
+  auto tables = db.QueryInt(
+      "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = "
+      "c.relnamespace WHERE n.nspname = 'laggard'");
   auto meta = tables.ok() ? db.QueryInt(
-                                "SELECT count(*) FROM information_schema.tables WHERE "
-                                "table_schema = 'laggard' AND table_name = 'meta'")
+                                "SELECT count(*) FROM pg_catalog.pg_class c JOIN "
+                                "pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                                "WHERE n.nspname = 'laggard' AND c.relname = 'meta' AND "
+                                "c.relkind = 'r'")
                           : tables;
   if (!meta.ok()) return fail(meta.status());
   if (*meta == 0 && *tables > 0) {
     return fail(Status::Error(
-        fmt::format("{}: its schema 'laggard' holds {} tables of another program, not a laggard "
-                    "history; left untouched",
+        fmt::format("{}: its schema 'laggard' holds {} relations of another program (tables, "
+                    "sequences, ...), not a laggard history; left untouched",
                     Where(uri), *tables)));
   }
   if (*meta == 0) {
@@ -349,6 +354,13 @@ std::string Where(const std::string& path) {
   return fmt::format("history {}", IsPostgresUri(path) ? PostgresDisplay(path) : path);
 }
 
+Status InContext(const std::string& path, std::string_view what, const Status& why) {
+  std::string prefix = Where(path) + ": ";
+  std::string bare = why.message();
+  if (bare.rfind(prefix, 0) == 0) bare.erase(0, prefix.size());
+  return Status::Error(fmt::format("{}{}: {}", prefix, what, bare));
+}
+
 StatusOr<OpenedDb> OpenSqlite(const std::string& path, HistoryStore::Mode mode) {
   std::error_code ec;
   bool exists = std::filesystem::exists(path, ec);
@@ -384,7 +396,7 @@ StatusOr<OpenedDb> OpenSqlite(const std::string& path, HistoryStore::Mode mode) 
 }
 
 StatusOr<OpenedDb> OpenPostgres(const std::string& uri, HistoryStore::Mode mode) {
-  auto db = PostgresDb::Connect(uri, Where(uri));
+  auto db = PostgresDb::Connect(uri, Where(uri), mode == HistoryStore::Mode::kReadOnly);
   if (!db.ok()) return db.status();
   auto schema = PreparePostgres(**db, uri, mode);
   if (!schema.ok()) return schema.status();

@@ -2,9 +2,10 @@
 // store keeps to its own schema (another program's tables of the same
 // names, elsewhere, are untouched; its schema holding anything else is
 // refused and left as it was), a newer schema is refused, a missing store
-// is never created by a reader, and a server that cannot be reached is a
-// clear error that does not print the password. On the server
-// `history_postgres` starts (store_backends.h); skipped without it.
+// is never created by a reader nor a read store written, a part learnt
+// again keeps its id; on the server `history_postgres` starts
+// (store_backends.h), skipped without it. A server that cannot be reached
+// is a clear error that does not print the password: in every build.
 
 #include <gtest/gtest.h>
 
@@ -102,15 +103,42 @@ TEST_P(PostgresStoreTest, ReadingAMissingStoreSaysHowToFillItAndCreatesNothing) 
             "0");
 }
 
-TEST_P(PostgresStoreTest, AServerThatCannotBeReachedIsAClearErrorWithoutThePassword) {
-  auto store = HistoryStore::Open("postgresql://fleet:s3cret@/history?host=/nonexistent",
-                                  HistoryStore::Mode::kReadOnly);
-  ASSERT_FALSE(store.ok());
-  std::string m = store.status().message();
-  EXPECT_NE(m.find("history postgresql://fleet:***@/history?host=/nonexistent: cannot connect"),
-            std::string::npos)
-      << m;
-  EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
+// No server needed: these run in every build.
+TEST(PostgresUriTest, AServerThatCannotBeReachedIsAClearErrorWithoutThePassword) {
+  for (const char* uri :
+       {"postgresql://fleet:s3cret@/history?host=/nonexistent",
+        "postgresql:///history?host=/nonexistent&password=s3cret&user=fleet",
+        "postgres://fleet:s3cret@/history?sslpassword=s3cret&host=/nonexistent"}) {
+    auto store = HistoryStore::Open(uri, HistoryStore::Mode::kReadOnly);
+    ASSERT_FALSE(store.ok()) << uri;
+    std::string m = store.status().message();
+    EXPECT_NE(m.find("cannot connect"), std::string::npos) << m;
+    EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
+    EXPECT_NE(m.find("***"), std::string::npos) << m;
+  }
+}
+
+TEST(PostgresUriTest, ThePasswordIsLeftOutOfWhatIsShown) {
+  EXPECT_EQ(PostgresDisplay("postgresql://u:pw@db.example.com:5432/fleet"),
+            "postgresql://u:***@db.example.com:5432/fleet");
+  EXPECT_EQ(PostgresDisplay("postgresql://db/fleet?user=u&password=pw&sslmode=require"),
+            "postgresql://db/fleet?user=u&password=***&sslmode=require");
+  EXPECT_EQ(PostgresDisplay("postgresql:///fleet?host=/run/postgresql"),
+            "postgresql:///fleet?host=/run/postgresql");
+  EXPECT_EQ(PostgresDisplay("postgres://u@db/fleet?sslpassword=x"),
+            "postgres://u@db/fleet?sslpassword=***");
+  // An '@' in the query is no user's.
+  EXPECT_EQ(PostgresDisplay("postgresql:///fleet?host=/tmp&application_name=a:b@c"),
+            "postgresql:///fleet?host=/tmp&application_name=a:b@c");
+}
+
+TEST_P(PostgresStoreTest, AStoreOpenedToReadIsNeverWritten) {
+  { ASSERT_TRUE(HistoryStore::Open(Path(), HistoryStore::Mode::kReadWrite).ok()); }
+  auto reader = HistoryStore::Open(Path(), HistoryStore::Mode::kReadOnly);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_FALSE(reader->Record(OneJob("job-1")).ok());
+  EXPECT_FALSE(reader->RecordAction({}).ok());
+  EXPECT_EQ(Query("SELECT count(*) FROM laggard.jobs"), "0");
 }
 
 TEST_P(PostgresStoreTest, ValuesKeepTheirTypesAndBlobsTheirBytes) {
@@ -130,6 +158,17 @@ TEST_P(PostgresStoreTest, ValuesKeepTheirTypesAndBlobsTheirBytes) {
   EXPECT_EQ((*jobs)[0].throughput_lost, j.throughput_lost);
   EXPECT_EQ((*jobs)[0].parts[0].confidence, j.parts[0].confidence);
   EXPECT_EQ((*jobs)[0].parts[0].cause, j.parts[0].cause);
+  // A second record with the card's serial learnt updates the part, and
+  // uses no id up: the part's id stays the first.
+  std::string id = Query("SELECT id FROM laggard.parts WHERE key = 'host:node-01'");
+  JobRecord later = OneJob("job-2");
+  later.parts[0].serial = "1652922031227";
+  ASSERT_TRUE(*store->Record(later));
+  EXPECT_EQ(Query("SELECT id FROM laggard.parts WHERE key = 'host:node-01'"), id);
+  EXPECT_EQ(Query("SELECT serial FROM laggard.parts WHERE key = 'host:node-01'"), "1652922031227");
+  ASSERT_TRUE(*store->Record(OneJob("job-3")));  // no serial: the one learnt stays
+  EXPECT_EQ(Query("SELECT serial FROM laggard.parts WHERE key = 'host:node-01'"), "1652922031227");
+  EXPECT_EQ(Query("SELECT max(id) FROM laggard.hosts"), "1");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ set -euo pipefail
 dir=$1
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
+  [ "${2:-}" = stop ] && exit 0
   echo "SKIP: PostgreSQL not found (apt-get install postgresql)" >&2
   exit 77
 fi
