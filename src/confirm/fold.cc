@@ -1,5 +1,6 @@
 #include "confirm/fold.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -165,7 +166,18 @@ size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& 
       ++matched;
     }
   }
-  if (!before.empty()) MendSummary(v, before);
+  // A refuted culprit may now be weaker than another: the strongest first,
+  // and the summary names it.
+  bool new_top = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+    return c.confidence > v.culprits.front().confidence;
+  });
+  std::stable_sort(v.culprits.begin(), v.culprits.end(),
+                   [](const Culprit& a, const Culprit& b) { return a.confidence > b.confidence; });
+  if (new_top && v.status == VerdictStatus::kStraggler) {
+    v.summary = StragglerSummaryOf(v);
+  } else if (!before.empty()) {
+    MendSummary(v, before);
+  }
   return matched;
 }
 

@@ -102,3 +102,11 @@ std::string StragglerSummary(const Verdict& v) {
 
 }  // namespace verdict_internal
 }  // namespace laggard
+
+namespace laggard {
+
+std::string StragglerSummaryOf(const Verdict& v) {
+  return v.culprits.empty() ? v.summary : verdict_internal::StragglerSummary(v);
+}
+
+}  // namespace laggard

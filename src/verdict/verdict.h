@@ -137,6 +137,11 @@ struct Verdict {
 
 std::string_view ConfidenceWord(double confidence);
 
+// A straggler verdict's summary line from its culprits, as DecideVerdict
+// writes one: the first three with their cause, confidence and cost (what
+// a verdict whose culprits were re-ordered says, confirm/fold.h).
+std::string StragglerSummaryOf(const Verdict& v);
+
 Verdict DecideVerdict(const Run& run, const Analyses& analyses);
 // Step times and traces only (tests, benchmarks).
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces);

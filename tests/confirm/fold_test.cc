@@ -165,5 +165,32 @@ TEST(FoldConfirmationTest, AnotherJobsConfirmationIsToldApart) {
   EXPECT_EQ(OfAnotherJob(e, {at("2026-12-01T11:00:30Z"), at("2026-12-01T11:30:00Z")}), "");
 }
 
+TEST(FoldConfirmationTest, ARefutedCulpritWeakerThanAnotherGivesItsPlace) {
+  // node-05 at 0.8 first, node-07 at 0.6; confirm refutes node-05 (0.4):
+  // node-07 leads, and the summary names it.
+  Verdict v = HostVerdict(0.8);
+  Culprit second;
+  second.entity.host = "node-07";
+  second.cause_class = CauseClass::kCommunication;
+  second.confidence = 0.6;
+  v.culprits.push_back(second);
+  EXPECT_EQ(FoldConfirmation({Entry("refuted")}, v), 1u);
+  ASSERT_EQ(v.culprits.size(), 2u);
+  EXPECT_EQ(v.culprits[0].entity.host, "node-07");
+  EXPECT_DOUBLE_EQ(v.culprits[1].confidence, 0.4);
+  EXPECT_EQ(v.summary.rfind("verdict: node-07", 0), 0u) << v.summary;
+  EXPECT_NE(v.summary.find("also node-05"), std::string::npos) << v.summary;
+  // Refuted but still the strongest: it keeps its place and its words.
+  Verdict w = HostVerdict(0.9);
+  Culprit weak = second;
+  weak.confidence = 0.3;
+  w.culprits.push_back(weak);
+  std::string before = w.summary;
+  EXPECT_EQ(FoldConfirmation({Entry("refuted")}, w), 1u);
+  EXPECT_EQ(w.culprits[0].entity.host, "node-05");
+  EXPECT_EQ(w.summary.rfind("verdict: node-05 (mlx5_2 port 1) is the straggler", 0), 0u)
+      << w.summary;
+}
+
 }  // namespace
 }  // namespace laggard::confirm
