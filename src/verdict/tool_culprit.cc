@@ -93,6 +93,62 @@ std::string CiteLine(const Culprit& c, const Reading& r, const Analyses& a, bool
           : fmt::format("laggard has no step times or trace of rank {} to weigh it", s.rank));
 }
 
+// Other tools' tests of the hardware that name one GPU or one host.
+struct HardwareTest {
+  FindingCode code;
+  const char* what;  // the test, as the evidence line names it
+  bool gpu;          // it names a GPU (else a host)
+};
+constexpr HardwareTest kHardwareTests[] = {
+    {FindingCode::kGpuP2pBandwidthLow, "the GPU link test (p2pBandwidthLatencyTest)", true},
+    {FindingCode::kGpuThrottleHistory, "the driver's throttle counters (nvidia-smi -q)", true},
+    {FindingCode::kNetBandwidthLow, "the bandwidth tests (nccl-tests)", false},
+};
+
+std::string PlaceOf(const Entity& e, bool gpu) {
+  return gpu ? fmt::format("{} GPU {}", e.host.value_or("?"), e.gpu.value_or(-1))
+             : e.host.value_or("?");
+}
+
+// Beside each culprit, what those tests say of its GPU or host: the same
+// place (agrees), or another (disagrees, and why the culprit stands: the
+// job's own step times and traces measured it; the test measured hardware
+// apart from the job). At most two disagreements per culprit.
+void CiteHardwareTests(Verdict& v, const Analyses& a) {
+  for (Culprit& c : v.culprits) {
+    if (!c.entity.host) continue;
+    int disagreements = 0;
+    for (const HardwareTest& t : kHardwareTests) {
+      for (const auto* list : {&a.hardware.findings, &a.network.findings}) {
+        for (const Finding& f : *list) {
+          if (f.code != t.code || !f.entity.host || (t.gpu && !f.entity.gpu)) continue;
+          bool said = std::any_of(c.evidence.begin(), c.evidence.end(), [&](const std::string& e) {
+            return e.find(f.message) != std::string::npos;
+          });
+          if (said) continue;
+          bool same = t.gpu ? OnGpu(f, c.entity) : OnHost(f, c.entity.host);
+          // Another culprit's place is that culprit's evidence, not against this one.
+          bool others = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& o) {
+            return &o != &c && (t.gpu ? OnGpu(f, o.entity) : OnHost(f, o.entity.host));
+          });
+          if (!same && others) continue;
+          if (same) {
+            c.evidence.push_back(fmt::format("{}: {} (agrees)", t.what, f.message));
+          } else if (t.gpu && !c.entity.gpu) {
+            continue;  // the culprit's GPU is not known: neither agrees nor not
+          } else if (disagreements++ < 2) {
+            c.evidence.push_back(fmt::format(
+                "{} names {}, not this culprit's {}: {} — it disagrees: laggard measured this "
+                "culprit in the job itself (its step times and traces), the test measured the "
+                "hardware apart from it",
+                t.what, PlaceOf(f.entity, t.gpu), PlaceOf(c.entity, t.gpu), f.message));
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<Culprit> ToolReportCulprit(const Verdict& v, const Analyses& a,
@@ -121,6 +177,7 @@ void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
   if (const Finding* data = FirstOf(a.tool_reports.findings, FindingCode::kToolDataLoaderSlow)) {
     AddSteps(next_steps, data->next_steps);
   }
+  if (v.status == VerdictStatus::kStraggler) CiteHardwareTests(v, a);
   std::vector<Reading> readings = Readings(a);
   if (readings.empty()) return;
   if (v.status == VerdictStatus::kStraggler) {
