@@ -90,14 +90,16 @@ Json ConfirmationJson(const ConfirmInput& in, const std::vector<Confirmation>& c
 }
 
 // `confirmations`: the read-back of `runs` (empty when nothing ran).
+// `ran_now`: the tests ran in this call (then confirmed_at is now; outputs
+// read back with --results say nothing of when they ran).
 Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector<TestRun>& runs,
-              Launcher launcher, const std::vector<Confirmation>& confirmations) {
+              Launcher launcher, const std::vector<Confirmation>& confirmations, bool ran_now) {
   Json j;
   j["schema"] = "laggard.confirm/1";
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
   auto opt_text = [](const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); };
   j["job"] = {{"first_time", opt_text(in.first_time)}, {"last_time", opt_text(in.last_time)}};
-  if (!confirmations.empty()) {
+  if (!confirmations.empty() && ran_now) {
     auto now = std::chrono::system_clock::now().time_since_epoch();
     j["confirmed_at"] =
         FormatTimestamp(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
@@ -443,7 +445,7 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
     std::string why =
         fmt::format("nothing to confirm: the verdict names no culprit ({})", in->status);
     if (o.json) {
-      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}, launcher, {}).dump(2) << "\n";
+      out << PlanJson(*in, ConfirmPlan{{}, {why}}, {}, launcher, {}, false).dump(2) << "\n";
     } else {
       out << why << "\n";
     }
@@ -478,7 +480,8 @@ int Confirm(const ConfirmOptions& o, std::ostream& out, std::ostream& err) {
   if (ran) confirmations = confirm::ReadBack(*in, plan, runs);
   bool save = runs_tests && (o.results.empty() || o.out_given);
   if (save || o.json) {
-    std::string doc = PlanJson(*in, plan, runs, launcher, confirmations).dump(2) + "\n";
+    std::string doc =
+        PlanJson(*in, plan, runs, launcher, confirmations, o.results.empty()).dump(2) + "\n";
     if (save) {
       std::error_code ec;
       std::filesystem::create_directories(o.out_dir, ec);

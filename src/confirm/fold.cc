@@ -126,7 +126,10 @@ std::string OfAnotherJob(const ConfirmationEntry& e, const WallSpan& run) {
                        FormatTimestamp(*e.job.first_ns), FormatTimestamp(*e.job.last_ns),
                        FormatTimestamp(*run.first_ns), FormatTimestamp(*run.last_ns));
   }
-  if (e.confirmed_at && run.first_ns && *e.confirmed_at + kSlack < *run.first_ns) {
+  // Log times without a zone are read as UTC, and confirmed_at is UTC:
+  // apart by up to 14 hours for the same moment.
+  constexpr TimeNs kZones = 15LL * 3600 * 1'000'000'000;
+  if (e.confirmed_at && run.first_ns && *e.confirmed_at + kZones < *run.first_ns) {
     return fmt::format("its tests ran at {}, before this job began ({})",
                        FormatTimestamp(*e.confirmed_at), FormatTimestamp(*run.first_ns));
   }
@@ -137,6 +140,7 @@ size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& 
   size_t matched = 0;
   std::string before =
       v.culprits.empty() ? "" : std::string(ConfidenceWord(v.culprits.front().confidence));
+  bool refuted_top = false;
   for (const ConfirmationEntry& e : entries) {
     // A communication-bound verdict's culprit is the job as a whole (or
     // none): the host a bisection confirmed takes its place.
@@ -161,22 +165,28 @@ size_t FoldConfirmation(const std::vector<ConfirmationEntry>& entries, Verdict& 
     for (Culprit& c : v.culprits) {
       if (!Matches(e, c)) continue;
       if (e.verdict == "confirmed") c.confidence += (1 - c.confidence) / 2;
-      if (e.verdict == "refuted") c.confidence /= 2;
+      if (e.verdict == "refuted") {
+        c.confidence /= 2;
+        refuted_top |= &c == &v.culprits.front();
+      }
       c.evidence.push_back(Line(e));
       ++matched;
     }
   }
-  // A refuted culprit may now be weaker than another: the strongest first,
-  // and the summary names it.
-  bool new_top = std::any_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-    return c.confidence > v.culprits.front().confidence;
-  });
-  std::stable_sort(v.culprits.begin(), v.culprits.end(),
-                   [](const Culprit& a, const Culprit& b) { return a.confidence > b.confidence; });
-  if (new_top && v.status == VerdictStatus::kStraggler) {
-    v.summary = StragglerSummaryOf(v);
-  } else if (!before.empty()) {
-    MendSummary(v, before);
+  if (!before.empty()) MendSummary(v, before);
+  // The first culprit refuted and now weaker than another: the order (and
+  // the cost the verdict priced by it) stays the verdict's; the summary
+  // says which suspect the measurements leave stronger.
+  if (refuted_top && v.status == VerdictStatus::kStraggler) {
+    auto stronger = std::max_element(
+        v.culprits.begin() + 1, v.culprits.end(),
+        [](const Culprit& a, const Culprit& b) { return a.confidence < b.confidence; });
+    if (stronger != v.culprits.end() && stronger->confidence > v.culprits.front().confidence) {
+      v.summary +=
+          fmt::format("; confirm refuted {}: {} is now the stronger suspect (confidence {})",
+                      CulpritNameOf(v.culprits.front()), CulpritNameOf(*stronger),
+                      ConfidenceWord(stronger->confidence));
+    }
   }
   return matched;
 }

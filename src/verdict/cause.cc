@@ -105,8 +105,6 @@ std::string StragglerSummary(const Verdict& v) {
 
 namespace laggard {
 
-std::string StragglerSummaryOf(const Verdict& v) {
-  return v.culprits.empty() ? v.summary : verdict_internal::StragglerSummary(v);
-}
+std::string CulpritNameOf(const Culprit& c) { return verdict_internal::CulpritName(c); }
 
 }  // namespace laggard

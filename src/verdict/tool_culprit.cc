@@ -102,7 +102,7 @@ struct HardwareTest {
 constexpr HardwareTest kHardwareTests[] = {
     {FindingCode::kGpuP2pBandwidthLow, "the GPU link test (p2pBandwidthLatencyTest)", true},
     {FindingCode::kGpuThrottleHistory, "the driver's throttle counters (nvidia-smi -q)", true},
-    {FindingCode::kNetBandwidthLow, "the bandwidth tests (nccl-tests)", false},
+    {FindingCode::kNetBandwidthLow, "the node bandwidth tests", false},
 };
 
 std::string PlaceOf(const Entity& e, bool gpu) {
@@ -111,17 +111,24 @@ std::string PlaceOf(const Entity& e, bool gpu) {
 }
 
 // Beside each culprit, what those tests say of its GPU or host: the same
-// place (agrees), or another (disagrees, and why the culprit stands: the
-// job's own step times and traces measured it; the test measured hardware
-// apart from the job). At most two disagreements per culprit.
+// place (agrees), or another host of the job (disagrees, and why the
+// culprit stands). Warnings only (an info finding is a test that could not
+// tell); a GPU of the culprit's own host under another index says nothing
+// (CUDA and nvidia-smi may number them apart); hosts outside the job are
+// not its evidence. At most two lines of each per culprit.
 void CiteHardwareTests(Verdict& v, const Analyses& a) {
+  const std::vector<std::string>& job_hosts = a.ranks.hosts();
+  auto in_job = [&](const std::string& h) {
+    return job_hosts.empty() || std::find(job_hosts.begin(), job_hosts.end(), h) != job_hosts.end();
+  };
   for (Culprit& c : v.culprits) {
     if (!c.entity.host) continue;
-    int disagreements = 0;
+    int agreements = 0, disagreements = 0;
     for (const HardwareTest& t : kHardwareTests) {
       for (const auto* list : {&a.hardware.findings, &a.network.findings}) {
         for (const Finding& f : *list) {
           if (f.code != t.code || !f.entity.host || (t.gpu && !f.entity.gpu)) continue;
+          if (f.severity == Severity::kInfo || !in_job(*f.entity.host)) continue;
           bool said = std::any_of(c.evidence.begin(), c.evidence.end(), [&](const std::string& e) {
             return e.find(f.message) != std::string::npos;
           });
@@ -133,14 +140,16 @@ void CiteHardwareTests(Verdict& v, const Analyses& a) {
           });
           if (!same && others) continue;
           if (same) {
-            c.evidence.push_back(fmt::format("{}: {} (agrees)", t.what, f.message));
-          } else if (t.gpu && !c.entity.gpu) {
-            continue;  // the culprit's GPU is not known: neither agrees nor not
+            if (agreements++ < 2) {
+              c.evidence.push_back(fmt::format("{}: {} (agrees)", t.what, f.message));
+            }
+          } else if (t.gpu && (!c.entity.gpu || f.entity.host == c.entity.host)) {
+            continue;  // its GPU unknown, or the same host's under another number
           } else if (disagreements++ < 2) {
             c.evidence.push_back(fmt::format(
-                "{} names {}, not this culprit's {}: {} — it disagrees: laggard measured this "
-                "culprit in the job itself (its step times and traces), the test measured the "
-                "hardware apart from it",
+                "{} names {}, not this culprit's {}: {} — it disagrees: this culprit was named "
+                "from the job's own evidence above, the test examined the hardware apart from "
+                "the job",
                 t.what, PlaceOf(f.entity, t.gpu), PlaceOf(c.entity, t.gpu), f.message));
           }
         }

@@ -137,10 +137,9 @@ struct Verdict {
 
 std::string_view ConfidenceWord(double confidence);
 
-// A straggler verdict's summary line from its culprits, as DecideVerdict
-// writes one: the first three with their cause, confidence and cost (what
-// a verdict whose culprits were re-ordered says, confirm/fold.h).
-std::string StragglerSummaryOf(const Verdict& v);
+// How the summary names a culprit: "rank 3", "node-05 (mlx5_2 port 1)",
+// "ranks 2-5 (node-01)", "the job".
+std::string CulpritNameOf(const Culprit& c);
 
 Verdict DecideVerdict(const Run& run, const Analyses& analyses);
 // Step times and traces only (tests, benchmarks).

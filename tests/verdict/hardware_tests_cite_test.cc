@@ -19,6 +19,7 @@ Finding At(FindingCode code, const std::string& host, std::optional<int32_t> gpu
   e.gpu = gpu;
   Finding f = MakeFinding(code, e);
   f.message = message;
+  f.severity = Severity::kWarning;
   return f;
 }
 
@@ -55,13 +56,12 @@ TEST(HardwareTestsCiteTest, TheCulpritsOwnPlaceAgreesAnotherDisagrees) {
   EXPECT_TRUE(Has(got,
                   "the driver's throttle counters (nvidia-smi -q): node-01 GPU 3 was "
                   "throttled 41% of the time since load (agrees)"));
-  EXPECT_TRUE(
-      Has(got, "the bandwidth tests (nccl-tests): node-01 slow with every partner (agrees)"));
+  EXPECT_TRUE(Has(got, "the node bandwidth tests: node-01 slow with every partner (agrees)"));
   EXPECT_TRUE(Has(got,
                   "the GPU link test (p2pBandwidthLatencyTest) names node-02 GPU 5, not this "
                   "culprit's node-01 GPU 3"));
   EXPECT_TRUE(Has(got, "names node-07, not this culprit's node-01"));
-  EXPECT_TRUE(Has(got, "it disagrees: laggard measured this culprit in the job itself"));
+  EXPECT_TRUE(Has(got, "it disagrees: this culprit was named from the job's own evidence above"));
 
   // A second culprit on node-07: its host's test is its own evidence, not
   // against the first.
@@ -76,6 +76,20 @@ TEST(HardwareTestsCiteTest, TheCulpritsOwnPlaceAgreesAnotherDisagrees) {
   verdict_internal::CiteToolReports(two, run, a, next);
   EXPECT_FALSE(Has(two.culprits[0], "names node-07"));
   EXPECT_TRUE(Has(two.culprits[1], "node-07 slow with every partner (agrees)"));
+
+  // Info-level findings (a test that could not tell), a GPU of the
+  // culprit's own host under another number, and hosts outside the job say
+  // nothing.
+  Verdict quiet = v;
+  quiet.culprits[0].evidence.clear();
+  Analyses b;
+  Finding info = At(FindingCode::kGpuP2pBandwidthLow, "node-02", 1, "cannot be told apart");
+  info.severity = Severity::kInfo;
+  b.hardware.findings.push_back(info);
+  b.hardware.findings.push_back(
+      At(FindingCode::kGpuThrottleHistory, "node-01", 0, "node-01 GPU 0 throttled"));
+  verdict_internal::CiteToolReports(quiet, run, b, next);
+  EXPECT_TRUE(quiet.culprits[0].evidence.empty()) << quiet.culprits[0].evidence.front();
 
   // Said once: what the culprit's evidence already holds is not repeated.
   verdict_internal::CiteToolReports(v, run, a, next);
