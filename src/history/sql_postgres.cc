@@ -1,9 +1,11 @@
 #include "history/sql_postgres.h"
 
+#include <dlfcn.h>
 #include <libpq-fe.h>
 
 #include <charconv>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,8 +13,83 @@
 namespace laggard::history {
 namespace {
 
+// libpq, loaded with dlopen when the first PostgreSQL store is opened: it
+// brings OpenSSL with it, which no other command should pay for at start
+// (tests/package/startup_libraries_test.sh). Its header gives the types.
+struct PqApi {
+  decltype(&::PQclear) clear;
+  decltype(&::PQconnectdb) connectdb;
+  decltype(&::PQconninfoFree) conninfoFree;
+  decltype(&::PQconninfoParse) conninfoParse;
+  decltype(&::PQerrorMessage) errorMessage;
+  decltype(&::PQexecParams) execParams;
+  decltype(&::PQexec) exec;
+  decltype(&::PQfinish) finish;
+  decltype(&::PQfreemem) freemem;
+  decltype(&::PQgetisnull) getisnull;
+  decltype(&::PQgetlength) getlength;
+  decltype(&::PQgetvalue) getvalue;
+  decltype(&::PQntuples) ntuples;
+  decltype(&::PQresultErrorField) resultErrorField;
+  decltype(&::PQresultErrorMessage) resultErrorMessage;
+  decltype(&::PQresultStatus) resultStatus;
+  decltype(&::PQsetNoticeProcessor) setNoticeProcessor;
+  decltype(&::PQstatus) status;
+};
+
+// The loaded library, or why it did not load; once per process.
+struct PqLoad {
+  PqApi api{};
+  std::string why;
+};
+
+const PqLoad& LoadPq() {
+  static const PqLoad loaded = [] {
+    PqLoad l;
+    void* lib = nullptr;
+    for (const char* name : {"libpq.so.5", "libpq.so"}) {
+      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+    }
+    if (lib == nullptr) {
+      l.why = "cannot load libpq.so.5: install Debian's libpq5 (apt-get install libpq5)";
+      return l;
+    }
+    bool ok = true;
+    auto get = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      ok = ok && fn != nullptr;
+    };
+    PqApi& a = l.api;
+    get(a.clear, "PQclear");
+    get(a.connectdb, "PQconnectdb");
+    get(a.conninfoFree, "PQconninfoFree");
+    get(a.conninfoParse, "PQconninfoParse");
+    get(a.errorMessage, "PQerrorMessage");
+    get(a.execParams, "PQexecParams");
+    get(a.exec, "PQexec");
+    get(a.finish, "PQfinish");
+    get(a.freemem, "PQfreemem");
+    get(a.getisnull, "PQgetisnull");
+    get(a.getlength, "PQgetlength");
+    get(a.getvalue, "PQgetvalue");
+    get(a.ntuples, "PQntuples");
+    get(a.resultErrorField, "PQresultErrorField");
+    get(a.resultErrorMessage, "PQresultErrorMessage");
+    get(a.resultStatus, "PQresultStatus");
+    get(a.setNoticeProcessor, "PQsetNoticeProcessor");
+    get(a.status, "PQstatus");
+    if (!ok) l.why = "libpq.so.5 lacks a function laggard needs: not PostgreSQL's libpq";
+    return l;
+  }();
+  return loaded;
+}
+
+// Only after Connect() has loaded it.
+const PqApi& Pq() { return LoadPq().api; }
+
 struct ResultFree {
-  void operator()(PGresult* r) const { PQclear(r); }
+  void operator()(PGresult* r) const { Pq().clear(r); }
 };
 using Result = std::unique_ptr<PGresult, ResultFree>;
 
@@ -40,11 +117,11 @@ int HexValue(char c) {
 
 // What an error says, with its SQLSTATE.
 std::string ErrorOf(PGconn* conn, const PGresult* r, std::string& state) {
-  const char* code = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  const char* code = r != nullptr ? Pq().resultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   state = code != nullptr ? code : "";
-  std::string text = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn);
+  std::string text = r != nullptr ? Pq().resultErrorMessage(r) : Pq().errorMessage(conn);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.empty()) text = PQerrorMessage(conn);
+  if (text.empty()) text = Pq().errorMessage(conn);
   return state.empty() ? text : fmt::format("{} (SQLSTATE {})", text, state);
 }
 
@@ -81,9 +158,9 @@ class PgStatement final : public Statement {
         lengths[i] = static_cast<int>(params_[i]->size());
         formats[i] = binary_[i] ? 1 : 0;
       }
-      result_.reset(PQexecParams(db_.conn_, sql_.c_str(), static_cast<int>(params_.size()), nullptr,
-                                 values.data(), lengths.data(), formats.data(), 0));
-      ExecStatusType st = result_ ? PQresultStatus(result_.get()) : PGRES_FATAL_ERROR;
+      result_.reset(Pq().execParams(db_.conn_, sql_.c_str(), static_cast<int>(params_.size()),
+                                    nullptr, values.data(), lengths.data(), formats.data(), 0));
+      ExecStatusType st = result_ ? Pq().resultStatus(result_.get()) : PGRES_FATAL_ERROR;
       if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         std::string msg = ErrorOf(db_.conn_, result_.get(), db_.last_state_);
         result_.reset();
@@ -93,7 +170,7 @@ class PgStatement final : public Statement {
       row_ = -1;
     }
     ++row_;
-    return row_ < PQntuples(result_.get());
+    return row_ < Pq().ntuples(result_.get());
   }
 
   std::optional<int64_t> Int(int col) const override {
@@ -113,9 +190,9 @@ class PgStatement final : public Statement {
     return v;
   }
   std::optional<std::string_view> Text(int col) const override {
-    if (!result_ || row_ < 0 || PQgetisnull(result_.get(), row_, col)) return std::nullopt;
-    return std::string_view(PQgetvalue(result_.get(), row_, col),
-                            static_cast<size_t>(PQgetlength(result_.get(), row_, col)));
+    if (!result_ || row_ < 0 || Pq().getisnull(result_.get(), row_, col)) return std::nullopt;
+    return std::string_view(Pq().getvalue(result_.get(), row_, col),
+                            static_cast<size_t>(Pq().getlength(result_.get(), row_, col)));
   }
   // bytea in text form: \x and two hex digits a byte.
   std::string_view Blob(int col) const override {
@@ -193,13 +270,13 @@ namespace {
 // libpq's own messages; "" when none.
 std::string PasswordOf(const std::string& uri) {
   char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(uri.c_str(), &error);
-  PQfreemem(error);
+  PQconninfoOption* options = Pq().conninfoParse(uri.c_str(), &error);
+  Pq().freemem(error);
   std::string password;
   for (PQconninfoOption* o = options; o != nullptr && o->keyword != nullptr; ++o) {
     if (std::string_view(o->keyword) == "password" && o->val != nullptr) password = o->val;
   }
-  PQconninfoFree(options);
+  Pq().conninfoFree(options);
   return password;
 }
 
@@ -215,16 +292,19 @@ std::string WithoutPassword(std::string text, const std::string& password) {
 
 StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri, std::string where,
                                                           bool read_only) {
-  PGconn* conn = PQconnectdb(uri.c_str());
+  if (const PqLoad& l = LoadPq(); !l.why.empty()) {
+    return Status::Error(fmt::format("{}: {}", where, l.why));
+  }
+  PGconn* conn = Pq().connectdb(uri.c_str());
   std::unique_ptr<PostgresDb> db(new PostgresDb(conn, std::move(where)));
-  if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
-    std::string msg = conn != nullptr ? PQerrorMessage(conn) : "out of memory";
+  if (conn == nullptr || Pq().status(conn) != CONNECTION_OK) {
+    std::string msg = conn != nullptr ? Pq().errorMessage(conn) : "out of memory";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     return Status::Error(
         fmt::format("{}: cannot connect: {}", db->where_, WithoutPassword(msg, PasswordOf(uri))));
   }
   // Notices (a schema that exists already) are not the user's business.
-  PQsetNoticeProcessor(
+  Pq().setNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
   // What the values are read back as, whatever the server's defaults: blobs
   // in hex, doubles to the last bit.
@@ -239,11 +319,11 @@ StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri
   return db;
 }
 
-PostgresDb::~PostgresDb() { PQfinish(conn_); }
+PostgresDb::~PostgresDb() { Pq().finish(conn_); }
 
 Status PostgresDb::Exec(std::string_view sql) {
-  Result r(PQexec(conn_, std::string(sql).c_str()));
-  ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  Result r(Pq().exec(conn_, std::string(sql).c_str()));
+  ExecStatusType st = r ? Pq().resultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
     last_state_.clear();
     return Status::Ok();

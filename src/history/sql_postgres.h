@@ -1,5 +1,7 @@
 // The history store's SQL over PostgreSQL (sql.h), through libpq: one
-// connection, each statement sent with its parameters (PQexecParams, text
+// connection (libpq loaded with dlopen when the first store opens: it brings
+// OpenSSL, which other commands must not load at start), each statement
+// sent with its parameters (PQexecParams, text
 // values, blobs as binary) and its whole result read at once (a query of
 // 10^6 jobs holds them all in memory: not measured at that scale yet).
 //
