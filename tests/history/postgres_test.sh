@@ -3,8 +3,8 @@
 # started by this test under /tmp on a Unix socket of its own
 # (start_postgres.sh): every store and scan case that runs on SQLite runs
 # again on it, with the PostgreSQL-only cases; then `diagnose --record` and
-# `laggard history` end to end against it. Skips (77) without the package;
-# fails when the server does not start within 60 s.
+# `laggard history` end to end against it. Skips (77) without the package
+# or when the server takes over 60 s to start; fails when it cannot start.
 #
 #   postgres_test.sh LAGGARD_TESTS_BINARY LAGGARD_BINARY SOURCE_DIR
 set -euo pipefail
@@ -20,7 +20,12 @@ line=$("$here/start_postgres.sh" "$dir")
 rc=$?
 set -e
 if [ $rc = 77 ]; then exit 77; fi
-if [ $rc != 0 ]; then echo "FAIL: PostgreSQL did not start within 60 s"; exit 1; fi
+if [ $rc != 0 ]; then
+  # Issue 47: a server that takes over 60 s to start is a skip, with why;
+  # one that fails sooner is a failure.
+  if [ $((SECONDS - start)) -ge 60 ]; then echo "SKIP: PostgreSQL took over 60 s to start"; exit 77; fi
+  echo "FAIL: PostgreSQL did not start"; exit 1
+fi
 export LAGGARD_TEST_POSTGRES=${line#LAGGARD_TEST_POSTGRES=}
 echo "PostgreSQL up in $((SECONDS - start)) s: $LAGGARD_TEST_POSTGRES"
 
