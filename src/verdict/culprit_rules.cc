@@ -88,6 +88,28 @@ void BoundByCulprit(Verdict& v, size_t world) {
   if (world > 0) v.gpu_hours_per_day = GpuHoursPerDay(v.throughput_lost, world);
 }
 
+bool DropCostlessCulprit(Verdict& v) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.size() != 1 || !v.throughput_lost ||
+      v.impact_method != ImpactMethod::kUpperBound || *v.throughput_lost >= kCostlessBelow) {
+    return false;
+  }
+  const Culprit& c = v.culprits.front();
+  if (!c.entity.rank || !c.ranks.empty()) return false;
+  std::string found = c.slowdown ? fmt::format(" ({:+.0f}%)", 100 * *c.slowdown) : "";
+  std::string cause(CauseClassName(c.cause_class));
+  if (c.cause) cause += "/" + *c.cause;
+  v.summary = fmt::format(
+      "verdict: no straggler — rank {} runs slower{} ({}), but the others wait on it so little "
+      "that it costs at most {:.1f}% of job throughput",
+      *c.entity.rank, found, cause, 100 * *v.throughput_lost);
+  if (!c.evidence.empty()) v.summary += ": " + c.evidence.front();
+  v.status = VerdictStatus::kNoStraggler;
+  v.culprits.clear();
+  v.throughput_lost.reset();
+  v.gpu_hours_per_day.reset();
+  return true;
+}
+
 bool CapTwoRankConfidence(Verdict& v, size_t world) {
   if (world != 2 || v.status != VerdictStatus::kStraggler) return false;
   bool capped = false;

@@ -18,6 +18,7 @@ using verdict_internal::CapTwoRankConfidence;
 using verdict_internal::CiteToolReports;
 using verdict_internal::CpuWorkCulprit;
 using verdict_internal::CulpritsAreAnImbalancedStage;
+using verdict_internal::DropCostlessCulprit;
 using verdict_internal::DropUnbornOut;
 using verdict_internal::DropWindowCoreSlowdown;
 using verdict_internal::EnrichGroupCulprit;
@@ -77,6 +78,17 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   return BaseVerdict(run, steps, traces);
 }
+
+namespace {
+
+// What the verdict costs (its pauses, else a level shift of the step
+// time); then a lone culprit that costs nothing measurable is dropped.
+void Price(Verdict& v, const Analyses& a) {
+  if (!PriceByPauses(v, a)) PriceByLevelShift(v, a);
+  DropCostlessCulprit(v);
+}
+
+}  // namespace
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
   // A stopped job: the hang is the verdict, whatever the steps before it did.
@@ -194,7 +206,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     BoundByCulprit(v, WorldSize(a.steps, a.traces));
     v.summary = StragglerSummary(v);
   }
-  if (!PriceByPauses(v, a)) PriceByLevelShift(v, a);
+  Price(v, a);
   CiteToolReports(v, run, a, v.next_steps);
   return v;
 }

@@ -275,5 +275,46 @@ TEST(ImpactTest, ReplaysPatternsAndVerdictsWithoutACulpritAreNotPriced) {
             "since step 30 (step times before and after)");
 }
 
+// A lone rank the others barely wait for is no straggler (bench/realjobs
+// d10: rank 0 on a slower core, last at 1 of 10 collectives, 0.36%).
+TEST(CostlessCulpritTest, ARankThatCostsUnderOnePercentIsNoStraggler) {
+  auto verdict = [](double lost) {
+    Verdict v;
+    v.status = VerdictStatus::kStraggler;
+    Culprit c;
+    c.entity.rank = 0;
+    c.cause_class = CauseClass::kHostStall;
+    c.cause = "host_contention";
+    c.slowdown = 0.27;
+    c.confidence = 0.95;
+    c.evidence.push_back("host CPU: its probe takes 1.28x as long");
+    v.culprits.push_back(c);
+    v.throughput_lost = lost;
+    v.impact_method = ImpactMethod::kUpperBound;
+    v.summary = "verdict: rank 0 is the straggler";
+    return v;
+  };
+  Verdict v = verdict(0.0036);
+  EXPECT_TRUE(DropCostlessCulprit(v));
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler);
+  EXPECT_TRUE(v.culprits.empty());
+  EXPECT_FALSE(v.throughput_lost.has_value());
+  EXPECT_EQ(v.summary,
+            "verdict: no straggler — rank 0 runs slower (+27%) (host_stall/host_contention), but "
+            "the others wait on it so little that it costs at most 0.4% of job throughput: host "
+            "CPU: its probe takes 1.28x as long");
+  Verdict costly = verdict(0.02);
+  EXPECT_FALSE(DropCostlessCulprit(costly));
+  EXPECT_EQ(costly.status, VerdictStatus::kStraggler);
+  // Priced another way (a replay, slow steps), or two culprits: kept.
+  Verdict replay = verdict(0.0036);
+  replay.impact_method = ImpactMethod::kReplay;
+  EXPECT_FALSE(DropCostlessCulprit(replay));
+  Verdict two = verdict(0.0036);
+  two.culprits.push_back(two.culprits.front());
+  two.culprits.back().entity.rank = 3;
+  EXPECT_FALSE(DropCostlessCulprit(two));
+}
+
 }  // namespace
 }  // namespace laggard::verdict_internal
