@@ -97,8 +97,8 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   Json j;
   j["schema"] = "laggard.confirm/1";
   j["verdict"] = {{"status", in.status}, {"summary", in.summary}};
-  auto opt_text = [](const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); };
-  j["job"] = {{"first_time", opt_text(in.first_time)}, {"last_time", opt_text(in.last_time)}};
+  auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
+  j["job"] = {{"first_time", opt(in.first_time)}, {"last_time", opt(in.last_time)}};
   if (!confirmations.empty() && ran_now) {
     auto now = std::chrono::system_clock::now().time_since_epoch();
     j["confirmed_at"] =
@@ -106,7 +106,6 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   }
   Json culprits = Json::array();
   for (const confirm::ReportCulprit& c : in.culprits) {
-    auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
     culprits.push_back({{"name", confirm::CulpritName(c)},
                         {"host", opt(c.host)},
                         {"rank", opt(c.rank)},
@@ -248,10 +247,11 @@ void AddGemmFlags(CLI::App* cmd, GemmFlags& f) {
   cmd->add_option("--dtype", f.dtype, "GPUs: bf16, fp16 or fp32 (fp32 without TF32)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
-  cmd->add_option("--cudart-lib", f.cudart_lib,
-                  "GPUs: the CUDA runtime to load (default libcudart.so.12, then .11.0)");
+  cmd->add_option(
+      "--cudart-lib", f.cudart_lib,
+      "GPUs: the CUDA runtime to load (default libcudart.so.13, .12, .11.0, then libcudart.so)");
   cmd->add_option("--cublas-lib", f.cublas_lib,
-                  "GPUs: cuBLAS to load (default libcublas.so.12, then .11)");
+                  "GPUs: cuBLAS to load (default libcublas.so.13, .12, .11, then libcublas.so)");
   cmd->add_option("--nvml-lib", f.nvml_lib, "GPUs: NVML, for clocks and temperature meanwhile")
       ->capture_default_str();
   cmd->add_option("--fake-gpus", f.fake_gpus, "GPUs: NVML scripted by SCRIPT.json (tests)");
@@ -338,7 +338,7 @@ int Gemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
     }
     cores = *parsed;
   }
-  confirm::GemmOptions options = f.options;
+  confirm::GemmOptions options;
   if (f.n) {
     if (*f.n > 8192) {
       err << "laggard gemm: --n " << *f.n << ": at most 8192 on CPUs\n";

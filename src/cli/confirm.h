@@ -48,7 +48,6 @@ struct GemmFlags {
   std::string cudart_lib, cublas_lib;
   std::string nvml_lib = agent::kNvmlLibrary;
   std::optional<std::string> fake_gpus;  // NVML scripted (agent/fake_gpu.h), for tests
-  confirm::GemmOptions options;
 };
 
 void AddConfirmFlags(CLI::App* cmd, ConfirmOptions& options);

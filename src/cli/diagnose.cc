@@ -337,23 +337,16 @@ StatusOr<SplitPaths> SplitConfirmations(const std::vector<std::string>& given) {
   return out;
 }
 
-std::vector<ConfirmationLine> ConfirmationLines(const SplitPaths& split, const WallSpan& span) {
-  std::vector<ConfirmationLine> lines;
-  for (const confirm::ConfirmationEntry& e : split.confirmed) {
-    lines.push_back({e.name, e.verdict, e.locus, e.figures, e.confirmed_host.value_or(""),
-                     confirm::OfAnotherJob(e, span)});
-  }
-  return lines;
-}
-
 // Folds the confirmations of this run's job (`span`); another job's are
-// said and left out.
-void FoldInto(const SplitPaths& split, const WallSpan& span, Verdict& verdict, bool quiet,
-              std::ostream& err) {
-  if (split.folders == 0) return;
+// said and left out. Returns every confirmation as the report lists it.
+std::vector<ConfirmationLine> FoldInto(const SplitPaths& split, const WallSpan& span,
+                                       Verdict& verdict, bool quiet, std::ostream& err) {
+  std::vector<ConfirmationLine> lines;
+  if (split.folders == 0) return lines;
   std::vector<confirm::ConfirmationEntry> ours;
   for (const confirm::ConfirmationEntry& e : split.confirmed) {
     std::string why = confirm::OfAnotherJob(e, span);
+    lines.push_back({e.name, e.verdict, e.locus, e.figures, e.confirmed_host.value_or(""), why});
     if (why.empty()) {
       ours.push_back(e);
     } else if (!quiet) {
@@ -361,9 +354,10 @@ void FoldInto(const SplitPaths& split, const WallSpan& span, Verdict& verdict, b
     }
   }
   size_t folded = confirm::FoldConfirmation(ours, verdict);
-  if (quiet) return;
+  if (quiet) return lines;
   err << fmt::format("laggard: {} of {} confirmation{} matched the verdict's culprits\n", folded,
                      split.confirmed.size(), split.confirmed.size() == 1 ? "" : "s");
+  return lines;
 }
 
 }  // namespace
@@ -441,9 +435,8 @@ int Diagnose(const DiagnoseOptions& o, std::ostream& out, std::ostream& err,
   analysis.first_node = o.first_node;
   Analyses a = AnalyzeRun(*run, analysis);
   Verdict verdict = DecideVerdict(*run, a);
-  WallSpan span = JobWallSpan(*run);
-  FoldInto(*split, span, verdict, o.quiet, err);
-  in.emplace(ReportInput{*run, a, verdict, ConfirmationLines(*split, span)});
+  std::vector<ConfirmationLine> lines = FoldInto(*split, JobWallSpan(*run), verdict, o.quiet, err);
+  in.emplace(ReportInput{*run, a, verdict, std::move(lines)});
 
   bool to_stdout = false;
   bool outputs_ok = true;

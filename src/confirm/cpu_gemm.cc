@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/process.h"
+#include "base/stats/robust_stats.h"
 
 namespace laggard::confirm {
 namespace {
@@ -37,12 +38,6 @@ class Pin {
   cpu_set_t before_{};
   bool ok_ = false;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 }  // namespace
 
@@ -186,7 +181,7 @@ StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector
     r.reps = reps[i];
     r.seconds = elapsed;
     if (!rates[i].empty()) {
-      r.gflops = Median(rates[i]);
+      r.gflops = laggard::Median(rates[i]).value_or(0);
       r.gflops_min = *std::min_element(rates[i].begin(), rates[i].end());
       r.gflops_max = *std::max_element(rates[i].begin(), rates[i].end());
     }
@@ -248,6 +243,8 @@ std::optional<GemmResult> ParseGemmLine(std::string_view line) {
       !num("gflops_max", r.gflops_max) || kv.count("device") == 0 || kv.count("host") == 0) {
     return std::nullopt;
   }
+  // Counts that fit an int (the line may come from another host): else not a line of ours.
+  if (!(n >= 0 && n <= 1e9 && reps >= 0 && reps <= 2e9)) return std::nullopt;
   r.host = kv["host"];
   r.device = kv["device"];
   r.dtype = kv.count("dtype") != 0 ? kv["dtype"] : "fp32";

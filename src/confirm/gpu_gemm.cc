@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "base/process.h"
+#include "base/stats/robust_stats.h"
+#include "base/text.h"
 #include "model/hardware.h"
 
 namespace laggard::confirm {
@@ -83,17 +85,7 @@ std::string BusKey(std::string_view id) {
   size_t colon = id.find(':');
   if (colon == std::string_view::npos) return std::string(id);
   unsigned long domain = std::strtoul(std::string(id.substr(0, colon)).c_str(), nullptr, 16);
-  std::string rest(id.substr(colon + 1));
-  std::transform(rest.begin(), rest.end(), rest.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return fmt::format("{:x}:{}", domain, rest);
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+  return fmt::format("{:x}:{}", domain, ToLower(id.substr(colon + 1)));
 }
 
 struct Device {
@@ -338,7 +330,7 @@ GemmResult ResultOf(const Worker& w, const GpuGemmOptions& o, const std::string&
   r.n = o.n;
   r.reps = w.reps;
   r.seconds = w.timed_s;
-  r.gflops = Median(w.rates);
+  r.gflops = laggard::Median(w.rates).value_or(0);
   r.gflops_min = *std::min_element(w.rates.begin(), w.rates.end());
   r.gflops_max = *std::max_element(w.rates.begin(), w.rates.end());
   r.blas = version;
@@ -351,7 +343,7 @@ void AddSamples(agent::GpuBackend& nvml, unsigned index, const Sampled& s, GemmR
   if (nvml.ReadText(index, agent::GpuText::kName, text) == agent::kNvmlSuccess) r.model = text;
   if (nvml.ReadText(index, agent::GpuText::kUuid, text) == agent::kNvmlSuccess) r.uuid = text;
   if (!s.sm_mhz.empty()) {
-    r.sm_mhz = Median(s.sm_mhz);
+    r.sm_mhz = laggard::Median(s.sm_mhz).value_or(0);
     r.sm_mhz_min = *std::min_element(s.sm_mhz.begin(), s.sm_mhz.end());
   }
   r.temp_c_max = s.temp_max;

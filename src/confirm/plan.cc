@@ -297,6 +297,10 @@ std::optional<ReportGpu> ControlGpu(const ConfirmInput& in, const std::string& h
   return same_host;
 }
 
+// nvidia-smi -q's sections a GPU health check asks for.
+constexpr std::string_view kSmiSections =
+    "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT";
+
 double DcgmLimit(int level) {
   switch (level) {
     case 1: return 120;
@@ -355,12 +359,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.hosts = {host};
   smi.gpu = gpu;
   smi.node_gpus = GpusOf(in, host);
-  smi.argv = {"nvidia-smi",
-              "-q",
-              "-d",
-              "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT",
-              "-i",
-              std::to_string(gpu)};
+  smi.argv = {"nvidia-smi", "-q", "-d", std::string(kSmiSections), "-i", std::to_string(gpu)};
   smi.time_limit_s = 60;
   smi.why = fmt::format("{} GPU {}: throttle reasons now and the time throttled, clocks, errors",
                         host, gpu);
@@ -375,7 +374,8 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   diag.time_limit_s = DcgmLimit(o.dcgm_level);
   diag.why = fmt::format("DCGM's level-{} diagnostic on {} GPU {}", o.dcgm_level, host, gpu);
   plan.tests.push_back(diag);
-  if (auto peer = ControlGpu(in, host, gpu, named)) {
+  std::optional<ReportGpu> peer = ControlGpu(in, host, gpu, named);
+  if (peer) {
     PlannedTest ctl = diag;
     ctl.control = true;
     ctl.hosts = {peer->host};
@@ -390,7 +390,7 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
     plan.notes.push_back(fmt::format(
         "{} GPU {}: no healthy GPU of the same model in the report for a control", host, gpu));
   }
-  PlanGpuGemm(in, i, host, gpu, ControlGpu(in, host, gpu, named), o, plan);
+  PlanGpuGemm(in, i, host, gpu, peer, o, plan);
 }
 
 void PlanCpuCompute(const ConfirmInput& in, size_t i, const std::optional<std::string>& host,
@@ -673,9 +673,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       smi.culprit = i;
       smi.hosts = {*host};
       smi.node_gpus = GpusOf(in, *host);
-      smi.argv = {
-          "nvidia-smi", "-q", "-d",
-          "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT"};
+      smi.argv = {"nvidia-smi", "-q", "-d", std::string(kSmiSections)};
       smi.time_limit_s = 60;
       smi.why = "every GPU of the host: throttle reasons, clocks, errors (its GPU is not known)";
       plan.tests.push_back(smi);

@@ -100,6 +100,7 @@ bool LooksLikeHost(const std::string& h);
 // "HOST,SWITCH"; a "host,switch" header and # comments are skipped, as in
 // `laggard simulate`'s switch-map.csv). `where` names the hosts file in
 // errors; `gpus_per_node` gives each host's GPUs for a GPU suspect.
+inline constexpr int32_t kMaxGpuIndex = 1023;  // HOST:GPU above it is refused
 StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view hosts_text,
                                     const std::string& where, int gpus_per_node);
 

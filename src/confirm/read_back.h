@@ -21,11 +21,12 @@
 //     against a measured reference is refuted; slow inside too points at a
 //     host under it, not the uplink.
 // A CPU job's GEMM test carries its own verdict (run.h): confirmed when
-// any of the culprit's is, refuted when all are. Health checks (nvidia-smi,
-// dcgmi) are saved for reading, not judged here.
+// any of the culprit's is, refuted when all are. A GPU suspect's GEMM is
+// judged here against its peers and controls (JudgeGpuGemm), together with
+// its health pages (gpu_health.h), read from their saved files.
 //
-// Thread-safety: pure functions but BusBandwidthOf() and IbstatPortsOf(),
-// which read a file.
+// Thread-safety: BusBandwidthOf(), IbstatPortsOf(), ReadResults() and
+// ReadBack() (the health pages) read files; the rest are pure.
 
 #ifndef LAGGARD_CONFIRM_READ_BACK_H_
 #define LAGGARD_CONFIRM_READ_BACK_H_
@@ -90,7 +91,7 @@ struct Confirmation {
   size_t culprit = 0;
   std::string verdict;  // "confirmed", "refuted", "inconclusive", "not run"
   // What the tests point at: "node", "nic", "node_or_uplink", "path",
-  // "switch", "compute", "gpu" or "".
+  // "fabric", "other_host", "switch", "compute", "gpu" or "".
   std::string locus;
   std::string figures;
   std::string host;               // the host it confirms, when it names one

@@ -8,17 +8,12 @@
 #include <fmt/format.h>
 
 #include "base/process.h"
+#include "base/stats/robust_stats.h"
 #include "confirm/read_back.h"
 
 namespace laggard::confirm {
 
 namespace {
-
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 std::string Verdict(double ratio) {
   return ratio < kConfirmedBelow                                 ? "confirmed"
@@ -67,9 +62,12 @@ GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gp
   // suspect is measured against the control alone.
   // Two control GPUs at least: one card alone says nothing of its host.
   double host_ratio =
-      !host_peers.empty() && control.size() >= 2 ? MedianOf(host_peers) / MedianOf(control) : 1.0;
+      !host_peers.empty() && control.size() >= 2
+          ? laggard::Median(host_peers).value_or(0) / laggard::Median(control).value_or(0)
+          : 1.0;
   j.host_wide = host_ratio < kConfirmedBelow;
-  double peer = j.host_wide ? MedianOf(control) : MedianOf(peers);
+  double peer =
+      j.host_wide ? laggard::Median(control).value_or(0) : laggard::Median(peers).value_or(0);
   size_t count = j.host_wide ? control.size() : peers.size();
   double ratio = peer > 0 ? mine->gflops / peer : 0;
   j.verdict = Verdict(ratio);
@@ -78,8 +76,8 @@ GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gp
                           peer / 1e3, mine->dtype, count, count == 1 ? "" : "s");
   if (!mine->throttle.empty()) j.figures += "; throttled while timed: " + mine->throttle;
   if (mine->sm_mhz && !peer_mhz.empty()) {
-    j.figures +=
-        fmt::format("; SM clock {:.0f} MHz (peers {:.0f})", *mine->sm_mhz, MedianOf(peer_mhz));
+    j.figures += fmt::format("; SM clock {:.0f} MHz (peers {:.0f})", *mine->sm_mhz,
+                             laggard::Median(peer_mhz).value_or(0));
   }
   if (ratio > 1 / kConfirmedBelow) {
     j.figures += ": its peers are the slow ones, so they cannot clear it";
@@ -96,18 +94,14 @@ GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gp
 void JudgeGemm(const PlannedTest& t, TestRun& run) {
   if (run.gemm.empty()) return;
   if (t.gpu) {
-    if (t.control) {
-      for (const GemmResult& g : run.gemm) {
-        if (g.device == fmt::format("gpu:{}", *t.gpu)) {
-          run.figures =
-              fmt::format("control GPU {} GEMM {:.1f} TFLOP/s {}", *t.gpu, g.gflops / 1e3, g.dtype);
-        }
+    // Its own figure only: the read-back judges it with its controls and
+    // without the GPUs other culprits name (JudgeGpuGemms), once.
+    for (const GemmResult& g : run.gemm) {
+      if (g.device == fmt::format("gpu:{}", *t.gpu)) {
+        run.figures = fmt::format("{}GPU {} GEMM {:.1f} TFLOP/s {}", t.control ? "control " : "",
+                                  *t.gpu, g.gflops / 1e3, g.dtype);
       }
-      return;
     }
-    GemmJudgement j = JudgeGpuGemm(run.gemm, *t.gpu, {}, {});
-    run.verdict = j.verdict;
-    run.figures = j.figures;
     return;
   }
   auto cores = std::find(t.argv.begin(), t.argv.end(), "--cores");

@@ -70,7 +70,8 @@ TestRun RunTest(const PlannedTest& t, size_t index, Launcher l, const std::strin
 // A GEMM test of --cores SUSPECT,PEER: the suspect core's rate against the
 // peer's; without that pair, the slowest core against the median
 // (inconclusive: which core the suspect ran on is not known). A GPU test
-// (t.gpu): JudgeGpuGemm() on its own lines; a control's gets no verdict.
+// (t.gpu) gets its GPU's figure and no verdict: the read-back judges it
+// with its controls.
 void JudgeGemm(const PlannedTest& t, TestRun& run);
 
 struct GemmJudgement {

@@ -27,9 +27,11 @@ StatusOr<ConfirmInput> SuspectInput(std::string_view suspect, std::string_view h
     int32_t g = -1;
     std::string tail = host.substr(colon + 1);
     auto [p, e] = std::from_chars(tail.data(), tail.data() + tail.size(), g);
-    if (e != std::errc() || p != tail.data() + tail.size() || g < 0) {
-      return Status::Error(
-          fmt::format("--suspect '{}': give HOST or HOST:GPU (a GPU index)", suspect));
+    // A host has at most a few dozen GPUs: an index past kMaxGpuIndex is a
+    // typo, and the plan lists every GPU below it for each host.
+    if (e != std::errc() || p != tail.data() + tail.size() || g < 0 || g > kMaxGpuIndex) {
+      return Status::Error(fmt::format(
+          "--suspect '{}': give HOST or HOST:GPU (a GPU index, 0 to {})", suspect, kMaxGpuIndex));
     }
     gpu = g;
     host.resize(colon);

@@ -14,6 +14,7 @@
 #ifndef LAGGARD_HISTORY_SQL_H_
 #define LAGGARD_HISTORY_SQL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,7 +48,11 @@ class Statement {
 
   // Bind helpers: NULL for nullopt.
   void Bind(int i, std::optional<int64_t> v) { v ? BindInt(i, *v) : BindNull(i); }
-  void Bind(int i, std::optional<double> v) { v ? BindReal(i, *v) : BindNull(i); }
+  // NaN is NULL in both stores (SQLite stores it so): what reads back is
+  // the same whichever keeps it.
+  void Bind(int i, std::optional<double> v) {
+    v && !std::isnan(*v) ? BindReal(i, *v) : BindNull(i);
+  }
   void Bind(int i, const std::optional<std::string>& v) { v ? BindText(i, *v) : BindNull(i); }
   void Bind(int i, const std::string& v) { BindText(i, v); }
   std::optional<std::string> TextCopy(int col) const {
@@ -69,8 +74,19 @@ class Db {
   // A read transaction's start: one consistent snapshot.
   virtual std::string_view BeginRead() const = 0;
 
+  // Whether the last error was the database's "try again" (a deadlock or
+  // serialization failure between two writers).
+  virtual bool Retryable() const { return false; }
+
   // The first column of a one-row query as an integer.
-  StatusOr<int64_t> QueryInt(std::string_view sql);
+  StatusOr<int64_t> QueryInt(std::string_view sql) {
+    auto st = Prepare(sql);
+    if (!st.ok()) return st.status();
+    auto row = (*st)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Error("no row from " + std::string(sql));
+    return (*st)->Int(0).value_or(0);
+  }
 };
 
 // A read transaction: one consistent snapshot while writers go on.

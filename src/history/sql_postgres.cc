@@ -4,11 +4,12 @@
 #include <libpq-fe.h>
 
 #include <charconv>
-#include <cmath>
 #include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "base/text.h"
 
 namespace laggard::history {
 namespace {
@@ -52,13 +53,17 @@ const PqLoad& LoadPq() {
       if (lib != nullptr) break;
     }
     if (lib == nullptr) {
-      l.why = "cannot load libpq.so.5: install Debian's libpq5 (apt-get install libpq5)";
+      const char* e = dlerror();
+      l.why = fmt::format(
+          "cannot load libpq.so.5 ({}): install Debian's libpq5 (apt-get install "
+          "libpq5)",
+          e != nullptr ? e : "not found");
       return l;
     }
-    bool ok = true;
+    std::string missing;
     auto get = [&](auto& fn, const char* symbol) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
-      ok = ok && fn != nullptr;
+      if (fn == nullptr) missing += missing.empty() ? symbol : fmt::format(", {}", symbol);
     };
     PqApi& a = l.api;
     get(a.clear, "PQclear");
@@ -79,7 +84,9 @@ const PqLoad& LoadPq() {
     get(a.resultStatus, "PQresultStatus");
     get(a.setNoticeProcessor, "PQsetNoticeProcessor");
     get(a.status, "PQstatus");
-    if (!ok) l.why = "libpq.so.5 lacks a function laggard needs: not PostgreSQL's libpq";
+    if (!missing.empty()) {
+      l.why = fmt::format("the libpq loaded lacks {}: not PostgreSQL's libpq", missing);
+    }
     return l;
   }();
   return loaded;
@@ -120,8 +127,8 @@ std::string ErrorOf(PGconn* conn, const PGresult* r, std::string& state) {
   const char* code = r != nullptr ? Pq().resultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   state = code != nullptr ? code : "";
   std::string text = r != nullptr ? Pq().resultErrorMessage(r) : Pq().errorMessage(conn);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.empty()) text = Pq().errorMessage(conn);
+  text = std::string(Trim(text));
+  if (text.empty()) text = Trim(Pq().errorMessage(conn));
   return state.empty() ? text : fmt::format("{} (SQLSTATE {})", text, state);
 }
 
@@ -137,14 +144,7 @@ class PgStatement final : public Statement {
   }
   void BindNull(int i) override { Slot(i).reset(); }
   void BindInt(int i, int64_t v) override { Set(i, std::to_string(v), false); }
-  // NaN as NULL, as SQLite stores it: both stores read back alike.
-  void BindReal(int i, double v) override {
-    if (std::isnan(v)) {
-      BindNull(i);
-    } else {
-      Set(i, fmt::format("{}", v), false);
-    }
-  }
+  void BindReal(int i, double v) override { Set(i, fmt::format("{}", v), false); }
   void BindText(int i, std::string_view v) override { Set(i, std::string(v), false); }
   void BindBlob(int i, std::string_view v) override { Set(i, std::string(v), true); }
 
@@ -175,12 +175,9 @@ class PgStatement final : public Statement {
 
   std::optional<int64_t> Int(int col) const override {
     auto t = Text(col);
-    if (!t) return std::nullopt;
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
-    if (ec != std::errc() || p != t->data() + t->size()) return std::nullopt;
-    return v;
+    return t ? ParseInt<int64_t>(*t) : std::nullopt;
   }
+  // Not ParseDouble: a stored infinity ("Infinity") reads back as one.
   std::optional<double> Real(int col) const override {
     auto t = Text(col);
     if (!t) return std::nullopt;
@@ -299,7 +296,7 @@ StatusOr<std::unique_ptr<PostgresDb>> PostgresDb::Connect(const std::string& uri
   std::unique_ptr<PostgresDb> db(new PostgresDb(conn, std::move(where)));
   if (conn == nullptr || Pq().status(conn) != CONNECTION_OK) {
     std::string msg = conn != nullptr ? Pq().errorMessage(conn) : "out of memory";
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    msg = std::string(Trim(msg));
     return Status::Error(
         fmt::format("{}: cannot connect: {}", db->where_, WithoutPassword(msg, PasswordOf(uri))));
   }

@@ -44,6 +44,7 @@ class PostgresDb final : public Db {
   }
   // The SQLSTATE of the last error ("40P01": a deadlock), "" when none.
   const std::string& last_state() const { return last_state_; }
+  bool Retryable() const override { return last_state_ == "40P01" || last_state_ == "40001"; }
 
  private:
   PostgresDb(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}

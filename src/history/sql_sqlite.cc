@@ -56,15 +56,6 @@ class SqliteStatement final : public Statement {
 
 }  // namespace
 
-StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
-  auto st = Prepare(sql);
-  if (!st.ok()) return st.status();
-  auto row = (*st)->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return Status::Error(fmt::format("no row from {}", sql));
-  return (*st)->Int(0).value_or(0);
-}
-
 StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int flags,
                                                    std::string where) {
   sqlite3* raw = nullptr;

@@ -4,11 +4,11 @@
 #include <cstdlib>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "history/sql.h"
 #include "history/sql_postgres.h"
 #include "history/store_internal.h"
@@ -16,34 +16,25 @@
 namespace laggard::history {
 namespace {
 
-std::string Joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) {
-    if (!out.empty()) out += ' ';
-    out += w;
+// One row's first column, or nullopt when there is no row.
+StatusOr<std::optional<int64_t>> FirstId(Statement& st) {
+  auto row = st.Step();
+  if (!row.ok()) return row.status();
+  std::optional<int64_t> id;
+  if (*row) id = st.Int(0);
+  while (*row) {
+    row = st.Step();
+    if (!row.ok()) return row.status();
   }
-  return out;
-}
-
-std::vector<std::string> Split(std::string_view text) {
-  std::vector<std::string> out;
-  std::istringstream in{std::string(text)};
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
+  return id;
 }
 
 // The row of an upsert ... RETURNING id.
 StatusOr<int64_t> ReturnedId(Statement& st) {
-  auto row = st.Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return Status::Error("no id returned");
-  int64_t id = st.Int(0).value_or(0);
-  while (true) {
-    auto more = st.Step();
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-  }
-  return id;
+  auto id = FirstId(st);
+  if (!id.ok()) return id.status();
+  if (!*id) return Status::Error("no id returned");
+  return **id;
 }
 
 Status Run(Statement& st) {
@@ -61,19 +52,6 @@ struct PartStatements {
   std::unique_ptr<Statement> part, host, seen, culprit;
   std::unique_ptr<Statement> find_part, find_host, update_part;  // PostgreSQL
 };
-
-// One row's first column, or nullopt when there is no row.
-StatusOr<std::optional<int64_t>> FirstId(Statement& st) {
-  auto row = st.Step();
-  if (!row.ok()) return row.status();
-  std::optional<int64_t> id;
-  if (*row) id = st.Int(0);
-  while (*row) {
-    row = st.Step();
-    if (!row.ok()) return row.status();
-  }
-  return id;
-}
 
 StatusOr<int64_t> PgHostRow(PartStatements& st, const std::string& name) {
   for (Statement* s : {st.find_host.get(), st.host.get(), st.find_host.get()}) {
@@ -213,7 +191,7 @@ Status InsertParts(const std::string& path, const JobRecord& job, int64_t job_ro
     culprit.Bind(4, p.cause);
     culprit.Bind(5, p.confidence);
     culprit.Bind(6, p.slowdown);
-    culprit.Bind(7, Joined(p.evidence_codes));
+    culprit.Bind(7, fmt::format("{}", fmt::join(p.evidence_codes, " ")));
     if (Status s = Run(culprit); !s.ok()) {
       return InContext(path, "culprit " + p.key, s);
     }
@@ -240,26 +218,21 @@ PartRecord PartAt(const Statement& ps) {
     p.cause = ps.TextCopy(13);
     p.confidence = ps.Real(14);
     p.slowdown = ps.Real(15);
-    p.evidence_codes = Split(ps.Text(16).value_or(""));
+    for (std::string_view code : SplitBlanks(ps.Text(16).value_or(""))) {
+      p.evidence_codes.emplace_back(code);
+    }
   }
   return p;
-}
-
-// PostgreSQL's answer to two writers that wait on each other: one of them
-// is told so, and tries again.
-bool Retryable(const Db& db) {
-  const auto* pg = dynamic_cast<const PostgresDb*>(&db);
-  return pg != nullptr && (pg->last_state() == "40P01" || pg->last_state() == "40001");
 }
 
 StatusOr<bool> RecordOnce(Db& db, const std::string& path_, const JobRecord& job, bool& retry) {
   retry = false;
   if (Status s = db.Exec(db.BeginWrite()); !s.ok()) {
-    retry = Retryable(db);
+    retry = db.Retryable();
     return s;
   }
   auto fail = [&](const std::string& what, const Status& why) -> StatusOr<bool> {
-    retry = Retryable(db);
+    retry = db.Retryable();
     (void)db.Exec("ROLLBACK");
     return InContext(path_, fmt::format("recording job {}: {}", job.job_id, what), why);
   };
@@ -282,15 +255,14 @@ StatusOr<bool> RecordOnce(Db& db, const std::string& path_, const JobRecord& job
   s.Bind(11, job.throughput_lost);
   s.Bind(12,
          job.impact_method.empty() ? std::nullopt : std::optional<std::string>(job.impact_method));
-  auto inserted = s.Step();
+  auto inserted = FirstId(s);
   if (!inserted.ok()) return fail("the job", inserted.status());
   if (!*inserted) {
     // A job of this id or this content is there already.
     if (Status c = db.Exec("COMMIT"); !c.ok()) return c;
     return false;
   }
-  int64_t job_row = s.Int(0).value_or(0);
-  if (Status done = Run(s); !done.ok()) return fail("the job", done);
+  int64_t job_row = **inserted;
 
   PartStatements st;
   bool pg = db.dialect() == Dialect::kPostgres;

@@ -107,7 +107,6 @@ class HistoryStore {
   Status RecordAction(const ActionRecord& action);
   StatusOr<std::vector<ActionRecord>> Actions() const;
 
-  const std::string& path() const { return path_; }
   // The path as messages show it: a PostgreSQL URI without its password.
   std::string display() const;
 

@@ -98,16 +98,17 @@ bool DropCostlessCulprit(Verdict& v) {
   std::string found = c.slowdown ? fmt::format(" ({:+.0f}%)", 100 * *c.slowdown) : "";
   std::string cause(CauseClassName(c.cause_class));
   if (c.cause) cause += "/" + *c.cause;
-  v.summary = fmt::format(
-      "verdict: no straggler — rank {} runs slower{} ({}), but the others wait on it so little "
-      "that it costs at most {:.1f}% of job throughput",
+  std::string why = fmt::format(
+      "rank {} runs slower{} ({}), but the others wait on it so little that it costs at most "
+      "{:.1f}% of job throughput",
       *c.entity.rank, found, cause, 100 * *v.throughput_lost);
-  if (!c.evidence.empty()) v.summary += ": " + c.evidence.front();
-  v.status = VerdictStatus::kNoStraggler;
+  if (!c.evidence.empty()) why += ": " + c.evidence.front();
+  std::string next = fmt::format(
+      "nothing measurable holds the job back; rank {}'s slowness is its own (look at its host "
+      "only if it grows)",
+      *c.entity.rank);
   v.culprits.clear();
-  v.throughput_lost.reset();
-  v.gpu_hours_per_day.reset();
-  return true;
+  return SayDropped(v, {why}, std::move(next));
 }
 
 bool CapTwoRankConfidence(Verdict& v, size_t world) {

@@ -71,6 +71,8 @@ std::vector<const Finding*> Waiting(const Analyses& a) {
   return out;
 }
 
+}  // namespace
+
 // After culprits were dropped for `dropped` (why, each): with none left the
 // verdict is no straggler, saying the first why, with `next_step`; else the
 // first culprit carries it. False when nothing was dropped.
@@ -87,8 +89,6 @@ bool SayDropped(Verdict& v, const std::vector<std::string>& dropped, std::string
   }
   return true;
 }
-
-}  // namespace
 
 bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
   if (a.host_cpu.findings.empty()) return false;

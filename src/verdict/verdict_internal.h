@@ -59,12 +59,17 @@ void BoundByCulprit(Verdict& v, size_t world);
 inline constexpr double kTwoRankCap = 0.75;
 bool CapTwoRankConfidence(Verdict& v, size_t world);
 
+// After culprits were dropped for `dropped` (why, each): with none left the
+// verdict is no straggler, saying the first why, with `next_step`; else the
+// first culprit carries it. False when nothing was dropped.
+bool SayDropped(Verdict& v, const std::vector<std::string>& dropped, std::string next_step);
+
 // A lone rank culprit the others barely wait for is not holding the job
 // back: when the upper bound of its cost (what the others waited on it) is
 // under kCostlessBelow, the verdict is no straggler and says what was
 // found. bench/realjobs d10 (2026-12-06): the one straggler verdict of 120
-// under 2% was a false culprit (rank 0, a slower core, last at 1 of 10
-// collectives: 0.36%). True when it dropped one.
+// under 2% cost 0.36% (rank 0, a slower core, last at 1 of 10
+// collectives), named "confidence high". True when it dropped one.
 inline constexpr double kCostlessBelow = 0.01;
 bool DropCostlessCulprit(Verdict& v);
 

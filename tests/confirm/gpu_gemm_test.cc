@@ -222,6 +222,15 @@ TEST(GpuGemmTest, AGpuLineReadsBackWithItsSamples) {
   EXPECT_EQ(back->throttle, "sw_power_cap,hw_slowdown");
   EXPECT_EQ(back->blas, r.blas);
   EXPECT_DOUBLE_EQ(back->gflops, 712011.2);
+  // Counts that do not fit an int are not a line of ours (no undefined cast).
+  for (const char* bad : {"n=1e300", "n=nan", "reps=-1", "reps=1e12"}) {
+    std::string cut = line;
+    std::string key = std::string(bad).substr(0, std::string(bad).find('=') + 1);
+    size_t at = cut.find(" " + key);
+    size_t end = cut.find(' ', at + 1);
+    cut.replace(at + 1, end - at - 1, bad);
+    EXPECT_FALSE(ParseGemmLine(cut).has_value()) << cut;
+  }
   // A CPU line has none of them.
   auto cpu = ParseGemmLine(
       "laggard-gemm host=vm device=cpu:1 dtype=fp32 n=512 reps=41 seconds=1.00 gflops=38.21 "

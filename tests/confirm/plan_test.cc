@@ -357,6 +357,10 @@ TEST(ConfirmSuspectTest, AHostNamedByHandIsPairedWithTheHostsFile) {
 TEST(ConfirmSuspectTest, WhatIsNotAHostIsAClearError) {
   EXPECT_FALSE(SuspectInput("-oProxyCommand=x", "", "h", 8).ok());
   EXPECT_FALSE(SuspectInput("node-01:x", "", "h", 8).ok());
+  // An index no host has: refused, not a plan of 2^31 GPUs per host.
+  EXPECT_FALSE(SuspectInput("node-01:2147483647", "node-02\n", "h", 8).ok());
+  EXPECT_FALSE(SuspectInput("node-01:1024", "node-02\n", "h", 8).ok());
+  EXPECT_TRUE(SuspectInput("node-01:1023", "node-02\n", "h", 8).ok());
   auto bad = SuspectInput("node-01", "node-02 leaf-1 extra\n", "hosts.txt", 8);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("hosts.txt:1"), std::string::npos);
