@@ -297,10 +297,6 @@ std::optional<ReportGpu> ControlGpu(const ConfirmInput& in, const std::string& h
   return same_host;
 }
 
-// nvidia-smi -q's sections a GPU health check asks for.
-constexpr std::string_view kSmiSections =
-    "PERFORMANCE,CLOCK,TEMPERATURE,POWER,ECC,ROW_REMAPPER,UTILIZATION,PAGE_RETIREMENT";
-
 double DcgmLimit(int level) {
   switch (level) {
     case 1: return 120;
@@ -359,7 +355,9 @@ void PlanGpuCompute(const ConfirmInput& in, size_t i, const std::string& host, i
   smi.hosts = {host};
   smi.gpu = gpu;
   smi.node_gpus = GpusOf(in, host);
-  smi.argv = {"nvidia-smi", "-q", "-d", std::string(kSmiSections), "-i", std::to_string(gpu)};
+  // The whole page: `-d` has no section with the PCIe link, which the
+  // health read-back checks while the GPU is busy (gpu_health.h).
+  smi.argv = {"nvidia-smi", "-q", "-i", std::to_string(gpu)};
   smi.time_limit_s = 60;
   smi.why = fmt::format("{} GPU {}: throttle reasons now and the time throttled, clocks, errors",
                         host, gpu);
@@ -673,7 +671,7 @@ ConfirmPlan PlanConfirm(const ConfirmInput& in, const PlanOptions& o) {
       smi.culprit = i;
       smi.hosts = {*host};
       smi.node_gpus = GpusOf(in, *host);
-      smi.argv = {"nvidia-smi", "-q", "-d", std::string(kSmiSections)};
+      smi.argv = {"nvidia-smi", "-q"};
       smi.time_limit_s = 60;
       smi.why = "every GPU of the host: throttle reasons, clocks, errors (its GPU is not known)";
       plan.tests.push_back(smi);

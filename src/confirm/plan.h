@@ -5,8 +5,8 @@
 // Input: the JSON report of `laggard diagnose --json` (ReadReport()).
 // Per culprit, by its cause class:
 //   compute_slow, host_stall, unknown, with a GPU
-//       health on the suspect GPU: `nvidia-smi -q -d PERFORMANCE,CLOCK,
-//       TEMPERATURE,POWER,ECC,ROW_REMAPPER -i G` and `dcgmi diag -r 1 -i G` (-r 2 by
+//       health on the suspect GPU: `nvidia-smi -q -i G` (the whole page:
+//       its PCIe link too) and `dcgmi diag -r 1 -i G` (-r 2 by
 //       option); the same dcgmi run on a healthy GPU of the same model,
 //       another host preferred, as the control; `laggard gemm --gpus all`
 //       on the suspect's host (the GPU against its peers there) and

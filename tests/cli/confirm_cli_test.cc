@@ -157,5 +157,39 @@ TEST(ConfirmCliTest, GemmTimesEachGpuThroughCublasAndSaysWhichFailed) {
   EXPECT_NE(absent.err.find("cannot load the CUDA runtime"), std::string::npos) << absent.err;
 }
 
+// The whole loop on files confirm itself wrote: simulate a degraded NIC,
+// diagnose, confirm from the run's own nccl-tests and ibstat (--results,
+// --out), then diagnose the run with the confirmation folder beside it.
+TEST(ConfirmCliTest, AConfirmationFolderConfirmWroteFoldsIntoTheVerdict) {
+  TempDir tmp;
+  std::string run = tmp.File("run");
+  ASSERT_EQ(RunCli({"simulate", "-o", run, "--nodes", "8", "--gpus-per-node", "4", "--fault",
+                    "nic_degraded@node-05:mlx5_2"})
+                .rc,
+            kExitOk);
+  std::string report = tmp.File("report.json");
+  ASSERT_EQ(RunCli({"diagnose", run, "--json", report, "-q"}).rc, kExitOk);
+  auto before = nlohmann::json::parse(testing_util::ReadFile(report));
+  ASSERT_EQ(before["verdict"]["culprits"][0]["host"], "node-05");
+  double confidence = before["verdict"]["culprits"][0]["confidence"];
+  std::string out = tmp.File("confirm");
+  auto confirmed = RunCli({"confirm", report, "--results", run, "--out", out});
+  ASSERT_EQ(confirmed.rc, kExitOk) << confirmed.err;
+  EXPECT_NE(confirmed.out.find("confirmed (nic)"), std::string::npos) << confirmed.out;
+  std::string folded = tmp.File("folded.json");
+  auto again = RunCli({"diagnose", run, out, "--json", folded});
+  ASSERT_EQ(again.rc, kExitOk) << again.err;
+  EXPECT_NE(again.err.find("1 of 1 confirmation matched"), std::string::npos) << again.err;
+  auto after = nlohmann::json::parse(testing_util::ReadFile(folded));
+  EXPECT_DOUBLE_EQ(after["verdict"]["culprits"][0]["confidence"].get<double>(),
+                   confidence + (1 - confidence) / 2);
+  ASSERT_EQ(after["confirmation"].size(), 1u);
+  EXPECT_EQ(after["confirmation"][0]["verdict"], "confirmed");
+  EXPECT_EQ(after["confirmation"][0]["locus"], "nic");
+  EXPECT_EQ(after["confirmation"][0]["folded"], true);
+  // The confirmation folder is not read as the run's data.
+  EXPECT_EQ(after["verdict"]["culprits"].size(), before["verdict"]["culprits"].size());
+}
+
 }  // namespace
 }  // namespace laggard

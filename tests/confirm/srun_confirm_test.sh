@@ -34,7 +34,7 @@ runs=$(grep -c -- '-> ran' "$dir/confirm.out" || true)
 [ "$runs" = 3 ] || { echo "FAIL: $runs of 3 srun tests ran (the suspect's two, a control)"; fail=1; }
 grep -q -- "srun --nodes=1 --ntasks=1 --exclusive --gpus-per-node=8 --nodelist=node-01 --time=1 nvidia-smi" "$dir/confirm.out" ||
   { echo "FAIL: no srun command line for nvidia-smi"; fail=1; }
-grep -q "stand-in nvidia-smi on .* job [0-9]*: -q -d PERFORMANCE" "$dir/out/test-1.txt" ||
+grep -q "stand-in nvidia-smi on .* job [0-9]*: -q -i 0" "$dir/out/test-1.txt" ||
   { echo "FAIL: nvidia-smi did not run under a Slurm job"; cat "$dir/out/test-1.txt"; fail=1; }
 grep -q "stand-in dcgmi on .* job [0-9]*: diag -r 1 -i 0" "$dir/out/test-2.txt" ||
   { echo "FAIL: dcgmi did not run under a Slurm job"; cat "$dir/out/test-2.txt"; fail=1; }

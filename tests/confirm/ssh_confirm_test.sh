@@ -75,7 +75,7 @@ PATH="$dir/client:$PATH" "$laggard" confirm --suspect node-01:0 --hosts "$dir/ho
 fail=0
 runs=$(grep -c -- '-> ran' "$dir/confirm.out" || true)
 [ "$runs" = 3 ] || { echo "FAIL: $runs of 3 health checks ran through ssh"; fail=1; }
-grep -q "stand-in nvidia-smi via ssh \[127.0.0.1 [0-9]* 127.0.0.1 $port\]: -q -d PERFORMANCE" \
+grep -q "stand-in nvidia-smi via ssh \[127.0.0.1 [0-9]* 127.0.0.1 $port\]: -q -i 0" \
   "$dir/out/test-1.txt" || { echo "FAIL: nvidia-smi did not run through sshd"; cat "$dir/out/test-1.txt"; fail=1; }
 grep -q "stand-in dcgmi via ssh \[.*\]: diag -r 1 -i 0" "$dir/out/test-3.txt" ||
   { echo "FAIL: the control's dcgmi did not run through sshd"; cat "$dir/out/test-3.txt"; fail=1; }
