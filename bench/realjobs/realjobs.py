@@ -28,7 +28,10 @@ Scoring, per run:
                 or host stall -> host_stall, throttled link -> communication);
                 a compute fault named host_contention is right when the job's
                 own probe shows that rank's core slower than the fault's
-                factor (truth.json host_slowed); a compute fault with no
+                factor (truth.json host_slowed), and so is another rank named
+                host_contention whose core the probe shows slower than the
+                fault's factor (the host slowed it more than the fault
+                slowed the faulty rank: it is the straggler); a compute fault with no
                 culprit named is right when the verdict names the faulty
                 rank's CPU-time excess and asks for more steps than the run
                 had ("rank R's thread used 1.09x ... run ~N steps to tell");
@@ -417,13 +420,15 @@ def score(truth, report):
             return True, false_culprits, words + f" (asks for ~{asked.group(2)} steps)"
         return False, false_culprits, words
     first = culprits[0]
-    if first["rank"] == want["rank"] and first.get("cause") == "host_contention" and \
-            want["kind"] == "compute":
-        # The faulty rank also sat on a core the job measured slower by more
-        # than the fault's own factor: the host is the larger cause.
+    if first.get("cause") == "host_contention" and want["kind"] == "compute":
+        # The rank named sat on a core the job measured slower by more than
+        # the fault's own factor: the faulty rank itself, or another rank
+        # the host slowed more than the fault slowed the faulty one (then
+        # that rank is the step's slowest, and the job waits for it).
         factor = float(want["spec"][0].split(":")[1])
-        probe = truth.get("host_slowed", {}).get(str(want["rank"]), {}).get("probe_ratio", 1)
-        return probe >= factor, false_culprits, words
+        probe = truth.get("host_slowed", {}).get(str(first["rank"]), {}).get("probe_ratio", 1)
+        if first["rank"] == want["rank"] or probe >= factor:
+            return probe >= factor, false_culprits, words
     return (first["rank"] == want["rank"] and first["cause_class"] == want["cause_class"],
             false_culprits, words)
 

@@ -111,6 +111,41 @@ bool DropCostlessCulprit(Verdict& v) {
   return SayDropped(v, {why}, std::move(next));
 }
 
+bool PreferCommBound(Verdict& v, const Analyses& a) {
+  const Finding* comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound);
+  if (comm == nullptr || comm->slowdown.value_or(0) < kCommMostOfStep) return false;
+  if (v.status == VerdictStatus::kStraggler) {
+    if (v.culprits.empty() || !v.throughput_lost || *v.throughput_lost >= *comm->slowdown / 3)
+      return false;
+    for (const Culprit& c : v.culprits) {
+      if (c.entity.job || (!c.entity.rank && c.ranks.empty()) ||
+          c.cause_class == CauseClass::kCommunication)
+        return false;
+    }
+  } else if (v.status != VerdictStatus::kNoStraggler) {
+    return false;
+  }
+  std::string before;
+  if (v.status == VerdictStatus::kStraggler) {
+    // "rank 1 (host stall: host_contention, +51%), costs up to ~7% ..."
+    for (const Culprit& c : v.culprits) {
+      std::string cause(CauseClassName(c.cause_class));
+      if (c.cause) cause += ": " + *c.cause;
+      if (c.slowdown) cause += fmt::format(", {:+.0f}%", 100 * *c.slowdown);
+      before += fmt::format("{}{} ({})", before.empty() ? "" : ", ", EntityName(c.entity), cause);
+    }
+    before = "a smaller problem beside it: " + before + " runs slower" + CostPhrase(v);
+  } else {
+    before = v.summary;
+    if (before.starts_with("verdict: ")) before.erase(0, 9);
+  }
+  Verdict bound = CommBoundVerdict(*comm);
+  bound.summary += "; " + before;
+  for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
+  v = std::move(bound);
+  return true;
+}
+
 bool CapTwoRankConfidence(Verdict& v, size_t world) {
   if (world != 2 || v.status != VerdictStatus::kStraggler) return false;
   bool capped = false;

@@ -173,14 +173,15 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
                             [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
   if (stats == a.host_cpu.ranks.end() || !stats->work_probed || stats->work_z < min_z)
     return std::nullopt;
-  // Its core ran the probe's fixed work as much slower over the run: the
-  // extra CPU time may be the core's, not more work (bench/realjobs d8: a
-  // healthy rank 1.52x the CPU time on the 10 steps its probe passed, on a
-  // core 1.62x slow over 40 steps, named compute-slow beside the stalled
-  // rank). Not more work, then; host.cpu_slow speaks for the core.
+  // Its core ran the probe's fixed work nearly as much slower over the
+  // run: the extra CPU time may be the core's, not more work
+  // (bench/realjobs d8: a healthy rank 1.52x the CPU time on the 10 steps
+  // its probe passed, on a core 1.62x slow over 40 steps, named
+  // compute-slow beside the stalled rank; d11: 1.25x on a core 1.24x
+  // slow). Not more work, then; host.cpu_slow speaks for the core.
   for (const Finding& f : a.host_cpu.findings) {
     if (f.code == FindingCode::kHostCpuSlow && f.entity.rank == more->entity.rank &&
-        f.slowdown.value_or(0) >= more->slowdown.value_or(0))
+        f.slowdown.value_or(0) >= kCoreExplainsWork * more->slowdown.value_or(0))
       return std::nullopt;
   }
   Culprit c;
@@ -391,6 +392,30 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
   if (v.status != VerdictStatus::kStraggler) return false;
   const double excess = HostCpuDetectorOptions().min_probe_excess;
+  bool changed = false;
+  // Its core slower over the run too, and in the profiled steps by enough
+  // to explain most of its slowdown: the host made this straggler.
+  for (Culprit& c : v.culprits) {
+    if (c.cause || !c.entity.rank || c.ranks.size() > 1 || !c.slowdown ||
+        (c.cause_class != CauseClass::kUnknown && c.cause_class != CauseClass::kComputeSlow) ||
+        !FromTraces(a, *c.entity.rank))
+      continue;
+    std::optional<double> window =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
+    std::optional<double> run =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::probe_ns);
+    if (!window || !run || *window < 1 + excess || *run < 1 + excess / 2 ||
+        *window - 1 < kWindowCoreExplains * *c.slowdown)
+      continue;
+    c.cause_class = CauseClass::kHostStall;
+    c.cause = "host_contention";
+    c.evidence.push_back(fmt::format(
+        "host CPU: in the profiled steps rank {}'s CPU ran a fixed piece of work {:.2f}x as long "
+        "as its peers' ({:.2f}x over the run), enough for its +{:.0f}%: a slower or shared core, "
+        "slowest while the profiler ran",
+        *c.entity.rank, *window, *run, 100 * *c.slowdown));
+    changed = true;
+  }
   std::vector<std::string> dropped;
   std::erase_if(v.culprits, [&](const Culprit& c) {
     if (c.cause || !c.entity.rank || c.ranks.size() > 1 ||
@@ -424,7 +449,8 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
   return SayDropped(v, dropped,
                     "nothing to fix in the job; to be sure, profile another window of steps (the "
                     "traces covered a few steps only), and watch the host's CPUs (steal, clocks) "
-                    "if it recurs");
+                    "if it recurs") ||
+         changed;
 }
 
 }  // namespace laggard::verdict_internal

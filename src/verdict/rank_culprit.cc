@@ -278,7 +278,11 @@ std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAna
     return JobCulpritVerdict(*imb, CauseClass::kImbalance, "step times",
                              "verdict: workload imbalance — " + imb->message);
   }
-  if (const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork)) {
+  const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound);
+  const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork);
+  // Transfers take most of each step: the compute that varies between the
+  // ranks is the smaller part of it, and the network the larger problem.
+  if (vw && !(comm && comm->slowdown.value_or(0) >= kCommMostOfStep)) {
     return JobCulpritVerdict(*vw, CauseClass::kImbalance, "traces",
                              "verdict: workload imbalance — " + vw->message);
   }
@@ -287,11 +291,9 @@ std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAna
     return JobCulpritVerdict(*hs, CauseClass::kHostStall, "traces",
                              "verdict: job-wide host stall — " + hs->message);
   }
-  if (const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound)) {
-    Verdict v = JobCulpritVerdict(
-        *comm, CauseClass::kCommunication, "traces",
-        "verdict: communication-bound — " + comm->message + "; no single rank is to blame");
-    v.status = VerdictStatus::kCommBound;
+  if (comm) {
+    Verdict v = CommBoundVerdict(*comm);
+    if (vw) v.summary += "; the smaller part of each step, compute, also varies: " + vw->message;
     return v;
   }
   // The whole job slows on a fixed period and no rank stands out: periodic
@@ -454,6 +456,14 @@ Verdict NoCulpritVerdict(const Run& run, const StepAnalysis& steps, const TraceA
 }
 
 }  // namespace
+
+Verdict CommBoundVerdict(const Finding& comm) {
+  Verdict v = JobCulpritVerdict(
+      comm, CauseClass::kCommunication, "traces",
+      "verdict: communication-bound — " + comm.message + "; no single rank is to blame for it");
+  v.status = VerdictStatus::kCommBound;
+  return v;
+}
 
 Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {

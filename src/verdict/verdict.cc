@@ -35,6 +35,7 @@ using verdict_internal::NetworkCulprits;
 using verdict_internal::OnGpu;
 using verdict_internal::PauseCulprit;
 using verdict_internal::PipelineVerdict;
+using verdict_internal::PreferCommBound;
 using verdict_internal::PreferCpuWork;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PriceByLevelShift;
@@ -88,6 +89,28 @@ void Price(Verdict& v, const Analyses& a) {
   DropCostlessCulprit(v);
 }
 
+// A straggler verdict's culprits enriched with their causes, replaced by
+// stronger host CPU evidence, or dropped; `none_left` when every one was
+// dropped (the verdict then says no straggler, and why). True when it
+// changed them.
+bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& next,
+                      bool& none_left) {
+  bool changed = false;
+  for (Culprit& c : v.culprits) {
+    changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
+    changed |= EnrichHostCpu(c, a, next);
+  }
+  changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
+  if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a)) {
+    none_left = v.culprits.empty();
+    if (none_left) return true;
+    changed = true;
+  }
+  changed |= NarrowGroupToMoreWork(v, a, next);
+  changed |= AlsoCpuWorkCulprit(v, a, next);
+  return changed;
+}
+
 }  // namespace
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
@@ -103,18 +126,12 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   bool changed = false;
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {
-    for (Culprit& c : v.culprits) {
-      changed |=
-          c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
-      changed |= EnrichHostCpu(c, a, next);
+    bool none_left = false;
+    changed = RefineStragglers(v, a, next, none_left);
+    if (none_left) {  // no straggler, said why
+      PreferCommBound(v, a);
+      return v;
     }
-    changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
-    if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a)) {
-      if (v.culprits.empty()) return v;  // no straggler, said why
-      changed = true;
-    }
-    changed |= NarrowGroupToMoreWork(v, a, next);
-    changed |= AlsoCpuWorkCulprit(v, a, next);
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
@@ -207,6 +224,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     v.summary = StragglerSummary(v);
   }
   Price(v, a);
+  PreferCommBound(v, a);
   CiteToolReports(v, run, a, v.next_steps);
   return v;
 }

@@ -57,6 +57,28 @@ void BoundByCulprit(Verdict& v, size_t world);
 // 2-rank first culprits at >= 0.8 were right in 62 of 69 runs (90%),
 // 4-rank ones in 37 of 38. True when it lowered one.
 inline constexpr double kTwoRankCap = 0.75;
+
+// A communication-bound job (trace.comm_bound) whose transfers take at
+// least this share of each step: the network is the larger problem than
+// compute that varies between ranks (JobCauseVerdict) or a rank slowed by
+// its host that costs less than a third of it (PreferCommBound).
+// bench/realjobs d11: a 100 Mbit link's transfers took 68-74% of the step
+// against 5-15% in healthy runs.
+inline constexpr double kCommMostOfStep = 0.5;
+
+// The verdict of a communication-bound job (trace.comm_bound): no rank to
+// blame, the job's transfers (rank_culprit.cc).
+Verdict CommBoundVerdict(const Finding& comm);
+
+// A no-straggler verdict, or a straggler verdict whose culprits are ranks
+// of another cause than communication costing under a third of the share
+// of each step the job's transfers take, in a job whose transfers take at
+// least kCommMostOfStep of it: the verdict is communication-bound, and what
+// it said before follows as the smaller problem (bench/realjobs d11: a rank
+// on a 1.7x slower core costing up to 7%, where a 100 Mbit link's
+// transfers took 72% of each step). True when it changed the verdict
+// (culprit_rules.cc).
+bool PreferCommBound(Verdict& v, const Analyses& a);
 bool CapTwoRankConfidence(Verdict& v, size_t world);
 
 // After culprits were dropped for `dropped` (why, each): with none left the
@@ -285,8 +307,20 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 // its core slowed while the profiler ran (a shared VM's cores do, often). A
 // compute-slow one only in a CPU-only job whose CPU time per step over the
 // run is within DropUnbornOut's margin of its peers'. Dropped; with none
-// left, no straggler, said why. True when it dropped one.
+// left, no straggler, said why.
+// A culprit of the same kind whose core ran the probe >= 1 + min_probe_excess
+// / 2 times its peers' over the run, and in the profiled steps enough
+// slower to explain kWindowCoreExplains of its slowdown, is not dropped
+// but named host_contention (bench/realjobs d11: a healthy rank's ops
+// 1.39x its peer's, its probe 1.65x in the profiled steps and 1.08x over
+// the run, was named compute-slow). True when it dropped or renamed one.
+inline constexpr double kWindowCoreExplains = 0.75;
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
+
+// A rank's extra CPU time per step (step.cpu_time_high) is no proof of
+// more work when its core ran the probe at least this share of that
+// excess slower over the run (host.cpu_slow): MoreWorkCulprit names none.
+inline constexpr double kCoreExplainsWork = 0.75;
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
 // ranks with step times or traces to compare) and no GPU's finding names a

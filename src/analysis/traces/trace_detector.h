@@ -45,7 +45,14 @@
 //               per collective) of the profile and is late in >= 2 profiled
 //               steps (a stalled rank is late only at the first collective
 //               of a step, so share of instances is not used; thresholds
-//               otherwise judgement)
+//               otherwise judgement); a rare stall instead of min_instances:
+//               last at >= rare_late_min_instances (2) instances holding >=
+//               rare_late_delay_share (75%) of all delay and >=
+//               rare_late_window_share (10%) of the profiled window
+//               (bench/realjobs d11: a 250 ms stall every 5 steps, last at
+//               2 of 9 instances in 10 profiled steps, 87-95% of all delay
+//               and 67% of the window, was named nobody, or the rank with
+//               the rest of the delay)
 //   late group  ranks whose mean lateness sits above a break of >=
 //               group_sigmas (6) x the normal ranks' spread (estimated from
 //               the lower half's quantiles) and >= 100 us; a host
@@ -80,8 +87,9 @@
 //   job idle    no one late, every rank's GPU idles >= job_idle_share (5%:
 //               busy GPUs in synchronous training idle < 1%) -> host stall
 //               everywhere
-//   comm-bound  no late rank, and transfer >= comm_bound_share (40%) of the
-//               step time on every rank -> the network is slow for everyone
+//   comm-bound  transfer >= comm_bound_share (40%) of the step time on every
+//               rank -> the network is slow for everyone; with no late
+//               rank, or beside one (the verdict weighs the two)
 //   CPU noise   CPU-only traces, where ops run on host cores that other
 //               threads and processes share (SMT siblings, the other
 //               ranks' threads, the kernel): a rank's ops must run >=
@@ -143,6 +151,9 @@ struct TraceDetectorOptions {
   DurationNs min_gap_ns = 10'000;
   DurationNs min_lateness_ns = 100'000;
   size_t min_instances = 3;
+  size_t rare_late_min_instances = 2;
+  double rare_late_delay_share = 0.75;
+  double rare_late_window_share = 0.1;
   size_t min_launches = 3;
   size_t max_kernel_peers = 4;
   double late_delay_share = 0.5;

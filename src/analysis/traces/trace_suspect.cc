@@ -351,7 +351,12 @@ bool DelayStandsOut(const TraceMetrics& m, TraceSuspect& s, const TraceDetectorO
   }
   bool stands_out =
       noise.size() < opt.min_instances || s.mean_delay_ns >= opt.late_over_noise * MedianNs(noise);
-  bool late = R >= 2 && m.last_count[best] >= opt.min_instances &&
+  // Last often enough, or rarely by a stall that holds nearly all delay
+  // and a good share of the window.
+  const bool rare = m.last_count[best] >= opt.rare_late_min_instances &&
+                    s.delay_share >= opt.rare_late_delay_share &&
+                    delay[best] >= opt.rare_late_window_share * static_cast<double>(m.window_ns);
+  bool late = R >= 2 && (m.last_count[best] >= opt.min_instances || rare) &&
               s.delay_share >= opt.late_delay_share &&
               delay[best] >= opt.late_over_next * delay[second] &&
               s.mean_delay_ns >= static_cast<double>(opt.min_lateness_ns) && stands_out;
