@@ -34,7 +34,10 @@ Scoring, per run:
                 slowed the faulty rank: it is the straggler); a compute fault with no
                 culprit named is right when the verdict names the faulty
                 rank's CPU-time excess and asks for more steps than the run
-                had ("rank R's thread used 1.09x ... run ~N steps to tell");
+                had ("rank R's thread used 1.09x ... run ~N steps to tell"),
+                or, with two ranks, for a third rank or the ranks' cores
+                swapped (more steps cannot tell one rank's extra work from
+                its core's there);
   healthy run   right when there is no culprit, or the culprits are ranks
                 the host measurably slowed (host_slowed: the job's probe
                 >= 1.05x its peers', or its run-queue wait >= 5% of the
@@ -366,6 +369,14 @@ def score(truth, report):
     # A rank the host measurably slowed (host_slowed), named for its host,
     # is a real straggler the host made, in any run: never a false culprit.
     slowed = {int(r) for r in truth.get("host_slowed", {})}
+    # A communication-bound verdict says the ranks it set aside as "a
+    # smaller problem beside it": they are named, and scored as culprits.
+    smaller = re.search(r"a smaller problem beside it: (.*)", v.get("summary", ""))
+    if smaller and v["status"] == "communication_bound":
+        for rank, cause in re.findall(r"rank (\d+) \(([^)]*)\)", smaller.group(1)):
+            culprits = culprits + [{"rank": int(rank), "cause_class": cause.split(":")[0],
+                                    "cause": cause.split(": ")[1].split(",")[0]
+                                    if ": " in cause else None, "smaller": True}]
     false_culprits = sum(1 for c in culprits if c["rank"] not in faulty
                          and not (c["rank"] in slowed and c.get("cause") == "host_contention"))
     got = ", ".join(f"rank {c['rank']} {c['cause_class']}"
@@ -392,6 +403,7 @@ def score(truth, report):
         return (false_culprits == 0 and (v["status"] not in ("job_wide", "communication_bound")
                                          or bool(machine)),
                 false_culprits, words)
+    culprits = [c for c in culprits if not c.get("smaller")]  # beside the network
     if truth["kind"] == "two_faults":
         named = {c["rank"] for c in culprits}
         return faulty <= named, false_culprits, words
@@ -418,6 +430,15 @@ def score(truth, report):
         if (asked and want["kind"] == "compute" and int(asked.group(1)) == want["rank"]
                 and int(asked.group(2)) > truth["steps"]):
             return True, false_culprits, words + f" (asks for ~{asked.group(2)} steps)"
+        # With two ranks more steps cannot tell one rank's extra work from
+        # its core's (a probe does not feel all that slows a GEMM): right
+        # when the verdict names the faulty rank's excess and asks for the
+        # run that can, a third rank or the ranks' cores swapped.
+        swap = re.search(r"rank (\d+)'s thread used [0-9.]+x its peer's .*compare with a third "
+                         r"rank, or swap the ranks' cores", v.get("summary", ""))
+        if (swap and want["kind"] == "compute" and truth["world"] == 2
+                and int(swap.group(1)) == want["rank"]):
+            return True, false_culprits, words + " (asks for a third rank or swapped cores)"
         return False, false_culprits, words
     first = culprits[0]
     if first.get("cause") == "host_contention" and want["kind"] == "compute":
@@ -426,9 +447,14 @@ def score(truth, report):
         # the host slowed more than the fault slowed the faulty one (then
         # that rank is the step's slowest, and the job waits for it).
         factor = float(want["spec"][0].split(":")[1])
-        probe = truth.get("host_slowed", {}).get(str(first["rank"]), {}).get("probe_ratio", 1)
-        if first["rank"] == want["rank"] or probe >= factor:
+        slowed_by = truth.get("host_slowed", {})
+        probe = slowed_by.get(str(first["rank"]), {}).get("probe_ratio", 1)
+        if first["rank"] == want["rank"]:
             return probe >= factor, false_culprits, words
+        # Another rank: slower than the faulty rank's fault and core together.
+        own = slowed_by.get(str(want["rank"]), {}).get("probe_ratio", 1)
+        if probe >= factor * max(1.0, own):
+            return True, false_culprits, words
     return (first["rank"] == want["rank"] and first["cause_class"] == want["cause_class"],
             false_culprits, words)
 

@@ -114,34 +114,47 @@ bool DropCostlessCulprit(Verdict& v) {
 bool PreferCommBound(Verdict& v, const Analyses& a) {
   const Finding* comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound);
   if (comm == nullptr || comm->slowdown.value_or(0) < kCommMostOfStep) return false;
-  if (v.status == VerdictStatus::kStraggler) {
-    if (v.culprits.empty() || !v.throughput_lost || *v.throughput_lost >= *comm->slowdown / 3)
+  const bool straggler = v.status == VerdictStatus::kStraggler;
+  if (straggler) {
+    // A cost that bounds it from above, or measured: a lower bound (a
+    // pipeline stage's) says nothing about being smaller.
+    if (v.culprits.empty() || !v.throughput_lost || v.impact_method == ImpactMethod::kLowerBound ||
+        *v.throughput_lost >= *comm->slowdown / 3)
       return false;
+    // Ranks only (a rank, or a group of ranks not named for its host): a
+    // host, NIC, switch or the job may be what slows the transfers.
     for (const Culprit& c : v.culprits) {
-      if (c.entity.job || (!c.entity.rank && c.ranks.empty()) ||
-          c.cause_class == CauseClass::kCommunication)
+      const bool ranks = c.entity.rank
+                             ? !c.entity.nic && !c.entity.switch_name
+                             : !c.ranks.empty() && !c.entity.host && !c.entity.switch_name;
+      if (!ranks || c.entity.job || c.cause_class == CauseClass::kCommunication ||
+          c.cause_class == CauseClass::kExternal)
         return false;
     }
   } else if (v.status != VerdictStatus::kNoStraggler) {
     return false;
   }
-  std::string before;
-  if (v.status == VerdictStatus::kStraggler) {
-    // "rank 1 (host stall: host_contention, +51%), costs up to ~7% ..."
+  Verdict bound = CommBoundVerdict(*comm);
+  if (straggler) {
+    // "; a smaller problem beside it: rank 1 (host_stall: host_contention,
+    // +51%), costs up to ~7% of job throughput"
+    std::string named;
     for (const Culprit& c : v.culprits) {
       std::string cause(CauseClassName(c.cause_class));
       if (c.cause) cause += ": " + *c.cause;
       if (c.slowdown) cause += fmt::format(", {:+.0f}%", 100 * *c.slowdown);
-      before += fmt::format("{}{} ({})", before.empty() ? "" : ", ", EntityName(c.entity), cause);
+      named += fmt::format("{}{} ({})", named.empty() ? "" : ", ", CulpritNameOf(c), cause);
     }
-    before = "a smaller problem beside it: " + before + " runs slower" + CostPhrase(v);
+    bound.summary += "; a smaller problem beside it: " + named + CostPhrase(v);
+    // Its next steps are that problem's, after the network's.
+    for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
   } else {
-    before = v.summary;
-    if (before.starts_with("verdict: ")) before.erase(0, 9);
+    // "no straggler — ..." says why no rank is to blame; its next step
+    // ("nothing to fix") no longer holds.
+    std::string why = v.summary;
+    if (why.starts_with("verdict: ")) why.erase(0, 9);
+    bound.summary += "; " + why;
   }
-  Verdict bound = CommBoundVerdict(*comm);
-  bound.summary += "; " + before;
-  for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
   v = std::move(bound);
   return true;
 }

@@ -389,24 +389,32 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
                     "covered a few steps only)");
 }
 
-bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
+bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kStraggler) return false;
   const double excess = HostCpuDetectorOptions().min_probe_excess;
   bool changed = false;
-  // Its core slower over the run too, and in the profiled steps by enough
-  // to explain most of its slowdown: the host made this straggler.
+  // Its core slower over the run too, by the host detector's own floor,
+  // and in the profiled steps by enough to explain most of its slowdown,
+  // in a CPU-only job (a probe times the CPU, not a GPU); a compute-slow
+  // one only when its CPU time per step over the run is no more above its
+  // peers' than its core's slowness and the margin allow: the host made
+  // this straggler, not more work.
   for (Culprit& c : v.culprits) {
     if (c.cause || !c.entity.rank || c.ranks.size() > 1 || !c.slowdown ||
         (c.cause_class != CauseClass::kUnknown && c.cause_class != CauseClass::kComputeSlow) ||
-        !FromTraces(a, *c.entity.rank))
+        !FromTraces(a, *c.entity.rank) || !CpuOnlyTrace(a, *c.entity.rank))
       continue;
     std::optional<double> window =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
     std::optional<double> run =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::probe_ns);
-    if (!window || !run || *window < 1 + excess || *run < 1 + excess / 2 ||
+    if (!window || !run || *window < 1 + excess || *run < 1 + excess ||
         *window - 1 < kWindowCoreExplains * *c.slowdown)
       continue;
+    if (c.cause_class == CauseClass::kComputeSlow) {
+      std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
+      if (!work || *work > *run * (1 + std::max(kCpuTimeAgreement, *c.slowdown / 4))) continue;
+    }
     c.cause_class = CauseClass::kHostStall;
     c.cause = "host_contention";
     c.evidence.push_back(fmt::format(
@@ -414,6 +422,12 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
         "as its peers' ({:.2f}x over the run), enough for its +{:.0f}%: a slower or shared core, "
         "slowest while the profiler ran",
         *c.entity.rank, *window, *run, 100 * *c.slowdown));
+    PutStepsFirst(next_steps,
+                  {fmt::format("rank {}'s core runs slower than its peers': see what shares it "
+                               "(top -H, pidstat -u -t 1), its clock (cpupower frequency-info) and "
+                               "steal (vmstat 1, the st column); move the rank to another core "
+                               "(taskset) to confirm",
+                               *c.entity.rank)});
     changed = true;
   }
   std::vector<std::string> dropped;
@@ -422,23 +436,30 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a) {
         (c.cause_class != CauseClass::kUnknown && c.cause_class != CauseClass::kComputeSlow) ||
         !FromTraces(a, *c.entity.rank))
       return false;
-    // Compute-slow claims more work: only a CPU-only job's, and only when
-    // its CPU time per step over the run is its peers' (DropUnbornOut's test).
-    if (c.cause_class == CauseClass::kComputeSlow) {
-      std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
-      if (!CpuOnlyTrace(a, *c.entity.rank) || !work ||
-          *work - 1 >= std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4))
-        return false;
-    }
     std::optional<double> window =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
     std::optional<double> run =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::probe_ns);
     // A late arrival's cost is the job's: what its waiting cost the others.
     const double slowdown = c.slowdown.value_or(v.throughput_lost.value_or(0));
-    if (!window || !run || *window < 1 + excess || *run >= 1 + excess / 2 ||
-        *window - 1 < 0.5 * slowdown)
-      return false;
+    // Its core slower over the run by less than the host detector's floor
+    // when the window explains most of its slowdown (the rule above takes
+    // it from there), else by less than half that floor.
+    if (!window || !run || *window < 1 + excess || *window - 1 < 0.5 * slowdown) return false;
+    const bool most = *window - 1 >= kWindowCoreExplains * slowdown;
+    if (*run >= 1 + (most ? excess : excess / 2)) return false;
+    // Compute-slow claims more work: only a CPU-only job's, and only when
+    // its CPU time per step over the run is its peers' (DropUnbornOut's
+    // test), or with the window explaining most, no more above theirs than
+    // its core's slowness over the run and that margin allow (a slower
+    // core runs the same work in more CPU time).
+    if (c.cause_class == CauseClass::kComputeSlow) {
+      std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
+      const double margin = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4);
+      if (!CpuOnlyTrace(a, *c.entity.rank) || !work ||
+          *work >= (most ? std::max(1.0, *run) : 1.0) * (1 + margin))
+        return false;
+    }
     dropped.push_back(fmt::format(
         "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed piece "
         "of work {:.2f}x as long as its peers' there, against {:.2f}x over the run: its core "

@@ -101,7 +101,7 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
     changed |= EnrichHostCpu(c, a, next);
   }
   changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
-  if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a)) {
+  if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a, next)) {
     none_left = v.culprits.empty();
     if (none_left) return true;
     changed = true;

@@ -77,9 +77,11 @@ inline constexpr double kSwitchCountersCap = 0.85;
 inline constexpr double kHighConfidence = 0.8;
 inline constexpr double kMediumConfidence = 0.5;
 
-// kCommBound: no rank holds the others up, and collective transfers take
-// most of every rank's step: the network is slow for everyone, or one link
-// of it that the traces cannot place (a ring runs at its slowest link).
+// kCommBound: collective transfers take most of every rank's step, and no
+// rank holds the others up, or one does by far less than the transfers
+// cost (said beside it as a smaller problem): the network is slow for
+// everyone, or one link of it that the traces cannot place (a ring runs at
+// its slowest link).
 enum class VerdictStatus { kStraggler, kNoStraggler, kInconclusive, kJobWide, kCommBound, kHang };
 // "straggler", "no_straggler", "inconclusive", "job_wide",
 // "communication_bound", "hang" (the job stopped: analysis/hangs/hang_detector.h).

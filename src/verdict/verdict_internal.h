@@ -60,8 +60,9 @@ inline constexpr double kTwoRankCap = 0.75;
 
 // A communication-bound job (trace.comm_bound) whose transfers take at
 // least this share of each step: the network is the larger problem than
-// compute that varies between ranks (JobCauseVerdict) or a rank slowed by
-// its host that costs less than a third of it (PreferCommBound).
+// compute that varies between ranks (JobCauseVerdict: compute is then the
+// smaller part of each step, however it varies) or rank culprits of
+// another cause costing less than a third of it (PreferCommBound).
 // bench/realjobs d11: a 100 Mbit link's transfers took 68-74% of the step
 // against 5-15% in healthy runs.
 inline constexpr double kCommMostOfStep = 0.5;
@@ -71,10 +72,11 @@ inline constexpr double kCommMostOfStep = 0.5;
 Verdict CommBoundVerdict(const Finding& comm);
 
 // A no-straggler verdict, or a straggler verdict whose culprits are ranks
-// of another cause than communication costing under a third of the share
-// of each step the job's transfers take, in a job whose transfers take at
-// least kCommMostOfStep of it: the verdict is communication-bound, and what
-// it said before follows as the smaller problem (bench/realjobs d11: a rank
+// (no host, NIC, switch or job) of another cause than communication or
+// external, costing (an upper bound or measured) under a third of the
+// share of each step the job's transfers take, in a job whose transfers
+// take at least kCommMostOfStep of it: the verdict is communication-bound,
+// and what it said before follows, the culprits as a smaller problem (bench/realjobs d11: a rank
 // on a 1.7x slower core costing up to 7%, where a 100 Mbit link's
 // transfers took 72% of each step). True when it changed the verdict
 // (culprit_rules.cc).
@@ -302,20 +304,25 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 
 // A single-rank culprit read from the traces alone (no cause observed)
 // whose CPU ran the probe >= 1 + min_probe_excess times its peers' in the
-// profiled steps (mean), while over the run it ran < 1 + min_probe_excess
-// / 2 times theirs (median), and by enough to explain half its slowdown:
-// its core slowed while the profiler ran (a shared VM's cores do, often). A
-// compute-slow one only in a CPU-only job whose CPU time per step over the
-// run is within DropUnbornOut's margin of its peers'. Dropped; with none
-// left, no straggler, said why.
-// A culprit of the same kind whose core ran the probe >= 1 + min_probe_excess
-// / 2 times its peers' over the run, and in the profiled steps enough
-// slower to explain kWindowCoreExplains of its slowdown, is not dropped
-// but named host_contention (bench/realjobs d11: a healthy rank's ops
-// 1.39x its peer's, its probe 1.65x in the profiled steps and 1.08x over
-// the run, was named compute-slow). True when it dropped or renamed one.
+// profiled steps (mean) and by enough to explain half its slowdown, while
+// over the run it ran < 1 + min_probe_excess / 2 times theirs (median; <
+// 1 + min_probe_excess when the window explains kWindowCoreExplains of its
+// slowdown): its core slowed while the profiler ran (a shared VM's cores
+// do, often). A compute-slow one only in a CPU-only job whose CPU time per
+// step over the run is within DropUnbornOut's margin of its peers' (with
+// the window explaining kWindowCoreExplains: of its peers' times its
+// core's slowness over the run). Dropped; with none left, no straggler,
+// said why.
+// One whose core ran the probe >= 1 + min_probe_excess times its peers'
+// over the run as well, in a CPU-only job, with the window explaining
+// kWindowCoreExplains of its slowdown (and, compute-slow, its CPU time per
+// step over the run within its core's slowness times DropUnbornOut's
+// margin) is not dropped but named host_contention, its next step first
+// (bench/realjobs d11: a healthy rank's ops 1.39x its peer's, its probe
+// 1.65x in the profiled steps, was named compute-slow). True when it
+// dropped or renamed one.
 inline constexpr double kWindowCoreExplains = 0.75;
-bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a);
+bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A rank's extra CPU time per step (step.cpu_time_high) is no proof of
 // more work when its core ran the probe at least this share of that

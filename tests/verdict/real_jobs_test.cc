@@ -366,11 +366,9 @@ INSTANTIATE_TEST_SUITE_P(
                  {{1, CauseClass::kHostStall}},
                  Pattern::kPeriodic},
         // Healthy: in the profiled steps rank 0's probe ran ~1.6x rank 1's
-        // (1.08x over the run) and its ops 1.39x: the host made it the
-        // straggler (compute-slow before).
-        Expected{"w2_healthy_window_core_slower",
-                 VerdictStatus::kStraggler,
-                 {{0, CauseClass::kHostStall}}},
+        // (under 1.1x over the run) and its ops 1.39x: its core slowed
+        // while the profiler ran (compute-slow before).
+        Expected{"w2_healthy_window_core_slower", VerdictStatus::kNoStraggler, {}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
         // run: its core, not more work (compute-slow before).

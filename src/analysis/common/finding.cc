@@ -48,8 +48,8 @@ constexpr FindingInfo kCatalogue[] = {
      "look at the stalled rank's host: CPU contention (`top -H`, `pidstat -u 1`), data loader "
      "workers and I/O (num_workers, pin_memory, storage throughput), Python GC; compare its CPU "
      "trace with a healthy rank's around the GPU's idle gaps"},
-    {"trace.comm_bound", Severity::kWarning,
-     "no late rank; collective transfers take much of every step", kTraces,
+    {"trace.comm_bound", Severity::kWarning, "collective transfers take much of every step",
+     kTraces,
      "measure the network: nccl-tests all_reduce_perf between nodes (iperf3 between hosts for gloo "
      "/ MPI over TCP), `ibstat` / `ethtool -S` on every NIC for rate and errors; compare the bus "
      "bandwidth with the fabric's rating"},

@@ -35,7 +35,7 @@ enum class FindingCode : uint16_t {
   kTraceLateArrival,      // a rank arrives last at the collectives: the culprit
   kTraceComputeSlow,      // its kernels run slower than a healthy peer's
   kTraceHostStall,        // kernels normal, but it idles before launching them
-  kTraceCommBound,        // no late rank; transfers take much of every step
+  kTraceCommBound,        // transfers take much of every step
   kTraceClockOffsets,     // rank clocks disagree; offsets were removed
   kTraceNoMatch,          // traces present, but no collective could be matched
   kGpuThermal,            // hot GPU with its SM clock pulled down

@@ -595,7 +595,8 @@ std::optional<Finding> SecondSlowRankFinding(const TraceMetrics& m, const TraceS
   return f;
 }
 
-// Nobody is late: is the network slow for everyone?
+// Is the network slow for everyone? Transfers take much of every step,
+// with or without a late rank (`rank_named`: the traces named one).
 std::optional<Finding> CommBoundFinding(const TraceMetrics& m, const TraceSuspect& s,
                                         const TraceDetectorOptions& opt, bool rank_named = false) {
   if (!m.median_step_ns || *m.median_step_ns <= 0 || !m.median_transfer_ns || m.ranks.size() < 2)

@@ -48,7 +48,8 @@
 //               otherwise judgement); a rare stall instead of min_instances:
 //               last at >= rare_late_min_instances (2) instances holding >=
 //               rare_late_delay_share (75%) of all delay and >=
-//               rare_late_window_share (10%) of the profiled window
+//               rare_late_window_share (25%) of the profiled window: two
+//               scheduler hiccups of a noisy host cost far less
 //               (bench/realjobs d11: a 250 ms stall every 5 steps, last at
 //               2 of 9 instances in 10 profiled steps, 87-95% of all delay
 //               and 67% of the window, was named nobody, or the rank with
@@ -153,7 +154,7 @@ struct TraceDetectorOptions {
   size_t min_instances = 3;
   size_t rare_late_min_instances = 2;
   double rare_late_delay_share = 0.75;
-  double rare_late_window_share = 0.1;
+  double rare_late_window_share = 0.25;
   size_t min_launches = 3;
   size_t max_kernel_peers = 4;
   double late_delay_share = 0.5;

@@ -1,0 +1,164 @@
+// DropWindowCoreSlowdown's two outcomes (a trace culprit whose core slowed
+// in the profiled window: dropped, or named host_contention when its core
+// is slower over the run too) and PreferCommBound (verdict_internal.h).
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "verdict/verdict_internal.h"
+
+namespace laggard::verdict_internal {
+namespace {
+
+// A 2-rank CPU-only job whose traces name rank 1 compute-slow by
+// `slowdown`; rank 1's probe runs `run` x rank 0's over the run and
+// `window` x in the profiled steps; its CPU time per step `work` x.
+struct Job {
+  Analyses a;
+  Verdict v;
+};
+
+Job WindowJob(double slowdown, double run, double window, double work, bool cpu_only = true) {
+  Job j;
+  for (int32_t r = 0; r < 2; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = cpu_only;
+    j.a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.probe_steps = c.on_cpu_steps = 40;
+    c.probe_ns = static_cast<DurationNs>(r == 1 ? 50'000 * run : 50'000);
+    c.window_probe_ns = static_cast<DurationNs>(r == 1 ? 50'000 * window : 50'000);
+    c.on_cpu_mean_ns = r == 1 ? 20e6 * work : 20e6;
+    j.a.host_cpu.ranks.push_back(c);
+  }
+  j.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceComputeSlow, Entity{.rank = 1}));
+  j.v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity.rank = 1;
+  c.cause_class = CauseClass::kComputeSlow;
+  c.slowdown = slowdown;
+  c.confidence = 0.75;
+  j.v.culprits.push_back(c);
+  return j;
+}
+
+TEST(WindowCoreSlowdownTest, ACoreSlowerOverTheRunAndMostInTheWindowIsHostContention) {
+  Job j = WindowJob(0.39, 1.14, 1.7, 1.1);
+  std::vector<std::string> next = {"check its GPU"};
+  EXPECT_TRUE(DropWindowCoreSlowdown(j.v, j.a, next));
+  ASSERT_EQ(j.v.culprits.size(), 1u);
+  EXPECT_EQ(j.v.culprits[0].cause_class, CauseClass::kHostStall);
+  EXPECT_EQ(j.v.culprits[0].cause.value_or(""), "host_contention");
+  EXPECT_NE(j.v.culprits[0].evidence.back().find("1.70x"), std::string::npos);
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_NE(next[0].find("rank 1's core runs slower"), std::string::npos) << next[0];
+}
+
+TEST(WindowCoreSlowdownTest, UnderTheFloorOverTheRunTheWindowExplainingMostDrops) {
+  // 1.07x over the run: below the host detector's floor, above half of it.
+  Job j = WindowJob(0.39, 1.07, 1.7, 1.08);
+  std::vector<std::string> next;
+  EXPECT_TRUE(DropWindowCoreSlowdown(j.v, j.a, next));
+  EXPECT_TRUE(j.v.culprits.empty());
+  EXPECT_EQ(j.v.status, VerdictStatus::kNoStraggler);
+  // Explaining only half its slowdown, the same run reading keeps it.
+  Job half = WindowJob(0.39, 1.07, 1.25, 1.08);
+  EXPECT_FALSE(DropWindowCoreSlowdown(half.v, half.a, next));
+  EXPECT_EQ(half.v.culprits.size(), 1u);
+}
+
+TEST(WindowCoreSlowdownTest, MoreWorkThanTheCoreExplainsStaysComputeSlow) {
+  // CPU time 1.4x on a core 1.14x slower: more work, whatever the window.
+  Job j = WindowJob(0.39, 1.14, 1.7, 1.4);
+  std::vector<std::string> next;
+  EXPECT_FALSE(DropWindowCoreSlowdown(j.v, j.a, next));
+  EXPECT_EQ(j.v.culprits[0].cause_class, CauseClass::kComputeSlow);
+  EXPECT_FALSE(j.v.culprits[0].cause.has_value());
+}
+
+TEST(WindowCoreSlowdownTest, AGpuJobsKernelsAreNotBlamedOnItsCpuCore) {
+  Job j = WindowJob(0.39, 1.14, 1.7, 1.1, /*cpu_only=*/false);
+  std::vector<std::string> next;
+  EXPECT_FALSE(DropWindowCoreSlowdown(j.v, j.a, next));
+  EXPECT_EQ(j.v.culprits[0].cause_class, CauseClass::kComputeSlow);
+}
+
+// A job whose transfers take `share` of each step (trace.comm_bound),
+// under a straggler verdict on rank 1 costing `cost`.
+Job CommJob(double share, double cost) {
+  Job j;
+  Finding comm = MakeFinding(FindingCode::kTraceCommBound, Entity{.job = true});
+  comm.slowdown = share;
+  comm.message = "collective transfers take most of each step";
+  comm.next_steps = {"measure the link of every rank's host"};
+  j.a.traces.findings.push_back(comm);
+  j.v.status = VerdictStatus::kStraggler;
+  Culprit c;
+  c.entity.rank = 1;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = "host_contention";
+  c.slowdown = 0.51;
+  c.confidence = 0.75;
+  j.v.culprits.push_back(c);
+  j.v.throughput_lost = cost;
+  j.v.impact_method = ImpactMethod::kUpperBound;
+  j.v.next_steps = {"see what shares rank 1's core"};
+  return j;
+}
+
+TEST(PreferCommBoundTest, ASmallerStragglerGoesBesideTheNetwork) {
+  Job j = CommJob(0.64, 0.07);
+  EXPECT_TRUE(PreferCommBound(j.v, j.a));
+  EXPECT_EQ(j.v.status, VerdictStatus::kCommBound);
+  EXPECT_FALSE(j.v.throughput_lost.has_value());
+  ASSERT_EQ(j.v.culprits.size(), 1u);
+  EXPECT_TRUE(j.v.culprits[0].entity.job);
+  EXPECT_NE(j.v.summary.find("a smaller problem beside it: rank 1 (host_stall: host_contention, "
+                             "+51%), costs up to ~7%"),
+            std::string::npos)
+      << j.v.summary;
+  ASSERT_EQ(j.v.next_steps.size(), 2u);
+  EXPECT_EQ(j.v.next_steps[0], "measure the link of every rank's host");
+}
+
+TEST(PreferCommBoundTest, AStragglerThatCostsAThirdOfTheTransfersStays) {
+  Job j = CommJob(0.64, 0.22);
+  EXPECT_FALSE(PreferCommBound(j.v, j.a));
+  EXPECT_EQ(j.v.status, VerdictStatus::kStraggler);
+  Job few = CommJob(0.45, 0.05);  // transfers under half the step
+  EXPECT_FALSE(PreferCommBound(few.v, few.a));
+  Job lower = CommJob(0.64, 0.07);  // a lower bound says nothing of smaller
+  lower.v.impact_method = ImpactMethod::kLowerBound;
+  EXPECT_FALSE(PreferCommBound(lower.v, lower.a));
+}
+
+TEST(PreferCommBoundTest, ASwitchOrAHostMayBeWhatSlowsTheTransfers) {
+  Job sw = CommJob(0.64, 0.07);
+  sw.v.culprits[0].entity = Entity{.switch_name = "leaf-3"};
+  sw.v.culprits[0].ranks = {0, 1};
+  sw.v.culprits[0].cause_class = CauseClass::kExternal;
+  EXPECT_FALSE(PreferCommBound(sw.v, sw.a));
+  Job host = CommJob(0.64, 0.07);
+  host.v.culprits[0].entity = Entity{.host = "node-01"};
+  host.v.culprits[0].ranks = {0, 1};
+  EXPECT_FALSE(PreferCommBound(host.v, host.a));
+}
+
+TEST(PreferCommBoundTest, NoStragglerBecomesCommunicationBoundWithoutNothingToFix) {
+  Job j = CommJob(0.6, 0.0);
+  j.v = Verdict();
+  j.v.status = VerdictStatus::kNoStraggler;
+  j.v.summary = "verdict: no straggler — rank 1's window was its core's";
+  j.v.next_steps = {"nothing to fix"};
+  EXPECT_TRUE(PreferCommBound(j.v, j.a));
+  EXPECT_EQ(j.v.status, VerdictStatus::kCommBound);
+  EXPECT_NE(j.v.summary.find("; no straggler — rank 1's window"), std::string::npos) << j.v.summary;
+  EXPECT_EQ(j.v.next_steps, std::vector<std::string>{"measure the link of every rank's host"});
+}
+
+}  // namespace
+}  // namespace laggard::verdict_internal
