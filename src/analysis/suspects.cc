@@ -33,7 +33,7 @@ std::vector<SuspectRank> SuspectRanks(const Run& run, const StepAnalysis& steps,
   }
   if (traces.culprit) add(*traces.culprit);
   for (const Finding& f : traces.findings) {
-    if (f.code != FindingCode::kTraceLateGroup) continue;
+    if (f.code != FindingCode::kTraceLateGroup || f.severity == Severity::kInfo) continue;
     for (int32_t r : f.ranks) add(r);
   }
   return out;

@@ -469,7 +469,8 @@ Verdict BaseVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalys
   if (traces.culprit && FirstOf(traces.findings, FindingCode::kTraceLateArrival)) {
     return TraceVerdict(run, steps, traces);
   }
-  if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup)) {
+  if (const Finding* g = FirstOf(traces.findings, FindingCode::kTraceLateGroup);
+      g && g->severity != Severity::kInfo) {
     return GroupVerdict(run, steps, traces, *g);
   }
   if (auto v = StepStragglerVerdict(steps)) return std::move(*v);

@@ -61,7 +61,11 @@
 //               rank elsewhere; or a block of consecutive ranks computing
 //               more (separation >= block_separation 4, >= compute_outlier_min
 //               2% more, filling >= block_fill 90% of its range); each
-//               costing >= 1% of the profile (judgement, simulated runs)
+//               costing >= 1% of the profile (judgement, simulated runs);
+//               in a CPU-only job slow ops need >= 1 + cpu_op_noise, and a
+//               group late for no reason the traces show is kept as info,
+//               not blamed, under cpu_unexplained_min_cost_share (15%), as
+//               a lone rank is
 //   compute outlier one rank's compute per step above the step's median in
 //               every profiled step by >= max(2%, 5 sigma / sqrt(steps)) and
 //               >= 2x the next rank's (compute_outlier_*: judgement)
