@@ -100,9 +100,7 @@ Json PlanJson(const ConfirmInput& in, const ConfirmPlan& plan, const std::vector
   auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
   j["job"] = {{"first_time", opt(in.first_time)}, {"last_time", opt(in.last_time)}};
   if (!confirmations.empty() && ran_now) {
-    auto now = std::chrono::system_clock::now().time_since_epoch();
-    j["confirmed_at"] =
-        FormatTimestamp(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    j["confirmed_at"] = FormatTimestamp(agent::SystemClock().Now());
   }
   Json culprits = Json::array();
   for (const confirm::ReportCulprit& c : in.culprits) {

@@ -180,10 +180,10 @@ StatusOr<std::vector<GemmResult>> RunCpuGemm(const Blas& blas, const std::vector
     r.n = o.n;
     r.reps = reps[i];
     r.seconds = elapsed;
-    if (!rates[i].empty()) {
-      r.gflops = laggard::Median(rates[i]).value_or(0);
-      r.gflops_min = *std::min_element(rates[i].begin(), rates[i].end());
-      r.gflops_max = *std::max_element(rates[i].begin(), rates[i].end());
+    if (std::optional<Summary> s = Summarize(rates[i])) {
+      r.gflops = s->median;
+      r.gflops_min = s->min;
+      r.gflops_max = s->max;
     }
     r.blas = blas.config();
     out.push_back(std::move(r));

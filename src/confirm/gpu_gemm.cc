@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/dynamic_library.h"
 #include "base/process.h"
 #include "base/stats/robust_stats.h"
 #include "base/text.h"
@@ -56,27 +57,11 @@ constexpr int kCompute32F = 68;
 constexpr int kGemmDefault = -1;
 constexpr int kNotReady = 600;  // cudaErrorNotReady
 
-template <typename Fn>
-bool Resolve(void* lib, Fn& fn, const char* name) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  return fn != nullptr;
-}
-
+// `given` (--cudart-lib / --cublas-lib) alone, else the sonames in order.
 void* OpenFirst(const std::string& given, std::initializer_list<const char*> sonames,
                 std::string& tried) {
-  std::vector<std::string> names;
-  if (!given.empty()) {
-    names.push_back(given);
-  } else {
-    names.assign(sonames.begin(), sonames.end());
-  }
-  for (const std::string& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-    if (!tried.empty()) tried += ", ";
-    tried += n;
-  }
-  if (const char* e = dlerror()) tried += fmt::format(" ({})", e);
-  return nullptr;
+  if (!given.empty()) return OpenFirstLibrary({given}, tried);
+  return OpenFirstLibrary(std::vector<std::string>(sonames.begin(), sonames.end()), tried);
 }
 
 // "00000000:3B:00.0" and "0000:3b:00.0" alike: the domain as a number and
@@ -330,9 +315,11 @@ GemmResult ResultOf(const Worker& w, const GpuGemmOptions& o, const std::string&
   r.n = o.n;
   r.reps = w.reps;
   r.seconds = w.timed_s;
-  r.gflops = laggard::Median(w.rates).value_or(0);
-  r.gflops_min = *std::min_element(w.rates.begin(), w.rates.end());
-  r.gflops_max = *std::max_element(w.rates.begin(), w.rates.end());
+  if (std::optional<Summary> s = Summarize(w.rates)) {
+    r.gflops = s->median;
+    r.gflops_min = s->min;
+    r.gflops_max = s->max;
+  }
   r.blas = version;
   return r;
 }
@@ -342,9 +329,9 @@ void AddSamples(agent::GpuBackend& nvml, unsigned index, const Sampled& s, GemmR
   std::string text;
   if (nvml.ReadText(index, agent::GpuText::kName, text) == agent::kNvmlSuccess) r.model = text;
   if (nvml.ReadText(index, agent::GpuText::kUuid, text) == agent::kNvmlSuccess) r.uuid = text;
-  if (!s.sm_mhz.empty()) {
-    r.sm_mhz = laggard::Median(s.sm_mhz).value_or(0);
-    r.sm_mhz_min = *std::min_element(s.sm_mhz.begin(), s.sm_mhz.end());
+  if (std::optional<Summary> mhz = Summarize(s.sm_mhz)) {
+    r.sm_mhz = mhz->median;
+    r.sm_mhz_min = mhz->min;
   }
   r.temp_c_max = s.temp_max;
   r.power_w_max = s.power_max;
@@ -402,7 +389,6 @@ StatusOr<std::shared_ptr<Cuda>> Cuda::Load(const std::string& cudart, const std:
         "(Debian: nvidia-cuda-toolkit; or pip's nvidia-cuda-runtime-cu12) or give --cudart-lib",
         tried));
   }
-  tried.clear();
   cuda->cublas_ = OpenFirst(
       cublas, {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}, tried);
   if (cuda->cublas_ == nullptr) {
@@ -415,30 +401,27 @@ StatusOr<std::shared_ptr<Cuda>> Cuda::Load(const std::string& cudart, const std:
   void* rt = cuda->cudart_;
   void* bl = cuda->cublas_;
   std::string missing;
-  auto need = [&missing](bool ok, const char* name) {
-    if (!ok) missing += missing.empty() ? name : fmt::format(", {}", name);
-  };
-  need(Resolve(rt, a.get_device_count, "cudaGetDeviceCount"), "cudaGetDeviceCount");
-  need(Resolve(rt, a.set_device, "cudaSetDevice"), "cudaSetDevice");
-  need(Resolve(rt, a.device_pci_bus_id, "cudaDeviceGetPCIBusId"), "cudaDeviceGetPCIBusId");
-  need(Resolve(rt, a.malloc_device, "cudaMalloc"), "cudaMalloc");
-  need(Resolve(rt, a.free_device, "cudaFree"), "cudaFree");
-  need(Resolve(rt, a.memcpy_, "cudaMemcpy"), "cudaMemcpy");
-  need(Resolve(rt, a.event_create, "cudaEventCreate"), "cudaEventCreate");
-  need(Resolve(rt, a.event_record, "cudaEventRecord"), "cudaEventRecord");
-  need(Resolve(rt, a.event_query, "cudaEventQuery"), "cudaEventQuery");
-  need(Resolve(rt, a.event_elapsed_time, "cudaEventElapsedTime"), "cudaEventElapsedTime");
-  need(Resolve(rt, a.event_destroy, "cudaEventDestroy"), "cudaEventDestroy");
-  need(Resolve(rt, a.error_string, "cudaGetErrorString"), "cudaGetErrorString");
-  need(Resolve(rt, a.runtime_version, "cudaRuntimeGetVersion"), "cudaRuntimeGetVersion");
-  need(Resolve(bl, a.blas_create, "cublasCreate_v2"), "cublasCreate_v2");
-  need(Resolve(bl, a.blas_destroy, "cublasDestroy_v2"), "cublasDestroy_v2");
-  need(Resolve(bl, a.gemm_ex, "cublasGemmEx"), "cublasGemmEx");
+  LoadSymbol(rt, a.get_device_count, "cudaGetDeviceCount", missing);
+  LoadSymbol(rt, a.set_device, "cudaSetDevice", missing);
+  LoadSymbol(rt, a.device_pci_bus_id, "cudaDeviceGetPCIBusId", missing);
+  LoadSymbol(rt, a.malloc_device, "cudaMalloc", missing);
+  LoadSymbol(rt, a.free_device, "cudaFree", missing);
+  LoadSymbol(rt, a.memcpy_, "cudaMemcpy", missing);
+  LoadSymbol(rt, a.event_create, "cudaEventCreate", missing);
+  LoadSymbol(rt, a.event_record, "cudaEventRecord", missing);
+  LoadSymbol(rt, a.event_query, "cudaEventQuery", missing);
+  LoadSymbol(rt, a.event_elapsed_time, "cudaEventElapsedTime", missing);
+  LoadSymbol(rt, a.event_destroy, "cudaEventDestroy", missing);
+  LoadSymbol(rt, a.error_string, "cudaGetErrorString", missing);
+  LoadSymbol(rt, a.runtime_version, "cudaRuntimeGetVersion", missing);
+  LoadSymbol(bl, a.blas_create, "cublasCreate_v2", missing);
+  LoadSymbol(bl, a.blas_destroy, "cublasDestroy_v2", missing);
+  LoadSymbol(bl, a.gemm_ex, "cublasGemmEx", missing);
   if (!missing.empty()) {
     return Status::Error(fmt::format(
         "the CUDA runtime or cuBLAS loaded lacks {}: not CUDA 11, 12 or 13's libraries", missing));
   }
-  Resolve(bl, a.blas_property, "cublasGetProperty");
+  a.blas_property = reinterpret_cast<decltype(a.blas_property)>(dlsym(bl, "cublasGetProperty"));
   int runtime = 0;
   a.runtime_version(&runtime);
   int major = 0, minor = 0, patch = 0;

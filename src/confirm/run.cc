@@ -61,13 +61,12 @@ GemmJudgement JudgeGpuGemm(const std::vector<GemmResult>& host_lines, int32_t gp
   // The host's other GPUs slow against the control: the host is, and the
   // suspect is measured against the control alone.
   // Two control GPUs at least: one card alone says nothing of its host.
-  double host_ratio =
-      !host_peers.empty() && control.size() >= 2
-          ? laggard::Median(host_peers).value_or(0) / laggard::Median(control).value_or(0)
-          : 1.0;
+  const double control_median = laggard::Median(control).value_or(0);
+  double host_ratio = !host_peers.empty() && control.size() >= 2
+                          ? laggard::Median(host_peers).value_or(0) / control_median
+                          : 1.0;
   j.host_wide = host_ratio < kConfirmedBelow;
-  double peer =
-      j.host_wide ? laggard::Median(control).value_or(0) : laggard::Median(peers).value_or(0);
+  double peer = j.host_wide ? control_median : laggard::Median(peers).value_or(0);
   size_t count = j.host_wide ? control.size() : peers.size();
   double ratio = peer > 0 ? mine->gflops / peer : 0;
   j.verdict = Verdict(ratio);

@@ -1,14 +1,13 @@
 #include "history/sql_postgres.h"
 
-#include <dlfcn.h>
 #include <libpq-fe.h>
 
 #include <charconv>
-#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/dynamic_library.h"
 #include "base/text.h"
 
 namespace laggard::history {
@@ -47,24 +46,15 @@ struct PqLoad {
 const PqLoad& LoadPq() {
   static const PqLoad loaded = [] {
     PqLoad l;
-    void* lib = nullptr;
-    for (const char* name : {"libpq.so.5", "libpq.so"}) {
-      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) break;
-    }
+    std::string tried;
+    void* lib = OpenFirstLibrary({"libpq.so.5", "libpq.so"}, tried);
     if (lib == nullptr) {
-      const char* e = dlerror();
       l.why = fmt::format(
-          "cannot load libpq.so.5 ({}): install Debian's libpq5 (apt-get install "
-          "libpq5)",
-          e != nullptr ? e : "not found");
+          "cannot load libpq (tried {}): install Debian's libpq5 (apt-get install libpq5)", tried);
       return l;
     }
     std::string missing;
-    auto get = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
-      if (fn == nullptr) missing += missing.empty() ? symbol : fmt::format(", {}", symbol);
-    };
+    auto get = [&](auto& fn, const char* symbol) { LoadSymbol(lib, fn, symbol, missing); };
     PqApi& a = l.api;
     get(a.clear, "PQclear");
     get(a.connectdb, "PQconnectdb");
@@ -108,8 +98,7 @@ std::string Dollars(std::string_view sql) {
   for (size_t i = 0; i < sql.size(); ++i) {
     char c = sql[i];
     if (c == '\'') quoted = !quoted;
-    bool param =
-        !quoted && c == '?' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9';
+    bool param = !quoted && c == '?' && i + 1 < sql.size() && IsDigit(sql[i + 1]);
     out += param ? '$' : c;
   }
   return out;
@@ -228,7 +217,7 @@ class PgStatement final : public Statement {
 };
 
 bool IsPostgresUri(const std::string& path) {
-  return path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0;
+  return StartsWith(path, "postgresql://") || StartsWith(path, "postgres://");
 }
 
 std::string PostgresDisplay(const std::string& uri) {

@@ -334,9 +334,7 @@ HistoryStore::HistoryStore(HistoryStore&&) noexcept = default;
 HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
 HistoryStore::~HistoryStore() = default;
 
-std::string HistoryStore::display() const {
-  return IsPostgresUri(path_) ? PostgresDisplay(path_) : path_;
-}
+std::string HistoryStore::display() const { return DisplayPath(path_); }
 
 StatusOr<HistoryStore> HistoryStore::Open(const std::string& path, Mode mode) {
   if (path.empty()) {

@@ -22,6 +22,8 @@ namespace laggard::history {
 // "history PATH" (a PostgreSQL URI without its password), the start of
 // every message.
 std::string Where(const std::string& path);
+// The store as shown: a path, or a PostgreSQL URI without its password.
+std::string DisplayPath(const std::string& path);
 // "history PATH: WHAT: why", `why` without its own "history PATH: ".
 Status InContext(const std::string& path, std::string_view what, const Status& why);
 

@@ -88,8 +88,10 @@ Status BackfillJobScan(Db& db) {
     if (!*job_row) break;
     int64_t job = js.Int(0).value_or(0);
     scan.clear();
-    while (part_row.ok() && *part_row && ps.Int(0).value_or(0) <= job) {
-      if (ps.Int(0).value_or(0) == job) {
+    while (part_row.ok() && *part_row) {
+      const int64_t part_job = ps.Int(0).value_or(0);
+      if (part_job > job) break;
+      if (part_job == job) {
         KeyedScanPart& sp = scan.emplace_back();
         sp.key = ps.TextCopy(1).value_or("");
         ScanPart& p = sp.part;

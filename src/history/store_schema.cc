@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "history/sql_postgres.h"
 #include "history/sql_sqlite.h"
 #include "history/store_internal.h"
@@ -350,14 +351,16 @@ StatusOr<int64_t> PreparePostgres(Db& db, const std::string& uri, HistoryStore::
 
 }  // namespace
 
-std::string Where(const std::string& path) {
-  return fmt::format("history {}", IsPostgresUri(path) ? PostgresDisplay(path) : path);
+std::string DisplayPath(const std::string& path) {
+  return IsPostgresUri(path) ? PostgresDisplay(path) : path;
 }
+
+std::string Where(const std::string& path) { return "history " + DisplayPath(path); }
 
 Status InContext(const std::string& path, std::string_view what, const Status& why) {
   std::string prefix = Where(path) + ": ";
   std::string bare = why.message();
-  if (bare.rfind(prefix, 0) == 0) bare.erase(0, prefix.size());
+  if (StartsWith(bare, prefix)) bare.erase(0, prefix.size());
   return Status::Error(fmt::format("{}{}: {}", prefix, what, bare));
 }
 
