@@ -353,6 +353,31 @@ def diagnose(laggard, out_dir):
         return {"error": f"laggard exited {r.returncode}: {r.stderr.strip()[:300]}"}
 
 
+def first_right(truth, report, run_right):
+    """Whether the verdict's first culprit, the one first_confidence() is of,
+    is a real one: a faulty rank with its fault's cause class (a hog's: the
+    host), or a rank the host measurably slowed, named for its host; a
+    culprit of the whole job (no rank) is as right as the run. None without
+    a culprit."""
+    culprits = report.get("verdict", {}).get("culprits", []) if "error" not in report else []
+    if not culprits:
+        return None
+    first = culprits[0]
+    if first.get("rank") is None:
+        return run_right
+    if (str(first["rank"]) in truth.get("host_slowed", {})
+            and first.get("cause") == "host_contention"):
+        return True
+    for f in truth["faults"]:
+        if f["rank"] != first["rank"]:
+            continue
+        if f["kind"] == "hog":
+            return first.get("cause") == "host_contention"
+        if first["cause_class"] == f["cause_class"]:
+            return True
+    return False
+
+
 def first_confidence(report):
     """The confidence of the verdict's first culprit; None without one."""
     culprits = report.get("verdict", {}).get("culprits", []) if "error" not in report else []
@@ -440,6 +465,13 @@ def score(truth, report):
                 and int(swap.group(1)) == want["rank"]):
             return True, false_culprits, words + " (asks for a third rank or swapped cores)"
         return False, false_culprits, words
+    # A rank the host measurably slowed, named first for its host, is a real
+    # straggler of its own (it may cost more than the fault): the verdict is
+    # judged by the next culprit, when it names one.
+    beside = [c for c in culprits if not (c["rank"] not in faulty and c["rank"] in slowed
+                                          and c.get("cause") == "host_contention")]
+    if beside and beside[0] is not culprits[0] and beside[0]["rank"] in faulty:
+        culprits = beside
     first = culprits[0]
     if first.get("cause") == "host_contention" and want["kind"] == "compute":
         # The rank named sat on a core the job measured slower by more than
@@ -509,6 +541,7 @@ def main():
                 results.append({"scenario": sc.name, "rep": rep, "skipped": msg})
                 continue
             confidence = None
+            first_ok = None
             if ok:
                 report = diagnose(a.laggard, out_dir)
                 # truth.json as record_core_ratio() left it: with what the
@@ -517,6 +550,7 @@ def main():
                     truth = json.load(f)
                 right, false_culprits, words = score(truth, report)
                 confidence = first_confidence(report)
+                first_ok = first_right(truth, report, right)
             else:
                 right, false_culprits, words = False, 0, msg
             mark = "right" if right else ("WRONG" if sc.asserted else "wrong (not asserted)")
@@ -526,7 +560,7 @@ def main():
                             "world": sc.world, "rep": rep, "right": right,
                             "asserted": sc.asserted, "host_core_ratio": core_ratio,
                             "false_culprits": false_culprits, "verdict": words,
-                            "confidence": confidence})
+                            "confidence": confidence, "first_right": first_ok})
     wall = time.time() - t_start
     summarize(results, wall, root, a)
     if not a.keep:
@@ -648,33 +682,40 @@ def rescore(a):
                         "right": right, "asserted": True,
                         "host_core_ratio": truth.get("host_core_ratio"),
                         "false_culprits": false_culprits, "verdict": words,
-                        "confidence": first_confidence(report)})
+                        "confidence": first_confidence(report),
+                        "first_right": first_right(truth, report, right)})
     summarize(results, time.time() - t_start, a.rescore, a)
     return 0
 
 
-RELIABILITY_BINS = [(0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01)]
+# laggard's own words (src/verdict/verdict.h): low < 0.5 <= medium < 0.8 <= high.
+RELIABILITY_BINS = [(0.0, 0.5, "low"), (0.5, 0.8, "medium"), (0.8, 1.01, "high")]
 
 
 def reliability(scored):
     """Prints how often a run that names a culprit with a given confidence is
-    right: a calibrated confidence c is right about c of the time."""
+    right (the whole run: every fault named, nothing false), and how often
+    its first culprit, the one the confidence is of, is a real one
+    (first_right): a calibrated confidence c is right about c of the time."""
     named = [r for r in scored if r.get("confidence") is not None]
     if not named:
         return
-    print("\nfirst culprit's confidence   runs  right  mean confidence")
-    for lo, hi in RELIABILITY_BINS:
+    print("\nfirst culprit's confidence   runs  run right  first culprit right  mean confidence")
+    for lo, hi, word in RELIABILITY_BINS:
         rs = [r for r in named if lo <= r["confidence"] < hi]
         if not rs:
-            print(f"  [{lo:.2f}, {min(hi, 1.0):.2f}) {0:>14}")
+            print(f"  {word:<6} [{lo:.2f}, {min(hi, 1.0):.2f}) {0:>7}")
             continue
         k = sum(r["right"] for r in rs)
+        firsts = [r for r in rs if r.get("first_right") is not None]
+        f = (f"{100.0 * sum(r['first_right'] for r in firsts) / len(firsts):>4.0f}%"
+             if firsts else "   -")
         mean = sum(r["confidence"] for r in rs) / len(rs)
-        print(f"  [{lo:.2f}, {min(hi, 1.0):.2f}) {len(rs):>14}  {100.0 * k / len(rs):>4.0f}%"
-              f"  {mean:.2f}")
+        print(f"  {word:<6} [{lo:.2f}, {min(hi, 1.0):.2f}) {len(rs):>7}  {100.0 * k / len(rs):>8.0f}%"
+              f"  {f:>19}  {mean:.2f}")
     none = [r for r in scored if r.get("confidence") is None]
     if none:
-        print(f"  no culprit named {len(none):>9}  {100.0 * sum(r['right'] for r in none) / len(none):>4.0f}%")
+        print(f"  no culprit named {len(none):>9}  {100.0 * sum(r['right'] for r in none) / len(none):>8.0f}%")
 
 
 def summarize(results, wall, root, a):

@@ -329,20 +329,38 @@ std::string MinorStepText(const StepAnalysis& steps) {
   return text;
 }
 
-bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {
+std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
+                                                      const TraceAnalysis& traces) {
   constexpr size_t kMinInstances = 5;
-  if (!f.entity.rank || !f.slowdown || *f.slowdown >= kSmallStepStraggler) return false;
+  if (f.code != FindingCode::kStepStraggler || !f.entity.rank || !f.slowdown ||
+      *f.slowdown >= kSmallStepStraggler)
+    return std::nullopt;
   for (const RankTraceStats& st : traces.ranks) {
-    if (st.rank != *f.entity.rank || st.instances < kMinInstances || !st.median_lateness_ns ||
-        *st.median_lateness_ns > 0)
+    if (st.rank != *f.entity.rank || st.instances < kMinInstances || !st.median_lateness_ns)
       continue;
-    first.evidence.push_back(fmt::format(
-        "step times point at rank {} ({:+.0f}%), but in the profiled steps it arrives {:.2f} ms "
-        "before the median rank (it waits for the others there): not a second culprit",
-        st.rank, 100 * *f.slowdown, -static_cast<double>(*st.median_lateness_ns) / 1e6));
-    return true;
+    const double late_ms = static_cast<double>(*st.median_lateness_ns) / 1e6;
+    if (late_ms <= 0) {
+      return fmt::format(
+          "step times point at rank {} ({:+.0f}%), but in the profiled steps it arrives {:.2f} ms "
+          "before the median rank (it waits for the others there): not a second culprit",
+          st.rank, 100 * *f.slowdown, -late_ms);
+    }
+    if (st.share_last == 0 && st.delay_caused_ns == 0) {
+      return fmt::format(
+          "step times point at rank {} ({:+.0f}%), but in the profiled steps it is last at none "
+          "of {} collectives and holds no one up (median wait {:.2f} ms): not a second culprit",
+          st.rank, 100 * *f.slowdown, st.instances,
+          static_cast<double>(st.median_wait_ns.value_or(0)) / 1e6);
+    }
   }
-  return false;
+  return std::nullopt;
+}
+
+bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {
+  std::optional<std::string> why = StepStragglerTracedWaiting(f, traces);
+  if (!why) return false;
+  first.evidence.push_back(std::move(*why));
+  return true;
 }
 
 }  // namespace laggard::verdict_internal

@@ -146,6 +146,23 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
 
 namespace {
 
+// A step-time slowdown of `rank` spread over the run: its step finding's
+// episode (onset to end, when it recovered) over the steps analysed; the
+// slowdown itself when it lasted to the end or there is no such finding.
+double OverTheRun(double slowdown, int32_t rank, const StepAnalysis& steps) {
+  for (const Finding& f : steps.findings) {
+    if (f.code != FindingCode::kStepStraggler || f.entity.rank != rank || !f.onset_step ||
+        !f.end_step || *f.end_step < *f.onset_step)
+      continue;
+    for (const RankStepStats& r : steps.ranks) {
+      if (r.info.rank != rank || r.steps_used == 0) continue;
+      const double hit = static_cast<double>(*f.end_step - *f.onset_step + 1);
+      return slowdown * std::min(1.0, hit / static_cast<double>(r.steps_used));
+    }
+  }
+  return slowdown;
+}
+
 struct MoreWork {
   Culprit culprit;
   const Finding* finding = nullptr;  // its step.cpu_time_high
@@ -332,10 +349,12 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
   std::optional<Culprit> work = CpuWorkCulprit(a, probe_steps);
   if (!work) return false;
   const double more = work->slowdown.value_or(0);
-  // Step-time culprits only: a slowdown measured, no trace naming the rank.
+  // Step-time culprits only: a slowdown measured, no trace naming the rank;
+  // an episode's spread over the run (what it costs), as the work's is.
   auto weaker = [&](const Culprit& c) {
     return c.cause_class == CauseClass::kUnknown && c.entity.rank && c.ranks.size() <= 1 &&
-           c.entity.rank != work->entity.rank && c.slowdown && *c.slowdown < more &&
+           c.entity.rank != work->entity.rank && c.slowdown &&
+           OverTheRun(*c.slowdown, *c.entity.rank, a.steps) < more &&
            !FromTraces(a, *c.entity.rank) && HostCpuOf(a, *c.entity.rank) == nullptr;
   };
   if (!std::all_of(v.culprits.begin(), v.culprits.end(), weaker)) return false;
@@ -472,6 +491,45 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
                     "traces covered a few steps only), and watch the host's CPUs (steal, clocks) "
                     "if it recurs") ||
          changed;
+}
+
+std::optional<Culprit> LateOnSlowCoreCulprit(const Analyses& a,
+                                             std::vector<std::string>& next_steps) {
+  const Finding* late = FirstOf(a.traces.findings, FindingCode::kTraceLateArrival);
+  if (late == nullptr || late->severity != Severity::kInfo || !late->entity.rank)
+    return std::nullopt;
+  const int32_t rank = *late->entity.rank;
+  auto st = std::find_if(a.traces.ranks.begin(), a.traces.ranks.end(),
+                         [&](const RankTraceStats& r) { return r.rank == rank; });
+  if (st == a.traces.ranks.end() || !st->cpu_only || st->share_last < kLateOnSlowCoreShare ||
+      st->window_ns <= 0 || st->delay_caused_ns <= 0)
+    return std::nullopt;
+  const HostCpuDetectorOptions o;
+  const Finding* slow = nullptr;
+  for (const Finding& f : a.host_cpu.findings) {
+    if (f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank) slow = &f;
+  }
+  std::optional<double> window =
+      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_probe_ns);
+  if (slow == nullptr || !window || *window < 1 + o.min_probe_excess) return std::nullopt;
+  const double lost = static_cast<double>(st->delay_caused_ns) / static_cast<double>(st->window_ns);
+  Culprit c;
+  c.entity = late->entity;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = "host_contention";
+  c.slowdown = lost / (1 - std::min(lost, 0.5));
+  c.confidence = std::min(slow->confidence, kSingleSourceCap);
+  c.evidence.push_back(fmt::format(
+      "traces: rank {} arrives last at {:.0f}% of the profiled collectives and holds the others "
+      "up {:.1f}% of the profile; its own CPU ops run about its peers' speed",
+      rank, 100 * st->share_last, 100 * lost));
+  c.evidence.push_back(slow->evidence.front().text);
+  c.evidence.push_back(fmt::format(
+      "host CPU: its probe ran {:.2f}x its peers' in the profiled steps too: the host's slower "
+      "core is why it is late",
+      *window));
+  PutStepsFirst(next_steps, slow->next_steps);
+  return c;
 }
 
 }  // namespace laggard::verdict_internal

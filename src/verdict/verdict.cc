@@ -30,6 +30,7 @@ using verdict_internal::GpuHoursPerDay;
 using verdict_internal::HangVerdict;
 using verdict_internal::HardwareOnlyCulprits;
 using verdict_internal::HostCpuCulprits;
+using verdict_internal::LateOnSlowCoreCulprit;
 using verdict_internal::NarrowGroupToMoreWork;
 using verdict_internal::NetworkCulprits;
 using verdict_internal::OnGpu;
@@ -136,12 +137,14 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
   if (v.status != VerdictStatus::kStraggler) {
-    // Culprits no step time or trace named, found by another signal.
-    auto name = [&](std::vector<Culprit> culprits) {
+    // Culprits no step time or trace named, found by another signal, with
+    // what they cost at most when known.
+    auto name = [&](std::vector<Culprit> culprits, std::optional<double> lost = std::nullopt) {
       v.culprits = std::move(culprits);
       v.status = VerdictStatus::kStraggler;
-      v.throughput_lost.reset();
-      v.gpu_hours_per_day.reset();
+      v.throughput_lost = lost;
+      if (lost) v.impact_method = ImpactMethod::kUpperBound;
+      v.gpu_hours_per_day = GpuHoursPerDay(lost, WorldSize(a.steps, a.traces));
       changed = true;
     };
     if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
@@ -153,6 +156,9 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
       name({std::move(*work)});
+    } else if (auto late = LateOnSlowCoreCulprit(a, next)) {
+      const double slowdown = late->slowdown.value_or(0);  // its waiting's share of the profile
+      name({std::move(*late)}, slowdown / (1 + slowdown));
     } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
       // Tied to a slowdown episode: what that episode cost.
       if (hws.size() == 1 && hws[0].onset_step) {

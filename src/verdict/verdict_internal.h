@@ -277,6 +277,20 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
+// Where step times and traces name no culprit, in a CPU-only job: the rank
+// the traces found last at >= kLateOnSlowCoreShare of the collectives but
+// did not blame (its ops at its peers' speed, a small delay: on a shared
+// host's cores, often chance), whose core ran the probe slower than its
+// peers' over the run (host.cpu_slow) and in the profiled steps by the
+// same floor: the host's slower core makes it late, a culprit with the
+// host as the cause; what it costs is its delay's share of the profile.
+// bench/realjobs d12: a healthy rank's core 1.63x slow, last at 7 of 10
+// collectives, 90% of the waiting and 9.8% of the profile, was "no
+// straggler" (host_cpu_culprit.cc).
+inline constexpr double kLateOnSlowCoreShare = 0.6;
+std::optional<Culprit> LateOnSlowCoreCulprit(const Analyses& a,
+                                             std::vector<std::string>& next_steps);
+
 // A straggler verdict whose every culprit is a rank of unknown cause, less
 // slowed than a rank that waits for a CPU: those ranks become the culprits
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.
@@ -289,8 +303,10 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // time per step measures the work; a few percent of step time on one rank
 // of 4 ranks sharing 2 cores measures the scheduler (bench/realjobs d9:
 // rank 3 computing 1.1x, 1.09x its peers' CPU time over 23 probed steps,
-// while step times put healthy rank 0 at +6%). True when it changed the
-// verdict.
+// while step times put healthy rank 0 at +6%). A step-time episode that
+// recovered is compared by its share of the run (d13: healthy rank 1 +14%
+// over steps 11-15 of 35 beside rank 3 at 1.07x CPU time over 17 probed
+// steps, z 7). True when it changed the verdict.
 bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A CPU-only job's compute-slow culprit from the traces' profiled window
@@ -366,11 +382,17 @@ std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a);
 // A step-time straggler `f` beside a culprit the traces named (`first`):
 // true, with a word on `first`, when its slowdown is under
 // kSmallStepStraggler and the traces, covering its rank at >= 5
-// collectives, show it arriving no later than the median (it waits for
-// the others there). It is then not a second culprit: step times of ranks
-// that share cores spread by a few percent (bench/realjobs: 4 ranks on 2
-// vCPUs named a healthy rank +5% beside a 1.5x rank the traces showed).
+// collectives, show it arriving no later than the median, or last at none
+// and holding no one up (it waits for the others there). It is then not a
+// second culprit: step times of ranks that share cores spread by a few
+// percent (bench/realjobs: 4 ranks on 2 vCPUs named a healthy rank +5%
+// beside a 1.5x rank the traces showed; d13: a healthy rank +7%, last at
+// none of 10 collectives, 0.28 ms after the median, was named first beside
+// a rank stalled 15 ms a step). StepStragglerTracedWaiting says why, or
+// nullopt; it is not a contradiction of the traced culprit either.
 inline constexpr double kSmallStepStraggler = 0.10;
+std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
+                                                      const TraceAnalysis& traces);
 bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first);
 
 // The verdict from step times and traces alone, most specific rule first

@@ -376,7 +376,28 @@ INSTANTIATE_TEST_SUITE_P(
         // Healthy, 4 ranks on 2 cores: ranks 1 and 3 arrive late together
         // by 1.41 ms with ops at their peers' speed and no idle, ~5% of the
         // profile (named "ranks 1, 3, cause unknown" before).
-        Expected{"w4_healthy_late_pair", VerdictStatus::kNoStraggler, {}}),
+        Expected{"w4_healthy_late_pair", VerdictStatus::kNoStraggler, {}},
+        // Rank 1 computes 1.2x on the fast core; rank 0's core ran the
+        // probe 1.63x as long, and rank 0 is last at 7 of 10 collectives
+        // (90% of the waiting, ~10% of the profile) with ops 1.09x rank
+        // 1's: the host's core makes it the job's straggler ("no
+        // straggler" before).
+        Expected{"w2_compute_1.2_slow_core_peer",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}}},
+        // Rank 0's loader sleeps 15 ms a batch (last at 9 of 10
+        // collectives); healthy rank 3's step times +7%, but it is last at
+        // none and waits 6.8 ms per collective (named first, host
+        // contention, before).
+        Expected{"w4_data_stall_15ms_waiting_peer",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}}},
+        // Rank 3 computes 1.1x: 1.07x its peers' CPU time over 17 probed
+        // steps; healthy rank 1's steps 11-15 ran +14% (~2% of the run;
+        // named "cause unknown" before).
+        Expected{"w4_compute_1.1_passing_peer",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kComputeSlow}}}),
     [](const ::testing::TestParamInfo<Expected>& param) {
       std::string name = param.param.dir;
       for (char& ch : name) {
