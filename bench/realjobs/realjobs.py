@@ -60,7 +60,12 @@ one is a real straggler the truth does not know, so the summary splits the
 runs into calm (< 1.15x) and unequal ones.
 
 Prints one line per run, then accuracy per fault kind and severity, per
-world size and per host state, the false-culprit count and the wall time. Exit status: 0; with --quick, 1 when
+world size and per host state, the false-culprit count, the wall time, and
+the reliability of laggard's confidence words (low < 0.5 <= medium < 0.8 <=
+high) for the runs that name a culprit: how often the run is right, and how
+often its first culprit (the one the confidence is of) is real, a faulty
+rank with its fault's cause class or a host-slowed rank named
+host_contention, as a false culprit is counted. Exit status: 0; with --quick, 1 when
 an asserted run is wrong (the test command runs the quick subset; runs not
 asserted yet are printed with their result), 77 when the runtime is missing
 (no torch: the test skips).
@@ -465,13 +470,6 @@ def score(truth, report):
                 and int(swap.group(1)) == want["rank"]):
             return True, false_culprits, words + " (asks for a third rank or swapped cores)"
         return False, false_culprits, words
-    # A rank the host measurably slowed, named first for its host, is a real
-    # straggler of its own (it may cost more than the fault): the verdict is
-    # judged by the next culprit, when it names one.
-    beside = [c for c in culprits if not (c["rank"] not in faulty and c["rank"] in slowed
-                                          and c.get("cause") == "host_contention")]
-    if beside and beside[0] is not culprits[0] and beside[0]["rank"] in faulty:
-        culprits = beside
     first = culprits[0]
     if first.get("cause") == "host_contention" and want["kind"] == "compute":
         # The rank named sat on a core the job measured slower by more than

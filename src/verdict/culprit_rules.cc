@@ -145,9 +145,17 @@ bool PreferCommBound(Verdict& v, const Analyses& a) {
       if (c.slowdown) cause += fmt::format(", {:+.0f}%", 100 * *c.slowdown);
       named += fmt::format("{}{} ({})", named.empty() ? "" : ", ", CulpritNameOf(c), cause);
     }
-    bound.summary += "; a smaller problem beside it: " + named + CostPhrase(v);
+    // No cause observed and a few percent at most: minor, not a culprit.
+    const bool minor = *v.throughput_lost < kMinorBesideNetwork &&
+                       std::none_of(v.culprits.begin(), v.culprits.end(),
+                                    [](const Culprit& c) { return c.cause.has_value(); });
+    bound.summary +=
+        (minor ? "; minor beside it, not named: " : "; a smaller problem beside it: ") + named +
+        CostPhrase(v);
     // Its next steps are that problem's, after the network's.
-    for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
+    if (!minor) {
+      for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
+    }
   } else {
     // "no straggler — ..." says why no rank is to blame; its next step
     // ("nothing to fix") no longer holds.
@@ -345,15 +353,28 @@ std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
           "before the median rank (it waits for the others there): not a second culprit",
           st.rank, 100 * *f.slowdown, -late_ms);
     }
-    if (st.share_last == 0 && st.delay_caused_ns == 0) {
+    // Last at none, and after the median by less than the trace detector
+    // names a hidden second rank at: it holds no one up.
+    const double step_ns = static_cast<double>(traces.median_step_ns.value_or(0));
+    if (st.share_last == 0 && step_ns > 0 &&
+        *st.median_lateness_ns < TraceDetectorOptions().second_rank_min_lateness * step_ns) {
       return fmt::format(
           "step times point at rank {} ({:+.0f}%), but in the profiled steps it is last at none "
-          "of {} collectives and holds no one up (median wait {:.2f} ms): not a second culprit",
-          st.rank, 100 * *f.slowdown, st.instances,
-          static_cast<double>(st.median_wait_ns.value_or(0)) / 1e6);
+          "of {} collectives, {:.2f} ms after the median rank ({:.1f}% of a step){}: not a "
+          "second culprit",
+          st.rank, 100 * *f.slowdown, st.instances, late_ms, 100 * late_ms * 1e6 / step_ns,
+          st.median_wait_ns ? fmt::format(", and waits {:.2f} ms per collective (median)",
+                                          static_cast<double>(*st.median_wait_ns) / 1e6)
+                            : std::string());
     }
   }
   return std::nullopt;
+}
+
+bool EpisodeOutsideProfile(const Finding& f, const StepAnalysis& steps) {
+  const std::optional<LogStepRange>& profiled = steps.job.profiled_steps;
+  if (!profiled || !f.onset_step) return false;
+  return *f.onset_step > profiled->last || (f.end_step && *f.end_step < profiled->first);
 }
 
 bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {

@@ -146,21 +146,36 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
 
 namespace {
 
-// A step-time slowdown of `rank` spread over the run: its step finding's
-// episode (onset to end, when it recovered) over the steps analysed; the
-// slowdown itself when it lasted to the end or there is no such finding.
-double OverTheRun(double slowdown, int32_t rank, const StepAnalysis& steps) {
+// A step-time culprit's slowdown spread over the run, and the words that
+// say so: its step finding's episode (onset to end, when it recovered)
+// over the steps analysed. The slowdown itself, no words, when it lasted
+// to the end, its rank is slow over the whole run too (the episode is its
+// worst part, not all it costs: MinorStepCost's test), or no finding has
+// its onset.
+struct RunShare {
+  double cost = 0;
+  std::string words;
+};
+RunShare OverTheRun(const Culprit& c, const StepAnalysis& steps) {
+  const double slowdown = c.slowdown.value_or(0);
+  RunShare out{slowdown, fmt::format("{:+.0f}%", 100 * slowdown)};
+  const StepDetectorOptions opt;
   for (const Finding& f : steps.findings) {
-    if (f.code != FindingCode::kStepStraggler || f.entity.rank != rank || !f.onset_step ||
-        !f.end_step || *f.end_step < *f.onset_step)
+    if (f.code != FindingCode::kStepStraggler || f.entity.rank != c.entity.rank || !f.onset_step ||
+        f.onset_step != c.onset_step || !f.end_step || *f.end_step < *f.onset_step)
       continue;
     for (const RankStepStats& r : steps.ranks) {
-      if (r.info.rank != rank || r.steps_used == 0) continue;
+      if (r.info.rank != c.entity.rank || r.steps_used == 0 ||
+          (r.excess && *r.excess >= opt.flag_threshold))
+        continue;
       const double hit = static_cast<double>(*f.end_step - *f.onset_step + 1);
-      return slowdown * std::min(1.0, hit / static_cast<double>(r.steps_used));
+      out.cost = slowdown * std::min(1.0, hit / static_cast<double>(r.steps_used));
+      out.words = fmt::format("{:+.0f}% over steps {}-{}, ~{:.0f}% of the run", 100 * slowdown,
+                              *f.onset_step, *f.end_step, 100 * out.cost);
+      return out;
     }
   }
-  return slowdown;
+  return out;
 }
 
 struct MoreWork {
@@ -353,8 +368,7 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
   // an episode's spread over the run (what it costs), as the work's is.
   auto weaker = [&](const Culprit& c) {
     return c.cause_class == CauseClass::kUnknown && c.entity.rank && c.ranks.size() <= 1 &&
-           c.entity.rank != work->entity.rank && c.slowdown &&
-           OverTheRun(*c.slowdown, *c.entity.rank, a.steps) < more &&
+           c.entity.rank != work->entity.rank && c.slowdown && OverTheRun(c, a.steps).cost < more &&
            !FromTraces(a, *c.entity.rank) && HostCpuOf(a, *c.entity.rank) == nullptr;
   };
   if (!std::all_of(v.culprits.begin(), v.culprits.end(), weaker)) return false;
@@ -364,8 +378,8 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
   if (!ratio || *ratio - 1 < std::max(kCpuTimeAgreement, more / 4)) return false;
   std::string dropped;
   for (const Culprit& c : v.culprits) {
-    dropped += fmt::format("{}rank {} ({:+.0f}%)", dropped.empty() ? "" : ", ", *c.entity.rank,
-                           100 * c.slowdown.value_or(0));
+    dropped += fmt::format("{}rank {} ({})", dropped.empty() ? "" : ", ", *c.entity.rank,
+                           OverTheRun(c, a.steps).words);
     // Its step finding's next steps name it the suspect and the work rank
     // a healthy peer.
     for (const Finding& f : a.steps.findings) {
@@ -493,43 +507,52 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
          changed;
 }
 
-std::optional<Culprit> LateOnSlowCoreCulprit(const Analyses& a,
-                                             std::vector<std::string>& next_steps) {
+std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Analyses& a,
+                                                    std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive)
+    return std::nullopt;
   const Finding* late = FirstOf(a.traces.findings, FindingCode::kTraceLateArrival);
   if (late == nullptr || late->severity != Severity::kInfo || !late->entity.rank)
     return std::nullopt;
   const int32_t rank = *late->entity.rank;
   auto st = std::find_if(a.traces.ranks.begin(), a.traces.ranks.end(),
                          [&](const RankTraceStats& r) { return r.rank == rank; });
+  DurationNs window_ns = 0;  // the profile's: the longest rank's window
+  for (const RankTraceStats& r : a.traces.ranks) window_ns = std::max(window_ns, r.window_ns);
   if (st == a.traces.ranks.end() || !st->cpu_only || st->share_last < kLateOnSlowCoreShare ||
-      st->window_ns <= 0 || st->delay_caused_ns <= 0)
+      window_ns <= 0 || st->delay_caused_ns <= 0 || st->delay_caused_ns >= window_ns)
     return std::nullopt;
-  const HostCpuDetectorOptions o;
-  const Finding* slow = nullptr;
-  for (const Finding& f : a.host_cpu.findings) {
-    if (f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank) slow = &f;
-  }
+  const double lost = static_cast<double>(st->delay_caused_ns) / static_cast<double>(window_ns);
+  const double slowdown = lost / (1 - lost);
+  auto slow =
+      std::find_if(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+        return f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank;
+      });
   std::optional<double> window =
       RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_probe_ns);
-  if (slow == nullptr || !window || *window < 1 + o.min_probe_excess) return std::nullopt;
-  const double lost = static_cast<double>(st->delay_caused_ns) / static_cast<double>(st->window_ns);
-  Culprit c;
+  if (slow == a.host_cpu.findings.end() || !window ||
+      *window < 1 + HostCpuDetectorOptions().min_probe_excess ||
+      *window - 1 < kWindowCoreExplains * slowdown)
+    return std::nullopt;
+  LateOnSlowCore out;
+  Culprit& c = out.culprit;
+  out.lost = lost;
   c.entity = late->entity;
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
-  c.slowdown = lost / (1 - std::min(lost, 0.5));
+  c.slowdown = slowdown;
   c.confidence = std::min(slow->confidence, kSingleSourceCap);
   c.evidence.push_back(fmt::format(
       "traces: rank {} arrives last at {:.0f}% of the profiled collectives and holds the others "
-      "up {:.1f}% of the profile; its own CPU ops run about its peers' speed",
+      "up {:.1f}% of the profile; the traces alone do not blame it (below the CPU floors)",
       rank, 100 * st->share_last, 100 * lost));
   c.evidence.push_back(slow->evidence.front().text);
   c.evidence.push_back(fmt::format(
-      "host CPU: its probe ran {:.2f}x its peers' in the profiled steps too: the host's slower "
-      "core is why it is late",
-      *window));
+      "host CPU: its probe ran {:.2f}x its peers' in the profiled steps too, enough for its "
+      "+{:.0f}%: the host's slower core is why it is late",
+      *window, 100 * slowdown));
   PutStepsFirst(next_steps, slow->next_steps);
-  return c;
+  return out;
 }
 
 }  // namespace laggard::verdict_internal

@@ -95,12 +95,16 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
   }
   // Step times: agreement raises confidence, a different rank lowers it.
   // Step stragglers inside the noise or minor (a passing slowdown), or
-  // small ones the traces show waiting, neither agree nor contradict.
+  // another rank's small one the traces show waiting, or its episode in
+  // steps the profiler did not trace, neither agree nor contradict.
   std::vector<int32_t> step_ranks;
   for (const Finding& f : steps.findings) {
     if (f.code != FindingCode::kStepStraggler || !f.entity.rank) continue;
-    if (!StepStragglerTooWeak(f, steps) && !StepStragglerTracedWaiting(f, traces))
-      step_ranks.push_back(*f.entity.rank);
+    if (StepStragglerTooWeak(f, steps) ||
+        (f.entity.rank != c.entity.rank &&
+         (StepStragglerTracedWaiting(f, traces) || EpisodeOutsideProfile(f, steps))))
+      continue;
+    step_ranks.push_back(*f.entity.rank);
   }
   bool agrees = std::find(step_ranks.begin(), step_ranks.end(), *c.entity.rank) != step_ranks.end();
   if (agrees) {

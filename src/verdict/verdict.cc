@@ -156,9 +156,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
       name({std::move(*work)});
-    } else if (auto late = LateOnSlowCoreCulprit(a, next)) {
-      const double slowdown = late->slowdown.value_or(0);  // its waiting's share of the profile
-      name({std::move(*late)}, slowdown / (1 + slowdown));
+    } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
+      name({std::move(late->culprit)}, late->lost);
     } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
       // Tied to a slowdown episode: what that episode cost.
       if (hws.size() == 1 && hws[0].onset_step) {

@@ -78,8 +78,12 @@ Verdict CommBoundVerdict(const Finding& comm);
 // take at least kCommMostOfStep of it: the verdict is communication-bound,
 // and what it said before follows, the culprits as a smaller problem (bench/realjobs d11: a rank
 // on a 1.7x slower core costing up to 7%, where a 100 Mbit link's
-// transfers took 72% of each step). True when it changed the verdict
-// (culprit_rules.cc).
+// transfers took 72% of each step). Culprits of no observed cause costing
+// under kMinorBesideNetwork in all (an upper bound) are said as minor, not
+// named (d13, d14: a rank late by 1-2% of a 2-rank job behind the link, a
+// host stall of no cause, was named beside it). True when it changed the
+// verdict (culprit_rules.cc).
+inline constexpr double kMinorBesideNetwork = 0.03;
 bool PreferCommBound(Verdict& v, const Analyses& a);
 bool CapTwoRankConfidence(Verdict& v, size_t world);
 
@@ -277,19 +281,25 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
-// Where step times and traces name no culprit, in a CPU-only job: the rank
-// the traces found last at >= kLateOnSlowCoreShare of the collectives but
-// did not blame (its ops at its peers' speed, a small delay: on a shared
-// host's cores, often chance), whose core ran the probe slower than its
-// peers' over the run (host.cpu_slow) and in the profiled steps by the
-// same floor: the host's slower core makes it late, a culprit with the
-// host as the cause; what it costs is its delay's share of the profile.
-// bench/realjobs d12: a healthy rank's core 1.63x slow, last at 7 of 10
-// collectives, 90% of the waiting and 9.8% of the profile, was "no
-// straggler" (host_cpu_culprit.cc).
+// Where step times and traces name no straggler (a no-straggler or
+// inconclusive verdict `v`), in a CPU-only job: the rank the traces found
+// last at >= kLateOnSlowCoreShare of the collectives but did not blame
+// (its ops under the CPU floors, a small delay: on a shared host's cores,
+// often chance), whose core ran the probe >= 1 + min_probe_excess times
+// its peers' over the run (host.cpu_slow) and in the profiled steps, by
+// enough to explain kWindowCoreExplains of its delay: the host's slower
+// core makes it late, a culprit with the host as the cause. `lost` is its
+// delay's share of the profile (the longest rank's window), what it costs
+// at most. bench/realjobs d12: a healthy rank's core 1.63x slow (1.26x in
+// the window), last at 7 of 10 collectives, 90% of the waiting and 10% of
+// the profile, was "no straggler" (host_cpu_culprit.cc).
 inline constexpr double kLateOnSlowCoreShare = 0.6;
-std::optional<Culprit> LateOnSlowCoreCulprit(const Analyses& a,
-                                             std::vector<std::string>& next_steps);
+struct LateOnSlowCore {
+  Culprit culprit;
+  double lost = 0;
+};
+std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Analyses& a,
+                                                    std::vector<std::string>& next_steps);
 
 // A straggler verdict whose every culprit is a rank of unknown cause, less
 // slowed than a rank that waits for a CPU: those ranks become the culprits
@@ -383,7 +393,8 @@ std::optional<Verdict> HangVerdict(const Run& run, const Analyses& a);
 // true, with a word on `first`, when its slowdown is under
 // kSmallStepStraggler and the traces, covering its rank at >= 5
 // collectives, show it arriving no later than the median, or last at none
-// and holding no one up (it waits for the others there). It is then not a
+// and after the median by under the trace detector's
+// second_rank_min_lateness of a step (it waits for the others there). It is then not a
 // second culprit: step times of ranks that share cores spread by a few
 // percent (bench/realjobs: 4 ranks on 2 vCPUs named a healthy rank +5%
 // beside a 1.5x rank the traces showed; d13: a healthy rank +7%, last at
@@ -394,6 +405,13 @@ inline constexpr double kSmallStepStraggler = 0.10;
 std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
                                                       const TraceAnalysis& traces);
 bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first);
+
+// Whether a step-time straggler's episode lies wholly outside the steps the
+// profiler traced (it recovered before them, or began after): the traces
+// cannot confirm or contradict it (bench/realjobs d14: healthy rank 0 +16%
+// in steps 5-10 capped the traced 1.92x rank of steps 30-39 at 0.5, "but
+// step times point at rank 0").
+bool EpisodeOutsideProfile(const Finding& f, const StepAnalysis& steps);
 
 // The verdict from step times and traces alone, most specific rule first
 // (rank_culprit.cc): a late rank, a late group, a step straggler, a

@@ -160,5 +160,26 @@ TEST(PreferCommBoundTest, NoStragglerBecomesCommunicationBoundWithoutNothingToFi
   EXPECT_EQ(j.v.next_steps, std::vector<std::string>{"measure the link of every rank's host"});
 }
 
+TEST(PreferCommBoundTest, AFewPercentOfNoObservedCauseIsMinorNotNamed) {
+  Job j = CommJob(0.71, 0.02);
+  j.v.culprits[0].cause.reset();
+  j.v.culprits[0].slowdown.reset();
+  EXPECT_TRUE(PreferCommBound(j.v, j.a));
+  EXPECT_EQ(j.v.status, VerdictStatus::kCommBound);
+  EXPECT_NE(j.v.summary.find("minor beside it, not named: rank 1 (host_stall)"), std::string::npos)
+      << j.v.summary;
+  EXPECT_EQ(j.v.summary.find("a smaller problem"), std::string::npos) << j.v.summary;
+  ASSERT_EQ(j.v.next_steps.size(), 1u);
+  EXPECT_EQ(j.v.next_steps[0], "measure the link of every rank's host");
+  // An observed cause, or 3% or more, is still a smaller problem, named.
+  Job caused = CommJob(0.71, 0.02);
+  EXPECT_TRUE(PreferCommBound(caused.v, caused.a));
+  EXPECT_NE(caused.v.summary.find("a smaller problem beside it"), std::string::npos);
+  Job costly = CommJob(0.71, 0.04);
+  costly.v.culprits[0].cause.reset();
+  EXPECT_TRUE(PreferCommBound(costly.v, costly.a));
+  EXPECT_NE(costly.v.summary.find("a smaller problem beside it"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace laggard::verdict_internal
