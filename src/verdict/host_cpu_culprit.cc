@@ -210,8 +210,14 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
   // (bench/realjobs d8: a healthy rank 1.52x the CPU time on the 10 steps
   // its probe passed, on a core 1.62x slow over 40 steps, named
   // compute-slow beside the stalled rank; d11: 1.25x on a core 1.24x
-  // slow). Not more work, then; host.cpu_slow speaks for the core.
+  // slow). Not more work, then; host.cpu_slow speaks for the core. Not
+  // when its work was measured on most of its steps: against peers whose
+  // CPU ran the probe as fast (MeasureWork), its core's slowness is
+  // already out of it (d11, d13: a 1.5x rank sharing a core 1.5x slow
+  // with the stalled rank, its CPU time 1.4x that rank's).
+  const bool most_steps = 2 * stats->work_steps >= stats->on_cpu_steps;
   for (const Finding& f : a.host_cpu.findings) {
+    if (most_steps) break;
     if (f.code == FindingCode::kHostCpuSlow && f.entity.rank == more->entity.rank &&
         f.slowdown.value_or(0) >= kCoreExplainsWork * more->slowdown.value_or(0))
       return std::nullopt;

@@ -350,9 +350,10 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 inline constexpr double kWindowCoreExplains = 0.75;
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
-// A rank's extra CPU time per step (step.cpu_time_high) is no proof of
-// more work when its core ran the probe at least this share of that
-// excess slower over the run (host.cpu_slow): MoreWorkCulprit names none.
+// A rank's extra CPU time per step (step.cpu_time_high), measured on fewer
+// than half its steps, is no proof of more work when its core ran the
+// probe at least this share of that excess slower over the run
+// (host.cpu_slow): MoreWorkCulprit names none.
 inline constexpr double kCoreExplainsWork = 0.75;
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few

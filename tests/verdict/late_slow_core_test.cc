@@ -1,8 +1,8 @@
 // LateOnSlowCoreCulprit (a rank the traces found late but did not blame,
 // on a core the probe measured slower), StepStragglerTracedWaiting (a
 // small step-time straggler the traces show waiting) and
-// EpisodeOutsideProfile (a step-time episode the traces did not cover),
-// verdict_internal.h.
+// EpisodeOutsideProfile (a step-time episode the traces did not cover) and
+// SayCpuWorkUndecided's ask for more steps, verdict_internal.h.
 
 #include <optional>
 #include <string>
@@ -185,6 +185,38 @@ TEST(EpisodeOutsideProfileTest, OnlyAnEpisodeWhollyOutsideTheTracedSteps) {
   EXPECT_TRUE(EpisodeOutsideProfile(f, steps));
   steps.job.profiled_steps.reset();  // steps not known: the traces may have seen it
   EXPECT_FALSE(EpisodeOutsideProfile(f, steps));
+}
+
+// A no-straggler verdict of a 4-rank CPU-only job whose rank 3 used 1.09x
+// its peers' CPU time over 14 probed steps, at 4.2 standard errors: no
+// culprit, and it says how many steps would tell.
+TEST(SayCpuWorkUndecidedTest, TooFewStepsAsksForMore) {
+  Analyses a;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = true;
+    a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.on_cpu_steps = 40;
+    c.work_steps = 14;
+    c.work_ratio = r == 3 ? 1.09 : 1.0;
+    c.work_z = r == 3 ? 4.2 : 0;
+    c.work_probed = true;
+    a.host_cpu.ranks.push_back(c);
+  }
+  Verdict v;
+  v.status = VerdictStatus::kNoStraggler;
+  v.summary = "verdict: no straggler found";
+  std::vector<std::string> next;
+  SayCpuWorkUndecided(v, a, next);
+  EXPECT_NE(v.summary.find("rank 3's thread used 1.09x"), std::string::npos) << v.summary;
+  // 14 * (5 / 4.2)^2 / (14 / 40) = 56.7: ~57 steps.
+  EXPECT_NE(v.summary.find("run ~57 steps to tell"), std::string::npos) << v.summary;
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0].find("run ~57 steps"), std::string::npos);
+  EXPECT_TRUE(v.culprits.empty());
 }
 
 }  // namespace

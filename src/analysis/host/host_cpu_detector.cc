@@ -168,8 +168,9 @@ struct CpuPoint {
   double probe = 0;  // 0: none logged that step
 };
 
-// RankCpuStats::work_* of every rank: its CPU time over its peers' median,
-// step by step, in the steps its CPU was as fast as theirs.
+// RankCpuStats::work_* of every rank: its CPU time over the median of the
+// peers whose CPU ran the probe as fast as its own, step by step (over all
+// its peers' median in steps with no probe logged).
 void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
                  const HostCpuDetectorOptions& o) {
   std::vector<CpuPoint> points;
@@ -187,26 +188,30 @@ void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
   });
   std::vector<std::vector<double>> ratios(ranks.size());
   std::vector<size_t> probed(ranks.size(), 0);
-  std::vector<double> cpus, probes;
+  std::vector<double> cpus, same;
   for (size_t b = 0, e = 0; b < points.size(); b = e) {
     while (e < points.size() && points[e].step == points[b].step) ++e;
     if (e - b < 2) continue;
     cpus.clear();
-    probes.clear();
-    for (size_t k = b; k < e; ++k) {
-      cpus.push_back(points[k].cpu);
-      if (points[k].probe > 0) probes.push_back(points[k].probe);
-    }
+    for (size_t k = b; k < e; ++k) cpus.push_back(points[k].cpu);
     std::sort(cpus.begin(), cpus.end());
-    std::sort(probes.begin(), probes.end());
     for (size_t k = b; k < e; ++k) {
       const CpuPoint& p = points[k];
-      const double peer_cpu = MedianWithout(cpus, IndexOf(cpus, p.cpu));
+      double peer_cpu = 0;
       if (p.probe > 0) {
-        if (probes.size() < 2) continue;  // no peer's probe to compare with
-        const double peer_probe = MedianWithout(probes, IndexOf(probes, p.probe));
-        if (std::abs(p.probe / peer_probe - 1) > o.max_step_probe_gap) continue;
+        // The peers whose CPU ran the probe as fast as this rank's that
+        // step: on a host whose cores differ, those on a core like its own.
+        same.clear();
+        for (size_t q = b; q < e; ++q) {
+          if (q != k && points[q].probe > 0 &&
+              std::abs(p.probe / points[q].probe - 1) <= o.max_step_probe_gap)
+            same.push_back(points[q].cpu);
+        }
+        if (same.empty()) continue;  // no peer's CPU as fast to compare with
+        peer_cpu = *Median(same);
         ++probed[p.rank];
+      } else {
+        peer_cpu = MedianWithout(cpus, IndexOf(cpus, p.cpu));
       }
       ratios[p.rank].push_back(p.cpu / peer_cpu);
     }
@@ -244,8 +249,8 @@ std::optional<Finding> CpuTimeHigh(const Run& run, const RankCpuStats& r,
       "rank {}'s training thread uses {:.2f}x its peers' CPU time per step (±{:.2f}, median of "
       "{} steps{})",
       r.rank, ratio, error, r.work_steps,
-      r.work_probed ? fmt::format(" in which its CPU ran a fixed piece of work within {:.0f}% of "
-                                  "theirs (probe)",
+      r.work_probed ? fmt::format(", each against the peers whose CPU ran a fixed piece of work "
+                                  "within {:.0f}% of its own (probe)",
                                   100 * o.max_step_probe_gap)
                     : "; no probe logged, so a slower CPU is not ruled out");
   f.evidence.push_back(

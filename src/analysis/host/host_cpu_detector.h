@@ -45,9 +45,15 @@
 // More work: the thread's CPU time per step is a measure of its work that
 // time-sharing does not stretch (wall times of ops do), but a slower core
 // does stretch it. So each step is compared on its own: the rank's CPU time
-// over its peers' median in the same step, kept only when its probe that
-// step is within max_step_probe_gap of its peers' (every step when no probe
-// was logged). step.cpu_time_high when the median of >= min_cpu_time_steps
+// over the median of the peers whose probe that step is within
+// max_step_probe_gap of its own, those on a core as fast (all its peers in
+// a step with no probe logged; no comparison when no peer's probe is that
+// close). On a host whose cores differ, a rank sharing a slow core with a
+// peer is compared with that peer: bench/realjobs d11-d14, 480 runs,
+// against its peers' median on the steps its probe matched theirs 7
+// healthy ranks of fault runs passed the floors below, against peers as
+// fast none, and the 1.5x rank beside a stalled one (4 ranks) was found in
+// 15 of 16 runs, not 10. step.cpu_time_high when the median of >= min_cpu_time_steps
 // kept steps is at least 1 + min_cpu_time_excess and stands min_cpu_time_z
 // standard errors above 1 (the spread of the kept ratios: the MAD, at least
 // kMinWorkSigma). bench/realjobs 2026-12-05, 331 kept runs: healthy ranks'
