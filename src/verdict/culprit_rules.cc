@@ -145,10 +145,13 @@ bool PreferCommBound(Verdict& v, const Analyses& a) {
       if (c.slowdown) cause += fmt::format(", {:+.0f}%", 100 * *c.slowdown);
       named += fmt::format("{}{} ({})", named.empty() ? "" : ", ", CulpritNameOf(c), cause);
     }
-    // No cause observed and a few percent at most: minor, not a culprit.
+    // No cause observed (unknown, or a host stall of no cause) and a few
+    // percent at most: minor, not a culprit.
     const bool minor = *v.throughput_lost < kMinorBesideNetwork &&
-                       std::none_of(v.culprits.begin(), v.culprits.end(),
-                                    [](const Culprit& c) { return c.cause.has_value(); });
+                       std::all_of(v.culprits.begin(), v.culprits.end(), [](const Culprit& c) {
+                         return !c.cause && (c.cause_class == CauseClass::kUnknown ||
+                                             c.cause_class == CauseClass::kHostStall);
+                       });
     bound.summary +=
         (minor ? "; minor beside it, not named: " : "; a smaller problem beside it: ") + named +
         CostPhrase(v);
@@ -308,10 +311,10 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
   double hit = straggler.spike.value_or(cost);
   double hits = cost / hit * used;
   if (*straggler.pattern == Pattern::kPersistent) {
-    if (!straggler.onset_step || !straggler.end_step || *straggler.end_step < *straggler.onset_step)
-      return std::nullopt;  // persistent to the end: not passing
-    hits = std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1));
-    cost *= hits / used;
+    std::optional<double> share = RecoveredShare(straggler, steps);
+    if (!share) return std::nullopt;  // persistent to the end: not passing
+    hits = *share * used;
+    cost *= *share;
   } else if (*straggler.pattern != Pattern::kPeriodic &&
              *straggler.pattern != Pattern::kIntermittent) {
     return std::nullopt;
@@ -320,6 +323,22 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
       static_cast<double>(std::llround(hits)) > kMinorStepHits)
     return std::nullopt;
   return cost;
+}
+
+std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysis& steps) {
+  if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||
+      straggler.pattern != Pattern::kPersistent || !straggler.onset_step || !straggler.end_step ||
+      *straggler.end_step < *straggler.onset_step)
+    return std::nullopt;
+  const StepDetectorOptions opt;
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
+    if (r.excess && *r.excess >= opt.flag_threshold) return std::nullopt;
+    const double used = static_cast<double>(r.steps_used);
+    return std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1)) /
+           used;
+  }
+  return std::nullopt;
 }
 
 bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps) {
@@ -371,10 +390,13 @@ std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
   return std::nullopt;
 }
 
-bool EpisodeOutsideProfile(const Finding& f, const StepAnalysis& steps) {
-  const std::optional<LogStepRange>& profiled = steps.job.profiled_steps;
-  if (!profiled || !f.onset_step) return false;
-  return *f.onset_step > profiled->last || (f.end_step && *f.end_step < profiled->first);
+bool StragglerOutsideProfile(const Finding& f, const StepAnalysis& steps) {
+  if (!f.onset_step) return false;
+  Episode e;
+  e.start_step = *f.onset_step;
+  // No end: slow to the last step analysed.
+  e.end_step = f.end_step.value_or(steps.job.last_step.value_or(*f.onset_step));
+  return ProfileMisses(steps.job, e);
 }
 
 bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces, Culprit& first) {

@@ -147,35 +147,35 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
 namespace {
 
 // A step-time culprit's slowdown spread over the run, and the words that
-// say so: its step finding's episode (onset to end, when it recovered)
-// over the steps analysed. The slowdown itself, no words, when it lasted
-// to the end, its rank is slow over the whole run too (the episode is its
-// worst part, not all it costs: MinorStepCost's test), or no finding has
-// its onset.
+// say so: its step finding's episode, when it recovered (RecoveredShare),
+// over the steps analysed; the slowdown itself, no words, otherwise.
 struct RunShare {
   double cost = 0;
   std::string words;
 };
 RunShare OverTheRun(const Culprit& c, const StepAnalysis& steps) {
   const double slowdown = c.slowdown.value_or(0);
-  RunShare out{slowdown, fmt::format("{:+.0f}%", 100 * slowdown)};
-  const StepDetectorOptions opt;
   for (const Finding& f : steps.findings) {
     if (f.code != FindingCode::kStepStraggler || f.entity.rank != c.entity.rank || !f.onset_step ||
-        f.onset_step != c.onset_step || !f.end_step || *f.end_step < *f.onset_step)
+        f.onset_step != c.onset_step)
       continue;
-    for (const RankStepStats& r : steps.ranks) {
-      if (r.info.rank != c.entity.rank || r.steps_used == 0 ||
-          (r.excess && *r.excess >= opt.flag_threshold))
-        continue;
-      const double hit = static_cast<double>(*f.end_step - *f.onset_step + 1);
-      out.cost = slowdown * std::min(1.0, hit / static_cast<double>(r.steps_used));
-      out.words = fmt::format("{:+.0f}% over steps {}-{}, ~{:.0f}% of the run", 100 * slowdown,
-                              *f.onset_step, *f.end_step, 100 * out.cost);
-      return out;
+    if (std::optional<double> share = RecoveredShare(f, steps)) {
+      return RunShare{slowdown * *share,
+                      fmt::format("{:+.0f}% over steps {}-{}, ~{:.0f}% of the run", 100 * slowdown,
+                                  *f.onset_step, *f.end_step, 100 * slowdown * *share)};
     }
   }
-  return out;
+  return RunShare{slowdown, fmt::format("{:+.0f}%", 100 * slowdown)};
+}
+
+// Whether `rank`'s core ran the probe slower over the run (host.cpu_slow)
+// by at least kCoreExplainsWork of a CPU-time `excess`: the extra CPU time
+// may be the core's.
+bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess) {
+  return std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+    return f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank &&
+           f.slowdown.value_or(0) >= kCoreExplainsWork * excess;
+  });
 }
 
 struct MoreWork {
@@ -210,18 +210,10 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
   // (bench/realjobs d8: a healthy rank 1.52x the CPU time on the 10 steps
   // its probe passed, on a core 1.62x slow over 40 steps, named
   // compute-slow beside the stalled rank; d11: 1.25x on a core 1.24x
-  // slow). Not more work, then; host.cpu_slow speaks for the core. Not
-  // when its work was measured on most of its steps: against peers whose
-  // CPU ran the probe as fast (MeasureWork), its core's slowness is
-  // already out of it (d11, d13: a 1.5x rank sharing a core 1.5x slow
-  // with the stalled rank, its CPU time 1.4x that rank's).
-  const bool most_steps = 2 * stats->work_steps >= stats->on_cpu_steps;
-  for (const Finding& f : a.host_cpu.findings) {
-    if (most_steps) break;
-    if (f.code == FindingCode::kHostCpuSlow && f.entity.rank == more->entity.rank &&
-        f.slowdown.value_or(0) >= kCoreExplainsWork * more->slowdown.value_or(0))
-      return std::nullopt;
-  }
+  // slow). Not more work, then; host.cpu_slow speaks for the core. (A
+  // rank compared with peers whose probe matched its own still moves
+  // between cores within a step: the veto stays.)
+  if (CoreExplainsWork(a, *more->entity.rank, more->slowdown.value_or(0))) return std::nullopt;
   Culprit c;
   c.entity = more->entity;
   c.cause_class = CauseClass::kComputeSlow;
@@ -280,6 +272,8 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
     if (r == rank) continue;
     auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
                               [&](const RankCpuStats& s) { return s.rank == r; });
+    // At most that above (one far below may read against the more-work
+    // rank on their shared core: it does no more work either way).
     if (stats == a.host_cpu.ranks.end() || !stats->work_probed || !stats->work_ratio ||
         *stats->work_ratio > 1 + kGroupPeerWork)
       return false;
@@ -288,7 +282,8 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   Culprit one = std::move(m->culprit);
   one.evidence.insert(one.evidence.begin(), group.evidence.front());
   one.evidence.push_back(fmt::format(
-      "the rest of the late group does its peers' work per step ({}): late waiting on rank {}",
+      "the rest of the late group uses no more CPU time per step than the ranks it is compared "
+      "with ({}): late waiting on rank {}",
       others, rank));
   PutStepsFirst(next_steps, m->finding->next_steps);
   v.culprits.front() = std::move(one);
@@ -322,7 +317,8 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
     std::optional<size_t> n = StepsToTell(r, o);
     // With two ranks more steps tell only an excess the 2-rank rule names.
     if (!n || !r.work_probed || r.work_z >= o.min_cpu_time_z || !CpuOnlyTrace(a, r.rank) ||
-        (two && *r.work_ratio < 1 + kTwoRankMoreWork))
+        (two && *r.work_ratio < 1 + kTwoRankMoreWork) ||
+        CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
       continue;
     if (best == nullptr || *r.work_ratio > *best->work_ratio) {
       best = &r;

@@ -94,15 +94,14 @@ Verdict TraceVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
               : "host stall: kernels are normal, the GPU idles waiting for the host";
   }
   // Step times: agreement raises confidence, a different rank lowers it.
-  // Step stragglers inside the noise or minor (a passing slowdown), or
-  // another rank's small one the traces show waiting, or its episode in
-  // steps the profiler did not trace, neither agree nor contradict.
+  // Step stragglers inside the noise or minor (a passing slowdown), in
+  // steps the profiler did not trace, or another rank's small one the
+  // traces show waiting, neither agree nor contradict.
   std::vector<int32_t> step_ranks;
   for (const Finding& f : steps.findings) {
     if (f.code != FindingCode::kStepStraggler || !f.entity.rank) continue;
-    if (StepStragglerTooWeak(f, steps) ||
-        (f.entity.rank != c.entity.rank &&
-         (StepStragglerTracedWaiting(f, traces) || EpisodeOutsideProfile(f, steps))))
+    if (StepStragglerTooWeak(f, steps) || StragglerOutsideProfile(f, steps) ||
+        (f.entity.rank != c.entity.rank && StepStragglerTracedWaiting(f, traces)))
       continue;
     step_ranks.push_back(*f.entity.rank);
   }

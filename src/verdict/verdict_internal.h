@@ -169,6 +169,12 @@ inline constexpr double kMinorStepCost = 0.02;
 inline constexpr double kMinorStepHits = 10;
 std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps);
 
+// The share of its rank's analysed steps that a persistent step straggler
+// which recovered (onset to end_step) covers; nullopt when it lasted to the
+// end, is of another pattern, or its rank is slow over the whole run too
+// (the episode is then its worst part, not all it costs).
+std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysis& steps);
+
 // A step straggler step times alone do not stand by: inside the run's noise
 // (WithinStepNoise) or minor (MinorStepCost). It neither names, nor agrees
 // with, nor contradicts a culprit.
@@ -277,7 +283,8 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // A no-straggler or inconclusive verdict whose CPU-only job has a rank that
 // ran more CPU time per step than its peers, on CPUs as fast, but over too
 // few steps to tell from noise: its summary and next steps say what it
-// would take ("rank 3's thread used 1.08x ... run ~60 steps to tell")
+// would take ("rank 3's thread used 1.08x ... run ~60 steps to tell");
+// not for a rank whose core explains the excess (kCoreExplainsWork)
 // (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
@@ -312,11 +319,11 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // culprit, compute-slow, and the step-time ranks an evidence line. The CPU
 // time per step measures the work; a few percent of step time on one rank
 // of 4 ranks sharing 2 cores measures the scheduler (bench/realjobs d9:
-// rank 3 computing 1.1x, 1.09x its peers' CPU time over 23 probed steps,
+// rank 3 computing 1.1x, 1.09x its peers' CPU time over 34 probed steps,
 // while step times put healthy rank 0 at +6%). A step-time episode that
 // recovered is compared by its share of the run (d13: healthy rank 1 +14%
-// over steps 11-15 of 35 beside rank 3 at 1.07x CPU time over 17 probed
-// steps, z 7). True when it changed the verdict.
+// over steps 11-15 of 35 beside rank 3 at 1.06x CPU time over 27 probed
+// steps). True when it changed the verdict.
 bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A CPU-only job's compute-slow culprit from the traces' profiled window
@@ -350,10 +357,9 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 inline constexpr double kWindowCoreExplains = 0.75;
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
-// A rank's extra CPU time per step (step.cpu_time_high), measured on fewer
-// than half its steps, is no proof of more work when its core ran the
-// probe at least this share of that excess slower over the run
-// (host.cpu_slow): MoreWorkCulprit names none.
+// A rank's extra CPU time per step (step.cpu_time_high) is no proof of
+// more work when its core ran the probe at least this share of that
+// excess slower over the run (host.cpu_slow): MoreWorkCulprit names none.
 inline constexpr double kCoreExplainsWork = 0.75;
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
@@ -412,7 +418,7 @@ bool SmallStepStragglerTracedEarly(const Finding& f, const TraceAnalysis& traces
 // cannot confirm or contradict it (bench/realjobs d14: healthy rank 0 +16%
 // in steps 5-10 capped the traced 1.92x rank of steps 30-39 at 0.5, "but
 // step times point at rank 0").
-bool EpisodeOutsideProfile(const Finding& f, const StepAnalysis& steps);
+bool StragglerOutsideProfile(const Finding& f, const StepAnalysis& steps);
 
 // The verdict from step times and traces alone, most specific rule first
 // (rank_culprit.cc): a late rank, a late group, a step straggler, a

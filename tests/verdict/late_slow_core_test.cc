@@ -1,7 +1,7 @@
 // LateOnSlowCoreCulprit (a rank the traces found late but did not blame,
 // on a core the probe measured slower), StepStragglerTracedWaiting (a
 // small step-time straggler the traces show waiting) and
-// EpisodeOutsideProfile (a step-time episode the traces did not cover) and
+// StragglerOutsideProfile (a step-time episode the traces did not cover) and
 // SayCpuWorkUndecided's ask for more steps, verdict_internal.h.
 
 #include <optional>
@@ -74,6 +74,15 @@ TEST(LateOnSlowCoreTest, ALateRankOnASlowerCoreIsHostContention) {
   EXPECT_LE(got->culprit.confidence, kSingleSourceCap);
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front(), "compare rank 0's cores");
+}
+
+TEST(LateOnSlowCoreTest, ItsCostIsAShareOfTheLongestWindow) {
+  Job j = LateJob(0.7, 0.10, 1.63, 1.26);
+  j.a.traces.ranks[1].window_ns = 2 * kWindow;  // the profile: rank 1's 500 ms
+  std::vector<std::string> next;
+  std::optional<LateOnSlowCore> got = LateOnSlowCoreCulprit(j.v, j.a, next);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_NEAR(got->lost, 0.05, 1e-6);
 }
 
 TEST(LateOnSlowCoreTest, EachFloorHolds) {
@@ -170,21 +179,58 @@ TEST(StepStragglerTracedWaitingTest, TheCulpritsOwnStepStragglerStillAgrees) {
   EXPECT_EQ(v.summary.find("step times point at"), std::string::npos) << v.summary;
 }
 
-TEST(EpisodeOutsideProfileTest, OnlyAnEpisodeWhollyOutsideTheTracedSteps) {
+// Another rank's step-time episode before the profiled steps does not cap
+// the traced culprit's confidence ("but step times point at rank 0").
+TEST(StragglerOutsideProfileTest, AnEarlierEpisodeDoesNotContradictTheTraces) {
+  laggard::Run run;
+  StepAnalysis steps;
+  steps.job.profiled_steps = LogStepRange{.first = 30, .last = 39};
+  steps.job.last_step = 39;
+  Finding step = MakeFinding(FindingCode::kStepStraggler, Entity{.rank = 0});
+  step.slowdown = 0.16;
+  step.onset_step = 5;
+  step.end_step = 10;
+  step.pattern = Pattern::kPersistent;
+  steps.findings.push_back(step);
+  TraceAnalysis traces;
+  traces.culprit = 3;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.instances = 10;
+    traces.ranks.push_back(st);
+  }
+  Finding late = MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = 3});
+  late.confidence = 0.75;
+  traces.findings.push_back(late);
+  Verdict v = BaseVerdict(run, steps, traces);
+  ASSERT_FALSE(v.culprits.empty()) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.rank, 3);
+  EXPECT_EQ(v.summary.find("step times point at"), std::string::npos) << v.summary;
+  EXPECT_GT(v.culprits[0].confidence, kContradictedCap) << v.summary;
+  // In the profiled steps, it contradicts.
+  steps.findings[0].onset_step = 30;
+  steps.findings[0].end_step = 35;
+  Verdict in = BaseVerdict(run, steps, traces);
+  EXPECT_NE(in.summary.find("step times point at rank 0"), std::string::npos) << in.summary;
+}
+
+TEST(StragglerOutsideProfileTest, OnlyAnEpisodeWhollyOutsideTheTracedSteps) {
   StepAnalysis steps;
   steps.job.profiled_steps = LogStepRange{.first = 30, .last = 39};
   Finding f = MakeFinding(FindingCode::kStepStraggler, Entity{.rank = 0});
   f.onset_step = 5;
   f.end_step = 10;
-  EXPECT_TRUE(EpisodeOutsideProfile(f, steps));
+  EXPECT_TRUE(StragglerOutsideProfile(f, steps));
   f.end_step = 30;
-  EXPECT_FALSE(EpisodeOutsideProfile(f, steps));
+  EXPECT_FALSE(StragglerOutsideProfile(f, steps));
+  steps.job.last_step = 39;
   f.end_step.reset();  // to the end of the run: into the traced steps
-  EXPECT_FALSE(EpisodeOutsideProfile(f, steps));
+  EXPECT_FALSE(StragglerOutsideProfile(f, steps));
   f.onset_step = 40;
-  EXPECT_TRUE(EpisodeOutsideProfile(f, steps));
+  EXPECT_TRUE(StragglerOutsideProfile(f, steps));
   steps.job.profiled_steps.reset();  // steps not known: the traces may have seen it
-  EXPECT_FALSE(EpisodeOutsideProfile(f, steps));
+  EXPECT_FALSE(StragglerOutsideProfile(f, steps));
 }
 
 // A no-straggler verdict of a 4-rank CPU-only job whose rank 3 used 1.09x

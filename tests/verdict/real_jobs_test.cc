@@ -334,7 +334,7 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_healthy_late_stretch", VerdictStatus::kNoStraggler, {}},
         // Healthy; rank 2's last 6 steps +9% on a host that slowed twice.
         Expected{"w4_healthy_late_stretch_slowed", VerdictStatus::kNoStraggler, {}},
-        // Rank 3 computes 1.1x (1.09x the CPU time per step over 23 probed
+        // Rank 3 computes 1.1x (1.09x the CPU time per step over 34 probed
         // steps); step times put healthy rank 0 at +6%: the measured work
         // wins over the step times' unexplained few percent.
         Expected{"w4_compute_1.1_step_time_peer",
@@ -391,7 +391,7 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_data_stall_15ms_waiting_peer",
                  VerdictStatus::kStraggler,
                  {{0, CauseClass::kHostStall}}},
-        // Rank 3 computes 1.1x: 1.07x its peers' CPU time over 17 probed
+        // Rank 3 computes 1.1x: 1.06x its peers' CPU time over 27 probed
         // steps; healthy rank 1's steps 11-15 ran +14% (~2% of the run;
         // named "cause unknown" before).
         Expected{"w4_compute_1.1_passing_peer",

@@ -175,10 +175,16 @@ TEST(PreferCommBoundTest, AFewPercentOfNoObservedCauseIsMinorNotNamed) {
   Job caused = CommJob(0.71, 0.02);
   EXPECT_TRUE(PreferCommBound(caused.v, caused.a));
   EXPECT_NE(caused.v.summary.find("a smaller problem beside it"), std::string::npos);
-  Job costly = CommJob(0.71, 0.04);
+  Job costly = CommJob(0.71, 0.03);  // the floor itself
   costly.v.culprits[0].cause.reset();
   EXPECT_TRUE(PreferCommBound(costly.v, costly.a));
   EXPECT_NE(costly.v.summary.find("a smaller problem beside it"), std::string::npos);
+  // A compute-slow rank is a cause the traces measured: named.
+  Job compute = CommJob(0.71, 0.02);
+  compute.v.culprits[0].cause.reset();
+  compute.v.culprits[0].cause_class = CauseClass::kComputeSlow;
+  EXPECT_TRUE(PreferCommBound(compute.v, compute.a));
+  EXPECT_NE(compute.v.summary.find("a smaller problem beside it"), std::string::npos);
 }
 
 }  // namespace

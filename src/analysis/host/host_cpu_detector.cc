@@ -204,7 +204,7 @@ void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
         same.clear();
         for (size_t q = b; q < e; ++q) {
           if (q != k && points[q].probe > 0 &&
-              std::abs(p.probe / points[q].probe - 1) <= o.max_step_probe_gap)
+              std::abs(std::log(p.probe / points[q].probe)) <= std::log1p(o.max_step_probe_gap))
             same.push_back(points[q].cpu);
         }
         if (same.empty()) continue;  // no peer's CPU as fast to compare with
@@ -228,8 +228,8 @@ void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
   }
 }
 
-// step.cpu_time_high of out.ranks[i]: more CPU time per step than its
-// peers', step by step, on a CPU as fast as theirs (MeasureWork).
+// step.cpu_time_high of out.ranks[i]: more CPU time per step than the
+// peers whose CPU ran the probe as fast, step by step (MeasureWork).
 std::optional<Finding> CpuTimeHigh(const Run& run, const RankCpuStats& r,
                                    const HostCpuDetectorOptions& o) {
   if (!r.work_ratio || *r.work_ratio < 1 + o.min_cpu_time_excess || r.work_z < o.min_cpu_time_z)

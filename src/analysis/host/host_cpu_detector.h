@@ -117,10 +117,11 @@ struct RankCpuStats {
   // Mean probe time over the steps the profiler traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
   // Its work against its peers' (step.cpu_time_high): the median of its
-  // per-step CPU time over its peers' that step, over work_steps steps
-  // (>= min_cpu_time_steps of them) in which its CPU was as fast as theirs;
-  // work_z: (work_ratio - 1) in standard errors. work_probed: every one of
-  // those steps had probes to compare (else a slower CPU is not ruled out).
+  // per-step CPU time over that of the peers whose CPU ran the probe as
+  // fast that step (MeasureWork), over work_steps steps (>=
+  // min_cpu_time_steps of them); work_z: (work_ratio - 1) in standard
+  // errors. work_probed: every one of those steps had probes to compare
+  // (else a slower CPU is not ruled out).
   std::optional<double> work_ratio;
   size_t work_steps = 0;
   double work_z = 0;

@@ -212,6 +212,52 @@ TEST(HostCpuDetectorTest, ACoreSlowForHalfTheRunIsNotMoreWork) {
   EXPECT_NEAR(d.a.host_cpu.ranks[3].work_ratio.value_or(0), 1.0, 0.02);
 }
 
+// 4 ranks sharing 2 cores in pairs, the second core 1.5x slower (probe
+// and CPU time alike): ranks 0 and 2 on the fast core, 1 and 3 on the slow
+// one; rank 3 also computes `work` x. Each rank is compared with the peer
+// beside it.
+std::string PairsTable(double work) {
+  std::string t = "rank,step,step_time_ms,compute_ms,cpu_ms,cpu_wait_ms,cpu_probe_us\n";
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      double jitter = ((step * 7 + r * 3) % 5) * 0.004;
+      double core = r % 2 == 1 ? 1.5 : 1.0, w = r == 3 ? work : 1.0;
+      t += fmt::format("{},{},1000,{},{},1,{}\n", r, step, 500 * core * w * (1 + jitter),
+                       480 * core * w * (1 + jitter), 200 * core * (1 + jitter));
+    }
+  }
+  return t;
+}
+
+TEST(HostCpuDetectorTest, OnUnequalCoresEachRankIsComparedWithTheOneBesideIt) {
+  Diagnosed d = Diagnose(PairsTable(1.3));
+  const Finding* more = nullptr;
+  for (const Finding& f : d.a.host_cpu.findings) {
+    if (f.code == FindingCode::kStepCpuTimeHigh) {
+      EXPECT_EQ(more, nullptr) << f.message;
+      more = &f;
+    }
+  }
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->entity.rank, 3);
+  EXPECT_NEAR(more->slowdown.value_or(0), 0.3, 0.02);  // against rank 1, not 1.95x
+  // Rank 1 against rank 3 alone reads low; ranks 0 and 2 read 1.0.
+  EXPECT_NEAR(d.a.host_cpu.ranks[1].work_ratio.value_or(0), 1 / 1.3, 0.02);
+  EXPECT_NEAR(d.a.host_cpu.ranks[0].work_ratio.value_or(0), 1.0, 0.02);
+  // Healthy pairs on unequal cores: no rank does more work.
+  Diagnosed healthy = Diagnose(PairsTable(1.0));
+  for (const Finding& f : healthy.a.host_cpu.findings)
+    EXPECT_NE(f.code, FindingCode::kStepCpuTimeHigh) << f.message;
+}
+
+TEST(HostCpuDetectorTest, ARankWithNoPeerOnACoreAsFastIsNotMeasured) {
+  // Rank 3's core is 1.5x slower in every step, and no peer shares it.
+  Diagnosed d = Diagnose(ProbeTable(1.5, 1.5));
+  EXPECT_FALSE(d.a.host_cpu.ranks[3].work_ratio.has_value());
+  for (const Finding& f : d.a.host_cpu.findings)
+    EXPECT_NE(f.code, FindingCode::kStepCpuTimeHigh) << f.message;
+}
+
 TEST(HostCpuDetectorTest, StepsToTellScaleAsTheSquareOfTheShortfall) {
   // 1.08x over 10 kept steps of 20 at 2.5 standard errors: 5 needs 4x the
   // kept steps, 40, so 80 of the run's.
