@@ -146,6 +146,23 @@ TEST(StepStragglerTracedWaitingTest, LateByAPercentOfAStepOrLargeIsNot) {
   EXPECT_FALSE(Waiting(0.12, -1.0, 0.0).has_value());
 }
 
+// Traces of 4 ranks over 10 collectives, 44 ms steps, naming `culprit` late.
+TraceAnalysis TracedCulprit(int32_t culprit) {
+  TraceAnalysis traces;
+  traces.culprit = culprit;
+  traces.median_step_ns = 44'000'000;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.instances = 10;
+    traces.ranks.push_back(st);
+  }
+  Finding late = MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = culprit});
+  late.confidence = 0.75;
+  traces.findings.push_back(late);
+  return traces;
+}
+
 // The traced culprit's own small step straggler still agrees with it,
 // though its traces show it early at the median (a stalled rank late at
 // one collective of each step).
@@ -158,20 +175,11 @@ TEST(StepStragglerTracedWaitingTest, TheCulpritsOwnStepStragglerStillAgrees) {
   step.pattern = Pattern::kPersistent;
   step.confidence = 0.6;
   steps.findings.push_back(step);
-  TraceAnalysis traces;
-  traces.culprit = 2;
-  traces.median_step_ns = 44'000'000;
-  for (int32_t r = 0; r < 4; ++r) {
-    RankTraceStats st;
-    st.rank = r;
-    st.instances = 10;
-    st.share_last = r == 2 ? 0.3 : 0.2;
-    st.median_lateness_ns = r == 2 ? -500'000 : 0;
-    traces.ranks.push_back(st);
+  TraceAnalysis traces = TracedCulprit(2);
+  for (RankTraceStats& st : traces.ranks) {
+    st.share_last = st.rank == 2 ? 0.3 : 0.2;
+    st.median_lateness_ns = st.rank == 2 ? -500'000 : 0;
   }
-  Finding late = MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = 2});
-  late.confidence = 0.75;
-  traces.findings.push_back(late);
   Verdict v = BaseVerdict(run, steps, traces);
   ASSERT_FALSE(v.culprits.empty()) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.rank, 2);
@@ -192,17 +200,7 @@ TEST(StragglerOutsideProfileTest, AnEarlierEpisodeDoesNotContradictTheTraces) {
   step.end_step = 10;
   step.pattern = Pattern::kPersistent;
   steps.findings.push_back(step);
-  TraceAnalysis traces;
-  traces.culprit = 3;
-  for (int32_t r = 0; r < 4; ++r) {
-    RankTraceStats st;
-    st.rank = r;
-    st.instances = 10;
-    traces.ranks.push_back(st);
-  }
-  Finding late = MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = 3});
-  late.confidence = 0.75;
-  traces.findings.push_back(late);
+  TraceAnalysis traces = TracedCulprit(3);
   Verdict v = BaseVerdict(run, steps, traces);
   ASSERT_FALSE(v.culprits.empty()) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.rank, 3);
