@@ -391,11 +391,11 @@ std::optional<std::string> StepStragglerTracedWaiting(const Finding& f,
 }
 
 bool StragglerOutsideProfile(const Finding& f, const StepAnalysis& steps) {
-  if (!f.onset_step) return false;
+  // No end: slow to the last step analysed (unknown: it may reach the profile).
+  if (!f.onset_step || (!f.end_step && !steps.job.last_step)) return false;
   Episode e;
   e.start_step = *f.onset_step;
-  // No end: slow to the last step analysed.
-  e.end_step = f.end_step.value_or(steps.job.last_step.value_or(*f.onset_step));
+  e.end_step = f.end_step ? *f.end_step : *steps.job.last_step;
   return ProfileMisses(steps.job, e);
 }
 
