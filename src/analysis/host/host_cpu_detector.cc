@@ -188,32 +188,46 @@ void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
   });
   std::vector<std::vector<double>> ratios(ranks.size());
   std::vector<size_t> probed(ranks.size(), 0);
-  std::vector<double> cpus, same;
+  const double gap = 1 + o.max_step_probe_gap;
+  std::vector<double> cpus, window;
+  std::vector<const CpuPoint*> by_probe;
   for (size_t b = 0, e = 0; b < points.size(); b = e) {
     while (e < points.size() && points[e].step == points[b].step) ++e;
     if (e - b < 2) continue;
     cpus.clear();
-    for (size_t k = b; k < e; ++k) cpus.push_back(points[k].cpu);
-    std::sort(cpus.begin(), cpus.end());
+    by_probe.clear();
     for (size_t k = b; k < e; ++k) {
-      const CpuPoint& p = points[k];
-      double peer_cpu = 0;
-      if (p.probe > 0) {
-        // The peers whose CPU ran the probe as fast as this rank's that
-        // step: on a host whose cores differ, those on a core like its own.
-        same.clear();
-        for (size_t q = b; q < e; ++q) {
-          if (q != k && points[q].probe > 0 &&
-              std::abs(std::log(p.probe / points[q].probe)) <= std::log1p(o.max_step_probe_gap))
-            same.push_back(points[q].cpu);
-        }
-        if (same.empty()) continue;  // no peer's CPU as fast to compare with
-        peer_cpu = *Median(same);
-        ++probed[p.rank];
-      } else {
-        peer_cpu = MedianWithout(cpus, IndexOf(cpus, p.cpu));
+      cpus.push_back(points[k].cpu);
+      if (points[k].probe > 0) by_probe.push_back(&points[k]);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    // No probe logged: against all its peers' median.
+    for (size_t k = b; k < e; ++k) {
+      if (points[k].probe > 0) continue;
+      ratios[points[k].rank].push_back(points[k].cpu /
+                                       MedianWithout(cpus, IndexOf(cpus, points[k].cpu)));
+    }
+    // A probe: against the peers whose CPU ran it as fast that step (within
+    // a factor `gap` either way), on a host whose cores differ those on a
+    // core like its own. In probe order they are a sliding window
+    // [lo, hi); neighbours mostly share one, whose sorted CPU times are
+    // kept (linear in the ranks when the cores fall into a few speeds).
+    std::sort(by_probe.begin(), by_probe.end(),
+              [](const CpuPoint* x, const CpuPoint* y) { return x->probe < y->probe; });
+    size_t lo = 0, hi = 0, kept_lo = 0, kept_hi = 0;
+    for (const CpuPoint* p : by_probe) {
+      while (by_probe[lo]->probe * gap < p->probe) ++lo;
+      while (hi < by_probe.size() && by_probe[hi]->probe <= p->probe * gap) ++hi;
+      if (hi - lo < 2) continue;  // no peer's CPU as fast to compare with
+      if (lo != kept_lo || hi != kept_hi || window.empty()) {
+        window.clear();
+        for (size_t q = lo; q < hi; ++q) window.push_back(by_probe[q]->cpu);
+        std::sort(window.begin(), window.end());
+        kept_lo = lo;
+        kept_hi = hi;
       }
-      ratios[p.rank].push_back(p.cpu / peer_cpu);
+      ratios[p->rank].push_back(p->cpu / MedianWithout(window, IndexOf(window, p->cpu)));
+      ++probed[p->rank];
     }
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
