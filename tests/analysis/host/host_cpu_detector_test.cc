@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "analysis/analyze_run.h"
+#include "base/stats/robust_stats.h"
 #include "test_util.h"
 #include "verdict/verdict.h"
 
@@ -248,6 +251,48 @@ TEST(HostCpuDetectorTest, OnUnequalCoresEachRankIsComparedWithTheOneBesideIt) {
   Diagnosed healthy = Diagnose(PairsTable(1.0));
   for (const Finding& f : healthy.a.host_cpu.findings)
     EXPECT_NE(f.code, FindingCode::kStepCpuTimeHigh) << f.message;
+}
+
+// Probes spread over a 1.6x range, so that each rank's peers as fast
+// differ from step to step: every rank's work ratio is the median, over its
+// steps, of its CPU time over the median CPU time of the peers whose probe
+// is within 5% of its own that step, recomputed here peer by peer.
+TEST(HostCpuDetectorTest, PeersAsFastAreThoseWithinTheGapOfItsOwnProbe) {
+  constexpr int kRanks = 6, kSteps = 30;
+  std::vector<std::vector<double>> cpu(kSteps, std::vector<double>(kRanks));
+  std::vector<std::vector<double>> probe = cpu;
+  std::string t = "rank,step,step_time_ms,cpu_ms,cpu_wait_ms,cpu_probe_us\n";
+  for (int step = 0; step < kSteps; ++step) {
+    for (int r = 0; r < kRanks; ++r) {
+      // Integers, so that the table holds them exactly.
+      probe[step][r] = 50 + (step * 7 + r * 13) % 31;
+      cpu[step][r] = 400 + (step * 11 + r * 5) % 37 + 3 * r;
+      t += fmt::format("{},{},1000,{},1,{}\n", r, step, cpu[step][r], probe[step][r]);
+    }
+  }
+  Diagnosed d = Diagnose(t);
+  ASSERT_EQ(d.a.host_cpu.ranks.size(), static_cast<size_t>(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<double> ratios;
+    for (int step = 0; step < kSteps; ++step) {
+      std::vector<double> same;
+      for (int q = 0; q < kRanks; ++q) {
+        // Within 5% either way, the bounds included (60 and 63 are peers).
+        if (q != r && probe[step][q] * 1.05 >= probe[step][r] &&
+            probe[step][q] <= probe[step][r] * 1.05)
+          same.push_back(cpu[step][q]);
+      }
+      if (!same.empty()) ratios.push_back(cpu[step][r] / *Median(same));
+    }
+    const RankCpuStats& got = d.a.host_cpu.ranks[r];
+    if (ratios.size() < HostCpuDetectorOptions().min_cpu_time_steps) {
+      EXPECT_FALSE(got.work_ratio.has_value()) << "rank " << r;
+      continue;
+    }
+    EXPECT_EQ(got.work_steps, ratios.size()) << "rank " << r;
+    ASSERT_TRUE(got.work_ratio.has_value()) << "rank " << r;
+    EXPECT_NEAR(*got.work_ratio, *Median(ratios), 1e-9) << "rank " << r;
+  }
 }
 
 TEST(HostCpuDetectorTest, ARankWithNoPeerOnACoreAsFastIsNotMeasured) {
