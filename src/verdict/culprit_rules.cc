@@ -269,8 +269,7 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
     if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
     // Slow over the whole run by the detector's own test: a stretch to the
     // end is its worst part, not all it has, and is not judged alone.
-    const bool slow_throughout =
-        r.excess && *r.excess >= opt.flag_threshold && r.z && *r.z >= opt.min_z;
+    const bool slow_throughout = SlowOverTheRun(r, opt);
     size_t n = r.steps_used;
     const bool episode =
         straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;

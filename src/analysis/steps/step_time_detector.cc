@@ -153,6 +153,19 @@ std::optional<Finding> StageImbalanceFinding(const StepMetrics& m, const StepDet
   return f;
 }
 
+}  // namespace
+
+bool TotalSlow(const RankStepStats& st, const StepDetectorOptions& opt) {
+  return !st.total_excess || *st.total_excess >= opt.min_total_excess;
+}
+
+bool SlowOverTheRun(const RankStepStats& st, const StepDetectorOptions& opt) {
+  return st.excess && *st.excess >= opt.flag_threshold && st.z && *st.z >= opt.min_z &&
+         TotalSlow(st, opt);
+}
+
+namespace {
+
 // How rank r straggles, when it does: persistently (its median, or a
 // change-point segment of its own history), periodically, or as the rank
 // holding most of the job's slow steps.
@@ -179,12 +192,16 @@ RankPattern PatternOf(const StepMetrics& m, size_t r, const StepDetectorOptions&
   for (size_t i = 0; i < onsets.segments.size(); ++i) {
     const Segment& seg = onsets.segments[i];
     if (seg.median >= opt.flag_threshold &&
+        (i >= onsets.segment_z.size() || onsets.segment_z[i] >= opt.segment_min_z) &&
         (!p.slow_segment || seg.median > p.slow_segment->median)) {
       p.slow_segment = &seg;
       p.slow_segment_index = i;
     }
   }
-  p.persistent = st.excess && *st.excess >= opt.flag_threshold && st.z && *st.z >= opt.min_z;
+  if (p.slow_segment && p.slow_segment->begin == 0 && p.slow_segment->end == onsets.points &&
+      !TotalSlow(st, opt))
+    p.slow_segment = nullptr;
+  p.persistent = SlowOverTheRun(st, opt);
   std::vector<int64_t> bursts;
   p.period = DetectPeriod(m.slow_steps[r], opt, &bursts);
   p.periodic = !p.persistent && !p.slow_segment && p.period.has_value();

@@ -364,6 +364,33 @@ void MeasureNoise(StepMetrics& m, const StepDetectorOptions& opt) {
   m.slow_step_threshold = std::max(opt.slow_step_excess, opt.slow_step_sigmas * noise);
 }
 
+// Each rank's total time over its steps against its peers' mean time on
+// the same steps (RankStepStats::total_excess).
+void MeasureTotals(StepMetrics& m, size_t groups) {
+  const size_t R = m.series.size(), C = Steps(m);
+  std::vector<double> sum(groups * C, 0);
+  std::vector<uint32_t> count(groups * C, 0);
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) {
+      float v = m.seconds_by_rank[r * C + c];
+      if (std::isnan(v)) continue;
+      sum[m.group_of[r] * C + c] += v;
+      ++count[m.group_of[r] * C + c];
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    double own = 0, peers = 0;
+    for (size_t c = 0; c < C; ++c) {
+      float v = m.seconds_by_rank[r * C + c];
+      size_t gc = m.group_of[r] * C + c;
+      if (std::isnan(v) || count[gc] < 2) continue;
+      own += v;
+      peers += (sum[gc] - v) / static_cast<double>(count[gc] - 1);
+    }
+    if (peers > 0) m.ranks[r].total_excess = own / peers - 1;
+  }
+}
+
 // Peer comparison (by pipeline stage when every rank has one): each rank's
 // median against its group's, and in units of the spread of all excesses;
 // then each rank's slow steps.
@@ -390,6 +417,7 @@ void MeasurePeers(StepMetrics& m, const StepDetectorOptions& opt) {
       excesses.push_back(*m.ranks[r].excess);
     }
   }
+  MeasureTotals(m, groups);
   double center = Median(excesses).value_or(0);
   double sigma = std::max(opt.min_peer_spread, kMadToSigma * Mad(excesses).value_or(0));
   for (auto& st : m.ranks) {
@@ -442,6 +470,21 @@ StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& opt) {
   return m;
 }
 
+namespace {
+
+// How far `seg` of x stands out of the noise (RankOnsets::segment_z).
+double SegmentZ(const std::vector<double>& x, const Segment& seg, double noise_sigma) {
+  const size_t n = seg.end - seg.begin, rest_n = x.size() - n;
+  if (n == 0 || rest_n == 0 || noise_sigma <= 0) return std::numeric_limits<double>::infinity();
+  std::vector<double> rest(x.begin(), x.begin() + static_cast<ptrdiff_t>(seg.begin));
+  rest.insert(rest.end(), x.begin() + static_cast<ptrdiff_t>(seg.end), x.end());
+  double diff = seg.median - *Median(std::move(rest));
+  return diff / (noise_sigma *
+                 std::sqrt(1.0 / static_cast<double>(n) + 1.0 / static_cast<double>(rest_n)));
+}
+
+}  // namespace
+
 void MeasureOnsets(StepMetrics& m, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
   m.onsets.assign(R, {});
@@ -468,6 +511,7 @@ void MeasureOnsets(StepMetrics& m, const StepDetectorOptions& opt) {
       for (const Segment& seg : o.segments) {
         o.segment_first_step.push_back(x_steps[seg.begin]);
         o.segment_last_step.push_back(x_steps[seg.end - 1]);
+        o.segment_z.push_back(SegmentZ(x, seg, m.job.noise_sigma.value_or(0)));
       }
     }
   });
