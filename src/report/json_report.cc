@@ -204,6 +204,7 @@ Json RanksJson(const StepAnalysis& steps) {
     j["min_step_s"] = r.seconds ? Num(r.seconds->min) : Json(nullptr);
     j["max_step_s"] = r.seconds ? Num(r.seconds->max) : Json(nullptr);
     j["excess"] = Opt(r.excess);
+    j["total_excess"] = Opt(r.total_excess);
     j["z"] = Opt(r.z);
     j["slowest_share"] = Num(r.slowest_share);
     j["flagged"] = r.flagged;

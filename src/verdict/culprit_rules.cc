@@ -303,7 +303,8 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
   const StepDetectorOptions opt;
   // Slow over the whole run as well (its median over its peers'): the
   // episode or the bursts are its worst part, not all it costs.
-  if (rank->excess && *rank->excess >= opt.flag_threshold) return std::nullopt;
+  if (rank->excess && *rank->excess >= opt.flag_threshold && TotalSlow(*rank, opt))
+    return std::nullopt;
   const auto used = static_cast<double>(rank->steps_used);
   double cost = *straggler.slowdown;  // periodic, intermittent: already spread over the run
   // The slowdown of the steps it hits, and how many it hits.
@@ -332,7 +333,7 @@ std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysi
   const StepDetectorOptions opt;
   for (const RankStepStats& r : steps.ranks) {
     if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
-    if (r.excess && *r.excess >= opt.flag_threshold) return std::nullopt;
+    if (r.excess && *r.excess >= opt.flag_threshold && TotalSlow(r, opt)) return std::nullopt;
     const double used = static_cast<double>(r.steps_used);
     return std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1)) /
            used;

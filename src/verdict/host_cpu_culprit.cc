@@ -412,6 +412,17 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
       return false;
     std::optional<double> ratio = CpuTimeRatio(a, *c.entity.rank);
     if (!ratio || *ratio - 1 >= std::max(kCpuTimeAgreement, *c.slowdown / 4)) return false;
+    // Its core no slower than its peers' while the profiler ran, and its
+    // CPU time per step then above theirs by the same margin: the ops'
+    // excess is its own work, not the cores' (a fault from mid-run on a
+    // rank with the faster core averages out over the run).
+    std::optional<double> window =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
+    std::optional<double> window_work =
+        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_cpu_ns);
+    if (window && window_work && *window < 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
+        *window_work - 1 >= std::max(kCpuTimeAgreement, *c.slowdown / 4))
+      return false;
     dropped.push_back(fmt::format(
         "the profiled steps show rank {}'s CPU ops {:.2f}x as long as its peers', but over the "
         "run its thread's CPU time per step is {:.2f}x theirs: a passing difference of the "

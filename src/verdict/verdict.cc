@@ -75,6 +75,12 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
   }
 }
 
+// What a more-work culprit costs at most: its extra work per step.
+std::optional<double> WorkBound(const Culprit& c) {
+  if (!c.slowdown) return std::nullopt;
+  return *c.slowdown / (1 + *c.slowdown);
+}
+
 }  // namespace
 
 Verdict DecideVerdict(const Run& run, const StepAnalysis& steps, const TraceAnalysis& traces) {
@@ -155,7 +161,8 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
         PutStepsFirst(next, f->next_steps);
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
-      name({std::move(*work)});
+      std::optional<double> lost = WorkBound(*work);  // as PreferCpuWork prices it
+      name({std::move(*work)}, lost);
     } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
       name({std::move(late->culprit)}, late->lost);
     } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {

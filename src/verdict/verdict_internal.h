@@ -146,8 +146,8 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
 // noise, in a run too short to tell (StepsToTell). An episode that began
 // and recovered is measured over its own steps, whatever the run's length,
 // and so is one that began after the first analysed step and lasted to the
-// last, unless the rank is slow over the whole run too (excess >= 5% at
-// z >= 3):
+// last, unless the rank is slow over the whole run too (SlowOverTheRun:
+// excess >= 5% at z >= 3, its total time >= 2.5% over its peers'):
 // bench/realjobs 2026-12-05 (d6) named a healthy 4-rank run's rank 1 for
 // +8% over steps 28-32 with the run's per-step noise at 7.6% (three
 // standard errors over 5 steps: 12.8%).
@@ -155,7 +155,8 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 
 // A step straggler whose slowdown comes and goes (periodic, intermittent,
 // or an episode that recovered) on a rank not slow over the whole run (its
-// median under the step detector's 5% flag threshold), hitting at most
+// median under the step detector's 5% flag threshold, or its total time
+// under 2.5% over its peers': TotalSlow), hitting at most
 // kMinorStepHits steps by under its strong threshold (15%) each, and costing,
 // spread over the rank's analysed steps, under kMinorStepCost of its step
 // time: the cost, else nullopt. Step times alone do not name such a rank
@@ -172,7 +173,8 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
 // The share of its rank's analysed steps that a persistent step straggler
 // which recovered (onset to end_step) covers; nullopt when it lasted to the
 // end, is of another pattern, or its rank is slow over the whole run too
-// (the episode is then its worst part, not all it costs).
+// (median >= 5% over its peers' and TotalSlow: the episode is then its
+// worst part, not all it costs).
 std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysis& steps);
 
 // A step straggler step times alone do not stand by: inside the run's noise
@@ -330,8 +332,15 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // whose thread's mean CPU time per step over the whole run is within
 // max(kCpuTimeAgreement, its slowdown / 4) of its peers': the window's
 // difference does not last, and the culprit is dropped; with none left the
-// verdict is no straggler, saying why. Returns true when it dropped one
-// (host_cpu_culprit.cc).
+// verdict is no straggler, saying why. Kept when its core ran the probe
+// < 1 + min_probe_excess / 2 times its peers' in the profiled steps and its
+// CPU time per step there was above theirs by the margin above: the cores
+// did not make the window's difference (bench/realjobs: a 2.0x fault from
+// step 20 on a rank with the faster core, 1.8x faster, read 0.95-1.07x
+// over the run; window probes 0.55-0.67x; healthy ranks dropped here ran
+// theirs 1.35-1.69x; 4-rank ranks with ops 1.27-1.53x, probe and CPU time
+// at their peers' in the window, stay dropped). Returns true when it
+// dropped one (host_cpu_culprit.cc).
 inline constexpr double kCpuTimeAgreement = 0.05;
 bool DropUnbornOut(Verdict& v, const Analyses& a);
 

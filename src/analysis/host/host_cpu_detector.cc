@@ -330,15 +330,17 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
   for (RankCpuStats& r : analysis.ranks) {
     const StepSeries* s = run.FindRank(r.rank);
     if (s == nullptr) continue;
-    std::vector<double> in;
+    double probe = 0, cpu = 0;
+    size_t probes = 0, cpus = 0;
     for (const StepCpu& c : s->cpu) {
-      if (c.probe_ns && c.step >= profiled->first && c.step <= profiled->last)
-        in.push_back(static_cast<double>(*c.probe_ns));
+      if (c.step < profiled->first || c.step > profiled->last) continue;
+      if (c.probe_ns) probe += static_cast<double>(*c.probe_ns), ++probes;
+      if (c.on_cpu_ns) cpu += static_cast<double>(*c.on_cpu_ns), ++cpus;
     }
-    if (in.size() < kMinWindowProbes) continue;
-    double total = 0;
-    for (double x : in) total += x;
-    r.window_probe_ns = static_cast<DurationNs>(total / static_cast<double>(in.size()));
+    if (probes >= kMinWindowProbes)
+      r.window_probe_ns = static_cast<DurationNs>(probe / static_cast<double>(probes));
+    if (cpus >= kMinWindowProbes)
+      r.window_cpu_ns = static_cast<DurationNs>(cpu / static_cast<double>(cpus));
   }
 }
 

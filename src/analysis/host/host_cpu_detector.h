@@ -114,8 +114,10 @@ struct RankCpuStats {
   std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
   size_t probe_steps = 0;                // steps with a probe time
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
-  // Mean probe time over the steps the profiler traced (MeasureWindowProbes).
+  // Mean probe time and mean CPU time per step over the steps the profiler
+  // traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
+  std::optional<DurationNs> window_cpu_ns;
   // Its work against its peers' (step.cpu_time_high): the median of its
   // per-step CPU time over that of the peers whose CPU ran the probe as
   // fast that step (MeasureWork), over work_steps steps (>=

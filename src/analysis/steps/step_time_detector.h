@@ -15,9 +15,13 @@
 //   excess      median step time / median of peers' medians - 1
 //   z           excess in units of the peers' robust spread (1.4826 MAD,
 //               floored at min_peer_spread)
+//   total excess its total time / its peers' mean time on the same steps
+//               - 1, each time clamped to its step's median +- max(5
+//               sigma_noise, 4 flag_threshold) of it
 //   x[s]        step s's time / its peer group's median at step s - 1 (own
 //               history); onsets: change-point segments of x (MeasureOnsets,
-//               change_point.h, shift >= flag_threshold)
+//               change_point.h, shift >= flag_threshold), each with its
+//               segment z (RankOnsets::segment_z)
 //   slow steps  steps with x >= max(slow_step_excess, slow_step_sigmas x
 //               sigma_noise), sigma_noise the robust spread of every x
 //   sync spread median over steps of (p90 - p10) / median across ranks
@@ -30,13 +34,15 @@
 //   straggler   excess >= flag_threshold (5%) and z >= min_z (3), or a
 //               change-point segment of x with median >= 5% that stands out
 //               of the noise: (its median - the rest's median) / (sigma_noise
-//               x sqrt(1/n + 1/n_rest)) >= segment_min_z (article: < 5% is
+//               * sqrt(1/n + 1/n_rest)) >= segment_min_z, n its points and
+//               n_rest the others (article: < 5% is
 //               normal variation; >= strong_threshold, 15%, is almost surely a
 //               straggler: reported as the band; z 3: judgement; segment z 5:
 //               measured, segments of pure noise in 600 real DDP runs reached
 //               4.2, bench/realjobs); slow over the whole run (either way),
-//               its total time must also exceed its peers' by
-//               min_total_excess (2.5%, half the band): ranks in lockstep
+//               its total time must also exceed its peers' mean time on the
+//               same steps by min_total_excess (2.5%, half of
+//               flag_threshold; total_excess): ranks in lockstep
 //               take the same total time, and a median above its peers' is
 //               then the shape of its step times (measured: a healthy DDP
 //               rank's median +6% with its total within 0.5%)
@@ -192,8 +198,10 @@ struct RankStepStats {
   std::optional<double> excess;    // vs peers' median
   std::optional<double> z;
   // Its total time over its steps / its peers' mean time on the same steps
-  // - 1 (its group's peers; steps with at least one of them). ~0 on every
-  // rank of a job whose ranks run in lockstep, whatever their medians.
+  // - 1 (its group's peers; steps with at least one of them; each time
+  // clamped to its step's median +- max(5 sigma_noise, 4 flag_threshold)
+  // of it). ~0 on every rank of a job whose ranks run in lockstep,
+  // whatever their medians.
   std::optional<double> total_excess;
   double slowest_share = 0;  // share of steps where this rank was the slowest
   bool flagged = false;
@@ -283,10 +291,10 @@ struct RankOnsets {
   std::vector<int64_t> segment_first_step;  // step of x[segment.begin]
   std::vector<int64_t> segment_last_step;   // step of x[segment.end - 1]
   // How far each segment stands out of the noise: (its median - the other
-  // points' median) / (sigma_noise x sqrt(1/n + 1/n_rest)); +inf with no
+  // points' median) / (sigma_noise * sqrt(1/n + 1/n_rest)); +inf with no
   // noise or for a segment that is the whole series (nothing to stand out
-  // of: the peer comparison decides); not measured (shorter than segments)
-  // counts as +inf.
+  // of: its median >= flag_threshold and TotalSlow decide); not measured
+  // (fewer z than segments) counts as +inf.
   std::vector<double> segment_z;
 };
 

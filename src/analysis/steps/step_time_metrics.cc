@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -365,30 +366,45 @@ void MeasureNoise(StepMetrics& m, const StepDetectorOptions& opt) {
 }
 
 // Each rank's total time over its steps against its peers' mean time on
-// the same steps (RankStepStats::total_excess).
-void MeasureTotals(StepMetrics& m, size_t groups) {
+// the same steps (RankStepStats::total_excess). Each time is first clamped
+// to its step's group median +- max(5 sigma_noise, 4 flag_threshold) of it,
+// as Segmentize winsorises: one peer's long pause of its own would
+// otherwise raise the peers' mean and hide a straggler.
+void MeasureTotals(StepMetrics& m, size_t groups, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
+  const double band = std::max(5 * m.job.noise_sigma.value_or(0), 4 * opt.flag_threshold);
+  auto clamped = [&](float v, size_t gc) {
+    double med = m.group_step_median_s[gc];
+    return std::clamp(static_cast<double>(v), med * (1 - band), med * (1 + band));
+  };
   std::vector<double> sum(groups * C, 0);
   std::vector<uint32_t> count(groups * C, 0);
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t c = 0; c < C; ++c) {
-      float v = m.seconds_by_rank[r * C + c];
-      if (std::isnan(v)) continue;
-      sum[m.group_of[r] * C + c] += v;
-      ++count[m.group_of[r] * C + c];
+  const unsigned threads = PassThreads(R * C, opt);
+  ParallelFor(C, threads, [&](size_t begin, size_t end, unsigned) {
+    for (size_t c = begin; c < end; ++c) {
+      std::span<const float> column = Column(m, c);
+      for (size_t r = 0; r < R; ++r) {
+        if (std::isnan(column[r])) continue;
+        size_t gc = m.group_of[r] * C + c;
+        sum[gc] += clamped(column[r], gc);
+        ++count[gc];
+      }
     }
-  }
-  for (size_t r = 0; r < R; ++r) {
-    double own = 0, peers = 0;
-    for (size_t c = 0; c < C; ++c) {
-      float v = m.seconds_by_rank[r * C + c];
-      size_t gc = m.group_of[r] * C + c;
-      if (std::isnan(v) || count[gc] < 2) continue;
-      own += v;
-      peers += (sum[gc] - v) / static_cast<double>(count[gc] - 1);
+  });
+  ParallelFor(R, threads, [&](size_t begin, size_t end, unsigned) {
+    for (size_t r = begin; r < end; ++r) {
+      double own = 0, peers = 0;
+      for (size_t c = 0; c < C; ++c) {
+        float v = m.seconds_by_rank[r * C + c];
+        size_t gc = m.group_of[r] * C + c;
+        if (std::isnan(v) || count[gc] < 2) continue;
+        double x = clamped(v, gc);
+        own += x;
+        peers += (sum[gc] - x) / static_cast<double>(count[gc] - 1);
+      }
+      if (peers > 0) m.ranks[r].total_excess = own / peers - 1;
     }
-    if (peers > 0) m.ranks[r].total_excess = own / peers - 1;
-  }
+  });
 }
 
 // Peer comparison (by pipeline stage when every rank has one): each rank's
@@ -417,7 +433,7 @@ void MeasurePeers(StepMetrics& m, const StepDetectorOptions& opt) {
       excesses.push_back(*m.ranks[r].excess);
     }
   }
-  MeasureTotals(m, groups);
+  MeasureTotals(m, groups, opt);
   double center = Median(excesses).value_or(0);
   double sigma = std::max(opt.min_peer_spread, kMadToSigma * Mad(excesses).value_or(0));
   for (auto& st : m.ranks) {

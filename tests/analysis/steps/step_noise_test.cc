@@ -154,5 +154,41 @@ TEST(StepNoiseTest, ARankWhoseTotalIsAlsoHigherIsAStraggler) {
   EXPECT_EQ(s[0]->pattern, Pattern::kPersistent);
 }
 
+TEST(StepNoiseTest, OnePeersLongPauseDoesNotHideAStraggler) {
+  StepDetectorOptions opt;
+  // Rank 0 at 1.10 s throughout; rank 2 pauses 10 s of its own in step 20
+  // (its peers do not wait: the times are not in lockstep).
+  laggard::Run run = MakeRun(4, [](int32_t r, int64_t s) {
+    if (r == 0) return 1.10;
+    return r == 2 && s == 20 ? 11.0 : 1.0;
+  });
+  StepMetrics m = MeasureSteps(run, opt);
+  ASSERT_TRUE(m.ranks[0].total_excess);
+  // Rank 2's pause counts as its step's median (1.05 s) +20%, the clamp
+  // (the run's noise is 0), not 11 s: +9.8%, against +1.3% unclamped.
+  EXPECT_NEAR(*m.ranks[0].total_excess, 39 * 1.1 / (38 + (2 + 1.05 * 1.2) / 3) - 1, 1e-6);
+  EXPECT_TRUE(SlowOverTheRun(m.ranks[0], opt));
+}
+
+TEST(StepNoiseTest, TotalsCompareARankWithItsOwnStageOnly) {
+  StepDetectorOptions opt;
+  // Stage 0 (ranks 0-2) at 1 s, stage 1 (ranks 3-5) at 2 s; rank 4 at
+  // 2.2 s and without step 20.
+  laggard::Run run = MakeRun(6, [](int32_t r, int64_t) {
+    if (r == 4) return 2.2;
+    return r < 3 ? 1.0 : 2.0;
+  });
+  for (StepSeries& s : run.ranks) {
+    s.info.pipeline_stage = s.info.rank < 3 ? 0 : 1;
+    if (s.info.rank == 4) std::erase_if(s.steps, [](const StepRecord& x) { return x.step == 20; });
+  }
+  StepMetrics m = MeasureSteps(run, opt);
+  ASSERT_TRUE(m.ranks[4].total_excess && m.ranks[0].total_excess && m.ranks[3].total_excess);
+  EXPECT_NEAR(*m.ranks[4].total_excess, 0.10, 1e-6);
+  EXPECT_NEAR(*m.ranks[0].total_excess, 0.0, 1e-6);
+  // Rank 3's peers are ranks 4 (2.2 s, 38 steps) and 5 (2 s).
+  EXPECT_NEAR(*m.ranks[3].total_excess, 39 * 2.0 / (38 * 2.1 + 2.0) - 1, 1e-6);
+}
+
 }  // namespace
 }  // namespace laggard
