@@ -301,7 +301,8 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
   }
   if (rank == nullptr || rank->steps_used == 0) return std::nullopt;
   const StepDetectorOptions opt;
-  // Slow over the whole run as well (its median over its peers'): the
+  // Slow over the whole run as well (its median >= 5% over its peers' and
+  // its total time too, TotalSlow; no z asked, as before the total): the
   // episode or the bursts are its worst part, not all it costs.
   if (rank->excess && *rank->excess >= opt.flag_threshold && TotalSlow(*rank, opt))
     return std::nullopt;

@@ -406,33 +406,53 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 bool DropUnbornOut(Verdict& v, const Analyses& a) {
   std::vector<std::string> dropped;
   if (v.status != VerdictStatus::kStraggler) return false;
-  std::erase_if(v.culprits, [&](const Culprit& c) {
+  bool kept = false;  // by the profiled steps, said
+  std::vector<Culprit> left;
+  for (Culprit& c : v.culprits) {
     if (c.cause_class != CauseClass::kComputeSlow || c.cause || !c.entity.rank ||
-        c.ranks.size() > 1 || !c.slowdown || !CpuOnlyTrace(a, *c.entity.rank))
-      return false;
+        c.ranks.size() > 1 || !c.slowdown || !CpuOnlyTrace(a, *c.entity.rank)) {
+      left.push_back(std::move(c));
+      continue;
+    }
     std::optional<double> ratio = CpuTimeRatio(a, *c.entity.rank);
-    if (!ratio || *ratio - 1 >= std::max(kCpuTimeAgreement, *c.slowdown / 4)) return false;
+    const double margin = std::max(kCpuTimeAgreement, *c.slowdown / 4);
+    if (!ratio || *ratio - 1 >= margin) {
+      left.push_back(std::move(c));
+      continue;
+    }
     // Its core no slower than its peers' while the profiler ran, and its
     // CPU time per step then above theirs by the same margin: the ops'
     // excess is its own work, not the cores' (a fault from mid-run on a
-    // rank with the faster core averages out over the run).
+    // rank with the faster core averages out over the run). Kept, said,
+    // and no more than medium: the run's CPU time does not back it.
     std::optional<double> window =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
     std::optional<double> window_work =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_cpu_ns);
     if (window && window_work && *window < 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
-        *window_work - 1 >= std::max(kCpuTimeAgreement, *c.slowdown / 4))
-      return false;
+        *window_work >= std::max(1.0, *window) * (1 + margin)) {
+      c.evidence.push_back(fmt::format(
+          "host CPU: in the profiled steps its thread used {:.2f}x its peers' CPU time per step "
+          "on a core that ran a fixed piece of work {:.2f}x as long as theirs: its own work, "
+          "though over the run its CPU time per step is {:.2f}x theirs (a slowdown that began "
+          "mid-run, or one of the profiled steps only)",
+          *window_work, *window, *ratio));
+      c.confidence = std::min(c.confidence, kTwoRankCap);
+      kept = true;
+      left.push_back(std::move(c));
+      continue;
+    }
     dropped.push_back(fmt::format(
         "the profiled steps show rank {}'s CPU ops {:.2f}x as long as its peers', but over the "
         "run its thread's CPU time per step is {:.2f}x theirs: a passing difference of the "
         "host's cores in the profiled window, not a slow rank",
         *c.entity.rank, 1 + *c.slowdown, *ratio));
-    return true;
-  });
+  }
+  v.culprits = std::move(left);
   return SayDropped(v, dropped,
                     "nothing to fix; to be sure, profile another window of steps (the traces "
-                    "covered a few steps only)");
+                    "covered a few steps only)") ||
+         kept;
 }
 
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {

@@ -75,9 +75,11 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
   }
 }
 
-// What a more-work culprit costs at most: its extra work per step.
-std::optional<double> WorkBound(const Culprit& c) {
-  if (!c.slowdown) return std::nullopt;
+// What a more-work culprit costs at most: its extra work per step, as
+// PreferCpuWork prices it; none where the job's step time changed level
+// once, which measures it (PriceByLevelShift).
+std::optional<double> WorkBound(const Culprit& c, const Analyses& a) {
+  if (!c.slowdown || a.steps.job.level_shift) return std::nullopt;
   return *c.slowdown / (1 + *c.slowdown);
 }
 
@@ -161,7 +163,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
         PutStepsFirst(next, f->next_steps);
       name(std::move(cpu));
     } else if (auto work = CpuWorkCulprit(a, next)) {
-      std::optional<double> lost = WorkBound(*work);  // as PreferCpuWork prices it
+      std::optional<double> lost = WorkBound(*work, a);
       name({std::move(*work)}, lost);
     } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
       name({std::move(late->culprit)}, late->lost);

@@ -339,8 +339,9 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // step 20 on a rank with the faster core, 1.8x faster, read 0.95-1.07x
 // over the run; window probes 0.55-0.67x; healthy ranks dropped here ran
 // theirs 1.35-1.69x; 4-rank ranks with ops 1.27-1.53x, probe and CPU time
-// at their peers' in the window, stay dropped). Returns true when it
-// dropped one (host_cpu_culprit.cc).
+// at their peers' in the window, stay dropped); such a one is said and
+// held to kTwoRankCap (the run's CPU time does not back it). Returns true
+// when it dropped or kept one so (host_cpu_culprit.cc).
 inline constexpr double kCpuTimeAgreement = 0.05;
 bool DropUnbornOut(Verdict& v, const Analyses& a);
 

@@ -151,7 +151,7 @@ TEST(RealJobTest, APassingPeerSlowdownDoesNotContradictTheTraces) {
 // The more-work rank is priced by its own bound, and no next step names
 // rank 0, whose step times' median reads +6% (its total time within its
 // peers': no step-time culprit), as the suspect.
-TEST(RealJobTest, AMoreWorkRankReplacingStepTimesIsPricedByItsOwnBound) {
+TEST(RealJobTest, AMoreWorkRankNamedAloneIsPricedByItsOwnBound) {
   Verdict v = Diagnose(kData + "w4_compute_1.1_step_time_peer");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
   ASSERT_TRUE(v.culprits[0].slowdown);
@@ -163,6 +163,21 @@ TEST(RealJobTest, AMoreWorkRankReplacingStepTimesIsPricedByItsOwnBound) {
   for (const std::string& n : v.next_steps) {
     EXPECT_EQ(n.find("on rank 0"), std::string::npos) << n;
   }
+}
+
+// A compute-slow rank the profiled steps back (its core no slower there,
+// its CPU time higher) but its CPU time over the run does not (a 2.0x
+// fault from step 20, on the faster core): named, said, at most medium.
+TEST(RealJobTest, AFaultFromMidRunOnTheFasterCoreIsNamedAtMostMedium) {
+  Verdict v = Diagnose(kData + "w2_onset_compute_fast_core");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  EXPECT_LE(v.culprits[0].confidence, 0.75) << v.summary;
+  bool said = false;
+  for (const std::string& e : v.culprits[0].evidence) {
+    said |= e.find("in the profiled steps its thread used") != std::string::npos &&
+            e.find("began mid-run") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << v.summary;
 }
 
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {

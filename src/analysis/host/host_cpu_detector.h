@@ -174,14 +174,14 @@ std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t
   return std::nullopt;
 }
 
-// Fills RankCpuStats::window_probe_ns over the logged steps the profiler
-// traced (`profiled`, from the step detector): the speed of each rank's CPU
+// Fills RankCpuStats::window_probe_ns and window_cpu_ns over the logged
+// steps the profiler traced (`profiled`, from the step detector): the speed of each rank's CPU
 // while the traces were taken, which a culprit read from the traces alone
 // is compared with. The mean, not the median: the traces sum a rank's
 // lateness over the window, so a core that slowed for 3 of its 10 steps
 // counts in part (bench/realjobs: a healthy rank's probe 1.8x for steps
-// 30-32, then its peer's; last at 9 of 9 collectives). Needs >=
-// kMinWindowProbes probes in the window.
+// 30-32, then its peer's; last at 9 of 9 collectives). Each needs >=
+// kMinWindowProbes samples in the window (probes; CPU times).
 inline constexpr size_t kMinWindowProbes = 3;
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
                          HostCpuAnalysis& analysis);

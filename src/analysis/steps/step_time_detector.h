@@ -16,7 +16,7 @@
 //   z           excess in units of the peers' robust spread (1.4826 MAD,
 //               floored at min_peer_spread)
 //   total excess its total time / its peers' mean time on the same steps
-//               - 1, each time clamped to its step's median +- max(5
+//               - 1, each time capped at its step's median + max(5
 //               sigma_noise, 4 flag_threshold) of it
 //   x[s]        step s's time / its peer group's median at step s - 1 (own
 //               history); onsets: change-point segments of x (MeasureOnsets,
@@ -199,8 +199,8 @@ struct RankStepStats {
   std::optional<double> z;
   // Its total time over its steps / its peers' mean time on the same steps
   // - 1 (its group's peers; steps with at least one of them; each time
-  // clamped to its step's median +- max(5 sigma_noise, 4 flag_threshold)
-  // of it). ~0 on every rank of a job whose ranks run in lockstep,
+  // capped at its step's median + max(5 sigma_noise, 4 flag_threshold) of
+  // it). ~0 on every rank of a job whose ranks run in lockstep,
   // whatever their medians.
   std::optional<double> total_excess;
   double slowest_share = 0;  // share of steps where this rank was the slowest
@@ -353,8 +353,9 @@ bool TotalSlow(const RankStepStats& st, const StepDetectorOptions& opt);
 // flag_threshold, z >= min_z, and TotalSlow.
 bool SlowOverTheRun(const RankStepStats& st, const StepDetectorOptions& opt);
 
-// Every metric except the onsets. Reads warmup_steps, min_stage_ranks and
-// the spike and slow-step thresholds of `options`.
+// Every metric except the onsets. Reads warmup_steps, min_stage_ranks,
+// flag_threshold (the totals' cap), threads and the spike and slow-step
+// thresholds of `options`.
 StepMetrics MeasureSteps(const Run& run, const StepDetectorOptions& options);
 // The ranks' own-history onsets (change points with a shift of at least
 // flag_threshold), for ranks with >= 3 steps used. AnalyzeStepTimes calls it

@@ -366,16 +366,17 @@ void MeasureNoise(StepMetrics& m, const StepDetectorOptions& opt) {
 }
 
 // Each rank's total time over its steps against its peers' mean time on
-// the same steps (RankStepStats::total_excess). Each time is first clamped
-// to its step's group median +- max(5 sigma_noise, 4 flag_threshold) of it,
-// as Segmentize winsorises: one peer's long pause of its own would
-// otherwise raise the peers' mean and hide a straggler.
+// the same steps (RankStepStats::total_excess). Each time is first capped
+// at its step's group median + max(5 sigma_noise, 4 flag_threshold) of it:
+// one peer's long pause of its own would otherwise raise the peers' mean
+// and hide a straggler. Not raised from below: a rank's own short steps
+// are what make its total its peers' in lockstep.
 void MeasureTotals(StepMetrics& m, size_t groups, const StepDetectorOptions& opt) {
   const size_t R = m.series.size(), C = Steps(m);
   const double band = std::max(5 * m.job.noise_sigma.value_or(0), 4 * opt.flag_threshold);
   auto clamped = [&](float v, size_t gc) {
     double med = m.group_step_median_s[gc];
-    return std::clamp(static_cast<double>(v), med * (1 - band), med * (1 + band));
+    return std::min(static_cast<double>(v), med * (1 + band));
   };
   std::vector<double> sum(groups * C, 0);
   std::vector<uint32_t> count(groups * C, 0);

@@ -138,6 +138,20 @@ TEST(StepNoiseTest, ARankInLockstepWithAHigherMedianIsNoStraggler) {
   EXPECT_EQ(StragglersOf(DecideSteps(m, no_test), 0).size(), 1u);
 }
 
+TEST(StepNoiseTest, ARanksOwnShortStepsAreNotRaisedInItsTotal) {
+  StepDetectorOptions opt;
+  // 1.15, 1.15, 0.70 s: median +15%, total its peers'. The 0.70 s step is
+  // 30% under its step's median, past the cap's 20% band: counted as is.
+  laggard::Run run = MakeRun(4, [](int32_t r, int64_t s) {
+    if (r != 0) return 1.0;
+    return (s - 5) % 3 == 2 ? 0.70 : 1.15;
+  });
+  StepMetrics m = MeasureSteps(run, opt);
+  ASSERT_TRUE(m.ranks[0].total_excess);
+  EXPECT_NEAR(*m.ranks[0].total_excess, 0.0, 1e-6);
+  EXPECT_FALSE(SlowOverTheRun(m.ranks[0], opt));
+}
+
 TEST(StepNoiseTest, ARankWhoseTotalIsAlsoHigherIsAStraggler) {
   StepDetectorOptions opt;
   // 1.08, 1.08, 1.0: median +8%, total +5.3%.
