@@ -77,10 +77,14 @@ void AskForMissing(const Run& run, const Verdict& v, std::vector<std::string>& n
 
 // What a more-work culprit costs at most: its extra work per step, as
 // PreferCpuWork prices it; none where the job's step time changed level
-// once, which measures it (PriceByLevelShift).
+// once by no more than that, which measures it (PriceByLevelShift takes a
+// shift up to the culprit's own bound).
 std::optional<double> WorkBound(const Culprit& c, const Analyses& a) {
-  if (!c.slowdown || a.steps.job.level_shift) return std::nullopt;
-  return *c.slowdown / (1 + *c.slowdown);
+  if (!c.slowdown || *c.slowdown <= 0) return std::nullopt;
+  const double bound = *c.slowdown / (1 + *c.slowdown);
+  const std::optional<LevelShift>& shift = a.steps.job.level_shift;
+  if (shift && shift->cost() <= bound) return std::nullopt;
+  return bound;
 }
 
 }  // namespace
