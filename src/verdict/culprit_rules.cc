@@ -291,21 +291,28 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
   return false;
 }
 
+namespace {
+
+// `rank`'s step statistics, when it has analysed steps.
+const RankStepStats* UsedStatsOf(const StepAnalysis& steps, int32_t rank) {
+  for (const RankStepStats& r : steps.ranks) {
+    if (r.info.rank == rank && r.steps_used > 0) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps) {
   if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||
       !straggler.slowdown || !straggler.pattern || *straggler.slowdown <= 0)
     return std::nullopt;
-  const RankStepStats* rank = nullptr;
-  for (const RankStepStats& r : steps.ranks) {
-    if (r.info.rank == *straggler.entity.rank) rank = &r;
-  }
-  if (rank == nullptr || rank->steps_used == 0) return std::nullopt;
+  const RankStepStats* rank = UsedStatsOf(steps, *straggler.entity.rank);
+  if (rank == nullptr) return std::nullopt;
   const StepDetectorOptions opt;
-  // Slow over the whole run as well (its median >= 5% over its peers' and
-  // its total time too, TotalSlow; no z asked, as before the total): the
+  // Slow over the whole run as well (no z asked, as before the total): the
   // episode or the bursts are its worst part, not all it costs.
-  if (rank->excess && *rank->excess >= opt.flag_threshold && TotalSlow(*rank, opt))
-    return std::nullopt;
+  if (SlowByMedianAndTotal(*rank, opt)) return std::nullopt;
   const auto used = static_cast<double>(rank->steps_used);
   double cost = *straggler.slowdown;  // periodic, intermittent: already spread over the run
   // The slowdown of the steps it hits, and how many it hits.
@@ -331,15 +338,11 @@ std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysi
       straggler.pattern != Pattern::kPersistent || !straggler.onset_step || !straggler.end_step ||
       *straggler.end_step < *straggler.onset_step)
     return std::nullopt;
-  const StepDetectorOptions opt;
-  for (const RankStepStats& r : steps.ranks) {
-    if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
-    if (r.excess && *r.excess >= opt.flag_threshold && TotalSlow(r, opt)) return std::nullopt;
-    const double used = static_cast<double>(r.steps_used);
-    return std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1)) /
-           used;
-  }
-  return std::nullopt;
+  const RankStepStats* r = UsedStatsOf(steps, *straggler.entity.rank);
+  if (r == nullptr || SlowByMedianAndTotal(*r, StepDetectorOptions())) return std::nullopt;
+  const double used = static_cast<double>(r->steps_used);
+  return std::min(used, static_cast<double>(*straggler.end_step - *straggler.onset_step + 1)) /
+         used;
 }
 
 bool StepStragglerTooWeak(const Finding& straggler, const StepAnalysis& steps) {

@@ -422,10 +422,10 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     }
     // Its core no slower than its peers' while the profiler ran, and its
     // CPU time per step then above theirs by the same margin (times its
-    // core's slowness, when above 1): the ops'
-    // excess is its own work, not the cores' (a fault from mid-run on a
-    // rank with the faster core averages out over the run). Kept, said,
-    // and no more than medium: the run's CPU time does not back it.
+    // core's slowness, when above 1): the ops' excess is its own work, not
+    // the cores' (a fault from mid-run on a rank with the faster core
+    // averages out over the run). Kept, said, and no more than medium: the
+    // run's CPU time does not back it.
     std::optional<double> window =
         RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
     std::optional<double> window_work =

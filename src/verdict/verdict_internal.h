@@ -156,7 +156,7 @@ bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps);
 // A step straggler whose slowdown comes and goes (periodic, intermittent,
 // or an episode that recovered) on a rank not slow over the whole run (its
 // median under the step detector's 5% flag threshold, or its total time
-// under 2.5% over its peers': TotalSlow), hitting at most
+// under 2.5% over its peers': not SlowByMedianAndTotal), hitting at most
 // kMinorStepHits steps by under its strong threshold (15%) each, and costing,
 // spread over the rank's analysed steps, under kMinorStepCost of its step
 // time: the cost, else nullopt. Step times alone do not name such a rank
@@ -173,8 +173,8 @@ std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis
 // The share of its rank's analysed steps that a persistent step straggler
 // which recovered (onset to end_step) covers; nullopt when it lasted to the
 // end, is of another pattern, or its rank is slow over the whole run too
-// (median >= 5% over its peers' and TotalSlow: the episode is then its
-// worst part, not all it costs).
+// (SlowByMedianAndTotal: the episode is then its worst part, not all it
+// costs).
 std::optional<double> RecoveredShare(const Finding& straggler, const StepAnalysis& steps);
 
 // A step straggler step times alone do not stand by: inside the run's noise

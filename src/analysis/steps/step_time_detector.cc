@@ -159,9 +159,12 @@ bool TotalSlow(const RankStepStats& st, const StepDetectorOptions& opt) {
   return !st.total_excess || *st.total_excess >= opt.min_total_excess;
 }
 
+bool SlowByMedianAndTotal(const RankStepStats& st, const StepDetectorOptions& opt) {
+  return st.excess && *st.excess >= opt.flag_threshold && TotalSlow(st, opt);
+}
+
 bool SlowOverTheRun(const RankStepStats& st, const StepDetectorOptions& opt) {
-  return st.excess && *st.excess >= opt.flag_threshold && st.z && *st.z >= opt.min_z &&
-         TotalSlow(st, opt);
+  return SlowByMedianAndTotal(st, opt) && st.z && *st.z >= opt.min_z;
 }
 
 namespace {

@@ -349,8 +349,13 @@ struct StepMetrics {
 // total_excess >= min_total_excess, or not measured.
 bool TotalSlow(const RankStepStats& st, const StepDetectorOptions& opt);
 
-// Whether rank `st` straggles over the whole run: its median excess >=
-// flag_threshold, z >= min_z, and TotalSlow.
+// Whether rank `st`'s median excess is >= flag_threshold and TotalSlow
+// (slow over the whole run with no test of how far it stands out of its
+// peers' spread).
+bool SlowByMedianAndTotal(const RankStepStats& st, const StepDetectorOptions& opt);
+
+// Whether rank `st` straggles over the whole run: SlowByMedianAndTotal and
+// z >= min_z.
 bool SlowOverTheRun(const RankStepStats& st, const StepDetectorOptions& opt);
 
 // Every metric except the onsets. Reads warmup_steps, min_stage_ranks,
