@@ -589,4 +589,50 @@ std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Anal
   return out;
 }
 
+std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<int32_t>& not_these,
+                                         std::vector<std::string>& next_steps) {
+  struct Named {
+    Culprit culprit;
+    double probe = 0;  // its core's slowness, which orders them
+    const Finding* finding = nullptr;
+  };
+  std::vector<Named> named;
+  for (const Finding& f : a.host_cpu.findings) {
+    if (f.code != FindingCode::kHostCpuSlow || !f.entity.rank ||
+        f.slowdown.value_or(0) < kSlowCoreNamed)
+      continue;
+    const int32_t rank = *f.entity.rank;
+    if (std::find(not_these.begin(), not_these.end(), rank) != not_these.end() ||
+        !CpuOnlyTrace(a, rank))
+      continue;
+    std::optional<double> work = CpuTimeRatio(a, rank);
+    if (!work || *work - 1 < kCpuTimeAgreement) continue;
+    Named n{Culprit{}, *f.slowdown, &f};
+    Culprit& c = n.culprit;
+    c.entity = f.entity;
+    c.cause_class = CauseClass::kHostStall;
+    c.cause = "host_contention";
+    c.slowdown = *work - 1;
+    c.confidence = std::min(f.confidence, kSingleSourceCap);
+    c.evidence.push_back(f.evidence.front().text);
+    c.evidence.push_back(fmt::format(
+        "host CPU: over the run its thread used {:.2f}x its peers' CPU time per step: the same "
+        "work, run longer on a slower core; ranks in step with each other wait for it at every "
+        "collective, so their step times read alike",
+        *work));
+    named.push_back(std::move(n));
+  }
+  if (named.empty()) return std::nullopt;
+  std::stable_sort(named.begin(), named.end(),
+                   [](const Named& x, const Named& y) { return x.probe > y.probe; });
+  SlowCore out;
+  for (Named& n : named) {
+    const double more = *n.culprit.slowdown;
+    out.lost = std::max(out.lost, more / (1 + more));
+    out.culprits.push_back(std::move(n.culprit));
+  }
+  PutStepsFirst(next_steps, named.front().finding->next_steps);
+  return out;
+}
+
 }  // namespace laggard::verdict_internal

@@ -43,6 +43,8 @@ using verdict_internal::PriceByLevelShift;
 using verdict_internal::PriceByPauses;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::SayCpuWorkUndecided;
+using verdict_internal::SlowCore;
+using verdict_internal::SlowCoreCulprits;
 using verdict_internal::StragglerSummary;
 using verdict_internal::TimeTieStep;
 using verdict_internal::ToolReportCulprit;
@@ -124,6 +126,80 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
   return changed;
 }
 
+// `v` names `culprits`, which cost `lost` at most when known.
+void NameCulprits(Verdict& v, std::vector<Culprit> culprits, const Analyses& a,
+                  std::optional<double> lost = std::nullopt) {
+  v.culprits = std::move(culprits);
+  v.status = VerdictStatus::kStraggler;
+  v.throughput_lost = lost;
+  if (lost) v.impact_method = ImpactMethod::kUpperBound;
+  v.gpu_hours_per_day = GpuHoursPerDay(lost, WorldSize(a.steps, a.traces));
+}
+
+// Where step times and traces name no straggler: culprits found by another
+// signal (a pause, a wait for a CPU, more work, a slower core, a GPU, a
+// tool's report), with what they cost at most when known; a hardware
+// culprit joins `net`, its episode's cost in `hw_cost`. True when it named.
+bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>& next,
+                        std::vector<Culprit>& net, std::optional<double>& hw_cost) {
+  if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
+    PutStepsFirst(next, pause->next_steps);
+    NameCulprits(v, {PauseCulprit(*pause)}, a);
+  } else if (auto cpu = HostCpuCulprits(a); !cpu.empty()) {
+    if (const Finding* f = FirstOf(a.host_cpu.findings, FindingCode::kHostCpuContention))
+      PutStepsFirst(next, f->next_steps);
+    NameCulprits(v, std::move(cpu), a);
+  } else if (auto work = CpuWorkCulprit(a, next)) {
+    std::optional<double> lost = WorkBound(*work, a);
+    NameCulprits(v, {std::move(*work)}, a, lost);
+  } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
+    NameCulprits(v, {std::move(late->culprit)}, a, late->lost);
+  } else if (auto core = v.status == VerdictStatus::kNoStraggler ? SlowCoreCulprits(a, {}, next)
+                                                                 : std::nullopt) {
+    NameCulprits(v, std::move(core->culprits), a, core->lost);
+  } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
+    // Tied to a slowdown episode: what that episode cost.
+    if (hws.size() == 1 && hws[0].onset_step) {
+      hw_cost = EpisodeThroughputLost(a, *hws[0].onset_step);
+    }
+    for (const Culprit& hw : hws) {
+      for (const Finding& f : a.hardware.findings) {
+        if (OnGpu(f, hw.entity)) AddSteps(next, f.next_steps);
+      }
+      // A GPU no rank could be tied to: what would tie it.
+      if (auto tie = a.ranks.TieStep(hw.entity.host, hw.entity.gpu)) AddSteps(next, {*tie});
+      // A GPU link fault shows in nccl-tests / NET findings of its host
+      // too: the GPU is the more specific culprit.
+      std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw.entity.host; });
+    }
+    net.insert(net.begin(), hws.begin(), hws.end());
+    return false;
+  } else if (auto tool = ToolReportCulprit(v, a, next)) {
+    NameCulprits(v, {std::move(*tool)}, a);
+  } else {
+    if (auto tie = TimeTieStep(a)) AddSteps(next, {*tie});
+    return false;
+  }
+  return true;
+}
+
+// Every culprit of a straggler verdict was dropped (`dropped`: their
+// ranks): a slower core of another rank, when one is measured
+// (SlowCoreCulprits), is the culprit, the drop's reason an evidence line.
+// True when it named one; else `v` stays the no-straggler verdict.
+bool NameSlowCoreAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dropped,
+                           std::vector<std::string>& next) {
+  std::vector<std::string> steps = v.next_steps;
+  std::optional<SlowCore> core = SlowCoreCulprits(a, dropped, steps);
+  if (!core) return false;
+  const std::string said = "verdict: no straggler — ";
+  const std::string why = v.summary.starts_with(said) ? v.summary.substr(said.size()) : v.summary;
+  core->culprits.front().evidence.push_back("the profiled steps' culprit set aside: " + why);
+  NameCulprits(v, std::move(core->culprits), a, core->lost);
+  next = std::move(steps);
+  return true;
+}
+
 }  // namespace
 
 Verdict DecideVerdict(const Run& run, const Analyses& a) {
@@ -139,60 +215,22 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   bool changed = false;
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {
+    std::vector<int32_t> named;
+    for (const Culprit& c : v.culprits) {
+      if (c.entity.rank) named.push_back(*c.entity.rank);
+      named.insert(named.end(), c.ranks.begin(), c.ranks.end());
+    }
     bool none_left = false;
     changed = RefineStragglers(v, a, next, none_left);
-    if (none_left) {  // no straggler, said why
+    if (none_left && !NameSlowCoreAfterDrop(v, a, named, next)) {  // no straggler, said why
       PreferCommBound(v, a);
       return v;
     }
   }
   std::vector<Culprit> net = NetworkCulprits(v, a, next);
   std::optional<double> hw_cost;  // of the hardware-only culprit's episode
-  if (v.status != VerdictStatus::kStraggler) {
-    // Culprits no step time or trace named, found by another signal, with
-    // what they cost at most when known.
-    auto name = [&](std::vector<Culprit> culprits, std::optional<double> lost = std::nullopt) {
-      v.culprits = std::move(culprits);
-      v.status = VerdictStatus::kStraggler;
-      v.throughput_lost = lost;
-      if (lost) v.impact_method = ImpactMethod::kUpperBound;
-      v.gpu_hours_per_day = GpuHoursPerDay(lost, WorldSize(a.steps, a.traces));
-      changed = true;
-    };
-    if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
-      PutStepsFirst(next, pause->next_steps);
-      name({PauseCulprit(*pause)});
-    } else if (auto cpu = HostCpuCulprits(a); !cpu.empty()) {
-      if (const Finding* f = FirstOf(a.host_cpu.findings, FindingCode::kHostCpuContention))
-        PutStepsFirst(next, f->next_steps);
-      name(std::move(cpu));
-    } else if (auto work = CpuWorkCulprit(a, next)) {
-      std::optional<double> lost = WorkBound(*work, a);
-      name({std::move(*work)}, lost);
-    } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
-      name({std::move(late->culprit)}, late->lost);
-    } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
-      // Tied to a slowdown episode: what that episode cost.
-      if (hws.size() == 1 && hws[0].onset_step) {
-        hw_cost = EpisodeThroughputLost(a, *hws[0].onset_step);
-      }
-      for (const Culprit& hw : hws) {
-        for (const Finding& f : a.hardware.findings) {
-          if (OnGpu(f, hw.entity)) AddSteps(next, f.next_steps);
-        }
-        // A GPU no rank could be tied to: what would tie it.
-        if (auto tie = a.ranks.TieStep(hw.entity.host, hw.entity.gpu)) AddSteps(next, {*tie});
-        // A GPU link fault shows in nccl-tests / NET findings of its host
-        // too: the GPU is the more specific culprit.
-        std::erase_if(net, [&](const Culprit& c) { return c.entity.host == hw.entity.host; });
-      }
-      net.insert(net.begin(), hws.begin(), hws.end());
-    } else if (auto tool = ToolReportCulprit(v, a, next)) {
-      name({std::move(*tool)});
-    } else if (auto tie = TimeTieStep(a)) {
-      AddSteps(next, {*tie});
-    }
-  }
+  if (v.status != VerdictStatus::kStraggler)
+    changed |= NameByOtherSignals(v, a, next, net, hw_cost);
   if (!net.empty()) {
     changed = true;
     if (v.status != VerdictStatus::kStraggler) {

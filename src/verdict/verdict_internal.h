@@ -310,6 +310,26 @@ struct LateOnSlowCore {
 std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Analyses& a,
                                                     std::vector<std::string>& next_steps);
 
+// Where nothing else names a straggler, in a CPU-only job: each rank (not
+// in `not_these`) whose core ran the probe >= 1 + kSlowCoreNamed times its
+// peers' over the run (host.cpu_slow) and whose thread used >= 1 +
+// kCpuTimeAgreement times their CPU time per step over the run: the same
+// work run longer on a slower core, which the ranks in step with it wait
+// for at every collective (so step times read alike), a culprit with the
+// host as the cause, the slowest core first. `lost` is the largest
+// culprit's extra CPU time as a share of its step, what it costs at most.
+// bench/realjobs d17 w2_compute_1.1_r0: the faulty rank on a core 1.58x
+// slow, 1.2x its peer's CPU time per step, was "no straggler"; the issue
+// asks that a rank on a measurably slower core be named with a host cause
+// (host_cpu_culprit.cc).
+inline constexpr double kSlowCoreNamed = 0.2;
+struct SlowCore {
+  std::vector<Culprit> culprits;
+  double lost = 0;
+};
+std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<int32_t>& not_these,
+                                         std::vector<std::string>& next_steps);
+
 // A straggler verdict whose every culprit is a rank of unknown cause, less
 // slowed than a rank that waits for a CPU: those ranks become the culprits
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.

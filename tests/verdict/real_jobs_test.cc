@@ -296,9 +296,13 @@ INSTANTIATE_TEST_SUITE_P(
         // (their probes) and the steps took +65%: the machine slowed.
         Expected{"w2_healthy_machine_slowed", VerdictStatus::kJobWide, {}},
         // Healthy; in the profiled steps (30-39) rank 1's core ran its
-        // probe 1.43x as long as rank 0's (over the run 0.79x), so rank 1
-        // arrives last at 7 of 9 collectives there: not a slow rank.
-        Expected{"w2_healthy_window_core_slowed", VerdictStatus::kNoStraggler, {}},
+        // probe 1.43x as long as rank 0's, so rank 1 arrives last at 7 of 9
+        // collectives there: not a slow rank. Over the run rank 0's core
+        // ran it 1.26x as long and its thread used 1.18x rank 1's CPU time
+        // per step: the host made rank 0 the slower one.
+        Expected{"w2_healthy_window_core_slowed",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}}},
         // Rank 3 computes 1.5x; 4 ranks on 2 vCPUs put healthy rank 0 at
         // +5% in step times, but in the profiled steps rank 0 arrives
         // 1.09 ms before the median: rank 3 alone.
@@ -386,12 +390,22 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w2_healthy_window_core_slower", VerdictStatus::kNoStraggler, {}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
-        // run: its core, not more work (compute-slow before).
-        Expected{"w4_healthy_core_explains_work", VerdictStatus::kNoStraggler, {}},
+        // run: its core, not more work (compute-slow before), named with
+        // the host as the cause.
+        Expected{"w4_healthy_core_explains_work",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kHostStall}}},
         // Healthy, 4 ranks on 2 cores: ranks 1 and 3 arrive late together
         // by 1.41 ms with ops at their peers' speed and no idle, ~5% of the
-        // profile (named "ranks 1, 3, cause unknown" before).
-        Expected{"w4_healthy_late_pair", VerdictStatus::kNoStraggler, {}},
+        // profile (named "ranks 1, 3, cause unknown" before): not them.
+        // Rank 0's core ran the probe 1.29x as long over the run, its
+        // thread 1.08x its peers' CPU time per step: the host's culprit.
+        Expected{"w4_healthy_late_pair", VerdictStatus::kStraggler, {{0, CauseClass::kHostStall}}},
+        // Rank 1 computes 1.1x on a core 1.58x slower over the run (its
+        // CPU time per step 1.2x rank 0's); in the profiled steps rank 0's
+        // core was the slower (its ops 1.37x), set aside: rank 1, the host.
+        Expected{
+            "w2_compute_1.1_slow_core", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
         // Rank 1 computes 1.2x on the fast core; rank 0's core ran the
         // probe 1.63x as long, and rank 0 is last at 7 of 10 collectives
         // (90% of the waiting, ~10% of the profile) with ops 1.09x rank

@@ -1,0 +1,111 @@
+// SlowCoreCulprits (verdict_internal.h): where nothing else names a
+// straggler, a CPU-only job's rank whose core ran the probe slower over the
+// run and whose thread used more CPU time per step is a culprit with the
+// host as the cause.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "verdict/verdict_internal.h"
+
+namespace laggard::verdict_internal {
+namespace {
+
+// A CPU-only job (GPU ops when not `cpu_only`) of `probe.size()` ranks:
+// rank r's core ran the probe probe[r] x the others' (a host.cpu_slow
+// finding when >= 1.1, as the detector makes it) and its thread used
+// work[r] x their CPU time per step, over 40 steps.
+Analyses Job(const std::vector<double>& probe, const std::vector<double>& work,
+             bool cpu_only = true) {
+  Analyses a;
+  for (int32_t r = 0; r < static_cast<int32_t>(probe.size()); ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = cpu_only;
+    a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.on_cpu_steps = 40;
+    c.on_cpu_mean_ns = 20e6 * work[r];
+    c.probe_steps = 40;
+    c.probe_ns = static_cast<DurationNs>(50'000 * probe[r]);
+    a.host_cpu.ranks.push_back(c);
+    if (probe[r] >= 1.1) {
+      Finding slow = MakeFinding(FindingCode::kHostCpuSlow, Entity{.rank = r});
+      slow.slowdown = probe[r] - 1;
+      slow.confidence = 0.85;
+      slow.evidence.push_back(
+          Evidence{"host CPU: the probe takes longer on rank " + std::to_string(r), std::nullopt});
+      slow.next_steps = {"compare rank " + std::to_string(r) + "'s cores"};
+      a.host_cpu.findings.push_back(slow);
+    }
+  }
+  return a;
+}
+
+TEST(SlowCoreTest, ARankOnASlowerCoreThatWorksLongerIsHostContention) {
+  // bench/realjobs d17 w2_compute_1.1_r0: rank 1's core 1.58x, its thread
+  // 1.2x rank 0's CPU time per step, step times in lockstep.
+  Analyses a = Job({1.0, 1.58}, {1.0, 1.2});
+  std::vector<std::string> next = {"profile another window"};
+  std::optional<SlowCore> got = SlowCoreCulprits(a, {}, next);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->culprits.size(), 1u);
+  const Culprit& c = got->culprits.front();
+  EXPECT_EQ(c.entity.rank, 1);
+  EXPECT_EQ(c.cause_class, CauseClass::kHostStall);
+  EXPECT_EQ(c.cause.value_or(""), "host_contention");
+  EXPECT_NEAR(c.slowdown.value_or(0), 0.2, 1e-9);
+  EXPECT_NEAR(got->lost, 0.2 / 1.2, 1e-9);
+  EXPECT_LE(c.confidence, kSingleSourceCap);
+  ASSERT_EQ(c.evidence.size(), 2u);
+  EXPECT_NE(c.evidence[1].find("1.20x its peers' CPU time per step"), std::string::npos)
+      << c.evidence[1];
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next.front(), "compare rank 1's cores");
+}
+
+TEST(SlowCoreTest, EachFloorHolds) {
+  std::vector<std::string> next;
+  // The core 1.19x: under kSlowCoreNamed.
+  Analyses mild = Job({1.0, 1.19}, {1.0, 1.2});
+  EXPECT_FALSE(SlowCoreCulprits(mild, {}, next).has_value());
+  // The thread's CPU time per step 1.04x: the slower core does not make
+  // it compute longer (a probe does not feel all a step does).
+  Analyses same = Job({1.0, 1.58}, {1.0, 1.04});
+  EXPECT_FALSE(SlowCoreCulprits(same, {}, next).has_value());
+  // A GPU job: a slower CPU need not slow it.
+  Analyses gpu = Job({1.0, 1.58}, {1.0, 1.2}, /*cpu_only=*/false);
+  EXPECT_FALSE(SlowCoreCulprits(gpu, {}, next).has_value());
+  // A rank just set aside (the caller's `not_these`).
+  Analyses dropped = Job({1.0, 1.58}, {1.0, 1.2});
+  EXPECT_FALSE(SlowCoreCulprits(dropped, {1}, next).has_value());
+  // Too few steps with a CPU time to compare.
+  Analyses few = Job({1.0, 1.58}, {1.0, 1.2});
+  for (RankCpuStats& r : few.host_cpu.ranks) r.on_cpu_steps = 5;
+  EXPECT_FALSE(SlowCoreCulprits(few, {}, next).has_value());
+  EXPECT_TRUE(next.empty());
+}
+
+TEST(SlowCoreTest, EveryRankOnASlowerCoreTheSlowestFirst) {
+  // 4 ranks on 2 cores: ranks 0 and 2 share the slower one.
+  Analyses a = Job({1.3, 1.0, 1.5, 1.0}, {1.1, 1.0, 1.12, 0.98});
+  std::vector<std::string> next;
+  std::optional<SlowCore> got = SlowCoreCulprits(a, {}, next);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->culprits.size(), 2u);
+  EXPECT_EQ(got->culprits[0].entity.rank, 2);
+  EXPECT_EQ(got->culprits[1].entity.rank, 0);
+  // The larger extra CPU time prices it: rank 2's +12% of its peers'
+  // median (1.0 of ranks 0, 1, 3: 1.1, 1.0, 0.98).
+  const double more = 1.12 / 1.0 - 1;
+  EXPECT_NEAR(got->lost, more / (1 + more), 1e-9);
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.front(), "compare rank 2's cores");
+}
+
+}  // namespace
+}  // namespace laggard::verdict_internal
