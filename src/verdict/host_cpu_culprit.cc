@@ -5,6 +5,7 @@
 // its peers do not is one. Internal to src/verdict/.
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -183,13 +184,45 @@ struct MoreWork {
   const Finding* finding = nullptr;  // its step.cpu_time_high
 };
 
+// `rank`'s mean CPU time per step over the run against the median of its
+// peers' whose core ran the probe within kSameCoreProbe of its own over
+// the run (on its core, as far as the probe tells); nullopt with no such
+// peer.
+std::optional<double> SameCorePeersWork(const Analyses& a, int32_t rank) {
+  const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
+  auto measured = [&](const RankCpuStats& r) {
+    return r.on_cpu_mean_ns && r.on_cpu_steps >= least && r.probe_ns && *r.probe_ns > 0;
+  };
+  auto mine = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                           [&](const RankCpuStats& r) { return r.rank == rank; });
+  if (mine == a.host_cpu.ranks.end() || !measured(*mine)) return std::nullopt;
+  std::vector<double> peers;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (r.rank == rank || !measured(r)) continue;
+    const double probe = static_cast<double>(*r.probe_ns) / static_cast<double>(*mine->probe_ns);
+    if (std::abs(probe - 1) <= kSameCoreProbe) peers.push_back(*r.on_cpu_mean_ns);
+  }
+  std::optional<double> median = Median(std::move(peers));
+  if (!median || *median <= 0) return std::nullopt;
+  return *mine->on_cpu_mean_ns / *median;
+}
+
+// Whether `more` (a step.cpu_time_high) is confirmed over the whole run by
+// peers on its core: its CPU time per step >= 1 + max(kHiddenMoreWork,
+// half its excess) theirs (SameCorePeersWork). Then the core does not
+// explain the work.
+bool SameCoreConfirms(const Analyses& a, const Finding& more) {
+  std::optional<double> work = SameCorePeersWork(a, *more.entity.rank);
+  return work && *work - 1 >= std::max(kHiddenMoreWork, more.slowdown.value_or(0) / 2);
+}
+
 // The one rank outside `named` whose thread does more work per step
 // (step.cpu_time_high on probed steps of a CPU-only job), by at least
-// `min_slowdown` and `min_z` standard errors, as a compute-slow culprit;
-// nullopt when there is none or more than one.
-
+// `min_slowdown` and `min_z` standard errors (`confirmed_z` where peers on
+// its core confirm it over the run: SameCoreConfirms), as a compute-slow
+// culprit; nullopt when there is none or more than one.
 std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int32_t>& named,
-                                        double min_slowdown, double min_z) {
+                                        double min_slowdown, double min_z, double confirmed_z) {
   const Finding* more = nullptr;
   for (const Finding& f : a.host_cpu.findings) {
     if (f.code != FindingCode::kStepCpuTimeHigh || !f.entity.rank ||
@@ -203,7 +236,9 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
     return std::nullopt;
   auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
                             [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
-  if (stats == a.host_cpu.ranks.end() || !stats->work_probed || stats->work_z < min_z)
+  const bool confirmed = SameCoreConfirms(a, *more);
+  if (stats == a.host_cpu.ranks.end() || !stats->work_probed ||
+      stats->work_z < (confirmed ? confirmed_z : min_z))
     return std::nullopt;
   // Its core ran the probe's fixed work nearly as much slower over the
   // run: the extra CPU time may be the core's, not more work
@@ -212,8 +247,10 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
   // compute-slow beside the stalled rank; d11: 1.25x on a core 1.24x
   // slow). Not more work, then; host.cpu_slow speaks for the core. (A
   // rank compared with peers whose probe matched its own still moves
-  // between cores within a step: the veto stays.)
-  if (CoreExplainsWork(a, *more->entity.rank, more->slowdown.value_or(0))) return std::nullopt;
+  // between cores within a step: the veto stays, unless peers on its core
+  // over the whole run confirm the work.)
+  if (!confirmed && CoreExplainsWork(a, *more->entity.rank, more->slowdown.value_or(0)))
+    return std::nullopt;
   Culprit c;
   c.entity = more->entity;
   c.cause_class = CauseClass::kComputeSlow;
@@ -231,7 +268,7 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
   const HostCpuDetectorOptions o;
   const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
-  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z, o.min_cpu_time_z);
   if (!m) return std::nullopt;
   PutStepsFirst(next_steps, m->finding->next_steps);
   return std::move(m->culprit);
@@ -245,8 +282,8 @@ bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>&
     named.insert(named.end(), c.ranks.begin(), c.ranks.end());
   }
   const HostCpuDetectorOptions o;
-  std::optional<MoreWork> m =
-      MoreWorkCulprit(a, named, kHiddenMoreWork, kHiddenMoreWorkZ * o.min_cpu_time_z);
+  std::optional<MoreWork> m = MoreWorkCulprit(
+      a, named, kHiddenMoreWork, kHiddenMoreWorkZ * o.min_cpu_time_z, o.min_cpu_time_z);
   if (!m) return false;
   m->culprit.evidence.push_back(fmt::format(
       "hidden behind {}: the job waits for the slowest rank of each step, so a second, smaller "
@@ -263,7 +300,7 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   if (group.ranks.size() < 2 || group.cause_class == CauseClass::kHostStall) return false;
   const HostCpuDetectorOptions o;
   const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
-  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z, o.min_cpu_time_z);
   if (!m) return false;
   const int32_t rank = *m->culprit.entity.rank;
   if (std::find(group.ranks.begin(), group.ranks.end(), rank) == group.ranks.end()) return false;

@@ -332,6 +332,12 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_two_faults_hidden",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kHostStall}, {1, CauseClass::kComputeSlow}}},
+        // The same faults with ranks 1 and 3 on the slower core: rank 1's
+        // 1.55x at 6.9 standard errors, its core 1.52x slow, is confirmed
+        // by rank 3 on its core over the run (1.40x rank 3's CPU time).
+        Expected{"w4_two_faults_same_core",
+                 VerdictStatus::kStraggler,
+                 {{3, CauseClass::kHostStall}, {1, CauseClass::kComputeSlow}}},
         // Healthy; rank 1 +8% over 5 steps (28-32) against a per-step noise
         // of 7.6%: three standard errors over 5 steps are 12.8%.
         Expected{"w4_healthy_short_episode", VerdictStatus::kNoStraggler, {}},

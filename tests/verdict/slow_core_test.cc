@@ -1,7 +1,8 @@
 // SlowCoreCulprits (verdict_internal.h): where nothing else names a
 // straggler, a CPU-only job's rank whose core ran the probe slower over the
 // run and whose thread used more CPU time per step is a culprit with the
-// host as the cause.
+// host as the cause; and AlsoCpuWorkCulprit's more-work rank confirmed by
+// peers on its own core (kSameCoreProbe).
 
 #include <optional>
 #include <string>
@@ -105,6 +106,81 @@ TEST(SlowCoreTest, EveryRankOnASlowerCoreTheSlowestFirst) {
   EXPECT_NEAR(got->lost, more / (1 + more), 1e-9);
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front(), "compare rank 2's cores");
+}
+
+// bench/realjobs d15 w4_two_faults_r2: rank 3 stalls (the culprit named),
+// rank 1 computes 1.5x: 1.55x its peers' CPU time step by step at
+// `z` standard errors; ranks 1 and 3 share the slower core (probes 79.5
+// and 78.4 us against 52), where rank 3's thread used `partner` ms per
+// step against rank 1's 31.5.
+struct Hidden {
+  Analyses a;
+  Verdict v;
+};
+Hidden TwoFaults(double z, double partner, double partner_probe = 78.4) {
+  Hidden h;
+  const double cpu[] = {17.8, 31.5, 17.6, partner};
+  const double probe[] = {52.0, 79.5, 52.3, partner_probe};
+  for (int32_t r = 0; r < 4; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = true;
+    h.a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.on_cpu_steps = 40;
+    c.on_cpu_mean_ns = cpu[r] * 1e6;
+    c.probe_steps = 40;
+    c.probe_ns = static_cast<DurationNs>(probe[r] * 1000);
+    if (r == 1) {
+      c.work_probed = true;
+      c.work_steps = 24;
+      c.work_ratio = 1.55;
+      c.work_z = z;
+    }
+    h.a.host_cpu.ranks.push_back(c);
+  }
+  Finding more = MakeFinding(FindingCode::kStepCpuTimeHigh, Entity{.rank = 1});
+  more.slowdown = 0.55;
+  more.confidence = 0.53;
+  more.evidence.push_back(Evidence{"rank 1 uses 1.55x its peers' CPU time", std::nullopt});
+  h.a.host_cpu.findings.push_back(more);
+  // Its core ran the probe 1.52x: by itself, enough to veto the work.
+  Finding slow = MakeFinding(FindingCode::kHostCpuSlow, Entity{.rank = 1});
+  slow.slowdown = 0.52;
+  slow.evidence.push_back(Evidence{"host CPU: the probe takes longer on rank 1", std::nullopt});
+  h.a.host_cpu.findings.push_back(slow);
+  Culprit stalled;
+  stalled.entity.rank = 3;
+  stalled.cause_class = CauseClass::kHostStall;
+  stalled.confidence = 0.95;
+  h.v.status = VerdictStatus::kStraggler;
+  h.v.culprits.push_back(stalled);
+  return h;
+}
+
+TEST(SameCoreWorkTest, APeerOnItsCoreConfirmsTheHiddenRank) {
+  Hidden h = TwoFaults(6.9, 22.5);  // 31.5 / 22.5 = 1.40 against its core's peer
+  std::vector<std::string> next;
+  ASSERT_TRUE(AlsoCpuWorkCulprit(h.v, h.a, next));
+  ASSERT_EQ(h.v.culprits.size(), 2u);
+  EXPECT_EQ(h.v.culprits[1].entity.rank, 1);
+  EXPECT_EQ(h.v.culprits[1].cause_class, CauseClass::kComputeSlow);
+}
+
+TEST(SameCoreWorkTest, WithoutThatPeerTheFloorsStay) {
+  std::vector<std::string> next;
+  // Its core's peer used nearly as much (31.5 / 26 = 1.21 < 1 + 0.55 / 2):
+  // 6.9 standard errors under the hidden floor, and its core explains it.
+  Hidden near = TwoFaults(6.9, 26.0);
+  EXPECT_FALSE(AlsoCpuWorkCulprit(near.v, near.a, next));
+  // No peer on its core (rank 3's probe 8% off).
+  Hidden alone = TwoFaults(6.9, 22.5, 85.9);
+  EXPECT_FALSE(AlsoCpuWorkCulprit(alone.v, alone.a, next));
+  // Confirmed, but under the detector's own 5 standard errors.
+  Hidden weak = TwoFaults(4.5, 22.5);
+  EXPECT_FALSE(AlsoCpuWorkCulprit(weak.v, weak.a, next));
+  EXPECT_EQ(near.v.culprits.size(), 1u);
 }
 
 }  // namespace
