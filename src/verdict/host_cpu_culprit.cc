@@ -106,9 +106,19 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   }
   if (best == nullptr) return false;
   c.evidence.push_back(best->evidence.front().text);
+  // A group's more work (uneven_work) is assumed from its slower ops; in a
+  // CPU-only job whose ranks all wait for a CPU and use less than half
+  // the ops' excess more CPU time per step than their peers (at most 5%
+  // counts as none), the wait stretched the ops: not more work.
+  const double work_floor = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 2);
+  const bool no_more_work = c.cause == "uneven_work" && waiting == ranks.size() &&
+                            std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+                              std::optional<double> work = CpuTimeRatio(a, r);
+                              return CpuOnlyTrace(a, r) && work && *work - 1 < work_floor;
+                            });
   // A cause already observed on the GPU or the network stays; so does a
   // group of which some ranks do not wait.
-  bool observed = c.cause && *c.cause != "host_contention";
+  bool observed = c.cause && *c.cause != "host_contention" && !no_more_work;
   bool explains = !c.slowdown || best->slowdown.value_or(0) >= 0.5 * *c.slowdown;
   if (observed || waiting < ranks.size() || !explains) {
     c.evidence.push_back(fmt::format(
@@ -116,6 +126,14 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
         best->code == FindingCode::kHostCpuSlow ? "its slower CPU" : "its wait for a CPU",
         100 * best->slowdown.value_or(0), 100 * c.slowdown.value_or(0)));
     return true;
+  }
+  if (no_more_work) {
+    std::erase(c.evidence, std::string(kAssumedMoreWork));
+    c.evidence.push_back(
+        fmt::format("host CPU: their CPU time per step is under {:.0f}% above their peers', "
+                    "less than half their ops' excess: not more work; the wait for a CPU "
+                    "stretched their ops",
+                    100 * work_floor));
   }
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
@@ -218,11 +236,13 @@ bool SameCoreConfirms(const Analyses& a, const Finding& more) {
 
 // The one rank outside `named` whose thread does more work per step
 // (step.cpu_time_high on probed steps of a CPU-only job), by at least
-// `min_slowdown` and `min_z` standard errors (`confirmed_z` where peers on
-// its core confirm it over the run: SameCoreConfirms), as a compute-slow
-// culprit; nullopt when there is none or more than one.
+// `min_slowdown` and `min_z` standard errors, as a compute-slow culprit;
+// nullopt when there is none or more than one. With `confirmed_z`, where
+// peers on its core confirm it over the run (SameCoreConfirms), that many
+// suffice and its core does not veto it.
 std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int32_t>& named,
-                                        double min_slowdown, double min_z, double confirmed_z) {
+                                        double min_slowdown, double min_z,
+                                        std::optional<double> confirmed_z = std::nullopt) {
   const Finding* more = nullptr;
   for (const Finding& f : a.host_cpu.findings) {
     if (f.code != FindingCode::kStepCpuTimeHigh || !f.entity.rank ||
@@ -236,9 +256,9 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
     return std::nullopt;
   auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
                             [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
-  const bool confirmed = SameCoreConfirms(a, *more);
+  const bool confirmed = confirmed_z && SameCoreConfirms(a, *more);
   if (stats == a.host_cpu.ranks.end() || !stats->work_probed ||
-      stats->work_z < (confirmed ? confirmed_z : min_z))
+      stats->work_z < (confirmed ? *confirmed_z : min_z))
     return std::nullopt;
   // Its core ran the probe's fixed work nearly as much slower over the
   // run: the extra CPU time may be the core's, not more work
@@ -268,14 +288,19 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
   const HostCpuDetectorOptions o;
   const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
-  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z, o.min_cpu_time_z);
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
   if (!m) return std::nullopt;
   PutStepsFirst(next_steps, m->finding->next_steps);
   return std::move(m->culprit);
 }
 
 bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (v.status != VerdictStatus::kStraggler || v.culprits.empty()) return false;
+  // With two ranks the one peer is the culprit named, and a rank's extra
+  // CPU time may be its wait for that culprit inside the collectives
+  // (gloo polls): no baseline tells a second fault from the first.
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty() ||
+      WorldSize(a.steps, a.traces) == 2)
+    return false;
   std::vector<int32_t> named;
   for (const Culprit& c : v.culprits) {
     if (c.entity.rank) named.push_back(*c.entity.rank);
@@ -300,7 +325,7 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   if (group.ranks.size() < 2 || group.cause_class == CauseClass::kHostStall) return false;
   const HostCpuDetectorOptions o;
   const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
-  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z, o.min_cpu_time_z);
+  std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
   if (!m) return false;
   const int32_t rank = *m->culprit.entity.rank;
   if (std::find(group.ranks.begin(), group.ranks.end(), rank) == group.ranks.end()) return false;
@@ -327,8 +352,7 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   return true;
 }
 
-void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+std::optional<std::string> CpuWorkUndecided(const Analyses& a) {
   const HostCpuDetectorOptions o;
   const bool two = WorldSize(a.steps, a.traces) == 2;
   auto probed = [&](int32_t rank) {
@@ -339,14 +363,11 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
   if (more != nullptr && more->entity.rank && two &&
       more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
       CpuOnlyTrace(a, *more->entity.rank)) {
-    std::string said = fmt::format(
+    return fmt::format(
         "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
         "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
         "feel all that slows a GEMM): compare with a third rank, or swap the ranks' cores",
         *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork);
-    v.summary += "; " + said;
-    AddSteps(next_steps, {std::move(said)});
-    return;
   }
   const RankCpuStats* best = nullptr;
   size_t need = 0;
@@ -362,14 +383,20 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
       need = *n;
     }
   }
-  if (best == nullptr) return;
-  std::string said = fmt::format(
+  if (best == nullptr) return std::nullopt;
+  return fmt::format(
       "rank {}'s thread used {:.2f}x its peers' CPU time per step over {} steps on CPUs as fast, "
       "too few to tell from noise ({:.1f} standard errors of the {:.0f} needed): run ~{} steps "
       "to tell",
       best->rank, *best->work_ratio, best->work_steps, best->work_z, o.min_cpu_time_z, need);
-  v.summary += "; " + said;
-  AddSteps(next_steps, {std::move(said)});
+}
+
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+  std::optional<std::string> said = CpuWorkUndecided(a);
+  if (!said) return;
+  v.summary += "; " + *said;
+  AddSteps(next_steps, {std::move(*said)});
 }
 
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
@@ -659,7 +686,9 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
         *work));
     named.push_back(std::move(n));
   }
-  if (named.empty()) return std::nullopt;
+  // Another rank's extra CPU time, too few steps to tell, is said instead
+  // (SayCpuWorkUndecided): more steps tell whether it is the fault.
+  if (named.empty() || CpuWorkUndecided(a)) return std::nullopt;
   std::stable_sort(named.begin(), named.end(),
                    [](const Named& x, const Named& y) { return x.probe > y.probe; });
   SlowCore out;
@@ -668,6 +697,7 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
     out.lost = std::max(out.lost, more / (1 + more));
     out.culprits.push_back(std::move(n.culprit));
   }
+  for (size_t i = 1; i < named.size(); ++i) AddSteps(next_steps, named[i].finding->next_steps);
   PutStepsFirst(next_steps, named.front().finding->next_steps);
   return out;
 }

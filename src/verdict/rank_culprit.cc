@@ -196,8 +196,7 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
     c.evidence.push_back(
         metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
                   "per step (pipeline stage / partition), not slower work"
-                : "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / "
-                  "partition) is assumed; GPU metrics would rule out a hardware cause");
+                : std::string(kAssumedMoreWork));
   } else {
     c.cause_class = CauseClass::kUnknown;
   }

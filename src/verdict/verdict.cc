@@ -43,7 +43,6 @@ using verdict_internal::PriceByLevelShift;
 using verdict_internal::PriceByPauses;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::SayCpuWorkUndecided;
-using verdict_internal::SlowCore;
 using verdict_internal::SlowCoreCulprits;
 using verdict_internal::StragglerSummary;
 using verdict_internal::TimeTieStep;
@@ -106,19 +105,27 @@ void Price(Verdict& v, const Analyses& a) {
 
 // A straggler verdict's culprits enriched with their causes, replaced by
 // stronger host CPU evidence, or dropped; `none_left` when every one was
-// dropped (the verdict then says no straggler, and why). True when it
-// changed them.
+// dropped (the verdict then says no straggler, and why), `dropped` their
+// ranks. True when it changed them.
 bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& next,
-                      bool& none_left) {
+                      bool& none_left, std::vector<int32_t>& dropped) {
   bool changed = false;
   for (Culprit& c : v.culprits) {
     changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
     changed |= EnrichHostCpu(c, a, next);
   }
   changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
+  std::vector<int32_t> named;
+  for (const Culprit& c : v.culprits) {
+    if (c.entity.rank) named.push_back(*c.entity.rank);
+    named.insert(named.end(), c.ranks.begin(), c.ranks.end());
+  }
   if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a, next)) {
     none_left = v.culprits.empty();
-    if (none_left) return true;
+    if (none_left) {
+      dropped = std::move(named);
+      return true;
+    }
     changed = true;
   }
   changed |= NarrowGroupToMoreWork(v, a, next);
@@ -137,11 +144,13 @@ void NameCulprits(Verdict& v, std::vector<Culprit> culprits, const Analyses& a,
 }
 
 // Where step times and traces name no straggler: culprits found by another
-// signal (a pause, a wait for a CPU, more work, a slower core, a GPU, a
-// tool's report), with what they cost at most when known; a hardware
-// culprit joins `net`, its episode's cost in `hw_cost`. True when it named.
+// signal (a pause, a wait for a CPU, more work, a slower core of a rank not
+// in `set_aside`, a GPU, a tool's report), with what they cost at most when
+// known; a hardware culprit joins `net`, its episode's cost in `hw_cost`.
+// True when it named.
 bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>& next,
-                        std::vector<Culprit>& net, std::optional<double>& hw_cost) {
+                        std::vector<Culprit>& net, std::optional<double>& hw_cost,
+                        const std::vector<int32_t>& set_aside = {}) {
   if (const Finding* pause = FirstOf(a.pauses.findings, FindingCode::kHostPause)) {
     PutStepsFirst(next, pause->next_steps);
     NameCulprits(v, {PauseCulprit(*pause)}, a);
@@ -154,8 +163,9 @@ bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>&
     NameCulprits(v, {std::move(*work)}, a, lost);
   } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
     NameCulprits(v, {std::move(late->culprit)}, a, late->lost);
-  } else if (auto core = v.status == VerdictStatus::kNoStraggler ? SlowCoreCulprits(a, {}, next)
-                                                                 : std::nullopt) {
+  } else if (auto core = v.status == VerdictStatus::kNoStraggler
+                             ? SlowCoreCulprits(a, set_aside, next)
+                             : std::nullopt) {
     NameCulprits(v, std::move(core->culprits), a, core->lost);
   } else if (auto hws = HardwareOnlyCulprits(a); !hws.empty()) {
     // Tied to a slowdown episode: what that episode cost.
@@ -184,18 +194,25 @@ bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>&
 }
 
 // Every culprit of a straggler verdict was dropped (`dropped`: their
-// ranks): a slower core of another rank, when one is measured
-// (SlowCoreCulprits), is the culprit, the drop's reason an evidence line.
-// True when it named one; else `v` stays the no-straggler verdict.
-bool NameSlowCoreAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dropped,
-                           std::vector<std::string>& next) {
-  std::vector<std::string> steps = v.next_steps;
-  std::optional<SlowCore> core = SlowCoreCulprits(a, dropped, steps);
-  if (!core) return false;
+// ranks; `v` says no straggler, and why): another signal's culprit
+// (NameByOtherSignals), when it names none of those ranks and no hardware,
+// is the verdict, the drop's reason an evidence line, with its own next
+// steps. True when it named one; else `v` stays the no-straggler verdict.
+bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dropped,
+                   std::vector<std::string>& next) {
+  Verdict named = v;
+  std::vector<std::string> steps;
+  std::vector<Culprit> net;
+  std::optional<double> hw_cost;
+  if (!NameByOtherSignals(named, a, steps, net, hw_cost, dropped) || !net.empty()) return false;
+  for (const Culprit& c : named.culprits) {
+    if (c.entity.rank && std::find(dropped.begin(), dropped.end(), *c.entity.rank) != dropped.end())
+      return false;
+  }
   const std::string said = "verdict: no straggler — ";
   const std::string why = v.summary.starts_with(said) ? v.summary.substr(said.size()) : v.summary;
-  core->culprits.front().evidence.push_back("the profiled steps' culprit set aside: " + why);
-  NameCulprits(v, std::move(core->culprits), a, core->lost);
+  named.culprits.front().evidence.push_back("the profiled steps' culprit set aside: " + why);
+  v = std::move(named);
   next = std::move(steps);
   return true;
 }
@@ -215,14 +232,10 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   bool changed = false;
   std::vector<std::string> next = v.next_steps;
   if (v.status == VerdictStatus::kStraggler) {
-    std::vector<int32_t> named;
-    for (const Culprit& c : v.culprits) {
-      if (c.entity.rank) named.push_back(*c.entity.rank);
-      named.insert(named.end(), c.ranks.begin(), c.ranks.end());
-    }
     bool none_left = false;
-    changed = RefineStragglers(v, a, next, none_left);
-    if (none_left && !NameSlowCoreAfterDrop(v, a, named, next)) {  // no straggler, said why
+    std::vector<int32_t> dropped;
+    changed = RefineStragglers(v, a, next, none_left, dropped);
+    if (none_left && !NameAfterDrop(v, a, dropped, next)) {  // no straggler, said why
       PreferCommBound(v, a);
       return v;
     }

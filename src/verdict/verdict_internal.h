@@ -265,14 +265,18 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
 // waits for each step's slowest rank), named compute-slow. bench/realjobs
 // 2026-12-05: the two-fault runs' 1.5x rank read 1.41-1.44x at 16-59
 // standard errors; the one other such rank, beside a periodic stall, 1.06x
-// at 6 (host_cpu_culprit.cc). True when it added one.
-// Peers on the rank's own core over the whole run (their probe within
-// kSameCoreProbe of its own) whose CPU time per step is below its own by
-// max(kHiddenMoreWork, half its excess) confirm the work: then the
+// at 6 (host_cpu_culprit.cc). Not in a 2-rank job: the one peer is the
+// culprit, and a rank waiting for it inside collectives burns CPU time
+// (d15 w2_cpu_hog_r0, d17 w2_host_stall_15ms_r2: the healthy rank at
+// 1.25-1.28x its stalled peer's CPU time, named beside it). True when it
+// added one.
+// Peers on the hidden rank's own core over the whole run (their probe
+// within kSameCoreProbe of its own) whose CPU time per step is below its
+// own by max(kHiddenMoreWork, half its excess) confirm the work: then the
 // detector's own floor of standard errors suffices, and the core does not
-// explain it (bench/realjobs d11-d17: 6 two-fault runs' 1.5x rank read
-// 1.36-1.55x at 6.0-13.3 standard errors, 1.33-1.49x against the rank
-// sharing its core; the 4-rank healthy ranks' same-core ratio reached 1.24x).
+// explain it (here only: a rank named alone keeps the veto) (bench/realjobs d11-d17: 6 two-fault
+// runs' 1.5x rank read 1.36-1.55x at 6.0-13.3 standard errors, 1.33-1.49x against the rank sharing
+// its core; the 4-rank healthy ranks' same-core ratio reached 1.24x).
 inline constexpr double kHiddenMoreWork = 0.1;
 inline constexpr double kHiddenMoreWorkZ = 2;
 inline constexpr double kSameCoreProbe = 0.05;
@@ -297,6 +301,9 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // not for a rank whose core explains the excess (kCoreExplainsWork)
 // (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+// What SayCpuWorkUndecided says, whatever the verdict; nullopt when it
+// would say nothing.
+std::optional<std::string> CpuWorkUndecided(const Analyses& a);
 
 // Where step times and traces name no straggler (a no-straggler or
 // inconclusive verdict `v`), in a CPU-only job: the rank the traces found
@@ -318,6 +325,16 @@ struct LateOnSlowCore {
 std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Analyses& a,
                                                     std::vector<std::string>& next_steps);
 
+// The evidence line of a late group's more work assumed from its slower
+// ops with no GPU metrics to rule out a hardware cause (GroupVerdict);
+// EnrichHostCpu takes it back where the ranks' CPU time shows no more work
+// and each waits for a CPU (bench/realjobs d16, d17: a busy loop on the
+// core of ranks 1 and 3 of 4, named "ranks 1, 3 uneven work" at +16%
+// while each waited 34% of its step for a CPU at 1.05x its peers' CPU time).
+inline constexpr std::string_view kAssumedMoreWork =
+    "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / partition) is "
+    "assumed; GPU metrics would rule out a hardware cause";
+
 // Where nothing else names a straggler, in a CPU-only job: each rank (not
 // in `not_these`) whose core ran the probe >= 1 + kSlowCoreNamed times its
 // peers' over the run (host.cpu_slow) and whose thread used >= 1 +
@@ -326,8 +343,10 @@ std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Anal
 // for at every collective (so step times read alike), a culprit with the
 // host as the cause, the slowest core first. `lost` is the largest
 // culprit's extra CPU time as a share of its step, what it costs at most.
+// None while another rank's extra CPU time is undecided (CpuWorkUndecided:
+// more steps, or a third rank, tell whether that is the fault).
 // bench/realjobs d17 w2_compute_1.1_r0: the faulty rank on a core 1.58x
-// slow, 1.2x its peer's CPU time per step, was "no straggler"; the issue
+// slow, 1.21x its peer's CPU time per step, was "no straggler"; the issue
 // asks that a rank on a measurably slower core be named with a host cause
 // (host_cpu_culprit.cc).
 inline constexpr double kSlowCoreNamed = 0.2;
@@ -397,7 +416,9 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
 
 // A rank's extra CPU time per step (step.cpu_time_high) is no proof of
 // more work when its core ran the probe at least this share of that
-// excess slower over the run (host.cpu_slow): MoreWorkCulprit names none.
+// excess slower over the run (host.cpu_slow): MoreWorkCulprit names none,
+// unless beside another culprit peers on its core confirm it
+// (AlsoCpuWorkCulprit, kSameCoreProbe).
 inline constexpr double kCoreExplainsWork = 0.75;
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few

@@ -180,6 +180,28 @@ TEST(RealJobTest, AFaultFromMidRunOnTheFasterCoreIsNamedAtMostMedium) {
   EXPECT_TRUE(said) << v.summary;
 }
 
+// The profiled steps' culprit (rank 0, a passing difference of the cores
+// in the window) set aside, the rank on the slower core over the run is
+// named for its host, with the reason it replaced the window's culprit and
+// the host's next step, not the drop's "nothing to fix".
+TEST(RealJobTest, ASlowerCoreOverTheRunReplacesTheWindowsCulprit) {
+  Verdict v = Diagnose(kData + "w2_compute_1.1_slow_core");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  EXPECT_EQ(v.culprits[0].cause.value_or(""), "host_contention") << v.summary;
+  bool said = false;
+  for (const std::string& e : v.culprits[0].evidence) {
+    said |= e.starts_with("the profiled steps' culprit set aside: ") &&
+            e.find("rank 0's CPU ops 1.37x") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << v.summary;
+  ASSERT_FALSE(v.next_steps.empty());
+  EXPECT_NE(v.next_steps.front().find("compare the cores of rank 1"), std::string::npos)
+      << v.next_steps.front();
+  for (const std::string& step : v.next_steps) {
+    EXPECT_EQ(step.find("nothing to fix"), std::string::npos) << step;
+  }
+}
+
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {
   size_t runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kData)) {
@@ -332,6 +354,15 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w4_two_faults_hidden",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kHostStall}, {1, CauseClass::kComputeSlow}}},
+        // A busy loop on the core of ranks 1 and 3: late together with ops
+        // 1.16x as long, each waiting 34% of its step for a CPU at 1.06x
+        // its peers' CPU time: the wait, not more work (uneven work before).
+        Expected{"w4_cpu_hog_late_pair", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
+        // Rank 1 sleeps 15 ms; healthy rank 0, its one peer, waits for it in
+        // the collectives at 1.28x its CPU time (named compute-slow beside
+        // it before): with two ranks no baseline tells a second fault.
+        Expected{
+            "w2_host_stall_waiting_peer", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
         // The same faults with ranks 1 and 3 on the slower core: rank 1's
         // 1.55x at 6.9 standard errors, its core 1.52x slow, is confirmed
         // by rank 3 on its core over the run (1.40x rank 3's CPU time).
@@ -408,7 +439,7 @@ INSTANTIATE_TEST_SUITE_P(
         // thread 1.08x its peers' CPU time per step: the host's culprit.
         Expected{"w4_healthy_late_pair", VerdictStatus::kStraggler, {{0, CauseClass::kHostStall}}},
         // Rank 1 computes 1.1x on a core 1.58x slower over the run (its
-        // CPU time per step 1.2x rank 0's); in the profiled steps rank 0's
+        // CPU time per step 1.21x rank 0's); in the profiled steps rank 0's
         // core was the slower (its ops 1.37x), set aside: rank 1, the host.
         Expected{
             "w2_compute_1.1_slow_core", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
