@@ -39,14 +39,17 @@ bool CpuOnlyTrace(const Analyses& a, int32_t rank) {
 }
 
 // The rank's mean CPU time per step over the run (its total: a fault that
-// began mid-run counts in full) against its peers' median.
-std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank) {
+// began mid-run counts in full) against its peers' median, the ranks in
+// `without` left out of the peers.
+std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank,
+                                   const std::vector<int32_t>& without = {}) {
   const RankCpuStats* mine = nullptr;
   std::vector<double> others;
   for (const RankCpuStats& r : a.host_cpu.ranks) {
     if (!r.on_cpu_mean_ns || r.on_cpu_steps < HostCpuDetectorOptions().min_cpu_time_steps) continue;
     if (r.rank == rank) mine = &r;
-    else others.push_back(*r.on_cpu_mean_ns);
+    else if (std::find(without.begin(), without.end(), r.rank) == without.end())
+      others.push_back(*r.on_cpu_mean_ns);
   }
   std::optional<double> median = Median(std::move(others));
   if (mine == nullptr || !median || *median <= 0) return std::nullopt;
@@ -111,11 +114,15 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   // the ops' excess more CPU time per step than their peers (at most 5%
   // counts as none), the wait stretched the ops: not more work.
   const double work_floor = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 2);
-  const bool no_more_work = c.cause == "uneven_work" && waiting == ranks.size() &&
-                            std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
-                              std::optional<double> work = CpuTimeRatio(a, r);
-                              return CpuOnlyTrace(a, r) && work && *work - 1 < work_floor;
-                            });
+  const bool no_more_work =
+      c.cause == "uneven_work" && std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+        std::optional<double> work = CpuTimeRatio(a, r, ranks);  // against the ranks outside
+        return CpuOnlyTrace(a, r) && work && *work - 1 < work_floor &&
+               std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(),
+                           [&](const Finding& f) {
+                             return f.code == FindingCode::kHostCpuContention && f.entity.rank == r;
+                           });
+      });
   // A cause already observed on the GPU or the network stays; so does a
   // group of which some ranks do not wait.
   bool observed = c.cause && *c.cause != "host_contention" && !no_more_work;
@@ -128,7 +135,14 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
     return true;
   }
   if (no_more_work) {
-    std::erase(c.evidence, std::string(kAssumedMoreWork));
+    // The more-work reading (GroupVerdict's line and next steps) goes.
+    std::erase_if(c.evidence, [](const std::string& e) {
+      return e == kAssumedMoreWork || e.starts_with("no GPU metric shows a hardware cause");
+    });
+    for (const Finding& g : a.traces.findings) {
+      if (g.code == FindingCode::kTraceLateGroup && g.ranks == c.ranks)
+        RemoveSteps(next_steps, g.next_steps);
+    }
     c.evidence.push_back(
         fmt::format("host CPU: their CPU time per step is under {:.0f}% above their peers', "
                     "less than half their ops' excess: not more work; the wait for a CPU "
@@ -294,6 +308,49 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
   return std::move(m->culprit);
 }
 
+std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+  if (WorldSize(a.steps, a.traces) != 2 || a.host_cpu.ranks.size() != 2) return std::nullopt;
+  const RankCpuStats& x = a.host_cpu.ranks[0];
+  const RankCpuStats& y = a.host_cpu.ranks[1];
+  const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
+  auto usable = [&](const RankCpuStats& r) {
+    return r.work_per_probe && *r.work_per_probe > 0 && r.work_per_probe_steps >= least &&
+           r.probe_ns && *r.probe_ns > 0 && CpuOnlyTrace(a, r.rank);
+  };
+  if (!usable(x) || !usable(y)) return std::nullopt;
+  const bool first = *x.work_per_probe >= *y.work_per_probe;
+  const RankCpuStats& more = first ? x : y;
+  const RankCpuStats& peer = first ? y : x;
+  const double ratio = *more.work_per_probe / *peer.work_per_probe;
+  if (ratio < 1 + kTwoRankProbeWork) return std::nullopt;
+  const double core = static_cast<double>(*more.probe_ns) / static_cast<double>(*peer.probe_ns);
+  Culprit c;
+  c.entity.rank = more.rank;
+  c.cause_class = CauseClass::kComputeSlow;
+  c.slowdown = ratio - 1;
+  c.confidence = kTwoRankProbeWorkConfidence;
+  c.evidence.push_back(fmt::format(
+      "host CPU: rank {}'s thread used {:.2f}x rank {}'s CPU time per step for its core's speed "
+      "(CPU time over the probe's fixed work, median of {} steps): it does more work each step",
+      more.rank, ratio, peer.rank, more.work_per_probe_steps));
+  c.evidence.push_back(fmt::format(
+      "its core ran the probe {:.2f}x as long as its peer's over the run{}", core,
+      core < 1 ? ": the faster core hides part of the extra work from step and op times" : ""));
+  c.evidence.push_back("its traces hold CPU ops only: the thread's CPU time is the rank's compute");
+  // What the job waits for it now: its own extra CPU time per step. Where
+  // its faster core hides it all the job does not wait for it: a peer on
+  // the slower core may be the straggler (SlowCoreCulprits).
+  const double used = CpuTimeRatio(a, more.rank).value_or(1);
+  if (used <= 1) return std::nullopt;
+  const double lost = (used - 1) / used;
+  AddSteps(next_steps,
+           {fmt::format("compare what rank {} computes with rank {}'s: batch and sequence sizes, "
+                        "padding, the data shard, extra work on that rank; run it on the other "
+                        "rank's core to confirm",
+                        more.rank, peer.rank)});
+  return ProbeWork{std::move(c), lost};
+}
+
 bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   // With two ranks the one peer is the culprit named, and a rank's extra
   // CPU time may be its wait for that culprit inside the collectives
@@ -352,7 +409,10 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   return true;
 }
 
-std::optional<std::string> CpuWorkUndecided(const Analyses& a) {
+std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector<int32_t>& skip) {
+  auto skipped = [&](int32_t rank) {
+    return std::find(skip.begin(), skip.end(), rank) != skip.end();
+  };
   const HostCpuDetectorOptions o;
   const bool two = WorldSize(a.steps, a.traces) == 2;
   auto probed = [&](int32_t rank) {
@@ -360,7 +420,7 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a) {
                        [&](const RankCpuStats& r) { return r.rank == rank && r.work_probed; });
   };
   const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
-  if (more != nullptr && more->entity.rank && two &&
+  if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
       more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
       CpuOnlyTrace(a, *more->entity.rank)) {
     return fmt::format(
@@ -374,8 +434,8 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a) {
   for (const RankCpuStats& r : a.host_cpu.ranks) {
     std::optional<size_t> n = StepsToTell(r, o);
     // With two ranks more steps tell only an excess the 2-rank rule names.
-    if (!n || !r.work_probed || r.work_z >= o.min_cpu_time_z || !CpuOnlyTrace(a, r.rank) ||
-        (two && *r.work_ratio < 1 + kTwoRankMoreWork) ||
+    if (!n || skipped(r.rank) || !r.work_probed || r.work_z >= o.min_cpu_time_z ||
+        !CpuOnlyTrace(a, r.rank) || (two && *r.work_ratio < 1 + kTwoRankMoreWork) ||
         CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
       continue;
     if (best == nullptr || *r.work_ratio > *best->work_ratio) {
@@ -688,7 +748,9 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
   }
   // Another rank's extra CPU time, too few steps to tell, is said instead
   // (SayCpuWorkUndecided): more steps tell whether it is the fault.
-  if (named.empty() || CpuWorkUndecided(a)) return std::nullopt;
+  std::vector<int32_t> skip = not_these;
+  for (const Named& n : named) skip.push_back(*n.culprit.entity.rank);
+  if (named.empty() || CpuWorkUndecided(a, skip)) return std::nullopt;
   std::stable_sort(named.begin(), named.end(),
                    [](const Named& x, const Named& y) { return x.probe > y.probe; });
   SlowCore out;

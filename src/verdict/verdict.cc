@@ -41,6 +41,7 @@ using verdict_internal::PreferCpuWork;
 using verdict_internal::PreferHostCpu;
 using verdict_internal::PriceByLevelShift;
 using verdict_internal::PriceByPauses;
+using verdict_internal::ProbeWorkCulprit;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SlowCoreCulprits;
@@ -133,6 +134,31 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
   return changed;
 }
 
+// The most likely culprit first; but a second slow rank the traces found
+// beside their culprit (trace.compute_slow of another rank) stays behind
+// it, whatever host evidence raised it to: the traces' culprit holds the
+// job up most (bench/realjobs d18 w4_data_stall_15ms_r0: a healthy rank on
+// a core 1.71x slow, ops 1.60x, 1.08 ms late, was put before the rank
+// whose data stall made 93% of the waiting).
+void OrderCulprits(Verdict& v, const Analyses& a) {
+  std::stable_sort(v.culprits.begin(), v.culprits.end(),
+                   [](const Culprit& x, const Culprit& y) { return x.confidence > y.confidence; });
+  const std::optional<int32_t> primary = a.traces.culprit;
+  if (!primary) return;
+  auto second = [&](const Culprit& c) {
+    return c.entity.rank && *c.entity.rank != *primary && c.ranks.size() <= 1 &&
+           std::any_of(a.traces.findings.begin(), a.traces.findings.end(), [&](const Finding& f) {
+             return f.code == FindingCode::kTraceComputeSlow && f.entity.rank == c.entity.rank;
+           });
+  };
+  auto first = std::find_if(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+    return c.entity.rank == primary && c.ranks.size() <= 1;
+  });
+  if (first == v.culprits.end()) return;
+  auto ahead = std::find_if(v.culprits.begin(), first, second);
+  if (ahead != first) std::rotate(ahead, first, first + 1);
+}
+
 // `v` names `culprits`, which cost `lost` at most when known.
 void NameCulprits(Verdict& v, std::vector<Culprit> culprits, const Analyses& a,
                   std::optional<double> lost = std::nullopt) {
@@ -144,7 +170,8 @@ void NameCulprits(Verdict& v, std::vector<Culprit> culprits, const Analyses& a,
 }
 
 // Where step times and traces name no straggler: culprits found by another
-// signal (a pause, a wait for a CPU, more work, a slower core of a rank not
+// signal (a pause, a wait for a CPU, more work, more work for its core's
+// speed in a 2-rank job, a late rank on a slower core, a slower core of a rank not
 // in `set_aside`, a GPU, a tool's report), with what they cost at most when
 // known; a hardware culprit joins `net`, its episode's cost in `hw_cost`.
 // True when it named.
@@ -161,6 +188,8 @@ bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>&
   } else if (auto work = CpuWorkCulprit(a, next)) {
     std::optional<double> lost = WorkBound(*work, a);
     NameCulprits(v, {std::move(*work)}, a, lost);
+  } else if (auto probe = ProbeWorkCulprit(a, next)) {
+    NameCulprits(v, {std::move(probe->culprit)}, a, probe->lost);
   } else if (auto late = LateOnSlowCoreCulprit(v, a, next)) {
     NameCulprits(v, {std::move(late->culprit)}, a, late->lost);
   } else if (auto core = v.status == VerdictStatus::kNoStraggler
@@ -195,9 +224,11 @@ bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>&
 
 // Every culprit of a straggler verdict was dropped (`dropped`: their
 // ranks; `v` says no straggler, and why): another signal's culprit
-// (NameByOtherSignals), when it names none of those ranks and no hardware,
-// is the verdict, the drop's reason an evidence line, with its own next
-// steps. True when it named one; else `v` stays the no-straggler verdict.
+// (NameByOtherSignals), when it names none of those ranks, no hardware,
+// and in a 2-rank job no more-work rank (its one baseline is the rank set
+// aside), is the verdict, the drop's reason an evidence line, with its own
+// next steps. True when it named one; else `v` stays the no-straggler
+// verdict (the first signal that names a rank set aside ends the search).
 bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dropped,
                    std::vector<std::string>& next) {
   Verdict named = v;
@@ -205,8 +236,15 @@ bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dr
   std::vector<Culprit> net;
   std::optional<double> hw_cost;
   if (!NameByOtherSignals(named, a, steps, net, hw_cost, dropped) || !net.empty()) return false;
+  auto set_aside = [&](int32_t r) {
+    return std::find(dropped.begin(), dropped.end(), r) != dropped.end();
+  };
+  const bool two = WorldSize(a.steps, a.traces) == 2;
   for (const Culprit& c : named.culprits) {
-    if (c.entity.rank && std::find(dropped.begin(), dropped.end(), *c.entity.rank) != dropped.end())
+    // With two ranks a more-work rank's one baseline is the rank set aside.
+    if ((c.entity.rank && set_aside(*c.entity.rank)) ||
+        std::any_of(c.ranks.begin(), c.ranks.end(), set_aside) ||
+        (two && c.cause_class == CauseClass::kComputeSlow))
       return false;
   }
   const std::string said = "verdict: no straggler — ";
@@ -236,6 +274,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     std::vector<int32_t> dropped;
     changed = RefineStragglers(v, a, next, none_left, dropped);
     if (none_left && !NameAfterDrop(v, a, dropped, next)) {  // no straggler, said why
+      SayCpuWorkUndecided(v, a, v.next_steps);
       PreferCommBound(v, a);
       return v;
     }
@@ -263,11 +302,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
     }
     for (Culprit& c : net) v.culprits.push_back(std::move(c));
   }
-  if (changed) {
-    std::stable_sort(v.culprits.begin(), v.culprits.end(), [](const Culprit& x, const Culprit& y) {
-      return x.confidence > y.confidence;
-    });
-  }
+  if (changed) OrderCulprits(v, a);
   if (hw_cost && !v.throughput_lost) {
     v.throughput_lost = hw_cost;
     v.gpu_hours_per_day = GpuHoursPerDay(hw_cost, WorldSize(a.steps, a.traces));

@@ -258,6 +258,27 @@ std::vector<Culprit> HostCpuCulprits(const Analyses& a);
 inline constexpr double kTwoRankMoreWork = 0.15;
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
 
+// Where nothing else names a straggler in a 2-rank CPU-only job: the rank
+// whose CPU time per step over its probe time (the work per unit of its
+// core's speed, median over >= min_cpu_time_steps steps) is >= 1 +
+// kTwoRankProbeWork times its peer's is compute-slow, at
+// kTwoRankProbeWorkConfidence: it does more work, though a faster core
+// may hide it from step and op times. The probe does not feel all that
+// slows a GEMM: bench/realjobs d11-d18 (96 2-rank runs each of healthy and
+// stall ranks) put healthy and stalled runs' ranks at up to 1.25x, 1.5x
+// faults at 1.23-1.9x (p10 1.32); 8 2-rank x1.5 / x2.0 runs were "no
+// straggler" beside a peer on a core 1.5-1.9x slower (host_cpu_culprit.cc).
+// `lost`: its extra CPU time per step over its peer's as a share of its
+// own, what the job waits for it at most now; none named where its faster
+// core hides it all (its CPU time per step at most its peer's).
+inline constexpr double kTwoRankProbeWork = 0.35;
+inline constexpr double kTwoRankProbeWorkConfidence = 0.55;
+struct ProbeWork {
+  Culprit culprit;
+  double lost = 0;
+};
+std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
+
 // A straggler verdict of a CPU-only job with one more rank, not named, whose
 // thread does more work per step (step.cpu_time_high on probed steps) by
 // at least kHiddenMoreWork and kHiddenMoreWorkZ times the detector's
@@ -301,9 +322,10 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // not for a rank whose core explains the excess (kCoreExplainsWork)
 // (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
-// What SayCpuWorkUndecided says, whatever the verdict; nullopt when it
-// would say nothing.
-std::optional<std::string> CpuWorkUndecided(const Analyses& a);
+// What SayCpuWorkUndecided says, whatever the verdict, of a rank not in
+// `skip`; nullopt when it would say nothing.
+std::optional<std::string> CpuWorkUndecided(const Analyses& a,
+                                            const std::vector<int32_t>& skip = {});
 
 // Where step times and traces name no straggler (a no-straggler or
 // inconclusive verdict `v`), in a CPU-only job: the rank the traces found
@@ -330,7 +352,7 @@ std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Anal
 // EnrichHostCpu takes it back where the ranks' CPU time shows no more work
 // and each waits for a CPU (bench/realjobs d16, d17: a busy loop on the
 // core of ranks 1 and 3 of 4, named "ranks 1, 3 uneven work" at +16%
-// while each waited 34% of its step for a CPU at 1.05x its peers' CPU time).
+// while each waited 34% of its step for a CPU at 1.06x its peers' CPU time).
 inline constexpr std::string_view kAssumedMoreWork =
     "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / partition) is "
     "assumed; GPU metrics would rule out a hardware cause";
@@ -343,8 +365,9 @@ inline constexpr std::string_view kAssumedMoreWork =
 // for at every collective (so step times read alike), a culprit with the
 // host as the cause, the slowest core first. `lost` is the largest
 // culprit's extra CPU time as a share of its step, what it costs at most.
-// None while another rank's extra CPU time is undecided (CpuWorkUndecided:
-// more steps, or a third rank, tell whether that is the fault).
+// None while another rank's extra CPU time is undecided (CpuWorkUndecided
+// of a rank neither named nor in `not_these`: more steps, or a third rank,
+// tell whether that is the fault).
 // bench/realjobs d17 w2_compute_1.1_r0: the faulty rank on a core 1.58x
 // slow, 1.21x its peer's CPU time per step, was "no straggler"; the issue
 // asks that a rank on a measurably slower core be named with a host cause

@@ -202,6 +202,26 @@ TEST(RealJobTest, ASlowerCoreOverTheRunReplacesTheWindowsCulprit) {
   }
 }
 
+// A busy loop on the core of ranks 1 and 3: the late group is named for
+// its wait for a CPU, and the more-work reading (its evidence line, the
+// partition next step) is gone.
+TEST(RealJobTest, AWaitingLateGroupIsHostContentionNotUnevenWork) {
+  Verdict v = Diagnose(kData + "w4_cpu_hog_late_pair");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  const Culprit& c = v.culprits[0];
+  EXPECT_EQ(c.ranks, (std::vector<int32_t>{1, 3})) << v.summary;
+  EXPECT_EQ(c.cause.value_or(""), "host_contention") << v.summary;
+  bool said = false;
+  for (const std::string& e : c.evidence) {
+    EXPECT_NE(e, verdict_internal::kAssumedMoreWork);
+    said |= e.find("not more work; the wait for a CPU stretched their ops") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << v.summary;
+  for (const std::string& step : v.next_steps) {
+    EXPECT_EQ(step.find("partition"), std::string::npos) << step;
+  }
+}
+
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {
   size_t runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kData)) {
@@ -363,6 +383,11 @@ INSTANTIATE_TEST_SUITE_P(
         // it before): with two ranks no baseline tells a second fault.
         Expected{
             "w2_host_stall_waiting_peer", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
+        // Rank 1 computes 1.5x on a core 1.6x faster than rank 0's: step
+        // times within 0.5%, its CPU time per step 1.12x, 1.5x for its
+        // core's speed ("no straggler" before).
+        Expected{
+            "w2_compute_1.5_fast_core", VerdictStatus::kStraggler, {{1, CauseClass::kComputeSlow}}},
         // The same faults with ranks 1 and 3 on the slower core: rank 1's
         // 1.55x at 6.9 standard errors, its core 1.52x slow, is confirmed
         // by rank 3 on its core over the run (1.40x rank 3's CPU time).

@@ -1,8 +1,9 @@
 // SlowCoreCulprits (verdict_internal.h): where nothing else names a
 // straggler, a CPU-only job's rank whose core ran the probe slower over the
 // run and whose thread used more CPU time per step is a culprit with the
-// host as the cause; and AlsoCpuWorkCulprit's more-work rank confirmed by
-// peers on its own core (kSameCoreProbe).
+// host as the cause; AlsoCpuWorkCulprit's more-work rank confirmed by
+// peers on its own core (kSameCoreProbe); and ProbeWorkCulprit, a 2-rank
+// job's rank that does more work for its core's speed.
 
 #include <optional>
 #include <string>
@@ -221,6 +222,71 @@ TEST(SlowCoreTest, NotWhileAnotherRanksWorkIsUndecided) {
   a.host_cpu.ranks[3].work_z = 0;
   EXPECT_FALSE(CpuWorkUndecided(a).has_value());
   EXPECT_TRUE(SlowCoreCulprits(a, {}, next).has_value());
+}
+
+// A 2-rank CPU-only job: rank 1's CPU time over its probe time is `per`
+// x rank 0's, its core runs the probe `core` x rank 0's, so its CPU time
+// per step is per * core x rank 0's.
+Analyses TwoRanks(double per, double core) {
+  Analyses a;
+  for (int32_t r = 0; r < 2; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = true;
+    a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.on_cpu_steps = 40;
+    c.probe_steps = 40;
+    c.work_per_probe_steps = 40;
+    c.probe_ns = static_cast<DurationNs>(r == 1 ? 80'000 * core : 80'000);
+    c.work_per_probe = r == 1 ? 0.3 * per : 0.3;
+    c.on_cpu_mean_ns = r == 1 ? 24e6 * per * core : 24e6;
+    a.host_cpu.ranks.push_back(c);
+  }
+  return a;
+}
+
+TEST(ProbeWorkTest, MoreWorkForItsCoresSpeedIsComputeSlow) {
+  // bench/realjobs d18 w2_compute_1.5_r2: 1.5x for its core's speed on a
+  // core 0.75x as slow: 1.125x the CPU time per step.
+  Analyses a = TwoRanks(1.5, 0.75);
+  std::vector<std::string> next;
+  std::optional<ProbeWork> got = ProbeWorkCulprit(a, next);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->culprit.entity.rank, 1);
+  EXPECT_EQ(got->culprit.cause_class, CauseClass::kComputeSlow);
+  EXPECT_NEAR(got->culprit.slowdown.value_or(0), 0.5, 1e-9);
+  EXPECT_NEAR(got->lost, 0.125 / 1.125, 1e-9);
+  EXPECT_EQ(got->culprit.confidence, kTwoRankProbeWorkConfidence);
+  ASSERT_FALSE(next.empty());
+}
+
+TEST(ProbeWorkTest, EachFloorHolds) {
+  std::vector<std::string> next;
+  // Under kTwoRankProbeWork: the probe does not feel all that slows a GEMM.
+  Analyses mild = TwoRanks(1.3, 0.75);
+  EXPECT_FALSE(ProbeWorkCulprit(mild, next).has_value());
+  // Its faster core hides it all (0.6 x 1.5 = 0.9x the CPU time): the job
+  // does not wait for it.
+  Analyses hidden = TwoRanks(1.5, 0.6);
+  EXPECT_FALSE(ProbeWorkCulprit(hidden, next).has_value());
+  // Three ranks: peers on cores as fast tell more work (CpuWorkCulprit).
+  Analyses three = TwoRanks(1.5, 0.75);
+  RankTraceStats st;
+  st.rank = 2;
+  st.cpu_only = true;
+  three.traces.ranks.push_back(st);
+  EXPECT_FALSE(ProbeWorkCulprit(three, next).has_value());
+  // A GPU job.
+  Analyses gpu = TwoRanks(1.5, 0.75);
+  for (RankTraceStats& r : gpu.traces.ranks) r.cpu_only = false;
+  EXPECT_FALSE(ProbeWorkCulprit(gpu, next).has_value());
+  // Too few steps with both a CPU time and a probe.
+  Analyses few = TwoRanks(1.5, 0.75);
+  for (RankCpuStats& r : few.host_cpu.ranks) r.work_per_probe_steps = 5;
+  EXPECT_FALSE(ProbeWorkCulprit(few, next).has_value());
+  EXPECT_TRUE(next.empty());
 }
 
 }  // namespace

@@ -13,12 +13,14 @@ namespace {
 double Seconds(DurationNs ns) { return static_cast<double>(ns) / 1e9; }
 
 std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
-  std::vector<double> wait, step, on_cpu, probe;
+  std::vector<double> wait, step, on_cpu, probe, per_probe;
   for (const StepCpu& c : s.cpu) {
     const StepRecord* d = s.FindStep(c.step);
     if (d == nullptr) continue;
     if (c.probe_ns) probe.push_back(static_cast<double>(*c.probe_ns));
     if (c.on_cpu_ns) on_cpu.push_back(static_cast<double>(*c.on_cpu_ns));
+    if (c.probe_ns && *c.probe_ns > 0 && c.on_cpu_ns && *c.on_cpu_ns > 0)
+      per_probe.push_back(static_cast<double>(*c.on_cpu_ns) / static_cast<double>(*c.probe_ns));
     if (!c.runq_wait_ns) continue;
     wait.push_back(static_cast<double>(*c.runq_wait_ns));
     step.push_back(static_cast<double>(d->duration_ns));
@@ -42,6 +44,10 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
   if (probe.size() >= min_steps) {
     r.probe_steps = probe.size();
     r.probe_ns = static_cast<DurationNs>(Median(probe).value_or(0));
+  }
+  if (per_probe.size() >= min_steps) {
+    r.work_per_probe_steps = per_probe.size();
+    r.work_per_probe = Median(std::move(per_probe));
   }
   return r;
 }

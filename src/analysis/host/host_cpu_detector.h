@@ -114,6 +114,11 @@ struct RankCpuStats {
   std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
   size_t probe_steps = 0;                // steps with a probe time
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
+  // The median of its per-step CPU time over its probe time, the work per
+  // unit of its core's speed, over work_per_probe_steps steps with both
+  // (>= min_steps of them).
+  std::optional<double> work_per_probe;
+  size_t work_per_probe_steps = 0;
   // Mean probe time and mean CPU time per step over the steps the profiler
   // traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;

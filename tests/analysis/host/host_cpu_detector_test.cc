@@ -195,6 +195,21 @@ TEST(HostCpuDetectorTest, MildMoreWorkIsMeasuredStepByStep) {
   EXPECT_TRUE(Diagnose(ProbeTable(1.03, 1.0)).a.host_cpu.findings.empty());
 }
 
+TEST(HostCpuDetectorTest, WorkPerProbeIsTheMedianOfCpuTimeOverProbeTime) {
+  // Rank 3 computes 1.2x on a CPU 1.2x as slow: its CPU time over its probe
+  // time is its peers'; the 1.5x rank on an equal CPU reads 1.5x theirs.
+  Diagnosed slow = Diagnose(ProbeTable(1.2, 1.2));
+  Diagnosed more = Diagnose(ProbeTable(1.5, 1.0));
+  const RankCpuStats& s3 = slow.a.host_cpu.ranks[3];
+  const RankCpuStats& s0 = slow.a.host_cpu.ranks[0];
+  const RankCpuStats& m3 = more.a.host_cpu.ranks[3];
+  const RankCpuStats& m0 = more.a.host_cpu.ranks[0];
+  ASSERT_TRUE(s3.work_per_probe && s0.work_per_probe && m3.work_per_probe && m0.work_per_probe);
+  EXPECT_EQ(s3.work_per_probe_steps, 30u);
+  EXPECT_NEAR(*s3.work_per_probe / *s0.work_per_probe, 1.0, 0.03);
+  EXPECT_NEAR(*m3.work_per_probe / *m0.work_per_probe, 1.5, 0.05);
+}
+
 TEST(HostCpuDetectorTest, ACoreSlowForHalfTheRunIsNotMoreWork) {
   // Rank 3's core runs 1.5x slower in steps 0-14 (its probe and its CPU
   // time alike), then as fast as its peers'. Over the run its CPU time's
