@@ -162,6 +162,32 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   return true;
 }
 
+bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (c.cause_class != CauseClass::kComputeSlow || c.cause || !c.entity.rank ||
+      c.ranks.size() > 1 || !CpuOnlyTrace(a, *c.entity.rank))
+    return false;
+  const int32_t rank = *c.entity.rank;
+  std::optional<double> core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_mean_ns);
+  std::optional<double> work = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::work_per_probe);
+  if (!core || !work || *core < 1 + kSlowCoreNamed || *work >= 1 + kCpuTimeAgreement) return false;
+  c.cause_class = CauseClass::kHostStall;
+  c.cause = "host_contention";
+  c.evidence.push_back(fmt::format(
+      "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
+      "over the run (it sat on a slower core for part of it), and its CPU time per step for its "
+      "core's speed is {:.2f}x theirs: the same work on a slower core, not more work",
+      *core, *work));
+  for (const Finding& t : a.traces.findings) {
+    if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == rank)
+      RemoveSteps(next_steps, t.next_steps);
+  }
+  PutStepsFirst(
+      next_steps,
+      {DefaultNextStep(FindingCode::kHostCpuSlow, fmt::arg("who", fmt::format("rank {}", rank)),
+                       fmt::arg("host", c.entity.host.value_or("its host")))});
+  return true;
+}
+
 std::vector<Culprit> HostCpuCulprits(const Analyses& a) {
   std::vector<Culprit> out;
   for (const Finding* f : Waiting(a)) {

@@ -45,6 +45,7 @@ using verdict_internal::ProbeWorkCulprit;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SlowCoreCulprits;
+using verdict_internal::SlowerCoreOnAverage;
 using verdict_internal::StragglerSummary;
 using verdict_internal::TimeTieStep;
 using verdict_internal::ToolReportCulprit;
@@ -114,6 +115,7 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
   for (Culprit& c : v.culprits) {
     changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
     changed |= EnrichHostCpu(c, a, next);
+    changed |= SlowerCoreOnAverage(c, a, next);
   }
   changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
   std::vector<int32_t> named;

@@ -380,6 +380,20 @@ struct SlowCore {
 std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<int32_t>& not_these,
                                          std::vector<std::string>& next_steps);
 
+// A compute-slow culprit of a CPU-only job (no cause known, one rank) whose
+// core ran the probe >= 1 + kSlowCoreNamed times its peers' on average over
+// the run (RankCpuStats::probe_mean_ns: a rank that moves between cores
+// shows its time on the slower one there, not in the median) while its
+// CPU time per step over its probe time is under 1 + kCpuTimeAgreement
+// times theirs (work_per_probe): the same work on a slower core; its cause
+// becomes host_contention, the host's next step first. bench/realjobs
+// d15 w2_healthy_2_r1, d19 w2_healthy_0_r3: healthy 2-rank ranks at 1.31x
+// and 1.32x the mean probe, 0.96x and 1.02x the work per probe, named
+// compute-slow from ops 1.52x and 1.16x; no faulty compute-slow rank of
+// d11-d19 passes both (work per probe 1.06x and up; the one at a mean
+// probe >= 1.2x, 1.15x). True when it renamed it (host_cpu_culprit.cc).
+bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
+
 // A straggler verdict whose every culprit is a rank of unknown cause, less
 // slowed than a rank that waits for a CPU: those ranks become the culprits
 // (host_cpu_culprit.cc). Returns true when it changed the verdict.

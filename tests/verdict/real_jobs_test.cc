@@ -388,6 +388,12 @@ INSTANTIATE_TEST_SUITE_P(
         // core's speed ("no straggler" before).
         Expected{
             "w2_compute_1.5_fast_core", VerdictStatus::kStraggler, {{1, CauseClass::kComputeSlow}}},
+        // Healthy; rank 1 spends a third of its steps on the slower core
+        // (probe median 1.07x, mean 1.32x), its ops 1.16x in the window,
+        // its work per unit of its core's speed 1.02x: the host's straggler
+        // (named compute-slow before, a false culprit).
+        Expected{
+            "w2_healthy_floating_core", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
         // The same faults with ranks 1 and 3 on the slower core: rank 1's
         // 1.55x at 6.9 standard errors, its core 1.52x slow, is confirmed
         // by rank 3 on its core over the run (1.40x rank 3's CPU time).

@@ -2,8 +2,9 @@
 // straggler, a CPU-only job's rank whose core ran the probe slower over the
 // run and whose thread used more CPU time per step is a culprit with the
 // host as the cause; AlsoCpuWorkCulprit's more-work rank confirmed by
-// peers on its own core (kSameCoreProbe); and ProbeWorkCulprit, a 2-rank
-// job's rank that does more work for its core's speed.
+// peers on its own core (kSameCoreProbe); ProbeWorkCulprit, a 2-rank
+// job's rank that does more work for its core's speed; and
+// SlowerCoreOnAverage, a compute-slow rank that only sat on a slower core.
 
 #include <optional>
 #include <string>
@@ -287,6 +288,40 @@ TEST(ProbeWorkTest, EachFloorHolds) {
   for (RankCpuStats& r : few.host_cpu.ranks) r.work_per_probe_steps = 5;
   EXPECT_FALSE(ProbeWorkCulprit(few, next).has_value());
   EXPECT_TRUE(next.empty());
+}
+
+// A compute-slow culprit from the traces whose core ran the probe `core` x
+// its peer's on average and whose work per probe is `work` x theirs.
+TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
+  auto rename = [](double core, double work, bool cpu_only = true) {
+    Analyses a = TwoRanks(work, 1.0);
+    for (RankTraceStats& r : a.traces.ranks) r.cpu_only = cpu_only;
+    a.host_cpu.ranks[0].probe_mean_ns = 50'000;
+    a.host_cpu.ranks[1].probe_mean_ns = 50'000 * core;
+    Finding ops = MakeFinding(FindingCode::kTraceComputeSlow, Entity{.rank = 1});
+    ops.next_steps = {"check rank 1's GPU"};
+    a.traces.findings.push_back(ops);
+    Culprit c;
+    c.entity.rank = 1;
+    c.cause_class = CauseClass::kComputeSlow;
+    c.slowdown = 0.16;
+    std::vector<std::string> next = {"check rank 1's GPU"};
+    const bool renamed = SlowerCoreOnAverage(c, a, next);
+    if (renamed) {
+      EXPECT_EQ(c.cause_class, CauseClass::kHostStall);
+      EXPECT_EQ(c.cause.value_or(""), "host_contention");
+      EXPECT_EQ(next.size(), 1u);  // the ops' step gone, the host's first
+      EXPECT_NE(next.front().find("compare the cores of rank 1"), std::string::npos);
+    } else {
+      EXPECT_EQ(c.cause_class, CauseClass::kComputeSlow);
+    }
+    return renamed;
+  };
+  // bench/realjobs d19 w2_healthy_0_r3: 1.32x the mean probe, 1.02x work.
+  EXPECT_TRUE(rename(1.32, 1.02));
+  EXPECT_FALSE(rename(1.18, 1.02));                      // its core not slower enough on average
+  EXPECT_FALSE(rename(1.32, 1.06));                      // more work for its core's speed too
+  EXPECT_FALSE(rename(1.32, 1.02, /*cpu_only=*/false));  // a GPU job
 }
 
 }  // namespace

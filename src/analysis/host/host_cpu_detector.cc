@@ -44,6 +44,12 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
   if (probe.size() >= min_steps) {
     r.probe_steps = probe.size();
     r.probe_ns = static_cast<DurationNs>(Median(probe).value_or(0));
+    // Each probe capped at kProbeMeanCap times the median: one preempted
+    // probe is that step's, not the core's.
+    const double cap = kProbeMeanCap * static_cast<double>(*r.probe_ns);
+    double total = 0;
+    for (double x : probe) total += std::min(x, cap);
+    r.probe_mean_ns = total / static_cast<double>(probe.size());
   }
   if (per_probe.size() >= min_steps) {
     r.work_per_probe_steps = per_probe.size();

@@ -210,6 +210,21 @@ TEST(HostCpuDetectorTest, WorkPerProbeIsTheMedianOfCpuTimeOverProbeTime) {
   EXPECT_NEAR(*m3.work_per_probe / *m0.work_per_probe, 1.5, 0.05);
 }
 
+TEST(HostCpuDetectorTest, TheMeanProbeCapsAPreemptedProbe) {
+  // Rank 3's probe 200 us but one step's 20 ms (preempted while probing):
+  // capped at 3x its median, the mean reads (29 * 200 + 600) / 30.
+  std::string t = "rank,step,step_time_ms,cpu_ms,cpu_probe_us\n";
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      t += fmt::format("{},{},1000,480,{}\n", r, step, r == 3 && step == 7 ? 20000 : 200);
+    }
+  }
+  Diagnosed d = Diagnose(t);
+  ASSERT_TRUE(d.a.host_cpu.ranks[3].probe_mean_ns.has_value());
+  EXPECT_NEAR(*d.a.host_cpu.ranks[3].probe_mean_ns, (29 * 200e3 + 600e3) / 30, 1);
+  EXPECT_NEAR(*d.a.host_cpu.ranks[0].probe_mean_ns, 200e3, 1);
+}
+
 TEST(HostCpuDetectorTest, ACoreSlowForHalfTheRunIsNotMoreWork) {
   // Rank 3's core runs 1.5x slower in steps 0-14 (its probe and its CPU
   // time alike), then as fast as its peers'. Over the run its CPU time's
