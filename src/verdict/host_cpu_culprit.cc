@@ -144,7 +144,7 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
         RemoveSteps(next_steps, g.next_steps);
     }
     c.evidence.push_back(
-        fmt::format("host CPU: their CPU time per step is under {:.0f}% above their peers', "
+        fmt::format("host CPU: their CPU time per step is under {:.0f}% above the other ranks', "
                     "less than half their ops' excess: not more work; the wait for a CPU "
                     "stretched their ops",
                     100 * work_floor));
@@ -167,16 +167,37 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
       c.ranks.size() > 1 || !CpuOnlyTrace(a, *c.entity.rank))
     return false;
   const int32_t rank = *c.entity.rank;
+  const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
+  auto mine = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                           [&](const RankCpuStats& r) { return r.rank == rank; });
+  if (mine == a.host_cpu.ranks.end() || mine->probe_steps < least ||
+      mine->work_per_probe_steps < least)
+    return false;
   std::optional<double> core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_mean_ns);
   std::optional<double> work = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::work_per_probe);
   if (!core || !work || *core < 1 + kSlowCoreNamed || *work >= 1 + kCpuTimeAgreement) return false;
+  // In the profiled steps, where the culprit was read, too: its CPU time
+  // over its probe there within kWindowWorkPerProbe of its peers' (a fault
+  // that began late in the run shows there, not in the run's median).
+  std::optional<double> window_cpu =
+      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_cpu_ns);
+  std::optional<double> window_probe =
+      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_probe_ns);
+  if (!window_cpu || !window_probe || *window_probe <= 0 ||
+      *window_cpu / *window_probe >= 1 + kWindowWorkPerProbe)
+    return false;
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
+  // EnrichHostCpu's "explains part of it" (by the median probe) gives way.
+  std::erase_if(c.evidence, [](const std::string& e) {
+    return e.starts_with("host CPU: its slower CPU explains part of it");
+  });
   c.evidence.push_back(fmt::format(
       "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
       "over the run (it sat on a slower core for part of it), and its CPU time per step for its "
-      "core's speed is {:.2f}x theirs: the same work on a slower core, not more work",
-      *core, *work));
+      "core's speed is {:.2f}x theirs ({:.2f}x in the profiled steps): the same work on a slower "
+      "core, not more work",
+      *core, *work, *window_cpu / *window_probe));
   for (const Finding& t : a.traces.findings) {
     if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == rank)
       RemoveSteps(next_steps, t.next_steps);
@@ -367,7 +388,7 @@ std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::st
   // its faster core hides it all the job does not wait for it: a peer on
   // the slower core may be the straggler (SlowCoreCulprits).
   const double used = CpuTimeRatio(a, more.rank).value_or(1);
-  if (used <= 1) return std::nullopt;
+  if (used < 1 + kCpuTimeAgreement) return std::nullopt;
   const double lost = (used - 1) / used;
   AddSteps(next_steps,
            {fmt::format("compare what rank {} computes with rank {}'s: batch and sequence sizes, "

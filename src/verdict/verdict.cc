@@ -115,7 +115,6 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
   for (Culprit& c : v.culprits) {
     changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
     changed |= EnrichHostCpu(c, a, next);
-    changed |= SlowerCoreOnAverage(c, a, next);
   }
   changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
   std::vector<int32_t> named;
@@ -131,6 +130,7 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
     }
     changed = true;
   }
+  for (Culprit& c : v.culprits) changed |= SlowerCoreOnAverage(c, a, next);
   changed |= NarrowGroupToMoreWork(v, a, next);
   changed |= AlsoCpuWorkCulprit(v, a, next);
   return changed;

@@ -270,7 +270,8 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
 // straggler" beside a peer on a core 1.5-1.9x slower (host_cpu_culprit.cc).
 // `lost`: its extra CPU time per step over its peer's as a share of its
 // own, what the job waits for it at most now; none named where its faster
-// core hides it all (its CPU time per step at most its peer's).
+// core hides it (its CPU time per step under 1 + kCpuTimeAgreement times
+// its peer's).
 inline constexpr double kTwoRankProbeWork = 0.35;
 inline constexpr double kTwoRankProbeWorkConfidence = 0.55;
 struct ProbeWork {
@@ -392,6 +393,10 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
 // compute-slow from ops 1.52x and 1.16x; no faulty compute-slow rank of
 // d11-d19 passes both (work per probe 1.06x and up; the one at a mean
 // probe >= 1.2x, 1.15x). True when it renamed it (host_cpu_culprit.cc).
+// Both over >= min_cpu_time_steps steps; and in the profiled steps its CPU
+// time over its probe time (window means) under 1 + kWindowWorkPerProbe
+// times its peers'. Run after the drops, on the culprits they kept.
+inline constexpr double kWindowWorkPerProbe = 0.1;
 bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A straggler verdict whose every culprit is a rank of unknown cause, less

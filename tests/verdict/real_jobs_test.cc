@@ -394,6 +394,12 @@ INSTANTIATE_TEST_SUITE_P(
         // (named compute-slow before, a false culprit).
         Expected{
             "w2_healthy_floating_core", VerdictStatus::kStraggler, {{1, CauseClass::kHostStall}}},
+        // Rank 0's data stall makes 93% of the waiting; healthy rank 3 on a
+        // core 1.71x slow is the traces' second slow rank, raised to high
+        // by its host evidence: it stays second (first before).
+        Expected{"w4_data_stall_second_slow_rank",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}, {3, CauseClass::kHostStall}}},
         // The same faults with ranks 1 and 3 on the slower core: rank 1's
         // 1.55x at 6.9 standard errors, its core 1.52x slow, is confirmed
         // by rank 3 on its core over the run (1.40x rank 3's CPU time).

@@ -266,7 +266,7 @@ TEST(ProbeWorkTest, MoreWorkForItsCoresSpeedIsComputeSlow) {
 TEST(ProbeWorkTest, EachFloorHolds) {
   std::vector<std::string> next;
   // Under kTwoRankProbeWork: the probe does not feel all that slows a GEMM.
-  Analyses mild = TwoRanks(1.3, 0.75);
+  Analyses mild = TwoRanks(1.3, 1.0);  // 1.3x the CPU time too: only the floor holds
   EXPECT_FALSE(ProbeWorkCulprit(mild, next).has_value());
   // Its faster core hides it all (0.6 x 1.5 = 0.9x the CPU time): the job
   // does not wait for it.
@@ -293,11 +293,15 @@ TEST(ProbeWorkTest, EachFloorHolds) {
 // A compute-slow culprit from the traces whose core ran the probe `core` x
 // its peer's on average and whose work per probe is `work` x theirs.
 TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
-  auto rename = [](double core, double work, bool cpu_only = true) {
+  auto rename = [](double core, double work, bool cpu_only = true, double window = 1.0) {
     Analyses a = TwoRanks(work, 1.0);
     for (RankTraceStats& r : a.traces.ranks) r.cpu_only = cpu_only;
     a.host_cpu.ranks[0].probe_mean_ns = 50'000;
     a.host_cpu.ranks[1].probe_mean_ns = 50'000 * core;
+    a.host_cpu.ranks[0].window_probe_ns = 50'000;
+    a.host_cpu.ranks[1].window_probe_ns = static_cast<DurationNs>(50'000 * core);
+    a.host_cpu.ranks[0].window_cpu_ns = 20'000'000;
+    a.host_cpu.ranks[1].window_cpu_ns = static_cast<DurationNs>(20'000'000 * core * window);
     Finding ops = MakeFinding(FindingCode::kTraceComputeSlow, Entity{.rank = 1});
     ops.next_steps = {"check rank 1's GPU"};
     a.traces.findings.push_back(ops);
@@ -322,6 +326,10 @@ TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
   EXPECT_FALSE(rename(1.18, 1.02));                      // its core not slower enough on average
   EXPECT_FALSE(rename(1.32, 1.06));                      // more work for its core's speed too
   EXPECT_FALSE(rename(1.32, 1.02, /*cpu_only=*/false));  // a GPU job
+  // More work for its core's speed in the profiled steps, where the
+  // culprit was read (a fault that began late in the run).
+  EXPECT_FALSE(rename(1.32, 1.02, true, /*window=*/1.15));
+  EXPECT_TRUE(rename(1.32, 1.02, true, /*window=*/1.05));
 }
 
 }  // namespace
