@@ -267,7 +267,7 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
 // slows a GEMM: bench/realjobs d11-d18 (96 2-rank runs each of healthy and
 // stall ranks) put healthy and stalled runs' ranks at up to 1.25x, 1.5x
 // faults at 1.23-1.9x (p10 1.32); 8 2-rank x1.5 / x2.0 runs were "no
-// straggler" beside a peer on a core 1.5-1.9x slower (host_cpu_culprit.cc).
+// straggler" beside a peer on a core 1.5-1.9x slower (slow_core_culprit.cc).
 // `lost`: its extra CPU time per step over its peer's as a share of its
 // own, what the job waits for it at most now; none named where its faster
 // core hides it (its CPU time per step under 1 + kCpuTimeAgreement times
@@ -372,7 +372,7 @@ inline constexpr std::string_view kAssumedMoreWork =
 // bench/realjobs d17 w2_compute_1.1_r0: the faulty rank on a core 1.58x
 // slow, 1.21x its peer's CPU time per step, was "no straggler"; the issue
 // asks that a rank on a measurably slower core be named with a host cause
-// (host_cpu_culprit.cc).
+// (slow_core_culprit.cc).
 inline constexpr double kSlowCoreNamed = 0.2;
 struct SlowCore {
   std::vector<Culprit> culprits;
@@ -392,7 +392,7 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
 // and 1.32x the mean probe, 0.96x and 1.02x the work per probe, named
 // compute-slow from ops 1.52x and 1.16x; no faulty compute-slow rank of
 // d11-d19 passes both (work per probe 1.06x and up; the one at a mean
-// probe >= 1.2x, 1.15x). True when it renamed it (host_cpu_culprit.cc).
+// probe >= 1.2x, 1.15x). True when it renamed it (slow_core_culprit.cc).
 // Both over >= min_cpu_time_steps steps; and in the profiled steps its CPU
 // time over its probe time (window means) under 1 + kWindowWorkPerProbe
 // times its peers'. Run after the drops, on the culprits they kept.
@@ -455,6 +455,15 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 // dropped or renamed one.
 inline constexpr double kWindowCoreExplains = 0.75;
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
+// Whether the traces of `rank` hold CPU ops only: the job computes on its
+// CPUs, and the thread's CPU time is its compute (host_cpu_culprit.cc).
+bool CpuOnlyTrace(const Analyses& a, int32_t rank);
+// The rank's mean CPU time per step over the run (its total: a fault that
+// began mid-run counts in full) against its peers' median, the ranks in
+// `without` left out of the peers (host_cpu_culprit.cc).
+std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank,
+                                   const std::vector<int32_t>& without = {});
 
 // A rank's extra CPU time per step (step.cpu_time_high) is no proof of
 // more work when its core ran the probe at least this share of that
