@@ -17,6 +17,22 @@
 namespace laggard::verdict_internal {
 namespace {
 
+// Adds rank `r` to `a`: its traces (CPU ops only unless not `cpu_only`)
+// and its CPU picture, 40 steps with a CPU time and a probe, returned to
+// fill in.
+RankCpuStats& AddRank(Analyses& a, int32_t r, bool cpu_only = true) {
+  RankTraceStats st;
+  st.rank = r;
+  st.cpu_only = cpu_only;
+  a.traces.ranks.push_back(st);
+  RankCpuStats c;
+  c.rank = r;
+  c.on_cpu_steps = 40;
+  c.probe_steps = 40;
+  a.host_cpu.ranks.push_back(c);
+  return a.host_cpu.ranks.back();
+}
+
 // A CPU-only job (GPU ops when not `cpu_only`) of `probe.size()` ranks:
 // rank r's core ran the probe probe[r] x the others' (a host.cpu_slow
 // finding when >= 1.1, as the detector makes it) and its thread used
@@ -25,17 +41,9 @@ Analyses Job(const std::vector<double>& probe, const std::vector<double>& work,
              bool cpu_only = true) {
   Analyses a;
   for (int32_t r = 0; r < static_cast<int32_t>(probe.size()); ++r) {
-    RankTraceStats st;
-    st.rank = r;
-    st.cpu_only = cpu_only;
-    a.traces.ranks.push_back(st);
-    RankCpuStats c;
-    c.rank = r;
-    c.on_cpu_steps = 40;
+    RankCpuStats& c = AddRank(a, r, cpu_only);
     c.on_cpu_mean_ns = 20e6 * work[r];
-    c.probe_steps = 40;
     c.probe_ns = static_cast<DurationNs>(50'000 * probe[r]);
-    a.host_cpu.ranks.push_back(c);
     if (probe[r] >= 1.1) {
       Finding slow = MakeFinding(FindingCode::kHostCpuSlow, Entity{.rank = r});
       slow.slowdown = probe[r] - 1;
@@ -124,15 +132,8 @@ Hidden TwoFaults(double z, double partner, double partner_probe = 78.4) {
   const double cpu[] = {17.8, 31.5, 17.6, partner};
   const double probe[] = {52.0, 79.5, 52.3, partner_probe};
   for (int32_t r = 0; r < 4; ++r) {
-    RankTraceStats st;
-    st.rank = r;
-    st.cpu_only = true;
-    h.a.traces.ranks.push_back(st);
-    RankCpuStats c;
-    c.rank = r;
-    c.on_cpu_steps = 40;
+    RankCpuStats& c = AddRank(h.a, r);
     c.on_cpu_mean_ns = cpu[r] * 1e6;
-    c.probe_steps = 40;
     c.probe_ns = static_cast<DurationNs>(probe[r] * 1000);
     if (r == 1) {
       c.work_probed = true;
@@ -140,7 +141,6 @@ Hidden TwoFaults(double z, double partner, double partner_probe = 78.4) {
       c.work_ratio = 1.55;
       c.work_z = z;
     }
-    h.a.host_cpu.ranks.push_back(c);
   }
   Finding more = MakeFinding(FindingCode::kStepCpuTimeHigh, Entity{.rank = 1});
   more.slowdown = 0.55;
@@ -231,19 +231,11 @@ TEST(SlowCoreTest, NotWhileAnotherRanksWorkIsUndecided) {
 Analyses TwoRanks(double per, double core) {
   Analyses a;
   for (int32_t r = 0; r < 2; ++r) {
-    RankTraceStats st;
-    st.rank = r;
-    st.cpu_only = true;
-    a.traces.ranks.push_back(st);
-    RankCpuStats c;
-    c.rank = r;
-    c.on_cpu_steps = 40;
-    c.probe_steps = 40;
+    RankCpuStats& c = AddRank(a, r);
     c.work_per_probe_steps = 40;
     c.probe_ns = static_cast<DurationNs>(r == 1 ? 80'000 * core : 80'000);
     c.work_per_probe = r == 1 ? 0.3 * per : 0.3;
     c.on_cpu_mean_ns = r == 1 ? 24e6 * per * core : 24e6;
-    a.host_cpu.ranks.push_back(c);
   }
   return a;
 }
