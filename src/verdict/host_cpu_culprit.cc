@@ -105,9 +105,10 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   if (best == nullptr) return false;
   c.evidence.push_back(best->evidence.front().text);
   // A group's more work (uneven_work) is assumed from its slower ops; in a
-  // CPU-only job whose ranks all wait for a CPU and use less than half
-  // the ops' excess more CPU time per step than their peers (at most 5%
-  // counts as none), the wait stretched the ops: not more work.
+  // CPU-only job whose ranks all wait for a CPU (host.cpu_contention) and
+  // use less than half the ops' excess more CPU time per step than the
+  // ranks outside the group (at most 5% counts as none), the wait
+  // stretched the ops: not more work.
   const double work_floor = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 2);
   const bool no_more_work =
       c.cause == "uneven_work" && std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
