@@ -261,36 +261,6 @@ std::optional<Verdict> TooFewStepsVerdict(const StepAnalysis& steps, bool named_
   return v;
 }
 
-bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
-  if (!straggler.entity.rank || !straggler.slowdown || !steps.job.noise_sigma) return false;
-  if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
-  const StepDetectorOptions opt;
-  for (const RankStepStats& r : steps.ranks) {
-    if (r.info.rank != *straggler.entity.rank || r.steps_used == 0) continue;
-    // Slow over the whole run by the detector's own test: a stretch to the
-    // end is its worst part, not all it has, and is not judged alone.
-    const bool slow_throughout = SlowOverTheRun(r, opt);
-    size_t n = r.steps_used;
-    const bool episode =
-        straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;
-    // A stretch that began after the first analysed step and lasted to the
-    // last: measured over its own steps too (bench/realjobs d9: healthy
-    // ranks +12% over steps 35-39 and +9% over 34-39 of 40 were named).
-    const bool to_end = !episode && !slow_throughout && straggler.onset_step &&
-                        steps.job.first_step && steps.job.last_step &&
-                        *straggler.onset_step > *steps.job.first_step &&
-                        *steps.job.last_step >= *straggler.onset_step;
-    if (episode)
-      n = std::min(n, static_cast<size_t>(*straggler.end_step - *straggler.onset_step + 1));
-    if (to_end)
-      n = std::min(n, static_cast<size_t>(*steps.job.last_step - *straggler.onset_step + 1));
-    double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(n));
-    return *straggler.slowdown < 3 * se &&
-           (episode || to_end || StepsToTell(steps).value_or(0) > steps.job.steps);
-  }
-  return false;
-}
-
 namespace {
 
 // `rank`'s step statistics, when it has analysed steps.
@@ -302,6 +272,33 @@ const RankStepStats* UsedStatsOf(const StepAnalysis& steps, int32_t rank) {
 }
 
 }  // namespace
+
+bool WithinStepNoise(const Finding& straggler, const StepAnalysis& steps) {
+  if (!straggler.entity.rank || !straggler.slowdown || !steps.job.noise_sigma) return false;
+  if (straggler.pattern && *straggler.pattern != Pattern::kPersistent) return false;
+  const RankStepStats* r = UsedStatsOf(steps, *straggler.entity.rank);
+  if (r == nullptr) return false;
+  // Slow over the whole run by the detector's own test: a stretch to the
+  // end is its worst part, not all it has, and is not judged alone.
+  const bool slow_throughout = SlowOverTheRun(*r, StepDetectorOptions());
+  size_t n = r->steps_used;
+  const bool episode =
+      straggler.onset_step && straggler.end_step && *straggler.end_step >= *straggler.onset_step;
+  // A stretch that began after the first analysed step and lasted to the
+  // last: measured over its own steps too (bench/realjobs d9: healthy
+  // ranks +12% over steps 35-39 and +9% over 34-39 of 40 were named).
+  const bool to_end = !episode && !slow_throughout && straggler.onset_step &&
+                      steps.job.first_step && steps.job.last_step &&
+                      *straggler.onset_step > *steps.job.first_step &&
+                      *steps.job.last_step >= *straggler.onset_step;
+  if (episode)
+    n = std::min(n, static_cast<size_t>(*straggler.end_step - *straggler.onset_step + 1));
+  if (to_end)
+    n = std::min(n, static_cast<size_t>(*steps.job.last_step - *straggler.onset_step + 1));
+  double se = 1.2533 * *steps.job.noise_sigma / std::sqrt(static_cast<double>(n));
+  return *straggler.slowdown < 3 * se &&
+         (episode || to_end || StepsToTell(steps).value_or(0) > steps.job.steps);
+}
 
 std::optional<double> MinorStepCost(const Finding& straggler, const StepAnalysis& steps) {
   if (straggler.code != FindingCode::kStepStraggler || !straggler.entity.rank ||

@@ -124,16 +124,18 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   bool observed = c.cause && *c.cause != "host_contention" && !no_more_work;
   bool explains = !c.slowdown || best->slowdown.value_or(0) >= 0.5 * *c.slowdown;
   if (observed || waiting < ranks.size() || !explains) {
-    c.evidence.push_back(fmt::format(
-        "host CPU: {} explains part of it (+{:.0f}% of {:.0f}%)",
-        best->code == FindingCode::kHostCpuSlow ? "its slower CPU" : "its wait for a CPU",
-        100 * best->slowdown.value_or(0), 100 * c.slowdown.value_or(0)));
+    c.evidence.push_back(
+        fmt::format("{} (+{:.0f}% of {:.0f}%)",
+                    best->code == FindingCode::kHostCpuSlow
+                        ? kSlowerCpuExplainsPart
+                        : std::string_view("host CPU: its wait for a CPU explains part of it"),
+                    100 * best->slowdown.value_or(0), 100 * c.slowdown.value_or(0)));
     return true;
   }
   if (no_more_work) {
     // The more-work reading (GroupVerdict's line and next steps) goes.
     std::erase_if(c.evidence, [](const std::string& e) {
-      return e == kAssumedMoreWork || e.starts_with("no GPU metric shows a hardware cause");
+      return e == kAssumedMoreWork || e == kInferredMoreWork;
     });
     for (const Finding& g : a.traces.findings) {
       if (g.code == FindingCode::kTraceLateGroup && g.ranks == c.ranks)

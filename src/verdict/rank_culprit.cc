@@ -193,10 +193,7 @@ Verdict GroupVerdict(const Run& run, const StepAnalysis& steps, const TraceAnaly
                                  [&](const GpuRecord& gpu) { return gpu.host == host; });
     });
     c.confidence = std::min(c.confidence, metrics ? kImbalanceInferredCap : kImbalanceAssumedCap);
-    c.evidence.push_back(
-        metrics ? "no GPU metric shows a hardware cause on these GPUs: the ranks do more work "
-                  "per step (pipeline stage / partition), not slower work"
-                : std::string(kAssumedMoreWork));
+    c.evidence.push_back(std::string(metrics ? kInferredMoreWork : kAssumedMoreWork));
   } else {
     c.cause_class = CauseClass::kUnknown;
   }

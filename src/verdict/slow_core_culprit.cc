@@ -42,9 +42,8 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
   // EnrichHostCpu's "explains part of it" (by the median probe) gives way.
-  std::erase_if(c.evidence, [](const std::string& e) {
-    return e.starts_with("host CPU: its slower CPU explains part of it");
-  });
+  std::erase_if(c.evidence,
+                [](const std::string& e) { return e.starts_with(kSlowerCpuExplainsPart); });
   c.evidence.push_back(fmt::format(
       "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
       "over the run (it sat on a slower core for part of it), and its CPU time per step for its "

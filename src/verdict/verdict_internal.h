@@ -357,6 +357,14 @@ std::optional<LateOnSlowCore> LateOnSlowCoreCulprit(const Verdict& v, const Anal
 inline constexpr std::string_view kAssumedMoreWork =
     "no GPU metrics for these ranks' hosts: more work per step (pipeline stage / partition) is "
     "assumed; GPU metrics would rule out a hardware cause";
+// The same reading where GPU metrics show no hardware cause (GroupVerdict).
+inline constexpr std::string_view kInferredMoreWork =
+    "no GPU metric shows a hardware cause on these GPUs: the ranks do more work per step "
+    "(pipeline stage / partition), not slower work";
+// The start of EnrichHostCpu's line for a slower CPU that explains part of
+// a culprit's slowdown only; SlowerCoreOnAverage takes it back.
+inline constexpr std::string_view kSlowerCpuExplainsPart =
+    "host CPU: its slower CPU explains part of it";
 
 // Where nothing else names a straggler, in a CPU-only job: each rank (not
 // in `not_these`) whose core ran the probe >= 1 + kSlowCoreNamed times its
