@@ -409,6 +409,7 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
   std::optional<std::string> said = CpuWorkUndecided(a);
+  if (!said) said = FasterCoreHidesWork(a);
   if (!said) return;
   v.summary += "; " + *said;
   AddSteps(next_steps, {std::move(*said)});

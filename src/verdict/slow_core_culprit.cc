@@ -61,7 +61,17 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
   return true;
 }
 
-std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+namespace {
+
+// The 2-rank ranks' work per unit of core speed compared (ProbeWorkCulprit).
+struct TwoRankWork {
+  const RankCpuStats* more = nullptr;  // the higher CPU time over probe time
+  const RankCpuStats* peer = nullptr;
+  double ratio = 1;  // more's work per probe over peer's
+  double core = 1;   // more's probe time over peer's
+};
+
+std::optional<TwoRankWork> CompareTwoRankWork(const Analyses& a) {
   if (WorldSize(a.steps, a.traces) != 2 || a.host_cpu.ranks.size() != 2) return std::nullopt;
   const RankCpuStats& x = a.host_cpu.ranks[0];
   const RankCpuStats& y = a.host_cpu.ranks[1];
@@ -72,11 +82,21 @@ std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::st
   };
   if (!usable(x) || !usable(y)) return std::nullopt;
   const bool first = *x.work_per_probe >= *y.work_per_probe;
-  const RankCpuStats& more = first ? x : y;
-  const RankCpuStats& peer = first ? y : x;
-  const double ratio = *more.work_per_probe / *peer.work_per_probe;
-  if (ratio < 1 + kTwoRankProbeWork) return std::nullopt;
-  const double core = static_cast<double>(*more.probe_ns) / static_cast<double>(*peer.probe_ns);
+  TwoRankWork w{first ? &x : &y, first ? &y : &x};
+  w.ratio = *w.more->work_per_probe / *w.peer->work_per_probe;
+  w.core = static_cast<double>(*w.more->probe_ns) / static_cast<double>(*w.peer->probe_ns);
+  return w;
+}
+
+}  // namespace
+
+std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
+  std::optional<TwoRankWork> w = CompareTwoRankWork(a);
+  if (!w || w->ratio < 1 + kTwoRankProbeWork) return std::nullopt;
+  const RankCpuStats& more = *w->more;
+  const RankCpuStats& peer = *w->peer;
+  const double ratio = w->ratio;
+  const double core = w->core;
   Culprit c;
   c.entity.rank = more.rank;
   c.cause_class = CauseClass::kComputeSlow;
@@ -102,6 +122,20 @@ std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::st
                         "rank's core to confirm",
                         more.rank, peer.rank)});
   return ProbeWork{std::move(c), lost};
+}
+
+std::optional<std::string> FasterCoreHidesWork(const Analyses& a) {
+  std::optional<TwoRankWork> w = CompareTwoRankWork(a);
+  if (!w || w->ratio < 1 + kTwoRankProbeWork || w->core >= 1) return std::nullopt;
+  const double used = CpuTimeRatio(a, w->more->rank).value_or(1);
+  if (used >= 1 + kCpuTimeAgreement) return std::nullopt;  // ProbeWorkCulprit names it
+  return fmt::format(
+      "rank {}'s thread used {:.2f}x its peer's CPU time per step for its core's speed (CPU time "
+      "over the probe's fixed work, median of {} steps), but its core ran the probe in {:.2f}x "
+      "its peer's time: the faster core hides the extra work ({:.2f}x the CPU time per step), "
+      "and a probe does not feel all that slows a GEMM: compare with a third rank, or swap the "
+      "ranks' cores",
+      w->more->rank, w->ratio, w->more->work_per_probe_steps, w->core, used);
 }
 
 std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<int32_t>& not_these,

@@ -279,6 +279,14 @@ struct ProbeWork {
   double lost = 0;
 };
 std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
+// Where ProbeWorkCulprit names none because the rank's faster core hides
+// its extra work (CPU time per step under 1 + kCpuTimeAgreement times its
+// peer's, its core's probe time under its peer's): what SayCpuWorkUndecided
+// says of it, a run that can tell (a third rank, or the cores swapped).
+// bench/realjobs: a 2-rank x2.0 rank on a core 1.83x faster (CI,
+// 2026-12-07) and 5 x1.1-x2.0 ranks of d12-d17 on cores 1.5-1.95x faster
+// read "no straggler" with nothing said.
+std::optional<std::string> FasterCoreHidesWork(const Analyses& a);
 
 // A straggler verdict of a CPU-only job with one more rank, not named, whose
 // thread does more work per step (step.cpu_time_high on probed steps) by

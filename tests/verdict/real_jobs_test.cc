@@ -121,6 +121,20 @@ TEST(RealJobTest, TwoRanksNeedMoreThanAMildCpuTimeExcess) {
       << v.summary;
 }
 
+// Rank 1 computes 1.5x on a core that ran the probe 0.64x as long as rank
+// 0's: its CPU time per step reads 0.97x rank 0's, per unit of its core's
+// speed 1.5x. The faster core hides the fault from step and op times, so no
+// culprit, and the verdict says what would tell (a third rank, or the
+// cores swapped) instead of nothing.
+TEST(RealJobTest, ExtraWorkAFasterCoreHidesIsSaid) {
+  Verdict v = Diagnose(kData + "w2_compute_1.5_faster_core_hides");
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("rank 1's thread used 1.5"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("the faster core hides the extra work"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("swap the ranks' cores"), std::string::npos) << v.summary;
+}
+
 // A 2-rank culprit is compared with one peer only: never "high".
 TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
   Verdict v = Diagnose(kData + "w2_compute_1.2");
