@@ -241,10 +241,19 @@ bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dr
   auto set_aside = [&](int32_t r) {
     return std::find(dropped.begin(), dropped.end(), r) != dropped.end();
   };
+  // A rank set aside that waits for a CPU (host.cpu_contention) is named
+  // for it: its ops ran long, its work did not grow, and the wait says why.
+  auto waits = [&](const Culprit& c) {
+    return c.cause_class == CauseClass::kHostStall && c.entity.rank &&
+           std::any_of(
+               a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+                 return f.code == FindingCode::kHostCpuContention && f.entity.rank == c.entity.rank;
+               });
+  };
   const bool two = WorldSize(a.steps, a.traces) == 2;
   for (const Culprit& c : named.culprits) {
     // With two ranks a more-work rank's one baseline is the rank set aside.
-    if ((c.entity.rank && set_aside(*c.entity.rank)) ||
+    if ((c.entity.rank && set_aside(*c.entity.rank) && !waits(c)) ||
         std::any_of(c.ranks.begin(), c.ranks.end(), set_aside) ||
         (two && c.cause_class == CauseClass::kComputeSlow))
       return false;

@@ -135,6 +135,22 @@ TEST(RealJobTest, ExtraWorkAFasterCoreHidesIsSaid) {
   EXPECT_NE(v.summary.find("swap the ranks' cores"), std::string::npos) << v.summary;
 }
 
+// A busy loop on core 1 (ranks pinned r mod 2): ranks 1 and 3 wait 49-51
+// ms a step for a CPU against their peers' 22. The traces blame rank 1's
+// ops (2.29x as long) but its CPU time over the run is 1.07x its peers':
+// not more work, so that culprit is set aside; the wait that stretched its
+// ops names it and rank 3 for the host (no straggler before).
+TEST(RealJobTest, ARankSetAsideThatWaitsForACpuIsNamedForIt) {
+  Verdict v = Diagnose(kData + "w4_cpu_hog_ops_set_aside");
+  EXPECT_EQ(v.status, VerdictStatus::kStraggler) << v.summary;
+  ASSERT_EQ(v.culprits.size(), 2u) << v.summary;
+  for (const Culprit& c : v.culprits) {
+    EXPECT_TRUE(c.entity.rank == 1 || c.entity.rank == 3) << v.summary;
+    EXPECT_EQ(c.cause_class, CauseClass::kHostStall) << v.summary;
+    EXPECT_EQ(c.cause, "host_contention") << v.summary;
+  }
+}
+
 // A 2-rank culprit is compared with one peer only: never "high".
 TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
   Verdict v = Diagnose(kData + "w2_compute_1.2");
