@@ -151,6 +151,20 @@ TEST(RealJobTest, ARankSetAsideThatWaitsForACpuIsNamedForIt) {
   }
 }
 
+// A busy loop on core 1 while core 0 runs the probe 1.63x as long: ranks 1
+// and 3 wait 32 ms a step against their peers' 26 (+21%), but 2.0 s per
+// second on a CPU against 1.07 (a third thread on their core). Named for
+// the host; before, ranks 0 and 2 were named for their slower core alone.
+TEST(RealJobTest, AHogBesideASlowerCoreIsNamedByTheWaitPerCpuSecond) {
+  Verdict v = Diagnose(kData + "w4_cpu_hog_slower_other_core");
+  EXPECT_EQ(v.status, VerdictStatus::kStraggler) << v.summary;
+  ASSERT_GE(v.culprits.size(), 2u) << v.summary;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(v.culprits[i].entity.rank == 1 || v.culprits[i].entity.rank == 3) << v.summary;
+    EXPECT_EQ(v.culprits[i].cause, "host_contention") << v.summary;
+  }
+}
+
 // A 2-rank culprit is compared with one peer only: never "high".
 TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
   Verdict v = Diagnose(kData + "w2_compute_1.2");

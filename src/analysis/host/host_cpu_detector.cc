@@ -75,6 +75,12 @@ void AddNextStep(Finding& f) {
                       fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
 }
 
+// A rank's median wait per step over its median CPU time per step.
+std::optional<double> WaitPerCpu(const RankCpuStats& r) {
+  if (!r.wait_ns || !r.on_cpu_ns || *r.on_cpu_ns <= 0) return std::nullopt;
+  return static_cast<double>(*r.wait_ns) / static_cast<double>(*r.on_cpu_ns);
+}
+
 // host.cpu_contention of out.ranks[i], when its wait stands out.
 std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
                                   const HostCpuDetectorOptions& o) {
@@ -83,12 +89,24 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
   double base = PeersMedian(all, i, &RankCpuStats::wait_ns).value_or(0);
   double excess = static_cast<double>(*r.wait_ns) - base;
   double step = static_cast<double>(r.step_ns);
+  if (step <= 0 || excess < static_cast<double>(o.min_wait_ns) || excess < o.min_wait_share * step)
+    return std::nullopt;
   // Where every rank shares cores (more ranks than cores) all wait, and
   // one that waits a little more by the scheduler's luck is not singled
-  // out: the excess must also be a clear part of the others' wait.
-  if (step <= 0 || excess < static_cast<double>(o.min_wait_ns) ||
-      excess < o.min_wait_share * step || excess < o.min_excess_over_peers * base)
-    return std::nullopt;
+  // out: the excess must also be a clear part of the others' wait, or its
+  // wait per second on a CPU that of a core shared with more runnable work
+  // than its peers' (their cores may run at other speeds: the wait scales
+  // with the CPU time of what shares the core).
+  std::optional<double> per_cpu = WaitPerCpu(r);
+  std::vector<double> peers_per_cpu;
+  for (size_t j = 0; j < all.size(); ++j) {
+    if (j == i) continue;
+    if (std::optional<double> w = WaitPerCpu(all[j])) peers_per_cpu.push_back(*w);
+  }
+  std::optional<double> peer_per_cpu = Median(std::move(peers_per_cpu));
+  const bool shares_more = per_cpu && peer_per_cpu && *per_cpu >= o.min_wait_per_cpu &&
+                           *per_cpu >= o.min_wait_per_cpu_over_peers * *peer_per_cpu;
+  if (excess < o.min_excess_over_peers * base && !shares_more) return std::nullopt;
   double share = excess / step;
   Finding f = RankFinding(run, FindingCode::kHostCpuContention, r.rank);
   f.slowdown = share < 1 ? share / (1 - share) : std::optional<double>();
@@ -113,6 +131,13 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
                   peers ? fmt::format(", {:.3f} s more than the other ranks' median", excess / 1e9)
                         : std::string()),
       std::nullopt});
+  if (shares_more) {
+    f.evidence.push_back(Evidence{
+        fmt::format("host CPU: it waits {:.2f} s for a CPU per second it runs, its peers {:.2f} "
+                    "s: its core is shared with more runnable work than theirs",
+                    *per_cpu, *peer_per_cpu),
+        std::nullopt});
+  }
   if (r.on_cpu_ns) {
     auto peer_cpu = PeersMedian(all, i, &RankCpuStats::on_cpu_ns);
     double on_cpu = static_cast<double>(*r.on_cpu_ns);

@@ -31,6 +31,19 @@
 // is noise); min_excess_over_peers 0.3; max_confidence 0.9 (the wait is
 // measured, its cause is not).
 //
+// Or, where the ranks' cores differ in speed and every rank waits, by its
+// wait per second on a CPU (median wait over median CPU time per step):
+// at least min_wait_per_cpu and min_wait_per_cpu_over_peers times its
+// peers' median (with the share and ns floors above). Two busy threads
+// sharing a core fairly wait about a second per second run; a third
+// runnable thread there (a hog) makes it two. bench/realjobs d11-d21, 4
+// ranks on 2 cores, a busy loop on one: its two ranks read 1.90-2.13 in
+// 86 of 88 (the extra wait over their peers', 13-29%, under
+// min_excess_over_peers where the other core is 1.6-1.9x slower, and 8
+// runs named the ranks on that core alone); of 2,600 other ranks none
+// above 1.44 (a rank beside a 2.0x compute fault on its core) and none
+// passing both with the floors above 1.31.
+//
 // Slow CPU: python/laggard_step.py also times a fixed piece of work on the
 // training thread each step (cpu_probe_s). Per rank the median over its
 // steps; host.cpu_slow when it is at least 1 + min_probe_excess times the
@@ -86,6 +99,8 @@ struct HostCpuDetectorOptions {
   double min_wait_share = 0.05;
   DurationNs min_wait_ns = 2'000'000;
   double min_excess_over_peers = 0.3;
+  double min_wait_per_cpu = 1.5;
+  double min_wait_per_cpu_over_peers = 1.5;
   double max_confidence = 0.9;
   double min_probe_excess = 0.1;
   double max_probe_confidence = 0.85;

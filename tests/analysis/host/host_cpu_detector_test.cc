@@ -75,6 +75,45 @@ TEST(HostCpuDetectorTest, ARankThatWaitsForACpuIsHostContention) {
   EXPECT_NE(d.v.next_steps[0].find("taskset"), std::string::npos) << d.v.next_steps[0];
 }
 
+// Four ranks on two cores, ranks 0 and 2 on one 1.5x slower, a busy loop on
+// the other (bench/realjobs w4_cpu_hog, cores 1.7x apart): ranks 1 and 3 wait
+// 320 ms a step against 260, 23% more (under min_excess_over_peers), but
+// 2.0 s per second on a CPU against 1.08: named for the host.
+std::string TwoCoreTable(double hog_wait_ms, double hog_cpu_ms) {
+  std::string t = "rank,step,step_time_ms,cpu_ms,cpu_wait_ms\n";
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      double jitter = ((step * 7 + r * 3) % 5) * 0.4;
+      bool hog_core = r % 2 == 1;
+      t += fmt::format("{},{},600,{},{}\n", r, step, (hog_core ? hog_cpu_ms : 240.0) + jitter,
+                       (hog_core ? hog_wait_ms : 260.0) + jitter);
+    }
+  }
+  return t;
+}
+
+TEST(HostCpuDetectorTest, ARankWaitingTwiceItsCpuTimeIsContentionOnUnequalCores) {
+  Diagnosed d = Diagnose(TwoCoreTable(320, 160));
+  std::vector<int32_t> named;
+  for (const Finding& f : d.a.host_cpu.findings) {
+    if (f.code != FindingCode::kHostCpuContention) continue;
+    named.push_back(*f.entity.rank);
+    bool said = false;
+    for (const Evidence& e : f.evidence)
+      said |= e.text.find("per second it runs") != std::string::npos;
+    EXPECT_TRUE(said) << f.message;
+  }
+  EXPECT_EQ(named, (std::vector<int32_t>{1, 3}));
+}
+
+TEST(HostCpuDetectorTest, ARankWaitingForABusierCoRunnerIsNotContention) {
+  // Rank 1 and 3's core: no loop, their own work heavier (wait 1.3 s per
+  // second run): what two job ranks sharing a core give, not a third thread.
+  Diagnosed d = Diagnose(TwoCoreTable(320, 246));
+  for (const Finding& f : d.a.host_cpu.findings)
+    EXPECT_NE(f.code, FindingCode::kHostCpuContention) << f.message;
+}
+
 TEST(HostCpuDetectorTest, ASlowRankThatDoesNotWaitStaysComputeSlow) {
   // Rank 3 does more work (compute 1.9x, CPU time too), nobody waits.
   Diagnosed d = Diagnose(Table(
