@@ -123,6 +123,28 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   // group of which some ranks do not wait.
   bool observed = c.cause && *c.cause != "host_contention" && !no_more_work;
   bool explains = !c.slowdown || best->slowdown.value_or(0) >= 0.5 * *c.slowdown;
+  // A culprit read from the profiled steps on a core slower over the run
+  // but faster there (bench/realjobs d16: a 2.0x fault from step 20, the
+  // ranks swapping cores at step 27), its CPU time there for its core's
+  // speed above its peers': the run's core does not explain it.
+  if (best->code == FindingCode::kHostCpuSlow && ranks.size() == 1 && c.slowdown &&
+      FromTraces(a, ranks[0])) {
+    std::optional<double> window =
+        RatioToPeers(a.host_cpu.ranks, ranks[0], &RankCpuStats::window_probe_ns);
+    std::optional<double> window_cpu =
+        RatioToPeers(a.host_cpu.ranks, ranks[0], &RankCpuStats::window_cpu_ns);
+    // And its CPU time there, for its core's speed, above its peers'.
+    // Faster by more than the probes' agreement band (max_step_probe_gap).
+    const double faster = 1 - HostCpuDetectorOptions().max_step_probe_gap;
+    if (window && window_cpu && *window > 0 && *window <= faster &&
+        *window_cpu / *window >= 1 + kWindowWorkPerProbe) {
+      c.evidence.back() = fmt::format(
+          "host CPU: its core ran the probe {:.2f}x as long as its peers' over the run, but "
+          "{:.2f}x in the profiled steps where it was read: not why it was slow there",
+          1 + best->slowdown.value_or(0), *window);
+      return true;
+    }
+  }
   if (observed || waiting < ranks.size() || !explains) {
     c.evidence.push_back(
         fmt::format("{} (+{:.0f}% of {:.0f}%)",

@@ -226,11 +226,13 @@ bool NameByOtherSignals(Verdict& v, const Analyses& a, std::vector<std::string>&
 
 // Every culprit of a straggler verdict was dropped (`dropped`: their
 // ranks; `v` says no straggler, and why): another signal's culprit
-// (NameByOtherSignals), when it names none of those ranks, no hardware,
-// and in a 2-rank job no more-work rank (its one baseline is the rank set
-// aside), is the verdict, the drop's reason an evidence line, with its own
-// next steps. True when it named one; else `v` stays the no-straggler
-// verdict (the first signal that names a rank set aside ends the search).
+// (NameByOtherSignals), when it names none of those ranks (but one that
+// waits for a CPU, a host-stall culprit with host.cpu_contention on its
+// rank: the wait stretched its ops), no hardware, and in a 2-rank job no
+// more-work rank (its one baseline is the rank set aside), is the verdict,
+// the drop's reason an evidence line, with its own next steps. True when
+// it named one; else `v` stays the no-straggler verdict (the first signal
+// that names a rank set aside otherwise ends the search).
 bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dropped,
                    std::vector<std::string>& next) {
   Verdict named = v;
@@ -260,7 +262,18 @@ bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dr
   }
   const std::string said = "verdict: no straggler — ";
   const std::string why = v.summary.starts_with(said) ? v.summary.substr(said.size()) : v.summary;
-  named.culprits.front().evidence.push_back("the profiled steps' culprit set aside: " + why);
+  // A rank set aside and named for its wait: why it was set aside (not
+  // more work) stands, its "not a slow rank" does not.
+  bool renamed = false;
+  for (Culprit& c : named.culprits) {
+    if (!c.entity.rank || !set_aside(*c.entity.rank)) continue;
+    c.evidence.push_back(
+        "the profiled steps read its ops as slow while its thread's CPU time per step over the "
+        "run did not grow: the wait for a CPU stretched them, not more work");
+    renamed = true;
+  }
+  if (!renamed)
+    named.culprits.front().evidence.push_back("the profiled steps' culprit set aside: " + why);
   v = std::move(named);
   next = std::move(steps);
   return true;

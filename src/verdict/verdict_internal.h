@@ -238,8 +238,13 @@ std::optional<std::string> TimeTieStep(const Analyses& a);
 // (host.cpu_contention) or whose CPU ran slower than its peers'
 // (host.cpu_slow): host contention when that explains at least half its
 // slowdown and no GPU or network cause was observed, else one more piece of
-// evidence. Returns true when it changed the culprit
-// (host_cpu_culprit.cc).
+// evidence. Not by the probe over the run for a one-rank culprit read from
+// the profiled steps whose core ran the probe there at most 1 -
+// max_step_probe_gap times its peers' (faster) while its CPU time there for
+// its core's speed is >= 1 + kWindowWorkPerProbe times theirs: an evidence
+// line says the run's core is not why (bench/realjobs d11-d21: 2-rank 2.0x
+// faults from mid-run whose ranks swapped cores, read host contention).
+// Returns true when it changed the culprit (host_cpu_culprit.cc).
 bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
 
 // Where step times and traces name no culprit: the ranks that wait for a
@@ -282,10 +287,10 @@ std::optional<ProbeWork> ProbeWorkCulprit(const Analyses& a, std::vector<std::st
 // Where ProbeWorkCulprit names none because the rank's faster core hides
 // its extra work (CPU time per step under 1 + kCpuTimeAgreement times its
 // peer's, its core's probe time under its peer's): what SayCpuWorkUndecided
-// says of it, a run that can tell (a third rank, or the cores swapped).
-// bench/realjobs: a 2-rank x2.0 rank on a core 1.83x faster (CI,
-// 2026-12-07) and 5 x1.1-x2.0 ranks of d12-d17 on cores 1.5-1.95x faster
-// read "no straggler" with nothing said.
+// says of it, a run that can tell (a third rank, or the cores swapped),
+// and that the probe may overstate the cores' difference. bench/realjobs: a
+// 2-rank 2.0x rank on a core 1.83x faster, and d12's 1.5x rank on a core
+// 1.55x faster, both with CPU time per step ~1.0x their peer's.
 std::optional<std::string> FasterCoreHidesWork(const Analyses& a);
 
 // A straggler verdict of a CPU-only job with one more rank, not named, whose
@@ -328,11 +333,12 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // ran more CPU time per step than its peers, on CPUs as fast, but over too
 // few steps to tell from noise: its summary and next steps say what it
 // would take ("rank 3's thread used 1.08x ... run ~60 steps to tell");
-// not for a rank whose core explains the excess (kCoreExplainsWork)
-// (host_cpu_culprit.cc).
+// not for a rank whose core explains the excess (kCoreExplainsWork). Else,
+// in a 2-rank job, what FasterCoreHidesWork says (host_cpu_culprit.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
-// What SayCpuWorkUndecided says, whatever the verdict, of a rank not in
-// `skip`; nullopt when it would say nothing.
+// What SayCpuWorkUndecided says of a rank not in `skip` on CPUs as fast
+// (its first part), whatever the verdict; nullopt when it would say
+// nothing.
 std::optional<std::string> CpuWorkUndecided(const Analyses& a,
                                             const std::vector<int32_t>& skip = {});
 

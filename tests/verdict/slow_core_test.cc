@@ -282,6 +282,28 @@ TEST(ProbeWorkTest, EachFloorHolds) {
   EXPECT_TRUE(next.empty());
 }
 
+TEST(FasterCoreHidesWorkTest, SaysItOnlyWhereTheFasterCoreHidesItAll) {
+  // 1.5x for its core's speed on a core 0.6x as slow: 0.9x the CPU time.
+  Analyses hidden = TwoRanks(1.5, 0.6);
+  std::optional<std::string> said = FasterCoreHidesWork(hidden);
+  ASSERT_TRUE(said.has_value());
+  EXPECT_NE(said->find("rank 1's thread used 1.50x its peer's"), std::string::npos) << *said;
+  EXPECT_NE(said->find("swap the ranks' cores"), std::string::npos) << *said;
+  // Under kTwoRankProbeWork.
+  EXPECT_FALSE(FasterCoreHidesWork(TwoRanks(1.3, 0.6)).has_value());
+  // Its CPU time per step 1.05x or more: ProbeWorkCulprit names it.
+  EXPECT_FALSE(FasterCoreHidesWork(TwoRanks(1.5, 0.75)).has_value());
+  // Its core no faster: nothing hides (1.5 x 1.0: ProbeWorkCulprit's too).
+  EXPECT_FALSE(FasterCoreHidesWork(TwoRanks(1.5, 1.0)).has_value());
+  // Three ranks: a peer on a core as fast tells.
+  Analyses three = TwoRanks(1.5, 0.6);
+  RankTraceStats st;
+  st.rank = 2;
+  st.cpu_only = true;
+  three.traces.ranks.push_back(st);
+  EXPECT_FALSE(FasterCoreHidesWork(three).has_value());
+}
+
 // A compute-slow culprit from the traces whose core ran the probe `core` x
 // its peer's on average and whose work per probe is `work` x theirs.
 TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {

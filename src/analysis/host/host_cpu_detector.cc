@@ -75,7 +75,8 @@ void AddNextStep(Finding& f) {
                       fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
 }
 
-// A rank's median wait per step over its median CPU time per step.
+// A rank's median wait per step (over its steps with a wait) over its
+// median CPU time per step (over its steps with a CPU time).
 std::optional<double> WaitPerCpu(const RankCpuStats& r) {
   if (!r.wait_ns || !r.on_cpu_ns || *r.on_cpu_ns <= 0) return std::nullopt;
   return static_cast<double>(*r.wait_ns) / static_cast<double>(*r.on_cpu_ns);
@@ -104,7 +105,12 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
     if (std::optional<double> w = WaitPerCpu(all[j])) peers_per_cpu.push_back(*w);
   }
   std::optional<double> peer_per_cpu = Median(std::move(peers_per_cpu));
-  const bool shares_more = per_cpu && peer_per_cpu && *per_cpu >= o.min_wait_per_cpu &&
+  // Only for a thread runnable most of its step (on a CPU or waiting for
+  // one): one blocked for long (a GPU sync, I/O) has little CPU time to
+  // divide by.
+  const bool runnable =
+      r.on_cpu_ns && static_cast<double>(*r.on_cpu_ns + *r.wait_ns) >= o.min_runnable_share * step;
+  const bool shares_more = runnable && per_cpu && peer_per_cpu && *per_cpu >= o.min_wait_per_cpu &&
                            *per_cpu >= o.min_wait_per_cpu_over_peers * *peer_per_cpu;
   if (excess < o.min_excess_over_peers * base && !shares_more) return std::nullopt;
   double share = excess / step;

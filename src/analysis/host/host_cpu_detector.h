@@ -32,9 +32,11 @@
 // measured, its cause is not).
 //
 // Or, where the ranks' cores differ in speed and every rank waits, by its
-// wait per second on a CPU (median wait over median CPU time per step):
-// at least min_wait_per_cpu and min_wait_per_cpu_over_peers times its
-// peers' median (with the share and ns floors above). Two busy threads
+// wait per second on a CPU (its median wait per step over its median CPU
+// time per step): at least min_wait_per_cpu and
+// min_wait_per_cpu_over_peers times its peers' median (with the share and
+// ns floors above), for a rank runnable (on a CPU or waiting for one) at
+// least min_runnable_share of its median step. Two busy threads
 // sharing a core fairly wait about a second per second run; a third
 // runnable thread there (a hog) makes it two. bench/realjobs d11-d21, 4
 // ranks on 2 cores, a busy loop on one: its two ranks read 1.90-2.13 in
@@ -42,7 +44,9 @@
 // min_excess_over_peers where the other core is 1.6-1.9x slower, and 8
 // runs named the ranks on that core alone); of 2,600 other ranks none
 // above 1.44 (a rank beside a 2.0x compute fault on its core) and none
-// passing both with the floors above 1.31.
+// passing both with the floors above 1.31; the loop's ranks are runnable
+// ~80% of their step. min_runnable_share 0.5: a thread blocked for long (a
+// GPU sync, I/O) has little CPU time to divide by.
 //
 // Slow CPU: python/laggard_step.py also times a fixed piece of work on the
 // training thread each step (cpu_probe_s). Per rank the median over its
@@ -101,6 +105,7 @@ struct HostCpuDetectorOptions {
   double min_excess_over_peers = 0.3;
   double min_wait_per_cpu = 1.5;
   double min_wait_per_cpu_over_peers = 1.5;
+  double min_runnable_share = 0.5;
   double max_confidence = 0.9;
   double min_probe_excess = 0.1;
   double max_probe_confidence = 0.85;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -104,6 +105,40 @@ TEST(HostCpuDetectorTest, ARankWaitingTwiceItsCpuTimeIsContentionOnUnequalCores)
     EXPECT_TRUE(said) << f.message;
   }
   EXPECT_EQ(named, (std::vector<int32_t>{1, 3}));
+}
+
+TEST(HostCpuDetectorTest, EachWaitPerCpuFloorHolds) {
+  auto contention = [](const std::string& table) {
+    Diagnosed d = Diagnose(table);
+    return std::count_if(
+        d.a.host_cpu.findings.begin(), d.a.host_cpu.findings.end(),
+        [](const Finding& f) { return f.code == FindingCode::kHostCpuContention; });
+  };
+  // Under min_wait_per_cpu: 1.4 s a second against the peers' 0.5 (its
+  // extra wait 23% of theirs).
+  std::string low = "rank,step,step_time_ms,cpu_ms,cpu_wait_ms\n";
+  // Under min_wait_per_cpu_over_peers: every rank waits ~2 s a second
+  // (three threads to a core), ranks 1 and 3 2.6 (their extra wait 23%).
+  std::string alike = low;
+  // Runnable under min_runnable_share of the step: 320 + 160 of 1000 ms.
+  std::string blocked = low;
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      double jitter = ((step * 7 + r * 3) % 5) * 0.4;
+      bool odd = r % 2 == 1;
+      low += fmt::format("{},{},600,{},{}\n", r, step, (odd ? 229.0 : 520.0) + jitter,
+                         (odd ? 320.0 : 260.0) + jitter);
+      alike += fmt::format("{},{},600,{},{}\n", r, step, (odd ? 123.0 : 130.0) + jitter,
+                           (odd ? 320.0 : 260.0) + jitter);
+      blocked += fmt::format("{},{},1000,{},{}\n", r, step, (odd ? 160.0 : 240.0) + jitter,
+                             (odd ? 320.0 : 260.0) + jitter);
+    }
+  }
+  EXPECT_EQ(contention(low), 0);
+  EXPECT_EQ(contention(alike), 0);
+  EXPECT_EQ(contention(blocked), 0);
+  // The same ranks runnable most of a 600 ms step are named.
+  EXPECT_EQ(contention(TwoCoreTable(320, 160)), 2);
 }
 
 TEST(HostCpuDetectorTest, ARankWaitingForABusierCoRunnerIsNotContention) {
