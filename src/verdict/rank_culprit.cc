@@ -280,6 +280,9 @@ std::optional<Verdict> JobCauseVerdict(const StepAnalysis& steps, const TraceAna
   }
   const Finding* comm = FirstOf(traces.findings, FindingCode::kTraceCommBound);
   const Finding* vw = FirstOf(traces.findings, FindingCode::kTraceVariableWork);
+  // Kept as information only where the ranks' CPU time says the work does
+  // not vary (ExplainVariableWorkByHostCpu).
+  if (vw && vw->severity == Severity::kInfo) vw = nullptr;
   // Transfers take most of each step: the compute that varies between the
   // ranks is the smaller part of it, and the network the larger problem.
   if (vw && !(comm && comm->slowdown.value_or(0) >= kCommMostOfStep)) {

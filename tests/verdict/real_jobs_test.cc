@@ -192,6 +192,26 @@ TEST(RealJobTest, ACulpritOnTheFasterCoreInTheWindowIsNotTheRunsSlowerCore) {
   EXPECT_TRUE(said) << v.summary;
 }
 
+// Healthy, 4 ranks on 2 cores (cores within 1.05x): the ops' compute per
+// profiled step spreads 26% between the ranks, a different rank slowest
+// each step, while the ranks' CPU time per step spreads ~1.4%: they share
+// cores and wait for them. Not workload imbalance.
+TEST(RealJobTest, OpsThatVaryOnSharedCoresWithSteadyCpuTimeAreNoImbalance) {
+  laggard::Run run;
+  Verdict v = Diagnose(kData + "w4_healthy_shared_cores_vary", &run);
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  Analyses a = AnalyzeRun(run, AnalysisOptions());
+  const Finding* vw = nullptr;
+  for (const Finding& f : a.traces.findings)
+    if (f.code == FindingCode::kTraceVariableWork) vw = &f;
+  ASSERT_NE(vw, nullptr);
+  EXPECT_EQ(vw->severity, Severity::kInfo);
+  EXPECT_NE(vw->message.find("they share cores and wait for them"), std::string::npos)
+      << vw->message;
+  EXPECT_TRUE(vw->next_steps.empty());
+}
+
 // A 2-rank culprit is compared with one peer only: never "high".
 TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
   Verdict v = Diagnose(kData + "w2_compute_1.2");

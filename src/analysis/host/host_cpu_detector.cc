@@ -423,4 +423,40 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
   }
 }
 
+void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRange>& profiled,
+                                  std::vector<Finding>& trace_findings,
+                                  const HostCpuDetectorOptions& o) {
+  auto vw = std::find_if(trace_findings.begin(), trace_findings.end(), [](const Finding& f) {
+    return f.code == FindingCode::kTraceVariableWork && f.severity != Severity::kInfo;
+  });
+  if (vw == trace_findings.end() || !profiled || run.ranks.size() < 2) return;
+  // Each profiled step's CPU times, one pass over each rank's records.
+  const int64_t first = profiled->first;
+  const size_t width = static_cast<size_t>(std::max<int64_t>(0, profiled->last - first + 1));
+  std::vector<std::vector<double>> by_step(width);
+  for (const StepSeries& s : run.ranks) {
+    for (const StepCpu& c : s.cpu) {
+      if (c.on_cpu_ns && c.step >= first && c.step <= profiled->last)
+        by_step[static_cast<size_t>(c.step - first)].push_back(static_cast<double>(*c.on_cpu_ns));
+    }
+  }
+  std::vector<double> spreads;
+  for (std::vector<double>& cpu : by_step) {
+    if (cpu.size() != run.ranks.size()) continue;  // a rank without it (or twice)
+    std::optional<double> median = Median(cpu);
+    std::optional<double> mad = Mad(std::move(cpu));
+    if (!median || *median <= 0 || !mad) continue;
+    spreads.push_back(kMadToSigma * *mad / *median);
+  }
+  if (spreads.size() < kMinWindowProbes) return;
+  const double spread = Median(spreads).value_or(0);
+  if (spread >= o.max_cpu_spread_of_shared_cores) return;
+  vw->severity = Severity::kInfo;
+  vw->message += fmt::format(
+      "; but the ranks' own CPU time per step spreads {:.1f}% (median of {} profiled steps): "
+      "they share cores and wait for them, the work does not vary",
+      100 * spread, spreads.size());
+  vw->next_steps.clear();
+}
+
 }  // namespace laggard

@@ -106,6 +106,7 @@ struct HostCpuDetectorOptions {
   double min_wait_per_cpu = 1.5;
   double min_wait_per_cpu_over_peers = 1.5;
   double min_runnable_share = 0.5;
+  double max_cpu_spread_of_shared_cores = 0.125;
   double max_confidence = 0.9;
   double min_probe_excess = 0.1;
   double max_probe_confidence = 0.85;
@@ -232,6 +233,24 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
 // slow like that often: 58 of those 120 runs had 3 or more steps in a row
 // with the ranks' probes >= 1.2x their medians.
 void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
+                                  const HostCpuDetectorOptions& options);
+
+// A trace.variable_work finding of a CPU-only job (its ops' compute per step
+// spreads between the ranks, a different rank slowest each step) whose
+// ranks' own CPU time per step does not spread: over the profiled steps
+// with a CPU time for every rank (>= kMinWindowProbes of them), the median
+// of each step's robust spread (1.4826 MAD / median) under
+// max_cpu_spread_of_shared_cores. Then the ranks share cores and wait for
+// them, the work does not vary: the finding is kept at severity info with
+// that said, its next step dropped, and the verdict does not read it as
+// workload imbalance. max_cpu_spread_of_shared_cores 0.125 (half the
+// traces' cpu_variable_work_cv): bench/realjobs d11-d21, the 3 healthy
+// 4-rank runs (cores within 1.05x) read as variable work had a CPU-time
+// spread of 0.014-0.065 against the ops' 0.26-0.28; where the cores differ
+// in speed the CPU time spreads with them (0.17-0.32) and the finding
+// stays.
+void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRange>& profiled,
+                                  std::vector<Finding>& trace_findings,
                                   const HostCpuDetectorOptions& options);
 
 }  // namespace laggard
