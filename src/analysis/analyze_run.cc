@@ -93,8 +93,11 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.host_cpu = AnalyzeHostCpu(run, options.host_cpu);
   MeasureWindowProbes(run, a.steps.job.profiled_steps, a.host_cpu);
   ExplainJobSlowdownsByHostCpu(run, a.steps.findings, options.host_cpu);
-  ExplainVariableWorkByHostCpu(run, a.steps.job.profiled_steps, a.traces.findings,
-                               options.host_cpu);
+  const bool cpu_only =
+      !a.traces.ranks.empty() && std::all_of(a.traces.ranks.begin(), a.traces.ranks.end(),
+                                             [](const RankTraceStats& t) { return t.cpu_only; });
+  ExplainVariableWorkByHostCpu(run, a.steps.job.profiled_steps, cpu_only, a.host_cpu,
+                               a.traces.findings, options.host_cpu);
   a.hang = AnalyzeHang(run, options.hang);
   a.tool_reports = AnalyzeToolReports(run);
   for (Finding& f : P2pLinkFindings(run)) a.hardware.findings.push_back(std::move(f));

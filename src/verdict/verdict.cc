@@ -262,14 +262,13 @@ bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dr
   }
   const std::string said = "verdict: no straggler — ";
   const std::string why = v.summary.starts_with(said) ? v.summary.substr(said.size()) : v.summary;
-  // A rank set aside and named for its wait: why it was set aside (not
-  // more work) stands, its "not a slow rank" does not.
+  // A rank set aside and named for its wait: why it was set aside, and
+  // that its wait names it all the same.
   bool renamed = false;
   for (Culprit& c : named.culprits) {
     if (!c.entity.rank || !set_aside(*c.entity.rank)) continue;
-    c.evidence.push_back(
-        "the profiled steps read its ops as slow while its thread's CPU time per step over the "
-        "run did not grow: the wait for a CPU stretched them, not more work");
+    c.evidence.push_back("its profiled steps' culprit was set aside (" + why +
+                         "); it is named for its wait for a CPU, which stretched its ops");
     renamed = true;
   }
   if (!renamed)

@@ -242,8 +242,9 @@ std::optional<std::string> TimeTieStep(const Analyses& a);
 // the profiled steps whose core ran the probe there at most 1 -
 // max_step_probe_gap times its peers' (faster) while its CPU time there for
 // its core's speed is >= 1 + kWindowWorkPerProbe times theirs: an evidence
-// line says the run's core is not why (bench/realjobs d11-d21: 2-rank 2.0x
-// faults from mid-run whose ranks swapped cores, read host contention).
+// line says the run's core is not why (bench/realjobs d11-d21: 3 such runs,
+// 2.0x faults from mid-run whose ranks swapped cores and a 2-rank 1.2x, their
+// window probe 0.59-0.90x, work per probe there 1.15-1.92x).
 // Returns true when it changed the culprit (host_cpu_culprit.cc).
 bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
 

@@ -152,10 +152,9 @@ TEST(RealJobTest, ARankSetAsideThatWaitsForACpuIsNamedForIt) {
     EXPECT_TRUE(c.entity.rank == 1 || c.entity.rank == 3) << v.summary;
     EXPECT_EQ(c.cause_class, CauseClass::kHostStall) << v.summary;
     EXPECT_EQ(c.cause, "host_contention") << v.summary;
-    for (const std::string& e : c.evidence) {
-      EXPECT_EQ(e.find("not a slow rank"), std::string::npos) << e;
-      said |= e.find("the wait for a CPU stretched them, not more work") != std::string::npos;
-    }
+    for (const std::string& e : c.evidence)
+      said |= e.find("it is named for its wait for a CPU, which stretched its ops") !=
+              std::string::npos;
   }
   EXPECT_TRUE(said) << v.summary;
 }
@@ -207,7 +206,7 @@ TEST(RealJobTest, OpsThatVaryOnSharedCoresWithSteadyCpuTimeAreNoImbalance) {
     if (f.code == FindingCode::kTraceVariableWork) vw = &f;
   ASSERT_NE(vw, nullptr);
   EXPECT_EQ(vw->severity, Severity::kInfo);
-  EXPECT_NE(vw->message.find("they share cores and wait for them"), std::string::npos)
+  EXPECT_NE(vw->message.find("they share cores, the work does not vary"), std::string::npos)
       << vw->message;
   EXPECT_TRUE(vw->next_steps.empty());
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -424,24 +425,33 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
 }
 
 void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRange>& profiled,
+                                  bool cpu_only, const HostCpuAnalysis& host,
                                   std::vector<Finding>& trace_findings,
                                   const HostCpuDetectorOptions& o) {
   auto vw = std::find_if(trace_findings.begin(), trace_findings.end(), [](const Finding& f) {
     return f.code == FindingCode::kTraceVariableWork && f.severity != Severity::kInfo;
   });
-  if (vw == trace_findings.end() || !profiled || run.ranks.size() < 2) return;
+  if (vw == trace_findings.end() || !cpu_only || !profiled || run.ranks.size() < 2) return;
+  // The ranks wait for a CPU (the median rank min_wait_share of its step),
+  // and none uses more CPU time than its peers in the window.
+  std::vector<double> waits;
+  for (const RankCpuStats& r : host.ranks) {
+    if (r.wait_ns && r.step_ns > 0)
+      waits.push_back(static_cast<double>(*r.wait_ns) / static_cast<double>(r.step_ns));
+    std::optional<double> more = RatioToPeers(host.ranks, r.rank, &RankCpuStats::window_cpu_ns);
+    if (more && *more >= 1 + o.max_window_cpu_excess) return;
+  }
+  if (waits.size() < 2 || Median(waits).value_or(0) < o.min_wait_share) return;
   // Each profiled step's CPU times, one pass over each rank's records.
-  const int64_t first = profiled->first;
-  const size_t width = static_cast<size_t>(std::max<int64_t>(0, profiled->last - first + 1));
-  std::vector<std::vector<double>> by_step(width);
+  std::map<int64_t, std::vector<double>> by_step;
   for (const StepSeries& s : run.ranks) {
     for (const StepCpu& c : s.cpu) {
-      if (c.on_cpu_ns && c.step >= first && c.step <= profiled->last)
-        by_step[static_cast<size_t>(c.step - first)].push_back(static_cast<double>(*c.on_cpu_ns));
+      if (c.on_cpu_ns && c.step >= profiled->first && c.step <= profiled->last)
+        by_step[c.step].push_back(static_cast<double>(*c.on_cpu_ns));
     }
   }
   std::vector<double> spreads;
-  for (std::vector<double>& cpu : by_step) {
+  for (auto& [step, cpu] : by_step) {
     if (cpu.size() != run.ranks.size()) continue;  // a rank without it (or twice)
     std::optional<double> median = Median(cpu);
     std::optional<double> mad = Mad(std::move(cpu));
@@ -453,9 +463,9 @@ void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRan
   if (spread >= o.max_cpu_spread_of_shared_cores) return;
   vw->severity = Severity::kInfo;
   vw->message += fmt::format(
-      "; but the ranks' own CPU time per step spreads {:.1f}% (median of {} profiled steps): "
-      "they share cores and wait for them, the work does not vary",
-      100 * spread, spreads.size());
+      "; but the ranks' own CPU time per step spreads {:.1f}% (median of {} profiled steps) and "
+      "they wait for a CPU {:.0f}% of their step: they share cores, the work does not vary",
+      100 * spread, spreads.size(), 100 * Median(waits).value_or(0));
   vw->next_steps.clear();
 }
 

@@ -107,6 +107,7 @@ struct HostCpuDetectorOptions {
   double min_wait_per_cpu_over_peers = 1.5;
   double min_runnable_share = 0.5;
   double max_cpu_spread_of_shared_cores = 0.125;
+  double max_window_cpu_excess = 0.15;
   double max_confidence = 0.9;
   double min_probe_excess = 0.1;
   double max_probe_confidence = 0.85;
@@ -235,21 +236,28 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
 void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
                                   const HostCpuDetectorOptions& options);
 
-// A trace.variable_work finding of a CPU-only job (its ops' compute per step
-// spreads between the ranks, a different rank slowest each step) whose
-// ranks' own CPU time per step does not spread: over the profiled steps
-// with a CPU time for every rank (>= kMinWindowProbes of them), the median
-// of each step's robust spread (1.4826 MAD / median) under
+// A trace.variable_work finding of a CPU-only job (`cpu_only`: every traced
+// rank's trace holds CPU ops only; its ops' compute per step spreads
+// between the ranks, a different rank slowest each step) whose ranks wait
+// for a CPU (the median rank's wait at least min_wait_share of its step),
+// none using max_window_cpu_excess more CPU time than its peers in the
+// profiled steps (window_cpu_ns, MeasureWindowProbes first), and whose own
+// CPU time per step does not spread: over the profiled steps with a CPU
+// time for every rank (>= kMinWindowProbes of them), the median of each
+// step's robust spread (1.4826 MAD / median) under
 // max_cpu_spread_of_shared_cores. Then the ranks share cores and wait for
 // them, the work does not vary: the finding is kept at severity info with
 // that said, its next step dropped, and the verdict does not read it as
 // workload imbalance. max_cpu_spread_of_shared_cores 0.125 (half the
-// traces' cpu_variable_work_cv): bench/realjobs d11-d21, the 3 healthy
-// 4-rank runs (cores within 1.05x) read as variable work had a CPU-time
-// spread of 0.014-0.065 against the ops' 0.26-0.28; where the cores differ
-// in speed the CPU time spreads with them (0.17-0.32) and the finding
-// stays.
+// traces' cpu_variable_work_cv): bench/realjobs d11-d21, 4 ranks on 2
+// cores, the 3 healthy runs with this finding (cores within 1.05x) have a
+// CPU-time spread of 0.014-0.065 against the ops' 0.26-0.28 and wait ~32%
+// of the step; where the cores differ in speed the CPU time spreads with
+// them (0.17-0.32) and the finding stays. max_window_cpu_excess 0.15: one
+// rank doing more work, which the MAD of 4 ranks would not show; those 3
+// healthy runs' ranks read 0.91-1.10x their peers' CPU time there.
 void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRange>& profiled,
+                                  bool cpu_only, const HostCpuAnalysis& host,
                                   std::vector<Finding>& trace_findings,
                                   const HostCpuDetectorOptions& options);
 

@@ -141,6 +141,49 @@ TEST(HostCpuDetectorTest, EachWaitPerCpuFloorHolds) {
   EXPECT_EQ(contention(TwoCoreTable(320, 160)), 2);
 }
 
+// ExplainVariableWorkByHostCpu on 4 ranks whose CPU time per profiled step
+// (30-39) is `cpu_ms(rank, step)`, each waiting `wait_share` of its 100 ms
+// step: whether the variable-work finding is demoted to info.
+bool Demoted(auto cpu_ms, double wait_share = 0.3, bool cpu_only = true, int steps = 10) {
+  Run run;
+  HostCpuAnalysis host;
+  for (int32_t r = 0; r < 4; ++r) {
+    StepSeries s;
+    s.info.rank = r;
+    RankCpuStats st;
+    st.rank = r;
+    st.step_ns = 100'000'000;
+    st.wait_ns = static_cast<DurationNs>(wait_share * 1e8);
+    double window = 0;
+    for (int step = 30; step < 30 + steps; ++step) {
+      double ms = cpu_ms(r, step);
+      s.cpu.push_back(StepCpu{step, static_cast<DurationNs>(ms * 1e6), std::nullopt, std::nullopt});
+      window += ms * 1e6 / steps;
+    }
+    st.window_cpu_ns = static_cast<DurationNs>(window);
+    run.ranks.push_back(std::move(s));
+    host.ranks.push_back(st);
+  }
+  std::vector<Finding> traces = {MakeFinding(FindingCode::kTraceVariableWork)};
+  traces[0].next_steps = {"balance the work per rank"};
+  ExplainVariableWorkByHostCpu(run, LogStepRange{30, 39}, cpu_only, host, traces,
+                               HostCpuDetectorOptions());
+  return traces[0].severity == Severity::kInfo && traces[0].next_steps.empty();
+}
+
+TEST(HostCpuDetectorTest, VariableWorkOnSharedCoresWithSteadyCpuTimeIsInformation) {
+  auto steady = [](int r, int step) { return 24.0 + ((step * 7 + r * 3) % 5) * 0.2; };
+  EXPECT_TRUE(Demoted(steady));
+  // Negative controls: each keeps the finding.
+  EXPECT_FALSE(Demoted(steady, 0.3, /*cpu_only=*/false));  // a GPU job
+  EXPECT_FALSE(Demoted(steady, 0.01));                     // no rank waits for a CPU
+  EXPECT_FALSE(Demoted(steady, 0.3, true, 2));             // 2 profiled steps
+  // The CPU time varies with the work: ranks 0 and 2, then 1 and 3, do 1.5x.
+  EXPECT_FALSE(Demoted([](int r, int step) { return step % 2 == r % 2 ? 36.0 : 24.0; }));
+  // Rank 3 does 1.3x every step (the MAD of 4 ranks does not see one).
+  EXPECT_FALSE(Demoted([&](int r, int step) { return steady(r, step) * (r == 3 ? 1.3 : 1); }));
+}
+
 TEST(HostCpuDetectorTest, ARankWaitingForABusierCoRunnerIsNotContention) {
   // Rank 1 and 3's core: no loop, their own work heavier (wait 1.3 s per
   // second run): what two job ranks sharing a core give, not a third thread.
