@@ -304,6 +304,47 @@ TEST(FasterCoreHidesWorkTest, SaysItOnlyWhereTheFasterCoreHidesItAll) {
   EXPECT_FALSE(FasterCoreHidesWork(three).has_value());
 }
 
+// A one-rank culprit read from the traces, +23%, on a core that ran the
+// probe 1.54x its peer's over the run (host.cpu_slow) and `window` x its
+// peer's in the profiled steps, where its CPU time was `window_cpu` x its
+// peer's: renamed host_contention unless its core there was faster.
+Culprit Enriched(double window, double window_cpu) {
+  Analyses a;
+  for (int32_t r = 0; r < 2; ++r) {
+    RankCpuStats& c = AddRank(a, r);
+    c.window_probe_ns = static_cast<DurationNs>(r == 1 ? 50'000 * window : 50'000);
+    c.window_cpu_ns = static_cast<DurationNs>(r == 1 ? 20e6 * window_cpu : 20e6);
+  }
+  Finding slow = MakeFinding(FindingCode::kHostCpuSlow, Entity{.rank = 1});
+  slow.slowdown = 0.54;
+  slow.evidence.push_back(
+      Evidence{"host CPU: the probe takes 1.54x as long on rank 1", std::nullopt});
+  a.host_cpu.findings.push_back(slow);
+  a.traces.findings.push_back(MakeFinding(FindingCode::kTraceComputeSlow, Entity{.rank = 1}));
+  Culprit c;
+  c.entity.rank = 1;
+  c.cause_class = CauseClass::kComputeSlow;
+  c.slowdown = 0.23;
+  c.confidence = 0.75;
+  std::vector<std::string> next;
+  EnrichHostCpu(c, a, next);
+  return c;
+}
+
+TEST(EnrichHostCpuTest, TheRunsSlowerCoreDoesNotExplainACulpritOnAFasterOneThere) {
+  // bench/realjobs d16: 0.59x there, its CPU time 1.14x: 1.9x per probe.
+  Culprit kept = Enriched(0.59, 1.14);
+  EXPECT_EQ(kept.cause_class, CauseClass::kComputeSlow);
+  ASSERT_FALSE(kept.evidence.empty());
+  EXPECT_NE(kept.evidence.back().find("0.59x in the profiled steps where it was read"),
+            std::string::npos)
+      << kept.evidence.back();
+  // Its core there within the probes' band (0.96x): the run's core explains it.
+  EXPECT_EQ(Enriched(0.96, 1.14).cause, "host_contention");
+  // Faster there, but no more CPU time for its core's speed (1.09x): the same.
+  EXPECT_EQ(Enriched(0.59, 0.59 * 1.09).cause, "host_contention");
+}
+
 // A compute-slow culprit from the traces whose core ran the probe `core` x
 // its peer's on average and whose work per probe is `work` x theirs.
 TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
