@@ -244,7 +244,7 @@ bool NameAfterDrop(Verdict& v, const Analyses& a, const std::vector<int32_t>& dr
     return std::find(dropped.begin(), dropped.end(), r) != dropped.end();
   };
   // A rank set aside that waits for a CPU (host.cpu_contention) is named
-  // for it: its ops ran long, its work did not grow, and the wait says why.
+  // for it: its ops ran long, and the wait says why.
   auto waits = [&](const Culprit& c) {
     return c.cause_class == CauseClass::kHostStall && c.entity.rank &&
            std::any_of(
