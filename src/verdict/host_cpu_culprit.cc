@@ -57,6 +57,14 @@ bool CpuOnlyTrace(const Analyses& a, int32_t rank) {
   return false;
 }
 
+std::optional<WindowRatios> WindowRatiosOf(const Analyses& a, int32_t rank) {
+  std::optional<double> probe =
+      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_probe_ns);
+  std::optional<double> cpu = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_cpu_ns);
+  if (!probe || !cpu || *probe <= 0) return std::nullopt;
+  return WindowRatios{*probe, *cpu};
+}
+
 std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank,
                                    const std::vector<int32_t>& without) {
   const RankCpuStats* mine = nullptr;
@@ -129,19 +137,16 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
   // speed above its peers': the run's core does not explain it.
   if (best->code == FindingCode::kHostCpuSlow && ranks.size() == 1 && c.slowdown &&
       FromTraces(a, ranks[0])) {
-    std::optional<double> window =
-        RatioToPeers(a.host_cpu.ranks, ranks[0], &RankCpuStats::window_probe_ns);
-    std::optional<double> window_cpu =
-        RatioToPeers(a.host_cpu.ranks, ranks[0], &RankCpuStats::window_cpu_ns);
-    // And its CPU time there, for its core's speed, above its peers'.
-    // Faster by more than the probes' agreement band (max_step_probe_gap).
+    // Faster there by more than the probes' agreement band
+    // (max_step_probe_gap), its CPU time there for its core's speed above
+    // its peers'.
+    std::optional<WindowRatios> window = WindowRatiosOf(a, ranks[0]);
     const double faster = 1 - HostCpuDetectorOptions().max_step_probe_gap;
-    if (window && window_cpu && *window > 0 && *window <= faster &&
-        *window_cpu / *window >= 1 + kWindowWorkPerProbe) {
+    if (window && window->probe <= faster && window->WorkPerProbe() >= 1 + kWindowWorkPerProbe) {
       c.evidence.back() = fmt::format(
           "host CPU: its core ran the probe {:.2f}x as long as its peers' over the run, but "
           "{:.2f}x in the profiled steps where it was read: not why it was slow there",
-          1 + best->slowdown.value_or(0), *window);
+          1 + best->slowdown.value_or(0), window->probe);
       return true;
     }
   }
@@ -528,18 +533,15 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     // the cores' (a fault from mid-run on a rank with the faster core
     // averages out over the run). Kept, said, and no more than medium: the
     // run's CPU time does not back it.
-    std::optional<double> window =
-        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_probe_ns);
-    std::optional<double> window_work =
-        RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::window_cpu_ns);
-    if (window && window_work && *window < 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
-        *window_work >= std::max(1.0, *window) * (1 + margin)) {
+    std::optional<WindowRatios> window = WindowRatiosOf(a, *c.entity.rank);
+    if (window && window->probe < 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
+        window->cpu >= std::max(1.0, window->probe) * (1 + margin)) {
       c.evidence.push_back(fmt::format(
           "host CPU: in the profiled steps its thread used {:.2f}x its peers' CPU time per step "
           "on a core that ran a fixed piece of work {:.2f}x as long as theirs: its own work, "
           "though over the run its CPU time per step is {:.2f}x theirs (a slowdown that began "
           "mid-run, or one of the profiled steps only)",
-          *window_work, *window, *ratio));
+          window->cpu, window->probe, *ratio));
       c.confidence = std::min(c.confidence, kTwoRankCap);
       kept = true;
       left.push_back(std::move(c));

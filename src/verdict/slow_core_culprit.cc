@@ -32,13 +32,8 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
   // In the profiled steps, where the culprit was read, too: its CPU time
   // over its probe there within kWindowWorkPerProbe of its peers' (a fault
   // that began late in the run shows there, not in the run's median).
-  std::optional<double> window_cpu =
-      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_cpu_ns);
-  std::optional<double> window_probe =
-      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::window_probe_ns);
-  if (!window_cpu || !window_probe || *window_probe <= 0 ||
-      *window_cpu / *window_probe >= 1 + kWindowWorkPerProbe)
-    return false;
+  std::optional<WindowRatios> window = WindowRatiosOf(a, rank);
+  if (!window || window->WorkPerProbe() >= 1 + kWindowWorkPerProbe) return false;
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
   // EnrichHostCpu's "explains part of it" (by the median probe) gives way.
@@ -49,7 +44,7 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
       "over the run (it sat on a slower core for part of it), and its CPU time per step for its "
       "core's speed is {:.2f}x theirs ({:.2f}x in the profiled steps): the same work on a slower "
       "core, not more work",
-      *core, *work, *window_cpu / *window_probe));
+      *core, *work, window->WorkPerProbe()));
   for (const Finding& t : a.traces.findings) {
     if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == rank)
       RemoveSteps(next_steps, t.next_steps);

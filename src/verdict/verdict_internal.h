@@ -482,6 +482,17 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
 // Whether the traces of `rank` hold CPU ops only: the job computes on its
 // CPUs, and the thread's CPU time is its compute (host_cpu_culprit.cc).
 bool CpuOnlyTrace(const Analyses& a, int32_t rank);
+// The rank's core speed and CPU time in the profiled steps against its
+// peers': its mean probe time there over their median (`probe`) and its
+// mean CPU time per step there over theirs (`cpu`); nullopt unless both are
+// known, `probe` positive (RankCpuStats::window_probe_ns, window_cpu_ns;
+// host_cpu_culprit.cc).
+struct WindowRatios {
+  double probe = 1;
+  double cpu = 1;
+  double WorkPerProbe() const { return cpu / probe; }
+};
+std::optional<WindowRatios> WindowRatiosOf(const Analyses& a, int32_t rank);
 // The rank's mean CPU time per step over the run (its total: a fault that
 // began mid-run counts in full) against its peers' median, the ranks in
 // `without` left out of the peers (host_cpu_culprit.cc).

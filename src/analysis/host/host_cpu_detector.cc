@@ -56,6 +56,8 @@ std::optional<RankCpuStats> Measure(const StepSeries& s, size_t min_steps) {
     r.work_per_probe_steps = per_probe.size();
     r.work_per_probe = Median(std::move(per_probe));
   }
+  if (r.wait_ns && r.on_cpu_ns && *r.on_cpu_ns > 0)
+    r.wait_per_cpu = static_cast<double>(*r.wait_ns) / static_cast<double>(*r.on_cpu_ns);
   return r;
 }
 
@@ -76,13 +78,6 @@ void AddNextStep(Finding& f) {
                       fmt::arg("host", f.entity.host.value_or(std::string("its host")))));
 }
 
-// A rank's median wait per step (over its steps with a wait) over its
-// median CPU time per step (over its steps with a CPU time).
-std::optional<double> WaitPerCpu(const RankCpuStats& r) {
-  if (!r.wait_ns || !r.on_cpu_ns || *r.on_cpu_ns <= 0) return std::nullopt;
-  return static_cast<double>(*r.wait_ns) / static_cast<double>(*r.on_cpu_ns);
-}
-
 // host.cpu_contention of out.ranks[i], when its wait stands out.
 std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats>& all, size_t i,
                                   const HostCpuDetectorOptions& o) {
@@ -99,13 +94,8 @@ std::optional<Finding> Contention(const Run& run, const std::vector<RankCpuStats
   // wait per second on a CPU that of a core shared with more runnable work
   // than its peers' (their cores may run at other speeds: the wait scales
   // with the CPU time of what shares the core).
-  std::optional<double> per_cpu = WaitPerCpu(r);
-  std::vector<double> peers_per_cpu;
-  for (size_t j = 0; j < all.size(); ++j) {
-    if (j == i) continue;
-    if (std::optional<double> w = WaitPerCpu(all[j])) peers_per_cpu.push_back(*w);
-  }
-  std::optional<double> peer_per_cpu = Median(std::move(peers_per_cpu));
+  const std::optional<double>& per_cpu = r.wait_per_cpu;
+  std::optional<double> peer_per_cpu = PeersMedian(all, i, &RankCpuStats::wait_per_cpu);
   // Only for a thread runnable most of its step (on a CPU or waiting for
   // one): one blocked for long (a GPU sync, I/O) has little CPU time to
   // divide by.
@@ -441,7 +431,8 @@ void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRan
     std::optional<double> more = RatioToPeers(host.ranks, r.rank, &RankCpuStats::window_cpu_ns);
     if (more && *more >= 1 + o.max_window_cpu_excess) return;
   }
-  if (waits.size() < 2 || Median(waits).value_or(0) < o.min_wait_share) return;
+  const double wait_share = Median(waits).value_or(0);
+  if (waits.size() < 2 || wait_share < o.min_wait_share) return;
   // Each profiled step's CPU times, one pass over each rank's records.
   std::map<int64_t, std::vector<double>> by_step;
   for (const StepSeries& s : run.ranks) {
@@ -465,7 +456,7 @@ void ExplainVariableWorkByHostCpu(const Run& run, const std::optional<LogStepRan
   vw->message += fmt::format(
       "; but the ranks' own CPU time per step spreads {:.1f}% (median of {} profiled steps) and "
       "they wait for a CPU {:.0f}% of their step: they share cores, the work does not vary",
-      100 * spread, spreads.size(), 100 * Median(waits).value_or(0));
+      100 * spread, spreads.size(), 100 * wait_share);
   vw->next_steps.clear();
 }
 

@@ -136,6 +136,7 @@ struct RankCpuStats {
   size_t on_cpu_steps = 0;               // steps with a CPU time
   std::optional<DurationNs> on_cpu_ns;   // median CPU time per step (>= min_steps of them)
   std::optional<double> on_cpu_mean_ns;  // mean CPU time per step (a run's total / steps)
+  std::optional<double> wait_per_cpu;    // wait_ns over on_cpu_ns (s waited per s run)
   size_t probe_steps = 0;                // steps with a probe time
   std::optional<DurationNs> probe_ns;    // median probe time (>= min_steps of them)
   // Mean probe time, each step's capped at kProbeMeanCap times the median

@@ -144,7 +144,8 @@ TEST(HostCpuDetectorTest, EachWaitPerCpuFloorHolds) {
 // ExplainVariableWorkByHostCpu on 4 ranks whose CPU time per profiled step
 // (30-39) is `cpu_ms(rank, step)`, each waiting `wait_share` of its 100 ms
 // step: whether the variable-work finding is demoted to info.
-bool Demoted(auto cpu_ms, double wait_share = 0.3, bool cpu_only = true, int steps = 10) {
+bool Demoted(auto cpu_ms, double wait_share = 0.3, bool cpu_only = true, int steps = 10,
+             LogStepRange profiled = LogStepRange{30, 39}) {
   Run run;
   HostCpuAnalysis host;
   for (int32_t r = 0; r < 4; ++r) {
@@ -166,14 +167,16 @@ bool Demoted(auto cpu_ms, double wait_share = 0.3, bool cpu_only = true, int ste
   }
   std::vector<Finding> traces = {MakeFinding(FindingCode::kTraceVariableWork)};
   traces[0].next_steps = {"balance the work per rank"};
-  ExplainVariableWorkByHostCpu(run, LogStepRange{30, 39}, cpu_only, host, traces,
-                               HostCpuDetectorOptions());
+  ExplainVariableWorkByHostCpu(run, profiled, cpu_only, host, traces, HostCpuDetectorOptions());
   return traces[0].severity == Severity::kInfo && traces[0].next_steps.empty();
 }
 
 TEST(HostCpuDetectorTest, VariableWorkOnSharedCoresWithSteadyCpuTimeIsInformation) {
   auto steady = [](int r, int step) { return 24.0 + ((step * 7 + r * 3) % 5) * 0.2; };
   EXPECT_TRUE(Demoted(steady));
+  // A profiled range as wide as a corrupt trace's step numbers can make it:
+  // the steps with CPU times are read, nothing sized by the range.
+  EXPECT_TRUE(Demoted(steady, 0.3, true, 10, LogStepRange{-(int64_t{1} << 62), int64_t{1} << 62}));
   // Negative controls: each keeps the finding.
   EXPECT_FALSE(Demoted(steady, 0.3, /*cpu_only=*/false));  // a GPU job
   EXPECT_FALSE(Demoted(steady, 0.01));                     // no rank waits for a CPU
