@@ -322,6 +322,52 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
   return MoreWork{std::move(c), more};
 }
 
+// AlsoCpuWorkCulprit's second reading (kHiddenWorkPerProbe): the one rank
+// outside `named` whose CPU time per step for its core's speed stands out.
+std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& a,
+                                              const std::vector<int32_t>& named,
+                                              std::vector<std::string>& next_steps) {
+  const bool comm = FirstOf(a.traces.findings, FindingCode::kTraceCommBound) != nullptr ||
+                    std::any_of(v.culprits.begin(), v.culprits.end(), [](const Culprit& c) {
+                      return c.cause_class == CauseClass::kCommunication;
+                    });
+  if (comm) return std::nullopt;
+  const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
+  const RankCpuStats* best = nullptr;
+  double best_ratio = 0, next_ratio = 0;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (std::find(named.begin(), named.end(), r.rank) != named.end()) continue;
+    std::optional<double> ratio =
+        RatioToPeers(a.host_cpu.ranks, r.rank, &RankCpuStats::work_per_probe);
+    if (!ratio || r.work_per_probe_steps < least || !CpuOnlyTrace(a, r.rank)) return std::nullopt;
+    if (*ratio > best_ratio) {
+      next_ratio = best_ratio;
+      best_ratio = *ratio;
+      best = &r;
+    } else {
+      next_ratio = std::max(next_ratio, *ratio);
+    }
+  }
+  if (best == nullptr || best_ratio < 1 + kHiddenWorkPerProbe || next_ratio >= 1 + kHiddenMoreWork)
+    return std::nullopt;
+  Culprit c;
+  c.entity.rank = best->rank;
+  c.cause_class = CauseClass::kComputeSlow;
+  c.slowdown = best_ratio - 1;
+  c.confidence = kHiddenWorkPerProbeConfidence;
+  c.evidence.push_back(fmt::format(
+      "host CPU: rank {}'s thread used {:.2f}x its peers' CPU time per step for its core's speed "
+      "(CPU time over the probe's fixed work, median of {} steps; no other rank not named above "
+      "{:.2f}x): it does more work each step",
+      best->rank, best_ratio, best->work_per_probe_steps, std::max(1.0, next_ratio)));
+  c.evidence.push_back("its traces hold CPU ops only: the thread's CPU time is the rank's compute");
+  AddSteps(next_steps,
+           {fmt::format("compare what rank {} computes with its peers': batch and sequence sizes, "
+                        "padding, the data shard, extra work on that rank",
+                        best->rank)});
+  return c;
+}
+
 }  // namespace
 
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
@@ -348,13 +394,19 @@ bool AlsoCpuWorkCulprit(Verdict& v, const Analyses& a, std::vector<std::string>&
   const HostCpuDetectorOptions o;
   std::optional<MoreWork> m = MoreWorkCulprit(
       a, named, kHiddenMoreWork, kHiddenMoreWorkZ * o.min_cpu_time_z, o.min_cpu_time_z);
-  if (!m) return false;
-  m->culprit.evidence.push_back(fmt::format(
+  std::optional<Culprit> hidden;
+  if (m) {
+    AddSteps(next_steps, m->finding->next_steps);
+    hidden = std::move(m->culprit);
+  } else {
+    hidden = HiddenProbeWorkCulprit(v, a, named, next_steps);
+  }
+  if (!hidden) return false;
+  hidden->evidence.push_back(fmt::format(
       "hidden behind {}: the job waits for the slowest rank of each step, so a second, smaller "
       "delay does not show in step times",
       EntityName(v.culprits.front().entity)));
-  AddSteps(next_steps, m->finding->next_steps);
-  v.culprits.push_back(std::move(m->culprit));
+  v.culprits.push_back(std::move(*hidden));
   return true;
 }
 
@@ -619,13 +671,30 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
     if (!window || !run || *window < 1 + excess || *window - 1 < 0.5 * slowdown) return false;
     const bool most = *window - 1 >= kWindowCoreExplains * slowdown;
     if (*run >= 1 + (most ? excess : excess / 2)) return false;
-    // Compute-slow claims more work: only a CPU-only job's, and only when
-    // its CPU time per step over the run is its peers' (DropUnbornOut's
-    // test), or with the window explaining most, no more above theirs than
-    // its core's slowness over the run and that margin allow (a slower
-    // core runs the same work in more CPU time).
+    // Compute-slow claims more work: only a CPU-only job's, not a rank
+    // whose more work per step the host detector measured against peers
+    // on cores as fast (step.cpu_time_high), and only when its CPU time
+    // per step over the run is its peers' (DropUnbornOut's test), or with
+    // the window explaining most, no more above theirs than its core's
+    // slowness over the run and that margin allow (a slower core runs the
+    // same work in more CPU time). Where its CPU time in the window is
+    // its core's (work per probe there under 1 + kWindowWorkPerProbe
+    // its peers'), outside the profiled steps instead (over the run with
+    // too few outside): the window's excess, which its core explains, is
+    // not counted twice (bench/realjobs d20: a healthy 2-rank run, its core
+    // 1.4x slow in the window, 0.97x its work there; CPU time per step
+    // 1.06x its peer's over the run, 0.97x outside).
     if (c.cause_class == CauseClass::kComputeSlow) {
-      std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
+      const bool measured = std::any_of(
+          a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+            return f.code == FindingCode::kStepCpuTimeHigh && f.entity.rank == c.entity.rank;
+          });
+      if (measured) return false;
+      std::optional<WindowRatios> in_window = WindowRatiosOf(a, *c.entity.rank);
+      std::optional<double> work;
+      if (in_window && in_window->WorkPerProbe() < 1 + kWindowWorkPerProbe)
+        work = RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::outside_cpu_ns);
+      if (!work) work = CpuTimeRatio(a, *c.entity.rank);
       const double margin = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4);
       if (!CpuOnlyTrace(a, *c.entity.rank) || !work ||
           *work >= (most ? std::max(1.0, *run) : 1.0) * (1 + margin))

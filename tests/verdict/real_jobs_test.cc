@@ -552,6 +552,11 @@ INSTANTIATE_TEST_SUITE_P(
         // (under 1.1x over the run) and its ops 1.39x: its core slowed
         // while the profiler ran (compute-slow before).
         Expected{"w2_healthy_window_core_slower", VerdictStatus::kNoStraggler, {}},
+        // Healthy: rank 1's core ran the probe 1.41x rank 0's in the
+        // profiled steps (0.98x over the run), its ops 1.15x; its CPU time
+        // per step 1.06x over the run with the window, 0.97x outside it
+        // (compute-slow before).
+        Expected{"w2_healthy_window_core_work_outside", VerdictStatus::kNoStraggler, {}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
         // run: its core, not more work (compute-slow before), named with

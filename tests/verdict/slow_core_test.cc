@@ -194,6 +194,73 @@ TEST(SameCoreWorkTest, WithoutThatPeerTheFloorsStay) {
   EXPECT_EQ(near.v.culprits.size(), 1u);
 }
 
+// bench/realjobs d24 w4_two_faults rep 0: rank 3 sleeps (named), rank 1
+// computes 1.5x; its CPU time per step over its probe time reads `per`
+// its peers' median (1.37x there), rank 2's `other`; no step.cpu_time_high.
+Hidden ProbeWorkBehind(double per, double other = 0.99) {
+  Hidden h;
+  const double wpp[] = {1.0, per, other, 0.92};
+  for (int32_t r = 0; r < 4; ++r) {
+    RankCpuStats& c = AddRank(h.a, r);
+    c.work_per_probe = wpp[r] * 0.3;
+    c.work_per_probe_steps = 40;
+  }
+  Culprit stalled;
+  stalled.entity.rank = 3;
+  stalled.cause_class = CauseClass::kHostStall;
+  stalled.confidence = 0.95;
+  h.v.status = VerdictStatus::kStraggler;
+  h.v.culprits.push_back(stalled);
+  return h;
+}
+
+TEST(HiddenProbeWorkTest, MoreWorkForItsCoresSpeedBehindAnotherCulpritIsNamed) {
+  Hidden h = ProbeWorkBehind(1.37);
+  std::vector<std::string> next;
+  ASSERT_TRUE(AlsoCpuWorkCulprit(h.v, h.a, next));
+  ASSERT_EQ(h.v.culprits.size(), 2u);
+  const Culprit& c = h.v.culprits[1];
+  EXPECT_EQ(c.entity.rank, 1);
+  EXPECT_EQ(c.cause_class, CauseClass::kComputeSlow);
+  EXPECT_NEAR(c.slowdown.value_or(0), 0.384, 0.01);
+  EXPECT_DOUBLE_EQ(c.confidence, kHiddenWorkPerProbeConfidence);
+  ASSERT_FALSE(c.evidence.empty());
+  EXPECT_NE(c.evidence[0].find("1.38x its peers' CPU time per step for its core's speed"),
+            std::string::npos)
+      << c.evidence[0];
+  EXPECT_NE(c.evidence.back().find("hidden behind rank 3"), std::string::npos) << c.evidence.back();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0].find("compare what rank 1 computes"), std::string::npos) << next[0];
+}
+
+TEST(HiddenProbeWorkTest, EachFloorHolds) {
+  std::vector<std::string> next;
+  Hidden below = ProbeWorkBehind(1.22);  // under 1.25x (a CPU hog's ranks read to 1.20x)
+  EXPECT_FALSE(AlsoCpuWorkCulprit(below.v, below.a, next));
+  Hidden two = ProbeWorkBehind(1.37, 1.12);  // another rank not named above 1.1x
+  EXPECT_FALSE(AlsoCpuWorkCulprit(two.v, two.a, next));
+  Hidden comm = ProbeWorkBehind(1.37);  // a throttled link's peers poll in gloo
+  comm.v.culprits[0].cause_class = CauseClass::kCommunication;
+  EXPECT_FALSE(AlsoCpuWorkCulprit(comm.v, comm.a, next));
+  Hidden bound = ProbeWorkBehind(1.37);
+  bound.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceCommBound, Entity{.job = true}));
+  EXPECT_FALSE(AlsoCpuWorkCulprit(bound.v, bound.a, next));
+  Hidden gpu = ProbeWorkBehind(1.37);  // a GPU job: its CPU time is not its compute
+  gpu.a.traces.ranks[1].cpu_only = false;
+  EXPECT_FALSE(AlsoCpuWorkCulprit(gpu.v, gpu.a, next));
+  Hidden few = ProbeWorkBehind(1.37);  // 9 steps: under min_cpu_time_steps
+  few.a.host_cpu.ranks[1].work_per_probe_steps = 9;
+  EXPECT_FALSE(AlsoCpuWorkCulprit(few.v, few.a, next));
+  Hidden alone = ProbeWorkBehind(1.37);  // no culprit to hide behind
+  alone.v.culprits.clear();
+  alone.v.status = VerdictStatus::kNoStraggler;
+  EXPECT_FALSE(AlsoCpuWorkCulprit(alone.v, alone.a, next));
+  EXPECT_TRUE(next.empty());
+  // Just over the floor names it.
+  Hidden at = ProbeWorkBehind(1.26 * 0.99);
+  EXPECT_TRUE(AlsoCpuWorkCulprit(at.v, at.a, next));
+}
+
 // Where no culprit is named, the core's veto stays whatever its peers say:
 // a healthy rank on a slower core alone reads as more work (bench/realjobs
 // d11: 1.25x on a core 1.24x slow).

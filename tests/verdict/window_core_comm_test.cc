@@ -71,6 +71,48 @@ TEST(WindowCoreSlowdownTest, UnderTheFloorOverTheRunTheWindowExplainingMostDrops
   EXPECT_EQ(half.v.culprits.size(), 1u);
 }
 
+TEST(WindowCoreSlowdownTest, TheWorkOutsideTheProfiledStepsDecides) {
+  // bench/realjobs d20, a healthy 2-rank run: its core 1.41x in the window
+  // and 0.98x over the run, its CPU time there 1.33x (its core's); its CPU
+  // time per step 1.06x its peer's over the run, the window's excess in
+  // it, and 0.97x outside the window: dropped.
+  auto job = [](double window_cpu, double outside) {
+    Job j = WindowJob(0.146, 0.98, 1.41, 1.06);
+    j.a.host_cpu.ranks[0].window_cpu_ns = 15'000'000;
+    j.a.host_cpu.ranks[1].window_cpu_ns = static_cast<DurationNs>(15e6 * window_cpu);
+    j.a.host_cpu.ranks[0].outside_cpu_ns = 15'000'000;
+    j.a.host_cpu.ranks[1].outside_cpu_ns = static_cast<DurationNs>(15e6 * outside);
+    return j;
+  };
+  Job j = job(1.33, 0.97);
+  std::vector<std::string> next;
+  EXPECT_TRUE(DropWindowCoreSlowdown(j.v, j.a, next));
+  EXPECT_TRUE(j.v.culprits.empty());
+  EXPECT_EQ(j.v.status, VerdictStatus::kNoStraggler);
+  // Too few steps outside (no outside_cpu_ns): the run's 1.06x keeps it.
+  Job run = job(1.33, 0.97);
+  run.a.host_cpu.ranks[1].outside_cpu_ns.reset();
+  EXPECT_FALSE(DropWindowCoreSlowdown(run.v, run.a, next));
+  EXPECT_EQ(run.v.culprits.size(), 1u);
+  // More work outside the window too (a fault from before it): kept.
+  Job more = job(1.33, 1.10);
+  EXPECT_FALSE(DropWindowCoreSlowdown(more.v, more.a, next));
+  EXPECT_EQ(more.v.culprits.size(), 1u);
+  // More work in the window than its core explains (1.6x on a core
+  // 1.41x): its work there, not its core's; the run's 1.06x keeps it
+  // (d21: a 1.2x rank that sat on the slower core before the window).
+  Job window = job(1.6, 0.97);
+  EXPECT_FALSE(DropWindowCoreSlowdown(window.v, window.a, next));
+  EXPECT_EQ(window.v.culprits.size(), 1u);
+  // More work measured step by step against peers on cores as fast
+  // (step.cpu_time_high): kept, whatever the means say.
+  Job measured = job(1.33, 0.97);
+  measured.a.host_cpu.findings.push_back(
+      MakeFinding(FindingCode::kStepCpuTimeHigh, Entity{.rank = 1}));
+  EXPECT_FALSE(DropWindowCoreSlowdown(measured.v, measured.a, next));
+  EXPECT_EQ(measured.v.culprits.size(), 1u);
+}
+
 TEST(WindowCoreSlowdownTest, MoreWorkThanTheCoreExplainsStaysComputeSlow) {
   // CPU time 1.4x on a core 1.14x slower: more work, whatever the window.
   Job j = WindowJob(0.39, 1.14, 1.7, 1.4);

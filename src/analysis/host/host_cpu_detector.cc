@@ -364,13 +364,18 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
   for (RankCpuStats& r : analysis.ranks) {
     const StepSeries* s = run.FindRank(r.rank);
     if (s == nullptr) continue;
-    double probe = 0, cpu = 0;
-    size_t probes = 0, cpus = 0;
+    double probe = 0, cpu = 0, outside = 0;
+    size_t probes = 0, cpus = 0, outsides = 0;
     for (const StepCpu& c : s->cpu) {
-      if (c.step < profiled->first || c.step > profiled->last) continue;
+      if (c.step < profiled->first || c.step > profiled->last) {
+        if (c.on_cpu_ns) outside += static_cast<double>(*c.on_cpu_ns), ++outsides;
+        continue;
+      }
       if (c.probe_ns) probe += static_cast<double>(*c.probe_ns), ++probes;
       if (c.on_cpu_ns) cpu += static_cast<double>(*c.on_cpu_ns), ++cpus;
     }
+    if (outsides >= kMinOutsideSteps)
+      r.outside_cpu_ns = static_cast<DurationNs>(outside / static_cast<double>(outsides));
     if (probes >= kMinWindowProbes)
       r.window_probe_ns = static_cast<DurationNs>(probe / static_cast<double>(probes));
     if (cpus >= kMinWindowProbes)

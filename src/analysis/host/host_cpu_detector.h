@@ -153,6 +153,10 @@ struct RankCpuStats {
   // traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
   std::optional<DurationNs> window_cpu_ns;
+  // Mean CPU time per step over the steps the profiler did not trace
+  // (>= kMinOutsideSteps of them): the run's work without the window a
+  // traces culprit was read from.
+  std::optional<DurationNs> outside_cpu_ns;
   // Its work against its peers' (step.cpu_time_high): the median of its
   // per-step CPU time over that of the peers whose CPU ran the probe as
   // fast that step (MeasureWork), over work_steps steps (>=
@@ -216,8 +220,10 @@ std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t
 // lateness over the window, so a core that slowed for 3 of its 10 steps
 // counts in part (bench/realjobs: a healthy rank's probe 1.8x for steps
 // 30-32, then its peer's; last at 9 of 9 collectives). Each needs >=
-// kMinWindowProbes samples in the window (probes; CPU times).
+// kMinWindowProbes samples in the window (probes; CPU times). Also fills
+// outside_cpu_ns from >= kMinOutsideSteps CPU times outside the window.
 inline constexpr size_t kMinWindowProbes = 3;
+inline constexpr size_t kMinOutsideSteps = 10;
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
                          HostCpuAnalysis& analysis);
 

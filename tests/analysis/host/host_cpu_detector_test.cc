@@ -330,6 +330,29 @@ TEST(HostCpuDetectorTest, WorkPerProbeIsTheMedianOfCpuTimeOverProbeTime) {
   EXPECT_NEAR(*m3.work_per_probe / *m0.work_per_probe, 1.5, 0.05);
 }
 
+TEST(HostCpuDetectorTest, TheProfiledStepsAndTheStepsOutsideThemAreMeasuredApart) {
+  // 40 steps, the profiler's 30-39: 20 ms of CPU time there, 10 ms outside.
+  laggard::Run run;
+  run.ranks.emplace_back();
+  for (int64_t step = 0; step < 40; ++step) {
+    run.ranks[0].cpu.push_back(StepCpu{.step = step,
+                                       .on_cpu_ns = step >= 30 ? 20'000'000 : 10'000'000,
+                                       .probe_ns = step >= 30 ? 90'000 : 50'000});
+  }
+  HostCpuAnalysis a;
+  a.ranks.push_back(RankCpuStats{});
+  MeasureWindowProbes(run, LogStepRange{.first = 30, .last = 39}, a);
+  EXPECT_EQ(a.ranks[0].window_cpu_ns.value_or(0), 20'000'000);
+  EXPECT_EQ(a.ranks[0].window_probe_ns.value_or(0), 90'000);
+  EXPECT_EQ(a.ranks[0].outside_cpu_ns.value_or(0), 10'000'000);
+  // Nine steps outside: too few to say what the run did without the window.
+  HostCpuAnalysis few;
+  few.ranks.push_back(RankCpuStats{});
+  MeasureWindowProbes(run, LogStepRange{.first = 9, .last = 39}, few);
+  EXPECT_FALSE(few.ranks[0].outside_cpu_ns.has_value());
+  EXPECT_TRUE(few.ranks[0].window_cpu_ns.has_value());
+}
+
 TEST(HostCpuDetectorTest, TheMeanProbeCapsAPreemptedProbe) {
   // Rank 3's probe 200 us but one step's 20 ms (preempted while probing):
   // capped at 3x its median, the mean reads (29 * 200 + 600) / 30.
