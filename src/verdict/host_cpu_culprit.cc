@@ -226,16 +226,6 @@ RunShare OverTheRun(const Culprit& c, const StepAnalysis& steps) {
   return RunShare{slowdown, fmt::format("{:+.0f}%", 100 * slowdown)};
 }
 
-// Whether `rank`'s core ran the probe slower over the run (host.cpu_slow)
-// by at least kCoreExplainsWork of a CPU-time `excess`: the extra CPU time
-// may be the core's.
-bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess) {
-  return std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
-    return f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank &&
-           f.slowdown.value_or(0) >= kCoreExplainsWork * excess;
-  });
-}
-
 struct MoreWork {
   Culprit culprit;
   const Finding* finding = nullptr;  // its step.cpu_time_high
@@ -323,7 +313,9 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
 }
 
 // AlsoCpuWorkCulprit's second reading (kHiddenWorkPerProbe): the one rank
-// outside `named` whose CPU time per step for its core's speed stands out.
+// outside `named` whose CPU time per step for its core's speed stands out
+// from the other ranks outside `named` (a named rank that waits for a CPU
+// reads low there: not a baseline), of which there are >= 2.
 std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& a,
                                               const std::vector<int32_t>& named,
                                               std::vector<std::string>& next_steps) {
@@ -333,33 +325,47 @@ std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& 
                     });
   if (comm) return std::nullopt;
   const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
-  const RankCpuStats* best = nullptr;
-  double best_ratio = 0, next_ratio = 0;
+  std::vector<const RankCpuStats*> unnamed;
   for (const RankCpuStats& r : a.host_cpu.ranks) {
     if (std::find(named.begin(), named.end(), r.rank) != named.end()) continue;
-    std::optional<double> ratio =
-        RatioToPeers(a.host_cpu.ranks, r.rank, &RankCpuStats::work_per_probe);
-    if (!ratio || r.work_per_probe_steps < least || !CpuOnlyTrace(a, r.rank)) return std::nullopt;
-    if (*ratio > best_ratio) {
-      next_ratio = best_ratio;
-      best_ratio = *ratio;
-      best = &r;
-    } else {
-      next_ratio = std::max(next_ratio, *ratio);
-    }
+    if (!r.work_per_probe || *r.work_per_probe <= 0 || r.work_per_probe_steps < least ||
+        !CpuOnlyTrace(a, r.rank))
+      return std::nullopt;
+    unnamed.push_back(&r);
   }
-  if (best == nullptr || best_ratio < 1 + kHiddenWorkPerProbe || next_ratio >= 1 + kHiddenMoreWork)
-    return std::nullopt;
+  if (unnamed.size() < 3) return std::nullopt;
+  // `r`'s reading against the ranks not named but r and `also`.
+  auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
+    std::vector<double> peers;
+    for (const RankCpuStats* p : unnamed) {
+      if (p != r && p != also) peers.push_back(*p->work_per_probe);
+    }
+    return *r->work_per_probe / *Median(std::move(peers));
+  };
+  const RankCpuStats* best = nullptr;
+  double best_ratio = 0;
+  for (const RankCpuStats* r : unnamed) {
+    const double ratio = ratio_of(r, nullptr);
+    if (ratio > best_ratio) best_ratio = ratio, best = r;
+  }
+  if (best_ratio < 1 + kHiddenWorkPerProbe) return std::nullopt;
+  // Each other rank not named, against the rest but `best`: under 1 +
+  // kHiddenMoreWork (a second rank doing more work lifts best's baseline).
+  double next_ratio = 0;
+  for (const RankCpuStats* r : unnamed) {
+    if (r != best) next_ratio = std::max(next_ratio, ratio_of(r, best));
+  }
+  if (next_ratio >= 1 + kHiddenMoreWork) return std::nullopt;
   Culprit c;
   c.entity.rank = best->rank;
   c.cause_class = CauseClass::kComputeSlow;
   c.slowdown = best_ratio - 1;
   c.confidence = kHiddenWorkPerProbeConfidence;
   c.evidence.push_back(fmt::format(
-      "host CPU: rank {}'s thread used {:.2f}x its peers' CPU time per step for its core's speed "
-      "(CPU time over the probe's fixed work, median of {} steps; no other rank not named above "
-      "{:.2f}x): it does more work each step",
-      best->rank, best_ratio, best->work_per_probe_steps, std::max(1.0, next_ratio)));
+      "host CPU: rank {}'s thread used {:.2f}x the CPU time per step for its core's speed of the "
+      "other ranks not named (CPU time over the probe's fixed work, median of {} steps; the "
+      "others read at most {:.2f}x): it does more work each step",
+      best->rank, best_ratio, best->work_per_probe_steps, next_ratio));
   c.evidence.push_back("its traces hold CPU ops only: the thread's CPU time is the rank's compute");
   AddSteps(next_steps,
            {fmt::format("compare what rank {} computes with its peers': batch and sequence sizes, "
@@ -369,6 +375,13 @@ std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& 
 }
 
 }  // namespace
+
+bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess) {
+  return std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+    return f.code == FindingCode::kHostCpuSlow && f.entity.rank == rank &&
+           f.slowdown.value_or(0) >= kCoreExplainsWork * excess;
+  });
+}
 
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps) {
   const HostCpuDetectorOptions o;
@@ -441,57 +454,6 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   PutStepsFirst(next_steps, m->finding->next_steps);
   v.culprits.front() = std::move(one);
   return true;
-}
-
-std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector<int32_t>& skip) {
-  auto skipped = [&](int32_t rank) {
-    return std::find(skip.begin(), skip.end(), rank) != skip.end();
-  };
-  const HostCpuDetectorOptions o;
-  const bool two = WorldSize(a.steps, a.traces) == 2;
-  auto probed = [&](int32_t rank) {
-    return std::any_of(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                       [&](const RankCpuStats& r) { return r.rank == rank && r.work_probed; });
-  };
-  const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
-  if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
-      more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
-      CpuOnlyTrace(a, *more->entity.rank)) {
-    return fmt::format(
-        "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
-        "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
-        "feel all that slows a GEMM): compare with a third rank, or swap the ranks' cores",
-        *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork);
-  }
-  const RankCpuStats* best = nullptr;
-  size_t need = 0;
-  for (const RankCpuStats& r : a.host_cpu.ranks) {
-    std::optional<size_t> n = StepsToTell(r, o);
-    // With two ranks more steps tell only an excess the 2-rank rule names.
-    if (!n || skipped(r.rank) || !r.work_probed || r.work_z >= o.min_cpu_time_z ||
-        !CpuOnlyTrace(a, r.rank) || (two && *r.work_ratio < 1 + kTwoRankMoreWork) ||
-        CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
-      continue;
-    if (best == nullptr || *r.work_ratio > *best->work_ratio) {
-      best = &r;
-      need = *n;
-    }
-  }
-  if (best == nullptr) return std::nullopt;
-  return fmt::format(
-      "rank {}'s thread used {:.2f}x its peers' CPU time per step over {} steps on CPUs as fast, "
-      "too few to tell from noise ({:.1f} standard errors of the {:.0f} needed): run ~{} steps "
-      "to tell",
-      best->rank, *best->work_ratio, best->work_steps, best->work_z, o.min_cpu_time_z, need);
-}
-
-void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
-  std::optional<std::string> said = CpuWorkUndecided(a);
-  if (!said) said = FasterCoreHidesWork(a);
-  if (!said) return;
-  v.summary += "; " + *said;
-  AddSteps(next_steps, {std::move(*said)});
 }
 
 bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
@@ -612,6 +574,66 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
          kept;
 }
 
+namespace {
+
+// What DropWindowCoreSlowdown drops a compute-slow culprit on: its CPU
+// time per step against its peers', outside the profiled steps or over
+// the run.
+struct WindowWork {
+  double ratio = 1;
+  bool outside = false;
+};
+
+// Compute-slow claims more work: only a CPU-only job's, not a rank whose
+// more work per step the host detector measured against peers on cores as
+// fast (step.cpu_time_high), and only when its CPU time per step over the
+// run is its peers' (DropUnbornOut's test), or with the window explaining
+// most (`most`), no more above theirs than its core's slowness over the
+// run (`run`) and that margin allow (a slower core runs the same work in
+// more CPU time). Where its CPU time in the window is its core's (work per
+// probe there under 1 + kWindowWorkPerProbe its peers'), its CPU time and
+// its core outside the profiled steps instead (over the run with too few
+// outside): the window's excess, which its core explains, is not counted
+// twice (bench/realjobs d20: a healthy 2-rank run, its core 1.4x slow in
+// the window, 0.97x its work there; CPU time per step 1.06x its peer's over
+// the run, 0.97x outside). A core slower outside the window too, by the
+// host detector's floor, did not slow only while the profiler ran: kept,
+// for the slower-core rules (SlowerCoreOnAverage: d19, a healthy rank on
+// the slower core a third of the run, probe median 1.07x, mean 1.32x).
+// nullopt: kept.
+std::optional<WindowWork> WindowWorkIsTheCores(const Culprit& c, const Analyses& a, double run,
+                                               bool most) {
+  const int32_t rank = *c.entity.rank;
+  const bool measured =
+      std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
+        return f.code == FindingCode::kStepCpuTimeHigh && f.entity.rank == rank;
+      });
+  if (measured || !CpuOnlyTrace(a, rank)) return std::nullopt;
+  WindowWork out;
+  double core = run;
+  std::optional<WindowRatios> window = WindowRatiosOf(a, rank);
+  std::optional<double> work;
+  if (window && window->WorkPerProbe() < 1 + kWindowWorkPerProbe) {
+    work = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::outside_cpu_ns);
+    std::optional<double> outside =
+        RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::outside_probe_ns);
+    if (work && outside) {
+      if (*outside >= 1 + HostCpuDetectorOptions().min_probe_excess) return std::nullopt;
+      core = *outside;
+      out.outside = true;
+    } else {
+      work.reset();
+    }
+  }
+  if (!work) work = CpuTimeRatio(a, rank);
+  const double margin = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4);
+  if (!work || *work >= (most ? std::max(1.0, core) : 1.0) * (1 + margin)) return std::nullopt;
+  out.ratio = *work;
+  return out;
+}
+
+}  // namespace
+
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kStraggler) return false;
   const double excess = HostCpuDetectorOptions().min_probe_excess;
@@ -671,34 +693,17 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
     if (!window || !run || *window < 1 + excess || *window - 1 < 0.5 * slowdown) return false;
     const bool most = *window - 1 >= kWindowCoreExplains * slowdown;
     if (*run >= 1 + (most ? excess : excess / 2)) return false;
-    // Compute-slow claims more work: only a CPU-only job's, not a rank
-    // whose more work per step the host detector measured against peers
-    // on cores as fast (step.cpu_time_high), and only when its CPU time
-    // per step over the run is its peers' (DropUnbornOut's test), or with
-    // the window explaining most, no more above theirs than its core's
-    // slowness over the run and that margin allow (a slower core runs the
-    // same work in more CPU time). Where its CPU time in the window is
-    // its core's (work per probe there under 1 + kWindowWorkPerProbe
-    // its peers'), outside the profiled steps instead (over the run with
-    // too few outside): the window's excess, which its core explains, is
-    // not counted twice (bench/realjobs d20: a healthy 2-rank run, its core
-    // 1.4x slow in the window, 0.97x its work there; CPU time per step
-    // 1.06x its peer's over the run, 0.97x outside).
     if (c.cause_class == CauseClass::kComputeSlow) {
-      const bool measured = std::any_of(
-          a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {
-            return f.code == FindingCode::kStepCpuTimeHigh && f.entity.rank == c.entity.rank;
-          });
-      if (measured) return false;
-      std::optional<WindowRatios> in_window = WindowRatiosOf(a, *c.entity.rank);
-      std::optional<double> work;
-      if (in_window && in_window->WorkPerProbe() < 1 + kWindowWorkPerProbe)
-        work = RatioToPeers(a.host_cpu.ranks, *c.entity.rank, &RankCpuStats::outside_cpu_ns);
-      if (!work) work = CpuTimeRatio(a, *c.entity.rank);
-      const double margin = std::max(kCpuTimeAgreement, c.slowdown.value_or(0) / 4);
-      if (!CpuOnlyTrace(a, *c.entity.rank) || !work ||
-          *work >= (most ? std::max(1.0, *run) : 1.0) * (1 + margin))
-        return false;
+      std::optional<WindowWork> work = WindowWorkIsTheCores(c, a, *run, most);
+      if (!work) return false;
+      dropped.push_back(fmt::format(
+          "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed "
+          "piece of work {:.2f}x as long as its peers' there, against {:.2f}x over the run, and "
+          "its thread's CPU time per step was {:.2f}x theirs{}: its core slowed while the "
+          "profiler ran, not a slow rank",
+          *c.entity.rank, 100 * slowdown, *window, *run, work->ratio,
+          work->outside ? " outside the profiled steps" : " over the run"));
+      return true;
     }
     dropped.push_back(fmt::format(
         "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed piece "

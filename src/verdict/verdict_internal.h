@@ -315,8 +315,10 @@ std::optional<std::string> FasterCoreHidesWork(const Analyses& a);
 // its core; the 4-rank healthy ranks' same-core ratio reached 1.24x).
 // Failing that, the one rank not named whose CPU time per step for its
 // core's speed (work_per_probe: CPU time over the probe's time, median
-// over the steps) is >= 1 + kHiddenWorkPerProbe times its peers' median,
-// every other rank not named under 1 + kHiddenMoreWork, in a job with no
+// over the steps) is >= 1 + kHiddenWorkPerProbe times the median of the
+// other ranks not named (>= 2 of them: a named rank that waits for a CPU
+// reads low, no baseline), each of the others under 1 + kHiddenMoreWork
+// of the rest's but its, in a job with no
 // communication culprit or comm-bound traces (a throttled rank's peers
 // burn CPU time polling in gloo: to 1.36x) is named so, at
 // kHiddenWorkPerProbeConfidence. bench/realjobs d11-d24, 4-rank runs on
@@ -349,8 +351,26 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // few steps to tell from noise: its summary and next steps say what it
 // would take ("rank 3's thread used 1.08x ... run ~60 steps to tell");
 // not for a rank whose core explains the excess (kCoreExplainsWork). Else,
-// in a 2-rank job, what FasterCoreHidesWork says (host_cpu_culprit.cc).
+// in a 2-rank job, what FasterCoreHidesWork says; else, with >= 3 ranks,
+// what WorkSensitivityText says (cpu_work_note.cc).
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+// A CPU-only job of >= 3 ranks with probed work ratios: the run steps in
+// which a rank with kTellExcess more work would stand out from this run's
+// noise in 19 runs of 20 (StepsToTellExcess) — "run ~N steps to tell"
+// (too_short) when the run had fewer, else that it had enough — after the
+// rank with the largest excess that no other rule speaks for: >= 1 +
+// kTellExcess / 4 but under 1 + min_cpu_time_excess (above it
+// CpuWorkUndecided speaks), >= 1 standard error, its core not explaining
+// it (what it reads against what naming it needs). nullopt when the ratios
+// are too few. The issue's "say how many steps a run needs to tell 10%
+// from its noise" (bench/realjobs d24: two 4-rank 1.1x runs read
+// 1.04-1.05x at 1.3-3.3 standard errors, "no straggler" with nothing more).
+inline constexpr double kTellExcess = 0.1;
+struct SensitivityNote {
+  std::string text;
+  bool too_short = false;  // the run had fewer steps than it needs
+};
+std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a);
 // What SayCpuWorkUndecided says of a rank not in `skip` on CPUs as fast
 // (its first part), whatever the verdict; nullopt when it would say
 // nothing.
@@ -477,11 +497,15 @@ bool DropUnbornOut(Verdict& v, const Analyses& a);
 // over the run it ran < 1 + min_probe_excess / 2 times theirs (median; <
 // 1 + min_probe_excess when the window explains kWindowCoreExplains of its
 // slowdown): its core slowed while the profiler ran (a shared VM's cores
-// do, often). A compute-slow one only in a CPU-only job whose CPU time per
+// do, often). A compute-slow one only in a CPU-only job, with no
+// step.cpu_time_high (more work measured step by step), whose CPU time per
 // step over the run is within DropUnbornOut's margin of its peers' (with
 // the window explaining kWindowCoreExplains: of its peers' times its
-// core's slowness over the run). Dropped; with none left, no straggler,
-// said why.
+// core's slowness over the run); where its CPU time in the window is its
+// core's (work per probe there under 1 + kWindowWorkPerProbe its peers'),
+// its CPU time per step and its core outside the profiled steps instead
+// (bench/realjobs d20: 1.06x over the run, 0.97x outside). Dropped; with
+// none left, no straggler, said why.
 // One whose core ran the probe >= 1 + min_probe_excess times its peers'
 // over the run as well, in a CPU-only job, with the window explaining
 // kWindowCoreExplains of its slowdown (and, compute-slow, its CPU time per
@@ -519,6 +543,10 @@ std::optional<double> CpuTimeRatio(const Analyses& a, int32_t rank,
 // unless beside another culprit peers on its core confirm it
 // (AlsoCpuWorkCulprit, kSameCoreProbe).
 inline constexpr double kCoreExplainsWork = 0.75;
+// Whether `rank`'s core ran the probe slower over the run (host.cpu_slow)
+// by at least kCoreExplainsWork of a CPU-time `excess`: the extra CPU time
+// may be the core's (host_cpu_culprit.cc).
+bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess);
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
 // ranks with step times or traces to compare) and no GPU's finding names a

@@ -82,6 +82,8 @@ TEST(WindowCoreSlowdownTest, TheWorkOutsideTheProfiledStepsDecides) {
     j.a.host_cpu.ranks[1].window_cpu_ns = static_cast<DurationNs>(15e6 * window_cpu);
     j.a.host_cpu.ranks[0].outside_cpu_ns = 15'000'000;
     j.a.host_cpu.ranks[1].outside_cpu_ns = static_cast<DurationNs>(15e6 * outside);
+    j.a.host_cpu.ranks[0].outside_probe_ns = 50'000;
+    j.a.host_cpu.ranks[1].outside_probe_ns = 47'500;  // 0.95x: its core no slower there
     return j;
   };
   Job j = job(1.33, 0.97);
@@ -89,6 +91,24 @@ TEST(WindowCoreSlowdownTest, TheWorkOutsideTheProfiledStepsDecides) {
   EXPECT_TRUE(DropWindowCoreSlowdown(j.v, j.a, next));
   EXPECT_TRUE(j.v.culprits.empty());
   EXPECT_EQ(j.v.status, VerdictStatus::kNoStraggler);
+  EXPECT_NE(j.v.summary.find("its thread's CPU time per step was 0.97x theirs outside the "
+                             "profiled steps"),
+            std::string::npos)
+      << j.v.summary;
+  // 1.08x outside, on a core no slower there (0.95x): more work than its
+  // core explains (1.08 >= 1.05), kept; on a core 1.04x slower outside,
+  // within it (1.08 < 1.04 x 1.05), dropped.
+  Job faster = job(1.33, 1.08);
+  EXPECT_FALSE(DropWindowCoreSlowdown(faster.v, faster.a, next));
+  Job explained = job(1.33, 1.08);
+  explained.a.host_cpu.ranks[1].outside_probe_ns = 52'000;  // 1.04x
+  EXPECT_TRUE(DropWindowCoreSlowdown(explained.v, explained.a, next));
+  // Its core slower outside the window too, by the host detector's 10%
+  // floor: not a core that slowed only while the profiler ran, kept (the
+  // slower-core rules take it).
+  Job outside_slow = job(1.33, 1.08);
+  outside_slow.a.host_cpu.ranks[1].outside_probe_ns = 55'000;  // 1.10x
+  EXPECT_FALSE(DropWindowCoreSlowdown(outside_slow.v, outside_slow.a, next));
   // Too few steps outside (no outside_cpu_ns): the run's 1.06x keeps it.
   Job run = job(1.33, 0.97);
   run.a.host_cpu.ranks[1].outside_cpu_ns.reset();

@@ -272,6 +272,7 @@ void MeasureWork(const Run& run, std::vector<RankCpuStats>& ranks,
     ranks[i].work_ratio = m;
     ranks[i].work_steps = n;
     ranks[i].work_z = (m - 1) / (sigma / std::sqrt(static_cast<double>(n)));
+    ranks[i].work_sigma = sigma;
     ranks[i].work_probed = probed[i] == n;
   }
 }
@@ -339,6 +340,29 @@ std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOp
   return static_cast<size_t>(std::ceil(need));
 }
 
+std::optional<WorkSensitivity> StepsToTellExcess(const std::vector<RankCpuStats>& ranks,
+                                                 double excess, const HostCpuDetectorOptions& o) {
+  if (excess <= 0) return std::nullopt;
+  std::vector<double> sigmas, kept, compared, run;
+  for (const RankCpuStats& r : ranks) {
+    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps) continue;
+    const size_t steps = std::max(r.on_cpu_steps, r.work_steps);
+    sigmas.push_back(r.work_sigma);
+    kept.push_back(static_cast<double>(r.work_steps) / static_cast<double>(steps));
+    compared.push_back(static_cast<double>(r.work_steps));
+    run.push_back(static_cast<double>(steps));
+  }
+  if (sigmas.size() < 2) return std::nullopt;
+  WorkSensitivity w;
+  w.sigma = *Median(std::move(sigmas));
+  w.compared = static_cast<size_t>(*Median(std::move(compared)));
+  w.run_steps = static_cast<size_t>(*Median(std::move(run)));
+  const double share = *Median(std::move(kept));
+  const double z = o.min_cpu_time_z + kTellPowerZ;
+  w.steps = static_cast<size_t>(std::ceil(std::pow(z * w.sigma / excess, 2) / share));
+  return w;
+}
+
 namespace {
 
 // Rank `s`'s probe in steps [first, last] over its probe outside them:
@@ -364,11 +388,12 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
   for (RankCpuStats& r : analysis.ranks) {
     const StepSeries* s = run.FindRank(r.rank);
     if (s == nullptr) continue;
-    double probe = 0, cpu = 0, outside = 0;
-    size_t probes = 0, cpus = 0, outsides = 0;
+    double probe = 0, cpu = 0, outside = 0, outside_probe = 0;
+    size_t probes = 0, cpus = 0, outsides = 0, outside_probes = 0;
     for (const StepCpu& c : s->cpu) {
       if (c.step < profiled->first || c.step > profiled->last) {
         if (c.on_cpu_ns) outside += static_cast<double>(*c.on_cpu_ns), ++outsides;
+        if (c.probe_ns) outside_probe += static_cast<double>(*c.probe_ns), ++outside_probes;
         continue;
       }
       if (c.probe_ns) probe += static_cast<double>(*c.probe_ns), ++probes;
@@ -376,6 +401,9 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
     }
     if (outsides >= kMinOutsideSteps)
       r.outside_cpu_ns = static_cast<DurationNs>(outside / static_cast<double>(outsides));
+    if (outside_probes >= kMinOutsideSteps)
+      r.outside_probe_ns =
+          static_cast<DurationNs>(outside_probe / static_cast<double>(outside_probes));
     if (probes >= kMinWindowProbes)
       r.window_probe_ns = static_cast<DurationNs>(probe / static_cast<double>(probes));
     if (cpus >= kMinWindowProbes)

@@ -153,10 +153,11 @@ struct RankCpuStats {
   // traced (MeasureWindowProbes).
   std::optional<DurationNs> window_probe_ns;
   std::optional<DurationNs> window_cpu_ns;
-  // Mean CPU time per step over the steps the profiler did not trace
-  // (>= kMinOutsideSteps of them): the run's work without the window a
-  // traces culprit was read from.
+  // Mean CPU time per step and mean probe time over the steps the
+  // profiler did not trace (>= kMinOutsideSteps of them each): the run's
+  // work and core without the window a traces culprit was read from.
   std::optional<DurationNs> outside_cpu_ns;
+  std::optional<DurationNs> outside_probe_ns;
   // Its work against its peers' (step.cpu_time_high): the median of its
   // per-step CPU time over that of the peers whose CPU ran the probe as
   // fast that step (MeasureWork), over work_steps steps (>=
@@ -167,6 +168,7 @@ struct RankCpuStats {
   size_t work_steps = 0;
   double work_z = 0;
   bool work_probed = false;
+  double work_sigma = 0;  // the kept ratios' spread per step (>= kMinWorkSigma)
 };
 
 // The spread of per-step work ratios is taken as at least this (1%): a
@@ -178,6 +180,23 @@ inline constexpr double kMinWorkSigma = 0.01;
 // steps kept; nullopt without a work ratio of at least 1 +
 // min_cpu_time_excess.
 std::optional<size_t> StepsToTell(const RankCpuStats& r, const HostCpuDetectorOptions& o);
+
+// The run's sensitivity to more work: the run steps (rounded up) in which
+// a rank whose work ratio were 1 + `excess` would stand min_cpu_time_z
+// standard errors above 1 in 19 runs of 20 (kTellPowerZ more), at the
+// median over the ranks of their per-step spread (work_sigma) and share of
+// CPU steps kept, over the ranks with probed work ratios of >=
+// min_cpu_time_steps steps (at least two); nullopt with fewer, or
+// `excess` <= 0.
+inline constexpr double kTellPowerZ = 1.645;
+struct WorkSensitivity {
+  size_t steps = 0;      // run steps needed
+  double sigma = 0;      // the median per-step spread of the work ratios
+  size_t run_steps = 0;  // the median of the ranks' steps with a CPU time
+  size_t compared = 0;   // the median of the ranks' kept (compared) steps
+};
+std::optional<WorkSensitivity> StepsToTellExcess(const std::vector<RankCpuStats>& ranks,
+                                                 double excess, const HostCpuDetectorOptions& o);
 
 struct HostCpuAnalysis {
   std::vector<RankCpuStats> ranks;  // by rank
@@ -221,7 +240,8 @@ std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t
 // counts in part (bench/realjobs: a healthy rank's probe 1.8x for steps
 // 30-32, then its peer's; last at 9 of 9 collectives). Each needs >=
 // kMinWindowProbes samples in the window (probes; CPU times). Also fills
-// outside_cpu_ns from >= kMinOutsideSteps CPU times outside the window.
+// outside_cpu_ns and outside_probe_ns from >= kMinOutsideSteps samples
+// outside the window.
 inline constexpr size_t kMinWindowProbes = 3;
 inline constexpr size_t kMinOutsideSteps = 10;
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,

@@ -345,11 +345,13 @@ TEST(HostCpuDetectorTest, TheProfiledStepsAndTheStepsOutsideThemAreMeasuredApart
   EXPECT_EQ(a.ranks[0].window_cpu_ns.value_or(0), 20'000'000);
   EXPECT_EQ(a.ranks[0].window_probe_ns.value_or(0), 90'000);
   EXPECT_EQ(a.ranks[0].outside_cpu_ns.value_or(0), 10'000'000);
+  EXPECT_EQ(a.ranks[0].outside_probe_ns.value_or(0), 50'000);
   // Nine steps outside: too few to say what the run did without the window.
   HostCpuAnalysis few;
   few.ranks.push_back(RankCpuStats{});
   MeasureWindowProbes(run, LogStepRange{.first = 9, .last = 39}, few);
   EXPECT_FALSE(few.ranks[0].outside_cpu_ns.has_value());
+  EXPECT_FALSE(few.ranks[0].outside_probe_ns.has_value());
   EXPECT_TRUE(few.ranks[0].window_cpu_ns.has_value());
 }
 
@@ -487,6 +489,37 @@ TEST(HostCpuDetectorTest, StepsToTellScaleAsTheSquareOfTheShortfall) {
   EXPECT_EQ(StepsToTell(r, HostCpuDetectorOptions()), 80u);
   r.work_ratio = 1.03;  // inside the band: nothing to tell
   EXPECT_FALSE(StepsToTell(r, HostCpuDetectorOptions()).has_value());
+}
+
+TEST(HostCpuDetectorTest, TheStepsToTellAnExcessScaleAsTheSquareOfTheSpread) {
+  // Three ranks, their per-step work ratios spread 0.2, 0.1 and 0.3, 20
+  // of 40 steps kept: a 10% excess stands 5 standard errors above 1 in 19
+  // runs of 20 over ((5 + 1.645) x 0.2 / 0.1)^2 = 176.6 kept steps, 354 of
+  // the run's.
+  std::vector<RankCpuStats> ranks(3);
+  const double sigma[] = {0.2, 0.1, 0.3};
+  for (size_t i = 0; i < 3; ++i) {
+    ranks[i].rank = static_cast<int32_t>(i);
+    ranks[i].work_ratio = 1.0;
+    ranks[i].work_probed = true;
+    ranks[i].work_steps = 20;
+    ranks[i].on_cpu_steps = 40;
+    ranks[i].work_sigma = sigma[i];
+  }
+  std::optional<WorkSensitivity> w = StepsToTellExcess(ranks, 0.1, HostCpuDetectorOptions());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->steps, 354u);
+  EXPECT_DOUBLE_EQ(w->sigma, 0.2);
+  EXPECT_EQ(w->compared, 20u);
+  EXPECT_EQ(w->run_steps, 40u);
+  // A 20% excess: a quarter of the steps (88.3, rounded up).
+  EXPECT_EQ(StepsToTellExcess(ranks, 0.2, HostCpuDetectorOptions())->steps, 89u);
+  // Ranks of fewer than min_cpu_time_steps, or unprobed, do not count: one
+  // rank left is no run to measure.
+  ranks[0].work_steps = 9;
+  ranks[1].work_probed = false;
+  EXPECT_FALSE(StepsToTellExcess(ranks, 0.1, HostCpuDetectorOptions()).has_value());
+  EXPECT_FALSE(StepsToTellExcess(ranks, 0.0, HostCpuDetectorOptions()).has_value());
 }
 
 TEST(HostCpuDetectorTest, ASlowProbeAloneNamesNobody) {

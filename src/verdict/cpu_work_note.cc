@@ -1,0 +1,116 @@
+// What a no-straggler verdict of a CPU-only job says of its ranks' work
+// per step where nothing names a culprit: a rank's excess too few steps
+// could tell (CpuWorkUndecided), a 2-rank rank whose faster core hides it
+// (FasterCoreHidesWork, slow_core_culprit.cc), else the run's sensitivity
+// to a 10% excess (WorkSensitivityText). Internal to src/verdict/.
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "verdict/verdict_internal.h"
+
+namespace laggard::verdict_internal {
+
+std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector<int32_t>& skip) {
+  auto skipped = [&](int32_t rank) {
+    return std::find(skip.begin(), skip.end(), rank) != skip.end();
+  };
+  const HostCpuDetectorOptions o;
+  const bool two = WorldSize(a.steps, a.traces) == 2;
+  auto probed = [&](int32_t rank) {
+    return std::any_of(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                       [&](const RankCpuStats& r) { return r.rank == rank && r.work_probed; });
+  };
+  const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
+  if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
+      more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
+      CpuOnlyTrace(a, *more->entity.rank)) {
+    return fmt::format(
+        "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
+        "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
+        "feel all that slows a GEMM): compare with a third rank, or swap the ranks' cores",
+        *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork);
+  }
+  const RankCpuStats* best = nullptr;
+  size_t need = 0;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    std::optional<size_t> n = StepsToTell(r, o);
+    // With two ranks more steps tell only an excess the 2-rank rule names.
+    if (!n || skipped(r.rank) || !r.work_probed || r.work_z >= o.min_cpu_time_z ||
+        !CpuOnlyTrace(a, r.rank) || (two && *r.work_ratio < 1 + kTwoRankMoreWork) ||
+        CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
+      continue;
+    if (best == nullptr || *r.work_ratio > *best->work_ratio) {
+      best = &r;
+      need = *n;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  return fmt::format(
+      "rank {}'s thread used {:.2f}x its peers' CPU time per step over {} steps on CPUs as fast, "
+      "too few to tell from noise ({:.1f} standard errors of the {:.0f} needed): run ~{} steps "
+      "to tell",
+      best->rank, *best->work_ratio, best->work_steps, best->work_z, o.min_cpu_time_z, need);
+}
+
+std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
+  if (WorldSize(a.steps, a.traces) < 3) return std::nullopt;
+  const HostCpuDetectorOptions o;
+  std::vector<RankCpuStats> cpu_only;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (CpuOnlyTrace(a, r.rank)) cpu_only.push_back(r);
+  }
+  std::optional<WorkSensitivity> w = StepsToTellExcess(cpu_only, kTellExcess, o);
+  if (!w) return std::nullopt;
+  SensitivityNote note;
+  const RankCpuStats* top = nullptr;
+  for (const RankCpuStats& r : cpu_only) {
+    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps ||
+        *r.work_ratio < 1 + kTellExcess / 4 || *r.work_ratio >= 1 + o.min_cpu_time_excess ||
+        r.work_z < 1 || CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
+      continue;
+    if (top == nullptr || *r.work_ratio > *top->work_ratio) top = &r;
+  }
+  if (top != nullptr) {
+    note.text = fmt::format(
+        "the largest excess: rank {}'s thread used {:.2f}x its peers' CPU time per step over {} "
+        "steps on CPUs as fast, {:.1f} standard errors (naming it needs >= {:.2f}x at {:.0f}); ",
+        top->rank, *top->work_ratio, top->work_steps, top->work_z, 1 + o.min_cpu_time_excess,
+        o.min_cpu_time_z);
+  }
+  note.text += fmt::format(
+      "at this run's noise (a rank's CPU time per step against peers on CPUs as fast varies "
+      "±{:.0f}% step to step) a rank with {:.0f}% more work stands out in 19 runs of 20 over ~{} "
+      "steps",
+      100 * w->sigma, 100 * kTellExcess, w->steps);
+  note.too_short = w->steps > w->run_steps;
+  if (note.too_short) {
+    note.text += fmt::format("; this run had {} ({} compared): run ~{} steps to tell", w->run_steps,
+                             w->compared, w->steps);
+  } else {
+    note.text += fmt::format("; this run had {} ({} compared): enough", w->run_steps, w->compared);
+  }
+  return note;
+}
+
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+  std::optional<std::string> said = CpuWorkUndecided(a);
+  if (!said) said = FasterCoreHidesWork(a);
+  if (said) {
+    v.summary += "; " + *said;
+    AddSteps(next_steps, {std::move(*said)});
+    return;
+  }
+  std::optional<SensitivityNote> note = WorkSensitivityText(a);
+  if (!note) return;
+  v.summary += "; " + note->text;
+  // A next step only where the run was too short to tell.
+  if (note->too_short) AddSteps(next_steps, {std::move(note->text)});
+}
+
+}  // namespace laggard::verdict_internal
