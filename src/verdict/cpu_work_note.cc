@@ -113,4 +113,41 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
   if (note->too_short) AddSteps(next_steps, {std::move(note->text)});
 }
 
+bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.size() != 1 ||
+      WorldSize(a.steps, a.traces) != 2)
+    return false;
+  const Culprit& c = v.culprits.front();
+  if (c.cause_class != CauseClass::kUnknown || c.cause || !c.entity.rank || c.ranks.size() > 1 ||
+      !CpuOnlyTrace(a, *c.entity.rank))
+    return false;
+  const int32_t rank = *c.entity.rank;
+  const Finding* late = FirstOf(a.traces.findings, FindingCode::kTraceLateArrival);
+  auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
+                            [&](const RankCpuStats& r) { return r.rank == rank; });
+  if (late == nullptr || late->entity.rank != rank || stats == a.host_cpu.ranks.end() ||
+      !stats->work_ratio || !stats->work_probed ||
+      stats->work_steps < HostCpuDetectorOptions().min_cpu_time_steps ||
+      stats->work_z < kTwoRankLateWorkZ || *stats->work_ratio < 1 + kTellExcess / 4 ||
+      *stats->work_ratio >= 1 + kTwoRankMoreWork)
+    return false;
+  std::string why = fmt::format(
+      "rank {} arrives last at the profiled collectives with no cause its traces show, and its "
+      "thread used {:.2f}x its peer's CPU time per step over {} steps on CPUs as fast by the "
+      "probe ({:.1f} standard errors)",
+      rank, *stats->work_ratio, stats->work_steps, stats->work_z);
+  // SayCpuWorkUndecided says the rest when it has something to say.
+  if (!CpuWorkUndecided(a)) {
+    why += fmt::format(
+        ": late for that extra work, but with two ranks a difference under {:.0f}% may be their "
+        "two cores' (a probe does not feel all that slows a GEMM): compare with a third rank, or "
+        "swap the ranks' cores",
+        100 * kTwoRankMoreWork);
+  }
+  v.culprits.clear();
+  return SayDropped(v, {why},
+                    "to tell a slow rank from a slow core: rerun with a third rank, or with the "
+                    "two ranks' cores swapped (taskset)");
+}
+
 }  // namespace laggard::verdict_internal

@@ -19,6 +19,7 @@ using verdict_internal::CiteToolReports;
 using verdict_internal::CpuWorkCulprit;
 using verdict_internal::CulpritsAreAnImbalancedStage;
 using verdict_internal::DropCostlessCulprit;
+using verdict_internal::DropTwoRankLateWork;
 using verdict_internal::DropUnbornOut;
 using verdict_internal::DropWindowCoreSlowdown;
 using verdict_internal::EnrichGroupCulprit;
@@ -122,7 +123,7 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
     if (c.entity.rank) named.push_back(*c.entity.rank);
     named.insert(named.end(), c.ranks.begin(), c.ranks.end());
   }
-  if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a, next)) {
+  if (DropUnbornOut(v, a) | DropWindowCoreSlowdown(v, a, next) | DropTwoRankLateWork(v, a)) {
     none_left = v.culprits.empty();
     if (none_left) {
       dropped = std::move(named);

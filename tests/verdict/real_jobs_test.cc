@@ -561,6 +561,11 @@ INSTANTIATE_TEST_SUITE_P(
         // steps (~5% of them), last at 6 of 10 collectives, its ops at rank
         // 0's speed (host-stalled before the 8% idle floor).
         Expected{"w2_healthy_idle_5pct", VerdictStatus::kNoStraggler, {}},
+        // Healthy: rank 1 last at 9 of 10 collectives, no cause in its
+        // traces; its thread 1.05x rank 0's CPU time per step on CPUs as
+        // fast, which one peer cannot tell from the cores ("rank 1,
+        // cause unknown" before).
+        Expected{"w2_healthy_late_more_cpu", VerdictStatus::kNoStraggler, {}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
         // run: its core, not more work (compute-slow before), named with

@@ -1,0 +1,112 @@
+// DropTwoRankLateWork (verdict_internal.h): a 2-rank CPU-only job's late
+// rank of no known cause whose extra CPU time per step one peer cannot
+// tell from the two cores' difference is no culprit.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "verdict/verdict_internal.h"
+
+namespace laggard::verdict_internal {
+namespace {
+
+// bench/realjobs d26 w2_healthy_0 rep 3: rank 1 last at 9 of 10 profiled
+// collectives, no cause seen; its thread `work` x rank 0's CPU time per
+// step over 31 steps at `z` standard errors.
+struct Job {
+  Analyses a;
+  Verdict v;
+};
+
+Job LateTwoRanks(double work = 1.049, double z = 6.9, int ranks = 2) {
+  Job j;
+  for (int32_t r = 0; r < ranks; ++r) {
+    RankTraceStats st;
+    st.rank = r;
+    st.cpu_only = true;
+    j.a.traces.ranks.push_back(st);
+    RankCpuStats c;
+    c.rank = r;
+    c.on_cpu_steps = 40;
+    c.work_probed = true;
+    c.work_steps = 31;
+    c.work_ratio = r == 1 ? work : 1 / work;
+    c.work_z = r == 1 ? z : -z;
+    j.a.host_cpu.ranks.push_back(c);
+  }
+  j.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = 1}));
+  j.v.status = VerdictStatus::kStraggler;
+  j.v.summary = "verdict: rank 1 is the straggler";
+  Culprit c;
+  c.entity.rank = 1;
+  c.cause_class = CauseClass::kUnknown;
+  c.confidence = 0.75;
+  j.v.culprits.push_back(c);
+  return j;
+}
+
+TEST(TwoRankLateWorkTest, ALateRankWhoseExtraWorkOnePeerCannotTellIsNoCulprit) {
+  Job j = LateTwoRanks();
+  ASSERT_TRUE(DropTwoRankLateWork(j.v, j.a));
+  EXPECT_TRUE(j.v.culprits.empty());
+  EXPECT_EQ(j.v.status, VerdictStatus::kNoStraggler);
+  EXPECT_NE(j.v.summary.find("rank 1 arrives last at the profiled collectives with no cause its "
+                             "traces show, and its thread used 1.05x its peer's CPU time per step "
+                             "over 31 steps on CPUs as fast by the probe (6.9 standard errors): "
+                             "late for that extra work, but with two ranks a difference under 15% "
+                             "may be their two cores'"),
+            std::string::npos)
+      << j.v.summary;
+  EXPECT_NE(j.v.summary.find("compare with a third rank, or swap the ranks' cores"),
+            std::string::npos);
+  ASSERT_EQ(j.v.next_steps.size(), 1u);
+  EXPECT_NE(j.v.next_steps[0].find("rerun with a third rank"), std::string::npos);
+}
+
+TEST(TwoRankLateWorkTest, EachFloorHolds) {
+  Job more = LateTwoRanks(1.16);  // 16% more: the 2-rank more-work floor names it
+  EXPECT_FALSE(DropTwoRankLateWork(more.v, more.a));
+  Job equal = LateTwoRanks(1.02);  // no extra work: late for another reason
+  EXPECT_FALSE(DropTwoRankLateWork(equal.v, equal.a));
+  Job weak = LateTwoRanks(1.05, 1.5);  // under 2 standard errors
+  EXPECT_FALSE(DropTwoRankLateWork(weak.v, weak.a));
+  Job few = LateTwoRanks();
+  few.a.host_cpu.ranks[1].work_steps = 9;
+  EXPECT_FALSE(DropTwoRankLateWork(few.v, few.a));
+  Job unprobed = LateTwoRanks();
+  unprobed.a.host_cpu.ranks[1].work_probed = false;
+  EXPECT_FALSE(DropTwoRankLateWork(unprobed.v, unprobed.a));
+  Job four = LateTwoRanks(1.049, 6.9, 4);  // peers enough to tell
+  EXPECT_FALSE(DropTwoRankLateWork(four.v, four.a));
+  Job gpu = LateTwoRanks();
+  for (RankTraceStats& t : gpu.a.traces.ranks) t.cpu_only = false;
+  EXPECT_FALSE(DropTwoRankLateWork(gpu.v, gpu.a));
+  Job caused = LateTwoRanks();  // a cause observed
+  caused.v.culprits[0].cause_class = CauseClass::kHostStall;
+  caused.v.culprits[0].cause = "host_contention";
+  EXPECT_FALSE(DropTwoRankLateWork(caused.v, caused.a));
+  Job other = LateTwoRanks();  // the traces' late rank is another
+  other.a.traces.findings[0].entity.rank = 0;
+  EXPECT_FALSE(DropTwoRankLateWork(other.v, other.a));
+  EXPECT_EQ(other.v.status, VerdictStatus::kStraggler);
+}
+
+TEST(TwoRankLateWorkTest, AnUndecidedRankIsSaidOnce) {
+  // With a step.cpu_time_high under the 2-rank floor, CpuWorkUndecided says
+  // the comparison (SayCpuWorkUndecided appends it): not said here too.
+  Job j = LateTwoRanks(1.07, 7);
+  Finding more = MakeFinding(FindingCode::kStepCpuTimeHigh, Entity{.rank = 1});
+  more.slowdown = 0.07;
+  j.a.host_cpu.findings.push_back(more);
+  ASSERT_TRUE(DropTwoRankLateWork(j.v, j.a));
+  EXPECT_EQ(j.v.summary.find("compare with a third rank"), std::string::npos) << j.v.summary;
+  SayCpuWorkUndecided(j.v, j.a, j.v.next_steps);
+  const size_t first = j.v.summary.find("compare with a third rank");
+  ASSERT_NE(first, std::string::npos) << j.v.summary;
+  EXPECT_EQ(j.v.summary.find("compare with a third rank", first + 1), std::string::npos);
+}
+
+}  // namespace
+}  // namespace laggard::verdict_internal
