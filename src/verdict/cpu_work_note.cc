@@ -119,7 +119,7 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
     return false;
   const Culprit& c = v.culprits.front();
   if (c.cause_class != CauseClass::kUnknown || c.cause || !c.entity.rank || c.ranks.size() > 1 ||
-      !CpuOnlyTrace(a, *c.entity.rank))
+      c.onset_step || c.pattern || !CpuOnlyTrace(a, *c.entity.rank))
     return false;
   const int32_t rank = *c.entity.rank;
   const Finding* late = FirstOf(a.traces.findings, FindingCode::kTraceLateArrival);
@@ -129,20 +129,26 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
       !stats->work_ratio || !stats->work_probed ||
       stats->work_steps < HostCpuDetectorOptions().min_cpu_time_steps ||
       stats->work_z < kTwoRankLateWorkZ || *stats->work_ratio < 1 + kTellExcess / 4 ||
-      *stats->work_ratio >= 1 + kTwoRankMoreWork)
+      *stats->work_ratio >= 1 + kTwoRankLateWork)
     return false;
+  // Its extra CPU time in the profiled steps makes at least half of what
+  // its lateness cost there: late for that work.
+  std::optional<WindowRatios> window = WindowRatiosOf(a, rank);
+  const double cost = c.slowdown.value_or(v.throughput_lost.value_or(0));
+  if (!window || window->cpu <= 1 || (window->cpu - 1) / window->cpu < cost / 2) return false;
   std::string why = fmt::format(
-      "rank {} arrives last at the profiled collectives with no cause its traces show, and its "
-      "thread used {:.2f}x its peer's CPU time per step over {} steps on CPUs as fast by the "
-      "probe ({:.1f} standard errors)",
-      rank, *stats->work_ratio, stats->work_steps, stats->work_z);
-  // SayCpuWorkUndecided says the rest when it has something to say.
+      "rank {} arrives last at the profiled collectives with no cause its traces show, its "
+      "thread using {:.2f}x its peer's CPU time per step there",
+      rank, window->cpu);
+  // SayCpuWorkUndecided says the run's reading when it has something to
+  // say (a step.cpu_time_high under the 2-rank floor): not twice.
   if (!CpuWorkUndecided(a)) {
     why += fmt::format(
-        ": late for that extra work, but with two ranks a difference under {:.0f}% may be their "
-        "two cores' (a probe does not feel all that slows a GEMM): compare with a third rank, or "
+        " and {:.2f}x over {} steps on CPUs as fast by the probe ({:.1f} standard errors): late "
+        "for that extra work, but with two ranks a difference under {:.0f}% may be their two "
+        "cores' (a probe does not feel all that slows a GEMM): compare with a third rank, or "
         "swap the ranks' cores",
-        100 * kTwoRankMoreWork);
+        *stats->work_ratio, stats->work_steps, stats->work_z, 100 * kTwoRankLateWork);
   }
   v.culprits.clear();
   return SayDropped(v, {why},

@@ -492,17 +492,20 @@ inline constexpr double kCpuTimeAgreement = 0.05;
 bool DropUnbornOut(Verdict& v, const Analyses& a);
 
 // A 2-rank CPU-only job's one culprit, read from the traces with no cause
-// (late at the collectives, its ops and idle under the floors), whose
-// thread used >= 1 + kTellExcess / 4 but < 1 + kTwoRankMoreWork times its
-// peer's CPU time per step, step by step on CPUs as fast (work_ratio, >=
-// kTwoRankLateWorkZ standard errors): late for that extra CPU time, which
-// one peer cannot tell from the two cores' difference (kTwoRankMoreWork)
-// — dropped, the verdict no straggler, asking for a third rank or the
+// and no onset or pattern (late at the collectives, its ops and idle
+// under the floors), whose thread used >= 1 + kTellExcess / 4 but < 1 +
+// kTwoRankLateWork times its peer's CPU time per step, step by step on
+// CPUs as fast (work_ratio, >= kTwoRankLateWorkZ standard errors), and
+// in the profiled steps enough more to make half its cost there: late for
+// that extra CPU time, which one peer cannot tell from the two cores'
+// difference (a healthy 2-rank run read 1.09x, w2_healthy_two_cores) —
+// dropped, the verdict no straggler, asking for a third rank or the
 // cores swapped. bench/realjobs d11-d26 (1,800 runs): the 3 culprits read
 // so were all wrong, 2 healthy runs' ranks at 1.05x and 1.07x (6.9-7
 // standard errors, their ops 1.2x in the window) and a 1.1x run's healthy
 // rank at 1.06x (cpu_work_note.cc). True when it dropped one.
 inline constexpr double kTwoRankLateWorkZ = 2;
+inline constexpr double kTwoRankLateWork = 0.1;
 bool DropTwoRankLateWork(Verdict& v, const Analyses& a);
 
 // A single-rank culprit read from the traces alone (no cause observed)

@@ -566,6 +566,10 @@ INSTANTIATE_TEST_SUITE_P(
         // fast, which one peer cannot tell from the cores ("rank 1,
         // cause unknown" before).
         Expected{"w2_healthy_late_more_cpu", VerdictStatus::kNoStraggler, {}},
+        // Healthy: rank 1's core 1.26x in the profiled steps, 1.12x
+        // outside, its CPU time the core's (1.07x over the run): its core
+        // slowed (named compute-slow when a core slower outside kept it).
+        Expected{"w2_healthy_window_core_slower_outside", VerdictStatus::kNoStraggler, {}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
         // run: its core, not more work (compute-slow before), named with

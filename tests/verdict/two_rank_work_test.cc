@@ -34,11 +34,14 @@ Job LateTwoRanks(double work = 1.049, double z = 6.9, int ranks = 2) {
     c.work_steps = 31;
     c.work_ratio = r == 1 ? work : 1 / work;
     c.work_z = r == 1 ? z : -z;
+    c.window_probe_ns = 50'000;
+    c.window_cpu_ns = r == 1 ? 18'560'000 : 16'000'000;  // 1.16x in the profiled steps
     j.a.host_cpu.ranks.push_back(c);
   }
   j.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceLateArrival, Entity{.rank = 1}));
   j.v.status = VerdictStatus::kStraggler;
   j.v.summary = "verdict: rank 1 is the straggler";
+  j.v.throughput_lost = 0.2;  // its lateness cost 20% of the profile
   Culprit c;
   c.entity.rank = 1;
   c.cause_class = CauseClass::kUnknown;
@@ -53,10 +56,10 @@ TEST(TwoRankLateWorkTest, ALateRankWhoseExtraWorkOnePeerCannotTellIsNoCulprit) {
   EXPECT_TRUE(j.v.culprits.empty());
   EXPECT_EQ(j.v.status, VerdictStatus::kNoStraggler);
   EXPECT_NE(j.v.summary.find("rank 1 arrives last at the profiled collectives with no cause its "
-                             "traces show, and its thread used 1.05x its peer's CPU time per step "
-                             "over 31 steps on CPUs as fast by the probe (6.9 standard errors): "
-                             "late for that extra work, but with two ranks a difference under 15% "
-                             "may be their two cores'"),
+                             "traces show, its thread using 1.16x its peer's CPU time per step "
+                             "there and 1.05x over 31 steps on CPUs as fast by the probe (6.9 "
+                             "standard errors): late for that extra work, but with two ranks a "
+                             "difference under 10% may be their two cores'"),
             std::string::npos)
       << j.v.summary;
   EXPECT_NE(j.v.summary.find("compare with a third rank, or swap the ranks' cores"),
@@ -66,8 +69,16 @@ TEST(TwoRankLateWorkTest, ALateRankWhoseExtraWorkOnePeerCannotTellIsNoCulprit) {
 }
 
 TEST(TwoRankLateWorkTest, EachFloorHolds) {
-  Job more = LateTwoRanks(1.16);  // 16% more: the 2-rank more-work floor names it
+  Job more = LateTwoRanks(1.10);  // 10% more: may be a 1.1x fault
   EXPECT_FALSE(DropTwoRankLateWork(more.v, more.a));
+  // Its extra CPU time in the window under half its cost there (1.05x:
+  // 4.8% of 20%): late for something else.
+  Job window = LateTwoRanks();
+  window.a.host_cpu.ranks[1].window_cpu_ns = 16'800'000;
+  EXPECT_FALSE(DropTwoRankLateWork(window.v, window.a));
+  Job onset = LateTwoRanks();  // a slowdown that began mid-run
+  onset.v.culprits[0].onset_step = 20;
+  EXPECT_FALSE(DropTwoRankLateWork(onset.v, onset.a));
   Job equal = LateTwoRanks(1.02);  // no extra work: late for another reason
   EXPECT_FALSE(DropTwoRankLateWork(equal.v, equal.a));
   Job weak = LateTwoRanks(1.05, 1.5);  // under 2 standard errors
@@ -106,6 +117,10 @@ TEST(TwoRankLateWorkTest, AnUndecidedRankIsSaidOnce) {
   const size_t first = j.v.summary.find("compare with a third rank");
   ASSERT_NE(first, std::string::npos) << j.v.summary;
   EXPECT_EQ(j.v.summary.find("compare with a third rank", first + 1), std::string::npos);
+  // The run's 1.07x once, from CpuWorkUndecided.
+  const size_t reading = j.v.summary.find("1.07x");
+  ASSERT_NE(reading, std::string::npos) << j.v.summary;
+  EXPECT_EQ(j.v.summary.find("1.07x", reading + 1), std::string::npos) << j.v.summary;
 }
 
 }  // namespace

@@ -104,11 +104,19 @@ TEST(WindowCoreSlowdownTest, TheWorkOutsideTheProfiledStepsDecides) {
   explained.a.host_cpu.ranks[1].outside_probe_ns = 52'000;  // 1.04x
   EXPECT_TRUE(DropWindowCoreSlowdown(explained.v, explained.a, next));
   // Its core slower outside the window too, by the host detector's 10%
-  // floor: not a core that slowed only while the profiler ran, kept (the
-  // slower-core rules take it).
-  Job outside_slow = job(1.33, 1.08);
+  // floor: read over the run instead, where its 1.06x keeps it (d19: the
+  // slower-core rules take it) and 1.03x drops it (d27: a healthy rank's
+  // core 1.26x in the window, 1.12x outside, 1.07x its CPU time over the
+  // run, named compute-slow when this kept it).
+  Job outside_slow = job(1.33, 1.0);
   outside_slow.a.host_cpu.ranks[1].outside_probe_ns = 55'000;  // 1.10x
   EXPECT_FALSE(DropWindowCoreSlowdown(outside_slow.v, outside_slow.a, next));
+  Job run_equal = job(1.33, 1.0);
+  run_equal.a.host_cpu.ranks[1].outside_probe_ns = 55'000;
+  run_equal.a.host_cpu.ranks[1].on_cpu_mean_ns = 20e6 * 1.03;
+  EXPECT_TRUE(DropWindowCoreSlowdown(run_equal.v, run_equal.a, next));
+  EXPECT_NE(run_equal.v.summary.find("1.03x theirs over the run"), std::string::npos)
+      << run_equal.v.summary;
   // Too few steps outside (no outside_cpu_ns): the run's 1.06x keeps it.
   Job run = job(1.33, 0.97);
   run.a.host_cpu.ranks[1].outside_cpu_ns.reset();
