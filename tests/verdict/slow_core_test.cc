@@ -127,6 +127,16 @@ struct Hidden {
   Analyses a;
   Verdict v;
 };
+// The verdict's first culprit: rank 3, stalled (host_stall, 0.95).
+void NameStalledRank3(Verdict& v) {
+  Culprit stalled;
+  stalled.entity.rank = 3;
+  stalled.cause_class = CauseClass::kHostStall;
+  stalled.confidence = 0.95;
+  v.status = VerdictStatus::kStraggler;
+  v.culprits.push_back(stalled);
+}
+
 Hidden TwoFaults(double z, double partner, double partner_probe = 78.4) {
   Hidden h;
   const double cpu[] = {17.8, 31.5, 17.6, partner};
@@ -152,12 +162,7 @@ Hidden TwoFaults(double z, double partner, double partner_probe = 78.4) {
   slow.slowdown = 0.52;
   slow.evidence.push_back(Evidence{"host CPU: the probe takes longer on rank 1", std::nullopt});
   h.a.host_cpu.findings.push_back(slow);
-  Culprit stalled;
-  stalled.entity.rank = 3;
-  stalled.cause_class = CauseClass::kHostStall;
-  stalled.confidence = 0.95;
-  h.v.status = VerdictStatus::kStraggler;
-  h.v.culprits.push_back(stalled);
+  NameStalledRank3(h.v);
   return h;
 }
 
@@ -205,12 +210,7 @@ Hidden ProbeWorkBehind(double per, double other = 0.99, double named = 0.92) {
     c.work_per_probe = wpp[r] * 0.3;
     c.work_per_probe_steps = 40;
   }
-  Culprit stalled;
-  stalled.entity.rank = 3;
-  stalled.cause_class = CauseClass::kHostStall;
-  stalled.confidence = 0.95;
-  h.v.status = VerdictStatus::kStraggler;
-  h.v.culprits.push_back(stalled);
+  NameStalledRank3(h.v);
   return h;
 }
 
