@@ -141,8 +141,12 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
       "thread using {:.2f}x its peer's CPU time per step there",
       rank, window->cpu);
   // SayCpuWorkUndecided says the run's reading when it has something to
-  // say (a step.cpu_time_high under the 2-rank floor): not twice.
-  if (!CpuWorkUndecided(a)) {
+  // say (a step.cpu_time_high under the 2-rank floor): not twice, but the
+  // reason stays (NameAfterDrop may name another rank, and then nothing
+  // is appended).
+  if (CpuWorkUndecided(a)) {
+    why += ": late for extra work that one peer cannot tell from the two cores' difference";
+  } else {
     why += fmt::format(
         " and {:.2f}x over {} steps on CPUs as fast by the probe ({:.1f} standard errors): late "
         "for that extra work, but with two ranks a difference under {:.0f}% may be their two "

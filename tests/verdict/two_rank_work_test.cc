@@ -113,6 +113,10 @@ TEST(TwoRankLateWorkTest, AnUndecidedRankIsSaidOnce) {
   j.a.host_cpu.findings.push_back(more);
   ASSERT_TRUE(DropTwoRankLateWork(j.v, j.a));
   EXPECT_EQ(j.v.summary.find("compare with a third rank"), std::string::npos) << j.v.summary;
+  EXPECT_NE(j.v.summary.find("there: late for extra work that one peer cannot tell from the two "
+                             "cores' difference"),
+            std::string::npos)
+      << j.v.summary;
   SayCpuWorkUndecided(j.v, j.a, j.v.next_steps);
   const size_t first = j.v.summary.find("compare with a third rank");
   ASSERT_NE(first, std::string::npos) << j.v.summary;
