@@ -22,8 +22,8 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector
   const HostCpuDetectorOptions o;
   const bool two = WorldSize(a.steps, a.traces) == 2;
   auto probed = [&](int32_t rank) {
-    return std::any_of(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                       [&](const RankCpuStats& r) { return r.rank == rank && r.work_probed; });
+    const RankCpuStats* r = CpuStatsOf(a, rank);
+    return r != nullptr && r->work_probed;
   };
   const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
   if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
@@ -123,11 +123,9 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
     return false;
   const int32_t rank = *c.entity.rank;
   const Finding* late = FirstOf(a.traces.findings, FindingCode::kTraceLateArrival);
-  auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                            [&](const RankCpuStats& r) { return r.rank == rank; });
-  if (late == nullptr || late->entity.rank != rank || stats == a.host_cpu.ranks.end() ||
-      !stats->work_ratio || !stats->work_probed ||
-      stats->work_steps < HostCpuDetectorOptions().min_cpu_time_steps ||
+  const RankCpuStats* stats = CpuStatsOf(a, rank);
+  if (late == nullptr || late->entity.rank != rank || stats == nullptr || !stats->work_ratio ||
+      !stats->work_probed || stats->work_steps < HostCpuDetectorOptions().min_cpu_time_steps ||
       stats->work_z < kTwoRankLateWorkZ || *stats->work_ratio < 1 + kTellExcess / 4 ||
       *stats->work_ratio >= 1 + kTwoRankLateWork)
     return false;

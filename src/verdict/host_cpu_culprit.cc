@@ -50,6 +50,13 @@ std::vector<const Finding*> Waiting(const Analyses& a) {
 
 }  // namespace
 
+const RankCpuStats* CpuStatsOf(const Analyses& a, int32_t rank) {
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (r.rank == rank) return &r;
+  }
+  return nullptr;
+}
+
 bool CpuOnlyTrace(const Analyses& a, int32_t rank) {
   for (const RankTraceStats& st : a.traces.ranks) {
     if (st.rank == rank) return st.cpu_only;
@@ -240,9 +247,8 @@ std::optional<double> SameCorePeersWork(const Analyses& a, int32_t rank) {
   auto measured = [&](const RankCpuStats& r) {
     return r.on_cpu_mean_ns && r.on_cpu_steps >= least && r.probe_ns && *r.probe_ns > 0;
   };
-  auto mine = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                           [&](const RankCpuStats& r) { return r.rank == rank; });
-  if (mine == a.host_cpu.ranks.end() || !measured(*mine)) return std::nullopt;
+  const RankCpuStats* mine = CpuStatsOf(a, rank);
+  if (mine == nullptr || !measured(*mine)) return std::nullopt;
   std::vector<double> peers;
   for (const RankCpuStats& r : a.host_cpu.ranks) {
     if (r.rank == rank || !measured(r)) continue;
@@ -283,11 +289,9 @@ std::optional<MoreWork> MoreWorkCulprit(const Analyses& a, const std::vector<int
   if (more == nullptr || more->slowdown.value_or(0) < min_slowdown ||
       !CpuOnlyTrace(a, *more->entity.rank))
     return std::nullopt;
-  auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                            [&](const RankCpuStats& r) { return r.rank == *more->entity.rank; });
+  const RankCpuStats* stats = CpuStatsOf(a, *more->entity.rank);
   const bool confirmed = confirmed_z && SameCoreConfirms(a, *more);
-  if (stats == a.host_cpu.ranks.end() || !stats->work_probed ||
-      stats->work_z < (confirmed ? *confirmed_z : min_z))
+  if (stats == nullptr || !stats->work_probed || stats->work_z < (confirmed ? *confirmed_z : min_z))
     return std::nullopt;
   // Its core ran the probe's fixed work nearly as much slower over the
   // run: the extra CPU time may be the core's, not more work
@@ -436,11 +440,10 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
   std::string others;
   for (int32_t r : group.ranks) {
     if (r == rank) continue;
-    auto stats = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                              [&](const RankCpuStats& s) { return s.rank == r; });
+    const RankCpuStats* stats = CpuStatsOf(a, r);
     // At most that above (one far below may read against the more-work
     // rank on their shared core: it does no more work either way).
-    if (stats == a.host_cpu.ranks.end() || !stats->work_probed || !stats->work_ratio ||
+    if (stats == nullptr || !stats->work_probed || !stats->work_ratio ||
         *stats->work_ratio > 1 + kGroupPeerWork)
       return false;
     others += fmt::format("{}rank {} {:.2f}x", others.empty() ? "" : ", ", r, *stats->work_ratio);

@@ -21,10 +21,8 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
     return false;
   const int32_t rank = *c.entity.rank;
   const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
-  auto mine = std::find_if(a.host_cpu.ranks.begin(), a.host_cpu.ranks.end(),
-                           [&](const RankCpuStats& r) { return r.rank == rank; });
-  if (mine == a.host_cpu.ranks.end() || mine->probe_steps < least ||
-      mine->work_per_probe_steps < least)
+  const RankCpuStats* mine = CpuStatsOf(a, rank);
+  if (mine == nullptr || mine->probe_steps < least || mine->work_per_probe_steps < least)
     return false;
   std::optional<double> core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_mean_ns);
   std::optional<double> work = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::work_per_probe);

@@ -536,6 +536,9 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
 
 // Whether the traces of `rank` hold CPU ops only: the job computes on its
 // CPUs, and the thread's CPU time is its compute (host_cpu_culprit.cc).
+// `rank`'s host CPU measurements (a.host_cpu.ranks); nullptr without
+// them (host_cpu_culprit.cc).
+const RankCpuStats* CpuStatsOf(const Analyses& a, int32_t rank);
 bool CpuOnlyTrace(const Analyses& a, int32_t rank);
 // The rank's core speed and CPU time in the profiled steps against its
 // peers': its mean probe time there over their median (`probe`) and its
