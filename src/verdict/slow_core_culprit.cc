@@ -26,12 +26,25 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
     return false;
   std::optional<double> core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_mean_ns);
   std::optional<double> work = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::work_per_probe);
-  if (!core || !work || *core < 1 + kSlowCoreNamed || *work >= 1 + kCpuTimeAgreement) return false;
+  if (!core || !work || *core < 1 + kSlowCoreNamed) return false;
+  // A core slowed part of the time: each step's probe (tens of us) caught
+  // it slow or not, while the step's CPU time spans both, so per-step work
+  // per probe reads a step whose probe ran fast as more work. Then the
+  // run's mean CPU time over its mean probe measures the work.
+  std::optional<double> median_core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_ns);
+  std::optional<double> mean_cpu =
+      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::on_cpu_mean_ns);
+  const bool part_time = median_core && *core >= *median_core * (1 + kPartTimeCore) && mean_cpu;
+  const double work_read = part_time ? *mean_cpu / *core : *work;
+  if (work_read >= 1 + (part_time ? kWindowWorkPerProbe : kCpuTimeAgreement)) return false;
   // In the profiled steps, where the culprit was read, too: its CPU time
   // over its probe there within kWindowWorkPerProbe of its peers' (a fault
   // that began late in the run shows there, not in the run's median).
   std::optional<WindowRatios> window = WindowRatiosOf(a, rank);
-  if (!window || window->WorkPerProbe() >= 1 + kWindowWorkPerProbe) return false;
+  // A part-time slow core's few window probes may all have missed it: its
+  // window reads within kSlowCoreNamed.
+  if (!window || window->WorkPerProbe() >= 1 + (part_time ? kSlowCoreNamed : kWindowWorkPerProbe))
+    return false;
   c.cause_class = CauseClass::kHostStall;
   c.cause = "host_contention";
   // EnrichHostCpu's "explains part of it" (by the median probe) gives way.
@@ -42,7 +55,7 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
       "over the run (it sat on a slower core for part of it), and its CPU time per step for its "
       "core's speed is {:.2f}x theirs ({:.2f}x in the profiled steps): the same work on a slower "
       "core, not more work",
-      *core, *work, window->WorkPerProbe()));
+      *core, work_read, window->WorkPerProbe()));
   for (const Finding& t : a.traces.findings) {
     if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == rank)
       RemoveSteps(next_steps, t.next_steps);

@@ -454,6 +454,15 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
 // time over its probe time (window means) under 1 + kWindowWorkPerProbe
 // times its peers'. Run after the drops, on the culprits they kept.
 inline constexpr double kWindowWorkPerProbe = 0.1;
+// A core slowed part of the run reads so: its mean probe over its peers' >=
+// 1 + kPartTimeCore times its median probe over theirs. Then
+// SlowerCoreOnAverage reads the work from the run's means (mean CPU time
+// over mean probe, under 1 + kWindowWorkPerProbe), not per step: the
+// step's CPU time spans the slow stretches its probe may miss.
+// bench/realjobs d27 w2_healthy_0_r3: a healthy rank's probes 50 or ~95 us,
+// mean 1.33x its peer's, median 1.08x; CPU time 1.40x, so 1.05x of its mean
+// core, but 1.43x on the steps whose probes matched (named compute-slow).
+inline constexpr double kPartTimeCore = 0.1;
 bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A straggler verdict whose every culprit is a rank of unknown cause, less

@@ -570,6 +570,13 @@ INSTANTIATE_TEST_SUITE_P(
         // outside, its CPU time the core's (1.07x over the run): its core
         // slowed (named compute-slow when a core slower outside kept it).
         Expected{"w2_healthy_window_core_slower_outside", VerdictStatus::kNoStraggler, {}},
+        // Healthy: rank 0's core slowed part of the time (probes ~50 or
+        // ~95 us: 1.33x rank 1's on average, 1.08x by the median), its CPU
+        // time per step 1.40x, 1.05x for its core's mean speed; 1.43x on
+        // the steps whose probes matched (compute-slow before): the host's.
+        Expected{"w2_healthy_core_slowed_part_time",
+                 VerdictStatus::kStraggler,
+                 {{0, CauseClass::kHostStall}}},
         // Healthy, 4 ranks: rank 3's thread used 1.25x its peers' CPU time
         // on the steps whose probes agreed, on a core 1.24x slower over the
         // run: its core, not more work (compute-slow before), named with

@@ -527,8 +527,14 @@ TEST(EnrichHostCpuTest, TheRunsSlowerCoreDoesNotExplainACulpritOnAFasterOneThere
 // A compute-slow culprit from the traces whose core ran the probe `core` x
 // its peer's on average and whose work per probe is `work` x theirs.
 TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
-  auto rename = [](double core, double work, bool cpu_only = true, double window = 1.0) {
-    Analyses a = TwoRanks(work, 1.0);
+  // `median`: its median probe over its peer's (`core`, a core slow all
+  // run, when not given); `cpu`: its mean CPU time per step over its peer's
+  // (work x core when not given).
+  auto rename = [](double core, double work, bool cpu_only = true, double window = 1.0,
+                   std::optional<double> median = std::nullopt,
+                   std::optional<double> cpu = std::nullopt) {
+    Analyses a = TwoRanks(work, median.value_or(core));
+    a.host_cpu.ranks[1].on_cpu_mean_ns = 24e6 * cpu.value_or(work * core);
     for (RankTraceStats& r : a.traces.ranks) r.cpu_only = cpu_only;
     a.host_cpu.ranks[0].probe_mean_ns = 50'000;
     a.host_cpu.ranks[1].probe_mean_ns = 50'000 * core;
@@ -564,6 +570,34 @@ TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
   // culprit was read (a fault that began late in the run).
   EXPECT_FALSE(rename(1.32, 1.02, true, /*window=*/1.15));
   EXPECT_TRUE(rename(1.32, 1.02, true, /*window=*/1.05));
+}
+
+TEST(SlowerCoreOnAverageTest, APartTimeSlowCoreIsReadFromTheRunsMeans) {
+  auto rename = [](double median, double cpu, double window) {
+    // bench/realjobs d27 w2_healthy_0_r3: probes of 50 or ~95 us, mean
+    // 1.33x its peer's, median 1.08x; per-step work per probe 1.09x.
+    Analyses a = TwoRanks(1.09, median);
+    a.host_cpu.ranks[1].on_cpu_mean_ns = 24e6 * cpu;
+    a.host_cpu.ranks[0].probe_mean_ns = 50'000;
+    a.host_cpu.ranks[1].probe_mean_ns = 50'000 * 1.33;
+    a.host_cpu.ranks[0].window_probe_ns = 50'000;
+    a.host_cpu.ranks[1].window_probe_ns = 50'000;
+    a.host_cpu.ranks[0].window_cpu_ns = 20'000'000;
+    a.host_cpu.ranks[1].window_cpu_ns = static_cast<DurationNs>(20'000'000 * window);
+    a.traces.findings.push_back(MakeFinding(FindingCode::kTraceComputeSlow, Entity{.rank = 1}));
+    Culprit c;
+    c.entity.rank = 1;
+    c.cause_class = CauseClass::kComputeSlow;
+    c.slowdown = 0.25;
+    std::vector<std::string> next;
+    return SlowerCoreOnAverage(c, a, next) && c.cause == "host_contention";
+  };
+  // CPU time 1.40x: 1.05x for its core's mean speed (the window 1.135x).
+  EXPECT_TRUE(rename(1.08, 1.40, 1.135));
+  EXPECT_FALSE(rename(1.08, 1.50, 1.135));  // 1.13x for its mean core: more work
+  EXPECT_FALSE(rename(1.08, 1.40, 1.25));   // more work in the profiled steps
+  // Slow all the time (median 1.25x, mean 1.33x): per step, 1.09x is more work.
+  EXPECT_FALSE(rename(1.25, 1.40, 1.135));
 }
 
 }  // namespace
