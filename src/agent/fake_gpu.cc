@@ -251,4 +251,23 @@ StatusOr<std::vector<FakeGpu>> LoadFakeGpuScript(const std::string& path) {
   return gpus;
 }
 
+StatusOr<GpuBackendChoice> OpenGpuBackend(const std::optional<std::string>& fake_script,
+                                          const std::string& nvml_library, const Clock& clock) {
+  GpuBackendChoice out;
+  if (fake_script) {
+    auto gpus = LoadFakeGpuScript(*fake_script);
+    if (!gpus.ok()) return gpus.status();
+    out.backend = std::make_unique<FakeGpuBackend>(std::move(gpus.value()), clock);
+    out.note = "scripted by " + *fake_script;
+    return out;
+  }
+  auto nvml = OpenNvml(nvml_library);
+  if (nvml.ok()) {
+    out.backend = std::move(nvml.value());
+  } else {
+    out.note = nvml.status().message();
+  }
+  return out;
+}
+
 }  // namespace laggard::agent

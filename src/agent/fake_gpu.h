@@ -37,6 +37,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,18 @@ class FakeGpuBackend final : public GpuBackend {
 // Parses a script (format above). Errors name the GPU and key at fault.
 StatusOr<std::vector<FakeGpu>> ParseFakeGpuScript(std::string_view json);
 StatusOr<std::vector<FakeGpu>> LoadFakeGpuScript(const std::string& path);
+
+// The GPU backend of a command taking --fake-gpus and --nvml-lib: the
+// fake GPUs of `fake_script` when given (a script that does not load is
+// the error), else NVML from `nvml_library`; NVML that does not open
+// leaves `backend` null and `note` saying why. With a script, `note`
+// names it.
+struct GpuBackendChoice {
+  std::unique_ptr<GpuBackend> backend;
+  std::string note;
+};
+StatusOr<GpuBackendChoice> OpenGpuBackend(const std::optional<std::string>& fake_script,
+                                          const std::string& nvml_library, const Clock& clock);
 
 }  // namespace laggard::agent
 

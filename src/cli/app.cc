@@ -164,25 +164,14 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
   }
 
   agent::SystemClock clock;
-  std::unique_ptr<agent::GpuBackend> backend;
-  std::string note;
-  if (f.fake_gpus) {
-    auto gpus = agent::LoadFakeGpuScript(*f.fake_gpus);
-    if (!gpus.ok()) {
-      err << "laggard agent: " << gpus.status().message() << "\n";
-      return kExitNoInput;
-    }
-    backend = std::make_unique<agent::FakeGpuBackend>(std::move(gpus.value()), clock);
-    note = "scripted by " + *f.fake_gpus;
-  } else {
-    auto nvml = agent::OpenNvml(f.nvml_lib);
-    if (nvml.ok()) {
-      backend = std::move(nvml.value());
-    } else {
-      note = nvml.status().message();
-      err << "laggard agent: no GPU metrics: " << note << "\n";
-    }
+  auto gpus = agent::OpenGpuBackend(f.fake_gpus, f.nvml_lib, clock);
+  if (!gpus.ok()) {
+    err << "laggard agent: " << gpus.status().message() << "\n";
+    return kExitNoInput;
   }
+  std::unique_ptr<agent::GpuBackend> backend = std::move(gpus->backend);
+  const std::string note = gpus->note;
+  if (!backend) err << "laggard agent: no GPU metrics: " << note << "\n";
 
   // A scraper that hangs up mid-response must not kill the agent.
   signal(SIGPIPE, SIG_IGN);

@@ -277,20 +277,15 @@ int GpuGemm(const GemmFlags& f, std::ostream& out, std::ostream& err) {
     return kExitNoInput;
   }
   agent::SystemClock clock;
-  std::unique_ptr<agent::GpuBackend> nvml;
-  if (f.fake_gpus) {
-    auto script = agent::LoadFakeGpuScript(*f.fake_gpus);
-    if (!script.ok()) {
-      err << "laggard gemm: " << script.status().message() << "\n";
-      return kExitNoInput;
-    }
-    nvml = std::make_unique<agent::FakeGpuBackend>(std::move(*script), clock);
-  } else if (auto opened = agent::OpenNvml(f.nvml_lib); opened.ok()) {
-    nvml = std::move(*opened);
-  } else {
-    err << "laggard gemm: no clocks or temperature (" << opened.status().message()
-        << "); GPUs numbered in PCI order\n";
+  auto opened = agent::OpenGpuBackend(f.fake_gpus, f.nvml_lib, clock);
+  if (!opened.ok()) {
+    err << "laggard gemm: " << opened.status().message() << "\n";
+    return kExitNoInput;
   }
+  std::unique_ptr<agent::GpuBackend> nvml = std::move(opened->backend);
+  if (!nvml)
+    err << "laggard gemm: no clocks or temperature (" << opened->note
+        << "); GPUs numbered in PCI order\n";
   confirm::GpuGemmOptions o;
   o.dtype = f.dtype;
   if (f.n) o.n = *f.n;

@@ -468,6 +468,29 @@ TEST(NvmlLoaderTest, MissingLibraryIsAnErrorTheAgentSurvives) {
   EXPECT_NE(agent.Health().body.find("cannot load"), std::string::npos);
 }
 
+TEST(OpenGpuBackendTest, AScriptOrNvmlOrNoneWithTheReason) {
+  ManualClock clock(kT0);
+  TempDir dir;
+  const std::string script = dir.path() + "/gpus.json";
+  WriteFile(script, R"({"gpus": [{"name": "H100", "fields": {"temp_c": 45}}]})");
+  auto fake = OpenGpuBackend(script, "/nonexistent/libnvidia-ml.so.1", clock);
+  ASSERT_TRUE(fake.ok()) << fake.status().message();
+  ASSERT_NE(fake->backend, nullptr);
+  EXPECT_EQ(fake->backend->kind(), "fake");
+  EXPECT_EQ(fake->backend->DeviceCount(), 1u);
+  EXPECT_EQ(fake->note, "scripted by " + script);
+  // A script that does not load is the error, not a fallback to NVML.
+  WriteFile(script, "not json");
+  auto bad = OpenGpuBackend(script, "/nonexistent/libnvidia-ml.so.1", clock);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(script), std::string::npos) << bad.status().message();
+  // No script, no NVML: no backend, and why.
+  auto none = OpenGpuBackend(std::nullopt, "/nonexistent/libnvidia-ml.so.1", clock);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->backend, nullptr);
+  EXPECT_NE(none->note.find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos);
+}
+
 TEST(NvmlLoaderTest, ErrorNamesRoundTrip) {
   EXPECT_EQ(NvmlErrorName(kNvmlErrorGpuIsLost), "GPU_IS_LOST");
   EXPECT_EQ(NvmlErrorFromName("TIMEOUT"), kNvmlErrorTimeout);
