@@ -97,10 +97,31 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
   return note;
 }
 
+std::optional<std::string> TwoRankExcessNote(const Analyses& a) {
+  if (WorldSize(a.steps, a.traces) != 2) return std::nullopt;
+  const HostCpuDetectorOptions o;
+  const RankCpuStats* top = nullptr;
+  for (const RankCpuStats& r : a.host_cpu.ranks) {
+    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps ||
+        *r.work_ratio < 1 + kTellExcess / 4 || *r.work_ratio >= 1 + kTwoRankMoreWork ||
+        r.work_z < 1 || !CpuOnlyTrace(a, r.rank) || CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
+      continue;
+    if (top == nullptr || *r.work_ratio > *top->work_ratio) top = &r;
+  }
+  if (top == nullptr) return std::nullopt;
+  return fmt::format(
+      "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe "
+      "({:.1f} standard errors over {} steps), but with two ranks more steps cannot tell a "
+      "difference under {:.0f}% from their two cores' (a probe does not feel all that slows a "
+      "GEMM): compare with a third rank, or swap the ranks' cores",
+      top->rank, *top->work_ratio, top->work_z, top->work_steps, 100 * kTwoRankMoreWork);
+}
+
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
   if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
   std::optional<std::string> said = CpuWorkUndecided(a);
   if (!said) said = FasterCoreHidesWork(a);
+  if (!said) said = TwoRankExcessNote(a);
   if (said) {
     v.summary += "; " + *said;
     AddSteps(next_steps, {std::move(*said)});

@@ -371,6 +371,15 @@ struct SensitivityNote {
   bool too_short = false;  // the run had fewer steps than it needs
 };
 std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a);
+// In a 2-rank CPU-only job, the rank whose thread used the most CPU time
+// per step over its peer's on CPUs as fast (work_ratio >= 1 + kTellExcess /
+// 4, under 1 + kTwoRankMoreWork, >= 1 standard error, its core not
+// explaining it): what it read, and that with one peer only a third rank
+// or swapped cores tell it from its core. nullopt with no such rank.
+// WorkSensitivityText's largest excess, for two ranks (bench/realjobs d28:
+// 2-rank 1.1x ranks at 1.03-1.08x CPU time, "no straggler" with nothing
+// more).
+std::optional<std::string> TwoRankExcessNote(const Analyses& a);
 // What SayCpuWorkUndecided says of a rank not in `skip` on CPUs as fast
 // (its first part), whatever the verdict; nullopt when it would say
 // nothing.

@@ -122,6 +122,22 @@ TEST(RealJobTest, TwoRanksNeedMoreThanAMildCpuTimeExcess) {
       << v.summary;
 }
 
+// Rank 1 computes 1.1x: its thread 1.09x rank 0's CPU time per step on
+// cores as fast (4.8 standard errors, under the detector's 5): no culprit,
+// and the verdict says the excess and the run that can tell it from the
+// cores ("no straggler" with nothing more before).
+TEST(RealJobTest, TwoRanksSayAMildExcessTheDetectorLeft) {
+  Verdict v = Diagnose(kData + "w2_compute_1.1_excess_said");
+  EXPECT_EQ(v.status, VerdictStatus::kNoStraggler) << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("rank 1's thread used 1.09x its peer's CPU time per step"),
+            std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("compare with a third rank, or swap the ranks' cores"),
+            std::string::npos)
+      << v.summary;
+}
+
 // Rank 1 computes 1.5x on a core that ran the probe 0.64x as long as rank
 // 0's: its CPU time per step reads 0.97x rank 0's, per unit of its core's
 // speed 1.5x. The faster core hides the fault from step and op times, so no

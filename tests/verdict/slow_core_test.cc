@@ -373,6 +373,53 @@ TEST(WorkSensitivityTest, NotForTwoRanksAGpuJobOrAStragglerVerdict) {
   EXPECT_EQ(v.summary, "verdict: rank 1");
 }
 
+// A 2-rank CPU-only job: rank 1's thread used `ratio` x rank 0's CPU time
+// per step on probed steps, `z` standard errors over 25 steps.
+Analyses TwoRankExcess(double ratio, double z) {
+  Analyses a = Job({1.0, 1.0}, {1.0, ratio});
+  for (RankCpuStats& r : a.host_cpu.ranks) {
+    r.work_probed = true;
+    r.work_steps = 25;
+    r.work_sigma = 0.1;
+    r.work_ratio = r.rank == 1 ? ratio : 1 / ratio;
+    r.work_z = r.rank == 1 ? z : -z;
+  }
+  return a;
+}
+
+TEST(TwoRankExcessTest, SaysTheExcessAndTheRunThatCanTell) {
+  // d28 w2_compute_1.1_r0: the 1.1x rank at 1.09x, "no straggler" alone.
+  Verdict v;
+  v.status = VerdictStatus::kNoStraggler;
+  v.summary = "verdict: no straggler found";
+  std::vector<std::string> next;
+  SayCpuWorkUndecided(v, TwoRankExcess(1.09, 2.2), next);
+  EXPECT_NE(v.summary.find("rank 1's thread used 1.09x its peer's CPU time per step on CPUs as "
+                           "fast by the probe (2.2 standard errors over 25 steps), but with two "
+                           "ranks more steps cannot tell a difference under 15% from their two "
+                           "cores'"),
+            std::string::npos)
+      << v.summary;
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_TRUE(next[0].ends_with("compare with a third rank, or swap the ranks' cores")) << next[0];
+  // Under 1.025x, under 1 standard error, at 1.15x (a finding's rule
+  // speaks), or on a core that explains it: nothing said.
+  EXPECT_FALSE(TwoRankExcessNote(TwoRankExcess(1.02, 3)).has_value());
+  EXPECT_FALSE(TwoRankExcessNote(TwoRankExcess(1.09, 0.8)).has_value());
+  EXPECT_FALSE(TwoRankExcessNote(TwoRankExcess(1.15, 6)).has_value());
+  Analyses core = TwoRankExcess(1.09, 2.2);
+  Finding slow = MakeFinding(FindingCode::kHostCpuSlow, Entity{.rank = 1});
+  slow.slowdown = 0.08;  // >= 0.75 of its 9%
+  core.host_cpu.findings.push_back(slow);
+  EXPECT_FALSE(TwoRankExcessNote(core).has_value());
+  // Not with three ranks (WorkSensitivityText speaks there), nor a GPU job.
+  Analyses three = Sensitive(0.1, 1.09, 2.2);
+  EXPECT_FALSE(TwoRankExcessNote(three).has_value());
+  Analyses gpu = TwoRankExcess(1.09, 2.2);
+  for (RankTraceStats& t : gpu.traces.ranks) t.cpu_only = false;
+  EXPECT_FALSE(TwoRankExcessNote(gpu).has_value());
+}
+
 // Where no culprit is named, the core's veto stays whatever its peers say:
 // a healthy rank on a slower core alone reads as more work (bench/realjobs
 // d11: 1.25x on a core 1.24x slow).
