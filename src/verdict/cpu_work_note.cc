@@ -1,8 +1,10 @@
 // What a no-straggler verdict of a CPU-only job says of its ranks' work
 // per step where nothing names a culprit: a rank's excess too few steps
 // could tell (CpuWorkUndecided), a 2-rank rank whose faster core hides it
-// (FasterCoreHidesWork, slow_core_culprit.cc), else the run's sensitivity
-// to a 10% excess (WorkSensitivityText). Internal to src/verdict/.
+// (FasterCoreHidesWork, slow_core_culprit.cc), a 2-rank rank's mild excess
+// one peer cannot tell from the cores (TwoRankExcessNote), else the run's
+// sensitivity to a 10% excess (WorkSensitivityText). Internal to
+// src/verdict/.
 
 #include <algorithm>
 #include <optional>
@@ -57,6 +59,28 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector
       best->rank, *best->work_ratio, best->work_steps, best->work_z, o.min_cpu_time_z, need);
 }
 
+namespace {
+
+// The rank of `ranks` with the largest mild excess of work per step on
+// CPUs as fast: >= 1 + kTellExcess / 4 and under `upper`, >= 1 standard
+// error over >= min_cpu_time_steps steps, in a CPU-only trace, its core not
+// explaining it. Null with none.
+const RankCpuStats* LargestMildExcess(const Analyses& a, const std::vector<RankCpuStats>& ranks,
+                                      double upper) {
+  const HostCpuDetectorOptions o;
+  const RankCpuStats* top = nullptr;
+  for (const RankCpuStats& r : ranks) {
+    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps ||
+        *r.work_ratio < 1 + kTellExcess / 4 || *r.work_ratio >= upper || r.work_z < 1 ||
+        !CpuOnlyTrace(a, r.rank) || CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
+      continue;
+    if (top == nullptr || *r.work_ratio > *top->work_ratio) top = &r;
+  }
+  return top;
+}
+
+}  // namespace
+
 std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
   if (WorldSize(a.steps, a.traces) < 3) return std::nullopt;
   const HostCpuDetectorOptions o;
@@ -67,14 +91,7 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
   std::optional<WorkSensitivity> w = StepsToTellExcess(cpu_only, kTellExcess, o);
   if (!w) return std::nullopt;
   SensitivityNote note;
-  const RankCpuStats* top = nullptr;
-  for (const RankCpuStats& r : cpu_only) {
-    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps ||
-        *r.work_ratio < 1 + kTellExcess / 4 || *r.work_ratio >= 1 + o.min_cpu_time_excess ||
-        r.work_z < 1 || CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
-      continue;
-    if (top == nullptr || *r.work_ratio > *top->work_ratio) top = &r;
-  }
+  const RankCpuStats* top = LargestMildExcess(a, cpu_only, 1 + o.min_cpu_time_excess);
   if (top != nullptr) {
     note.text = fmt::format(
         "the largest excess: rank {}'s thread used {:.2f}x its peers' CPU time per step over {} "
@@ -99,15 +116,7 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
 
 std::optional<std::string> TwoRankExcessNote(const Analyses& a) {
   if (WorldSize(a.steps, a.traces) != 2) return std::nullopt;
-  const HostCpuDetectorOptions o;
-  const RankCpuStats* top = nullptr;
-  for (const RankCpuStats& r : a.host_cpu.ranks) {
-    if (!r.work_ratio || !r.work_probed || r.work_steps < o.min_cpu_time_steps ||
-        *r.work_ratio < 1 + kTellExcess / 4 || *r.work_ratio >= 1 + kTwoRankMoreWork ||
-        r.work_z < 1 || !CpuOnlyTrace(a, r.rank) || CoreExplainsWork(a, r.rank, *r.work_ratio - 1))
-      continue;
-    if (top == nullptr || *r.work_ratio > *top->work_ratio) top = &r;
-  }
+  const RankCpuStats* top = LargestMildExcess(a, a.host_cpu.ranks, 1 + kTwoRankMoreWork);
   if (top == nullptr) return std::nullopt;
   return fmt::format(
       "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe "
@@ -117,11 +126,16 @@ std::optional<std::string> TwoRankExcessNote(const Analyses& a) {
       top->rank, *top->work_ratio, top->work_z, top->work_steps, 100 * kTwoRankMoreWork);
 }
 
-void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
-  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+std::optional<std::string> UndecidedWorkText(const Analyses& a) {
   std::optional<std::string> said = CpuWorkUndecided(a);
   if (!said) said = FasterCoreHidesWork(a);
   if (!said) said = TwoRankExcessNote(a);
+  return said;
+}
+
+void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kNoStraggler && v.status != VerdictStatus::kInconclusive) return;
+  std::optional<std::string> said = UndecidedWorkText(a);
   if (said) {
     v.summary += "; " + *said;
     AddSteps(next_steps, {std::move(*said)});
@@ -160,10 +174,9 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
       "thread using {:.2f}x its peer's CPU time per step there",
       rank, window->cpu);
   // SayCpuWorkUndecided says the run's reading when it has something to
-  // say (a step.cpu_time_high under the 2-rank floor): not twice, but the
-  // reason stays (NameAfterDrop may name another rank, and then nothing
-  // is appended).
-  if (CpuWorkUndecided(a)) {
+  // say (UndecidedWorkText): not twice, but the reason stays (NameAfterDrop
+  // may name another rank, and then nothing is appended).
+  if (UndecidedWorkText(a)) {
     why += ": late for extra work that one peer cannot tell from the two cores' difference";
   } else {
     why += fmt::format(

@@ -32,9 +32,9 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
   // per probe reads a step whose probe ran fast as more work. Then the
   // run's mean CPU time over its mean probe measures the work.
   std::optional<double> median_core = RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::probe_ns);
-  std::optional<double> mean_cpu =
-      RatioToPeers(a.host_cpu.ranks, rank, &RankCpuStats::on_cpu_mean_ns);
-  const bool part_time = median_core && *core >= *median_core * (1 + kPartTimeCore) && mean_cpu;
+  std::optional<double> mean_cpu = CpuTimeRatio(a, rank);
+  const bool part_time =
+      median_core && *median_core > 0 && *core >= *median_core * (1 + kPartTimeCore) && mean_cpu;
   const double work_read = part_time ? *mean_cpu / *core : *work;
   if (work_read >= 1 + (part_time ? kWindowWorkPerProbe : kCpuTimeAgreement)) return false;
   // In the profiled steps, where the culprit was read, too: its CPU time
@@ -50,12 +50,23 @@ bool SlowerCoreOnAverage(Culprit& c, const Analyses& a, std::vector<std::string>
   // EnrichHostCpu's "explains part of it" (by the median probe) gives way.
   std::erase_if(c.evidence,
                 [](const std::string& e) { return e.starts_with(kSlowerCpuExplainsPart); });
-  c.evidence.push_back(fmt::format(
-      "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
-      "over the run (it sat on a slower core for part of it), and its CPU time per step for its "
-      "core's speed is {:.2f}x theirs ({:.2f}x in the profiled steps): the same work on a slower "
-      "core, not more work",
-      *core, work_read, window->WorkPerProbe()));
+  if (part_time) {
+    c.evidence.push_back(fmt::format(
+        "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
+        "over the run, {:.2f}x by the median (slowed part of the time), and its CPU time per step "
+        "is {:.2f}x theirs, {:.2f}x for its core's mean speed ({:.2f}x in the profiled steps{}): "
+        "the same work on a slower core, not more work",
+        *core, *median_core, *mean_cpu, work_read, window->WorkPerProbe(),
+        window->WorkPerProbe() >= 1 + kWindowWorkPerProbe
+            ? ", whose few probes may have missed the slow stretches"
+            : ""));
+  } else {
+    c.evidence.push_back(fmt::format(
+        "host CPU: its core ran the probe's fixed work {:.2f}x as long as its peers' on average "
+        "over the run, and its CPU time per step for its core's speed is {:.2f}x theirs ({:.2f}x "
+        "in the profiled steps): the same work on a slower core, not more work",
+        *core, work_read, window->WorkPerProbe()));
+  }
   for (const Finding& t : a.traces.findings) {
     if (t.code == FindingCode::kTraceComputeSlow && t.entity.rank == rank)
       RemoveSteps(next_steps, t.next_steps);

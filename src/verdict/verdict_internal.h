@@ -351,8 +351,10 @@ bool NarrowGroupToMoreWork(Verdict& v, const Analyses& a, std::vector<std::strin
 // few steps to tell from noise: its summary and next steps say what it
 // would take ("rank 3's thread used 1.08x ... run ~60 steps to tell");
 // not for a rank whose core explains the excess (kCoreExplainsWork). Else,
-// in a 2-rank job, what FasterCoreHidesWork says; else, with >= 3 ranks,
-// what WorkSensitivityText says (cpu_work_note.cc).
+// in a 2-rank job, what FasterCoreHidesWork says, else what
+// TwoRankExcessNote says; else, with >= 3 ranks, what WorkSensitivityText
+// says (cpu_work_note.cc). UndecidedWorkText: the first three's text.
+std::optional<std::string> UndecidedWorkText(const Analyses& a);
 void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 // A CPU-only job of >= 3 ranks with probed work ratios: the run steps in
 // which a rank with kTellExcess more work would stand out from this run's
@@ -461,13 +463,16 @@ std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<in
 // probe >= 1.2x, 1.15x). True when it renamed it (slow_core_culprit.cc).
 // Both over >= min_cpu_time_steps steps; and in the profiled steps its CPU
 // time over its probe time (window means) under 1 + kWindowWorkPerProbe
-// times its peers'. Run after the drops, on the culprits they kept.
+// times its peers' (1 + kSlowCoreNamed for a core slowed part of the run,
+// kPartTimeCore). Run after the drops, on the culprits they kept.
 inline constexpr double kWindowWorkPerProbe = 0.1;
 // A core slowed part of the run reads so: its mean probe over its peers' >=
 // 1 + kPartTimeCore times its median probe over theirs. Then
 // SlowerCoreOnAverage reads the work from the run's means (mean CPU time
 // over mean probe, under 1 + kWindowWorkPerProbe), not per step: the
-// step's CPU time spans the slow stretches its probe may miss.
+// step's CPU time spans the slow stretches its probe may miss; and the
+// profiled steps' work per probe within 1 + kSlowCoreNamed, not 1 +
+// kWindowWorkPerProbe: their ~10 probes may have missed those stretches.
 // bench/realjobs d27 w2_healthy_0_r3: a healthy rank's probes 50 or ~95 us,
 // mean 1.33x its peer's, median 1.08x; CPU time 1.40x, so 1.05x of its mean
 // core, but 1.43x on the steps whose probes matched (named compute-slow).

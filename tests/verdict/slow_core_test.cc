@@ -574,14 +574,9 @@ TEST(EnrichHostCpuTest, TheRunsSlowerCoreDoesNotExplainACulpritOnAFasterOneThere
 // A compute-slow culprit from the traces whose core ran the probe `core` x
 // its peer's on average and whose work per probe is `work` x theirs.
 TEST(SlowerCoreOnAverageTest, TheSameWorkOnASlowerCoreIsTheHosts) {
-  // `median`: its median probe over its peer's (`core`, a core slow all
-  // run, when not given); `cpu`: its mean CPU time per step over its peer's
-  // (work x core when not given).
-  auto rename = [](double core, double work, bool cpu_only = true, double window = 1.0,
-                   std::optional<double> median = std::nullopt,
-                   std::optional<double> cpu = std::nullopt) {
-    Analyses a = TwoRanks(work, median.value_or(core));
-    a.host_cpu.ranks[1].on_cpu_mean_ns = 24e6 * cpu.value_or(work * core);
+  // A core slow all run: its median probe `core` x its peer's too.
+  auto rename = [](double core, double work, bool cpu_only = true, double window = 1.0) {
+    Analyses a = TwoRanks(work, core);
     for (RankTraceStats& r : a.traces.ranks) r.cpu_only = cpu_only;
     a.host_cpu.ranks[0].probe_mean_ns = 50'000;
     a.host_cpu.ranks[1].probe_mean_ns = 50'000 * core;
@@ -637,14 +632,23 @@ TEST(SlowerCoreOnAverageTest, APartTimeSlowCoreIsReadFromTheRunsMeans) {
     c.cause_class = CauseClass::kComputeSlow;
     c.slowdown = 0.25;
     std::vector<std::string> next;
-    return SlowerCoreOnAverage(c, a, next) && c.cause == "host_contention";
+    const bool renamed = SlowerCoreOnAverage(c, a, next) && c.cause == "host_contention";
+    if (renamed) {
+      EXPECT_NE(c.evidence.back().find("1.33x as long as its peers' on average over the run, "
+                                       "1.08x by the median (slowed part of the time)"),
+                std::string::npos)
+          << c.evidence.back();
+      EXPECT_NE(c.evidence.back().find("1.05x for its core's mean speed"), std::string::npos)
+          << c.evidence.back();
+    }
+    return renamed;
   };
   // CPU time 1.40x: 1.05x for its core's mean speed (the window 1.135x).
   EXPECT_TRUE(rename(1.08, 1.40, 1.135));
   EXPECT_FALSE(rename(1.08, 1.50, 1.135));  // 1.13x for its mean core: more work
   EXPECT_FALSE(rename(1.08, 1.40, 1.25));   // more work in the profiled steps
   // Slow all the time (median 1.25x, mean 1.33x): per step, 1.09x is more work.
-  EXPECT_FALSE(rename(1.25, 1.40, 1.135));
+  EXPECT_FALSE(rename(1.25, 1.40, 1.05));
 }
 
 }  // namespace
