@@ -134,6 +134,8 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, std::str
       started_ns_(clock.Now()) {
   if (backend_) sampler_ = std::make_unique<GpuSampler>(*backend_);
   if (o_.sysfs_root) sysfs_.emplace(*o_.sysfs_root);
+  if (o_.sysfs_root || o_.cpu_probe_ns > 0)
+    host_cpu_sampler_.emplace(o_.sysfs_root.value_or(""), o_.cpu_probe_ns);
 }
 
 Agent::~Agent() { Stop(); }
@@ -206,13 +208,16 @@ void Agent::SampleOnce() {
   if (sampler_) gpus = sampler_->Sample(now);
   HostLinks links;
   if (sysfs_) links = sysfs_->Read();
+  HostCpu cpu;
+  if (host_cpu_sampler_) cpu = host_cpu_sampler_->Sample();
   LogHardware(gpus, links, now);
   FlushLogs();
   DurationNs took =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   std::lock_guard<std::mutex> lock(mu_);
-  counters_.sysfs_parse_errors += links.parse_errors;
+  counters_.sysfs_parse_errors += links.parse_errors + cpu.parse_errors;
+  host_cpu_ = std::move(cpu);
   gpus_ = std::move(gpus);
   links_ = std::move(links);
   ++counters_.samples;
@@ -406,6 +411,7 @@ std::string Agent::Metrics() {
       in.gpu_backend = backend_ ? std::string(backend_->kind()) : "none";
       in.gpus = &gpus_;
       in.links = &links_;
+      in.host_cpu = &host_cpu_;
       in.ranks = &ranks;
       in.counters = &counters_;
       rendered_ = RenderMetrics(in);

@@ -37,6 +37,7 @@
 
 #include "agent/clock.h"
 #include "agent/gpu_sampler.h"
+#include "agent/host_cpu.h"
 #include "agent/metrics.h"
 #include "agent/nvml.h"
 #include "agent/rolling_log.h"
@@ -61,6 +62,9 @@ struct AgentOptions {
   int http_threads = 8;
   DurationNs link_log_interval_ns = 60'000'000'000;  // link records in the log
   std::string version;
+  // The host-CPU speed probe's budget per round (host_cpu.h), 0: none.
+  // /proc/stat is read under sysfs_root, not at all when it is unset.
+  DurationNs cpu_probe_ns = 1'000'000;
 };
 
 class Agent final : public StepSink {
@@ -111,6 +115,7 @@ class Agent final : public StepSink {
   const Clock& clock_;
   std::unique_ptr<GpuSampler> sampler_;
   std::optional<SysfsReader> sysfs_;
+  std::optional<HostCpuSampler> host_cpu_sampler_;
   std::unique_ptr<StepIntake> intake_;
   std::unique_ptr<net::HttpServer> http_;
   TimeNs started_ns_;
@@ -119,6 +124,7 @@ class Agent final : public StepSink {
   std::mutex mu_;
   std::vector<GpuSnapshot> gpus_;
   HostLinks links_;
+  HostCpu host_cpu_;
   std::map<int64_t, RankSteps> ranks_;
   AgentCounters counters_;
   uint64_t version_ = 1;

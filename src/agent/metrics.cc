@@ -1,5 +1,6 @@
 #include "agent/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -121,6 +122,7 @@ class MetricsRenderer {
         gpus_(in.gpus ? *in.gpus : kNoGpus),
         ranks_(in.ranks ? *in.ranks : kNoRanks),
         links_(in.links ? *in.links : kNoLinks),
+        cpu_(in.host_cpu ? *in.host_cpu : kNoCpu),
         c_(in.counters ? *in.counters : kNoCounters) {
     base_ = {{"host", in.host}};
     if (in.job) base_.emplace_back("job", *in.job);
@@ -137,6 +139,7 @@ class MetricsRenderer {
     IbPorts();
     NetIfs();
     PcieLinks();
+    HostCpuFamilies();
     return std::move(w_.text());
   }
 
@@ -144,6 +147,7 @@ class MetricsRenderer {
   static inline const std::vector<GpuSnapshot> kNoGpus{};
   static inline const std::vector<RankSteps> kNoRanks{};
   static inline const HostLinks kNoLinks{};
+  static inline const HostCpu kNoCpu{};
   static inline const AgentCounters kNoCounters{};
 
   // The host (and job) labels, then `extra`.
@@ -271,7 +275,7 @@ class MetricsRenderer {
               "Ranks forgotten after reporting nothing for --rank-ttl.");
     w_.Sample("laggard_agent_ranks_expired_total", base_, static_cast<double>(c_.ranks_expired));
     w_.Family("laggard_agent_sysfs_parse_errors_total", "counter",
-              "sysfs attributes with unexpected contents.");
+              "sysfs attributes and /proc/stat lines with unexpected contents.");
     w_.Sample("laggard_agent_sysfs_parse_errors_total", base_,
               static_cast<double>(c_.sysfs_parse_errors));
   }
@@ -490,10 +494,54 @@ class MetricsRenderer {
     }
   }
 
+  // The host's cores (host_cpu.h): busy and steal shares from /proc/stat,
+  // the speed probe's time and its ratio to the fastest core, the run queue.
+  void HostCpuFamilies() {
+    struct CoreMetric {
+      std::string_view name, help;
+      std::optional<double> CoreSample::*field;
+    };
+    constexpr CoreMetric kCore[] = {
+        {"laggard_host_cpu_busy_ratio",
+         "Share of the core's time busy (not idle) over the last round.", &CoreSample::busy_ratio},
+        {"laggard_host_cpu_steal_ratio",
+         "Share of the core's time the hypervisor gave another guest over the last round "
+         "(/proc/stat steal; often 0 where a neighbour shares the physical core).",
+         &CoreSample::steal_ratio},
+        {"laggard_host_cpu_probe_seconds",
+         "Wall time of the agent's fixed piece of work pinned to the core, this round.",
+         &CoreSample::probe_s},
+        {"laggard_host_cpu_speed_ratio",
+         "The round's fastest core's probe time over this core's (1: the fastest; 0.5: it ran "
+         "the same work twice as long).",
+         &CoreSample::speed_ratio},
+    };
+    for (const CoreMetric& m : kCore) {
+      if (std::none_of(cpu_.cores.begin(), cpu_.cores.end(),
+                       [&](const CoreSample& c) { return (c.*m.field).has_value(); }))
+        continue;
+      w_.Family(m.name, "gauge", m.help);
+      for (const CoreSample& c : cpu_.cores) {
+        if (auto v = c.*m.field) w_.Sample(m.name, With({{"cpu", std::to_string(c.cpu)}}), *v);
+      }
+    }
+    if (cpu_.procs_running) {
+      w_.Family("laggard_host_procs_running", "gauge",
+                "Threads runnable on the host now, the agent's own included (/proc/stat).");
+      w_.Sample("laggard_host_procs_running", base_, static_cast<double>(*cpu_.procs_running));
+    }
+    if (cpu_.procs_blocked) {
+      w_.Family("laggard_host_procs_blocked", "gauge",
+                "Threads blocked on I/O on the host now (/proc/stat).");
+      w_.Sample("laggard_host_procs_blocked", base_, static_cast<double>(*cpu_.procs_blocked));
+    }
+  }
+
   const MetricsInput& in_;
   const std::vector<GpuSnapshot>& gpus_;
   const std::vector<RankSteps>& ranks_;
   const HostLinks& links_;
+  const HostCpu& cpu_;
   const AgentCounters& c_;
   Labels base_;
   PromWriter w_;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/gpu_sampler.h"
+#include "agent/host_cpu.h"
 #include "agent/step_intake.h"
 #include "agent/sysfs.h"
 #include "model/time.h"
@@ -74,6 +75,7 @@ struct MetricsInput {
   std::string gpu_backend;  // "nvml", "fake", "none"
   const std::vector<GpuSnapshot>* gpus = nullptr;
   const HostLinks* links = nullptr;
+  const HostCpu* host_cpu = nullptr;
   const std::vector<RankSteps>* ranks = nullptr;
   const AgentCounters* counters = nullptr;
 };

@@ -96,6 +96,7 @@ struct AgentFlags {
   std::optional<std::string> job;
   std::string rank_ttl = "10m";
   int http_threads = 8;
+  std::string cpu_probe = "1ms";
 };
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
@@ -124,6 +125,9 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
   cmd->add_option("--job", f.job, "job label on every series");
   cmd->add_option("--rank-ttl", f.rank_ttl, "forget a rank silent this long")
       ->capture_default_str();
+  cmd->add_option("--cpu-probe", f.cpu_probe,
+                  "time per round of the per-core CPU speed probe, 0 to 100ms (0: none)")
+      ->capture_default_str();
   cmd->add_option("--http-threads", f.http_threads, "HTTP worker threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -146,6 +150,12 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
     return kExitNoInput;
   }
   o.rank_ttl_ns = *ttl;
+  auto probe = agent::ParseDurationFlag(f.cpu_probe);
+  if (!probe || *probe < 0 || *probe > 100'000'000) {
+    err << "laggard agent: --cpu-probe must be between 0 and 100ms, got '" << f.cpu_probe << "'\n";
+    return kExitNoInput;
+  }
+  o.cpu_probe_ns = *probe;
   if (f.udp != "off") o.intake.udp = f.udp;
   o.intake.unix_path = f.unix_path;
   o.intake.tail_files = f.tail;
