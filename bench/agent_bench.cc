@@ -25,6 +25,8 @@
 //
 // Usage: agent_bench [--seconds N] [--concurrent N] [--rounds N]
 //                    [--slow-clients N[,N...]] [--binary PATH]
+//                    [--agent-arg ARG ...]   one more agent flag each (e.g.
+//                                            --agent-arg --cpu-probe --agent-arg 0)
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -200,6 +202,7 @@ int Main(int argc, char** argv) {
   int seconds = 60, concurrent = 1000, rounds = 3;
   std::vector<int> slow_clients{8, 16, 200};
   std::string binary = LAGGARD_BINARY;
+  std::vector<std::string> extra;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--seconds") seconds = std::atoi(argv[i + 1]);
@@ -207,13 +210,18 @@ int Main(int argc, char** argv) {
     else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (a == "--slow-clients") slow_clients = ParseCounts(argv[i + 1]);
     else if (a == "--binary") binary = argv[i + 1];
+    else if (a == "--agent-arg") extra.emplace_back(argv[i + 1]);
   }
   std::string dir = bench::MakeTempDir("laggard-agent-bench");
   if (dir.empty()) return 1;
   std::ofstream(dir + "/gpus.json") << EightGpus();
-  Child child = Spawn(binary, {"agent", "--listen", "127.0.0.1:0", "--udp", "127.0.0.1:0",
-                               "--interval", "1s", "--fake-gpus", dir + "/gpus.json", "--log-dir",
-                               dir + "/logs", "--host", "bench-node", "--job", "bench"});
+  std::vector<std::string> args = {"agent",      "--listen",    "127.0.0.1:0",
+                                   "--udp",      "127.0.0.1:0", "--interval",
+                                   "1s",         "--fake-gpus", dir + "/gpus.json",
+                                   "--log-dir",  dir + "/logs", "--host",
+                                   "bench-node", "--job",       "bench"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Child child = Spawn(binary, args);
   std::string banner = FirstLine(child.out);
   int http = PortAfter(banner, "http://127.0.0.1:");
   int udp = PortAfter(banner, "steps on udp 127.0.0.1:");

@@ -64,7 +64,7 @@ struct AgentOptions {
   std::string version;
   // The host-CPU speed probe's budget per round (host_cpu.h), 0: none.
   // /proc/stat is read under sysfs_root, not at all when it is unset.
-  DurationNs cpu_probe_ns = 1'000'000;
+  DurationNs cpu_probe_ns = 200'000;
 };
 
 class Agent final : public StepSink {

@@ -186,15 +186,18 @@ HostCpu HostCpuSampler::Sample() {
                          static_cast<double>(probe_budget_ns_) / static_cast<double>(cores.size()));
     iterations_ = std::max<uint64_t>(
         1, static_cast<uint64_t>(per_core_ns / (std::max(best, 1e-9) * 1e9 / kCalibrate)));
+    per_round_ = std::clamp<size_t>(
+        static_cast<size_t>(static_cast<double>(probe_budget_ns_) / per_core_ns), 1, cores.size());
   }
-  std::map<int32_t, double> probed;
-  for (int32_t c : cores) {
-    if (std::optional<double> s = ProbeCore(c, iterations_)) probed[c] = *s;
+  for (size_t i = 0; i < std::min(per_round_, cores.size()); ++i) {
+    const int32_t c = cores[next_++ % cores.size()];
+    if (std::optional<double> s = ProbeCore(c, iterations_)) latest_[c] = *s;
   }
-  if (probed.empty()) return out;
+  next_ %= cores.size();
+  if (latest_.empty()) return out;
   double fastest = std::numeric_limits<double>::max();
-  for (const auto& [c, s] : probed) fastest = std::min(fastest, s);
-  for (const auto& [c, s] : probed) {
+  for (const auto& [c, s] : latest_) fastest = std::min(fastest, s);
+  for (const auto& [c, s] : latest_) {
     auto it = std::find_if(out.cores.begin(), out.cores.end(),
                            [c = c](const CoreSample& x) { return x.cpu == c; });
     if (it == out.cores.end()) {

@@ -13,9 +13,12 @@
 // So the sampler also runs a speed probe on each core: a fixed piece of
 // integer work, run pinned to the core in turn and timed. A core slowed by a
 // neighbour the guest cannot see, or shared with a busy thread, runs it
-// longer; CoreSample::speed_ratio puts each against the round's fastest.
-// The work is calibrated once so that a round's probes take about
-// `probe_budget` in all (default 1 ms), each at least kMinProbeNs.
+// longer; CoreSample::speed_ratio puts each against the fastest core's
+// latest probe. The work is calibrated once so that a round's probes take
+// about `probe_budget` in all (the agent's default 200 us), each at least
+// kMinProbeNs: where the budget does not cover every core at that, each
+// round probes the next budget / kMinProbeNs cores in turn, and each core
+// reports its latest probe.
 //
 // A file that is missing leaves its values absent; a line that does not
 // parse is counted in HostCpu::parse_errors. Nothing here throws or stops
@@ -28,6 +31,7 @@
 #define LAGGARD_AGENT_HOST_CPU_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,8 +61,8 @@ struct CoreSample {
   int32_t cpu = 0;
   std::optional<double> busy_ratio;   // over the last round: not idle / all ticks
   std::optional<double> steal_ratio;  // over the last round: steal / all ticks
-  std::optional<double> probe_s;      // the fixed work's wall time on this core
-  std::optional<double> speed_ratio;  // the round's fastest probe / this core's (1: fastest)
+  std::optional<double> probe_s;      // the fixed work's wall time on this core, latest
+  std::optional<double> speed_ratio;  // the fastest core's latest probe / this core's (1: fastest)
 };
 
 struct HostCpu {
@@ -93,7 +97,10 @@ class HostCpuSampler {
   std::string root_;
   DurationNs probe_budget_ns_;
   std::optional<ProcStat> previous_;
-  uint64_t iterations_ = 0;  // calibrated on the first probing Sample()
+  uint64_t iterations_ = 0;           // calibrated on the first probing Sample()
+  size_t per_round_ = 0;              // cores probed per round
+  size_t next_ = 0;                   // the next core to probe, an index into AllowedCores()
+  std::map<int32_t, double> latest_;  // each core's latest probe, seconds
 };
 
 }  // namespace laggard::agent

@@ -509,10 +509,10 @@ class MetricsRenderer {
          "(/proc/stat steal; often 0 where a neighbour shares the physical core).",
          &CoreSample::steal_ratio},
         {"laggard_host_cpu_probe_seconds",
-         "Wall time of the agent's fixed piece of work pinned to the core, this round.",
+         "Wall time of the agent's fixed piece of work pinned to the core, its latest run.",
          &CoreSample::probe_s},
         {"laggard_host_cpu_speed_ratio",
-         "The round's fastest core's probe time over this core's (1: the fastest; 0.5: it ran "
+         "The fastest core's latest probe time over this core's (1: the fastest; 0.5: it ran "
          "the same work twice as long).",
          &CoreSample::speed_ratio},
     };

@@ -96,7 +96,7 @@ struct AgentFlags {
   std::optional<std::string> job;
   std::string rank_ttl = "10m";
   int http_threads = 8;
-  std::string cpu_probe = "1ms";
+  std::string cpu_probe = "200us";
 };
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {

@@ -99,6 +99,20 @@ TEST(CoreProbeTest, EveryAllowedCoreRunsTheWorkAndTheFastestReadsOne) {
   EXPECT_TRUE(HostCpuSampler("", 0).Sample().cores.empty());
 }
 
+TEST(CoreProbeTest, ABudgetUnderOneProbePerCoreTakesTheCoresInTurn) {
+  std::vector<int32_t> cores = AllowedCores();
+  if (cores.size() < 2) GTEST_SKIP() << "one core only: nothing to take in turn";
+  HostCpuSampler sampler("", kMinProbeNs);  // one core's probe per round
+  HostCpu first = sampler.Sample();
+  ASSERT_EQ(first.cores.size(), 1u);
+  EXPECT_EQ(first.cores[0].cpu, cores[0]);
+  EXPECT_EQ(first.cores[0].speed_ratio, 1);
+  HostCpu second = sampler.Sample();  // the next core, and the first's latest
+  ASSERT_EQ(second.cores.size(), 2u);
+  EXPECT_EQ(second.cores[1].cpu, cores[1]);
+  EXPECT_TRUE(second.cores[0].probe_s.has_value());
+}
+
 TEST(HostCpuMetricsTest, TheAgentExportsEachCoresSharesSpeedAndTheRunQueue) {
   TempDir root;
   WriteFile(root.File("proc/stat"),
