@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -10,34 +11,18 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <thread>
+
+#include "base/text.h"
 
 namespace laggard::agent {
 namespace {
 
-// Splits on spaces and tabs.
-std::vector<std::string_view> Fields(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
-std::optional<uint64_t> Number(std::string_view s) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // A "cpuN ..." line: at least user nice system idle; later columns (iowait,
-// irq, softirq, steal: kernels since 2.6.11) default to 0.
+// irq, softirq, steal: kernels since 2.6.11) default to 0. guest and
+// guest_nice are already in user and nice, so not added.
 std::optional<CpuTicks> ParseCpuLine(const std::vector<std::string_view>& f) {
-  std::optional<uint64_t> cpu = Number(f[0].substr(3));
+  std::optional<uint64_t> cpu = ParseInt<uint64_t>(f[0].substr(3));
   if (!cpu || f.size() < 5 || *cpu > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
     return std::nullopt;
   CpuTicks t;
@@ -45,7 +30,7 @@ std::optional<CpuTicks> ParseCpuLine(const std::vector<std::string_view>& f) {
   uint64_t* fields[] = {&t.user,   &t.nice, &t.system,  &t.idle,
                         &t.iowait, &t.irq,  &t.softirq, &t.steal};
   for (size_t i = 0; i < std::size(fields) && i + 1 < f.size(); ++i) {
-    std::optional<uint64_t> v = Number(f[i + 1]);
+    std::optional<uint64_t> v = ParseInt<uint64_t>(f[i + 1]);
     if (!v) return std::nullopt;
     *fields[i] = *v;
   }
@@ -57,6 +42,7 @@ uint64_t RunWork(uint64_t iterations) {
   for (uint64_t i = 0; i < iterations; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     x ^= x >> 29;
+    asm volatile("" : "+r"(x));  // each step done, in the timed span
   }
   return x;
 }
@@ -87,7 +73,7 @@ ProcStat ParseProcStat(std::string_view text) {
     size_t nl = text.find('\n', pos);
     std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    std::vector<std::string_view> f = Fields(line);
+    std::vector<std::string_view> f = SplitBlanks(line);
     if (f.empty()) continue;
     if (f[0].starts_with("cpu") && f[0].size() > 3) {
       if (std::optional<CpuTicks> t = ParseCpuLine(f)) {
@@ -96,7 +82,7 @@ ProcStat ParseProcStat(std::string_view text) {
         ++out.parse_errors;
       }
     } else if (f[0] == "procs_running" || f[0] == "procs_blocked") {
-      std::optional<uint64_t> v = f.size() == 2 ? Number(f[1]) : std::nullopt;
+      std::optional<uint64_t> v = f.size() == 2 ? ParseInt<uint64_t>(f[1]) : std::nullopt;
       if (!v) {
         ++out.parse_errors;
         continue;
@@ -133,33 +119,82 @@ HostCpu CpuDelta(const ProcStat& before, const ProcStat& now) {
   return out;
 }
 
+namespace {
+
+// A CPU set sized for this machine's possible CPUs (more than CPU_SETSIZE
+// on the largest hosts).
+class CpuSet {
+ public:
+  CpuSet()
+      : count_(std::max<long>(CPU_SETSIZE, sysconf(_SC_NPROCESSORS_CONF))),
+        set_(CPU_ALLOC(count_)),
+        size_(CPU_ALLOC_SIZE(count_)) {
+    if (set_ != nullptr) CPU_ZERO_S(size_, set_);
+  }
+  ~CpuSet() {
+    if (set_ != nullptr) CPU_FREE(set_);
+  }
+  CpuSet(const CpuSet&) = delete;
+  CpuSet& operator=(const CpuSet&) = delete;
+  cpu_set_t* get() { return set_; }
+  size_t size() const { return size_; }
+  long count() const { return count_; }
+
+ private:
+  long count_;
+  cpu_set_t* set_;
+  size_t size_;
+};
+
+}  // namespace
+
 std::vector<int32_t> AllowedCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
+  // The process's (its main thread's) mask: the agent's own threads are
+  // never pinned (the probe runs on a thread of its own).
+  CpuSet set;
   std::vector<int32_t> out;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
-  for (int32_t c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) out.push_back(c);
+  if (set.get() == nullptr || sched_getaffinity(getpid(), set.size(), set.get()) != 0) return out;
+  for (long c = 0; c < set.count(); ++c) {
+    if (CPU_ISSET_S(c, set.size(), set.get())) out.push_back(static_cast<int32_t>(c));
   }
   return out;
 }
 
-std::optional<double> ProbeCore(int32_t cpu, uint64_t iterations) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return std::nullopt;
-  cpu_set_t old;
-  CPU_ZERO(&old);
-  if (pthread_getaffinity_np(pthread_self(), sizeof(old), &old) != 0) return std::nullopt;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) != 0) return std::nullopt;
-  const double took = TimeWork(iterations);
-  pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
-  return took;
+std::map<int32_t, double> ProbeCores(const std::vector<int32_t>& cores, uint64_t iterations) {
+  std::map<int32_t, double> out;
+  // A thread of its own, pinned to each core in turn and then gone: no
+  // agent thread keeps a pinned (user-requested) mask.
+  std::thread probe([&] {
+    for (int32_t cpu : cores) {
+      CpuSet one;
+      if (cpu < 0 || cpu >= one.count() || one.get() == nullptr) continue;
+      CPU_SET_S(cpu, one.size(), one.get());
+      if (pthread_setaffinity_np(pthread_self(), one.size(), one.get()) != 0) continue;
+      // Untimed first: a core woken from sleep, or at a low clock, runs
+      // its first microseconds slower than its speed.
+      g_sink = g_sink + RunWork(iterations / 4 + 1);
+      out[cpu] = TimeWork(iterations);
+    }
+  });
+  probe.join();
+  return out;
 }
 
 HostCpuSampler::HostCpuSampler(std::string root, DurationNs probe_budget_ns)
     : root_(std::move(root)), probe_budget_ns_(probe_budget_ns) {}
+
+void HostCpuSampler::Calibrate() {
+  // Doubled until one run takes >= 200 us on this clock, then the fastest
+  // of three: a preempted run is not the core's speed.
+  uint64_t n = 20'000;
+  double took = TimeWork(n);
+  while (took < 200e-6 && n < (uint64_t{1} << 40)) {
+    n *= 2;
+    took = TimeWork(n);
+  }
+  for (int i = 0; i < 2; ++i) took = std::min(took, TimeWork(n));
+  ns_per_step_ = std::max(took * 1e9 / static_cast<double>(n), 1e-3);
+}
 
 HostCpu HostCpuSampler::Sample() {
   bool ok = false;
@@ -175,25 +210,30 @@ HostCpu HostCpuSampler::Sample() {
   if (probe_budget_ns_ <= 0) return out;
   std::vector<int32_t> cores = AllowedCores();
   if (cores.empty()) return out;
-  if (iterations_ == 0) {
-    // The fastest of a few timings of 20,000 steps: a preempted one is not
-    // the core's speed.
-    constexpr uint64_t kCalibrate = 20'000;
-    double best = std::numeric_limits<double>::max();
-    for (int i = 0; i < 5; ++i) best = std::min(best, TimeWork(kCalibrate));
-    const double per_core_ns =
-        std::max<double>(static_cast<double>(kMinProbeNs),
-                         static_cast<double>(probe_budget_ns_) / static_cast<double>(cores.size()));
-    iterations_ = std::max<uint64_t>(
-        1, static_cast<uint64_t>(per_core_ns / (std::max(best, 1e-9) * 1e9 / kCalibrate)));
-    per_round_ = std::clamp<size_t>(
-        static_cast<size_t>(static_cast<double>(probe_budget_ns_) / per_core_ns), 1, cores.size());
+  if (ns_per_step_ <= 0) Calibrate();
+  // Each round from the cores allowed now: their number sets the work per
+  // probe and how many a round takes.
+  const double per_core_ns =
+      std::max<double>(static_cast<double>(kMinProbeNs),
+                       static_cast<double>(probe_budget_ns_) / static_cast<double>(cores.size()));
+  const uint64_t iterations =
+      std::clamp<uint64_t>(static_cast<uint64_t>(per_core_ns / ns_per_step_), 1, kMaxProbeSteps);
+  if (iterations != iterations_) latest_.clear();  // other work: not comparable
+  iterations_ = iterations;
+  std::erase_if(latest_, [&](const auto& e) {
+    return !std::binary_search(cores.begin(), cores.end(), e.first);
+  });
+  const size_t per_round = std::clamp<size_t>(
+      static_cast<size_t>(static_cast<double>(probe_budget_ns_) / per_core_ns), 1, cores.size());
+  // The next cores after the last one probed, wrapping.
+  auto from = std::upper_bound(cores.begin(), cores.end(), last_probed_);
+  std::vector<int32_t> take;
+  for (size_t i = 0; i < per_round; ++i) {
+    if (from == cores.end()) from = cores.begin();
+    take.push_back(*from++);
   }
-  for (size_t i = 0; i < std::min(per_round_, cores.size()); ++i) {
-    const int32_t c = cores[next_++ % cores.size()];
-    if (std::optional<double> s = ProbeCore(c, iterations_)) latest_[c] = *s;
-  }
-  next_ %= cores.size();
+  last_probed_ = take.back();
+  for (const auto& [c, s] : ProbeCores(take, iterations_)) latest_[c] = s;
   if (latest_.empty()) return out;
   double fastest = std::numeric_limits<double>::max();
   for (const auto& [c, s] : latest_) fastest = std::min(fastest, s);

@@ -25,7 +25,7 @@
 // the agent.
 //
 // Thread-safety: one HostCpuSampler per sampling thread (it keeps the
-// previous round's counters and pins the calling thread while it probes).
+// previous round's counters); the probe pins a thread of its own.
 
 #ifndef LAGGARD_AGENT_HOST_CPU_H_
 #define LAGGARD_AGENT_HOST_CPU_H_
@@ -78,11 +78,16 @@ HostCpu CpuDelta(const ProcStat& before, const ProcStat& now);
 
 inline constexpr DurationNs kMinProbeNs = 50'000;
 
-// Runs the probe's fixed work (`iterations` steps) on the calling thread
-// pinned to `cpu`, restoring its affinity after; its wall seconds, nullopt
-// where the thread cannot be pinned there.
-std::optional<double> ProbeCore(int32_t cpu, uint64_t iterations);
-// The cores this process may run on (sched_getaffinity), ascending.
+// The largest probe, in steps of its work: a clock too coarse to calibrate
+// on must not make a probe of seconds.
+inline constexpr uint64_t kMaxProbeSteps = uint64_t{1} << 30;
+
+// Runs the probe's fixed work (`iterations` steps) on each of `cores` in
+// turn, on a thread of its own pinned to each (the caller's affinity is
+// left alone), after an untimed warm-up of a quarter of it; each core's
+// wall seconds. A core the thread cannot be pinned to is left out.
+std::map<int32_t, double> ProbeCores(const std::vector<int32_t>& cores, uint64_t iterations);
+// The cores this process may run on (its main thread's mask), ascending.
 std::vector<int32_t> AllowedCores();
 
 class HostCpuSampler {
@@ -94,13 +99,15 @@ class HostCpuSampler {
   uint64_t probe_iterations() const { return iterations_; }
 
  private:
+  void Calibrate();
+
   std::string root_;
   DurationNs probe_budget_ns_;
   std::optional<ProcStat> previous_;
-  uint64_t iterations_ = 0;           // calibrated on the first probing Sample()
-  size_t per_round_ = 0;              // cores probed per round
-  size_t next_ = 0;                   // the next core to probe, an index into AllowedCores()
-  std::map<int32_t, double> latest_;  // each core's latest probe, seconds
+  double ns_per_step_ = 0;            // the work's speed, from the first probing Sample()
+  uint64_t iterations_ = 0;           // steps per probe, from the cores allowed now
+  int32_t last_probed_ = -1;          // the next round starts after it
+  std::map<int32_t, double> latest_;  // each allowed core's latest probe, seconds
 };
 
 }  // namespace laggard::agent

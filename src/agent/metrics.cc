@@ -503,7 +503,9 @@ class MetricsRenderer {
     };
     constexpr CoreMetric kCore[] = {
         {"laggard_host_cpu_busy_ratio",
-         "Share of the core's time busy (not idle) over the last round.", &CoreSample::busy_ratio},
+         "Share of the core's time busy over the last round (not idle or iowait; steal counts "
+         "as busy).",
+         &CoreSample::busy_ratio},
         {"laggard_host_cpu_steal_ratio",
          "Share of the core's time the hypervisor gave another guest over the last round "
          "(/proc/stat steal; often 0 where a neighbour shares the physical core).",
