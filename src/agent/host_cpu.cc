@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "base/text.h"
@@ -164,19 +165,23 @@ std::map<int32_t, double> ProbeCores(const std::vector<int32_t>& cores, uint64_t
   std::map<int32_t, double> out;
   // A thread of its own, pinned to each core in turn and then gone: no
   // agent thread keeps a pinned (user-requested) mask.
-  std::thread probe([&] {
-    for (int32_t cpu : cores) {
-      CpuSet one;
-      if (cpu < 0 || cpu >= one.count() || one.get() == nullptr) continue;
-      CPU_SET_S(cpu, one.size(), one.get());
-      if (pthread_setaffinity_np(pthread_self(), one.size(), one.get()) != 0) continue;
-      // Untimed first: a core woken from sleep, or at a low clock, runs
-      // its first microseconds slower than its speed.
-      g_sink = g_sink + RunWork(iterations / 4 + 1);
-      out[cpu] = TimeWork(iterations);
-    }
-  });
-  probe.join();
+  try {
+    std::thread probe([&] {
+      for (int32_t cpu : cores) {
+        CpuSet one;
+        if (cpu < 0 || cpu >= one.count() || one.get() == nullptr) continue;
+        CPU_SET_S(cpu, one.size(), one.get());
+        if (pthread_setaffinity_np(pthread_self(), one.size(), one.get()) != 0) continue;
+        // Untimed first: a core woken from sleep, or at a low clock, runs
+        // its first microseconds slower than its speed.
+        g_sink = g_sink + RunWork(iterations / 4 + 1);
+        out[cpu] = TimeWork(iterations);
+      }
+    });
+    probe.join();
+  } catch (const std::system_error&) {  // no thread to spare: no probe this round
+    out.clear();
+  }
   return out;
 }
 
