@@ -1,6 +1,7 @@
 // Fuzzes what the agent accepts from the outside world without a file: step
 // datagrams (agent/step_intake.h: ParseStepLine and StepIntake's datagram
-// handling) and the sysfs value parsers (agent/sysfs.h).
+// handling), the sysfs value parsers (agent/sysfs.h) and /proc/stat
+// (agent/host_cpu.h: ParseProcStat, CpuDelta).
 //
 // Invariants:
 //   - every non-blank line of a datagram ends as exactly one accepted step
@@ -9,8 +10,12 @@
 //     at most kMaxPhases phases named [a-z0-9_]{1,32} with durations >= 0,
 //     a host of [A-Za-z0-9._-] and a GPU index in [0, 1023];
 //   - sysfs parsers return non-negative rates and speeds, PCIe generations
-//     in 1..6, and never crash.
+//     in 1..6, and never crash;
+//   - /proc/stat: every line starting "cpuN" is one core or one counted
+//     parse error; the input against itself, or against its first half
+//     parsed, gives busy and steal shares in [0, 1] only.
 
+#include "agent/host_cpu.h"
 #include "agent/step_intake.h"
 #include "agent/sysfs.h"
 #include "base/text.h"
@@ -77,6 +82,27 @@ LAGGARD_FUZZ_TARGET(step_datagram) {
   FUZZ_CHECK(sink.datagrams == 1, "{} datagrams counted", sink.datagrams);
   FUZZ_CHECK(sink.steps + sink.bad == content, "{} lines, {} steps + {} bad", content, sink.steps,
              sink.bad);
+
+  // The input as /proc/stat.
+  agent::ProcStat stat = agent::ParseProcStat(exact.view());
+  uint64_t cpu_lines = 0;
+  for (std::string_view line : Split(input, '\n')) {
+    std::vector<std::string_view> words = SplitBlanks(line);
+    cpu_lines += !words.empty() && words[0].size() > 3 && words[0].starts_with("cpu");
+  }
+  FUZZ_CHECK(stat.cpus.size() + stat.parse_errors >= cpu_lines, "{} cpu lines, {} + {} read",
+             cpu_lines, stat.cpus.size(), stat.parse_errors);
+  FUZZ_CHECK(stat.cpus.size() <= cpu_lines, "{} cores from {} cpu lines", stat.cpus.size(),
+             cpu_lines);
+  agent::ProcStat half = agent::ParseProcStat(input.substr(0, input.size() / 2));
+  for (const agent::ProcStat* before : {&stat, &half}) {
+    for (const agent::CoreSample& c : agent::CpuDelta(*before, stat).cores) {
+      if (c.busy_ratio)
+        FUZZ_CHECK(*c.busy_ratio >= 0 && *c.busy_ratio <= 1, "busy {}", *c.busy_ratio);
+      if (c.steal_ratio)
+        FUZZ_CHECK(*c.steal_ratio >= 0 && *c.steal_ratio <= 1, "steal {}", *c.steal_ratio);
+    }
+  }
 
   // Each line alone, and the sysfs value parsers on it.
   for (std::string_view line : Split(exact.view(), '\n')) {

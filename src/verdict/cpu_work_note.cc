@@ -33,9 +33,9 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector
       CpuOnlyTrace(a, *more->entity.rank)) {
     return fmt::format(
         "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
-        "but with two ranks a difference under {:.0f}% may be their two cores' (a probe does not "
-        "feel all that slows a GEMM): compare with a third rank, or swap the ranks' cores",
-        *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork);
+        "but with two ranks a difference under {:.0f}% may be their two cores' {}",
+        *more->entity.rank, 1 + more->slowdown.value_or(0), 100 * kTwoRankMoreWork,
+        kTwoRanksCannotTell);
   }
   const RankCpuStats* best = nullptr;
   size_t need = 0;
@@ -121,9 +121,9 @@ std::optional<std::string> TwoRankExcessNote(const Analyses& a) {
   return fmt::format(
       "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe "
       "({:.1f} standard errors over {} steps), but with two ranks more steps cannot tell a "
-      "difference under {:.0f}% from their two cores' (a probe does not feel all that slows a "
-      "GEMM): compare with a third rank, or swap the ranks' cores",
-      top->rank, *top->work_ratio, top->work_z, top->work_steps, 100 * kTwoRankMoreWork);
+      "difference under {:.0f}% from their two cores' {}",
+      top->rank, *top->work_ratio, top->work_z, top->work_steps, 100 * kTwoRankMoreWork,
+      kTwoRanksCannotTell);
 }
 
 std::optional<std::string> UndecidedWorkText(const Analyses& a) {
@@ -182,9 +182,9 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a) {
     why += fmt::format(
         " and {:.2f}x over {} steps on CPUs as fast by the probe ({:.1f} standard errors): late "
         "for that extra work, but with two ranks a difference under {:.0f}% may be their two "
-        "cores' (a probe does not feel all that slows a GEMM): compare with a third rank, or "
-        "swap the ranks' cores",
-        *stats->work_ratio, stats->work_steps, stats->work_z, 100 * kTwoRankLateWork);
+        "cores' {}",
+        *stats->work_ratio, stats->work_steps, stats->work_z, 100 * kTwoRankLateWork,
+        kTwoRanksCannotTell);
   }
   v.culprits.clear();
   return SayDropped(v, {why},

@@ -696,23 +696,21 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
     if (!window || !run || *window < 1 + excess || *window - 1 < 0.5 * slowdown) return false;
     const bool most = *window - 1 >= kWindowCoreExplains * slowdown;
     if (*run >= 1 + (most ? excess : excess / 2)) return false;
+    // A compute-slow one, with its CPU time per step (outside the profiled
+    // steps, or over the run).
+    std::string work_said;
     if (c.cause_class == CauseClass::kComputeSlow) {
       std::optional<WindowWork> work = WindowWorkIsTheCores(c, a, *run, most);
       if (!work) return false;
-      dropped.push_back(fmt::format(
-          "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed "
-          "piece of work {:.2f}x as long as its peers' there, against {:.2f}x over the run, and "
-          "its thread's CPU time per step was {:.2f}x theirs{}: its core slowed while the "
-          "profiler ran, not a slow rank",
-          *c.entity.rank, 100 * slowdown, *window, *run, work->ratio,
-          work->outside ? " outside the profiled steps" : " over the run"));
-      return true;
+      work_said =
+          fmt::format(", and its thread's CPU time per step was {:.2f}x theirs{}", work->ratio,
+                      work->outside ? " outside the profiled steps" : " over the run");
     }
     dropped.push_back(fmt::format(
         "in the profiled steps rank {} held the job up (~{:.0f}%), but its CPU ran a fixed piece "
-        "of work {:.2f}x as long as its peers' there, against {:.2f}x over the run: its core "
+        "of work {:.2f}x as long as its peers' there, against {:.2f}x over the run{}: its core "
         "slowed while the profiler ran, not a slow rank",
-        *c.entity.rank, 100 * slowdown, *window, *run));
+        *c.entity.rank, 100 * slowdown, *window, *run, work_said));
     return true;
   });
   return SayDropped(v, dropped,

@@ -150,9 +150,8 @@ std::optional<std::string> FasterCoreHidesWork(const Analyses& a) {
       "rank {}'s thread used {:.2f}x its peer's CPU time per step for its core's speed (CPU time "
       "over the probe's fixed work, median of {} steps) on a core that ran the probe in {:.2f}x "
       "its peer's time, {:.2f}x the CPU time per step: either it does more work and the faster "
-      "core hides it, or the probe overstates the cores' difference (a probe does not feel all "
-      "that slows a GEMM): compare with a third rank, or swap the ranks' cores",
-      w->more->rank, w->ratio, w->more->work_per_probe_steps, w->core, used);
+      "core hides it, or the probe overstates the cores' difference {}",
+      w->more->rank, w->ratio, w->more->work_per_probe_steps, w->core, used, kTwoRanksCannotTell);
 }
 
 std::optional<SlowCore> SlowCoreCulprits(const Analyses& a, const std::vector<int32_t>& not_these,

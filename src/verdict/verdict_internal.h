@@ -382,6 +382,11 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a);
 // 2-rank 1.1x ranks at 1.03-1.08x CPU time, "no straggler" with nothing
 // more).
 std::optional<std::string> TwoRankExcessNote(const Analyses& a);
+// How every 2-rank reading of extra work that one peer cannot tell from the
+// cores ends: what would tell.
+inline constexpr std::string_view kTwoRanksCannotTell =
+    "(a probe does not feel all that slows a GEMM): compare with a third rank, or swap the "
+    "ranks' cores";
 // What SayCpuWorkUndecided says of a rank not in `skip` on CPUs as fast
 // (its first part), whatever the verdict; nullopt when it would say
 // nothing.
