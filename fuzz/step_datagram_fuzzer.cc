@@ -1,7 +1,8 @@
 // Fuzzes what the agent accepts from the outside world without a file: step
 // datagrams (agent/step_intake.h: ParseStepLine and StepIntake's datagram
-// handling), the sysfs value parsers (agent/sysfs.h) and /proc/stat
-// (agent/host_cpu.h: ParseProcStat, CpuDelta).
+// handling), the sysfs value parsers (agent/sysfs.h), /proc/stat
+// (agent/host_cpu.h: ParseProcStat, CpuDelta) and /proc/<pid>/stat, status
+// and cmdline (agent/host_procs.h).
 //
 // Invariants:
 //   - every non-blank line of a datagram ends as exactly one accepted step
@@ -13,9 +14,13 @@
 //     in 1..6, and never crash;
 //   - /proc/stat: every line starting "cpuN" is one core or one counted
 //     parse error; the input against itself, or against its first half
-//     parsed, gives busy and steal shares in [0, 1] only.
+//     parsed, gives busy and steal shares in [0, 1] only;
+//   - /proc/<pid>/stat: a line read has a positive pid that begins it, a
+//     printable comm and a processor >= 0; a command line or a cpus list
+//     is printable ASCII of bounded length.
 
 #include "agent/host_cpu.h"
+#include "agent/host_procs.h"
 #include "agent/step_intake.h"
 #include "agent/sysfs.h"
 #include "base/text.h"
@@ -44,6 +49,7 @@ void CheckReport(const agent::StepReport& r) {
     }
   }
   if (r.gpu) FUZZ_CHECK(*r.gpu >= 0 && *r.gpu <= 1023, "gpu {}", *r.gpu);
+  if (r.pid) FUZZ_CHECK(*r.pid > 0 && *r.pid <= agent::kMaxPid, "pid {}", *r.pid);
   // The agent logs end - duration as the step's start: it must not overflow.
   if (r.end_ns) FUZZ_CHECK(*r.end_ns >= 0, "end {}", *r.end_ns);
 }
@@ -123,6 +129,16 @@ LAGGARD_FUZZ_TARGET(step_datagram) {
     int32_t code = 0;
     std::string name;
     if (agent::ParseCodedState(line, code, name)) (void)agent::IbStateName(name);
+    if (std::optional<agent::PidStat> p = agent::ParsePidStat(line)) {
+      FUZZ_CHECK(p->pid > 0 && IsDigit(line.front()), "pid {}", p->pid);
+      FUZZ_CHECK(Printable(p->comm, 200) == p->comm, "comm '{}'", Printable(p->comm, 80));
+      if (p->processor) FUZZ_CHECK(*p->processor >= 0, "processor {}", *p->processor);
+    }
   }
+  const std::string cmdline = agent::CmdlineText(input, 200);
+  FUZZ_CHECK(cmdline.size() <= 203 && Printable(cmdline, 203) == cmdline, "cmdline '{}'",
+             Printable(cmdline, 80));
+  if (std::optional<std::string> cpus = agent::CpusAllowedList(input))
+    FUZZ_CHECK(!cpus->empty() && cpus->size() <= 1024, "cpus list of {} bytes", cpus->size());
   return 0;
 }

@@ -25,7 +25,7 @@ With a Reporter of your own:
 Each call sends one datagram in the agent's key=value line format
 (docs/agent.md):
 
-    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_probe_s=0.000140 cpu_s=0.640000 cpu_wait_s=0.002000 host=node-1 gpu=3
+    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_probe_s=0.000140 cpu_s=0.640000 cpu_wait_s=0.002000 pid=4711 host=node-1 gpu=3
 
 cpu_s and cpu_wait_s are the calling thread's time on a CPU and time
 runnable but waiting for one since the previous report (Linux's
@@ -34,7 +34,9 @@ with other work, and laggard names that host contention. cpu_probe_s is
 the time of a fixed piece of work run on the same thread at each report
 (~0.1-0.3 ms; Reporter(probe=False) turns it off): a rank whose probe runs
 slower than its peers' sits on a slower core, or one shared with a
-neighbour the guest cannot see.
+neighbour the guest cannot see. pid is the reporting process's
+(os.getpid()): the agent ties it to the rank, to tell the job's processes
+from others on its cores.
 
 to UDP 127.0.0.1:9401 (the agent's default) or to a Unix datagram socket.
 Sending never blocks the training loop and never raises: when no agent
@@ -106,9 +108,10 @@ def _num(seconds):
     return "%.6f" % float(seconds)
 
 
-def format_line(rank, step, seconds, host=None, gpu=None, ts=None, **phases):
+def format_line(rank, step, seconds, host=None, gpu=None, ts=None, pid=None, **phases):
     """The key=value line for one step. Phase keyword arguments end in _s
-    (seconds), e.g. compute_s=0.62, data_s=0.01."""
+    (seconds), e.g. compute_s=0.62, data_s=0.01; pid is the reporting
+    process's id."""
     parts = ["laggard-step", "rank=%d" % int(rank), "step=%d" % int(step),
              "time_s=" + _num(seconds)]
     for key in sorted(phases):
@@ -118,6 +121,8 @@ def format_line(rank, step, seconds, host=None, gpu=None, ts=None, **phases):
         if not key.endswith("_s"):
             raise ValueError("phase %r must end in _s (seconds)" % key)
         parts.append("%s=%s" % (key, _num(value)))
+    if pid is not None:
+        parts.append("pid=%d" % int(pid))
     if host:
         parts.append("host=%s" % host)
     if gpu is not None:
@@ -256,7 +261,7 @@ class Reporter(object):
         times in seconds: reporter.step(i, dt, data_s=0.02)."""
         try:
             args = dict(rank=self.rank, step=step, seconds=seconds, host=self.host,
-                        gpu=self.gpu, ts=time.time(), **phases)
+                        gpu=self.gpu, ts=time.time(), pid=os.getpid(), **phases)
             # The calling thread's CPU time and run-queue wait since the
             # previous call (none for the first: no start to measure from).
             cpu, prev = thread_cpu(), self._cpu

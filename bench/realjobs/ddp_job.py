@@ -162,7 +162,9 @@ def main():
         dist.init_process_group("gloo", rank=rank, world_size=world)
     reporter = None
     if a.report:
-        reporter = laggard_step.Reporter(rank=rank, addr=a.report)
+        # No probe of its own: each report carries the step table's probe,
+        # so the agent changes nothing the table measures.
+        reporter = laggard_step.Reporter(rank=rank, addr=a.report, probe=False)
 
     classes = 10
     data = RandomBatches(a.batch * (a.steps + 2), a.features, classes, a.batch,
@@ -220,13 +222,13 @@ def main():
                 dist.all_reduce(loss.detach())
             dt = time.perf_counter() - t0
             print(f"rank {rank}, step {step}, time {dt:.4f}s", file=log, flush=True)
-            if reporter is not None:
-                reporter.step(step, dt)
             cpu1 = laggard_step.thread_cpu()
             cpu = ["", ""] if cpu0 is None or cpu1 is None else \
                 [f"{(cpu1[0] - cpu0[0]) * 1000.0:.3f}", f"{(cpu1[1] - cpu0[1]) * 1000.0:.3f}"]
-            probe = f"{laggard_step.cpu_probe() * 1e6:.1f}"
-            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"] + cpu + [probe])
+            probe_s = laggard_step.cpu_probe()
+            rows.writerow([rank, step, f"{dt * 1000.0:.3f}"] + cpu + [f"{probe_s * 1e6:.1f}"])
+            if reporter is not None:
+                reporter.step(step, dt, cpu_probe_s=probe_s)
             prof.step()
     log.close()
     table.close()

@@ -12,6 +12,16 @@ torch.profiler traces) and scores the verdict against the job's truth.json.
   bench/realjobs/realjobs.py --laggard ... --only compute_2.0 --keep /tmp/rj  # one scenario, files kept
   bench/realjobs/realjobs.py --laggard ... --rescore /tmp/rj                 # re-diagnose kept runs
   bench/realjobs/realjobs.py --laggard ... --pipeline [--quick]              # dp x pp pipeline jobs
+  bench/realjobs/realjobs.py --laggard ... --agent --only cpu_hog            # with a live agent
+
+With --agent each DDP job runs beside a real `laggard agent` (the binary
+of --laggard): the ranks report their steps to it over UDP (ddp_job.py
+--report, python/laggard_step.py, with their pids), it scans the host's
+processes each second, and `laggard diagnose` also reads its hardware log
+(<run>/agent/hardware*.jsonl: host_proc, host_cpu; not its steps.jsonl, the
+ranks' own files carry those steps). A CPU-hog run then records whether the
+report quotes the hog's command line (neighbour_named; not scored).
+Pipeline jobs run without the agent: pipeline_job.py reports no steps.
 
 Pipeline jobs (--pipeline, pipeline_job.py: GPipe over gloo send / recv, DP
 all-reduce per stage, Megatron's layout line in rank 0's log): a last stage
@@ -73,14 +83,18 @@ asserted yet are printed with their result), 77 when the runtime is missing
 
 import argparse
 import collections
+import glob
 import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -97,6 +111,16 @@ PIPELINE_JOB = os.path.join(HERE, "pipeline_job.py")
 # Debian's torch is installed for the system interpreter, not a pyenv one.
 TORCH_PYTHON = "/usr/bin/python3"
 PIN = False  # --pin sets it
+
+# The CPU hog: a busy loop, `python3 -c "while True: pass"`. With --agent
+# the agent's process scan lists it with this command line, and a verdict
+# that names the neighbour on a rank's cores quotes it (neighbour_named).
+HOG_CODE = "while True: pass"
+
+# The agent's host label (--agent). The ranks' files name no host (ddp_job.py
+# reports none; rank logs, step CSVs and torch's legacy traces have none), so
+# the label is this machine's name, as the agent's own default (gethostname).
+AGENT_HOST = socket.gethostname()
 
 CAUSE_OF_KIND = {
     "compute": "compute_slow",
@@ -263,6 +287,86 @@ class Netns:
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
 
 
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Agent:
+    """A real `laggard agent` beside one job (--agent): step reports on a
+    local UDP port, a process scan each second, its logs and its stdout and
+    stderr (agent.out) in <out_dir>/agent. start() waits until its /healthz
+    answers 200; stop() sends SIGTERM and waits, killing it after 10 s."""
+
+    def __init__(self, laggard, out_dir):
+        self.laggard = laggard
+        self.dir = os.path.join(out_dir, "agent")
+        self.report_addr = "127.0.0.1:%d" % free_udp_port()
+        self.proc = None
+        self._out = None
+
+    def start(self, timeout_s=20):
+        """True once /healthz answers; False when the agent exits or stays
+        silent for timeout_s (agent.out says why)."""
+        os.makedirs(self.dir, exist_ok=True)
+        out_path = os.path.join(self.dir, "agent.out")
+        self._out = open(out_path, "w")
+        self.proc = subprocess.Popen(
+            [self.laggard, "agent", "--listen", "127.0.0.1:0", "--udp", self.report_addr,
+             "--interval", "0.5s", "--proc-scan", "1s", "--log-dir", self.dir,
+             "--host", AGENT_HOST],
+            stdout=self._out, stderr=subprocess.STDOUT)
+        # Its first stdout line names the HTTP port it bound (--listen port 0):
+        # "laggard agent: serving http://127.0.0.1:PORT/metrics; ...".
+        url = None
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and self.proc.poll() is None:
+            if url is None:
+                with open(out_path) as f:
+                    m = re.search(r"serving (http://[^\s/]+)/metrics", f.read())
+                url = m.group(1) + "/healthz" if m else None
+            if url is not None:
+                try:
+                    if urllib.request.urlopen(url, timeout=1).status == 200:
+                        return True
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        return False
+
+    def tail(self):
+        """The end of the agent's stdout and stderr, for a message."""
+        try:
+            with open(os.path.join(self.dir, "agent.out")) as f:
+                return f.read().strip()[-300:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def agent_logs(out_dir):
+    """The agent's hardware log files of a run (--agent), oldest rotation
+    included; empty for a run without the agent."""
+    return sorted(glob.glob(os.path.join(out_dir, "agent", "hardware*.jsonl")))
+
+
+def neighbour_named(report):
+    """Whether any text of the diagnose report quotes the CPU hog's command line."""
+    return HOG_CODE in json.dumps(report)
+
+
 def rank_cores(sc, rank):
     """The cores a pinned rank runs on: rank r on core r mod cores, or its
     share of them when the ranks are fewer than the cores."""
@@ -272,23 +376,30 @@ def rank_cores(sc, rank):
     return {cores[rank % len(cores)]}
 
 
-def run_job(sc, out_dir, port, seed, timeout_s):
-    """Runs the job's ranks; returns (ok, message)."""
+def run_job(sc, out_dir, port, seed, timeout_s, agent_laggard=None):
+    """Runs the job's ranks, beside a `laggard agent` (agent_laggard: its
+    binary) for a DDP job when given; returns (ok, message, agent_ran)."""
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "truth.json"), "w") as f:
         json.dump(sc.truth(), f, indent=1)
     netns = None
     if sc.comm_rank is not None:
         if os.geteuid() != 0:
-            return None, "skipped: a throttled link needs root (netns + tc)"
+            return None, "skipped: a throttled link needs root (netns + tc)", False
         netns = Netns(port % 200 + 20, sc.comm_mbit)
         netns.__enter__()
     procs = []
     hog = None
+    agent = None
     try:
+        # The agent first, so that its process scan sees the hog from the start.
+        if agent_laggard and not sc.layout:
+            agent = Agent(agent_laggard, out_dir)
+            if not agent.start():
+                return None, f"skipped: the agent did not come up: {agent.tail()}", False
         if sc.hog_rank is not None:
             hog = subprocess.Popen(
-                [sys.executable, "-c", "while True: pass"],
+                [sys.executable, "-c", HOG_CODE],
                 preexec_fn=lambda cores=rank_cores(sc, sc.hog_rank): os.sched_setaffinity(0, cores))
         for rank in range(sc.world):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(sc.world),
@@ -297,6 +408,8 @@ def run_job(sc, out_dir, port, seed, timeout_s):
                    "--steps", str(sc.steps), "--seed", str(seed)]
             if sc.layout:
                 cmd += ["--dp", str(sc.layout[0]), "--pp", str(sc.layout[1])]
+            if agent is not None:
+                cmd += ["--report", agent.report_addr]
             for spec in sc.all_ranks + sc.faults.get(rank, []):
                 cmd += ["--fault", spec]
             if netns:
@@ -332,7 +445,7 @@ def run_job(sc, out_dir, port, seed, timeout_s):
             path = os.path.join(out_dir, f"stderr_rank{rank}.txt")
             if ok and os.path.getsize(path) == 0:
                 os.remove(path)
-        return ok, "" if ok else "job failed: see stderr_rank*.txt in " + out_dir
+        return ok, "" if ok else "job failed: see stderr_rank*.txt in " + out_dir, agent is not None
     finally:
         for p, _ in procs:
             if p.poll() is None:
@@ -340,6 +453,8 @@ def run_job(sc, out_dir, port, seed, timeout_s):
         if hog is not None:
             hog.kill()
             hog.wait()
+        if agent is not None:
+            agent.stop()
         if netns:
             netns.__exit__()
 
@@ -348,6 +463,9 @@ def diagnose(laggard, out_dir):
     files = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
                    if f.endswith((".log", ".csv", ".json")) and f != "truth.json"
                    and not f.startswith("report"))
+    # The agent's hardware log (--agent), not its steps.jsonl: the ranks'
+    # own files carry those steps.
+    files += agent_logs(out_dir)
     r = subprocess.run([laggard, "diagnose", *files, "--json", "-", "--quiet"],
                        capture_output=True, text=True)
     with open(os.path.join(out_dir, "report.json"), "w") as f:
@@ -505,6 +623,10 @@ def main():
                    help="pin rank r to core r mod cores (default: the ranks float over the cores)")
     p.add_argument("--rescore", default="",
                    help="re-diagnose the runs kept under this folder (no jobs are run)")
+    p.add_argument("--agent", action="store_true",
+                   help="run a real `laggard agent` (the --laggard binary) beside each DDP job: "
+                        "the ranks report their steps to it, diagnose also reads its hardware "
+                        "log (pipeline jobs run without it)")
     a = p.parse_args()
     if a.rescore:
         return rescore(a)
@@ -519,6 +641,8 @@ def main():
     runs = pipeline_scenarios(a.quick) if a.pipeline else scenarios(worlds, a.quick)
     runs = [s for s in runs if a.only in s.name]
     reps = 1 if a.quick else a.reps
+    if a.agent and any(s.layout for s in runs):
+        print("--agent: pipeline jobs run without the agent (pipeline_job.py reports no steps)")
     root = a.keep or tempfile.mkdtemp(prefix="laggard-realjobs-")
     results = []
     t_start = time.time()
@@ -531,15 +655,18 @@ def main():
             shutil.rmtree(out_dir, ignore_errors=True)
             t0 = time.time()
             before = host_core_ratio()
-            ok, msg = run_job(sc, out_dir, port, seed=rep, timeout_s=a.timeout)
+            ok, msg, agent_ran = run_job(sc, out_dir, port, seed=rep, timeout_s=a.timeout,
+                                         agent_laggard=a.laggard if a.agent else None)
             core_ratio = max(before, host_core_ratio())
             record_core_ratio(out_dir, core_ratio)
             if ok is None:
                 print(f"[{len(results) + 1}/{total}] {sc.name} rep {rep}: {msg}", flush=True)
-                results.append({"scenario": sc.name, "rep": rep, "skipped": msg})
+                results.append({"scenario": sc.name, "rep": rep, "skipped": msg,
+                                "agent": agent_ran})
                 continue
             confidence = None
             first_ok = None
+            named = None
             if ok:
                 report = diagnose(a.laggard, out_dir)
                 # truth.json as record_core_ratio() left it: with what the
@@ -549,16 +676,21 @@ def main():
                 right, false_culprits, words = score(truth, report)
                 confidence = first_confidence(report)
                 first_ok = first_right(truth, report, right)
+                if sc.kind == "hog":
+                    named = neighbour_named(report)
             else:
                 right, false_culprits, words = False, 0, msg
             mark = "right" if right else ("WRONG" if sc.asserted else "wrong (not asserted)")
             print(f"[{len(results) + 1}/{total}] {sc.name} rep {rep}: {mark} ({words}) "
                   f"{time.time() - t0:.0f} s, host cores {core_ratio:.2f}x", flush=True)
-            results.append({"scenario": sc.name, "kind": sc.kind, "severity": sc.severity,
-                            "world": sc.world, "rep": rep, "right": right,
-                            "asserted": sc.asserted, "host_core_ratio": core_ratio,
-                            "false_culprits": false_culprits, "verdict": words,
-                            "confidence": confidence, "first_right": first_ok})
+            record = {"scenario": sc.name, "kind": sc.kind, "severity": sc.severity,
+                      "world": sc.world, "rep": rep, "right": right,
+                      "asserted": sc.asserted, "host_core_ratio": core_ratio,
+                      "false_culprits": false_culprits, "verdict": words,
+                      "confidence": confidence, "first_right": first_ok, "agent": agent_ran}
+            if sc.kind == "hog":
+                record["neighbour_named"] = named
+            results.append(record)
     wall = time.time() - t_start
     summarize(results, wall, root, a)
     if not a.keep:
@@ -675,13 +807,17 @@ def rescore(a):
         report = diagnose(a.laggard, out_dir)
         right, false_culprits, words = score(truth, report)
         print(f"[{i + 1}/{len(dirs)}] {d}: {'right' if right else 'WRONG'} ({words})", flush=True)
-        results.append({"scenario": truth["scenario"], "kind": truth["kind"],
-                        "severity": truth["severity"], "world": truth["world"], "rep": d,
-                        "right": right, "asserted": True,
-                        "host_core_ratio": truth.get("host_core_ratio"),
-                        "false_culprits": false_culprits, "verdict": words,
-                        "confidence": first_confidence(report),
-                        "first_right": first_right(truth, report, right)})
+        record = {"scenario": truth["scenario"], "kind": truth["kind"],
+                  "severity": truth["severity"], "world": truth["world"], "rep": d,
+                  "right": right, "asserted": True,
+                  "host_core_ratio": truth.get("host_core_ratio"),
+                  "false_culprits": false_culprits, "verdict": words,
+                  "confidence": first_confidence(report),
+                  "first_right": first_right(truth, report, right),
+                  "agent": bool(agent_logs(out_dir))}
+        if truth["kind"] == "hog":
+            record["neighbour_named"] = neighbour_named(report)
+        results.append(record)
     summarize(results, time.time() - t_start, a.rescore, a)
     return 0
 
@@ -749,6 +885,11 @@ def summarize(results, wall, root, a):
                   f"{sum(r['right'] for r in rs)}/{len(rs)} right; healthy "
                   f"{sum(r['right'] for r in hs)}/{len(hs)}; false culprits "
                   f"{sum(r['false_culprits'] for r in rs)}")
+    hogs = [r for r in scored if r["kind"] == "hog" and r.get("agent")]
+    if hogs:
+        named = sum(1 for r in hogs if r.get("neighbour_named"))
+        print(f"CPU hog beside the agent: {named}/{len(hogs)} reports name the hog's "
+              f"command line ({HOG_CODE!r})")
     reliability(scored)
     if a.json:
         with open(a.json, "w") as f:

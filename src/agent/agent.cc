@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -136,6 +137,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, std::str
   if (o_.sysfs_root) sysfs_.emplace(*o_.sysfs_root);
   if (o_.sysfs_root || o_.cpu_probe_ns > 0)
     host_cpu_sampler_.emplace(o_.sysfs_root.value_or(""), o_.cpu_probe_ns);
+  if (o_.sysfs_root && o_.proc_scan_ns > 0) proc_scanner_.emplace(*o_.sysfs_root);
 }
 
 Agent::~Agent() { Stop(); }
@@ -210,13 +212,17 @@ void Agent::SampleOnce() {
   if (sysfs_) links = sysfs_->Read();
   HostCpu cpu;
   if (host_cpu_sampler_) cpu = host_cpu_sampler_->Sample();
+  std::map<int64_t, int64_t> rank_of_pid;
+  std::optional<ProcScan> procs = ScanProcesses(rank_of_pid);
   LogHardware(gpus, links, now);
+  LogHostCpu(cpu, procs, rank_of_pid, now);
   FlushLogs();
   DurationNs took =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   std::lock_guard<std::mutex> lock(mu_);
-  counters_.sysfs_parse_errors += links.parse_errors + cpu.parse_errors;
+  counters_.sysfs_parse_errors +=
+      links.parse_errors + cpu.parse_errors + (procs ? procs->parse_errors : 0);
   host_cpu_ = std::move(cpu);
   gpus_ = std::move(gpus);
   links_ = std::move(links);
@@ -312,6 +318,67 @@ void Agent::LogHardware(const std::vector<GpuSnapshot>& gpus, const HostLinks& l
   }
 }
 
+std::optional<ProcScan> Agent::ScanProcesses(std::map<int64_t, int64_t>& rank_of_pid) {
+  if (!proc_scanner_) return std::nullopt;
+  auto now = std::chrono::steady_clock::now();
+  if (procs_scanned_ && now - *procs_scanned_ < std::chrono::nanoseconds(o_.proc_scan_ns))
+    return std::nullopt;
+  procs_scanned_ = now;
+  std::set<int64_t> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [rank, r] : ranks_) {
+      if (r.pid) {
+        rank_of_pid[*r.pid] = rank;
+        job.insert(*r.pid);
+      }
+    }
+  }
+  return proc_scanner_->Scan(std::chrono::duration<double>(now.time_since_epoch()).count(), job);
+}
+
+void Agent::LogHostCpu(const HostCpu& cpu, const std::optional<ProcScan>& procs,
+                       const std::map<int64_t, int64_t>& rank_of_pid, TimeNs now) {
+  if (!hw_log_) return;
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (!cpu.cores.empty() || cpu.procs_running) {
+    // Per-core values as parallel arrays, null where not measured.
+    std::string ids, busy, steal, probe, speed;
+    auto add = [](std::string& a, const std::optional<double>& v) {
+      a += a.empty() ? "[" : ",";
+      a += v && std::isfinite(*v) ? JsonNumber(*v) : "null";
+    };
+    for (const CoreSample& c : cpu.cores) {
+      add(ids, c.cpu);
+      add(busy, c.busy_ratio);
+      add(steal, c.steal_ratio);
+      add(probe, c.probe_s);
+      add(speed, c.speed_ratio);
+    }
+    JsonLine line("host_cpu", now, o_.host);
+    if (cpu.procs_running) line.Num("procs_running", static_cast<double>(*cpu.procs_running));
+    if (cpu.procs_blocked) line.Num("procs_blocked", static_cast<double>(*cpu.procs_blocked));
+    if (!ids.empty()) {
+      line.Raw("cpu", ids + "]").Raw("busy", busy + "]").Raw("steal", steal + "]");
+      line.Raw("probe_s", probe + "]").Raw("speed", speed + "]");
+    }
+    hw_log_->Append(line.Done());
+  }
+  if (!procs) return;
+  for (const ProcSample& p : procs->listed) {
+    JsonLine line("host_proc", now, o_.host);
+    line.Num("pid", static_cast<double>(p.pid)).Num("ppid", static_cast<double>(p.ppid));
+    line.Str("comm", p.comm);
+    line.Num("cpu_share", std::round(p.cpu_share * 1000) / 1000);
+    if (p.last_cpu) line.Num("last_cpu", *p.last_cpu);
+    if (p.cpus_allowed) line.Str("cpus_allowed", *p.cpus_allowed);
+    if (auto it = rank_of_pid.find(p.pid); it != rank_of_pid.end())
+      line.Num("rank", static_cast<double>(it->second));
+    line.Str("cmdline", p.cmdline);
+    hw_log_->Append(line.Done());
+  }
+}
+
 void Agent::FlushLogs() {
   std::lock_guard<std::mutex> lock(log_mu_);
   if (hw_log_) hw_log_->Flush();
@@ -357,6 +424,7 @@ void Agent::OnStep(const StepReport& report, StepSource source) {
     }
     RankSteps& r = it->second;
     if (report.gpu) r.gpu = report.gpu;
+    if (report.pid) r.pid = report.pid;
     r.last_step = report.step;
     r.last_duration_ns = report.duration_ns;
     r.last_report_ns = now;

@@ -38,6 +38,7 @@
 #include "agent/clock.h"
 #include "agent/gpu_sampler.h"
 #include "agent/host_cpu.h"
+#include "agent/host_procs.h"
 #include "agent/metrics.h"
 #include "agent/nvml.h"
 #include "agent/rolling_log.h"
@@ -65,6 +66,9 @@ struct AgentOptions {
   // The host-CPU speed probe's budget per round (host_cpu.h), 0: none.
   // /proc/stat is read under sysfs_root, not at all when it is unset.
   DurationNs cpu_probe_ns = 200'000;
+  // How often the processes of the host are scanned (host_procs.h) for
+  // the hardware log's host_proc records, 0: never. Under sysfs_root.
+  DurationNs proc_scan_ns = 5'000'000'000;
 };
 
 class Agent final : public StepSink {
@@ -107,6 +111,11 @@ class Agent final : public StepSink {
   // Marks the ranks the stall detector finds stalled at `now` (under mu_).
   void UpdateStalls(TimeNs now);
   void LogHardware(const std::vector<GpuSnapshot>& gpus, const HostLinks& links, TimeNs now);
+  void LogHostCpu(const HostCpu& cpu, const std::optional<ProcScan>& procs,
+                  const std::map<int64_t, int64_t>& rank_of_pid, TimeNs now);
+  // The host's processes when a scan is due, else nullopt; `rank_of_pid`
+  // gets the job's pids (from their step reports).
+  std::optional<ProcScan> ScanProcesses(std::map<int64_t, int64_t>& rank_of_pid);
   std::vector<std::string> GpuInfoLines(TimeNs now) const;
 
   AgentOptions o_;
@@ -116,6 +125,8 @@ class Agent final : public StepSink {
   std::unique_ptr<GpuSampler> sampler_;
   std::optional<SysfsReader> sysfs_;
   std::optional<HostCpuSampler> host_cpu_sampler_;
+  std::optional<ProcScanner> proc_scanner_;
+  std::optional<std::chrono::steady_clock::time_point> procs_scanned_;
   std::unique_ptr<StepIntake> intake_;
   std::unique_ptr<net::HttpServer> http_;
   TimeNs started_ns_;

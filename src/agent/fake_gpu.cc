@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file.h"
 
 namespace laggard::agent {
 
@@ -242,11 +242,9 @@ StatusOr<std::vector<FakeGpu>> ParseFakeGpuScript(std::string_view text) {
 }
 
 StatusOr<std::vector<FakeGpu>> LoadFakeGpuScript(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("cannot read fake GPU script {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto gpus = ParseFakeGpuScript(text.str());
+  std::optional<std::string> text = ReadFileUpTo(path, 64 << 20);
+  if (!text) return Status::Error(fmt::format("cannot read fake GPU script {}", path));
+  auto gpus = ParseFakeGpuScript(*text);
   if (!gpus.ok()) return Status::Error(fmt::format("{}: {}", path, gpus.status().message()));
   return gpus;
 }

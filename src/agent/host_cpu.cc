@@ -7,13 +7,12 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <system_error>
 #include <thread>
 
+#include "base/file.h"
 #include "base/text.h"
 
 namespace laggard::agent {
@@ -54,15 +53,6 @@ double TimeWork(uint64_t iterations) {
   auto t0 = std::chrono::steady_clock::now();
   g_sink = g_sink + RunWork(iterations);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string ReadFile(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  if (!ok) return {};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -202,13 +192,13 @@ void HostCpuSampler::Calibrate() {
 }
 
 HostCpu HostCpuSampler::Sample() {
-  bool ok = false;
   std::string path = root_;
   if (!path.empty() && path.back() != '/') path += '/';
-  std::string text = path.empty() ? std::string() : ReadFile(path + "proc/stat", ok);
+  std::optional<std::string> text =
+      path.empty() ? std::nullopt : ReadFileUpTo(path + "proc/stat", 1 << 20);
   HostCpu out;
-  if (ok) {
-    ProcStat now = ParseProcStat(text);
+  if (text) {
+    ProcStat now = ParseProcStat(*text);
     out = CpuDelta(previous_.value_or(ProcStat{}), now);
     previous_ = std::move(now);
   }

@@ -34,6 +34,7 @@ namespace laggard::agent {
 struct RankSteps {
   int64_t rank = 0;
   std::optional<int32_t> gpu;  // local GPU index, when the rank said
+  std::optional<int64_t> pid;  // its process, when the rank said
   int64_t last_step = 0;
   DurationNs last_duration_ns = 0;
   TimeNs last_report_ns = 0;

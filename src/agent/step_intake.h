@@ -17,7 +17,9 @@
 //       laggard-step rank=3 step=120 time_s=0.81 compute_s=0.62 host=node-1 gpu=3
 //     required: rank, step, and the step time as time_s / time_ms / time_us /
 //     time_ns; optional: ts (end of the step: epoch seconds or ISO 8601; the
-//     receipt time otherwise), host, gpu (local index), and phase times
+//     receipt time otherwise), host, gpu (local index), pid (the reporting
+//     process: the agent tells the job's processes from others on its
+//     cores by it, host_procs.h), and phase times
 //     <phase>_s / _ms / _us / _ns for any phase name of [a-z0-9_] up to 32
 //     characters (compute, data, comm, optimizer ...). Unknown keys without a
 //     unit suffix are ignored (forward compatibility).
@@ -57,6 +59,7 @@ struct StepReport {
   std::optional<TimeNs> end_ns;  // from ts=, else the receipt time is used
   std::optional<std::string> host;
   std::optional<int32_t> gpu;
+  std::optional<int64_t> pid;
   std::vector<std::pair<std::string, DurationNs>> phases;  // in the order given
 };
 
@@ -75,6 +78,7 @@ std::string_view BadLineName(BadLine b);
 
 inline constexpr size_t kMaxStepLine = 4096;
 inline constexpr size_t kMaxPhases = 16;
+inline constexpr int64_t kMaxPid = 4'194'304;  // Linux's PID_MAX_LIMIT
 
 // Parses one line (no newline). On kBad, `bad` and `why` say what was wrong.
 LineKind ParseStepLine(std::string_view line, StepReport& out, BadLine& bad, std::string& why);

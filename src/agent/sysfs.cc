@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
+#include "base/file.h"
 #include "base/text.h"
 
 namespace laggard::agent {
@@ -16,13 +16,9 @@ namespace fs = std::filesystem;
 // The first 4 KiB of a sysfs file, trimmed; nullopt when it cannot be read
 // (missing, or an attribute whose read fails, like speed of a down link).
 std::optional<std::string> ReadAttr(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string buf(4096, '\0');
-  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-  if (in.bad()) return std::nullopt;
-  buf.resize(static_cast<size_t>(in.gcount()));
-  return std::string(Trim(buf));
+  std::optional<std::string> text = ReadFileUpTo(p.string(), 4096);
+  if (!text) return std::nullopt;
+  return std::string(Trim(*text));
 }
 
 // Sorted entry names of a directory (empty when it does not exist).

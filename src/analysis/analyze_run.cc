@@ -91,6 +91,7 @@ Analyses AnalyzeRun(const Run& run, const AnalysisOptions& options) {
   a.network = AnalyzeNetwork(run, a.ranks, suspects, options.network);
   a.pauses = AnalyzePauses(run, a.steps, a.traces, a.ranks, options.pauses);
   a.host_cpu = AnalyzeHostCpu(run, options.host_cpu);
+  a.host_cpu.seen_by_agent = RanksOnHostCpus(run);
   MeasureWindowProbes(run, a.steps.job.profiled_steps, a.host_cpu);
   ExplainJobSlowdownsByHostCpu(run, a.steps.findings, options.host_cpu);
   const bool cpu_only =

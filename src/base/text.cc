@@ -1,5 +1,6 @@
 #include "base/text.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace laggard {
@@ -117,6 +118,28 @@ std::string EscapeHtml(std::string_view s) {
       default: out += c;
     }
   }
+  return out;
+}
+
+std::optional<std::vector<int32_t>> ParseCpuList(std::string_view text, size_t max_cpus,
+                                                 int32_t max_cpu) {
+  text = Trim(text);
+  if (text.empty()) return std::nullopt;
+  std::vector<int32_t> out;
+  for (std::string_view part : Split(text, ',')) {
+    size_t dash = part.find('-');
+    std::optional<int32_t> lo = ParseInt<int32_t>(part.substr(0, dash));
+    std::optional<int32_t> hi =
+        dash == std::string_view::npos ? lo : ParseInt<int32_t>(part.substr(dash + 1));
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > max_cpu || part.front() == '+' ||
+        (dash != std::string_view::npos && dash + 1 < part.size() && part[dash + 1] == '+'))
+      return std::nullopt;
+    if (static_cast<size_t>(*hi - *lo) + 1 > max_cpus - std::min(out.size(), max_cpus))
+      return std::nullopt;
+    for (int32_t c = *lo; c <= *hi; ++c) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -87,6 +87,12 @@ bool NaturalLess(const std::string& a, const std::string& b);
 // `s` with & < > " as HTML entities.
 std::string EscapeHtml(std::string_view s);
 
+// A Linux CPU list ("0-3,8,10-11", as /proc/<pid>/status and sysfs print
+// it) as its CPUs, ascending and unique; nullopt when it is not one, or
+// names more than max_cpus CPUs or a CPU above max_cpu.
+std::optional<std::vector<int32_t>> ParseCpuList(std::string_view text, size_t max_cpus = 4096,
+                                                 int32_t max_cpu = 1 << 20);
+
 // "127.0.0.1:9401" / "[::1]:9401" / ":9401" (loopback) -> host, port.
 bool ParseHostPort(std::string_view text, std::string& host, int& port);
 

@@ -97,6 +97,7 @@ struct AgentFlags {
   std::string rank_ttl = "10m";
   int http_threads = 8;
   std::string cpu_probe = "200us";
+  std::string proc_scan = "5s";
 };
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
@@ -128,6 +129,10 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
   cmd->add_option("--cpu-probe", f.cpu_probe,
                   "time per round of the per-core CPU speed probe, 0 to 100ms (0: none)")
       ->capture_default_str();
+  cmd->add_option("--proc-scan", f.proc_scan,
+                  "how often to log the host's busy processes (hardware.jsonl host_proc), 1s to "
+                  "1h (0: never)")
+      ->capture_default_str();
   cmd->add_option("--http-threads", f.http_threads, "HTTP worker threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -156,6 +161,13 @@ int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
     return kExitNoInput;
   }
   o.cpu_probe_ns = *probe;
+  auto scan = agent::ParseDurationFlag(f.proc_scan);
+  if (!scan || (*scan != 0 && (*scan < 1'000'000'000 || *scan > 3'600'000'000'000))) {
+    err << "laggard agent: --proc-scan must be 0 or between 1s and 1h, got '" << f.proc_scan
+        << "'\n";
+    return kExitNoInput;
+  }
+  o.proc_scan_ns = *scan;
   if (f.udp != "off") o.intake.udp = f.udp;
   o.intake.unix_path = f.unix_path;
   o.intake.tail_files = f.tail;

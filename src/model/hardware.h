@@ -163,8 +163,47 @@ struct GpuRecord {
   std::vector<uint32_t> files;  // input files that described this GPU
 };
 
+// The host's CPUs as `laggard agent` logs them (agent/host_cpu.h,
+// agent/host_procs.h): each round's per-core shares and speed probe, and
+// each process scan's busy processes and the job's own.
+struct CoreReading {
+  int32_t cpu = 0;
+  std::optional<double> busy;     // share of the round not idle
+  std::optional<double> steal;    // share of the round the hypervisor ran another guest
+  std::optional<double> probe_s;  // the agent's fixed work on this core, latest
+  std::optional<double> speed;    // the host's fastest core's probe / this core's
+};
+
+struct HostCpuRound {
+  TimeNs time_ns = 0;
+  std::optional<double> procs_running;
+  std::optional<double> procs_blocked;
+  std::vector<CoreReading> cores;
+};
+
+struct HostProcReading {
+  TimeNs time_ns = 0;
+  int64_t pid = 0;
+  std::optional<int64_t> ppid;
+  std::string comm;
+  std::string cmdline;
+  double cpu_share = 0;               // of one core, over the scan
+  std::vector<int32_t> cpus_allowed;  // empty when not logged
+  std::optional<int32_t> last_cpu;
+  std::optional<int32_t> rank;  // the job's process of this rank (its step reports' pid)
+  SourceRef src;
+};
+
+// One host's agent log of one file.
+struct HostCpuLog {
+  std::string host;                    // "" when neither the lines nor the path name it
+  std::vector<HostCpuRound> rounds;    // in file order
+  std::vector<HostProcReading> procs;  // in file order
+};
+
 struct HardwareData {
-  std::vector<GpuRecord> gpus;  // sorted by (host, index) after Finalize
+  std::vector<GpuRecord> gpus;       // sorted by (host, index) after Finalize
+  std::vector<HostCpuLog> host_cpu;  // in file order, then host order
 
   const GpuRecord* Find(std::string_view host, int32_t index) const;
 };

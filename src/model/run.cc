@@ -229,6 +229,7 @@ void RunBuilder::MergeFrom(RunBuilder&& other) {
   for (ToolReport& r : other.tool_reports_) tool_reports_.push_back(std::move(r));
   for (NvrxReport& r : other.nvrx_reports_) nvrx_reports_.push_back(std::move(r));
   for (GpuRecord& g : other.gpus_) gpus_.push_back(std::move(g));
+  for (HostCpuLog& h : other.host_cpu_) host_cpu_.push_back(std::move(h));
   auto append = [](auto& dst, auto& src) {
     for (auto& x : src) dst.push_back(std::move(x));
   };
@@ -566,6 +567,7 @@ void RunBuilder::Finalize(Run& run) {
   run.names = std::move(names_);
   MergeGpus(gpus_, run, diagnostics_);
   run.hardware.gpus = std::move(gpus_);
+  run.hardware.host_cpu = std::move(host_cpu_);
   MergeEthCounters(network_.eth_links, run);
   run.network = std::move(network_);
   run.hang = std::move(hang_);

@@ -237,6 +237,8 @@ class RunBuilder {
 
   // GPU data of one file (hardware readers): one record per GPU per file.
   void AddGpu(GpuRecord gpu) { gpus_.push_back(std::move(gpu)); }
+  // The agent's host CPU log of one host in one file.
+  void AddHostCpu(HostCpuLog log) { host_cpu_.push_back(std::move(log)); }
   // Network data (network readers append to the vectors).
   NetworkData& network() { return network_; }
   // Hang evidence (Flight Recorder and watchdog-log readers append to it).
@@ -342,6 +344,7 @@ class RunBuilder {
   std::vector<NvrxReport> nvrx_reports_;
   NameTable names_;
   std::vector<GpuRecord> gpus_;
+  std::vector<HostCpuLog> host_cpu_;
   NetworkData network_;
   HangData hang_;
   Diagnostics diagnostics_;

@@ -9,6 +9,10 @@
 // Here a length must fit in the bytes left, and a vector of structs grows as
 // its elements actually arrive, so a frame of B bytes allocates O(B), plus
 // the builder's rank table (16 MiB at most, as for any builder).
+//
+// layout: one codec over one page of size checks; the serializers use the
+// reader's enum and length checks above them, which a split would have to
+// export from an internal header.
 
 #include "model/wire.h"
 
@@ -114,13 +118,19 @@ static_assert(sizeof(DiagExample) == 80, "a field was added to DiagExample: upda
 static_assert(sizeof(Diagnostics) == static_cast<size_t>(DiagCode::kCount) *
                                          (sizeof(uint64_t) + sizeof(std::vector<DiagExample>)),
               "a field was added to Diagnostics: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2848, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(CoreReading) == 72, "a field was added to CoreReading: update model/wire.cc");
+static_assert(sizeof(HostCpuRound) == 64,
+              "a field was added to HostCpuRound: update model/wire.cc");
+static_assert(sizeof(HostProcReading) == 152,
+              "a field was added to HostProcReading: update model/wire.cc");
+static_assert(sizeof(HostCpuLog) == 80, "a field was added to HostCpuLog: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2872, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 10;
+constexpr uint32_t kWireVersion = 11;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.
@@ -425,6 +435,27 @@ void serialize(Archive& ar, GpuRecord& x) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, CoreReading& x) {
+  ar(x.cpu, x.busy, x.steal, x.probe_s, x.speed);
+}
+
+template <class Archive>
+void serialize(Archive& ar, HostCpuRound& x) {
+  ar(x.time_ns, x.procs_running, x.procs_blocked, x.cores);
+}
+
+template <class Archive>
+void serialize(Archive& ar, HostProcReading& x) {
+  ar(x.time_ns, x.pid, x.ppid, x.comm, x.cmdline, x.cpu_share, x.cpus_allowed, x.last_cpu, x.rank,
+     x.src);
+}
+
+template <class Archive>
+void serialize(Archive& ar, HostCpuLog& x) {
+  ar(x.host, x.rounds, x.procs);
+}
+
+template <class Archive>
 void serialize(Archive& ar, IbPort& x) {
   ar(x.host, x.ca, x.port, x.state, x.phys_state, x.rate_gbps, x.width, x.link_layer, x.base_lid,
      x.port_guid, x.ca_type, x.firmware, x.src);
@@ -585,7 +616,7 @@ struct WireAccess {
     ar(b.series_, b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_,
        b.nvrx_reports_);
     SaveNames(ar, b.names_);
-    ar(b.gpus_, b.network_, b.hang_);
+    ar(b.gpus_, b.host_cpu_, b.network_, b.hang_);
     SaveDiagnostics(ar, b.diagnostics_);
   }
 
@@ -606,7 +637,7 @@ struct WireAccess {
     }
     ar(b.unattributed_, b.traces_, b.op_timelines_, b.layouts_, b.tool_reports_, b.nvrx_reports_);
     LoadNames(ar, b.names_);
-    ar(b.gpus_, b.network_, b.hang_);
+    ar(b.gpus_, b.host_cpu_, b.network_, b.hang_);
     LoadDiagnostics(ar, b.diagnostics_);
     Check(b);
   }

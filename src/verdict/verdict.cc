@@ -45,6 +45,7 @@ using verdict_internal::PriceByPauses;
 using verdict_internal::ProbeWorkCulprit;
 using verdict_internal::PutStepsFirst;
 using verdict_internal::SayCpuWorkUndecided;
+using verdict_internal::SayWhatTheAgentSaw;
 using verdict_internal::SlowCoreCulprits;
 using verdict_internal::SlowerCoreOnAverage;
 using verdict_internal::StragglerSummary;
@@ -354,6 +355,7 @@ Verdict DecideVerdict(const Run& run, const Analyses& a) {
   Price(v, a);
   PreferCommBound(v, a);
   CiteToolReports(v, run, a, v.next_steps);
+  SayWhatTheAgentSaw(v, a);
   return v;
 }
 

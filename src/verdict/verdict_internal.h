@@ -252,6 +252,18 @@ bool EnrichHostCpu(Culprit& c, const Analyses& a, std::vector<std::string>& next
 // CPU while their peers do not, the most slowed first (host_cpu_culprit.cc).
 std::vector<Culprit> HostCpuCulprits(const Analyses& a);
 
+// What the agent saw on the cores of each host_contention culprit
+// (a.host_cpu.seen_by_agent, analysis/host/host_neighbours.h), as evidence:
+// the busiest processes not the job's (at most kMaxNeighboursSaid per
+// culprit) with their command lines, steal of at least kAgentStealFloor,
+// a core speed of at most kAgentSlowCore. Stopping or moving the
+// neighbour, and moving off a host with steal, go first in the verdict's
+// next steps (agent_evidence.cc).
+inline constexpr size_t kMaxNeighboursSaid = 3;
+inline constexpr double kAgentStealFloor = 0.05;
+inline constexpr double kAgentSlowCore = 0.9;
+void SayWhatTheAgentSaw(Verdict& v, const Analyses& a);
+
 // Where step times and traces name no culprit, in a job whose traces hold
 // CPU ops only: the one rank whose thread uses more CPU time per step than
 // its peers', step by step on CPUs as fast as theirs (step.cpu_time_high,

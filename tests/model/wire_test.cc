@@ -196,6 +196,23 @@ void AddGpu(RunBuilder& b) {
   g.time_is_approximate = false;
   g.files = {7, 8};
   b.AddGpu(g);
+  HostCpuLog h{.host = "node-a"};
+  h.rounds.push_back(
+      HostCpuRound{.time_ns = 1'706'860'208'000'000'000,
+                   .procs_running = 3,
+                   .cores = {CoreReading{
+                       .cpu = 1, .busy = 0.75, .steal = 0.125, .probe_s = 9.5e-5, .speed = 0.5}}});
+  h.procs.push_back(HostProcReading{.time_ns = 1'706'860'209'000'000'000,
+                                    .pid = 4242,
+                                    .ppid = 1,
+                                    .comm = "python3",
+                                    .cmdline = "python3 -c while True: pass",
+                                    .cpu_share = 0.98,
+                                    .cpus_allowed = {1, 3},
+                                    .last_cpu = 3,
+                                    .rank = 5,
+                                    .src = SourceRef{7, 9}});
+  b.AddHostCpu(h);
 }
 
 void AddNetwork(RunBuilder& b) {
@@ -551,6 +568,34 @@ void ExpectSameRun(const laggard::Run& a, const laggard::Run& b) {
     }
     EXPECT_EQ(x.files, y.files);
   }
+  ASSERT_EQ(a.hardware.host_cpu.size(), b.hardware.host_cpu.size());
+  for (size_t i = 0; i < a.hardware.host_cpu.size(); ++i) {
+    const HostCpuLog& x = a.hardware.host_cpu[i];
+    const HostCpuLog& y = b.hardware.host_cpu[i];
+    EXPECT_EQ(x.host, y.host);
+    ASSERT_EQ(x.rounds.size(), y.rounds.size());
+    for (size_t j = 0; j < x.rounds.size(); ++j) {
+      EXPECT_EQ(x.rounds[j].time_ns, y.rounds[j].time_ns);
+      EXPECT_EQ(x.rounds[j].procs_running, y.rounds[j].procs_running);
+      ASSERT_EQ(x.rounds[j].cores.size(), y.rounds[j].cores.size());
+      for (size_t c = 0; c < x.rounds[j].cores.size(); ++c) {
+        EXPECT_EQ(x.rounds[j].cores[c].cpu, y.rounds[j].cores[c].cpu);
+        EXPECT_EQ(x.rounds[j].cores[c].steal, y.rounds[j].cores[c].steal);
+        EXPECT_EQ(x.rounds[j].cores[c].speed, y.rounds[j].cores[c].speed);
+      }
+    }
+    ASSERT_EQ(x.procs.size(), y.procs.size());
+    for (size_t j = 0; j < x.procs.size(); ++j) {
+      EXPECT_EQ(x.procs[j].pid, y.procs[j].pid);
+      EXPECT_EQ(x.procs[j].ppid, y.procs[j].ppid);
+      EXPECT_EQ(x.procs[j].cmdline, y.procs[j].cmdline);
+      EXPECT_EQ(x.procs[j].cpu_share, y.procs[j].cpu_share);
+      EXPECT_EQ(x.procs[j].cpus_allowed, y.procs[j].cpus_allowed);
+      EXPECT_EQ(x.procs[j].last_cpu, y.procs[j].last_cpu);
+      EXPECT_EQ(x.procs[j].rank, y.procs[j].rank);
+      EXPECT_EQ(x.procs[j].src.line, y.procs[j].src.line);
+    }
+  }
   EXPECT_EQ(a.network.eth_links.size(), b.network.eth_links.size());
   EXPECT_EQ(a.network.switch_of, b.network.switch_of);
   EXPECT_EQ(a.network.topologies.size(), b.network.topologies.size());
@@ -596,6 +641,9 @@ TEST(WireTest, DecodedBuilderFinalizesLikeTheOriginal) {
   EXPECT_EQ(got.ranks[2].cpu[1].on_cpu_ns, 300'000'000);
   EXPECT_EQ(got.ranks[2].cpu[1].probe_ns, 250'000);
   EXPECT_EQ(got.ranks[1].steps[1].compute_ns, 400'000'001);
+  ASSERT_EQ(got.hardware.host_cpu.size(), 1u);
+  EXPECT_EQ(got.hardware.host_cpu[0].rounds[0].cores[0].busy, 0.75);
+  EXPECT_EQ(got.hardware.host_cpu[0].procs[0].comm, "python3");
   EXPECT_TRUE(got.ranks[1].steps[1].start_ns.has_value());
   EXPECT_FALSE(got.ranks[1].steps[0].start_ns.has_value());
   EXPECT_EQ(got.diagnostics.count(DiagCode::kStepDuplicate), 1u);

@@ -29,6 +29,7 @@ for step in range(2):
     with laggard_step.compute(step):
         time.sleep(0.01)
 lines = [sink.recv(512).decode() for _ in range(2)]
+assert all(" pid=%d " % os.getpid() in line for line in lines), lines
 print("\n".join(lines))
 '''
 

@@ -92,6 +92,7 @@
 #include <vector>
 
 #include "analysis/common/finding.h"
+#include "analysis/host/host_neighbours.h"
 #include "analysis/steps/profiled_steps.h"
 #include "base/stats/robust_stats.h"
 #include "model/run.h"
@@ -200,8 +201,10 @@ std::optional<WorkSensitivity> StepsToTellExcess(const std::vector<RankCpuStats>
 
 struct HostCpuAnalysis {
   std::vector<RankCpuStats> ranks;  // by rank
-  std::vector<Finding> findings;    // host.cpu_contention / cpu_slow, step.cpu_time_high,
-                                    // most slowed first
+  // What the agent saw on each rank's cores (host_neighbours.h), by rank.
+  std::vector<RankHostCpu> seen_by_agent;
+  std::vector<Finding> findings;  // host.cpu_contention / cpu_slow, step.cpu_time_high,
+                                  // most slowed first
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);

@@ -15,6 +15,10 @@
 //   {"record":"ib_port","time":...,"host":...,"ca":"mlx5_0","port":1,"state":"Active",
 //    "phys_state":"LinkUp","rate_gbps":400,"width":4,"link_layer":"InfiniBand","counters":{...}}
 //   {"record":"net_link","time":...,"host":...,"iface":"eth0","speed_mbps":25000,"operstate":"up"}
+//   {"record":"host_cpu","time":...,"host":...,"procs_running":2,"procs_blocked":0,
+//    "cpu":[0,1],"busy":[0.02,1],"steal":[0,0],"probe_s":[9.2e-05,9.0e-05],"speed":[0.98,1]}
+//   {"record":"host_proc","time":...,"host":...,"pid":4242,"ppid":1,"comm":"python3",
+//    "cpu_share":0.98,"last_cpu":1,"cpus_allowed":"1","rank":3,"cmdline":"python3 train.py"}
 //
 // GPU records become one GpuRecord per (host, gpu) per file: samples from
 // gpu_sample; facts from gpu_info, the most recent uuid/bus id, the largest
@@ -24,7 +28,10 @@
 // Link records become one IbPort / EthLink per port or interface per file,
 // holding its worst reading (a state other than Active / an interface not up
 // first, then the lowest rate), the earliest of equal ones. Counters are not
-// read into the model (the agent exports them as metrics).
+// read into the model (the agent exports them as metrics). Host CPU records
+// become one HostCpuLog per host per file (model/hardware.h): host_cpu's
+// arrays are per core, aligned with "cpu", null where not measured; a
+// host_proc names a busy process of a scan, or the job's process of "rank".
 //
 // A line that is not an object with a known record, a parseable time and the
 // record's keys of the right types is counted (hardware.bad_record or
@@ -51,7 +58,17 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-enum class Kind { kUnknown, kGpuInfo, kGpuSample, kGpuXid, kGpuLost, kIbPort, kNetLink };
+enum class Kind {
+  kUnknown,
+  kGpuInfo,
+  kGpuSample,
+  kGpuXid,
+  kGpuLost,
+  kIbPort,
+  kNetLink,
+  kHostCpu,
+  kHostProc
+};
 
 Kind KindOf(std::string_view record) {
   if (record == "gpu_sample") return Kind::kGpuSample;
@@ -60,6 +77,8 @@ Kind KindOf(std::string_view record) {
   if (record == "gpu_lost") return Kind::kGpuLost;
   if (record == "ib_port") return Kind::kIbPort;
   if (record == "net_link") return Kind::kNetLink;
+  if (record == "host_cpu") return Kind::kHostCpu;
+  if (record == "host_proc") return Kind::kHostProc;
   return Kind::kUnknown;
 }
 
@@ -89,10 +108,20 @@ constexpr std::string_view kNumberKeys[] = {"gpu",
                                             "port",
                                             "rate_gbps",
                                             "width",
-                                            "speed_mbps"};
-constexpr std::string_view kStringKeys[] = {"record",     "time",       "host",  "uuid",
-                                            "bus_id",     "name",       "ca",    "state",
-                                            "phys_state", "link_layer", "iface", "operstate"};
+                                            "speed_mbps",
+                                            "procs_running",
+                                            "procs_blocked",
+                                            "pid",
+                                            "ppid",
+                                            "cpu_share",
+                                            "last_cpu",
+                                            "rank"};
+constexpr std::string_view kStringKeys[] = {
+    "record",     "time",       "host",  "uuid",      "bus_id", "name",    "ca",          "state",
+    "phys_state", "link_layer", "iface", "operstate", "comm",   "cmdline", "cpus_allowed"};
+// Arrays of numbers (or null: not measured), host_cpu's per-core values.
+constexpr std::string_view kArrayKeys[] = {"cpu", "busy", "steal", "probe_s", "speed"};
+constexpr size_t kMaxArray = 1 << 16;
 constexpr std::string_view kIgnoredKeys[] = {"counters"};
 
 template <size_t N>
@@ -106,13 +135,50 @@ int IndexOf(const std::string_view (&keys)[N], std::string_view k) {
 struct Line {
   std::optional<double> num[std::size(kNumberKeys)];
   std::optional<std::string> str[std::size(kStringKeys)];
+  std::optional<std::vector<std::optional<double>>> arr[std::size(kArrayKeys)];
   std::vector<std::string> unknown_keys;
 
   const std::optional<double>& N(std::string_view k) const { return num[IndexOf(kNumberKeys, k)]; }
   const std::optional<std::string>& S(std::string_view k) const {
     return str[IndexOf(kStringKeys, k)];
   }
+  const std::optional<std::vector<std::optional<double>>>& A(std::string_view k) const {
+    return arr[IndexOf(kArrayKeys, k)];
+  }
 };
+
+// An array of finite numbers and nulls; false (with `why`) otherwise.
+bool ReadArray(od::value& value, std::string_view key, std::vector<std::optional<double>>& out,
+               std::string& why) {
+  od::array a;
+  if (value.get_array().get(a)) {
+    why = fmt::format("'{}' is not an array", key);
+    return false;
+  }
+  for (auto item : a) {
+    od::value v;
+    if (item.get(v)) {
+      why = "malformed JSON";
+      return false;
+    }
+    bool null = false;
+    if (!v.is_null().get(null) && null) {
+      out.emplace_back();
+    } else {
+      double d;
+      if (v.get_double().get(d) || !std::isfinite(d)) {
+        why = fmt::format("'{}' holds a value that is not a number or null", key);
+        return false;
+      }
+      out.emplace_back(d);
+    }
+    if (out.size() > kMaxArray) {
+      why = fmt::format("'{}' holds over {} values", key, kMaxArray);
+      return false;
+    }
+  }
+  return true;
+}
 
 // Reads one object; false (with `why`) when it is not an object of known
 // keys with values of the right type.
@@ -143,6 +209,10 @@ bool ReadLine(od::document& doc, Line& line, std::string& why) {
         return false;
       }
       line.str[j] = std::string(s);
+    } else if (int a = IndexOf(kArrayKeys, key); a >= 0) {
+      std::vector<std::optional<double>> values;
+      if (!ReadArray(value, key, values, why)) return false;
+      line.arr[a] = std::move(values);
     } else if (IndexOf(kIgnoredKeys, key) < 0) {
       if (line.unknown_keys.size() < 16) line.unknown_keys.emplace_back(key);
     }
@@ -224,7 +294,10 @@ class AgentLogFile {
       fail(l.S("time") ? "\"time\" is not a timestamp" : "no \"time\"");
       return;
     }
-    std::string problem = network ? AddLink(kind, l, n) : AddGpuRecord(kind, l, *time, n);
+    std::string problem = network ? AddLink(kind, l, n)
+                          : kind == Kind::kHostCpu || kind == Kind::kHostProc
+                              ? AddHostRecord(kind, l, *time, n)
+                              : AddGpuRecord(kind, l, *time, n);
     if (!problem.empty()) {
       fail(std::move(problem));
       return;
@@ -317,6 +390,88 @@ class AgentLogFile {
     return "";
   }
 
+  // A host_cpu or host_proc record; returns what makes it unusable, or "".
+  std::string AddHostRecord(Kind kind, const Line& l, TimeNs time, uint64_t n) {
+    if (kind == Kind::kHostCpu) {
+      HostCpuRound r;
+      r.time_ns = time;
+      for (auto [key, out] : {std::pair{"procs_running", &r.procs_running},
+                              std::pair{"procs_blocked", &r.procs_blocked}}) {
+        if (const auto& v = l.N(key); v && *v >= 0) *out = v;
+        else if (v) return fmt::format("\"{}\" is negative", key);
+      }
+      if (const auto& cpus = l.A("cpu")) {
+        for (std::string_view key : kArrayKeys) {
+          if (l.A(key) && l.A(key)->size() != cpus->size())
+            return fmt::format("\"{}\" holds {} values for {} CPUs", key, l.A(key)->size(),
+                               cpus->size());
+        }
+        // Each value in its range: shares in [0, 1], a probe's time > 0, a
+        // speed in (0, 1] (the fastest core's probe over this one's).
+        auto at = [&](std::string_view key, size_t i, double lo, double hi, bool open_lo,
+                      std::optional<double>& out) -> bool {
+          if (!l.A(key) || !(*l.A(key))[i]) return true;
+          double v = *(*l.A(key))[i];
+          if (v < lo || (open_lo && v == lo) || v > hi) return false;
+          out = v;
+          return true;
+        };
+        for (size_t i = 0; i < cpus->size(); ++i) {
+          CoreReading c;
+          auto cpu = SmallInt((*cpus)[i], 0, 1 << 20);
+          if (!cpu) return "\"cpu\" holds a value that is not a CPU number";
+          c.cpu = *cpu;
+          if (!at("busy", i, 0, 1, false, c.busy) || !at("steal", i, 0, 1, false, c.steal) ||
+              !at("probe_s", i, 0, 3600, true, c.probe_s) ||
+              !at("speed", i, 0, 1 + 1e-9, true, c.speed))
+            return fmt::format("cpu {}: a share outside [0, 1], a probe time or speed not positive",
+                               c.cpu);
+          r.cores.push_back(c);
+        }
+      }
+      HostLog(l, n).rounds.push_back(std::move(r));
+      return "";
+    }
+    HostProcReading p;
+    p.time_ns = time;
+    auto pid = SmallInt(l.N("pid"), 1, 1 << 22);
+    if (!pid) return "host_proc needs an integer \"pid\"";
+    p.pid = *pid;
+    const auto& share = l.N("cpu_share");
+    if (!share || *share < 0 || *share > 1e5) return "host_proc needs a \"cpu_share\" >= 0";
+    p.cpu_share = *share;
+    if (l.N("ppid")) {
+      auto ppid = SmallInt(l.N("ppid"), 0, 1 << 22);
+      if (!ppid) return "\"ppid\" is not a pid";
+      p.ppid = *ppid;
+    }
+    if (l.N("rank")) {
+      p.rank = SmallInt(l.N("rank"), 0, kMaxRank);
+      if (!p.rank) return "\"rank\" is not a rank";
+    }
+    if (l.N("last_cpu")) {
+      p.last_cpu = SmallInt(l.N("last_cpu"), 0, 1 << 20);
+      if (!p.last_cpu) return "\"last_cpu\" is not a CPU number";
+    }
+    if (const auto& cpus = l.S("cpus_allowed")) {
+      std::optional<std::vector<int32_t>> list = ParseCpuList(*cpus);
+      if (!list) return "\"cpus_allowed\" is not a CPU list";
+      p.cpus_allowed = std::move(*list);
+    }
+    p.comm = l.S("comm").value_or("");
+    p.cmdline = l.S("cmdline").value_or("");
+    p.src = ctx_.Ref(n);
+    HostLog(l, n).procs.push_back(std::move(p));
+    return "";
+  }
+
+  HostCpuLog& HostLog(const Line& l, uint64_t n) {
+    std::string host = HostFor(l, false, n).value_or("");
+    HostCpuLog& log = host_cpu_[host];
+    log.host = std::move(host);
+    return log;
+  }
+
   void AddGpuInfo(const Line& l, GpuFacts& f, uint64_t n) {
     if (l.S("name")) f.name = l.S("name");
     if (l.N("max_sm_clock_mhz")) f.max_sm_clock_mhz = l.N("max_sm_clock_mhz");
@@ -375,6 +530,7 @@ class AgentLogFile {
     }
     for (auto& [key, p] : ib_) ctx_.out->network().ib_ports.push_back(std::move(p));
     for (auto& [key, e] : eth_) ctx_.out->network().eth_links.push_back(std::move(e));
+    for (auto& [host, log] : host_cpu_) ctx_.out->AddHostCpu(std::move(log));
   }
 
   ReaderContext& ctx_;
@@ -385,6 +541,7 @@ class AgentLogFile {
   std::map<std::pair<std::string, int32_t>, GpuAcc> gpus_;
   std::map<std::tuple<std::string, std::string, int32_t>, IbPort> ib_;
   std::map<std::pair<std::string, std::string>, EthLink> eth_;
+  std::map<std::string, HostCpuLog> host_cpu_;
 };
 
 int SniffAgentLog(std::string_view head) {

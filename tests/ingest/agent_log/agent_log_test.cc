@@ -190,6 +190,86 @@ TEST(AgentLogReaderTest, CorruptLinesAreCountedWithTheirLineAndTheRestIsRead) {
             std::string::npos);
 }
 
+TEST(AgentLogReaderTest, HostCpuAndProcessRecordsAreReadPerHost) {
+  TempDir dir;
+  std::string text =
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","procs_running":2,"procs_blocked":0,"cpu":[0,1],"busy":[0.02,1],"steal":[0,0.25],"probe_s":[9.2e-05,null],"speed":[1,null]})"
+      "\n"
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":4242,"ppid":1,"comm":"python3","cpu_share":0.98,"last_cpu":1,"cpus_allowed":"1,3-4","cmdline":"python3 -c while True: pass"})"
+      "\n"
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":31,"ppid":1,"comm":"python3","cpu_share":0.5,"last_cpu":1,"cpus_allowed":"0-1","rank":3,"cmdline":"python3 ddp_job.py"})"
+      "\n"
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"g","procs_running":1})"
+      "\n";
+  laggard::Run run = IngestPaths({WriteFile(dir.File("hardware.jsonl"), text)});
+  ASSERT_EQ(run.files.size(), 1u);
+  EXPECT_EQ(run.files[0].format, "agent_log");
+  EXPECT_EQ(run.files[0].records, 4u);
+  EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kHwUnknownField), 0u);
+  ASSERT_EQ(run.hardware.host_cpu.size(), 2u);  // by host
+  const HostCpuLog& g = run.hardware.host_cpu[0];
+  EXPECT_EQ(g.host, "g");
+  ASSERT_EQ(g.rounds.size(), 1u);
+  EXPECT_EQ(g.rounds[0].procs_running, 1);
+  EXPECT_TRUE(g.rounds[0].cores.empty());
+  const HostCpuLog& h = run.hardware.host_cpu[1];
+  ASSERT_EQ(h.rounds.size(), 1u);
+  EXPECT_EQ(h.rounds[0].time_ns, kT0);
+  ASSERT_EQ(h.rounds[0].cores.size(), 2u);
+  EXPECT_EQ(h.rounds[0].cores[1].cpu, 1);
+  EXPECT_EQ(h.rounds[0].cores[1].busy, 1);
+  EXPECT_EQ(h.rounds[0].cores[1].steal, 0.25);
+  EXPECT_FALSE(h.rounds[0].cores[1].probe_s);  // null: not measured
+  EXPECT_EQ(h.rounds[0].cores[0].probe_s, 9.2e-05);
+  ASSERT_EQ(h.procs.size(), 2u);
+  EXPECT_EQ(h.procs[0].pid, 4242);
+  EXPECT_EQ(h.procs[0].ppid, 1);
+  EXPECT_EQ(h.procs[0].cpus_allowed, (std::vector<int32_t>{1, 3, 4}));
+  EXPECT_EQ(h.procs[0].cmdline, "python3 -c while True: pass");
+  EXPECT_FALSE(h.procs[0].rank);
+  EXPECT_EQ(h.procs[1].rank, 3);
+  EXPECT_EQ(h.procs[1].src.line, 3u);
+}
+
+TEST(AgentLogReaderTest, BadHostCpuRecordsAreCountedWithWhy) {
+  TempDir dir;
+  std::string text =
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","cpu":[0,1],"busy":[0.5]})"
+      "\n"  // 1 lengths differ
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","cpu":[0],"busy":[1.5]})"
+      "\n"  // 2 a share over 1
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","cpu":[0.5]})"
+      "\n"  // 3 not a CPU number
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","cpu":"0"})"
+      "\n"  // 4 not an array
+      R"({"record":"host_cpu","time":"2024-05-01T12:00:00Z","host":"h","cpu":[0],"speed":["fast"]})"
+      "\n"  // 5 a string in an array
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","cpu_share":1})"
+      "\n"  // 6 no pid
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":7,"cpu_share":-1})"
+      "\n"  // 7 negative share
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":7,"cpu_share":1,"cpus_allowed":"3-1"})"
+      "\n"  // 8 not a CPU list
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":7,"cpu_share":1,"rank":-2})"
+      "\n"  // 9 not a rank
+      R"({"record":"host_proc","time":"2024-05-01T12:00:00Z","host":"h","pid":7,"cpu_share":1})"
+      "\n";  // 10 ok
+  laggard::Run run = IngestPaths({WriteFile(dir.File("hardware.jsonl"), text)});
+  EXPECT_EQ(run.files[0].records, 1u);
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kHwBadRecord), 9u);
+  const auto& ex = run.diagnostics.examples(DiagCode::kHwBadRecord);
+  ASSERT_GE(ex.size(), 5u);
+  EXPECT_NE(ex[0].message.find("\"busy\" holds 1 values for 2 CPUs"), std::string::npos)
+      << ex[0].message;
+  EXPECT_NE(ex[1].message.find("cpu 0: a share outside [0, 1]"), std::string::npos);
+  EXPECT_NE(ex[2].message.find("not a CPU number"), std::string::npos);
+  EXPECT_NE(ex[3].message.find("'cpu' is not an array"), std::string::npos);
+  EXPECT_NE(ex[4].message.find("not a number or null"), std::string::npos);
+  ASSERT_EQ(run.hardware.host_cpu.size(), 1u);
+  EXPECT_EQ(run.hardware.host_cpu[0].procs.size(), 1u);
+}
+
 TEST(AgentLogReaderTest, StepLinesInTheSameDirectoryAreNotHardwareRecords) {
   TempDir dir;
   WriteFile(dir.File("log/hardware.jsonl"), kGood);

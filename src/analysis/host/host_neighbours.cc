@@ -1,0 +1,164 @@
+#include "analysis/host/host_neighbours.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace laggard {
+namespace {
+
+bool Meets(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+           std::vector<int32_t>* both = nullptr) {
+  std::vector<int32_t> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  if (both != nullptr) *both = out;
+  return !out.empty();
+}
+
+// A process's cores: those it may run on, else those it was seen on.
+std::vector<int32_t> CoresOf(const std::vector<const HostProcReading*>& records) {
+  std::set<int32_t> cores;
+  for (const HostProcReading* p : records)
+    cores.insert(p->cpus_allowed.begin(), p->cpus_allowed.end());
+  if (cores.empty()) {
+    for (const HostProcReading* p : records) {
+      if (p->last_cpu) cores.insert(*p->last_cpu);
+    }
+  }
+  return {cores.begin(), cores.end()};
+}
+
+// One host's records, from every file that logged it.
+struct HostRecords {
+  std::vector<const HostProcReading*> procs;
+  std::vector<const HostCpuRound*> rounds;
+};
+
+void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHostCpu>& out) {
+  std::map<int32_t, std::map<int64_t, std::vector<const HostProcReading*>>> by_rank;
+  std::set<int64_t> job;
+  std::map<int64_t, std::vector<const HostProcReading*>> by_pid;
+  for (const HostProcReading* p : h.procs) {
+    by_pid[p->pid].push_back(p);
+    if (p->rank) {
+      by_rank[*p->rank][p->pid].push_back(p);
+      job.insert(p->pid);
+    }
+  }
+  for (const auto& [rank, pids] : by_rank) {
+    // The pid it reported from last, when it restarted.
+    const std::vector<const HostProcReading*>* mine = nullptr;
+    for (const auto& [pid, records] : pids) {
+      if (mine == nullptr || records.back()->time_ns > mine->back()->time_ns) mine = &records;
+    }
+    RankHostCpu r;
+    r.rank = rank;
+    r.host = host;
+    r.pid = mine->front()->pid;
+    r.cpus = CoresOf(*mine);
+    TimeNs from = mine->front()->time_ns, to = mine->front()->time_ns;
+    for (const HostProcReading* p : *mine) {
+      from = std::min(from, p->time_ns);
+      to = std::max(to, p->time_ns);
+    }
+    auto inside = [&](TimeNs t) { return t >= from && t <= to; };
+    std::set<TimeNs> scans;
+    for (const HostProcReading* p : h.procs) {
+      if (inside(p->time_ns)) scans.insert(p->time_ns);
+    }
+    r.scans = scans.size();
+    for (const auto& [pid, records] : by_pid) {
+      if (job.count(pid) > 0) continue;
+      // A child of the job's process is the job's (a loader's workers).
+      if (std::any_of(records.begin(), records.end(),
+                      [&](const HostProcReading* p) { return p->ppid && job.count(*p->ppid); }))
+        continue;
+      std::vector<int32_t> shared;
+      if (!Meets(CoresOf(records), r.cpus, &shared)) continue;
+      double sum = 0;
+      const HostProcReading* busiest = nullptr;
+      for (const HostProcReading* p : records) {
+        if (!inside(p->time_ns)) continue;
+        sum += p->cpu_share;
+        if (busiest == nullptr || p->cpu_share > busiest->cpu_share) busiest = p;
+      }
+      if (busiest == nullptr || r.scans == 0) continue;
+      const double share = sum / static_cast<double>(r.scans);
+      if (share < kMinNeighbourShare) continue;
+      r.neighbours.push_back(CpuNeighbour{.pid = pid,
+                                          .comm = busiest->comm,
+                                          .cmdline = busiest->cmdline,
+                                          .cpu_share = share,
+                                          .cpus = std::move(shared),
+                                          .src = busiest->src});
+    }
+    std::sort(r.neighbours.begin(), r.neighbours.end(),
+              [](const CpuNeighbour& a, const CpuNeighbour& b) {
+                return a.cpu_share != b.cpu_share ? a.cpu_share > b.cpu_share : a.pid < b.pid;
+              });
+    double steal = 0, speed = 0;
+    size_t steals = 0, speeds = 0;
+    for (const HostCpuRound* round : h.rounds) {
+      if (!inside(round->time_ns)) continue;
+      for (const CoreReading& c : round->cores) {
+        if (!std::binary_search(r.cpus.begin(), r.cpus.end(), c.cpu)) continue;
+        if (c.steal) {
+          steal += *c.steal;
+          ++steals;
+        }
+        if (c.speed) {
+          speed += *c.speed;
+          ++speeds;
+        }
+      }
+    }
+    if (steals > 0) r.steal = steal / static_cast<double>(steals);
+    if (speeds > 0) r.speed = speed / static_cast<double>(speeds);
+    out.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
+  std::map<std::string, HostRecords> hosts;
+  for (const HostCpuLog& log : run.hardware.host_cpu) {
+    HostRecords& h = hosts[log.host];
+    for (const HostProcReading& p : log.procs) h.procs.push_back(&p);
+    for (const HostCpuRound& r : log.rounds) h.rounds.push_back(&r);
+  }
+  std::vector<RankHostCpu> out;
+  for (const auto& [host, h] : hosts) ReadHost(host, h, out);
+  // A rank two hosts tie to (a host label changed mid-run): the one with
+  // more scans.
+  std::stable_sort(out.begin(), out.end(), [](const RankHostCpu& a, const RankHostCpu& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.scans > b.scans;
+  });
+  out.erase(
+      std::unique(out.begin(), out.end(),
+                  [](const RankHostCpu& a, const RankHostCpu& b) { return a.rank == b.rank; }),
+      out.end());
+  return out;
+}
+
+const RankHostCpu* FindRankHostCpu(const std::vector<RankHostCpu>& all, int32_t rank) {
+  auto it = std::lower_bound(all.begin(), all.end(), rank,
+                             [](const RankHostCpu& r, int32_t x) { return r.rank < x; });
+  return it != all.end() && it->rank == rank ? &*it : nullptr;
+}
+
+std::string CpuListText(const std::vector<int32_t>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace laggard

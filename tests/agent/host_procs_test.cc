@@ -1,0 +1,222 @@
+// The agent's process scan (agent/host_procs.h): /proc/<pid>/stat, status
+// and cmdline read into each busy process's share of a core, and the
+// hardware log's host_cpu and host_proc records.
+
+#include "agent/host_procs.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "agent/agent.h"
+#include "agent/clock.h"
+#include "analysis/host/host_neighbours.h"
+#include "test_util.h"
+
+namespace laggard::agent {
+namespace {
+
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+// `cat`'s own /proc/self/stat on this machine (Linux 6.1): utime 0, stime
+// 0, processor 1.
+constexpr const char* kCatStat =
+    "26095 (cat) R 26089 26089 22851 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 6628729 3133440 "
+    "407 18446744073709551615 94174814167040 94174814186921 140733076962016 0 0 0 0 0 0 0 0 0 "
+    "17 1 0 0 0 0 0 94174814202928 94174814204544 94175211999232 140733076965822 "
+    "140733076965842 140733076965842 140733076967403 0";
+
+// A stat line of `pid` with `comm`, utime + stime = `ticks`, on `cpu`.
+std::string Stat(int64_t pid, const std::string& comm, uint64_t ticks, int cpu) {
+  std::ostringstream s;
+  s << pid << " (" << comm << ") R 1 1 1 0 -1 0 0 0 0 0 " << ticks / 2 << ' ' << ticks - ticks / 2
+    << " 0 0 20 0 1 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 " << cpu << " 0 0 0 0 0";
+  return s.str();
+}
+
+void WriteProc(const TempDir& root, int64_t pid, const std::string& comm, uint64_t ticks, int cpu,
+               const std::string& allowed, const std::string& cmdline) {
+  const std::string dir = "proc/" + std::to_string(pid) + "/";
+  WriteFile(root.File(dir + "stat"), Stat(pid, comm, ticks, cpu) + "\n");
+  WriteFile(root.File(dir + "status"),
+            "Name:\t" + comm + "\nCpus_allowed:\t3\nCpus_allowed_list:\t" + allowed + "\n");
+  WriteFile(root.File(dir + "cmdline"), cmdline);
+}
+
+TEST(PidStatTest, ReadsTheKernelsLine) {
+  std::optional<PidStat> s = ParsePidStat(kCatStat);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->pid, 26095);
+  EXPECT_EQ(s->ppid, 26089);
+  EXPECT_EQ(s->comm, "cat");
+  EXPECT_EQ(s->cpu_ticks, 0u);
+  EXPECT_EQ(s->processor, 1);
+  // Our own line, as the kernel writes it now.
+  std::ifstream in("/proc/self/stat");
+  std::string self;
+  std::getline(in, self);
+  std::optional<PidStat> mine = ParsePidStat(self);
+  ASSERT_TRUE(mine.has_value()) << self;
+  EXPECT_EQ(mine->pid, getpid());
+  EXPECT_TRUE(mine->processor.has_value());
+}
+
+TEST(PidStatTest, ACommandNameWithSpacesAndParenthesesEndsAtTheLastOne) {
+  std::optional<PidStat> s = ParsePidStat(Stat(7, "a (b) c", 301, 3));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->comm, "a (b) c");
+  EXPECT_EQ(s->cpu_ticks, 301u);
+  EXPECT_EQ(s->processor, 3);
+}
+
+TEST(PidStatTest, CutOrWrongLinesAreRefused) {
+  EXPECT_FALSE(ParsePidStat(""));
+  EXPECT_FALSE(ParsePidStat("12 (x) R 1 1"));                        // cut before utime
+  EXPECT_FALSE(ParsePidStat("x (cat) R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // no pid
+  EXPECT_FALSE(ParsePidStat("0 (cat) R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // pid 0
+  EXPECT_FALSE(ParsePidStat("12 (cat) R 1 1 1 0 -1 0 0 0 0 0 five 5"));
+  EXPECT_FALSE(ParsePidStat("12 cat R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // no parentheses
+  // Old kernels end before processor: the time is read, the CPU not.
+  std::optional<PidStat> old = ParsePidStat("12 (x) R 1 1 1 0 -1 0 0 0 0 0 5 6");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->cpu_ticks, 11u);
+  EXPECT_FALSE(old->processor.has_value());
+}
+
+TEST(CmdlineTest, ArgumentsAreJoinedAndCut) {
+  using namespace std::string_literals;
+  EXPECT_EQ(CmdlineText("python3\0-c\0while True: pass\0"s), "python3 -c while True: pass");
+  EXPECT_EQ(CmdlineText(""), "");  // a kernel thread
+  EXPECT_EQ(CmdlineText("a\nb\0"s), "a?b");
+  EXPECT_EQ(CmdlineText(std::string(300, 'x'), 10), "xxxxxxxxxx...");
+}
+
+TEST(CmdlineTest, CpusAllowedListComesFromStatus) {
+  EXPECT_EQ(CpusAllowedList("Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1,4\nMems:\t1\n"),
+            "0-1,4");
+  EXPECT_FALSE(CpusAllowedList("Name:\tx\n"));
+  EXPECT_FALSE(CpusAllowedList("Cpus_allowed_list:\t\n"));
+}
+
+TEST(ProcScannerTest, SharesAreCpuTimeOverWallTimeBetweenScans) {
+  TempDir root;
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const uint64_t second = static_cast<uint64_t>(hz);
+  using namespace std::string_literals;
+  WriteProc(root, 100, "python3", 10, 1, "1", "python3\0-c\0while True: pass\0"s);
+  WriteProc(root, 200, "python3", 50, 1, "0-1", "python3\0ddp_job.py\0"s);
+  WriteProc(root, 300, "sshd", 7, 0, "0-1", "sshd\0"s);
+  WriteProc(root, 500, "reused", 9 * second, 0, "0-1", "old\0"s);
+  ProcScanner scanner(root.path(), 0.1, 8);
+  ProcScan first = scanner.Scan(10.0, {200});
+  EXPECT_EQ(first.processes, 4u);
+  EXPECT_TRUE(first.listed.empty());  // no previous scan: no share yet
+
+  // Two seconds later: the hog ran two seconds, the rank 0.4, sshd nothing;
+  // pid 400 is new; pid 500's time went back (a new process of that pid).
+  WriteProc(root, 100, "python3", 10 + 2 * second, 1, "1", "python3\0-c\0while True: pass\0"s);
+  WriteProc(root, 200, "python3", 50 + 2 * second / 5, 0, "0-1", "python3\0ddp_job.py\0"s);
+  WriteProc(root, 400, "new", 3 * second, 0, "0-1", "new\0"s);
+  WriteProc(root, 500, "reused", second, 0, "0-1", "new\0"s);
+  WriteFile(root.File("proc/600/stat"), "600 (bad) R 1\n");
+  WriteFile(root.File("proc/self/stat"), Stat(100, "python3", 0, 0));  // not a pid: skipped
+  ProcScan second_scan = scanner.Scan(12.0, {200});
+  EXPECT_EQ(second_scan.processes, 6u);
+  EXPECT_EQ(second_scan.parse_errors, 1u);
+  ASSERT_EQ(second_scan.listed.size(), 2u);
+  const ProcSample& hog = second_scan.listed[0];
+  EXPECT_EQ(hog.pid, 100);
+  EXPECT_NEAR(hog.cpu_share, 1.0, 1e-9);
+  EXPECT_EQ(hog.cmdline, "python3 -c while True: pass");
+  EXPECT_EQ(hog.cpus_allowed, "1");
+  EXPECT_EQ(hog.last_cpu, 1);
+  const ProcSample& rank = second_scan.listed[1];  // listed because asked for
+  EXPECT_EQ(rank.pid, 200);
+  EXPECT_NEAR(rank.cpu_share, 0.2, 1e-9);
+  EXPECT_EQ(rank.cpus_allowed, "0-1");
+  EXPECT_EQ(rank.last_cpu, 0);
+
+  // max_listed keeps the busiest only; `always` ones still come.
+  ProcScanner one(root.path(), 0.1, 1);
+  one.Scan(0.0, {});
+  WriteProc(root, 300, "sshd", 7 + second, 0, "0-1", "sshd\0"s);
+  WriteProc(root, 100, "python3", 10 + 4 * second, 1, "1", "hog\0"s);
+  ProcScan top = one.Scan(1.0, {200});
+  ASSERT_EQ(top.listed.size(), 2u);
+  EXPECT_EQ(top.listed[0].pid, 100);  // 2 cores' worth
+  EXPECT_NEAR(top.listed[0].cpu_share, 2.0, 1e-9);
+  EXPECT_EQ(top.listed[1].pid, 200);  // sshd (1.0) left out
+}
+
+TEST(ProcScannerTest, TheAgentLogsHostCpuAndTheBusyProcessesWithTheJobsRanks) {
+  TempDir root, logs;
+  using namespace std::string_literals;
+  WriteFile(root.File("proc/stat"),
+            "cpu0 100 0 0 100 0 0 0 0\ncpu1 100 0 0 100 0 0 0 0\nprocs_running 3\n");
+  WriteProc(root, 4242, "python3", 0, 1, "1", "python3\0-c\0while True: pass\0"s);
+  WriteProc(root, 31, "python3", 0, 1, "1", "python3\0ddp_job.py\0"s);
+  AgentOptions o;
+  o.listen = "127.0.0.1:0";
+  o.host = "node-1";
+  o.sysfs_root = root.path();
+  o.log_dir = logs.path();
+  o.cpu_probe_ns = 0;
+  o.proc_scan_ns = 1;  // every round
+  o.version = "test";
+  ManualClock clock(1'700'000'000'000'000'000);
+  Agent agent(o, nullptr, "no NVML here", clock);
+  ASSERT_TRUE(agent.Open().ok());
+  StepReport report;
+  report.rank = 3;
+  report.step = 1;
+  report.duration_ns = 500'000'000;
+  report.pid = 31;
+  agent.OnStep(report, StepSource::kUdp);
+  agent.SampleOnce();
+  WriteFile(root.File("proc/stat"),
+            "cpu0 150 0 10 120 0 0 0 20\ncpu1 200 0 0 100 0 0 0 0\nprocs_running 2\n");
+  WriteProc(root, 4242, "python3", 500, 1, "1", "python3\0-c\0while True: pass\0"s);
+  agent.SampleOnce();
+  agent.Stop();
+  std::ifstream in(logs.File("hardware.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string log = text.str();
+  EXPECT_NE(log.find("{\"record\":\"host_cpu\",\"time\":\"2023-11-14T22:13:20.000Z\","
+                     "\"host\":\"node-1\",\"procs_running\":2,\"cpu\":[0,1],\"busy\":[0.8,1],"
+                     "\"steal\":[0.2,0],\"probe_s\":[null,null],\"speed\":[null,null]}"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("\"record\":\"host_proc\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"pid\":4242,\"ppid\":1,\"comm\":\"python3\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"cpus_allowed\":\"1\",\"cmdline\":\"python3 -c while True: pass\"}"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("\"pid\":31,\"ppid\":1,\"comm\":\"python3\",\"cpu_share\":0,\"last_cpu\":1,"
+                     "\"cpus_allowed\":\"1\",\"rank\":3,\"cmdline\":\"python3 ddp_job.py\"}"),
+            std::string::npos)
+      << log;
+
+  // Read back as `laggard diagnose` reads it: rank 3's process and its
+  // neighbour on cpu 1.
+  laggard::Run run = testing_util::IngestPaths({logs.path()});
+  EXPECT_EQ(run.diagnostics.TotalOfKind(DiagKind::kBadRecord), 0u);
+  ASSERT_EQ(run.hardware.host_cpu.size(), 1u);
+  EXPECT_EQ(run.hardware.host_cpu[0].rounds.size(), 2u);
+  std::vector<RankHostCpu> seen = RanksOnHostCpus(run);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].rank, 3);
+  EXPECT_EQ(seen[0].pid, 31);
+  EXPECT_EQ(seen[0].cpus, std::vector<int32_t>{1});
+  ASSERT_EQ(seen[0].neighbours.size(), 1u);
+  EXPECT_EQ(seen[0].neighbours[0].cmdline, "python3 -c while True: pass");
+}
+
+}  // namespace
+}  // namespace laggard::agent
