@@ -88,6 +88,26 @@ TEST(RealJobTest, AHogOnARanksCoreIsHostContention) {
   }
 }
 
+// The same hog with a real `laggard agent` beside the job (realjobs.py
+// --agent): its hardware log names the busy loop that shares cpu 1 with
+// ranks 1 and 3, and the verdict says to stop it first.
+TEST(RealJobTest, TheAgentNamesTheHogsCommandLine) {
+  Verdict v = Diagnose(kData + "w4_cpu_hog_agent");
+  ASSERT_EQ(v.culprits.size(), 2u) << v.summary;
+  for (const Culprit& c : v.culprits) {
+    EXPECT_EQ(c.cause, "host_contention") << v.summary;
+    bool named = false;
+    for (const std::string& e : c.evidence) {
+      named |= e.starts_with("agent on vm: pid 12691 (python3), not the job's") &&
+               e.ends_with("-c while True: pass`");
+    }
+    EXPECT_TRUE(named) << "rank " << c.entity.rank.value_or(-1);
+  }
+  ASSERT_FALSE(v.next_steps.empty());
+  EXPECT_EQ(v.next_steps[0].rfind("stop or move pid 12691 on vm (`", 0), 0u) << v.next_steps[0];
+  EXPECT_TRUE(v.next_steps[0].ends_with("where ranks 1, 3 run")) << v.next_steps[0];
+}
+
 // A healthy run whose machine slowed for 13 steps: the job-wide verdict
 // says the CPUs slowed on every rank (their probes), not the job.
 TEST(RealJobTest, AJobWideSlowdownOfTheMachineSaysSo) {

@@ -120,8 +120,8 @@ TEST(HostNeighboursTest, TheVerdictNamesTheNeighbourOfAHostContentionCulpritFirs
   EXPECT_TRUE(v.culprits[1].evidence.empty());
   ASSERT_EQ(v.next_steps.size(), 3u);
   EXPECT_EQ(v.next_steps[0],
-            "stop or move pid 4242 on node-1 (`python3 -c while True: pass`): it used 0.78 of a "
-            "core on cpu 1, rank 3's");
+            "stop or move pid 4242 on node-1 (`python3 -c while True: pass`): it used up to 0.78 "
+            "of a core on cpu 1, where rank 3 runs");
   EXPECT_EQ(v.next_steps[1].rfind("move rank 3 off node-1", 0), 0u) << v.next_steps[1];
   EXPECT_EQ(v.next_steps[2], "check rank 3's host");
 
