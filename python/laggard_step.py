@@ -25,7 +25,7 @@ With a Reporter of your own:
 Each call sends one datagram in the agent's key=value line format
 (docs/agent.md):
 
-    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_probe_s=0.000140 cpu_s=0.640000 cpu_wait_s=0.002000 pid=4711 host=node-1 gpu=3
+    laggard-step rank=3 step=120 time_s=0.810000 compute_s=0.620000 cpu_probe_s=0.000140 cpu_s=0.640000 cpu_wait_s=0.002000 pid=4711 pidns=4026531836 host=node-1 gpu=3
 
 cpu_s and cpu_wait_s are the calling thread's time on a CPU and time
 runnable but waiting for one since the previous report (Linux's
@@ -35,8 +35,9 @@ the time of a fixed piece of work run on the same thread at each report
 (~0.1-0.3 ms; Reporter(probe=False) turns it off): a rank whose probe runs
 slower than its peers' sits on a slower core, or one shared with a
 neighbour the guest cannot see. pid is the reporting process's
-(os.getpid()): the agent ties it to the rank, to tell the job's processes
-from others on its cores.
+(os.getpid()) and pidns its PID namespace (/proc/self/ns/pid): the agent
+ties the pid to the rank, to tell the job's processes from others on its
+cores, when it reads /proc of that namespace (not from another container).
 
 to UDP 127.0.0.1:9401 (the agent's default) or to a Unix datagram socket.
 Sending never blocks the training loop and never raises: when no agent
@@ -69,7 +70,7 @@ import socket
 import threading
 import time
 
-__all__ = ["Reporter", "compute", "cpu_probe", "format_line", "thread_cpu"]
+__all__ = ["Reporter", "compute", "cpu_probe", "format_line", "pid_namespace", "thread_cpu"]
 
 DEFAULT_ADDR = "127.0.0.1:9401"
 
@@ -108,7 +109,23 @@ def _num(seconds):
     return "%.6f" % float(seconds)
 
 
-def format_line(rank, step, seconds, host=None, gpu=None, ts=None, pid=None, **phases):
+def pid_namespace():
+    """The inode of this process's PID namespace (/proc/self/ns/pid,
+    "pid:[4026531836]"), or None where it cannot be read."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    if not (link.startswith("pid:[") and link.endswith("]")):
+        return None
+    try:
+        return int(link[5:-1])
+    except ValueError:
+        return None
+
+
+def format_line(rank, step, seconds, host=None, gpu=None, ts=None, pid=None, pidns=None,
+                **phases):
     """The key=value line for one step. Phase keyword arguments end in _s
     (seconds), e.g. compute_s=0.62, data_s=0.01; pid is the reporting
     process's id."""
@@ -123,6 +140,8 @@ def format_line(rank, step, seconds, host=None, gpu=None, ts=None, pid=None, **p
         parts.append("%s=%s" % (key, _num(value)))
     if pid is not None:
         parts.append("pid=%d" % int(pid))
+    if pidns is not None:
+        parts.append("pidns=%d" % int(pidns))
     if host:
         parts.append("host=%s" % host)
     if gpu is not None:
@@ -194,6 +213,7 @@ class Reporter(object):
         self._pending = []      # (line args, start event, end event) waiting on CUDA
         self._last_block_end = None  # perf_counter when compute(step) last reported
         self._cpu = None        # thread_cpu() at the previous step() call
+        self._pidns = pid_namespace()
         self._probe = probe     # time cpu_probe() each step
         addr = addr or os.environ.get("LAGGARD_STEP_ADDR", DEFAULT_ADDR)
         self._sock = None
@@ -261,7 +281,8 @@ class Reporter(object):
         times in seconds: reporter.step(i, dt, data_s=0.02)."""
         try:
             args = dict(rank=self.rank, step=step, seconds=seconds, host=self.host,
-                        gpu=self.gpu, ts=time.time(), pid=os.getpid(), **phases)
+                        gpu=self.gpu, ts=time.time(), pid=os.getpid(), pidns=self._pidns,
+                        **phases)
             # The calling thread's CPU time and run-queue wait since the
             # previous call (none for the first: no start to measure from).
             cpu, prev = thread_cpu(), self._cpu

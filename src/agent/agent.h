@@ -126,6 +126,7 @@ class Agent final : public StepSink {
   std::optional<SysfsReader> sysfs_;
   std::optional<HostCpuSampler> host_cpu_sampler_;
   std::optional<ProcScanner> proc_scanner_;
+  std::optional<uint64_t> proc_pidns_;  // the PID namespace of the /proc read
   std::optional<std::chrono::steady_clock::time_point> procs_scanned_;
   std::unique_ptr<StepIntake> intake_;
   std::unique_ptr<net::HttpServer> http_;

@@ -242,8 +242,11 @@ StatusOr<std::vector<FakeGpu>> ParseFakeGpuScript(std::string_view text) {
 }
 
 StatusOr<std::vector<FakeGpu>> LoadFakeGpuScript(const std::string& path) {
-  std::optional<std::string> text = ReadFileUpTo(path, 64 << 20);
+  constexpr size_t kMaxScript = 64 << 20;
+  std::optional<std::string> text = ReadFileUpTo(path, kMaxScript + 1);
   if (!text) return Status::Error(fmt::format("cannot read fake GPU script {}", path));
+  if (text->size() > kMaxScript)
+    return Status::Error(fmt::format("fake GPU script {}: larger than 64 MiB", path));
   auto gpus = ParseFakeGpuScript(*text);
   if (!gpus.ok()) return Status::Error(fmt::format("{}: {}", path, gpus.status().message()));
   return gpus;

@@ -23,11 +23,12 @@ std::optional<PidStat> ParsePidStat(std::string_view line) {
   if (!pid || *pid <= 0) return std::nullopt;
   std::vector<std::string_view> f = SplitBlanks(line.substr(close + 1));
   // f[0] is field 3 (state): field k is f[k - 3].
-  if (f.size() < 13) return std::nullopt;
+  if (f.size() < 20) return std::nullopt;
   std::optional<uint64_t> utime = ParseInt<uint64_t>(f[11]);
   std::optional<uint64_t> stime = ParseInt<uint64_t>(f[12]);
   std::optional<int64_t> ppid = ParseInt<int64_t>(f[1]);
-  if (!utime || !stime || !ppid || *ppid < 0 ||
+  std::optional<uint64_t> start = ParseInt<uint64_t>(f[19]);
+  if (!utime || !stime || !ppid || *ppid < 0 || !start ||
       *utime > std::numeric_limits<uint64_t>::max() - *stime)
     return std::nullopt;
   PidStat out;
@@ -35,6 +36,7 @@ std::optional<PidStat> ParsePidStat(std::string_view line) {
   out.ppid = *ppid;
   out.comm = Printable(line.substr(open + 2, close - open - 2), 64);
   out.cpu_ticks = *utime + *stime;
+  out.start_ticks = *start;
   if (f.size() > 36) {
     std::optional<int32_t> cpu = ParseInt<int32_t>(f[36]);
     if (cpu && *cpu >= 0) out.processor = cpu;
@@ -59,6 +61,21 @@ std::optional<std::string> CpusAllowedList(std::string_view status) {
   return std::string(rest);
 }
 
+std::optional<uint64_t> ParseNamespaceLink(std::string_view link) {
+  if (!link.starts_with("pid:[") || !link.ends_with("]")) return std::nullopt;
+  std::optional<uint64_t> v = ParseInt<uint64_t>(link.substr(5, link.size() - 6));
+  if (!v || *v == 0 || link[5] == '+') return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> ProcPidNamespace(const std::string& root) {
+  std::string path = root == "/" || root.empty() ? "/proc/self/ns/pid" : root + "/proc/1/ns/pid";
+  char buf[128];
+  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return std::nullopt;
+  return ParseNamespaceLink(std::string_view(buf, static_cast<size_t>(n)));
+}
+
 ProcScanner::ProcScanner(std::string root, double min_share, size_t max_listed)
     : min_share_(min_share), max_listed_(max_listed) {
   proc_ = std::move(root);
@@ -66,11 +83,13 @@ ProcScanner::ProcScanner(std::string root, double min_share, size_t max_listed)
   proc_ += "proc/";
   long hz = sysconf(_SC_CLK_TCK);
   ticks_per_s_ = hz > 0 ? static_cast<double>(hz) : 100;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cores_ = online > 0 ? static_cast<double>(online) : 1;
 }
 
-ProcScan ProcScanner::Scan(double now_s, const std::set<int64_t>& always) {
+ProcScan ProcScanner::Scan(double now_s, const std::set<int64_t>& job) {
   ProcScan out;
-  std::map<int64_t, uint64_t> ticks;
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> now;
   std::vector<std::pair<PidStat, double>> seen;  // with the share, when known (-1 not)
   if (DIR* dir = opendir(proc_.c_str())) {
     while (dirent* e = readdir(dir)) {
@@ -84,30 +103,43 @@ ProcScan ProcScanner::Scan(double now_s, const std::set<int64_t>& always) {
         ++out.parse_errors;
         continue;
       }
-      ticks[st->pid] = st->cpu_ticks;
+      now[st->pid] = {st->cpu_ticks, st->start_ticks};
       double share = -1;
-      auto it = previous_ticks_.find(st->pid);
-      if (previous_s_ && now_s > *previous_s_ && it != previous_ticks_.end() &&
-          st->cpu_ticks >= it->second) {
-        share =
-            static_cast<double>(st->cpu_ticks - it->second) / ticks_per_s_ / (now_s - *previous_s_);
+      auto it = previous_.find(st->pid);
+      if (previous_s_ && now_s > *previous_s_ && it != previous_.end() &&
+          it->second.second == st->start_ticks && st->cpu_ticks >= it->second.first) {
+        share = std::min(cores_, static_cast<double>(st->cpu_ticks - it->second.first) /
+                                     ticks_per_s_ / (now_s - *previous_s_));
       }
       seen.emplace_back(std::move(*st), share);
     }
     closedir(dir);
   }
-  previous_ticks_ = std::move(ticks);
+  previous_ = std::move(now);
   previous_s_ = now_s;
+  // The job's descendants, by their parents (a chain of at most 64).
+  std::map<int64_t, int64_t> parent;
+  for (const auto& [st, share] : seen) parent[st.pid] = st.ppid;
+  auto descends = [&](int64_t pid) {
+    for (int depth = 0; depth < 64; ++depth) {
+      auto it = parent.find(pid);
+      if (it == parent.end() || it->second <= 0) return false;
+      pid = it->second;
+      if (job.count(pid) > 0) return true;
+    }
+    return false;
+  };
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first.pid < b.first.pid;
   });
   size_t busy = 0;
   for (auto& [st, share] : seen) {
-    const bool wanted = always.count(st.pid) > 0;
-    const bool busiest = share >= min_share_ && busy < max_listed_;
-    if (!wanted && !busiest) continue;
     if (share < 0) continue;  // new since the previous scan: no share yet
-    if (busiest) ++busy;
+    const bool mine = job.count(st.pid) > 0;
+    if (!mine) {
+      if (share < min_share_ || busy >= max_listed_ || descends(st.pid)) continue;
+      ++busy;
+    }
     ProcSample s;
     s.pid = st.pid;
     s.ppid = st.ppid;

@@ -274,6 +274,11 @@ class MetricsRenderer {
     w_.Family("laggard_agent_ranks_expired_total", "counter",
               "Ranks forgotten after reporting nothing for --rank-ttl.");
     w_.Sample("laggard_agent_ranks_expired_total", base_, static_cast<double>(c_.ranks_expired));
+    w_.Family("laggard_agent_step_pids_other_namespace_total", "counter",
+              "Step reports whose pid= is of another PID namespace than the /proc the agent "
+              "reads: not tied to their rank.");
+    w_.Sample("laggard_agent_step_pids_other_namespace_total", base_,
+              static_cast<double>(c_.pids_other_namespace));
     w_.Family("laggard_agent_sysfs_parse_errors_total", "counter",
               "sysfs attributes and /proc/stat lines with unexpected contents.");
     w_.Sample("laggard_agent_sysfs_parse_errors_total", base_,

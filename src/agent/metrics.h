@@ -62,6 +62,7 @@ struct AgentCounters {
              static_cast<size_t>(BadLine::kCount)>
       bad_lines{};
   uint64_t ranks_expired = 0;
+  uint64_t pids_other_namespace = 0;  // step reports whose pid is of another PID namespace
   uint64_t sysfs_parse_errors = 0;
   // Rolling logs, by stem ("steps", "hardware").
   std::map<std::string, uint64_t> log_bytes;

@@ -167,6 +167,10 @@ LineKind ParseKeyValue(std::string_view rest, StepReport& out, BadLine& bad, std
       auto v = ParseInt<int64_t>(value);
       if (!v || *v <= 0 || *v > kMaxPid) return bad_value();
       out.pid = *v;
+    } else if (key == "pidns") {
+      auto v = ParseInt<uint64_t>(value);
+      if (!v || *v == 0) return bad_value();
+      out.pidns = *v;
     } else if (key == "host") {
       size_t q = 0;
       if (value.empty() || value.size() > 255 ||

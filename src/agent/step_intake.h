@@ -19,7 +19,9 @@
 //     time_ns; optional: ts (end of the step: epoch seconds or ISO 8601; the
 //     receipt time otherwise), host, gpu (local index), pid (the reporting
 //     process: the agent tells the job's processes from others on its
-//     cores by it, host_procs.h), and phase times
+//     cores by it, host_procs.h) and pidns (the inode of the process's PID
+//     namespace, /proc/self/ns/pid: a pid of another namespace than the
+//     /proc the agent reads names another process there), and phase times
 //     <phase>_s / _ms / _us / _ns for any phase name of [a-z0-9_] up to 32
 //     characters (compute, data, comm, optimizer ...). Unknown keys without a
 //     unit suffix are ignored (forward compatibility).
@@ -60,6 +62,7 @@ struct StepReport {
   std::optional<std::string> host;
   std::optional<int32_t> gpu;
   std::optional<int64_t> pid;
+  std::optional<uint64_t> pidns;
   std::vector<std::pair<std::string, DurationNs>> phases;  // in the order given
 };
 

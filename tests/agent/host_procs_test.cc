@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,26 +25,37 @@ namespace {
 using testing_util::TempDir;
 using testing_util::WriteFile;
 
-// `cat`'s own /proc/self/stat on this machine (Linux 6.1): utime 0, stime
-// 0, processor 1.
+// `cat`'s own /proc/self/stat as Linux 6.1 writes it: utime 0, stime 0,
+// starttime 6628729, processor 1.
 constexpr const char* kCatStat =
     "26095 (cat) R 26089 26089 22851 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 6628729 3133440 "
     "407 18446744073709551615 94174814167040 94174814186921 140733076962016 0 0 0 0 0 0 0 0 0 "
     "17 1 0 0 0 0 0 94174814202928 94174814204544 94175211999232 140733076965822 "
     "140733076965842 140733076965842 140733076967403 0";
 
-// A stat line of `pid` with `comm`, utime + stime = `ticks`, on `cpu`.
-std::string Stat(int64_t pid, const std::string& comm, uint64_t ticks, int cpu) {
+// A stat line of `pid` (child of `ppid`, started at `start`) with `comm`,
+// utime + stime = `ticks`, on `cpu`.
+std::string Stat(int64_t pid, const std::string& comm, uint64_t ticks, int cpu, int64_t ppid = 1,
+                 uint64_t start = 100) {
   std::ostringstream s;
-  s << pid << " (" << comm << ") R 1 1 1 0 -1 0 0 0 0 0 " << ticks / 2 << ' ' << ticks - ticks / 2
-    << " 0 0 20 0 1 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 " << cpu << " 0 0 0 0 0";
+  s << pid << " (" << comm << ") R " << ppid << " 1 1 0 -1 0 0 0 0 0 " << ticks / 2 << ' '
+    << ticks - ticks / 2 << " 0 0 20 0 1 0 " << start << " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 " << cpu
+    << " 0 0 0 0 0";
   return s.str();
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 void WriteProc(const TempDir& root, int64_t pid, const std::string& comm, uint64_t ticks, int cpu,
-               const std::string& allowed, const std::string& cmdline) {
+               const std::string& allowed, const std::string& cmdline, int64_t ppid = 1,
+               uint64_t start = 100) {
   const std::string dir = "proc/" + std::to_string(pid) + "/";
-  WriteFile(root.File(dir + "stat"), Stat(pid, comm, ticks, cpu) + "\n");
+  WriteFile(root.File(dir + "stat"), Stat(pid, comm, ticks, cpu, ppid, start) + "\n");
   WriteFile(root.File(dir + "status"),
             "Name:\t" + comm + "\nCpus_allowed:\t3\nCpus_allowed_list:\t" + allowed + "\n");
   WriteFile(root.File(dir + "cmdline"), cmdline);
@@ -56,6 +68,7 @@ TEST(PidStatTest, ReadsTheKernelsLine) {
   EXPECT_EQ(s->ppid, 26089);
   EXPECT_EQ(s->comm, "cat");
   EXPECT_EQ(s->cpu_ticks, 0u);
+  EXPECT_EQ(s->start_ticks, 6628729u);
   EXPECT_EQ(s->processor, 1);
   // Our own line, as the kernel writes it now.
   std::ifstream in("/proc/self/stat");
@@ -76,16 +89,23 @@ TEST(PidStatTest, ACommandNameWithSpacesAndParenthesesEndsAtTheLastOne) {
 }
 
 TEST(PidStatTest, CutOrWrongLinesAreRefused) {
+  // Fields 3-22 (state .. starttime): utime 5, stime 6, starttime 77.
+  const std::string rest = " R 1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 77";
+  ASSERT_TRUE(ParsePidStat("12 (x)" + rest));
   EXPECT_FALSE(ParsePidStat(""));
-  EXPECT_FALSE(ParsePidStat("12 (x) R 1 1"));                        // cut before utime
-  EXPECT_FALSE(ParsePidStat("x (cat) R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // no pid
-  EXPECT_FALSE(ParsePidStat("0 (cat) R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // pid 0
-  EXPECT_FALSE(ParsePidStat("12 (cat) R 1 1 1 0 -1 0 0 0 0 0 five 5"));
-  EXPECT_FALSE(ParsePidStat("12 cat R 1 1 1 0 -1 0 0 0 0 0 5 5"));  // no parentheses
+  EXPECT_FALSE(ParsePidStat("12 (x) R 1 1"));                       // cut before utime
+  EXPECT_FALSE(ParsePidStat("12 (x) R 1 1 1 0 -1 0 0 0 0 0 5 6"));  // cut before starttime
+  EXPECT_FALSE(ParsePidStat("x (cat)" + rest));                     // no pid
+  EXPECT_FALSE(ParsePidStat("0 (cat)" + rest));                     // pid 0
+  EXPECT_FALSE(ParsePidStat("+12 (cat)" + rest));                   // not the kernel's digits
+  EXPECT_FALSE(ParsePidStat("12 (cat) R 1 1 1 0 -1 0 0 0 0 0 five 6 0 0 20 0 1 0 77"));
+  EXPECT_FALSE(ParsePidStat("12 (cat) R -1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 77"));  // ppid
+  EXPECT_FALSE(ParsePidStat("12 cat" + rest));  // no parentheses
   // Old kernels end before processor: the time is read, the CPU not.
-  std::optional<PidStat> old = ParsePidStat("12 (x) R 1 1 1 0 -1 0 0 0 0 0 5 6");
+  std::optional<PidStat> old = ParsePidStat("12 (x)" + rest);
   ASSERT_TRUE(old.has_value());
   EXPECT_EQ(old->cpu_ticks, 11u);
+  EXPECT_EQ(old->start_ticks, 77u);
   EXPECT_FALSE(old->processor.has_value());
 }
 
@@ -113,9 +133,12 @@ TEST(ProcScannerTest, SharesAreCpuTimeOverWallTimeBetweenScans) {
   WriteProc(root, 200, "python3", 50, 1, "0-1", "python3\0ddp_job.py\0"s);
   WriteProc(root, 300, "sshd", 7, 0, "0-1", "sshd\0"s);
   WriteProc(root, 500, "reused", 9 * second, 0, "0-1", "old\0"s);
+  WriteProc(root, 700, "first", 5, 0, "0-1", "first\0"s);
+  WriteProc(root, 210, "loader", 50, 0, "0-1", "python3\0loader\0"s, 200);
+  WriteProc(root, 211, "worker", 50, 0, "0-1", "python3\0worker\0"s, 210);
   ProcScanner scanner(root.path(), 0.1, 8);
   ProcScan first = scanner.Scan(10.0, {200});
-  EXPECT_EQ(first.processes, 4u);
+  EXPECT_EQ(first.processes, 7u);
   EXPECT_TRUE(first.listed.empty());  // no previous scan: no share yet
 
   // Two seconds later: the hog ran two seconds, the rank 0.4, sshd nothing;
@@ -124,11 +147,18 @@ TEST(ProcScannerTest, SharesAreCpuTimeOverWallTimeBetweenScans) {
   WriteProc(root, 200, "python3", 50 + 2 * second / 5, 0, "0-1", "python3\0ddp_job.py\0"s);
   WriteProc(root, 400, "new", 3 * second, 0, "0-1", "new\0"s);
   WriteProc(root, 500, "reused", second, 0, "0-1", "new\0"s);
+  // A new process of pid 700 (another start time) with more CPU time than
+  // the old one had: no share from the old one's.
+  WriteProc(root, 210, "loader", 50 + second, 0, "0-1", "python3\0loader\0"s, 200);
+  WriteProc(root, 211, "worker", 50 + second, 0, "0-1", "python3\0worker\0"s, 210);
+  WriteProc(root, 700, "second", 5 + 2 * second, 0, "0-1", "second\0"s, 1, 900);
   WriteFile(root.File("proc/600/stat"), "600 (bad) R 1\n");
   WriteFile(root.File("proc/self/stat"), Stat(100, "python3", 0, 0));  // not a pid: skipped
   ProcScan second_scan = scanner.Scan(12.0, {200});
-  EXPECT_EQ(second_scan.processes, 6u);
+  EXPECT_EQ(second_scan.processes, 9u);
   EXPECT_EQ(second_scan.parse_errors, 1u);
+  // The rank's loader (its child) and the loader's worker are the job's:
+  // not listed, however busy. Neither is pid 700's new process.
   ASSERT_EQ(second_scan.listed.size(), 2u);
   const ProcSample& hog = second_scan.listed[0];
   EXPECT_EQ(hog.pid, 100);
@@ -142,16 +172,18 @@ TEST(ProcScannerTest, SharesAreCpuTimeOverWallTimeBetweenScans) {
   EXPECT_EQ(rank.cpus_allowed, "0-1");
   EXPECT_EQ(rank.last_cpu, 0);
 
-  // max_listed keeps the busiest only; `always` ones still come.
+  // max_listed keeps the busiest others only; the job's still come, and
+  // do not take a place.
   ProcScanner one(root.path(), 0.1, 1);
   one.Scan(0.0, {});
   WriteProc(root, 300, "sshd", 7 + second, 0, "0-1", "sshd\0"s);
   WriteProc(root, 100, "python3", 10 + 4 * second, 1, "1", "hog\0"s);
-  ProcScan top = one.Scan(1.0, {200});
+  WriteProc(root, 200, "python3", 50 + second, 0, "0-1", "python3\0ddp_job.py\0"s);
+  ProcScan top = one.Scan(2.0, {200});
   ASSERT_EQ(top.listed.size(), 2u);
-  EXPECT_EQ(top.listed[0].pid, 100);  // 2 cores' worth
-  EXPECT_NEAR(top.listed[0].cpu_share, 2.0, 1e-9);
-  EXPECT_EQ(top.listed[1].pid, 200);  // sshd (1.0) left out
+  EXPECT_EQ(top.listed[0].pid, 100);  // a core's worth
+  EXPECT_NEAR(top.listed[0].cpu_share, 1.0, 1e-9);
+  EXPECT_EQ(top.listed[1].pid, 200);  // the rank; sshd (0.5) left out
 }
 
 TEST(ProcScannerTest, TheAgentLogsHostCpuAndTheBusyProcessesWithTheJobsRanks) {
@@ -184,10 +216,7 @@ TEST(ProcScannerTest, TheAgentLogsHostCpuAndTheBusyProcessesWithTheJobsRanks) {
   WriteProc(root, 4242, "python3", 500, 1, "1", "python3\0-c\0while True: pass\0"s);
   agent.SampleOnce();
   agent.Stop();
-  std::ifstream in(logs.File("hardware.jsonl"));
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string log = text.str();
+  const std::string log = ReadAll(logs.File("hardware.jsonl"));
   EXPECT_NE(log.find("{\"record\":\"host_cpu\",\"time\":\"2023-11-14T22:13:20.000Z\","
                      "\"host\":\"node-1\",\"procs_running\":2,\"cpu\":[0,1],\"busy\":[0.8,1],"
                      "\"steal\":[0.2,0],\"probe_s\":[null,null],\"speed\":[null,null]}"),
@@ -202,6 +231,33 @@ TEST(ProcScannerTest, TheAgentLogsHostCpuAndTheBusyProcessesWithTheJobsRanks) {
                      "\"cpus_allowed\":\"1\",\"rank\":3,\"cmdline\":\"python3 ddp_job.py\"}"),
             std::string::npos)
       << log;
+
+  // A rank reporting from another PID namespace than the /proc read: its
+  // pid names another process here, so it is not tied.
+  std::filesystem::create_directories(root.File("proc/1/ns"));
+  std::filesystem::create_symlink("pid:[4026531836]", root.File("proc/1/ns/pid"));
+  EXPECT_EQ(ProcPidNamespace(root.path()), 4026531836u);
+  EXPECT_EQ(ParseNamespaceLink("pid:[12]"), 12u);
+  EXPECT_FALSE(ParseNamespaceLink("net:[12]"));
+  EXPECT_FALSE(ParseNamespaceLink("pid:[+12]"));
+  TempDir logs2;
+  o.log_dir = logs2.path();
+  Agent other(o, nullptr, "no NVML here", clock);
+  ASSERT_TRUE(other.Open().ok());
+  report.pidns = 4026532000;
+  other.OnStep(report, StepSource::kUdp);
+  report.rank = 4;
+  report.pidns = 4026531836;
+  other.OnStep(report, StepSource::kUdp);
+  other.SampleOnce();
+  other.SampleOnce();
+  other.Stop();
+  const std::string log2 = ReadAll(logs2.File("hardware.jsonl"));
+  EXPECT_EQ(log2.find("\"rank\":3"), std::string::npos) << log2;
+  EXPECT_NE(log2.find("\"rank\":4"), std::string::npos) << log2;
+  EXPECT_NE(
+      other.Metrics().find("laggard_agent_step_pids_other_namespace_total{host=\"node-1\"} 1"),
+      std::string::npos);
 
   // Read back as `laggard diagnose` reads it: rank 3's process and its
   // neighbour on cpu 1.

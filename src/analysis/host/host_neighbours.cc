@@ -30,6 +30,17 @@ std::vector<int32_t> CoresOf(const std::vector<const HostProcReading*>& records)
   return {cores.begin(), cores.end()};
 }
 
+// Whether `pid`'s chain of parents (as logged, at most 64) reaches `job`.
+bool Descends(int64_t pid, const std::map<int64_t, int64_t>& parent, const std::set<int64_t>& job) {
+  for (int depth = 0; depth < 64; ++depth) {
+    auto it = parent.find(pid);
+    if (it == parent.end() || it->second <= 0) return false;
+    pid = it->second;
+    if (job.count(pid) > 0) return true;
+  }
+  return false;
+}
+
 // One host's records, from every file that logged it.
 struct HostRecords {
   std::vector<const HostProcReading*> procs;
@@ -40,8 +51,10 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
   std::map<int32_t, std::map<int64_t, std::vector<const HostProcReading*>>> by_rank;
   std::set<int64_t> job;
   std::map<int64_t, std::vector<const HostProcReading*>> by_pid;
+  std::map<int64_t, int64_t> parent;
   for (const HostProcReading* p : h.procs) {
     by_pid[p->pid].push_back(p);
+    if (p->ppid) parent[p->pid] = *p->ppid;
     if (p->rank) {
       by_rank[*p->rank][p->pid].push_back(p);
       job.insert(p->pid);
@@ -69,14 +82,11 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
       if (inside(p->time_ns)) scans.insert(p->time_ns);
     }
     r.scans = scans.size();
+    r.window_s = static_cast<double>(to - from) / 1e9;
     for (const auto& [pid, records] : by_pid) {
-      if (job.count(pid) > 0) continue;
-      // A child of the job's process is the job's (a loader's workers).
-      if (std::any_of(records.begin(), records.end(),
-                      [&](const HostProcReading* p) { return p->ppid && job.count(*p->ppid); }))
-        continue;
-      std::vector<int32_t> shared;
-      if (!Meets(CoresOf(records), r.cpus, &shared)) continue;
+      if (job.count(pid) > 0 || Descends(pid, parent, job)) continue;
+      std::vector<int32_t> allowed = CoresOf(records), shared;
+      if (!Meets(allowed, r.cpus, &shared)) continue;
       double sum = 0;
       const HostProcReading* busiest = nullptr;
       for (const HostProcReading* p : records) {
@@ -92,6 +102,7 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
                                           .cmdline = busiest->cmdline,
                                           .cpu_share = share,
                                           .cpus = std::move(shared),
+                                          .cpus_allowed = std::move(allowed),
                                           .src = busiest->src});
     }
     std::sort(r.neighbours.begin(), r.neighbours.end(),

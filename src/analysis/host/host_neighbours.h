@@ -11,7 +11,8 @@
 // rank's process at every scan once it reported a step.
 //
 // The job's processes: every process tied to a rank on that host, and
-// their children (a data loader's workers, by ppid). Any other process is
+// their descendants (by ppid, through the processes logged; the agent
+// leaves the job's descendants out of its log). Any other process is
 // a neighbour of the rank when the cores it may run on meet the rank's and
 // it used at least kMinNeighbourShare of a core over the window's scans
 // (its share at each scan in the window, 0 at a scan that did not list it,
@@ -41,9 +42,10 @@ struct CpuNeighbour {
   int64_t pid = 0;
   std::string comm;
   std::string cmdline;
-  double cpu_share = 0;       // of one core, mean over the rank's window
-  std::vector<int32_t> cpus;  // the rank's cores it may run on
-  SourceRef src;              // its busiest record
+  double cpu_share = 0;               // of one core, mean over the rank's window, on all its cores
+  std::vector<int32_t> cpus;          // the rank's cores it may run on
+  std::vector<int32_t> cpus_allowed;  // all the cores it may run on
+  SourceRef src;                      // its busiest record
 };
 
 struct RankHostCpu {
@@ -52,6 +54,7 @@ struct RankHostCpu {
   int64_t pid = 0;
   std::vector<int32_t> cpus;             // the rank's cores
   size_t scans = 0;                      // process scans in its window
+  double window_s = 0;                   // from its first scan to its last
   std::vector<CpuNeighbour> neighbours;  // busiest first
   std::optional<double> steal;           // mean share of its cores
   std::optional<double> speed;           // mean speed of its cores (1: the host's fastest)

@@ -83,6 +83,75 @@ TEST(HostNeighboursTest, TheBusyProcessOnARanksCoresThatIsNotTheJobsIsItsNeighbo
   EXPECT_TRUE(RanksOnHostCpus(laggard::Run{}).empty());
 }
 
+TEST(HostNeighboursTest, NothingButTheJobOnARanksCoresIsNoNeighbour) {
+  // Two ranks pinned to cores 0 and 1 with their loaders (children) and a
+  // compile worker (a grandchild), all busy; rank 1 restarted under a new
+  // pid, whose records are read; the old pid's loader is the job's too.
+  laggard::Run run;
+  HostCpuLog log{.host = "node-1"};
+  for (int s = 0; s < 4; ++s) {
+    TimeNs t = kT0 + s * kSecond;
+    log.procs.push_back(Proc(t, 30, 1, "python3 train.py", 0.9, {0}, 0));
+    log.procs.push_back(Proc(t, s < 2 ? 31 : 41, 1, "python3 train.py", 0.9, {1}, 1));
+    log.procs.push_back(Proc(t, 50, 30, "pt_data_worker", 0.9, {0}));
+    log.procs.push_back(Proc(t, 51, 50, "compile worker", 0.9, {0, 1}));
+    log.procs.push_back(Proc(t, 52, 31, "pt_data_worker", 0.9, {1}));
+    log.rounds.push_back(HostCpuRound{
+        .time_ns = t,
+        .cores = {CoreReading{.cpu = 0, .steal = 0}, CoreReading{.cpu = 1, .steal = 0}}});
+  }
+  run.hardware.host_cpu.push_back(log);
+  std::vector<RankHostCpu> seen = RanksOnHostCpus(run);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(seen[0].neighbours.empty());
+  EXPECT_TRUE(seen[1].neighbours.empty());
+  EXPECT_EQ(seen[1].pid, 41);  // the pid it reported from last
+  EXPECT_EQ(seen[1].scans, 2u);
+  Analyses a;
+  a.host_cpu.seen_by_agent = seen;
+  Verdict v;
+  Culprit c;
+  c.entity.rank = 1;
+  c.cause = "host_contention";
+  v.culprits.push_back(c);
+  verdict_internal::SayWhatTheAgentSaw(v, a);
+  EXPECT_TRUE(v.culprits[0].evidence.empty());
+  EXPECT_TRUE(v.next_steps.empty());
+}
+
+TEST(HostNeighboursTest, OneNeighbourOfTwoCulpritsIsOneNextStep) {
+  laggard::Run run;
+  HostCpuLog log{.host = "vm"};
+  for (int s = 0; s < 3; ++s) {
+    TimeNs t = kT0 + s * kSecond;
+    log.procs.push_back(Proc(t, 31, 1, "python3 train.py", 0.3, {1}, 1));
+    log.procs.push_back(Proc(t, 33, 1, "python3 train.py", 0.3, {1}, 3));
+    log.procs.push_back(Proc(t, 99, 1, "stress -c 8", 3.5, {0, 1, 2, 3}));
+  }
+  run.hardware.host_cpu.push_back(log);
+  Analyses a;
+  a.host_cpu.seen_by_agent = RanksOnHostCpus(run);
+  Verdict v;
+  for (int32_t r : {1, 3}) {
+    Culprit c;
+    c.entity.rank = r;
+    c.cause = "host_contention";
+    v.culprits.push_back(c);
+  }
+  Culprit group;  // rank 1 again, in a group: said once
+  group.ranks = {1, 3};
+  group.cause = "host_contention";
+  v.culprits.push_back(group);
+  verdict_internal::SayWhatTheAgentSaw(v, a);
+  EXPECT_EQ(v.culprits[0].evidence.at(0),
+            "agent on vm, over 2 s: pid 99 (stress), not one of the job's processes, used 3.50 "
+            "cores' worth in all, on cpus 0-3, rank 1's cpu 1 among them: `stress -c 8`");
+  ASSERT_EQ(v.next_steps.size(), 1u);
+  EXPECT_EQ(v.next_steps[0],
+            "stop or move pid 99 on vm (`stress -c 8`): it used 3.50 cores' worth in all, on cpus "
+            "0-3, ranks 1, 3's cpu 1 among them");
+}
+
 TEST(HostNeighboursTest, CpuListsAreWrittenAsLinuxPrintsThem) {
   EXPECT_EQ(CpuListText({}), "");
   EXPECT_EQ(CpuListText({1}), "1");
@@ -107,21 +176,20 @@ TEST(HostNeighboursTest, TheVerdictNamesTheNeighbourOfAHostContentionCulpritFirs
   verdict_internal::SayWhatTheAgentSaw(v, a);
   const std::vector<std::string>& e = v.culprits[0].evidence;
   ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(
-      e[0],
-      "agent on node-1: pid 4242 (python3), not the job's, used 0.78 of a core on cpu 1 where "
-      "rank 3 runs, over 5 scans: `python3 -c while True: pass`");
+  EXPECT_EQ(e[0],
+            "agent on node-1, over 4 s: pid 4242 (python3), not one of the job's processes, used "
+            "0.78 of a core on cpu 1, where rank 3 runs: `python3 -c while True: pass`");
   EXPECT_EQ(e[1],
-            "agent on node-1: the hypervisor gave 10% of rank 3's cpu 1 to another guest "
-            "(steal)");
+            "agent on node-1: the hypervisor ran another guest for 10% of the time of rank 3's "
+            "cpu 1 (steal)");
   EXPECT_EQ(e[2],
             "agent on node-1: rank 3's cpu 1 ran the agent's probe at 0.80x the host's "
             "fastest core");
   EXPECT_TRUE(v.culprits[1].evidence.empty());
   ASSERT_EQ(v.next_steps.size(), 3u);
   EXPECT_EQ(v.next_steps[0],
-            "stop or move pid 4242 on node-1 (`python3 -c while True: pass`): it used up to 0.78 "
-            "of a core on cpu 1, where rank 3 runs");
+            "stop or move pid 4242 on node-1 (`python3 -c while True: pass`): it used 0.78 of a "
+            "core on cpu 1, where rank 3 runs");
   EXPECT_EQ(v.next_steps[1].rfind("move rank 3 off node-1", 0), 0u) << v.next_steps[1];
   EXPECT_EQ(v.next_steps[2], "check rank 3's host");
 
