@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/host_procs.h"
 #include "base/text.h"
 #include "model/run.h"
 
@@ -341,6 +342,9 @@ Status StepIntake::Open(const IntakeOptions& options) {
       return Status::Error(fmt::format("--unix {}: {}", path, std::strerror(errno)));
     }
     chmod(path.c_str(), 0666);  // training processes may run as other users
+    int on = 1;                 // the sender's credentials with each datagram
+    if (setsockopt(unix_fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) == 0)
+      own_pidns_ = ProcPidNamespace("/");
     unix_path_ = path;
   }
   for (const std::string& f : options.tail_files) {
@@ -375,7 +379,8 @@ void StepIntake::Stop() {
   }
 }
 
-void StepIntake::HandleDatagram(std::string_view data, StepSource source) {
+void StepIntake::HandleDatagram(std::string_view data, StepSource source,
+                                std::optional<int64_t> sender) {
   sink_.OnDatagram(source);
   size_t pos = 0;
   while (pos <= data.size()) {
@@ -388,7 +393,13 @@ void StepIntake::HandleDatagram(std::string_view data, StepSource source) {
     BadLine bad = BadLine::kNotAStepLine;
     std::string why;
     switch (ParseStepLine(line, r, bad, why)) {
-      case LineKind::kStep: sink_.OnStep(r, source); break;
+      case LineKind::kStep:
+        if (sender) {
+          r.pid = *sender;
+          r.pidns = own_pidns_;
+        }
+        sink_.OnStep(r, source);
+        break;
       case LineKind::kNotStep:
         sink_.OnBadLine(BadLine::kNotAStepLine, source, Printable(line, 80));
         break;
@@ -466,14 +477,30 @@ void StepIntake::Loop() {
       StepSource source = fds[i].fd == udp_fd_ ? StepSource::kUdp : StepSource::kUnix;
       // Drain what is queued, bounded so one busy socket cannot starve the other.
       for (int k = 0; k < 1024; ++k) {
-        ssize_t got = recv(fds[i].fd, buf.data(), buf.size(), MSG_TRUNC);
+        iovec iov{buf.data(), buf.size()};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t got = recvmsg(fds[i].fd, &msg, MSG_TRUNC);
         if (got < 0) break;
+        std::optional<int64_t> sender;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+          if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+              c->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
+            ucred cred;
+            std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+            if (cred.pid > 0) sender = cred.pid;  // 0: not in our namespace
+          }
+        }
         if (static_cast<size_t>(got) > buf.size()) {
           sink_.OnDatagram(source);
           sink_.OnBadLine(BadLine::kTooLong, source, fmt::format("datagram of {} bytes", got));
           continue;
         }
-        HandleDatagram(std::string_view(buf.data(), static_cast<size_t>(got)), source);
+        HandleDatagram(std::string_view(buf.data(), static_cast<size_t>(got)), source, sender);
       }
     }
     if (!tails_.empty()) PollTails();

@@ -2,7 +2,11 @@
 //
 // Transports (any combination):
 //   UDP       datagrams to 127.0.0.1:9401 (AgentOptions::udp; port 0 picks one)
-//   Unix      datagrams to a SOCK_DGRAM socket at a path (created mode 0666)
+//   Unix      datagrams to a SOCK_DGRAM socket at a path (created mode 0666);
+//             the kernel tells the sender's pid in the agent's own PID
+//             namespace (SO_PASSCRED), which replaces a line's pid= and
+//             pidns=: a reporter in another container is tied to its rank
+//             where the agent reads the /proc of its own namespace
 //   log tail  lines appended to existing log files (read from their end at
 //             start; truncation and rotation are followed)
 //
@@ -120,8 +124,10 @@ class StepIntake {
   // The bound UDP port (useful with port 0), or 0 without UDP.
   int udp_port() const { return udp_port_; }
 
-  // Handles one datagram as if received (tests, fuzzing).
-  void HandleDatagram(std::string_view data, StepSource source);
+  // Handles one datagram as if received (tests, fuzzing); `sender`: the
+  // pid the kernel gave for it, in this process's PID namespace.
+  void HandleDatagram(std::string_view data, StepSource source,
+                      std::optional<int64_t> sender = std::nullopt);
   // Reads what was appended to the tailed files since the last call.
   void PollTails();
 
@@ -135,6 +141,7 @@ class StepIntake {
   int wake_[2] = {-1, -1};
   int udp_port_ = 0;
   std::string unix_path_;
+  std::optional<uint64_t> own_pidns_;  // this process's PID namespace
   std::vector<std::unique_ptr<Tail>> tails_;
   std::thread thread_;
   std::atomic<bool> running_{false};

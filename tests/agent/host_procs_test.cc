@@ -4,13 +4,19 @@
 
 #include "agent/host_procs.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -272,6 +278,53 @@ TEST(ProcScannerTest, TheAgentLogsHostCpuAndTheBusyProcessesWithTheJobsRanks) {
   EXPECT_EQ(seen[0].cpus, std::vector<int32_t>{1});
   ASSERT_EQ(seen[0].neighbours.size(), 1u);
   EXPECT_EQ(seen[0].neighbours[0].cmdline, "python3 -c while True: pass");
+}
+
+class PidSink final : public StepSink {
+ public:
+  void OnStep(const StepReport& r, StepSource) override {
+    std::lock_guard<std::mutex> lock(mu);
+    pids.emplace_back(r.pid, r.pidns);
+  }
+  void OnBadLine(BadLine, StepSource, std::string_view) override {}
+  void OnDatagram(StepSource) override {}
+  std::mutex mu;
+  std::vector<std::pair<std::optional<int64_t>, std::optional<uint64_t>>> pids;
+};
+
+TEST(StepIntakeCredentialsTest, AUnixReportersPidComesFromTheKernel) {
+  TempDir dir;
+  PidSink sink;
+  StepIntake intake(sink);
+  IntakeOptions o;
+  o.unix_path = dir.File("steps.sock");
+  ASSERT_TRUE(intake.Open(o).ok());
+  intake.Start();
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, o.unix_path->c_str(), sizeof addr.sun_path - 1);
+  // A pid= the line claims (another namespace's, or wrong) gives way.
+  const std::string line = "laggard-step rank=1 step=1 time_s=1 pid=999999 pidns=5";
+  ASSERT_EQ(
+      sendto(fd, line.data(), line.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+      static_cast<ssize_t>(line.size()));
+  close(fd);
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(sink.mu);
+      if (!sink.pids.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  intake.Stop();
+  ASSERT_EQ(sink.pids.size(), 1u);
+  EXPECT_EQ(sink.pids[0].first, getpid());
+  EXPECT_EQ(sink.pids[0].second, ProcPidNamespace("/"));
+  // Handled without credentials (UDP), the line's own values stand.
+  intake.HandleDatagram(line, StepSource::kUdp);
+  EXPECT_EQ(sink.pids.back().first, 999999);
+  EXPECT_EQ(sink.pids.back().second, 5u);
 }
 
 }  // namespace
