@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/file.h"
+#include "base/process.h"
 #include "base/text.h"
 
 namespace laggard::agent {
@@ -120,15 +121,6 @@ ProcScan ProcScanner::Scan(double now_s, const std::set<int64_t>& job) {
   // The job's descendants, by their parents (a chain of at most 64).
   std::map<int64_t, int64_t> parent;
   for (const auto& [st, share] : seen) parent[st.pid] = st.ppid;
-  auto descends = [&](int64_t pid) {
-    for (int depth = 0; depth < 64; ++depth) {
-      auto it = parent.find(pid);
-      if (it == parent.end() || it->second <= 0) return false;
-      pid = it->second;
-      if (job.count(pid) > 0) return true;
-    }
-    return false;
-  };
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first.pid < b.first.pid;
   });
@@ -137,7 +129,7 @@ ProcScan ProcScanner::Scan(double now_s, const std::set<int64_t>& job) {
     if (share < 0) continue;  // new since the previous scan: no share yet
     const bool mine = job.count(st.pid) > 0;
     if (!mine) {
-      if (share < min_share_ || busy >= max_listed_ || descends(st.pid)) continue;
+      if (share < min_share_ || busy >= max_listed_ || DescendsFrom(st.pid, parent, job)) continue;
       ++busy;
     }
     ProcSample s;

@@ -18,6 +18,17 @@ extern char** environ;
 
 namespace laggard {
 
+bool DescendsFrom(int64_t pid, const std::map<int64_t, int64_t>& parent,
+                  const std::set<int64_t>& ancestors) {
+  for (int depth = 0; depth < 64; ++depth) {
+    auto it = parent.find(pid);
+    if (it == parent.end() || it->second <= 0) return false;
+    pid = it->second;
+    if (ancestors.count(pid) > 0) return true;
+  }
+  return false;
+}
+
 std::string LocalHostName(const std::string& fallback) {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return fallback;

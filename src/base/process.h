@@ -6,11 +6,20 @@
 #ifndef LAGGARD_BASE_PROCESS_H_
 #define LAGGARD_BASE_PROCESS_H_
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace laggard {
+
+// Whether `pid`'s chain of parents (`parent`: pid -> ppid, as far as
+// known; at most 64 links) reaches one of `ancestors`: a descendant of
+// theirs (a data loader's workers of a rank, a compile pool's).
+bool DescendsFrom(int64_t pid, const std::map<int64_t, int64_t>& parent,
+                  const std::set<int64_t>& ancestors);
 
 // This machine's host name (gethostname); `fallback` when it cannot be read.
 std::string LocalHostName(const std::string& fallback = "localhost");

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/process.h"
+
 namespace laggard {
 namespace {
 
@@ -28,17 +30,6 @@ std::vector<int32_t> CoresOf(const std::vector<const HostProcReading*>& records)
     }
   }
   return {cores.begin(), cores.end()};
-}
-
-// Whether `pid`'s chain of parents (as logged, at most 64) reaches `job`.
-bool Descends(int64_t pid, const std::map<int64_t, int64_t>& parent, const std::set<int64_t>& job) {
-  for (int depth = 0; depth < 64; ++depth) {
-    auto it = parent.find(pid);
-    if (it == parent.end() || it->second <= 0) return false;
-    pid = it->second;
-    if (job.count(pid) > 0) return true;
-  }
-  return false;
 }
 
 // One host's records, from every file that logged it.
@@ -84,7 +75,7 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
     r.scans = scans.size();
     r.window_s = static_cast<double>(to - from) / 1e9;
     for (const auto& [pid, records] : by_pid) {
-      if (job.count(pid) > 0 || Descends(pid, parent, job)) continue;
+      if (job.count(pid) > 0 || DescendsFrom(pid, parent, job)) continue;
       std::vector<int32_t> allowed = CoresOf(records), shared;
       if (!Meets(allowed, r.cpus, &shared)) continue;
       double sum = 0;
