@@ -1,6 +1,7 @@
 #include "analysis/host/host_neighbours.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -51,11 +52,16 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
       job.insert(p->pid);
     }
   }
+  auto last = [](const std::vector<const HostProcReading*>& records) {
+    TimeNs t = records.front()->time_ns;
+    for (const HostProcReading* p : records) t = std::max(t, p->time_ns);
+    return t;
+  };
   for (const auto& [rank, pids] : by_rank) {
-    // The pid it reported from last, when it restarted.
+    // The pid it reported from last, when it restarted (files in any order).
     const std::vector<const HostProcReading*>* mine = nullptr;
     for (const auto& [pid, records] : pids) {
-      if (mine == nullptr || records.back()->time_ns > mine->back()->time_ns) mine = &records;
+      if (mine == nullptr || last(records) > last(*mine)) mine = &records;
     }
     RankHostCpu r;
     r.rank = rank;
@@ -125,11 +131,28 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 }  // namespace
 
 std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
+  // The job's span where its steps carry times: an agent that ran through
+  // several jobs logged their ranks too.
+  TimeNs first = std::numeric_limits<TimeNs>::max(), end = std::numeric_limits<TimeNs>::min();
+  for (const StepSeries& s : run.ranks) {
+    for (const StepRecord& st : s.steps) {
+      if (!st.start_ns) continue;
+      first = std::min(first, *st.start_ns);
+      end = std::max(end, *st.start_ns + st.duration_ns);
+    }
+  }
+  auto in_job = [&](TimeNs t) {
+    return first > end || (t >= first - kJobSpanSlackNs && t <= end + kJobSpanSlackNs);
+  };
   std::map<std::string, HostRecords> hosts;
   for (const HostCpuLog& log : run.hardware.host_cpu) {
     HostRecords& h = hosts[log.host];
-    for (const HostProcReading& p : log.procs) h.procs.push_back(&p);
-    for (const HostCpuRound& r : log.rounds) h.rounds.push_back(&r);
+    for (const HostProcReading& p : log.procs) {
+      if (in_job(p.time_ns)) h.procs.push_back(&p);
+    }
+    for (const HostCpuRound& r : log.rounds) {
+      if (in_job(r.time_ns)) h.rounds.push_back(&r);
+    }
   }
   std::vector<RankHostCpu> out;
   for (const auto& [host, h] : hosts) ReadHost(host, h, out);

@@ -152,6 +152,34 @@ TEST(HostNeighboursTest, OneNeighbourOfTwoCulpritsIsOneNextStep) {
             "0-3, ranks 1, 3's cpu 1 among them");
 }
 
+TEST(HostNeighboursTest, AnotherJobsRanksAndNeighboursAreLeftOutByTheStepsTimes) {
+  laggard::Run run = Host();
+  // An hour later: the next job's rank 3 (pid 8) on cpu 1 beside a busy
+  // build (pid 9), logged by the same agent.
+  HostCpuLog after{.host = "node-1"};
+  for (int s = 0; s < 3; ++s) {
+    TimeNs t = kT0 + 3600 * kSecond + s * kSecond;
+    after.procs.push_back(Proc(t, 8, 1, "python3 next.py", 0.5, {1}, 3));
+    after.procs.push_back(Proc(t, 9, 1, "make -j", 1.0, {1}));
+  }
+  run.hardware.host_cpu.push_back(after);
+  // Without step times the latest job's process is rank 3's.
+  std::vector<RankHostCpu> untimed = RanksOnHostCpus(run);
+  ASSERT_NE(FindRankHostCpu(untimed, 3), nullptr);
+  EXPECT_EQ(FindRankHostCpu(untimed, 3)->pid, 8);
+  // With this job's steps timed, the other job is left out.
+  StepSeries s;
+  s.info.rank = 3;
+  s.steps.push_back(StepRecord{.step = 0, .duration_ns = 4 * kSecond, .start_ns = kT0});
+  run.ranks.push_back(s);
+  std::vector<RankHostCpu> timed = RanksOnHostCpus(run);
+  const RankHostCpu* r3 = FindRankHostCpu(timed, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->pid, 31);
+  ASSERT_EQ(r3->neighbours.size(), 1u);
+  EXPECT_EQ(r3->neighbours[0].pid, 4242);
+}
+
 TEST(HostNeighboursTest, CpuListsAreWrittenAsLinuxPrintsThem) {
   EXPECT_EQ(CpuListText({}), "");
   EXPECT_EQ(CpuListText({1}), "1");
