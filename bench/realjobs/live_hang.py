@@ -50,8 +50,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch, as realjobs.py
 
 
-def free_port():
-    with socket.socket() as s:
+def free_port(kind=socket.SOCK_STREAM):
+    """A port free now on 127.0.0.1 for a socket of `kind` (TCP or UDP)."""
+    with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -76,7 +77,7 @@ def samples(text, metric):
 def run_case(a, kind, work):
     out = os.path.join(work, kind)
     os.makedirs(out, exist_ok=True)
-    http_port, udp_port = free_port(), free_port()
+    http_port, udp_port = free_port(), free_port(socket.SOCK_DGRAM)
     agent = subprocess.Popen(
         [a.laggard, "agent", "--listen", "127.0.0.1:%d" % http_port, "--udp",
          "127.0.0.1:%d" % udp_port, "--host", "node-0", "--sysfs-root", "off",
@@ -159,7 +160,11 @@ def run_case(a, kind, work):
                 p.kill()
             p.wait()
         agent.send_signal(signal.SIGTERM)
-        agent.wait(timeout=10)
+        try:
+            agent.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a stuck agent is killed, not left behind
+            agent.kill()
+            agent.wait()
 
 
 def diagnose(a, work, kind):
