@@ -10,7 +10,13 @@
 //     noted as hardware.unknown_field;
 //   - every GPU record names file 0, an index in [0, 1023], samples sorted
 //     by time with source lines inside the input; every port and link
-//     points at a line inside the input.
+//     points at a line inside the input;
+//   - every host CPU reading and host process passes the model's checks
+//     (CoreReadingProblem, HostProcReadingProblem) and a process points at
+//     a line inside the input; one log per host.
+
+#include <set>
+#include <string>
 
 #include "base/text.h"
 #include "fuzz_support.h"
@@ -52,6 +58,22 @@ void ReadAndCheck(const TextReader& reader, std::string_view input, size_t max_c
     FUZZ_CHECK(line_ok(p.src), "ib port line {}", p.src.line);
   for (const EthLink& e : run.network.eth_links)
     FUZZ_CHECK(line_ok(e.src), "eth link line {}", e.src.line);
+  std::set<std::string> hosts;
+  for (const HostCpuLog& log : run.hardware.host_cpu) {
+    FUZZ_CHECK(hosts.insert(log.host).second, "two host CPU logs of host '{}'",
+               Printable(log.host, 40));
+    for (const HostCpuRound& r : log.rounds) {
+      for (const CoreReading& c : r.cores) {
+        std::string problem = CoreReadingProblem(c);
+        FUZZ_CHECK(problem.empty(), "core reading taken: {}", problem);
+      }
+    }
+    for (const HostProcReading& p : log.procs) {
+      std::string problem = HostProcReadingProblem(p);
+      FUZZ_CHECK(problem.empty(), "host process taken: {}", problem);
+      FUZZ_CHECK(line_ok(p.src), "host process line {}", p.src.line);
+    }
+  }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "agent/sysfs.h"
 #include "base/text.h"
 #include "fuzz_support.h"
+#include "model/hardware.h"
 
 namespace laggard::fuzz {
 namespace {
@@ -49,7 +50,7 @@ void CheckReport(const agent::StepReport& r) {
     }
   }
   if (r.gpu) FUZZ_CHECK(*r.gpu >= 0 && *r.gpu <= 1023, "gpu {}", *r.gpu);
-  if (r.pid) FUZZ_CHECK(*r.pid > 0 && *r.pid <= agent::kMaxPid, "pid {}", *r.pid);
+  if (r.pid) FUZZ_CHECK(*r.pid > 0 && *r.pid <= kMaxPid, "pid {}", *r.pid);
   // The agent logs end - duration as the step's start: it must not overflow.
   if (r.end_ns) FUZZ_CHECK(*r.end_ns >= 0, "end {}", *r.end_ns);
 }

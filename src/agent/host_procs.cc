@@ -13,8 +13,8 @@
 namespace laggard::agent {
 
 std::optional<PidStat> ParsePidStat(std::string_view line) {
-  // "pid (comm) state ppid ..." : utime and stime are fields 14 and 15,
-  // processor field 39 (proc(5)), counted from pid as field 1.
+  // "pid (comm) state ppid ...": ppid is field 4, utime and stime 14 and
+  // 15, starttime 22, processor 39 (proc(5)), counted from pid as field 1.
   size_t open = line.find(" (");
   size_t close = line.rfind(')');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open + 2 ||

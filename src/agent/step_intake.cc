@@ -166,7 +166,7 @@ LineKind ParseKeyValue(std::string_view rest, StepReport& out, BadLine& bad, std
       out.gpu = *v;
     } else if (key == "pid") {
       auto v = ParseInt<int64_t>(value);
-      if (!v || *v <= 0 || *v > kMaxPid) return bad_value();
+      if (!v || *v <= 0 || *v > laggard::kMaxPid) return bad_value();
       out.pid = *v;
     } else if (key == "pidns") {
       auto v = ParseInt<uint64_t>(value);

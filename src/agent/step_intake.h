@@ -85,7 +85,6 @@ std::string_view BadLineName(BadLine b);
 
 inline constexpr size_t kMaxStepLine = 4096;
 inline constexpr size_t kMaxPhases = 16;
-inline constexpr int64_t kMaxPid = 4'194'304;  // Linux's PID_MAX_LIMIT
 
 // Parses one line (no newline). On kBad, `bad` and `why` say what was wrong.
 LineKind ParseStepLine(std::string_view line, StepReport& out, BadLine& bad, std::string& why);

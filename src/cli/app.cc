@@ -143,31 +143,27 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags& f) {
 int RunAgentCommand(const AgentFlags& f, std::ostream& out, std::ostream& err) {
   agent::AgentOptions o;
   o.listen = f.listen;
-  auto interval = agent::ParseDurationFlag(f.interval);
-  if (!interval || *interval < 100'000'000 || *interval > 3'600'000'000'000) {
-    err << "laggard agent: --interval must be between 100ms and 1h, got '" << f.interval << "'\n";
+  // A duration flag in [lo, hi], or 0 where `zero` allows it; else a
+  // message naming the flag and its range, and the exit.
+  auto duration = [&](std::string_view flag, const std::string& text, DurationNs lo, DurationNs hi,
+                      bool zero, std::string_view range, DurationNs& into) {
+    std::optional<DurationNs> v = agent::ParseDurationFlag(text);
+    if (v && ((zero && *v == 0) || (*v >= lo && *v <= hi))) {
+      into = *v;
+      return true;
+    }
+    err << "laggard agent: " << flag << " must be " << range << ", got '" << text << "'\n";
+    return false;
+  };
+  constexpr DurationNs kMs = 1'000'000, kS = 1'000 * kMs, kH = 3'600 * kS;
+  if (!duration("--interval", f.interval, 100 * kMs, kH, false, "between 100ms and 1h",
+                o.interval_ns) ||
+      !duration("--rank-ttl", f.rank_ttl, 1, INT64_MAX, false, "a duration above 0",
+                o.rank_ttl_ns) ||
+      !duration("--cpu-probe", f.cpu_probe, 0, 100 * kMs, true, "between 0 and 100ms",
+                o.cpu_probe_ns) ||
+      !duration("--proc-scan", f.proc_scan, kS, kH, true, "0 or between 1s and 1h", o.proc_scan_ns))
     return kExitNoInput;
-  }
-  o.interval_ns = *interval;
-  auto ttl = agent::ParseDurationFlag(f.rank_ttl);
-  if (!ttl || *ttl <= 0) {
-    err << "laggard agent: --rank-ttl: not a duration: '" << f.rank_ttl << "'\n";
-    return kExitNoInput;
-  }
-  o.rank_ttl_ns = *ttl;
-  auto probe = agent::ParseDurationFlag(f.cpu_probe);
-  if (!probe || *probe < 0 || *probe > 100'000'000) {
-    err << "laggard agent: --cpu-probe must be between 0 and 100ms, got '" << f.cpu_probe << "'\n";
-    return kExitNoInput;
-  }
-  o.cpu_probe_ns = *probe;
-  auto scan = agent::ParseDurationFlag(f.proc_scan);
-  if (!scan || (*scan != 0 && (*scan < 1'000'000'000 || *scan > 3'600'000'000'000))) {
-    err << "laggard agent: --proc-scan must be 0 or between 1s and 1h, got '" << f.proc_scan
-        << "'\n";
-    return kExitNoInput;
-  }
-  o.proc_scan_ns = *scan;
   if (f.udp != "off") o.intake.udp = f.udp;
   o.intake.unix_path = f.unix_path;
   o.intake.tail_files = f.tail;

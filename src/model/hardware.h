@@ -166,6 +166,9 @@ struct GpuRecord {
 // The host's CPUs as `laggard agent` logs them (agent/host_cpu.h,
 // agent/host_procs.h): each round's per-core shares and speed probe, and
 // each process scan's busy processes and the job's own.
+inline constexpr int32_t kMaxCpuNumber = 1 << 20;
+inline constexpr int64_t kMaxPid = 1 << 22;  // Linux's PID_MAX_LIMIT
+
 struct CoreReading {
   int32_t cpu = 0;
   std::optional<double> busy;     // share of the round not idle
@@ -193,6 +196,14 @@ struct HostProcReading {
   std::optional<int32_t> rank;  // the job's process of this rank (its step reports' pid)
   SourceRef src;
 };
+
+// What puts a reading outside what the agent writes, or "": shares in
+// [0, 1], a probe's time in (0, 1 h], a speed in (0, 1], a CPU number in
+// [0, 2^20]; a pid in [1, 2^22], a share of a core finite and >= 0 (at
+// most 1e5), a rank in [0, kMaxRank], allowed CPUs ascending. The agent-log
+// reader refuses such a line and the wire codec such a frame.
+std::string CoreReadingProblem(const CoreReading& c);
+std::string HostProcReadingProblem(const HostProcReading& p);
 
 // One host's agent log of one file.
 struct HostCpuLog {

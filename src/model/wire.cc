@@ -710,23 +710,16 @@ struct WireAccess {
     }
     // The agent's host CPU log, as its reader would have let it in: the
     // analysis sorts and averages these numbers.
-    auto finite_in = [](const std::optional<double>& v, double lo, double hi) {
-      return !v || (std::isfinite(*v) && *v >= lo && *v <= hi);
-    };
     for (const HostCpuLog& log : b.host_cpu_) {
       for (const HostCpuRound& r : log.rounds) {
         for (const CoreReading& c : r.cores) {
-          if (c.cpu < 0 || !finite_in(c.busy, 0, 1) || !finite_in(c.steal, 0, 1) ||
-              !finite_in(c.probe_s, 0, 3600) || !finite_in(c.speed, 0, 1 + 1e-9))
-            throw WireError(fmt::format("wire: host cpu {} reading out of range", c.cpu));
+          if (std::string problem = CoreReadingProblem(c); !problem.empty())
+            throw WireError("wire: host CPU reading: " + problem);
         }
       }
       for (const HostProcReading& p : log.procs) {
-        if (p.pid <= 0 || !std::isfinite(p.cpu_share) || p.cpu_share < 0 ||
-            (p.rank && (*p.rank < 0 || *p.rank > kMaxRank)) ||
-            !std::is_sorted(p.cpus_allowed.begin(), p.cpus_allowed.end()) ||
-            (!p.cpus_allowed.empty() && p.cpus_allowed.front() < 0))
-          throw WireError(fmt::format("wire: host process {} out of range", p.pid));
+        if (std::string problem = HostProcReadingProblem(p); !problem.empty())
+          throw WireError("wire: host process: " + problem);
       }
     }
     auto check_rank = [](const RankValue& v) {

@@ -432,5 +432,28 @@ TEST(CliTest, TooFewAnalysedStepsAreInconclusiveNotNoStraggler) {
   EXPECT_NE(fail.rc, kExitOk);
 }
 
+// The agent's duration flags: out of range or not a duration is a clear
+// message naming the flag and its range, before anything is opened.
+TEST(CliTest, AgentDurationFlagsOutOfRangeAreRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"--interval", "50ms"}, "--interval must be between 100ms and 1h, got '50ms'"},
+      {{"--rank-ttl", "0"}, "--rank-ttl must be a duration above 0, got '0'"},
+      {{"--cpu-probe", "1s"}, "--cpu-probe must be between 0 and 100ms, got '1s'"},
+      {{"--proc-scan", "500ms"}, "--proc-scan must be 0 or between 1s and 1h, got '500ms'"},
+      {{"--proc-scan", "often"}, "--proc-scan must be 0 or between 1s and 1h, got 'often'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"agent", "--listen", "127.0.0.1:0", "--udp", "off"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Result r = RunCli(args);
+    EXPECT_NE(r.rc, 0) << c.says;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace laggard

@@ -131,6 +131,7 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 }  // namespace
 
 std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
+  if (run.hardware.host_cpu.empty()) return {};  // no agent log: no pass over the steps
   // The job's span where its steps carry times: an agent that ran through
   // several jobs logged their ranks too.
   TimeNs first = std::numeric_limits<TimeNs>::max(), end = std::numeric_limits<TimeNs>::min();

@@ -294,10 +294,10 @@ class AgentLogFile {
       fail(l.S("time") ? "\"time\" is not a timestamp" : "no \"time\"");
       return;
     }
-    std::string problem = network ? AddLink(kind, l, n)
-                          : kind == Kind::kHostCpu || kind == Kind::kHostProc
-                              ? AddHostRecord(kind, l, *time, n)
-                              : AddGpuRecord(kind, l, *time, n);
+    std::string problem = network                   ? AddLink(kind, l, n)
+                          : kind == Kind::kHostCpu  ? AddHostCpu(l, *time, n)
+                          : kind == Kind::kHostProc ? AddHostProc(l, *time, n)
+                                                    : AddGpuRecord(kind, l, *time, n);
     if (!problem.empty()) {
       fail(std::move(problem));
       return;
@@ -390,77 +390,64 @@ class AgentLogFile {
     return "";
   }
 
-  // A host_cpu or host_proc record; returns what makes it unusable, or "".
-  std::string AddHostRecord(Kind kind, const Line& l, TimeNs time, uint64_t n) {
-    if (kind == Kind::kHostCpu) {
-      HostCpuRound r;
-      r.time_ns = time;
-      for (auto [key, out] : {std::pair{"procs_running", &r.procs_running},
-                              std::pair{"procs_blocked", &r.procs_blocked}}) {
-        if (const auto& v = l.N(key); v && *v >= 0) *out = v;
-        else if (v) return fmt::format("\"{}\" is negative", key);
-      }
-      if (const auto& cpus = l.A("cpu")) {
-        for (std::string_view key : kArrayKeys) {
-          if (l.A(key) && l.A(key)->size() != cpus->size())
-            return fmt::format("\"{}\" holds {} values for {} CPUs", key, l.A(key)->size(),
-                               cpus->size());
-        }
-        // Each value in its range: shares in [0, 1], a probe's time > 0, a
-        // speed in (0, 1] (the fastest core's probe over this one's).
-        auto at = [&](std::string_view key, size_t i, double lo, double hi, bool open_lo,
-                      std::optional<double>& out) -> bool {
-          if (!l.A(key) || !(*l.A(key))[i]) return true;
-          double v = *(*l.A(key))[i];
-          if (v < lo || (open_lo && v == lo) || v > hi) return false;
-          out = v;
-          return true;
-        };
-        for (size_t i = 0; i < cpus->size(); ++i) {
-          CoreReading c;
-          auto cpu = SmallInt((*cpus)[i], 0, 1 << 20);
-          if (!cpu) return "\"cpu\" holds a value that is not a CPU number";
-          c.cpu = *cpu;
-          if (!at("busy", i, 0, 1, false, c.busy) || !at("steal", i, 0, 1, false, c.steal) ||
-              !at("probe_s", i, 0, 3600, true, c.probe_s) ||
-              !at("speed", i, 0, 1 + 1e-9, true, c.speed))
-            return fmt::format("cpu {}: a share outside [0, 1], a probe time or speed not positive",
-                               c.cpu);
-          r.cores.push_back(c);
-        }
-      }
-      HostLog(l, n).rounds.push_back(std::move(r));
-      return "";
+  // A host_cpu record; returns what makes it unusable, or "".
+  std::string AddHostCpu(const Line& l, TimeNs time, uint64_t n) {
+    HostCpuRound r;
+    r.time_ns = time;
+    for (auto [key, out] : {std::pair{"procs_running", &r.procs_running},
+                            std::pair{"procs_blocked", &r.procs_blocked}}) {
+      if (const auto& v = l.N(key); v && *v < 0) return fmt::format("\"{}\" is negative", key);
+      *out = l.N(key);
     }
-    HostProcReading p;
-    p.time_ns = time;
-    auto pid = SmallInt(l.N("pid"), 1, 1 << 22);
+    if (const auto& cpus = l.A("cpu")) {
+      for (std::string_view key : kArrayKeys) {
+        if (l.A(key) && l.A(key)->size() != cpus->size())
+          return fmt::format("\"{}\" holds {} values for {} CPUs", key, l.A(key)->size(),
+                             cpus->size());
+      }
+      auto at = [&](std::string_view key, size_t i) {
+        return l.A(key) ? (*l.A(key))[i] : std::nullopt;
+      };
+      for (size_t i = 0; i < cpus->size(); ++i) {
+        auto cpu = SmallInt((*cpus)[i], 0, kMaxCpuNumber);
+        if (!cpu) return "\"cpu\" holds a value that is not a CPU number";
+        CoreReading c{.cpu = *cpu,
+                      .busy = at("busy", i),
+                      .steal = at("steal", i),
+                      .probe_s = at("probe_s", i),
+                      .speed = at("speed", i)};
+        if (std::string problem = CoreReadingProblem(c); !problem.empty()) return problem;
+        r.cores.push_back(c);
+      }
+    }
+    HostLog(l, n).rounds.push_back(std::move(r));
+    return "";
+  }
+
+  // A host_proc record; returns what makes it unusable, or "".
+  std::string AddHostProc(const Line& l, TimeNs time, uint64_t n) {
+    auto pid = SmallInt(l.N("pid"), 1, kMaxPid);
     if (!pid) return "host_proc needs an integer \"pid\"";
-    p.pid = *pid;
-    const auto& share = l.N("cpu_share");
-    if (!share || *share < 0 || *share > 1e5) return "host_proc needs a \"cpu_share\" >= 0";
-    p.cpu_share = *share;
-    if (l.N("ppid")) {
-      auto ppid = SmallInt(l.N("ppid"), 0, 1 << 22);
-      if (!ppid) return "\"ppid\" is not a pid";
-      p.ppid = *ppid;
-    }
-    if (l.N("rank")) {
-      p.rank = SmallInt(l.N("rank"), 0, kMaxRank);
-      if (!p.rank) return "\"rank\" is not a rank";
-    }
-    if (l.N("last_cpu")) {
-      p.last_cpu = SmallInt(l.N("last_cpu"), 0, 1 << 20);
-      if (!p.last_cpu) return "\"last_cpu\" is not a CPU number";
-    }
+    if (!l.N("cpu_share")) return "host_proc needs a \"cpu_share\"";
+    // An integer key that is not one reads as out of range.
+    auto integer = [&](std::string_view key) -> std::optional<int32_t> {
+      return l.N(key) ? SmallInt(l.N(key), 0, INT32_MAX).value_or(-1) : std::optional<int32_t>();
+    };
+    HostProcReading p{.time_ns = time,
+                      .pid = *pid,
+                      .ppid = integer("ppid"),
+                      .comm = l.S("comm").value_or(""),
+                      .cmdline = l.S("cmdline").value_or(""),
+                      .cpu_share = *l.N("cpu_share"),
+                      .last_cpu = integer("last_cpu"),
+                      .rank = integer("rank"),
+                      .src = ctx_.Ref(n)};
     if (const auto& cpus = l.S("cpus_allowed")) {
-      std::optional<std::vector<int32_t>> list = ParseCpuList(*cpus);
+      std::optional<std::vector<int32_t>> list = ParseCpuList(*cpus, 4096, kMaxCpuNumber);
       if (!list) return "\"cpus_allowed\" is not a CPU list";
       p.cpus_allowed = std::move(*list);
     }
-    p.comm = l.S("comm").value_or("");
-    p.cmdline = l.S("cmdline").value_or("");
-    p.src = ctx_.Ref(n);
+    if (std::string problem = HostProcReadingProblem(p); !problem.empty()) return problem;
     HostLog(l, n).procs.push_back(std::move(p));
     return "";
   }
