@@ -530,8 +530,9 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 bool DropUnbornOut(Verdict& v, const Analyses& a) {
   std::vector<std::string> dropped;
   if (v.status != VerdictStatus::kStraggler) return false;
-  bool kept = false;  // by the profiled steps, said
   std::vector<Culprit> left;
+  std::vector<Culprit> window_only;  // kept by the profiled steps alone
+  const std::optional<double> noise = a.host_cpu.window_noise;
   for (Culprit& c : v.culprits) {
     if (c.cause_class != CauseClass::kComputeSlow || c.cause || !c.entity.rank ||
         c.ranks.size() > 1 || !c.slowdown || !CpuOnlyTrace(a, *c.entity.rank)) {
@@ -551,8 +552,22 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     // averages out over the run). Kept, said, and no more than medium: the
     // run's CPU time does not back it.
     std::optional<WindowRatios> window = WindowRatiosOf(a, *c.entity.rank);
+    const double core = window ? std::max(1.0, window->probe) : 1;
     if (window && window->probe < 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
-        window->cpu >= std::max(1.0, window->probe) * (1 + margin)) {
+        window->cpu >= core * (1 + margin)) {
+      // With peers to compare, that excess stands out from what stretches
+      // as long of the unprofiled steps show by chance.
+      if (noise && window->cpu / core - 1 < kWindowNoiseZ * *noise) {
+        dropped.push_back(fmt::format(
+            "the profiled steps show rank {}'s CPU ops {:.2f}x as long as its peers' and its "
+            "thread's CPU time per step {:.2f}x theirs, within what {} stretches as long of the "
+            "other steps show by chance ({:.1f} standard deviations of ±{:.0f}%; naming it needs "
+            "{:.0f}); over the run its CPU time per step is {:.2f}x theirs: not a slow rank",
+            *c.entity.rank, 1 + *c.slowdown, window->cpu, a.host_cpu.window_noise_samples,
+            (window->cpu / core - 1) / std::max(*noise, 1e-9), 100 * *noise, kWindowNoiseZ,
+            *ratio));
+        continue;
+      }
       c.evidence.push_back(fmt::format(
           "host CPU: in the profiled steps its thread used {:.2f}x its peers' CPU time per step "
           "on a core that ran a fixed piece of work {:.2f}x as long as theirs: its own work, "
@@ -560,8 +575,7 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
           "mid-run, or one of the profiled steps only)",
           window->cpu, window->probe, *ratio));
       c.confidence = std::min(c.confidence, kTwoRankCap);
-      kept = true;
-      left.push_back(std::move(c));
+      window_only.push_back(std::move(c));
       continue;
     }
     dropped.push_back(fmt::format(
@@ -569,6 +583,20 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
         "run its thread's CPU time per step is {:.2f}x theirs: a passing difference of the "
         "host's cores in the profiled window, not a slow rank",
         *c.entity.rank, 1 + *c.slowdown, *ratio));
+  }
+  // Beside a culprit the run backs, one the profiled steps alone name is
+  // not named: the first one slows every rank's steps there.
+  const bool kept = !window_only.empty() && left.empty();
+  for (Culprit& c : window_only) {
+    if (kept) {
+      left.push_back(std::move(c));
+      continue;
+    }
+    dropped.push_back(fmt::format(
+        "the profiled steps alone name rank {} (its CPU ops {:.2f}x as long as its peers'), but "
+        "over the run its thread's CPU time per step is {:.2f}x theirs: beside {}, not named",
+        *c.entity.rank, 1 + c.slowdown.value_or(0), CpuTimeRatio(a, *c.entity.rank).value_or(1),
+        EntityName(left.front().entity)));
   }
   v.culprits = std::move(left);
   return SayDropped(v, dropped,

@@ -307,6 +307,37 @@ TEST(RealJobTest, AFaultFromMidRunOnTheFasterCoreIsNamedAtMostMedium) {
   EXPECT_TRUE(said) << v.summary;
 }
 
+// A healthy rank whose CPU time per step in the profiled steps (1.11x its
+// peers') is within what 10-step stretches of the other steps show by
+// chance, and 1.00x over the run, is not named on its ops' 1.25x; rank 3
+// computes 1.1x on a core 1.5x slow, which the run cannot tell.
+TEST(RealJobTest, AWindowExcessWithinTheRunsNoiseNamesNoOne) {
+  Verdict v = Diagnose(kData + "w4_compute_1.1_window_peer");
+  std::string said = v.summary;
+  for (const Culprit& c : v.culprits) {
+    EXPECT_EQ(c.entity.rank, 3) << v.summary;
+    for (const std::string& e : c.evidence) said += "\n" + e;
+  }
+  EXPECT_NE(said.find("rank 1's CPU ops 1.25x as long as its peers' and its thread's CPU time "
+                      "per step 1.11x theirs, within what"),
+            std::string::npos)
+      << said;
+}
+
+// Beside a rank the run backs (rank 3, 2.0x from step 20), a rank the
+// profiled steps alone name (rank 0: 1.12x CPU time there, 1.03x over the
+// run) is not named, and the verdict says why.
+TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
+  Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.rank, 3);
+  bool said = false;
+  for (const std::string& e : v.culprits[0].evidence) {
+    said |= e.find("the profiled steps alone name rank 0") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << v.summary;
+}
+
 // The profiled steps' culprit (rank 0, a passing difference of the cores
 // in the window) set aside, the rank on the slower core over the run is
 // named for its host, with the reason it replaced the window's culprit and

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -382,9 +383,58 @@ std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last
 
 }  // namespace
 
+namespace {
+
+// HostCpuAnalysis::window_noise (MeasureWindowProbes): each rank's mean CPU
+// time per step over stretches of the window's length outside it, against
+// its peers' median there.
+std::optional<double> WindowNoise(const Run& run, const LogStepRange& window, size_t& samples) {
+  samples = 0;
+  const int64_t length = window.last - window.first + 1;
+  if (length < static_cast<int64_t>(kMinWindowProbes) || run.ranks.size() < 3) return std::nullopt;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+  for (const StepSeries& s : run.ranks) {
+    if (s.cpu.empty()) continue;
+    first = std::min(first, s.cpu.front().step);
+    last = std::max(last, s.cpu.back().step);
+  }
+  if (first > last) return std::nullopt;
+  const int64_t stride = std::max<int64_t>(1, length / 2);
+  std::vector<double> ratios;
+  for (int64_t from = first + kNoiseWarmupSteps; from + length - 1 <= last; from += stride) {
+    const int64_t to = from + length - 1;
+    if (to >= window.first - kNoiseWindowMargin && from <= window.last + kNoiseWindowMargin)
+      continue;
+    std::vector<double> means;
+    for (const StepSeries& s : run.ranks) {
+      double sum = 0;
+      int64_t n = 0;
+      for (const StepCpu& c : s.cpu) {
+        if (c.step >= from && c.step <= to && c.on_cpu_ns)
+          sum += static_cast<double>(*c.on_cpu_ns), ++n;
+      }
+      if (2 * n >= length && sum > 0) means.push_back(sum / static_cast<double>(n));
+    }
+    if (means.size() < 3) continue;
+    for (size_t i = 0; i < means.size(); ++i) {
+      std::vector<double> peers;
+      for (size_t j = 0; j < means.size(); ++j) {
+        if (j != i) peers.push_back(means[j]);
+      }
+      ratios.push_back(means[i] / *Median(std::move(peers)));
+    }
+  }
+  samples = ratios.size();
+  if (samples < kMinNoiseSamples) return std::nullopt;
+  return kMadToSigma * Mad(std::move(ratios)).value_or(0);
+}
+
+}  // namespace
+
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
                          HostCpuAnalysis& analysis) {
   if (!profiled) return;
+  analysis.window_noise = WindowNoise(run, *profiled, analysis.window_noise_samples);
   for (RankCpuStats& r : analysis.ranks) {
     const StepSeries* s = run.FindRank(r.rank);
     if (s == nullptr) continue;

@@ -205,6 +205,12 @@ struct HostCpuAnalysis {
   std::vector<RankHostCpu> seen_by_agent;
   std::vector<Finding> findings;  // host.cpu_contention / cpu_slow, step.cpu_time_high,
                                   // most slowed first
+  // How far a rank's CPU time per step over a stretch as long as the
+  // profiler's window strays from its peers' by chance: the robust spread
+  // (1.4826 MAD) of every rank's mean over such stretches of the unprofiled
+  // steps against its peers' median (MeasureWindowProbes; >= 3 ranks).
+  std::optional<double> window_noise;
+  size_t window_noise_samples = 0;  // rank-stretches it was read from
 };
 
 HostCpuAnalysis AnalyzeHostCpu(const Run& run, const HostCpuDetectorOptions& options);
@@ -244,9 +250,17 @@ std::optional<double> RatioToPeers(const std::vector<RankCpuStats>& all, int32_t
 // 30-32, then its peer's; last at 9 of 9 collectives). Each needs >=
 // kMinWindowProbes samples in the window (probes; CPU times). Also fills
 // outside_cpu_ns and outside_probe_ns from >= kMinOutsideSteps samples
-// outside the window.
+// outside the window, and HostCpuAnalysis::window_noise: stretches of the
+// window's length, half-overlapping, after the first kNoiseWarmupSteps
+// steps and clear of the window by kNoiseWindowMargin steps (the
+// profiler's warm-up and export run in them), each rank's mean from at
+// least half the stretch, >= 3 ranks in a stretch, >= kMinNoiseSamples
+// rank-stretches in all.
 inline constexpr size_t kMinWindowProbes = 3;
 inline constexpr size_t kMinOutsideSteps = 10;
+inline constexpr int64_t kNoiseWarmupSteps = 5;
+inline constexpr int64_t kNoiseWindowMargin = 2;
+inline constexpr size_t kMinNoiseSamples = 6;
 void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& profiled,
                          HostCpuAnalysis& analysis);
 
