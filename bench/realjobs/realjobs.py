@@ -521,7 +521,8 @@ def score(truth, report):
     # smaller problem beside it": they are named, and scored as culprits.
     smaller = re.search(r"a smaller problem beside it: (.*)", v.get("summary", ""))
     if smaller and v["status"] == "communication_bound":
-        for rank, cause in re.findall(r"rank (\d+) \(([^)]*)\)", smaller.group(1)):
+        # "rank 0 (vm) (host_stall: ...)" where the rank's host is known.
+        for rank, cause in re.findall(r"rank (\d+)(?: \([^):,]*\))? \(([^)]*)\)", smaller.group(1)):
             culprits = culprits + [{"rank": int(rank), "cause_class": cause.split(":")[0],
                                     "cause": cause.split(": ")[1].split(",")[0]
                                     if ": " in cause else None, "smaller": True}]

@@ -164,6 +164,10 @@ constexpr DiagInfo kCatalogue[] = {
     {"job.unplaced", DiagKind::kSkippedFile,
      "file the evidence cannot place in one of the several jobs found (it fits several, or "
      "none): left out rather than guessed"},
+    {"rank.host_from_agent", DiagKind::kNote,
+     "rank whose step records name no host: its host is the one whose laggard agent saw its "
+     "process (the pid its step reports sent) while the job ran, or, where the steps carry no "
+     "times, the only one that saw the rank, as one process"},
 };
 static_assert(std::size(kCatalogue) == static_cast<size_t>(DiagCode::kCount),
               "every DiagCode needs a catalogue entry");

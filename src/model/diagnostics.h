@@ -91,6 +91,7 @@ enum class DiagCode : uint16_t {
   kPairMixedUnits,
   kJobOther,
   kJobUnplaced,
+  kRankHostFromAgent,
   kCount,
 };
 

@@ -205,6 +205,11 @@ struct HostProcReading {
 std::string CoreReadingProblem(const CoreReading& c);
 std::string HostProcReadingProblem(const HostProcReading& p);
 
+// An agent record is the job's when it lies within the job's step times
+// (StepTimesOf) widened by this: the agent scans processes every 5 s by
+// default, and an agent that ran through several jobs tied their ranks too.
+inline constexpr TimeNs kJobSpanSlackNs = 10'000'000'000;
+
 // One host's agent log of one file.
 struct HostCpuLog {
   std::string host;                    // "" when neither the lines nor the path name it

@@ -9,6 +9,7 @@
 #include <map>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -542,6 +543,68 @@ void MergeEthCounters(std::vector<EthLink>& links, const Run& run) {
 
 }  // namespace
 
+std::optional<StepTimeSpan> StepTimesOf(const Run& run) {
+  std::optional<StepTimeSpan> span;
+  for (const StepSeries& s : run.ranks) {
+    for (const StepRecord& st : s.steps) {
+      if (!st.start_ns) continue;
+      if (!span) span = StepTimeSpan{*st.start_ns, *st.start_ns + st.duration_ns};
+      span->first = std::min(span->first, *st.start_ns);
+      span->end = std::max(span->end, *st.start_ns + st.duration_ns);
+    }
+  }
+  return span;
+}
+
+namespace {
+
+// A rank whose step records name no host is on the host whose agent tied a
+// process to it (its step reports' pid) within the job's span, when exactly
+// one host did; said as rank.host_from_agent. Without step times to bound
+// the job, only where the logs tie one pid to the rank (an agent that ran
+// through several jobs tied their ranks too, with other pids). Not a rank
+// whose trace names its host (that name, spelled its own way, stays).
+void HostsFromAgent(Run& run, Diagnostics& diagnostics) {
+  if (run.hardware.host_cpu.empty()) return;
+  const std::optional<StepTimeSpan> span = StepTimesOf(run);
+  struct Seen {
+    std::map<std::string, const HostProcReading*> hosts;  // host -> its first record
+    std::set<int64_t> pids;
+  };
+  std::map<int32_t, Seen> seen;  // by rank
+  for (const HostCpuLog& log : run.hardware.host_cpu) {
+    if (log.host.empty()) continue;
+    for (const HostProcReading& p : log.procs) {
+      if (!p.rank || (span && (p.time_ns < span->first - kJobSpanSlackNs ||
+                               p.time_ns > span->end + kJobSpanSlackNs)))
+        continue;
+      Seen& s = seen[*p.rank];
+      s.hosts.try_emplace(log.host, &p);
+      s.pids.insert(p.pid);
+    }
+  }
+  if (seen.empty()) return;
+  std::set<int32_t> traced;  // ranks whose trace names a host
+  for (const RankTrace& t : run.traces) {
+    if (t.rank && t.host) traced.insert(*t.rank);
+  }
+  for (StepSeries& s : run.ranks) {
+    auto it = seen.find(s.info.rank);
+    if (s.info.host || it == seen.end() || it->second.hosts.size() != 1 ||
+        (!span && it->second.pids.size() != 1) || traced.count(s.info.rank))
+      continue;
+    const auto& [host, p] = *it->second.hosts.begin();
+    s.info.host = host;
+    diagnostics.Add(DiagCode::kRankHostFromAgent,
+                    p->src.file < run.files.size() ? run.files[p->src.file].path : "", p->src.line,
+                    fmt::format("rank {}: its step records name no host; the agent on {} saw its "
+                                "process (pid {}, {})",
+                                s.info.rank, host, p->pid, p->comm));
+  }
+}
+
+}  // namespace
+
 void RunBuilder::Finalize(Run& run) {
   FlushSteps();
   run.ranks.clear();
@@ -572,6 +635,7 @@ void RunBuilder::Finalize(Run& run) {
   run.network = std::move(network_);
   run.hang = std::move(hang_);
   for (StepSeries& s : run.unattributed) SortAndDedup(s, run, diagnostics_);
+  HostsFromAgent(run, diagnostics_);
 
   // Traces of one job: the same rank twice, or several world sizes.
   {

@@ -161,6 +161,14 @@ struct Run {
   const StepSeries* FindRank(int32_t rank) const;
 };
 
+// The span of the job's steps that carry a start time: the first start and
+// the last end; nullopt when none does.
+struct StepTimeSpan {
+  TimeNs first = 0;
+  TimeNs end = 0;
+};
+std::optional<StepTimeSpan> StepTimesOf(const Run& run);
+
 // Largest accepted rank number. Ranks index a dense table, so a garbled line
 // claiming rank 2^31 must not allocate gigabytes.
 inline constexpr int32_t kMaxRank = 4 * 1024 * 1024;

@@ -124,13 +124,13 @@ static_assert(sizeof(HostCpuRound) == 64,
 static_assert(sizeof(HostProcReading) == 152,
               "a field was added to HostProcReading: update model/wire.cc");
 static_assert(sizeof(HostCpuLog) == 80, "a field was added to HostCpuLog: update model/wire.cc");
-static_assert(sizeof(RunBuilder) == 2872, "a field was added to RunBuilder: update model/wire.cc");
+static_assert(sizeof(RunBuilder) == 2904, "a field was added to RunBuilder: update model/wire.cc");
 #endif
 
 namespace {
 
 constexpr char kWireMagic[4] = {'L', 'G', 'W', 'B'};
-constexpr uint32_t kWireVersion = 11;
+constexpr uint32_t kWireVersion = 12;
 constexpr size_t kHeaderBytes = sizeof kWireMagic + sizeof(uint32_t) + sizeof(uint64_t);
 
 // What went wrong inside a frame; DecodeBuilder turns it into a Status.

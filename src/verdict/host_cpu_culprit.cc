@@ -560,9 +560,10 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
       if (noise && window->cpu / core - 1 < kWindowNoiseZ * *noise) {
         dropped.push_back(fmt::format(
             "the profiled steps show rank {}'s CPU ops {:.2f}x as long as its peers' and its "
-            "thread's CPU time per step {:.2f}x theirs, within what {} stretches as long of the "
-            "other steps show by chance ({:.1f} standard deviations of ±{:.0f}%; naming it needs "
-            "{:.0f}); over the run its CPU time per step is {:.2f}x theirs: not a slow rank",
+            "thread's CPU time per step {:.2f}x theirs, within what its peers and it show by "
+            "chance over as many of the other steps ({} such stretches of a rank: {:.1f} standard "
+            "deviations of ±{:.1f}%; naming it needs {:.0f}); over the run its CPU time per step "
+            "is {:.2f}x theirs: not a slow rank",
             *c.entity.rank, 1 + *c.slowdown, window->cpu, a.host_cpu.window_noise_samples,
             (window->cpu / core - 1) / std::max(*noise, 1e-9), 100 * *noise, kWindowNoiseZ,
             *ratio));

@@ -135,7 +135,8 @@ TEST_F(GpuMapTest, StepLogsInHostFoldersTieWithoutAnyFlag) {
   ASSERT_EQ(r.rc, kExitOk) << r.err;
   EXPECT_EQ(r.out.rfind("verdict: rank 11 (node-01 GPU 3) is the straggler", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("  ranks 8-15 on node-01: host from the step logs (a field or their "
-                       "folder), GPU = the rank's place among the host's consecutive ranks\n"),
+                       "folder) or the agent that saw the rank's process, GPU = the rank's place "
+                       "among the host's consecutive ranks\n"),
             std::string::npos)
       << r.out;
 }

@@ -77,5 +77,65 @@ TEST(RunBuilderTest, ABuilderIsReusableAfterFinalize) {
   EXPECT_EQ(second.ranks[0].steps[0].duration_ns, 20);
 }
 
+// A rank whose step records name no host takes the host of the agent that
+// tied a process to it within the job's steps' span (10 s either side),
+// said as rank.host_from_agent; not where two hosts did, nor from a record
+// of another time, nor over a host the steps name.
+TEST(RunBuilderTest, ARankWithNoHostTakesTheAgentsHost) {
+  constexpr TimeNs kS = 1'000'000'000;
+  RunBuilder b;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    for (int64_t step = 0; step < 3; ++step)
+      b.AddStep(rank, step, kS, 1000 * kS + step * kS, SourceRef{0, 1});
+  }
+  b.SetHost(3, "stated", "steps.log", 1);
+  auto proc = [](TimeNs t, int32_t rank) {
+    return HostProcReading{
+        .time_ns = t, .pid = 100 + rank, .comm = "python3", .rank = rank, .src = SourceRef{1, 7}};
+  };
+  b.AddHostCpu(HostCpuLog{.host = "node7",
+                          .procs = {proc(1001 * kS, 1), proc(1001 * kS, 2), proc(1001 * kS, 3),
+                                    proc(1100 * kS, 0)}});  // rank 0: 97 s after the job
+  b.AddHostCpu(HostCpuLog{.host = "node8", .procs = {proc(1002 * kS, 2)}});
+  laggard::Run run;
+  run.files = {InputFileInfo{.path = "steps.log"}, InputFileInfo{.path = "hardware.jsonl"}};
+  b.Finalize(run);
+  ASSERT_EQ(run.ranks.size(), 4u);
+  EXPECT_FALSE(run.ranks[0].info.host.has_value());  // outside the job's span
+  EXPECT_EQ(run.ranks[1].info.host.value_or(""), "node7");
+  EXPECT_FALSE(run.ranks[2].info.host.has_value());  // two hosts: not guessed
+  EXPECT_EQ(run.ranks[3].info.host.value_or(""), "stated");
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kRankHostFromAgent), 1u);
+}
+
+// Without step times to bound the job: only a rank the logs tie to one pid
+// (rank 1's two pids are two jobs' processes); never a rank whose trace
+// names its host.
+TEST(RunBuilderTest, WithoutStepTimesOnlyARankOfOneProcessTakesTheAgentsHost) {
+  RunBuilder b;
+  for (int32_t rank = 0; rank < 3; ++rank) {
+    for (int64_t step = 0; step < 3; ++step)
+      b.AddStep(rank, step, 1'000'000, std::nullopt, SourceRef{0, 1});
+  }
+  RankTrace trace;
+  trace.rank = 2;
+  trace.host = "node7.example";
+  b.AddTrace(std::move(trace));
+  auto proc = [](int64_t pid, int32_t rank) {
+    return HostProcReading{.time_ns = 5, .pid = pid, .comm = "python3", .rank = rank};
+  };
+  b.AddHostCpu(
+      HostCpuLog{.host = "node7",
+                 .procs = {proc(100, 0), proc(100, 0), proc(101, 1), proc(201, 1), proc(102, 2)}});
+  laggard::Run run;
+  run.files = {InputFileInfo{.path = "steps.log"}, InputFileInfo{.path = "hardware.jsonl"}};
+  b.Finalize(run);
+  ASSERT_EQ(run.ranks.size(), 3u);
+  EXPECT_EQ(run.ranks[0].info.host.value_or(""), "node7");
+  EXPECT_FALSE(run.ranks[1].info.host.has_value());
+  EXPECT_FALSE(run.ranks[2].info.host.has_value());
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kRankHostFromAgent), 1u);
+}
+
 }  // namespace
 }  // namespace laggard

@@ -92,9 +92,14 @@ TEST(RealJobTest, AHogOnARanksCoreIsHostContention) {
 // --agent): its hardware log names the busy loop that shares cpu 1 with
 // ranks 1 and 3, and the verdict says to stop it first.
 TEST(RealJobTest, TheAgentNamesTheHogsCommandLine) {
-  Verdict v = Diagnose(kData + "w4_cpu_hog_agent");
+  laggard::Run run;
+  Verdict v = Diagnose(kData + "w4_cpu_hog_agent", &run);
+  // The rank lines name no host: each rank's is the agent's, said.
+  EXPECT_EQ(run.diagnostics.count(DiagCode::kRankHostFromAgent), 4u);
+  EXPECT_EQ(v.summary.rfind("verdict: rank 1 (vm) is the straggler", 0), 0u) << v.summary;
   ASSERT_EQ(v.culprits.size(), 2u) << v.summary;
   for (const Culprit& c : v.culprits) {
+    EXPECT_EQ(c.entity.host.value_or(""), "vm");
     EXPECT_EQ(c.cause, "host_contention") << v.summary;
     bool named = false;
     for (const std::string& e : c.evidence) {

@@ -148,8 +148,8 @@ void RankMap::Builder::TieHostOrder() {
     for (int32_t r : host_ranks) m.Add(r, host, r - all.front(), TieRule::kHostOrder);
   }
   m.how_[TieRule::kHostOrder] =
-      "host from the step logs (a field or their folder), GPU = the rank's place among the "
-      "host's consecutive ranks";
+      "host from the step logs (a field or their folder) or the agent that saw the rank's "
+      "process, GPU = the rank's place among the host's consecutive ranks";
 }
 
 void RankMap::Builder::TieLoggedHost() {
@@ -160,8 +160,10 @@ void RankMap::Builder::TieLoggedHost() {
     if (!m.gpu_of_.count(r) && blocks[host].size() == 1)
       m.Add(r, host, r % gpus, TieRule::kLoggedHost);
   }
-  m.how_[TieRule::kLoggedHost] =
-      fmt::format("host from the step logs (a field or their folder), GPU = rank mod {}", gpus);
+  m.how_[TieRule::kLoggedHost] = fmt::format(
+      "host from the step logs (a field or their folder) or the agent that saw the "
+      "rank's process, GPU = rank mod {}",
+      gpus);
 }
 
 // The number in the host name of the job's first node, and in `basis` how

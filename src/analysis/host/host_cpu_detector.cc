@@ -387,7 +387,12 @@ namespace {
 
 // HostCpuAnalysis::window_noise (MeasureWindowProbes): each rank's mean CPU
 // time per step over stretches of the window's length outside it, against
-// its peers' median there.
+// its peers' median there. The stretches move forward, so each rank keeps a
+// running sum between two cursors into its CPU steps (sorted by step after
+// Finalize): O(ranks) memory; a stretch with no step of any rank jumps to
+// the next step there is (a stray step number does not walk the gap); per
+// stretch the ranks' means are sorted once and each one's peers' median
+// read around its own place.
 std::optional<double> WindowNoise(const Run& run, const LogStepRange& window, size_t& samples) {
   samples = 0;
   const int64_t length = window.last - window.first + 1;
@@ -399,29 +404,51 @@ std::optional<double> WindowNoise(const Run& run, const LogStepRange& window, si
     last = std::max(last, s.cpu.back().step);
   }
   if (first > last) return std::nullopt;
+  struct Cursor {
+    size_t lo = 0, hi = 0;   // s.cpu[lo, hi) are in the stretch
+    int64_t sum = 0, n = 0;  // over those with a CPU time
+  };
+  std::vector<Cursor> cursors(run.ranks.size());
   const int64_t stride = std::max<int64_t>(1, length / 2);
-  std::vector<double> ratios;
-  for (int64_t from = first + kNoiseWarmupSteps; from + length - 1 <= last; from += stride) {
+  std::vector<double> ratios, means;
+  for (int64_t from = first + kNoiseWarmupSteps; from <= last - length + 1; from += stride) {
     const int64_t to = from + length - 1;
-    if (to >= window.first - kNoiseWindowMargin && from <= window.last + kNoiseWindowMargin)
-      continue;
-    std::vector<double> means;
-    for (const StepSeries& s : run.ranks) {
-      double sum = 0;
-      int64_t n = 0;
-      for (const StepCpu& c : s.cpu) {
-        if (c.step >= from && c.step <= to && c.on_cpu_ns)
-          sum += static_cast<double>(*c.on_cpu_ns), ++n;
+    int64_t next = std::numeric_limits<int64_t>::max();  // the first step after the stretch
+    bool any = false;                                    // a step of some rank in it
+    means.clear();
+    for (size_t i = 0; i < run.ranks.size(); ++i) {
+      const std::vector<StepCpu>& cpu = run.ranks[i].cpu;
+      Cursor& c = cursors[i];
+      for (; c.hi < cpu.size() && cpu[c.hi].step <= to; ++c.hi) {
+        if (cpu[c.hi].on_cpu_ns) c.sum += *cpu[c.hi].on_cpu_ns, ++c.n;
       }
-      if (2 * n >= length && sum > 0) means.push_back(sum / static_cast<double>(n));
+      for (; c.lo < c.hi && cpu[c.lo].step < from; ++c.lo) {
+        if (cpu[c.lo].on_cpu_ns) c.sum -= *cpu[c.lo].on_cpu_ns, --c.n;
+      }
+      if (c.hi < cpu.size()) next = std::min(next, cpu[c.hi].step);
+      any |= c.hi > c.lo;
+      if (2 * c.n >= length && c.sum > 0)
+        means.push_back(static_cast<double>(c.sum) / static_cast<double>(c.n));
     }
-    if (means.size() < 3) continue;
-    for (size_t i = 0; i < means.size(); ++i) {
-      std::vector<double> peers;
-      for (size_t j = 0; j < means.size(); ++j) {
-        if (j != i) peers.push_back(means[j]);
+    const bool clear =
+        to < window.first - kNoiseWindowMargin || from > window.last + kNoiseWindowMargin;
+    const size_t n = means.size();
+    if (clear && n >= 3) {
+      std::sort(means.begin(), means.end());
+      // The median of the others: the sorted means without place k.
+      auto other = [&](size_t j, size_t k) { return means[j < k ? j : j + 1]; };
+      const size_t m = n - 1;
+      for (size_t k = 0; k < n; ++k) {
+        const double median =
+            m % 2 == 1 ? other(m / 2, k) : (other(m / 2 - 1, k) + other(m / 2, k)) / 2;
+        ratios.push_back(means[k] / median);
       }
-      ratios.push_back(means[i] / *Median(std::move(peers)));
+    }
+    // No step of any rank in the stretch: on to the first stretch of the
+    // same grid that holds the next step there is.
+    if (!any && next != std::numeric_limits<int64_t>::max()) {
+      const int64_t k = (next - length + 1 - from + stride - 1) / stride;  // >= 1: next > to
+      from += (k - 1) * stride;
     }
   }
   samples = ratios.size();

@@ -132,18 +132,9 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 
 std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
   if (run.hardware.host_cpu.empty()) return {};  // no agent log: no pass over the steps
-  // The job's span where its steps carry times: an agent that ran through
-  // several jobs logged their ranks too.
-  TimeNs first = std::numeric_limits<TimeNs>::max(), end = std::numeric_limits<TimeNs>::min();
-  for (const StepSeries& s : run.ranks) {
-    for (const StepRecord& st : s.steps) {
-      if (!st.start_ns) continue;
-      first = std::min(first, *st.start_ns);
-      end = std::max(end, *st.start_ns + st.duration_ns);
-    }
-  }
+  const std::optional<StepTimeSpan> span = StepTimesOf(run);
   auto in_job = [&](TimeNs t) {
-    return first > end || (t >= first - kJobSpanSlackNs && t <= end + kJobSpanSlackNs);
+    return !span || (t >= span->first - kJobSpanSlackNs && t <= span->end + kJobSpanSlackNs);
   };
   std::map<std::string, HostRecords> hosts;
   for (const HostCpuLog& log : run.hardware.host_cpu) {

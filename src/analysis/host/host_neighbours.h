@@ -5,8 +5,7 @@
 // (host_contention): whom to stop or move.
 //
 // Records outside the job's span are left out (its steps' times, when
-// logged, widened by kJobSpanSlackNs: a scan every 5 s by default): an
-// agent that ran through several jobs tied their ranks too.
+// logged, widened by kJobSpanSlackNs, model/hardware.h).
 //
 // A rank's process is the one the agent's host_proc records tie to it
 // (the pid of its step reports), on the host that logged them; its cores
@@ -41,7 +40,6 @@ namespace laggard {
 // A process using a fifth of a core on a rank's cores takes a fifth of
 // the time a pinned single-threaded rank could run there.
 inline constexpr double kMinNeighbourShare = 0.2;
-inline constexpr TimeNs kJobSpanSlackNs = 10'000'000'000;
 
 struct CpuNeighbour {
   int64_t pid = 0;

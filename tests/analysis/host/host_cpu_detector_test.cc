@@ -355,6 +355,76 @@ TEST(HostCpuDetectorTest, TheProfiledStepsAndTheStepsOutsideThemAreMeasuredApart
   EXPECT_TRUE(few.ranks[0].window_cpu_ns.has_value());
 }
 
+// The window noise: each rank's mean CPU time per step over window-long
+// stretches of the unprofiled steps (5-14, 10-19, 15-24 of 40: clear of the
+// warm-up and of the window 30-39 by 2 steps) against its peers' median.
+laggard::Run WindowNoiseRun(int ranks, double rank1_odd_stretch) {
+  laggard::Run run;
+  for (int r = 0; r < ranks; ++r) {
+    run.ranks.emplace_back();
+    for (int64_t step = 0; step < 40; ++step) {
+      double ms = 10;
+      if (r == 0 && step >= 30) ms = 20;  // the window's own excess
+      if (r == 0 && step < 5) ms = 30;    // warm-up
+      // Rank 1's steps 10-14 (in two stretches) run rank1_odd_stretch x.
+      if (r == 1 && step >= 10 && step < 15) ms *= rank1_odd_stretch;
+      run.ranks[r].cpu.push_back(
+          StepCpu{.step = step, .on_cpu_ns = static_cast<DurationNs>(ms * 1e6)});
+    }
+  }
+  return run;
+}
+
+TEST(HostCpuDetectorTest, TheWindowNoiseIsReadOutsideTheWindowAndItsMargins) {
+  HostCpuAnalysis calm;
+  calm.ranks.resize(4);
+  MeasureWindowProbes(WindowNoiseRun(4, 1.0), LogStepRange{.first = 30, .last = 39}, calm);
+  ASSERT_TRUE(calm.window_noise.has_value());
+  EXPECT_EQ(calm.window_noise_samples, 12u);  // 3 stretches x 4 ranks
+  EXPECT_DOUBLE_EQ(*calm.window_noise, 0);    // neither the window nor the warm-up counted
+  // Rank 1 at 1.4x in steps 10-14: its two stretches read 1.2x (of 12
+  // ratios, 2 at 1.2, 10 at 1.0: the MAD stays 0, a robust spread).
+  HostCpuAnalysis odd;
+  odd.ranks.resize(4);
+  MeasureWindowProbes(WindowNoiseRun(4, 1.4), LogStepRange{.first = 30, .last = 39}, odd);
+  EXPECT_DOUBLE_EQ(odd.window_noise.value_or(-1), 0);
+  // Two ranks: no peers' median to stray from.
+  HostCpuAnalysis two;
+  two.ranks.resize(2);
+  MeasureWindowProbes(WindowNoiseRun(2, 1.0), LogStepRange{.first = 30, .last = 39}, two);
+  EXPECT_FALSE(two.window_noise.has_value());
+  // A window of steps 20-29: only 5-14 clears it by 2 steps (4 ratios of
+  // the kMinNoiseSamples 6).
+  HostCpuAnalysis mid;
+  mid.ranks.resize(4);
+  MeasureWindowProbes(WindowNoiseRun(4, 1.0), LogStepRange{.first = 20, .last = 29}, mid);
+  EXPECT_FALSE(mid.window_noise.has_value());
+  EXPECT_EQ(mid.window_noise_samples, 4u);
+}
+
+// Ranks at 10, 11, ... ms of CPU time per step (window 30-39 of 40: 3
+// stretches a rank). Each rank's peers' median by hand: 3 ranks, 10/11.5,
+// 11/11, 12/10.5: MAD 1 - 10/11.5 = 0.1304; 4 ranks, 10/12, 11/12, 12/11,
+// 13/11: median 1.0038, MAD 0.1288; 5 ranks: 10/12.5 ... 14/11.5, MAD
+// 0.1304. A stray step 10^12 of rank 0 adds no stretch and no time.
+TEST(HostCpuDetectorTest, TheWindowNoiseIsEachRanksStrayFromItsPeersMedian) {
+  for (auto [ranks, mad] : {std::pair{3, 1 - 10 / 11.5}, std::pair{4, 0.128787878787879},
+                            std::pair{5, 1 - 10 / 11.5}}) {
+    laggard::Run run;
+    for (int r = 0; r < ranks; ++r) {
+      run.ranks.emplace_back();
+      for (int64_t step = 0; step < 40; ++step)
+        run.ranks[r].cpu.push_back(StepCpu{.step = step, .on_cpu_ns = (10 + r) * 1'000'000});
+    }
+    run.ranks[0].cpu.push_back(StepCpu{.step = 1'000'000'000'000, .on_cpu_ns = 1'000'000});
+    HostCpuAnalysis a;
+    a.ranks.resize(static_cast<size_t>(ranks));
+    MeasureWindowProbes(run, LogStepRange{.first = 30, .last = 39}, a);
+    EXPECT_EQ(a.window_noise_samples, 3u * static_cast<size_t>(ranks)) << ranks << " ranks";
+    EXPECT_NEAR(a.window_noise.value_or(-1), kMadToSigma * mad, 1e-6) << ranks << " ranks";
+  }
+}
+
 TEST(HostCpuDetectorTest, TheMeanProbeCapsAPreemptedProbe) {
   // Rank 3's probe 200 us but one step's 20 ms (preempted while probing):
   // capped at 3x its median, the mean reads (29 * 200 + 600) / 30.
