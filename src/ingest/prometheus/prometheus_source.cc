@@ -134,8 +134,14 @@ const std::vector<PromSeries>& SeriesOf(const SeriesByMetric& by_metric, std::st
   return it == by_metric.end() ? kNone : it->second;
 }
 
+// The phases a step reporter sends for its thread's CPU (laggard_step.py:
+// cpu_s, cpu_wait_s, cpu_probe_s; the agent exports them as phases), in
+// StepCpu's order: time on a CPU, waiting for one, a fixed probe's time.
+constexpr std::string_view kCpuPhases[] = {"cpu", "cpu_wait", "cpu_probe"};
+
 // Each rank's steps: laggard_step_duration_seconds, numbered by
-// laggard_step_last, with laggard_step_phase_seconds{phase="compute"}.
+// laggard_step_last, with laggard_step_phase_seconds{phase="compute"} and
+// the CPU phases (kCpuPhases) of the same scrape as the step's StepCpu.
 void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
   auto metric = [&](std::string_view name) -> const std::vector<PromSeries>& {
     return SeriesOf(by_metric, name);
@@ -148,9 +154,14 @@ void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
   }
   // The compute-only part of the same step, when the rank reports it.
   std::map<Key, const PromSeries*> compute_of;
+  std::map<Key, const PromSeries*> cpu_of[std::size(kCpuPhases)];
   for (const PromSeries& s : metric("laggard_step_phase_seconds")) {
-    if (Label(s, "phase") != "compute") continue;
-    compute_of[{Label(s, "host").value_or(""), Label(s, "rank").value_or("")}] = &s;
+    const std::optional<std::string> phase = Label(s, "phase");
+    const Key key{Label(s, "host").value_or(""), Label(s, "rank").value_or("")};
+    if (phase == "compute") compute_of[key] = &s;
+    for (size_t i = 0; i < std::size(kCpuPhases); ++i) {
+      if (phase == kCpuPhases[i]) cpu_of[i][key] = &s;
+    }
   }
   for (const PromSeries& s : metric("laggard_step_duration_seconds")) {
     auto rank = ParseInt<int32_t>(Label(s, "rank").value_or(""));
@@ -169,6 +180,21 @@ void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
         c != compute_of.end()) {
       for (auto [t, v] : c->second->points) compute_at[t] = v;
     }
+    std::map<TimeNs, double> cpu_at[std::size(kCpuPhases)];
+    for (size_t i = 0; i < std::size(kCpuPhases); ++i) {
+      if (auto c = cpu_of[i].find({host.value_or(""), Label(s, "rank").value_or("")});
+          c != cpu_of[i].end()) {
+        for (auto [t, v] : c->second->points) cpu_at[i][t] = v;
+      }
+    }
+    // A phase's value at scrape time t: a time of zero or more (a probe's
+    // over zero), else none.
+    auto cpu_value = [&](size_t i, TimeNs t) -> std::optional<DurationNs> {
+      auto c = cpu_at[i].find(t);
+      if (c == cpu_at[i].end() || !(c->second >= 0) || (i == 2 && c->second == 0))
+        return std::nullopt;
+      return FromSeconds(c->second);
+    };
     std::set<int64_t> seen;
     int64_t pseudo = 0;
     for (auto [t, seconds] : s.points) {
@@ -188,6 +214,8 @@ void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
         compute = FromSeconds(c->second);
       }
       b.AddStep(*rank, step, d, t - d, SourceRef{0, 0}, compute);
+      StepCpu cpu{step, cpu_value(0, t), cpu_value(1, t), cpu_value(2, t)};
+      if (cpu.on_cpu_ns || cpu.runq_wait_ns || cpu.probe_ns) b.AddStepCpu(*rank, cpu);
     }
   }
 }

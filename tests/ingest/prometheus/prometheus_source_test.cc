@@ -108,6 +108,44 @@ TEST(PrometheusSourceTest, ComputePhaseGaugeIsTheStepsComputeTime) {
   EXPECT_EQ(steps[3].duration_ns, 1'000'000'000);
 }
 
+// The reporter's CPU phases (cpu_s, cpu_wait_s, cpu_probe_s, exported by
+// the agent as phases) become each step's StepCpu, from the same scrape;
+// a step without them has none, a probe of 0 is no probe.
+TEST(PrometheusSourceTest, CpuPhaseGaugesAreTheStepsCpuTimes) {
+  std::map<std::string, std::vector<PromSeries>> m;
+  std::vector<std::pair<TimeNs, double>> dur, last, cpu, wait, probe;
+  for (int i = 0; i < 3; ++i) {
+    dur.push_back({kT0 + i * kSec, 1.0});
+    last.push_back({kT0 + i * kSec, 10 + i});
+    if (i != 1) cpu.push_back({kT0 + i * kSec, 0.5 + 0.1 * i});  // step 11 sent none
+    if (i != 1) wait.push_back({kT0 + i * kSec, 0.002});
+    if (i != 1) probe.push_back({kT0 + i * kSec, i == 2 ? 0.0 : 0.00014});
+  }
+  std::map<std::string, std::string> labels{{"host", "node-1"}, {"rank", "3"}};
+  m["laggard_step_duration_seconds"].push_back(Series(labels, dur));
+  m["laggard_step_last"].push_back(Series(labels, last));
+  auto with_phase = [&](std::string phase) {
+    auto l = labels;
+    l["phase"] = std::move(phase);
+    return l;
+  };
+  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu"), cpu));
+  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu_wait"), wait));
+  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu_probe"), probe));
+  laggard::Run run = RunFromSeries(m);
+  ASSERT_EQ(run.ranks.size(), 1u);
+  const std::vector<StepCpu>& c = run.ranks[0].cpu;
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].step, 10);
+  EXPECT_EQ(c[0].on_cpu_ns, 500'000'000);
+  EXPECT_EQ(c[0].runq_wait_ns, 2'000'000);
+  EXPECT_EQ(c[0].probe_ns, 140'000);
+  EXPECT_EQ(c[1].step, 12);
+  EXPECT_EQ(c[1].on_cpu_ns, 700'000'000);
+  EXPECT_FALSE(c[1].probe_ns.has_value());
+  EXPECT_EQ(run.ranks[0].steps.size(), 3u);
+}
+
 TEST(PrometheusSourceTest, AgentAndDcgmGpuSeriesMergePerGpuAndTime) {
   std::map<std::string, std::vector<PromSeries>> m;
   m["laggard_gpu_temp_celsius"].push_back(Series(
