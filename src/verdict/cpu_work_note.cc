@@ -29,6 +29,15 @@ std::optional<std::string> CpuWorkUndecided(const Analyses& a, const std::vector
   };
   const Finding* more = FirstOf(a.host_cpu.findings, FindingCode::kStepCpuTimeHigh);
   if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
+      more->slowdown.value_or(0) >= kTwoRankMoreWork && LowTwoRankExcess(a, more->confidence) &&
+      probed(*more->entity.rank) && CpuOnlyTrace(a, *more->entity.rank)) {
+    return fmt::format(
+        "rank {}'s thread used {:.2f}x its peer's CPU time per step on CPUs as fast by the probe, "
+        "but over too few such steps for two ranks to tell it from their two cores (confidence "
+        "{:.2f}) {}",
+        *more->entity.rank, 1 + more->slowdown.value_or(0), more->confidence, kTwoRanksCannotTell);
+  }
+  if (more != nullptr && more->entity.rank && two && !skipped(*more->entity.rank) &&
       more->slowdown.value_or(0) < kTwoRankMoreWork && probed(*more->entity.rank) &&
       CpuOnlyTrace(a, *more->entity.rank)) {
     return fmt::format(

@@ -391,7 +391,7 @@ std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string
   const HostCpuDetectorOptions o;
   const double least = WorldSize(a.steps, a.traces) == 2 ? kTwoRankMoreWork : o.min_cpu_time_excess;
   std::optional<MoreWork> m = MoreWorkCulprit(a, {}, least, o.min_cpu_time_z);
-  if (!m) return std::nullopt;
+  if (!m || LowTwoRankExcess(a, m->culprit.confidence)) return std::nullopt;
   PutStepsFirst(next_steps, m->finding->next_steps);
   return std::move(m->culprit);
 }

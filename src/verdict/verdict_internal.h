@@ -274,6 +274,15 @@ void SayWhatTheAgentSaw(Verdict& v, const Analyses& a);
 // apart) had a healthy 2-rank run at 1.08x over 24 steps with equal probes;
 // 4-rank healthy runs stayed at <= 1.02x where z >= 5.
 inline constexpr double kTwoRankMoreWork = 0.15;
+// Nor is it named below medium confidence (too few steps on cores as
+// fast): CpuWorkUndecided says it and what would tell (bench/realjobs d34:
+// a healthy 2-rank rank at 1.21x over 14 probe-matched steps, 1.07x over
+// the run, confidence 0.49, on cores 1.73x apart; of the 13 faulty 2-rank
+// ranks so named in d11-d33, one was below 0.5: d32, 1.2x, 0.47 over 11
+// steps).
+inline bool LowTwoRankExcess(const Analyses& a, double confidence) {
+  return WorldSize(a.steps, a.traces) == 2 && confidence < kMediumConfidence;
+}
 std::optional<Culprit> CpuWorkCulprit(const Analyses& a, std::vector<std::string>& next_steps);
 
 // Where nothing else names a straggler in a 2-rank CPU-only job: the rank

@@ -332,6 +332,20 @@ TEST(RealJobTest, AWindowExcessWithinTheRunsNoiseNamesNoOne) {
 // Beside a rank the run backs (rank 3, 2.0x from step 20), a rank the
 // profiled steps alone name (rank 0: 1.12x CPU time there, 1.03x over the
 // run) is not named, and the verdict says why.
+// A 2-rank more-work excess below medium confidence is said with what
+// would tell (a third rank, or the cores swapped), not named.
+TEST(RealJobTest, ALowTwoRankExcessIsSaidNotNamed) {
+  Verdict v = Diagnose(kData + "w2_healthy_low_two_rank_excess");
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("rank 1's thread used 1.21x its peer's CPU time per step on CPUs as "
+                           "fast by the probe, but over too few such steps"),
+            std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("compare with a third rank, or swap the ranks' cores"),
+            std::string::npos)
+      << v.summary;
+}
+
 TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
   Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
@@ -577,6 +591,9 @@ INSTANTIATE_TEST_SUITE_P(
         Expected{"w2_healthy_periodic_minor", VerdictStatus::kNoStraggler, {}},
         // Rank 3 computes 2.0x from step 20; healthy rank 0 ran +11% in
         // steps 5-9 (~1.6% over the run): rank 3 alone, not contradicted.
+        // Healthy; rank 1 at 1.21x its peer's CPU time over 14 probe-matched
+        // steps, confidence 0.49: said, with what would tell, not named.
+        Expected{"w2_healthy_low_two_rank_excess", VerdictStatus::kNoStraggler, {}},
         Expected{"w4_onset_compute_passing_peer",
                  VerdictStatus::kStraggler,
                  {{3, CauseClass::kComputeSlow}}},
