@@ -1086,7 +1086,12 @@ TEST(AgentHttpTest, ManyConcurrentScrapesAllSucceed) {
   Rig rig(std::move(gpus));
   rig.agent->Start();
   int port = rig.agent->http_port();
-  ASSERT_TRUE(WaitFor([&] { return probe::Get(port, "/healthz").status == 200; }));
+  // /healthz answers before the first sampling round ends: wait for its GPU
+  // series, then scrape (under ctest's load 7 of 300 scrapes came first and
+  // read 200 without them).
+  ASSERT_TRUE(WaitFor([&] {
+    return probe::Get(port, "/metrics").body.find("laggard_gpu_temp_celsius") != std::string::npos;
+  }));
   probe::ConcurrentResult r =
       probe::GetConcurrently(port, "/metrics", 300, "laggard_gpu_temp_celsius");
   EXPECT_EQ(r.ok, 300) << r.first_error;
