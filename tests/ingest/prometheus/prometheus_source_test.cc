@@ -54,6 +54,19 @@ PromSeries Series(std::map<std::string, std::string> labels,
 constexpr TimeNs kT0 = 1'700'000'000'000'000'000;
 constexpr TimeNs kSec = 1'000'000'000;
 
+// Rank 3 of node-1: its step durations and step numbers, and one phase.
+using Points = std::vector<std::pair<TimeNs, double>>;
+const std::map<std::string, std::string> kRank3{{"host", "node-1"}, {"rank", "3"}};
+void AddRankSteps(std::map<std::string, std::vector<PromSeries>>& m, Points dur, Points last) {
+  m["laggard_step_duration_seconds"].push_back(Series(kRank3, std::move(dur)));
+  m["laggard_step_last"].push_back(Series(kRank3, std::move(last)));
+}
+void AddPhase(std::map<std::string, std::vector<PromSeries>>& m, std::string phase, Points p) {
+  auto labels = kRank3;
+  labels["phase"] = std::move(phase);
+  m["laggard_step_phase_seconds"].push_back(Series(std::move(labels), std::move(p)));
+}
+
 TEST(PrometheusSourceTest, StepGaugesBecomeOneRecordPerNewStep) {
   std::map<std::string, std::vector<PromSeries>> m;
   // Scraped every second, a step every ~2 s: each step number seen twice.
@@ -87,16 +100,9 @@ TEST(PrometheusSourceTest, ComputePhaseGaugeIsTheStepsComputeTime) {
     if (i != 2) compute.push_back({kT0 + i * kSec, 0.6 + 0.1 * i});  // step 12 did not report it
     data.push_back({kT0 + i * kSec, 0.05});
   }
-  std::map<std::string, std::string> labels{{"host", "node-1"}, {"rank", "3"}};
-  m["laggard_step_duration_seconds"].push_back(Series(labels, dur));
-  m["laggard_step_last"].push_back(Series(labels, last));
-  auto with_phase = [&](std::string phase) {
-    auto l = labels;
-    l["phase"] = std::move(phase);
-    return l;
-  };
-  m["laggard_step_phase_seconds"].push_back(Series(with_phase("data"), data));
-  m["laggard_step_phase_seconds"].push_back(Series(with_phase("compute"), compute));
+  AddRankSteps(m, dur, last);
+  AddPhase(m, "data", data);
+  AddPhase(m, "compute", compute);
   laggard::Run run = RunFromSeries(m);
   ASSERT_EQ(run.ranks.size(), 1u);
   const std::vector<StepRecord>& steps = run.ranks[0].steps;
@@ -121,17 +127,10 @@ TEST(PrometheusSourceTest, CpuPhaseGaugesAreTheStepsCpuTimes) {
     if (i != 1) wait.push_back({kT0 + i * kSec, 0.002});
     if (i != 1) probe.push_back({kT0 + i * kSec, i == 2 ? 0.0 : 0.00014});
   }
-  std::map<std::string, std::string> labels{{"host", "node-1"}, {"rank", "3"}};
-  m["laggard_step_duration_seconds"].push_back(Series(labels, dur));
-  m["laggard_step_last"].push_back(Series(labels, last));
-  auto with_phase = [&](std::string phase) {
-    auto l = labels;
-    l["phase"] = std::move(phase);
-    return l;
-  };
-  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu"), cpu));
-  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu_wait"), wait));
-  m["laggard_step_phase_seconds"].push_back(Series(with_phase("cpu_probe"), probe));
+  AddRankSteps(m, dur, last);
+  AddPhase(m, "cpu", cpu);
+  AddPhase(m, "cpu_wait", wait);
+  AddPhase(m, "cpu_probe", probe);
   laggard::Run run = RunFromSeries(m);
   ASSERT_EQ(run.ranks.size(), 1u);
   const std::vector<StepCpu>& c = run.ranks[0].cpu;
