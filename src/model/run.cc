@@ -575,9 +575,7 @@ void HostsFromAgent(Run& run, Diagnostics& diagnostics) {
   for (const HostCpuLog& log : run.hardware.host_cpu) {
     if (log.host.empty()) continue;
     for (const HostProcReading& p : log.procs) {
-      if (!p.rank || (span && (p.time_ns < span->first - kJobSpanSlackNs ||
-                               p.time_ns > span->end + kJobSpanSlackNs)))
-        continue;
+      if (!p.rank || !InJobSpan(span, p.time_ns)) continue;
       Seen& s = seen[*p.rank];
       s.hosts.try_emplace(log.host, &p);
       s.pids.insert(p.pid);

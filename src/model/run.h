@@ -168,6 +168,11 @@ struct StepTimeSpan {
   TimeNs end = 0;
 };
 std::optional<StepTimeSpan> StepTimesOf(const Run& run);
+// Whether an agent record at `t` is the job's: within `span` widened by
+// kJobSpanSlackNs (model/hardware.h); any time when the steps carry none.
+inline bool InJobSpan(const std::optional<StepTimeSpan>& span, TimeNs t) {
+  return !span || (t >= span->first - kJobSpanSlackNs && t <= span->end + kJobSpanSlackNs);
+}
 
 // Largest accepted rank number. Ranks index a dense table, so a garbled line
 // claiming rank 2^31 must not allocate gigabytes.

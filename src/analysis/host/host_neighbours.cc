@@ -1,7 +1,6 @@
 #include "analysis/host/host_neighbours.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -133,17 +132,14 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
   if (run.hardware.host_cpu.empty()) return {};  // no agent log: no pass over the steps
   const std::optional<StepTimeSpan> span = StepTimesOf(run);
-  auto in_job = [&](TimeNs t) {
-    return !span || (t >= span->first - kJobSpanSlackNs && t <= span->end + kJobSpanSlackNs);
-  };
   std::map<std::string, HostRecords> hosts;
   for (const HostCpuLog& log : run.hardware.host_cpu) {
     HostRecords& h = hosts[log.host];
     for (const HostProcReading& p : log.procs) {
-      if (in_job(p.time_ns)) h.procs.push_back(&p);
+      if (InJobSpan(span, p.time_ns)) h.procs.push_back(&p);
     }
     for (const HostCpuRound& r : log.rounds) {
-      if (in_job(r.time_ns)) h.rounds.push_back(&r);
+      if (InJobSpan(span, r.time_ns)) h.rounds.push_back(&r);
     }
   }
   std::vector<RankHostCpu> out;
