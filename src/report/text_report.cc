@@ -99,8 +99,14 @@ TraceRow BusyRow(std::string label, const TraceBusyStats& t) {
                   "-"};
 }
 
-TraceRow RankRow(const RankTraceStats& t) {
+// A rank's row; its host from the step records (or the agent, model/run.cc
+// HostsFromAgent) where its trace names none.
+TraceRow RankRow(const RankTraceStats& t, const Run& run) {
   TraceRow r = BusyRow(std::to_string(t.rank) + (t.cpu_only ? " (cpu)" : ""), t);
+  if (!t.host) {
+    const StepSeries* s = run.FindRank(t.rank);
+    if (s != nullptr && s->info.host) r.host = *s->info.host;
+  }
   if (t.instances > 0) r.last = fmt::format("{:.0f}%", 100 * t.share_last);
   r.lateness = SignedMs(ToMs(t.median_lateness_ns));
   r.offset = SignedMs(ToMs(t.clock_offset_ns));
@@ -177,7 +183,7 @@ void RenderTraceTable(const ReportInput& in, std::ostream& out) {
   const std::vector<RankTraceStats>& ranks = in.analyses.traces.ranks;
   std::vector<TraceRow> rows;
   if (ranks.size() <= kAllTraceRowsUpTo) {
-    for (const RankTraceStats& t : ranks) rows.push_back(RankRow(t));
+    for (const RankTraceStats& t : ranks) rows.push_back(RankRow(t, in.run));
   } else {
     std::set<int32_t> culprits;
     if (in.analyses.traces.culprit) culprits.insert(*in.analyses.traces.culprit);
@@ -193,7 +199,7 @@ void RenderTraceTable(const ReportInput& in, std::ostream& out) {
     std::stable_sort(
         order.begin(), order.end(),
         [&](const RankTraceStats* a, const RankTraceStats* b) { return key(a) > key(b); });
-    for (size_t i = 0; i < kTopTraceRows; ++i) rows.push_back(RankRow(*order[i]));
+    for (size_t i = 0; i < kTopTraceRows; ++i) rows.push_back(RankRow(*order[i], in.run));
     rows.push_back(MedianRow(ranks));
   }
   const std::vector<TraceBusyStats>& unranked = in.analyses.traces.unranked;

@@ -90,5 +90,27 @@ TEST(TextReportTest, TracesWithoutARankGetTheirOwnRowsAndFileNames) {
   for (size_t i = 1; i <= 7; ++i) EXPECT_NE(FirstCell(table[i]), std::to_string(lost_rank));
 }
 
+// A rank whose trace names no host reads the host its step records name
+// (or the agent's, RunBuilder's HostsFromAgent); with neither, "-".
+TEST(TextReportTest, ARankWhoseTraceNamesNoHostShowsItsStepRecordsHost) {
+  TempDir dir;
+  auto d = SimulatedRun(dir.path(), FixtureOptions{.hardware = false, .ranks = 8});
+  for (RankTrace& t : d->run.traces) t.host.reset();
+  for (StepSeries& s : d->run.ranks) s.info.host.reset();
+  ASSERT_FALSE(d->run.ranks.empty());
+  d->run.ranks[1].info.host = "vm-7";
+  const int32_t rank = d->run.ranks[1].info.rank;
+  d->analyses.traces = AnalyzeTraces(d->run);
+  std::string text = Text(d->input());
+  std::vector<std::string> table = TraceTable(text);
+  ASSERT_EQ(table.size(), 9u) << text;
+  for (size_t i = 1; i < table.size(); ++i) {
+    std::istringstream row(table[i]);
+    std::string label, host;
+    row >> label >> host;
+    EXPECT_EQ(host, label == std::to_string(rank) ? "vm-7" : "-") << table[i];
+  }
+}
+
 }  // namespace
 }  // namespace laggard

@@ -129,6 +129,21 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 
 }  // namespace
 
+namespace {
+
+// The host `rank`'s step records name (or the agent's where one host tied
+// it), else its trace's.
+std::optional<std::string> RankHost(const Run& run, int32_t rank) {
+  const StepSeries* s = run.FindRank(rank);
+  if (s != nullptr && s->info.host) return s->info.host;
+  for (const RankTrace& t : run.traces) {
+    if (t.rank == rank && t.host) return t.host;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
   if (run.hardware.host_cpu.empty()) return {};  // no agent log: no pass over the steps
   const std::optional<StepTimeSpan> span = StepTimesOf(run);
@@ -144,16 +159,31 @@ std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
   }
   std::vector<RankHostCpu> out;
   for (const auto& [host, h] : hosts) ReadHost(host, h, out);
-  // A rank two hosts tie to (a host label changed mid-run): the one with
-  // more scans.
-  std::stable_sort(out.begin(), out.end(), [](const RankHostCpu& a, const RankHostCpu& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.scans > b.scans;
-  });
-  out.erase(
-      std::unique(out.begin(), out.end(),
-                  [](const RankHostCpu& a, const RankHostCpu& b) { return a.rank == b.rank; }),
-      out.end());
-  return out;
+  // A rank two hosts tie to (two jobs numbering their ranks alike, a host
+  // label changed mid-run): the one on the rank's own host (its step
+  // records', its trace's, or the agent's where one host tied it,
+  // RunBuilder's HostsFromAgent), else none: another host's neighbours are
+  // not its own. One tie stays as it is (a host spelled two ways).
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RankHostCpu& a, const RankHostCpu& b) { return a.rank < b.rank; });
+  std::vector<RankHostCpu> kept;
+  for (size_t i = 0; i < out.size();) {
+    size_t j = i;
+    while (j < out.size() && out[j].rank == out[i].rank) ++j;
+    if (j - i == 1) {
+      kept.push_back(std::move(out[i]));
+    } else {
+      const std::optional<std::string> own = RankHost(run, out[i].rank);
+      for (size_t k = i; k < j; ++k) {
+        if (own && out[k].host == *own) {
+          kept.push_back(std::move(out[k]));
+          break;
+        }
+      }
+    }
+    i = j;
+  }
+  return kept;
 }
 
 const RankHostCpu* FindRankHostCpu(const std::vector<RankHostCpu>& all, int32_t rank) {

@@ -83,6 +83,44 @@ TEST(HostNeighboursTest, TheBusyProcessOnARanksCoresThatIsNotTheJobsIsItsNeighbo
   EXPECT_TRUE(RanksOnHostCpus(laggard::Run{}).empty());
 }
 
+// Rank 3 tied to a process on node-1 (Host()) and, with fewer scans, on
+// node-3 (two jobs numbering their ranks alike): the rank's own host
+// decides; with none named, neither host's neighbours are its.
+TEST(HostNeighboursTest, ARankTwoHostsTieToIsOnItsOwnHostOrNone) {
+  laggard::Run run = Host();
+  HostCpuLog third{.host = "node-3"};
+  for (int s = 0; s < 2; ++s) {
+    TimeNs t = kT0 + s * kSecond;
+    third.procs.push_back(Proc(t, 61, 1, "python3 other_job.py", 0.9, {0}, 3));
+    third.procs.push_back(Proc(t, 62, 1, "node-3 hog", 1.0, {0}));
+  }
+  run.hardware.host_cpu.push_back(third);
+  std::vector<RankHostCpu> seen = RanksOnHostCpus(run);
+  EXPECT_EQ(FindRankHostCpu(seen, 3), nullptr);  // no host of its own: neither
+  ASSERT_NE(FindRankHostCpu(seen, 2), nullptr);  // one host tied rank 2
+
+  run.ranks.emplace_back();
+  run.ranks.back().info.rank = 3;
+  run.ranks.back().info.host = "node-3";
+  seen = RanksOnHostCpus(run);
+  const RankHostCpu* r3 = FindRankHostCpu(seen, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->host, "node-3");  // its own, not the host with more scans
+  EXPECT_EQ(r3->pid, 61);
+  ASSERT_EQ(r3->neighbours.size(), 1u);
+  EXPECT_EQ(r3->neighbours[0].pid, 62);
+
+  run.ranks.back().info.host.reset();  // its trace names node-1
+  run.traces.emplace_back();
+  run.traces.back().rank = 3;
+  run.traces.back().host = "node-1";
+  seen = RanksOnHostCpus(run);
+  r3 = FindRankHostCpu(seen, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->host, "node-1");
+  EXPECT_EQ(r3->pid, 31);
+}
+
 TEST(HostNeighboursTest, NothingButTheJobOnARanksCoresIsNoNeighbour) {
   // Two ranks pinned to cores 0 and 1 with their loaders (children) and a
   // compile worker (a grandchild), all busy; rank 1 restarted under a new
