@@ -543,10 +543,19 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // (bench/realjobs d11-d32: the 4-rank healthy ranks kept this way alone
 // read 0.5-2.7 such deviations, a 1.1x rank 4.9 (d27); beside a rank
 // computing 2.0x, healthy ranks read 4.2 (d24) and 8.0 (d32, 1.12x in the
-// window on a calm run). Returns true when it dropped or kept one so
-// (host_cpu_culprit.cc).
+// window on a calm run). Kept so too on a core slower in the window, when
+// its thread's CPU time there and its ops' excess are each >= 1 +
+// kSlowerCoreWindowWork times that core's slowness: more than
+// a slower core makes (d35: a 2.0x fault from step 20 whose rank took the
+// slower core at step 23, CPU time 2.56x and ops 2.79x its peer's on a core
+// 1.79x as slow by the probe, read 1.39x over the run; healthy ranks on
+// slower cores in the window of d35's 120 runs read CPU time 0.85-1.18x
+// their core's slowness, a probe overstating what a slower core does to
+// the job's work). Returns true when it dropped or kept one so
+// (window_culprit.cc).
 inline constexpr double kCpuTimeAgreement = 0.05;
 inline constexpr double kWindowNoiseZ = 4;
+inline constexpr double kSlowerCoreWindowWork = 0.3;
 bool DropUnbornOut(Verdict& v, const Analyses& a);
 
 // A 2-rank CPU-only job's one culprit, read from the traces with no cause
@@ -588,7 +597,7 @@ bool DropTwoRankLateWork(Verdict& v, const Analyses& a);
 // margin) is not dropped but named host_contention, its next step first
 // (bench/realjobs d11: a healthy rank's ops 1.39x its peer's, its probe
 // 1.65x in the profiled steps, was named compute-slow). True when it
-// dropped or renamed one.
+// dropped or renamed one (window_culprit.cc).
 inline constexpr double kWindowCoreExplains = 0.75;
 bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
@@ -598,6 +607,9 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
 // them (host_cpu_culprit.cc).
 const RankCpuStats* CpuStatsOf(const Analyses& a, int32_t rank);
 bool CpuOnlyTrace(const Analyses& a, int32_t rank);
+// Whether a trace finding (late arrival, compute-slow) names `rank`: the
+// culprit was read from the profiled steps.
+bool FromTraces(const Analyses& a, int32_t rank);
 // The rank's core speed and CPU time in the profiled steps against its
 // peers': its mean probe time there over their median (`probe`) and its
 // mean CPU time per step there over theirs (`cpu`); nullopt unless both are

@@ -346,6 +346,23 @@ TEST(RealJobTest, ALowTwoRankExcessIsSaidNotNamed) {
       << v.summary;
 }
 
+// A 2.0x fault from step 20 whose rank took the slower core at step 23:
+// in the profiled steps its CPU time (2.56x) and ops (2.79x) are more than
+// that core (1.79x by the probe) makes; over the run 1.41x. Named, not
+// dropped as a passing difference of the cores.
+TEST(RealJobTest, AWindowOnlyRankOnASlowerCoreDoingMoreThanItMakesIsNamed) {
+  Verdict v = Diagnose(kData + "w2_onset_compute_slower_core_window");
+  ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
+  EXPECT_EQ(v.culprits[0].entity.rank, 1);
+  EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kComputeSlow);
+  EXPECT_LT(v.culprits[0].confidence, kHighConfidence);
+  bool said = false;
+  for (const std::string& e : v.culprits[0].evidence) {
+    said |= e.find("1.43x what that core's slowness explains, its ops 1.56x") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << v.summary;
+}
+
 TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
   Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
