@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/stats/robust_stats.h"
 #include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
@@ -88,6 +89,49 @@ const RankCpuStats* LargestMildExcess(const Analyses& a, const std::vector<RankC
   return top;
 }
 
+// Failing LargestMildExcess, the one rank whose CPU time per step for its
+// core's speed (work_per_probe: its CPU time over its probe's, median over
+// the steps) stands >= 1 + kTellExcess / 2 over the median of the others'
+// while each other rank reads under 1 + kTellExcess / 4 against the rest
+// but it: a clear top where ranks float between unequal cores and few
+// steps have probes that agree. Not beside comm-bound traces (ranks
+// polling in gloo burn CPU time). Its text, or nullopt.
+std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<RankCpuStats>& ranks) {
+  if (FirstOf(a.traces.findings, FindingCode::kTraceCommBound) != nullptr) return std::nullopt;
+  const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
+  std::vector<const RankCpuStats*> field;
+  for (const RankCpuStats& r : ranks) {
+    if (!r.work_per_probe || *r.work_per_probe <= 0 || r.work_per_probe_steps < least)
+      return std::nullopt;
+    field.push_back(&r);
+  }
+  if (field.size() < 3) return std::nullopt;
+  auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
+    std::vector<double> peers;
+    for (const RankCpuStats* p : field) {
+      if (p != r && p != also) peers.push_back(*p->work_per_probe);
+    }
+    return *r->work_per_probe / *Median(std::move(peers));
+  };
+  const RankCpuStats* top = nullptr;
+  double top_ratio = 0;
+  for (const RankCpuStats* r : field) {
+    const double ratio = ratio_of(r, nullptr);
+    if (ratio > top_ratio) top_ratio = ratio, top = r;
+  }
+  if (top_ratio < 1 + kTellExcess / 2) return std::nullopt;
+  double next = 0;
+  for (const RankCpuStats* r : field) {
+    if (r != top) next = std::max(next, ratio_of(r, top));
+  }
+  if (next >= 1 + kTellExcess / 4) return std::nullopt;
+  return fmt::format(
+      "the largest excess: rank {}'s thread used {:.2f}x its peers' CPU time per step for its "
+      "core's speed (its CPU time over the probe's, median of {} steps; the next rank {:.2f}x), "
+      "a reading through the probe, not of steps on cores as fast: not enough to name it; ",
+      top->rank, top_ratio, top->work_per_probe_steps, next);
+}
+
 }  // namespace
 
 std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
@@ -107,6 +151,8 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
         "steps on CPUs as fast, {:.1f} standard errors (naming it needs >= {:.2f}x at {:.0f}); ",
         top->rank, *top->work_ratio, top->work_steps, top->work_z, 1 + o.min_cpu_time_excess,
         o.min_cpu_time_z);
+  } else if (std::optional<std::string> probe_top = ProbeWorkTop(a, cpu_only)) {
+    note.text = std::move(*probe_top);
   }
   note.text += fmt::format(
       "at this run's noise (a rank's CPU time per step against peers on CPUs as fast varies "

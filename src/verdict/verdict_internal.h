@@ -388,6 +388,15 @@ void SayCpuWorkUndecided(Verdict& v, const Analyses& a, std::vector<std::string>
 // are too few. The issue's "say how many steps a run needs to tell 10%
 // from its noise" (bench/realjobs d24: two 4-rank 1.1x runs read
 // 1.04-1.05x at 1.3-3.3 standard errors, "no straggler" with nothing more).
+// Without such a rank, the one whose CPU time per step for its core's speed
+// (work_per_probe) stands >= 1 + kTellExcess / 2 over the others' median
+// with each other rank under 1 + kTellExcess / 4, outside comm-bound
+// traces, is said as the largest excess, not named (bench/realjobs d35 and
+// d36, 4-rank runs, from the step tables: the 1.1x and 1.2x ranks read
+// 1.07-1.28x, the next rank under 1.025x in 6 of 16; the tops of the 16
+// healthy runs 1.10x at most, none with the next under 1.025x. Said in 1
+// of the 240 runs, d35's w4_compute_1.1 rep 1, whose "4 ranks within 3.3%
+// ... run ~531 steps to tell" named no rank).
 inline constexpr double kTellExcess = 0.1;
 struct SensitivityNote {
   std::string text;

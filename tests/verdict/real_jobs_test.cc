@@ -363,6 +363,20 @@ TEST(RealJobTest, AWindowOnlyRankOnASlowerCoreDoingMoreThanItMakesIsNamed) {
   EXPECT_TRUE(said) << v.summary;
 }
 
+// Rank 3 computes 1.1x on cores 1.76x apart, ranks floating: too few steps
+// with agreeing probes to name it, but its CPU time per step for its core's
+// speed tops the field alone: said as the largest excess, with the steps
+// the run would need, and not named.
+TEST(RealJobTest, AClearTopOfWorkPerProbeIsSaidWithTheStepsToTell) {
+  Verdict v = Diagnose(kData + "w4_compute_1.1_probe_work_top");
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("the largest excess: rank 3's thread used 1.12x its peers' CPU time "
+                           "per step for its core's speed"),
+            std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("run ~531 steps to tell"), std::string::npos) << v.summary;
+}
+
 TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
   Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
