@@ -94,8 +94,13 @@ const RankCpuStats* LargestMildExcess(const Analyses& a, const std::vector<RankC
 // the steps) stands >= 1 + kTellExcess / 2 over the median of the others'
 // while each other rank reads under 1 + kTellExcess / 4 against the rest
 // but it: a clear top where ranks float between unequal cores and few
-// steps have probes that agree. Not beside comm-bound traces (ranks
-// polling in gloo burn CPU time). Its text, or nullopt.
+// steps have probes that agree. Only with >= 4 ranks (with 3 "the next"
+// is one pair's ratio; calibrated on 4), every one with such a reading.
+// A top whose core ran the probe faster than its peers' over the run is
+// said with that caveat: a slower core does less to the job's work than to
+// the probe, so its peers on slower cores read low (d35: 0.85-1.18x their
+// core's slowness). Not beside comm-bound traces (ranks polling in gloo
+// burn CPU time). Its text, or nullopt.
 std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<RankCpuStats>& ranks) {
   if (FirstOf(a.traces.findings, FindingCode::kTraceCommBound) != nullptr) return std::nullopt;
   const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
@@ -105,7 +110,7 @@ std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<Ran
       return std::nullopt;
     field.push_back(&r);
   }
-  if (field.size() < 3) return std::nullopt;
+  if (field.size() < 4) return std::nullopt;
   auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
     std::vector<double> peers;
     for (const RankCpuStats* p : field) {
@@ -125,11 +130,17 @@ std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<Ran
     if (r != top) next = std::max(next, ratio_of(r, top));
   }
   if (next >= 1 + kTellExcess / 4) return std::nullopt;
+  std::optional<double> core = RatioToPeers(a.host_cpu.ranks, top->rank, &RankCpuStats::probe_ns);
+  const bool faster = core && *core <= 1 - HostCpuDetectorOptions().max_step_probe_gap;
   return fmt::format(
       "the largest excess: rank {}'s thread used {:.2f}x its peers' CPU time per step for its "
-      "core's speed (its CPU time over the probe's, median of {} steps; the next rank {:.2f}x), "
+      "core's speed (its CPU time over the probe's, median of {} steps; the next rank {:.2f}x){}, "
       "a reading through the probe, not of steps on cores as fast: not enough to name it; ",
-      top->rank, top_ratio, top->work_per_probe_steps, next);
+      top->rank, top_ratio, top->work_per_probe_steps, next,
+      faster ? fmt::format(" on a core {:.2f}x its peers' probe time, where part of it may be the "
+                           "cores' (a slower core does less to the work than to the probe)",
+                           *core)
+             : "");
 }
 
 }  // namespace

@@ -5,17 +5,30 @@
 // difference. Internal to src/verdict/.
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "base/stats/robust_stats.h"
 #include "verdict/verdict_internal.h"
 
 namespace laggard::verdict_internal {
+namespace {
+
+// A compute-slow culprit on a core slower in the profiled steps whose CPU
+// time and ops there are each >= 1 + kSlowerCoreWindowWork times that
+// core's slowness: more than that core makes (the probe overstates what a
+// slower core does to the job's work: not the margin of the ops' excess on
+// top). DropUnbornOut keeps it; DropWindowCoreSlowdown leaves it.
+bool BeyondItsCore(const Culprit& c, const WindowRatios& window) {
+  const double beyond = (1 + kSlowerCoreWindowWork) * window.probe;
+  return c.cause_class == CauseClass::kComputeSlow && c.slowdown &&
+         window.probe >= 1 + HostCpuDetectorOptions().min_probe_excess / 2 &&
+         window.cpu >= beyond && 1 + *c.slowdown >= beyond;
+}
+
+}  // namespace
 
 bool DropUnbornOut(Verdict& v, const Analyses& a) {
   std::vector<std::string> dropped;
@@ -45,12 +58,7 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     const double core = window ? std::max(1.0, window->probe) : 1;
     const bool same_core =
         window && window->probe < 1 + HostCpuDetectorOptions().min_probe_excess / 2;
-    // On a slower core: more than that core makes, by both measures (the
-    // probe overstates what a slower core does to the job's work: not the
-    // margin of the ops' excess on top).
-    const double beyond = 1 + kSlowerCoreWindowWork;
-    const bool beyond_core =
-        window && !same_core && window->cpu >= core * beyond && 1 + *c.slowdown >= core * beyond;
+    const bool beyond_core = window && !same_core && BeyondItsCore(c, *window);
     if ((same_core && window->cpu >= core * (1 + margin)) || beyond_core) {
       // With peers to compare, that excess stands out from what stretches
       // as long of the unprofiled steps show by chance.
@@ -191,6 +199,8 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
         *window - 1 < kWindowCoreExplains * *c.slowdown)
       continue;
     if (c.cause_class == CauseClass::kComputeSlow) {
+      std::optional<WindowRatios> ratios = WindowRatiosOf(a, *c.entity.rank);
+      if (ratios && BeyondItsCore(c, *ratios)) continue;
       std::optional<double> work = CpuTimeRatio(a, *c.entity.rank);
       if (!work || *work > *run * (1 + std::max(kCpuTimeAgreement, *c.slowdown / 4))) continue;
     }
@@ -231,6 +241,8 @@ bool DropWindowCoreSlowdown(Verdict& v, const Analyses& a, std::vector<std::stri
     // steps, or over the run).
     std::string work_said;
     if (c.cause_class == CauseClass::kComputeSlow) {
+      std::optional<WindowRatios> ratios = WindowRatiosOf(a, *c.entity.rank);
+      if (ratios && BeyondItsCore(c, *ratios)) return false;
       std::optional<WindowWork> work = WindowWorkIsTheCores(c, a, *run, most);
       if (!work) return false;
       work_said =

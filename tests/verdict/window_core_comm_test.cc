@@ -141,6 +141,28 @@ TEST(WindowCoreSlowdownTest, TheWorkOutsideTheProfiledStepsDecides) {
   EXPECT_EQ(measured.v.culprits.size(), 1u);
 }
 
+// Ops 2.4x on a core 1.79x as slow in the profiled steps (1.0x over the
+// run), CPU time per step 1.3x over the run: DropUnbornOut keeps it for
+// CPU time in the window >= 1.3x the core's slowness (2.33x), and this
+// rule leaves it; with 2.0x there, the core's and dropped.
+TEST(WindowCoreSlowdownTest, MoreThanASlowerCoreMakesInTheWindowIsLeft) {
+  auto job = [](double window_cpu) {
+    Job j = WindowJob(1.4, 1.0, 1.79, 1.3);
+    j.a.host_cpu.ranks[0].window_cpu_ns = 15'000'000;
+    j.a.host_cpu.ranks[1].window_cpu_ns = static_cast<DurationNs>(15e6 * window_cpu);
+    return j;
+  };
+  Job kept = job(2.4);
+  std::vector<std::string> next;
+  EXPECT_FALSE(DropWindowCoreSlowdown(kept.v, kept.a, next));
+  ASSERT_EQ(kept.v.culprits.size(), 1u);
+  EXPECT_EQ(kept.v.culprits[0].cause_class, CauseClass::kComputeSlow);
+  EXPECT_FALSE(kept.v.culprits[0].cause.has_value());
+  Job dropped = job(2.0);
+  EXPECT_TRUE(DropWindowCoreSlowdown(dropped.v, dropped.a, next));
+  EXPECT_TRUE(dropped.v.culprits.empty());
+}
+
 TEST(WindowCoreSlowdownTest, MoreWorkThanTheCoreExplainsStaysComputeSlow) {
   // CPU time 1.4x on a core 1.14x slower: more work, whatever the window.
   Job j = WindowJob(0.39, 1.14, 1.7, 1.4);

@@ -1,6 +1,7 @@
 #include "analysis/host/host_neighbours.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -131,6 +132,15 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 
 namespace {
 
+// A host's name up to its first dot, in lower case: "Node-1.cluster" and
+// "node-1" are one host.
+std::string ShortHostName(const std::string& host) {
+  std::string out = host.substr(0, host.find('.'));
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return out;
+}
+
 // The host `rank`'s step records name (or the agent's where one host tied
 // it), else its trace's.
 std::optional<std::string> RankHost(const Run& run, int32_t rank) {
@@ -174,12 +184,18 @@ std::vector<RankHostCpu> RanksOnHostCpus(const Run& run) {
       kept.push_back(std::move(out[i]));
     } else {
       const std::optional<std::string> own = RankHost(run, out[i].rank);
-      for (size_t k = i; k < j; ++k) {
-        if (own && out[k].host == *own) {
-          kept.push_back(std::move(out[k]));
+      // Its name as the agent spells it, else the one host whose short
+      // name matches (node-1 and node-1.cluster.local), else none.
+      size_t pick = j, alike = 0;
+      for (size_t k = i; k < j && own; ++k) {
+        if (out[k].host == *own) {
+          pick = k;
+          alike = 1;
           break;
         }
+        if (ShortHostName(out[k].host) == ShortHostName(*own)) pick = k, ++alike;
       }
+      if (alike == 1) kept.push_back(std::move(out[pick]));
     }
     i = j;
   }

@@ -110,6 +110,12 @@ TEST(HostNeighboursTest, ARankTwoHostsTieToIsOnItsOwnHostOrNone) {
   ASSERT_EQ(r3->neighbours.size(), 1u);
   EXPECT_EQ(r3->neighbours[0].pid, 62);
 
+  run.ranks.back().info.host = "NODE-3.cluster.local";  // node-3, spelled its own way
+  seen = RanksOnHostCpus(run);
+  r3 = FindRankHostCpu(seen, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->host, "node-3");
+
   run.ranks.back().info.host.reset();  // its trace names node-1
   run.traces.emplace_back();
   run.traces.back().rank = 3;
