@@ -344,8 +344,29 @@ std::optional<Verdict> TracesClearVerdict(const StepAnalysis& steps, const Trace
   return v;
 }
 
+// The job's one slowdown episode, when it passed: at most
+// kPassingEpisodeSteps steps, over before the last step analysed, costing
+// under kPassingEpisodeShare of the run's time at its baseline. What it
+// says, or nullopt.
+std::optional<std::string> PassingEpisode(const JobStepStats& job) {
+  if (job.episodes.size() != 1 || !job.last_step || !job.baseline_step_s ||
+      *job.baseline_step_s <= 0 || job.steps == 0)
+    return std::nullopt;
+  const Episode& e = job.episodes.front();
+  if (e.steps > kPassingEpisodeSteps || e.end_step >= *job.last_step) return std::nullopt;
+  const double lost = static_cast<double>(e.steps) * (e.median_step_s - e.baseline_step_s);
+  const double run = static_cast<double>(job.steps) * *job.baseline_step_s;
+  if (lost / run >= kPassingEpisodeShare) return std::nullopt;
+  return fmt::format(
+      "the whole job slowed for {} steps ({}-{}: {:.1f} ms per step instead of {:.1f} ms, "
+      "{:+.0f}%) and recovered, ~{:.1f}% of the run's time; no rank stood out: a passing event "
+      "outside the ranks (the machine, storage, the network), not a straggler",
+      e.steps, e.start_step, e.end_step, 1e3 * e.median_step_s, 1e3 * e.baseline_step_s,
+      100 * (e.median_step_s / e.baseline_step_s - 1), 100 * lost / run);
+}
+
 // Step times that cannot name a rank (synchronised, no peers), or a
-// slowdown of the whole job.
+// slowdown of the whole job (one that passed: no straggler, said).
 std::optional<Verdict> StepsOnlyVerdict(const StepAnalysis& steps) {
   Verdict v;
   if (const Finding* sync = FirstOf(steps, FindingCode::kStepsSynchronised)) {
@@ -380,6 +401,14 @@ std::optional<Verdict> StepsOnlyVerdict(const StepAnalysis& steps) {
   const Finding* periodic = FirstOf(steps, FindingCode::kPeriodicSlowdown);
   const Finding* slowdown = periodic ? periodic : FirstOf(steps, FindingCode::kJobSlowdown);
   if (!slowdown) return std::nullopt;
+  if (!periodic) {
+    if (std::optional<std::string> passing = PassingEpisode(steps.job)) {
+      v.status = VerdictStatus::kNoStraggler;
+      v.summary = "verdict: no straggler found — " + *passing;
+      v.next_steps = slowdown->next_steps;
+      return v;
+    }
+  }
   v.status = VerdictStatus::kJobWide;
   v.summary =
       fmt::format("verdict: job-wide slowdown — {}; no single rank is to blame", slowdown->message);

@@ -563,6 +563,16 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // the job's work). Returns true when it dropped or kept one so
 // (window_culprit.cc).
 inline constexpr double kCpuTimeAgreement = 0.05;
+// A job-wide slowdown episode of at most kPassingEpisodeSteps steps that
+// ended before the run did, costing under kPassingEpisodeShare of the run's
+// time, is said in a no-straggler verdict, not made the job-wide verdict
+// (rank_culprit.cc, PassingEpisode): a 3-step blip of a 40-step run whose
+// probes did not rise is a passing event, not the job's state
+// (bench/realjobs: 11 of 420 healthy runs of d11-d32 and one of d36's 20
+// read "job-wide slowdown" for +50-114% over 3-5 steps). A slowdown that
+// lasts, or runs to the last step, or recurs (periodic) stays job-wide.
+inline constexpr size_t kPassingEpisodeSteps = 5;
+inline constexpr double kPassingEpisodeShare = 0.05;
 inline constexpr double kWindowNoiseZ = 4;
 inline constexpr double kSlowerCoreWindowWork = 0.3;
 bool DropUnbornOut(Verdict& v, const Analyses& a);

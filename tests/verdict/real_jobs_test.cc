@@ -114,6 +114,19 @@ TEST(RealJobTest, TheAgentNamesTheHogsCommandLine) {
   EXPECT_TRUE(v.next_steps[0].ends_with("where ranks 1, 3 run")) << v.next_steps[0];
 }
 
+// A healthy run whose steps 6-8 ran +50% on both ranks (24 ms against 16,
+// their CPU time and probes as before) and recovered: ~3% of the run, said
+// in a no-straggler verdict, not made the job's state.
+TEST(RealJobTest, AJobWideBlipThatPassedIsNoStraggler) {
+  Verdict v = Diagnose(kData + "w2_healthy_passing_blip");
+  EXPECT_EQ(VerdictStatusName(v.status), VerdictStatusName(VerdictStatus::kNoStraggler))
+      << v.summary;
+  EXPECT_TRUE(v.culprits.empty()) << v.summary;
+  EXPECT_NE(v.summary.find("the whole job slowed for 3 steps (6-8"), std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("and recovered"), std::string::npos) << v.summary;
+}
+
 // A healthy run whose machine slowed for 13 steps: the job-wide verdict
 // says the CPUs slowed on every rank (their probes), not the job.
 TEST(RealJobTest, AJobWideSlowdownOfTheMachineSaysSo) {
