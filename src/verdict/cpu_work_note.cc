@@ -101,7 +101,8 @@ const RankCpuStats* LargestMildExcess(const Analyses& a, const std::vector<RankC
 // the probe, so its peers on slower cores read low (d35: 0.85-1.18x their
 // core's slowness). Not beside comm-bound traces (ranks polling in gloo
 // burn CPU time). Its text, or nullopt.
-std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<RankCpuStats>& ranks) {
+std::optional<std::string> ProbeWorkTopText(const Analyses& a,
+                                            const std::vector<RankCpuStats>& ranks) {
   if (FirstOf(a.traces.findings, FindingCode::kTraceCommBound) != nullptr) return std::nullopt;
   const size_t least = HostCpuDetectorOptions().min_cpu_time_steps;
   std::vector<const RankCpuStats*> field;
@@ -111,25 +112,10 @@ std::optional<std::string> ProbeWorkTop(const Analyses& a, const std::vector<Ran
     field.push_back(&r);
   }
   if (field.size() < 4) return std::nullopt;
-  auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
-    std::vector<double> peers;
-    for (const RankCpuStats* p : field) {
-      if (p != r && p != also) peers.push_back(*p->work_per_probe);
-    }
-    return *r->work_per_probe / *Median(std::move(peers));
-  };
-  const RankCpuStats* top = nullptr;
-  double top_ratio = 0;
-  for (const RankCpuStats* r : field) {
-    const double ratio = ratio_of(r, nullptr);
-    if (ratio > top_ratio) top_ratio = ratio, top = r;
-  }
-  if (top_ratio < 1 + kTellExcess / 2) return std::nullopt;
-  double next = 0;
-  for (const RankCpuStats* r : field) {
-    if (r != top) next = std::max(next, ratio_of(r, top));
-  }
-  if (next >= 1 + kTellExcess / 4) return std::nullopt;
+  const ProbeWorkTop field_top = TopOfProbeWork(field);
+  const RankCpuStats* top = field_top.rank;
+  const double top_ratio = field_top.ratio, next = field_top.next;
+  if (top_ratio < 1 + kTellExcess / 2 || next >= 1 + kTellExcess / 4) return std::nullopt;
   std::optional<double> core = RatioToPeers(a.host_cpu.ranks, top->rank, &RankCpuStats::probe_ns);
   const bool faster = core && *core <= 1 - HostCpuDetectorOptions().max_step_probe_gap;
   return fmt::format(
@@ -162,7 +148,7 @@ std::optional<SensitivityNote> WorkSensitivityText(const Analyses& a) {
         "steps on CPUs as fast, {:.1f} standard errors (naming it needs >= {:.2f}x at {:.0f}); ",
         top->rank, *top->work_ratio, top->work_steps, top->work_z, 1 + o.min_cpu_time_excess,
         o.min_cpu_time_z);
-  } else if (std::optional<std::string> probe_top = ProbeWorkTop(a, cpu_only)) {
+  } else if (std::optional<std::string> probe_top = ProbeWorkTopText(a, cpu_only)) {
     note.text = std::move(*probe_top);
   }
   note.text += fmt::format(

@@ -336,27 +336,13 @@ std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& 
     unnamed.push_back(&r);
   }
   if (unnamed.size() < 3) return std::nullopt;
-  // `r`'s reading against the ranks not named but r and `also`.
-  auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
-    std::vector<double> peers;
-    for (const RankCpuStats* p : unnamed) {
-      if (p != r && p != also) peers.push_back(*p->work_per_probe);
-    }
-    return *r->work_per_probe / *Median(std::move(peers));
-  };
-  const RankCpuStats* best = nullptr;
-  double best_ratio = 0;
-  for (const RankCpuStats* r : unnamed) {
-    const double ratio = ratio_of(r, nullptr);
-    if (ratio > best_ratio) best_ratio = ratio, best = r;
-  }
+  const ProbeWorkTop top = TopOfProbeWork(unnamed);
+  const RankCpuStats* best = top.rank;
+  const double best_ratio = top.ratio;
   if (best_ratio < 1 + kHiddenWorkPerProbe) return std::nullopt;
   // Each other rank not named, against the rest but `best`: under 1 +
   // kHiddenMoreWork (a second rank doing more work lifts best's baseline).
-  double next_ratio = 0;
-  for (const RankCpuStats* r : unnamed) {
-    if (r != best) next_ratio = std::max(next_ratio, ratio_of(r, best));
-  }
+  const double next_ratio = top.next;
   if (next_ratio >= 1 + kHiddenMoreWork) return std::nullopt;
   Culprit c;
   c.entity.rank = best->rank;
@@ -377,6 +363,26 @@ std::optional<Culprit> HiddenProbeWorkCulprit(const Verdict& v, const Analyses& 
 }
 
 }  // namespace
+
+ProbeWorkTop TopOfProbeWork(const std::vector<const RankCpuStats*>& field) {
+  // `r`'s reading against the field but r and `also`.
+  auto ratio_of = [&](const RankCpuStats* r, const RankCpuStats* also) {
+    std::vector<double> peers;
+    for (const RankCpuStats* p : field) {
+      if (p != r && p != also) peers.push_back(*p->work_per_probe);
+    }
+    return *r->work_per_probe / *Median(std::move(peers));
+  };
+  ProbeWorkTop top;
+  for (const RankCpuStats* r : field) {
+    const double ratio = ratio_of(r, nullptr);
+    if (ratio > top.ratio) top.ratio = ratio, top.rank = r;
+  }
+  for (const RankCpuStats* r : field) {
+    if (r != top.rank) top.next = std::max(top.next, ratio_of(r, top.rank));
+  }
+  return top;
+}
 
 bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess) {
   return std::any_of(a.host_cpu.findings.begin(), a.host_cpu.findings.end(), [&](const Finding& f) {

@@ -656,6 +656,17 @@ inline constexpr double kCoreExplainsWork = 0.75;
 // by at least kCoreExplainsWork of a CPU-time `excess`: the extra CPU time
 // may be the core's (host_cpu_culprit.cc).
 bool CoreExplainsWork(const Analyses& a, int32_t rank, double excess);
+// Of >= 3 ranks each with a work_per_probe (CPU time over probe time), the
+// one reading highest against the others' median, that ratio, and the
+// highest of the others' against the rest but it (a second rank doing more
+// work lifts the top's baseline). Used by AlsoCpuWorkCulprit's hidden rank
+// and WorkSensitivityText's note (host_cpu_culprit.cc).
+struct ProbeWorkTop {
+  const RankCpuStats* rank = nullptr;
+  double ratio = 0;
+  double next = 0;
+};
+ProbeWorkTop TopOfProbeWork(const std::vector<const RankCpuStats*>& field);
 
 // Where laggard's own evidence cannot decide (inconclusive, or too few
 // ranks with step times or traces to compare) and no GPU's finding names a
