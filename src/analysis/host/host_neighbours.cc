@@ -133,9 +133,13 @@ void ReadHost(const std::string& host, const HostRecords& h, std::vector<RankHos
 namespace {
 
 // A host's name up to its first dot, in lower case: "Node-1.cluster" and
-// "node-1" are one host.
+// "node-1" are one host. An address ("10.0.0.1": its first part digits)
+// stays whole: 10.0.0.1 and 10.0.0.2 are two.
 std::string ShortHostName(const std::string& host) {
   std::string out = host.substr(0, host.find('.'));
+  if (!out.empty() &&
+      std::all_of(out.begin(), out.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }))
+    out = host;
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return out;

@@ -116,6 +116,16 @@ TEST(HostNeighboursTest, ARankTwoHostsTieToIsOnItsOwnHostOrNone) {
   ASSERT_NE(r3, nullptr);
   EXPECT_EQ(r3->host, "node-3");
 
+  // Addresses are not shortened: 10.0.0.1 is not 10.0.0.3 (node-3 renamed).
+  for (HostCpuLog& log : run.hardware.host_cpu) {
+    if (log.host == "node-3") log.host = "10.0.0.3";
+  }
+  run.ranks.back().info.host = "10.0.0.1";
+  EXPECT_EQ(FindRankHostCpu(RanksOnHostCpus(run), 3), nullptr);
+  for (HostCpuLog& log : run.hardware.host_cpu) {
+    if (log.host == "10.0.0.3") log.host = "node-3";
+  }
+
   run.ranks.back().info.host.reset();  // its trace names node-1
   run.traces.emplace_back();
   run.traces.back().rank = 3;
