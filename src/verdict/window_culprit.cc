@@ -58,7 +58,7 @@ bool DropUnbornOut(Verdict& v, const Analyses& a) {
     const double core = window ? std::max(1.0, window->probe) : 1;
     const bool same_core =
         window && window->probe < 1 + HostCpuDetectorOptions().min_probe_excess / 2;
-    const bool beyond_core = window && !same_core && BeyondItsCore(c, *window);
+    const bool beyond_core = window && BeyondItsCore(c, *window);  // a slower core: not same_core
     if ((same_core && window->cpu >= core * (1 + margin)) || beyond_core) {
       // With peers to compare, that excess stands out from what stretches
       // as long of the unprofiled steps show by chance.

@@ -138,6 +138,7 @@ const std::vector<PromSeries>& SeriesOf(const SeriesByMetric& by_metric, std::st
 // cpu_s, cpu_wait_s, cpu_probe_s; the agent exports them as phases), in
 // StepCpu's order: time on a CPU, waiting for one, a fixed probe's time.
 constexpr std::string_view kCpuPhases[] = {"cpu", "cpu_wait", "cpu_probe"};
+constexpr size_t kProbePhase = 2;  // kCpuPhases' "cpu_probe": a time of 0 is no probe
 
 // Each rank's steps: laggard_step_duration_seconds, numbered by
 // laggard_step_last, with laggard_step_phase_seconds{phase="compute"} and
@@ -191,7 +192,7 @@ void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
     // over zero), else none.
     auto cpu_value = [&](size_t i, TimeNs t) -> std::optional<DurationNs> {
       auto c = cpu_at[i].find(t);
-      if (c == cpu_at[i].end() || !(c->second >= 0) || (i == 2 && c->second == 0))
+      if (c == cpu_at[i].end() || !(c->second >= 0) || (i == kProbePhase && c->second == 0))
         return std::nullopt;
       return FromSeconds(c->second);
     };
@@ -214,7 +215,7 @@ void AddStepSeries(const SeriesByMetric& by_metric, RunBuilder& b) {
         compute = FromSeconds(c->second);
       }
       b.AddStep(*rank, step, d, t - d, SourceRef{0, 0}, compute);
-      StepCpu cpu{step, cpu_value(0, t), cpu_value(1, t), cpu_value(2, t)};
+      StepCpu cpu{step, cpu_value(0, t), cpu_value(1, t), cpu_value(kProbePhase, t)};
       if (cpu.on_cpu_ns || cpu.runq_wait_ns || cpu.probe_ns) b.AddStepCpu(*rank, cpu);
     }
   }
