@@ -531,4 +531,33 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
   return true;
 }
 
+bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps) {
+  if (v.status != VerdictStatus::kStraggler || v.culprits.empty()) return false;
+  Culprit& stall = v.culprits.front();
+  // The traces' stall, no cause named beside it (host_contention is the
+  // agent's or the probe's reading of the same rank: it stays).
+  if (stall.cause_class != CauseClass::kHostStall || stall.cause || !stall.entity.rank ||
+      stall.ranks.size() > 1 || !CpuOnlyTrace(a, *stall.entity.rank))
+    return false;
+  std::vector<std::string> work_steps;
+  std::optional<Culprit> work = CpuWorkCulprit(a, work_steps);
+  if (!work || work->entity.rank != stall.entity.rank) return false;
+  work->evidence.push_back(fmt::format(
+      "the profiled steps read a host stall (it idles more than its peers between ops), but a "
+      "stall that waits burns no CPU time and this rank's thread used {:.2f}x its peers' per step: "
+      "it computes more",
+      1 + work->slowdown.value_or(0)));
+  for (const std::string& e : stall.evidence) work->evidence.push_back(e);
+  work->confidence = std::min(work->confidence, stall.confidence);
+  work->onset_step = stall.onset_step;
+  work->pattern = stall.pattern;
+  for (const Finding& f : a.traces.findings) {
+    if (f.code == FindingCode::kTraceHostStall && f.entity.rank == stall.entity.rank)
+      RemoveSteps(next_steps, f.next_steps);
+  }
+  PutStepsFirst(next_steps, work_steps);
+  stall = std::move(*work);
+  return true;
+}
+
 }  // namespace laggard::verdict_internal

@@ -48,6 +48,7 @@ using verdict_internal::SayCpuWorkUndecided;
 using verdict_internal::SayWhatTheAgentSaw;
 using verdict_internal::SlowCoreCulprits;
 using verdict_internal::SlowerCoreOnAverage;
+using verdict_internal::StallDoesMoreWork;
 using verdict_internal::StragglerSummary;
 using verdict_internal::TimeTieStep;
 using verdict_internal::ToolReportCulprit;
@@ -118,7 +119,8 @@ bool RefineStragglers(Verdict& v, const Analyses& a, std::vector<std::string>& n
     changed |= c.ranks.size() > 1 ? EnrichGroupCulprit(c, a, next) : EnrichRankCulprit(c, a, next);
     changed |= EnrichHostCpu(c, a, next);
   }
-  changed |= PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next);
+  changed |=
+      PreferHostCpu(v, a, next) || PreferCpuWork(v, a, next) || StallDoesMoreWork(v, a, next);
   std::vector<int32_t> named;
   for (const Culprit& c : v.culprits) {
     if (c.entity.rank) named.push_back(*c.entity.rank);

@@ -532,6 +532,19 @@ bool PreferHostCpu(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // steps). True when it changed the verdict.
 bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
+// A straggler verdict of a CPU-only job whose first culprit is one rank
+// the traces read as a host stall (trace.host_stall, no cause named beside
+// it) while its thread does more work per step on CPUs as fast
+// (CpuWorkCulprit names the same rank): compute-slow, the stall's evidence
+// kept. A stall that waits (a sleep, a data loader, I/O) burns no CPU time;
+// bench/realjobs d37 w4_compute_1.5 rep 1: the faulty rank, its ops 1.46x
+// its peers' (not passed as slow ops by the traces) and a 42 ms idle gap,
+// was named host_stall while its CPU time per step read 1.42x
+// (+-0.02 over 21 steps); the harness's stalled ranks sleep, and their CPU
+// time per step reads at or below their peers' (the peers poll in gloo).
+// True when it changed the culprit.
+bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
+
 // A CPU-only job's compute-slow culprit from the traces' profiled window
 // whose thread's mean CPU time per step over the whole run is within
 // max(kCpuTimeAgreement, its slowdown / 4) of its peers': the window's
