@@ -541,12 +541,14 @@ bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& 
     return false;
   std::vector<std::string> work_steps;
   std::optional<Culprit> work = CpuWorkCulprit(a, work_steps);
-  if (!work || work->entity.rank != stall.entity.rank) return false;
+  if (!work || work->entity.rank != stall.entity.rank ||
+      work->slowdown.value_or(0) < kStallMoreWork)
+    return false;
   work->evidence.push_back(fmt::format(
-      "the profiled steps read a host stall (it idles more than its peers between ops), but a "
-      "stall that waits burns no CPU time and this rank's thread used {:.2f}x its peers' per step: "
-      "it computes more",
-      1 + work->slowdown.value_or(0)));
+      "the profiled steps read a host stall (it idles more than its peers between ops), but its "
+      "thread used {:.2f}x its peers' CPU time per step, more than a wait costs (>= {:.2f}x): it "
+      "computes more",
+      1 + work->slowdown.value_or(0), 1 + kStallMoreWork));
   for (const std::string& e : stall.evidence) work->evidence.push_back(e);
   work->confidence = std::min(work->confidence, stall.confidence);
   work->onset_step = stall.onset_step;

@@ -535,14 +535,17 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // A straggler verdict of a CPU-only job whose first culprit is one rank
 // the traces read as a host stall (trace.host_stall, no cause named beside
 // it) while its thread does more work per step on CPUs as fast
-// (CpuWorkCulprit names the same rank): compute-slow, the stall's evidence
-// kept. A stall that waits (a sleep, a data loader, I/O) burns no CPU time;
-// bench/realjobs d37 w4_compute_1.5 rep 1: the faulty rank, its ops 1.46x
-// its peers' (not passed as slow ops by the traces) and a 42 ms idle gap,
-// was named host_stall while its CPU time per step read 1.42x
-// (+-0.02 over 21 steps); the harness's stalled ranks sleep, and their CPU
-// time per step reads at or below their peers' (the peers poll in gloo).
+// (CpuWorkCulprit names the same rank) by at least kStallMoreWork:
+// compute-slow, the stall's evidence kept. bench/realjobs d37
+// w4_compute_1.5 rep 1: the faulty rank, its ops 1.46x its peers' (not
+// passed as slow ops by the traces) and a 42 ms idle gap, was named
+// host_stall while its CPU time per step read 1.42x (+-0.02 over 21 steps).
+// A wait costs CPU time too (cold caches after it): d38's 40 stalled ranks
+// (sleeps of 15-250 ms, data and host stalls) read 0.94-1.06x their peers'
+// mean CPU time per step, three 50 ms stalls 1.06-1.09x step by step, so
+// named compute-slow with no floor; the 1.5x faults read 1.39-1.49x.
 // True when it changed the culprit.
+inline constexpr double kStallMoreWork = 0.25;
 bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& next_steps);
 
 // A CPU-only job's compute-slow culprit from the traces' profiled window
