@@ -262,6 +262,10 @@ Json TracesJson(const Run& run, const TraceAnalysis& a) {
     Json j;
     j["rank"] = t.rank;
     TraceBusyJson(run, t, j);
+    // The rank's host from its step records (or the agent, model/run.cc
+    // HostsFromAgent) where its trace names none, as the text table shows.
+    if (const StepSeries* s = run.FindRank(t.rank); !t.host && s != nullptr && s->info.host)
+      j["host"] = *s->info.host;
     j["clock_offset_ms"] = MsJson(t.clock_offset_ns);
     j["instances"] = t.instances;
     j["share_last"] = Num(t.share_last);

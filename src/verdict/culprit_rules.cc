@@ -152,11 +152,28 @@ bool PreferCommBound(Verdict& v, const Analyses& a) {
                          return !c.cause && (c.cause_class == CauseClass::kUnknown ||
                                              c.cause_class == CauseClass::kHostStall);
                        });
-    bound.summary +=
-        (minor ? "; minor beside it, not named: " : "; a smaller problem beside it: ") + named +
-        CostPhrase(v);
+    // Compute-slow from the thread's CPU time alone: no slower ops seen.
+    const bool cpu_time_only =
+        std::all_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+          return c.cause_class == CauseClass::kComputeSlow && !c.cause && c.entity.rank &&
+                 CpuOnlyTrace(a, *c.entity.rank) &&
+                 std::none_of(a.traces.findings.begin(), a.traces.findings.end(),
+                              [&](const Finding& f) {
+                                return f.code == FindingCode::kTraceComputeSlow &&
+                                       f.entity.rank == c.entity.rank;
+                              });
+        });
+    if (cpu_time_only) {
+      bound.summary += "; beside it, not named: " + named +
+                       ": its thread's extra CPU time per step, with no slower ops, may be its "
+                       "wait inside the transfers (gloo polls on a CPU)";
+    } else {
+      bound.summary +=
+          (minor ? "; minor beside it, not named: " : "; a smaller problem beside it: ") + named +
+          CostPhrase(v);
+    }
     // Its next steps are that problem's, after the network's.
-    if (!minor) {
+    if (!minor && !cpu_time_only) {
       for (const std::string& s : v.next_steps) AddSteps(bound.next_steps, {s});
     }
   } else {

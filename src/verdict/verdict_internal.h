@@ -81,8 +81,14 @@ Verdict CommBoundVerdict(const Finding& comm);
 // transfers took 72% of each step). Culprits of no observed cause costing
 // under kMinorBesideNetwork in all (an upper bound) are said as minor, not
 // named (d13, d14: a rank late by 1-2% of a 2-rank job behind the link, a
-// host stall of no cause, was named beside it). True when it changed the
-// verdict (culprit_rules.cc).
+// host stall of no cause, was named beside it). Compute-slow ranks read
+// from their thread's CPU time alone (CPU-only traces, no trace.compute_slow
+// of theirs) are not named either, whatever their cost: gloo waits for a
+// transfer on a CPU, polling, so a rank's CPU time per step there is its
+// wait as much as its work (bench/realjobs d39 w4_comm_100mbit rep 2:
+// healthy rank 1 at 1.17x its peers' CPU time over 20 steps was said as a
+// smaller problem, +17%; d18, d19 and d33 had such ranks too). True when
+// it changed the verdict (culprit_rules.cc).
 inline constexpr double kMinorBesideNetwork = 0.03;
 bool PreferCommBound(Verdict& v, const Analyses& a);
 bool CapTwoRankConfidence(Verdict& v, size_t world);

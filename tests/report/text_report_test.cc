@@ -1,5 +1,6 @@
 // The terminal report's per-rank trace table: which rows a reader sees for
-// a small and a large job, and traces without a rank.
+// a small and a large job, and traces without a rank; a rank's host where
+// its trace names none, in the terminal and JSON reports alike.
 
 #include <gtest/gtest.h>
 
@@ -7,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "report/json_document.h"
 #include "report/report.h"
 #include "report_fixture.h"
 
 namespace laggard {
 namespace {
 
+using report_json::Json;
 using testing_util::FixtureOptions;
 using testing_util::SimulatedRun;
 using testing_util::TempDir;
@@ -91,7 +94,8 @@ TEST(TextReportTest, TracesWithoutARankGetTheirOwnRowsAndFileNames) {
 }
 
 // A rank whose trace names no host reads the host its step records name
-// (or the agent's, RunBuilder's HostsFromAgent); with neither, "-".
+// (or the agent's, RunBuilder's HostsFromAgent); with neither, "-" (null
+// in the JSON report).
 TEST(TextReportTest, ARankWhoseTraceNamesNoHostShowsItsStepRecordsHost) {
   TempDir dir;
   auto d = SimulatedRun(dir.path(), FixtureOptions{.hardware = false, .ranks = 8});
@@ -109,6 +113,15 @@ TEST(TextReportTest, ARankWhoseTraceNamesNoHostShowsItsStepRecordsHost) {
     std::string label, host;
     row >> label >> host;
     EXPECT_EQ(host, label == std::to_string(rank) ? "vm-7" : "-") << table[i];
+  }
+  // The JSON report's traces.ranks[] says the same.
+  Json report = Json::parse(RenderJson(d->input()));
+  for (const Json& t : report["traces"]["ranks"]) {
+    if (t["rank"].get<int32_t>() == rank) {
+      EXPECT_EQ(t["host"], "vm-7");
+    } else {
+      EXPECT_TRUE(t["host"].is_null()) << t.dump();
+    }
   }
 }
 

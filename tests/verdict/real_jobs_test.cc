@@ -445,6 +445,15 @@ TEST(RealJobTest, AWaitingLateGroupIsHostContentionNotUnevenWork) {
   }
 }
 
+// Beside a communication-bound job, a rank's extra CPU time per step alone
+// is said, not named: gloo polls on a CPU while it waits for a transfer.
+TEST(RealJobTest, CpuTimeBesideTheNetworkIsSaidNotNamed) {
+  Verdict v = Diagnose(kData + "w4_comm_100mbit_cpu_time_beside");
+  EXPECT_EQ(v.status, VerdictStatus::kCommBound) << v.summary;
+  EXPECT_NE(v.summary.find("beside it, not named: rank 1"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.summary.find("a smaller problem beside it"), std::string::npos) << v.summary;
+}
+
 TEST(RealJobTest, NoRealRunIsPricedByAChangeItDidNotHave) {
   size_t runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kData)) {
@@ -677,6 +686,10 @@ INSTANTIATE_TEST_SUITE_P(
         // 4 ranks on cores 1.8x apart, compute per step spreads 32% (read
         // "workload imbalance" before).
         Expected{"w4_comm_100mbit_compute_varies", VerdictStatus::kCommBound, {}},
+        // A calm host (d39): healthy rank 1's thread used 1.17x its peers'
+        // CPU time per step with no slower ops; the ranks poll inside the
+        // transfers (said as a smaller problem, compute-slow +17%, before).
+        Expected{"w4_comm_100mbit_cpu_time_beside", VerdictStatus::kCommBound, {}},
         // Rank 1 sleeps 250 ms every 5th step: in the 10 profiled steps it
         // is last at 2 of 9 collectives only, with 95% of all delay (read
         // "periodic interference, no single rank" before).
