@@ -137,6 +137,20 @@ TEST(RealJobTest, AJobWideSlowdownOfTheMachineSaysSo) {
   EXPECT_NE(v.next_steps[0].find("look at the machines"), std::string::npos) << v.next_steps[0];
 }
 
+// A healthy run whose job slowed while one rank's core did (its probe
+// 1.47x, its CPU time 1.62x for the same work): the machine, said so.
+TEST(RealJobTest, AJobWideSlowdownOfOneRanksCoreSaysTheMachineSlowed) {
+  Verdict v = Diagnose(kData + "w2_healthy_core_slowed_episode");
+  EXPECT_TRUE(v.status == VerdictStatus::kJobWide || v.status == VerdictStatus::kNoStraggler)
+      << v.summary;
+  EXPECT_TRUE(std::none_of(v.culprits.begin(), v.culprits.end(), [](const Culprit& c) {
+    return c.entity.rank.has_value();
+  })) << v.summary;
+  EXPECT_NE(v.summary.find("rank 1's CPU ran a fixed piece of work"), std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("the machine slowed, not the job"), std::string::npos) << v.summary;
+}
+
 // Rank 3 computes 1.1x on a host whose cores differ: against the peers
 // whose CPU ran the probe as fast as its own, step by step, its thread used
 // 1.08x their CPU time over 25 steps, enough to name it (against all its

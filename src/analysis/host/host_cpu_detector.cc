@@ -366,14 +366,16 @@ std::optional<WorkSensitivity> StepsToTellExcess(const std::vector<RankCpuStats>
 
 namespace {
 
-// Rank `s`'s probe in steps [first, last] over its probe outside them:
-// nullopt without min_inside probes inside and min_steps outside.
+// Rank `s`'s median probe time (or, `field` &StepCpu::on_cpu_ns, CPU time
+// per step) in steps [first, last] over its median outside them: nullopt
+// without min_inside values inside and min_steps outside.
 std::optional<double> ProbeRise(const StepSeries& s, int64_t first, int64_t last, size_t min_inside,
-                                size_t min_steps) {
+                                size_t min_steps,
+                                std::optional<DurationNs> StepCpu::*field = &StepCpu::probe_ns) {
   std::vector<double> in, out;
   for (const StepCpu& c : s.cpu) {
-    if (!c.probe_ns) continue;
-    (c.step >= first && c.step <= last ? in : out).push_back(static_cast<double>(*c.probe_ns));
+    if (!(c.*field)) continue;
+    (c.step >= first && c.step <= last ? in : out).push_back(static_cast<double>(*(c.*field)));
   }
   if (in.size() < min_inside || out.size() < min_steps) return std::nullopt;
   std::optional<double> a = Median(std::move(in)), b = Median(std::move(out));
@@ -504,18 +506,46 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
         rises.begin(), rises.end(), [&](double r) { return r >= 1 + o.min_job_probe_rise; }));
     const double median = *Median(rises);
     // Most ranks' CPUs slowed, by enough to explain half the steps' slowdown.
-    if (2 * risen < rises.size() || median < 1 + o.min_job_probe_rise ||
-        median - 1 < *f.slowdown / 2)
-      continue;
-    f.message += fmt::format(
-        "; the ranks' CPUs ran a fixed piece of work {:.2f}x as long in those steps (median of "
-        "{} ranks; {} of them >= {:.2f}x): the machine slowed, not the job",
-        median, rises.size(), risen, 1 + o.min_job_probe_rise);
-    f.evidence.push_back(Evidence{
-        fmt::format("host CPU: the step reporter's probe (fixed work on each rank's training "
-                    "thread) took {:.2f}x as long in steps {}-{} as in the others",
-                    median, *f.onset_step, *f.end_step),
-        std::nullopt});
+    if (2 * risen >= rises.size() && median >= 1 + o.min_job_probe_rise &&
+        median - 1 >= *f.slowdown / 2) {
+      f.message += fmt::format(
+          "; the ranks' CPUs ran a fixed piece of work {:.2f}x as long in those steps (median of "
+          "{} ranks; {} of them >= {:.2f}x): the machine slowed, not the job",
+          median, rises.size(), risen, 1 + o.min_job_probe_rise);
+      f.evidence.push_back(Evidence{
+          fmt::format("host CPU: the step reporter's probe (fixed work on each rank's training "
+                      "thread) took {:.2f}x as long in steps {}-{} as in the others",
+                      median, *f.onset_step, *f.end_step),
+          std::nullopt});
+    } else {
+      // Else one rank's core: its probe rose, and its thread's CPU time per
+      // step rose by enough to explain half the steps' slowdown, no more
+      // than its core's slowness explains (the same work on a slower core;
+      // more work would read above it).
+      const StepSeries* slowed = nullptr;
+      double probe_rise = 0, cpu_rise = 0;
+      for (const StepSeries& s : run.ranks) {
+        auto p = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps);
+        auto c =
+            ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps, &StepCpu::on_cpu_ns);
+        if (!p || !c || *p < 1 + o.min_job_probe_rise || *c - 1 < *f.slowdown / 2 ||
+            *c > *p * (1 + kSlowedCoreWorkMargin) || *c <= cpu_rise)
+          continue;
+        slowed = &s, probe_rise = *p, cpu_rise = *c;
+      }
+      if (slowed == nullptr) continue;
+      f.message += fmt::format(
+          "; rank {}'s CPU ran a fixed piece of work {:.2f}x as long in those steps and its "
+          "thread used {:.2f}x the CPU time per step for the same work: its core slowed and the "
+          "job waited for it; the machine slowed, not the job",
+          slowed->info.rank, probe_rise, cpu_rise);
+      f.evidence.push_back(Evidence{
+          fmt::format("host CPU: rank {}'s step reporter's probe (fixed work on its training "
+                      "thread) took {:.2f}x as long in steps {}-{} as in the others, its CPU "
+                      "time per step {:.2f}x",
+                      slowed->info.rank, probe_rise, *f.onset_step, *f.end_step, cpu_rise),
+          std::nullopt});
+    }
     f.next_steps.insert(
         f.next_steps.begin(),
         "the CPUs slowed for every rank at once: look at the machines at that time, not the "

@@ -592,6 +592,36 @@ TEST(HostCpuDetectorTest, TheStepsToTellAnExcessScaleAsTheSquareOfTheSpread) {
   EXPECT_FALSE(StepsToTellExcess(ranks, 0.0, HostCpuDetectorOptions()).has_value());
 }
 
+// Two ranks, 40 steps of 16 ms, the whole job at 25 ms in steps 20-24
+// while rank 1's probe takes 1.5x as long and its CPU time per step is
+// `cpu_rise` times its own (its core slowed: the same work takes more CPU).
+std::string CoreSlowedEpisode(double cpu_rise) {
+  std::string t = "rank,step,step_time_ms,cpu_ms,cpu_wait_ms,cpu_probe_us\n";
+  for (int step = 0; step < 40; ++step) {
+    const bool slow = step >= 20 && step <= 24;
+    for (int r = 0; r < 2; ++r) {
+      const double jitter = ((step * 7 + r * 3) % 5) * 0.1;
+      const bool core = slow && r == 1;
+      t += fmt::format("{},{},{},{},0.2,{}\n", r, step, (slow ? 25.0 : 16.0) + jitter,
+                       (core ? 14.0 * cpu_rise : 14.0) + jitter, core ? 78.0 : 52.0 + jitter);
+    }
+  }
+  return t;
+}
+
+// A job-wide slowdown while one rank's core slowed: the machine, said so;
+// its CPU time rising beyond what its core explains (1.5x) is more work.
+TEST(HostCpuDetectorTest, AJobWideSlowdownOfOneRanksCoreIsTheMachine) {
+  Diagnosed core = Diagnose(CoreSlowedEpisode(1.6));
+  EXPECT_EQ(core.v.status, VerdictStatus::kJobWide) << core.v.summary;
+  EXPECT_NE(core.v.summary.find("rank 1's CPU ran a fixed piece of work 1.49x"), std::string::npos)
+      << core.v.summary;
+  EXPECT_NE(core.v.summary.find("the machine slowed, not the job"), std::string::npos)
+      << core.v.summary;
+  Diagnosed work = Diagnose(CoreSlowedEpisode(2.2));
+  EXPECT_EQ(work.v.summary.find("the machine slowed"), std::string::npos) << work.v.summary;
+}
+
 TEST(HostCpuDetectorTest, ASlowProbeAloneNamesNobody) {
   // Equal compute, rank 3's probe 1.3x: a slower CPU that does not slow the
   // job names no culprit by itself.
