@@ -47,10 +47,11 @@ Scoring, per run:
                 had ("rank R's thread used 1.09x ... run ~N steps to tell"),
                 or, with two ranks, for a third rank or the ranks' cores
                 swapped (more steps cannot tell one rank's extra work from
-                its core's there), or, on a calm host, when the verdict is
-                no straggler and the fault as the job measured it
-                (fault_realized: the rank's mean CPU time per step over its
-                peers') is under 1.05x, inside what healthy ranks show;
+                its core's there); on a calm host a compute fault as the
+                job measured it (fault_realized: the rank's mean CPU time
+                per step over its peers') under 1.05x, inside what healthy
+                ranks show, with a no-straggler verdict is not right but
+                set aside: the summary also scores the runs without it;
   healthy run   right when there is no culprit, or the culprits are ranks
                 the host measurably slowed (host_slowed: the job's probe
                 >= 1.05x its peers', or its run-queue wait >= 5% of the
@@ -504,6 +505,15 @@ def first_right(truth, report, run_right):
     return False
 
 
+def beside_not_named(report):
+    """Ranks a communication-bound verdict said beside the network for their
+    CPU time alone, not named ("; beside it, not named: rank 1 (vm) (...):
+    its thread's ..."): no culprits, counted apart."""
+    summary = report.get("verdict", {}).get("summary", "") if "error" not in report else ""
+    m = re.search(r"; beside it, not named: (.*?): its thread's", summary)
+    return [int(r) for r in re.findall(r"rank (\d+)", m.group(1))] if m else []
+
+
 def first_confidence(report):
     """The confidence of the verdict's first culprit; None without one."""
     culprits = report.get("verdict", {}).get("culprits", []) if "error" not in report else []
@@ -598,9 +608,11 @@ def score(truth, report):
                 and want["rank"] not in slowed):
             # The fault as the job measured it is inside the floor: its rank's
             # CPU time per step over its peers' is within what healthy ranks on
-            # the same calm host show, so "no straggler" is the right answer.
-            return True, false_culprits, words + (f" (fault measured {realized:.3f}x: inside the "
-                                                  f"{100 * REALIZED_FLOOR:.0f}% floor)")
+            # the same calm host show. Not right: set aside, and the summary
+            # scores the rest without it (SET_ASIDE in the words).
+            return False, false_culprits, words + (f" (fault measured {realized:.3f}x: inside the "
+                                                   f"{100 * REALIZED_FLOOR:.0f}% floor, "
+                                                   f"{SET_ASIDE})")
         return False, false_culprits, words
     first = culprits[0]
     if first.get("cause") == "host_contention" and want["kind"] == "compute":
@@ -706,6 +718,8 @@ def main():
                 record["neighbour_named"] = named
             if ok and truth.get("fault_realized") is not None:
                 record["fault_realized"] = truth["fault_realized"]
+            if ok and beside_not_named(report):
+                record["beside_not_named"] = beside_not_named(report)
             results.append(record)
     wall = time.time() - t_start
     summarize(results, wall, root, a)
@@ -769,6 +783,7 @@ def host_slowed(out_dir, world):
 # Under 1 + REALIZED_FLOOR, on a calm host and a core the host did not
 # slow, the fault is inside the floor: "no straggler" is right for it.
 REALIZED_FLOOR = 0.05
+SET_ASIDE = "set aside"
 
 
 def fault_realized(out_dir, truth):
@@ -873,6 +888,8 @@ def rescore(a):
             record["neighbour_named"] = neighbour_named(report)
         if truth.get("fault_realized") is not None:
             record["fault_realized"] = truth["fault_realized"]
+        if beside_not_named(report):
+            record["beside_not_named"] = beside_not_named(report)
         results.append(record)
     summarize(results, time.time() - t_start, a.rescore, a)
     return 0
@@ -941,15 +958,25 @@ def summarize(results, wall, root, a):
                   f"{sum(r['right'] for r in rs)}/{len(rs)} right; healthy "
                   f"{sum(r['right'] for r in hs)}/{len(hs)}; false culprits "
                   f"{sum(r['false_culprits'] for r in rs)}")
+    aside = [r for r in scored if SET_ASIDE in r["verdict"]]
+    if aside:
+        rest = [r for r in scored if r not in aside]
+        print(f"set aside, a compute fault measured inside the {100 * REALIZED_FLOOR:.0f}% floor "
+              f"with no straggler said: {len(aside)}; the rest {sum(r['right'] for r in rest)}/"
+              f"{len(rest)} right")
+    beside = [r for r in scored if r.get("beside_not_named")]
+    if beside:
+        print(f"ranks said beside the network, not named (CPU time alone): "
+              f"{sum(len(r['beside_not_named']) for r in beside)} in {len(beside)} runs")
     # Compute faults from step 0 as the jobs measured them (fault_realized).
     for sev in sorted({r["severity"] for r in scored if r.get("fault_realized") is not None}):
         rs = [r for r in scored if r.get("fault_realized") is not None and r["severity"] == sev]
         inside = [r for r in rs if r["fault_realized"] < 1 + REALIZED_FLOOR]
-        floor = [r for r in rs if "floor)" in r["verdict"]]
+        floor = [r for r in rs if SET_ASIDE in r["verdict"]]
         print(f"compute {sev} as measured: {min(r['fault_realized'] for r in rs):.3f}-"
               f"{max(r['fault_realized'] for r in rs):.3f}x of its peers' CPU time per step; "
               f"{len(inside)} of {len(rs)} inside the {100 * REALIZED_FLOOR:.0f}% floor, "
-              f"{len(floor)} scored right as no straggler there; right outside it "
+              f"{len(floor)} set aside with no straggler said; right outside it "
               f"{sum(r['right'] for r in rs if r not in inside)}/{len(rs) - len(inside)}")
     hogs = [r for r in scored if r["kind"] == "hog" and r.get("agent")]
     if hogs:

@@ -155,12 +155,15 @@ bool PreferCommBound(Verdict& v, const Analyses& a) {
     // Compute-slow from the thread's CPU time alone: no slower ops seen.
     const bool cpu_time_only =
         std::all_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
+          // No trace finding of its own (late, compute-slow, stalled).
           return c.cause_class == CauseClass::kComputeSlow && !c.cause && c.entity.rank &&
                  CpuOnlyTrace(a, *c.entity.rank) &&
                  std::none_of(a.traces.findings.begin(), a.traces.findings.end(),
                               [&](const Finding& f) {
-                                return f.code == FindingCode::kTraceComputeSlow &&
-                                       f.entity.rank == c.entity.rank;
+                                return f.entity.rank == c.entity.rank &&
+                                       (f.code == FindingCode::kTraceComputeSlow ||
+                                        f.code == FindingCode::kTraceLateArrival ||
+                                        f.code == FindingCode::kTraceHostStall);
                               });
         });
     if (cpu_time_only) {

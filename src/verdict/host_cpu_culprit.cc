@@ -541,9 +541,25 @@ bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& 
     return false;
   std::vector<std::string> work_steps;
   std::optional<Culprit> work = CpuWorkCulprit(a, work_steps);
-  if (!work || work->entity.rank != stall.entity.rank ||
-      work->slowdown.value_or(0) < kStallMoreWork)
+  const double excess = work ? work->slowdown.value_or(0) : 0;
+  if (!work || work->entity.rank != stall.entity.rank || excess < kStallMoreWork) return false;
+  // Its traced ops explain the CPU time: their busy time at least half the
+  // excess above its peers' median (a stall that computes outside the ops,
+  // inline decoding or GC, stays a stall).
+  const RankTraceStats* mine = nullptr;
+  std::vector<double> peers;
+  for (const RankTraceStats& t : a.traces.ranks) {
+    if (t.rank == *stall.entity.rank) mine = &t;
+    else if (t.compute_busy_ns > 0) peers.push_back(static_cast<double>(t.compute_busy_ns));
+  }
+  const std::optional<double> peer_busy = Median(std::move(peers));
+  if (mine == nullptr || !peer_busy ||
+      static_cast<double>(mine->compute_busy_ns) < (1 + excess / 2) * *peer_busy)
     return false;
+  // DropUnbornOut's test, passed first (as PreferCpuWork): its CPU time over
+  // the whole run agrees, so the compute-slow culprit stays named.
+  const std::optional<double> ratio = CpuTimeRatio(a, *stall.entity.rank);
+  if (!ratio || *ratio - 1 < std::max(kCpuTimeAgreement, excess / 4)) return false;
   work->evidence.push_back(fmt::format(
       "the profiled steps read a host stall (it idles more than its peers between ops), but its "
       "thread used {:.2f}x its peers' CPU time per step, more than a wait costs (>= {:.2f}x): it "

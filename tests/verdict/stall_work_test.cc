@@ -1,7 +1,8 @@
 // StallDoesMoreWork (verdict_internal.h): a rank the traces read as a host
-// stall whose thread does more work per step on CPUs as fast is
-// compute-slow; a stall named with its cause, another rank's more work, or
-// a GPU job's stall are left.
+// stall whose thread does more work per step on CPUs as fast, its ops
+// busier by half as much, is compute-slow; a stall named with its cause,
+// another rank's more work, CPU time outside the ops, or a GPU job's stall
+// are left.
 
 #include <string>
 #include <vector>
@@ -20,13 +21,16 @@ struct Stalled {
 
 // A 4-rank job (CPU ops only unless not `cpu_only`), rank 3 the verdict's
 // stalled culprit; rank `more` used 1 + `excess` (1.42x) its peers' CPU
-// time per step on CPUs as fast over 21 steps, at `z` standard errors.
-Stalled StallJob(int32_t more, double z = 21, bool cpu_only = true, double excess = 0.42) {
+// time per step on CPUs as fast over 21 steps, at `z` standard errors, its
+// traced ops busy `ops` times its peers' (1.4x).
+Stalled StallJob(int32_t more, double z = 21, bool cpu_only = true, double excess = 0.42,
+                 double ops = 1.4) {
   Stalled s;
   for (int32_t r = 0; r < 4; ++r) {
     RankTraceStats st;
     st.rank = r;
     st.cpu_only = cpu_only;
+    st.compute_busy_ns = static_cast<DurationNs>(r == more ? 1e8 * ops : 1e8);
     s.a.traces.ranks.push_back(st);
     RankCpuStats c;
     c.rank = r;
@@ -87,6 +91,17 @@ TEST(StallDoesMoreWorkTest, OtherStallsAreLeft) {
   // Too few standard errors for the detector to call it more work.
   Stalled weak = StallJob(3, 2);
   EXPECT_FALSE(StallDoesMoreWork(weak.v, weak.a, next));
+  EXPECT_EQ(weak.v.culprits[0].cause_class, CauseClass::kHostStall);
+  // Just under the bar (1.24x), and at it (1.25x, its ops 1.25x).
+  Stalled under = StallJob(3, 21, true, 0.24);
+  EXPECT_FALSE(StallDoesMoreWork(under.v, under.a, next));
+  Stalled at = StallJob(3, 21, true, 0.25, 1.25);
+  EXPECT_TRUE(StallDoesMoreWork(at.v, at.a, next));
+  // Its ops at its peers' busy time: the CPU time is spent outside them
+  // (inline decoding, GC), a stall still.
+  Stalled outside = StallJob(3, 21, true, 0.42, 1.0);
+  EXPECT_FALSE(StallDoesMoreWork(outside.v, outside.a, next));
+  EXPECT_EQ(outside.v.culprits[0].cause_class, CauseClass::kHostStall);
   // What a wait itself costs (cold caches after a 50 ms sleep read 1.06-1.09x,
   // bench/realjobs d38): a stall still.
   Stalled wait = StallJob(3, 21, true, 0.09);

@@ -252,6 +252,36 @@ TEST(PreferCommBoundTest, NoStragglerBecomesCommunicationBoundWithoutNothingToFi
   EXPECT_EQ(j.v.next_steps, std::vector<std::string>{"measure the link of every rank's host"});
 }
 
+// A compute-slow rank of a CPU-only job read from its CPU time alone is
+// said beside the network, not named (gloo polls while it waits); one the
+// traces saw late (a stall renamed for its work, StallDoesMoreWork) stays a
+// smaller problem.
+TEST(PreferCommBoundTest, CpuTimeAloneIsSaidNotNamedButALateRankStays) {
+  auto job = [](bool late) {
+    Job j = CommJob(0.76, 0.14);
+    j.v.culprits[0].cause_class = CauseClass::kComputeSlow;
+    j.v.culprits[0].cause.reset();
+    for (int32_t r = 0; r < 4; ++r) {
+      RankTraceStats st;
+      st.rank = r;
+      st.cpu_only = true;
+      j.a.traces.ranks.push_back(st);
+    }
+    if (late)
+      j.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceLateArrival, {.rank = 1}));
+    return j;
+  };
+  Job alone = job(false);
+  EXPECT_TRUE(PreferCommBound(alone.v, alone.a));
+  EXPECT_NE(alone.v.summary.find("beside it, not named: rank 1"), std::string::npos)
+      << alone.v.summary;
+  EXPECT_EQ(alone.v.next_steps.size(), 1u);
+  Job late = job(true);
+  EXPECT_TRUE(PreferCommBound(late.v, late.a));
+  EXPECT_NE(late.v.summary.find("a smaller problem beside it: rank 1"), std::string::npos)
+      << late.v.summary;
+}
+
 TEST(PreferCommBoundTest, AFewPercentOfNoObservedCauseIsMinorNotNamed) {
   Job j = CommJob(0.71, 0.02);
   j.v.culprits[0].cause.reset();

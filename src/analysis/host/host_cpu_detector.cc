@@ -517,21 +517,38 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
                       "thread) took {:.2f}x as long in steps {}-{} as in the others",
                       median, *f.onset_step, *f.end_step),
           std::nullopt});
+      f.next_steps.insert(
+          f.next_steps.begin(),
+          "the CPUs slowed for every rank at once: look at the machines at that time, not the "
+          "training code (`mpstat -P ALL` steal and `turbostat` / `cpupower frequency-info` "
+          "clocks, `dmesg` for thermal or power events, the cloud's host-maintenance events)");
     } else {
       // Else one rank's core: its probe rose, and its thread's CPU time per
-      // step rose by enough to explain half the steps' slowdown, no more
-      // than its core's slowness explains (the same work on a slower core;
-      // more work would read above it).
-      const StepSeries* slowed = nullptr;
-      double probe_rise = 0, cpu_rise = 0;
+      // step rose by enough to explain half the steps' slowdown, above the
+      // other ranks' median rise by as much (waiting ranks poll in gloo),
+      // and no more than its core's slowness explains (the same work on a
+      // slower core; more work would read above it).
+      std::vector<std::pair<const StepSeries*, std::pair<double, double>>> rose;  // probe, CPU
       for (const StepSeries& s : run.ranks) {
         auto p = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps);
         auto c =
             ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps, &StepCpu::on_cpu_ns);
-        if (!p || !c || *p < 1 + o.min_job_probe_rise || *c - 1 < *f.slowdown / 2 ||
-            *c > *p * (1 + kSlowedCoreWorkMargin) || *c <= cpu_rise)
+        if (p && c) rose.push_back({&s, {*p, *c}});
+      }
+      const StepSeries* slowed = nullptr;
+      double probe_rise = 0, cpu_rise = 0;
+      for (const auto& [s, r] : rose) {
+        const auto [p, c] = r;
+        std::vector<double> others;
+        for (const auto& [t, q] : rose) {
+          if (t != s) others.push_back(q.second);
+        }
+        const std::optional<double> other_rise = Median(std::move(others));
+        if (!other_rise || p < 1 + o.min_job_probe_rise || c - 1 < *f.slowdown / 2 ||
+            c - *other_rise < *f.slowdown / 2 || c > p * (1 + kSlowedCoreWorkMargin) ||
+            c <= cpu_rise)
           continue;
-        slowed = &s, probe_rise = *p, cpu_rise = *c;
+        slowed = s, probe_rise = p, cpu_rise = c;
       }
       if (slowed == nullptr) continue;
       f.message += fmt::format(
@@ -545,12 +562,13 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
                       "time per step {:.2f}x",
                       slowed->info.rank, probe_rise, *f.onset_step, *f.end_step, cpu_rise),
           std::nullopt});
+      f.next_steps.insert(
+          f.next_steps.begin(),
+          fmt::format("rank {}'s core slowed in those steps: look at its machine at that time, "
+                      "not the training code (`mpstat -P ALL` steal and `turbostat` / `cpupower "
+                      "frequency-info` clocks of its cores, what else ran there)",
+                      slowed->info.rank));
     }
-    f.next_steps.insert(
-        f.next_steps.begin(),
-        "the CPUs slowed for every rank at once: look at the machines at that time, not the "
-        "training code (`mpstat -P ALL` steal and `turbostat` / `cpupower frequency-info` "
-        "clocks, `dmesg` for thermal or power events, the cloud's host-maintenance events)");
   }
 }
 

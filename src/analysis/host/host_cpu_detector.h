@@ -278,14 +278,14 @@ void MeasureWindowProbes(const Run& run, const std::optional<LogStepRange>& prof
 // slow like that often: 58 of those 120 runs had 3 or more steps in a row
 // with the ranks' probes >= 1.2x their medians.
 // Failing that, one rank whose probe rose by min_job_probe_rise and whose
-// thread's CPU time per step rose by half the episode's slowdown, at most
+// thread's CPU time per step rose by half the episode's slowdown, above the
+// other ranks' median rise by as much (waiting ranks poll in gloo), at most
 // 1 + kSlowedCoreWorkMargin times its probe's rise (the same work on a
 // slower core): its core slowed and the job waited for it, the machine
-// again. bench/realjobs d40 w2_healthy_2 rep 0: +56% over steps 5-9, rank
-// 1's probe 1.48x and CPU time 1.62x there (rank 0's core had slowed in
-// steps 1-3 the same way), read "job-wide slowdown" with no cause; the
-// margin keeps a fault that began there on a slower core out (d35: CPU
-// time 2.56x on a core 1.79x as slow).
+// again, its next step that rank's machine. bench/realjobs d40 w2_healthy_2
+// rep 0: +56% over steps 5-9, rank 1's probe 1.47x and CPU time 1.62x there (rank 0's core had
+// slowed in steps 1-3 the same way), read "job-wide slowdown" with no cause; the margin keeps a
+// fault that began there on a slower core out (d35: CPU time 2.56x on a core 1.79x as slow).
 inline constexpr double kSlowedCoreWorkMargin = 0.25;
 void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_findings,
                                   const HostCpuDetectorOptions& options);
