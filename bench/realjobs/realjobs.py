@@ -505,6 +505,22 @@ def first_right(truth, report, run_right):
     return False
 
 
+SLOWER_CORE_PROBE = 1.2
+
+
+def slower_core(truth, report):
+    """(the ranks on a core measured >= SLOWER_CORE_PROBE slower, outside hog
+    and link runs and not faulty; the ranks the verdict named host_contention)."""
+    if truth["kind"] in ("hog", "comm") or "error" in report:
+        return [], []
+    faulty = {f["rank"] for f in truth.get("faults", [])}
+    slow = [int(r) for r, v in truth.get("host_slowed", {}).items()
+            if v.get("probe_ratio", 1) >= SLOWER_CORE_PROBE and int(r) not in faulty]
+    named = [c["rank"] for c in report["verdict"]["culprits"]
+             if c.get("rank") is not None and c.get("cause") == "host_contention"]
+    return slow, named
+
+
 def beside_not_named(report):
     """Ranks a communication-bound verdict said beside the network for their
     CPU time alone, not named ("; beside it, not named: rank 1 (vm) (...):
@@ -720,6 +736,8 @@ def main():
                 record["fault_realized"] = truth["fault_realized"]
             if ok and beside_not_named(report):
                 record["beside_not_named"] = beside_not_named(report)
+            if ok and slower_core(truth, report)[0]:
+                record["slower_core"], record["named_host"] = slower_core(truth, report)
             results.append(record)
     wall = time.time() - t_start
     summarize(results, wall, root, a)
@@ -890,6 +908,8 @@ def rescore(a):
             record["fault_realized"] = truth["fault_realized"]
         if beside_not_named(report):
             record["beside_not_named"] = beside_not_named(report)
+        if slower_core(truth, report)[0]:
+            record["slower_core"], record["named_host"] = slower_core(truth, report)
         results.append(record)
     summarize(results, time.time() - t_start, a.rescore, a)
     return 0
@@ -958,6 +978,16 @@ def summarize(results, wall, root, a):
                   f"{sum(r['right'] for r in rs)}/{len(rs)} right; healthy "
                   f"{sum(r['right'] for r in hs)}/{len(hs)}; false culprits "
                   f"{sum(r['false_culprits'] for r in rs)}")
+    # Ranks on a core the job measured slower (host_slowed probe >= 1.2x its
+    # peers'), outside CPU-hog and throttled-link runs, not the faulty rank:
+    # how many the verdict named with the host as the cause (issue 45 asks
+    # for such a rank named host_contention).
+    slow = [(r, k) for r in scored for k in r.get("slower_core", [])]
+    if slow:
+        named = sum(1 for r, k in slow if k in r.get("named_host", []))
+        print(f"ranks on a core measured >= {SLOWER_CORE_PROBE}x slower (no hog, no link fault, "
+              f"not faulty): {len(slow)} in {len(set(id(r) for r, _ in slow))} runs; named "
+              f"host_contention: {named}")
     aside = [r for r in scored if SET_ASIDE in r["verdict"]]
     if aside:
         rest = [r for r in scored if r not in aside]
