@@ -155,16 +155,17 @@ bool PreferCommBound(Verdict& v, const Analyses& a) {
     // Compute-slow from the thread's CPU time alone: no slower ops seen.
     const bool cpu_time_only =
         std::all_of(v.culprits.begin(), v.culprits.end(), [&](const Culprit& c) {
-          // No trace finding of its own (late, compute-slow, stalled).
+          // No trace finding of its own (late, compute-slow, stalled) but
+          // one kept as information (a late arrival "not blamed").
           return c.cause_class == CauseClass::kComputeSlow && !c.cause && c.entity.rank &&
                  CpuOnlyTrace(a, *c.entity.rank) &&
-                 std::none_of(a.traces.findings.begin(), a.traces.findings.end(),
-                              [&](const Finding& f) {
-                                return f.entity.rank == c.entity.rank &&
-                                       (f.code == FindingCode::kTraceComputeSlow ||
-                                        f.code == FindingCode::kTraceLateArrival ||
-                                        f.code == FindingCode::kTraceHostStall);
-                              });
+                 std::none_of(
+                     a.traces.findings.begin(), a.traces.findings.end(), [&](const Finding& f) {
+                       return f.entity.rank == c.entity.rank && f.severity != Severity::kInfo &&
+                              (f.code == FindingCode::kTraceComputeSlow ||
+                               f.code == FindingCode::kTraceLateArrival ||
+                               f.code == FindingCode::kTraceHostStall);
+                     });
         });
     if (cpu_time_only) {
       bound.summary += "; beside it, not named: " + named +

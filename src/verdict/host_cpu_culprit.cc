@@ -543,18 +543,20 @@ bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& 
   std::optional<Culprit> work = CpuWorkCulprit(a, work_steps);
   const double excess = work ? work->slowdown.value_or(0) : 0;
   if (!work || work->entity.rank != stall.entity.rank || excess < kStallMoreWork) return false;
-  // Its traced ops explain the CPU time: their busy time at least half the
-  // excess above its peers' median (a stall that computes outside the ops,
-  // inline decoding or GC, stays a stall).
+  // Its traced ops explain the CPU time: their busy time per profiled step
+  // at least half the excess above its peers' median (a stall that computes
+  // outside the ops, inline decoding or GC, stays a stall).
+  auto per_step = [](const RankTraceStats& t) {
+    return t.steps > 0 ? static_cast<double>(t.compute_busy_ns) / static_cast<double>(t.steps) : 0;
+  };
   const RankTraceStats* mine = nullptr;
   std::vector<double> peers;
   for (const RankTraceStats& t : a.traces.ranks) {
     if (t.rank == *stall.entity.rank) mine = &t;
-    else if (t.compute_busy_ns > 0) peers.push_back(static_cast<double>(t.compute_busy_ns));
+    else if (per_step(t) > 0) peers.push_back(per_step(t));
   }
   const std::optional<double> peer_busy = Median(std::move(peers));
-  if (mine == nullptr || !peer_busy ||
-      static_cast<double>(mine->compute_busy_ns) < (1 + excess / 2) * *peer_busy)
+  if (mine == nullptr || !peer_busy || per_step(*mine) < (1 + excess / 2) * *peer_busy)
     return false;
   // DropUnbornOut's test, passed first (as PreferCpuWork): its CPU time over
   // the whole run agrees, so the compute-slow culprit stays named.

@@ -30,6 +30,7 @@ Stalled StallJob(int32_t more, double z = 21, bool cpu_only = true, double exces
     RankTraceStats st;
     st.rank = r;
     st.cpu_only = cpu_only;
+    st.steps = 10;
     st.compute_busy_ns = static_cast<DurationNs>(r == more ? 1e8 * ops : 1e8);
     s.a.traces.ranks.push_back(st);
     RankCpuStats c;
@@ -102,6 +103,11 @@ TEST(StallDoesMoreWorkTest, OtherStallsAreLeft) {
   Stalled outside = StallJob(3, 21, true, 0.42, 1.0);
   EXPECT_FALSE(StallDoesMoreWork(outside.v, outside.a, next));
   EXPECT_EQ(outside.v.culprits[0].cause_class, CauseClass::kHostStall);
+  // Busy times are compared per profiled step: 1.4x the busy time over
+  // twice the steps is its peers' pace.
+  Stalled longer = StallJob(3);
+  longer.a.traces.ranks[3].steps = 20;
+  EXPECT_FALSE(StallDoesMoreWork(longer.v, longer.a, next));
   // What a wait itself costs (cold caches after a 50 ms sleep read 1.06-1.09x,
   // bench/realjobs d38): a stall still.
   Stalled wait = StallJob(3, 21, true, 0.09);

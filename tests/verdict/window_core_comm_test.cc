@@ -257,7 +257,7 @@ TEST(PreferCommBoundTest, NoStragglerBecomesCommunicationBoundWithoutNothingToFi
 // traces saw late (a stall renamed for its work, StallDoesMoreWork) stays a
 // smaller problem.
 TEST(PreferCommBoundTest, CpuTimeAloneIsSaidNotNamedButALateRankStays) {
-  auto job = [](bool late) {
+  auto job = [](bool late, Severity severity = Severity::kWarning) {
     Job j = CommJob(0.76, 0.14);
     j.v.culprits[0].cause_class = CauseClass::kComputeSlow;
     j.v.culprits[0].cause.reset();
@@ -267,8 +267,11 @@ TEST(PreferCommBoundTest, CpuTimeAloneIsSaidNotNamedButALateRankStays) {
       st.cpu_only = true;
       j.a.traces.ranks.push_back(st);
     }
-    if (late)
-      j.a.traces.findings.push_back(MakeFinding(FindingCode::kTraceLateArrival, {.rank = 1}));
+    if (late) {
+      Finding f = MakeFinding(FindingCode::kTraceLateArrival, {.rank = 1});
+      f.severity = severity;
+      j.a.traces.findings.push_back(f);
+    }
     return j;
   };
   Job alone = job(false);
@@ -280,6 +283,12 @@ TEST(PreferCommBoundTest, CpuTimeAloneIsSaidNotNamedButALateRankStays) {
   EXPECT_TRUE(PreferCommBound(late.v, late.a));
   EXPECT_NE(late.v.summary.find("a smaller problem beside it: rank 1"), std::string::npos)
       << late.v.summary;
+  // Last at collectives by chance ("not blamed", kept as information): the
+  // CPU time alone still, said and not named.
+  Job unblamed = job(true, Severity::kInfo);
+  EXPECT_TRUE(PreferCommBound(unblamed.v, unblamed.a));
+  EXPECT_NE(unblamed.v.summary.find("beside it, not named: rank 1"), std::string::npos)
+      << unblamed.v.summary;
 }
 
 TEST(PreferCommBoundTest, AFewPercentOfNoObservedCauseIsMinorNotNamed) {
