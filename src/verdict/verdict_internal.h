@@ -83,7 +83,8 @@ Verdict CommBoundVerdict(const Finding& comm);
 // named (d13, d14: a rank late by 1-2% of a 2-rank job behind the link, a
 // host stall of no cause, was named beside it). Compute-slow ranks read
 // from their thread's CPU time alone (CPU-only traces, no trace finding of
-// theirs: late arrival, compute-slow, host stall) are not named either, whatever their cost: gloo
+// theirs above information: late arrival, compute-slow, host stall) are not
+// named either, whatever their cost: gloo
 // waits for a transfer on a CPU, polling, so a rank's CPU time per step there is its wait as much
 // as its work (bench/realjobs d39 w4_comm_100mbit rep 2: healthy rank 1 at 1.17x its peers' CPU
 // time over 20 steps was said as a smaller problem, +17%; d18, d19 and d33 had such ranks too).
@@ -541,7 +542,8 @@ bool PreferCpuWork(Verdict& v, const Analyses& a, std::vector<std::string>& next
 // the traces read as a host stall (trace.host_stall, no cause named beside
 // it) while its thread does more work per step on CPUs as fast
 // (CpuWorkCulprit names the same rank) by at least kStallMoreWork, its
-// traced ops' busy time at least half that excess above its peers' median
+// traced ops' busy time per profiled step at least half that excess above
+// its peers' median
 // (a stall that computes outside the ops, inline decoding or GC, stays a
 // stall) and its CPU time over the run passing DropUnbornOut's test:
 // compute-slow, the stall's evidence kept. bench/realjobs d37
