@@ -518,6 +518,13 @@ def slower_core(truth, report):
             if v.get("probe_ratio", 1) >= SLOWER_CORE_PROBE and int(r) not in faulty]
     named = [c["rank"] for c in report["verdict"]["culprits"]
              if c.get("rank") is not None and c.get("cause") == "host_contention"]
+    # A communication-bound verdict names them in its summary ("a smaller
+    # problem beside it: rank 0 (vm) (host_stall: host_contention, +7%)").
+    smaller = re.search(r"a smaller problem beside it: (.*)", report["verdict"].get("summary", ""))
+    if smaller and report["verdict"]["status"] == "communication_bound":
+        named += [int(r) for r, cause in
+                  re.findall(r"rank (\d+)(?: \([^):,]*\))? \(([^)]*)\)", smaller.group(1))
+                  if ": host_contention" in cause]
     return slow, named
 
 
