@@ -546,18 +546,14 @@ bool StallDoesMoreWork(Verdict& v, const Analyses& a, std::vector<std::string>& 
   // Its traced ops explain the CPU time: their busy time per profiled step
   // at least half the excess above its peers' median (a stall that computes
   // outside the ops, inline decoding or GC, stays a stall).
-  auto per_step = [](const RankTraceStats& t) {
-    return t.steps > 0 ? static_cast<double>(t.compute_busy_ns) / static_cast<double>(t.steps) : 0;
-  };
-  const RankTraceStats* mine = nullptr;
   std::vector<double> peers;
   for (const RankTraceStats& t : a.traces.ranks) {
-    if (t.rank == *stall.entity.rank) mine = &t;
-    else if (per_step(t) > 0) peers.push_back(per_step(t));
+    const std::optional<double> busy = ComputePerStep(a.traces, t.rank);
+    if (t.rank != *stall.entity.rank && busy && *busy > 0) peers.push_back(*busy);
   }
+  const std::optional<double> mine = ComputePerStep(a.traces, *stall.entity.rank);
   const std::optional<double> peer_busy = Median(std::move(peers));
-  if (mine == nullptr || !peer_busy || per_step(*mine) < (1 + excess / 2) * *peer_busy)
-    return false;
+  if (!mine || !peer_busy || *mine < (1 + excess / 2) * *peer_busy) return false;
   // DropUnbornOut's test, passed first (as PreferCpuWork): its CPU time over
   // the whole run agrees, so the compute-slow culprit stays named.
   const std::optional<double> ratio = CpuTimeRatio(a, *stall.entity.rank);

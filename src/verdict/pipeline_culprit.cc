@@ -25,16 +25,6 @@ const Finding* PipelineFinding(const Analyses& a) {
   return nullptr;
 }
 
-// Traced compute per profiled step of `rank`, when traced.
-std::optional<double> ComputePerStep(const TraceAnalysis& traces, int32_t rank) {
-  for (const RankTraceStats& s : traces.ranks) {
-    if (s.rank == rank && s.steps > 0) {
-      return static_cast<double>(s.compute_busy_ns) / static_cast<double>(s.steps);
-    }
-  }
-  return std::nullopt;
-}
-
 const WhatIf* WhatIfOf(const Analyses& a, const Finding& f) {
   for (const PipelineMetrics& m : a.pipelines.timelines) {
     for (const Evidence& e : f.evidence) {
@@ -45,6 +35,15 @@ const WhatIf* WhatIfOf(const Analyses& a, const Finding& f) {
 }
 
 }  // namespace
+
+std::optional<double> ComputePerStep(const TraceAnalysis& traces, int32_t rank) {
+  for (const RankTraceStats& s : traces.ranks) {
+    if (s.rank == rank && s.steps > 0) {
+      return static_cast<double>(s.compute_busy_ns) / static_cast<double>(s.steps);
+    }
+  }
+  return std::nullopt;
+}
 
 // Whether every culprit of `v` is explained by the stage a stage imbalance
 // finding names (stage_balance.h): a rank of that stage (its ranks compute

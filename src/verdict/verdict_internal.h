@@ -717,6 +717,9 @@ void CiteToolReports(Verdict& v, const Run& run, const Analyses& a,
 // a stage, a worker, the work or a communication group, with the what-if
 // replay's numbers; nullopt when the pipeline detector found nothing.
 std::optional<Verdict> PipelineVerdict(const Analyses& a);
+// Traced compute per profiled step of `rank` (RankTraceStats::
+// compute_busy_ns / steps), when traced (pipeline_culprit.cc).
+std::optional<double> ComputePerStep(const TraceAnalysis& traces, int32_t rank);
 
 // Whether every culprit of `v` is explained by the stage that a stage
 // imbalance finding names (pipeline_culprit.cc): then PipelineVerdict()'s

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/analyze_run.h"
@@ -54,6 +55,12 @@ Verdict Diagnose(const std::string& dir, laggard::Run* out = nullptr) {
   Verdict v = DecideVerdict(*run, AnalyzeRun(*run, AnalysisOptions()));
   if (out != nullptr) *out = std::move(*run);
   return v;
+}
+
+// Whether a line of the culprit's evidence holds `words`.
+bool Says(const Culprit& c, std::string_view words) {
+  return std::any_of(c.evidence.begin(), c.evidence.end(),
+                     [&](const std::string& e) { return e.find(words) != std::string::npos; });
 }
 
 class RealJobTest : public ::testing::TestWithParam<Expected> {};
@@ -254,10 +261,7 @@ TEST(RealJobTest, ACulpritOnTheFasterCoreInTheWindowIsNotTheRunsSlowerCore) {
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.rank, 1) << v.summary;
   EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kComputeSlow) << v.summary;
-  bool said = false;
-  for (const std::string& e : v.culprits[0].evidence)
-    said |= e.find("in the profiled steps where it was read: not why") != std::string::npos;
-  EXPECT_TRUE(said) << v.summary;
+  EXPECT_TRUE(Says(v.culprits[0], "in the profiled steps where it was read: not why")) << v.summary;
 }
 
 // Healthy, 4 ranks on 2 cores (cores within 1.05x): the ops' compute per
@@ -287,10 +291,7 @@ TEST(RealJobTest, TwoRankCulpritsStayBelowHigh) {
   EXPECT_LE(v.culprits[0].confidence, verdict_internal::kTwoRankCap) << v.summary;
   EXPECT_EQ(v.summary.find("confidence high"), std::string::npos) << v.summary;
   // It read higher before the cap: the cap says so in its evidence.
-  bool said = false;
-  for (const std::string& e : v.culprits[0].evidence)
-    said |= e.find("no third says which is the odd one") != std::string::npos;
-  EXPECT_TRUE(said) << v.summary;
+  EXPECT_TRUE(Says(v.culprits[0], "no third says which is the odd one")) << v.summary;
 }
 
 // No real run here changes its step time level once (bench/realjobs: faults
@@ -383,11 +384,8 @@ TEST(RealJobTest, AWindowOnlyRankOnASlowerCoreDoingMoreThanItMakesIsNamed) {
   EXPECT_EQ(v.culprits[0].entity.rank, 1);
   EXPECT_EQ(v.culprits[0].cause_class, CauseClass::kComputeSlow);
   EXPECT_LT(v.culprits[0].confidence, kHighConfidence);
-  bool said = false;
-  for (const std::string& e : v.culprits[0].evidence) {
-    said |= e.find("1.43x what that core's slowness explains, its ops 1.56x") != std::string::npos;
-  }
-  EXPECT_TRUE(said) << v.summary;
+  EXPECT_TRUE(Says(v.culprits[0], "1.43x what that core's slowness explains, its ops 1.56x"))
+      << v.summary;
 }
 
 // Rank 3 computes 1.1x on cores 1.76x apart, ranks floating: too few steps
@@ -410,11 +408,7 @@ TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
   Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
   EXPECT_EQ(v.culprits[0].entity.rank, 3);
-  bool said = false;
-  for (const std::string& e : v.culprits[0].evidence) {
-    said |= e.find("the profiled steps alone name rank 0") != std::string::npos;
-  }
-  EXPECT_TRUE(said) << v.summary;
+  EXPECT_TRUE(Says(v.culprits[0], "the profiled steps alone name rank 0")) << v.summary;
 }
 
 // The profiled steps' culprit (rank 0, a passing difference of the cores

@@ -496,10 +496,16 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
   for (Finding& f : step_findings) {
     if (f.code != FindingCode::kJobSlowdown || !f.onset_step || !f.end_step || !f.slowdown)
       continue;
+    // Each rank's probe rise, and with it its CPU time's (rose: both known).
     std::vector<double> rises;
+    std::vector<std::pair<const StepSeries*, std::pair<double, double>>> rose;
     for (const StepSeries& s : run.ranks) {
-      if (auto r = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps))
-        rises.push_back(*r);
+      auto p = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps);
+      if (!p) continue;
+      rises.push_back(*p);
+      if (auto c = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps,
+                             &StepCpu::on_cpu_ns))
+        rose.push_back({&s, {*p, *c}});
     }
     if (rises.size() < 2) continue;
     const size_t risen = static_cast<size_t>(std::count_if(
@@ -528,13 +534,6 @@ void ExplainJobSlowdownsByHostCpu(const Run& run, std::vector<Finding>& step_fin
       // other ranks' median rise by as much (waiting ranks poll in gloo),
       // and no more than its core's slowness explains (the same work on a
       // slower core; more work would read above it).
-      std::vector<std::pair<const StepSeries*, std::pair<double, double>>> rose;  // probe, CPU
-      for (const StepSeries& s : run.ranks) {
-        auto p = ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps);
-        auto c =
-            ProbeRise(s, *f.onset_step, *f.end_step, kMinInside, o.min_steps, &StepCpu::on_cpu_ns);
-        if (p && c) rose.push_back({&s, {*p, *c}});
-      }
       const StepSeries* slowed = nullptr;
       double probe_rise = 0, cpu_rise = 0;
       for (const auto& [s, r] : rose) {
