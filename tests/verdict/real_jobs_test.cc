@@ -357,9 +357,6 @@ TEST(RealJobTest, AWindowExcessWithinTheRunsNoiseNamesNoOne) {
       << said;
 }
 
-// Beside a rank the run backs (rank 3, 2.0x from step 20), a rank the
-// profiled steps alone name (rank 0: 1.12x CPU time there, 1.03x over the
-// run) is not named, and the verdict says why.
 // A 2-rank more-work excess below medium confidence is said with what
 // would tell (a third rank, or the cores swapped), not named.
 TEST(RealJobTest, ALowTwoRankExcessIsSaidNotNamed) {
@@ -404,6 +401,9 @@ TEST(RealJobTest, AClearTopOfWorkPerProbeIsSaidWithTheStepsToTell) {
   EXPECT_NE(v.summary.find("where part of it may be the cores'"), std::string::npos) << v.summary;
 }
 
+// Beside a rank the run backs (rank 3, 2.0x from step 20), a rank the
+// profiled steps alone name (rank 0: 1.12x CPU time there, 1.03x over the
+// run) is not named, and the verdict says why.
 TEST(RealJobTest, AWindowOnlyRankBesideABackedCulpritIsNotNamed) {
   Verdict v = Diagnose(kData + "w4_onset_compute_window_second");
   ASSERT_EQ(v.culprits.size(), 1u) << v.summary;
